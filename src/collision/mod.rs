@@ -1,0 +1,205 @@
+//! Collision detection: a sweep-and-prune broad phase on world AABBs, then
+//! parry's narrow phase on the candidate pairs, producing contact points with
+//! a frame (z along the normal), a signed distance, combined friction and
+//! restitution, and a stable identity for warm starting.
+//!
+//! Convention: in a contact between geometries `a` and `b`, the normal points
+//! from `b` to `a`, the contact velocity is `v_a − v_b` at the contact point,
+//! and the impulse `λ` acts on `a` (and `−λ` on `b`). When one geometry is on
+//! the world it is always `b`.
+
+use crate::error::SimError;
+use crate::dynamics::Data;
+use crate::math::{Mat3, SE3, Vec3, frame_from_normal};
+use crate::model::{Model, WORLD, combine_friction, combine_restitution};
+use parry3d_f64::bounding_volume::Aabb;
+use parry3d_f64::math::{Pose, Rotation, Vector as PVec};
+use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
+
+/// Stable identity of a contact point across steps: geometry pair and the
+/// features (vertex, edge, face ids from parry) in contact on each side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ContactKey {
+    pub geom_a: u32,
+    pub geom_b: u32,
+    pub feature_a: u32,
+    pub feature_b: u32,
+}
+
+/// One contact point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contact {
+    pub geom_a: usize,
+    pub geom_b: usize,
+    pub body_a: usize,
+    pub body_b: usize,
+    /// World position, midway between the two surfaces.
+    pub point: Vec3,
+    /// `world_from_contact`: columns `t1, t2, n`, with `n` from `b` to `a`.
+    pub frame: Mat3,
+    /// Signed distance `φ` between the surfaces along `n` (< 0: penetration).
+    pub distance: f64,
+    /// Combined friction coefficient.
+    pub mu: f64,
+    /// Combined restitution coefficient.
+    pub restitution: f64,
+    pub key: ContactKey,
+}
+
+impl Contact {
+    pub fn normal(&self) -> Vec3 {
+        self.frame.column(2).into_owned()
+    }
+}
+
+fn to_pose(m: &SE3) -> Pose {
+    let q = m.quaternion();
+    Pose::from_parts(
+        PVec::new(m.translation.x, m.translation.y, m.translation.z),
+        Rotation::from_xyzw(q.i, q.j, q.k, q.w),
+    )
+}
+
+#[inline]
+fn to_vec3(v: PVec) -> Vec3 {
+    Vec3::new(v.x, v.y, v.z)
+}
+
+/// Reusable collision workspace.
+pub struct CollisionDetector {
+    /// Contacts are generated for surfaces closer than this (m); contacts with
+    /// `φ > 0` are speculative and handled by the `φ/dt` term of `g`.
+    pub margin: f64,
+    geom_pose: Vec<SE3>,
+    aabbs: Vec<Aabb>,
+    order: Vec<usize>,
+    /// Candidate pairs from the broad phase in the last call.
+    pub pairs: Vec<(usize, usize)>,
+    manifolds: Vec<ContactManifold<(), ()>>,
+}
+
+impl CollisionDetector {
+    pub fn new(model: &Model, margin: f64) -> Self {
+        let n = model.geometries.len();
+        CollisionDetector {
+            margin,
+            geom_pose: vec![SE3::identity(); n],
+            aabbs: Vec::with_capacity(n),
+            order: (0..n).collect(),
+            pairs: Vec::new(),
+            manifolds: Vec::new(),
+        }
+    }
+
+    /// Broad phase: sweep-and-prune along x on margin-inflated world AABBs,
+    /// then the model's pair filter. Fills `self.pairs` (sorted, deterministic).
+    pub fn broad_phase(&mut self, model: &Model, data: &Data) {
+        let n = model.geometries.len();
+        self.aabbs.clear();
+        for (g, geom) in model.geometries.iter().enumerate() {
+            let pose = data.world_from_body[geom.body].mul(&geom.body_from_collider);
+            self.geom_pose[g] = pose;
+            let mut aabb = geom.collider.compute_aabb(&to_pose(&pose));
+            aabb.mins -= PVec::splat(self.margin);
+            aabb.maxs += PVec::splat(self.margin);
+            self.aabbs.push(aabb);
+        }
+        self.order.clear();
+        self.order.extend(0..n);
+        let aabbs = &self.aabbs;
+        self.order.sort_unstable_by(|&a, &b| aabbs[a].mins.x.total_cmp(&aabbs[b].mins.x));
+        self.pairs.clear();
+        for (oi, &i) in self.order.iter().enumerate() {
+            let bi = &aabbs[i];
+            for &j in &self.order[oi + 1..] {
+                let bj = &aabbs[j];
+                if bj.mins.x > bi.maxs.x {
+                    break;
+                }
+                let overlap = bi.mins.y <= bj.maxs.y
+                    && bj.mins.y <= bi.maxs.y
+                    && bi.mins.z <= bj.maxs.z
+                    && bj.mins.z <= bi.maxs.z;
+                if overlap && model.can_collide(i, j) {
+                    // The world-attached geometry, if any, is always `b`.
+                    let (a, b) = if model.geometries[i].body == WORLD
+                        || (model.geometries[j].body != WORLD && j < i)
+                    {
+                        (j, i)
+                    } else {
+                        (i, j)
+                    };
+                    self.pairs.push((a, b));
+                }
+            }
+        }
+        self.pairs.sort_unstable();
+    }
+
+    /// Broad and narrow phases; appends the contacts to `contacts` (cleared first).
+    pub fn detect(&mut self, model: &Model, data: &Data, contacts: &mut Vec<Contact>) -> Result<(), SimError> {
+        contacts.clear();
+        self.broad_phase(model, data);
+        let dispatcher = DefaultQueryDispatcher;
+        for pi in 0..self.pairs.len() {
+            let (a, b) = self.pairs[pi];
+            let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
+            let (pose_a, pose_b) = (self.geom_pose[a], self.geom_pose[b]);
+            let pos12 = to_pose(&pose_a.inv_mul(&pose_b));
+            self.manifolds.clear();
+            let mut workspace = None;
+            dispatcher
+                .contact_manifolds(
+                    &pos12,
+                    ga.collider.as_ref(),
+                    gb.collider.as_ref(),
+                    self.margin,
+                    &mut self.manifolds,
+                    &mut workspace,
+                )
+                .map_err(|_| SimError::UnsupportedPair {
+                    geom_a: ga.name.clone(),
+                    geom_b: gb.name.clone(),
+                })?;
+            let mu = combine_friction(ga.material.friction, gb.material.friction);
+            let restitution = combine_restitution(ga.material.restitution, gb.material.restitution);
+            for m in &self.manifolds {
+                if m.points.is_empty() {
+                    continue;
+                }
+                let n = -(pose_a.rotation * to_vec3(m.local_n1));
+                let nn = n.norm();
+                if !(nn > 0.5) {
+                    continue;
+                }
+                let n = n / nn;
+                let frame = frame_from_normal(&n);
+                for pt in &m.points {
+                    if pt.dist > self.margin {
+                        continue;
+                    }
+                    let pa = pose_a.act_point(&to_vec3(pt.local_p1));
+                    let pb = pose_b.act_point(&to_vec3(pt.local_p2));
+                    contacts.push(Contact {
+                        geom_a: a,
+                        geom_b: b,
+                        body_a: ga.body,
+                        body_b: gb.body,
+                        point: (pa + pb) * 0.5,
+                        frame,
+                        distance: pt.dist,
+                        mu,
+                        restitution,
+                        key: ContactKey {
+                            geom_a: a as u32,
+                            geom_b: b as u32,
+                            feature_a: pt.fid1.0,
+                            feature_b: pt.fid2.0,
+                        },
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,86 @@
+//! The friction cone `K_μ = {λ : ‖λ_T‖ ≤ μ λ_N}`, its dual `K_μ* = K_{1/μ}`,
+//! projections onto both, and de Saxcé's correction `Γ(c) = [0, 0, μ‖c_T‖]`.
+//! A contact 3-vector is stored `[t1, t2, n]` (normal last).
+
+/// Projection onto the second-order cone `{x : ‖x_T‖ ≤ a x_N}` with `a ≥ 0`
+/// (`a = ∞` is the half-space `x_N ≥ 0`).
+#[inline]
+fn project_soc(a: f64, x: [f64; 3]) -> [f64; 3] {
+    let n = x[2];
+    if a.is_infinite() {
+        return [x[0], x[1], n.max(0.0)];
+    }
+    let t = (x[0] * x[0] + x[1] * x[1]).sqrt();
+    if t <= a * n && n >= 0.0 {
+        return x;
+    }
+    if a * t <= -n {
+        return [0.0, 0.0, 0.0];
+    }
+    // Closest point on the cone's boundary ray through the tangent direction of x.
+    let np = (a * t + n) / (1.0 + a * a);
+    let s = a * np / t;
+    [x[0] * s, x[1] * s, np]
+}
+
+/// Projection onto the friction cone `K_μ`.
+#[inline]
+pub fn project_cone(mu: f64, x: [f64; 3]) -> [f64; 3] {
+    project_soc(mu, x)
+}
+
+/// Projection onto the dual cone `K_μ* = {y : μ‖y_T‖ ≤ y_N}`.
+#[inline]
+pub fn project_dual_cone(mu: f64, x: [f64; 3]) -> [f64; 3] {
+    project_soc(if mu > 0.0 { 1.0 / mu } else { f64::INFINITY }, x)
+}
+
+/// De Saxcé's correction `Γ(c) = [0, 0, μ‖c_T‖]`, which turns the Coulomb
+/// law with maximum dissipation into the cone complementarity
+/// `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*`.
+#[inline]
+pub fn de_saxce(mu: f64, c: [f64; 3]) -> [f64; 3] {
+    [0.0, 0.0, mu * (c[0] * c[0] + c[1] * c[1]).sqrt()]
+}
+
+#[inline]
+pub fn get3(x: &[f64], i: usize) -> [f64; 3] {
+    [x[3 * i], x[3 * i + 1], x[3 * i + 2]]
+}
+
+#[inline]
+pub fn set3(x: &mut [f64], i: usize, v: [f64; 3]) {
+    x[3 * i..3 * i + 3].copy_from_slice(&v);
+}
+
+#[inline]
+pub fn dist3(a: [f64; 3], b: [f64; 3]) -> f64 {
+    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_cone(mu: f64, x: [f64; 3]) -> bool {
+        (x[0] * x[0] + x[1] * x[1]).sqrt() <= mu * x[2] + 1e-12
+    }
+
+    #[test]
+    fn projection_is_idempotent_and_orthogonal() {
+        let pts = [[1.0, 2.0, 0.5], [-0.3, 0.1, -2.0], [0.2, -0.1, 1.0], [3.0, 0.0, -0.1], [0.0, 0.0, -1.0]];
+        for mu in [0.0, 0.3, 1.0, 4.0] {
+            for x in pts {
+                let p = project_cone(mu, x);
+                assert!(in_cone(mu, p), "mu={mu} x={x:?} p={p:?}");
+                assert!(dist3(project_cone(mu, p), p) < 1e-12);
+                // Moreau decomposition: x = P_K(x) + P_{K°}(x), with K° = −K*.
+                let r = [x[0] - p[0], x[1] - p[1], x[2] - p[2]];
+                let q = project_dual_cone(mu, [-r[0], -r[1], -r[2]]);
+                assert!(dist3(q, [-r[0], -r[1], -r[2]]) < 1e-12, "residual not in the polar cone");
+                let dot = p[0] * r[0] + p[1] * r[1] + p[2] * r[2];
+                assert!(dot.abs() < 1e-12, "not orthogonal: {dot}");
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The frictional contact problem and its solvers.
+//!
+//! A [`ContactProblem`] is what every solver sees: the Delassus matrix
+//! `G = J M⁻¹ Jᵀ`, the free contact velocity `g`, the friction coefficients, an
+//! optional diagonal compliance `R` and a warm start. Solvers never read the
+//! model.
+
+pub mod cone;
+pub mod criteria;
+pub mod delassus;
+pub mod linalg;
+mod problem;
+pub mod solvers;
+
+pub use criteria::{Residuals, contact_residuals, ncp_residuals};
+pub use delassus::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
+pub use problem::ContactProblem;
+pub use solvers::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};

@@ -1,0 +1,123 @@
+use crate::error::ProblemError;
+use nalgebra::{DMatrix, DVector};
+
+/// A frictional contact problem with `nc` contacts (`m = 3·nc` unknowns):
+///
+/// find `λ ∈ K_μ` with `c = (G + R) λ + g` and `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*`.
+///
+/// Each contact's 3-vectors are `[t1, t2, n]` in its contact frame.
+/// `g` already contains the stabilization terms added by the simulator
+/// (see [`crate::sim::SimParams`]): it is the contact velocity that the
+/// impulses must correct.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContactProblem {
+    /// (m, m) Delassus matrix `G = J M⁻¹ Jᵀ`, symmetric positive semi-definite.
+    pub delassus: DMatrix<f64>,
+    /// (m) free contact velocity.
+    pub g: DVector<f64>,
+    /// (nc) friction coefficients.
+    pub mu: Vec<f64>,
+    /// (m) diagonal compliance `R` (zero: rigid contact). A numerical
+    /// regularization: contacts then obey `c = (G + R)λ + g`.
+    pub compliance: DVector<f64>,
+    /// (m) initial guess for `λ` (zero: cold start).
+    pub warm_start: DVector<f64>,
+}
+
+impl ContactProblem {
+    /// A rigid, cold-started problem; validated.
+    pub fn new(delassus: DMatrix<f64>, g: DVector<f64>, mu: Vec<f64>) -> Result<Self, ProblemError> {
+        let m = g.len();
+        let p = ContactProblem {
+            delassus,
+            g,
+            mu,
+            compliance: DVector::zeros(m),
+            warm_start: DVector::zeros(m),
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Number of contacts.
+    pub fn nc(&self) -> usize {
+        self.mu.len()
+    }
+
+    /// Resizes every field for `nc` contacts, keeping allocations where possible; contents are zeroed.
+    pub fn resize(&mut self, nc: usize) {
+        let m = 3 * nc;
+        self.delassus.resize_mut(m, m, 0.0);
+        self.g.resize_vertically_mut(m, 0.0);
+        self.compliance.resize_vertically_mut(m, 0.0);
+        self.warm_start.resize_vertically_mut(m, 0.0);
+        self.mu.resize(nc, 0.0);
+        self.delassus.fill(0.0);
+        self.g.fill(0.0);
+        self.compliance.fill(0.0);
+        self.warm_start.fill(0.0);
+    }
+
+    /// Checks sizes, finiteness, `μ ≥ 0`, `R ≥ 0`, symmetry of `G` and a
+    /// non-negative diagonal (a cheap necessary condition for PSD; the
+    /// solvers report a failed factorization as `NotPsd`).
+    pub fn validate(&self) -> Result<(), ProblemError> {
+        let nc = self.mu.len();
+        let m = 3 * nc;
+        let dim = |what, got: usize| {
+            if got != m { Err(ProblemError::DimensionMismatch { what, got, expected: m }) } else { Ok(()) }
+        };
+        dim("g", self.g.len())?;
+        dim("delassus rows", self.delassus.nrows())?;
+        dim("delassus columns", self.delassus.ncols())?;
+        dim("compliance", self.compliance.len())?;
+        dim("warm_start", self.warm_start.len())?;
+        for (i, &mu) in self.mu.iter().enumerate() {
+            if !(mu.is_finite() && mu >= 0.0) {
+                return Err(ProblemError::BadFriction { contact: i, mu });
+            }
+        }
+        let finite = |what, v: &[f64]| match v.iter().position(|x| !x.is_finite()) {
+            Some(index) => Err(ProblemError::NonFinite { what, index }),
+            None => Ok(()),
+        };
+        finite("g", self.g.as_slice())?;
+        finite("delassus", self.delassus.as_slice())?;
+        finite("compliance", self.compliance.as_slice())?;
+        finite("warm_start", self.warm_start.as_slice())?;
+        if let Some(i) = self.compliance.iter().position(|&r| r < 0.0) {
+            return Err(ProblemError::BadCompliance { index: i, value: self.compliance[i] });
+        }
+        let scale = self.delassus.amax().max(f64::MIN_POSITIVE);
+        for i in 0..m {
+            if self.delassus[(i, i)] < -1e-12 * scale {
+                return Err(ProblemError::NotPsd { index: i, value: self.delassus[(i, i)] });
+            }
+            for j in 0..i {
+                let d = self.delassus[(i, j)] - self.delassus[(j, i)];
+                if d.abs() > 1e-9 * scale {
+                    return Err(ProblemError::NotSymmetric { row: i, col: j, diff: d });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `c = (G + R) λ + g`. `lambda`, `c`: (m).
+    pub fn contact_velocity(&self, lambda: &[f64], c: &mut [f64]) {
+        let m = self.g.len();
+        for i in 0..m {
+            c[i] = self.g[i] + self.compliance[i] * lambda[i];
+        }
+        for j in 0..m {
+            let lj = lambda[j];
+            if lj == 0.0 {
+                continue;
+            }
+            let col = self.delassus.column(j);
+            for i in 0..m {
+                c[i] += col[i] * lj;
+            }
+        }
+    }
+}

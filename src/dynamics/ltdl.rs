@@ -1,0 +1,64 @@
+//! Tree-sparse `M = Lᵀ D L` (Featherstone, RBDA §6.5, "LTDL"): with parents
+//! preceding children there is no fill-in, and row `k` of `L` is non-zero only
+//! on the ancestors of dof `k`.
+
+use super::Data;
+use crate::model::{Model, NO_DOF};
+use nalgebra::DMatrix;
+
+/// Factorizes `data.mass_matrix` into `data.ltdl` (L strictly below the diagonal, D on it).
+pub fn ltdl_factorize(model: &Model, data: &mut Data) {
+    data.ltdl.copy_from(&data.mass_matrix);
+    let h = &mut data.ltdl;
+    for k in (0..model.nv).rev() {
+        let hkk = h[(k, k)];
+        let mut i = model.dof_parent[k];
+        while i != NO_DOF {
+            let a = h[(k, i)] / hkk;
+            let mut j = i;
+            while j != NO_DOF {
+                h[(i, j)] -= a * h[(k, j)];
+                j = model.dof_parent[j];
+            }
+            h[(k, i)] = a;
+            i = model.dof_parent[i];
+        }
+    }
+}
+
+/// Solves `Lᵀ y = x` in place (leaf to root).
+pub fn ltdl_solve_lt_in_place(model: &Model, ltdl: &DMatrix<f64>, x: &mut [f64]) {
+    for k in (0..model.nv).rev() {
+        let xk = x[k];
+        if xk == 0.0 {
+            continue;
+        }
+        let mut i = model.dof_parent[k];
+        while i != NO_DOF {
+            x[i] -= ltdl[(k, i)] * xk;
+            i = model.dof_parent[i];
+        }
+    }
+}
+
+/// Solves `L y = x` in place (root to leaf).
+pub fn ltdl_solve_l_in_place(model: &Model, ltdl: &DMatrix<f64>, x: &mut [f64]) {
+    for k in 0..model.nv {
+        let mut i = model.dof_parent[k];
+        let mut s = x[k];
+        while i != NO_DOF {
+            s -= ltdl[(k, i)] * x[i];
+            i = model.dof_parent[i];
+        }
+        x[k] = s;
+    }
+}
+
+/// Solves `M x = b` in place with the factorization in `data.ltdl`: O(nv · depth).
+pub fn ltdl_solve_in_place(model: &Model, ltdl: &DMatrix<f64>, x: &mut [f64]) {
+    ltdl_solve_lt_in_place(model, ltdl, x);
+    for k in 0..model.nv {
+        x[k] /= ltdl[(k, k)];
+    }
+    ltdl_solve_l_in_place(model, ltdl, x);
+}

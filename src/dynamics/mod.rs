@@ -1,0 +1,23 @@
+//! Rigid-body dynamics over `(&Model, &mut Data)`, in the world frame
+//! (spatial vectors expressed at the world origin, as Pinocchio's world-frame
+//! algorithms): forward kinematics, Jacobians, RNEA, CRBA, ABA, the tree-sparse
+//! `LᵀDL` factorization of the mass matrix, and integration on the
+//! configuration manifold. None of these allocates once `Data` exists.
+
+mod aba;
+mod crba;
+mod data;
+mod integrate;
+mod jacobian;
+mod kinematics;
+mod ltdl;
+mod rnea;
+
+pub use aba::{aba, aba_from_kinematics};
+pub use crba::{crba, crba_from_kinematics};
+pub use data::Data;
+pub use integrate::{difference, integrate, normalize_configuration, random_configuration};
+pub use jacobian::{ReferenceFrame, frame_jacobian, frame_placement, point_velocity_column};
+pub use kinematics::{center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy};
+pub use ltdl::{ltdl_factorize, ltdl_solve_in_place, ltdl_solve_lt_in_place, ltdl_solve_l_in_place};
+pub use rnea::{nonlinear_effects, rnea, rnea_from_kinematics};

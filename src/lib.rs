@@ -1,0 +1,23 @@
+//! # moreau
+//!
+//! A batched rigid-body contact simulator for robotics. This crate holds the
+//! f64 CPU reference path: the model of articulated rigid bodies, its
+//! dynamics, collision detection, the frictional contact problem and its
+//! solvers, and the time-stepping loop. See `DESIGN.md` for the physics.
+//!
+//! The pipeline, module by module, in the order data flows through it:
+//! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`];
+//! [`scenes`] builds the named example worlds.
+
+pub mod collision;
+pub mod contact;
+pub mod dynamics;
+pub mod error;
+pub mod math;
+pub mod model;
+pub mod scenes;
+pub mod sim;
+
+pub use error::{ModelError, ProblemError, SimError};
+pub use model::{Model, ModelBuilder};
+pub use sim::{SimParams, Simulator, State};

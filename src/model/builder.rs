@@ -1,0 +1,335 @@
+//! `ModelBuilder`: validates bodies, joints and geometries as they are added.
+
+use super::{Geometry, JointType, Model, NO_DOF, Shape, WORLD};
+use crate::error::ModelError;
+use crate::math::{Inertia, Mat3, SE3, Vec3};
+use parry3d_f64::math::Vector as PVec;
+use parry3d_f64::shape::SharedShape;
+
+/// Surface properties of a geometry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Material {
+    /// Coulomb friction coefficient (≥ 0). Pairs combine by geometric mean.
+    pub friction: f64,
+    /// Restitution coefficient in [0, 1]. Pairs combine by maximum.
+    pub restitution: f64,
+    /// Collision bits (MuJoCo's `contype` / `conaffinity`): two geometries
+    /// collide when `contype_a & conaffinity_b` or `contype_b & conaffinity_a`
+    /// is non-zero.
+    pub contype: u32,
+    pub conaffinity: u32,
+}
+
+impl Default for Material {
+    fn default() -> Self {
+        Material { friction: 0.5, restitution: 0.0, contype: 1, conaffinity: 1 }
+    }
+}
+
+impl Material {
+    pub fn with_friction(friction: f64) -> Self {
+        Material { friction, ..Default::default() }
+    }
+}
+
+struct BodyDef {
+    name: String,
+    parent: usize,
+    joint: JointType,
+    placement: SE3,
+    inertia: Inertia,
+}
+
+/// Builds a [`Model`], checking each piece as it is added. Body 0 (`WORLD`) exists from the start.
+pub struct ModelBuilder {
+    name: String,
+    gravity: Vec3,
+    bodies: Vec<BodyDef>,
+    geometries: Vec<Geometry>,
+    exclusions: Vec<(usize, usize)>,
+}
+
+fn finite3(v: &Vec3) -> bool {
+    v.iter().all(|x| x.is_finite())
+}
+
+fn check_se3(what: impl Fn() -> String, m: &SE3) -> Result<(), ModelError> {
+    if !m.is_finite() {
+        return Err(ModelError::NonFinite { what: what() });
+    }
+    let orth = (m.rotation.transpose() * m.rotation - Mat3::identity()).norm();
+    if orth > 1e-6 || m.rotation.determinant() < 0.0 {
+        return Err(ModelError::Invalid {
+            what: what(),
+            reason: format!("rotation is not a proper orthonormal matrix (‖RᵀR − I‖ = {orth:e})"),
+        });
+    }
+    Ok(())
+}
+
+/// Checks mass > 0, inertia symmetric positive definite and the triangle inequality.
+pub fn validate_inertia(body: &str, inertia: &Inertia) -> Result<(), ModelError> {
+    if !(inertia.mass.is_finite() && inertia.mass > 0.0) {
+        return Err(ModelError::NonPositiveMass { body: body.into(), mass: inertia.mass });
+    }
+    if !finite3(&inertia.com) || !inertia.rotational.iter().all(|x| x.is_finite()) {
+        return Err(ModelError::NonFinite { what: format!("body `{body}`: inertia") });
+    }
+    let i = &inertia.rotational;
+    let scale = i.abs().max().max(f64::MIN_POSITIVE);
+    if (i - i.transpose()).abs().max() > 1e-9 * scale {
+        return Err(ModelError::Invalid {
+            what: format!("body `{body}`: rotational inertia"),
+            reason: "not symmetric".into(),
+        });
+    }
+    let mut ev = i.symmetric_eigenvalues();
+    ev.as_mut_slice().sort_by(|a, b| a.total_cmp(b));
+    let e = [ev[0], ev[1], ev[2]];
+    if e[0] <= 0.0 {
+        return Err(ModelError::InertiaNotPositiveDefinite { body: body.into(), eigenvalues: e });
+    }
+    if e[2] > (e[0] + e[1]) * (1.0 + 1e-9) {
+        return Err(ModelError::InertiaTriangleInequality { body: body.into(), moments: e });
+    }
+    Ok(())
+}
+
+fn pvec(v: &Vec3) -> PVec {
+    PVec::new(v.x, v.y, v.z)
+}
+
+/// Builds the parry collider for a shape; returns it with the transform from
+/// parry's shape frame to our geometry frame.
+fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelError> {
+    let bad = |reason: String| Err(ModelError::InvalidGeometry { geom: name.into(), reason });
+    let pos = |x: f64| x.is_finite() && x > 0.0;
+    match shape {
+        Shape::Ball { radius } => {
+            if !pos(*radius) {
+                return bad(format!("ball radius must be positive, got {radius}"));
+            }
+            Ok((SharedShape::ball(*radius), SE3::identity()))
+        }
+        Shape::Cuboid { half_extents: h } => {
+            if !h.iter().all(|&x| pos(x)) {
+                return bad(format!("cuboid half extents must be positive, got {:?}", h.as_slice()));
+            }
+            Ok((SharedShape::cuboid(h.x, h.y, h.z), SE3::identity()))
+        }
+        Shape::Capsule { half_length, radius } => {
+            if !pos(*radius) || !(half_length.is_finite() && *half_length >= 0.0) {
+                return bad(format!("capsule needs radius > 0 and half_length ≥ 0, got {radius}, {half_length}"));
+            }
+            Ok((SharedShape::capsule_z(*half_length, *radius), SE3::identity()))
+        }
+        Shape::Cylinder { half_length, radius } => {
+            if !pos(*radius) || !pos(*half_length) {
+                return bad(format!("cylinder needs positive radius and half_length, got {radius}, {half_length}"));
+            }
+            // parry's cylinder is along y; rotate it onto z.
+            let y_to_z = SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2);
+            Ok((SharedShape::cylinder(*half_length, *radius), y_to_z))
+        }
+        Shape::ConvexMesh { points } => {
+            if points.len() < 4 || !points.iter().all(finite3) {
+                return bad(format!("convex mesh needs at least 4 finite points, got {}", points.len()));
+            }
+            let pts: Vec<PVec> = points.iter().map(pvec).collect();
+            match SharedShape::convex_hull(&pts) {
+                Some(s) => Ok((s, SE3::identity())),
+                None => bad("convex hull of the points is degenerate (flat or coincident points)".into()),
+            }
+        }
+        Shape::HalfSpace { normal } => {
+            let n = normal.norm();
+            if !finite3(normal) || n < 1e-12 {
+                return bad("half-space normal is zero or not finite".into());
+            }
+            Ok((SharedShape::halfspace(pvec(&(normal / n))), SE3::identity()))
+        }
+    }
+}
+
+impl ModelBuilder {
+    pub fn new(name: &str) -> Self {
+        ModelBuilder {
+            name: name.into(),
+            gravity: Vec3::new(0.0, 0.0, -9.81),
+            bodies: vec![BodyDef {
+                name: "world".into(),
+                parent: WORLD,
+                joint: JointType::Fixed,
+                placement: SE3::identity(),
+                inertia: Inertia::zero(),
+            }],
+            geometries: Vec::new(),
+            exclusions: Vec::new(),
+        }
+    }
+
+    pub fn set_gravity(&mut self, gravity: Vec3) -> Result<&mut Self, ModelError> {
+        if !finite3(&gravity) {
+            return Err(ModelError::NonFinite { what: "gravity".into() });
+        }
+        self.gravity = gravity;
+        Ok(self)
+    }
+
+    pub fn nbodies(&self) -> usize {
+        self.bodies.len()
+    }
+
+    /// Adds body `name` attached to `parent` by `joint`, whose frame sits at
+    /// `parent_from_joint` in the parent body. Axes are normalized here.
+    pub fn add_body(
+        &mut self,
+        name: &str,
+        parent: usize,
+        joint: JointType,
+        parent_from_joint: SE3,
+        inertia: Inertia,
+    ) -> Result<usize, ModelError> {
+        if parent >= self.bodies.len() {
+            return Err(ModelError::UnknownParent {
+                body: name.into(),
+                parent,
+                nbodies: self.bodies.len(),
+            });
+        }
+        if self.bodies.iter().any(|b| b.name == name) {
+            return Err(ModelError::DuplicateName { kind: "body", name: name.into() });
+        }
+        let joint = match joint {
+            JointType::Revolute(a) | JointType::Prismatic(a) => {
+                let n = a.norm();
+                if !finite3(&a) || n < 1e-12 {
+                    return Err(ModelError::ZeroAxis { body: name.into(), axis: [a.x, a.y, a.z] });
+                }
+                if matches!(joint, JointType::Revolute(_)) {
+                    JointType::Revolute(a / n)
+                } else {
+                    JointType::Prismatic(a / n)
+                }
+            }
+            j => j,
+        };
+        check_se3(|| format!("body `{name}`: joint placement"), &parent_from_joint)?;
+        validate_inertia(name, &inertia)?;
+        self.bodies.push(BodyDef {
+            name: name.into(),
+            parent,
+            joint,
+            placement: parent_from_joint,
+            inertia,
+        });
+        Ok(self.bodies.len() - 1)
+    }
+
+    /// Attaches a collision geometry to `body` (or to the world, `WORLD`).
+    pub fn add_geometry(
+        &mut self,
+        name: &str,
+        body: usize,
+        body_from_geom: SE3,
+        shape: Shape,
+        material: Material,
+    ) -> Result<usize, ModelError> {
+        if body >= self.bodies.len() {
+            return Err(ModelError::UnknownBody {
+                geom: name.into(),
+                body,
+                nbodies: self.bodies.len(),
+            });
+        }
+        if self.geometries.iter().any(|g| g.name == name) {
+            return Err(ModelError::DuplicateName { kind: "geometry", name: name.into() });
+        }
+        check_se3(|| format!("geometry `{name}`: placement"), &body_from_geom)?;
+        let m = &material;
+        if !(m.friction.is_finite() && m.friction >= 0.0) {
+            return Err(ModelError::InvalidGeometry {
+                geom: name.into(),
+                reason: format!("friction must be finite and ≥ 0, got {}", m.friction),
+            });
+        }
+        if !(m.restitution.is_finite() && (0.0..=1.0).contains(&m.restitution)) {
+            return Err(ModelError::InvalidGeometry {
+                geom: name.into(),
+                reason: format!("restitution must be in [0, 1], got {}", m.restitution),
+            });
+        }
+        let (collider, geom_from_collider) = make_collider(name, &shape)?;
+        self.geometries.push(Geometry {
+            name: name.into(),
+            body,
+            body_from_geom,
+            shape,
+            material,
+            collider,
+            body_from_collider: body_from_geom.mul(&geom_from_collider),
+        });
+        Ok(self.geometries.len() - 1)
+    }
+
+    /// Geometries of bodies `a` and `b` never collide with each other.
+    pub fn exclude_collision(&mut self, a: usize, b: usize) -> Result<(), ModelError> {
+        for x in [a, b] {
+            if x >= self.bodies.len() {
+                return Err(ModelError::UnknownBody {
+                    geom: format!("<collision exclusion {a}/{b}>"),
+                    body: x,
+                    nbodies: self.bodies.len(),
+                });
+            }
+        }
+        self.exclusions.push((a.min(b), a.max(b)));
+        Ok(())
+    }
+
+    pub fn build(self) -> Result<Model, ModelError> {
+        let nb = self.bodies.len();
+        let mut m = Model {
+            name: self.name,
+            nq: 0,
+            nv: 0,
+            nbodies: nb,
+            gravity: self.gravity,
+            body_name: Vec::with_capacity(nb),
+            body_parent: Vec::with_capacity(nb),
+            body_inertia: Vec::with_capacity(nb),
+            body_last_dof: Vec::with_capacity(nb),
+            joint_type: Vec::with_capacity(nb),
+            joint_placement: Vec::with_capacity(nb),
+            joint_idx_q: Vec::with_capacity(nb),
+            joint_idx_v: Vec::with_capacity(nb),
+            dof_parent: Vec::new(),
+            dof_body: Vec::new(),
+            dof_motion: Vec::new(),
+            geometries: self.geometries,
+            collision_exclusions: self.exclusions,
+        };
+        for (i, b) in self.bodies.into_iter().enumerate() {
+            let inherited = if i == WORLD { NO_DOF } else { m.body_last_dof[b.parent] };
+            m.joint_idx_q.push(m.nq);
+            m.joint_idx_v.push(m.nv);
+            let nv = b.joint.nv();
+            for k in 0..nv {
+                m.dof_parent.push(if k == 0 { inherited } else { m.nv + k - 1 });
+                m.dof_body.push(i);
+                m.dof_motion.push(b.joint.motion_column(k));
+            }
+            m.body_last_dof.push(if nv > 0 { m.nv + nv - 1 } else { inherited });
+            m.nq += b.joint.nq();
+            m.nv += nv;
+            m.body_name.push(b.name);
+            m.body_parent.push(b.parent);
+            m.body_inertia.push(b.inertia);
+            m.joint_type.push(b.joint);
+            m.joint_placement.push(b.placement);
+        }
+        m.collision_exclusions.sort_unstable();
+        m.collision_exclusions.dedup();
+        Ok(m)
+    }
+}

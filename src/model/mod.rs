@@ -1,0 +1,269 @@
+//! The immutable model of a kinematic tree: bodies, joints, geometries.
+//!
+//! Body 0 is the world. Body `i ≥ 1` hangs from `body_parent[i] < i` through
+//! joint `i` (one joint per body), so parents always precede children and
+//! every tree algorithm is one forward and/or one backward sweep.
+//!
+//! Each degree of freedom `k` (index into `v`) has a parent dof
+//! `dof_parent[k]`: the previous dof of the same joint, or the last dof of the
+//! nearest ancestor joint that has dofs, or [`NO_DOF`]. This is Featherstone's
+//! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
+
+mod builder;
+
+pub use builder::{Material, ModelBuilder};
+
+use crate::math::{SE3, Vec3, Vec6, exp3, quat_from_slice, spatial};
+use parry3d_f64::shape::SharedShape;
+use std::fmt;
+
+/// Index of the world body.
+pub const WORLD: usize = 0;
+/// Marker for "no degree of freedom" in `dof_parent` and `body_last_dof`.
+pub const NO_DOF: usize = usize::MAX;
+
+/// Joint types. Axes are unit vectors expressed in the joint frame.
+///
+/// Configuration and velocity layouts:
+/// - `Free`: `q = [x, y, z, qx, qy, qz, qw]` (position of the body frame in the
+///   parent, orientation quaternion), `v = [v; ω]` the body twist expressed in
+///   the body frame (Pinocchio's convention); `q ⊕ v = q · exp(v)` on SE(3);
+/// - `Spherical`: `q = [qx, qy, qz, qw]`, `v = ω` in the body frame;
+/// - `Revolute(axis)`: angle; `Prismatic(axis)`: displacement; `Fixed`: nothing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JointType {
+    Free,
+    Spherical,
+    Revolute(Vec3),
+    Prismatic(Vec3),
+    Fixed,
+}
+
+impl JointType {
+    pub fn nq(&self) -> usize {
+        match self {
+            JointType::Free => 7,
+            JointType::Spherical => 4,
+            JointType::Revolute(_) | JointType::Prismatic(_) => 1,
+            JointType::Fixed => 0,
+        }
+    }
+    pub fn nv(&self) -> usize {
+        match self {
+            JointType::Free => 6,
+            JointType::Spherical => 3,
+            JointType::Revolute(_) | JointType::Prismatic(_) => 1,
+            JointType::Fixed => 0,
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            JointType::Free => "free",
+            JointType::Spherical => "spherical",
+            JointType::Revolute(_) => "revolute",
+            JointType::Prismatic(_) => "prismatic",
+            JointType::Fixed => "fixed",
+        }
+    }
+    /// Column `k` of the motion subspace `S`, expressed in the body (child) frame.
+    /// It is constant for every joint type here, so `Ṡ = 0` in the body frame.
+    pub fn motion_column(&self, k: usize) -> Vec6 {
+        let e = |i: usize| {
+            let mut a = Vec3::zeros();
+            a[i] = 1.0;
+            a
+        };
+        match self {
+            JointType::Free if k < 3 => spatial(&e(k), &Vec3::zeros()),
+            JointType::Free => spatial(&Vec3::zeros(), &e(k - 3)),
+            JointType::Spherical => spatial(&Vec3::zeros(), &e(k)),
+            JointType::Revolute(a) => spatial(&Vec3::zeros(), a),
+            JointType::Prismatic(a) => spatial(a, &Vec3::zeros()),
+            JointType::Fixed => Vec6::zeros(),
+        }
+    }
+    /// `joint_from_body` for the joint configuration `qj` (length `nq`).
+    pub fn transform(&self, qj: &[f64]) -> SE3 {
+        match self {
+            JointType::Free => SE3::from_quaternion(
+                &quat_from_slice(&qj[3..7]),
+                Vec3::new(qj[0], qj[1], qj[2]),
+            ),
+            JointType::Spherical => SE3::from_quaternion(&quat_from_slice(qj), Vec3::zeros()),
+            JointType::Revolute(a) => SE3::from_rotation(exp3(&(a * qj[0]))),
+            JointType::Prismatic(a) => SE3::from_translation(a * qj[0]),
+            JointType::Fixed => SE3::identity(),
+        }
+    }
+}
+
+/// Collision shapes. Capsules and cylinders are along the geometry's z axis;
+/// a half-space is `{x : n·x ≤ 0}` in the geometry frame (outward normal `n`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Shape {
+    Ball { radius: f64 },
+    Cuboid { half_extents: Vec3 },
+    Capsule { half_length: f64, radius: f64 },
+    Cylinder { half_length: f64, radius: f64 },
+    ConvexMesh { points: Vec<Vec3> },
+    HalfSpace { normal: Vec3 },
+}
+
+impl Shape {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Shape::Ball { .. } => "ball",
+            Shape::Cuboid { .. } => "cuboid",
+            Shape::Capsule { .. } => "capsule",
+            Shape::Cylinder { .. } => "cylinder",
+            Shape::ConvexMesh { .. } => "convex-mesh",
+            Shape::HalfSpace { .. } => "half-space",
+        }
+    }
+}
+
+/// A collision geometry attached to a body (or to the world, body 0).
+#[derive(Clone)]
+pub struct Geometry {
+    pub name: String,
+    pub body: usize,
+    pub body_from_geom: SE3,
+    pub shape: Shape,
+    pub material: Material,
+    /// The parry shape, and the transform from parry's shape frame to the
+    /// geometry frame (parry's cylinders are along y, ours along z).
+    pub(crate) collider: SharedShape,
+    pub(crate) body_from_collider: SE3,
+}
+
+impl fmt::Debug for Geometry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Geometry")
+            .field("name", &self.name)
+            .field("body", &self.body)
+            .field("body_from_geom", &self.body_from_geom)
+            .field("shape", &self.shape)
+            .field("material", &self.material)
+            .finish()
+    }
+}
+
+/// Friction of a geometry pair: the geometric mean `μ = √(μ_a μ_b)` (so a
+/// frictionless geometry makes every pair it touches frictionless, and two
+/// equal coefficients give that coefficient).
+pub fn combine_friction(a: f64, b: f64) -> f64 {
+    (a * b).sqrt()
+}
+
+/// Restitution of a geometry pair: the larger of the two (the bouncier surface wins).
+pub fn combine_restitution(a: f64, b: f64) -> f64 {
+    a.max(b)
+}
+
+/// An immutable multibody model. Build it with [`ModelBuilder`]; share it as `Arc<Model>`.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub name: String,
+    /// Configuration dimension.
+    pub nq: usize,
+    /// Velocity dimension (degrees of freedom).
+    pub nv: usize,
+    /// Number of bodies, the world included.
+    pub nbodies: usize,
+    pub gravity: Vec3,
+    /// (nbodies) body names; `body_name[0] == "world"`.
+    pub body_name: Vec<String>,
+    /// (nbodies) parent body; `body_parent[0] == 0`.
+    pub body_parent: Vec<usize>,
+    /// (nbodies) inertia in the body frame; zero for the world.
+    pub body_inertia: Vec<crate::math::Inertia>,
+    /// (nbodies) last dof supporting the body (its own joint's last dof, or its
+    /// nearest ancestor's), or `NO_DOF` for bodies welded to the world.
+    pub body_last_dof: Vec<usize>,
+    /// (nbodies) joint connecting `body_parent[i]` to body `i`.
+    pub joint_type: Vec<JointType>,
+    /// (nbodies) `parent_from_joint`: the joint frame in the parent body frame.
+    pub joint_placement: Vec<SE3>,
+    /// (nbodies) first index of the joint in `q` and in `v`.
+    pub joint_idx_q: Vec<usize>,
+    pub joint_idx_v: Vec<usize>,
+    /// (nv) parent dof (Featherstone's λ), or `NO_DOF`.
+    pub dof_parent: Vec<usize>,
+    /// (nv) body whose joint owns the dof.
+    pub dof_body: Vec<usize>,
+    /// (nv) motion-subspace column of the dof in its body frame.
+    pub dof_motion: Vec<Vec6>,
+    pub geometries: Vec<Geometry>,
+    /// Body pairs (sorted, `a < b`) whose geometries never collide.
+    pub collision_exclusions: Vec<(usize, usize)>,
+}
+
+impl Model {
+    /// Body index from its name.
+    pub fn body_id(&self, name: &str) -> Option<usize> {
+        self.body_name.iter().position(|n| n == name)
+    }
+    /// Total mass of the bodies (world excluded).
+    pub fn total_mass(&self) -> f64 {
+        self.body_inertia.iter().map(|i| i.mass).sum()
+    }
+    /// The neutral configuration: zero joint values, identity rotations.
+    pub fn neutral_configuration(&self) -> nalgebra::DVector<f64> {
+        let mut q = nalgebra::DVector::zeros(self.nq);
+        for i in 1..self.nbodies {
+            let iq = self.joint_idx_q[i];
+            match self.joint_type[i] {
+                JointType::Free => q[iq + 6] = 1.0,
+                JointType::Spherical => q[iq + 3] = 1.0,
+                _ => {}
+            }
+        }
+        q
+    }
+    /// Dofs supporting `body`, from its last dof up to the root (descending indices).
+    pub fn support_dofs(&self, body: usize) -> SupportIter<'_> {
+        SupportIter { model: self, next: self.body_last_dof[body] }
+    }
+    /// Whether geometries `a` and `b` may collide: different bodies, not both on
+    /// the world, not parent and child, not an excluded pair, and their
+    /// `contype`/`conaffinity` bits match (MuJoCo's rule).
+    pub fn can_collide(&self, a: usize, b: usize) -> bool {
+        let (ga, gb) = (&self.geometries[a], &self.geometries[b]);
+        let (ba, bb) = (ga.body, gb.body);
+        if ba == bb {
+            return false;
+        }
+        if self.body_parent[ba] == bb || self.body_parent[bb] == ba {
+            return false;
+        }
+        let key = (ba.min(bb), ba.max(bb));
+        if self.collision_exclusions.binary_search(&key).is_ok() {
+            return false;
+        }
+        // Bodies welded to the same fixed support (e.g. both static) never move relative to each other.
+        if self.body_last_dof[ba] == NO_DOF && self.body_last_dof[bb] == NO_DOF {
+            return false;
+        }
+        let (ma, mb) = (&ga.material, &gb.material);
+        (ma.contype & mb.conaffinity) != 0 || (mb.contype & ma.conaffinity) != 0
+    }
+}
+
+/// Iterator over the dofs supporting a body (see [`Model::support_dofs`]).
+pub struct SupportIter<'a> {
+    model: &'a Model,
+    next: usize,
+}
+
+impl Iterator for SupportIter<'_> {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.next == NO_DOF {
+            return None;
+        }
+        let k = self.next;
+        self.next = self.model.dof_parent[k];
+        Some(k)
+    }
+}

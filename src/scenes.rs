@@ -1,0 +1,381 @@
+//! Named scenes built in code, used by the command line, the tests and the benches.
+//!
+//! | name | what |
+//! |---|---|
+//! | `cube-resting` | 1 kg cube (0.2 m) resting on the ground, μ = 0.3 |
+//! | `cube-sliding` | the same cube launched at 1 m/s along y |
+//! | `cube-stack` | a 1000 kg cube on a 1 kg cube (see [`cube_stack`] for other ratios) |
+//! | `pyramid` | six 1 kg boxes stacked 3-2-1 |
+//! | `ball-drop` | a ball dropped from 1 m, restitution 0.5 |
+//! | `cartpole` | a cart on a rail (prismatic) with a pole (revolute), no contact |
+//! | `quadruped` | 12-dof quadruped with Solo-12's proportions, held standing by a PD controller, dropped from 0.1 m above its standing height |
+//! | `arm` | 7-dof arm, fixed base, PD-held at a nominal posture |
+
+use crate::error::ModelError;
+use crate::math::{Inertia, Mat3, SE3, Vec3};
+use crate::model::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use crate::sim::State;
+use nalgebra::DVector;
+use std::sync::Arc;
+
+/// Names accepted by [`scene`].
+pub const SCENE_NAMES: [&str; 8] =
+    ["cube-resting", "cube-sliding", "cube-stack", "pyramid", "ball-drop", "cartpole", "quadruped", "arm"];
+
+/// Joint-space PD controller on 1-dof joints: `τ = kp (q_ref − q) − kd v`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PdController {
+    pub kp: f64,
+    pub kd: f64,
+    /// (nq) reference configuration.
+    pub q_ref: DVector<f64>,
+    /// Controlled joints as (index in v, index in q).
+    pub dofs: Vec<(usize, usize)>,
+}
+
+impl PdController {
+    /// Controls every revolute and prismatic joint of `model` towards `q_ref`.
+    pub fn for_model(model: &Model, q_ref: DVector<f64>, kp: f64, kd: f64) -> Self {
+        let dofs = (1..model.nbodies)
+            .filter(|&i| matches!(model.joint_type[i], JointType::Revolute(_) | JointType::Prismatic(_)))
+            .map(|i| (model.joint_idx_v[i], model.joint_idx_q[i]))
+            .collect();
+        PdController { kp, kd, q_ref, dofs }
+    }
+    /// Writes the torques into `tau` (nv); other entries are zeroed.
+    pub fn torques(&self, state: &State, tau: &mut [f64]) {
+        tau.fill(0.0);
+        for &(iv, iq) in &self.dofs {
+            tau[iv] = self.kp * (self.q_ref[iq] - state.q[iq]) - self.kd * state.v[iv];
+        }
+    }
+}
+
+/// A model, an initial state, a time step and an optional controller.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    pub name: String,
+    pub model: Arc<Model>,
+    pub state: State,
+    pub dt: f64,
+    pub controller: Option<PdController>,
+}
+
+/// Builds the named scene.
+pub fn scene(name: &str) -> Result<Scene, ModelError> {
+    match name {
+        "cube-resting" => cube(name, 0.3, Vec3::zeros()),
+        "cube-sliding" => cube(name, 0.3, Vec3::new(0.0, 1.0, 0.0)),
+        "cube-stack" => cube_stack(1e3),
+        "pyramid" => pyramid(),
+        "ball-drop" => ball_drop(),
+        "cartpole" => cartpole(),
+        "quadruped" => quadruped(),
+        "arm" => arm(),
+        _ => Err(ModelError::UnknownScene { name: name.into(), known: SCENE_NAMES.join(", ") }),
+    }
+}
+
+fn ground(b: &mut ModelBuilder, friction: f64) -> Result<(), ModelError> {
+    b.add_geometry(
+        "ground",
+        WORLD,
+        SE3::identity(),
+        Shape::HalfSpace { normal: Vec3::z() },
+        Material::with_friction(friction),
+    )?;
+    Ok(())
+}
+
+/// Adds a free-floating box body with its geometry.
+fn add_box(b: &mut ModelBuilder, name: &str, mass: f64, size: Vec3, mu: f64) -> Result<usize, ModelError> {
+    let body = b.add_body(name, WORLD, JointType::Free, SE3::identity(), Inertia::cuboid(mass, size))?;
+    b.add_geometry(name, body, SE3::identity(), Shape::Cuboid { half_extents: size / 2.0 }, Material::with_friction(mu))?;
+    Ok(body)
+}
+
+/// Free-joint configuration entries for a body at `p` with identity orientation.
+fn free_q(q: &mut DVector<f64>, iq: usize, p: Vec3) {
+    q[iq] = p.x;
+    q[iq + 1] = p.y;
+    q[iq + 2] = p.z;
+    q[iq + 3] = 0.0;
+    q[iq + 4] = 0.0;
+    q[iq + 5] = 0.0;
+    q[iq + 6] = 1.0;
+}
+
+/// A 1 kg, 0.2 m cube resting on the ground with friction `mu` (ground and
+/// cube both `mu`), with initial linear velocity `v0` (world = body axes).
+pub fn cube(name: &str, mu: f64, v0: Vec3) -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new(name);
+    ground(&mut b, mu)?;
+    add_box(&mut b, "cube", 1.0, Vec3::repeat(0.2), mu)?;
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.1));
+    let mut v = DVector::zeros(model.nv);
+    v.fixed_rows_mut::<3>(0).copy_from(&v0);
+    Ok(Scene { name: name.into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+}
+
+/// A cube of `mass_ratio` kg resting on a 1 kg cube on the ground (0.2 m cubes, μ = 0.5).
+pub fn cube_stack(mass_ratio: f64) -> Result<Scene, ModelError> {
+    cube_stack_masses(1.0, mass_ratio)
+}
+
+/// A `top` kg cube on a `bottom` kg cube on the ground (0.2 m cubes, μ = 0.5).
+pub fn cube_stack_masses(bottom: f64, top: f64) -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new("cube-stack");
+    ground(&mut b, 0.5)?;
+    add_box(&mut b, "bottom", bottom, Vec3::repeat(0.2), 0.5)?;
+    add_box(&mut b, "top", top, Vec3::repeat(0.2), 0.5)?;
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.1));
+    free_q(&mut q, 7, Vec3::new(0.0, 0.0, 0.3));
+    let v = DVector::zeros(model.nv);
+    Ok(Scene { name: "cube-stack".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+}
+
+/// Six 1 kg boxes (0.2 m) stacked 3-2-1 in the x-z plane, 1 cm apart in a row.
+pub fn pyramid() -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new("pyramid");
+    ground(&mut b, 0.6)?;
+    let (s, gap) = (0.2, 0.01);
+    let mut places = Vec::new();
+    for row in 0..3 {
+        let n = 3 - row;
+        for k in 0..n {
+            let x = (k as f64 - (n - 1) as f64 / 2.0) * (s + gap);
+            places.push(Vec3::new(x, 0.0, s / 2.0 + row as f64 * s));
+            add_box(&mut b, &format!("box{row}{k}"), 1.0, Vec3::repeat(s), 0.6)?;
+        }
+    }
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    for (i, p) in places.iter().enumerate() {
+        free_q(&mut q, 7 * i, *p);
+    }
+    let v = DVector::zeros(model.nv);
+    Ok(Scene { name: "pyramid".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+}
+
+/// A 1 kg ball of radius 0.1 m dropped from 1 m, restitution 0.5, μ = 0.5.
+pub fn ball_drop() -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new("ball-drop");
+    ground(&mut b, 0.5)?;
+    let ball = b.add_body("ball", WORLD, JointType::Free, SE3::identity(), Inertia::sphere(1.0, 0.1))?;
+    b.add_geometry(
+        "ball",
+        ball,
+        SE3::identity(),
+        Shape::Ball { radius: 0.1 },
+        Material { friction: 0.5, restitution: 0.5, ..Default::default() },
+    )?;
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    free_q(&mut q, 0, Vec3::new(0.0, 0.0, 1.0));
+    let v = DVector::zeros(model.nv);
+    Ok(Scene { name: "ball-drop".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+}
+
+/// Cart (1 kg) on a rail along x, pole (0.1 kg, 1 m) hinged about y, starting 0.1 rad from upright.
+pub fn cartpole() -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new("cartpole");
+    let cart = b.add_body(
+        "cart",
+        WORLD,
+        JointType::Prismatic(Vec3::x()),
+        SE3::identity(),
+        Inertia::cuboid(1.0, Vec3::new(0.3, 0.2, 0.1)),
+    )?;
+    let mut pole = Inertia::cylinder(0.1, 0.02, 1.0);
+    pole.com = Vec3::new(0.0, 0.0, 0.5);
+    b.add_body("pole", cart, JointType::Revolute(Vec3::y()), SE3::identity(), pole)?;
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    q[1] = 0.1;
+    let v = DVector::zeros(model.nv);
+    Ok(Scene { name: "cartpole".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+}
+
+/// Leg geometry of [`quadruped`] (Solo-12's proportions).
+pub mod solo {
+    /// Hip (HAA) positions in the base frame: (±x, ±y).
+    pub const HIP_X: f64 = 0.1946;
+    pub const HIP_Y: f64 = 0.0875;
+    /// Lateral offset of the upper leg from the HAA axis.
+    pub const SHOULDER_Y: f64 = 0.014;
+    pub const UPPER_LEG: f64 = 0.16;
+    pub const LOWER_LEG: f64 = 0.16;
+    pub const FOOT_RADIUS: f64 = 0.0175;
+    pub const BASE_MASS: f64 = 1.25;
+    pub const SHOULDER_MASS: f64 = 0.14;
+    pub const UPPER_MASS: f64 = 0.148;
+    pub const LOWER_MASS: f64 = 0.0376;
+    /// Standing posture: hip flexion and knee angles.
+    pub const HFE_STAND: f64 = 0.8;
+    pub const KFE_STAND: f64 = -1.6;
+    pub const LEGS: [&str; 4] = ["FL", "FR", "HL", "HR"];
+}
+
+/// The 12-dof quadruped model (floating base, 4 legs × HAA/HFE/KFE, spherical
+/// feet) with its standing configuration, base `drop` metres above standing height.
+pub fn quadruped_model() -> Result<Model, ModelError> {
+    use solo::*;
+    let mut b = ModelBuilder::new("quadruped");
+    ground(&mut b, 0.8)?;
+    let base_size = Vec3::new(0.42, 0.2, 0.05);
+    let base = b.add_body("base", WORLD, JointType::Free, SE3::identity(), Inertia::cuboid(BASE_MASS, base_size))?;
+    b.add_geometry("base", base, SE3::identity(), Shape::Cuboid { half_extents: base_size / 2.0 }, Material::with_friction(0.8))?;
+    for (li, leg) in LEGS.iter().enumerate() {
+        let sx = if li < 2 { 1.0 } else { -1.0 };
+        let sy = if li % 2 == 0 { 1.0 } else { -1.0 };
+        let mut shoulder = Inertia::cylinder(SHOULDER_MASS, 0.02, 0.04);
+        shoulder.rotational = Mat3::from_diagonal(&Vec3::new(2e-5, 2e-5, 2e-5));
+        let haa = b.add_body(
+            &format!("{leg}_shoulder"),
+            base,
+            JointType::Revolute(Vec3::x()),
+            SE3::from_translation(Vec3::new(sx * HIP_X, sy * HIP_Y, 0.0)),
+            shoulder,
+        )?;
+        let mut upper = Inertia::capsule(UPPER_MASS, 0.015, UPPER_LEG);
+        upper.com = Vec3::new(0.0, 0.0, -UPPER_LEG / 2.0);
+        let hfe = b.add_body(
+            &format!("{leg}_upper_leg"),
+            haa,
+            JointType::Revolute(Vec3::y()),
+            SE3::from_translation(Vec3::new(0.0, sy * SHOULDER_Y, 0.0)),
+            upper,
+        )?;
+        let mut lower = Inertia::capsule(LOWER_MASS, 0.01, LOWER_LEG);
+        lower.com = Vec3::new(0.0, 0.0, -LOWER_LEG / 2.0);
+        let kfe = b.add_body(
+            &format!("{leg}_lower_leg"),
+            hfe,
+            JointType::Revolute(Vec3::y()),
+            SE3::from_translation(Vec3::new(0.0, 0.0, -UPPER_LEG)),
+            lower,
+        )?;
+        b.add_geometry(
+            &format!("{leg}_foot"),
+            kfe,
+            SE3::from_translation(Vec3::new(0.0, 0.0, -LOWER_LEG)),
+            Shape::Ball { radius: FOOT_RADIUS },
+            Material::with_friction(0.8),
+        )?;
+    }
+    b.build()
+}
+
+/// Standing configuration of [`quadruped_model`], base `height` above the ground.
+pub fn quadruped_standing(model: &Model, height: f64) -> DVector<f64> {
+    let mut q = model.neutral_configuration();
+    free_q(&mut q, 0, Vec3::new(0.0, 0.0, height));
+    for leg in 0..4 {
+        q[7 + 3 * leg + 1] = solo::HFE_STAND;
+        q[7 + 3 * leg + 2] = solo::KFE_STAND;
+    }
+    q
+}
+
+/// Base height at which the standing quadruped's feet touch the ground.
+pub fn quadruped_standing_height() -> f64 {
+    solo::UPPER_LEG * solo::HFE_STAND.cos() + solo::LOWER_LEG * (solo::HFE_STAND + solo::KFE_STAND).cos() + solo::FOOT_RADIUS
+}
+
+pub fn quadruped() -> Result<Scene, ModelError> {
+    let model = Arc::new(quadruped_model()?);
+    let q = quadruped_standing(&model, quadruped_standing_height() + 0.1);
+    let controller = PdController::for_model(&model, q.clone(), 6.0, 0.15);
+    let v = DVector::zeros(model.nv);
+    Ok(Scene { name: "quadruped".into(), model, state: State::new(q, v), dt: 1e-3, controller: Some(controller) })
+}
+
+/// A 7-dof arm (axes z, y, z, y, z, y, z) on a fixed base, capsule links that
+/// collide with the ground but not with each other, PD-held at a bent posture.
+pub fn arm() -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new("arm");
+    b.add_geometry(
+        "ground",
+        WORLD,
+        SE3::identity(),
+        Shape::HalfSpace { normal: Vec3::z() },
+        Material { contype: 1, conaffinity: 2, ..Default::default() },
+    )?;
+    let lengths: [f64; 7] = [0.33, 0.0, 0.32, 0.0, 0.38, 0.0, 0.1];
+    let masses = [4.0, 4.0, 3.0, 3.0, 2.0, 1.5, 0.5];
+    let mut parent = WORLD;
+    let mut offset = 0.05;
+    for j in 0..7 {
+        let axis = if j % 2 == 0 { Vec3::z() } else { Vec3::y() };
+        let len = lengths[j].max(0.1);
+        let mut inertia = Inertia::capsule(masses[j], 0.05, len);
+        inertia.com = Vec3::new(0.0, 0.0, len / 2.0);
+        let body = b.add_body(
+            &format!("link{}", j + 1),
+            parent,
+            JointType::Revolute(axis),
+            SE3::from_translation(Vec3::new(0.0, 0.0, offset)),
+            inertia,
+        )?;
+        b.add_geometry(
+            &format!("link{}", j + 1),
+            body,
+            SE3::from_translation(Vec3::new(0.0, 0.0, len / 2.0)),
+            Shape::Capsule { half_length: len / 2.0, radius: 0.05 },
+            Material { contype: 2, conaffinity: 1, ..Default::default() },
+        )?;
+        parent = body;
+        offset = lengths[j];
+    }
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    for (k, a) in [0.0, 0.4, 0.0, -1.2, 0.0, 0.8, 0.0].iter().enumerate() {
+        q[k] = *a;
+    }
+    let controller = PdController::for_model(&model, q.clone(), 200.0, 20.0);
+    let v = DVector::zeros(model.nv);
+    Ok(Scene { name: "arm".into(), model, state: State::new(q, v), dt: 1e-3, controller: Some(controller) })
+}
+
+/// A random kinematic tree of `nbodies` bodies (world excluded) with every
+/// joint type, random placements and inertias; deterministic in `seed`. The
+/// first joint is free. For tests and benches (no geometry).
+pub fn random_tree(nbodies: usize, seed: u64) -> Result<Model, ModelError> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut uniform = move || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut b = ModelBuilder::new("random-tree");
+    for i in 0..nbodies {
+        let parent = if i == 0 { WORLD } else { 1 + (uniform() * i as f64) as usize };
+        let mut axis = Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5);
+        axis /= axis.norm().max(1e-3);
+        let joint = if i == 0 {
+            JointType::Free
+        } else {
+            match (uniform() * 10.0) as usize {
+                0 => JointType::Spherical,
+                1 => JointType::Prismatic(axis),
+                2 => JointType::Fixed,
+                _ => JointType::Revolute(axis),
+            }
+        };
+        let rot = crate::math::exp3(&Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5));
+        let placement = SE3::new(rot, Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5) * 0.6);
+        let d = Vec3::new(0.5 + uniform(), 0.5 + uniform(), 0.5 + uniform());
+        let principal = Vec3::new(d.y + d.z, d.x + d.z, d.x + d.y) * (0.02 + 0.05 * uniform());
+        let r = crate::math::exp3(&Vec3::new(uniform(), uniform(), uniform()));
+        let inertia = Inertia::new(
+            0.2 + 2.0 * uniform(),
+            Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5) * 0.2,
+            r * Mat3::from_diagonal(&principal) * r.transpose(),
+        );
+        b.add_body(&format!("body{i}"), parent, joint, placement, inertia)?;
+    }
+    b.build()
+}

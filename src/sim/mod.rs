@@ -1,0 +1,389 @@
+//! One world, one step: the six stages of the velocity-level time stepping,
+//! in order, each timed.
+//!
+//! ```text
+//! 1. free dynamics   v_f = v + dt · ABA(q, v, τ)
+//! 2. collision       contacts at q (broad + narrow phase)
+//! 3. delassus        CRBA, M = LᵀDL, J, G = J M⁻¹ Jᵀ, g = J v_f + stabilization
+//! 4. solve           λ from the contact problem, warm-started by contact identity
+//! 5. velocity update v⁺ = v_f + M⁻¹ Jᵀ λ
+//! 6. integrate       q⁺ = q ⊕ v⁺ dt
+//! ```
+//!
+//! Stabilization in `g` (normal component of contact `i`, signed distance `φ`,
+//! pre-step normal velocity `v⁻_N = J_N v`):
+//! - gap `φ ≥ 0` (speculative contact within the margin): `g_N += φ/dt`, so the
+//!   surfaces may close the gap in this step but not cross it;
+//! - penetration `φ < 0` (Baumgarte): `g_N += β φ/dt`, pushing out a fraction
+//!   `β` of the penetration per step;
+//! - restitution `e > 0` on an impact (`v⁻_N < −v_bounce` and the gap closes
+//!   this step, `φ + v⁻_N dt ≤ 0`): `g_N += e·v⁻_N + β min(φ, 0)/dt` instead,
+//!   so that `c_N ≥ −e v⁻_N` (Newton's impact law; the remaining gap is ignored).
+
+use crate::collision::{CollisionDetector, Contact, ContactKey};
+use crate::contact::{ContactJacobian, ContactProblem, ContactSolution, ContactSolver, SolverKind, SolverSettings, contact_jacobian, delassus_ltdl};
+use crate::dynamics::{Data, aba_from_kinematics, crba_from_kinematics, forward_kinematics, forward_velocity, integrate, kinetic_energy, ltdl_factorize, ltdl_solve_in_place, potential_energy};
+use crate::error::SimError;
+use crate::math::Vec3;
+use crate::model::Model;
+use nalgebra::DVector;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Simulation parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimParams {
+    /// Time step (s).
+    pub dt: f64,
+    pub solver: SolverKind,
+    pub solver_settings: SolverSettings,
+    /// Baumgarte factor `β ∈ [0, 1]` for penetration recovery.
+    pub baumgarte: f64,
+    /// Contacts are generated for gaps below this margin (m).
+    pub contact_margin: f64,
+    /// Minimum approach speed for restitution to apply (m/s).
+    pub bounce_velocity: f64,
+    /// Warm start the solver from the previous step's impulses (by contact identity).
+    pub warm_start: bool,
+}
+
+impl Default for SimParams {
+    fn default() -> Self {
+        SimParams {
+            dt: 1e-3,
+            solver: SolverKind::NcpAdmm,
+            solver_settings: SolverSettings::default(),
+            baumgarte: 0.2,
+            contact_margin: 5e-3,
+            bounce_velocity: 0.1,
+            warm_start: true,
+        }
+    }
+}
+
+impl SimParams {
+    pub fn validate(&self) -> Result<(), SimError> {
+        let bad = |name, reason: String| Err(SimError::InvalidParameter { name, reason });
+        if !(self.dt.is_finite() && self.dt > 0.0) {
+            return bad("dt", format!("must be positive, got {}", self.dt));
+        }
+        if !(0.0..=1.0).contains(&self.baumgarte) {
+            return bad("baumgarte", format!("must be in [0, 1], got {}", self.baumgarte));
+        }
+        if !(self.contact_margin.is_finite() && self.contact_margin >= 0.0) {
+            return bad("contact_margin", format!("must be ≥ 0, got {}", self.contact_margin));
+        }
+        let s = &self.solver_settings;
+        if !(s.tolerance.is_finite() && s.tolerance > 0.0) {
+            return bad("tolerance", format!("must be positive, got {}", s.tolerance));
+        }
+        if !(s.over_relaxation > 0.0 && s.over_relaxation < 2.0) {
+            return bad("over_relaxation", format!("must be in (0, 2), got {}", s.over_relaxation));
+        }
+        Ok(())
+    }
+}
+
+/// The state of one world: configuration, velocity, time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct State {
+    /// (nq)
+    pub q: DVector<f64>,
+    /// (nv)
+    pub v: DVector<f64>,
+    pub t: f64,
+}
+
+impl State {
+    pub fn new(q: DVector<f64>, v: DVector<f64>) -> Self {
+        State { q, v, t: 0.0 }
+    }
+}
+
+/// Wall time spent in each stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimes {
+    pub free_dynamics: Duration,
+    pub collision: Duration,
+    pub delassus: Duration,
+    pub solve: Duration,
+    pub velocity_update: Duration,
+    pub integrate: Duration,
+}
+
+impl StageTimes {
+    pub const NAMES: [&'static str; 6] = ["free_dynamics", "collision", "delassus", "solve", "velocity_update", "integrate"];
+    pub fn as_array(&self) -> [Duration; 6] {
+        [self.free_dynamics, self.collision, self.delassus, self.solve, self.velocity_update, self.integrate]
+    }
+    pub fn total(&self) -> Duration {
+        self.as_array().iter().sum()
+    }
+    pub fn accumulate(&mut self, o: &StageTimes) {
+        self.free_dynamics += o.free_dynamics;
+        self.collision += o.collision;
+        self.delassus += o.delassus;
+        self.solve += o.solve;
+        self.velocity_update += o.velocity_update;
+        self.integrate += o.integrate;
+    }
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepReport {
+    /// Number of contacts.
+    pub nc: usize,
+    /// Solver stats (`None` when there was no contact).
+    pub solver: Option<crate::contact::SolverStats>,
+    pub times: StageTimes,
+}
+
+/// A single-world simulator. Owns its workspaces; `step` does not allocate
+/// once the contact buffers have grown to the largest contact count seen.
+pub struct Simulator {
+    model: Arc<Model>,
+    pub params: SimParams,
+    data: Data,
+    collision: CollisionDetector,
+    contacts: Vec<Contact>,
+    jacobian: ContactJacobian,
+    problem: ContactProblem,
+    solution: ContactSolution,
+    solver: Box<dyn ContactSolver>,
+    /// Previous step's impulses by contact identity, in world coordinates
+    /// (robust to a change of tangent basis).
+    warm: HashMap<ContactKey, Vec3>,
+    last_rho: Option<f64>,
+    v_free: DVector<f64>,
+    v_next: DVector<f64>,
+    q_next: DVector<f64>,
+    scratch: DVector<f64>,
+    /// Cumulated stage times since creation (or `reset_timers`).
+    pub times: StageTimes,
+}
+
+fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), SimError> {
+    if x.len() != expected {
+        return Err(SimError::DimensionMismatch { what, got: x.len(), expected });
+    }
+    if let Some(index) = x.iter().position(|v| !v.is_finite()) {
+        return Err(SimError::NonFinite { what, index, value: x[index] });
+    }
+    Ok(())
+}
+
+impl Simulator {
+    pub fn new(model: Arc<Model>, params: SimParams) -> Result<Self, SimError> {
+        params.validate()?;
+        let (nq, nv) = (model.nq, model.nv);
+        Ok(Simulator {
+            data: Data::new(&model),
+            collision: CollisionDetector::new(&model, params.contact_margin),
+            contacts: Vec::new(),
+            jacobian: ContactJacobian::default(),
+            problem: ContactProblem::default(),
+            solution: ContactSolution::default(),
+            solver: params.solver.build(),
+            warm: HashMap::new(),
+            last_rho: None,
+            v_free: DVector::zeros(nv),
+            v_next: DVector::zeros(nv),
+            q_next: DVector::zeros(nq),
+            scratch: DVector::zeros(nv),
+            times: StageTimes::default(),
+            params,
+            model,
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+    /// Contacts of the last step.
+    pub fn contacts(&self) -> &[Contact] {
+        &self.contacts
+    }
+    /// Contact problem of the last step (G, g, μ, warm start).
+    pub fn problem(&self) -> &ContactProblem {
+        &self.problem
+    }
+    /// Solution of the last step's contact problem.
+    pub fn solution(&self) -> &ContactSolution {
+        &self.solution
+    }
+    /// Drops the warm-start memory (e.g. after teleporting the state).
+    pub fn clear_warm_start(&mut self) {
+        self.warm.clear();
+        self.last_rho = None;
+    }
+    pub fn reset_timers(&mut self) {
+        self.times = StageTimes::default();
+    }
+
+    /// Kinetic and potential energy of `state` (uses the simulator's workspace).
+    pub fn energy(&mut self, state: &State) -> (f64, f64) {
+        forward_kinematics(&self.model, &mut self.data, state.q.as_slice());
+        forward_velocity(&self.model, &mut self.data, state.v.as_slice());
+        (kinetic_energy(&self.model, &self.data), potential_energy(&self.model, &self.data))
+    }
+
+    /// Advances `state` by one time step under joint torques `tau` (nv).
+    /// On error the state is left untouched.
+    pub fn step(&mut self, state: &mut State, tau: &[f64]) -> Result<StepReport, SimError> {
+        check_vec("q", state.q.as_slice(), self.model.nq)?;
+        check_vec("v", state.v.as_slice(), self.model.nv)?;
+        check_vec("tau", tau, self.model.nv)?;
+        if !state.t.is_finite() {
+            return Err(SimError::NonFinite { what: "t", index: 0, value: state.t });
+        }
+        let mut times = StageTimes::default();
+        let mut clock = Instant::now();
+        let mut lap = |slot: &mut Duration| {
+            let now = Instant::now();
+            *slot = now - clock;
+            clock = now;
+        };
+
+        self.free_dynamics(state, tau);
+        lap(&mut times.free_dynamics);
+        self.collision()?;
+        lap(&mut times.collision);
+        let nc = self.contacts.len();
+        if nc > 0 {
+            self.assemble_problem(state);
+            lap(&mut times.delassus);
+            self.solve()?;
+            lap(&mut times.solve);
+            self.velocity_update();
+        } else {
+            self.v_next.copy_from(&self.v_free);
+            self.warm.clear();
+        }
+        lap(&mut times.velocity_update);
+        self.integrate(state)?;
+        lap(&mut times.integrate);
+
+        self.times.accumulate(&times);
+        Ok(StepReport { nc, solver: (nc > 0).then_some(self.solution.stats), times })
+    }
+
+    /// Stage 1: kinematics at (q, v) and `v_f = v + dt·ABA(q, v, τ)`.
+    fn free_dynamics(&mut self, state: &State, tau: &[f64]) {
+        let (model, data) = (&*self.model, &mut self.data);
+        forward_kinematics(model, data, state.q.as_slice());
+        forward_velocity(model, data, state.v.as_slice());
+        aba_from_kinematics(model, data, tau);
+        self.v_free.copy_from(&state.v);
+        self.v_free.axpy(self.params.dt, &data.ddq, 1.0);
+    }
+
+    /// Stage 2: contacts at q.
+    fn collision(&mut self) -> Result<(), SimError> {
+        self.collision.margin = self.params.contact_margin;
+        self.collision.detect(&self.model, &self.data, &mut self.contacts)
+    }
+
+    /// Stage 3: mass matrix and its factorization, contact Jacobian, Delassus,
+    /// free contact velocity with stabilization, warm start.
+    fn assemble_problem(&mut self, state: &State) {
+        let (model, data) = (&*self.model, &mut self.data);
+        crba_from_kinematics(model, data);
+        ltdl_factorize(model, data);
+        contact_jacobian(model, data, &self.contacts, &mut self.jacobian);
+        let nc = self.contacts.len();
+        self.problem.resize(nc);
+        delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
+        let j = &self.jacobian.jacobian;
+        let (dt, beta) = (self.params.dt, self.params.baumgarte);
+        for (i, c) in self.contacts.iter().enumerate() {
+            self.problem.mu[i] = c.mu;
+            let mut gi = [0.0; 3];
+            let mut vn_before = 0.0;
+            for &k in self.jacobian.contact_support(i) {
+                for (r, g) in gi.iter_mut().enumerate() {
+                    *g += j[(3 * i + r, k)] * self.v_free[k];
+                }
+                vn_before += j[(3 * i + 2, k)] * state.v[k];
+            }
+            let phi = c.distance;
+            let impact = c.restitution > 0.0 && vn_before < -self.params.bounce_velocity && phi + vn_before * dt <= 0.0;
+            gi[2] += if impact {
+                c.restitution * vn_before + beta * phi.min(0.0) / dt
+            } else if phi >= 0.0 {
+                phi / dt
+            } else {
+                beta * phi / dt
+            };
+            for r in 0..3 {
+                self.problem.g[3 * i + r] = gi[r];
+            }
+            if self.params.warm_start {
+                if let Some(lw) = self.warm.get(&c.key) {
+                    let l = c.frame.tr_mul(lw);
+                    for r in 0..3 {
+                        self.problem.warm_start[3 * i + r] = l[r];
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stage 4: the contact solve; remembers the impulses for the next warm start.
+    fn solve(&mut self) -> Result<(), SimError> {
+        let mut settings = self.params.solver_settings;
+        if self.params.warm_start && settings.rho.is_none() {
+            settings.rho = self.last_rho;
+        }
+        self.solver.solve(&self.problem, &settings, &mut self.solution)?;
+        self.last_rho = self.solver.last_rho();
+        self.warm.clear();
+        for (i, c) in self.contacts.iter().enumerate() {
+            let l = Vec3::new(self.solution.lambda[3 * i], self.solution.lambda[3 * i + 1], self.solution.lambda[3 * i + 2]);
+            if !l.iter().all(|x| x.is_finite()) {
+                return Err(SimError::SolverDiverged {
+                    solver: self.solver.name(),
+                    contact: i,
+                    body_a: self.model.body_name[c.body_a].clone(),
+                    body_b: self.model.body_name[c.body_b].clone(),
+                });
+            }
+            self.warm.insert(c.key, c.frame * l);
+        }
+        Ok(())
+    }
+
+    /// Stage 5: `v⁺ = v_f + M⁻¹ Jᵀ λ`.
+    fn velocity_update(&mut self) {
+        let j = &self.jacobian.jacobian;
+        self.scratch.fill(0.0);
+        for i in 0..self.contacts.len() {
+            for &k in self.jacobian.contact_support(i) {
+                let mut s = 0.0;
+                for r in 0..3 {
+                    s += j[(3 * i + r, k)] * self.solution.lambda[3 * i + r];
+                }
+                self.scratch[k] += s;
+            }
+        }
+        ltdl_solve_in_place(&self.model, &self.data.ltdl, self.scratch.as_mut_slice());
+        self.v_next.copy_from(&self.v_free);
+        self.v_next += &self.scratch;
+    }
+
+    /// Stage 6: `q⁺ = q ⊕ v⁺ dt`; commits the state if everything is finite.
+    fn integrate(&mut self, state: &mut State) -> Result<(), SimError> {
+        let dt = self.params.dt;
+        integrate(&self.model, state.q.as_slice(), self.v_next.as_slice(), dt, self.q_next.as_mut_slice());
+        check_vec("next v", self.v_next.as_slice(), self.model.nv)?;
+        check_vec("next q", self.q_next.as_slice(), self.model.nq)?;
+        state.q.copy_from(&self.q_next);
+        state.v.copy_from(&self.v_next);
+        state.t += dt;
+        Ok(())
+    }
+}
