@@ -289,7 +289,7 @@ pub fn quadruped_standing_height() -> f64 {
 pub fn quadruped() -> Result<Scene, ModelError> {
     let model = Arc::new(quadruped_model()?);
     let q = quadruped_standing(&model, quadruped_standing_height() + 0.1);
-    let controller = PdController::for_model(&model, q.clone(), 6.0, 0.15);
+    let controller = PdController::for_model(&model, q.clone(), 8.0, 0.3);
     let v = DVector::zeros(model.nv);
     Ok(Scene { name: "quadruped".into(), model, state: State::new(q, v), dt: 1e-3, controller: Some(controller) })
 }

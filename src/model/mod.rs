@@ -233,7 +233,9 @@ impl Model {
         if ba == bb {
             return false;
         }
-        if self.body_parent[ba] == bb || self.body_parent[bb] == ba {
+        // Parent and child touch at their joint; the world is exempt (MuJoCo's rule),
+        // so a free body still collides with the ground.
+        if (self.body_parent[ba] == bb && bb != WORLD) || (self.body_parent[bb] == ba && ba != WORLD) {
             return false;
         }
         let key = (ba.min(bb), ba.max(bb));

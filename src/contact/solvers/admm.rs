@@ -34,6 +34,10 @@ use crate::error::ProblemError;
 const RHO_RATIO: f64 = 10.0;
 /// Minimum iterations between two changes of ρ.
 const RHO_MIN_INTERVAL: usize = 5;
+/// Largest factor by which one update may change ρ.
+const RHO_MAX_STEP: f64 = 10.0;
+/// ρ stays within [RHO_RANGE.0, RHO_RANGE.1] × L (L the largest eigenvalue of G + R).
+const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
 
 #[derive(Default)]
 pub struct NcpAdmm {
@@ -109,9 +113,11 @@ impl ContactSolver for NcpAdmm {
             return Ok(());
         }
         let lmax = self.largest_eigenvalue(p);
+        let scale = if lmax > 0.0 { lmax } else { 1.0 };
+        let (rho_min, rho_max) = (RHO_RANGE.0 * scale, RHO_RANGE.1 * scale);
         let mut rho = match settings.rho {
-            Some(r) if r.is_finite() && r > 0.0 => r,
-            _ => 0.1 * if lmax > 0.0 { lmax } else { 1.0 },
+            Some(r) if r.is_finite() && r > 0.0 => r.clamp(rho_min, rho_max),
+            _ => 0.1 * scale,
         };
         let alpha = settings.over_relaxation;
         for v in [&mut self.x, &mut self.z_prev, &mut self.u, &mut self.s, &mut self.tmp] {
@@ -185,10 +191,11 @@ impl ContactSolver for NcpAdmm {
                 }
                 let rp = rp / inf_norm(z).max(inf_norm(&self.x)).max(1e-30);
                 let rd = rho * rd / inf_norm(p.g.as_slice()).max(rho * inf_norm(&self.u)).max(1e-30);
-                if rp > 0.0 && rd > 0.0 {
-                    let ratio = rp / rd;
-                    if !(1.0 / RHO_RATIO..=RHO_RATIO).contains(&ratio) {
-                        let new_rho = (rho * ratio.sqrt()).clamp(rho * 1e-2, rho * 1e2);
+                // A stalled z (rd = 0) with x ≠ z calls for a larger ρ.
+                let ratio = if rd > 0.0 { rp / rd } else if rp > 0.0 { f64::INFINITY } else { 1.0 };
+                if !(1.0 / RHO_RATIO..=RHO_RATIO).contains(&ratio) {
+                    let new_rho = (rho * ratio.sqrt()).clamp(rho / RHO_MAX_STEP, rho * RHO_MAX_STEP).clamp(rho_min, rho_max);
+                    if new_rho != rho {
                         for u in self.u.iter_mut() {
                             *u *= rho / new_rho;
                         }
