@@ -22,11 +22,12 @@ use std::sync::Arc;
 pub const SCENE_NAMES: [&str; 8] =
     ["cube-resting", "cube-sliding", "cube-stack", "pyramid", "ball-drop", "cartpole", "quadruped", "arm"];
 
-/// Joint-space PD controller on 1-dof joints: `τ = kp (q_ref − q) − kd v`.
+/// Joint-space PD controller on 1-dof joints: `τ_j = kp_j (q_ref − q)_j − kd_j v_j`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PdController {
-    pub kp: f64,
-    pub kd: f64,
+    /// (number of controlled joints) gains, in the order of `dofs`.
+    pub kp: Vec<f64>,
+    pub kd: Vec<f64>,
     /// (nq) reference configuration.
     pub q_ref: DVector<f64>,
     /// Controlled joints as (index in v, index in q).
@@ -36,17 +37,31 @@ pub struct PdController {
 impl PdController {
     /// Controls every revolute and prismatic joint of `model` towards `q_ref`.
     pub fn for_model(model: &Model, q_ref: DVector<f64>, kp: f64, kd: f64) -> Self {
-        let dofs = (1..model.nbodies)
+        let dofs: Vec<(usize, usize)> = (1..model.nbodies)
             .filter(|&i| matches!(model.joint_type[i], JointType::Revolute(_) | JointType::Prismatic(_)))
             .map(|i| (model.joint_idx_v[i], model.joint_idx_q[i]))
             .collect();
-        PdController { kp, kd, q_ref, dofs }
+        PdController { kp: vec![kp; dofs.len()], kd: vec![kd; dofs.len()], q_ref, dofs }
+    }
+    /// Gains that give each joint, alone, the natural frequency `omega` (rad/s)
+    /// and damping ratio `zeta` given its diagonal mass-matrix entry at `q_ref`:
+    /// `kp = ω² M_jj`, `kd = 2ζω M_jj`. With explicit damping this stays stable
+    /// for `2ζω dt < 2`, whatever the link's inertia.
+    pub fn with_natural_frequency(model: &Model, q_ref: DVector<f64>, omega: f64, zeta: f64) -> Self {
+        let mut c = Self::for_model(model, q_ref, 0.0, 0.0);
+        let mut data = crate::dynamics::Data::new(model);
+        let m = crate::dynamics::crba(model, &mut data, c.q_ref.as_slice());
+        for (j, &(iv, _)) in c.dofs.iter().enumerate() {
+            c.kp[j] = omega * omega * m[(iv, iv)];
+            c.kd[j] = 2.0 * zeta * omega * m[(iv, iv)];
+        }
+        c
     }
     /// Writes the torques into `tau` (nv); other entries are zeroed.
     pub fn torques(&self, state: &State, tau: &mut [f64]) {
         tau.fill(0.0);
-        for &(iv, iq) in &self.dofs {
-            tau[iv] = self.kp * (self.q_ref[iq] - state.q[iq]) - self.kd * state.v[iv];
+        for (j, &(iv, iq)) in self.dofs.iter().enumerate() {
+            tau[iv] = self.kp[j] * (self.q_ref[iq] - state.q[iq]) - self.kd[j] * state.v[iv];
         }
     }
 }
@@ -308,7 +323,7 @@ pub fn arm() -> Result<Scene, ModelError> {
     let lengths: [f64; 7] = [0.33, 0.0, 0.32, 0.0, 0.38, 0.0, 0.1];
     let masses = [4.0, 4.0, 3.0, 3.0, 2.0, 1.5, 0.5];
     let mut parent = WORLD;
-    let mut offset = 0.05;
+    let mut offset = 0.1;
     for j in 0..7 {
         let axis = if j % 2 == 0 { Vec3::z() } else { Vec3::y() };
         let len = lengths[j].max(0.1);
@@ -336,7 +351,7 @@ pub fn arm() -> Result<Scene, ModelError> {
     for (k, a) in [0.0, 0.4, 0.0, -1.2, 0.0, 0.8, 0.0].iter().enumerate() {
         q[k] = *a;
     }
-    let controller = PdController::for_model(&model, q.clone(), 200.0, 20.0);
+    let controller = PdController::with_natural_frequency(&model, q.clone(), 30.0, 1.0);
     let v = DVector::zeros(model.nv);
     Ok(Scene { name: "arm".into(), model, state: State::new(q, v), dt: 1e-3, controller: Some(controller) })
 }

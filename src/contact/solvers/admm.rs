@@ -32,6 +32,8 @@ use crate::error::ProblemError;
 /// Residual-balancing trigger: adapt ρ when the normalized primal and dual
 /// residuals differ by more than this ratio.
 const RHO_RATIO: f64 = 10.0;
+/// A run whose `ε_abs` exceeds this factor times its starting value has diverged.
+const DIVERGENCE_FACTOR: f64 = 1e4;
 /// Minimum iterations between two changes of ρ.
 const RHO_MIN_INTERVAL: usize = 5;
 /// Largest factor by which one update may change ρ.
@@ -47,6 +49,7 @@ pub struct NcpAdmm {
     u: Vec<f64>,
     s: Vec<f64>,
     tmp: Vec<f64>,
+    best: Vec<f64>,
     last_rho: Option<f64>,
 }
 
@@ -124,88 +127,115 @@ impl ContactSolver for NcpAdmm {
             v.clear();
             v.resize(m, 0.0);
         }
-        // z (the returned λ) lives in out.lambda; c in out.c.
-        for i in 0..nc {
-            let z = project_cone(p.mu[i], get3(p.warm_start.as_slice(), i));
-            set3(out.lambda.as_mut_slice(), i, z);
-        }
-        p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-        for i in 0..nc {
-            set3(&mut self.s, i, de_saxce(p.mu[i], get3(out.c.as_slice(), i)));
-        }
-        for k in 0..m {
-            self.u[k] = -(out.c[k] + self.s[k]) / rho;
-        }
         let mut stats = SolverStats::default();
-        stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
-        if stats.residuals.eps_abs <= settings.tolerance {
-            stats.converged = true;
-            stats.rho = rho;
-            out.stats = stats;
-            self.last_rho = Some(rho);
-            return Ok(());
-        }
-        self.factorize(p, rho)?;
-        let mut last_update = 0;
-        for it in 1..=settings.max_iterations {
-            stats.iterations = it;
-            // x-update.
-            for k in 0..m {
-                self.x[k] = -(p.g[k] + self.s[k]) + rho * (out.lambda[k] - self.u[k]);
+        let mut best_eps = f64::INFINITY;
+        self.best.clear();
+        self.best.resize(m, 0.0);
+        // A warm-started run that diverges (the de Saxcé fixed point is not a
+        // contraction for every ρ) is restarted once from a cold start.
+        'attempts: for attempt in 0..2 {
+            let cold = attempt > 0;
+            if cold {
+                rho = 0.1 * scale;
             }
-            cholesky_solve_in_place(&self.chol, m, &mut self.x);
-            // z- and u-updates, with over-relaxation.
-            self.z_prev.copy_from_slice(out.lambda.as_slice());
-            for k in 0..m {
-                self.tmp[k] = alpha * self.x[k] + (1.0 - alpha) * self.z_prev[k];
-            }
+            // z (the returned λ) lives in out.lambda; c in out.c.
             for i in 0..nc {
-                let xh = get3(&self.tmp, i);
-                let u = get3(&self.u, i);
-                let z = project_cone(p.mu[i], [xh[0] + u[0], xh[1] + u[1], xh[2] + u[2]]);
-                set3(out.lambda.as_mut_slice(), i, z);
+                let guess = if cold { [0.0; 3] } else { get3(p.warm_start.as_slice(), i) };
+                set3(out.lambda.as_mut_slice(), i, project_cone(p.mu[i], guess));
             }
-            for k in 0..m {
-                self.u[k] += self.tmp[k] - out.lambda[k];
-            }
-            // de Saxcé correction from the new contact velocity.
             p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
             for i in 0..nc {
                 set3(&mut self.s, i, de_saxce(p.mu[i], get3(out.c.as_slice(), i)));
             }
+            for k in 0..m {
+                self.u[k] = -(out.c[k] + self.s[k]) / rho;
+            }
             stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
-            if !stats.residuals.eps_abs.is_finite() {
-                break;
+            let start_eps = stats.residuals.eps_abs;
+            if start_eps < best_eps {
+                best_eps = start_eps;
+                self.best.copy_from_slice(out.lambda.as_slice());
             }
-            if stats.residuals.eps_abs <= settings.tolerance {
+            if start_eps <= settings.tolerance {
                 stats.converged = true;
-                break;
+                break 'attempts;
             }
-            if settings.adaptive_rho && it - last_update >= RHO_MIN_INTERVAL {
-                let z = out.lambda.as_slice();
-                let mut rp = 0.0f64;
-                let mut rd = 0.0f64;
+            self.factorize(p, rho)?;
+            let mut last_update = stats.iterations;
+            let first = stats.iterations + 1;
+            for it in first..=settings.max_iterations {
+                stats.iterations = it;
+                // x-update.
                 for k in 0..m {
-                    rp = rp.max((self.x[k] - z[k]).abs());
-                    rd = rd.max((z[k] - self.z_prev[k]).abs());
+                    self.x[k] = -(p.g[k] + self.s[k]) + rho * (out.lambda[k] - self.u[k]);
                 }
-                let rp = rp / inf_norm(z).max(inf_norm(&self.x)).max(1e-30);
-                let rd = rho * rd / inf_norm(p.g.as_slice()).max(rho * inf_norm(&self.u)).max(1e-30);
-                // A stalled z (rd = 0) with x ≠ z calls for a larger ρ.
-                let ratio = if rd > 0.0 { rp / rd } else if rp > 0.0 { f64::INFINITY } else { 1.0 };
-                if !(1.0 / RHO_RATIO..=RHO_RATIO).contains(&ratio) {
-                    let new_rho = (rho * ratio.sqrt()).clamp(rho / RHO_MAX_STEP, rho * RHO_MAX_STEP).clamp(rho_min, rho_max);
-                    if new_rho != rho {
-                        for u in self.u.iter_mut() {
-                            *u *= rho / new_rho;
+                cholesky_solve_in_place(&self.chol, m, &mut self.x);
+                // z- and u-updates, with over-relaxation.
+                self.z_prev.copy_from_slice(out.lambda.as_slice());
+                for k in 0..m {
+                    self.tmp[k] = alpha * self.x[k] + (1.0 - alpha) * self.z_prev[k];
+                }
+                for i in 0..nc {
+                    let xh = get3(&self.tmp, i);
+                    let u = get3(&self.u, i);
+                    let z = project_cone(p.mu[i], [xh[0] + u[0], xh[1] + u[1], xh[2] + u[2]]);
+                    set3(out.lambda.as_mut_slice(), i, z);
+                }
+                for k in 0..m {
+                    self.u[k] += self.tmp[k] - out.lambda[k];
+                }
+                // de Saxcé correction from the new contact velocity.
+                p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
+                for i in 0..nc {
+                    set3(&mut self.s, i, de_saxce(p.mu[i], get3(out.c.as_slice(), i)));
+                }
+                stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
+                let eps = stats.residuals.eps_abs;
+                if eps < best_eps {
+                    best_eps = eps;
+                    self.best.copy_from_slice(out.lambda.as_slice());
+                }
+                if eps <= settings.tolerance {
+                    stats.converged = true;
+                    break 'attempts;
+                }
+                if !eps.is_finite() || eps > DIVERGENCE_FACTOR * start_eps.max(settings.tolerance) {
+                    continue 'attempts;
+                }
+                if settings.adaptive_rho && it - last_update >= RHO_MIN_INTERVAL {
+                    let z = out.lambda.as_slice();
+                    let mut rp = 0.0f64;
+                    let mut rd = 0.0f64;
+                    for k in 0..m {
+                        rp = rp.max((self.x[k] - z[k]).abs());
+                        rd = rd.max((z[k] - self.z_prev[k]).abs());
+                    }
+                    let rp = rp / inf_norm(z).max(inf_norm(&self.x)).max(1e-30);
+                    let rd = rho * rd / inf_norm(p.g.as_slice()).max(rho * inf_norm(&self.u)).max(1e-30);
+                    // A stalled z (rd = 0) with x ≠ z calls for a larger ρ.
+                    let ratio = if rd > 0.0 { rp / rd } else if rp > 0.0 { f64::INFINITY } else { 1.0 };
+                    if !(1.0 / RHO_RATIO..=RHO_RATIO).contains(&ratio) {
+                        let new_rho =
+                            (rho * ratio.sqrt()).clamp(rho / RHO_MAX_STEP, rho * RHO_MAX_STEP).clamp(rho_min, rho_max);
+                        if new_rho != rho {
+                            for u in self.u.iter_mut() {
+                                *u *= rho / new_rho;
+                            }
+                            rho = new_rho;
+                            self.factorize(p, rho)?;
+                            stats.rho_updates += 1;
+                            last_update = it;
                         }
-                        rho = new_rho;
-                        self.factorize(p, rho)?;
-                        stats.rho_updates += 1;
-                        last_update = it;
                     }
                 }
             }
+            break;
+        }
+        if !stats.converged {
+            // Return the best iterate seen, with its own velocity and residuals.
+            out.lambda.as_mut_slice().copy_from_slice(&self.best);
+            p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
+            stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
         }
         stats.rho = rho;
         self.last_rho = Some(rho);
