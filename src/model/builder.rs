@@ -136,9 +136,11 @@ fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelE
                 return bad(format!("convex mesh needs at least 4 finite points, got {}", points.len()));
             }
             let pts: Vec<PVec> = points.iter().map(pvec).collect();
+            let extent = points.iter().map(|p| p.norm()).fold(0.0, f64::max);
             match SharedShape::convex_hull(&pts) {
-                Some(s) => Ok((s, SE3::identity())),
-                None => bad("convex hull of the points is degenerate (flat or coincident points)".into()),
+                // A flat hull has (numerically) zero volume.
+                Some(s) if s.mass_properties(1.0).mass() > 1e-12 * extent.powi(3) => Ok((s, SE3::identity())),
+                _ => bad("convex hull of the points is degenerate (flat or coincident points)".into()),
             }
         }
         Shape::HalfSpace { normal } => {
