@@ -15,6 +15,7 @@ use crate::model::{Model, WORLD, combine_friction, combine_restitution};
 use parry3d_f64::bounding_volume::Aabb;
 use parry3d_f64::math::{Pose, Rotation, Vector as PVec};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
+use parry3d_f64::shape::PolygonalFeature;
 
 /// Stable identity of a contact point across steps: geometry pair and the
 /// features (vertex, edge, face ids from parry) in contact on each side.
@@ -145,8 +146,45 @@ impl CollisionDetector {
             let (a, b) = self.pairs[pi];
             let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
             let (pose_a, pose_b) = (self.geom_pose[a], self.geom_pose[b]);
+            let mu = combine_friction(ga.material.friction, gb.material.friction);
+            let restitution = combine_restitution(ga.material.restitution, gb.material.restitution);
+            if let (Some(half), Some((pfm, border))) = (gb.collider.as_halfspace(), ga.collider.as_polygonal_feature_map()) {
+                // Half-space against a polygonal shape, here rather than in
+                // parry, whose version reallocates its point buffer each call.
+                let n = pose_b.rotation * to_vec3(half.normal);
+                let offset = n.dot(&pose_b.translation);
+                let dir = pose_a.rotation.tr_mul(&-n);
+                let mut feature = PolygonalFeature::default();
+                pfm.local_support_feature(PVec::new(dir.x, dir.y, dir.z), &mut feature);
+                let frame = frame_from_normal(&n);
+                for k in 0..feature.num_vertices {
+                    let p = pose_a.act_point(&to_vec3(feature.vertices[k]));
+                    let distance = n.dot(&p) - offset - border;
+                    if distance > self.margin {
+                        continue;
+                    }
+                    let surface_a = p - n * border;
+                    contacts.push(Contact {
+                        geom_a: a,
+                        geom_b: b,
+                        body_a: ga.body,
+                        body_b: gb.body,
+                        point: surface_a - n * (0.5 * distance),
+                        frame,
+                        distance,
+                        mu,
+                        restitution,
+                        key: ContactKey { geom_a: a as u32, geom_b: b as u32, feature_a: feature.vids[k].0, feature_b: 0 },
+                    });
+                }
+                continue;
+            }
             let pos12 = to_pose(&pose_a.inv_mul(&pose_b));
-            self.manifolds.clear();
+            // Keep one manifold (and its points' allocation) across pairs.
+            self.manifolds.truncate(1);
+            if let Some(m) = self.manifolds.first_mut() {
+                m.clear();
+            }
             let mut workspace = None;
             dispatcher
                 .contact_manifolds(
@@ -161,8 +199,6 @@ impl CollisionDetector {
                     geom_a: ga.name.clone(),
                     geom_b: gb.name.clone(),
                 })?;
-            let mu = combine_friction(ga.material.friction, gb.material.friction);
-            let restitution = combine_restitution(ga.material.restitution, gb.material.restitution);
             for m in &self.manifolds {
                 if m.points.is_empty() {
                     continue;

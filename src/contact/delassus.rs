@@ -11,6 +11,7 @@
 use crate::collision::Contact;
 use crate::dynamics::{Data, point_velocity_column};
 use crate::model::{Model, NO_DOF};
+use super::linalg::reshape_zeroed;
 use nalgebra::DMatrix;
 
 /// Contact Jacobian workspace for `nc` contacts.
@@ -41,8 +42,7 @@ impl ContactJacobian {
 /// Fills `cj.jacobian` and the supports for `contacts`, after forward kinematics.
 pub fn contact_jacobian(model: &Model, data: &Data, contacts: &[Contact], cj: &mut ContactJacobian) {
     let (nc, nv) = (contacts.len(), model.nv);
-    cj.jacobian.resize_mut(3 * nc, nv, 0.0);
-    cj.jacobian.fill(0.0);
+    reshape_zeroed(&mut cj.jacobian, 3 * nc, nv);
     cj.support.clear();
     cj.offsets.clear();
     cj.offsets.push(0);
@@ -79,8 +79,7 @@ pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &m
     let nc = cj.nc();
     let (m, nv) = (3 * nc, model.nv);
     let l = &data.ltdl;
-    cj.y.resize_mut(nv, m, 0.0);
-    cj.y.fill(0.0);
+    reshape_zeroed(&mut cj.y, nv, m);
     for i in 0..nc {
         let (s0, s1) = (cj.offsets[i], cj.offsets[i + 1]);
         for r in 0..3 {
@@ -102,7 +101,9 @@ pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &m
             }
         }
     }
-    g.resize_mut(m, m, 0.0);
+    if g.shape() != (m, m) {
+        reshape_zeroed(g, m, m);
+    }
     for i in 0..nc {
         let (s0, s1) = (cj.offsets[i], cj.offsets[i + 1]);
         for r in 0..3 {

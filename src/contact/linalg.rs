@@ -66,3 +66,22 @@ mod tests {
         assert_eq!(cholesky_in_place(&mut neg, n), Err(0));
     }
 }
+
+/// Resizes `m` to `r × c` and zeroes it, reusing its allocation when large
+/// enough (nalgebra's `resize_mut` always reallocates).
+pub fn reshape_zeroed(m: &mut nalgebra::DMatrix<f64>, r: usize, c: usize) {
+    let old = std::mem::replace(m, nalgebra::DMatrix::zeros(0, 0));
+    let mut buf: Vec<f64> = old.data.into();
+    buf.clear();
+    buf.resize(r * c, 0.0);
+    *m = nalgebra::DMatrix::from_vec(r, c, buf);
+}
+
+/// Resizes `v` to `n` and zeroes it, reusing its allocation when large enough.
+pub fn reshape_vector_zeroed(v: &mut nalgebra::DVector<f64>, n: usize) {
+    let old = std::mem::replace(v, nalgebra::DVector::zeros(0));
+    let mut buf: Vec<f64> = old.data.into();
+    buf.clear();
+    buf.resize(n, 0.0);
+    *v = nalgebra::DVector::from_vec(buf);
+}

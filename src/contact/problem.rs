@@ -46,16 +46,14 @@ impl ContactProblem {
 
     /// Resizes every field for `nc` contacts, keeping allocations where possible; contents are zeroed.
     pub fn resize(&mut self, nc: usize) {
+        use super::linalg::{reshape_vector_zeroed, reshape_zeroed};
         let m = 3 * nc;
-        self.delassus.resize_mut(m, m, 0.0);
-        self.g.resize_vertically_mut(m, 0.0);
-        self.compliance.resize_vertically_mut(m, 0.0);
-        self.warm_start.resize_vertically_mut(m, 0.0);
+        reshape_zeroed(&mut self.delassus, m, m);
+        reshape_vector_zeroed(&mut self.g, m);
+        reshape_vector_zeroed(&mut self.compliance, m);
+        reshape_vector_zeroed(&mut self.warm_start, m);
+        self.mu.clear();
         self.mu.resize(nc, 0.0);
-        self.delassus.fill(0.0);
-        self.g.fill(0.0);
-        self.compliance.fill(0.0);
-        self.warm_start.fill(0.0);
     }
 
     /// Checks sizes, finiteness, `μ ≥ 0`, `R ≥ 0`, symmetry of `G` and a

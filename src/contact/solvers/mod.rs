@@ -63,8 +63,8 @@ pub struct ContactSolution {
 
 impl ContactSolution {
     pub(crate) fn resize(&mut self, m: usize) {
-        self.lambda.resize_vertically_mut(m, 0.0);
-        self.c.resize_vertically_mut(m, 0.0);
+        super::linalg::reshape_vector_zeroed(&mut self.lambda, m);
+        super::linalg::reshape_vector_zeroed(&mut self.c, m);
         self.stats = SolverStats::default();
     }
 }
