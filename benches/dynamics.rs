@@ -109,6 +109,17 @@ fn full_step(c: &mut Criterion) {
             })
         });
     }
+    // The 36-dof tree has no geometry: its step is free dynamics and integration.
+    let tree = Arc::new(tree36());
+    let mut sim = Simulator::new(tree.clone(), SimParams::default()).unwrap();
+    let start = moreau::sim::State::new(tree.neutral_configuration(), DVector::zeros(tree.nv));
+    let tau = DVector::zeros(tree.nv);
+    g.bench_function(format!("tree-nv{}-0contacts", tree.nv), |b| {
+        b.iter(|| {
+            let mut s = start.clone();
+            sim.step(&mut s, tau.as_slice()).unwrap().nc
+        })
+    });
     g.finish();
 }
 

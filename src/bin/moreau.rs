@@ -12,6 +12,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+/// `println!` that does not panic when stdout is closed (e.g. piped into `head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 #[derive(Parser)]
 #[command(name = "moreau", version, about = "Batched rigid-body contact simulation for robotics")]
 struct Cli {
@@ -70,7 +77,7 @@ fn main() -> ExitCode {
         Command::Scenes => {
             for name in SCENE_NAMES {
                 let s = scenes::scene(name).expect("built-in scenes are valid");
-                println!("{name:14} nq={:3} nv={:3} bodies={:3} geometries={:3}", s.model.nq, s.model.nv, s.model.nbodies - 1, s.model.geometries.len());
+                say!("{name:14} nq={:3} nv={:3} bodies={:3} geometries={:3}", s.model.nq, s.model.nv, s.model.nbodies - 1, s.model.geometries.len());
             }
             Ok(())
         }
@@ -85,6 +92,7 @@ fn main() -> ExitCode {
 }
 
 type AnyError = Box<dyn std::error::Error>;
+
 
 struct Row {
     t: f64,
@@ -163,24 +171,24 @@ fn run(name: &str, steps: usize, dt: Option<f64>, solver: &str, tolerance: f64, 
     pb.finish_and_clear();
     let wall = start.elapsed();
     let (ke, pe) = sim.energy(&state);
-    println!("scene {name}: nq={} nv={} solver={} dt={} s", scene.model.nq, scene.model.nv, solver, sim.params.dt);
-    println!(
+    say!("scene {name}: nq={} nv={} solver={} dt={} s", scene.model.nq, scene.model.nv, solver, sim.params.dt);
+    say!(
         "{steps} steps, {:.3} s simulated in {:.3} s wall ({:.0} steps/s, real-time factor {:.1})",
         state.t,
         wall.as_secs_f64(),
         steps as f64 / wall.as_secs_f64(),
         state.t / wall.as_secs_f64()
     );
-    println!(
+    say!(
         "contacts: mean {:.2}, max {nc_max}; solver: {solves} solves, mean {:.1} iterations, {unconverged} not converged, max eps_abs {eps_max:.2e}",
         nc_sum as f64 / steps.max(1) as f64,
         it_sum as f64 / solves.max(1) as f64
     );
-    println!("energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})", ke + pe);
-    println!("time per stage: {}", stage_summary(&sim.times));
+    say!("energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})", ke + pe);
+    say!("time per stage: {}", stage_summary(&sim.times));
     if let Some(path) = out {
         write_trajectory(&path, name, &scene, sim.params.dt, solver, &rows)?;
-        println!("trajectory written to {}", path.display());
+        say!("trajectory written to {}", path.display());
     }
     Ok(())
 }
@@ -252,13 +260,13 @@ fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<
         pb.finish_and_clear();
         let wall: Duration = start.elapsed();
         let sps = steps as f64 / wall.as_secs_f64();
-        println!(
+        say!(
             "{name:12} backend=cpu1 precision=f64 worlds=1 steps={steps}: {sps:.0} steps/s ({:.1} µs/step), contacts/world {:.2}, mean iterations {:.1}, max eps_abs {eps_max:.1e} (tol 1e-8, warm start)",
             1e6 / sps,
             nc_sum as f64 / steps as f64,
             it_sum as f64 / steps as f64
         );
-        println!("{:12} stages: {}", "", stage_summary(&sim.times));
+        say!("{:12} stages: {}", "", stage_summary(&sim.times));
         let stages: serde_json::Map<String, serde_json::Value> = StageTimes::NAMES
             .iter()
             .zip(sim.times.as_array())
@@ -273,7 +281,7 @@ fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<
     }
     if let Some(path) = out {
         std::fs::write(&path, serde_json::to_string_pretty(&reports)?).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        println!("report written to {}", path.display());
+        say!("report written to {}", path.display());
     }
     Ok(())
 }
