@@ -37,6 +37,8 @@ pub enum SimError {
     DimensionMismatch { what: &'static str, got: usize, expected: usize },
     #[error("{what}[{index}] is not finite ({value})")]
     NonFinite { what: &'static str, index: usize, value: f64 },
+    #[error("q: the quaternion of joint `{body}` has norm {norm:e}; it must be close to 1")]
+    BadQuaternion { body: String, norm: f64 },
     #[error("narrow phase does not support the pair `{geom_a}` / `{geom_b}`")]
     UnsupportedPair { geom_a: String, geom_b: String },
     #[error("contact solver `{solver}` returned a non-finite impulse for contact {contact} (bodies `{body_a}` / `{body_b}`)")]

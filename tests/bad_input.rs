@@ -71,6 +71,17 @@ fn nan_and_misshapen_inputs_are_refused_and_leave_the_state_untouched() {
     let e = sim.step(&mut bad, good.as_slice()).unwrap_err();
     assert!(matches!(e, SimError::NonFinite { what: "v", index: 2, .. }), "{e}");
     assert_eq!(bad.q, before.q);
+    let mut bad = state.clone();
+    for k in 3..7 {
+        bad.q[k] = 0.0;
+    }
+    let e = sim.step(&mut bad, good.as_slice()).unwrap_err();
+    assert!(matches!(&e, SimError::BadQuaternion { body, .. } if body == "cube"), "{e}");
+    // Parameters changed between steps are validated too.
+    sim.params.dt = f64::NAN;
+    assert!(matches!(sim.step(&mut state, good.as_slice()), Err(SimError::InvalidParameter { name: "dt", .. })));
+    assert_eq!(state, before);
+    sim.params.dt = 1e-3;
     // The simulator still works afterwards.
     sim.step(&mut state, good.as_slice()).unwrap();
     assert!(state.t > before.t);
@@ -126,6 +137,12 @@ fn malformed_contact_problems_are_reported() {
     let mut out = ContactSolution::default();
     let e = SolverKind::NcpAdmm.build().solve(&problem(g), &settings, &mut out).unwrap_err();
     assert!(matches!(e, ProblemError::NotPsd { .. }), "{e}");
+}
+
+#[test]
+fn nan_impulses_never_look_converged() {
+    let r = moreau::contact::ncp_residuals(&[0.5, 0.5], &[0.0, 0.0, 1.0, f64::NAN, 0.0, 1.0], &[0.0; 6]);
+    assert!(r.eps_abs.is_nan(), "{r:?}");
 }
 
 #[test]

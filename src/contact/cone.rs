@@ -17,8 +17,9 @@ fn project_soc(a: f64, x: [f64; 3]) -> [f64; 3] {
     if a * t <= -n {
         return [0.0, 0.0, 0.0];
     }
-    // Closest point on the cone's boundary ray through the tangent direction of x.
-    let np = (a * t + n) / (1.0 + a * a);
+    // Closest point on the cone's boundary ray through the tangent direction of x
+    // (written so that a very large `a` does not overflow `a²`).
+    let np = if a > 1.0 { (t + n / a) / (a + 1.0 / a) } else { (a * t + n) / (1.0 + a * a) };
     let s = a * np / t;
     [x[0] * s, x[1] * s, np]
 }
@@ -82,5 +83,8 @@ mod tests {
                 assert!(dot.abs() < 1e-12, "not orthogonal: {dot}");
             }
         }
+        // Extreme friction coefficients do not overflow.
+        assert!(dist3(project_cone(1e200, [1.0, 0.0, -1.0]), [1.0, 0.0, 1e-200]) < 1e-12);
+        assert!(dist3(project_dual_cone(1e-200, [1.0, 0.0, -1.0]), [1.0, 0.0, 1e-200]) < 1e-12);
     }
 }

@@ -2,15 +2,15 @@
 //! the solvers so that a solve does not allocate once its buffers are sized.
 
 /// In-place Cholesky `A = L Lᵀ` of the lower triangle of `a` (n × n, column-major).
-/// Returns the index of the first non-positive pivot on failure.
-pub fn cholesky_in_place(a: &mut [f64], n: usize) -> Result<(), usize> {
+/// Returns the index and value of the first non-positive pivot on failure.
+pub fn cholesky_in_place(a: &mut [f64], n: usize) -> Result<(), (usize, f64)> {
     for j in 0..n {
         let mut d = a[j * n + j];
         for k in 0..j {
             d -= a[k * n + j] * a[k * n + j];
         }
         if !(d > 0.0) || !d.is_finite() {
-            return Err(j);
+            return Err((j, d));
         }
         let d = d.sqrt();
         a[j * n + j] = d;
@@ -63,7 +63,7 @@ mod tests {
             assert!((ax[i] - rhs[i]).abs() < 1e-9);
         }
         let mut neg = (-a).as_slice().to_vec();
-        assert_eq!(cholesky_in_place(&mut neg, n), Err(0));
+        assert!(matches!(cholesky_in_place(&mut neg, n), Err((0, d)) if d < 0.0));
     }
 }
 

@@ -52,7 +52,9 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
                         d[(a, b)] = data.dof_jacobian[iv + a].dot(&data.dof_u[iv + b]);
                     }
                 }
-                let dinv = d.cholesky().map(|ch| ch.inverse()).unwrap_or_else(Mat6::zeros);
+                // A failed factorization (impossible for validated inertias) poisons the
+                // result with NaN, which the simulator reports, rather than freezing the joint.
+                let dinv = d.cholesky().map(|ch| ch.inverse()).unwrap_or_else(|| Mat6::repeat(f64::NAN));
                 data.joint_d_inv[i] = dinv;
                 let mut udinv_u = Vec6::zeros();
                 for a in 0..n {

@@ -69,8 +69,10 @@ pub fn normalize_configuration(model: &Model, q: &mut [f64]) {
             _ => continue,
         };
         let n = (q[off] * q[off] + q[off + 1] * q[off + 1] + q[off + 2] * q[off + 2] + q[off + 3] * q[off + 3]).sqrt();
-        for x in &mut q[off..off + 4] {
-            *x /= n;
+        if n > 0.0 {
+            for x in &mut q[off..off + 4] {
+                *x /= n;
+            }
         }
     }
 }

@@ -152,7 +152,7 @@ impl fmt::Debug for Geometry {
 /// frictionless geometry makes every pair it touches frictionless, and two
 /// equal coefficients give that coefficient).
 pub fn combine_friction(a: f64, b: f64) -> f64 {
-    (a * b).sqrt()
+    a.sqrt() * b.sqrt()
 }
 
 /// Restitution of a geometry pair: the larger of the two (the bouncier surface wins).
@@ -242,8 +242,9 @@ impl Model {
         if self.collision_exclusions.binary_search(&key).is_ok() {
             return false;
         }
-        // Bodies welded to the same fixed support (e.g. both static) never move relative to each other.
-        if self.body_last_dof[ba] == NO_DOF && self.body_last_dof[bb] == NO_DOF {
+        // Bodies moved by the same dofs (welded together, or both static) never move
+        // relative to each other: their contacts could not be resolved.
+        if self.body_last_dof[ba] == self.body_last_dof[bb] {
             return false;
         }
         let (ma, mb) = (&ga.material, &gb.material);

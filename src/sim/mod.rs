@@ -18,7 +18,8 @@
 //!   `β` of the penetration per step;
 //! - restitution `e > 0` on an impact (`v⁻_N < −v_bounce` and the gap closes
 //!   this step, `φ + v⁻_N dt ≤ 0`): `g_N += e·v⁻_N + β min(φ, 0)/dt` instead,
-//!   so that `c_N ≥ −e v⁻_N` (Newton's impact law; the remaining gap is ignored).
+//!   so that the post-step normal velocity obeys `J_N v⁺ ≥ −e v⁻_N − β min(φ, 0)/dt`
+//!   (Newton's impact law; the remaining gap is ignored).
 
 use crate::collision::{CollisionDetector, Contact, ContactKey};
 use crate::contact::{ContactJacobian, ContactProblem, ContactSolution, ContactSolver, SolverKind, SolverSettings, contact_jacobian, delassus_ltdl};
@@ -67,6 +68,9 @@ impl SimParams {
         let bad = |name, reason: String| Err(SimError::InvalidParameter { name, reason });
         if !(self.dt.is_finite() && self.dt > 0.0) {
             return bad("dt", format!("must be positive, got {}", self.dt));
+        }
+        if !(self.bounce_velocity.is_finite() && self.bounce_velocity >= 0.0) {
+            return bad("bounce_velocity", format!("must be finite and ≥ 0, got {}", self.bounce_velocity));
         }
         if !(0.0..=1.0).contains(&self.baumgarte) {
             return bad("baumgarte", format!("must be in [0, 1], got {}", self.baumgarte));
@@ -152,6 +156,7 @@ pub struct Simulator {
     problem: ContactProblem,
     solution: ContactSolution,
     solver: Box<dyn ContactSolver>,
+    solver_kind: SolverKind,
     /// Previous step's impulses by contact identity, in world coordinates
     /// (robust to a change of tangent basis).
     warm: HashMap<ContactKey, Vec3>,
@@ -186,6 +191,7 @@ impl Simulator {
             problem: ContactProblem::default(),
             solution: ContactSolution::default(),
             solver: params.solver.build(),
+            solver_kind: params.solver,
             warm: HashMap::new(),
             last_rho: None,
             v_free: DVector::zeros(nv),
@@ -233,9 +239,18 @@ impl Simulator {
     }
 
     /// Advances `state` by one time step under joint torques `tau` (nv).
-    /// On error the state is left untouched.
+    /// On error the state is left untouched (and the warm-start memory is
+    /// dropped rather than filled from a failed step). `params` may be changed
+    /// between steps; they are validated here.
     pub fn step(&mut self, state: &mut State, tau: &[f64]) -> Result<StepReport, SimError> {
+        self.params.validate()?;
+        if self.params.solver != self.solver_kind {
+            self.solver = self.params.solver.build();
+            self.solver_kind = self.params.solver;
+            self.clear_warm_start();
+        }
         check_vec("q", state.q.as_slice(), self.model.nq)?;
+        self.check_quaternions(state.q.as_slice())?;
         check_vec("v", state.v.as_slice(), self.model.nv)?;
         check_vec("tau", tau, self.model.nv)?;
         if !state.t.is_finite() {
@@ -265,11 +280,31 @@ impl Simulator {
             self.warm.clear();
         }
         lap(&mut times.velocity_update);
-        self.integrate(state)?;
+        if let Err(e) = self.integrate(state) {
+            self.clear_warm_start();
+            return Err(e);
+        }
         lap(&mut times.integrate);
 
         self.times.accumulate(&times);
         Ok(StepReport { nc, solver: (nc > 0).then_some(self.solution.stats), times })
+    }
+
+    fn check_quaternions(&self, q: &[f64]) -> Result<(), SimError> {
+        let model = &*self.model;
+        for i in 1..model.nbodies {
+            let iq = model.joint_idx_q[i];
+            let off = match model.joint_type[i] {
+                crate::model::JointType::Free => iq + 3,
+                crate::model::JointType::Spherical => iq,
+                _ => continue,
+            };
+            let norm = q[off..off + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
+            if !(norm > 1e-6) {
+                return Err(SimError::BadQuaternion { body: model.body_name[i].clone(), norm });
+            }
+        }
+        Ok(())
     }
 
     /// Stage 1: kinematics at (q, v) and `v_f = v + dt·ABA(q, v, τ)`.
@@ -339,19 +374,25 @@ impl Simulator {
         if self.params.warm_start && settings.rho.is_none() {
             settings.rho = self.last_rho;
         }
-        self.solver.solve(&self.problem, &settings, &mut self.solution)?;
+        if let Err(e) = self.solver.solve(&self.problem, &settings, &mut self.solution) {
+            self.clear_warm_start();
+            return Err(e.into());
+        }
+        if let Some(k) = self.solution.lambda.iter().position(|x| !x.is_finite()) {
+            let c = &self.contacts[k / 3];
+            let err = SimError::SolverDiverged {
+                solver: self.solver.name(),
+                contact: k / 3,
+                body_a: self.model.body_name[c.body_a].clone(),
+                body_b: self.model.body_name[c.body_b].clone(),
+            };
+            self.clear_warm_start();
+            return Err(err);
+        }
         self.last_rho = self.solver.last_rho();
         self.warm.clear();
         for (i, c) in self.contacts.iter().enumerate() {
             let l = Vec3::new(self.solution.lambda[3 * i], self.solution.lambda[3 * i + 1], self.solution.lambda[3 * i + 2]);
-            if !l.iter().all(|x| x.is_finite()) {
-                return Err(SimError::SolverDiverged {
-                    solver: self.solver.name(),
-                    contact: i,
-                    body_a: self.model.body_name[c.body_a].clone(),
-                    body_b: self.model.body_name[c.body_b].clone(),
-                });
-            }
             self.warm.insert(c.key, c.frame * l);
         }
         Ok(())

@@ -54,7 +54,7 @@ pub struct NcpAdmm {
 }
 
 fn inf_norm(v: &[f64]) -> f64 {
-    v.iter().fold(0.0, |a, &x| a.max(x.abs()))
+    v.iter().fold(0.0, |a, &x| crate::contact::criteria::nan_max(a, x.abs()))
 }
 
 impl NcpAdmm {
@@ -65,14 +65,19 @@ impl NcpAdmm {
         for i in 0..m {
             self.chol[i * m + i] += p.compliance[i] + rho;
         }
-        cholesky_in_place(&mut self.chol, m).map_err(|j| ProblemError::NotPsd { index: j, value: p.delassus[(j, j)] })
+        cholesky_in_place(&mut self.chol, m).map_err(|(j, pivot)| ProblemError::NotPsd { index: j, value: pivot })
     }
 
-    /// Largest eigenvalue of `G + R` by power iteration (an upper estimate is fine).
+    /// Estimate of the largest eigenvalue of `G + R` by 20 power iterations
+    /// (a lower bound; it sets ρ's scale, so a factor of a few is harmless).
+    /// The start vector is not symmetric, so that it is unlikely to be an
+    /// eigenvector of a smaller eigenvalue.
     fn largest_eigenvalue(&mut self, p: &ContactProblem) -> f64 {
         let m = p.g.len();
         self.x.clear();
-        self.x.resize(m, 1.0 / (m as f64).sqrt());
+        self.x.extend((0..m).map(|i| 1.0 + 0.5 * ((i * 7919) % 13) as f64 / 13.0));
+        let n0 = self.x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        self.x.iter_mut().for_each(|v| *v /= n0);
         let mut l = 0.0;
         for _ in 0..20 {
             self.tmp.clear();
