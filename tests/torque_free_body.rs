@@ -29,17 +29,17 @@ fn drift(model: &Arc<moreau::Model>, omega: Vec3, dt: f64) -> (f64, f64) {
     let mut state = initial_state(model, omega);
     let tau = DVector::zeros(6);
     let momentum = |sim: &mut Simulator, s: &State| {
-        sim.energy(s);
+        sim.energy(s).unwrap();
         let d = sim.data();
         ang(&d.body_inertia_world[1].apply(&d.body_velocity[1]))
     };
-    let (e0, _) = sim.energy(&state);
+    let (e0, _) = sim.energy(&state).unwrap();
     let l0 = momentum(&mut sim, &state);
     let (mut de, mut dl): (f64, f64) = (0.0, 0.0);
     let steps = (10.0 / dt).round() as usize;
     for _ in 0..steps {
         sim.step(&mut state, tau.as_slice()).unwrap();
-        let (e, _) = sim.energy(&state);
+        let (e, _) = sim.energy(&state).unwrap();
         de = de.max((e - e0).abs() / e0);
         dl = dl.max((momentum(&mut sim, &state) - l0).norm() / l0.norm());
     }

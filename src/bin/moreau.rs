@@ -137,11 +137,11 @@ fn run(name: &str, steps: usize, dt: Option<f64>, solver: &str, tolerance: f64, 
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
     let mut rows = Vec::with_capacity(if out.is_some() { steps + 1 } else { 0 });
-    let record = |sim: &mut Simulator, state: &State, nc, eps_abs, iterations| {
-        let (kinetic, potential) = sim.energy(state);
-        Row { t: state.t, q: state.q.as_slice().to_vec(), v: state.v.as_slice().to_vec(), kinetic, potential, nc, eps_abs, iterations }
+    let record = |sim: &mut Simulator, state: &State, nc, eps_abs, iterations| -> Result<Row, AnyError> {
+        let (kinetic, potential) = sim.energy(state)?;
+        Ok(Row { t: state.t, q: state.q.as_slice().to_vec(), v: state.v.as_slice().to_vec(), kinetic, potential, nc, eps_abs, iterations })
     };
-    let first = record(&mut sim, &state, 0, 0.0, 0);
+    let first = record(&mut sim, &state, 0, 0.0, 0)?;
     let e0 = first.kinetic + first.potential;
     if out.is_some() {
         rows.push(first);
@@ -164,13 +164,13 @@ fn run(name: &str, steps: usize, dt: Option<f64>, solver: &str, tolerance: f64, 
         }
         eps_max = eps_max.max(eps);
         if out.is_some() {
-            rows.push(record(&mut sim, &state, r.nc, eps, its));
+            rows.push(record(&mut sim, &state, r.nc, eps, its)?);
         }
         pb.inc(1);
     }
     pb.finish_and_clear();
     let wall = start.elapsed();
-    let (ke, pe) = sim.energy(&state);
+    let (ke, pe) = sim.energy(&state)?;
     say!("scene {name}: nq={} nv={} solver={} dt={} s", scene.model.nq, scene.model.nv, solver, sim.params.dt);
     say!(
         "{steps} steps, {:.3} s simulated in {:.3} s wall ({:.0} steps/s, real-time factor {:.1})",

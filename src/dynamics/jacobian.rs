@@ -28,7 +28,8 @@ pub fn point_velocity_column(s: &Vec6, p: &Vec3) -> Vec3 {
 }
 
 /// Jacobian (6, nv) of a frame attached to `body`, after
-/// [`super::forward_kinematics`]. Columns of dofs not supporting the body are zero.
+/// [`super::forward_kinematics`]. Columns of dofs not supporting the body are
+/// zero; `out` is resized to 6 × nv if needed. `body` must be a body index of the model.
 pub fn frame_jacobian(
     model: &Model,
     data: &Data,
@@ -37,7 +38,9 @@ pub fn frame_jacobian(
     reference: ReferenceFrame,
     out: &mut DMatrix<f64>,
 ) {
-    assert_eq!(out.shape(), (6, model.nv), "frame_jacobian: `out` must be 6 × nv");
+    if out.shape() != (6, model.nv) {
+        *out = DMatrix::zeros(6, model.nv);
+    }
     out.fill(0.0);
     let wff = frame_placement(data, body, body_from_frame);
     for k in model.support_dofs(body) {

@@ -232,10 +232,12 @@ impl Simulator {
     }
 
     /// Kinetic and potential energy of `state` (uses the simulator's workspace).
-    pub fn energy(&mut self, state: &State) -> (f64, f64) {
+    pub fn energy(&mut self, state: &State) -> Result<(f64, f64), SimError> {
+        check_vec("q", state.q.as_slice(), self.model.nq)?;
+        check_vec("v", state.v.as_slice(), self.model.nv)?;
         forward_kinematics(&self.model, &mut self.data, state.q.as_slice());
         forward_velocity(&self.model, &mut self.data, state.v.as_slice());
-        (kinetic_energy(&self.model, &self.data), potential_energy(&self.model, &self.data))
+        Ok((kinetic_energy(&self.model, &self.data), potential_energy(&self.model, &self.data)))
     }
 
     /// Advances `state` by one time step under joint torques `tau` (nv).
