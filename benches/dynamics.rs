@@ -4,12 +4,12 @@
 //! `cargo bench --bench dynamics`
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use moreau::contact::{ContactJacobian, contact_jacobian, delassus_ltdl};
+use moreau::Model;
 use moreau::collision::CollisionDetector;
+use moreau::contact::{ContactJacobian, contact_jacobian, delassus_ltdl};
 use moreau::dynamics::{Data, aba, crba, forward_kinematics, ltdl_factorize, rnea};
 use moreau::scenes;
 use moreau::sim::{SimParams, Simulator};
-use moreau::Model;
 use nalgebra::{DMatrix, DVector};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -33,7 +33,11 @@ fn models() -> Vec<(String, Arc<Model>, DVector<f64>)> {
     });
     vec![
         ("cube".into(), cube.model.clone(), cube.state.q.clone()),
-        (format!("quadruped-nv{}", quad.model.nv), quad.model.clone(), q_quad),
+        (
+            format!("quadruped-nv{}", quad.model.nv),
+            quad.model.clone(),
+            q_quad,
+        ),
         (format!("tree-nv{}", tree.nv), tree, q_tree),
     ]
 }
@@ -44,15 +48,41 @@ fn algorithms(c: &mut Criterion) {
         let v = DVector::from_fn(model.nv, |i, _| 0.1 * (i as f64).sin());
         let tau = DVector::from_fn(model.nv, |i, _| 0.2 * (i as f64).cos());
         let mut g = c.benchmark_group(&name);
-        g.bench_function("forward_kinematics", |b| b.iter(|| forward_kinematics(&model, &mut data, black_box(q.as_slice()))));
-        g.bench_function("rnea", |b| b.iter(|| rnea(&model, &mut data, black_box(q.as_slice()), v.as_slice(), tau.as_slice())[0]));
-        g.bench_function("crba", |b| b.iter(|| crba(&model, &mut data, black_box(q.as_slice()))[(0, 0)]));
-        g.bench_function("aba", |b| b.iter(|| aba(&model, &mut data, black_box(q.as_slice()), v.as_slice(), tau.as_slice())[0]));
+        g.bench_function("forward_kinematics", |b| {
+            b.iter(|| forward_kinematics(&model, &mut data, black_box(q.as_slice())))
+        });
+        g.bench_function("rnea", |b| {
+            b.iter(|| {
+                rnea(
+                    &model,
+                    &mut data,
+                    black_box(q.as_slice()),
+                    v.as_slice(),
+                    tau.as_slice(),
+                )[0]
+            })
+        });
+        g.bench_function("crba", |b| {
+            b.iter(|| crba(&model, &mut data, black_box(q.as_slice()))[(0, 0)])
+        });
+        g.bench_function("aba", |b| {
+            b.iter(|| {
+                aba(
+                    &model,
+                    &mut data,
+                    black_box(q.as_slice()),
+                    v.as_slice(),
+                    tau.as_slice(),
+                )[0]
+            })
+        });
         // Factorization + Delassus for the contacts the model has at q (4 feet, 4 corners), or
         // 4 contacts on the deepest bodies of the tree.
         crba(&model, &mut data, q.as_slice());
         let mut contacts = Vec::new();
-        CollisionDetector::new(&model, 5e-3).detect(&model, &data, &mut contacts).unwrap();
+        CollisionDetector::new(&model, 5e-3)
+            .detect(&model, &data, &mut contacts)
+            .unwrap();
         if contacts.is_empty() {
             contacts = (0..4)
                 .map(|k| moreau::collision::Contact {
@@ -65,7 +95,12 @@ fn algorithms(c: &mut Criterion) {
                     distance: 0.0,
                     mu: 0.5,
                     restitution: 0.0,
-                    key: moreau::collision::ContactKey { geom_a: k as u32, geom_b: 0, feature_a: 0, feature_b: 0 },
+                    key: moreau::collision::ContactKey {
+                        geom_a: k as u32,
+                        geom_b: 0,
+                        feature_a: 0,
+                        feature_b: 0,
+                    },
                 })
                 .collect();
         }

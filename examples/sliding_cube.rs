@@ -14,7 +14,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut state = scene.state.clone();
     let tau = DVector::zeros(scene.model.nv);
     let (v0, mu, g) = (1.0, 0.3, 9.81);
-    println!("{:>6} {:>10} {:>10} {:>10} {:>10}", "t (s)", "y (m)", "v (m/s)", "Coulomb", "eps_abs");
+    println!(
+        "{:>6} {:>10} {:>10} {:>10} {:>10}",
+        "t (s)", "y (m)", "v (m/s)", "Coulomb", "eps_abs"
+    );
     for step in 1..=400 {
         let r = sim.step(&mut state, tau.as_slice())?;
         if step % 40 == 0 {
@@ -28,6 +31,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    println!("stopped after {:.5} m; Coulomb says v0²/(2μg) = {:.5} m", state.q[1], v0 * v0 / (2.0 * mu * g));
+    println!(
+        "stopped after {:.5} m; Coulomb says v0²/(2μg) = {:.5} m",
+        state.q[1],
+        v0 * v0 / (2.0 * mu * g)
+    );
     Ok(())
 }

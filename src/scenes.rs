@@ -19,8 +19,16 @@ use nalgebra::DVector;
 use std::sync::Arc;
 
 /// Names accepted by [`scene`].
-pub const SCENE_NAMES: [&str; 8] =
-    ["cube-resting", "cube-sliding", "cube-stack", "pyramid", "ball-drop", "cartpole", "quadruped", "arm"];
+pub const SCENE_NAMES: [&str; 8] = [
+    "cube-resting",
+    "cube-sliding",
+    "cube-stack",
+    "pyramid",
+    "ball-drop",
+    "cartpole",
+    "quadruped",
+    "arm",
+];
 
 /// Joint-space PD controller on 1-dof joints: `τ_j = kp_j (q_ref − q)_j − kd_j v_j`.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,16 +46,31 @@ impl PdController {
     /// Controls every revolute and prismatic joint of `model` towards `q_ref`.
     pub fn for_model(model: &Model, q_ref: DVector<f64>, kp: f64, kd: f64) -> Self {
         let dofs: Vec<(usize, usize)> = (1..model.nbodies)
-            .filter(|&i| matches!(model.joint_type[i], JointType::Revolute(_) | JointType::Prismatic(_)))
+            .filter(|&i| {
+                matches!(
+                    model.joint_type[i],
+                    JointType::Revolute(_) | JointType::Prismatic(_)
+                )
+            })
             .map(|i| (model.joint_idx_v[i], model.joint_idx_q[i]))
             .collect();
-        PdController { kp: vec![kp; dofs.len()], kd: vec![kd; dofs.len()], q_ref, dofs }
+        PdController {
+            kp: vec![kp; dofs.len()],
+            kd: vec![kd; dofs.len()],
+            q_ref,
+            dofs,
+        }
     }
     /// Gains that give each joint, alone, the natural frequency `omega` (rad/s)
     /// and damping ratio `zeta` given its diagonal mass-matrix entry at `q_ref`:
     /// `kp = ω² M_jj`, `kd = 2ζω M_jj`. With explicit damping this stays stable
     /// for `2ζω dt < 2`, whatever the link's inertia.
-    pub fn with_natural_frequency(model: &Model, q_ref: DVector<f64>, omega: f64, zeta: f64) -> Self {
+    pub fn with_natural_frequency(
+        model: &Model,
+        q_ref: DVector<f64>,
+        omega: f64,
+        zeta: f64,
+    ) -> Self {
         let mut c = Self::for_model(model, q_ref, 0.0, 0.0);
         let mut data = crate::dynamics::Data::new(model);
         let m = crate::dynamics::crba(model, &mut data, c.q_ref.as_slice());
@@ -76,6 +99,16 @@ pub struct Scene {
     pub controller: Option<PdController>,
 }
 
+impl Scene {
+    /// The scene's controller torques for `state` (zero without a controller). `tau`: (nv).
+    pub fn control(&self, state: &State, tau: &mut [f64]) {
+        match &self.controller {
+            Some(c) => c.torques(state, tau),
+            None => tau.fill(0.0),
+        }
+    }
+}
+
 /// Builds the named scene.
 pub fn scene(name: &str) -> Result<Scene, ModelError> {
     match name {
@@ -87,7 +120,10 @@ pub fn scene(name: &str) -> Result<Scene, ModelError> {
         "cartpole" => cartpole(),
         "quadruped" => quadruped(),
         "arm" => arm(),
-        _ => Err(ModelError::UnknownScene { name: name.into(), known: SCENE_NAMES.join(", ") }),
+        _ => Err(ModelError::UnknownScene {
+            name: name.into(),
+            known: SCENE_NAMES.join(", "),
+        }),
     }
 }
 
@@ -103,9 +139,29 @@ fn ground(b: &mut ModelBuilder, friction: f64) -> Result<(), ModelError> {
 }
 
 /// Adds a free-floating box body with its geometry.
-fn add_box(b: &mut ModelBuilder, name: &str, mass: f64, size: Vec3, mu: f64) -> Result<usize, ModelError> {
-    let body = b.add_body(name, WORLD, JointType::Free, SE3::identity(), Inertia::cuboid(mass, size))?;
-    b.add_geometry(name, body, SE3::identity(), Shape::Cuboid { half_extents: size / 2.0 }, Material::with_friction(mu))?;
+fn add_box(
+    b: &mut ModelBuilder,
+    name: &str,
+    mass: f64,
+    size: Vec3,
+    mu: f64,
+) -> Result<usize, ModelError> {
+    let body = b.add_body(
+        name,
+        WORLD,
+        JointType::Free,
+        SE3::identity(),
+        Inertia::cuboid(mass, size),
+    )?;
+    b.add_geometry(
+        name,
+        body,
+        SE3::identity(),
+        Shape::Cuboid {
+            half_extents: size / 2.0,
+        },
+        Material::with_friction(mu),
+    )?;
     Ok(body)
 }
 
@@ -131,7 +187,13 @@ pub fn cube(name: &str, mu: f64, v0: Vec3) -> Result<Scene, ModelError> {
     free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.1));
     let mut v = DVector::zeros(model.nv);
     v.fixed_rows_mut::<3>(0).copy_from(&v0);
-    Ok(Scene { name: name.into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+    Ok(Scene {
+        name: name.into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    })
 }
 
 /// A cube of `mass_ratio` kg resting on a 1 kg cube on the ground (0.2 m cubes, μ = 0.5).
@@ -150,7 +212,13 @@ pub fn cube_stack_masses(bottom: f64, top: f64) -> Result<Scene, ModelError> {
     free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.1));
     free_q(&mut q, 7, Vec3::new(0.0, 0.0, 0.3));
     let v = DVector::zeros(model.nv);
-    Ok(Scene { name: "cube-stack".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+    Ok(Scene {
+        name: "cube-stack".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    })
 }
 
 /// Six 1 kg boxes (0.2 m) stacked 3-2-1 in the x-z plane, 1 cm apart in a row.
@@ -173,26 +241,48 @@ pub fn pyramid() -> Result<Scene, ModelError> {
         free_q(&mut q, 7 * i, *p);
     }
     let v = DVector::zeros(model.nv);
-    Ok(Scene { name: "pyramid".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+    Ok(Scene {
+        name: "pyramid".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    })
 }
 
 /// A 1 kg ball of radius 0.1 m dropped from 1 m, restitution 0.5, μ = 0.5.
 pub fn ball_drop() -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("ball-drop");
     ground(&mut b, 0.5)?;
-    let ball = b.add_body("ball", WORLD, JointType::Free, SE3::identity(), Inertia::sphere(1.0, 0.1))?;
+    let ball = b.add_body(
+        "ball",
+        WORLD,
+        JointType::Free,
+        SE3::identity(),
+        Inertia::sphere(1.0, 0.1),
+    )?;
     b.add_geometry(
         "ball",
         ball,
         SE3::identity(),
         Shape::Ball { radius: 0.1 },
-        Material { friction: 0.5, restitution: 0.5, ..Default::default() },
+        Material {
+            friction: 0.5,
+            restitution: 0.5,
+            ..Default::default()
+        },
     )?;
     let model = Arc::new(b.build()?);
     let mut q = model.neutral_configuration();
     free_q(&mut q, 0, Vec3::new(0.0, 0.0, 1.0));
     let v = DVector::zeros(model.nv);
-    Ok(Scene { name: "ball-drop".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+    Ok(Scene {
+        name: "ball-drop".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    })
 }
 
 /// Cart (1 kg) on a rail along x, pole (0.1 kg, 1 m) hinged about y, starting 0.1 rad from upright.
@@ -207,12 +297,24 @@ pub fn cartpole() -> Result<Scene, ModelError> {
     )?;
     let mut pole = Inertia::cylinder(0.1, 0.02, 1.0);
     pole.com = Vec3::new(0.0, 0.0, 0.5);
-    b.add_body("pole", cart, JointType::Revolute(Vec3::y()), SE3::identity(), pole)?;
+    b.add_body(
+        "pole",
+        cart,
+        JointType::Revolute(Vec3::y()),
+        SE3::identity(),
+        pole,
+    )?;
     let model = Arc::new(b.build()?);
     let mut q = model.neutral_configuration();
     q[1] = 0.1;
     let v = DVector::zeros(model.nv);
-    Ok(Scene { name: "cartpole".into(), model, state: State::new(q, v), dt: 1e-3, controller: None })
+    Ok(Scene {
+        name: "cartpole".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    })
 }
 
 /// Leg geometry of [`quadruped`] (Solo-12's proportions).
@@ -242,8 +344,22 @@ pub fn quadruped_model() -> Result<Model, ModelError> {
     let mut b = ModelBuilder::new("quadruped");
     ground(&mut b, 0.8)?;
     let base_size = Vec3::new(0.42, 0.2, 0.05);
-    let base = b.add_body("base", WORLD, JointType::Free, SE3::identity(), Inertia::cuboid(BASE_MASS, base_size))?;
-    b.add_geometry("base", base, SE3::identity(), Shape::Cuboid { half_extents: base_size / 2.0 }, Material::with_friction(0.8))?;
+    let base = b.add_body(
+        "base",
+        WORLD,
+        JointType::Free,
+        SE3::identity(),
+        Inertia::cuboid(BASE_MASS, base_size),
+    )?;
+    b.add_geometry(
+        "base",
+        base,
+        SE3::identity(),
+        Shape::Cuboid {
+            half_extents: base_size / 2.0,
+        },
+        Material::with_friction(0.8),
+    )?;
     for (li, leg) in LEGS.iter().enumerate() {
         let sx = if li < 2 { 1.0 } else { -1.0 };
         let sy = if li % 2 == 0 { 1.0 } else { -1.0 };
@@ -278,7 +394,9 @@ pub fn quadruped_model() -> Result<Model, ModelError> {
             &format!("{leg}_foot"),
             kfe,
             SE3::from_translation(Vec3::new(0.0, 0.0, -LOWER_LEG)),
-            Shape::Ball { radius: FOOT_RADIUS },
+            Shape::Ball {
+                radius: FOOT_RADIUS,
+            },
             Material::with_friction(0.8),
         )?;
     }
@@ -298,7 +416,9 @@ pub fn quadruped_standing(model: &Model, height: f64) -> DVector<f64> {
 
 /// Base height at which the standing quadruped's feet touch the ground.
 pub fn quadruped_standing_height() -> f64 {
-    solo::UPPER_LEG * solo::HFE_STAND.cos() + solo::LOWER_LEG * (solo::HFE_STAND + solo::KFE_STAND).cos() + solo::FOOT_RADIUS
+    solo::UPPER_LEG * solo::HFE_STAND.cos()
+        + solo::LOWER_LEG * (solo::HFE_STAND + solo::KFE_STAND).cos()
+        + solo::FOOT_RADIUS
 }
 
 pub fn quadruped() -> Result<Scene, ModelError> {
@@ -306,7 +426,13 @@ pub fn quadruped() -> Result<Scene, ModelError> {
     let q = quadruped_standing(&model, quadruped_standing_height() + 0.1);
     let controller = PdController::for_model(&model, q.clone(), 8.0, 0.3);
     let v = DVector::zeros(model.nv);
-    Ok(Scene { name: "quadruped".into(), model, state: State::new(q, v), dt: 1e-3, controller: Some(controller) })
+    Ok(Scene {
+        name: "quadruped".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: Some(controller),
+    })
 }
 
 /// A 7-dof arm (axes z, y, z, y, z, y, z) on a fixed base, capsule links that
@@ -318,7 +444,11 @@ pub fn arm() -> Result<Scene, ModelError> {
         WORLD,
         SE3::identity(),
         Shape::HalfSpace { normal: Vec3::z() },
-        Material { contype: 1, conaffinity: 2, ..Default::default() },
+        Material {
+            contype: 1,
+            conaffinity: 2,
+            ..Default::default()
+        },
     )?;
     let lengths: [f64; 7] = [0.33, 0.0, 0.32, 0.0, 0.38, 0.0, 0.1];
     let masses = [4.0, 4.0, 3.0, 3.0, 2.0, 1.5, 0.5];
@@ -340,8 +470,15 @@ pub fn arm() -> Result<Scene, ModelError> {
             &format!("link{}", j + 1),
             body,
             SE3::from_translation(Vec3::new(0.0, 0.0, len / 2.0)),
-            Shape::Capsule { half_length: len / 2.0, radius: 0.05 },
-            Material { contype: 2, conaffinity: 1, ..Default::default() },
+            Shape::Capsule {
+                half_length: len / 2.0,
+                radius: 0.05,
+            },
+            Material {
+                contype: 2,
+                conaffinity: 1,
+                ..Default::default()
+            },
         )?;
         parent = body;
         offset = lengths[j];
@@ -353,21 +490,35 @@ pub fn arm() -> Result<Scene, ModelError> {
     }
     let controller = PdController::with_natural_frequency(&model, q.clone(), 30.0, 1.0);
     let v = DVector::zeros(model.nv);
-    Ok(Scene { name: "arm".into(), model, state: State::new(q, v), dt: 1e-3, controller: Some(controller) })
+    Ok(Scene {
+        name: "arm".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: Some(controller),
+    })
 }
 
 /// A random kinematic tree of `nbodies` bodies (world excluded) with every
 /// joint type, random placements and inertias; deterministic in `seed`. The
 /// first joint is free. For tests and benches (no geometry).
 pub fn random_tree(nbodies: usize, seed: u64) -> Result<Model, ModelError> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut uniform = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 11) as f64 / (1u64 << 53) as f64
     };
     let mut b = ModelBuilder::new("random-tree");
     for i in 0..nbodies {
-        let parent = if i == 0 { WORLD } else { 1 + (uniform() * i as f64) as usize };
+        let parent = if i == 0 {
+            WORLD
+        } else {
+            1 + (uniform() * i as f64) as usize
+        };
         let mut axis = Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5);
         axis /= axis.norm().max(1e-3);
         let joint = if i == 0 {
@@ -380,8 +531,15 @@ pub fn random_tree(nbodies: usize, seed: u64) -> Result<Model, ModelError> {
                 _ => JointType::Revolute(axis),
             }
         };
-        let rot = crate::math::exp3(&Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5));
-        let placement = SE3::new(rot, Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5) * 0.6);
+        let rot = crate::math::exp3(&Vec3::new(
+            uniform() - 0.5,
+            uniform() - 0.5,
+            uniform() - 0.5,
+        ));
+        let placement = SE3::new(
+            rot,
+            Vec3::new(uniform() - 0.5, uniform() - 0.5, uniform() - 0.5) * 0.6,
+        );
         let d = Vec3::new(0.5 + uniform(), 0.5 + uniform(), 0.5 + uniform());
         let principal = Vec3::new(d.y + d.z, d.x + d.z, d.x + d.y) * (0.02 + 0.05 * uniform());
         let r = crate::math::exp3(&Vec3::new(uniform(), uniform(), uniform()));

@@ -16,38 +16,140 @@ fn unit() -> Inertia {
 #[test]
 fn model_builder_names_the_culprit() {
     let mut b = ModelBuilder::new("bad");
-    let e = b.add_body("heavy", WORLD, JointType::Free, SE3::identity(), Inertia::cuboid(0.0, Vec3::repeat(0.1))).unwrap_err();
-    assert!(matches!(&e, ModelError::NonPositiveMass { body, .. } if body == "heavy"), "{e}");
-    let neg = Inertia::new(1.0, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(1.0, 1.0, -1.0)));
-    let e = b.add_body("neg", WORLD, JointType::Free, SE3::identity(), neg).unwrap_err();
-    assert!(matches!(&e, ModelError::InertiaNotPositiveDefinite { body, .. } if body == "neg"), "{e}");
-    let tri = Inertia::new(1.0, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(1.0, 1.0, 3.0)));
-    let e = b.add_body("tri", WORLD, JointType::Free, SE3::identity(), tri).unwrap_err();
-    assert!(matches!(&e, ModelError::InertiaTriangleInequality { body, .. } if body == "tri"), "{e}");
-    let e = b.add_body("axis", WORLD, JointType::Revolute(Vec3::zeros()), SE3::identity(), unit()).unwrap_err();
-    assert!(matches!(&e, ModelError::ZeroAxis { body, .. } if body == "axis"), "{e}");
-    let e = b.add_body("orphan", 7, JointType::Free, SE3::identity(), unit()).unwrap_err();
-    assert!(matches!(&e, ModelError::UnknownParent { body, parent: 7, .. } if body == "orphan"), "{e}");
+    let e = b
+        .add_body(
+            "heavy",
+            WORLD,
+            JointType::Free,
+            SE3::identity(),
+            Inertia::cuboid(0.0, Vec3::repeat(0.1)),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::NonPositiveMass { body, .. } if body == "heavy"),
+        "{e}"
+    );
+    let neg = Inertia::new(
+        1.0,
+        Vec3::zeros(),
+        Mat3::from_diagonal(&Vec3::new(1.0, 1.0, -1.0)),
+    );
+    let e = b
+        .add_body("neg", WORLD, JointType::Free, SE3::identity(), neg)
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::InertiaNotPositiveDefinite { body, .. } if body == "neg"),
+        "{e}"
+    );
+    let tri = Inertia::new(
+        1.0,
+        Vec3::zeros(),
+        Mat3::from_diagonal(&Vec3::new(1.0, 1.0, 3.0)),
+    );
+    let e = b
+        .add_body("tri", WORLD, JointType::Free, SE3::identity(), tri)
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::InertiaTriangleInequality { body, .. } if body == "tri"),
+        "{e}"
+    );
+    let e = b
+        .add_body(
+            "axis",
+            WORLD,
+            JointType::Revolute(Vec3::zeros()),
+            SE3::identity(),
+            unit(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::ZeroAxis { body, .. } if body == "axis"),
+        "{e}"
+    );
+    let e = b
+        .add_body("orphan", 7, JointType::Free, SE3::identity(), unit())
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::UnknownParent { body, parent: 7, .. } if body == "orphan"),
+        "{e}"
+    );
     let nan = SE3::from_translation(Vec3::new(f64::NAN, 0.0, 0.0));
-    let e = b.add_body("nan", WORLD, JointType::Free, nan, unit()).unwrap_err();
+    let e = b
+        .add_body("nan", WORLD, JointType::Free, nan, unit())
+        .unwrap_err();
     assert!(e.to_string().contains("nan"), "{e}");
-    let ok = b.add_body("ok", WORLD, JointType::Free, SE3::identity(), unit()).unwrap();
-    let e = b.add_body("ok", WORLD, JointType::Free, SE3::identity(), unit()).unwrap_err();
+    let ok = b
+        .add_body("ok", WORLD, JointType::Free, SE3::identity(), unit())
+        .unwrap();
+    let e = b
+        .add_body("ok", WORLD, JointType::Free, SE3::identity(), unit())
+        .unwrap_err();
     assert!(matches!(e, ModelError::DuplicateName { .. }));
-    let e = b.add_geometry("ghost", 9, SE3::identity(), Shape::Ball { radius: 1.0 }, Material::default()).unwrap_err();
-    assert!(matches!(&e, ModelError::UnknownBody { geom, body: 9, .. } if geom == "ghost"), "{e}");
-    let e = b.add_geometry("flat", ok, SE3::identity(), Shape::Ball { radius: -1.0 }, Material::default()).unwrap_err();
-    assert!(matches!(&e, ModelError::InvalidGeometry { geom, .. } if geom == "flat"), "{e}");
-    let flat_hull = Shape::ConvexMesh { points: vec![Vec3::zeros(), Vec3::x(), Vec3::y(), Vec3::new(1.0, 1.0, 0.0)] };
-    let e = b.add_geometry("hull", ok, SE3::identity(), flat_hull, Material::default()).unwrap_err();
-    assert!(matches!(&e, ModelError::InvalidGeometry { geom, .. } if geom == "hull"), "{e}");
-    let e = b.add_geometry("slippery", ok, SE3::identity(), Shape::Ball { radius: 1.0 }, Material::with_friction(-0.1)).unwrap_err();
-    assert!(matches!(&e, ModelError::InvalidGeometry { geom, .. } if geom == "slippery"), "{e}");
+    let e = b
+        .add_geometry(
+            "ghost",
+            9,
+            SE3::identity(),
+            Shape::Ball { radius: 1.0 },
+            Material::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::UnknownBody { geom, body: 9, .. } if geom == "ghost"),
+        "{e}"
+    );
+    let e = b
+        .add_geometry(
+            "flat",
+            ok,
+            SE3::identity(),
+            Shape::Ball { radius: -1.0 },
+            Material::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::InvalidGeometry { geom, .. } if geom == "flat"),
+        "{e}"
+    );
+    let flat_hull = Shape::ConvexMesh {
+        points: vec![
+            Vec3::zeros(),
+            Vec3::x(),
+            Vec3::y(),
+            Vec3::new(1.0, 1.0, 0.0),
+        ],
+    };
+    let e = b
+        .add_geometry("hull", ok, SE3::identity(), flat_hull, Material::default())
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::InvalidGeometry { geom, .. } if geom == "hull"),
+        "{e}"
+    );
+    let e = b
+        .add_geometry(
+            "slippery",
+            ok,
+            SE3::identity(),
+            Shape::Ball { radius: 1.0 },
+            Material::with_friction(-0.1),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&e, ModelError::InvalidGeometry { geom, .. } if geom == "slippery"),
+        "{e}"
+    );
     // The failed calls left the builder usable and unchanged.
     let model = b.build().unwrap();
     assert_eq!(model.nbodies, 2);
     assert!(model.geometries.is_empty());
-    println!("example message: {}", ModelError::ZeroAxis { body: "elbow".into(), axis: [0.0; 3] });
+    println!(
+        "example message: {}",
+        ModelError::ZeroAxis {
+            body: "elbow".into(),
+            axis: [0.0; 3]
+        }
+    );
 }
 
 #[test]
@@ -61,25 +163,61 @@ fn nan_and_misshapen_inputs_are_refused_and_leave_the_state_untouched() {
     let mut tau = good.clone();
     tau[4] = f64::NAN;
     let e = sim.step(&mut state, tau.as_slice()).unwrap_err();
-    assert!(matches!(e, SimError::NonFinite { what: "tau", index: 4, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SimError::NonFinite {
+                what: "tau",
+                index: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("tau[4]"), "{e}");
     assert_eq!(state, before);
     let e = sim.step(&mut state, &[0.0; 5]).unwrap_err();
-    assert!(matches!(e, SimError::DimensionMismatch { what: "tau", got: 5, expected: 6 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SimError::DimensionMismatch {
+                what: "tau",
+                got: 5,
+                expected: 6
+            }
+        ),
+        "{e}"
+    );
     let mut bad = state.clone();
     bad.v[2] = f64::INFINITY;
     let e = sim.step(&mut bad, good.as_slice()).unwrap_err();
-    assert!(matches!(e, SimError::NonFinite { what: "v", index: 2, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            SimError::NonFinite {
+                what: "v",
+                index: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_eq!(bad.q, before.q);
     let mut bad = state.clone();
     for k in 3..7 {
         bad.q[k] = 0.0;
     }
     let e = sim.step(&mut bad, good.as_slice()).unwrap_err();
-    assert!(matches!(&e, SimError::BadQuaternion { body, .. } if body == "cube"), "{e}");
+    assert!(
+        matches!(&e, SimError::BadQuaternion { body, .. } if body == "cube"),
+        "{e}"
+    );
     // Parameters changed between steps are validated too.
     sim.params.dt = f64::NAN;
-    assert!(matches!(sim.step(&mut state, good.as_slice()), Err(SimError::InvalidParameter { name: "dt", .. })));
+    assert!(matches!(
+        sim.step(&mut state, good.as_slice()),
+        Err(SimError::InvalidParameter { name: "dt", .. })
+    ));
     assert_eq!(state, before);
     sim.params.dt = 1e-3;
     // The simulator still works afterwards.
@@ -90,10 +228,24 @@ fn nan_and_misshapen_inputs_are_refused_and_leave_the_state_untouched() {
 #[test]
 fn invalid_parameters_and_names_are_refused() {
     let scene = scenes::scene("cube-resting").unwrap();
-    let e = Simulator::new(scene.model.clone(), SimParams { dt: 0.0, ..Default::default() }).err().unwrap();
-    assert!(matches!(e, SimError::InvalidParameter { name: "dt", .. }), "{e}");
+    let e = Simulator::new(
+        scene.model.clone(),
+        SimParams {
+            dt: 0.0,
+            ..Default::default()
+        },
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(e, SimError::InvalidParameter { name: "dt", .. }),
+        "{e}"
+    );
     let e = scenes::scene("nope").unwrap_err();
-    assert!(e.to_string().contains("nope") && e.to_string().contains("quadruped"), "{e}");
+    assert!(
+        e.to_string().contains("nope") && e.to_string().contains("quadruped"),
+        "{e}"
+    );
     let e = "pgs-lcp".parse::<SolverKind>().unwrap_err();
     assert!(e.to_string().contains("ncp-admm"), "{e}");
 }
@@ -117,46 +269,80 @@ fn malformed_contact_problems_are_reported() {
         let mut out = ContactSolution::default();
         let mut p = problem(DMatrix::identity(6, 6));
         p.g[3] = f64::NAN;
-        assert_eq!(solver.solve(&p, &settings, &mut out), Err(ProblemError::NonFinite { what: "g", index: 3 }));
+        assert_eq!(
+            solver.solve(&p, &settings, &mut out),
+            Err(ProblemError::NonFinite {
+                what: "g",
+                index: 3
+            })
+        );
         let mut p = problem(DMatrix::identity(6, 6));
         p.mu[1] = -0.2;
-        assert!(matches!(solver.solve(&p, &settings, &mut out), Err(ProblemError::BadFriction { contact: 1, .. })));
+        assert!(matches!(
+            solver.solve(&p, &settings, &mut out),
+            Err(ProblemError::BadFriction { contact: 1, .. })
+        ));
         let mut p = problem(DMatrix::identity(6, 6));
         p.delassus[(0, 4)] = 0.5;
-        assert!(matches!(solver.solve(&p, &settings, &mut out), Err(ProblemError::NotSymmetric { .. })));
+        assert!(matches!(
+            solver.solve(&p, &settings, &mut out),
+            Err(ProblemError::NotSymmetric { .. })
+        ));
         let mut p = problem(DMatrix::identity(6, 6));
         p.mu.push(0.3);
-        assert!(matches!(solver.solve(&p, &settings, &mut out), Err(ProblemError::DimensionMismatch { .. })));
+        assert!(matches!(
+            solver.solve(&p, &settings, &mut out),
+            Err(ProblemError::DimensionMismatch { .. })
+        ));
         let p = problem(-DMatrix::identity(6, 6));
-        assert!(matches!(solver.solve(&p, &settings, &mut out), Err(ProblemError::NotPsd { .. })));
+        assert!(matches!(
+            solver.solve(&p, &settings, &mut out),
+            Err(ProblemError::NotPsd { .. })
+        ));
     }
     // An indefinite G with a non-negative diagonal passes the cheap checks; ADMM's factorization catches it.
     let mut g = DMatrix::identity(3, 3);
     g[(0, 1)] = 5.0;
     g[(1, 0)] = 5.0;
     let mut out = ContactSolution::default();
-    let e = SolverKind::NcpAdmm.build().solve(&problem(g), &settings, &mut out).unwrap_err();
+    let e = SolverKind::NcpAdmm
+        .build()
+        .solve(&problem(g), &settings, &mut out)
+        .unwrap_err();
     assert!(matches!(e, ProblemError::NotPsd { .. }), "{e}");
 }
 
 #[test]
 fn nan_impulses_never_look_converged() {
-    let r = moreau::contact::ncp_residuals(&[0.5, 0.5], &[0.0, 0.0, 1.0, f64::NAN, 0.0, 1.0], &[0.0; 6]);
+    let r = moreau::contact::ncp_residuals(
+        &[0.5, 0.5],
+        &[0.0, 0.0, 1.0, f64::NAN, 0.0, 1.0],
+        &[0.0; 6],
+    );
     assert!(r.eps_abs.is_nan(), "{r:?}");
 }
 
 #[test]
 fn the_command_line_reports_errors_without_panicking() {
     let bin = env!("CARGO_BIN_EXE_moreau");
-    let out = std::process::Command::new(bin).args(["run", "no-such-scene"]).output().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["run", "no-such-scene"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown scene `no-such-scene`"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    let out = std::process::Command::new(bin).args(["run", "cube-resting", "--solver", "magic"]).output().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-resting", "--solver", "magic"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown solver `magic`"));
-    let out = std::process::Command::new(bin).args(["run", "cube-resting", "--dt=-1"]).output().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-resting", "--dt=-1"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dt"));
 }

@@ -20,12 +20,21 @@ fn box_resting_flat_on_a_plane_yields_its_four_corners() {
     let mut corners: Vec<(i32, i32)> = contacts
         .iter()
         .map(|c| {
-            assert!((c.normal() - Vec3::z()).norm() < 1e-12, "normal from ground to cube");
+            assert!(
+                (c.normal() - Vec3::z()).norm() < 1e-12,
+                "normal from ground to cube"
+            );
             assert!(c.distance.abs() < 1e-12);
             assert!(c.point.z.abs() < 1e-12);
             assert!((c.mu - 0.3).abs() < 1e-12);
-            assert_eq!(model.geometries[c.geom_b].body, WORLD, "the world geometry is `b`");
-            ((c.point.x / 0.1).round() as i32, (c.point.y / 0.1).round() as i32)
+            assert_eq!(
+                model.geometries[c.geom_b].body, WORLD,
+                "the world geometry is `b`"
+            );
+            (
+                (c.point.x / 0.1).round() as i32,
+                (c.point.y / 0.1).round() as i32,
+            )
         })
         .collect();
     corners.sort();
@@ -50,19 +59,61 @@ fn box_resting_flat_on_a_plane_yields_its_four_corners() {
 #[test]
 fn filters_skip_same_body_parent_child_excluded_and_masked_pairs() {
     let mut b = ModelBuilder::new("filters");
-    b.add_geometry("ground", WORLD, SE3::identity(), Shape::HalfSpace { normal: Vec3::z() }, Material::default()).unwrap();
+    b.add_geometry(
+        "ground",
+        WORLD,
+        SE3::identity(),
+        Shape::HalfSpace { normal: Vec3::z() },
+        Material::default(),
+    )
+    .unwrap();
     let inertia = Inertia::cuboid(1.0, Vec3::repeat(0.2));
-    let a = b.add_body("a", WORLD, JointType::Free, SE3::identity(), inertia).unwrap();
-    let child = b.add_body("child", a, JointType::Revolute(Vec3::x()), SE3::identity(), inertia).unwrap();
-    let c = b.add_body("c", WORLD, JointType::Free, SE3::identity(), inertia).unwrap();
-    let d = b.add_body("d", WORLD, JointType::Free, SE3::identity(), inertia).unwrap();
+    let a = b
+        .add_body("a", WORLD, JointType::Free, SE3::identity(), inertia)
+        .unwrap();
+    let child = b
+        .add_body(
+            "child",
+            a,
+            JointType::Revolute(Vec3::x()),
+            SE3::identity(),
+            inertia,
+        )
+        .unwrap();
+    let c = b
+        .add_body("c", WORLD, JointType::Free, SE3::identity(), inertia)
+        .unwrap();
+    let d = b
+        .add_body("d", WORLD, JointType::Free, SE3::identity(), inertia)
+        .unwrap();
     let ball = Shape::Ball { radius: 0.5 };
     // Everything overlaps everything at the origin.
-    b.add_geometry("a1", a, SE3::identity(), ball.clone(), Material::default()).unwrap();
-    b.add_geometry("a2", a, SE3::identity(), ball.clone(), Material::default()).unwrap();
-    b.add_geometry("child", child, SE3::identity(), ball.clone(), Material::default()).unwrap();
-    b.add_geometry("c", c, SE3::identity(), ball.clone(), Material::default()).unwrap();
-    b.add_geometry("d", d, SE3::identity(), ball.clone(), Material { contype: 2, conaffinity: 2, ..Default::default() }).unwrap();
+    b.add_geometry("a1", a, SE3::identity(), ball.clone(), Material::default())
+        .unwrap();
+    b.add_geometry("a2", a, SE3::identity(), ball.clone(), Material::default())
+        .unwrap();
+    b.add_geometry(
+        "child",
+        child,
+        SE3::identity(),
+        ball.clone(),
+        Material::default(),
+    )
+    .unwrap();
+    b.add_geometry("c", c, SE3::identity(), ball.clone(), Material::default())
+        .unwrap();
+    b.add_geometry(
+        "d",
+        d,
+        SE3::identity(),
+        ball.clone(),
+        Material {
+            contype: 2,
+            conaffinity: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     b.exclude_collision(c, child).unwrap();
     let model = b.build().unwrap();
     let mut data = Data::new(&model);
@@ -70,12 +121,23 @@ fn filters_skip_same_body_parent_child_excluded_and_masked_pairs() {
     let mut det = CollisionDetector::new(&model, 0.0);
     det.broad_phase(&model, &data);
     let name = |g: usize| model.geometries[g].name.as_str();
-    let mut pairs: Vec<(String, String)> = det.pairs.iter().map(|&(x, y)| (name(x).to_string(), name(y).to_string())).collect();
-    pairs.sort();
-    let expected: Vec<(String, String)> = [("a1", "c"), ("a1", "ground"), ("a2", "c"), ("a2", "ground"), ("c", "ground"), ("child", "ground")]
+    let mut pairs: Vec<(String, String)> = det
+        .pairs
         .iter()
-        .map(|(x, y)| (x.to_string(), y.to_string()))
+        .map(|&(x, y)| (name(x).to_string(), name(y).to_string()))
         .collect();
+    pairs.sort();
+    let expected: Vec<(String, String)> = [
+        ("a1", "c"),
+        ("a1", "ground"),
+        ("a2", "c"),
+        ("a2", "ground"),
+        ("c", "ground"),
+        ("child", "ground"),
+    ]
+    .iter()
+    .map(|(x, y)| (x.to_string(), y.to_string()))
+    .collect();
     // Not a1/a2 (same body), a*/child (parent-child), child/c (excluded), d/* (bits).
     assert_eq!(pairs, expected);
 }

@@ -6,7 +6,10 @@ use moreau::sim::{SimParams, Simulator};
 use nalgebra::DVector;
 
 fn sim_for(scene: &scenes::Scene) -> Simulator {
-    let params = SimParams { dt: scene.dt, ..Default::default() };
+    let params = SimParams {
+        dt: scene.dt,
+        ..Default::default()
+    };
     Simulator::new(scene.model.clone(), params).unwrap()
 }
 
@@ -24,12 +27,18 @@ fn resting_box_stays_at_rest_with_four_converged_contacts() {
         let stats = report.solver.unwrap();
         worst_eps = worst_eps.max(stats.residuals.eps_abs);
         max_iters = max_iters.max(stats.iterations);
-        assert!(stats.residuals.eps_abs <= 1e-6, "step {step}: eps_abs {:e}", stats.residuals.eps_abs);
+        assert!(
+            stats.residuals.eps_abs <= 1e-6,
+            "step {step}: eps_abs {:e}",
+            stats.residuals.eps_abs
+        );
         let drift = (state.q.rows(0, 3) - q0.rows(0, 3)).norm();
         worst_drift = worst_drift.max(drift);
     }
     let rot = (state.q.rows(3, 4) - q0.rows(3, 4)).norm();
-    println!("10 s at rest: max position drift {worst_drift:.2e} m, orientation change {rot:.2e}, max eps_abs {worst_eps:.2e}, max iterations {max_iters}");
+    println!(
+        "10 s at rest: max position drift {worst_drift:.2e} m, orientation change {rot:.2e}, max eps_abs {worst_eps:.2e}, max iterations {max_iters}"
+    );
     assert!(worst_drift < 1e-4);
     assert!(rot < 1e-4);
 }
@@ -69,7 +78,10 @@ fn sliding_cube_goes_straight_stops_where_coulomb_says_and_follows_the_energy_cu
     assert!(worst_lateral < 1e-6);
     assert!((distance - expected).abs() < 0.01 * expected);
     assert!((t_stop - v0 / (mu * g)).abs() < 0.01 * v0 / (mu * g) + dt);
-    assert!(worst_energy < 0.01 * 0.5, "kinetic energy departs from the analytic curve by {worst_energy}");
+    assert!(
+        worst_energy < 0.01 * 0.5,
+        "kinetic energy departs from the analytic curve by {worst_energy}"
+    );
     // At rest afterwards: static friction holds it (to the solver tolerance).
     println!("speed after stopping: {:.2e} m/s", state.v.norm());
     assert!(state.v.norm() < 1e-6);
@@ -110,10 +122,19 @@ fn quadruped_dropped_on_the_ground_comes_to_rest_on_its_four_feet() {
         r.solver.map(|s| s.residuals.eps_abs).unwrap_or(0.0)
     );
     assert_eq!(r.nc, 4);
-    assert!(feet.iter().all(|n| n.ends_with("_foot")), "only the feet touch the ground");
-    assert!(height > 0.5 * quadruped_standing_height(), "the base must stay up");
+    assert!(
+        feet.iter().all(|n| n.ends_with("_foot")),
+        "only the feet touch the ground"
+    );
+    assert!(
+        height > 0.5 * quadruped_standing_height(),
+        "the base must stay up"
+    );
     assert!(state.v.norm() < 1e-2, "it must come to rest");
-    assert!(max_energy <= ke0 + pe0 + 1e-3, "energy must not grow (no explosion)");
+    assert!(
+        max_energy <= ke0 + pe0 + 1e-3,
+        "energy must not grow (no explosion)"
+    );
     // Upright: base z axis close to world z.
     let quat = moreau::math::quat_from_slice(&state.q.as_slice()[3..7]);
     assert!((quat * moreau::math::Vec3::z()).z > 0.99);

@@ -4,13 +4,19 @@
 mod common;
 
 use common::{Lcg, random_q, rel_err};
-use moreau::dynamics::{Data, aba, crba, ltdl_factorize, ltdl_solve_in_place, nonlinear_effects, rnea};
-use moreau::scenes::{quadruped_model, random_tree};
 use moreau::Model;
+use moreau::dynamics::{
+    Data, aba, crba, ltdl_factorize, ltdl_solve_in_place, nonlinear_effects, rnea,
+};
+use moreau::scenes::{quadruped_model, random_tree};
 
 fn models() -> Vec<Model> {
     let tree = random_tree(40, 7).unwrap();
-    assert!(tree.nv >= 30, "random tree must have 30+ dofs, has {}", tree.nv);
+    assert!(
+        tree.nv >= 30,
+        "random tree must have 30+ dofs, has {}",
+        tree.nv
+    );
     vec![quadruped_model().unwrap(), tree]
 }
 
@@ -24,13 +30,23 @@ fn aba_equals_inverse_mass_matrix_times_forces() {
             let q = random_q(&model, &mut rng);
             let v = rng.vector(model.nv, -2.0, 2.0);
             let tau = rng.vector(model.nv, -5.0, 5.0);
-            let ddq = aba(&model, &mut data, q.as_slice(), v.as_slice(), tau.as_slice()).clone();
+            let ddq = aba(
+                &model,
+                &mut data,
+                q.as_slice(),
+                v.as_slice(),
+                tau.as_slice(),
+            )
+            .clone();
             let m = crba(&model, &mut data, q.as_slice()).clone();
             let b = nonlinear_effects(&model, &mut data, q.as_slice(), v.as_slice()).clone();
             let reference = m.cholesky().expect("M must be SPD").solve(&(&tau - &b));
             worst = worst.max(rel_err(&ddq, &reference));
         }
-        println!("{} (nv = {}): worst relative |ABA − M⁻¹(τ − b)| = {worst:.2e}", model.name, model.nv);
+        println!(
+            "{} (nv = {}): worst relative |ABA − M⁻¹(τ − b)| = {worst:.2e}",
+            model.name, model.nv
+        );
         assert!(worst < 1e-10, "{}: {worst:e}", model.name);
     }
 }
@@ -45,11 +61,28 @@ fn rnea_inverts_aba() {
             let q = random_q(&model, &mut rng);
             let v = rng.vector(model.nv, -2.0, 2.0);
             let tau = rng.vector(model.nv, -5.0, 5.0);
-            let ddq = aba(&model, &mut data, q.as_slice(), v.as_slice(), tau.as_slice()).clone();
-            let back = rnea(&model, &mut data, q.as_slice(), v.as_slice(), ddq.as_slice()).clone();
+            let ddq = aba(
+                &model,
+                &mut data,
+                q.as_slice(),
+                v.as_slice(),
+                tau.as_slice(),
+            )
+            .clone();
+            let back = rnea(
+                &model,
+                &mut data,
+                q.as_slice(),
+                v.as_slice(),
+                ddq.as_slice(),
+            )
+            .clone();
             worst = worst.max(rel_err(&back, &tau));
         }
-        println!("{}: worst relative |RNEA(q, v, ABA(q, v, τ)) − τ| = {worst:.2e}", model.name);
+        println!(
+            "{}: worst relative |RNEA(q, v, ABA(q, v, τ)) − τ| = {worst:.2e}",
+            model.name
+        );
         assert!(worst < 1e-10, "{}: {worst:e}", model.name);
     }
 }
@@ -107,7 +140,11 @@ fn ltdl_factorization_reproduces_and_solves_the_mass_matrix() {
             }
             for i in 0..k {
                 if !anc.contains(&i) {
-                    assert_eq!(data.ltdl[(k, i)], m[(k, i)], "fill-in outside the ancestors at ({k}, {i})");
+                    assert_eq!(
+                        data.ltdl[(k, i)],
+                        m[(k, i)],
+                        "fill-in outside the ancestors at ({k}, {i})"
+                    );
                 }
             }
         }

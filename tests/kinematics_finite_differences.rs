@@ -5,16 +5,16 @@
 mod common;
 
 use common::{Lcg, random_q};
+use moreau::Model;
 use moreau::collision::{Contact, ContactKey};
 use moreau::contact::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
 use moreau::dynamics::{
-    Data, ReferenceFrame, crba, difference, forward_kinematics, forward_velocity, frame_jacobian, frame_placement,
-    integrate, ltdl_factorize,
+    Data, ReferenceFrame, crba, difference, forward_kinematics, forward_velocity, frame_jacobian,
+    frame_placement, integrate, ltdl_factorize,
 };
 use moreau::math::{SE3, Vec3, exp3, frame_from_normal, log6};
 use moreau::model::WORLD;
 use moreau::scenes::{quadruped_model, random_tree};
-use moreau::Model;
 use nalgebra::{DMatrix, DVector};
 
 const EPS: f64 = 1e-6;
@@ -48,25 +48,56 @@ fn frame_jacobian_matches_finite_differences() {
             let mut j_local = DMatrix::zeros(6, model.nv);
             let mut j_world = DMatrix::zeros(6, model.nv);
             let mut j_lwa = DMatrix::zeros(6, model.nv);
-            frame_jacobian(&model, &data, body, &frame, ReferenceFrame::Local, &mut j_local);
-            frame_jacobian(&model, &data, body, &frame, ReferenceFrame::World, &mut j_world);
-            frame_jacobian(&model, &data, body, &frame, ReferenceFrame::LocalWorldAligned, &mut j_lwa);
+            frame_jacobian(
+                &model,
+                &data,
+                body,
+                &frame,
+                ReferenceFrame::Local,
+                &mut j_local,
+            );
+            frame_jacobian(
+                &model,
+                &data,
+                body,
+                &frame,
+                ReferenceFrame::World,
+                &mut j_world,
+            );
+            frame_jacobian(
+                &model,
+                &data,
+                body,
+                &frame,
+                ReferenceFrame::LocalWorldAligned,
+                &mut j_lwa,
+            );
             for k in 0..model.nv {
                 let mut dv = DVector::zeros(model.nv);
                 dv[k] = EPS;
                 let mp = placement(&model, &mut data, &q_plus(&model, &q, &dv), body, &frame);
-                let mm = placement(&model, &mut data, &q_plus(&model, &q, &(-&dv)), body, &frame);
+                let mm = placement(
+                    &model,
+                    &mut data,
+                    &q_plus(&model, &q, &(-&dv)),
+                    body,
+                    &frame,
+                );
                 let fd = (log6(&m0.inv_mul(&mp)) - log6(&m0.inv_mul(&mm))) / (2.0 * EPS);
                 let col = j_local.column(k).into_owned();
                 worst = worst.max((fd - &col).amax());
                 // World = Ad(world_from_frame) · Local; LocalWorldAligned = rotated Local.
                 let w = m0.act_motion(&nalgebra::Vector6::from_column_slice(col.as_slice()));
                 assert!((w - j_world.column(k)).amax() < 1e-12);
-                let rot = SE3::from_rotation(m0.rotation).act_motion(&nalgebra::Vector6::from_column_slice(col.as_slice()));
+                let rot = SE3::from_rotation(m0.rotation)
+                    .act_motion(&nalgebra::Vector6::from_column_slice(col.as_slice()));
                 assert!((rot - j_lwa.column(k)).amax() < 1e-12);
             }
         }
-        println!("{}: worst |J_local − finite difference| = {worst:.2e}", model.name);
+        println!(
+            "{}: worst |J_local − finite difference| = {worst:.2e}",
+            model.name
+        );
         assert!(worst < 1e-6, "{}: {worst:e}", model.name);
     }
 }
@@ -84,7 +115,11 @@ fn integrate_and_difference_are_inverse_and_match_velocity_kinematics() {
             let q1 = q_plus(&model, &q, &v);
             let mut back = DVector::zeros(model.nv);
             difference(&model, q.as_slice(), q1.as_slice(), back.as_mut_slice());
-            assert!((&back - &v).amax() < 1e-10, "{}: (q ⊕ v) ⊖ q ≠ v", model.name);
+            assert!(
+                (&back - &v).amax() < 1e-10,
+                "{}: (q ⊕ v) ⊖ q ≠ v",
+                model.name
+            );
             // q ⊕ (v dt) with dt folded in or not
             let mut a = q.clone();
             integrate(&model, q.as_slice(), v.as_slice(), 0.01, a.as_mut_slice());
@@ -97,16 +132,28 @@ fn integrate_and_difference_are_inverse_and_match_velocity_kinematics() {
                 .map(|i| data.world_from_body[i].act_inv_motion(&data.body_velocity[i]))
                 .collect();
             let m0: Vec<_> = data.world_from_body.clone();
-            forward_kinematics(&model, &mut data, q_plus(&model, &q, &(&v * EPS)).as_slice());
+            forward_kinematics(
+                &model,
+                &mut data,
+                q_plus(&model, &q, &(&v * EPS)).as_slice(),
+            );
             let mp = data.world_from_body.clone();
-            forward_kinematics(&model, &mut data, q_plus(&model, &q, &(&v * -EPS)).as_slice());
+            forward_kinematics(
+                &model,
+                &mut data,
+                q_plus(&model, &q, &(&v * -EPS)).as_slice(),
+            );
             let mm = data.world_from_body.clone();
             for i in 1..model.nbodies {
-                let fd = (log6(&m0[i].inv_mul(&mp[i])) - log6(&m0[i].inv_mul(&mm[i]))) / (2.0 * EPS);
+                let fd =
+                    (log6(&m0[i].inv_mul(&mp[i])) - log6(&m0[i].inv_mul(&mm[i]))) / (2.0 * EPS);
                 worst_fd = worst_fd.max((fd - twists[i - 1]).amax());
             }
         }
-        println!("{}: worst |body twist − d/dt placement(q ⊕ t v)| = {worst_fd:.2e}", model.name);
+        println!(
+            "{}: worst |body twist − d/dt placement(q ⊕ t v)| = {worst_fd:.2e}",
+            model.name
+        );
         assert!(worst_fd < 1e-6);
     }
 }
@@ -116,20 +163,38 @@ fn random_contacts(model: &Model, rng: &mut Lcg, n: usize) -> Vec<Contact> {
     (0..n)
         .map(|i| {
             let body_a = 1 + (rng.next() * (model.nbodies - 1) as f64) as usize;
-            let body_b = if i % 3 == 0 { WORLD } else { (rng.next() * model.nbodies as f64) as usize };
+            let body_b = if i % 3 == 0 {
+                WORLD
+            } else {
+                (rng.next() * model.nbodies as f64) as usize
+            };
             let body_b = if body_b == body_a { WORLD } else { body_b };
-            let n = Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)).normalize();
+            let n = Vec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            )
+            .normalize();
             Contact {
                 geom_a: 0,
                 geom_b: 0,
                 body_a,
                 body_b,
-                point: Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)),
+                point: Vec3::new(
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                ),
                 frame: frame_from_normal(&n),
                 distance: 0.0,
                 mu: 0.5,
                 restitution: 0.0,
-                key: ContactKey { geom_a: i as u32, geom_b: 0, feature_a: 0, feature_b: 0 },
+                key: ContactKey {
+                    geom_a: i as u32,
+                    geom_b: 0,
+                    feature_a: 0,
+                    feature_b: 0,
+                },
             }
         })
         .collect()
@@ -168,7 +233,10 @@ fn tree_delassus_equals_dense_formula() {
                 }
             }
         }
-        println!("{}: worst |G_tree − J M⁻¹ Jᵀ| / |G| = {worst:.2e}", model.name);
+        println!(
+            "{}: worst |G_tree − J M⁻¹ Jᵀ| / |G| = {worst:.2e}",
+            model.name
+        );
         assert!(worst < 1e-10, "{}: {worst:e}", model.name);
     }
 }

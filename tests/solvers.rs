@@ -28,7 +28,11 @@ fn harvested() -> Vec<moreau::contact::ContactProblem> {
 
 #[test]
 fn admm_and_pgs_agree_and_certify_their_solutions() {
-    let settings = SolverSettings { tolerance: 1e-10, max_iterations: 5000, ..Default::default() };
+    let settings = SolverSettings {
+        tolerance: 1e-10,
+        max_iterations: 5000,
+        ..Default::default()
+    };
     for p in harvested() {
         let mut cold = p.clone();
         cold.warm_start.fill(0.0);
@@ -40,7 +44,13 @@ fn admm_and_pgs_agree_and_certify_their_solutions() {
             let mut c = DVector::zeros(out.lambda.len());
             cold.contact_velocity(out.lambda.as_slice(), c.as_mut_slice());
             let r = ncp_residuals(&cold.mu, out.lambda.as_slice(), c.as_slice());
-            println!("{} nc={}: {} iterations, eps_abs {:.1e}", kind.name(), cold.nc(), out.stats.iterations, r.eps_abs);
+            println!(
+                "{} nc={}: {} iterations, eps_abs {:.1e}",
+                kind.name(),
+                cold.nc(),
+                out.stats.iterations,
+                r.eps_abs
+            );
             assert!(out.stats.converged && r.eps_abs <= 1e-10);
             sols.push(out);
         }
@@ -57,7 +67,10 @@ fn warm_started_solves_take_fewer_iterations() {
         let mut total = [0usize; 2];
         for (k, warm) in [true, false].into_iter().enumerate() {
             let scene = scenes::scene(name).unwrap();
-            let params = SimParams { warm_start: warm, ..Default::default() };
+            let params = SimParams {
+                warm_start: warm,
+                ..Default::default()
+            };
             let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
             let mut state = scene.state.clone();
             let mut tau = DVector::zeros(scene.model.nv);
@@ -69,7 +82,10 @@ fn warm_started_solves_take_fewer_iterations() {
                 total[k] += r.solver.map(|s| s.iterations).unwrap_or(0);
             }
         }
-        println!("{name}: ADMM iterations over 1500 steps, warm {} vs cold {}", total[0], total[1]);
+        println!(
+            "{name}: ADMM iterations over 1500 steps, warm {} vs cold {}",
+            total[0], total[1]
+        );
         assert!(total[0] < total[1], "warm start must save iterations");
     }
 }

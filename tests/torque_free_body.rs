@@ -12,7 +12,8 @@ use std::sync::Arc;
 fn body(inertia: Inertia) -> Arc<moreau::Model> {
     let mut b = ModelBuilder::new("torque-free");
     b.set_gravity(Vec3::zeros()).unwrap();
-    b.add_body("body", WORLD, JointType::Free, SE3::identity(), inertia).unwrap();
+    b.add_body("body", WORLD, JointType::Free, SE3::identity(), inertia)
+        .unwrap();
     Arc::new(b.build().unwrap())
 }
 
@@ -25,7 +26,14 @@ fn initial_state(model: &moreau::Model, omega: Vec3) -> State {
 
 /// Runs 10 s; returns the max relative errors of kinetic energy and world angular momentum.
 fn drift(model: &Arc<moreau::Model>, omega: Vec3, dt: f64) -> (f64, f64) {
-    let mut sim = Simulator::new(model.clone(), SimParams { dt, ..Default::default() }).unwrap();
+    let mut sim = Simulator::new(
+        model.clone(),
+        SimParams {
+            dt,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut state = initial_state(model, omega);
     let tau = DVector::zeros(6);
     let momentum = |sim: &mut Simulator, s: &State| {
@@ -69,18 +77,27 @@ fn spherical_body_spins_at_a_constant_rate() {
 
 #[test]
 fn asymmetric_body_conserves_energy_and_momentum_to_first_order() {
-    let model = body(Inertia::new(1.0, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.25))));
+    let model = body(Inertia::new(
+        1.0,
+        Vec3::zeros(),
+        Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.25)),
+    ));
     let omega = Vec3::new(1.0, 0.3, 2.0);
     let dts = [4e-3, 2e-3, 1e-3];
     let errs: Vec<(f64, f64)> = dts.iter().map(|&dt| drift(&model, omega, dt)).collect();
     for (dt, (de, dl)) in dts.iter().zip(&errs) {
-        println!("dt = {dt:.0e}: max relative error over 10 s, energy {de:.3e}, angular momentum {dl:.3e}");
+        println!(
+            "dt = {dt:.0e}: max relative error over 10 s, energy {de:.3e}, angular momentum {dl:.3e}"
+        );
     }
     for w in errs.windows(2) {
         let order_e = (w[0].0 / w[1].0).log2();
         let order_l = (w[0].1 / w[1].1).log2();
         println!("observed order: energy {order_e:.2}, angular momentum {order_l:.2}");
-        assert!(order_e > 0.9 && order_l > 0.9, "errors must shrink at least linearly with dt");
+        assert!(
+            order_e > 0.9 && order_l > 0.9,
+            "errors must shrink at least linearly with dt"
+        );
     }
     let (de, dl) = errs[2];
     assert!(de < 0.05 && dl < 0.05, "bounded over 10 s at dt = 1 ms");

@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use moreau::contact::SolverKind;
 use moreau::scenes::{self, SCENE_NAMES, Scene};
-use moreau::sim::{SimParams, Simulator, StageTimes, State};
+use moreau::sim::{SimParams, Simulator, StageTimes, State, StepReport};
 use nalgebra::DVector;
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,7 +20,11 @@ macro_rules! say {
 }
 
 #[derive(Parser)]
-#[command(name = "moreau", version, about = "Batched rigid-body contact simulation for robotics")]
+#[command(
+    name = "moreau",
+    version,
+    about = "Batched rigid-body contact simulation for robotics"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,14 +74,26 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { scene, steps, dt, solver, tolerance, max_iterations, out } => {
-            run(&scene, steps, dt, &solver, tolerance, max_iterations, out)
-        }
+        Command::Run {
+            scene,
+            steps,
+            dt,
+            solver,
+            tolerance,
+            max_iterations,
+            out,
+        } => run(&scene, steps, dt, &solver, tolerance, max_iterations, out),
         Command::Bench { scene, steps, out } => bench(scene, steps, out),
         Command::Scenes => {
             for name in SCENE_NAMES {
                 let s = scenes::scene(name).expect("built-in scenes are valid");
-                say!("{name:14} nq={:3} nv={:3} bodies={:3} geometries={:3}", s.model.nq, s.model.nv, s.model.nbodies - 1, s.model.geometries.len());
+                say!(
+                    "{name:14} nq={:3} nv={:3} bodies={:3} geometries={:3}",
+                    s.model.nq,
+                    s.model.nv,
+                    s.model.nbodies - 1,
+                    s.model.geometries.len()
+                );
             }
             Ok(())
         }
@@ -93,6 +109,29 @@ fn main() -> ExitCode {
 
 type AnyError = Box<dyn std::error::Error>;
 
+/// Contact and solver figures summed over the steps of a run.
+#[derive(Default)]
+struct Tally {
+    nc_sum: usize,
+    nc_max: usize,
+    eps_max: f64,
+    it_sum: usize,
+    solves: usize,
+    unconverged: usize,
+}
+
+impl Tally {
+    fn add(&mut self, r: &StepReport) {
+        self.nc_sum += r.nc;
+        self.nc_max = self.nc_max.max(r.nc);
+        if let Some(s) = r.solver {
+            self.solves += 1;
+            self.it_sum += s.iterations;
+            self.unconverged += usize::from(!s.converged);
+            self.eps_max = self.eps_max.max(s.residuals.eps_abs);
+        }
+    }
+}
 
 struct Row {
     t: f64,
@@ -105,8 +144,18 @@ struct Row {
     iterations: usize,
 }
 
-fn make_sim(scene: &Scene, dt: Option<f64>, solver: &str, tolerance: f64, max_iterations: usize) -> Result<Simulator, AnyError> {
-    let mut params = SimParams { dt: dt.unwrap_or(scene.dt), solver: solver.parse::<SolverKind>()?, ..Default::default() };
+fn make_sim(
+    scene: &Scene,
+    dt: Option<f64>,
+    solver: &str,
+    tolerance: f64,
+    max_iterations: usize,
+) -> Result<Simulator, AnyError> {
+    let mut params = SimParams {
+        dt: dt.unwrap_or(scene.dt),
+        solver: solver.parse::<SolverKind>()?,
+        ..Default::default()
+    };
     params.solver_settings.tolerance = tolerance;
     params.solver_settings.max_iterations = max_iterations;
     Ok(Simulator::new(scene.model.clone(), params)?)
@@ -117,7 +166,9 @@ fn progress(steps: usize) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(steps as u64);
-    pb.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {per_sec}, eta {eta}").unwrap());
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {per_sec}, eta {eta}").unwrap(),
+    );
     pb
 }
 
@@ -131,47 +182,73 @@ fn stage_summary(times: &StageTimes) -> String {
         .join(", ")
 }
 
-fn run(name: &str, steps: usize, dt: Option<f64>, solver: &str, tolerance: f64, max_iterations: usize, out: Option<PathBuf>) -> Result<(), AnyError> {
+fn run(
+    name: &str,
+    steps: usize,
+    dt: Option<f64>,
+    solver: &str,
+    tolerance: f64,
+    max_iterations: usize,
+    out: Option<PathBuf>,
+) -> Result<(), AnyError> {
     let scene = scenes::scene(name)?;
     let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
     let mut rows = Vec::with_capacity(if out.is_some() { steps + 1 } else { 0 });
-    let record = |sim: &mut Simulator, state: &State, nc, eps_abs, iterations| -> Result<Row, AnyError> {
-        let (kinetic, potential) = sim.energy(state)?;
-        Ok(Row { t: state.t, q: state.q.as_slice().to_vec(), v: state.v.as_slice().to_vec(), kinetic, potential, nc, eps_abs, iterations })
-    };
+    let record =
+        |sim: &mut Simulator, state: &State, nc, eps_abs, iterations| -> Result<Row, AnyError> {
+            let (kinetic, potential) = sim.energy(state)?;
+            Ok(Row {
+                t: state.t,
+                q: state.q.as_slice().to_vec(),
+                v: state.v.as_slice().to_vec(),
+                kinetic,
+                potential,
+                nc,
+                eps_abs,
+                iterations,
+            })
+        };
     let first = record(&mut sim, &state, 0, 0.0, 0)?;
     let e0 = first.kinetic + first.potential;
     if out.is_some() {
         rows.push(first);
     }
     let pb = progress(steps);
-    let (mut nc_sum, mut nc_max, mut eps_max, mut it_sum, mut solves, mut unconverged) = (0usize, 0usize, 0.0f64, 0usize, 0usize, 0usize);
+    let mut tally = Tally::default();
     let start = Instant::now();
     for _ in 0..steps {
-        if let Some(c) = &scene.controller {
-            c.torques(&state, tau.as_mut_slice());
-        }
+        scene.control(&state, tau.as_mut_slice());
         let r = sim.step(&mut state, tau.as_slice())?;
-        nc_sum += r.nc;
-        nc_max = nc_max.max(r.nc);
-        let (eps, its) = r.solver.map(|s| (s.residuals.eps_abs, s.iterations)).unwrap_or((0.0, 0));
-        if let Some(s) = r.solver {
-            solves += 1;
-            it_sum += s.iterations;
-            unconverged += usize::from(!s.converged);
-        }
-        eps_max = eps_max.max(eps);
+        tally.add(&r);
         if out.is_some() {
+            let (eps, its) = r
+                .solver
+                .map(|s| (s.residuals.eps_abs, s.iterations))
+                .unwrap_or((0.0, 0));
             rows.push(record(&mut sim, &state, r.nc, eps, its)?);
         }
         pb.inc(1);
     }
     pb.finish_and_clear();
     let wall = start.elapsed();
+    let Tally {
+        nc_sum,
+        nc_max,
+        eps_max,
+        it_sum,
+        solves,
+        unconverged,
+    } = tally;
     let (ke, pe) = sim.energy(&state)?;
-    say!("scene {name}: nq={} nv={} solver={} dt={} s", scene.model.nq, scene.model.nv, solver, sim.params.dt);
+    say!(
+        "scene {name}: nq={} nv={} solver={} dt={} s",
+        scene.model.nq,
+        scene.model.nv,
+        solver,
+        sim.params.dt
+    );
     say!(
         "{steps} steps, {:.3} s simulated in {:.3} s wall ({:.0} steps/s, real-time factor {:.1})",
         state.t,
@@ -184,7 +261,10 @@ fn run(name: &str, steps: usize, dt: Option<f64>, solver: &str, tolerance: f64, 
         nc_sum as f64 / steps.max(1) as f64,
         it_sum as f64 / solves.max(1) as f64
     );
-    say!("energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})", ke + pe);
+    say!(
+        "energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})",
+        ke + pe
+    );
     say!("time per stage: {}", stage_summary(&sim.times));
     if let Some(path) = out {
         write_trajectory(&path, name, &scene, sim.params.dt, solver, &rows)?;
@@ -193,21 +273,40 @@ fn run(name: &str, steps: usize, dt: Option<f64>, solver: &str, tolerance: f64, 
     Ok(())
 }
 
-fn write_trajectory(path: &PathBuf, name: &str, scene: &Scene, dt: f64, solver: &str, rows: &[Row]) -> Result<(), AnyError> {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let file = std::fs::File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+fn write_trajectory(
+    path: &PathBuf,
+    name: &str,
+    scene: &Scene,
+    dt: f64,
+    solver: &str,
+    rows: &[Row],
+) -> Result<(), AnyError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let file = std::fs::File::create(path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let mut w = std::io::BufWriter::new(file);
     match ext.as_str() {
         "csv" => {
             let mut header = vec!["t".to_string()];
             header.extend((0..scene.model.nq).map(|i| format!("q{i}")));
             header.extend((0..scene.model.nv).map(|i| format!("v{i}")));
-            header.extend(["kinetic", "potential", "nc", "eps_abs", "iterations"].map(String::from));
+            header
+                .extend(["kinetic", "potential", "nc", "eps_abs", "iterations"].map(String::from));
             writeln!(w, "{}", header.join(","))?;
             for r in rows {
                 let mut line = vec![r.t.to_string()];
                 line.extend(r.q.iter().chain(&r.v).map(|x| x.to_string()));
-                line.extend([r.kinetic.to_string(), r.potential.to_string(), r.nc.to_string(), r.eps_abs.to_string(), r.iterations.to_string()]);
+                line.extend([
+                    r.kinetic.to_string(),
+                    r.potential.to_string(),
+                    r.nc.to_string(),
+                    r.eps_abs.to_string(),
+                    r.iterations.to_string(),
+                ]);
                 writeln!(w, "{}", line.join(","))?;
             }
         }
@@ -227,15 +326,27 @@ fn write_trajectory(path: &PathBuf, name: &str, scene: &Scene, dt: f64, solver: 
             });
             serde_json::to_writer(&mut w, &doc)?;
         }
-        _ => return Err(format!("--out {}: unknown extension, use .csv or .json", path.display()).into()),
+        _ => {
+            return Err(format!(
+                "--out {}: unknown extension, use .csv or .json",
+                path.display()
+            )
+            .into());
+        }
     }
     w.flush()?;
     Ok(())
 }
 
 fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<(), AnyError> {
-    eprintln!("notice: no GPU backend in this build yet; running the f64 CPU reference, one world on one core.");
-    let names = if scenes_arg.is_empty() { vec!["quadruped".to_string(), "pyramid".to_string()] } else { scenes_arg };
+    eprintln!(
+        "notice: no GPU backend in this build yet; running the f64 CPU reference, one world on one core."
+    );
+    let names = if scenes_arg.is_empty() {
+        vec!["quadruped".to_string(), "pyramid".to_string()]
+    } else {
+        scenes_arg
+    };
     let mut reports = Vec::new();
     for name in &names {
         let scene = scenes::scene(name)?;
@@ -243,21 +354,20 @@ fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<
         let mut state = scene.state.clone();
         let mut tau = DVector::zeros(scene.model.nv);
         let pb = progress(steps);
-        let (mut nc_sum, mut it_sum, mut eps_max) = (0usize, 0usize, 0.0f64);
+        let mut tally = Tally::default();
         let start = Instant::now();
         for _ in 0..steps {
-            if let Some(c) = &scene.controller {
-                c.torques(&state, tau.as_mut_slice());
-            }
-            let r = sim.step(&mut state, tau.as_slice())?;
-            nc_sum += r.nc;
-            if let Some(s) = r.solver {
-                it_sum += s.iterations;
-                eps_max = eps_max.max(s.residuals.eps_abs);
-            }
+            scene.control(&state, tau.as_mut_slice());
+            tally.add(&sim.step(&mut state, tau.as_slice())?);
             pb.inc(1);
         }
         pb.finish_and_clear();
+        let Tally {
+            nc_sum,
+            it_sum,
+            eps_max,
+            ..
+        } = tally;
         let wall: Duration = start.elapsed();
         let sps = steps as f64 / wall.as_secs_f64();
         say!(
@@ -270,7 +380,12 @@ fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<
         let stages: serde_json::Map<String, serde_json::Value> = StageTimes::NAMES
             .iter()
             .zip(sim.times.as_array())
-            .map(|(n, d)| (n.to_string(), serde_json::json!(d.as_secs_f64() / steps as f64)))
+            .map(|(n, d)| {
+                (
+                    n.to_string(),
+                    serde_json::json!(d.as_secs_f64() / steps as f64),
+                )
+            })
             .collect();
         reports.push(serde_json::json!({
             "scene": name, "backend": "cpu1", "precision": "f64", "worlds": 1, "steps": steps,
@@ -280,7 +395,8 @@ fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<
         }));
     }
     if let Some(path) = out {
-        std::fs::write(&path, serde_json::to_string_pretty(&reports)?).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(&path, serde_json::to_string_pretty(&reports)?)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         say!("report written to {}", path.display());
     }
     Ok(())

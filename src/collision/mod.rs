@@ -8,8 +8,8 @@
 //! and the impulse `λ` acts on `a` (and `−λ` on `b`). When one geometry is on
 //! the world it is always `b`.
 
-use crate::error::SimError;
 use crate::dynamics::Data;
+use crate::error::SimError;
 use crate::math::{Mat3, SE3, Vec3, frame_from_normal};
 use crate::model::{Model, WORLD, combine_friction, combine_restitution};
 use parry3d_f64::bounding_volume::Aabb;
@@ -108,7 +108,8 @@ impl CollisionDetector {
         self.order.clear();
         self.order.extend(0..n);
         let aabbs = &self.aabbs;
-        self.order.sort_unstable_by(|&a, &b| aabbs[a].mins.x.total_cmp(&aabbs[b].mins.x));
+        self.order
+            .sort_unstable_by(|&a, &b| aabbs[a].mins.x.total_cmp(&aabbs[b].mins.x));
         self.pairs.clear();
         for (oi, &i) in self.order.iter().enumerate() {
             let bi = &aabbs[i];
@@ -138,7 +139,12 @@ impl CollisionDetector {
     }
 
     /// Broad and narrow phases; appends the contacts to `contacts` (cleared first).
-    pub fn detect(&mut self, model: &Model, data: &Data, contacts: &mut Vec<Contact>) -> Result<(), SimError> {
+    pub fn detect(
+        &mut self,
+        model: &Model,
+        data: &Data,
+        contacts: &mut Vec<Contact>,
+    ) -> Result<(), SimError> {
         contacts.clear();
         self.broad_phase(model, data);
         let dispatcher = DefaultQueryDispatcher;
@@ -148,7 +154,10 @@ impl CollisionDetector {
             let (pose_a, pose_b) = (self.geom_pose[a], self.geom_pose[b]);
             let mu = combine_friction(ga.material.friction, gb.material.friction);
             let restitution = combine_restitution(ga.material.restitution, gb.material.restitution);
-            if let (Some(half), Some((pfm, border))) = (gb.collider.as_halfspace(), ga.collider.as_polygonal_feature_map()) {
+            if let (Some(half), Some((pfm, border))) = (
+                gb.collider.as_halfspace(),
+                ga.collider.as_polygonal_feature_map(),
+            ) {
                 // Half-space against a polygonal shape, here rather than in
                 // parry, whose version reallocates its point buffer each call.
                 let n = pose_b.rotation * to_vec3(half.normal);
@@ -174,7 +183,12 @@ impl CollisionDetector {
                         distance,
                         mu,
                         restitution,
-                        key: ContactKey { geom_a: a as u32, geom_b: b as u32, feature_a: feature.vids[k].0, feature_b: 0 },
+                        key: ContactKey {
+                            geom_a: a as u32,
+                            geom_b: b as u32,
+                            feature_a: feature.vids[k].0,
+                            feature_b: 0,
+                        },
                     });
                 }
                 continue;

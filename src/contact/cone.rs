@@ -19,7 +19,11 @@ fn project_soc(a: f64, x: [f64; 3]) -> [f64; 3] {
     }
     // Closest point on the cone's boundary ray through the tangent direction of x
     // (written so that a very large `a` does not overflow `a²`).
-    let np = if a > 1.0 { (t + n / a) / (a + 1.0 / a) } else { (a * t + n) / (1.0 + a * a) };
+    let np = if a > 1.0 {
+        (t + n / a) / (a + 1.0 / a)
+    } else {
+        (a * t + n) / (1.0 + a * a)
+    };
     let s = a * np / t;
     [x[0] * s, x[1] * s, np]
 }
@@ -69,7 +73,13 @@ mod tests {
 
     #[test]
     fn projection_is_idempotent_and_orthogonal() {
-        let pts = [[1.0, 2.0, 0.5], [-0.3, 0.1, -2.0], [0.2, -0.1, 1.0], [3.0, 0.0, -0.1], [0.0, 0.0, -1.0]];
+        let pts = [
+            [1.0, 2.0, 0.5],
+            [-0.3, 0.1, -2.0],
+            [0.2, -0.1, 1.0],
+            [3.0, 0.0, -0.1],
+            [0.0, 0.0, -1.0],
+        ];
         for mu in [0.0, 0.3, 1.0, 4.0] {
             for x in pts {
                 let p = project_cone(mu, x);
@@ -78,13 +88,21 @@ mod tests {
                 // Moreau decomposition: x = P_K(x) + P_{K°}(x), with K° = −K*.
                 let r = [x[0] - p[0], x[1] - p[1], x[2] - p[2]];
                 let q = project_dual_cone(mu, [-r[0], -r[1], -r[2]]);
-                assert!(dist3(q, [-r[0], -r[1], -r[2]]) < 1e-12, "residual not in the polar cone");
+                assert!(
+                    dist3(q, [-r[0], -r[1], -r[2]]) < 1e-12,
+                    "residual not in the polar cone"
+                );
                 let dot = p[0] * r[0] + p[1] * r[1] + p[2] * r[2];
                 assert!(dot.abs() < 1e-12, "not orthogonal: {dot}");
             }
         }
         // Extreme friction coefficients do not overflow.
         assert!(dist3(project_cone(1e200, [1.0, 0.0, -1.0]), [1.0, 0.0, 1e-200]) < 1e-12);
-        assert!(dist3(project_dual_cone(1e-200, [1.0, 0.0, -1.0]), [1.0, 0.0, 1e-200]) < 1e-12);
+        assert!(
+            dist3(
+                project_dual_cone(1e-200, [1.0, 0.0, -1.0]),
+                [1.0, 0.0, 1e-200]
+            ) < 1e-12
+        );
     }
 }

@@ -24,7 +24,11 @@ pub struct Residuals {
 /// `max` that propagates NaN (`f64::max` drops it), so a NaN impulse can never look converged.
 #[inline]
 pub fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 impl Residuals {
@@ -45,9 +49,17 @@ pub fn contact_residuals(mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
     let y = [c[0] + s[0], c[1] + s[1], c[2] + s[2]];
     let dual = dist3(y, project_dual_cone(mu, y));
     let norm = (lambda[0] * lambda[0] + lambda[1] * lambda[1] + lambda[2] * lambda[2]).sqrt();
-    let complementarity =
-        if norm > 0.0 { (lambda[0] * y[0] + lambda[1] * y[1] + lambda[2] * y[2]).abs() / norm } else { 0.0 };
-    Residuals { primal, dual, complementarity, eps_abs: nan_max(nan_max(primal, dual), complementarity) }
+    let complementarity = if norm > 0.0 {
+        (lambda[0] * y[0] + lambda[1] * y[1] + lambda[2] * y[2]).abs() / norm
+    } else {
+        0.0
+    };
+    Residuals {
+        primal,
+        dual,
+        complementarity,
+        eps_abs: nan_max(nan_max(primal, dual), complementarity),
+    }
 }
 
 /// Maximum residuals over all contacts. `mu`: (nc); `lambda`, `c`: (3·nc).

@@ -8,10 +8,10 @@
 //! that support, so each column of `Y` costs O(depth²) and each block of `G`
 //! O(depth). `M⁻¹` is never formed.
 
+use super::linalg::reshape_zeroed;
 use crate::collision::Contact;
 use crate::dynamics::{Data, point_velocity_column};
 use crate::model::{Model, NO_DOF};
-use super::linalg::reshape_zeroed;
 use nalgebra::DMatrix;
 
 /// Contact Jacobian workspace for `nc` contacts.
@@ -40,7 +40,12 @@ impl ContactJacobian {
 }
 
 /// Fills `cj.jacobian` and the supports for `contacts`, after forward kinematics.
-pub fn contact_jacobian(model: &Model, data: &Data, contacts: &[Contact], cj: &mut ContactJacobian) {
+pub fn contact_jacobian(
+    model: &Model,
+    data: &Data,
+    contacts: &[Contact],
+    cj: &mut ContactJacobian,
+) {
     let (nc, nv) = (contacts.len(), model.nv);
     reshape_zeroed(&mut cj.jacobian, 3 * nc, nv);
     cj.support.clear();
@@ -124,7 +129,11 @@ pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &m
 /// Reference `G = J M⁻¹ Jᵀ` with a dense Cholesky of `data.mass_matrix`
 /// (allocates; for tests and cross-checks only).
 pub fn delassus_dense(data: &Data, jacobian: &DMatrix<f64>) -> DMatrix<f64> {
-    let chol = data.mass_matrix.clone().cholesky().expect("mass matrix must be positive definite");
+    let chol = data
+        .mass_matrix
+        .clone()
+        .cholesky()
+        .expect("mass matrix must be positive definite");
     let minv_jt = chol.solve(&jacobian.transpose());
     jacobian * minv_jt
 }

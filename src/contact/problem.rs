@@ -26,7 +26,11 @@ pub struct ContactProblem {
 
 impl ContactProblem {
     /// A rigid, cold-started problem; validated.
-    pub fn new(delassus: DMatrix<f64>, g: DVector<f64>, mu: Vec<f64>) -> Result<Self, ProblemError> {
+    pub fn new(
+        delassus: DMatrix<f64>,
+        g: DVector<f64>,
+        mu: Vec<f64>,
+    ) -> Result<Self, ProblemError> {
         let m = g.len();
         let p = ContactProblem {
             delassus,
@@ -63,7 +67,15 @@ impl ContactProblem {
         let nc = self.mu.len();
         let m = 3 * nc;
         let dim = |what, got: usize| {
-            if got != m { Err(ProblemError::DimensionMismatch { what, got, expected: m }) } else { Ok(()) }
+            if got != m {
+                Err(ProblemError::DimensionMismatch {
+                    what,
+                    got,
+                    expected: m,
+                })
+            } else {
+                Ok(())
+            }
         };
         dim("g", self.g.len())?;
         dim("delassus rows", self.delassus.nrows())?;
@@ -84,17 +96,27 @@ impl ContactProblem {
         finite("compliance", self.compliance.as_slice())?;
         finite("warm_start", self.warm_start.as_slice())?;
         if let Some(i) = self.compliance.iter().position(|&r| r < 0.0) {
-            return Err(ProblemError::BadCompliance { index: i, value: self.compliance[i] });
+            return Err(ProblemError::BadCompliance {
+                index: i,
+                value: self.compliance[i],
+            });
         }
         let scale = self.delassus.amax().max(f64::MIN_POSITIVE);
         for i in 0..m {
             if self.delassus[(i, i)] < -1e-12 * scale {
-                return Err(ProblemError::NotPsd { index: i, value: self.delassus[(i, i)] });
+                return Err(ProblemError::NotPsd {
+                    index: i,
+                    value: self.delassus[(i, i)],
+                });
             }
             for j in 0..i {
                 let d = self.delassus[(i, j)] - self.delassus[(j, i)];
                 if d.abs() > 1e-9 * scale {
-                    return Err(ProblemError::NotSymmetric { row: i, col: j, diff: d });
+                    return Err(ProblemError::NotSymmetric {
+                        row: i,
+                        col: j,
+                        diff: d,
+                    });
                 }
             }
         }

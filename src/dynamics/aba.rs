@@ -5,7 +5,13 @@ use nalgebra::DVector;
 
 /// Articulated-body algorithm: forward dynamics `q̈ = M⁻¹(τ − b(q, v))`.
 /// `q`: (nq), `v`, `tau`: (nv). Returns `&data.ddq`.
-pub fn aba<'a>(model: &Model, data: &'a mut Data, q: &[f64], v: &[f64], tau: &[f64]) -> &'a DVector<f64> {
+pub fn aba<'a>(
+    model: &Model,
+    data: &'a mut Data,
+    q: &[f64],
+    v: &[f64],
+    tau: &[f64],
+) -> &'a DVector<f64> {
     forward_kinematics(model, data, q);
     forward_velocity(model, data, v);
     aba_from_kinematics(model, data, tau);
@@ -54,7 +60,10 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
                 }
                 // A failed factorization (impossible for validated inertias) poisons the
                 // result with NaN, which the simulator reports, rather than freezing the joint.
-                let dinv = d.cholesky().map(|ch| ch.inverse()).unwrap_or_else(|| Mat6::repeat(f64::NAN));
+                let dinv = d
+                    .cholesky()
+                    .map(|ch| ch.inverse())
+                    .unwrap_or_else(|| Mat6::repeat(f64::NAN));
                 data.joint_d_inv[i] = dinv;
                 let mut udinv_u = Vec6::zeros();
                 for a in 0..n {

@@ -1,7 +1,9 @@
 //! The configuration manifold: `q ⊕ v` (exponential map on SE(3) for free
 //! joints, on SO(3) for spherical joints) and its inverse `q₁ ⊖ q₀`.
 
-use crate::math::{SE3, Vec3, Vec6, exp6, log6, quat_exp, quat_from_slice, quat_log, quat_to_slice};
+use crate::math::{
+    SE3, Vec3, Vec6, exp6, log6, quat_exp, quat_from_slice, quat_log, quat_to_slice,
+};
 use crate::model::{JointType, Model};
 use nalgebra::{Quaternion, UnitQuaternion};
 
@@ -40,7 +42,11 @@ pub fn difference(model: &Model, q0: &[f64], q1: &[f64], out: &mut [f64]) {
             JointType::Free => {
                 let r0 = quat_from_slice(&q0[iq + 3..iq + 7]);
                 let r1 = quat_from_slice(&q1[iq + 3..iq + 7]);
-                let dp = Vec3::new(q1[iq] - q0[iq], q1[iq + 1] - q0[iq + 1], q1[iq + 2] - q0[iq + 2]);
+                let dp = Vec3::new(
+                    q1[iq] - q0[iq],
+                    q1[iq + 1] - q0[iq + 1],
+                    q1[iq + 2] - q0[iq + 2],
+                );
                 let rel = SE3::from_quaternion(&(r0.inverse() * r1), r0.inverse() * dp);
                 let mut xi = log6(&rel);
                 // Use the quaternion log for the angular part (more accurate than from a matrix).
@@ -62,13 +68,17 @@ pub fn difference(model: &Model, q0: &[f64], q1: &[f64], out: &mut [f64]) {
 /// Renormalizes the quaternions of `q` in place.
 pub fn normalize_configuration(model: &Model, q: &mut [f64]) {
     for i in 1..model.nbodies {
-        let iq = model.joint_idx_q[i];
-        let off = match model.joint_type[i] {
-            JointType::Free => iq + 3,
-            JointType::Spherical => iq,
-            _ => continue,
+        let Some(off) = model.joint_type[i]
+            .quaternion_offset()
+            .map(|o| model.joint_idx_q[i] + o)
+        else {
+            continue;
         };
-        let n = (q[off] * q[off] + q[off + 1] * q[off + 1] + q[off + 2] * q[off + 2] + q[off + 3] * q[off + 3]).sqrt();
+        let n = (q[off] * q[off]
+            + q[off + 1] * q[off + 1]
+            + q[off + 2] * q[off + 2]
+            + q[off + 3] * q[off + 3])
+            .sqrt();
         if n > 0.0 {
             for x in &mut q[off..off + 4] {
                 *x /= n;
@@ -79,7 +89,10 @@ pub fn normalize_configuration(model: &Model, q: &mut [f64]) {
 
 /// A random configuration: positions in [-1, 1]³, uniform rotations, angles in
 /// [-π, π], prismatic displacements in [-1, 1]. `uniform()` returns samples in [0, 1).
-pub fn random_configuration(model: &Model, mut uniform: impl FnMut() -> f64) -> nalgebra::DVector<f64> {
+pub fn random_configuration(
+    model: &Model,
+    mut uniform: impl FnMut() -> f64,
+) -> nalgebra::DVector<f64> {
     let mut q = model.neutral_configuration();
     let rand_quat = |u: &mut dyn FnMut() -> f64| {
         // Shoemake's uniform quaternion.

@@ -18,6 +18,10 @@ pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
 pub use integrate::{difference, integrate, normalize_configuration, random_configuration};
 pub use jacobian::{ReferenceFrame, frame_jacobian, frame_placement, point_velocity_column};
-pub use kinematics::{center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy};
-pub use ltdl::{ltdl_factorize, ltdl_solve_in_place, ltdl_solve_lt_in_place, ltdl_solve_l_in_place};
+pub use kinematics::{
+    center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy,
+};
+pub use ltdl::{
+    ltdl_factorize, ltdl_solve_in_place, ltdl_solve_l_in_place, ltdl_solve_lt_in_place,
+};
 pub use rnea::{nonlinear_effects, rnea, rnea_from_kinematics};

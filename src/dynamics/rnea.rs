@@ -5,7 +5,13 @@ use nalgebra::DVector;
 
 /// Recursive Newton-Euler: the joint torques `τ = M(q) a + b(q, v)` (gravity
 /// included). `q`: (nq), `v`, `a`: (nv). Returns `&data.tau`.
-pub fn rnea<'a>(model: &Model, data: &'a mut Data, q: &[f64], v: &[f64], a: &[f64]) -> &'a DVector<f64> {
+pub fn rnea<'a>(
+    model: &Model,
+    data: &'a mut Data,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+) -> &'a DVector<f64> {
     forward_kinematics(model, data, q);
     forward_velocity(model, data, v);
     rnea_from_kinematics(model, data, a);
@@ -13,12 +19,18 @@ pub fn rnea<'a>(model: &Model, data: &'a mut Data, q: &[f64], v: &[f64], a: &[f6
 }
 
 /// Nonlinear effects `b(q, v)` (Coriolis, centrifugal, gravity) = RNEA with `a = 0`.
-pub fn nonlinear_effects<'a>(model: &Model, data: &'a mut Data, q: &[f64], v: &[f64]) -> &'a DVector<f64> {
+pub fn nonlinear_effects<'a>(
+    model: &Model,
+    data: &'a mut Data,
+    q: &[f64],
+    v: &[f64],
+) -> &'a DVector<f64> {
     forward_kinematics(model, data, q);
     forward_velocity(model, data, v);
     data.body_acceleration[0] = spatial(&-model.gravity, &Vec3::zeros());
     for i in 1..model.nbodies {
-        data.body_acceleration[i] = data.body_acceleration[model.body_parent[i]] + data.body_bias_acceleration[i];
+        data.body_acceleration[i] =
+            data.body_acceleration[model.body_parent[i]] + data.body_bias_acceleration[i];
     }
     backward_forces(model, data);
     &data.tau
@@ -42,7 +54,8 @@ fn backward_forces(model: &Model, data: &mut Data) {
     for i in 1..model.nbodies {
         let inertia = &data.body_inertia_world[i];
         let v = &data.body_velocity[i];
-        data.body_force[i] = inertia.apply(&data.body_acceleration[i]) + force_cross(v, &inertia.apply(v));
+        data.body_force[i] =
+            inertia.apply(&data.body_acceleration[i]) + force_cross(v, &inertia.apply(v));
     }
     for i in (1..model.nbodies).rev() {
         let iv = model.joint_idx_v[i];

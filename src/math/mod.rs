@@ -65,26 +65,43 @@ impl Default for SE3 {
 
 impl SE3 {
     pub fn identity() -> Self {
-        SE3 { rotation: Mat3::identity(), translation: Vec3::zeros() }
+        SE3 {
+            rotation: Mat3::identity(),
+            translation: Vec3::zeros(),
+        }
     }
     pub fn new(rotation: Mat3, translation: Vec3) -> Self {
-        SE3 { rotation, translation }
+        SE3 {
+            rotation,
+            translation,
+        }
     }
     pub fn from_translation(t: Vec3) -> Self {
-        SE3 { rotation: Mat3::identity(), translation: t }
+        SE3 {
+            rotation: Mat3::identity(),
+            translation: t,
+        }
     }
     pub fn from_rotation(r: Mat3) -> Self {
-        SE3 { rotation: r, translation: Vec3::zeros() }
+        SE3 {
+            rotation: r,
+            translation: Vec3::zeros(),
+        }
     }
     /// Rotation of `angle` radians about the unit `axis`, no translation.
     pub fn from_axis_angle(axis: &Vec3, angle: f64) -> Self {
         Self::from_rotation(exp3(&(axis.normalize() * angle)))
     }
     pub fn from_quaternion(q: &UnitQuaternion<f64>, t: Vec3) -> Self {
-        SE3 { rotation: q.to_rotation_matrix().into_inner(), translation: t }
+        SE3 {
+            rotation: q.to_rotation_matrix().into_inner(),
+            translation: t,
+        }
     }
     pub fn quaternion(&self) -> UnitQuaternion<f64> {
-        UnitQuaternion::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(self.rotation))
+        UnitQuaternion::from_rotation_matrix(&nalgebra::Rotation3::from_matrix_unchecked(
+            self.rotation,
+        ))
     }
     /// `self * other`: `a_from_b * b_from_c = a_from_c`.
     #[inline]
@@ -97,7 +114,10 @@ impl SE3 {
     #[inline]
     pub fn inverse(&self) -> SE3 {
         let rt = self.rotation.transpose();
-        SE3 { rotation: rt, translation: -(rt * self.translation) }
+        SE3 {
+            rotation: rt,
+            translation: -(rt * self.translation),
+        }
     }
     /// `self⁻¹ * other` without forming the inverse.
     #[inline]
@@ -142,11 +162,13 @@ impl SE3 {
         let mut x = Mat6::zeros();
         x.fixed_view_mut::<3, 3>(0, 0).copy_from(&self.rotation);
         x.fixed_view_mut::<3, 3>(3, 3).copy_from(&self.rotation);
-        x.fixed_view_mut::<3, 3>(0, 3).copy_from(&(skew(&self.translation) * self.rotation));
+        x.fixed_view_mut::<3, 3>(0, 3)
+            .copy_from(&(skew(&self.translation) * self.rotation));
         x
     }
     pub fn is_finite(&self) -> bool {
-        self.rotation.iter().all(|x| x.is_finite()) && self.translation.iter().all(|x| x.is_finite())
+        self.rotation.iter().all(|x| x.is_finite())
+            && self.translation.iter().all(|x| x.is_finite())
     }
 }
 
@@ -161,10 +183,18 @@ pub struct Inertia {
 
 impl Inertia {
     pub fn new(mass: f64, com: Vec3, rotational: Mat3) -> Self {
-        Inertia { mass, com, rotational }
+        Inertia {
+            mass,
+            com,
+            rotational,
+        }
     }
     pub fn zero() -> Self {
-        Inertia { mass: 0.0, com: Vec3::zeros(), rotational: Mat3::zeros() }
+        Inertia {
+            mass: 0.0,
+            com: Vec3::zeros(),
+            rotational: Mat3::zeros(),
+        }
     }
     /// Solid box of full side lengths `size`, centred at the origin.
     pub fn cuboid(mass: f64, size: Vec3) -> Self {
@@ -181,7 +211,11 @@ impl Inertia {
     pub fn cylinder(mass: f64, radius: f64, length: f64) -> Self {
         let ixy = mass * (3.0 * radius * radius + length * length) / 12.0;
         let iz = 0.5 * mass * radius * radius;
-        Inertia::new(mass, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(ixy, ixy, iz)))
+        Inertia::new(
+            mass,
+            Vec3::zeros(),
+            Mat3::from_diagonal(&Vec3::new(ixy, ixy, iz)),
+        )
     }
     /// Solid capsule along z (cylinder of `length` plus two hemispheres), centred.
     pub fn capsule(mass: f64, radius: f64, length: f64) -> Self {
@@ -192,7 +226,11 @@ impl Inertia {
         let iz = mc * r * r / 2.0 + ms * 2.0 * r * r / 5.0;
         let ixy = mc * (h * h / 12.0 + r * r / 4.0)
             + ms * (2.0 * r * r / 5.0 + h * h / 4.0 + 3.0 * h * r / 8.0);
-        Inertia::new(mass, Vec3::zeros(), Mat3::from_diagonal(&Vec3::new(ixy, ixy, iz)))
+        Inertia::new(
+            mass,
+            Vec3::zeros(),
+            Mat3::from_diagonal(&Vec3::new(ixy, ixy, iz)),
+        )
     }
     /// The same inertia moved by `a_from_b` (self expressed in `b`).
     pub fn transformed(&self, a_from_b: &SE3) -> Inertia {
@@ -214,7 +252,11 @@ impl Inertia {
             let d = i.com - c;
             i.rotational - skew(&d) * skew(&d) * i.mass
         };
-        Inertia { mass: m, com: c, rotational: shift(self) + shift(other) }
+        Inertia {
+            mass: m,
+            com: c,
+            rotational: shift(self) + shift(other),
+        }
     }
     /// 6×6 spatial inertia about the frame origin, linear-first:
     /// `[[m I, -m [c]×], [m [c]×, I_c - m [c]×²]]`.
@@ -226,10 +268,12 @@ impl Inertia {
     #[inline]
     pub fn write_matrix(&self, out: &mut Mat6) {
         let mc = skew(&self.com) * self.mass;
-        out.fixed_view_mut::<3, 3>(0, 0).copy_from(&Mat3::from_diagonal_element(self.mass));
+        out.fixed_view_mut::<3, 3>(0, 0)
+            .copy_from(&Mat3::from_diagonal_element(self.mass));
         out.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-mc));
         out.fixed_view_mut::<3, 3>(3, 0).copy_from(&mc);
-        out.fixed_view_mut::<3, 3>(3, 3).copy_from(&(self.rotational - skew(&self.com) * mc));
+        out.fixed_view_mut::<3, 3>(3, 3)
+            .copy_from(&(self.rotational - skew(&self.com) * mc));
     }
     /// Momentum `I v` of a body moving with spatial velocity `v` (same frame).
     #[inline]
@@ -245,7 +289,10 @@ pub fn exp3(w: &Vec3) -> Mat3 {
     let t2 = w.norm_squared();
     let t = t2.sqrt();
     let (a, b) = if t < 1e-4 {
-        (1.0 - t2 / 6.0 + t2 * t2 / 120.0, 0.5 - t2 / 24.0 + t2 * t2 / 720.0)
+        (
+            1.0 - t2 / 6.0 + t2 * t2 / 120.0,
+            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
+        )
     } else {
         (t.sin() / t, (1.0 - t.cos()) / t2)
     };
@@ -265,7 +312,10 @@ pub fn quat_exp(w: &Vec3) -> UnitQuaternion<f64> {
     let t = t2.sqrt();
     let (c, s) = if t < 1e-4 {
         // sin(t/2)/t and cos(t/2) by their Taylor series.
-        (1.0 - t2 / 8.0 + t2 * t2 / 384.0, 0.5 - t2 / 48.0 + t2 * t2 / 3840.0)
+        (
+            1.0 - t2 / 8.0 + t2 * t2 / 384.0,
+            0.5 - t2 / 48.0 + t2 * t2 / 3840.0,
+        )
     } else {
         ((0.5 * t).cos(), (0.5 * t).sin() / t)
     };
@@ -294,7 +344,10 @@ fn so3_left_jacobian(w: &Vec3) -> Mat3 {
     let t2 = w.norm_squared();
     let t = t2.sqrt();
     let (a, b) = if t < 1e-4 {
-        (0.5 - t2 / 24.0 + t2 * t2 / 720.0, 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0)
+        (
+            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
+        )
     } else {
         ((1.0 - t.cos()) / t2, (t - t.sin()) / (t2 * t))
     };
@@ -306,7 +359,10 @@ fn so3_left_jacobian(w: &Vec3) -> Mat3 {
 /// after unit time at constant twist.
 pub fn exp6(xi: &Vec6) -> SE3 {
     let (v, w) = (lin(xi), ang(xi));
-    SE3 { rotation: exp3(&w), translation: so3_left_jacobian(&w) * v }
+    SE3 {
+        rotation: exp3(&w),
+        translation: so3_left_jacobian(&w) * v,
+    }
 }
 
 /// SE(3) logarithm, inverse of `exp6`.
@@ -378,7 +434,11 @@ mod tests {
         // Power is frame-invariant: f·v in a equals f·v in b.
         let f = Vec6::new(-1.0, 0.5, 2.0, 0.3, 0.1, -0.7);
         assert!((m.act_force(&f).dot(&m.act_motion(&v)) - f.dot(&v)).abs() < 1e-12);
-        let i = Inertia::new(2.0, Vec3::new(0.1, 0.0, -0.2), Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.25)));
+        let i = Inertia::new(
+            2.0,
+            Vec3::new(0.1, 0.0, -0.2),
+            Mat3::from_diagonal(&Vec3::new(0.1, 0.2, 0.25)),
+        );
         assert!((i.matrix() * v - i.apply(&v)).norm() < 1e-12);
         // Moving the inertia then the velocity gives the moved momentum.
         let it = i.transformed(&m);
@@ -387,7 +447,11 @@ mod tests {
 
     #[test]
     fn contact_frame_is_right_handed() {
-        for n in [Vec3::z(), Vec3::new(0.8, 0.0, 0.6), Vec3::new(0.0, -1.0, 0.0)] {
+        for n in [
+            Vec3::z(),
+            Vec3::new(0.8, 0.0, 0.6),
+            Vec3::new(0.0, -1.0, 0.0),
+        ] {
             let f = frame_from_normal(&n);
             assert!((f.transpose() * f - Mat3::identity()).norm() < 1e-12);
             assert!((f.determinant() - 1.0).abs() < 1e-12);

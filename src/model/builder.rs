@@ -22,13 +22,21 @@ pub struct Material {
 
 impl Default for Material {
     fn default() -> Self {
-        Material { friction: 0.5, restitution: 0.0, contype: 1, conaffinity: 1 }
+        Material {
+            friction: 0.5,
+            restitution: 0.0,
+            contype: 1,
+            conaffinity: 1,
+        }
     }
 }
 
 impl Material {
     pub fn with_friction(friction: f64) -> Self {
-        Material { friction, ..Default::default() }
+        Material {
+            friction,
+            ..Default::default()
+        }
     }
 }
 
@@ -70,10 +78,15 @@ fn check_se3(what: impl Fn() -> String, m: &SE3) -> Result<(), ModelError> {
 /// Checks mass > 0, inertia symmetric positive definite and the triangle inequality.
 pub fn validate_inertia(body: &str, inertia: &Inertia) -> Result<(), ModelError> {
     if !(inertia.mass.is_finite() && inertia.mass > 0.0) {
-        return Err(ModelError::NonPositiveMass { body: body.into(), mass: inertia.mass });
+        return Err(ModelError::NonPositiveMass {
+            body: body.into(),
+            mass: inertia.mass,
+        });
     }
     if !finite3(&inertia.com) || !inertia.rotational.iter().all(|x| x.is_finite()) {
-        return Err(ModelError::NonFinite { what: format!("body `{body}`: inertia") });
+        return Err(ModelError::NonFinite {
+            what: format!("body `{body}`: inertia"),
+        });
     }
     let i = &inertia.rotational;
     let scale = i.abs().max().max(f64::MIN_POSITIVE);
@@ -87,10 +100,16 @@ pub fn validate_inertia(body: &str, inertia: &Inertia) -> Result<(), ModelError>
     ev.as_mut_slice().sort_by(|a, b| a.total_cmp(b));
     let e = [ev[0], ev[1], ev[2]];
     if e[0] <= 0.0 {
-        return Err(ModelError::InertiaNotPositiveDefinite { body: body.into(), eigenvalues: e });
+        return Err(ModelError::InertiaNotPositiveDefinite {
+            body: body.into(),
+            eigenvalues: e,
+        });
     }
     if e[2] > (e[0] + e[1]) * (1.0 + 1e-9) {
-        return Err(ModelError::InertiaTriangleInequality { body: body.into(), moments: e });
+        return Err(ModelError::InertiaTriangleInequality {
+            body: body.into(),
+            moments: e,
+        });
     }
     Ok(())
 }
@@ -102,7 +121,12 @@ fn pvec(v: &Vec3) -> PVec {
 /// Builds the parry collider for a shape; returns it with the transform from
 /// parry's shape frame to our geometry frame.
 fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelError> {
-    let bad = |reason: String| Err(ModelError::InvalidGeometry { geom: name.into(), reason });
+    let bad = |reason: String| {
+        Err(ModelError::InvalidGeometry {
+            geom: name.into(),
+            reason,
+        })
+    };
     let pos = |x: f64| x.is_finite() && x > 0.0;
     match shape {
         Shape::Ball { radius } => {
@@ -113,19 +137,35 @@ fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelE
         }
         Shape::Cuboid { half_extents: h } => {
             if !h.iter().all(|&x| pos(x)) {
-                return bad(format!("cuboid half extents must be positive, got {:?}", h.as_slice()));
+                return bad(format!(
+                    "cuboid half extents must be positive, got {:?}",
+                    h.as_slice()
+                ));
             }
             Ok((SharedShape::cuboid(h.x, h.y, h.z), SE3::identity()))
         }
-        Shape::Capsule { half_length, radius } => {
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => {
             if !pos(*radius) || !(half_length.is_finite() && *half_length >= 0.0) {
-                return bad(format!("capsule needs radius > 0 and half_length ≥ 0, got {radius}, {half_length}"));
+                return bad(format!(
+                    "capsule needs radius > 0 and half_length ≥ 0, got {radius}, {half_length}"
+                ));
             }
-            Ok((SharedShape::capsule_z(*half_length, *radius), SE3::identity()))
+            Ok((
+                SharedShape::capsule_z(*half_length, *radius),
+                SE3::identity(),
+            ))
         }
-        Shape::Cylinder { half_length, radius } => {
+        Shape::Cylinder {
+            half_length,
+            radius,
+        } => {
             if !pos(*radius) || !pos(*half_length) {
-                return bad(format!("cylinder needs positive radius and half_length, got {radius}, {half_length}"));
+                return bad(format!(
+                    "cylinder needs positive radius and half_length, got {radius}, {half_length}"
+                ));
             }
             // parry's cylinder is along y; rotate it onto z.
             let y_to_z = SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2);
@@ -133,14 +173,21 @@ fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelE
         }
         Shape::ConvexMesh { points } => {
             if points.len() < 4 || !points.iter().all(finite3) {
-                return bad(format!("convex mesh needs at least 4 finite points, got {}", points.len()));
+                return bad(format!(
+                    "convex mesh needs at least 4 finite points, got {}",
+                    points.len()
+                ));
             }
             let pts: Vec<PVec> = points.iter().map(pvec).collect();
             let extent = points.iter().map(|p| p.norm()).fold(0.0, f64::max);
             match SharedShape::convex_hull(&pts) {
                 // A flat hull has (numerically) zero volume.
-                Some(s) if s.mass_properties(1.0).mass() > 1e-12 * extent.powi(3) => Ok((s, SE3::identity())),
-                _ => bad("convex hull of the points is degenerate (flat or coincident points)".into()),
+                Some(s) if s.mass_properties(1.0).mass() > 1e-12 * extent.powi(3) => {
+                    Ok((s, SE3::identity()))
+                }
+                _ => bad(
+                    "convex hull of the points is degenerate (flat or coincident points)".into(),
+                ),
             }
         }
         Shape::HalfSpace { normal } => {
@@ -172,7 +219,9 @@ impl ModelBuilder {
 
     pub fn set_gravity(&mut self, gravity: Vec3) -> Result<&mut Self, ModelError> {
         if !finite3(&gravity) {
-            return Err(ModelError::NonFinite { what: "gravity".into() });
+            return Err(ModelError::NonFinite {
+                what: "gravity".into(),
+            });
         }
         self.gravity = gravity;
         Ok(self)
@@ -200,13 +249,19 @@ impl ModelBuilder {
             });
         }
         if self.bodies.iter().any(|b| b.name == name) {
-            return Err(ModelError::DuplicateName { kind: "body", name: name.into() });
+            return Err(ModelError::DuplicateName {
+                kind: "body",
+                name: name.into(),
+            });
         }
         let joint = match joint {
             JointType::Revolute(a) | JointType::Prismatic(a) => {
                 let n = a.norm();
                 if !finite3(&a) || n < 1e-12 {
-                    return Err(ModelError::ZeroAxis { body: name.into(), axis: [a.x, a.y, a.z] });
+                    return Err(ModelError::ZeroAxis {
+                        body: name.into(),
+                        axis: [a.x, a.y, a.z],
+                    });
                 }
                 if matches!(joint, JointType::Revolute(_)) {
                     JointType::Revolute(a / n)
@@ -216,7 +271,10 @@ impl ModelBuilder {
             }
             j => j,
         };
-        check_se3(|| format!("body `{name}`: joint placement"), &parent_from_joint)?;
+        check_se3(
+            || format!("body `{name}`: joint placement"),
+            &parent_from_joint,
+        )?;
         validate_inertia(name, &inertia)?;
         self.bodies.push(BodyDef {
             name: name.into(),
@@ -245,7 +303,10 @@ impl ModelBuilder {
             });
         }
         if self.geometries.iter().any(|g| g.name == name) {
-            return Err(ModelError::DuplicateName { kind: "geometry", name: name.into() });
+            return Err(ModelError::DuplicateName {
+                kind: "geometry",
+                name: name.into(),
+            });
         }
         check_se3(|| format!("geometry `{name}`: placement"), &body_from_geom)?;
         let m = &material;
@@ -312,16 +373,22 @@ impl ModelBuilder {
             collision_exclusions: self.exclusions,
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
-            let inherited = if i == WORLD { NO_DOF } else { m.body_last_dof[b.parent] };
+            let inherited = if i == WORLD {
+                NO_DOF
+            } else {
+                m.body_last_dof[b.parent]
+            };
             m.joint_idx_q.push(m.nq);
             m.joint_idx_v.push(m.nv);
             let nv = b.joint.nv();
             for k in 0..nv {
-                m.dof_parent.push(if k == 0 { inherited } else { m.nv + k - 1 });
+                m.dof_parent
+                    .push(if k == 0 { inherited } else { m.nv + k - 1 });
                 m.dof_body.push(i);
                 m.dof_motion.push(b.joint.motion_column(k));
             }
-            m.body_last_dof.push(if nv > 0 { m.nv + nv - 1 } else { inherited });
+            m.body_last_dof
+                .push(if nv > 0 { m.nv + nv - 1 } else { inherited });
             m.nq += b.joint.nq();
             m.nv += nv;
             m.body_name.push(b.name);

@@ -56,6 +56,14 @@ impl JointType {
             JointType::Fixed => 0,
         }
     }
+    /// Offset of the joint's quaternion within its configuration, if it has one.
+    pub fn quaternion_offset(&self) -> Option<usize> {
+        match self {
+            JointType::Free => Some(3),
+            JointType::Spherical => Some(0),
+            _ => None,
+        }
+    }
     pub fn name(&self) -> &'static str {
         match self {
             JointType::Free => "free",
@@ -85,10 +93,9 @@ impl JointType {
     /// `joint_from_body` for the joint configuration `qj` (length `nq`).
     pub fn transform(&self, qj: &[f64]) -> SE3 {
         match self {
-            JointType::Free => SE3::from_quaternion(
-                &quat_from_slice(&qj[3..7]),
-                Vec3::new(qj[0], qj[1], qj[2]),
-            ),
+            JointType::Free => {
+                SE3::from_quaternion(&quat_from_slice(&qj[3..7]), Vec3::new(qj[0], qj[1], qj[2]))
+            }
             JointType::Spherical => SE3::from_quaternion(&quat_from_slice(qj), Vec3::zeros()),
             JointType::Revolute(a) => SE3::from_rotation(exp3(&(a * qj[0]))),
             JointType::Prismatic(a) => SE3::from_translation(a * qj[0]),
@@ -222,7 +229,10 @@ impl Model {
     }
     /// Dofs supporting `body`, from its last dof up to the root (descending indices).
     pub fn support_dofs(&self, body: usize) -> SupportIter<'_> {
-        SupportIter { model: self, next: self.body_last_dof[body] }
+        SupportIter {
+            model: self,
+            next: self.body_last_dof[body],
+        }
     }
     /// Whether geometries `a` and `b` may collide: different bodies, not both on
     /// the world, not parent and child, not an excluded pair, and their
@@ -235,7 +245,9 @@ impl Model {
         }
         // Parent and child touch at their joint; the world is exempt (MuJoCo's rule),
         // so a free body still collides with the ground.
-        if (self.body_parent[ba] == bb && bb != WORLD) || (self.body_parent[bb] == ba && ba != WORLD) {
+        if (self.body_parent[ba] == bb && bb != WORLD)
+            || (self.body_parent[bb] == ba && ba != WORLD)
+        {
             return false;
         }
         let key = (ba.min(bb), ba.max(bb));

@@ -22,8 +22,14 @@
 //!   (Newton's impact law; the remaining gap is ignored).
 
 use crate::collision::{CollisionDetector, Contact, ContactKey};
-use crate::contact::{ContactJacobian, ContactProblem, ContactSolution, ContactSolver, SolverKind, SolverSettings, contact_jacobian, delassus_ltdl};
-use crate::dynamics::{Data, aba_from_kinematics, crba_from_kinematics, forward_kinematics, forward_velocity, integrate, kinetic_energy, ltdl_factorize, ltdl_solve_in_place, potential_energy};
+use crate::contact::{
+    ContactJacobian, ContactProblem, ContactSolution, ContactSolver, SolverKind, SolverSettings,
+    contact_jacobian, delassus_ltdl,
+};
+use crate::dynamics::{
+    Data, aba_from_kinematics, crba_from_kinematics, forward_kinematics, forward_velocity,
+    integrate, kinetic_energy, ltdl_factorize, ltdl_solve_in_place, potential_energy,
+};
 use crate::error::SimError;
 use crate::math::Vec3;
 use crate::model::Model;
@@ -70,20 +76,35 @@ impl SimParams {
             return bad("dt", format!("must be positive, got {}", self.dt));
         }
         if !(self.bounce_velocity.is_finite() && self.bounce_velocity >= 0.0) {
-            return bad("bounce_velocity", format!("must be finite and ≥ 0, got {}", self.bounce_velocity));
+            return bad(
+                "bounce_velocity",
+                format!("must be finite and ≥ 0, got {}", self.bounce_velocity),
+            );
         }
         if !(0.0..=1.0).contains(&self.baumgarte) {
-            return bad("baumgarte", format!("must be in [0, 1], got {}", self.baumgarte));
+            return bad(
+                "baumgarte",
+                format!("must be in [0, 1], got {}", self.baumgarte),
+            );
         }
         if !(self.contact_margin.is_finite() && self.contact_margin >= 0.0) {
-            return bad("contact_margin", format!("must be ≥ 0, got {}", self.contact_margin));
+            return bad(
+                "contact_margin",
+                format!("must be ≥ 0, got {}", self.contact_margin),
+            );
         }
         let s = &self.solver_settings;
         if !(s.tolerance.is_finite() && s.tolerance > 0.0) {
-            return bad("tolerance", format!("must be positive, got {}", s.tolerance));
+            return bad(
+                "tolerance",
+                format!("must be positive, got {}", s.tolerance),
+            );
         }
         if !(s.over_relaxation > 0.0 && s.over_relaxation < 2.0) {
-            return bad("over_relaxation", format!("must be in (0, 2), got {}", s.over_relaxation));
+            return bad(
+                "over_relaxation",
+                format!("must be in (0, 2), got {}", s.over_relaxation),
+            );
         }
         Ok(())
     }
@@ -117,9 +138,23 @@ pub struct StageTimes {
 }
 
 impl StageTimes {
-    pub const NAMES: [&'static str; 6] = ["free_dynamics", "collision", "delassus", "solve", "velocity_update", "integrate"];
+    pub const NAMES: [&'static str; 6] = [
+        "free_dynamics",
+        "collision",
+        "delassus",
+        "solve",
+        "velocity_update",
+        "integrate",
+    ];
     pub fn as_array(&self) -> [Duration; 6] {
-        [self.free_dynamics, self.collision, self.delassus, self.solve, self.velocity_update, self.integrate]
+        [
+            self.free_dynamics,
+            self.collision,
+            self.delassus,
+            self.solve,
+            self.velocity_update,
+            self.integrate,
+        ]
     }
     pub fn total(&self) -> Duration {
         self.as_array().iter().sum()
@@ -171,10 +206,18 @@ pub struct Simulator {
 
 fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), SimError> {
     if x.len() != expected {
-        return Err(SimError::DimensionMismatch { what, got: x.len(), expected });
+        return Err(SimError::DimensionMismatch {
+            what,
+            got: x.len(),
+            expected,
+        });
     }
     if let Some(index) = x.iter().position(|v| !v.is_finite()) {
-        return Err(SimError::NonFinite { what, index, value: x[index] });
+        return Err(SimError::NonFinite {
+            what,
+            index,
+            value: x[index],
+        });
     }
     Ok(())
 }
@@ -237,7 +280,10 @@ impl Simulator {
         check_vec("v", state.v.as_slice(), self.model.nv)?;
         forward_kinematics(&self.model, &mut self.data, state.q.as_slice());
         forward_velocity(&self.model, &mut self.data, state.v.as_slice());
-        Ok((kinetic_energy(&self.model, &self.data), potential_energy(&self.model, &self.data)))
+        Ok((
+            kinetic_energy(&self.model, &self.data),
+            potential_energy(&self.model, &self.data),
+        ))
     }
 
     /// Advances `state` by one time step under joint torques `tau` (nv).
@@ -256,7 +302,11 @@ impl Simulator {
         check_vec("v", state.v.as_slice(), self.model.nv)?;
         check_vec("tau", tau, self.model.nv)?;
         if !state.t.is_finite() {
-            return Err(SimError::NonFinite { what: "t", index: 0, value: state.t });
+            return Err(SimError::NonFinite {
+                what: "t",
+                index: 0,
+                value: state.t,
+            });
         }
         let mut times = StageTimes::default();
         let mut clock = Instant::now();
@@ -289,21 +339,28 @@ impl Simulator {
         lap(&mut times.integrate);
 
         self.times.accumulate(&times);
-        Ok(StepReport { nc, solver: (nc > 0).then_some(self.solution.stats), times })
+        Ok(StepReport {
+            nc,
+            solver: (nc > 0).then_some(self.solution.stats),
+            times,
+        })
     }
 
     fn check_quaternions(&self, q: &[f64]) -> Result<(), SimError> {
         let model = &*self.model;
         for i in 1..model.nbodies {
-            let iq = model.joint_idx_q[i];
-            let off = match model.joint_type[i] {
-                crate::model::JointType::Free => iq + 3,
-                crate::model::JointType::Spherical => iq,
-                _ => continue,
+            let Some(off) = model.joint_type[i]
+                .quaternion_offset()
+                .map(|o| model.joint_idx_q[i] + o)
+            else {
+                continue;
             };
             let norm = q[off..off + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
             if !(norm > 1e-6) {
-                return Err(SimError::BadQuaternion { body: model.body_name[i].clone(), norm });
+                return Err(SimError::BadQuaternion {
+                    body: model.body_name[i].clone(),
+                    norm,
+                });
             }
         }
         Ok(())
@@ -322,7 +379,8 @@ impl Simulator {
     /// Stage 2: contacts at q.
     fn collision(&mut self) -> Result<(), SimError> {
         self.collision.margin = self.params.contact_margin;
-        self.collision.detect(&self.model, &self.data, &mut self.contacts)
+        self.collision
+            .detect(&self.model, &self.data, &mut self.contacts)
     }
 
     /// Stage 3: mass matrix and its factorization, contact Jacobian, Delassus,
@@ -348,7 +406,9 @@ impl Simulator {
                 vn_before += j[(3 * i + 2, k)] * state.v[k];
             }
             let phi = c.distance;
-            let impact = c.restitution > 0.0 && vn_before < -self.params.bounce_velocity && phi + vn_before * dt <= 0.0;
+            let impact = c.restitution > 0.0
+                && vn_before < -self.params.bounce_velocity
+                && phi + vn_before * dt <= 0.0;
             gi[2] += if impact {
                 c.restitution * vn_before + beta * phi.min(0.0) / dt
             } else if phi >= 0.0 {
@@ -376,7 +436,10 @@ impl Simulator {
         if self.params.warm_start && settings.rho.is_none() {
             settings.rho = self.last_rho;
         }
-        if let Err(e) = self.solver.solve(&self.problem, &settings, &mut self.solution) {
+        if let Err(e) = self
+            .solver
+            .solve(&self.problem, &settings, &mut self.solution)
+        {
             self.clear_warm_start();
             return Err(e.into());
         }
@@ -394,7 +457,11 @@ impl Simulator {
         self.last_rho = self.solver.last_rho();
         self.warm.clear();
         for (i, c) in self.contacts.iter().enumerate() {
-            let l = Vec3::new(self.solution.lambda[3 * i], self.solution.lambda[3 * i + 1], self.solution.lambda[3 * i + 2]);
+            let l = Vec3::new(
+                self.solution.lambda[3 * i],
+                self.solution.lambda[3 * i + 1],
+                self.solution.lambda[3 * i + 2],
+            );
             self.warm.insert(c.key, c.frame * l);
         }
         Ok(())
@@ -421,7 +488,13 @@ impl Simulator {
     /// Stage 6: `q⁺ = q ⊕ v⁺ dt`; commits the state if everything is finite.
     fn integrate(&mut self, state: &mut State) -> Result<(), SimError> {
         let dt = self.params.dt;
-        integrate(&self.model, state.q.as_slice(), self.v_next.as_slice(), dt, self.q_next.as_mut_slice());
+        integrate(
+            &self.model,
+            state.q.as_slice(),
+            self.v_next.as_slice(),
+            dt,
+            self.q_next.as_mut_slice(),
+        );
         check_vec("next v", self.v_next.as_slice(), self.model.nv)?;
         check_vec("next q", self.q_next.as_slice(), self.model.nq)?;
         state.q.copy_from(&self.q_next);

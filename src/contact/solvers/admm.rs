@@ -23,10 +23,10 @@
 //! of the m × m matrix.
 
 use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
-use crate::contact::ContactProblem;
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
 use crate::contact::criteria::ncp_residuals;
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place};
+use crate::contact::{ContactProblem, Residuals};
 use crate::error::ProblemError;
 
 /// Residual-balancing trigger: adapt ρ when the normalized primal and dual
@@ -54,7 +54,8 @@ pub struct NcpAdmm {
 }
 
 fn inf_norm(v: &[f64]) -> f64 {
-    v.iter().fold(0.0, |a, &x| crate::contact::criteria::nan_max(a, x.abs()))
+    v.iter()
+        .fold(0.0, |a, &x| crate::contact::criteria::nan_max(a, x.abs()))
 }
 
 impl NcpAdmm {
@@ -65,7 +66,30 @@ impl NcpAdmm {
         for i in 0..m {
             self.chol[i * m + i] += p.compliance[i] + rho;
         }
-        cholesky_in_place(&mut self.chol, m).map_err(|(j, pivot)| ProblemError::NotPsd { index: j, value: pivot })
+        cholesky_in_place(&mut self.chol, m).map_err(|(j, pivot)| ProblemError::NotPsd {
+            index: j,
+            value: pivot,
+        })
+    }
+
+    /// For `z = out.lambda`: the contact velocity `out.c`, the de Saxcé
+    /// correction `s = Γ(c)` and the residuals; remembers `z` if it is the best so far.
+    fn evaluate(
+        &mut self,
+        p: &ContactProblem,
+        out: &mut ContactSolution,
+        best_eps: &mut f64,
+    ) -> Residuals {
+        p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
+        for (i, &mu) in p.mu.iter().enumerate() {
+            set3(&mut self.s, i, de_saxce(mu, get3(out.c.as_slice(), i)));
+        }
+        let r = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
+        if r.eps_abs < *best_eps {
+            *best_eps = r.eps_abs;
+            self.best.copy_from_slice(out.lambda.as_slice());
+        }
+        r
     }
 
     /// Estimate of the largest eigenvalue of `G + R` by 20 power iterations
@@ -75,7 +99,8 @@ impl NcpAdmm {
     fn largest_eigenvalue(&mut self, p: &ContactProblem) -> f64 {
         let m = p.g.len();
         self.x.clear();
-        self.x.extend((0..m).map(|i| 1.0 + 0.5 * ((i * 7919) % 13) as f64 / 13.0));
+        self.x
+            .extend((0..m).map(|i| 1.0 + 0.5 * ((i * 7919) % 13) as f64 / 13.0));
         let n0 = self.x.iter().map(|v| v * v).sum::<f64>().sqrt();
         self.x.iter_mut().for_each(|v| *v /= n0);
         let mut l = 0.0;
@@ -111,7 +136,12 @@ impl ContactSolver for NcpAdmm {
         self.last_rho
     }
 
-    fn solve(&mut self, p: &ContactProblem, settings: &SolverSettings, out: &mut ContactSolution) -> Result<(), ProblemError> {
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
         p.validate()?;
         let nc = p.nc();
         let m = 3 * nc;
@@ -128,7 +158,13 @@ impl ContactSolver for NcpAdmm {
             _ => 0.1 * scale,
         };
         let alpha = settings.over_relaxation;
-        for v in [&mut self.x, &mut self.z_prev, &mut self.u, &mut self.s, &mut self.tmp] {
+        for v in [
+            &mut self.x,
+            &mut self.z_prev,
+            &mut self.u,
+            &mut self.s,
+            &mut self.tmp,
+        ] {
             v.clear();
             v.resize(m, 0.0);
         }
@@ -145,22 +181,18 @@ impl ContactSolver for NcpAdmm {
             }
             // z (the returned λ) lives in out.lambda; c in out.c.
             for i in 0..nc {
-                let guess = if cold { [0.0; 3] } else { get3(p.warm_start.as_slice(), i) };
+                let guess = if cold {
+                    [0.0; 3]
+                } else {
+                    get3(p.warm_start.as_slice(), i)
+                };
                 set3(out.lambda.as_mut_slice(), i, project_cone(p.mu[i], guess));
             }
-            p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-            for i in 0..nc {
-                set3(&mut self.s, i, de_saxce(p.mu[i], get3(out.c.as_slice(), i)));
-            }
+            stats.residuals = self.evaluate(p, out, &mut best_eps);
             for k in 0..m {
                 self.u[k] = -(out.c[k] + self.s[k]) / rho;
             }
-            stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
             let start_eps = stats.residuals.eps_abs;
-            if start_eps < best_eps {
-                best_eps = start_eps;
-                self.best.copy_from_slice(out.lambda.as_slice());
-            }
             if start_eps <= settings.tolerance {
                 stats.converged = true;
                 break 'attempts;
@@ -189,17 +221,8 @@ impl ContactSolver for NcpAdmm {
                 for k in 0..m {
                     self.u[k] += self.tmp[k] - out.lambda[k];
                 }
-                // de Saxcé correction from the new contact velocity.
-                p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-                for i in 0..nc {
-                    set3(&mut self.s, i, de_saxce(p.mu[i], get3(out.c.as_slice(), i)));
-                }
-                stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
+                stats.residuals = self.evaluate(p, out, &mut best_eps);
                 let eps = stats.residuals.eps_abs;
-                if eps < best_eps {
-                    best_eps = eps;
-                    self.best.copy_from_slice(out.lambda.as_slice());
-                }
                 if eps <= settings.tolerance {
                     stats.converged = true;
                     break 'attempts;
@@ -216,12 +239,22 @@ impl ContactSolver for NcpAdmm {
                         rd = rd.max((z[k] - self.z_prev[k]).abs());
                     }
                     let rp = rp / inf_norm(z).max(inf_norm(&self.x)).max(1e-30);
-                    let rd = rho * rd / inf_norm(p.g.as_slice()).max(rho * inf_norm(&self.u)).max(1e-30);
+                    let rd = rho * rd
+                        / inf_norm(p.g.as_slice())
+                            .max(rho * inf_norm(&self.u))
+                            .max(1e-30);
                     // A stalled z (rd = 0) with x ≠ z calls for a larger ρ.
-                    let ratio = if rd > 0.0 { rp / rd } else if rp > 0.0 { f64::INFINITY } else { 1.0 };
+                    let ratio = if rd > 0.0 {
+                        rp / rd
+                    } else if rp > 0.0 {
+                        f64::INFINITY
+                    } else {
+                        1.0
+                    };
                     if !(1.0 / RHO_RATIO..=RHO_RATIO).contains(&ratio) {
-                        let new_rho =
-                            (rho * ratio.sqrt()).clamp(rho / RHO_MAX_STEP, rho * RHO_MAX_STEP).clamp(rho_min, rho_max);
+                        let new_rho = (rho * ratio.sqrt())
+                            .clamp(rho / RHO_MAX_STEP, rho * RHO_MAX_STEP)
+                            .clamp(rho_min, rho_max);
                         if new_rho != rho {
                             for u in self.u.iter_mut() {
                                 *u *= rho / new_rho;

@@ -73,8 +73,12 @@ impl ContactSolution {
 pub trait ContactSolver: Send {
     fn name(&self) -> &'static str;
     /// Solves `problem` (validated first) into `out`.
-    fn solve(&mut self, problem: &ContactProblem, settings: &SolverSettings, out: &mut ContactSolution)
-        -> Result<(), ProblemError>;
+    fn solve(
+        &mut self,
+        problem: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError>;
     /// ADMM's penalty from the last solve, to warm start the next one.
     fn last_rho(&self) -> Option<f64> {
         None
@@ -109,9 +113,17 @@ impl SolverKind {
 impl FromStr for SolverKind {
     type Err = ProblemError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SolverKind::ALL.iter().copied().find(|k| k.name() == s).ok_or_else(|| ProblemError::UnknownSolver {
-            name: s.into(),
-            known: SolverKind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
-        })
+        SolverKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| ProblemError::UnknownSolver {
+                name: s.into(),
+                known: SolverKind::ALL
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 }

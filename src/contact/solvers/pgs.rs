@@ -18,7 +18,12 @@ impl ContactSolver for NcpPgs {
         "ncp-pgs"
     }
 
-    fn solve(&mut self, p: &ContactProblem, settings: &SolverSettings, out: &mut ContactSolution) -> Result<(), ProblemError> {
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
         p.validate()?;
         let nc = p.nc();
         let m = 3 * nc;
@@ -28,7 +33,11 @@ impl ContactSolver for NcpPgs {
             let w = get3(p.warm_start.as_slice(), i);
             let t = (w[0] * w[0] + w[1] * w[1]).sqrt();
             let n = w[2].max(0.0);
-            let s = if t > p.mu[i] * n && t > 0.0 { p.mu[i] * n / t } else { 1.0 };
+            let s = if t > p.mu[i] * n && t > 0.0 {
+                p.mu[i] * n / t
+            } else {
+                1.0
+            };
             out.lambda[3 * i] = w[0] * s;
             out.lambda[3 * i + 1] = w[1] * s;
             out.lambda[3 * i + 2] = n;
@@ -69,7 +78,11 @@ impl ContactSolver for NcpPgs {
                 c[0] += g[(t1, n)] * dn;
                 c[1] += g[(t2, n)] * dn;
                 // Step on the tangential block with its largest eigenvalue.
-                let (a, b, d) = (g[(t1, t1)] + p.compliance[t1], g[(t1, t2)], g[(t2, t2)] + p.compliance[t2]);
+                let (a, b, d) = (
+                    g[(t1, t1)] + p.compliance[t1],
+                    g[(t1, t2)],
+                    g[(t2, t2)] + p.compliance[t2],
+                );
                 let sigma = 0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt();
                 if sigma > 0.0 {
                     let mut lt = [out.lambda[t1] - c[0] / sigma, out.lambda[t2] - c[1] / sigma];
