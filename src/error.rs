@@ -102,3 +102,74 @@ pub enum ProblemError {
     #[error("unknown solver `{name}`; known solvers: {known}")]
     UnknownSolver { name: String, known: String },
 }
+
+/// Why a contact-problem file (see [`crate::contact::io`]) was refused.
+#[derive(Debug, Error)]
+pub enum ProblemFileReason {
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// Not JSON (with serde's message), or a number beyond the range of f64.
+    #[error("invalid JSON: {0}")]
+    Syntax(String),
+    /// JSON of the wrong shape or type (e.g. a string where a number belongs).
+    #[error("{0}")]
+    Data(String),
+    #[error("unknown key `{0}` (known keys: \"G\", \"g\", \"mu\", \"R\", \"lambda0\")")]
+    UnknownKey(String),
+    #[error("missing key `{0}`")]
+    MissingKey(&'static str),
+    #[error("duplicate key `{0}`")]
+    DuplicateKey(&'static str),
+    /// Rows of unequal length, a non-square `G`, or sizes that disagree with `3·nc`.
+    #[error("{0}")]
+    Shape(String),
+    #[error(
+        "G is not positive semi-definite: smallest eigenvalue {eigenvalue:e} < {threshold:e} (-1e-9·max(1, max|G_ij|))"
+    )]
+    NotPsd { eigenvalue: f64, threshold: f64 },
+    /// What [`crate::contact::ContactProblem::validate`] refused.
+    #[error("{0}")]
+    Invalid(#[from] ProblemError),
+}
+
+/// An unreadable or invalid contact-problem file, or one that could not be
+/// written. The message names the file, the problem's index in the batch,
+/// the key and, for JSON errors, serde's line and column:
+/// `problems.json: problem 2, key "G": G has 6 rows, expected 3·nc = 9 ...`.
+#[derive(Debug)]
+pub struct ProblemFileError {
+    /// The file name (or whatever name the text was given).
+    pub source_name: String,
+    /// Index of the problem in the batch (0 for a file holding one object);
+    /// `None` when the error is not inside one problem.
+    pub problem: Option<usize>,
+    /// The JSON key at fault, if any.
+    pub key: Option<String>,
+    /// Line and column (1-based), for errors found while parsing the JSON.
+    pub position: Option<(usize, usize)>,
+    /// Boxed to keep `Result<_, ProblemFileError>` small.
+    pub reason: Box<ProblemFileReason>,
+}
+
+impl std::fmt::Display for ProblemFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.source_name)?;
+        let mut sep = ": ";
+        if let Some(i) = self.problem {
+            write!(f, "{sep}problem {i}")?;
+            sep = ", ";
+        }
+        if let Some(k) = &self.key {
+            write!(f, "{sep}key \"{k}\"")?;
+            sep = ", ";
+        }
+        if let Some((line, column)) = self.position {
+            write!(f, "{sep}line {line} column {column}")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// The message already includes the reason, so `source` is left empty (no
+/// repetition when a caller prints the chain); the reason is in `reason`.
+impl std::error::Error for ProblemFileError {}

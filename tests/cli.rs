@@ -63,3 +63,103 @@ fn run_writes_csv_and_json_trajectories() {
     assert_eq!(traj[20]["q"].as_array().unwrap().len(), 7);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `moreau run --dump-problems` writes the problems a run met; `moreau solve`
+/// reads them back and solves them, with residuals recomputed from its own λ.
+#[test]
+fn dumped_problems_are_solved_by_moreau_solve() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-cli-solve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = dir.join("tmp.json");
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-sliding", "--steps", "20", "--dump-problems"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(bin)
+        .arg("solve")
+        .arg(&dump)
+        .args(["--solver", "ncp-pgs", "--tol", "1e-9"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 20, "the cube touches the floor at every step");
+    let mut worst = 0.0f64;
+    for (i, line) in lines.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["problem"], i);
+        assert_eq!(v["solver"], "ncp-pgs");
+        let nc = v["nc"].as_u64().unwrap() as usize;
+        assert_eq!(v["lambda"].as_array().unwrap().len(), 3 * nc);
+        assert_eq!(v["c"].as_array().unwrap().len(), 3 * nc);
+        assert_eq!(v["converged"], true, "{line}");
+        let eps = v["eps_abs"].as_f64().unwrap();
+        assert!(eps <= 1e-8, "{line}");
+        for k in ["eps_p", "eps_d", "eps_c", "time_us", "iterations"] {
+            assert!(v[k].as_f64().is_some(), "{k} in {line}");
+        }
+        worst = worst.max(eps);
+    }
+    println!("{} problems solved, worst eps_abs {worst:.2e}", lines.len());
+
+    // A malformed file: non-zero exit, the file named on stderr, nothing solved.
+    let bad = dir.join("malformed.json");
+    std::fs::write(&bad, "[{\"G\": [[1]], \"g\": [1,").unwrap();
+    let out = std::process::Command::new(bin)
+        .arg("solve")
+        .arg(&bad)
+        .args(["--solver", "ncp-pgs"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("malformed file: {}", stderr.trim());
+    assert!(!out.status.success());
+    assert!(stderr.contains("malformed.json"), "{stderr}");
+    assert!(out.stdout.is_empty());
+
+    // A batch whose second problem is invalid is refused before any solve.
+    let text = std::fs::read_to_string(&dump).unwrap();
+    let mut problems: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    problems[1]["mu"][0] = serde_json::json!(-1.0);
+    std::fs::write(&bad, serde_json::to_string(&problems).unwrap()).unwrap();
+    let out = std::process::Command::new(bin)
+        .arg("solve")
+        .arg(&bad)
+        .args(["--solver", "ncp-admm"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("invalid problem: {}", stderr.trim());
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("problem 1") && stderr.contains("mu"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is solved before all problems are valid"
+    );
+
+    // No GPU backend yet.
+    let out = std::process::Command::new(bin)
+        .arg("solve")
+        .arg(&dump)
+        .args(["--solver", "ncp-admm", "--device", "gpu"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GPU backend is not built yet"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,9 +1,12 @@
 //! The `moreau` command line: `run` simulates a scene and writes its
-//! trajectory; `bench` measures stepping throughput; `scenes` lists scenes.
+//! trajectory (and, optionally, the contact problems it met); `solve` solves
+//! contact problems read from a file; `bench` measures stepping throughput;
+//! `scenes` lists scenes.
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use moreau::contact::SolverKind;
+use moreau::contact::io::{ProblemWriter, read_problems};
+use moreau::contact::{ContactSolution, SolverKind, SolverSettings, ncp_residuals};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{SimParams, Simulator, StageTimes, State, StepReport};
 use nalgebra::DVector;
@@ -11,6 +14,24 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Device {
+    /// The f64 CPU reference solvers.
+    Cpu,
+    /// The batched wgpu solvers (not built yet).
+    Gpu,
+}
+
+/// Help for `--solver`, listing the solvers of this build.
+fn solver_help() -> String {
+    let names: Vec<_> = SolverKind::ALL.iter().map(|k| k.name()).collect();
+    format!("Contact solver: {}", names.join(", "))
+}
+
+fn parse_solver(name: &str) -> Result<SolverKind, moreau::ProblemError> {
+    name.parse()
+}
 
 /// `println!` that does not panic when stdout is closed (e.g. piped into `head`).
 macro_rules! say {
@@ -42,18 +63,48 @@ enum Command {
         /// Time step in seconds (default: the scene's).
         #[arg(long)]
         dt: Option<f64>,
-        /// Contact solver: ncp-admm or ncp-pgs.
-        #[arg(long, default_value = "ncp-admm")]
+        /// Contact solver.
+        #[arg(long, default_value = "ncp-admm", help = solver_help())]
         solver: String,
         /// Solver tolerance on eps_abs.
-        #[arg(long, default_value_t = 1e-8)]
+        #[arg(long, visible_alias = "tol", default_value_t = 1e-8)]
         tolerance: f64,
         /// Solver iteration cap.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, visible_alias = "max-iter", default_value_t = 1000)]
         max_iterations: usize,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Write the contact problem of every step with contacts (G, g, mu, R,
+        /// and the warm start as lambda0) to this file, as a JSON list that
+        /// `moreau solve` reads.
+        #[arg(long, value_name = "FILE.json")]
+        dump_problems: Option<PathBuf>,
+        /// With --dump-problems: keep only steps 0, N, 2N, ... (those with contacts).
+        #[arg(long, value_name = "N", default_value_t = 1, requires = "dump_problems",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        dump_every: u64,
+    },
+    /// Solve the contact problems of a JSON file (one problem or a list; see
+    /// `moreau run --dump-problems`). Prints one JSON object per problem and line:
+    /// problem, nc, solver, lambda, c, iterations, converged, eps_abs, eps_p,
+    /// eps_d, eps_c, time_us. The residuals are recomputed from the returned
+    /// lambda, with c = (G + R) lambda + g.
+    Solve {
+        /// Problem file (JSON).
+        file: PathBuf,
+        /// Contact solver.
+        #[arg(long, value_parser = parse_solver, help = solver_help())]
+        solver: SolverKind,
+        /// Solver tolerance on eps_abs.
+        #[arg(long, visible_alias = "tolerance", default_value_t = 1e-8)]
+        tol: f64,
+        /// Solver iteration cap.
+        #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
+        max_iter: usize,
+        /// Where to solve. Only the CPU (f64) backend is built so far.
+        #[arg(long, value_enum, default_value_t = Device::Cpu)]
+        device: Device,
     },
     /// Measure steps per second and the time per stage, one world on one CPU core.
     Bench {
@@ -82,7 +133,25 @@ fn main() -> ExitCode {
             tolerance,
             max_iterations,
             out,
-        } => run(&scene, steps, dt, &solver, tolerance, max_iterations, out),
+            dump_problems,
+            dump_every,
+        } => run(
+            &scene,
+            steps,
+            dt,
+            &solver,
+            tolerance,
+            max_iterations,
+            out,
+            dump_problems.map(|path| (path, dump_every)),
+        ),
+        Command::Solve {
+            file,
+            solver,
+            tol,
+            max_iter,
+            device,
+        } => solve(&file, solver, tol, max_iter, device),
         Command::Bench { scene, steps, out } => bench(scene, steps, out),
         Command::Scenes => {
             for name in SCENE_NAMES {
@@ -182,6 +251,7 @@ fn stage_summary(times: &StageTimes) -> String {
         .join(", ")
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run(
     name: &str,
     steps: usize,
@@ -190,6 +260,7 @@ fn run(
     tolerance: f64,
     max_iterations: usize,
     out: Option<PathBuf>,
+    dump: Option<(PathBuf, u64)>,
 ) -> Result<(), AnyError> {
     let scene = scenes::scene(name)?;
     let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
@@ -215,13 +286,32 @@ fn run(
     if out.is_some() {
         rows.push(first);
     }
+    let mut dump = match dump {
+        Some((path, every)) => Some((ProblemWriter::create(&path)?, path, every)),
+        None => None,
+    };
     let pb = progress(steps);
     let mut tally = Tally::default();
     let start = Instant::now();
-    for _ in 0..steps {
+    for step in 0..steps {
         scene.control(&state, tau.as_mut_slice());
-        let r = sim.step(&mut state, tau.as_slice())?;
+        let r = match sim.step(&mut state, tau.as_slice()) {
+            Ok(r) => r,
+            Err(e) => {
+                // Close the dump so that what the run met so far stays readable.
+                if let Some((w, _, _)) = dump {
+                    w.finish()?;
+                }
+                return Err(format!("step {step} (t = {} s): {e}", state.t).into());
+            }
+        };
         tally.add(&r);
+        if let Some((w, _, every)) = &mut dump
+            && r.nc > 0
+            && (step as u64).is_multiple_of(*every)
+        {
+            w.write(sim.problem())?;
+        }
         if out.is_some() {
             let (eps, its) = r
                 .solver
@@ -269,6 +359,93 @@ fn run(
     if let Some(path) = out {
         write_trajectory(&path, name, &scene, sim.params.dt, solver, &rows)?;
         say!("trajectory written to {}", path.display());
+    }
+    if let Some((w, path, _)) = dump {
+        let n = w.count();
+        w.finish()?;
+        say!("{n} contact problems written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// One output line of `moreau solve` (a struct, so that the keys keep this order).
+#[derive(serde::Serialize)]
+struct SolveLine<'a> {
+    problem: usize,
+    nc: usize,
+    solver: &'a str,
+    lambda: &'a [f64],
+    c: &'a [f64],
+    iterations: usize,
+    converged: bool,
+    eps_abs: f64,
+    eps_p: f64,
+    eps_d: f64,
+    eps_c: f64,
+    time_us: f64,
+}
+
+/// `moreau solve`: every problem is read and validated before the first solve.
+fn solve(
+    file: &std::path::Path,
+    kind: SolverKind,
+    tol: f64,
+    max_iter: usize,
+    device: Device,
+) -> Result<(), AnyError> {
+    if device == Device::Gpu {
+        return Err(
+            "--device gpu: the GPU backend is not built yet (a later issue adds it); use --device cpu"
+                .into(),
+        );
+    }
+    if !(tol.is_finite() && tol >= 0.0) {
+        return Err(format!("--tol {tol}: must be finite and non-negative").into());
+    }
+    let problems = read_problems(file)?;
+    let settings = SolverSettings {
+        tolerance: tol,
+        max_iterations: max_iter,
+        ..Default::default()
+    };
+    let mut solver = kind.build();
+    let mut sol = ContactSolution::default();
+    let mut c = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    for (i, p) in problems.iter().enumerate() {
+        let start = Instant::now();
+        let solved = solver.solve(p, &settings, &mut sol);
+        let time_us = start.elapsed().as_secs_f64() * 1e6;
+        solved.map_err(|e| {
+            format!(
+                "{}: problem {i}: solver {}: {e}",
+                file.display(),
+                kind.name()
+            )
+        })?;
+        // Residuals of the returned lambda with c recomputed from the problem,
+        // so that a solver's own bookkeeping is not taken on trust.
+        c.clear();
+        c.resize(p.g.len(), 0.0);
+        p.contact_velocity(sol.lambda.as_slice(), &mut c);
+        let res = ncp_residuals(&p.mu, sol.lambda.as_slice(), &c);
+        let line = serde_json::to_string(&SolveLine {
+            problem: i,
+            nc: p.nc(),
+            solver: kind.name(),
+            lambda: sol.lambda.as_slice(),
+            c: &c,
+            iterations: sol.stats.iterations,
+            converged: sol.stats.converged,
+            eps_abs: res.eps_abs,
+            eps_p: res.primal,
+            eps_d: res.dual,
+            eps_c: res.complementarity,
+            time_us,
+        })?;
+        if writeln!(stdout, "{line}").is_err() {
+            break; // stdout closed (e.g. piped into `head`)
+        }
     }
     Ok(())
 }

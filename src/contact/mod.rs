@@ -8,6 +8,7 @@
 pub mod cone;
 pub mod criteria;
 pub mod delassus;
+pub mod io;
 pub mod linalg;
 mod problem;
 pub mod solvers;
