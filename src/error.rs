@@ -99,6 +99,12 @@ pub enum ProblemError {
         "Delassus matrix is not positive semi-definite: diagonal entry G[{index},{index}] = {value:e}"
     )]
     NotPsd { index: usize, value: f64 },
+    #[error(
+        "the solver diverged (non-finite impulse after {iteration} iterations); is the Delassus matrix positive semi-definite?"
+    )]
+    Diverged { iteration: usize },
+    #[error("invalid solver setting `{name}`: {reason}")]
+    InvalidSetting { name: &'static str, reason: String },
     #[error("unknown solver `{name}`; known solvers: {known}")]
     UnknownSolver { name: String, known: String },
 }

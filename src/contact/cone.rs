@@ -48,6 +48,81 @@ pub fn de_saxce(mu: f64, c: [f64; 3]) -> [f64; 3] {
     [0.0, 0.0, mu * (c[0] * c[0] + c[1] * c[1]).sqrt()]
 }
 
+/// The friction pyramid with `facets` faces (`≥ 3`): the regular polygon
+/// `μ λ_N · D` circumscribing the disk of radius `μ λ_N`, with outward
+/// facet normals at the angles `2πj / facets` in the `(t1, t2)` plane. With
+/// 4 facets it is the box `|λ_t1|, |λ_t2| ≤ μ λ_N` of PGS-based engines (ODE,
+/// Bullet): exact along the tangent axes, up to `√2 μ λ_N` along the diagonals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pyramid {
+    pub facets: usize,
+}
+
+impl Pyramid {
+    #[inline]
+    fn normal(&self, j: usize) -> [f64; 2] {
+        let a = std::f64::consts::TAU * j as f64 / self.facets as f64;
+        [a.cos(), a.sin()]
+    }
+
+    /// Vertex `k` of the polygon of inradius `r`, between facets `k` and `k + 1`.
+    #[inline]
+    fn vertex(&self, k: usize, r: f64) -> [f64; 2] {
+        let half = std::f64::consts::PI / self.facets as f64;
+        let a = half * (2 * k + 1) as f64;
+        let rad = r / half.cos();
+        [rad * a.cos(), rad * a.sin()]
+    }
+
+    /// Gauge of `x` (the smallest inradius of a polygon containing `x`).
+    #[inline]
+    pub fn gauge(&self, x: [f64; 2]) -> f64 {
+        (0..self.facets)
+            .map(|j| {
+                let n = self.normal(j);
+                n[0] * x[0] + n[1] * x[1]
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// Support function `h(u) = max_{d ∈ D} d·u` of the unit polygon (inradius 1).
+    #[inline]
+    pub fn support(&self, u: [f64; 2]) -> f64 {
+        (0..self.facets)
+            .map(|k| {
+                let v = self.vertex(k, 1.0);
+                v[0] * u[0] + v[1] * u[1]
+            })
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+
+    /// Projection of the tangential vector `x` onto the polygon of inradius `r ≥ 0`.
+    pub fn project_disk(&self, r: f64, x: [f64; 2]) -> [f64; 2] {
+        if !(r > 0.0) {
+            return [0.0, 0.0];
+        }
+        if self.gauge(x) <= r {
+            return x;
+        }
+        let mut best = [0.0, 0.0];
+        let mut best_d = f64::INFINITY;
+        for k in 0..self.facets {
+            let a = self.vertex(if k == 0 { self.facets - 1 } else { k - 1 }, r);
+            let b = self.vertex(k, r);
+            let e = [b[0] - a[0], b[1] - a[1]];
+            let t = (((x[0] - a[0]) * e[0] + (x[1] - a[1]) * e[1]) / (e[0] * e[0] + e[1] * e[1]))
+                .clamp(0.0, 1.0);
+            let p = [a[0] + t * e[0], a[1] + t * e[1]];
+            let d = (x[0] - p[0]).powi(2) + (x[1] - p[1]).powi(2);
+            if d < best_d {
+                best_d = d;
+                best = p;
+            }
+        }
+        best
+    }
+}
+
 #[inline]
 pub fn get3(x: &[f64], i: usize) -> [f64; 3] {
     [x[3 * i], x[3 * i + 1], x[3 * i + 2]]
@@ -69,6 +144,41 @@ mod tests {
 
     fn in_cone(mu: f64, x: [f64; 3]) -> bool {
         (x[0] * x[0] + x[1] * x[1]).sqrt() <= mu * x[2] + 1e-12
+    }
+
+    #[test]
+    fn pyramid_projection_is_the_closest_polygon_point() {
+        for facets in [3, 4, 6, 8] {
+            let p = Pyramid { facets };
+            for x in [
+                [2.0, 0.3],
+                [0.1, 0.2],
+                [-3.0, -3.0],
+                [0.0, -5.0],
+                [1.0, 1.0],
+            ] {
+                let y = p.project_disk(1.0, x);
+                assert!(p.gauge(y) <= 1.0 + 1e-12, "{facets}: {y:?} outside");
+                // No polygon point sampled on a fine grid is closer.
+                let d = (x[0] - y[0]).hypot(x[1] - y[1]);
+                for i in -60..=60 {
+                    for j in -60..=60 {
+                        let z = [i as f64 / 40.0, j as f64 / 40.0];
+                        if p.gauge(z) <= 1.0 {
+                            assert!((x[0] - z[0]).hypot(x[1] - z[1]) >= d - 1e-12);
+                        }
+                    }
+                }
+            }
+            // Support and gauge are dual: max over the polygon of u·d.
+            let u = [0.3, -0.7];
+            let v = p.vertex(0, 1.0);
+            assert!(p.support(u) >= v[0] * u[0] + v[1] * u[1]);
+        }
+        // Four facets: the box.
+        let b = Pyramid { facets: 4 };
+        let y = b.project_disk(1.0, [2.0, 3.0]);
+        assert!((y[0] - 1.0).abs() < 1e-12 && (y[1] - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -9,8 +9,15 @@
 //!   "stuck" contact creep (`λ_T ≈ 0`, `c_T ≠ 0` costs only `μ λ_N ‖c_T‖`);
 //!   normalized, it bounds that creep by `ε/μ` whatever the masses;
 //! - `ε_abs = max(ε_p, ε_d, ε_c)`, the stopping criterion of every solver.
+//!
+//! The relaxed models have the same three residuals with their own cone and
+//! correction ([`ContactModel`]): the CCP drops `Γ` (`y = c`), the LCP
+//! replaces `K_μ` by a pyramid `P` and `Γ` by `[0, 0, μ h_D(−c_T)]` (`h_D`
+//! the support function of the pyramid's polygon, the LCP's slack `γ`).
+//! Solvers stop on their own model's `ε_abs`; the physical criteria below
+//! ([`physics`]) judge every solution against the true law.
 
-use super::cone::{de_saxce, dist3, get3, project_cone, project_dual_cone};
+use super::cone::{Pyramid, de_saxce, dist3, get3, project_cone, project_dual_cone};
 
 /// Residuals of a contact solution; for a set of contacts, the maximum over them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -42,12 +49,7 @@ impl Residuals {
     }
 }
 
-/// Residuals of one contact with impulse `lambda` and velocity `c` (both `[t1, t2, n]`).
-pub fn contact_residuals(mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
-    let primal = dist3(lambda, project_cone(mu, lambda));
-    let s = de_saxce(mu, c);
-    let y = [c[0] + s[0], c[1] + s[1], c[2] + s[2]];
-    let dual = dist3(y, project_dual_cone(mu, y));
+fn assemble(primal: f64, dual: f64, lambda: [f64; 3], y: [f64; 3]) -> Residuals {
     let norm = (lambda[0] * lambda[0] + lambda[1] * lambda[1] + lambda[2] * lambda[2]).sqrt();
     let complementarity = if norm > 0.0 {
         (lambda[0] * y[0] + lambda[1] * y[1] + lambda[2] * y[2]).abs() / norm
@@ -62,11 +64,186 @@ pub fn contact_residuals(mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
     }
 }
 
-/// Maximum residuals over all contacts. `mu`: (nc); `lambda`, `c`: (3·nc).
+/// NCP residuals of one contact with impulse `lambda` and velocity `c` (both `[t1, t2, n]`).
+pub fn contact_residuals(mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
+    let primal = dist3(lambda, project_cone(mu, lambda));
+    let s = de_saxce(mu, c);
+    let y = [c[0] + s[0], c[1] + s[1], c[2] + s[2]];
+    let dual = dist3(y, project_dual_cone(mu, y));
+    assemble(primal, dual, lambda, y)
+}
+
+/// Maximum NCP residuals over all contacts. `mu`: (nc); `lambda`, `c`: (3·nc).
 pub fn ncp_residuals(mu: &[f64], lambda: &[f64], c: &[f64]) -> Residuals {
+    model_residuals(ContactModel::Ncp, mu, lambda, c)
+}
+
+/// The contact law a solver imposes (what it relaxes of the NCP).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContactModel {
+    /// `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*`: Signorini, Coulomb and maximum dissipation.
+    Ncp,
+    /// `K_μ ∋ λ ⟂ c ∈ K_μ*` (Anitescu's cone complementarity): convex, but a
+    /// sliding contact separates at `c_N = μ‖c_T‖`.
+    Ccp,
+    /// The NCP with the cone replaced by a friction pyramid (an LCP).
+    Lcp(Pyramid),
+}
+
+impl ContactModel {
+    /// Residuals of one contact under this model.
+    pub fn contact_residuals(&self, mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
+        match *self {
+            ContactModel::Ncp => contact_residuals(mu, lambda, c),
+            ContactModel::Ccp => {
+                let primal = dist3(lambda, project_cone(mu, lambda));
+                let dual = dist3(c, project_dual_cone(mu, c));
+                assemble(primal, dual, lambda, c)
+            }
+            ContactModel::Lcp(pyr) => {
+                // Violations rather than Euclidean distances to the polyhedral
+                // cones (both are zero exactly on the cones).
+                let r = mu * lambda[2].max(0.0);
+                let lt = pyr.project_disk(r, [lambda[0], lambda[1]]);
+                let primal = (-lambda[2]).max(0.0) + (lambda[0] - lt[0]).hypot(lambda[1] - lt[1]);
+                let gamma = mu * pyr.support([-c[0], -c[1]]);
+                let y = [c[0], c[1], c[2] + gamma];
+                // y ∈ P* ⟺ y_N ≥ μ h_D(−y_T) ⟺ c_N ≥ 0.
+                let dual = (-c[2]).max(0.0);
+                assemble(primal, dual, lambda, y)
+            }
+        }
+    }
+}
+
+/// Maximum residuals over all contacts under `model`. `mu`: (nc); `lambda`, `c`: (3·nc).
+pub fn model_residuals(model: ContactModel, mu: &[f64], lambda: &[f64], c: &[f64]) -> Residuals {
     let mut r = Residuals::default();
     for (i, &m) in mu.iter().enumerate() {
-        r = r.max(contact_residuals(m, get3(lambda, i), get3(c, i)));
+        r = r.max(model.contact_residuals(m, get3(lambda, i), get3(c, i)));
     }
     r
+}
+
+/// Physical criteria of one contact, judged against the true law (Signorini,
+/// Coulomb's cone, maximum dissipation) whatever model the solver used.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ContactPhysics {
+    /// Signorini violation (m/s): penetration velocity `max(0, −c_N)` plus the
+    /// separation velocity of a pushing contact, `|λ_N c_N| / ‖λ‖`.
+    pub signorini: f64,
+    /// Coulomb violation, relative: `max(0, ‖λ_T‖ − μ λ_N, −λ_N) / ‖λ‖`.
+    pub coulomb: f64,
+    /// Maximum-dissipation violation (rad) of a sliding contact: the angle
+    /// between `λ_T` and `−c_T` (`π/2` for a loaded sliding contact without
+    /// friction); 0 for a contact that sticks or carries no load.
+    pub mdp: f64,
+    /// Whether the contact slides (`‖c_T‖` above the threshold given).
+    pub sliding: bool,
+}
+
+/// The criteria of one contact with impulse `lambda` and rigid velocity `c`;
+/// it slides when `‖c_T‖ > slide_threshold` (m/s).
+pub fn contact_physics(
+    mu: f64,
+    lambda: [f64; 3],
+    c: [f64; 3],
+    slide_threshold: f64,
+) -> ContactPhysics {
+    let norm = (lambda[0] * lambda[0] + lambda[1] * lambda[1] + lambda[2] * lambda[2]).sqrt();
+    let lt = lambda[0].hypot(lambda[1]);
+    let ct = c[0].hypot(c[1]);
+    let signorini = (-c[2]).max(0.0)
+        + if norm > 0.0 {
+            (lambda[2] * c[2]).abs() / norm
+        } else {
+            0.0
+        };
+    let coulomb = if norm > 0.0 {
+        (lt - mu * lambda[2]).max(-lambda[2]).max(0.0) / norm
+    } else {
+        0.0
+    };
+    let sliding = ct > slide_threshold;
+    let loaded = lambda[2] > 1e-12 * norm.max(f64::MIN_POSITIVE) && mu > 0.0;
+    let mdp = if !(sliding && loaded) {
+        0.0
+    } else if lt > 0.0 {
+        let cos = -(lambda[0] * c[0] + lambda[1] * c[1]) / (lt * ct);
+        cos.clamp(-1.0, 1.0).acos()
+    } else {
+        std::f64::consts::FRAC_PI_2
+    };
+    ContactPhysics {
+        signorini,
+        coulomb,
+        mdp,
+        sliding,
+    }
+}
+
+/// Physical criteria of a whole solution: the worst contact, and the internal forces.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PhysicsCriteria {
+    /// (nc) per contact.
+    pub contacts: Vec<ContactPhysics>,
+    /// Maxima over contacts.
+    pub signorini: f64,
+    pub coulomb: f64,
+    pub mdp: f64,
+    pub sliding: usize,
+    /// Internal forces (N·s): `‖λ − λ*‖` with `λ* = G⁺Gλ` the minimum-norm
+    /// impulse producing the same motion (`Jᵀλ* = Jᵀλ`, as `null(G) = null(Jᵀ)`),
+    /// i.e. the component of `λ` in the null space of `G`.
+    pub internal: f64,
+    /// `internal / ‖λ‖` (0 when `λ = 0`).
+    pub internal_relative: f64,
+}
+
+/// Evaluates the physical criteria of `lambda` (3·nc) on problem `p`, with
+/// the rigid contact velocity `c = Gλ + g` (the compliance `R` is a
+/// relaxation being judged, so it is left out). Allocates (an eigen
+/// decomposition of `G` for the internal forces): for analysis, not stepping.
+pub fn physics(p: &super::ContactProblem, lambda: &[f64], slide_threshold: f64) -> PhysicsCriteria {
+    let m = p.g.len();
+    let l = nalgebra::DVector::from_column_slice(lambda);
+    let c = &p.delassus * &l + &p.g;
+    let mut out = PhysicsCriteria::default();
+    for (i, &mu) in p.mu.iter().enumerate() {
+        let k = contact_physics(mu, get3(lambda, i), get3(c.as_slice(), i), slide_threshold);
+        out.signorini = nan_max(out.signorini, k.signorini);
+        out.coulomb = nan_max(out.coulomb, k.coulomb);
+        out.mdp = nan_max(out.mdp, k.mdp);
+        out.sliding += k.sliding as usize;
+        out.contacts.push(k);
+    }
+    if m > 0 {
+        let eig = p.delassus.clone().symmetric_eigen();
+        let lmax = eig.eigenvalues.amax();
+        let mut internal = nalgebra::DVector::zeros(m);
+        for (j, &e) in eig.eigenvalues.iter().enumerate() {
+            if e <= 1e-10 * lmax {
+                let v = eig.eigenvectors.column(j);
+                internal += v * v.dot(&l);
+            }
+        }
+        out.internal = internal.norm();
+        let n = l.norm();
+        out.internal_relative = if n > 0.0 { out.internal / n } else { 0.0 };
+    }
+    out
+}
+
+/// Power of the contact impulses over a step (W): `λ·c / dt` with the rigid
+/// velocity `c = Gλ + g`; negative when the contacts dissipate.
+pub fn contact_power(p: &super::ContactProblem, lambda: &[f64], dt: f64) -> f64 {
+    let mut power = 0.0;
+    for i in 0..p.g.len() {
+        let mut ci = p.g[i];
+        for (j, &lj) in lambda.iter().enumerate() {
+            ci += p.delassus[(i, j)] * lj;
+        }
+        power += lambda[i] * ci;
+    }
+    power / dt
 }

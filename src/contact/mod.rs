@@ -13,7 +13,10 @@ pub mod linalg;
 mod problem;
 pub mod solvers;
 
-pub use criteria::{Residuals, contact_residuals, ncp_residuals};
+pub use criteria::{
+    ContactModel, ContactPhysics, PhysicsCriteria, Residuals, contact_physics, contact_power,
+    contact_residuals, model_residuals, ncp_residuals, physics,
+};
 pub use delassus::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
 pub use problem::ContactProblem;
 pub use solvers::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};

@@ -123,6 +123,24 @@ impl ContactProblem {
         Ok(())
     }
 
+    /// MuJoCo-like compliance `R = α·diag(G)` (replacing the current `R`), a
+    /// numerical regularization that makes `G + R` positive definite; the
+    /// contacts then obey `c = (G + R)λ + g`, so they yield at the velocity
+    /// `Rλ` (and, with Baumgarte stabilization, settle at a penetration
+    /// proportional to `α`). `alpha` must be finite and non-negative.
+    pub fn set_diagonal_compliance(&mut self, alpha: f64) -> Result<(), ProblemError> {
+        if !(alpha.is_finite() && alpha >= 0.0) {
+            return Err(ProblemError::BadCompliance {
+                index: 0,
+                value: alpha,
+            });
+        }
+        for i in 0..self.g.len() {
+            self.compliance[i] = alpha * self.delassus[(i, i)].max(0.0);
+        }
+        Ok(())
+    }
+
     /// `c = (G + R) λ + g`. `lambda`, `c`: (m).
     pub fn contact_velocity(&self, lambda: &[f64], c: &mut [f64]) {
         let m = self.g.len();

@@ -53,6 +53,9 @@ pub struct SimParams {
     pub bounce_velocity: f64,
     /// Warm start the solver from the previous step's impulses (by contact identity).
     pub warm_start: bool,
+    /// MuJoCo-like compliance `α`: every contact problem gets `R = α·diag(G)`
+    /// ([`ContactProblem::set_diagonal_compliance`]); 0 = rigid contacts.
+    pub compliance: f64,
 }
 
 impl Default for SimParams {
@@ -65,6 +68,7 @@ impl Default for SimParams {
             contact_margin: 5e-3,
             bounce_velocity: 0.1,
             warm_start: true,
+            compliance: 0.0,
         }
     }
 }
@@ -93,18 +97,16 @@ impl SimParams {
                 format!("must be ≥ 0, got {}", self.contact_margin),
             );
         }
-        let s = &self.solver_settings;
-        if !(s.tolerance.is_finite() && s.tolerance > 0.0) {
+        if !(self.compliance.is_finite() && self.compliance >= 0.0) {
             return bad(
-                "tolerance",
-                format!("must be positive, got {}", s.tolerance),
+                "compliance",
+                format!("must be finite and ≥ 0, got {}", self.compliance),
             );
         }
-        if !(s.over_relaxation > 0.0 && s.over_relaxation < 2.0) {
-            return bad(
-                "over_relaxation",
-                format!("must be in (0, 2), got {}", s.over_relaxation),
-            );
+        if let Err(crate::error::ProblemError::InvalidSetting { name, reason }) =
+            self.solver_settings.validate()
+        {
+            return bad(name, reason);
         }
         Ok(())
     }
@@ -393,6 +395,10 @@ impl Simulator {
         let nc = self.contacts.len();
         self.problem.resize(nc);
         delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
+        if self.params.compliance > 0.0 {
+            // Validated in `step`; cannot fail.
+            let _ = self.problem.set_diagonal_compliance(self.params.compliance);
+        }
         let j = &self.jacobian.jacobian;
         let (dt, beta) = (self.params.dt, self.params.baumgarte);
         for (i, c) in self.contacts.iter().enumerate() {

@@ -1,33 +1,42 @@
-//! NCP via ADMM with de Saxcé's correction (after Carpentier, Le Lidec,
-//! Montaut, "From compliant to rigid contact simulation: a unified and
-//! efficient approach", RSS 2024).
+//! ADMM on the global contact problem (after Carpentier, Le Lidec, Montaut,
+//! "From compliant to rigid contact simulation: a unified and efficient
+//! approach", RSS 2024), as a core shared by [`NcpAdmm`], [`CcpAdmm`] and the
+//! sub-problems of [`super::Staggered`].
 //!
-//! For a fixed correction `s = Γ(c)` the NCP is the optimality condition of
-//! the convex cone-constrained QP `min ½ λᵀ(G + R)λ + (g + s)ᵀλ, λ ∈ K_μ`.
-//! ADMM splits `λ = x = z`, `z ∈ K_μ`, with scaled dual `u`:
+//! The core solves `min ½ zᵀAz + (b + s)ᵀz, z ∈ C` with `A = G + diag(d)`
+//! (n × n, PSD), a constraint set `C` given by its projection, and an
+//! optional correction `s = s(Az + b)` held fixed within an iteration (de
+//! Saxcé's `Γ` for the NCP, zero for convex problems). ADMM splits `x = z`
+//! with scaled dual `u`:
 //!
 //! ```text
-//! x⁺ = (G + R + ρI)⁻¹ (−(g + s) + ρ (z − u))
+//! x⁺ = (A + ρI)⁻¹ (−(b + s) + ρ (z − u))
 //! x̂  = α x⁺ + (1 − α) z                     (over-relaxation α)
-//! z⁺ = P_K(x̂ + u)
+//! z⁺ = P_C(x̂ + u)
 //! u⁺ = u + x̂ − z⁺
-//! s⁺ = Γ((G + R) z⁺ + g)                    (de Saxcé fixed point)
+//! s⁺ = s(A z⁺ + b)
 //! ```
 //!
-//! At a fixed point `c + Γ(c) = −ρu ∈ K_μ*` and `u ∈ N_K(z)`, which is the
-//! NCP. Warm start: `z = P_K(λ₀)` and `u = −(c(λ₀) + Γ)/ρ`, so that an exact
-//! `λ₀` is a fixed point from the first iteration. `ρ` starts at `0.1·L`
-//! (`L` the largest eigenvalue of `G + R`, by power iteration) or at the
-//! caller's value, and is adapted by residual balancing on the normalized
-//! primal and dual ADMM residuals, each change costing one refactorization
-//! of the m × m matrix.
+//! At a fixed point `c + s = −ρu ∈ N_C(z)°`, i.e. `−(c + s) ∈ N_C(z)`: for the
+//! friction cone that is `K_μ ∋ z ⟂ c + s ∈ K_μ*`. Warm start: `z = P_C(z₀)`
+//! and `u = −(c(z₀) + s)/ρ`, so that an exact `z₀` is a fixed point from the
+//! first iteration. `ρ` starts at the caller's value or `0.1·L` (`L` the
+//! largest eigenvalue of `A`, by power iteration), and may be adapted by
+//! residual balancing on the normalized primal and dual ADMM residuals.
+//!
+//! The Cholesky factor of `A + ρI` is kept between solves: a solve whose `A`
+//! and `ρ` are bit-identical to the previous one's (a resting body, a batch
+//! of copies) reuses it for an `O(n²)` comparison instead of `O(n³/3)` flops.
+//! Each change of `ρ` costs one refactorization; changes are rate-limited
+//! (at most one per `RHO_MIN_INTERVAL` iterations, by a factor ≥ `RHO_RATIO`).
 
 use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
-use crate::contact::criteria::ncp_residuals;
+use crate::contact::criteria::{ContactModel, model_residuals, nan_max};
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place};
 use crate::contact::{ContactProblem, Residuals};
 use crate::error::ProblemError;
+use nalgebra::DMatrix;
 
 /// Residual-balancing trigger: adapt ρ when the normalized primal and dual
 /// residuals differ by more than this ratio.
@@ -38,211 +47,252 @@ const DIVERGENCE_FACTOR: f64 = 1e4;
 const RHO_MIN_INTERVAL: usize = 5;
 /// Largest factor by which one update may change ρ.
 const RHO_MAX_STEP: f64 = 10.0;
-/// ρ stays within [RHO_RANGE.0, RHO_RANGE.1] × L (L the largest eigenvalue of G + R).
+/// ρ stays within [RHO_RANGE.0, RHO_RANGE.1] × L (L the largest eigenvalue of A).
 const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
 
+/// What distinguishes one ADMM problem from another.
+pub(crate) trait AdmmModel {
+    /// `z = P_C(v)`.
+    fn project(&self, v: &[f64], z: &mut [f64]);
+    /// The correction `s` for the velocity `c = Az + b` (zero for convex problems).
+    fn correction(&self, c: &[f64], s: &mut [f64]);
+    /// Convergence residuals of `z` with velocity `c`.
+    fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals;
+    /// Whether `correction` is non-zero (the fixed-point iteration may then
+    /// diverge from a bad warm start, and is restarted cold).
+    fn corrected(&self) -> bool;
+}
+
+/// How a run is tuned.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AdmmOptions {
+    pub adaptive: bool,
+    /// Starting ρ (`None`: `0.1·L`).
+    pub rho: Option<f64>,
+}
+
+/// Workspaces and the kept factorization.
 #[derive(Default)]
-pub struct NcpAdmm {
+pub(crate) struct AdmmCore {
     chol: Vec<f64>,
+    /// `A` as last factorized, and the `ρ` added to it (NaN: none).
+    factored: Vec<f64>,
+    factored_rho: f64,
     x: Vec<f64>,
     z_prev: Vec<f64>,
     u: Vec<f64>,
     s: Vec<f64>,
     tmp: Vec<f64>,
     best: Vec<f64>,
-    last_rho: Option<f64>,
 }
 
 fn inf_norm(v: &[f64]) -> f64 {
-    v.iter()
-        .fold(0.0, |a, &x| crate::contact::criteria::nan_max(a, x.abs()))
+    v.iter().fold(0.0, |a, &x| nan_max(a, x.abs()))
 }
 
-impl NcpAdmm {
-    fn factorize(&mut self, p: &ContactProblem, rho: f64) -> Result<(), ProblemError> {
-        let m = p.g.len();
+/// `c = (a + diag(d)) z + b`.
+pub(crate) fn affine(a: &DMatrix<f64>, d: &[f64], b: &[f64], z: &[f64], c: &mut [f64]) {
+    for i in 0..b.len() {
+        c[i] = b[i] + d[i] * z[i];
+    }
+    for (j, &zj) in z.iter().enumerate() {
+        if zj == 0.0 {
+            continue;
+        }
+        for (ci, aij) in c.iter_mut().zip(a.column(j).iter()) {
+            *ci += aij * zj;
+        }
+    }
+}
+
+impl AdmmCore {
+    /// Factorizes `a + diag(d) + ρI` unless that exact matrix is already factored.
+    /// Returns whether it factorized.
+    fn factorize(&mut self, a: &DMatrix<f64>, d: &[f64], rho: f64) -> Result<bool, ProblemError> {
+        let n = d.len();
+        let same = self.factored.len() == n * n
+            && self.factored_rho == rho
+            && (0..n).all(|j| {
+                (0..n).all(|i| {
+                    let v = a[(i, j)] + if i == j { d[i] } else { 0.0 };
+                    v.to_bits() == self.factored[j * n + i].to_bits()
+                })
+            });
+        if same {
+            return Ok(false);
+        }
+        self.factored.clear();
+        self.factored.extend_from_slice(a.as_slice());
+        for i in 0..n {
+            self.factored[i * n + i] += d[i];
+        }
         self.chol.clear();
-        self.chol.extend_from_slice(p.delassus.as_slice());
-        for i in 0..m {
-            self.chol[i * m + i] += p.compliance[i] + rho;
+        self.chol.extend_from_slice(&self.factored);
+        for i in 0..n {
+            self.chol[i * n + i] += rho;
         }
-        cholesky_in_place(&mut self.chol, m).map_err(|(j, pivot)| ProblemError::NotPsd {
+        self.factored_rho = f64::NAN;
+        cholesky_in_place(&mut self.chol, n).map_err(|(j, pivot)| ProblemError::NotPsd {
             index: j,
-            value: pivot,
-        })
+            value: pivot - rho,
+        })?;
+        self.factored_rho = rho;
+        Ok(true)
     }
 
-    /// For `z = out.lambda`: the contact velocity `out.c`, the de Saxcé
-    /// correction `s = Γ(c)` and the residuals; remembers `z` if it is the best so far.
-    fn evaluate(
-        &mut self,
-        p: &ContactProblem,
-        out: &mut ContactSolution,
-        best_eps: &mut f64,
-    ) -> Residuals {
-        p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-        for (i, &mu) in p.mu.iter().enumerate() {
-            set3(&mut self.s, i, de_saxce(mu, get3(out.c.as_slice(), i)));
-        }
-        let r = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
-        if r.eps_abs < *best_eps {
-            *best_eps = r.eps_abs;
-            self.best.copy_from_slice(out.lambda.as_slice());
-        }
-        r
-    }
-
-    /// Estimate of the largest eigenvalue of `G + R` by 20 power iterations
-    /// (a lower bound; it sets ρ's scale, so a factor of a few is harmless).
-    /// The start vector is not symmetric, so that it is unlikely to be an
-    /// eigenvector of a smaller eigenvalue.
-    fn largest_eigenvalue(&mut self, p: &ContactProblem) -> f64 {
-        let m = p.g.len();
+    /// Estimate of the largest eigenvalue of `a + diag(d)` by 20 power
+    /// iterations (a lower bound; it sets ρ's scale, so a factor of a few is
+    /// harmless). The start vector is not symmetric, so that it is unlikely
+    /// to be an eigenvector of a smaller eigenvalue.
+    fn largest_eigenvalue(&mut self, a: &DMatrix<f64>, d: &[f64]) -> f64 {
+        let n = d.len();
         self.x.clear();
         self.x
-            .extend((0..m).map(|i| 1.0 + 0.5 * ((i * 7919) % 13) as f64 / 13.0));
+            .extend((0..n).map(|i| 1.0 + 0.5 * ((i * 7919) % 13) as f64 / 13.0));
         let n0 = self.x.iter().map(|v| v * v).sum::<f64>().sqrt();
         self.x.iter_mut().for_each(|v| *v /= n0);
         let mut l = 0.0;
+        self.tmp.clear();
+        self.tmp.resize(n, 0.0);
         for _ in 0..20 {
-            self.tmp.clear();
-            self.tmp.resize(m, 0.0);
-            for j in 0..m {
-                let col = p.delassus.column(j);
-                for i in 0..m {
-                    self.tmp[i] += col[i] * self.x[j];
-                }
-                self.tmp[j] += p.compliance[j] * self.x[j];
+            for i in 0..n {
+                self.tmp[i] = d[i] * self.x[i];
             }
-            let n = self.tmp.iter().map(|v| v * v).sum::<f64>().sqrt();
-            if !(n > 0.0) {
+            for j in 0..n {
+                let xj = self.x[j];
+                for (t, aij) in self.tmp.iter_mut().zip(a.column(j).iter()) {
+                    *t += aij * xj;
+                }
+            }
+            let nrm = self.tmp.iter().map(|v| v * v).sum::<f64>().sqrt();
+            if !(nrm > 0.0) {
                 return 0.0;
             }
-            l = n;
-            for i in 0..m {
-                self.x[i] = self.tmp[i] / n;
+            l = nrm;
+            for i in 0..n {
+                self.x[i] = self.tmp[i] / nrm;
             }
         }
         l
     }
-}
 
-impl ContactSolver for NcpAdmm {
-    fn name(&self) -> &'static str {
-        "ncp-admm"
-    }
-
-    fn last_rho(&self) -> Option<f64> {
-        self.last_rho
-    }
-
-    fn solve(
+    /// For `z`: the velocity `c = Az + b`, the correction `s(c)` and the
+    /// residuals; remembers `z` if it is the best iterate so far.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate(
         &mut self,
-        p: &ContactProblem,
-        settings: &SolverSettings,
-        out: &mut ContactSolution,
-    ) -> Result<(), ProblemError> {
-        p.validate()?;
-        let nc = p.nc();
-        let m = 3 * nc;
-        out.resize(m);
-        if m == 0 {
-            out.stats.converged = true;
-            return Ok(());
+        model: &impl AdmmModel,
+        a: &DMatrix<f64>,
+        d: &[f64],
+        b: &[f64],
+        z: &[f64],
+        c: &mut [f64],
+        best_eps: &mut f64,
+    ) -> Residuals {
+        affine(a, d, b, z, c);
+        model.correction(c, &mut self.s);
+        let r = model.residuals(z, c);
+        if r.eps_abs < *best_eps {
+            *best_eps = r.eps_abs;
+            self.best.copy_from_slice(z);
         }
-        let lmax = self.largest_eigenvalue(p);
+        r
+    }
+
+    /// Runs ADMM from the guess `z` (n); leaves the solution in `z` and its
+    /// velocity `Az + b` in `c`. Returns the stats and the final ρ.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn run(
+        &mut self,
+        model: &impl AdmmModel,
+        a: &DMatrix<f64>,
+        d: &[f64],
+        b: &[f64],
+        z: &mut [f64],
+        c: &mut [f64],
+        settings: &SolverSettings,
+        options: AdmmOptions,
+    ) -> Result<SolverStats, ProblemError> {
+        let n = b.len();
+        let mut stats = SolverStats::default();
+        if n == 0 {
+            stats.converged = true;
+            return Ok(stats);
+        }
+        for v in [&mut self.z_prev, &mut self.u, &mut self.s, &mut self.best] {
+            v.clear();
+            v.resize(n, 0.0);
+        }
+        let lmax = self.largest_eigenvalue(a, d);
+        self.x.clear();
+        self.x.resize(n, 0.0);
         let scale = if lmax > 0.0 { lmax } else { 1.0 };
         let (rho_min, rho_max) = (RHO_RANGE.0 * scale, RHO_RANGE.1 * scale);
-        let mut rho = match settings.rho {
+        let rho_cold = 0.1 * scale;
+        let mut rho = match options.rho {
             Some(r) if r.is_finite() && r > 0.0 => r.clamp(rho_min, rho_max),
-            _ => 0.1 * scale,
+            _ => rho_cold,
         };
         let alpha = settings.over_relaxation;
-        for v in [
-            &mut self.x,
-            &mut self.z_prev,
-            &mut self.u,
-            &mut self.s,
-            &mut self.tmp,
-        ] {
-            v.clear();
-            v.resize(m, 0.0);
-        }
-        let mut stats = SolverStats::default();
         let mut best_eps = f64::INFINITY;
-        self.best.clear();
-        self.best.resize(m, 0.0);
-        // A warm-started run that diverges (the de Saxcé fixed point is not a
-        // contraction for every ρ) is restarted once from a cold start.
-        'attempts: for attempt in 0..2 {
-            let cold = attempt > 0;
-            if cold {
-                rho = 0.1 * scale;
+        self.tmp.clear();
+        self.tmp.extend_from_slice(z);
+        let attempts = if model.corrected() { 2 } else { 1 };
+        'attempts: for attempt in 0..attempts {
+            if attempt > 0 {
+                // The warm-started run diverged: restart cold.
+                rho = rho_cold;
+                self.tmp.fill(0.0);
             }
-            // z (the returned λ) lives in out.lambda; c in out.c.
-            for i in 0..nc {
-                let guess = if cold {
-                    [0.0; 3]
-                } else {
-                    get3(p.warm_start.as_slice(), i)
-                };
-                set3(out.lambda.as_mut_slice(), i, project_cone(p.mu[i], guess));
-            }
-            stats.residuals = self.evaluate(p, out, &mut best_eps);
-            for k in 0..m {
-                self.u[k] = -(out.c[k] + self.s[k]) / rho;
+            model.project(&self.tmp, z);
+            stats.residuals = self.evaluate(model, a, d, b, z, c, &mut best_eps);
+            for k in 0..n {
+                self.u[k] = -(c[k] + self.s[k]) / rho;
             }
             let start_eps = stats.residuals.eps_abs;
             if start_eps <= settings.tolerance {
                 stats.converged = true;
                 break 'attempts;
             }
-            self.factorize(p, rho)?;
+            stats.factorizations += self.factorize(a, d, rho)? as usize;
             let mut last_update = stats.iterations;
-            let first = stats.iterations + 1;
-            for it in first..=settings.max_iterations {
+            for it in stats.iterations + 1..=settings.max_iterations {
                 stats.iterations = it;
-                // x-update.
-                for k in 0..m {
-                    self.x[k] = -(p.g[k] + self.s[k]) + rho * (out.lambda[k] - self.u[k]);
+                for k in 0..n {
+                    self.x[k] = -(b[k] + self.s[k]) + rho * (z[k] - self.u[k]);
                 }
-                cholesky_solve_in_place(&self.chol, m, &mut self.x);
-                // z- and u-updates, with over-relaxation.
-                self.z_prev.copy_from_slice(out.lambda.as_slice());
-                for k in 0..m {
-                    self.tmp[k] = alpha * self.x[k] + (1.0 - alpha) * self.z_prev[k];
+                cholesky_solve_in_place(&self.chol, n, &mut self.x);
+                self.z_prev.copy_from_slice(z);
+                for k in 0..n {
+                    self.tmp[k] = alpha * self.x[k] + (1.0 - alpha) * self.z_prev[k] + self.u[k];
                 }
-                for i in 0..nc {
-                    let xh = get3(&self.tmp, i);
-                    let u = get3(&self.u, i);
-                    let z = project_cone(p.mu[i], [xh[0] + u[0], xh[1] + u[1], xh[2] + u[2]]);
-                    set3(out.lambda.as_mut_slice(), i, z);
+                model.project(&self.tmp, z);
+                for k in 0..n {
+                    // u + x̂ − z⁺, with tmp = x̂ + u.
+                    self.u[k] = self.tmp[k] - z[k];
                 }
-                for k in 0..m {
-                    self.u[k] += self.tmp[k] - out.lambda[k];
-                }
-                stats.residuals = self.evaluate(p, out, &mut best_eps);
+                stats.residuals = self.evaluate(model, a, d, b, z, c, &mut best_eps);
                 let eps = stats.residuals.eps_abs;
                 if eps <= settings.tolerance {
                     stats.converged = true;
                     break 'attempts;
                 }
-                if !eps.is_finite() || eps > DIVERGENCE_FACTOR * start_eps.max(settings.tolerance) {
+                if model.corrected()
+                    && (!eps.is_finite()
+                        || eps > DIVERGENCE_FACTOR * start_eps.max(settings.tolerance))
+                {
+                    self.tmp.fill(0.0);
                     continue 'attempts;
                 }
-                if settings.adaptive_rho && it - last_update >= RHO_MIN_INTERVAL {
-                    let z = out.lambda.as_slice();
+                if options.adaptive && it - last_update >= RHO_MIN_INTERVAL {
                     let mut rp = 0.0f64;
                     let mut rd = 0.0f64;
-                    for k in 0..m {
+                    for k in 0..n {
                         rp = rp.max((self.x[k] - z[k]).abs());
                         rd = rd.max((z[k] - self.z_prev[k]).abs());
                     }
                     let rp = rp / inf_norm(z).max(inf_norm(&self.x)).max(1e-30);
-                    let rd = rho * rd
-                        / inf_norm(p.g.as_slice())
-                            .max(rho * inf_norm(&self.u))
-                            .max(1e-30);
+                    let rd = rho * rd / inf_norm(b).max(rho * inf_norm(&self.u)).max(1e-30);
                     // A stalled z (rd = 0) with x ≠ z calls for a larger ρ.
                     let ratio = if rd > 0.0 {
                         rp / rd
@@ -260,7 +310,7 @@ impl ContactSolver for NcpAdmm {
                                 *u *= rho / new_rho;
                             }
                             rho = new_rho;
-                            self.factorize(p, rho)?;
+                            stats.factorizations += self.factorize(a, d, rho)? as usize;
                             stats.rho_updates += 1;
                             last_update = it;
                         }
@@ -269,15 +319,155 @@ impl ContactSolver for NcpAdmm {
             }
             break;
         }
-        if !stats.converged {
+        if !stats.converged && best_eps < stats.residuals.eps_abs {
             // Return the best iterate seen, with its own velocity and residuals.
-            out.lambda.as_mut_slice().copy_from_slice(&self.best);
-            p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-            stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
+            z.copy_from_slice(&self.best);
+            affine(a, d, b, z, c);
+            stats.residuals = model.residuals(z, c);
         }
         stats.rho = rho;
-        self.last_rho = Some(rho);
-        out.stats = stats;
+        Ok(stats)
+    }
+}
+
+/// The friction cones of a contact problem, with or without de Saxcé's correction.
+struct Cones<'a> {
+    mu: &'a [f64],
+    model: ContactModel,
+}
+
+impl AdmmModel for Cones<'_> {
+    fn project(&self, v: &[f64], z: &mut [f64]) {
+        for (i, &mu) in self.mu.iter().enumerate() {
+            set3(z, i, project_cone(mu, get3(v, i)));
+        }
+    }
+    fn correction(&self, c: &[f64], s: &mut [f64]) {
+        if self.model == ContactModel::Ncp {
+            for (i, &mu) in self.mu.iter().enumerate() {
+                set3(s, i, de_saxce(mu, get3(c, i)));
+            }
+        }
+    }
+    fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
+        model_residuals(self.model, self.mu, z, c)
+    }
+    fn corrected(&self) -> bool {
+        self.model == ContactModel::Ncp
+    }
+}
+
+/// Runs the core on a whole contact problem.
+fn solve_cones(
+    core: &mut AdmmCore,
+    model: ContactModel,
+    p: &ContactProblem,
+    settings: &SolverSettings,
+    options: AdmmOptions,
+    out: &mut ContactSolution,
+) -> Result<f64, ProblemError> {
+    p.validate()?;
+    settings.validate()?;
+    out.resize(p.g.len());
+    out.lambda.copy_from(&p.warm_start);
+    let cones = Cones { mu: &p.mu, model };
+    out.stats = core.run(
+        &cones,
+        &p.delassus,
+        p.compliance.as_slice(),
+        p.g.as_slice(),
+        out.lambda.as_mut_slice(),
+        out.c.as_mut_slice(),
+        settings,
+        options,
+    )?;
+    Ok(out.stats.rho)
+}
+
+/// NCP via ADMM with de Saxcé's correction (the default solver): the
+/// correction `Γ(c)` is updated after each iteration, so a fixed point solves
+/// `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*` (Signorini, Coulomb and maximum dissipation).
+/// Adaptive ρ by residual balancing, warm start of `λ` (primal), of the dual
+/// through `u = −(c(λ₀) + Γ)/ρ`, and of `ρ` (the simulator passes the last
+/// step's). A warm start that diverges is restarted cold once; the best
+/// iterate is returned when the cap is reached. Global, so it handles
+/// ill-conditioned problems (large mass ratios) that defeat per-contact
+/// methods, and its proximal steps pick the impulse without internal forces
+/// among equivalent ones.
+#[derive(Default)]
+pub struct NcpAdmm {
+    core: AdmmCore,
+    last_rho: Option<f64>,
+}
+
+impl ContactSolver for NcpAdmm {
+    fn name(&self) -> &'static str {
+        "ncp-admm"
+    }
+    fn last_rho(&self) -> Option<f64> {
+        self.last_rho
+    }
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        let options = AdmmOptions {
+            adaptive: settings.adaptive_rho,
+            rho: settings.rho,
+        };
+        self.last_rho = Some(solve_cones(
+            &mut self.core,
+            ContactModel::Ncp,
+            p,
+            settings,
+            options,
+            out,
+        )?);
+        Ok(())
+    }
+}
+
+/// CCP via ADMM: the convex QP `min ½ λᵀ(G + R)λ + gᵀλ, λ ∈ K_μ` (Anitescu's
+/// relaxation, MuJoCo's model: sliding contacts separate at `c_N = μ‖c_T‖`),
+/// with `G + R + ρI` factorized once per solve (ρ fixed: the settings' or
+/// `0.1·L`) and kept across solves while `G` does not change. The problem's
+/// compliance `R` is MuJoCo's regularization when set to `R = α·diag(G)`
+/// ([`ContactProblem::set_diagonal_compliance`]): a numerical device that makes
+/// the problem strictly convex, at the price of contacts that obey
+/// `c = (G + R)λ + g`, i.e. a penetration velocity `Rλ`.
+#[derive(Default)]
+pub struct CcpAdmm {
+    core: AdmmCore,
+    last_rho: Option<f64>,
+}
+
+impl ContactSolver for CcpAdmm {
+    fn name(&self) -> &'static str {
+        "ccp-admm"
+    }
+    fn last_rho(&self) -> Option<f64> {
+        self.last_rho
+    }
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        let options = AdmmOptions {
+            adaptive: false,
+            rho: settings.rho,
+        };
+        self.last_rho = Some(solve_cones(
+            &mut self.core,
+            ContactModel::Ccp,
+            p,
+            settings,
+            options,
+            out,
+        )?);
         Ok(())
     }
 }

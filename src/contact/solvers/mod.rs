@@ -1,13 +1,29 @@
-//! Contact solvers. Each takes a [`ContactProblem`] and fills a
-//! [`ContactSolution`] (`λ`, `c` and [`SolverStats`]); none reads the model.
-//! Every solver stops when `ε_abs` (see [`crate::contact::criteria`]) falls
-//! below `SolverSettings::tolerance` or after `max_iterations`.
+//! The contact solver catalog. Each solver takes a [`ContactProblem`] and
+//! fills a [`ContactSolution`] (`λ`, `c` and [`SolverStats`]); none reads the
+//! model. Every solver starts from the problem's warm start, and stops when
+//! its model's `ε_abs` (see [`crate::contact::criteria`]) falls below
+//! `SolverSettings::tolerance` or after `max_iterations`.
+//!
+//! | name        | model (what it relaxes)                     | algorithm                          |
+//! |-------------|---------------------------------------------|------------------------------------|
+//! | `lcp-pgs`   | LCP: cone → pyramid                          | per-contact projected Gauss-Seidel |
+//! | `ccp-pgs`   | CCP: drops `Γ` (sliding contacts separate)   | per-contact projected Gauss-Seidel |
+//! | `ccp-admm`  | CCP, optional compliance `R = α diag(G)`     | global ADMM, `G + R + ρI` factorized once |
+//! | `raisim`    | RaiSim: MDP replaced by a per-contact rule   | per-contact bisection              |
+//! | `raisim-ds` | NCP (per-contact exact with de Saxcé)        | per-contact bisection              |
+//! | `ncp-pgs`   | NCP                                          | per-contact projected Gauss-Seidel |
+//! | `ncp-admm`  | NCP                                          | global ADMM, de Saxcé fixed point, adaptive ρ |
+//! | `staggered` | NCP                                          | alternating normal / friction QPs  |
 
 mod admm;
 mod pgs;
+mod raisim;
+mod staggered;
 
-pub use admm::NcpAdmm;
-pub use pgs::NcpPgs;
+pub use admm::{CcpAdmm, NcpAdmm};
+pub use pgs::{CcpPgs, LcpPgs, NcpPgs};
+pub use raisim::Raisim;
+pub use staggered::Staggered;
 
 use super::{ContactProblem, Residuals};
 use crate::error::ProblemError;
@@ -25,7 +41,43 @@ pub struct SolverSettings {
     /// ADMM: initial penalty `ρ`; `None` picks it from the spectrum of `G`.
     pub rho: Option<f64>,
     /// ADMM: adapt `ρ` by residual balancing (refactorizing `G + R + ρI`).
+    /// `ccp-admm` never adapts: it factorizes once.
     pub adaptive_rho: bool,
+    /// `lcp-pgs`: number of facets of the friction pyramid (≥ 3).
+    pub pyramid_facets: usize,
+}
+
+impl SolverSettings {
+    pub fn validate(&self) -> Result<(), ProblemError> {
+        let bad = |name, reason: String| Err(ProblemError::InvalidSetting { name, reason });
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return bad(
+                "tolerance",
+                format!("must be positive and finite, got {}", self.tolerance),
+            );
+        }
+        if !(self.over_relaxation > 0.0 && self.over_relaxation < 2.0) {
+            return bad(
+                "over_relaxation",
+                format!("must be in (0, 2), got {}", self.over_relaxation),
+            );
+        }
+        if let Some(r) = self.rho {
+            if !(r.is_finite() && r > 0.0) {
+                return bad("rho", format!("must be positive and finite, got {r}"));
+            }
+        }
+        if self.pyramid_facets < 3 {
+            return bad(
+                "pyramid_facets",
+                format!(
+                    "a pyramid needs at least 3 facets, got {}",
+                    self.pyramid_facets
+                ),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Default for SolverSettings {
@@ -36,6 +88,7 @@ impl Default for SolverSettings {
             over_relaxation: 1.0,
             rho: None,
             adaptive_rho: true,
+            pyramid_facets: 4,
         }
     }
 }
@@ -51,6 +104,11 @@ pub struct SolverStats {
     pub rho: f64,
     /// ADMM: number of `ρ` changes (each a refactorization).
     pub rho_updates: usize,
+    /// ADMM: number of factorizations of `G + R + ρI` (0 when reused from the previous solve).
+    pub factorizations: usize,
+    /// Staggered projections: ADMM iterations spent in the sub-problems
+    /// (`iterations` counts the outer alternations).
+    pub inner_iterations: usize,
 }
 
 /// A solution: `λ` and `c = (G + R) λ + g`, both (3·nc), with stats.
@@ -85,28 +143,69 @@ pub trait ContactSolver: Send {
     }
 }
 
-/// The solvers a user can pick by name (`--solver NAME`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The solvers a user can pick by name (`--solver NAME`); see the module table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SolverKind {
-    /// NCP via ADMM with de Saxcé's correction and adaptive ρ (the default).
-    NcpAdmm,
-    /// NCP via projected Gauss-Seidel (per-contact, horizontal cone projection).
+    LcpPgs,
+    CcpPgs,
+    CcpAdmm,
+    Raisim,
+    RaisimDs,
     NcpPgs,
+    /// The default.
+    NcpAdmm,
+    Staggered,
 }
 
 impl SolverKind {
-    pub const ALL: [SolverKind; 2] = [SolverKind::NcpAdmm, SolverKind::NcpPgs];
+    pub const ALL: [SolverKind; 8] = [
+        SolverKind::LcpPgs,
+        SolverKind::CcpPgs,
+        SolverKind::CcpAdmm,
+        SolverKind::Raisim,
+        SolverKind::RaisimDs,
+        SolverKind::NcpPgs,
+        SolverKind::NcpAdmm,
+        SolverKind::Staggered,
+    ];
     pub fn name(&self) -> &'static str {
         match self {
-            SolverKind::NcpAdmm => "ncp-admm",
+            SolverKind::LcpPgs => "lcp-pgs",
+            SolverKind::CcpPgs => "ccp-pgs",
+            SolverKind::CcpAdmm => "ccp-admm",
+            SolverKind::Raisim => "raisim",
+            SolverKind::RaisimDs => "raisim-ds",
             SolverKind::NcpPgs => "ncp-pgs",
+            SolverKind::NcpAdmm => "ncp-admm",
+            SolverKind::Staggered => "staggered",
         }
     }
     pub fn build(&self) -> Box<dyn ContactSolver> {
         match self {
-            SolverKind::NcpAdmm => Box::new(NcpAdmm::default()),
+            SolverKind::LcpPgs => Box::new(LcpPgs::default()),
+            SolverKind::CcpPgs => Box::new(CcpPgs::default()),
+            SolverKind::CcpAdmm => Box::new(CcpAdmm::default()),
+            SolverKind::Raisim => Box::new(Raisim::new(false)),
+            SolverKind::RaisimDs => Box::new(Raisim::new(true)),
             SolverKind::NcpPgs => Box::new(NcpPgs::default()),
+            SolverKind::NcpAdmm => Box::new(NcpAdmm::default()),
+            SolverKind::Staggered => Box::new(Staggered::default()),
         }
+    }
+    /// Per-contact (Gauss-Seidel-like) rather than global.
+    pub fn is_per_contact(&self) -> bool {
+        !matches!(
+            self,
+            SolverKind::CcpAdmm | SolverKind::NcpAdmm | SolverKind::Staggered
+        )
+    }
+    /// A comma-separated list of every name, for help and error messages.
+    pub fn names() -> String {
+        SolverKind::ALL
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -119,11 +218,7 @@ impl FromStr for SolverKind {
             .find(|k| k.name() == s)
             .ok_or_else(|| ProblemError::UnknownSolver {
                 name: s.into(),
-                known: SolverKind::ALL
-                    .iter()
-                    .map(|k| k.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: SolverKind::names(),
             })
     }
 }

@@ -1,15 +1,158 @@
-//! NCP via projected Gauss-Seidel: for each contact in turn, a normal step
-//! `λ_N ← max(0, λ_N − c_N / W_NN)`, then a tangential step projected onto
-//! the disk `‖λ_T‖ ≤ μ λ_N` (the "horizontal" projection, which keeps the
-//! normal impulse and so solves the NCP rather than its CCP relaxation).
-//! `W` is the contact's 3×3 diagonal block of `G + R`.
+//! Projected Gauss-Seidel: one contact at a time, each contact's impulse is
+//! updated with the others frozen, and the contact velocities `c` are kept
+//! current by a column update (`c += (G + R)[:, i] δλ_i`, `O(3·m)` per contact).
+//! The three PGS solvers differ only in their local update; they share
+//! [`gauss_seidel`], which [`super::Raisim`] also uses.
 
 use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
-use crate::contact::cone::get3;
-use crate::contact::criteria::ncp_residuals;
+use crate::contact::cone::{Pyramid, get3, project_cone, set3};
+use crate::contact::criteria::{ContactModel, Residuals, model_residuals};
 use crate::error::ProblemError;
 
+/// The 3×3 diagonal block `W_i = G_ii + R_i` of contact `i`, row-major.
+#[inline]
+pub(crate) fn block(p: &ContactProblem, i: usize) -> [[f64; 3]; 3] {
+    let mut w = [[0.0; 3]; 3];
+    for (r, row) in w.iter_mut().enumerate() {
+        for (s, x) in row.iter_mut().enumerate() {
+            *x = p.delassus[(3 * i + r, 3 * i + s)];
+        }
+        row[r] += p.compliance[3 * i + r];
+    }
+    w
+}
+
+/// Largest eigenvalue of the tangential 2×2 block of `w`.
+#[inline]
+fn tangent_sigma(w: &[[f64; 3]; 3]) -> f64 {
+    let (a, b, d) = (w[0][0], w[0][1], w[1][1]);
+    0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt()
+}
+
+/// How the sweeps judge convergence.
+pub(crate) enum Criterion {
+    /// The model's `ε_abs`, evaluated before each sweep.
+    Model(ContactModel),
+    /// The largest local correction of the last sweep (returned by the
+    /// local update), for solvers whose fixed points solve no cone problem.
+    LocalCorrection,
+}
+
+/// Runs Gauss-Seidel sweeps until the criterion falls below the tolerance.
+/// `initial` maps each contact's warm start to a starting impulse; `local`
+/// gets the contact index, its impulse and its current velocity (with every
+/// other contact's latest impulse) and returns the new impulse with the size
+/// of its correction; `end_sweep` runs after each sweep. Fills `out` and
+/// returns the stats, with the residuals of `criterion` (exact `c`).
+/// Refuses a problem with a diagonal block that is not positive semi-definite
+/// (a necessary condition on `G`), and reports a non-finite impulse (a
+/// divergence, which an indefinite `G` can cause) as an error.
+pub(crate) fn gauss_seidel(
+    p: &ContactProblem,
+    settings: &SolverSettings,
+    criterion: Criterion,
+    out: &mut ContactSolution,
+    initial: impl Fn(usize, [f64; 3]) -> [f64; 3],
+    mut local: impl FnMut(usize, [f64; 3], [f64; 3]) -> ([f64; 3], f64),
+    mut end_sweep: impl FnMut(),
+) -> Result<SolverStats, ProblemError> {
+    let nc = p.nc();
+    let m = 3 * nc;
+    let scale = p.delassus.amax();
+    for i in 0..nc {
+        let w = block(p, i);
+        let e = nalgebra::Matrix3::from_fn(|r, s| w[r][s]).symmetric_eigenvalues();
+        if e.min() < -1e-12 * scale {
+            return Err(ProblemError::NotPsd {
+                index: 3 * i + e.imin(),
+                value: e.min(),
+            });
+        }
+    }
+    out.resize(m);
+    for i in 0..nc {
+        set3(
+            out.lambda.as_mut_slice(),
+            i,
+            initial(i, get3(p.warm_start.as_slice(), i)),
+        );
+    }
+    p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
+    let mut stats = SolverStats::default();
+    let mut local_max = f64::INFINITY;
+    let residuals = |lambda: &[f64], c: &[f64], local_max: f64| match &criterion {
+        Criterion::Model(model) => model_residuals(*model, &p.mu, lambda, c),
+        Criterion::LocalCorrection => Residuals {
+            dual: local_max,
+            eps_abs: local_max,
+            ..Default::default()
+        },
+    };
+    for it in 0..=settings.max_iterations {
+        stats.iterations = it;
+        stats.residuals = residuals(out.lambda.as_slice(), out.c.as_slice(), local_max);
+        if stats.residuals.eps_abs <= settings.tolerance || m == 0 {
+            stats.converged = true;
+            break;
+        }
+        if it == settings.max_iterations {
+            break;
+        }
+        local_max = 0.0;
+        for i in 0..nc {
+            let old = get3(out.lambda.as_slice(), i);
+            let (new, correction) = local(i, old, get3(out.c.as_slice(), i));
+            local_max = crate::contact::criteria::nan_max(local_max, correction);
+            let d = [new[0] - old[0], new[1] - old[1], new[2] - old[2]];
+            if d == [0.0; 3] {
+                continue;
+            }
+            set3(out.lambda.as_mut_slice(), i, new);
+            for (r, &dr) in d.iter().enumerate() {
+                let k = 3 * i + r;
+                out.c[k] += p.compliance[k] * dr;
+                for (cj, gj) in out.c.iter_mut().zip(p.delassus.column(k).iter()) {
+                    *cj += gj * dr;
+                }
+            }
+        }
+        end_sweep();
+        if !local_max.is_finite() || out.c.iter().any(|x| !x.is_finite()) {
+            return Err(ProblemError::Diverged { iteration: it + 1 });
+        }
+    }
+    // The incrementally updated c has accumulated rounding; return the exact one.
+    p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
+    let converged = stats.converged;
+    stats.residuals = residuals(out.lambda.as_slice(), out.c.as_slice(), local_max);
+    if let Criterion::Model(_) = criterion {
+        stats.converged = converged || stats.residuals.eps_abs <= settings.tolerance;
+    }
+    Ok(stats)
+}
+
+/// The normal step shared by the NCP and LCP sweeps: `λ_N ← max(0, λ_N − ω c_N / W_NN)`,
+/// then the tangential velocity corrected for the change. Returns `(λ_N, c_T)`.
+#[inline]
+fn normal_step(w: &[[f64; 3]; 3], omega: f64, l: [f64; 3], c: [f64; 3]) -> (f64, [f64; 2]) {
+    let ln = if w[2][2] > 0.0 {
+        (l[2] - omega * c[2] / w[2][2]).max(0.0)
+    } else {
+        l[2]
+    };
+    let dn = ln - l[2];
+    (ln, [c[0] + w[0][2] * dn, c[1] + w[1][2] * dn])
+}
+
+/// NCP via projected Gauss-Seidel. Per contact: a normal step
+/// `λ_N ← max(0, λ_N − ω c_N / W_NN)`, then a tangential step projected onto
+/// the disk `‖λ_T‖ ≤ μ λ_N` (the "horizontal" projection, which keeps `λ_N`:
+/// a fixed point has `λ_T` minimizing `λ_T·c_T` on the disk, i.e. maximum
+/// dissipation, so it solves the NCP, not its CCP relaxation). The step is
+/// `ω / σ_T` with `σ_T` the largest eigenvalue of the tangential block.
+/// No convergence guarantee (the NCP is not a convex problem); fails on
+/// ill-conditioned problems (large mass ratios) like every per-contact method.
 #[derive(Default)]
 pub struct NcpPgs;
 
@@ -25,79 +168,145 @@ impl ContactSolver for NcpPgs {
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
         p.validate()?;
-        let nc = p.nc();
-        let m = 3 * nc;
-        out.resize(m);
-        let g = &p.delassus;
-        for i in 0..nc {
-            let w = get3(p.warm_start.as_slice(), i);
-            let t = (w[0] * w[0] + w[1] * w[1]).sqrt();
-            let n = w[2].max(0.0);
-            let s = if t > p.mu[i] * n && t > 0.0 {
-                p.mu[i] * n / t
-            } else {
-                1.0
-            };
-            out.lambda[3 * i] = w[0] * s;
-            out.lambda[3 * i + 1] = w[1] * s;
-            out.lambda[3 * i + 2] = n;
-        }
+        settings.validate()?;
         let omega = settings.over_relaxation;
-        let mut stats = SolverStats::default();
-        for it in 0..=settings.max_iterations {
-            p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-            stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
-            stats.iterations = it;
-            if stats.residuals.eps_abs <= settings.tolerance {
-                stats.converged = true;
-                break;
-            }
-            if it == settings.max_iterations {
-                break;
-            }
-            for i in 0..nc {
-                let (t1, t2, n) = (3 * i, 3 * i + 1, 3 * i + 2);
-                // Contact velocity of contact i with the current impulses.
-                let mut c = [p.g[t1], p.g[t2], p.g[n]];
-                for (r, cr) in c.iter_mut().enumerate() {
-                    let row = 3 * i + r;
-                    *cr += p.compliance[row] * out.lambda[row];
-                    for j in 0..m {
-                        *cr += g[(row, j)] * out.lambda[j];
-                    }
-                }
-                let wnn = g[(n, n)] + p.compliance[n];
-                let old_n = out.lambda[n];
-                let mut ln = old_n;
-                if wnn > 0.0 {
-                    ln = (old_n - c[2] / wnn).max(0.0);
-                    ln = (omega * ln + (1.0 - omega) * old_n).max(0.0);
-                }
-                let dn = ln - old_n;
-                out.lambda[n] = ln;
-                c[0] += g[(t1, n)] * dn;
-                c[1] += g[(t2, n)] * dn;
-                // Step on the tangential block with its largest eigenvalue.
-                let (a, b, d) = (
-                    g[(t1, t1)] + p.compliance[t1],
-                    g[(t1, t2)],
-                    g[(t2, t2)] + p.compliance[t2],
-                );
-                let sigma = 0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt();
+        out.stats = gauss_seidel(
+            p,
+            settings,
+            Criterion::Model(ContactModel::Ncp),
+            out,
+            |i, w| project_cone(p.mu[i], w),
+            |i, l, c| {
+                let w = block(p, i);
+                let (ln, ct) = normal_step(&w, omega, l, c);
+                let sigma = tangent_sigma(&w);
+                let mut lt = [l[0], l[1]];
                 if sigma > 0.0 {
-                    let mut lt = [out.lambda[t1] - c[0] / sigma, out.lambda[t2] - c[1] / sigma];
-                    let norm = (lt[0] * lt[0] + lt[1] * lt[1]).sqrt();
-                    let radius = p.mu[i] * ln;
-                    if norm > radius {
-                        let s = if norm > 0.0 { radius / norm } else { 0.0 };
-                        lt = [lt[0] * s, lt[1] * s];
-                    }
-                    out.lambda[t1] = lt[0];
-                    out.lambda[t2] = lt[1];
+                    lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
                 }
-            }
+                let norm = lt[0].hypot(lt[1]);
+                let radius = p.mu[i] * ln;
+                if norm > radius {
+                    let s = if norm > 0.0 { radius / norm } else { 0.0 };
+                    lt = [lt[0] * s, lt[1] * s];
+                }
+                ([lt[0], lt[1], ln], 0.0)
+            },
+            || {},
+        )?;
+        Ok(())
+    }
+}
+
+/// LCP via projected Gauss-Seidel: the friction cone replaced by a pyramid
+/// of `SolverSettings::pyramid_facets` facets ([`Pyramid`]; 4 facets is the
+/// box `|λ_t1|, |λ_t2| ≤ μ λ_N`). Same sweep as [`NcpPgs`], the tangential
+/// step projected onto the polygon `μ λ_N D` instead of the disk. A fixed point
+/// minimizes `λ_T·c_T` over the polygon, so sliding friction points to a
+/// vertex or along a facet normal rather than against the sliding velocity:
+/// objects drift sideways unless they slide along a symmetry axis of the
+/// pyramid; along the diagonals friction exceeds `μ λ_N` (by `√2` for the box).
+#[derive(Default)]
+pub struct LcpPgs;
+
+impl ContactSolver for LcpPgs {
+    fn name(&self) -> &'static str {
+        "lcp-pgs"
+    }
+
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        p.validate()?;
+        settings.validate()?;
+        let omega = settings.over_relaxation;
+        let pyr = Pyramid {
+            facets: settings.pyramid_facets,
+        };
+        out.stats = gauss_seidel(
+            p,
+            settings,
+            Criterion::Model(ContactModel::Lcp(pyr)),
+            out,
+            |i, w| {
+                let n = w[2].max(0.0);
+                let t = pyr.project_disk(p.mu[i] * n, [w[0], w[1]]);
+                [t[0], t[1], n]
+            },
+            |i, l, c| {
+                let w = block(p, i);
+                let (ln, ct) = normal_step(&w, omega, l, c);
+                let sigma = tangent_sigma(&w);
+                let mut lt = [l[0], l[1]];
+                if sigma > 0.0 {
+                    lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
+                }
+                let lt = pyr.project_disk(p.mu[i] * ln, lt);
+                ([lt[0], lt[1], ln], 0.0)
+            },
+            || {},
+        )?;
+        Ok(())
+    }
+}
+
+/// CCP via projected Gauss-Seidel (Anitescu and Tasora's cone complementarity):
+/// per contact `λ_i ← P_K(λ_i − ω c_i / σ_i)`, the full 3-vector projected onto
+/// the cone, `σ_i` the largest eigenvalue of `W_i`. The fixed points solve
+/// `K_μ ∋ λ ⟂ c ∈ K_μ*`, the optimality conditions of the convex QP
+/// `min ½ λᵀ(G + R)λ + gᵀλ, λ ∈ K_μ`: Coulomb's cone and maximum dissipation
+/// hold, but a sliding contact gets `c_N = μ ‖c_T‖ > 0`, so sliding bodies
+/// separate from (bounce on) what they slide on. Converges (it is block
+/// coordinate descent on a convex QP) but slowly when `G` is ill-conditioned.
+#[derive(Default)]
+pub struct CcpPgs {
+    sigma: Vec<f64>,
+}
+
+impl ContactSolver for CcpPgs {
+    fn name(&self) -> &'static str {
+        "ccp-pgs"
+    }
+
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        p.validate()?;
+        settings.validate()?;
+        let omega = settings.over_relaxation;
+        self.sigma.clear();
+        for i in 0..p.nc() {
+            let w = block(p, i);
+            let m = nalgebra::Matrix3::from_fn(|r, s| w[r][s]);
+            self.sigma.push(m.symmetric_eigenvalues().max());
         }
-        out.stats = stats;
+        let sigma = &self.sigma;
+        out.stats = gauss_seidel(
+            p,
+            settings,
+            Criterion::Model(ContactModel::Ccp),
+            out,
+            |i, w| project_cone(p.mu[i], w),
+            |i, l, c| {
+                let s = sigma[i];
+                if !(s > 0.0) {
+                    return (l, 0.0);
+                }
+                let x = [
+                    l[0] - omega * c[0] / s,
+                    l[1] - omega * c[1] / s,
+                    l[2] - omega * c[2] / s,
+                ];
+                (project_cone(p.mu[i], x), 0.0)
+            },
+            || {},
+        )?;
         Ok(())
     }
 }

@@ -1,0 +1,274 @@
+//! Staggered projections (Kaufman, Sueda, James, Pai, "Staggered projections
+//! for frictional contact in multibody systems", SIGGRAPH Asia 2008):
+//! alternate two convex sub-problems until the pair is consistent,
+//!
+//! ```text
+//! normal:   λ_N = argmin_{λ_N ≥ 0} ½ λ_Nᵀ W_NN λ_N + (g_N + W_NT λ_T)ᵀ λ_N
+//! friction: λ_T = argmin_{‖λ_T,i‖ ≤ μ_i λ_N,i} ½ λ_Tᵀ W_TT λ_T + (g_T + W_TN λ_N)ᵀ λ_T
+//! ```
+//!
+//! (`W = G + R`). The first is Signorini given friction, the second maximum
+//! dissipation inside the disks fixed by the normal impulses, so a
+//! consistent pair solves the NCP. Each sub-problem is solved to the
+//! tolerance by the ADMM core ([`super::admm`]), warm-started from the previous
+//! alternation, its factorization kept while `ρ` does not change. There is no
+//! convergence guarantee for the alternation; it stops on the NCP's `ε_abs`.
+//! `SolverStats::iterations` counts alternations, `inner_iterations` the
+//! sub-problems' ADMM iterations.
+
+use super::admm::{AdmmCore, AdmmModel, AdmmOptions};
+use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
+use crate::contact::ContactProblem;
+use crate::contact::criteria::{Residuals, nan_max, ncp_residuals};
+use crate::contact::linalg::reshape_zeroed;
+use crate::error::ProblemError;
+use nalgebra::DMatrix;
+
+/// `z ≥ 0` componentwise.
+struct NonNegative;
+
+impl AdmmModel for NonNegative {
+    fn project(&self, v: &[f64], z: &mut [f64]) {
+        for (zi, vi) in z.iter_mut().zip(v) {
+            *zi = vi.max(0.0);
+        }
+    }
+    fn correction(&self, _c: &[f64], s: &mut [f64]) {
+        s.fill(0.0);
+    }
+    fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
+        let mut r = Residuals::default();
+        for (&zi, &ci) in z.iter().zip(c) {
+            let dual = (-ci).max(0.0);
+            let comp = if zi > 0.0 { ci.abs() } else { 0.0 };
+            r.primal = nan_max(r.primal, (-zi).max(0.0));
+            r.dual = nan_max(r.dual, dual);
+            r.complementarity = nan_max(r.complementarity, comp);
+        }
+        r.eps_abs = nan_max(nan_max(r.primal, r.dual), r.complementarity);
+        r
+    }
+    fn corrected(&self) -> bool {
+        false
+    }
+}
+
+/// `‖z_i‖ ≤ radius_i` for each 2-vector `z_i`.
+struct Disks<'a> {
+    radius: &'a [f64],
+}
+
+impl AdmmModel for Disks<'_> {
+    fn project(&self, v: &[f64], z: &mut [f64]) {
+        for (i, &r) in self.radius.iter().enumerate() {
+            let (x, y) = (v[2 * i], v[2 * i + 1]);
+            let n = x.hypot(y);
+            let s = if n > r {
+                if n > 0.0 { r / n } else { 0.0 }
+            } else {
+                1.0
+            };
+            z[2 * i] = x * s;
+            z[2 * i + 1] = y * s;
+        }
+    }
+    fn correction(&self, _c: &[f64], s: &mut [f64]) {
+        s.fill(0.0);
+    }
+    /// Primal: `‖z_i‖ − r_i`; dual: distance of `−c_i` to the normal cone of the disk at `z_i`.
+    fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
+        let mut r = Residuals::default();
+        for (i, &rad) in self.radius.iter().enumerate() {
+            let (zx, zy, cx, cy) = (z[2 * i], z[2 * i + 1], c[2 * i], c[2 * i + 1]);
+            let n = zx.hypot(zy);
+            let primal = (n - rad).max(0.0);
+            let dual = if !(rad > 0.0) {
+                0.0
+            } else if n < rad * (1.0 - 1e-12) {
+                cx.hypot(cy)
+            } else {
+                let t = -(cx * zx + cy * zy) / n;
+                if t >= 0.0 {
+                    (cx + t * zx / n).hypot(cy + t * zy / n)
+                } else {
+                    cx.hypot(cy)
+                }
+            };
+            r.primal = nan_max(r.primal, primal);
+            r.dual = nan_max(r.dual, dual);
+        }
+        r.eps_abs = nan_max(r.primal, r.dual);
+        r
+    }
+    fn corrected(&self) -> bool {
+        false
+    }
+}
+
+#[derive(Default)]
+pub struct Staggered {
+    normal: AdmmCore,
+    friction: AdmmCore,
+    /// (nc, nc) `W_NN`, (2nc, 2nc) `W_TT` without the compliance, which goes in `d_*`.
+    g_nn: DMatrix<f64>,
+    g_tt: DMatrix<f64>,
+    d_n: Vec<f64>,
+    d_t: Vec<f64>,
+    b_n: Vec<f64>,
+    b_t: Vec<f64>,
+    z_n: Vec<f64>,
+    z_t: Vec<f64>,
+    c_n: Vec<f64>,
+    c_t: Vec<f64>,
+    radius: Vec<f64>,
+}
+
+impl ContactSolver for Staggered {
+    fn name(&self) -> &'static str {
+        "staggered"
+    }
+
+    fn solve(
+        &mut self,
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        p.validate()?;
+        settings.validate()?;
+        let nc = p.nc();
+        let m = 3 * nc;
+        out.resize(m);
+        let g = &p.delassus;
+        reshape_zeroed(&mut self.g_nn, nc, nc);
+        reshape_zeroed(&mut self.g_tt, 2 * nc, 2 * nc);
+        for j in 0..nc {
+            for i in 0..nc {
+                self.g_nn[(i, j)] = g[(3 * i + 2, 3 * j + 2)];
+                for (a, b) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                    self.g_tt[(2 * i + a, 2 * j + b)] = g[(3 * i + a, 3 * j + b)];
+                }
+            }
+        }
+        for v in [&mut self.d_n, &mut self.b_n, &mut self.z_n, &mut self.c_n] {
+            v.clear();
+            v.resize(nc, 0.0);
+        }
+        for v in [&mut self.d_t, &mut self.b_t, &mut self.z_t, &mut self.c_t] {
+            v.clear();
+            v.resize(2 * nc, 0.0);
+        }
+        self.radius.clear();
+        self.radius.resize(nc, 0.0);
+        for i in 0..nc {
+            self.d_n[i] = p.compliance[3 * i + 2];
+            self.d_t[2 * i] = p.compliance[3 * i];
+            self.d_t[2 * i + 1] = p.compliance[3 * i + 1];
+            // Warm start, in the cone.
+            let w = crate::contact::cone::project_cone(
+                p.mu[i],
+                crate::contact::cone::get3(p.warm_start.as_slice(), i),
+            );
+            out.lambda[3 * i] = w[0];
+            out.lambda[3 * i + 1] = w[1];
+            out.lambda[3 * i + 2] = w[2];
+        }
+        let inner = SolverSettings {
+            tolerance: settings.tolerance,
+            max_iterations: settings.max_iterations,
+            ..*settings
+        };
+        let mut stats = SolverStats::default();
+        let (mut rho_n, mut rho_t) = (None, None);
+        for it in 0..=settings.max_iterations {
+            p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
+            stats.iterations = it;
+            stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
+            if stats.residuals.eps_abs.is_nan() {
+                return Err(ProblemError::Diverged { iteration: it });
+            }
+            if stats.residuals.eps_abs <= settings.tolerance || m == 0 {
+                stats.converged = true;
+                break;
+            }
+            if it == settings.max_iterations {
+                break;
+            }
+            // Normal sub-problem: b_N = g_N + W_NT λ_T = c_N − W_NN λ_N.
+            for i in 0..nc {
+                self.z_n[i] = out.lambda[3 * i + 2];
+                let mut b = out.c[3 * i + 2] - p.compliance[3 * i + 2] * self.z_n[i];
+                for j in 0..nc {
+                    b -= self.g_nn[(i, j)] * out.lambda[3 * j + 2];
+                }
+                self.b_n[i] = b;
+            }
+            let s = self.normal.run(
+                &NonNegative,
+                &self.g_nn,
+                &self.d_n,
+                &self.b_n,
+                &mut self.z_n,
+                &mut self.c_n,
+                &inner,
+                AdmmOptions {
+                    adaptive: true,
+                    rho: rho_n,
+                },
+            )?;
+            rho_n = Some(s.rho);
+            stats.inner_iterations += s.iterations;
+            stats.factorizations += s.factorizations;
+            // Friction sub-problem with the new normal impulses:
+            // b_T = g_T + W_TN λ_N = c_T − W_TT λ_T + W_TN δλ_N.
+            for i in 0..nc {
+                let dn = self.z_n[i] - out.lambda[3 * i + 2];
+                if dn != 0.0 {
+                    for (ck, gk) in out.c.iter_mut().zip(g.column(3 * i + 2).iter()) {
+                        *ck += gk * dn;
+                    }
+                    out.c[3 * i + 2] += p.compliance[3 * i + 2] * dn;
+                }
+                out.lambda[3 * i + 2] = self.z_n[i];
+                self.radius[i] = p.mu[i] * self.z_n[i];
+            }
+            for i in 0..nc {
+                for a in 0..2 {
+                    let k = 2 * i + a;
+                    self.z_t[k] = out.lambda[3 * i + a];
+                    let mut b = out.c[3 * i + a] - self.d_t[k] * self.z_t[k];
+                    for j in 0..nc {
+                        for e in 0..2 {
+                            b -= self.g_tt[(k, 2 * j + e)] * out.lambda[3 * j + e];
+                        }
+                    }
+                    self.b_t[k] = b;
+                }
+            }
+            let s = self.friction.run(
+                &Disks {
+                    radius: &self.radius,
+                },
+                &self.g_tt,
+                &self.d_t,
+                &self.b_t,
+                &mut self.z_t,
+                &mut self.c_t,
+                &inner,
+                AdmmOptions {
+                    adaptive: true,
+                    rho: rho_t,
+                },
+            )?;
+            rho_t = Some(s.rho);
+            stats.inner_iterations += s.iterations;
+            stats.factorizations += s.factorizations;
+            for i in 0..nc {
+                out.lambda[3 * i] = self.z_t[2 * i];
+                out.lambda[3 * i + 1] = self.z_t[2 * i + 1];
+            }
+        }
+        out.stats = stats;
+        Ok(())
+    }
+}
