@@ -7,7 +7,8 @@
 //!
 //! The pipeline, module by module, in the order data flows through it:
 //! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`];
-//! [`scenes`] builds the named example worlds.
+//! [`scenes`] builds the named example worlds; [`study`] runs the seed
+//! study's experiments on them.
 
 pub mod collision;
 pub mod contact;
@@ -17,6 +18,7 @@ pub mod math;
 pub mod model;
 pub mod scenes;
 pub mod sim;
+pub mod study;
 
 pub use error::{ModelError, ProblemError, SimError};
 pub use model::{Model, ModelBuilder};
