@@ -221,6 +221,34 @@ pub fn cube_stack_masses(bottom: f64, top: f64) -> Result<Scene, ModelError> {
     })
 }
 
+/// `side × side` 1 kg boxes (0.2 m, μ = 0.6) resting on the ground 5 cm
+/// apart: `4·side²` contacts with the ground (64 for `side = 4`).
+pub fn box_grid(side: usize) -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new("box-grid");
+    ground(&mut b, 0.6)?;
+    let pitch = 0.25;
+    let mut places = Vec::new();
+    for i in 0..side {
+        for j in 0..side {
+            places.push(Vec3::new(i as f64 * pitch, j as f64 * pitch, 0.1));
+            add_box(&mut b, &format!("box{i}_{j}"), 1.0, Vec3::repeat(0.2), 0.6)?;
+        }
+    }
+    let model = Arc::new(b.build()?);
+    let mut q = model.neutral_configuration();
+    for (k, p) in places.iter().enumerate() {
+        free_q(&mut q, 7 * k, *p);
+    }
+    let v = DVector::zeros(model.nv);
+    Ok(Scene {
+        name: "box-grid".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    })
+}
+
 /// Six 1 kg boxes (0.2 m) stacked 3-2-1 in the x-z plane, 1 cm apart in a row.
 pub fn pyramid() -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("pyramid");

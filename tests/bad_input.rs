@@ -299,6 +299,28 @@ fn malformed_contact_problems_are_reported() {
             solver.solve(&p, &settings, &mut out),
             Err(ProblemError::NotPsd { .. })
         ));
+        // A contact block with a non-negative diagonal but a negative eigenvalue.
+        let mut g = DMatrix::identity(6, 6);
+        g[(3, 5)] = 3.0;
+        g[(5, 3)] = 3.0;
+        let e = solver.solve(&problem(g), &settings, &mut out).unwrap_err();
+        assert!(matches!(e, ProblemError::NotPsd { .. }), "{}: {e}", kind.name());
+        // Settings out of range are refused by name.
+        for (bad, name) in [
+            (SolverSettings { pyramid_facets: 2, ..settings }, "pyramid_facets"),
+            (SolverSettings { over_relaxation: 2.5, ..settings }, "over_relaxation"),
+            (SolverSettings { tolerance: f64::NAN, ..settings }, "tolerance"),
+            (SolverSettings { rho: Some(-1.0), ..settings }, "rho"),
+        ] {
+            let e = solver
+                .solve(&problem(DMatrix::identity(6, 6)), &bad, &mut out)
+                .unwrap_err();
+            assert!(
+                matches!(&e, ProblemError::InvalidSetting { name: n, .. } if *n == name),
+                "{}: {e}",
+                kind.name()
+            );
+        }
     }
     // An indefinite G with a non-negative diagonal passes the cheap checks; ADMM's factorization catches it.
     let mut g = DMatrix::identity(3, 3);

@@ -29,9 +29,7 @@ fn random_problem(rng: &mut Lcg, nc: usize) -> ContactProblem {
 
 fn model_of(kind: SolverKind, settings: &SolverSettings) -> Option<ContactModel> {
     match kind {
-        SolverKind::LcpPgs => Some(ContactModel::Lcp(Pyramid {
-            facets: settings.pyramid_facets,
-        })),
+        SolverKind::LcpPgs => Some(ContactModel::Lcp(Pyramid::new(settings.pyramid_facets))),
         SolverKind::CcpPgs | SolverKind::CcpAdmm => Some(ContactModel::Ccp),
         SolverKind::Raisim => None,
         _ => Some(ContactModel::Ncp),

@@ -55,44 +55,72 @@ pub fn de_saxce(mu: f64, c: [f64; 3]) -> [f64; 3] {
 /// Bullet): exact along the tangent axes, up to `√2 μ λ_N` along the diagonals.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pyramid {
-    pub facets: usize,
+    facets: usize,
+    /// Rotation by one facet, `2π / facets`, and by half a facet.
+    step: [f64; 2],
+    half: [f64; 2],
 }
 
 impl Pyramid {
-    #[inline]
-    fn normal(&self, j: usize) -> [f64; 2] {
-        let a = std::f64::consts::TAU * j as f64 / self.facets as f64;
-        [a.cos(), a.sin()]
+    /// A pyramid of `facets ≥ 3` faces (fewer are raised to 3; the solvers
+    /// refuse them earlier through `SolverSettings::validate`).
+    pub fn new(facets: usize) -> Self {
+        let facets = facets.max(3);
+        let a = std::f64::consts::TAU / facets as f64;
+        Pyramid {
+            facets,
+            step: [a.cos(), a.sin()],
+            half: [(0.5 * a).cos(), (0.5 * a).sin()],
+        }
     }
 
-    /// Vertex `k` of the polygon of inradius `r`, between facets `k` and `k + 1`.
+    pub fn facets(&self) -> usize {
+        self.facets
+    }
+
     #[inline]
-    fn vertex(&self, k: usize, r: f64) -> [f64; 2] {
-        let half = std::f64::consts::PI / self.facets as f64;
-        let a = half * (2 * k + 1) as f64;
-        let rad = r / half.cos();
-        [rad * a.cos(), rad * a.sin()]
+    fn is_box(&self) -> bool {
+        self.facets == 4
+    }
+
+    /// Outward unit normals of the facets, by rotation (no trigonometry per call).
+    #[inline]
+    fn normals(&self) -> impl Iterator<Item = [f64; 2]> + '_ {
+        let [c, s] = self.step;
+        std::iter::successors(Some([1.0, 0.0]), move |n: &[f64; 2]| {
+            Some([c * n[0] - s * n[1], s * n[0] + c * n[1]])
+        })
+        .take(self.facets)
+    }
+
+    /// Vertices of the polygon of inradius `r`, vertex `k` between facets `k` and `k + 1`.
+    #[inline]
+    fn vertices(&self, r: f64) -> impl Iterator<Item = [f64; 2]> + '_ {
+        let [c, s] = self.half;
+        let rad = r / c;
+        self.normals()
+            .map(move |n| [rad * (c * n[0] - s * n[1]), rad * (s * n[0] + c * n[1])])
     }
 
     /// Gauge of `x` (the smallest inradius of a polygon containing `x`).
     #[inline]
     pub fn gauge(&self, x: [f64; 2]) -> f64 {
-        (0..self.facets)
-            .map(|j| {
-                let n = self.normal(j);
-                n[0] * x[0] + n[1] * x[1]
-            })
+        if self.is_box() {
+            return x[0].abs().max(x[1].abs());
+        }
+        self.normals()
+            .map(|n| n[0] * x[0] + n[1] * x[1])
             .fold(0.0, f64::max)
     }
 
     /// Support function `h(u) = max_{d ∈ D} d·u` of the unit polygon (inradius 1).
     #[inline]
     pub fn support(&self, u: [f64; 2]) -> f64 {
-        (0..self.facets)
-            .map(|k| {
-                let v = self.vertex(k, 1.0);
-                v[0] * u[0] + v[1] * u[1]
-            })
+        if self.is_box() {
+            return u[0].abs() + u[1].abs();
+        }
+        self.vertices(1.0)
+            .map(|v| v[0] * u[0] + v[1] * u[1])
             .fold(f64::NEG_INFINITY, f64::max)
     }
 
@@ -101,14 +129,18 @@ impl Pyramid {
         if !(r > 0.0) {
             return [0.0, 0.0];
         }
+        if self.is_box() {
+            return [x[0].clamp(-r, r), x[1].clamp(-r, r)];
+        }
         if self.gauge(x) <= r {
             return x;
         }
         let mut best = [0.0, 0.0];
         let mut best_d = f64::INFINITY;
-        for k in 0..self.facets {
-            let a = self.vertex(if k == 0 { self.facets - 1 } else { k - 1 }, r);
-            let b = self.vertex(k, r);
+        let mut prev = self.vertices(r).last().unwrap_or([0.0, 0.0]);
+        for b in self.vertices(r) {
+            let a = prev;
+            prev = b;
             let e = [b[0] - a[0], b[1] - a[1]];
             let t = (((x[0] - a[0]) * e[0] + (x[1] - a[1]) * e[1]) / (e[0] * e[0] + e[1] * e[1]))
                 .clamp(0.0, 1.0);
@@ -149,7 +181,7 @@ mod tests {
     #[test]
     fn pyramid_projection_is_the_closest_polygon_point() {
         for facets in [3, 4, 6, 8] {
-            let p = Pyramid { facets };
+            let p = Pyramid::new(facets);
             for x in [
                 [2.0, 0.3],
                 [0.1, 0.2],
@@ -172,11 +204,12 @@ mod tests {
             }
             // Support and gauge are dual: max over the polygon of u·d.
             let u = [0.3, -0.7];
-            let v = p.vertex(0, 1.0);
+            let v = p.vertices(1.0).next().unwrap();
             assert!(p.support(u) >= v[0] * u[0] + v[1] * u[1]);
         }
         // Four facets: the box.
-        let b = Pyramid { facets: 4 };
+        let b = Pyramid::new(4);
+
         let y = b.project_disk(1.0, [2.0, 3.0]);
         assert!((y[0] - 1.0).abs() < 1e-12 && (y[1] - 1.0).abs() < 1e-12);
     }

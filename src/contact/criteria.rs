@@ -105,7 +105,8 @@ impl ContactModel {
                 // cones (both are zero exactly on the cones).
                 let r = mu * lambda[2].max(0.0);
                 let lt = pyr.project_disk(r, [lambda[0], lambda[1]]);
-                let primal = (-lambda[2]).max(0.0) + (lambda[0] - lt[0]).hypot(lambda[1] - lt[1]);
+                let primal = (-lambda[2]).max(0.0)
+                    + ((lambda[0] - lt[0]).powi(2) + (lambda[1] - lt[1]).powi(2)).sqrt();
                 let gamma = mu * pyr.support([-c[0], -c[1]]);
                 let y = [c[0], c[1], c[2] + gamma];
                 // y ∈ P* ⟺ y_N ≥ μ h_D(−y_T) ⟺ c_N ≥ 0.

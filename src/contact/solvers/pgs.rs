@@ -30,6 +30,40 @@ fn tangent_sigma(w: &[[f64; 3]; 3]) -> f64 {
     0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt()
 }
 
+/// Refuses a problem whose contact blocks `W_i` are not positive
+/// semi-definite (a necessary condition for `G + R`; cheap, `O(nc)`).
+pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
+    let nc = p.nc();
+    let scale = p.delassus.amax();
+    for i in 0..nc {
+        // PSD ⟺ every principal minor is non-negative (each k×k minor
+        // compared with −1e-12·scaleᵏ).
+        let w = block(p, i);
+        let minor2 = |a: usize, b: usize| w[a][a] * w[b][b] - w[a][b] * w[b][a];
+        let det = w[0][0] * minor2(1, 2) - w[0][1] * (w[1][0] * w[2][2] - w[1][2] * w[2][0])
+            + w[0][2] * (w[1][0] * w[2][1] - w[1][1] * w[2][0]);
+        let minors = [
+            (0, 1, w[0][0]),
+            (1, 1, w[1][1]),
+            (2, 1, w[2][2]),
+            (1, 2, minor2(0, 1)),
+            (2, 2, minor2(0, 2)),
+            (2, 2, minor2(1, 2)),
+            (2, 3, det),
+        ];
+        if let Some(&(r, _, value)) = minors
+            .iter()
+            .find(|&&(_, k, v)| v < -1e-12 * scale.powi(k))
+        {
+            return Err(ProblemError::NotPsd {
+                index: 3 * i + r,
+                value,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// How the sweeps judge convergence.
 pub(crate) enum Criterion {
     /// The model's `ε_abs`, evaluated before each sweep.
@@ -59,17 +93,7 @@ pub(crate) fn gauss_seidel(
 ) -> Result<SolverStats, ProblemError> {
     let nc = p.nc();
     let m = 3 * nc;
-    let scale = p.delassus.amax();
-    for i in 0..nc {
-        let w = block(p, i);
-        let e = nalgebra::Matrix3::from_fn(|r, s| w[r][s]).symmetric_eigenvalues();
-        if e.min() < -1e-12 * scale {
-            return Err(ProblemError::NotPsd {
-                index: 3 * i + e.imin(),
-                value: e.min(),
-            });
-        }
-    }
+    check_blocks(p)?;
     out.resize(m);
     for i in 0..nc {
         set3(
@@ -184,7 +208,7 @@ impl ContactSolver for NcpPgs {
                 if sigma > 0.0 {
                     lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
                 }
-                let norm = lt[0].hypot(lt[1]);
+                let norm = (lt[0] * lt[0] + lt[1] * lt[1]).sqrt();
                 let radius = p.mu[i] * ln;
                 if norm > radius {
                     let s = if norm > 0.0 { radius / norm } else { 0.0 };
@@ -223,9 +247,7 @@ impl ContactSolver for LcpPgs {
         p.validate()?;
         settings.validate()?;
         let omega = settings.over_relaxation;
-        let pyr = Pyramid {
-            facets: settings.pyramid_facets,
-        };
+        let pyr = Pyramid::new(settings.pyramid_facets);
         out.stats = gauss_seidel(
             p,
             settings,

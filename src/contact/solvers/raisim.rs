@@ -168,7 +168,7 @@ fn local_step(w: &[[f64; 3]; 3], mu: f64, l: [f64; 3], c: [f64; 3], de_saxce: bo
         return l.into();
     };
     let l0 = -(w_inv * cf);
-    if l0[2] >= 0.0 && l0[0].hypot(l0[1]) <= mu * l0[2] {
+    if l0[2] >= 0.0 && (l0[0] * l0[0] + l0[1] * l0[1]).sqrt() <= mu * l0[2] {
         return l0.into();
     }
     if !(mu > 0.0) {
@@ -176,7 +176,7 @@ fn local_step(w: &[[f64; 3]; 3], mu: f64, l: [f64; 3], c: [f64; 3], de_saxce: bo
     }
     let mut ctilde = cf;
     if de_saxce {
-        ctilde[2] += mu * c[0].hypot(c[1]);
+        ctilde[2] += mu * (c[0] * c[0] + c[1] * c[1]).sqrt();
     }
     let e = Ellipse { w, cf, ctilde, mu };
     let target = -(w_inv * ctilde);

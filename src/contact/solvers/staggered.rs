@@ -136,6 +136,7 @@ impl ContactSolver for Staggered {
     ) -> Result<(), ProblemError> {
         p.validate()?;
         settings.validate()?;
+        super::pgs::check_blocks(p)?;
         let nc = p.nc();
         let m = 3 * nc;
         out.resize(m);
