@@ -1,14 +1,18 @@
 //! The `moreau` command line: `run` simulates a scene and writes its
 //! trajectory (and, optionally, the contact problems it met); `solve` solves
 //! contact problems read from a file; `bench` measures stepping throughput;
-//! `scenes` lists scenes.
+//! `compare` runs every solver through the seed study's experiments and
+//! writes tables, plots and JSON; `scenes` lists scenes.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use moreau::contact::io::{ProblemWriter, read_problems};
-use moreau::contact::{ContactSolution, SolverKind, SolverSettings, ncp_residuals};
+use moreau::contact::{
+    ContactSolution, SolverKind, SolverSettings, model_residuals, ncp_residuals,
+};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{SimParams, Simulator, StageTimes, State, StepReport};
+use moreau::study::{self, report};
 use nalgebra::DVector;
 use std::io::Write;
 use std::path::PathBuf;
@@ -87,9 +91,12 @@ enum Command {
     },
     /// Solve the contact problems of a JSON file (one problem or a list; see
     /// `moreau run --dump-problems`). Prints one JSON object per problem and line:
-    /// problem, nc, solver, lambda, c, iterations, converged, eps_abs, eps_p,
-    /// eps_d, eps_c, time_us. The residuals are recomputed from the returned
-    /// lambda, with c = (G + R) lambda + g.
+    /// problem, nc, solver, model, lambda, c, iterations, converged, eps_abs,
+    /// eps_p, eps_d, eps_c, eps_ncp, time_us. eps_abs (= max of eps_p, eps_d,
+    /// eps_c) is the residual of the solver's own model (ncp, ccp, lcp-<facets>;
+    /// for raisim, which solves no cone problem, its own stopping residual);
+    /// eps_ncp is the NCP's, the physical truth. Both are recomputed from the
+    /// returned lambda, with c = (G + R) lambda + g.
     Solve {
         /// Problem file (JSON).
         file: PathBuf,
@@ -117,6 +124,20 @@ enum Command {
         /// Write the figures as JSON.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Run every solver through the seed study's experiments: Table II from
+    /// measurements, mass ratios, self-consistency against dt and tolerance,
+    /// time-to-accuracy, compliance. Prints the tables; writes energy.svg,
+    /// internal_forces.svg, time_to_accuracy.svg, mass_ratio.svg and
+    /// compare.json to --out.
+    Compare {
+        /// Output folder (created if missing).
+        #[arg(long, default_value = "compare-out")]
+        out: PathBuf,
+        /// A quicker, coarser run (reference dt 0.5 ms, dt 1 and 10 ms, fewer
+        /// problems for time-to-accuracy).
+        #[arg(long)]
+        quick: bool,
     },
     /// List the built-in scenes.
     Scenes,
@@ -153,6 +174,7 @@ fn main() -> ExitCode {
             device,
         } => solve(&file, solver, tol, max_iter, device),
         Command::Bench { scene, steps, out } => bench(scene, steps, out),
+        Command::Compare { out, quick } => compare(&out, quick),
         Command::Scenes => {
             for name in SCENE_NAMES {
                 let s = scenes::scene(name).expect("built-in scenes are valid");
@@ -374,6 +396,7 @@ struct SolveLine<'a> {
     problem: usize,
     nc: usize,
     solver: &'a str,
+    model: &'a str,
     lambda: &'a [f64],
     c: &'a [f64],
     iterations: usize,
@@ -382,6 +405,7 @@ struct SolveLine<'a> {
     eps_p: f64,
     eps_d: f64,
     eps_c: f64,
+    eps_ncp: f64,
     time_us: f64,
 }
 
@@ -408,6 +432,8 @@ fn solve(
         max_iterations: max_iter,
         ..Default::default()
     };
+    let own_model = study::solver_model(kind, &settings);
+    let model = study::model_name(own_model);
     let mut solver = kind.build();
     let mut sol = ContactSolution::default();
     let mut c = Vec::new();
@@ -428,11 +454,16 @@ fn solve(
         c.clear();
         c.resize(p.g.len(), 0.0);
         p.contact_velocity(sol.lambda.as_slice(), &mut c);
-        let res = ncp_residuals(&p.mu, sol.lambda.as_slice(), &c);
+        let ncp = ncp_residuals(&p.mu, sol.lambda.as_slice(), &c);
+        let res = match own_model {
+            Some(m) => model_residuals(m, &p.mu, sol.lambda.as_slice(), &c),
+            None => sol.stats.residuals,
+        };
         let line = serde_json::to_string(&SolveLine {
             problem: i,
             nc: p.nc(),
             solver: kind.name(),
+            model: &model,
             lambda: sol.lambda.as_slice(),
             c: &c,
             iterations: sol.stats.iterations,
@@ -441,12 +472,46 @@ fn solve(
             eps_p: res.primal,
             eps_d: res.dual,
             eps_c: res.complementarity,
+            eps_ncp: ncp.eps_abs,
             time_us,
         })?;
         if writeln!(stdout, "{line}").is_err() {
             break; // stdout closed (e.g. piped into `head`)
         }
     }
+    Ok(())
+}
+
+/// `moreau compare`: the experiments with a progress bar, then the tables,
+/// the plots and the JSON.
+fn compare(out: &std::path::Path, quick: bool) -> Result<(), AnyError> {
+    let cfg = report::CompareConfig { quick };
+    let pb = ProgressBar::new(cfg.work());
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {wide_msg} [{elapsed_precise}]")
+            .unwrap(),
+    );
+    let start = Instant::now();
+    let result = report::compare(cfg, &|label: &str| {
+        pb.set_message(label.to_string());
+        pb.inc(1);
+    });
+    pb.finish_and_clear();
+    let r = result.map_err(|e| e.to_string())?;
+    say!("{}", r.render());
+    let plots = report::write_plots(&r, out).map_err(|e| e.to_string())?;
+    let json = report::write_json(&r, out).map_err(|e| e.to_string())?;
+    for p in plots.iter().chain([&json]) {
+        say!("wrote {}", p.display());
+    }
+    say!(
+        "compare{}: {:.1} s wall (trajectories {:.1} s on {} threads, time-to-accuracy {:.1} s on one)",
+        if quick { " --quick" } else { "" },
+        start.elapsed().as_secs_f64(),
+        r.wall_trajectories,
+        rayon::current_num_threads(),
+        r.wall_time_to_accuracy
+    );
     Ok(())
 }
 

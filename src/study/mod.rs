@@ -20,6 +20,8 @@ use crate::sim::{SimParams, Simulator, State};
 use nalgebra::{DVector, Quaternion, UnitQuaternion};
 use std::time::Instant;
 
+pub mod report;
+
 /// Friction coefficient of the cube experiments (ground and cube).
 pub const CUBE_MU: f64 = 0.4;
 /// Initial speed of the sliding cube (m/s).
@@ -36,14 +38,24 @@ pub const GRAVITY: f64 = 9.81;
 /// The contact model a solver imposes (`None`: RaiSim, whose fixed points solve no cone problem).
 pub fn solver_model(kind: SolverKind, settings: &SolverSettings) -> Option<ContactModel> {
     match kind {
-        SolverKind::LcpPgs => Some(ContactModel::Lcp(Pyramid {
-            facets: settings.pyramid_facets,
-        })),
+        SolverKind::LcpPgs => Some(ContactModel::Lcp(Pyramid::new(settings.pyramid_facets))),
         SolverKind::CcpPgs | SolverKind::CcpAdmm => Some(ContactModel::Ccp),
         SolverKind::Raisim => None,
         SolverKind::RaisimDs | SolverKind::NcpPgs | SolverKind::NcpAdmm | SolverKind::Staggered => {
             Some(ContactModel::Ncp)
         }
+    }
+}
+
+/// Short name of a contact model, as `moreau solve` and `moreau compare`
+/// print it: `ncp`, `ccp`, `lcp-<facets>`; `raisim` for `None` (RaiSim's
+/// fixed points solve no cone problem: its residuals are its own).
+pub fn model_name(model: Option<ContactModel>) -> String {
+    match model {
+        Some(ContactModel::Ncp) => "ncp".into(),
+        Some(ContactModel::Ccp) => "ccp".into(),
+        Some(ContactModel::Lcp(p)) => format!("lcp-{}", p.facets()),
+        None => "raisim".into(),
     }
 }
 
@@ -91,6 +103,24 @@ pub struct Trajectory {
     pub solver: SolverKind,
     pub dt: f64,
     pub records: Vec<Record>,
+}
+
+impl Record {
+    /// Lateral squeeze: the largest world-`y` impulse of one contact relative
+    /// to `‖λ‖` (0 when `λ = 0`). For the cube dragged along `x`, the internal
+    /// forces the study plots: contacts pushing the cube sideways against
+    /// each other.
+    pub fn lateral_squeeze(&self) -> f64 {
+        let norm = self
+            .impulses
+            .iter()
+            .flatten()
+            .map(|x| x * x)
+            .sum::<f64>()
+            .sqrt();
+        let worst = self.impulses.iter().map(|l| l[1].abs()).fold(0.0, f64::max);
+        if norm > 0.0 { worst / norm } else { 0.0 }
+    }
 }
 
 impl Trajectory {

@@ -1,0 +1,93 @@
+//! `moreau compare --quick` runs every solver through the study's
+//! experiments, prints Table II with a row per solver, and writes the four
+//! plots and compare.json.
+
+use moreau::contact::SolverKind;
+use moreau::study::report::TABLE_II_TITLE;
+use std::process::Command;
+
+#[test]
+fn compare_quick_prints_table_ii_and_writes_plots_and_json() {
+    let dir = std::env::temp_dir().join(format!("moreau-cli-compare-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_moreau"))
+        .args(["compare", "--quick", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run moreau compare");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "moreau compare failed:\n{stdout}\n{stderr}"
+    );
+    println!("{stdout}");
+
+    // Table II: its title, its header, and one row per solver with a ✓ or ✗ per criterion.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let title = lines
+        .iter()
+        .position(|l| l.contains(TABLE_II_TITLE))
+        .expect("Table II title");
+    let header = lines[title + 1];
+    for column in [
+        "Signorini",
+        "Coulomb",
+        "MDP",
+        "no internal forces",
+        "robust",
+        "converged",
+    ] {
+        assert!(
+            header.contains(column),
+            "Table II header lacks {column}: {header}"
+        );
+    }
+    for kind in SolverKind::ALL {
+        let row = lines[title + 2..]
+            .iter()
+            .take(SolverKind::ALL.len() + 1)
+            .find(|l| l.split_whitespace().next() == Some(kind.name()))
+            .unwrap_or_else(|| panic!("Table II has no row for {}", kind.name()));
+        let marks = row.chars().filter(|&c| c == '✓' || c == '✗').count();
+        assert_eq!(marks, 6, "{row}");
+    }
+    assert!(stdout.contains("Mass ratio"));
+    assert!(stdout.contains("Time-to-accuracy"));
+
+    for name in [
+        "energy.svg",
+        "internal_forces.svg",
+        "time_to_accuracy.svg",
+        "mass_ratio.svg",
+    ] {
+        let path = dir.join(name);
+        let svg =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(!svg.is_empty(), "{name} is empty");
+        assert!(svg.contains("<svg"), "{name} is not an SVG");
+        assert!(svg.contains("<text"), "{name} has no text");
+        for kind in SolverKind::ALL {
+            assert!(
+                svg.contains(kind.name()),
+                "{name} does not name {}",
+                kind.name()
+            );
+        }
+    }
+
+    let json = std::fs::read_to_string(dir.join("compare.json")).expect("compare.json");
+    assert!(!json.is_empty());
+    let doc: serde_json::Value = serde_json::from_str(&json).expect("compare.json parses");
+    let table = doc["table"].as_array().expect("a table");
+    assert_eq!(table.len(), SolverKind::ALL.len());
+    for (row, kind) in table.iter().zip(SolverKind::ALL) {
+        assert_eq!(row["solver"], kind.name());
+        assert!(row["signorini"]["pass"].is_boolean());
+    }
+    assert_eq!(
+        doc["time_to_accuracy"].as_array().map(|a| a.len()),
+        Some(2 * 2 * SolverKind::ALL.len())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
