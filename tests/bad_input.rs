@@ -304,13 +304,41 @@ fn malformed_contact_problems_are_reported() {
         g[(3, 5)] = 3.0;
         g[(5, 3)] = 3.0;
         let e = solver.solve(&problem(g), &settings, &mut out).unwrap_err();
-        assert!(matches!(e, ProblemError::NotPsd { .. }), "{}: {e}", kind.name());
+        assert!(
+            matches!(e, ProblemError::NotPsd { .. }),
+            "{}: {e}",
+            kind.name()
+        );
         // Settings out of range are refused by name.
         for (bad, name) in [
-            (SolverSettings { pyramid_facets: 2, ..settings }, "pyramid_facets"),
-            (SolverSettings { over_relaxation: 2.5, ..settings }, "over_relaxation"),
-            (SolverSettings { tolerance: f64::NAN, ..settings }, "tolerance"),
-            (SolverSettings { rho: Some(-1.0), ..settings }, "rho"),
+            (
+                SolverSettings {
+                    pyramid_facets: 2,
+                    ..settings
+                },
+                "pyramid_facets",
+            ),
+            (
+                SolverSettings {
+                    over_relaxation: 2.5,
+                    ..settings
+                },
+                "over_relaxation",
+            ),
+            (
+                SolverSettings {
+                    tolerance: f64::NAN,
+                    ..settings
+                },
+                "tolerance",
+            ),
+            (
+                SolverSettings {
+                    rho: Some(-1.0),
+                    ..settings
+                },
+                "rho",
+            ),
         ] {
             let e = solver
                 .solve(&problem(DMatrix::identity(6, 6)), &bad, &mut out)

@@ -3,7 +3,6 @@
 
 use moreau::contact::{SolverKind, SolverSettings};
 use moreau::study::{self, Trajectory};
-use std::f64::consts::PI;
 
 const ALL: [SolverKind; 8] = SolverKind::ALL;
 
@@ -95,20 +94,6 @@ fn drag(kind: SolverKind, warm: bool) -> Trajectory {
     study::simulate(&scene, params, 350, Some(&study::drag_force)).unwrap()
 }
 
-/// Largest lateral impulse (world y, orthogonal to the drag) of one contact, relative to ‖λ‖:
-/// the internal forces the study plots (contacts squeezing the cube sideways).
-fn lateral_impulse(r: &moreau::study::Record) -> f64 {
-    let norm = r
-        .impulses
-        .iter()
-        .flatten()
-        .map(|x| x * x)
-        .sum::<f64>()
-        .sqrt();
-    let worst = r.impulses.iter().map(|l| l[1].abs()).fold(0.0, f64::max);
-    if norm > 0.0 { worst / norm } else { 0.0 }
-}
-
 #[test]
 fn dragged_cube_slips_when_coulomb_says_and_internal_forces_tell_solvers_apart() {
     let t_slip = study::drag_slip_time();
@@ -143,9 +128,9 @@ fn dragged_cube_slips_when_coulomb_says_and_internal_forces_tell_solvers_apart()
                 .fold(0.0, f64::max)
         };
         let stuck_norm = window(0.01, 0.6 * t_slip, &|r| r.internal_relative);
-        let stuck_lat = window(0.01, 0.6 * t_slip, &lateral_impulse);
+        let stuck_lat = window(0.01, 0.6 * t_slip, &moreau::study::Record::lateral_squeeze);
         let slide_norm = window(1.2 * t_slip, 1.0, &|r| r.internal_relative);
-        let slide_lat = window(1.2 * t_slip, 1.0, &lateral_impulse);
+        let slide_lat = window(1.2 * t_slip, 1.0, &moreau::study::Record::lateral_squeeze);
         println!(
             "{:<10} {:<4} slips at {slip:.4} s ({:+.1} ms) | stuck: min-norm {stuck_norm:.1e}, lateral {stuck_lat:.1e} | sliding: min-norm {slide_norm:.1e}, lateral {slide_lat:.1e}",
             kind.name(),
@@ -239,7 +224,6 @@ fn heavy_on_light_cube_defeats_per_contact_solvers_but_not_ncp_admm() {
             "ncp-admm at {ratio:e}: {r:?}"
         );
     }
-    let _ = PI;
 }
 
 #[test]

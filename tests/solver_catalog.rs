@@ -5,9 +5,8 @@
 mod common;
 
 use common::Lcg;
-use moreau::contact::cone::Pyramid;
 use moreau::contact::{
-    ContactModel, ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
+    ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
 };
 use moreau::scenes;
 use moreau::sim::{SimParams, Simulator};
@@ -25,15 +24,6 @@ fn random_problem(rng: &mut Lcg, nc: usize) -> ContactProblem {
     }
     let mu = (0..nc).map(|_| rng.range(0.1, 1.0)).collect();
     ContactProblem::new(g, free, mu).unwrap()
-}
-
-fn model_of(kind: SolverKind, settings: &SolverSettings) -> Option<ContactModel> {
-    match kind {
-        SolverKind::LcpPgs => Some(ContactModel::Lcp(Pyramid::new(settings.pyramid_facets))),
-        SolverKind::CcpPgs | SolverKind::CcpAdmm => Some(ContactModel::Ccp),
-        SolverKind::Raisim => None,
-        _ => Some(ContactModel::Ncp),
-    }
 }
 
 /// Problems harvested from the scenes (4 to 8 contacts; the stack of equal
@@ -84,7 +74,7 @@ fn every_solver_certifies_its_own_model_on_random_problems() {
             let mut c = DVector::zeros(p.g.len());
             p.contact_velocity(out.lambda.as_slice(), c.as_mut_slice());
             assert!((&c - &out.c).amax() < 1e-9);
-            let eps = match model_of(kind, &settings) {
+            let eps = match moreau::study::solver_model(kind, &settings) {
                 Some(model) => {
                     model_residuals(model, &p.mu, out.lambda.as_slice(), c.as_slice()).eps_abs
                 }

@@ -51,10 +51,7 @@ pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
             (2, 2, minor2(1, 2)),
             (2, 3, det),
         ];
-        if let Some(&(r, _, value)) = minors
-            .iter()
-            .find(|&&(_, k, v)| v < -1e-12 * scale.powi(k))
-        {
+        if let Some(&(r, _, value)) = minors.iter().find(|&&(_, k, v)| v < -1e-12 * scale.powi(k)) {
             return Err(ProblemError::NotPsd {
                 index: 3 * i + r,
                 value,

@@ -9,8 +9,8 @@
 //!
 //! (`W = G + R`). The first is Signorini given friction, the second maximum
 //! dissipation inside the disks fixed by the normal impulses, so a
-//! consistent pair solves the NCP. Each sub-problem is solved to the
-//! tolerance by the ADMM core ([`super::admm`]), warm-started from the previous
+//! consistent pair solves the NCP. Each sub-problem is solved to a tenth of
+//! the tolerance by the ADMM core ([`super::admm`]), warm-started from the previous
 //! alternation, its factorization kept while `ρ` does not change. There is no
 //! convergence guarantee for the alternation; it stops on the NCP's `ε_abs`.
 //! `SolverStats::iterations` counts alternations, `inner_iterations` the
@@ -174,8 +174,10 @@ impl ContactSolver for Staggered {
             out.lambda[3 * i + 1] = w[1];
             out.lambda[3 * i + 2] = w[2];
         }
+        // Sub-problems a decade tighter than the alternation's test, so that
+        // their inexactness does not make the alternation cycle.
         let inner = SolverSettings {
-            tolerance: settings.tolerance,
+            tolerance: 0.1 * settings.tolerance,
             max_iterations: settings.max_iterations,
             ..*settings
         };
