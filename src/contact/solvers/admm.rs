@@ -223,6 +223,18 @@ impl AdmmCore {
             v.clear();
             v.resize(n, 0.0);
         }
+        // A warm start that already solves the problem costs one evaluation:
+        // no spectrum estimate, no factorization.
+        let mut best_eps = f64::INFINITY;
+        self.tmp.clear();
+        self.tmp.extend_from_slice(z);
+        model.project(&self.tmp, z);
+        stats.residuals = self.evaluate(model, a, d, b, z, c, &mut best_eps);
+        if stats.residuals.eps_abs <= settings.tolerance {
+            stats.converged = true;
+            stats.rho = options.rho.unwrap_or(0.0);
+            return Ok(stats);
+        }
         let lmax = self.largest_eigenvalue(a, d);
         self.x.clear();
         self.x.resize(n, 0.0);
@@ -234,7 +246,7 @@ impl AdmmCore {
             _ => rho_cold,
         };
         let alpha = settings.over_relaxation;
-        let mut best_eps = f64::INFINITY;
+        // The power iteration used tmp: restore the (projected) guess.
         self.tmp.clear();
         self.tmp.extend_from_slice(z);
         let attempts = if model.corrected() { 2 } else { 1 };
@@ -381,6 +393,7 @@ fn solve_cones(
         settings,
         options,
     )?;
+    // ρ = 0: a warm start solved the problem before any ρ was chosen.
     Ok(out.stats.rho)
 }
 
@@ -417,14 +430,10 @@ impl ContactSolver for NcpAdmm {
             adaptive: settings.adaptive_rho,
             rho: settings.rho,
         };
-        self.last_rho = Some(solve_cones(
-            &mut self.core,
-            ContactModel::Ncp,
-            p,
-            settings,
-            options,
-            out,
-        )?);
+        let rho = solve_cones(&mut self.core, ContactModel::Ncp, p, settings, options, out)?;
+        if rho > 0.0 {
+            self.last_rho = Some(rho);
+        }
         Ok(())
     }
 }
@@ -460,14 +469,10 @@ impl ContactSolver for CcpAdmm {
             adaptive: false,
             rho: settings.rho,
         };
-        self.last_rho = Some(solve_cones(
-            &mut self.core,
-            ContactModel::Ccp,
-            p,
-            settings,
-            options,
-            out,
-        )?);
+        let rho = solve_cones(&mut self.core, ContactModel::Ccp, p, settings, options, out)?;
+        if rho > 0.0 {
+            self.last_rho = Some(rho);
+        }
         Ok(())
     }
 }
