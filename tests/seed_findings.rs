@@ -232,10 +232,14 @@ fn compliant_penetration_grows_linearly_with_r() {
     let mut pen = Vec::new();
     for &a in &alphas {
         let d = study::compliant_penetration(SolverKind::CcpAdmm, a).unwrap();
-        println!(
-            "R = {a:.0e}·diag(G): penetration {d:.3e} m, per unit α {:.4e}",
-            d / a.max(1e-300)
-        );
+        if a > 0.0 {
+            println!(
+                "R = {a:.0e}·diag(G): penetration {d:.3e} m, per unit α {:.4e}",
+                d / a
+            );
+        } else {
+            println!("R = 0 (rigid): penetration {d:.3e} m");
+        }
         pen.push(d);
     }
     assert!(pen[0].abs() < 1e-8, "rigid contact: no penetration");

@@ -96,7 +96,8 @@ enum Command {
     /// eps_c) is the residual of the solver's own model (ncp, ccp, lcp-<facets>;
     /// for raisim, which solves no cone problem, its own stopping residual);
     /// eps_ncp is the NCP's, the physical truth. Both are recomputed from the
-    /// returned lambda, with c = (G + R) lambda + g.
+    /// returned lambda, with c = (G + R) lambda + g (raisim's own residual
+    /// comes from the solver: its last sweep's largest correction).
     Solve {
         /// Problem file (JSON).
         file: PathBuf,
@@ -423,15 +424,15 @@ fn solve(
                 .into(),
         );
     }
-    if !(tol.is_finite() && tol >= 0.0) {
-        return Err(format!("--tol {tol}: must be finite and non-negative").into());
-    }
-    let problems = read_problems(file)?;
     let settings = SolverSettings {
         tolerance: tol,
         max_iterations: max_iter,
         ..Default::default()
     };
+    if let Err(e) = settings.validate() {
+        return Err(format!("--tol {tol}: {e}").into());
+    }
+    let problems = read_problems(file)?;
     let own_model = study::solver_model(kind, &settings);
     let model = study::model_name(own_model);
     let mut solver = kind.build();

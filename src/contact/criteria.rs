@@ -273,9 +273,19 @@ fn min_norm_admissible(
             break;
         }
     }
-    // The cone projection was last: x is admissible; return its affine
-    // projection only if that stays admissible to rounding.
-    x
+    // The cone projection was last, so x is admissible; its affine projection
+    // has exactly the same motion. Return the latter when it is admissible to
+    // rounding (Dykstra converged), else x.
+    let y = project_affine(&x);
+    let violation = (0..p.mu.len())
+        .map(|i| {
+            dist3(
+                get3(y.as_slice(), i),
+                project_cone(p.mu[i], get3(y.as_slice(), i)),
+            )
+        })
+        .fold(0.0, nan_max);
+    if violation <= 1e-9 * scale { y } else { x }
 }
 
 /// Power of the contact impulses over a step (W): `λ·c / dt` with the rigid

@@ -130,11 +130,12 @@ impl ContactProblem {
     /// proportional to `α`). `alpha` must be finite and non-negative.
     pub fn set_diagonal_compliance(&mut self, alpha: f64) -> Result<(), ProblemError> {
         if !(alpha.is_finite() && alpha >= 0.0) {
-            return Err(ProblemError::BadCompliance {
-                index: 0,
-                value: alpha,
+            return Err(ProblemError::InvalidSetting {
+                name: "compliance",
+                reason: format!("α must be finite and ≥ 0, got {alpha}"),
             });
         }
+        self.validate()?;
         for i in 0..self.g.len() {
             self.compliance[i] = alpha * self.delassus[(i, i)].max(0.0);
         }

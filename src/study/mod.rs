@@ -118,14 +118,21 @@ impl Record {
             .map(|x| x * x)
             .sum::<f64>()
             .sqrt();
-        let worst = self.impulses.iter().map(|l| l[1].abs()).fold(0.0, f64::max);
+        let worst = self
+            .impulses
+            .iter()
+            .map(|l| l[1].abs())
+            .fold(0.0, crate::contact::criteria::nan_max);
         if norm > 0.0 { worst / norm } else { 0.0 }
     }
 }
 
 impl Trajectory {
     pub fn max_of(&self, f: impl Fn(&Record) -> f64) -> f64 {
-        self.records.iter().map(f).fold(0.0, f64::max)
+        self.records
+            .iter()
+            .map(f)
+            .fold(0.0, crate::contact::criteria::nan_max)
     }
 }
 
@@ -346,7 +353,18 @@ pub fn mass_ratio_study(
         let p = stacked_cubes_problem(ratio)?;
         for &kind in solvers {
             let mut sol = ContactSolution::default();
-            kind.build().solve(&p, settings, &mut sol)?;
+            if kind.build().solve(&p, settings, &mut sol).is_err() {
+                // A solver that fails outright (e.g. diverges) is a row of the study, not its end.
+                out.push(RatioResult {
+                    solver: kind,
+                    ratio,
+                    iterations: settings.max_iterations,
+                    converged: false,
+                    eps_abs: f64::INFINITY,
+                    eps_ncp: f64::INFINITY,
+                });
+                continue;
+            }
             let eps_abs = match solver_model(kind, settings) {
                 Some(m) => {
                     model_residuals(m, &p.mu, sol.lambda.as_slice(), sol.c.as_slice()).eps_abs
@@ -445,9 +463,10 @@ pub fn time_to_accuracy(
         let mut ok = 0;
         for p in &cold {
             let start = Instant::now();
-            solver.solve(p, &settings, &mut sol)?;
+            let solved = solver.solve(p, &settings, &mut sol);
             time += start.elapsed().as_secs_f64();
-            ok += sol.stats.converged as usize;
+            // A failed solve counts as not converged.
+            ok += (solved.is_ok() && sol.stats.converged) as usize;
         }
         let n = cold.len().max(1) as f64;
         points.push((tol, time / n, ok as f64 / n));

@@ -27,8 +27,10 @@
 //! The Cholesky factor of `A + ρI` is kept between solves: a solve whose `A`
 //! and `ρ` are bit-identical to the previous one's (a resting body, a batch
 //! of copies) reuses it for an `O(n²)` comparison instead of `O(n³/3)` flops.
-//! Each change of `ρ` costs one refactorization; changes are rate-limited
-//! (at most one per `RHO_MIN_INTERVAL` iterations, by a factor ≥ `RHO_RATIO`).
+//! Each change of `ρ` costs one refactorization; changes are rate-limited:
+//! at most one per `RHO_MIN_INTERVAL` iterations, only when the normalized
+//! primal and dual residuals differ by more than `RHO_RATIO`, and then by
+//! the square root of their ratio, at most `RHO_MAX_STEP`.
 
 use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
@@ -331,7 +333,8 @@ impl AdmmCore {
             }
             break;
         }
-        if !stats.converged && best_eps < stats.residuals.eps_abs {
+        // (`!(a <= b)` so that a NaN final residual also falls back.)
+        if !stats.converged && best_eps.is_finite() && !(stats.residuals.eps_abs <= best_eps) {
             // Return the best iterate seen, with its own velocity and residuals.
             z.copy_from_slice(&self.best);
             affine(a, d, b, z, c);

@@ -2,7 +2,9 @@
 //! fills a [`ContactSolution`] (`λ`, `c` and [`SolverStats`]); none reads the
 //! model. Every solver starts from the problem's warm start, and stops when
 //! its model's `ε_abs` (see [`crate::contact::criteria`]) falls below
-//! `SolverSettings::tolerance` or after `max_iterations`.
+//! `SolverSettings::tolerance` or after `max_iterations`; `raisim`, whose
+//! fixed points solve no cone problem, stops on its own fixed-point residual
+//! (see [`Raisim`]).
 //!
 //! | name        | model (what it relaxes)                     | algorithm                          |
 //! |-------------|---------------------------------------------|------------------------------------|
@@ -98,7 +100,8 @@ impl Default for SolverSettings {
 pub struct SolverStats {
     pub iterations: usize,
     pub converged: bool,
-    /// Residuals of the returned `(λ, c)`.
+    /// Residuals of the returned `(λ, c)` under the solver's model (`raisim`:
+    /// its last sweep's largest correction, reported as `dual` and `eps_abs`).
     pub residuals: Residuals,
     /// ADMM: final `ρ` (0 for other solvers).
     pub rho: f64,

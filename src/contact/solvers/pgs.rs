@@ -145,10 +145,10 @@ pub(crate) fn gauss_seidel(
     }
     // The incrementally updated c has accumulated rounding; return the exact one.
     p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
-    let converged = stats.converged;
     stats.residuals = residuals(out.lambda.as_slice(), out.c.as_slice(), local_max);
     if let Criterion::Model(_) = criterion {
-        stats.converged = converged || stats.residuals.eps_abs <= settings.tolerance;
+        // Judged on the exact c, so that `converged` agrees with the residuals returned.
+        stats.converged = stats.residuals.eps_abs <= settings.tolerance || m == 0;
     }
     Ok(stats)
 }

@@ -44,6 +44,8 @@ pub const ALPHA_0: f64 = 1.0;
 pub const ALPHA_MIN: f64 = 0.1;
 /// Per-sweep decay of the relaxation factor.
 pub const ALPHA_DECAY: f64 = 0.99;
+/// Largest step of the downhill march (rad).
+const MAX_STEP: f64 = 0.2;
 /// Angular tolerance of the 1-D search (rad).
 const THETA_TOLERANCE: f64 = 1e-12;
 
@@ -111,7 +113,9 @@ impl Ellipse {
                     travelled += step;
                     lo = t;
                     d_lo = d;
-                    step *= 1.5;
+                    // Capped, so that a step does not jump over a gap of
+                    // the valid arc (where the ray misses the plane).
+                    step = (step * 1.5).min(MAX_STEP);
                 }
                 Some(d) => break (t, d),
             }
@@ -128,7 +132,9 @@ impl Ellipse {
             } else {
                 0.5 * (lo + hi)
             };
-            let d = self.slope(t)?;
+            // Off the valid arc E is +∞ beyond the minimum: an "uphill" end
+            // without a finite slope (the next point is then the midpoint).
+            let d = self.slope(t).unwrap_or(-d0.signum() * f64::INFINITY);
             if d == 0.0 {
                 lo = t;
                 break;
@@ -308,5 +314,32 @@ mod tests {
             local_step(&w, mu, [0.0; 3], [1.0, 0.0, 0.5], false),
             [0.0; 3]
         );
+    }
+
+    #[test]
+    fn sliding_step_on_an_open_curve_stays_on_its_valid_arc() {
+        // W_NN < μ‖W_NT‖: the plane cuts the cone in an unbounded curve, and
+        // the rays of a range of angles miss it.
+        let w = [[1.0, 0.0, 0.9], [0.0, 1.0, 0.0], [0.9, 0.0, 1.0]];
+        let mu = 2.0;
+        for cf in [[1.0, 0.5, -1.0], [-3.0, 0.2, -1.0], [0.1, -4.0, -0.5]] {
+            let got = local_step(&w, mu, [0.0; 3], cf, false);
+            let want = brute(&w, mu, cf, 0.0);
+            let v = Matrix3::from_fn(|r, s| w[r][s]) * Vector3::from(got) + Vector3::from(cf);
+            println!(
+                "open curve, c_f = {cf:?}: λ = {got:?} (brute force {want:?}), c_N = {:.1e}",
+                v[2]
+            );
+            assert!(got.iter().all(|x| x.is_finite()));
+            assert!((got[0] * got[0] + got[1] * got[1]).sqrt() <= mu * got[2] + 1e-9);
+            let stuck = v.norm() < 1e-9;
+            assert!(
+                stuck || v[2].abs() < 1e-9,
+                "zero normal velocity while sliding"
+            );
+            if !stuck {
+                assert!((Vector3::from(got) - want).norm() < 1e-3 * want.norm().max(1.0));
+            }
+        }
     }
 }
