@@ -1,6 +1,6 @@
 //! ADMM on the global contact problem (after Carpentier, Le Lidec, Montaut,
 //! "From compliant to rigid contact simulation: a unified and efficient
-//! approach", RSS 2024), as a core shared by [`NcpAdmm`], [`CcpAdmm`] and the
+//! approach", RSS 2024), as a core shared by [`AdmmSolver`] (`ncp-admm`, `ccp-admm`) and the
 //! sub-problems of [`super::Staggered`].
 //!
 //! The core solves `min ½ zᵀAz + (b + s)ᵀz, z ∈ C` with `A = G + diag(d)`
@@ -396,68 +396,60 @@ fn solve_cones(
         settings,
         options,
     )?;
-    // ρ = 0: a warm start solved the problem before any ρ was chosen.
     Ok(out.stats.rho)
 }
 
-/// NCP via ADMM with de Saxcé's correction (the default solver): the
-/// correction `Γ(c)` is updated after each iteration, so a fixed point solves
-/// `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*` (Signorini, Coulomb and maximum dissipation).
-/// Adaptive ρ by residual balancing, warm start of `λ` (primal), of the dual
-/// through `u = −(c(λ₀) + Γ)/ρ`, and of `ρ` (the simulator passes the last
-/// step's). A warm start that diverges is restarted cold once; the best
-/// iterate is returned when the cap is reached. Global, so it handles
-/// ill-conditioned problems (large mass ratios) that defeat per-contact
-/// methods, and its proximal steps pick the impulse without internal forces
-/// among equivalent ones.
-#[derive(Default)]
-pub struct NcpAdmm {
+/// The two ADMM solvers of the catalog, on the whole contact problem.
+pub struct AdmmSolver {
+    model: ContactModel,
     core: AdmmCore,
     last_rho: Option<f64>,
 }
 
-impl ContactSolver for NcpAdmm {
-    fn name(&self) -> &'static str {
-        "ncp-admm"
-    }
-    fn last_rho(&self) -> Option<f64> {
-        self.last_rho
-    }
-    fn solve(
-        &mut self,
-        p: &ContactProblem,
-        settings: &SolverSettings,
-        out: &mut ContactSolution,
-    ) -> Result<(), ProblemError> {
-        let options = AdmmOptions {
-            adaptive: settings.adaptive_rho,
-            rho: settings.rho,
-        };
-        let rho = solve_cones(&mut self.core, ContactModel::Ncp, p, settings, options, out)?;
-        if rho > 0.0 {
-            self.last_rho = Some(rho);
+impl AdmmSolver {
+    /// `ncp-admm` (the default solver): NCP via ADMM with de Saxcé's
+    /// correction. `Γ(c)` is updated after each iteration, so a fixed point
+    /// solves `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*` (Signorini, Coulomb and maximum
+    /// dissipation). Adaptive ρ by residual balancing (if
+    /// `SolverSettings::adaptive_rho`), warm start of `λ` (primal), of the
+    /// dual through `u = −(c(λ₀) + Γ)/ρ`, and of `ρ` (the simulator passes the
+    /// last step's). A warm start that diverges is restarted cold once; the
+    /// best iterate is returned when the cap is reached. Global, so it handles
+    /// ill-conditioned problems (large mass ratios) that defeat per-contact
+    /// methods; cold-started, its proximal steps pick the impulse without
+    /// internal forces among equivalent ones (warm-started, it keeps the
+    /// previous step's).
+    pub fn ncp() -> Self {
+        AdmmSolver {
+            model: ContactModel::Ncp,
+            core: AdmmCore::default(),
+            last_rho: None,
         }
-        Ok(())
+    }
+
+    /// `ccp-admm`: the convex QP `min ½ λᵀ(G + R)λ + gᵀλ, λ ∈ K_μ`
+    /// (Anitescu's relaxation, MuJoCo's model: sliding contacts separate at
+    /// `c_N = μ‖c_T‖`), with `G + R + ρI` factorized once per solve (ρ fixed:
+    /// the settings' or `0.1·L`) and kept across solves while `G` does not
+    /// change. The problem's compliance `R` is MuJoCo's regularization when
+    /// set to `R = α·diag(G)` ([`ContactProblem::set_diagonal_compliance`]): a
+    /// numerical device that makes the problem strictly convex, at the price of
+    /// contacts that obey `c = (G + R)λ + g`, i.e. a penetration velocity `Rλ`.
+    pub fn ccp() -> Self {
+        AdmmSolver {
+            model: ContactModel::Ccp,
+            ..AdmmSolver::ncp()
+        }
     }
 }
 
-/// CCP via ADMM: the convex QP `min ½ λᵀ(G + R)λ + gᵀλ, λ ∈ K_μ` (Anitescu's
-/// relaxation, MuJoCo's model: sliding contacts separate at `c_N = μ‖c_T‖`),
-/// with `G + R + ρI` factorized once per solve (ρ fixed: the settings' or
-/// `0.1·L`) and kept across solves while `G` does not change. The problem's
-/// compliance `R` is MuJoCo's regularization when set to `R = α·diag(G)`
-/// ([`ContactProblem::set_diagonal_compliance`]): a numerical device that makes
-/// the problem strictly convex, at the price of contacts that obey
-/// `c = (G + R)λ + g`, i.e. a penetration velocity `Rλ`.
-#[derive(Default)]
-pub struct CcpAdmm {
-    core: AdmmCore,
-    last_rho: Option<f64>,
-}
-
-impl ContactSolver for CcpAdmm {
+impl ContactSolver for AdmmSolver {
     fn name(&self) -> &'static str {
-        "ccp-admm"
+        if self.model == ContactModel::Ncp {
+            "ncp-admm"
+        } else {
+            "ccp-admm"
+        }
     }
     fn last_rho(&self) -> Option<f64> {
         self.last_rho
@@ -469,10 +461,11 @@ impl ContactSolver for CcpAdmm {
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
         let options = AdmmOptions {
-            adaptive: false,
+            adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
             rho: settings.rho,
         };
-        let rho = solve_cones(&mut self.core, ContactModel::Ccp, p, settings, options, out)?;
+        let rho = solve_cones(&mut self.core, self.model, p, settings, options, out)?;
+        // ρ = 0: a warm start solved the problem before any ρ was chosen.
         if rho > 0.0 {
             self.last_rho = Some(rho);
         }

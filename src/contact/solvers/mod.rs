@@ -22,7 +22,7 @@ mod pgs;
 mod raisim;
 mod staggered;
 
-pub use admm::{CcpAdmm, NcpAdmm};
+pub use admm::AdmmSolver;
 pub use pgs::{CcpPgs, LcpPgs, NcpPgs};
 pub use raisim::Raisim;
 pub use staggered::Staggered;
@@ -187,11 +187,11 @@ impl SolverKind {
         match self {
             SolverKind::LcpPgs => Box::new(LcpPgs::default()),
             SolverKind::CcpPgs => Box::new(CcpPgs::default()),
-            SolverKind::CcpAdmm => Box::new(CcpAdmm::default()),
+            SolverKind::CcpAdmm => Box::new(AdmmSolver::ccp()),
             SolverKind::Raisim => Box::new(Raisim::new(false)),
             SolverKind::RaisimDs => Box::new(Raisim::new(true)),
             SolverKind::NcpPgs => Box::new(NcpPgs::default()),
-            SolverKind::NcpAdmm => Box::new(NcpAdmm::default()),
+            SolverKind::NcpAdmm => Box::new(AdmmSolver::ncp()),
             SolverKind::Staggered => Box::new(Staggered::default()),
         }
     }

@@ -76,7 +76,8 @@ pub(crate) enum Criterion {
 /// other contact's latest impulse) and returns the new impulse with the size
 /// of its correction; `end_sweep` runs after each sweep. Fills `out` and
 /// returns the stats, with the residuals of `criterion` (exact `c`).
-/// Refuses a problem with a diagonal block that is not positive semi-definite
+/// Validates the problem and settings first. Refuses a problem with a
+/// diagonal block that is not positive semi-definite
 /// (a necessary condition on `G`), and reports a non-finite impulse (a
 /// divergence, which an indefinite `G` can cause) as an error.
 pub(crate) fn gauss_seidel(
@@ -88,6 +89,8 @@ pub(crate) fn gauss_seidel(
     mut local: impl FnMut(usize, [f64; 3], [f64; 3]) -> ([f64; 3], f64),
     mut end_sweep: impl FnMut(),
 ) -> Result<SolverStats, ProblemError> {
+    p.validate()?;
+    settings.validate()?;
     let nc = p.nc();
     let m = 3 * nc;
     check_blocks(p)?;
@@ -153,17 +156,35 @@ pub(crate) fn gauss_seidel(
     Ok(stats)
 }
 
-/// The normal step shared by the NCP and LCP sweeps: `λ_N ← max(0, λ_N − ω c_N / W_NN)`,
-/// then the tangential velocity corrected for the change. Returns `(λ_N, c_T)`.
+/// The local update shared by the NCP and LCP sweeps: a normal step
+/// `λ_N ← max(0, λ_N − ω c_N / W_NN)`, then a tangential step
+/// `λ_T ← P(μ λ_N, λ_T − ω c_T / σ_T)` with the tangential velocity corrected
+/// for the normal change, `σ_T` the largest eigenvalue of the tangential
+/// block and `P(r, ·)` the projection onto the friction set of radius `r`
+/// (keeping `λ_N`: the "horizontal" projection).
 #[inline]
-fn normal_step(w: &[[f64; 3]; 3], omega: f64, l: [f64; 3], c: [f64; 3]) -> (f64, [f64; 2]) {
+fn horizontal_step(
+    w: &[[f64; 3]; 3],
+    mu: f64,
+    omega: f64,
+    l: [f64; 3],
+    c: [f64; 3],
+    project: impl Fn(f64, [f64; 2]) -> [f64; 2],
+) -> [f64; 3] {
     let ln = if w[2][2] > 0.0 {
         (l[2] - omega * c[2] / w[2][2]).max(0.0)
     } else {
         l[2]
     };
     let dn = ln - l[2];
-    (ln, [c[0] + w[0][2] * dn, c[1] + w[1][2] * dn])
+    let ct = [c[0] + w[0][2] * dn, c[1] + w[1][2] * dn];
+    let sigma = tangent_sigma(w);
+    let mut lt = [l[0], l[1]];
+    if sigma > 0.0 {
+        lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
+    }
+    let lt = project(mu * ln, lt);
+    [lt[0], lt[1], ln]
 }
 
 /// NCP via projected Gauss-Seidel. Per contact: a normal step
@@ -188,8 +209,6 @@ impl ContactSolver for NcpPgs {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
-        p.validate()?;
-        settings.validate()?;
         let omega = settings.over_relaxation;
         out.stats = gauss_seidel(
             p,
@@ -198,20 +217,16 @@ impl ContactSolver for NcpPgs {
             out,
             |i, w| project_cone(p.mu[i], w),
             |i, l, c| {
-                let w = block(p, i);
-                let (ln, ct) = normal_step(&w, omega, l, c);
-                let sigma = tangent_sigma(&w);
-                let mut lt = [l[0], l[1]];
-                if sigma > 0.0 {
-                    lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
-                }
-                let norm = (lt[0] * lt[0] + lt[1] * lt[1]).sqrt();
-                let radius = p.mu[i] * ln;
-                if norm > radius {
-                    let s = if norm > 0.0 { radius / norm } else { 0.0 };
-                    lt = [lt[0] * s, lt[1] * s];
-                }
-                ([lt[0], lt[1], ln], 0.0)
+                let step = horizontal_step(&block(p, i), p.mu[i], omega, l, c, |r, lt| {
+                    let norm = (lt[0] * lt[0] + lt[1] * lt[1]).sqrt();
+                    if norm > r {
+                        let s = if norm > 0.0 { r / norm } else { 0.0 };
+                        [lt[0] * s, lt[1] * s]
+                    } else {
+                        lt
+                    }
+                });
+                (step, 0.0)
             },
             || {},
         )?;
@@ -241,8 +256,6 @@ impl ContactSolver for LcpPgs {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
-        p.validate()?;
-        settings.validate()?;
         let omega = settings.over_relaxation;
         let pyr = Pyramid::new(settings.pyramid_facets);
         out.stats = gauss_seidel(
@@ -256,15 +269,10 @@ impl ContactSolver for LcpPgs {
                 [t[0], t[1], n]
             },
             |i, l, c| {
-                let w = block(p, i);
-                let (ln, ct) = normal_step(&w, omega, l, c);
-                let sigma = tangent_sigma(&w);
-                let mut lt = [l[0], l[1]];
-                if sigma > 0.0 {
-                    lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
-                }
-                let lt = pyr.project_disk(p.mu[i] * ln, lt);
-                ([lt[0], lt[1], ln], 0.0)
+                let step = horizontal_step(&block(p, i), p.mu[i], omega, l, c, |r, lt| {
+                    pyr.project_disk(r, lt)
+                });
+                (step, 0.0)
             },
             || {},
         )?;
@@ -296,8 +304,8 @@ impl ContactSolver for CcpPgs {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
+        // Validated before the blocks are read (gauss_seidel validates again, cheaply).
         p.validate()?;
-        settings.validate()?;
         let omega = settings.over_relaxation;
         self.sigma.clear();
         for i in 0..p.nc() {

@@ -208,8 +208,6 @@ impl ContactSolver for Raisim {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
-        p.validate()?;
-        settings.validate()?;
         let ds = self.de_saxce;
         let alpha = Cell::new(ALPHA_0);
         let criterion = if ds {
