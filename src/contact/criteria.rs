@@ -208,7 +208,12 @@ pub struct PhysicsCriteria {
 /// the rigid contact velocity `c = Gλ + g` (the compliance `R` is a
 /// relaxation being judged, so it is left out). Allocates (an eigen
 /// decomposition of `G` for the internal forces): for analysis, not stepping.
-pub fn physics(p: &super::ContactProblem, lambda: &[f64], slide_threshold: f64) -> PhysicsCriteria {
+pub fn physics(
+    p: &super::ContactProblem,
+    lambda: &[f64],
+    slide_threshold: f64,
+) -> Result<PhysicsCriteria, crate::error::ProblemError> {
+    check_impulse(p, lambda)?;
     let m = p.g.len();
     let l = nalgebra::DVector::from_column_slice(lambda);
     let c = &p.delassus * &l + &p.g;
@@ -227,7 +232,23 @@ pub fn physics(p: &super::ContactProblem, lambda: &[f64], slide_threshold: f64) 
         let n = l.norm();
         out.internal_relative = if n > 0.0 { out.internal / n } else { 0.0 };
     }
-    out
+    Ok(out)
+}
+
+/// A valid problem and an impulse of its size.
+fn check_impulse(
+    p: &super::ContactProblem,
+    lambda: &[f64],
+) -> Result<(), crate::error::ProblemError> {
+    p.validate()?;
+    if lambda.len() != p.g.len() {
+        return Err(crate::error::ProblemError::DimensionMismatch {
+            what: "lambda",
+            got: lambda.len(),
+            expected: p.g.len(),
+        });
+    }
+    Ok(())
 }
 
 /// The minimum-norm impulse of `(λ + null(G)) ∩ K_μ`: Dykstra's projection
@@ -290,7 +311,12 @@ fn min_norm_admissible(
 
 /// Power of the contact impulses over a step (W): `λ·c / dt` with the rigid
 /// velocity `c = Gλ + g`; negative when the contacts dissipate.
-pub fn contact_power(p: &super::ContactProblem, lambda: &[f64], dt: f64) -> f64 {
+pub fn contact_power(
+    p: &super::ContactProblem,
+    lambda: &[f64],
+    dt: f64,
+) -> Result<f64, crate::error::ProblemError> {
+    check_impulse(p, lambda)?;
     let mut power = 0.0;
     for i in 0..p.g.len() {
         let mut ci = p.g[i];
@@ -299,5 +325,49 @@ pub fn contact_power(p: &super::ContactProblem, lambda: &[f64], dt: f64) -> f64 
         }
         power += lambda[i] * ci;
     }
-    power / dt
+    Ok(power / dt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contact::ContactProblem;
+    use nalgebra::{DMatrix, DVector};
+
+    #[test]
+    fn physical_criteria_on_hand_made_contacts() {
+        let deg = |x: f64| x.to_degrees();
+        // Sliding along +t1 under maximal friction: nothing violated.
+        let k = contact_physics(0.5, [-0.5, 0.0, 1.0], [1.0, 0.0, 0.0], 1e-3);
+        assert!(k.sliding && k.mdp == 0.0 && k.coulomb == 0.0 && k.signorini == 0.0);
+        // Friction at right angles to the slip, and outside the cone.
+        let k = contact_physics(0.5, [0.0, -0.8, 1.0], [1.0, 0.0, 0.0], 1e-3);
+        assert!((deg(k.mdp) - 90.0).abs() < 1e-12);
+        assert!((k.coulomb - 0.3 / (0.64f64 + 1.0).sqrt()).abs() < 1e-12);
+        // Pushing while separating (the CCP's sliding contact): c_N = μ‖c_T‖.
+        let k = contact_physics(0.5, [-0.5, 0.0, 1.0], [1.0, 0.0, 0.5], 1e-3);
+        assert!((k.signorini - 0.5 / 1.25f64.sqrt()).abs() < 1e-12);
+        // Two identical contacts on one point: an opposite pair of tangential
+        // impulses is internal (G is singular along it); the even split is not.
+        let j = DMatrix::from_row_slice(
+            6,
+            3,
+            &[
+                1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, //
+                1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0,
+            ],
+        );
+        let g = &j * j.transpose();
+        let p = ContactProblem::new(g, DVector::from_element(6, 0.0), vec![1.0, 1.0]).unwrap();
+        let even = physics(&p, &[0.1, 0.0, 1.0, 0.1, 0.0, 1.0], 1e-3).unwrap();
+        let squeeze = physics(&p, &[0.5, 0.0, 1.0, -0.3, 0.0, 1.0], 1e-3).unwrap();
+        println!(
+            "internal forces: even split {:.1e}, squeeze {:.3}",
+            even.internal, squeeze.internal
+        );
+        assert!(even.internal < 1e-9);
+        // λ* = the even split [0.1, 0, 1] twice: distance √(0.4² + 0.4²).
+        assert!((squeeze.internal - 0.32f64.sqrt()).abs() < 1e-6);
+        assert!(physics(&p, &[0.0; 3], 1e-3).is_err());
+    }
 }

@@ -203,7 +203,7 @@ pub fn simulate(
                 None => stats.residuals.eps_abs,
             };
             r.eps_ncp = ncp_residuals(&p.mu, lambda, sol.c.as_slice()).eps_abs;
-            let ph = physics(p, lambda, SLIDE_THRESHOLD);
+            let ph = physics(p, lambda, SLIDE_THRESHOLD)?;
             r.signorini = ph.signorini;
             r.coulomb = ph.coulomb;
             r.mdp = ph.mdp;
@@ -217,7 +217,7 @@ pub fn simulate(
                     r.max_loaded_normal_velocity = r.max_loaded_normal_velocity.max(c[3 * i + 2]);
                 }
             }
-            r.power = contact_power(p, lambda, params.dt);
+            r.power = contact_power(p, lambda, params.dt)?;
             for (i, contact) in sim.contacts().iter().enumerate() {
                 let w =
                     contact.frame * Vec3::new(lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]);
