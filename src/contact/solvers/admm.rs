@@ -31,6 +31,15 @@
 //! at most one per `RHO_MIN_INTERVAL` iterations, only when the normalized
 //! primal and dual residuals differ by more than `RHO_RATIO`, and then by
 //! the square root of their ratio, at most `RHO_MAX_STEP`.
+//!
+//! Why refactorize rather than make ρ changes free with an eigendecomposition
+//! `A = QΛQᵀ` (then `(A + ρI)⁻¹ = Q(Λ + ρ)⁻¹Qᵀ` for any ρ, at the same
+//! `O(n²)` per solve): the decomposition costs about 27 Cholesky
+//! factorizations, and measured over 1000 steps with `ncp-admm` the
+//! quadruped changes ρ 2.3 times per solve (n = 12: 3.4 factorizations of
+//! 576 flops each), the stacked cubes 2.0 times, the pyramid 0.006 times
+//! (n = 108; 0.54 factorizations per solve, the rest reused or skipped by
+//! an exact warm start). Refactorizing is the cheaper choice at these rates.
 
 use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
