@@ -10,6 +10,7 @@
 //! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
 
 mod builder;
+pub mod urdf;
 
 pub use builder::{Material, ModelBuilder};
 

@@ -1,0 +1,554 @@
+//! Loading URDF robot descriptions into a [`Model`].
+//!
+//! Supported: links with `<inertial>` (origin, mass, inertia tensor about the
+//! centre of mass in the inertial frame), joints `revolute`, `continuous`,
+//! `prismatic`, `fixed` and `floating` with origin, axis and limits (read
+//! and kept in [`UrdfModel::joint_limits`]), and `<collision>` geometry
+//! `box`, `sphere` and `cylinder` (along z, as in our [`Shape::Cylinder`])
+//! with origins. Not yet: `mesh` collision geometry (reported as a warning
+//! naming the link, never dropped silently), `planar` joints (an error).
+//!
+//! Fixed joints are merged: the child link's inertia and collision
+//! geometry join its parent's body (at the composed placement), as in
+//! Pinocchio and MuJoCo. The root link is welded to the world (its
+//! inertia then plays no role) or attached by a free joint
+//! ([`UrdfOptions::floating_base`]). Every error names the file, the element
+//! and the reason.
+
+use super::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use crate::math::{Inertia, Mat3, SE3, Vec3};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+/// How to load a URDF file.
+#[derive(Clone, Debug, Default)]
+pub struct UrdfOptions {
+    /// Attach the root link by a free joint (a legged robot) rather than
+    /// welding it to the world (an arm).
+    pub floating_base: bool,
+    /// Friction of every collision geometry (URDF has none).
+    pub friction: Option<f64>,
+}
+
+/// A loaded URDF robot.
+#[derive(Clone, Debug)]
+pub struct UrdfModel {
+    pub model: Model,
+    /// (joint name, lower, upper) for each moving joint with a `<limit>`
+    /// (continuous joints: none), in model order.
+    pub joint_limits: Vec<(String, f64, f64)>,
+    /// What was read but not loaded, each naming its element.
+    pub warnings: Vec<String>,
+}
+
+/// A URDF file that cannot be loaded: the file, the element and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelFileError {
+    pub file: String,
+    pub element: String,
+    pub reason: String,
+}
+
+impl fmt::Display for ModelFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.file, self.element, self.reason)
+    }
+}
+
+impl std::error::Error for ModelFileError {}
+
+/// Loads the URDF file at `path`.
+pub fn load_urdf(
+    path: impl AsRef<Path>,
+    options: &UrdfOptions,
+) -> Result<UrdfModel, ModelFileError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|e| ModelFileError {
+        file: path.display().to_string(),
+        element: "file".into(),
+        reason: e.to_string(),
+    })?;
+    parse_urdf(&text, &path.display().to_string(), options)
+}
+
+struct Link {
+    inertia: Option<Inertia>,
+    collisions: Vec<(String, SE3, Shape)>,
+}
+
+struct Joint {
+    name: String,
+    kind: String,
+    parent: String,
+    child: String,
+    origin: SE3,
+    axis: Vec3,
+    limit: Option<(f64, f64)>,
+}
+
+/// Parses URDF text; `file` names it in errors.
+pub fn parse_urdf(
+    text: &str,
+    file: &str,
+    options: &UrdfOptions,
+) -> Result<UrdfModel, ModelFileError> {
+    let err = |element: &str, reason: String| ModelFileError {
+        file: file.into(),
+        element: element.into(),
+        reason,
+    };
+    let doc = roxmltree::Document::parse(text).map_err(|e| err("XML", e.to_string()))?;
+    let robot = doc.root_element();
+    if robot.tag_name().name() != "robot" {
+        return Err(err(
+            robot.tag_name().name(),
+            "the root element must be <robot>".into(),
+        ));
+    }
+    let robot_name = robot.attribute("name").unwrap_or("robot");
+    let mut warnings = Vec::new();
+    let mut links: Vec<(String, Link)> = Vec::new();
+    let mut joints: Vec<Joint> = Vec::new();
+    for node in robot.children().filter(|n| n.is_element()) {
+        match node.tag_name().name() {
+            "link" => {
+                let name = required(&node, "name", "<link>", &err)?;
+                let element = format!("<link name=\"{name}\">");
+                let link = parse_link(&node, &element, &name, &mut warnings, &err)?;
+                if links.iter().any(|(n, _)| *n == name) {
+                    return Err(err(&element, "duplicate link name".into()));
+                }
+                links.push((name, link));
+            }
+            "joint" => {
+                let name = required(&node, "name", "<joint>", &err)?;
+                let element = format!("<joint name=\"{name}\">");
+                joints.push(parse_joint(&node, &element, name, &err)?);
+            }
+            "material" | "gazebo" | "transmission" => {}
+            other => warnings.push(format!("<{other}> ignored (not used by the simulator)")),
+        }
+    }
+    // The tree: every link has at most one parent joint, exactly one link has none.
+    let index: HashMap<&str, usize> = links
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _))| (n.as_str(), i))
+        .collect();
+    let mut parent_joint: Vec<Option<usize>> = vec![None; links.len()];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); links.len()];
+    for (j, joint) in joints.iter().enumerate() {
+        let element = format!("<joint name=\"{}\">", joint.name);
+        let p = *index.get(joint.parent.as_str()).ok_or_else(|| {
+            err(
+                &element,
+                format!("parent link `{}` does not exist", joint.parent),
+            )
+        })?;
+        let c = *index.get(joint.child.as_str()).ok_or_else(|| {
+            err(
+                &element,
+                format!("child link `{}` does not exist", joint.child),
+            )
+        })?;
+        if let Some(other) = parent_joint[c] {
+            return Err(err(
+                &element,
+                format!(
+                    "link `{}` is already the child of joint `{}`: a kinematic loop (URDF describes trees)",
+                    joint.child, joints[other].name
+                ),
+            ));
+        }
+        parent_joint[c] = Some(j);
+        children[p].push(j);
+    }
+    let roots: Vec<usize> = (0..links.len())
+        .filter(|&i| parent_joint[i].is_none())
+        .collect();
+    let root = match roots.as_slice() {
+        [r] => *r,
+        [] if links.is_empty() => return Err(err("<robot>", "no link".into())),
+        [] => {
+            return Err(err(
+                "<robot>",
+                "every link has a parent joint: a kinematic loop".into(),
+            ));
+        }
+        many => {
+            let names: Vec<_> = many.iter().map(|&i| links[i].0.as_str()).collect();
+            return Err(err(
+                "<robot>",
+                format!(
+                    "several root links ({}): the links do not form one tree",
+                    names.join(", ")
+                ),
+            ));
+        }
+    };
+
+    // Pass 1, depth-first from the root: each link's body (an index into
+    // `bodies`, None = the world) and its placement in that body's frame;
+    // fixed joints merge into their parent's body.
+    struct Body {
+        name: String,
+        parent: Option<usize>,
+        joint: JointType,
+        placement: SE3,
+        inertia: Inertia,
+        joint_name: String,
+        limit: Option<(f64, f64)>,
+    }
+    let mut bodies: Vec<Body> = Vec::new();
+    let mut link_body: Vec<Option<(Option<usize>, SE3)>> = vec![None; links.len()];
+    let root_body = if options.floating_base {
+        bodies.push(Body {
+            name: links[root].0.clone(),
+            parent: None,
+            joint: JointType::Free,
+            placement: SE3::identity(),
+            inertia: Inertia::zero(),
+            joint_name: "root".into(),
+            limit: None,
+        });
+        Some(0)
+    } else {
+        None
+    };
+    link_body[root] = Some((root_body, SE3::identity()));
+    let mut stack = vec![root];
+    let mut order = Vec::new();
+    while let Some(l) = stack.pop() {
+        order.push(l);
+        let (body, body_from_link) = link_body[l].expect("visited links are placed");
+        for &j in children[l].iter().rev() {
+            let joint = &joints[j];
+            let c = index[joint.child.as_str()];
+            let element = format!("<joint name=\"{}\">", joint.name);
+            let placement = body_from_link.mul(&joint.origin);
+            let kind = match joint.kind.as_str() {
+                "revolute" | "continuous" => Some(JointType::Revolute(joint.axis)),
+                "prismatic" => Some(JointType::Prismatic(joint.axis)),
+                "floating" => Some(JointType::Free),
+                "fixed" => None,
+                other => {
+                    return Err(err(
+                        &element,
+                        format!(
+                            "joint type `{other}` is not supported (revolute, continuous, prismatic, fixed, floating)"
+                        ),
+                    ));
+                }
+            };
+            match kind {
+                None => link_body[c] = Some((body, placement)),
+                Some(jt) => {
+                    bodies.push(Body {
+                        name: joint.child.clone(),
+                        parent: body,
+                        joint: jt,
+                        placement,
+                        inertia: Inertia::zero(),
+                        joint_name: joint.name.clone(),
+                        limit: if joint.kind == "continuous" {
+                            None
+                        } else {
+                            joint.limit
+                        },
+                    });
+                    link_body[c] = Some((Some(bodies.len() - 1), SE3::identity()));
+                }
+            }
+            stack.push(c);
+        }
+    }
+    if order.len() != links.len() {
+        let lost: Vec<_> = (0..links.len())
+            .filter(|&i| link_body[i].is_none())
+            .map(|i| links[i].0.as_str())
+            .collect();
+        return Err(err(
+            "<robot>",
+            format!(
+                "links not reachable from the root `{}`: {}",
+                links[root].0,
+                lost.join(", ")
+            ),
+        ));
+    }
+    // Inertias of merged links.
+    for (l, (name, link)) in links.iter().enumerate() {
+        let (body, body_from_link) = link_body[l].expect("every link is placed");
+        match (body, &link.inertia) {
+            (Some(b), Some(inertia)) => {
+                bodies[b].inertia = bodies[b].inertia.add(&inertia.transformed(&body_from_link));
+            }
+            (None, Some(_)) if l != root => warnings.push(format!(
+                "<link name=\"{name}\">: inertia ignored (welded to the fixed base)"
+            )),
+            _ => {}
+        }
+    }
+
+    // Pass 2: the builder.
+    let mut b = ModelBuilder::new(robot_name);
+    let model_err = |e: crate::ModelError| err("<robot>", e.to_string());
+    let mut body_id = vec![0usize; bodies.len()];
+    let mut joint_limits = Vec::new();
+    for (k, body) in bodies.iter().enumerate() {
+        if !(body.inertia.mass > 0.0) {
+            return Err(err(
+                &format!("<link name=\"{}\">", body.name),
+                "no mass: a link moved by a joint needs an <inertial> with positive mass (or its fixed children's)".into(),
+            ));
+        }
+        let parent = body.parent.map(|p| body_id[p]).unwrap_or(WORLD);
+        body_id[k] = b
+            .add_body(&body.name, parent, body.joint, body.placement, body.inertia)
+            .map_err(model_err)?;
+        if let Some((lo, hi)) = body.limit {
+            joint_limits.push((body.joint_name.clone(), lo, hi));
+        }
+    }
+    let material = Material::with_friction(options.friction.unwrap_or(0.8));
+    for (l, (_, link)) in links.iter().enumerate() {
+        let (body, body_from_link) = link_body[l].expect("every link is placed");
+        let body = body.map(|k| body_id[k]).unwrap_or(WORLD);
+        for (name, origin, shape) in &link.collisions {
+            b.add_geometry(
+                name,
+                body,
+                body_from_link.mul(origin),
+                shape.clone(),
+                material,
+            )
+            .map_err(model_err)?;
+        }
+    }
+    // Links joined by a joint do not collide (the builder already filters parent-child bodies).
+    let model = b.build().map_err(model_err)?;
+    Ok(UrdfModel {
+        model,
+        joint_limits,
+        warnings,
+    })
+}
+
+fn required<'a>(
+    node: &roxmltree::Node<'a, '_>,
+    attr: &str,
+    element: &str,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<String, ModelFileError> {
+    node.attribute(attr)
+        .map(str::to_string)
+        .ok_or_else(|| err(element, format!("missing attribute `{attr}`")))
+}
+
+/// Parses a list of `n` numbers.
+fn numbers<const N: usize>(
+    text: &str,
+    what: &str,
+    element: &str,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<[f64; N], ModelFileError> {
+    let mut out = [0.0; N];
+    let mut it = text.split_whitespace();
+    for o in out.iter_mut() {
+        let s = it
+            .next()
+            .ok_or_else(|| err(element, format!("`{what}` needs {N} numbers, got `{text}`")))?;
+        *o = s
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| err(element, format!("`{what}`: `{s}` is not a finite number")))?;
+    }
+    if it.next().is_some() {
+        return Err(err(
+            element,
+            format!("`{what}` needs {N} numbers, got `{text}`"),
+        ));
+    }
+    Ok(out)
+}
+
+fn scalar(
+    node: &roxmltree::Node,
+    attr: &str,
+    element: &str,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<f64, ModelFileError> {
+    let s = required(node, attr, element, err)?;
+    Ok(numbers::<1>(&s, attr, element, err)?[0])
+}
+
+/// `<origin xyz rpy>` of `node` (identity when absent). URDF's rpy is
+/// fixed-axis roll (x), pitch (y), yaw (z): `R = Rz(yaw) Ry(pitch) Rx(roll)`.
+fn origin(
+    node: &roxmltree::Node,
+    element: &str,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<SE3, ModelFileError> {
+    let Some(o) = child(node, "origin") else {
+        return Ok(SE3::identity());
+    };
+    let xyz = match o.attribute("xyz") {
+        Some(s) => numbers::<3>(s, "origin xyz", element, err)?,
+        None => [0.0; 3],
+    };
+    let rpy = match o.attribute("rpy") {
+        Some(s) => numbers::<3>(s, "origin rpy", element, err)?,
+        None => [0.0; 3],
+    };
+    let r = nalgebra::Rotation3::from_euler_angles(rpy[0], rpy[1], rpy[2]);
+    Ok(SE3::new(*r.matrix(), Vec3::new(xyz[0], xyz[1], xyz[2])))
+}
+
+fn child<'a, 'i>(node: &roxmltree::Node<'a, 'i>, tag: &str) -> Option<roxmltree::Node<'a, 'i>> {
+    node.children().find(|n| n.has_tag_name(tag))
+}
+
+fn parse_link(
+    node: &roxmltree::Node,
+    element: &str,
+    name: &str,
+    warnings: &mut Vec<String>,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<Link, ModelFileError> {
+    let inertia = match child(node, "inertial") {
+        None => None,
+        Some(inertial) => {
+            let at = origin(&inertial, element, err)?;
+            let mass_node = child(&inertial, "mass")
+                .ok_or_else(|| err(element, "<inertial> without <mass>".into()))?;
+            let mass = scalar(&mass_node, "value", element, err)?;
+            if !(mass > 0.0) {
+                return Err(err(element, format!("mass must be positive, got {mass}")));
+            }
+            let i = child(&inertial, "inertia")
+                .ok_or_else(|| err(element, "<inertial> without <inertia>".into()))?;
+            let mut v = [0.0; 6];
+            for (k, a) in ["ixx", "ixy", "ixz", "iyy", "iyz", "izz"]
+                .iter()
+                .enumerate()
+            {
+                v[k] = scalar(&i, a, element, err)?;
+            }
+            let local = Mat3::new(v[0], v[1], v[2], v[1], v[3], v[4], v[2], v[4], v[5]);
+            // About the centre of mass, in the inertial frame → in the link frame.
+            let rot = at.rotation * local * at.rotation.transpose();
+            let inertia = Inertia::new(mass, at.translation, rot);
+            super::builder::validate_inertia(name, &inertia)
+                .map_err(|e| err(element, e.to_string()))?;
+            Some(inertia)
+        }
+    };
+    let mut collisions = Vec::new();
+    for (k, c) in node
+        .children()
+        .filter(|n| n.has_tag_name("collision"))
+        .enumerate()
+    {
+        let at = origin(&c, element, err)?;
+        let geometry = child(&c, "geometry")
+            .and_then(|g| g.children().find(|n| n.is_element()))
+            .ok_or_else(|| err(element, format!("<collision> {k} without <geometry>")))?;
+        let gname = c
+            .attribute("name")
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{name}/collision{k}"));
+        let shape = match geometry.tag_name().name() {
+            "box" => {
+                let s = numbers::<3>(
+                    &required(&geometry, "size", element, err)?,
+                    "box size",
+                    element,
+                    err,
+                )?;
+                Shape::Cuboid {
+                    half_extents: Vec3::new(s[0], s[1], s[2]) / 2.0,
+                }
+            }
+            "sphere" => Shape::Ball {
+                radius: scalar(&geometry, "radius", element, err)?,
+            },
+            "cylinder" => Shape::Cylinder {
+                radius: scalar(&geometry, "radius", element, err)?,
+                half_length: scalar(&geometry, "length", element, err)? / 2.0,
+            },
+            "mesh" => {
+                warnings.push(format!(
+                    "{element}: mesh collision geometry `{}` not loaded (meshes are not supported yet)",
+                    geometry.attribute("filename").unwrap_or("?")
+                ));
+                continue;
+            }
+            other => {
+                return Err(err(
+                    element,
+                    format!("unknown collision geometry <{other}>"),
+                ));
+            }
+        };
+        collisions.push((gname, at, shape));
+    }
+    Ok(Link {
+        inertia,
+        collisions,
+    })
+}
+
+fn parse_joint(
+    node: &roxmltree::Node,
+    element: &str,
+    name: String,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<Joint, ModelFileError> {
+    let kind = required(node, "type", element, err)?;
+    let link = |tag: &str| -> Result<String, ModelFileError> {
+        let n = child(node, tag).ok_or_else(|| err(element, format!("missing <{tag}>")))?;
+        required(&n, "link", element, err)
+    };
+    let axis = match child(node, "axis").and_then(|a| a.attribute("xyz")) {
+        Some(s) => {
+            let a = numbers::<3>(s, "axis xyz", element, err)?;
+            Vec3::new(a[0], a[1], a[2])
+        }
+        None => Vec3::x(),
+    };
+    if matches!(kind.as_str(), "revolute" | "continuous" | "prismatic") && axis.norm() < 1e-12 {
+        return Err(err(element, "zero joint axis".into()));
+    }
+    let limit = match child(node, "limit") {
+        Some(l) => {
+            let lo = l
+                .attribute("lower")
+                .map(|s| numbers::<1>(s, "lower", element, err))
+                .transpose()?;
+            let hi = l
+                .attribute("upper")
+                .map(|s| numbers::<1>(s, "upper", element, err))
+                .transpose()?;
+            let (lo, hi) = (lo.map_or(0.0, |v| v[0]), hi.map_or(0.0, |v| v[0]));
+            if lo > hi {
+                return Err(err(element, format!("limit lower {lo} > upper {hi}")));
+            }
+            Some((lo, hi))
+        }
+        None if matches!(kind.as_str(), "revolute" | "prismatic") => {
+            return Err(err(element, format!("a {kind} joint needs a <limit>")));
+        }
+        None => None,
+    };
+    Ok(Joint {
+        name,
+        origin: origin(node, element, err)?,
+        parent: link("parent")?,
+        child: link("child")?,
+        kind,
+        axis,
+        limit,
+    })
+}
