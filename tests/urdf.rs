@@ -94,6 +94,28 @@ fn a_hand_written_pendulum_loads_as_described() {
 }
 
 #[test]
+fn massless_frames_on_fixed_joints_are_fine_but_not_on_moving_ones() {
+    let frame = r#"<joint name="cam_mount" type="fixed"><parent link="arm"/><child link="camera"/></joint>
+  <link name="camera"><inertial><mass value="0"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link></robot>"#;
+    let r = parse_urdf(
+        &PENDULUM.replace("</robot>", frame),
+        "p.urdf",
+        &UrdfOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.model.nbodies, 2);
+    let moving = frame.replace(r#"type="fixed""#, r#"type="continuous""#);
+    let e = parse_urdf(
+        &PENDULUM.replace("</robot>", &moving),
+        "p.urdf",
+        &UrdfOptions::default(),
+    )
+    .unwrap_err();
+    println!("{e}");
+    assert!(e.element.contains("camera") && e.reason.contains("no mass"));
+}
+
+#[test]
 fn floating_base_needs_a_massive_root() {
     let opts = UrdfOptions {
         floating_base: true,

@@ -424,7 +424,7 @@ fn parse_link(
             let mass_node = child(&inertial, "mass")
                 .ok_or_else(|| err(element, "<inertial> without <mass>".into()))?;
             let mass = scalar(&mass_node, "value", element, err)?;
-            if !(mass > 0.0) {
+            if mass < 0.0 {
                 return Err(err(element, format!("mass must be positive, got {mass}")));
             }
             let i = child(&inertial, "inertia")
@@ -439,10 +439,22 @@ fn parse_link(
             let local = Mat3::new(v[0], v[1], v[2], v[1], v[3], v[4], v[2], v[4], v[5]);
             // About the centre of mass, in the inertial frame → in the link frame.
             let rot = at.rotation * local * at.rotation.transpose();
-            let inertia = Inertia::new(mass, at.translation, rot);
-            super::builder::validate_inertia(name, &inertia)
-                .map_err(|e| err(element, e.to_string()))?;
-            Some(inertia)
+            if mass == 0.0 {
+                // A frame (sensor, end-effector marker): massless links are
+                // common on fixed joints. A moving body left without mass
+                // is refused when the bodies are built.
+                if local.abs().max() > 0.0 {
+                    return Err(err(
+                        element,
+                        "zero mass with a non-zero inertia tensor".into(),
+                    ));
+                }
+                None
+            } else {
+                // Checked once merged into its body (a point mass on a fixed
+                // joint is fine if the body has inertia), by the builder.
+                Some(Inertia::new(mass, at.translation, rot))
+            }
         }
     };
     let mut collisions = Vec::new();
