@@ -82,12 +82,7 @@ fn dumped_problems_are_solved_by_moreau_solve() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = std::process::Command::new(bin)
-        .arg("solve")
-        .arg(&dump)
-        .args(["--solver", "ncp-pgs", "--tol", "1e-9"])
-        .output()
-        .unwrap();
+    let out = moreau_solve(&dump, &["--solver", "ncp-pgs", "--tol", "1e-9"]);
     assert!(
         out.status.success(),
         "{}",
@@ -117,12 +112,7 @@ fn dumped_problems_are_solved_by_moreau_solve() {
     // A malformed file: non-zero exit, the file named on stderr, nothing solved.
     let bad = dir.join("malformed.json");
     std::fs::write(&bad, "[{\"G\": [[1]], \"g\": [1,").unwrap();
-    let out = std::process::Command::new(bin)
-        .arg("solve")
-        .arg(&bad)
-        .args(["--solver", "ncp-pgs"])
-        .output()
-        .unwrap();
+    let out = moreau_solve(&bad, &["--solver", "ncp-pgs"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("malformed file: {}", stderr.trim());
     assert!(!out.status.success());
@@ -134,12 +124,7 @@ fn dumped_problems_are_solved_by_moreau_solve() {
     let mut problems: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
     problems[1]["mu"][0] = serde_json::json!(-1.0);
     std::fs::write(&bad, serde_json::to_string(&problems).unwrap()).unwrap();
-    let out = std::process::Command::new(bin)
-        .arg("solve")
-        .arg(&bad)
-        .args(["--solver", "ncp-admm"])
-        .output()
-        .unwrap();
+    let out = moreau_solve(&bad, &["--solver", "ncp-admm"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("invalid problem: {}", stderr.trim());
     assert!(!out.status.success());
@@ -153,13 +138,18 @@ fn dumped_problems_are_solved_by_moreau_solve() {
     );
 
     // No GPU backend yet.
-    let out = std::process::Command::new(bin)
-        .arg("solve")
-        .arg(&dump)
-        .args(["--solver", "ncp-admm", "--device", "gpu"])
-        .output()
-        .unwrap();
+    let out = moreau_solve(&dump, &["--solver", "ncp-admm", "--device", "gpu"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("GPU backend is not built yet"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Runs `moreau solve FILE ARGS...`.
+fn moreau_solve(file: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_moreau"))
+        .arg("solve")
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap()
 }

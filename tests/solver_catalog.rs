@@ -9,7 +9,7 @@ use moreau::contact::{
     ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
 };
 use moreau::scenes;
-use moreau::sim::{SimParams, Simulator};
+use moreau::sim::SimParams;
 use nalgebra::{DMatrix, DVector};
 
 /// A random well-conditioned problem: G = AAᵀ + I/2 with nc contacts, a
@@ -35,15 +35,12 @@ fn harvested() -> Vec<ContactProblem> {
             "stack-1" => scenes::cube_stack(1.0).unwrap(),
             _ => scenes::scene(name).unwrap(),
         };
-        let mut sim = Simulator::new(scene.model.clone(), SimParams::default()).unwrap();
-        let mut state = scene.state.clone();
-        let mut tau = DVector::zeros(scene.model.nv);
-        for _ in 0..steps {
-            scene.control(&state, tau.as_mut_slice());
-            sim.step(&mut state, tau.as_slice()).unwrap();
-        }
-        assert!(sim.problem().nc() >= 4, "{name}: expected contacts");
-        let mut p = sim.problem().clone();
+        // The last step's problem.
+        let mut p = moreau::study::harvest(&scene, SimParams::default(), steps, steps, None)
+            .unwrap()
+            .pop()
+            .unwrap_or_default();
+        assert!(p.nc() >= 4, "{name}: expected contacts");
         p.warm_start.fill(0.0);
         out.push(p);
     }

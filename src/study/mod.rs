@@ -16,7 +16,7 @@ use crate::contact::{
 use crate::error::{ModelError, SimError};
 use crate::math::Vec3;
 use crate::scenes::{self, Scene};
-use crate::sim::{SimParams, Simulator, State};
+use crate::sim::{SimParams, Simulator, State, StepReport};
 use nalgebra::{DVector, Quaternion, UnitQuaternion};
 use std::time::Instant;
 
@@ -160,24 +160,9 @@ pub fn simulate(
     steps: usize,
     push: Option<Push>,
 ) -> Result<Trajectory, SimError> {
-    let mut sim = Simulator::new(scene.model.clone(), params)?;
-    let mut state = scene.state.clone();
-    let model = &scene.model;
-    if push.is_some() && !matches!(model.joint_type.get(1), Some(crate::model::JointType::Free)) {
-        return Err(SimError::InvalidParameter {
-            name: "push",
-            reason: format!("scene `{}`: body 1 is not a free-floating root", scene.name),
-        });
-    }
-    let mut tau = DVector::zeros(model.nv);
     let own_model = solver_model(params.solver, &params.solver_settings);
     let mut records = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        scene.control(&state, tau.as_mut_slice());
-        if let Some(f) = push {
-            push_first_body(&state, f(state.t), tau.as_mut_slice());
-        }
-        let report = sim.step(&mut state, tau.as_slice())?;
+    drive(scene, params, steps, push, |sim, state, report, _| {
         let (kinetic, potential) = sim.energy(&state)?;
         let q = &state.q;
         let rot = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
@@ -225,7 +210,8 @@ pub fn simulate(
             }
         }
         records.push(r);
-    }
+        Ok(())
+    })?;
     Ok(Trajectory {
         scene: scene.name.clone(),
         solver: params.solver,
@@ -289,21 +275,50 @@ pub fn harvest(
     every: usize,
     push: Option<Push>,
 ) -> Result<Vec<crate::contact::ContactProblem>, SimError> {
+    let mut out = Vec::new();
+    drive(scene, params, steps, push, |sim, _, report, k| {
+        if report.nc > 0 && (k + 1) % every.max(1) == 0 {
+            out.push(sim.problem().clone());
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Steps `scene` `steps` times under its controller and the optional push
+/// (refused unless body 1 is a free-floating root), calling `each` after
+/// every step with the simulator, the new state, the step's report and the
+/// step index.
+fn drive(
+    scene: &Scene,
+    params: SimParams,
+    steps: usize,
+    push: Option<Push>,
+    mut each: impl FnMut(&mut Simulator, &State, StepReport, usize) -> Result<(), SimError>,
+) -> Result<(), SimError> {
+    if push.is_some()
+        && !matches!(
+            scene.model.joint_type.get(1),
+            Some(crate::model::JointType::Free)
+        )
+    {
+        return Err(SimError::InvalidParameter {
+            name: "push",
+            reason: format!("scene `{}`: body 1 is not a free-floating root", scene.name),
+        });
+    }
     let mut sim = Simulator::new(scene.model.clone(), params)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
-    let mut out = Vec::new();
     for k in 0..steps {
         scene.control(&state, tau.as_mut_slice());
         if let Some(f) = push {
             push_first_body(&state, f(state.t), tau.as_mut_slice());
         }
-        let r = sim.step(&mut state, tau.as_slice())?;
-        if r.nc > 0 && (k + 1) % every.max(1) == 0 {
-            out.push(sim.problem().clone());
-        }
+        let report = sim.step(&mut state, tau.as_slice())?;
+        each(&mut sim, &state, report, k)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// One row of the mass-ratio study: a solver on the stacked cubes' problem.

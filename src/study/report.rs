@@ -738,11 +738,12 @@ impl CompareReport {
             s,
             "Mass ratio (stacked cubes, top/bottom, 1e-3 kg bottom; cold, tol {ROBUST_TOLERANCE:.0e}, {ROBUST_MAX_ITERATIONS} iterations): own-model eps_abs, iterations, * = converged"
         );
-        let _ = write!(s, "{:<10}", "solver");
-        for r in MASS_RATIOS {
-            let _ = write!(s, " | {:>19}", format!("ratio {r:.0e}"));
-        }
-        let _ = writeln!(s);
+        header_row(
+            &mut s,
+            "solver",
+            MASS_RATIOS.iter().map(|r| format!("ratio {r:.0e}")),
+            19,
+        );
         for name in &self.solvers {
             let _ = write!(s, "{name:<10}");
             for r in self.mass_ratio.iter().filter(|r| &r.solver == name) {
@@ -768,11 +769,12 @@ impl CompareReport {
                 values.push(r.value);
             }
         }
-        let _ = write!(s, "{:<10}", "solver");
-        for v in &values {
-            let _ = write!(s, " | {:>12}", format!("{head} {v:.0e}"));
-        }
-        let _ = writeln!(s);
+        header_row(
+            &mut s,
+            "solver",
+            values.iter().map(|v| format!("{head} {v:.0e}")),
+            12,
+        );
         for name in &self.solvers {
             let _ = write!(s, "{name:<10}");
             for v in &values {
@@ -834,11 +836,12 @@ impl CompareReport {
                 h.mean_contacts,
                 h.max_contacts
             );
-            let _ = write!(s, "{:<10} {:<4}", "solver", "");
-            for tol in TTA_TOLERANCES {
-                let _ = write!(s, " | {:>18}", format!("tol {tol:.0e}"));
-            }
-            let _ = writeln!(s);
+            header_row(
+                &mut s,
+                &format!("{:<10} {:<4}", "solver", ""),
+                TTA_TOLERANCES.iter().map(|t| format!("tol {t:.0e}")),
+                18,
+            );
             for r in self
                 .time_to_accuracy
                 .iter()
@@ -866,11 +869,12 @@ impl CompareReport {
             s,
             "Compliance R = α·diag(G): penetration (m) of the resting cube after 0.5 s, and per unit α"
         );
-        let _ = write!(s, "{:<10}", "solver");
-        for a in ALPHAS {
-            let _ = write!(s, " | {:>21}", format!("α = {a:.0e}"));
-        }
-        let _ = writeln!(s);
+        header_row(
+            &mut s,
+            "solver",
+            ALPHAS.iter().map(|a| format!("α = {a:.0e}")),
+            21,
+        );
         for k in COMPLIANCE_SOLVERS {
             let _ = write!(s, "{:<10}", k.name());
             for r in self.compliance.iter().filter(|r| r.solver == k.name()) {
@@ -1285,4 +1289,14 @@ pub fn write_plots(report: &CompareReport, dir: &Path) -> Result<Vec<PathBuf>, R
             mass_ratio_plot(report, a)
         })?,
     ])
+}
+
+/// A table's header line: `first` in a 10-wide column, then each label
+/// right-aligned in `width` after a ` | ` separator.
+fn header_row(s: &mut String, first: &str, labels: impl IntoIterator<Item = String>, width: usize) {
+    let _ = write!(s, "{first:<10}");
+    for label in labels {
+        let _ = write!(s, " | {label:>width$}");
+    }
+    let _ = writeln!(s);
 }
