@@ -55,6 +55,9 @@ pub struct ModelBuilder {
     bodies: Vec<BodyDef>,
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
+    /// Convex-mesh colliders by their exact vertices: instances of one mesh
+    /// share one hull (computed once).
+    hulls: std::collections::HashMap<Vec<[u64; 3]>, SharedShape>,
 }
 
 fn finite3(v: &Vec3) -> bool {
@@ -214,6 +217,7 @@ impl ModelBuilder {
             }],
             geometries: Vec::new(),
             exclusions: Vec::new(),
+            hulls: Default::default(),
         }
     }
 
@@ -322,7 +326,23 @@ impl ModelBuilder {
                 reason: format!("restitution must be in [0, 1], got {}", m.restitution),
             });
         }
-        let (collider, geom_from_collider) = make_collider(name, &shape)?;
+        let hull_key = match &shape {
+            Shape::ConvexMesh { points } => Some(
+                points
+                    .iter()
+                    .map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()])
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        };
+        let (collider, geom_from_collider) = match hull_key.as_ref().and_then(|k| self.hulls.get(k))
+        {
+            Some(c) => (c.clone(), SE3::identity()),
+            None => make_collider(name, &shape)?,
+        };
+        if let Some(k) = hull_key {
+            self.hulls.entry(k).or_insert_with(|| collider.clone());
+        }
         self.geometries.push(Geometry {
             name: name.into(),
             body,

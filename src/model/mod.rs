@@ -10,9 +10,12 @@
 //! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
 
 mod builder;
+pub mod mesh;
 pub mod urdf;
+mod xml;
 
 pub use builder::{Material, ModelBuilder};
+pub use xml::ModelFileError;
 
 use crate::math::{SE3, Vec3, Vec6, exp3, quat_from_slice, spatial};
 use parry3d_f64::shape::SharedShape;

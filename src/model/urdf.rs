@@ -15,10 +15,11 @@
 //! ([`UrdfOptions::floating_base`]). Every error names the file, the element
 //! and the reason.
 
+pub use super::xml::ModelFileError;
+use super::xml::{child, error_for, numbers, read_file, required, scalar};
 use super::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 
 /// How to load a URDF file.
@@ -42,33 +43,13 @@ pub struct UrdfModel {
     pub warnings: Vec<String>,
 }
 
-/// A URDF file that cannot be loaded: the file, the element and why.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ModelFileError {
-    pub file: String,
-    pub element: String,
-    pub reason: String,
-}
-
-impl fmt::Display for ModelFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.file, self.element, self.reason)
-    }
-}
-
-impl std::error::Error for ModelFileError {}
-
 /// Loads the URDF file at `path`.
 pub fn load_urdf(
     path: impl AsRef<Path>,
     options: &UrdfOptions,
 ) -> Result<UrdfModel, ModelFileError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|e| ModelFileError {
-        file: path.display().to_string(),
-        element: "file".into(),
-        reason: e.to_string(),
-    })?;
+    let text = read_file(path)?;
     parse_urdf(&text, &path.display().to_string(), options)
 }
 
@@ -93,11 +74,7 @@ pub fn parse_urdf(
     file: &str,
     options: &UrdfOptions,
 ) -> Result<UrdfModel, ModelFileError> {
-    let err = |element: &str, reason: String| ModelFileError {
-        file: file.into(),
-        element: element.into(),
-        reason,
-    };
+    let err = error_for(file);
     let doc = roxmltree::Document::parse(text).map_err(|e| err("XML", e.to_string()))?;
     let robot = doc.root_element();
     if robot.tag_name().name() != "robot" {
@@ -335,55 +312,6 @@ pub fn parse_urdf(
     })
 }
 
-fn required<'a>(
-    node: &roxmltree::Node<'a, '_>,
-    attr: &str,
-    element: &str,
-    err: &impl Fn(&str, String) -> ModelFileError,
-) -> Result<String, ModelFileError> {
-    node.attribute(attr)
-        .map(str::to_string)
-        .ok_or_else(|| err(element, format!("missing attribute `{attr}`")))
-}
-
-/// Parses a list of `n` numbers.
-fn numbers<const N: usize>(
-    text: &str,
-    what: &str,
-    element: &str,
-    err: &impl Fn(&str, String) -> ModelFileError,
-) -> Result<[f64; N], ModelFileError> {
-    let mut out = [0.0; N];
-    let mut it = text.split_whitespace();
-    for o in out.iter_mut() {
-        let s = it
-            .next()
-            .ok_or_else(|| err(element, format!("`{what}` needs {N} numbers, got `{text}`")))?;
-        *o = s
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| err(element, format!("`{what}`: `{s}` is not a finite number")))?;
-    }
-    if it.next().is_some() {
-        return Err(err(
-            element,
-            format!("`{what}` needs {N} numbers, got `{text}`"),
-        ));
-    }
-    Ok(out)
-}
-
-fn scalar(
-    node: &roxmltree::Node,
-    attr: &str,
-    element: &str,
-    err: &impl Fn(&str, String) -> ModelFileError,
-) -> Result<f64, ModelFileError> {
-    let s = required(node, attr, element, err)?;
-    Ok(numbers::<1>(&s, attr, element, err)?[0])
-}
-
 /// `<origin xyz rpy>` of `node` (identity when absent). URDF's rpy is
 /// fixed-axis roll (x), pitch (y), yaw (z): `R = Rz(yaw) Ry(pitch) Rx(roll)`.
 fn origin(
@@ -404,10 +332,6 @@ fn origin(
     };
     let r = nalgebra::Rotation3::from_euler_angles(rpy[0], rpy[1], rpy[2]);
     Ok(SE3::new(*r.matrix(), Vec3::new(xyz[0], xyz[1], xyz[2])))
-}
-
-fn child<'a, 'i>(node: &roxmltree::Node<'a, 'i>, tag: &str) -> Option<roxmltree::Node<'a, 'i>> {
-    node.children().find(|n| n.has_tag_name(tag))
 }
 
 fn parse_link(

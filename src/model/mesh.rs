@@ -1,0 +1,209 @@
+//! Collision meshes of loaded models: resolving mesh file names, reading
+//! STL and OBJ files, and replacing each mesh by its convex hull.
+//!
+//! **One convex hull per mesh file.** A robot's link meshes are not convex;
+//! the narrow phase works on convex shapes, and a link's hull is what MuJoCo
+//! also collides by default (its `<mesh>` geoms are hulled). A hull fills the
+//! concavities of a link (a gripper's jaws, a hollow shell), which makes
+//! links touch a little early there but never lets them pass through each
+//! other; feet, shins, arm segments and bases, the parts that touch the
+//! ground or each other in practice, are close to convex. A convex
+//! decomposition is not computed.
+//!
+//! Formats: binary and ASCII STL (`.stl`), Wavefront OBJ (`.obj`, all its
+//! objects together; materials are not read). Others (`.dae`, `.ply`, …) are
+//! an error naming the file.
+//!
+//! Hulls are computed once per file and shared: [`MeshCache`] keeps them by
+//! canonical path; a scaled instance scales the hull's vertices (the hull of
+//! linearly mapped points is the mapped hull, mirrors included), and the model
+//! builder shares the collider between instances with identical vertices.
+
+use super::Shape;
+use crate::math::Vec3;
+use parry3d_f64::math::Vector as PVec;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Finds the file a mesh reference in a model file names.
+///
+/// - `package://NAME/rest`: `DIR/NAME/rest` for each `DIR` of `package_dirs`
+///   and then of the `ROS_PACKAGE_PATH` environment variable (`:`-separated),
+///   or `DIR/rest` when `DIR` itself is named `NAME`; failing that, the
+///   nearest ancestor of the model's directory named `NAME` (or holding a
+///   directory `NAME`), which finds the meshes of a package installed as a
+///   whole (example-robot-data, ROS share directories).
+/// - `file:///abs/path` and absolute paths: as they are.
+/// - Anything else is relative to `model_dir`, the model file's directory.
+///
+/// The error lists the places searched.
+pub fn resolve_mesh_path(
+    uri: &str,
+    model_dir: &Path,
+    package_dirs: &[PathBuf],
+) -> Result<PathBuf, String> {
+    if let Some(rest) = uri.strip_prefix("package://") {
+        let (package, rel) = rest.split_once('/').unwrap_or((rest, ""));
+        if package.is_empty() || rel.is_empty() {
+            return Err(format!(
+                "`{uri}`: a package URI is `package://NAME/path/to/file`"
+            ));
+        }
+        let mut dirs: Vec<PathBuf> = package_dirs.to_vec();
+        if let Some(env) = std::env::var_os("ROS_PACKAGE_PATH") {
+            dirs.extend(std::env::split_paths(&env));
+        }
+        let mut tried = Vec::new();
+        for dir in &dirs {
+            let mut candidates = vec![dir.join(package).join(rel)];
+            if dir.file_name().is_some_and(|n| n == package) {
+                candidates.push(dir.join(rel));
+            }
+            for c in candidates {
+                if c.is_file() {
+                    return Ok(c);
+                }
+                tried.push(c);
+            }
+        }
+        let model_dir = std::fs::canonicalize(model_dir).unwrap_or_else(|_| model_dir.into());
+        for ancestor in model_dir.ancestors() {
+            let c = if ancestor.file_name().is_some_and(|n| n == package) {
+                ancestor.join(rel)
+            } else {
+                ancestor.join(package).join(rel)
+            };
+            if c.is_file() {
+                return Ok(c);
+            }
+        }
+        tried.push(model_dir.join("…").join(package).join(rel));
+        let tried: Vec<String> = tried.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!(
+            "mesh `{uri}` not found; searched {} (add the directory holding package `{package}` to the package path)",
+            tried.join(", ")
+        ));
+    }
+    let path = match uri.strip_prefix("file://") {
+        Some(abs) => PathBuf::from(abs),
+        None if Path::new(uri).is_absolute() => PathBuf::from(uri),
+        None => model_dir.join(uri),
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "mesh `{uri}` not found (looked at {})",
+            path.display()
+        ))
+    }
+}
+
+/// The vertices of a mesh file (STL or OBJ), in the file's units.
+pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    let open = || {
+        std::fs::File::open(path)
+            .map(std::io::BufReader::new)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let vertices: Vec<Vec3> = match ext.as_str() {
+        "stl" => {
+            let mesh = stl_io::read_stl(&mut open()?)
+                .map_err(|e| format!("{}: not a valid STL file: {e}", path.display()))?;
+            mesh.vertices
+                .iter()
+                .map(|v| Vec3::new(v[0] as f64, v[1] as f64, v[2] as f64))
+                .collect()
+        }
+        "obj" => {
+            let (models, _) = tobj::load_obj_buf(
+                &mut open()?,
+                &tobj::LoadOptions::default(),
+                // Materials play no part in collision.
+                |_| Err(tobj::LoadError::OpenFileFailed),
+            )
+            .map_err(|e| format!("{}: not a valid OBJ file: {e}", path.display()))?;
+            models
+                .iter()
+                .flat_map(|m| m.mesh.positions.chunks_exact(3))
+                .map(|p| Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64))
+                .collect()
+        }
+        other => {
+            return Err(format!(
+                "{}: mesh format `.{other}` is not supported (STL and OBJ are)",
+                path.display()
+            ));
+        }
+    };
+    if let Some(bad) = vertices
+        .iter()
+        .position(|v| !v.iter().all(|x| x.is_finite()))
+    {
+        return Err(format!("{}: vertex {bad} is not finite", path.display()));
+    }
+    Ok(vertices)
+}
+
+/// The vertices of the convex hull of `points`.
+pub fn convex_hull_vertices(points: &[Vec3]) -> Result<Vec<Vec3>, String> {
+    let pts: Vec<PVec> = points.iter().map(|p| PVec::new(p.x, p.y, p.z)).collect();
+    let (hull, _) = parry3d_f64::transformation::try_convex_hull(&pts)
+        .map_err(|e| format!("no convex hull ({e:?}): the mesh is flat, degenerate or empty"))?;
+    if hull.len() < 4 {
+        return Err(format!(
+            "the convex hull has {} vertices: the mesh is flat or degenerate",
+            hull.len()
+        ));
+    }
+    Ok(hull.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect())
+}
+
+/// Convex hulls of mesh files, computed once per file.
+#[derive(Default)]
+pub struct MeshCache {
+    hulls: HashMap<PathBuf, Arc<Vec<Vec3>>>,
+}
+
+impl MeshCache {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The convex hull of the mesh at `path`, scaled per axis by `scale`
+    /// (negative entries mirror), as a [`Shape::ConvexMesh`].
+    pub fn convex_hull(&mut self, path: &Path, scale: Vec3) -> Result<Shape, String> {
+        if !scale.iter().all(|s| s.is_finite() && *s != 0.0) {
+            return Err(format!(
+                "mesh scale {:?} must be finite and non-zero",
+                scale.as_slice()
+            ));
+        }
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.into());
+        let hull = match self.hulls.get(&key) {
+            Some(h) => h.clone(),
+            None => {
+                let hull = read_mesh_vertices(path).and_then(|v| {
+                    convex_hull_vertices(&v).map_err(|e| format!("{}: {e}", path.display()))
+                })?;
+                let hull = Arc::new(hull);
+                self.hulls.insert(key, hull.clone());
+                hull
+            }
+        };
+        Ok(Shape::ConvexMesh {
+            points: hull.iter().map(|p| p.component_mul(&scale)).collect(),
+        })
+    }
+
+    /// Number of distinct mesh files hulled so far.
+    pub fn hull_count(&self) -> usize {
+        self.hulls.len()
+    }
+}
