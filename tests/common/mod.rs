@@ -31,3 +31,46 @@ pub fn random_q(model: &Model, rng: &mut Lcg) -> DVector<f64> {
 pub fn rel_err(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
     (a - b).norm() / b.norm().max(1e-300)
 }
+
+/// Where the robot files installed by `scripts/fetch-robot-files` live.
+pub struct RobotFiles {
+    /// example-robot-data's `robots/` directory (URDF packages and meshes).
+    pub example_robot_data: std::path::PathBuf,
+    /// Gymnasium's MuJoCo assets (`ant.xml`, `humanoid.xml`, ...).
+    pub gymnasium_assets: std::path::PathBuf,
+}
+
+/// The robot files from PyPI (`scripts/fetch-robot-files`, run by `.ci/run`):
+/// the site-packages directory named by `MOREAU_ROBOT_FILES`, or the one under
+/// `target/robot-files/venv`. When they are missing the test says so and
+/// passes, except where `MOREAU_REQUIRE_ROBOT_FILES=1` (set in CI): then it
+/// fails.
+pub fn robot_files() -> Option<RobotFiles> {
+    let site = std::env::var_os("MOREAU_ROBOT_FILES")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/robot-files/venv/lib");
+            std::fs::read_dir(lib).ok()?.flatten().find_map(|e| {
+                let p = e.path().join("site-packages");
+                p.is_dir().then_some(p)
+            })
+        });
+    let files = site.map(|s| RobotFiles {
+        example_robot_data: s.join("cmeel.prefix/share/example-robot-data/robots"),
+        gymnasium_assets: s.join("gymnasium/envs/mujoco/assets"),
+    });
+    match files {
+        Some(f) if f.example_robot_data.is_dir() && f.gymnasium_assets.is_dir() => Some(f),
+        _ => {
+            let msg = "robot files not found: run scripts/fetch-robot-files (installs the PyPI \
+                       packages example-robot-data and gymnasium into target/robot-files) or set \
+                       MOREAU_ROBOT_FILES to a site-packages directory holding them";
+            if std::env::var("MOREAU_REQUIRE_ROBOT_FILES").as_deref() == Ok("1") {
+                panic!("{msg} (MOREAU_REQUIRE_ROBOT_FILES=1)");
+            }
+            eprintln!("SKIPPED: {msg}");
+            None
+        }
+    }
+}
