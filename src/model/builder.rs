@@ -245,6 +245,33 @@ impl ModelBuilder {
         parent_from_joint: SE3,
         inertia: Inertia,
     ) -> Result<usize, ModelError> {
+        validate_inertia(name, &inertia)?;
+        self.push_body(name, parent, joint, parent_from_joint, inertia)
+    }
+
+    /// Adds a body without mass of its own: a joint frame in a chain of
+    /// joints that a model file puts in one body (MJCF's several `<joint>`s
+    /// per `<body>`), whose mass is carried by the last body of the chain.
+    /// The caller must give it a child body with mass: a dof that moves no
+    /// mass makes the mass matrix singular.
+    pub fn add_massless_body(
+        &mut self,
+        name: &str,
+        parent: usize,
+        joint: JointType,
+        parent_from_joint: SE3,
+    ) -> Result<usize, ModelError> {
+        self.push_body(name, parent, joint, parent_from_joint, Inertia::zero())
+    }
+
+    fn push_body(
+        &mut self,
+        name: &str,
+        parent: usize,
+        joint: JointType,
+        parent_from_joint: SE3,
+        inertia: Inertia,
+    ) -> Result<usize, ModelError> {
         if parent >= self.bodies.len() {
             return Err(ModelError::UnknownParent {
                 body: name.into(),
@@ -279,7 +306,6 @@ impl ModelBuilder {
             || format!("body `{name}`: joint placement"),
             &parent_from_joint,
         )?;
-        validate_inertia(name, &inertia)?;
         self.bodies.push(BodyDef {
             name: name.into(),
             parent,
