@@ -11,6 +11,7 @@
 
 mod builder;
 pub mod mesh;
+pub mod mjcf;
 pub mod urdf;
 mod xml;
 

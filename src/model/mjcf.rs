@@ -1,0 +1,1 @@
+//! Loading MJCF (MuJoCo XML) models into a [`Model`](super::Model).
