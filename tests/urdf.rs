@@ -28,7 +28,6 @@ const PENDULUM: &str = r#"<?xml version="1.0"?>
   <link name="tip">
     <inertial><mass value="0.5"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
     <collision><geometry><sphere radius="0.1"/></geometry></collision>
-    <collision><geometry><mesh filename="package://pendulum/tip.stl"/></geometry></collision>
   </link>
 </robot>"#;
 
@@ -49,16 +48,8 @@ fn a_hand_written_pendulum_loads_as_described() {
     assert_eq!((m.nq, m.nv, m.nbodies), (1, 1, 2));
     assert!((m.total_mass() - 1.5).abs() < 1e-12);
     assert_eq!(r.joint_limits, vec![("shoulder".to_string(), -1.5, 1.5)]);
-    assert_eq!(
-        m.geometries.len(),
-        2,
-        "cylinder and sphere; the mesh is reported"
-    );
-    assert!(
-        r.warnings
-            .iter()
-            .any(|w| w.contains("tip.stl") && w.contains("<link name=\"tip\">"))
-    );
+    assert_eq!(m.geometries.len(), 2, "cylinder and sphere");
+    assert_eq!(r.joint_names, vec!["".to_string(), "shoulder".to_string()]);
     // The inertia tensor is rotated by the inertial rpy (yaw 90°: ixx ↔ iyy).
     let arm = &m.body_inertia[1];
     let c = (1.0 * -0.5 + 0.5 * -1.0) / 1.5;
@@ -162,4 +153,188 @@ fn malformed_urdf_is_refused_naming_file_element_and_reason() {
             "expected `{expect}` in: {e}"
         );
     }
+}
+
+/// An ASCII STL of the box `[-h, h]³` (12 triangles) plus, when `inner`, a
+/// triangle inside it that the hull must drop.
+fn box_stl(h: f64, inner: bool) -> String {
+    let v = |i: usize| {
+        [
+            if i & 1 == 0 { -h } else { h },
+            if i & 2 == 0 { -h } else { h },
+            if i & 4 == 0 { -h } else { h },
+        ]
+    };
+    let faces = [
+        [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+        [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
+    ];
+    let mut s = String::from("solid box\n");
+    let mut tri = |p: [[f64; 3]; 3]| {
+        s += "facet normal 0 0 0\nouter loop\n";
+        for x in p {
+            s += &format!("vertex {} {} {}\n", x[0], x[1], x[2]);
+        }
+        s += "endloop\nendfacet\n";
+    };
+    for f in faces {
+        tri([v(f[0]), v(f[1]), v(f[2])]);
+    }
+    if inner {
+        tri([[0.0, 0.0, 0.0], [h / 2.0, 0.0, 0.0], [0.0, h / 2.0, 0.0]]);
+    }
+    s + "endsolid box\n"
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("moreau-urdf-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const MESH_ROBOT: &str = r#"<robot name="meshy">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <collision><geometry><mesh filename="meshes/box.stl"/></geometry></collision>
+  </link>
+  <joint name="j" type="continuous"><parent link="base"/><child link="arm"/><origin xyz="0 0 1"/><axis xyz="0 0 1"/></joint>
+  <link name="arm"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <collision><geometry><mesh filename="package://meshpkg/box.stl" scale="1 -2 1"/></geometry></collision>
+    <collision><geometry><mesh filename="package://meshpkg/tetra.obj"/></geometry></collision>
+    <collision><origin xyz="0 0 0.5"/><geometry><capsule radius="0.05" length="0.4"/></geometry></collision>
+  </link>
+</robot>"#;
+
+#[test]
+fn meshes_are_found_and_become_convex_hulls() {
+    use moreau::model::Shape;
+    use moreau::model::urdf::load_urdf;
+    let dir = temp_dir("mesh");
+    for sub in ["robot/meshes", "share/meshpkg"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(dir.join("robot/meshes/box.stl"), box_stl(0.1, true)).unwrap();
+    std::fs::write(dir.join("share/meshpkg/box.stl"), box_stl(0.1, false)).unwrap();
+    std::fs::write(
+        dir.join("share/meshpkg/tetra.obj"),
+        "o t\nv 0 0 0\nv 0.2 0 0\nv 0 0.2 0\nv 0 0 0.2\nv 0.01 0.01 0.01\nf 1 2 3\nf 1 2 4\nf 1 3 4\nf 2 3 4\n",
+    )
+    .unwrap();
+    let file = dir.join("robot/meshy.urdf");
+    std::fs::write(&file, MESH_ROBOT).unwrap();
+
+    // Without the package directory, `package://meshpkg` is not found.
+    let e = load_urdf(&file, &UrdfOptions::default()).unwrap_err();
+    println!("{e}");
+    assert!(e.element.contains("arm") && e.reason.contains("package://meshpkg/box.stl"));
+    assert!(e.reason.contains("not found"), "{e}");
+
+    let opts = UrdfOptions {
+        package_dirs: vec![dir.join("share")],
+        ..Default::default()
+    };
+    let r = load_urdf(&file, &opts).unwrap();
+    let g = &r.model.geometries;
+    println!("{:?}", g.iter().map(|g| (&g.name, g.shape.name())).collect::<Vec<_>>());
+    assert_eq!(g.len(), 4);
+    let extent = |s: &Shape| match s {
+        Shape::ConvexMesh { points } => {
+            let mut lo = [f64::INFINITY; 3];
+            let mut hi = [f64::NEG_INFINITY; 3];
+            for p in points {
+                for k in 0..3 {
+                    lo[k] = lo[k].min(p[k]);
+                    hi[k] = hi[k].max(p[k]);
+                }
+            }
+            (points.len(), [hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]])
+        }
+        other => panic!("expected a convex mesh, got {}", other.name()),
+    };
+    // The relative STL: the box's 8 corners, the inner triangle dropped.
+    let (n, e0) = extent(&g[0].shape);
+    assert_eq!(n, 8);
+    assert!(e0.iter().all(|x| (x - 0.2).abs() < 1e-6), "{e0:?}");
+    // The package STL scaled by (1, -2, 1): mirrored and stretched along y.
+    let (n, e1) = extent(&g[1].shape);
+    assert_eq!(n, 8);
+    assert!((e1[1] - 0.4).abs() < 1e-6 && (e1[0] - 0.2).abs() < 1e-6, "{e1:?}");
+    // The OBJ tetrahedron: 4 vertices (the interior one dropped).
+    assert_eq!(extent(&g[2].shape).0, 4);
+    assert!(matches!(g[3].shape, Shape::Capsule { radius, half_length } if radius == 0.05 && half_length == 0.2));
+
+    // Found without a package directory when an ancestor of the model holds the package.
+    std::fs::create_dir_all(dir.join("robot/meshpkg")).unwrap();
+    for f in ["box.stl", "tetra.obj"] {
+        std::fs::copy(dir.join("share/meshpkg").join(f), dir.join("robot/meshpkg").join(f)).unwrap();
+    }
+    let r2 = load_urdf(&file, &UrdfOptions::default()).unwrap();
+    assert_eq!(r2.model.geometries.len(), 4);
+
+    // Bad meshes: a format we do not read, a corrupt STL, a flat mesh.
+    let bad = [
+        (MESH_ROBOT.replace("meshes/box.stl", "meshes/box.dae"), "box.dae", "not supported"),
+        (MESH_ROBOT.replace("meshes/box.stl", "meshes/broken.stl"), "broken.stl", "not a valid STL"),
+        (MESH_ROBOT.replace("meshes/box.stl", "meshes/flat.obj"), "flat.obj", "flat"),
+        (MESH_ROBOT.replace("meshes/box.stl", "meshes/missing.stl"), "missing.stl", "not found"),
+        (
+            MESH_ROBOT.replace(r#"scale="1 -2 1""#, r#"scale="1 0 1""#),
+            "scale",
+            "non-zero",
+        ),
+    ];
+    std::fs::write(dir.join("robot/meshes/box.dae"), "<COLLADA/>").unwrap();
+    std::fs::write(dir.join("robot/meshes/broken.stl"), "solid x\nfacet normal 0 0 1\nouter").unwrap();
+    std::fs::write(
+        dir.join("robot/meshes/flat.obj"),
+        "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n",
+    )
+    .unwrap();
+    for (text, culprit, reason) in bad {
+        std::fs::write(&file, text).unwrap();
+        let e = load_urdf(&file, &opts).unwrap_err();
+        println!("{e}");
+        assert!(e.file.ends_with("meshy.urdf") && e.element.starts_with("<link"), "{e}");
+        assert!(e.reason.contains(culprit) && e.reason.contains(reason), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ignored_pairs_and_initial_overlaps_filter_collisions() {
+    // Two arms hanging from a base, overlapping at q = 0; a third far away.
+    let link = |name: &str, x: f64| {
+        format!(
+            r#"<joint name="j_{name}" type="continuous"><parent link="base"/><child link="{name}"/><origin xyz="{x} 0 0"/><axis xyz="0 1 0"/></joint>
+  <link name="{name}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <collision><origin xyz="0 0 -0.5"/><geometry><box size="0.2 0.2 1"/></geometry></collision></link>"#
+        )
+    };
+    let text = format!(
+        r#"<robot name="r"><link name="base"/>{}{}{}</robot>"#,
+        link("a", 0.0),
+        link("b", 0.15),
+        link("c", 1.0)
+    );
+    let r = parse_urdf(&text, "r.urdf", &UrdfOptions::default()).unwrap();
+    let m = &r.model;
+    let id = |n: &str| m.body_id(n).unwrap();
+    println!("{:?}", r.warnings);
+    assert!(!m.can_collide(0, 1), "a and b overlap at q = 0");
+    assert!(r.warnings.iter().any(|w| w.contains("`a`") && w.contains("`b`")));
+    assert!(m.can_collide(1, 2), "b and c do not");
+    let keep = UrdfOptions {
+        keep_initial_overlaps: true,
+        ignore_pairs: vec![("b".into(), "c".into())],
+        ..Default::default()
+    };
+    let r = parse_urdf(&text, "r.urdf", &keep).unwrap();
+    assert!(r.model.can_collide(0, 1) && !r.model.can_collide(1, 2));
+    assert_eq!((id("a"), id("b"), id("c")), (1, 2, 3));
+    let unknown = UrdfOptions {
+        ignore_pairs: vec![("b".into(), "nope".into())],
+        ..Default::default()
+    };
+    let e = parse_urdf(&text, "r.urdf", &unknown).unwrap_err();
+    println!("{e}");
+    assert!(e.reason.contains("`nope` does not exist"));
 }

@@ -154,15 +154,30 @@ pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
 /// The vertices of the convex hull of `points`.
 pub fn convex_hull_vertices(points: &[Vec3]) -> Result<Vec<Vec3>, String> {
     let pts: Vec<PVec> = points.iter().map(|p| PVec::new(p.x, p.y, p.z)).collect();
-    let (hull, _) = parry3d_f64::transformation::try_convex_hull(&pts)
+    let (hull, triangles) = parry3d_f64::transformation::try_convex_hull(&pts)
         .map_err(|e| format!("no convex hull ({e:?}): the mesh is flat, degenerate or empty"))?;
-    if hull.len() < 4 {
+    let hull: Vec<Vec3> = hull.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect();
+    // Volume by the divergence theorem, against the bounding box's.
+    let volume: f64 = triangles
+        .iter()
+        .map(|t| {
+            let [a, b, c] = t.map(|i| hull[i as usize]);
+            a.dot(&b.cross(&c)) / 6.0
+        })
+        .sum();
+    let (mut lo, mut hi) = (Vec3::repeat(f64::INFINITY), Vec3::repeat(f64::NEG_INFINITY));
+    for p in &hull {
+        lo = lo.inf(p);
+        hi = hi.sup(p);
+    }
+    let extent = (hi - lo).max();
+    if hull.len() < 4 || !(volume.abs() > 1e-9 * extent.powi(3)) {
         return Err(format!(
-            "the convex hull has {} vertices: the mesh is flat or degenerate",
+            "the mesh is flat or degenerate (convex hull of {} vertices, volume {volume:e})",
             hull.len()
         ));
     }
-    Ok(hull.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect())
+    Ok(hull)
 }
 
 /// Convex hulls of mesh files, computed once per file.

@@ -3,10 +3,23 @@
 //! Supported: links with `<inertial>` (origin, mass, inertia tensor about the
 //! centre of mass in the inertial frame), joints `revolute`, `continuous`,
 //! `prismatic`, `fixed` and `floating` with origin, axis and limits (read
-//! and kept in [`UrdfModel::joint_limits`]), and `<collision>` geometry
-//! `box`, `sphere` and `cylinder` (along z, as in our [`Shape::Cylinder`])
-//! with origins. Not yet: `mesh` collision geometry (reported as a warning
-//! naming the link, never dropped silently), `planar` joints (an error).
+//! and kept in [`UrdfModel::joint_limits`]), and `<collision>` geometry with
+//! origins: `box`, `sphere`, `cylinder` (along z, as in our
+//! [`Shape::Cylinder`]), `capsule` (the common extension: `radius`, and
+//! `length` of the cylindrical part, along z) and `mesh` (STL or OBJ, with
+//! `scale`; `package://`, `file://` and relative names resolved as in
+//! [`super::mesh::resolve_mesh_path`]), each mesh replaced by its convex
+//! hull, computed once per file (see [`super::mesh`] for why a hull).
+//! `planar` joints are an error; `<visual>` is not read.
+//!
+//! Collision filtering: bodies joined by a joint never collide (the model's
+//! parent–child rule, which covers adjacent links, merged fixed links
+//! included); [`UrdfOptions::ignore_pairs`] adds link pairs; and, unless
+//! [`UrdfOptions::keep_initial_overlaps`] is set, body pairs whose geometries
+//! already intersect in the neutral configuration are excluded (what
+//! MoveIt's setup assistant marks "Default" in an SRDF), each reported in
+//! [`UrdfModel::warnings`]. Without that rule, convex hulls of neighbouring
+//! links that overlap by construction would push the robot apart at rest.
 //!
 //! Fixed joints are merged: the child link's inertia and collision
 //! geometry join its parent's body (at the composed placement), as in
@@ -17,10 +30,11 @@
 
 pub use super::xml::ModelFileError;
 use super::xml::{child, error_for, numbers, read_file, required, scalar};
+use super::mesh::{MeshCache, resolve_mesh_path};
 use super::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How to load a URDF file.
 #[derive(Clone, Debug, Default)]
@@ -28,8 +42,16 @@ pub struct UrdfOptions {
     /// Attach the root link by a free joint (a legged robot) rather than
     /// welding it to the world (an arm).
     pub floating_base: bool,
-    /// Friction of every collision geometry (URDF has none).
+    /// Friction of every collision geometry (URDF has none; default 0.8).
     pub friction: Option<f64>,
+    /// Directories searched for `package://NAME/...` meshes, before
+    /// `ROS_PACKAGE_PATH` and the model file's ancestors.
+    pub package_dirs: Vec<PathBuf>,
+    /// Pairs of link names whose geometries never collide.
+    pub ignore_pairs: Vec<(String, String)>,
+    /// Keep collisions between bodies that already intersect in the neutral
+    /// configuration (by default such pairs are excluded).
+    pub keep_initial_overlaps: bool,
 }
 
 /// A loaded URDF robot.
@@ -39,6 +61,9 @@ pub struct UrdfModel {
     /// (joint name, lower, upper) for each moving joint with a `<limit>`
     /// (continuous joints: none), in model order.
     pub joint_limits: Vec<(String, f64, f64)>,
+    /// (nbodies) name of the joint that moves each body: the URDF joint's,
+    /// `root` for the floating base, empty for the world.
+    pub joint_names: Vec<String>,
     /// What was read but not loaded, each naming its element.
     pub warnings: Vec<String>,
 }
@@ -51,6 +76,13 @@ pub fn load_urdf(
     let path = path.as_ref();
     let text = read_file(path)?;
     parse_urdf(&text, &path.display().to_string(), options)
+}
+
+/// Where a parse reads meshes from.
+struct MeshSource<'a> {
+    model_dir: &'a Path,
+    package_dirs: &'a [PathBuf],
+    cache: MeshCache,
 }
 
 struct Link {
@@ -68,7 +100,8 @@ struct Joint {
     limit: Option<(f64, f64)>,
 }
 
-/// Parses URDF text; `file` names it in errors.
+/// Parses URDF text; `file` names it in errors, and relative mesh names
+/// are resolved against its directory.
 pub fn parse_urdf(
     text: &str,
     file: &str,
@@ -85,6 +118,11 @@ pub fn parse_urdf(
     }
     let robot_name = robot.attribute("name").unwrap_or("robot");
     let mut warnings = Vec::new();
+    let mut meshes = MeshSource {
+        model_dir: Path::new(file).parent().unwrap_or(Path::new("")),
+        package_dirs: &options.package_dirs,
+        cache: MeshCache::new(),
+    };
     let mut links: Vec<(String, Link)> = Vec::new();
     let mut joints: Vec<Joint> = Vec::new();
     for node in robot.children().filter(|n| n.is_element()) {
@@ -92,7 +130,7 @@ pub fn parse_urdf(
             "link" => {
                 let name = required(&node, "name", "<link>", &err)?;
                 let element = format!("<link name=\"{name}\">");
-                let link = parse_link(&node, &element, &name, &mut warnings, &err)?;
+                let link = parse_link(&node, &element, &name, &mut meshes, &err)?;
                 if links.iter().any(|(n, _)| *n == name) {
                     return Err(err(&element, "duplicate link name".into()));
                 }
@@ -179,6 +217,12 @@ pub fn parse_urdf(
     }
     let mut bodies: Vec<Body> = Vec::new();
     let mut link_body: Vec<Option<(Option<usize>, SE3)>> = vec![None; links.len()];
+    if options.floating_base && links[root].0 == "world" {
+        return Err(err(
+            "<link name=\"world\">",
+            "the root link is `world`, which welds the robot to the world: it cannot also float (load it without a floating base)".into(),
+        ));
+    }
     let root_body = if options.floating_base {
         bodies.push(Body {
             name: links[root].0.clone(),
@@ -194,16 +238,17 @@ pub fn parse_urdf(
         None
     };
     link_body[root] = Some((root_body, SE3::identity()));
+    // Depth-first, children in document order (Pinocchio's joint order).
     let mut stack = vec![root];
     let mut order = Vec::new();
     while let Some(l) = stack.pop() {
         order.push(l);
-        let (body, body_from_link) = link_body[l].expect("visited links are placed");
-        for &j in children[l].iter().rev() {
+        if let Some(j) = parent_joint[l] {
             let joint = &joints[j];
-            let c = index[joint.child.as_str()];
+            let p = index[joint.parent.as_str()];
+            let (body, body_from_parent) = link_body[p].expect("parents are visited first");
             let element = format!("<joint name=\"{}\">", joint.name);
-            let placement = body_from_link.mul(&joint.origin);
+            let placement = body_from_parent.mul(&joint.origin);
             let kind = match joint.kind.as_str() {
                 "revolute" | "continuous" => Some(JointType::Revolute(joint.axis)),
                 "prismatic" => Some(JointType::Prismatic(joint.axis)),
@@ -218,8 +263,8 @@ pub fn parse_urdf(
                     ));
                 }
             };
-            match kind {
-                None => link_body[c] = Some((body, placement)),
+            link_body[l] = Some(match kind {
+                None => (body, placement),
                 Some(jt) => {
                     bodies.push(Body {
                         name: joint.child.clone(),
@@ -234,10 +279,12 @@ pub fn parse_urdf(
                             joint.limit
                         },
                     });
-                    link_body[c] = Some((Some(bodies.len() - 1), SE3::identity()));
+                    (Some(bodies.len() - 1), SE3::identity())
                 }
-            }
-            stack.push(c);
+            });
+        }
+        for &j in children[l].iter().rev() {
+            stack.push(index[joints[j].child.as_str()]);
         }
     }
     if order.len() != links.len() {
@@ -273,6 +320,7 @@ pub fn parse_urdf(
     let model_err = |e: crate::ModelError| err("<robot>", e.to_string());
     let mut body_id = vec![0usize; bodies.len()];
     let mut joint_limits = Vec::new();
+    let mut joint_names = vec![String::new()];
     for (k, body) in bodies.iter().enumerate() {
         if !(body.inertia.mass > 0.0) {
             return Err(err(
@@ -287,6 +335,7 @@ pub fn parse_urdf(
         if let Some((lo, hi)) = body.limit {
             joint_limits.push((body.joint_name.clone(), lo, hi));
         }
+        joint_names.push(body.joint_name.clone());
     }
     let material = Material::with_friction(options.friction.unwrap_or(0.8));
     for (l, (_, link)) in links.iter().enumerate() {
@@ -303,13 +352,59 @@ pub fn parse_urdf(
             .map_err(model_err)?;
         }
     }
-    // Links joined by a joint do not collide (the builder already filters parent-child bodies).
-    let model = b.build().map_err(model_err)?;
+    // Links joined by a joint do not collide: the model's parent-child rule.
+    let link_body_id = |name: &str| -> Result<usize, ModelFileError> {
+        let l = *index.get(name).ok_or_else(|| {
+            err(
+                "ignore_pairs",
+                format!("link `{name}` does not exist in the model"),
+            )
+        })?;
+        Ok(link_body[l].expect("every link is placed").0.map_or(WORLD, |k| body_id[k]))
+    };
+    for (a, c) in &options.ignore_pairs {
+        b.exclude_collision(link_body_id(a)?, link_body_id(c)?)
+            .map_err(model_err)?;
+    }
+    let mut model = b.build().map_err(model_err)?;
+    if !options.keep_initial_overlaps {
+        for (a, c) in exclude_initial_overlaps(&mut model).map_err(|e| err("<robot>", e.to_string()))? {
+            warnings.push(format!(
+                "links of bodies `{}` and `{}` intersect in the neutral configuration: their collisions are excluded",
+                model.body_name[a], model.body_name[c]
+            ));
+        }
+    }
     Ok(UrdfModel {
         model,
         joint_limits,
+        joint_names,
         warnings,
     })
+}
+
+/// Excludes the collisions of body pairs whose geometries intersect at the
+/// neutral configuration; returns those pairs.
+fn exclude_initial_overlaps(
+    model: &mut Model,
+) -> Result<Vec<(usize, usize)>, crate::SimError> {
+    let mut data = crate::dynamics::Data::new(model);
+    let q = model.neutral_configuration();
+    crate::dynamics::forward_kinematics(model, &mut data, q.as_slice());
+    let mut detector = crate::collision::CollisionDetector::new(model, 0.0);
+    let mut contacts = Vec::new();
+    detector.detect(model, &data, &mut contacts)?;
+    let mut pairs: Vec<(usize, usize)> = contacts
+        .iter()
+        .filter(|c| c.distance < 0.0)
+        .map(|c| (c.body_a.min(c.body_b), c.body_a.max(c.body_b)))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    model.collision_exclusions.extend_from_slice(&pairs);
+    model.collision_exclusions.sort_unstable();
+    model.collision_exclusions.dedup();
+    Ok(pairs)
 }
 
 /// `<origin xyz rpy>` of `node` (identity when absent). URDF's rpy is
@@ -338,7 +433,7 @@ fn parse_link(
     node: &roxmltree::Node,
     element: &str,
     name: &str,
-    warnings: &mut Vec<String>,
+    meshes: &mut MeshSource,
     err: &impl Fn(&str, String) -> ModelFileError,
 ) -> Result<Link, ModelFileError> {
     let inertia = match child(node, "inertial") {
@@ -393,7 +488,7 @@ fn parse_link(
             .ok_or_else(|| err(element, format!("<collision> {k} without <geometry>")))?;
         let gname = c
             .attribute("name")
-            .map(str::to_string)
+            .map(|c| format!("{name}/{c}"))
             .unwrap_or_else(|| format!("{name}/collision{k}"));
         let shape = match geometry.tag_name().name() {
             "box" => {
@@ -414,12 +509,25 @@ fn parse_link(
                 radius: scalar(&geometry, "radius", element, err)?,
                 half_length: scalar(&geometry, "length", element, err)? / 2.0,
             },
+            "capsule" => Shape::Capsule {
+                radius: scalar(&geometry, "radius", element, err)?,
+                half_length: scalar(&geometry, "length", element, err)? / 2.0,
+            },
             "mesh" => {
-                warnings.push(format!(
-                    "{element}: mesh collision geometry `{}` not loaded (meshes are not supported yet)",
-                    geometry.attribute("filename").unwrap_or("?")
-                ));
-                continue;
+                let uri = required(&geometry, "filename", element, err)?;
+                let scale = match geometry.attribute("scale") {
+                    Some(s) => {
+                        let v = numbers::<3>(s, "mesh scale", element, err)?;
+                        Vec3::new(v[0], v[1], v[2])
+                    }
+                    None => Vec3::repeat(1.0),
+                };
+                let path = resolve_mesh_path(&uri, meshes.model_dir, meshes.package_dirs)
+                    .map_err(|e| err(element, e))?;
+                meshes
+                    .cache
+                    .convex_hull(&path, scale)
+                    .map_err(|e| err(element, e))?
             }
             other => {
                 return Err(err(
