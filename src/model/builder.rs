@@ -448,3 +448,35 @@ impl ModelBuilder {
         Ok(m)
     }
 }
+
+impl Model {
+    /// Adds a ground: the half-space `z ≤ height` on the world, named
+    /// `ground`, for a model loaded from a file that has none (URDF robots).
+    /// Refused if a geometry is already named `ground`.
+    pub fn add_ground(&mut self, height: f64, material: Material) -> Result<(), ModelError> {
+        if !height.is_finite() {
+            return Err(ModelError::NonFinite {
+                what: "ground height".into(),
+            });
+        }
+        if self.geometries.iter().any(|g| g.name == "ground") {
+            return Err(ModelError::DuplicateName {
+                kind: "geometry",
+                name: "ground".into(),
+            });
+        }
+        let shape = Shape::HalfSpace { normal: Vec3::z() };
+        let (collider, geom_from_collider) = make_collider("ground", &shape)?;
+        let body_from_geom = SE3::from_translation(Vec3::new(0.0, 0.0, height));
+        self.geometries.push(Geometry {
+            name: "ground".into(),
+            body: WORLD,
+            body_from_geom,
+            shape,
+            material,
+            collider,
+            body_from_collider: body_from_geom.mul(&geom_from_collider),
+        });
+        Ok(())
+    }
+}
