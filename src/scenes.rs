@@ -580,3 +580,52 @@ pub fn random_tree(nbodies: usize, seed: u64) -> Result<Model, ModelError> {
     }
     b.build()
 }
+
+/// A scene from a robot file (see [`crate::model::load_model_file`]):
+///
+/// - a ground (the half-space `z ≤ 0`, friction 0.8) under a floating
+///   robot, unless the file has one;
+/// - the neutral configuration (MJCF: the bodies where the file puts them),
+///   a floating robot on a ground we added lifted so that its lowest point
+///   is 5 mm above it;
+/// - a joint PD holding that configuration (natural frequency 20 rad/s,
+///   critically damped, from the mass matrix), so a robot stands as loaded
+///   rather than folding; `passive` leaves the joints free;
+/// - the file's time step, or 1 ms.
+pub fn from_loaded(loaded: &crate::model::LoadedModel, passive: bool) -> Result<Scene, ModelError> {
+    let mut model = loaded.model.clone();
+    let floating: Vec<usize> = (1..model.nbodies)
+        .filter(|&i| model.joint_type[i] == JointType::Free && model.body_parent[i] == WORLD)
+        .collect();
+    // A robot welded to the world stands where its file mounts it (an arm on
+    // its table): no ground of ours.
+    let add_ground = !loaded.has_ground && !floating.is_empty();
+    if add_ground {
+        model.add_ground(0.0, Material::with_friction(0.8))?;
+    }
+    let mut q = model.neutral_configuration();
+    if add_ground {
+        let mut data = crate::dynamics::Data::new(&model);
+        crate::dynamics::forward_kinematics(&model, &mut data, q.as_slice());
+        let lowest = (0..model.geometries.len())
+            .filter(|&g| model.body_last_dof[model.geometries[g].body] != crate::model::NO_DOF)
+            .map(|g| crate::collision::geometry_aabb(&model, &data, g).0.z)
+            .fold(f64::INFINITY, f64::min);
+        if lowest.is_finite() {
+            for &i in &floating {
+                q[model.joint_idx_q[i] + 2] += 0.005 - lowest;
+            }
+        }
+    }
+    let controller = (!passive)
+        .then(|| PdController::with_natural_frequency(&model, q.clone(), 20.0, 1.0))
+        .filter(|c| !c.dofs.is_empty());
+    let nv = model.nv;
+    Ok(Scene {
+        name: model.name.clone(),
+        model: Arc::new(model),
+        state: State::new(q, DVector::zeros(nv)),
+        dt: loaded.timestep.unwrap_or(1e-3),
+        controller,
+    })
+}

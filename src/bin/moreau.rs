@@ -1,5 +1,6 @@
-//! The `moreau` command line: `run` simulates a scene and writes its
-//! trajectory (and, optionally, the contact problems it met); `solve` solves
+//! The `moreau` command line: `run` simulates a scene or a robot file and
+//! writes its trajectory (and, optionally, the contact problems it met);
+//! `inspect` prints what a robot file loads as; `solve` solves
 //! contact problems read from a file; `bench` measures stepping throughput;
 //! `compare` runs every solver through the seed study's experiments and
 //! writes tables, plots and JSON; `scenes` lists scenes.
@@ -10,6 +11,7 @@ use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{
     ContactSolution, SolverKind, SolverSettings, model_residuals, ncp_residuals,
 };
+use moreau::model::{LoadOptions, ModelFormat, Shape, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{SimParams, Simulator, StageTimes, State, StepReport};
 use moreau::study::{self, report};
@@ -57,10 +59,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Simulate a built-in scene and write its trajectory.
+    /// Simulate a built-in scene or a robot file and write its trajectory.
     Run {
-        /// Scene name (see `moreau scenes`).
+        /// Scene name (see `moreau scenes`), or a robot file (.urdf, .xml/.mjcf):
+        /// loaded on a ground, its joints held at the loaded posture by a PD
+        /// (see --passive), at the file's time step or 1 ms.
         scene: String,
+        #[command(flatten)]
+        file: ModelFileArgs,
+        /// Robot files: no PD, the joints are free.
+        #[arg(long)]
+        passive: bool,
         /// Number of steps.
         #[arg(long, default_value_t = 2000)]
         steps: usize,
@@ -142,6 +151,51 @@ enum Command {
     },
     /// List the built-in scenes.
     Scenes,
+    /// Load a robot file (URDF or MJCF) and print its tree (bodies, joints
+    /// with types and limits, geometries), nq, nv, bodies, total mass,
+    /// actuators and the loader's warnings.
+    Inspect {
+        /// Robot file: .urdf, or .xml / .mjcf.
+        file: PathBuf,
+        #[command(flatten)]
+        options: ModelFileArgs,
+    },
+}
+
+/// How to load a robot file.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct ModelFileArgs {
+    /// URDF: attach the root link by a free joint (the default unless the root link is `world`).
+    #[arg(long, conflicts_with = "fixed_base")]
+    floating_base: bool,
+    /// URDF: weld the root link to the world.
+    #[arg(long)]
+    fixed_base: bool,
+    /// A directory searched for `package://NAME/...` meshes (repeatable).
+    #[arg(long, value_name = "DIR")]
+    package_dir: Vec<PathBuf>,
+}
+
+impl ModelFileArgs {
+    fn options(&self) -> LoadOptions {
+        LoadOptions {
+            floating_base: match (self.floating_base, self.fixed_base) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            package_dirs: self.package_dir.clone(),
+        }
+    }
+}
+
+/// Whether a `run` argument names a robot file rather than a built-in scene.
+fn is_model_file(name: &str) -> bool {
+    let ext = std::path::Path::new(name)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    matches!(ext.as_deref(), Some("urdf" | "xml" | "mjcf")) || std::path::Path::new(name).is_file()
 }
 
 fn main() -> ExitCode {
@@ -149,6 +203,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run {
             scene,
+            file,
+            passive,
             steps,
             dt,
             solver,
@@ -159,6 +215,7 @@ fn main() -> ExitCode {
             dump_every,
         } => run(
             &scene,
+            (&file, passive),
             steps,
             dt,
             &solver,
@@ -176,6 +233,7 @@ fn main() -> ExitCode {
         } => solve(&file, solver, tol, max_iter, device),
         Command::Bench { scene, steps, out } => bench(scene, steps, out),
         Command::Compare { out, quick } => compare(&out, quick),
+        Command::Inspect { file, options } => inspect(&file, &options),
         Command::Scenes => {
             for name in SCENE_NAMES {
                 let s = scenes::scene(name).expect("built-in scenes are valid");
@@ -277,6 +335,7 @@ fn stage_summary(times: &StageTimes) -> String {
 #[allow(clippy::too_many_arguments)]
 fn run(
     name: &str,
+    (file_args, passive): (&ModelFileArgs, bool),
     steps: usize,
     dt: Option<f64>,
     solver: &str,
@@ -285,7 +344,15 @@ fn run(
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
 ) -> Result<(), AnyError> {
-    let scene = scenes::scene(name)?;
+    let scene = if is_model_file(name) {
+        let loaded = load_model_file(name, &file_args.options())?;
+        for w in &loaded.warnings {
+            eprintln!("warning: {w}");
+        }
+        scenes::from_loaded(&loaded, passive)?
+    } else {
+        scenes::scene(name)?
+    };
     let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
@@ -641,6 +708,117 @@ fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<
         std::fs::write(&path, serde_json::to_string_pretty(&reports)?)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         say!("report written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// A shape in a few words, with its sizes.
+fn describe_shape(shape: &Shape) -> String {
+    match shape {
+        Shape::Ball { radius } => format!("sphere r={radius}"),
+        Shape::Cuboid { half_extents: h } => {
+            format!("box half-extents {} {} {}", h.x, h.y, h.z)
+        }
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => format!("capsule r={radius} half-length={half_length}"),
+        Shape::Cylinder {
+            half_length,
+            radius,
+        } => format!("cylinder r={radius} half-length={half_length}"),
+        Shape::ConvexMesh { points } => format!("convex hull of {} vertices", points.len()),
+        Shape::HalfSpace { normal: n } => format!("plane, normal {} {} {}", n.x, n.y, n.z),
+    }
+}
+
+fn inspect(file: &std::path::Path, args: &ModelFileArgs) -> Result<(), AnyError> {
+    let start = Instant::now();
+    let loaded = load_model_file(file, &args.options())?;
+    let elapsed = start.elapsed();
+    let m = &loaded.model;
+    let format = match loaded.format {
+        ModelFormat::Urdf => "URDF",
+        ModelFormat::Mjcf => "MJCF",
+    };
+    say!(
+        "{} ({format}, {}, loaded in {:.1} ms)",
+        m.name,
+        file.display(),
+        elapsed.as_secs_f64() * 1e3
+    );
+    say!(
+        "nq {}  nv {}  bodies {} (world excluded)  total mass {:.6} kg  geometries {}  gravity {:?}{}",
+        m.nq,
+        m.nv,
+        m.nbodies - 1,
+        m.total_mass(),
+        m.geometries.len(),
+        m.gravity.as_slice(),
+        loaded
+            .timestep
+            .map(|dt| format!("  timestep {dt} s"))
+            .unwrap_or_default()
+    );
+    say!("tree:");
+    // Depth-first from the world, children in model order.
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some((i, depth)) = stack.pop() {
+        let indent = "  ".repeat(depth + 1);
+        if i == 0 {
+            say!("{indent}world");
+        } else {
+            let joint = m.joint_type[i];
+            let axis = match joint {
+                moreau::model::JointType::Revolute(a) | moreau::model::JointType::Prismatic(a) => {
+                    format!(" axis {:.3} {:.3} {:.3}", a.x, a.y, a.z)
+                }
+                _ => String::new(),
+            };
+            say!(
+                "{indent}{}  [{} joint{axis}, q[{}..{}]]  mass {:.6} kg",
+                m.body_name[i],
+                joint.name(),
+                m.joint_idx_q[i],
+                m.joint_idx_q[i] + joint.nq(),
+                m.body_inertia[i].mass
+            );
+        }
+        for g in m.geometries.iter().filter(|g| g.body == i) {
+            say!(
+                "{indent}  - geometry {}: {} (friction {})",
+                g.name,
+                describe_shape(&g.shape),
+                g.material.friction
+            );
+        }
+        for c in (i + 1..m.nbodies).rev().filter(|&c| m.body_parent[c] == i) {
+            stack.push((c, depth + 1));
+        }
+    }
+    if !loaded.joint_limits.is_empty() {
+        say!("joint limits:");
+        for l in &loaded.joint_limits {
+            say!("  {:24} [{}, {}]", l.joint, l.lower, l.upper);
+        }
+    }
+    if !loaded.motors.is_empty() {
+        say!("motors (torque = gear * control):");
+        for a in &loaded.motors {
+            let range = a
+                .ctrl_range
+                .map(|(lo, hi)| format!(", control in [{lo}, {hi}]"))
+                .unwrap_or_default();
+            say!("  {:24} v[{}], gear {}{range}", a.name, a.dof, a.gear);
+        }
+    }
+    say!(
+        "collision exclusions: {} body pairs (besides parent-child)",
+        m.collision_exclusions.len()
+    );
+    say!("warnings: {}", loaded.warnings.len());
+    for w in &loaded.warnings {
+        say!("  {w}");
     }
     Ok(())
 }

@@ -66,6 +66,15 @@ fn to_vec3(v: PVec) -> Vec3 {
     Vec3::new(v.x, v.y, v.z)
 }
 
+/// World axis-aligned bounding box `(min, max)` of geometry `g`, after
+/// [`crate::dynamics::forward_kinematics`] (infinite for a half-space).
+pub fn geometry_aabb(model: &Model, data: &Data, g: usize) -> (Vec3, Vec3) {
+    let geom = &model.geometries[g];
+    let pose = data.world_from_body[geom.body].mul(&geom.body_from_collider);
+    let aabb = geom.collider.compute_aabb(&to_pose(&pose));
+    (to_vec3(aabb.mins), to_vec3(aabb.maxs))
+}
+
 /// Reusable collision workspace.
 pub struct CollisionDetector {
     /// Contacts are generated for surfaces closer than this (m); contacts with

@@ -11,11 +11,13 @@
 
 mod builder;
 pub mod mesh;
+pub mod load;
 pub mod mjcf;
 pub mod urdf;
 mod xml;
 
 pub use builder::{Material, ModelBuilder};
+pub use load::{LoadOptions, LoadedModel, ModelFormat, load_model_file};
 pub use xml::ModelFileError;
 
 use crate::math::{SE3, Vec3, Vec6, exp3, quat_from_slice, spatial};

@@ -1,0 +1,180 @@
+//! One entry point for robot files: URDF (`.urdf`) and MJCF (`.xml`,
+//! `.mjcf`), chosen by extension, loaded into a [`LoadedModel`] that the
+//! command line (`moreau inspect`, `moreau run FILE`) and the scenes use.
+
+use super::Model;
+use super::mjcf::{MjcfOptions, load_mjcf};
+use super::urdf::{UrdfOptions, load_urdf};
+use super::xml::ModelFileError;
+use std::path::{Path, PathBuf};
+
+/// How to load a robot file.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// URDF only: attach the root link by a free joint. `None`: float unless
+    /// the root link is `world` (a robot welded to the world by its file).
+    pub floating_base: Option<bool>,
+    /// Directories searched for `package://` meshes (URDF) and mesh files.
+    pub package_dirs: Vec<PathBuf>,
+}
+
+/// The file formats read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelFormat {
+    Urdf,
+    Mjcf,
+}
+
+/// A joint's range, by name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointLimit {
+    pub joint: String,
+    pub lower: f64,
+    pub upper: f64,
+}
+
+/// A motor: torque `gear · u` on dof `dof` for a control `u` (MJCF's `<motor>`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Motor {
+    pub name: String,
+    /// Index into `v`.
+    pub dof: usize,
+    pub gear: f64,
+    pub ctrl_range: Option<(f64, f64)>,
+}
+
+/// A robot loaded from a file.
+#[derive(Clone, Debug)]
+pub struct LoadedModel {
+    pub format: ModelFormat,
+    pub model: Model,
+    /// Limits of the joints that have them, in model order.
+    pub joint_limits: Vec<JointLimit>,
+    /// Actuators (MJCF motors; URDF has none).
+    pub motors: Vec<Motor>,
+    /// The file's time step (MJCF's `<option timestep>`), if it sets one.
+    pub timestep: Option<f64>,
+    /// Whether the file has its own ground (MJCF's planes on the world).
+    pub has_ground: bool,
+    /// What was read but not loaded, or changed, each naming its element.
+    pub warnings: Vec<String>,
+}
+
+/// Loads a robot file, the format chosen by extension.
+pub fn load_model_file(
+    path: impl AsRef<Path>,
+    options: &LoadOptions,
+) -> Result<LoadedModel, ModelFileError> {
+    let path = path.as_ref();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    match ext.as_str() {
+        "urdf" => {
+            let floating_base = match options.floating_base {
+                Some(f) => f,
+                None => !urdf_root_is_world(path)?,
+            };
+            let r = load_urdf(
+                path,
+                &UrdfOptions {
+                    floating_base,
+                    package_dirs: options.package_dirs.clone(),
+                    ..Default::default()
+                },
+            )?;
+            Ok(LoadedModel {
+                format: ModelFormat::Urdf,
+                has_ground: false,
+                joint_limits: r
+                    .joint_limits
+                    .into_iter()
+                    .map(|(joint, lower, upper)| JointLimit {
+                        joint,
+                        lower,
+                        upper,
+                    })
+                    .collect(),
+                motors: Vec::new(),
+                timestep: None,
+                warnings: r.warnings,
+                model: r.model,
+            })
+        }
+        "xml" | "mjcf" => {
+            if options.floating_base.is_some() {
+                return Err(ModelFileError {
+                    file: path.display().to_string(),
+                    element: "options".into(),
+                    reason: "an MJCF file says itself which bodies float (<freejoint>): the floating-base option is for URDF".into(),
+                });
+            }
+            let r = load_mjcf(
+                path,
+                &MjcfOptions {
+                    package_dirs: options.package_dirs.clone(),
+                },
+            )?;
+            let has_ground = r
+                .model
+                .geometries
+                .iter()
+                .any(|g| g.body == super::WORLD && g.shape.name() == "half-space");
+            Ok(LoadedModel {
+                format: ModelFormat::Mjcf,
+                has_ground,
+                joint_limits: r
+                    .joint_limits
+                    .into_iter()
+                    .map(|(joint, lower, upper)| JointLimit {
+                        joint,
+                        lower,
+                        upper,
+                    })
+                    .collect(),
+                motors: r
+                    .actuators
+                    .into_iter()
+                    .map(|a| Motor {
+                        name: a.name,
+                        dof: a.dof,
+                        gear: a.gear,
+                        ctrl_range: a.ctrl_range,
+                    })
+                    .collect(),
+                timestep: r.timestep,
+                warnings: r.warnings,
+                model: r.model,
+            })
+        }
+        _ => Err(ModelFileError {
+            file: path.display().to_string(),
+            element: "file".into(),
+            reason: format!(
+                "unknown model format `.{ext}`: URDF files end in .urdf, MJCF files in .xml or .mjcf"
+            ),
+        }),
+    }
+}
+
+/// Whether a URDF's root link is `world` (the robot is welded by its own file).
+fn urdf_root_is_world(path: &Path) -> Result<bool, ModelFileError> {
+    let text = super::xml::read_file(path)?;
+    let Ok(doc) = roxmltree::Document::parse(&text) else {
+        // The loader reports the XML error.
+        return Ok(false);
+    };
+    let children: std::collections::HashSet<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("child"))
+        .filter_map(|n| n.attribute("link"))
+        .collect();
+    Ok(doc
+        .root_element()
+        .children()
+        .filter(|n| n.has_tag_name("link"))
+        .filter_map(|n| n.attribute("name"))
+        .any(|name| name == "world" && !children.contains(name)))
+}
