@@ -166,8 +166,18 @@ fn box_stl(h: f64, inner: bool) -> String {
         ]
     };
     let faces = [
-        [0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
-        [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],
+        [0, 1, 3],
+        [0, 3, 2],
+        [4, 6, 7],
+        [4, 7, 5],
+        [0, 4, 5],
+        [0, 5, 1],
+        [2, 3, 7],
+        [2, 7, 6],
+        [0, 2, 6],
+        [0, 6, 4],
+        [1, 5, 7],
+        [1, 7, 3],
     ];
     let mut s = String::from("solid box\n");
     let mut tri = |p: [[f64; 3]; 3]| {
@@ -234,7 +244,12 @@ fn meshes_are_found_and_become_convex_hulls() {
     };
     let r = load_urdf(&file, &opts).unwrap();
     let g = &r.model.geometries;
-    println!("{:?}", g.iter().map(|g| (&g.name, g.shape.name())).collect::<Vec<_>>());
+    println!(
+        "{:?}",
+        g.iter()
+            .map(|g| (&g.name, g.shape.name()))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(g.len(), 4);
     let extent = |s: &Shape| match s {
         Shape::ConvexMesh { points } => {
@@ -257,25 +272,50 @@ fn meshes_are_found_and_become_convex_hulls() {
     // The package STL scaled by (1, -2, 1): mirrored and stretched along y.
     let (n, e1) = extent(&g[1].shape);
     assert_eq!(n, 8);
-    assert!((e1[1] - 0.4).abs() < 1e-6 && (e1[0] - 0.2).abs() < 1e-6, "{e1:?}");
+    assert!(
+        (e1[1] - 0.4).abs() < 1e-6 && (e1[0] - 0.2).abs() < 1e-6,
+        "{e1:?}"
+    );
     // The OBJ tetrahedron: 4 vertices (the interior one dropped).
     assert_eq!(extent(&g[2].shape).0, 4);
-    assert!(matches!(g[3].shape, Shape::Capsule { radius, half_length } if radius == 0.05 && half_length == 0.2));
+    assert!(
+        matches!(g[3].shape, Shape::Capsule { radius, half_length } if radius == 0.05 && half_length == 0.2)
+    );
 
     // Found without a package directory when an ancestor of the model holds the package.
     std::fs::create_dir_all(dir.join("robot/meshpkg")).unwrap();
     for f in ["box.stl", "tetra.obj"] {
-        std::fs::copy(dir.join("share/meshpkg").join(f), dir.join("robot/meshpkg").join(f)).unwrap();
+        std::fs::copy(
+            dir.join("share/meshpkg").join(f),
+            dir.join("robot/meshpkg").join(f),
+        )
+        .unwrap();
     }
     let r2 = load_urdf(&file, &UrdfOptions::default()).unwrap();
     assert_eq!(r2.model.geometries.len(), 4);
 
     // Bad meshes: a format we do not read, a corrupt STL, a flat mesh.
     let bad = [
-        (MESH_ROBOT.replace("meshes/box.stl", "meshes/box.dae"), "box.dae", "not supported"),
-        (MESH_ROBOT.replace("meshes/box.stl", "meshes/broken.stl"), "broken.stl", "not a valid STL"),
-        (MESH_ROBOT.replace("meshes/box.stl", "meshes/flat.obj"), "flat.obj", "flat"),
-        (MESH_ROBOT.replace("meshes/box.stl", "meshes/missing.stl"), "missing.stl", "not found"),
+        (
+            MESH_ROBOT.replace("meshes/box.stl", "meshes/box.dae"),
+            "box.dae",
+            "not supported",
+        ),
+        (
+            MESH_ROBOT.replace("meshes/box.stl", "meshes/broken.stl"),
+            "broken.stl",
+            "not a valid STL",
+        ),
+        (
+            MESH_ROBOT.replace("meshes/box.stl", "meshes/flat.obj"),
+            "flat.obj",
+            "flat",
+        ),
+        (
+            MESH_ROBOT.replace("meshes/box.stl", "meshes/missing.stl"),
+            "missing.stl",
+            "not found",
+        ),
         (
             MESH_ROBOT.replace(r#"scale="1 -2 1""#, r#"scale="1 0 1""#),
             "scale",
@@ -283,7 +323,11 @@ fn meshes_are_found_and_become_convex_hulls() {
         ),
     ];
     std::fs::write(dir.join("robot/meshes/box.dae"), "<COLLADA/>").unwrap();
-    std::fs::write(dir.join("robot/meshes/broken.stl"), "solid x\nfacet normal 0 0 1\nouter").unwrap();
+    std::fs::write(
+        dir.join("robot/meshes/broken.stl"),
+        "solid x\nfacet normal 0 0 1\nouter",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("robot/meshes/flat.obj"),
         "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n",
@@ -293,8 +337,14 @@ fn meshes_are_found_and_become_convex_hulls() {
         std::fs::write(&file, text).unwrap();
         let e = load_urdf(&file, &opts).unwrap_err();
         println!("{e}");
-        assert!(e.file.ends_with("meshy.urdf") && e.element.starts_with("<link"), "{e}");
-        assert!(e.reason.contains(culprit) && e.reason.contains(reason), "{e}");
+        assert!(
+            e.file.ends_with("meshy.urdf") && e.element.starts_with("<link"),
+            "{e}"
+        );
+        assert!(
+            e.reason.contains(culprit) && e.reason.contains(reason),
+            "{e}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -320,7 +370,11 @@ fn ignored_pairs_and_initial_overlaps_filter_collisions() {
     let id = |n: &str| m.body_id(n).unwrap();
     println!("{:?}", r.warnings);
     assert!(!m.can_collide(0, 1), "a and b overlap at q = 0");
-    assert!(r.warnings.iter().any(|w| w.contains("`a`") && w.contains("`b`")));
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("`a`") && w.contains("`b`"))
+    );
     assert!(m.can_collide(1, 2), "b and c do not");
     let keep = UrdfOptions {
         keep_initial_overlaps: true,
@@ -337,4 +391,159 @@ fn ignored_pairs_and_initial_overlaps_filter_collisions() {
     let e = parse_urdf(&text, "r.urdf", &unknown).unwrap_err();
     println!("{e}");
     assert!(e.reason.contains("`nope` does not exist"));
+}
+
+/// Mutations of a valid file: each returns a damaged copy.
+fn mutate(text: &str, rng: &mut u64) -> String {
+    let mut next = |n: usize| {
+        *rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*rng >> 33) as usize) % n.max(1)
+    };
+    let bytes = text.as_bytes();
+    let quotes: Vec<usize> = text.match_indices('"').map(|(i, _)| i).collect();
+    let tags: Vec<usize> = text.match_indices('<').map(|(i, _)| i).collect();
+    match next(7) {
+        // Truncate anywhere (at a char boundary).
+        0 => {
+            let mut cut = next(bytes.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text[..cut].to_string()
+        }
+        // Replace an attribute value by something hostile.
+        1 | 2 if quotes.len() >= 2 => {
+            let k = next(quotes.len() / 2) * 2;
+            let (a, b) = (quotes[k], quotes[k + 1]);
+            let bad = [
+                "nan",
+                "-1",
+                "1e308",
+                "0",
+                "",
+                "x",
+                "1 2",
+                "-inf",
+                "0 0 0",
+                "1e-320",
+                "world",
+                "package://",
+                "../../../etc/passwd",
+                "base",
+            ];
+            format!(
+                "{}\"{}\"{}",
+                &text[..a],
+                bad[next(bad.len())],
+                &text[b + 1..]
+            )
+        }
+        // Delete an element's opening tag.
+        3 if !tags.is_empty() => {
+            let a = tags[next(tags.len())];
+            let b = text[a..].find('>').map_or(text.len(), |e| a + e + 1);
+            format!("{}{}", &text[..a], &text[b..])
+        }
+        // Duplicate a stretch of the text.
+        4 if !tags.is_empty() => {
+            let a = tags[next(tags.len())];
+            let b = tags[next(tags.len())].max(a);
+            format!("{}{}", &text[..b], &text[a..])
+        }
+        // Swap two tag names.
+        5 => {
+            let names = [
+                "link",
+                "joint",
+                "inertial",
+                "collision",
+                "geometry",
+                "origin",
+                "mass",
+                "box",
+            ];
+            let (x, y) = (names[next(names.len())], names[next(names.len())]);
+            text.replacen(&format!("<{x}"), &format!("<{y}"), 1)
+        }
+        // Flip a byte to another ASCII character.
+        _ => {
+            let mut v = bytes.to_vec();
+            let i = next(v.len());
+            if v[i].is_ascii() {
+                v[i] = b" <>/=\"0a-."[next(10)];
+            }
+            String::from_utf8(v).unwrap_or_default()
+        }
+    }
+}
+
+#[test]
+fn mutated_urdf_files_never_panic() {
+    use moreau::{SimParams, Simulator, State};
+    // (text, file name, floating base)
+    let mut sources = vec![(PENDULUM.to_string(), "pendulum.urdf".to_string(), false)];
+    let common_files = {
+        #[path = "common/mod.rs"]
+        #[allow(dead_code)]
+        mod common;
+        common::robot_files()
+    };
+    if let Some(files) = common_files {
+        let r = files.example_robot_data;
+        for (f, floating) in [
+            ("solo_description/robots/solo12.urdf", true),
+            ("ur_description/urdf/ur5_robot.urdf", false),
+        ] {
+            let path = r.join(f);
+            let text = std::fs::read_to_string(&path).unwrap();
+            sources.push((text, path.display().to_string(), floating));
+        }
+    }
+    let mut rng = 12345u64;
+    let (mut ok, mut refused) = (0, 0);
+    for round in 0..400 {
+        let (src, file, floating) = &sources[round % sources.len()];
+        let mut text = mutate(src, &mut rng);
+        if round % 3 == 0 {
+            text = mutate(&text, &mut rng);
+        }
+        let result = std::panic::catch_unwind(|| {
+            let opts = UrdfOptions {
+                floating_base: *floating,
+                ..Default::default()
+            };
+            match parse_urdf(&text, file, &opts) {
+                Ok(r) => {
+                    // A loaded model must also step without panicking (errors are fine).
+                    let model = std::sync::Arc::new(r.model);
+                    if let Ok(mut sim) = Simulator::new(model.clone(), SimParams::default()) {
+                        let mut state = State::new(
+                            model.neutral_configuration(),
+                            nalgebra::DVector::zeros(model.nv),
+                        );
+                        let tau = vec![0.0; model.nv];
+                        for _ in 0..3 {
+                            if sim.step(&mut state, &tau).is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    true
+                }
+                Err(e) => {
+                    assert!(!e.reason.is_empty() && e.file == *file);
+                    false
+                }
+            }
+        });
+        match result {
+            Ok(true) => ok += 1,
+            Ok(false) => refused += 1,
+            Err(_) => panic!("round {round}: panic on the mutated file:\n{text}"),
+        }
+    }
+    println!("400 mutated files: {ok} loaded, {refused} refused with an error, no panic");
+    assert!(refused > 50 && ok > 20, "the mutations exercise both paths");
 }

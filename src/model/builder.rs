@@ -480,3 +480,48 @@ impl Model {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instances_of_one_hull_share_one_collider() {
+        let mut b = ModelBuilder::new("hulls");
+        let body = b
+            .add_body(
+                "b",
+                WORLD,
+                JointType::Free,
+                SE3::identity(),
+                Inertia::new(1.0, Vec3::zeros(), Mat3::identity()),
+            )
+            .unwrap();
+        let cube: Vec<Vec3> = (0..8)
+            .map(|i| Vec3::new((i & 1) as f64, ((i >> 1) & 1) as f64, ((i >> 2) & 1) as f64))
+            .collect();
+        let mirrored: Vec<Vec3> = cube.iter().map(|p| Vec3::new(p.x, -p.y, p.z)).collect();
+        for (name, points) in [("a", &cube), ("b", &cube), ("c", &mirrored)] {
+            b.add_geometry(
+                name,
+                body,
+                SE3::identity(),
+                Shape::ConvexMesh {
+                    points: points.clone(),
+                },
+                Material::default(),
+            )
+            .unwrap();
+        }
+        let m = b.build().unwrap();
+        let arc = |g: usize| &m.geometries[g].collider.0;
+        assert!(
+            std::sync::Arc::ptr_eq(arc(0), arc(1)),
+            "same vertices: one hull"
+        );
+        assert!(
+            !std::sync::Arc::ptr_eq(arc(0), arc(2)),
+            "mirrored: another hull"
+        );
+    }
+}

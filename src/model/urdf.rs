@@ -28,9 +28,9 @@
 //! ([`UrdfOptions::floating_base`]). Every error names the file, the element
 //! and the reason.
 
+use super::mesh::{MeshCache, resolve_mesh_path};
 pub use super::xml::ModelFileError;
 use super::xml::{child, error_for, numbers, read_file, required, scalar};
-use super::mesh::{MeshCache, resolve_mesh_path};
 use super::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use std::collections::HashMap;
@@ -64,6 +64,9 @@ pub struct UrdfModel {
     /// (nbodies) name of the joint that moves each body: the URDF joint's,
     /// `root` for the floating base, empty for the world.
     pub joint_names: Vec<String>,
+    /// Number of distinct mesh files read (each hulled once, however many
+    /// geometries use it).
+    pub mesh_files: usize,
     /// What was read but not loaded, each naming its element.
     pub warnings: Vec<String>,
 }
@@ -360,7 +363,10 @@ pub fn parse_urdf(
                 format!("link `{name}` does not exist in the model"),
             )
         })?;
-        Ok(link_body[l].expect("every link is placed").0.map_or(WORLD, |k| body_id[k]))
+        Ok(link_body[l]
+            .expect("every link is placed")
+            .0
+            .map_or(WORLD, |k| body_id[k]))
     };
     for (a, c) in &options.ignore_pairs {
         b.exclude_collision(link_body_id(a)?, link_body_id(c)?)
@@ -368,7 +374,9 @@ pub fn parse_urdf(
     }
     let mut model = b.build().map_err(model_err)?;
     if !options.keep_initial_overlaps {
-        for (a, c) in exclude_initial_overlaps(&mut model).map_err(|e| err("<robot>", e.to_string()))? {
+        for (a, c) in
+            exclude_initial_overlaps(&mut model).map_err(|e| err("<robot>", e.to_string()))?
+        {
             warnings.push(format!(
                 "links of bodies `{}` and `{}` intersect in the neutral configuration: their collisions are excluded",
                 model.body_name[a], model.body_name[c]
@@ -379,15 +387,14 @@ pub fn parse_urdf(
         model,
         joint_limits,
         joint_names,
+        mesh_files: meshes.cache.hull_count(),
         warnings,
     })
 }
 
 /// Excludes the collisions of body pairs whose geometries intersect at the
 /// neutral configuration; returns those pairs.
-fn exclude_initial_overlaps(
-    model: &mut Model,
-) -> Result<Vec<(usize, usize)>, crate::SimError> {
+fn exclude_initial_overlaps(model: &mut Model) -> Result<Vec<(usize, usize)>, crate::SimError> {
     let mut data = crate::dynamics::Data::new(model);
     let q = model.neutral_configuration();
     crate::dynamics::forward_kinematics(model, &mut data, q.as_slice());
