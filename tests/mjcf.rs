@@ -507,3 +507,523 @@ fn gymnasium_models_match_mujoco() {
         assert!(m.warnings.iter().any(|w| w.contains("joint_limits")));
     }
 }
+
+/// A hand-written model using every supported feature: default classes
+/// (nested, `class`, `childclass`), degrees, `euler`, `axisangle`, `xyaxes`,
+/// `zaxis`, `quat`, a slide and a hinge with `ref` and offset anchors in one
+/// body, two hinges at different anchors in another, a ball joint, `fromto`
+/// capsules and cylinder, a box, an ellipsoid, an inline mesh, `<inertial>`
+/// with `diaginertia` + `quat` and with `fullinertia`, a welded body, an
+/// exclusion, a motor, a plain `general` actuator and an unsupported one.
+const FEATURES: &str = r#"<mujoco model="features">
+  <compiler angle="degree" inertiafromgeom="auto"/>
+  <option timestep="0.005" gravity="0 0 -9.8"/>
+  <default>
+    <geom density="500" friction="0.8 0.1 0.1"/>
+    <joint damping="0.5"/>
+    <default class="limb">
+      <geom type="capsule" size="0.04"/>
+      <joint type="hinge" axis="0 1 0" range="-90 90"/>
+      <default class="light_limb">
+        <geom density="200"/>
+      </default>
+    </default>
+  </default>
+  <asset>
+    <mesh name="wedge" vertex="0 0 0  0.25 0 0  0 0.125 0  0 0 0.125  0.25 0.125 0.125" scale="1 1 2"/>
+  </asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="base" pos="0.1 0.2 1.0" euler="10 20 30">
+      <joint name="rail" type="slide" axis="1 1 0" ref="0.3"/>
+      <joint name="yaw" type="hinge" axis="0 0 1" pos="0.05 0 0" ref="15"/>
+      <geom name="base_box" type="box" size="0.2 0.1 0.05"/>
+      <geom name="base_cyl" type="cylinder" fromto="0 0 0.05 0 0 0.25" size="0.03"/>
+      <body name="arm" pos="0.25 0 0" childclass="limb" axisangle="1 0 0 30">
+        <joint name="shoulder1" pos="0 0.02 0"/>
+        <joint name="shoulder2" axis="1 0 0" pos="0.01 0 0" class="light_limb"/>
+        <geom name="upper" fromto="0 0 0 0.3 0 0"/>
+        <body name="forearm" pos="0.3 0 0" xyaxes="0 1 0 -1 0 0">
+          <inertial pos="0.1 0 0" quat="0.9 0.1 0.3 0.2" mass="0.7" diaginertia="0.01 0.012 0.015"/>
+          <joint name="elbow" type="ball" range="0 60"/>
+          <geom name="fore" class="light_limb" fromto="0 0 0 0.25 0 0"/>
+          <body name="tool" pos="0.1 0.05 0">
+            <inertial pos="0 0.02 0" mass="0.3" fullinertia="0.003 0.004 0.005 0.0002 -0.0004 0.0001"/>
+          </body>
+          <body name="hand" pos="0.25 0 0" zaxis="1 1 1">
+            <geom name="palm" type="ellipsoid" size="0.05 0.03 0.02"/>
+            <geom name="wedge" type="mesh" mesh="wedge" pos="0 0 0.05"/>
+          </body>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <contact><exclude body1="base" body2="forearm"/></contact>
+  <actuator>
+    <motor joint="yaw" gear="20" ctrlrange="-1 1"/>
+    <general joint="shoulder1" gear="5" gainprm="3"/>
+    <position joint="shoulder2" kp="10"/>
+  </actuator>
+</mujoco>"#;
+
+/// MuJoCo 4.0.0 on FEATURES: `qpos`, then `xpos`, `xquat` (w x y z) of every
+/// body and `mj_fullM` minus armature at that `qpos` (no free joint, and a
+/// ball joint's velocity is the body-frame angular velocity in both, so the
+/// whole matrix compares).
+struct Pose {
+    qpos: &'static [f64],
+    xpos: &'static [[f64; 3]],
+    xquat: &'static [[f64; 4]],
+    mass_matrix: &'static [[f64; 7]],
+}
+
+const FEATURES_MUJOCO: &[Pose] = &[
+    Pose {
+        qpos: &[0.3, 0.2617993877991494, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        xpos: &[
+            [0.0, 0.0, 0.0],
+            [0.09999999999999999, 0.2, 1.0],
+            [0.3034494203373434, 0.3359595356205814, 0.9487814678242845],
+            [0.5475887247421555, 0.49911097836527907, 0.8873192292134259],
+            [0.48330996377350155, 0.5350491438599406, 0.9714422887703212],
+            [0.48861653248919235, 0.6569361599122235, 1.0720176120178067],
+        ],
+        xquat: &[
+            [1.0, 0.0, 0.0, 0.0],
+            [
+                0.943714364147489,
+                0.12767944069578063,
+                0.14487812541736914,
+                0.2685358227515692,
+            ],
+            [
+                0.8785122060499201,
+                0.36758011983238364,
+                0.20944370822536446,
+                0.22188846840275755,
+            ],
+            [
+                0.4643030975783652,
+                0.40801746172585407,
+                -0.11181932899983027,
+                0.7781007789277388,
+            ],
+            [
+                0.4643030975783652,
+                0.40801746172585407,
+                -0.11181932899983027,
+                0.7781007789277388,
+            ],
+            [
+                0.581312323090899,
+                -0.041503170477146134,
+                -0.20130613627888994,
+                0.7872923912749774,
+            ],
+        ],
+        mass_matrix: &[
+            [
+                8.18672371530959,
+                0.4083054486353656,
+                0.2832719231796771,
+                -0.3226965121345958,
+                -0.0837131673507672,
+                0.32269651213459605,
+                -0.7903884833832373,
+            ],
+            [
+                0.4083054486353656,
+                1.0307630591577512,
+                0.18877287742598547,
+                -0.1816172322103927,
+                -0.03075346875262353,
+                0.18161723221039275,
+                0.24507898928814317,
+            ],
+            [
+                0.2832719231796771,
+                0.18877287742598547,
+                0.20982365969242614,
+                -0.18391023162528522,
+                -0.021630915778042697,
+                0.18391023162528525,
+                0.0037756393675778058,
+            ],
+            [
+                -0.3226965121345958,
+                -0.1816172322103927,
+                -0.18391023162528522,
+                0.37130746322158137,
+                0.09112754189445868,
+                -0.37061849100869804,
+                0.001154572179555509,
+            ],
+            [
+                -0.0837131673507672,
+                -0.03075346875262353,
+                -0.021630915778042697,
+                0.09112754189445868,
+                0.047992515636316714,
+                -0.09112754189445871,
+                0.003775639367577757,
+            ],
+            [
+                0.32269651213459605,
+                0.18161723221039275,
+                0.18391023162528525,
+                -0.37061849100869804,
+                -0.09112754189445871,
+                0.370618491008698,
+                -0.0011545721795555297,
+            ],
+            [
+                -0.7903884833832373,
+                0.24507898928814317,
+                0.0037756393675778058,
+                0.001154572179555509,
+                0.003775639367577757,
+                -0.0011545721795555297,
+                0.3968520268284933,
+            ],
+        ],
+    },
+    Pose {
+        qpos: &[
+            0.1,
+            0.4,
+            -0.3,
+            0.5,
+            0.8295613557843402,
+            0.20739033894608505,
+            -0.3110855084191276,
+            0.4147806778921701,
+        ],
+        xpos: &[
+            [0.0, 0.0, 0.0],
+            [
+                0.05498221633639373,
+                0.0012646388977707382,
+                0.9815954941746191,
+            ],
+            [0.24031020819007454, 0.1642781703642183, 0.9418447206686917],
+            [0.5046290638275541, 0.30580843440120115, 0.9520783376302148],
+            [0.4629193115080869, 0.20353251312378834, 0.9693968967014872],
+            [0.44535207285251194, 0.10983888441721057, 1.0955432246932761],
+        ],
+        xquat: &[
+            [1.0, 0.0, 0.0, 0.0],
+            [
+                0.9229210680268009,
+                0.13737789450865384,
+                0.13571670826102242,
+                0.33305403674393586,
+            ],
+            [
+                0.7499689736807473,
+                0.6148804473868984,
+                0.14061074881244948,
+                0.19924153998585828,
+            ],
+            [
+                -0.17046363840006282,
+                0.5936229156908687,
+                -0.48172724143984924,
+                0.6216854886555078,
+            ],
+            [
+                -0.17046363840006282,
+                0.5936229156908687,
+                -0.48172724143984924,
+                0.6216854886555078,
+            ],
+            [
+                0.19816642677044252,
+                0.3805078943302791,
+                -0.6853034393851698,
+                0.588475152933604,
+            ],
+        ],
+        mass_matrix: &[
+            [
+                8.18672371530959,
+                0.8244391121585755,
+                0.66445166792035,
+                -0.30135378476836794,
+                -0.042635365883201576,
+                0.1645346805219044,
+                -0.3843321953879244,
+            ],
+            [
+                0.8244391121585755,
+                0.49138769166426943,
+                0.19307674995239182,
+                -0.06762722112314312,
+                0.005650322980842264,
+                0.027472119047332183,
+                -0.08135519459696408,
+            ],
+            [
+                0.66445166792035,
+                0.19307674995239182,
+                0.30203906869423713,
+                0.0018787376362678493,
+                0.0379967572929089,
+                -0.15814270745853698,
+                -0.11126802706961234,
+            ],
+            [
+                -0.30135378476836794,
+                -0.06762722112314312,
+                0.0018787376362678493,
+                0.22012893816466983,
+                0.02737187862260429,
+                -0.16095488050542217,
+                0.23751153312686057,
+            ],
+            [
+                -0.042635365883201576,
+                0.005650322980842264,
+                0.0379967572929089,
+                0.02737187862260429,
+                0.047992515636316666,
+                -0.09112754189445868,
+                0.0037756393675777433,
+            ],
+            [
+                0.1645346805219044,
+                0.027472119047332183,
+                -0.15814270745853698,
+                -0.16095488050542217,
+                -0.09112754189445868,
+                0.37061849100869804,
+                -0.0011545721795554673,
+            ],
+            [
+                -0.3843321953879244,
+                -0.08135519459696408,
+                -0.11126802706961234,
+                0.23751153312686057,
+                0.0037756393675777433,
+                -0.0011545721795554673,
+                0.39685202682849335,
+            ],
+        ],
+    },
+];
+
+fn quat_wxyz(q: &[f64; 4]) -> Mat3 {
+    *UnitQuaternion::from_quaternion(Quaternion::new(q[0], q[1], q[2], q[3]))
+        .to_rotation_matrix()
+        .matrix()
+}
+
+fn parse(text: &str) -> MjcfModel {
+    parse_mjcf(text, "test.xml", Path::new("."), &MjcfOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn every_supported_feature_matches_mujoco() {
+    let m = parse(FEATURES);
+    let model = &m.model;
+    for w in &m.warnings {
+        println!("warning: {w}");
+    }
+    // MuJoCo 4.0.0: nq 8, nv 7, nbody 6, total mass 8.186723715309594.
+    assert_eq!((model.nq, model.nv, m.bodies), (8, 7, 6));
+    println!(
+        "features: mass {:.12} (MuJoCo 8.186723715309594), model bodies {}",
+        model.total_mass(),
+        model.nbodies
+    );
+    // (MuJoCo stores mesh vertices in single precision: the wedge's
+    // coordinates are binary fractions so that its volume is exact there too.)
+    assert!(rel(model.total_mass(), 8.186723715309594) < 1e-12);
+    assert_eq!(m.timestep, Some(0.005));
+    assert_eq!(model.gravity, Vec3::new(0.0, 0.0, -9.8));
+    let q0 = m.q_from_mujoco(FEATURES_MUJOCO[0].qpos).unwrap();
+    assert!((&m.q0 - &q0).norm() < 1e-12, "q0 {} vs qpos0 {}", m.q0, q0);
+    let mut data = Data::new(model);
+    for (k, pose) in FEATURES_MUJOCO.iter().enumerate() {
+        let q = m.q_from_mujoco(pose.qpos).unwrap();
+        forward_kinematics(model, &mut data, q.as_slice());
+        let (mut worst_p, mut worst_r): (f64, f64) = (0.0, 0.0);
+        for b in 0..m.bodies {
+            let x = mjcf_body_world(&m, &data, b);
+            let p = pose.xpos[b];
+            worst_p = worst_p.max((x.translation - Vec3::new(p[0], p[1], p[2])).norm());
+            worst_r = worst_r.max((x.rotation - quat_wxyz(&pose.xquat[b])).norm());
+        }
+        let mm = crba(model, &mut data, q.as_slice()).clone();
+        let mut worst_m: f64 = 0.0;
+        for i in 0..7 {
+            for j in 0..7 {
+                worst_m = worst_m.max((mm[(i, j)] - pose.mass_matrix[i][j]).abs());
+            }
+        }
+        println!(
+            "pose {k}: worst body position error {worst_p:.2e} m, rotation {worst_r:.2e}, mass matrix {worst_m:.2e}"
+        );
+        assert!(worst_p < 1e-9 && worst_r < 1e-9, "pose {k}");
+        assert!(worst_m < 1e-9, "pose {k}");
+    }
+    // Limits: degrees → radians; the ball's is (0, max angle); unlimited joints absent.
+    let d = std::f64::consts::PI / 180.0;
+    let want = [
+        ("shoulder1", -90.0 * d, 90.0 * d),
+        ("shoulder2", -90.0 * d, 90.0 * d),
+        ("elbow", 0.0, 60.0 * d),
+    ];
+    assert_eq!(m.joint_limits.len(), 3);
+    for ((n, lo, hi), (wn, wlo, whi)) in m.joint_limits.iter().zip(want) {
+        assert!(n == wn && (lo - wlo).abs() < 1e-12 && (hi - whi).abs() < 1e-12);
+    }
+    // Actuators: the motor, the general (gear 5 · gainprm 3); the position servo is reported.
+    assert_eq!(m.actuators.len(), 2);
+    assert_eq!((m.actuators[0].dof, m.actuators[0].gear), (1, 20.0));
+    assert_eq!(m.actuators[0].ctrl_range, Some((-1.0, 1.0)));
+    assert_eq!((m.actuators[1].dof, m.actuators[1].gear), (2, 15.0));
+    assert_eq!(m.actuators[1].ctrl_range, None);
+    assert!(m.warnings.iter().any(|w| w.contains("<position>")));
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("ellipsoid") && w.contains("palm"))
+    );
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("damping") && w.contains("rail"))
+    );
+    // Collision filtering: MuJoCo's parent filter through joint chains and
+    // welded bodies, the explicit exclusion, the floor against everything.
+    let g = |name: &str| {
+        model
+            .geometries
+            .iter()
+            .position(|g| g.name == name)
+            .unwrap_or_else(|| panic!("no geom {name}"))
+    };
+    let pairs = [
+        ("upper", "base_box", false), // arm's parent is base (arm has a joint chain)
+        ("palm", "upper", false),     // hand is welded to forearm, whose parent is arm
+        ("fore", "base_box", false),  // <exclude body1="base" body2="forearm">
+        ("upper", "floor", true),
+        ("palm", "floor", true),
+        ("wedge", "floor", true),
+        ("base_cyl", "floor", true),
+        ("fore", "base_box", false),
+    ];
+    for (a, b, want) in pairs {
+        assert_eq!(model.can_collide(g(a), g(b)), want, "{a} / {b}");
+    }
+    assert!(matches!(
+        model.geometries[g("floor")].shape,
+        moreau::model::Shape::HalfSpace { .. }
+    ));
+}
+
+/// Lowest point of a ball or capsule geometry in the world (the humanoid has no other shape).
+fn lowest_point(model: &moreau::Model, data: &Data, k: usize) -> f64 {
+    let g = &model.geometries[k];
+    let x = data.world_from_body[g.body].mul(&g.body_from_geom);
+    match g.shape {
+        moreau::model::Shape::Ball { radius } => x.translation.z - radius,
+        moreau::model::Shape::Capsule {
+            half_length,
+            radius,
+        } => {
+            let axis = x.rotation.column(2) * half_length;
+            (x.translation.z - axis.z.abs()) - radius
+        }
+        ref s => panic!("unexpected shape {s:?}"),
+    }
+}
+
+#[test]
+fn a_loaded_humanoid_falls_and_lands_without_exploding() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let m = load_mjcf(
+        files.gymnasium_assets.join("humanoid.xml"),
+        &MjcfOptions::default(),
+    )
+    .unwrap();
+    let model = Arc::new(m.model.clone());
+    let dt = m.timestep.unwrap();
+    let mut sim = Simulator::new(
+        model.clone(),
+        SimParams {
+            dt,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // Gymnasium's initial state: qpos0 (torso at z = 1.4), plus a small push
+    // (forward and a roll rate) so that it does not fall symmetrically.
+    let mut v = DVector::zeros(model.nv);
+    v[0] = 0.3;
+    v[3] = 0.5;
+    let mut state = State::new(m.q0.clone(), v);
+    assert!((state.q[2] - 1.4).abs() < 1e-12);
+    let tau = DVector::zeros(model.nv);
+    let (ke0, pe0) = sim.energy(&state).unwrap();
+    let e0 = ke0 + pe0;
+    let floor = model
+        .geometries
+        .iter()
+        .position(|g| g.name == "floor")
+        .unwrap();
+    let steps = (2.0 / dt).round() as usize;
+    let (mut max_contacts, mut first_contact) = (0usize, None);
+    let (mut worst_penetration, mut max_energy_gain, mut max_ke): (f64, f64, f64) = (0.0, 0.0, 0.0);
+    let mut data = Data::new(&model);
+    for step in 0..steps {
+        let report = sim
+            .step(&mut state, tau.as_slice())
+            .unwrap_or_else(|e| panic!("step {step}: {e}"));
+        assert!(
+            state.q.iter().chain(state.v.iter()).all(|x| x.is_finite()),
+            "step {step}: non-finite state"
+        );
+        if report.nc > 0 && first_contact.is_none() {
+            first_contact = Some(step as f64 * dt);
+        }
+        max_contacts = max_contacts.max(report.nc);
+        let (ke, pe) = sim.energy(&state).unwrap();
+        max_ke = max_ke.max(ke);
+        max_energy_gain = max_energy_gain.max(ke + pe - e0);
+        forward_kinematics(&model, &mut data, state.q.as_slice());
+        for k in 0..model.geometries.len() {
+            if k != floor {
+                worst_penetration = worst_penetration.max(-lowest_point(&model, &data, k));
+            }
+        }
+    }
+    let (ke, pe) = sim.energy(&state).unwrap();
+    println!(
+        "humanoid, {steps} steps of {dt} s: first contact at {:.3} s, up to {max_contacts} contacts; \
+         torso z {:.3} m (start 1.4); energy: start {e0:.2} J, end {:.2} J (kinetic {ke:.3} J), \
+         max kinetic {max_ke:.2} J, potential lost {:.2} J, max gain over start {max_energy_gain:.3} J; \
+         worst penetration {:.4} m",
+        first_contact.unwrap_or(f64::NAN),
+        state.q[2],
+        ke + pe,
+        pe0 - pe,
+        worst_penetration
+    );
+    assert!(first_contact.is_some(), "it never touched the floor");
+    assert!(max_contacts >= 2);
+    // Energy: contacts and friction dissipate; a small numerical gain is allowed.
+    assert!(max_energy_gain < 0.05 * (pe0 - pe) + 1.0);
+    assert!(max_ke < ke0 + (pe0 - pe).max(0.0) * 1.05 + 1.0);
+    // It lies on the floor: torso low, nothing deep in the ground, nearly at rest.
+    assert!(
+        state.q[2] < 0.5 && state.q[2] > 0.0,
+        "torso z {}",
+        state.q[2]
+    );
+    assert!(worst_penetration < 0.03, "penetration {worst_penetration}");
+    assert!(ke < 0.1 * (pe0 - pe), "still moving fast: {ke} J");
+}

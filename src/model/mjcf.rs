@@ -1419,28 +1419,52 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let Shape::ConvexMesh { points } = &shape else {
             return Err(self.error(&ael, "not a convex mesh".into()));
         };
-        let pts: Vec<parry3d_f64::math::Vector> = points
-            .iter()
-            .map(|p| parry3d_f64::math::Vector::new(p.x, p.y, p.z))
-            .collect();
-        let Some(hull) = parry3d_f64::shape::SharedShape::convex_hull(&pts) else {
-            return Err(self.error(&ael, "the mesh's convex hull is degenerate".into()));
-        };
-        let mp = hull.mass_properties(1.0);
-        let volume = mp.mass();
-        if !(volume > 0.0 && volume.is_finite()) {
+        let Some((volume, c, inertia)) = hull_mass_properties(points) else {
             return Err(self.error(&ael, "the mesh's convex hull has no volume".into()));
-        }
-        let c = mp.local_com;
-        let i = mp.reconstruct_inertia_matrix();
-        let cols = i.to_cols_array_2d();
-        let inertia = Mat3::from_fn(|r, k| cols[k][r]);
-        let out = (shape, volume, Vec3::new(c.x, c.y, c.z), inertia);
+        };
+        let out = (shape, volume, c, inertia);
         if let Some(a) = self.meshes.get_mut(name) {
             a.loaded = Some(out.clone());
         }
         Ok(out)
     }
+}
+
+/// Volume, centroid and unit-density inertia about the centroid of the
+/// convex hull of `points`: a sum over the tetrahedra joining a point to the
+/// hull's faces (second moments `V/20 (a aᵀ + b bᵀ + c cᵀ + s sᵀ)`, `s = a + b + c`,
+/// for the tetrahedron `(0, a, b, c)`). (parry's `mass_properties` on the hull
+/// gets the principal moments right but, in parry 0.31, not always the axes.)
+fn hull_mass_properties(points: &[Vec3]) -> Option<(f64, Vec3, Mat3)> {
+    let pts: Vec<parry3d_f64::math::Vector> = points
+        .iter()
+        .map(|p| parry3d_f64::math::Vector::new(p.x, p.y, p.z))
+        .collect();
+    let (vertices, faces) = parry3d_f64::transformation::try_convex_hull(&pts).ok()?;
+    let v: Vec<Vec3> = vertices.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect();
+    // Relative to a point inside, for accuracy far from the origin.
+    let o = v.iter().sum::<Vec3>() / v.len().max(1) as f64;
+    let (mut volume, mut first, mut second) = (0.0, Vec3::zeros(), Mat3::zeros());
+    for f in &faces {
+        let [a, b, c] = f.map(|k| v.get(k as usize).copied().unwrap_or(o) - o);
+        let vol = a.dot(&b.cross(&c)) / 6.0;
+        let s = a + b + c;
+        volume += vol;
+        first += s * (vol / 4.0);
+        second += (a * a.transpose() + b * b.transpose() + c * c.transpose() + s * s.transpose())
+            * (vol / 20.0);
+    }
+    if volume < 0.0 {
+        // Faces wound inwards: every signed term flips.
+        (volume, first, second) = (-volume, -first, -second);
+    }
+    if !(volume > 0.0 && volume.is_finite()) {
+        return None;
+    }
+    let com = first / volume;
+    let about_com = second - com * com.transpose() * volume;
+    let inertia = Mat3::identity() * about_com.trace() - about_com;
+    Some((volume, com + o, inertia))
 }
 
 /// A convex polytope inscribed in the ellipsoid with radii `a, b, c`:
