@@ -80,6 +80,29 @@ impl PdController {
         }
         c
     }
+    /// Like [`Self::with_natural_frequency`] with the joint's smallest
+    /// effective inertia, `1 / (M⁻¹)_jj` (the other joints free), instead of
+    /// `M_jj` (the others locked): on a chain whose distal links are heavy
+    /// (a leg with a big foot) `M_jj` overestimates the inertia a proximal
+    /// joint's torque meets, and the explicit PD it gives is unstable.
+    pub fn with_effective_natural_frequency(
+        model: &Model,
+        q_ref: DVector<f64>,
+        omega: f64,
+        zeta: f64,
+    ) -> Self {
+        let mut c = Self::for_model(model, q_ref, 0.0, 0.0);
+        let mut data = crate::dynamics::Data::new(model);
+        let m = crate::dynamics::crba(model, &mut data, c.q_ref.as_slice()).clone();
+        if let Some(m_inv) = m.try_inverse() {
+            for (j, &(iv, _)) in c.dofs.iter().enumerate() {
+                let inertia = 1.0 / m_inv[(iv, iv)];
+                c.kp[j] = omega * omega * inertia;
+                c.kd[j] = 2.0 * zeta * omega * inertia;
+            }
+        }
+        c
+    }
     /// Writes the torques into `tau` (nv); other entries are zeroed.
     pub fn torques(&self, state: &State, tau: &mut [f64]) {
         tau.fill(0.0);
@@ -585,11 +608,11 @@ pub fn random_tree(nbodies: usize, seed: u64) -> Result<Model, ModelError> {
 ///
 /// - a ground (the half-space `z ≤ 0`, friction 0.8) under a floating
 ///   robot, unless the file has one;
-/// - the neutral configuration (MJCF: the bodies where the file puts them),
+/// - the configuration where the file puts the robot ([`LoadedModel::q0`](crate::model::LoadedModel)),
 ///   a floating robot on a ground we added lifted so that its lowest point
 ///   is 5 mm above it;
 /// - a joint PD holding that configuration (natural frequency 20 rad/s,
-///   critically damped, from the mass matrix), so a robot stands as loaded
+///   critically damped, on each joint's effective inertia), so a robot stands as loaded
 ///   rather than folding; `passive` leaves the joints free;
 /// - the file's time step, or 1 ms.
 pub fn from_loaded(loaded: &crate::model::LoadedModel, passive: bool) -> Result<Scene, ModelError> {
@@ -603,7 +626,7 @@ pub fn from_loaded(loaded: &crate::model::LoadedModel, passive: bool) -> Result<
     if add_ground {
         model.add_ground(0.0, Material::with_friction(0.8))?;
     }
-    let mut q = model.neutral_configuration();
+    let mut q = loaded.q0.clone();
     if add_ground {
         let mut data = crate::dynamics::Data::new(&model);
         crate::dynamics::forward_kinematics(&model, &mut data, q.as_slice());
@@ -618,7 +641,7 @@ pub fn from_loaded(loaded: &crate::model::LoadedModel, passive: bool) -> Result<
         }
     }
     let controller = (!passive)
-        .then(|| PdController::with_natural_frequency(&model, q.clone(), 20.0, 1.0))
+        .then(|| PdController::with_effective_natural_frequency(&model, q.clone(), 20.0, 1.0))
         .filter(|c| !c.dofs.is_empty());
     let nv = model.nv;
     Ok(Scene {

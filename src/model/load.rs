@@ -48,6 +48,9 @@ pub struct Motor {
 pub struct LoadedModel {
     pub format: ModelFormat,
     pub model: Model,
+    /// (nq) where the file puts the robot: MJCF's `qpos0` (joints' `ref`
+    /// included), the neutral configuration for URDF.
+    pub q0: nalgebra::DVector<f64>,
     /// Limits of the joints that have them, in model order.
     pub joint_limits: Vec<JointLimit>,
     /// Actuators (MJCF motors; URDF has none).
@@ -87,6 +90,7 @@ pub fn load_model_file(
             )?;
             Ok(LoadedModel {
                 format: ModelFormat::Urdf,
+                q0: r.model.neutral_configuration(),
                 has_ground: false,
                 joint_limits: r
                     .joint_limits
@@ -124,6 +128,7 @@ pub fn load_model_file(
                 .any(|g| g.body == super::WORLD && g.shape.name() == "half-space");
             Ok(LoadedModel {
                 format: ModelFormat::Mjcf,
+                q0: r.q0,
                 has_ground,
                 joint_limits: r
                     .joint_limits
