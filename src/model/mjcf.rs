@@ -1566,7 +1566,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             weld[b] = b;
             // MuJoCo's rule: a body moved by a joint has mass and inertia of its own.
-            validate_inertia(&body.element, &body.inertia).map_err(|e| {
+            validate_inertia(&body.name, &body.inertia).map_err(|e| {
                 self.error(
                     &body.element,
                     format!(
