@@ -442,7 +442,7 @@ fn v3(a: [f64; 3]) -> Vec3 {
 /// The rotation that takes +z onto `v` along the shortest arc (MuJoCo's `mju_quatZ2Vec`).
 fn rotation_z_to(v: &Vec3) -> Mat3 {
     let n = v.norm();
-    if !(n > 1e-15) || !n.is_finite() {
+    if !(n.is_finite() && n > 1e-15) {
         return Mat3::identity();
     }
     let d = v / n;
@@ -830,7 +830,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             _ => {
                 let z = v3(self.fixed::<3>(text, "zaxis", el)?);
-                if !(z.norm() > 1e-12) {
+                if z.norm() <= 1e-12 {
                     return Err(degenerate());
                 }
                 Ok(rotation_z_to(&z))
@@ -1045,7 +1045,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let limit = if limited && kind != JointKind::Free {
             let (lo, hi) = range.unwrap_or((0.0, 0.0));
             match kind {
-                JointKind::Ball if lo != 0.0 || !(hi > 0.0) => {
+                JointKind::Ball if lo != 0.0 || hi <= 0.0 => {
                     return Err(self.error(
                         &el,
                         format!(
@@ -1054,7 +1054,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     ));
                 }
                 JointKind::Ball => Some((0.0, hi)),
-                _ if !(lo < hi) => {
+                _ if lo >= hi => {
                     return Err(self.error(
                         &el,
                         format!("a limited joint needs range lower < upper, got {lo} {hi}"),
@@ -1177,7 +1177,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         size.len()
                     ),
                 ))
-            } else if !(v > 0.0) {
+            } else if v <= 0.0 {
                 Err(self.error(&el, format!("size[{k}] ({what}) must be positive, got {v}")))
             } else {
                 Ok(v)
@@ -1520,7 +1520,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let n = self.bodies.len();
         if let Some(total) = self.settotalmass {
             let current: f64 = self.bodies.iter().map(|b| b.inertia.mass).sum();
-            if !(total > 0.0) || !(current > 0.0) {
+            if !(total > 0.0 && current > 0.0 && current.is_finite()) {
                 return Err(self.error(
                     "<compiler>",
                     format!(
@@ -1884,7 +1884,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 };
                 let ctrl_range = if limited {
                     let r = range.unwrap_or([0.0, 0.0]);
-                    if !(r[0] < r[1]) {
+                    if r[0] >= r[1] {
                         return Err(self.error(
                             &el,
                             format!("ctrlrange lower must be below upper, got {} {}", r[0], r[1]),
