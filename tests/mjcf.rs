@@ -572,14 +572,14 @@ const FEATURES: &str = r#"<mujoco model="features">
 /// body and `mj_fullM` minus armature at that `qpos` (no free joint, and a
 /// ball joint's velocity is the body-frame angular velocity in both, so the
 /// whole matrix compares).
-struct Pose {
+struct Pose<const N: usize> {
     qpos: &'static [f64],
     xpos: &'static [[f64; 3]],
     xquat: &'static [[f64; 4]],
-    mass_matrix: &'static [[f64; 7]],
+    mass_matrix: &'static [[f64; N]],
 }
 
-const FEATURES_MUJOCO: &[Pose] = &[
+const FEATURES_MUJOCO: &[Pose<7>] = &[
     Pose {
         qpos: &[0.3, 0.2617993877991494, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
         xpos: &[
@@ -845,30 +845,7 @@ fn every_supported_feature_matches_mujoco() {
     assert_eq!(model.gravity, Vec3::new(0.0, 0.0, -9.8));
     let q0 = m.q_from_mujoco(FEATURES_MUJOCO[0].qpos).unwrap();
     assert!((&m.q0 - &q0).norm() < 1e-12, "q0 {} vs qpos0 {}", m.q0, q0);
-    let mut data = Data::new(model);
-    for (k, pose) in FEATURES_MUJOCO.iter().enumerate() {
-        let q = m.q_from_mujoco(pose.qpos).unwrap();
-        forward_kinematics(model, &mut data, q.as_slice());
-        let (mut worst_p, mut worst_r): (f64, f64) = (0.0, 0.0);
-        for b in 0..m.bodies {
-            let x = mjcf_body_world(&m, &data, b);
-            let p = pose.xpos[b];
-            worst_p = worst_p.max((x.translation - Vec3::new(p[0], p[1], p[2])).norm());
-            worst_r = worst_r.max((x.rotation - quat_wxyz(&pose.xquat[b])).norm());
-        }
-        let mm = crba(model, &mut data, q.as_slice()).clone();
-        let mut worst_m: f64 = 0.0;
-        for i in 0..7 {
-            for j in 0..7 {
-                worst_m = worst_m.max((mm[(i, j)] - pose.mass_matrix[i][j]).abs());
-            }
-        }
-        println!(
-            "pose {k}: worst body position error {worst_p:.2e} m, rotation {worst_r:.2e}, mass matrix {worst_m:.2e}"
-        );
-        assert!(worst_p < 1e-9 && worst_r < 1e-9, "pose {k}");
-        assert!(worst_m < 1e-9, "pose {k}");
-    }
+    check_poses(&m, FEATURES_MUJOCO);
     // Limits: degrees → radians; the ball's is (0, max angle); unlimited joints absent.
     let d = std::f64::consts::PI / 180.0;
     let want = [
@@ -923,6 +900,133 @@ fn every_supported_feature_matches_mujoco() {
         model.geometries[g("floor")].shape,
         moreau::model::Shape::HalfSpace { .. }
     ));
+}
+
+/// Body placements and the mass matrix at each pose match MuJoCo's.
+fn check_poses<const N: usize>(m: &MjcfModel, poses: &[Pose<N>]) {
+    let model = &m.model;
+    assert_eq!(model.nv, N);
+    let mut data = Data::new(model);
+    for (k, pose) in poses.iter().enumerate() {
+        let q = m.q_from_mujoco(pose.qpos).unwrap();
+        forward_kinematics(model, &mut data, q.as_slice());
+        let (mut worst_p, mut worst_r): (f64, f64) = (0.0, 0.0);
+        for b in 0..m.bodies {
+            let x = mjcf_body_world(m, &data, b);
+            let p = pose.xpos[b];
+            worst_p = worst_p.max((x.translation - Vec3::new(p[0], p[1], p[2])).norm());
+            worst_r = worst_r.max((x.rotation - quat_wxyz(&pose.xquat[b])).norm());
+        }
+        let mm = crba(model, &mut data, q.as_slice()).clone();
+        let mut worst_m: f64 = 0.0;
+        for i in 0..N {
+            for j in 0..N {
+                worst_m = worst_m.max((mm[(i, j)] - pose.mass_matrix[i][j]).abs());
+            }
+        }
+        println!(
+            "{} pose {k}: worst body position error {worst_p:.2e} m, rotation {worst_r:.2e}, mass matrix {worst_m:.2e}",
+            model.name
+        );
+        assert!(worst_p < 1e-9 && worst_r < 1e-9, "pose {k}");
+        assert!(worst_m < 1e-9, "pose {k}");
+    }
+}
+
+const FRAMES: &str = r#"<mujoco model="frames">
+  <compiler eulerseq="ZYX" angle="radian"/>
+  <default>
+    <default class="heavy"><geom density="3000"/></default>
+  </default>
+  <worldbody>
+    <frame pos="0.1 0 0.2" euler="0.3 0.2 0.1" childclass="heavy">
+      <body name="a" pos="0 0.1 0" euler="0.5 -0.4 0.3">
+        <joint name="ja" type="hinge" axis="1 0 0" pos="0 0 0.05"/>
+        <geom type="box" size=".1 .2 .3"/>
+        <frame pos="0 0 0.3" axisangle="0 0 1 0.7">
+          <geom type="sphere" size="0.05" pos="0.1 0 0"/>
+          <body name="b" pos="0.2 0 0" xyaxes="0 0 1 0 1 0">
+            <joint name="jb" type="slide" axis="0 1 1"/>
+            <geom type="capsule" size=".05 .1" euler="1 0 0"/>
+          </body>
+        </frame>
+      </body>
+    </frame>
+  </worldbody>
+</mujoco>"#;
+
+// MuJoCo 4.0.0 on FRAMES (nq 2, nv 2, nbody 3, total mass 151.8539816339745).
+const FRAMES_MUJOCO: &[Pose<2>] = &[
+    Pose {
+        qpos: &[0.0, 0.0],
+        xpos: &[
+            [0.0, 0.0, 0.0],
+            [
+                0.07103705223744844,
+                0.09447024859948944,
+                0.21537919979889641,
+            ],
+            [0.06738516487309246, 0.1281545411286725, 0.5743388523442576],
+        ],
+        xquat: &[
+            [1.0, 0.0, 0.0, 0.0],
+            [
+                0.9114134150860307,
+                0.20624008787616632,
+                -0.13539600485948883,
+                0.3293304340964242,
+            ],
+            [
+                0.38560203115579006,
+                0.5439030024359859,
+                -0.6654842096347158,
+                0.33557616756335173,
+            ],
+        ],
+        mass_matrix: &[
+            [7.224990448770215, -0.1339801332954498],
+            [-0.1339801332954498, 6.283185307179586],
+        ],
+    },
+    Pose {
+        qpos: &[0.7, -0.3],
+        xpos: &[
+            [0.0, 0.0, 0.0],
+            [0.04859687203662215, 0.1114850337894105, 0.23494254463235584],
+            [0.428037114034878, 0.14007576318934117, 0.6350181458467644],
+        ],
+        xquat: &[
+            [1.0, 0.0, 0.0, 0.0],
+            [
+                0.7854376183127018,
+                0.5062579725646013,
+                -0.014260628613539036,
+                0.3557910165049093,
+            ],
+            [
+                0.3032271249813694,
+                0.7595883853602204,
+                -0.5676720421593328,
+                0.09395343555207855,
+            ],
+        ],
+        mass_matrix: &[
+            [7.187674502322508, -0.1339801332954495],
+            [-0.1339801332954495, 6.28318530717958],
+        ],
+    },
+];
+
+#[test]
+fn frames_eulerseq_and_radians_match_mujoco() {
+    let m = parse(FRAMES);
+    assert_eq!((m.model.nq, m.model.nv, m.bodies), (2, 2, 3));
+    println!(
+        "frames: mass {:.12} (MuJoCo 151.8539816339745)",
+        m.model.total_mass()
+    );
+    assert!(rel(m.model.total_mass(), 151.8539816339745) < 1e-12);
+    check_poses(&m, FRAMES_MUJOCO);
 }
 
 /// Lowest point of a ball or capsule geometry in the world (the humanoid has no other shape).
@@ -1475,4 +1579,126 @@ fn mutated_files_never_panic_the_loader_or_the_simulator() {
     );
     // The mutations do exercise both outcomes.
     assert!(loaded > cases / 10 && refused > cases / 10);
+}
+
+#[test]
+fn mesh_files_are_found_through_meshdir_and_hulled_with_their_mass() {
+    let dir = std::env::temp_dir().join(format!("moreau-mjcf-mesh-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("meshes")).unwrap();
+    // A box x ∈ [0, 0.25], y, z ∈ [-0.125, 0.125] (binary fractions: OBJ files
+    // are read in single precision) with an extra point inside (not a hull
+    // vertex); the faces only make the reader keep every vertex.
+    let mut obj = String::new();
+    for x in [0.0, 0.25] {
+        for y in [-0.125, 0.125] {
+            for z in [-0.125, 0.125] {
+                obj += &format!("v {x} {y} {z}\n");
+            }
+        }
+    }
+    obj += "v 0.125 0 0\nf 1 2 3\nf 4 5 6\nf 7 8 9\n";
+    std::fs::write(dir.join("meshes/brick.obj"), obj).unwrap();
+    let xml = r#"<mujoco model="brick">
+  <compiler meshdir="meshes"/>
+  <asset><mesh file="brick.obj" scale="1 2 1"/></asset>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1"/>
+    <body name="brick" pos="0 0 0.5"><freejoint/><geom name="b" type="mesh" mesh="brick"/></body>
+  </worldbody>
+</mujoco>"#;
+    std::fs::write(dir.join("brick.xml"), xml).unwrap();
+    let m = load_mjcf(dir.join("brick.xml"), &MjcfOptions::default()).unwrap();
+    let i = &m.model.body_inertia[1];
+    // 0.25 × 0.5 × 0.25 m of density 1000: 31.25 kg, centred at (0.125, 0, 0),
+    // moments m/12 (b² + c², a² + c², a² + b²).
+    let (a, b, c) = (0.25, 0.5, 0.25);
+    let mass = 1000.0 * a * b * c;
+    let want = Mat3::from_diagonal(&Vec3::new(b * b + c * c, a * a + c * c, a * a + b * b))
+        * (mass / 12.0);
+    println!(
+        "brick: mass {} com {:?} inertia {:?}",
+        i.mass,
+        i.com.as_slice(),
+        i.rotational.diagonal().as_slice()
+    );
+    assert!(rel(i.mass, mass) < 1e-12);
+    assert!((i.com - Vec3::new(0.125, 0.0, 0.0)).norm() < 1e-12);
+    assert!((i.rotational - want).abs().max() < 1e-12);
+    match &m.model.geometries[1].shape {
+        moreau::model::Shape::ConvexMesh { points } => {
+            assert_eq!(points.len(), 8, "the hull drops the inner point");
+            assert!(points.iter().all(|p| p.y.abs() == 0.25), "scaled");
+        }
+        s => panic!("{s:?}"),
+    }
+    // The same file with the mesh directory wrong: refused, naming the path looked at.
+    std::fs::write(dir.join("bad.xml"), xml.replace("meshes", "nowhere")).unwrap();
+    let e = load_mjcf(dir.join("bad.xml"), &MjcfOptions::default()).unwrap_err();
+    println!("{e}");
+    assert!(e.element.contains("<mesh") && e.reason.contains("nowhere/brick.obj"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
+    let text = PENDULUM
+        .replace(
+            "<worldbody>",
+            r#"<option integrator="RK4" viscosity="0.1"><flag contact="disable"/></option>
+  <include file="other.xml"/>
+  <visual><map znear="0.01"/></visual>
+  <worldbody>
+    <light pos="0 0 3"/>
+    <camera name="cam" pos="0 -3 1"/>"#,
+        )
+        .replace(
+            r#"<geom name="ball""#,
+            r#"<site name="s"/><composite type="grid" count="2 2 1"/><geom name="ball""#,
+        )
+        .replace(
+            "</mujoco>",
+            r#"<tendon><fixed name="t"><joint joint="hinge" coef="1"/></fixed></tendon>
+  <equality><joint joint1="hinge" joint2="slider"/></equality>
+  <contact><pair geom1="ball" geom2="floor"/></contact>
+  <sensor><jointpos joint="hinge"/></sensor>
+  <actuator><velocity name="v" joint="slider" kv="3"/><motor name="t" tendon="t"/></actuator>
+</mujoco>"#,
+        )
+        .replace(
+            r#"<joint name="slider" type="slide" axis="0 0 1"/>"#,
+            r#"<joint name="slider" type="slide" axis="0 0 1" stiffness="50" frictionloss="0.1"/>"#,
+        );
+    let m = parse(&text);
+    for w in &m.warnings {
+        println!("warning: {w}");
+    }
+    let expect = [
+        "integrator=\"RK4\"",
+        "viscosity=\"0.1\"",
+        "<flag> contact=\"disable\"",
+        "<include>",
+        "<composite>",
+        "<tendon>",
+        "<equality>",
+        "<contact><pair>",
+        "<velocity name=\"v\">",
+        "tendon transmission",
+        "`stiffness`",
+        "`frictionloss`",
+        "joint_limits",
+    ];
+    for e in expect {
+        assert!(
+            m.warnings.iter().any(|w| w.contains(e)),
+            "no warning about {e}"
+        );
+    }
+    for silent in ["light", "camera", "site", "visual", "sensor"] {
+        assert!(
+            !m.warnings.iter().any(|w| w.contains(&format!("<{silent}"))),
+            "{silent} is not physics"
+        );
+    }
+    // What is supported still loads.
+    assert_eq!((m.model.nq, m.model.nv, m.actuators.len()), (2, 2, 1));
 }

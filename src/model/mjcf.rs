@@ -72,10 +72,12 @@
 //!   `fullinertia` (`ixx iyy izz ixy ixz iyz`).
 //! - `<asset><mesh name file scale vertex>` (STL, OBJ; `vertex` inline
 //!   points); textures, materials, skins, height fields are not physics.
-//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`];
-//!   `<pair>` is warned about. MuJoCo's parent filter (a body never collides
-//!   with its parent, both taken with the bodies welded to them) is
-//!   reproduced through exclusions.
+//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
+//!   between the bodies carrying them: since welded bodies share one model
+//!   body, an exclusion also covers the bodies welded to the two named ones
+//!   (MuJoCo excludes exactly the two). `<pair>` is warned about. MuJoCo's
+//!   parent filter (a body never collides with its parent, both taken with
+//!   the bodies welded to them) is reproduced through exclusions.
 //! - `<actuator>`: `motor` (and `general` with the default fixed gain, no
 //!   bias, no activation dynamics) on a hinge or slide joint →
 //!   [`Actuator`] with `gear` (times `gainprm[0]` for `general`) and the
@@ -224,6 +226,7 @@ pub fn parse_mjcf(
         eulerseq: *b"xyz",
         inertia_from_geom: InertiaFromGeom::Auto,
         autolimits: true,
+        model_dir: model_dir.to_path_buf(),
         mesh_dir: model_dir.to_path_buf(),
         package_dirs: options.package_dirs.clone(),
         meshes: HashMap::new(),
@@ -397,6 +400,7 @@ struct Parser<'a, 'i, 'e> {
     eulerseq: [u8; 3],
     inertia_from_geom: InertiaFromGeom,
     autolimits: bool,
+    model_dir: PathBuf,
     mesh_dir: PathBuf,
     package_dirs: Vec<PathBuf>,
     meshes: HashMap<String, MeshAsset>,
@@ -584,10 +588,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     // MuJoCo: a non-positive value disables it.
                     self.settotalmass = (m > 0.0).then_some(m);
                 }
-                "meshdir" => self.mesh_dir = self.mesh_dir.join(v),
+                "meshdir" => self.mesh_dir = self.model_dir.join(v),
                 "assetdir" => {
                     if c.attribute("meshdir").is_none() {
-                        self.mesh_dir = self.mesh_dir.join(v);
+                        self.mesh_dir = self.model_dir.join(v);
                     }
                 }
                 "texturedir" | "discardvisual" | "strippath" | "usethread" | "fitaabb"
@@ -684,7 +688,12 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
     fn assets(&mut self, a: Node<'a, 'i>) -> Result<(), ModelFileError> {
         for m in a.children().filter(|n| n.has_tag_name("mesh")) {
-            let el = element_name(&m, "");
+            let el = match m.attribute("file") {
+                Some(f) if m.attribute("name").is_none() => {
+                    element_name(&m, &format!(" file=\"{f}\""))
+                }
+                _ => element_name(&m, ""),
+            };
             let class = self.class_of(&m, "main", &el)?;
             let file = m.attribute("file").map(str::to_string);
             let vertices = match m.attribute("vertex") {
@@ -740,9 +749,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     loaded: None,
                 },
             );
-        }
-        for h in a.children().filter(|n| n.has_tag_name("hfield")) {
-            let _ = h; // used only by hfield geoms, which are reported where used
         }
         Ok(())
     }
