@@ -1168,7 +1168,7 @@ fn bad_files_are_refused_naming_file_element_and_reason() {
         assert!(PENDULUM.contains(from), "{from}");
         PENDULUM.replacen(from, to, 1)
     };
-    let cases: Vec<(&str, String, &str, &str)> = vec![
+    let mut cases: Vec<(&str, String, &str, &str)> = vec![
         (
             "malformed XML",
             PENDULUM.replace("</mujoco>", ""),
@@ -1348,6 +1348,17 @@ fn bad_files_are_refused_naming_file_element_and_reason() {
             "duplicate body name",
         ),
     ];
+    let deep = format!(
+        "<mujoco><worldbody>{}{}</worldbody></mujoco>",
+        "<body><joint/><geom size='0.1'/>".repeat(100_000),
+        "</body>".repeat(100_000)
+    );
+    cases.push((
+        "bodies nested 100 000 deep",
+        deep,
+        "<body>",
+        "nested deeper than",
+    ));
     for (what, text, element, reason) in &cases {
         let e = match parse_mjcf(text, "bad.xml", Path::new("."), &MjcfOptions::default()) {
             Ok(_) => panic!("{what}: accepted"),

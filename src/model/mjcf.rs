@@ -97,7 +97,8 @@
 //! density or inertia, a geom size of the wrong count or sign, a missing or
 //! unreadable mesh, an unknown default class, a joint in `<worldbody>`, a
 //! free joint below the top level, an actuator or exclusion naming a missing
-//! joint or body, several orientations on one element.
+//! joint or body, several orientations on one element, bodies, frames or
+//! default classes nested deeper than 256 levels (the reader recurses).
 
 use super::builder::validate_inertia;
 use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
@@ -416,6 +417,9 @@ struct Parser<'a, 'i, 'e> {
     settotalmass: Option<f64>,
 }
 
+/// Deepest nesting of XML elements read (bodies, frames, default classes).
+const MAX_DEPTH: usize = 256;
+
 const ACTUATOR_TAGS: &[&str] = &[
     "general",
     "motor",
@@ -531,6 +535,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         lookup(&self.classes, node, class, group, attr)
     }
 
+    /// Nested bodies, frames and default classes are read recursively: refuse
+    /// a depth that could exhaust a thread's stack.
+    fn check_depth(&self, node: &Node) -> Result<(), ModelFileError> {
+        if node.ancestors().count() > MAX_DEPTH {
+            return Err(self.error(
+                &element_name(node, ""),
+                format!("elements nested deeper than {MAX_DEPTH} levels are not supported"),
+            ));
+        }
+        Ok(())
+    }
+
     fn compiler(&mut self, c: Node) -> Result<(), ModelFileError> {
         let el = "<compiler>";
         for a in c.attributes() {
@@ -611,6 +627,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 
     fn defaults(&mut self, d: Node<'a, 'i>, parent: Option<&str>) -> Result<(), ModelFileError> {
+        self.check_depth(&d)?;
         let name = match (d.attribute("class"), parent) {
             (Some(c), _) => c.to_string(),
             (None, None) => "main".into(),
@@ -866,6 +883,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         childclass: &str,
         frame: &SE3,
     ) -> Result<(), ModelFileError> {
+        self.check_depth(&node)?;
         for ch in node.children().filter(|n| n.is_element()) {
             let tag = ch.tag_name().name();
             match tag {
