@@ -681,6 +681,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "gravity" => *gravity = v3(self.fixed::<3>(a.value(), "gravity", el)?),
                 // Used by magnetometers only.
                 "magnetic" => {}
+                // MuJoCo's default, semi-implicit like moreau's.
+                "integrator" if a.value() == "Euler" => {}
                 other => ignored.push(format!("{other}=\"{}\"", a.value())),
             }
         }
