@@ -72,10 +72,12 @@
 //!   `fullinertia` (`ixx iyy izz ixy ixz iyz`).
 //! - `<asset><mesh name file scale vertex>` (STL, OBJ; `vertex` inline
 //!   points); textures, materials, skins, height fields are not physics.
-//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`];
-//!   `<pair>` is warned about. MuJoCo's parent filter (a body never collides
-//!   with its parent, both taken with the bodies welded to them) is
-//!   reproduced through exclusions.
+//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
+//!   between the bodies carrying them: since welded bodies share one model
+//!   body, an exclusion also covers the bodies welded to the two named ones
+//!   (MuJoCo excludes exactly the two). `<pair>` is warned about. MuJoCo's
+//!   parent filter (a body never collides with its parent, both taken with
+//!   the bodies welded to them) is reproduced through exclusions.
 //! - `<actuator>`: `motor` (and `general` with the default fixed gain, no
 //!   bias, no activation dynamics) on a hinge or slide joint →
 //!   [`Actuator`] with `gear` (times `gainprm[0]` for `general`) and the
@@ -95,7 +97,8 @@
 //! density or inertia, a geom size of the wrong count or sign, a missing or
 //! unreadable mesh, an unknown default class, a joint in `<worldbody>`, a
 //! free joint below the top level, an actuator or exclusion naming a missing
-//! joint or body, several orientations on one element.
+//! joint or body, several orientations on one element, bodies, frames or
+//! default classes nested deeper than 256 levels (the reader recurses).
 
 use super::builder::validate_inertia;
 use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
@@ -224,6 +227,7 @@ pub fn parse_mjcf(
         eulerseq: *b"xyz",
         inertia_from_geom: InertiaFromGeom::Auto,
         autolimits: true,
+        model_dir: model_dir.to_path_buf(),
         mesh_dir: model_dir.to_path_buf(),
         package_dirs: options.package_dirs.clone(),
         meshes: HashMap::new(),
@@ -397,6 +401,7 @@ struct Parser<'a, 'i, 'e> {
     eulerseq: [u8; 3],
     inertia_from_geom: InertiaFromGeom,
     autolimits: bool,
+    model_dir: PathBuf,
     mesh_dir: PathBuf,
     package_dirs: Vec<PathBuf>,
     meshes: HashMap<String, MeshAsset>,
@@ -411,6 +416,9 @@ struct Parser<'a, 'i, 'e> {
     odd_condim: Vec<String>,
     settotalmass: Option<f64>,
 }
+
+/// Deepest nesting of XML elements read (bodies, frames, default classes).
+const MAX_DEPTH: usize = 256;
 
 const ACTUATOR_TAGS: &[&str] = &[
     "general",
@@ -442,7 +450,7 @@ fn v3(a: [f64; 3]) -> Vec3 {
 /// The rotation that takes +z onto `v` along the shortest arc (MuJoCo's `mju_quatZ2Vec`).
 fn rotation_z_to(v: &Vec3) -> Mat3 {
     let n = v.norm();
-    if !(n > 1e-15) || !n.is_finite() {
+    if !(n.is_finite() && n > 1e-15) {
         return Mat3::identity();
     }
     let d = v / n;
@@ -527,6 +535,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         lookup(&self.classes, node, class, group, attr)
     }
 
+    /// Nested bodies, frames and default classes are read recursively: refuse
+    /// a depth that could exhaust a thread's stack.
+    fn check_depth(&self, node: &Node) -> Result<(), ModelFileError> {
+        if node.ancestors().count() > MAX_DEPTH {
+            return Err(self.error(
+                &element_name(node, ""),
+                format!("elements nested deeper than {MAX_DEPTH} levels are not supported"),
+            ));
+        }
+        Ok(())
+    }
+
     fn compiler(&mut self, c: Node) -> Result<(), ModelFileError> {
         let el = "<compiler>";
         for a in c.attributes() {
@@ -584,10 +604,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     // MuJoCo: a non-positive value disables it.
                     self.settotalmass = (m > 0.0).then_some(m);
                 }
-                "meshdir" => self.mesh_dir = self.mesh_dir.join(v),
+                "meshdir" => self.mesh_dir = self.model_dir.join(v),
                 "assetdir" => {
                     if c.attribute("meshdir").is_none() {
-                        self.mesh_dir = self.mesh_dir.join(v);
+                        self.mesh_dir = self.model_dir.join(v);
                     }
                 }
                 "texturedir" | "discardvisual" | "strippath" | "usethread" | "fitaabb"
@@ -607,6 +627,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 
     fn defaults(&mut self, d: Node<'a, 'i>, parent: Option<&str>) -> Result<(), ModelFileError> {
+        self.check_depth(&d)?;
         let name = match (d.attribute("class"), parent) {
             (Some(c), _) => c.to_string(),
             (None, None) => "main".into(),
@@ -660,6 +681,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "gravity" => *gravity = v3(self.fixed::<3>(a.value(), "gravity", el)?),
                 // Used by magnetometers only.
                 "magnetic" => {}
+                // MuJoCo's default, semi-implicit like moreau's.
+                "integrator" if a.value() == "Euler" => {}
                 other => ignored.push(format!("{other}=\"{}\"", a.value())),
             }
         }
@@ -684,7 +707,12 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
     fn assets(&mut self, a: Node<'a, 'i>) -> Result<(), ModelFileError> {
         for m in a.children().filter(|n| n.has_tag_name("mesh")) {
-            let el = element_name(&m, "");
+            let el = match m.attribute("file") {
+                Some(f) if m.attribute("name").is_none() => {
+                    element_name(&m, &format!(" file=\"{f}\""))
+                }
+                _ => element_name(&m, ""),
+            };
             let class = self.class_of(&m, "main", &el)?;
             let file = m.attribute("file").map(str::to_string);
             let vertices = match m.attribute("vertex") {
@@ -740,9 +768,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     loaded: None,
                 },
             );
-        }
-        for h in a.children().filter(|n| n.has_tag_name("hfield")) {
-            let _ = h; // used only by hfield geoms, which are reported where used
         }
         Ok(())
     }
@@ -830,7 +855,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             _ => {
                 let z = v3(self.fixed::<3>(text, "zaxis", el)?);
-                if !(z.norm() > 1e-12) {
+                if z.norm() <= 1e-12 {
                     return Err(degenerate());
                 }
                 Ok(rotation_z_to(&z))
@@ -860,6 +885,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         childclass: &str,
         frame: &SE3,
     ) -> Result<(), ModelFileError> {
+        self.check_depth(&node)?;
         for ch in node.children().filter(|n| n.is_element()) {
             let tag = ch.tag_name().name();
             match tag {
@@ -1045,7 +1071,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let limit = if limited && kind != JointKind::Free {
             let (lo, hi) = range.unwrap_or((0.0, 0.0));
             match kind {
-                JointKind::Ball if lo != 0.0 || !(hi > 0.0) => {
+                JointKind::Ball if lo != 0.0 || hi <= 0.0 => {
                     return Err(self.error(
                         &el,
                         format!(
@@ -1054,7 +1080,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     ));
                 }
                 JointKind::Ball => Some((0.0, hi)),
-                _ if !(lo < hi) => {
+                _ if lo >= hi => {
                     return Err(self.error(
                         &el,
                         format!("a limited joint needs range lower < upper, got {lo} {hi}"),
@@ -1177,7 +1203,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         size.len()
                     ),
                 ))
-            } else if !(v > 0.0) {
+            } else if v <= 0.0 {
                 Err(self.error(&el, format!("size[{k}] ({what}) must be positive, got {v}")))
             } else {
                 Ok(v)
@@ -1520,7 +1546,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let n = self.bodies.len();
         if let Some(total) = self.settotalmass {
             let current: f64 = self.bodies.iter().map(|b| b.inertia.mass).sum();
-            if !(total > 0.0) || !(current > 0.0) {
+            if !(total > 0.0 && current > 0.0 && current.is_finite()) {
                 return Err(self.error(
                     "<compiler>",
                     format!(
@@ -1566,7 +1592,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             weld[b] = b;
             // MuJoCo's rule: a body moved by a joint has mass and inertia of its own.
-            validate_inertia(&body.element, &body.inertia).map_err(|e| {
+            validate_inertia(&body.name, &body.inertia).map_err(|e| {
                 self.error(
                     &body.element,
                     format!(
@@ -1884,7 +1910,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 };
                 let ctrl_range = if limited {
                     let r = range.unwrap_or([0.0, 0.0]);
-                    if !(r[0] < r[1]) {
+                    if r[0] >= r[1] {
                         return Err(self.error(
                             &el,
                             format!("ctrlrange lower must be below upper, got {} {}", r[0], r[1]),
