@@ -760,6 +760,11 @@ fn inspect(file: &std::path::Path, args: &ModelFileArgs) -> Result<(), AnyError>
             .map(|dt| format!("  timestep {dt} s"))
             .unwrap_or_default()
     );
+    if let Some(n) = loaded.mjcf_bodies {
+        say!(
+            "MJCF bodies {n} (MuJoCo's nbody, world included); the model chains several joints of one body through massless bodies and merges welded ones"
+        );
+    }
     say!("tree:");
     // Depth-first from the world, children in model order.
     let mut stack = vec![(0usize, 0usize)];

@@ -57,6 +57,10 @@ pub struct LoadedModel {
     pub motors: Vec<Motor>,
     /// The file's time step (MJCF's `<option timestep>`), if it sets one.
     pub timestep: Option<f64>,
+    /// MJCF: the file's number of bodies, the world included (MuJoCo's
+    /// `nbody`), which differs from `model.nbodies` when bodies are welded
+    /// together or carry several joints.
+    pub mjcf_bodies: Option<usize>,
     /// Whether the file has its own ground (MJCF's planes on the world).
     pub has_ground: bool,
     /// What was read but not loaded, or changed, each naming its element.
@@ -90,6 +94,7 @@ pub fn load_model_file(
             )?;
             Ok(LoadedModel {
                 format: ModelFormat::Urdf,
+                mjcf_bodies: None,
                 q0: r.model.neutral_configuration(),
                 has_ground: false,
                 joint_limits: r
@@ -128,6 +133,7 @@ pub fn load_model_file(
                 .any(|g| g.body == super::WORLD && g.shape.name() == "half-space");
             Ok(LoadedModel {
                 format: ModelFormat::Mjcf,
+                mjcf_bodies: Some(r.bodies),
                 q0: r.q0,
                 has_ground,
                 joint_limits: r
