@@ -74,6 +74,8 @@ pub enum SimError {
     },
     #[error("invalid parameter `{name}`: {reason}")]
     InvalidParameter { name: &'static str, reason: String },
+    #[error("Simulator::finish called without a successful Simulator::prepare")]
+    NotPrepared,
     #[error("the contact problem is invalid: {0}")]
     Problem(#[from] ProblemError),
 }

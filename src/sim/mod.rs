@@ -22,6 +22,7 @@
 //!   (Newton's impact law; the remaining gap is ignored).
 
 use crate::collision::{CollisionDetector, Contact, ContactKey};
+use crate::contact::SolverStats;
 use crate::contact::{
     ContactJacobian, ContactProblem, ContactSolution, ContactSolver, SolverKind, SolverSettings,
     contact_jacobian, delassus_ltdl,
@@ -202,6 +203,9 @@ pub struct Simulator {
     v_next: DVector<f64>,
     q_next: DVector<f64>,
     scratch: DVector<f64>,
+    /// Set by [`Self::prepare`], consumed by [`Self::finish`]: the stage
+    /// times so far.
+    prepared: Option<StageTimes>,
     /// Cumulated stage times since creation (or `reset_timers`).
     pub times: StageTimes,
 }
@@ -243,6 +247,7 @@ impl Simulator {
             v_next: DVector::zeros(nv),
             q_next: DVector::zeros(nq),
             scratch: DVector::zeros(nv),
+            prepared: None,
             times: StageTimes::default(),
             params,
             model,
@@ -292,7 +297,29 @@ impl Simulator {
     /// On error the state is left untouched (and the warm-start memory is
     /// dropped rather than filled from a failed step). `params` may be changed
     /// between steps; they are validated here.
+    ///
+    /// A step is [`Self::prepare`] (stages 1 to 3), the contact solve with
+    /// this simulator's solver, and [`Self::finish`] (stages 5 and 6); a batch
+    /// of worlds calls the three itself to solve all its problems at once.
     pub fn step(&mut self, state: &mut State, tau: &[f64]) -> Result<StepReport, SimError> {
+        let nc = self.prepare(state, tau)?;
+        if nc > 0 {
+            let clock = Instant::now();
+            self.solve()?;
+            if let Some(t) = self.prepared.as_mut() {
+                t.solve = clock.elapsed();
+            }
+        }
+        self.finish_step(state)
+    }
+
+    /// Stages 1 to 3 of a step at `state` under torques `tau` (nv): free
+    /// dynamics, collision detection and the contact problem ([`Self::problem`],
+    /// warm start included). Returns the number of contacts `nc`. Follow with
+    /// [`Self::finish`] on the same state. Validates its inputs like
+    /// [`Self::step`]; on error nothing is prepared.
+    pub fn prepare(&mut self, state: &State, tau: &[f64]) -> Result<usize, SimError> {
+        self.prepared = None;
         self.params.validate()?;
         if self.params.solver != self.solver_kind {
             self.solver = self.params.solver.build();
@@ -317,7 +344,6 @@ impl Simulator {
             *slot = now - clock;
             clock = now;
         };
-
         self.free_dynamics(state, tau);
         lap(&mut times.free_dynamics);
         self.collision()?;
@@ -325,9 +351,59 @@ impl Simulator {
         let nc = self.contacts.len();
         if nc > 0 {
             self.assemble_problem(state);
-            lap(&mut times.delassus);
-            self.solve()?;
-            lap(&mut times.solve);
+        } else {
+            self.problem.resize(0);
+        }
+        lap(&mut times.delassus);
+        self.prepared = Some(times);
+        Ok(nc)
+    }
+
+    /// Stages 5 and 6 of a step prepared by [`Self::prepare`] at `state`,
+    /// with the impulses `lambda` (3·nc, contact frames) of the prepared
+    /// problem found by any solver (the batched GPU one) and its `stats`:
+    /// `v⁺ = v_f + M⁻¹ Jᵀ λ`, `q⁺ = q ⊕ v⁺ dt`. Remembers `lambda` for the
+    /// next warm start. A non-finite impulse is refused naming the contact,
+    /// and the state is left untouched.
+    pub fn finish(
+        &mut self,
+        state: &mut State,
+        lambda: &[f64],
+        stats: SolverStats,
+    ) -> Result<StepReport, SimError> {
+        if self.prepared.is_none() {
+            return Err(SimError::NotPrepared);
+        }
+        let m = 3 * self.contacts.len();
+        if lambda.len() != m {
+            return Err(SimError::DimensionMismatch {
+                what: "lambda",
+                got: lambda.len(),
+                expected: m,
+            });
+        }
+        self.solution.resize(m);
+        self.solution.lambda.copy_from_slice(lambda);
+        self.solution.stats = stats;
+        if m > 0 {
+            self.accept_solution()?;
+        }
+        self.finish_step(state)
+    }
+
+    /// Velocity update and integration after the solve (or with no contact).
+    fn finish_step(&mut self, state: &mut State) -> Result<StepReport, SimError> {
+        let Some(mut times) = self.prepared.take() else {
+            return Err(SimError::NotPrepared);
+        };
+        let mut clock = Instant::now();
+        let mut lap = |slot: &mut Duration| {
+            let now = Instant::now();
+            *slot = now - clock;
+            clock = now;
+        };
+        let nc = self.contacts.len();
+        if nc > 0 {
             self.velocity_update();
         } else {
             self.v_next.copy_from(&self.v_free);
@@ -446,9 +522,18 @@ impl Simulator {
             .solver
             .solve(&self.problem, &settings, &mut self.solution)
         {
+            self.prepared = None;
             self.clear_warm_start();
             return Err(e.into());
         }
+        self.accept_solution()?;
+        self.last_rho = self.solver.last_rho();
+        Ok(())
+    }
+
+    /// Checks the impulses of `self.solution` and remembers them for the
+    /// next warm start.
+    fn accept_solution(&mut self) -> Result<(), SimError> {
         if let Some(k) = self.solution.lambda.iter().position(|x| !x.is_finite()) {
             let c = &self.contacts[k / 3];
             let err = SimError::SolverDiverged {
@@ -457,10 +542,10 @@ impl Simulator {
                 body_a: self.model.body_name[c.body_a].clone(),
                 body_b: self.model.body_name[c.body_b].clone(),
             };
+            self.prepared = None;
             self.clear_warm_start();
             return Err(err);
         }
-        self.last_rho = self.solver.last_rho();
         self.warm.clear();
         for (i, c) in self.contacts.iter().enumerate() {
             let l = Vec3::new(
