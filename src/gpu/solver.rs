@@ -1,0 +1,466 @@
+//! [`GpuSolver`]: the buffers of one batch capacity, one kernel's pipeline,
+//! upload, dispatch and readback (wgpu's repeated-compute pattern: copy to
+//! a staging buffer, map, poll, unmap), in one call ([`GpuSolver::solve_batch`])
+//! or split ([`GpuSolver::submit`] then [`GpuSolver::wait`]) so that the host
+//! can work while the device solves.
+
+use super::batch::{BatchCapacity, BatchOutput, GpuContact, GpuParams, GpuProblem, GpuResult};
+use super::{GpuContext, GpuError, HostBatch, admm, pgs, wgpu_error};
+use crate::contact::{ContactProblem, SolverKind, SolverSettings};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Invocations per workgroup of every kernel.
+pub(crate) const WORKGROUP_SIZE: u32 = pgs::WORKGROUP_SIZE;
+const _: () = assert!(pgs::WORKGROUP_SIZE == admm::WORKGROUP_SIZE);
+
+/// The solvers with a GPU kernel.
+pub const GPU_SOLVERS: &str = "lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm";
+
+/// Host-side timings of the last solve.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuTimings {
+    /// Packing into wgpu's staging (`write_buffer`) and encoding.
+    pub upload: Duration,
+    /// From submit to the readback being mapped (transfer, solve, copy back).
+    pub solve: Duration,
+    /// Copying the mapped readback into the output.
+    pub download: Duration,
+}
+
+/// A submitted batch, to be passed to [`GpuSolver::wait`].
+#[must_use = "a submission must be waited for"]
+pub struct Submission {
+    index: wgpu::SubmissionIndex,
+    problems: usize,
+    contacts: usize,
+    mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    started: Instant,
+}
+
+struct Buffers {
+    params: wgpu::Buffer,
+    problems: wgpu::Buffer,
+    delassus: wgpu::Buffer,
+    contacts: wgpu::Buffer,
+    lambda: wgpu::Buffer,
+    c: wgpu::Buffer,
+    results: wgpu::Buffer,
+    work: wgpu::Buffer,
+    readback: wgpu::Buffer,
+}
+
+/// A batched GPU contact solver for one [`SolverKind`] and one [`BatchCapacity`].
+pub struct GpuSolver {
+    ctx: GpuContext,
+    kind: SolverKind,
+    capacity: BatchCapacity,
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    buffers: Buffers,
+    /// Headers of the batch in flight (copied into the output by `wait`).
+    headers: Vec<GpuProblem>,
+    declared_nc: Vec<u32>,
+    pending: bool,
+    timings: GpuTimings,
+    host_batch: HostBatch,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// Bytes rounded up to a non-zero multiple of 16 (bindings must not be empty).
+fn padded(bytes: u64) -> u64 {
+    bytes.max(16).div_ceil(16) * 16
+}
+
+impl GpuSolver {
+    /// Compiles `kind`'s kernel and allocates buffers for `capacity`.
+    /// Fails if `kind` has no GPU kernel, if a buffer would exceed the
+    /// adapter's limits, or if the device runs out of memory.
+    pub fn new(
+        ctx: &GpuContext,
+        kind: SolverKind,
+        capacity: BatchCapacity,
+    ) -> Result<Self, GpuError> {
+        let source = match kind {
+            SolverKind::LcpPgs | SolverKind::CcpPgs | SolverKind::NcpPgs => pgs::SOURCE,
+            SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::SOURCE,
+            other => {
+                return Err(GpuError::UnsupportedSolver {
+                    solver: other.name(),
+                    available: GPU_SOLVERS,
+                });
+            }
+        };
+        let is_admm = matches!(kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm);
+        let c = capacity.contacts as u64;
+        let p = capacity.problems as u64;
+        let sizes = [
+            ("params", 32u64),
+            ("problems", 32 * p),
+            ("delassus", 4 * capacity.delassus_floats as u64),
+            ("contacts", 32 * c),
+            ("lambda", 12 * c),
+            ("c", 12 * c),
+            ("results", 32 * p),
+            (
+                "work",
+                if is_admm {
+                    4 * capacity.admm_work_floats() as u64
+                } else {
+                    16
+                },
+            ),
+        ];
+        let limits = &ctx.limits;
+        for (what, bytes) in sizes {
+            for (limit_name, limit) in [
+                (
+                    "max_storage_buffer_binding_size",
+                    limits.max_storage_buffer_binding_size,
+                ),
+                ("max_buffer_size", limits.max_buffer_size),
+            ] {
+                if padded(bytes) > limit {
+                    return Err(GpuError::CapacityTooLarge {
+                        what,
+                        bytes: padded(bytes),
+                        limit_name,
+                        limit,
+                        adapter: ctx.adapter.name.clone(),
+                    });
+                }
+            }
+        }
+        let max_problems =
+            limits.max_compute_workgroups_per_dimension as u64 * WORKGROUP_SIZE as u64;
+        if p > max_problems {
+            return Err(GpuError::CapacityTooLarge {
+                what: "problems (one invocation each)",
+                bytes: p,
+                limit_name: "max_compute_workgroups_per_dimension × WORKGROUP_SIZE",
+                limit: max_problems,
+                adapter: ctx.adapter.name.clone(),
+            });
+        }
+        let device = &ctx.device;
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let buffer = |label: &str, bytes: u64, usage: wgpu::BufferUsages| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: padded(bytes),
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let readback_bytes = 2 * 12 * c + 32 * p;
+        let buffers = Buffers {
+            params: buffer(
+                "params",
+                sizes[0].1,
+                wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            ),
+            problems: buffer("problems", sizes[1].1, storage),
+            delassus: buffer("delassus", sizes[2].1, storage),
+            contacts: buffer("contacts", sizes[3].1, storage),
+            lambda: buffer(
+                "lambda",
+                sizes[4].1,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
+            c: buffer("c", sizes[5].1, storage | wgpu::BufferUsages::COPY_SRC),
+            results: buffer(
+                "results",
+                sizes[6].1,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
+            work: buffer("work", sizes[7].1, storage),
+            readback: buffer(
+                "readback",
+                readback_bytes,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        };
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(kind.name()),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }];
+        for b in 1..=7 {
+            entries.push(storage_entry(b, b <= 3));
+        }
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("contact batch"),
+            entries: &entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("contact batch"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kind.name()),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        });
+        let b = &buffers;
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("contact batch"),
+            layout: &layout,
+            entries: &[
+                (0, &b.params),
+                (1, &b.problems),
+                (2, &b.delassus),
+                (3, &b.contacts),
+                (4, &b.lambda),
+                (5, &b.c),
+                (6, &b.results),
+                (7, &b.work),
+            ]
+            .map(|(binding, buf)| wgpu::BindGroupEntry {
+                binding,
+                resource: buf.as_entire_binding(),
+            }),
+        });
+        if let Some(e) = pollster::block_on(validation.pop()) {
+            return Err(wgpu_error("creating the solver", e));
+        }
+        if let Some(e) = pollster::block_on(oom.pop()) {
+            return Err(wgpu_error("allocating the batch buffers", e));
+        }
+        ctx.take_error("creating the solver")?;
+        Ok(GpuSolver {
+            ctx: ctx.clone(),
+            kind,
+            capacity,
+            pipeline,
+            bind_group,
+            buffers,
+            headers: Vec::new(),
+            declared_nc: Vec::new(),
+            pending: false,
+            timings: GpuTimings::default(),
+            host_batch: HostBatch::new(capacity.max_contacts_per_problem),
+        })
+    }
+
+    pub fn kind(&self) -> SolverKind {
+        self.kind
+    }
+
+    pub fn capacity(&self) -> BatchCapacity {
+        self.capacity
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// Host-side timings of the last completed solve.
+    pub fn last_timings(&self) -> GpuTimings {
+        self.timings
+    }
+
+    /// An empty [`HostBatch`] for this solver's per-problem capacity.
+    pub fn new_batch(&self) -> HostBatch {
+        HostBatch::new(self.capacity.max_contacts_per_problem)
+    }
+
+    fn kernel_params(&self, settings: &SolverSettings, n: u32) -> GpuParams {
+        match self.kind {
+            SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::params(self.kind, settings, n),
+            _ => pgs::params(self.kind, settings, n),
+        }
+    }
+
+    /// Uploads `batch` and submits the solve; the host may work until [`Self::wait`].
+    /// Refuses a batch over capacity (naming the excess) before anything is uploaded.
+    pub fn submit(
+        &mut self,
+        batch: &HostBatch,
+        settings: &SolverSettings,
+    ) -> Result<Submission, GpuError> {
+        if self.pending {
+            return Err(GpuError::InvalidSetting(
+                "a batch is already in flight: wait for it before submitting another".into(),
+            ));
+        }
+        settings
+            .validate()
+            .map_err(|e| GpuError::InvalidSetting(e.to_string()))?;
+        batch.check_capacity(&self.capacity)?;
+        self.ctx.take_error("before submitting")?;
+        let started = Instant::now();
+        let n = batch.len();
+        let nc = batch.contacts();
+        let q = &self.ctx.queue;
+        let b = &self.buffers;
+        let write = |buf: &wgpu::Buffer, bytes: &[u8]| {
+            if !bytes.is_empty() {
+                q.write_buffer(buf, 0, bytes);
+            }
+        };
+        write(
+            &b.params,
+            bytemuck::bytes_of(&self.kernel_params(settings, n as u32)),
+        );
+        write(&b.problems, bytemuck::cast_slice(&batch.problems));
+        write(&b.delassus, bytemuck::cast_slice(&batch.delassus));
+        write(&b.contacts, bytemuck::cast_slice::<GpuContact, u8>(&batch.contacts));
+        write(&b.lambda, bytemuck::cast_slice(&batch.lambda));
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("contact solve"),
+            });
+        if n > 0 {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(self.kind.name()),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP_SIZE), 1, 1);
+        }
+        let vec_bytes = 12 * nc as u64;
+        let res_bytes = 32 * n as u64;
+        if vec_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&b.lambda, 0, &b.readback, 0, vec_bytes);
+            encoder.copy_buffer_to_buffer(&b.c, 0, &b.readback, vec_bytes, vec_bytes);
+        }
+        if res_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&b.results, 0, &b.readback, 2 * vec_bytes, res_bytes);
+        }
+        let index = q.submit(Some(encoder.finish()));
+        let (tx, rx) = mpsc::channel();
+        let total = 2 * vec_bytes + res_bytes;
+        if total > 0 {
+            b.readback
+                .map_async(wgpu::MapMode::Read, 0..total, move |r| {
+                    let _ = tx.send(r);
+                });
+        } else {
+            let _ = tx.send(Ok(()));
+        }
+        self.headers.clear();
+        self.headers.extend_from_slice(&batch.problems);
+        self.declared_nc.clear();
+        self.declared_nc.extend_from_slice(&batch.declared_nc);
+        self.pending = true;
+        self.timings.upload = started.elapsed();
+        Ok(Submission {
+            index,
+            problems: n,
+            contacts: nc,
+            mapped: rx,
+            started: Instant::now(),
+        })
+    }
+
+    /// Waits for `submission` and reads its results into `out` (reusing its allocations).
+    pub fn wait(&mut self, submission: Submission, out: &mut BatchOutput) -> Result<(), GpuError> {
+        self.pending = false;
+        let polled = self.ctx.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(submission.index),
+            timeout: None,
+        });
+        self.ctx.take_error("solving")?;
+        polled.map_err(|e| GpuError::Gpu {
+            during: "waiting for the solve".into(),
+            reason: e.to_string(),
+        })?;
+        match submission.mapped.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(GpuError::Map(e.to_string())),
+            Err(_) => return Err(GpuError::Map("the map callback was dropped".into())),
+        }
+        self.timings.solve = submission.started.elapsed();
+        let started = Instant::now();
+        let m = 3 * submission.contacts;
+        let n = submission.problems;
+        out.lambda.clear();
+        out.c.clear();
+        out.results.clear();
+        let total = (8 * m + 32 * n) as u64;
+        if total > 0 {
+            {
+                let view = self
+                    .buffers
+                    .readback
+                    .get_mapped_range(0..total)
+                    .map_err(|e| GpuError::Map(e.to_string()))?;
+                let bytes: &[u8] = &view;
+                out.lambda
+                    .extend_from_slice(bytemuck::cast_slice(&bytes[..4 * m]));
+                out.c
+                    .extend_from_slice(bytemuck::cast_slice(&bytes[4 * m..8 * m]));
+                out.results.extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(
+                    &bytes[8 * m..8 * m + 32 * n],
+                ));
+            }
+            self.buffers.readback.unmap();
+        }
+        out.headers.clear();
+        out.headers.extend_from_slice(&self.headers);
+        out.declared_nc.clear();
+        out.declared_nc.extend_from_slice(&self.declared_nc);
+        self.timings.download = started.elapsed();
+        self.ctx.take_error("reading back")?;
+        Ok(())
+    }
+
+    /// Uploads, solves and reads back `batch` (submit + wait).
+    pub fn solve_batch(
+        &mut self,
+        batch: &HostBatch,
+        settings: &SolverSettings,
+        out: &mut BatchOutput,
+    ) -> Result<(), GpuError> {
+        let s = self.submit(batch, settings)?;
+        self.wait(s, out)
+    }
+
+    /// Packs `problems` (each with `settings`' iteration cap and tolerance)
+    /// into the solver's own reusable batch and solves them.
+    pub fn solve(
+        &mut self,
+        problems: &[ContactProblem],
+        settings: &SolverSettings,
+        out: &mut BatchOutput,
+    ) -> Result<(), GpuError> {
+        let mut batch = std::mem::take(&mut self.host_batch);
+        batch.clear();
+        for p in problems {
+            batch.push(p, settings.max_iterations, settings.tolerance);
+        }
+        let r = self.solve_batch(&batch, settings, out);
+        self.host_batch = batch;
+        r
+    }
+}
