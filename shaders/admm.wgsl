@@ -9,7 +9,7 @@
 //   x, z_prev, u, s, tmp, best (m each), then the factor L (m(m+1)/2).
 // z is `lambda`, the velocity A z + b is `cvel`.
 
-const WORKGROUP_SIZE: u32 = 8u;
+const WORKGROUP_SIZE: u32 = 64u;
 const RHO_RATIO: f32 = 10.0;
 const DIVERGENCE_FACTOR: f32 = 1e4;
 const RHO_MIN_INTERVAL: u32 = 5u;
@@ -185,19 +185,22 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (index >= params.num_problems) {
         return;
     }
+    if (results[index].state == STATE_DONE) {
+        return;
+    }
     let pr = problems[index];
     let M = 3u * pr.nc;
     let V0 = 3u * pr.contact_offset;
     if (pr.flags != 0u) {
-        write_result(index, 0u, pr.flags, vec4<f32>(0.0), 0.0, 0u);
+        finish(index, 0u, pr.flags, vec4<f32>(0.0), 0.0, 0u);
         return;
     }
     if (!blocks_psd(pr)) {
-        write_result(index, 0u, FLAG_NOT_PSD, vec4<f32>(0.0), 0.0, 0u);
+        finish(index, 0u, FLAG_NOT_PSD, vec4<f32>(0.0), 0.0, 0u);
         return;
     }
     if (M == 0u) {
-        write_result(index, 0u, 0u, vec4<f32>(0.0), 0.0, 0u);
+        finish(index, 0u, 0u, vec4<f32>(0.0), 0.0, 0u);
         return;
     }
     let tol = pr.tolerance;
@@ -216,7 +219,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     project_tmp(pr);
     var res = evaluate(pr, &best_eps);
     if (res.w <= tol) {
-        write_result(index, 0u, 0u, res, max(params.rho, 0.0), 0u);
+        finish(index, 0u, 0u, res, max(params.rho, 0.0), 0u);
         return;
     }
     let lmax = largest_eigenvalue(pr);
@@ -354,5 +357,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (flags == 0u && !is_finite(res.w)) {
         flags = FLAG_DIVERGED;
     }
-    write_result(index, iterations, flags, res, rho, factorizations);
+    finish(index, iterations, flags, res, rho, factorizations);
 }

@@ -10,8 +10,8 @@ struct Params {
     adaptive_rho: u32, // ADMM
     omega: f32,        // over-relaxation
     rho: f32,          // ADMM: initial rho (<= 0: 0.1 L)
-    pad0: u32,
-    pad1: u32,
+    chunk_iterations: u32, // iterations per problem and dispatch
+    pad: u32,
 }
 
 struct Problem {
@@ -22,7 +22,7 @@ struct Problem {
     tolerance: f32,
     work_offset: u32,
     flags: u32,
-    pad: u32,
+    delassus_scale: f32, // max |G_ij|
 }
 
 struct Contact {
@@ -39,7 +39,19 @@ struct SolveResult {
     complementarity: f32,
     rho: f32,
     factorizations: u32,
+    state: u32, // STATE_FRESH, STATE_RUNNING, STATE_DONE
+    attempt: u32,
+    last_update: u32,
+    adapt: u32,
+    start_eps: f32,
+    best_eps: f32,
+    scale: f32,
+    pad: u32,
 }
+
+const STATE_FRESH: u32 = 0u;
+const STATE_RUNNING: u32 = 1u;
+const STATE_DONE: u32 = 2u;
 
 const MODEL_NCP: u32 = 0u;
 const MODEL_CCP: u32 = 1u;
@@ -60,6 +72,9 @@ const TAU: f32 = 6.283185307179586;
 @group(0) @binding(5) var<storage, read_write> cvel: array<f32>;
 @group(0) @binding(6) var<storage, read_write> results: array<SolveResult>;
 @group(0) @binding(7) var<storage, read_write> work: array<f32>;
+// Problems still running at the end of a dispatch (the host clears it before
+// the last dispatch of a round and reads it back).
+@group(0) @binding(8) var<storage, read_write> running_count: atomic<u32>;
 
 
 // G[i][j] from the packed lower triangle.
@@ -304,17 +319,33 @@ fn problem_residuals(pr: Problem) -> vec4<f32> {
     return r;
 }
 
-// cvel = (G + R) lambda + g, exactly (no accumulated updates).
+// cvel = (G + R) lambda + g, exactly (no accumulated updates). The inner
+// loops are unrolled by 4: lavapipe counts every loop iteration against a
+// per-invocation limit (see shaders/README.md).
 fn contact_velocity(pr: Problem) {
     let M = 3u * pr.nc;
     let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < M; i++) {
         var s = free_velocity(pr, i) + compliance(pr, i) * lambda[V0 + i];
         let row = pr.delassus_offset + i * (i + 1u) / 2u;
-        for (var j = 0u; j <= i; j++) {
+        // Row i of the triangle (j <= i), contiguous.
+        var j = 0u;
+        for (; j + 4u <= i + 1u; j += 4u) {
+            s += delassus[row + j] * lambda[V0 + j] + delassus[row + j + 1u] * lambda[V0 + j + 1u]
+                + delassus[row + j + 2u] * lambda[V0 + j + 2u] + delassus[row + j + 3u] * lambda[V0 + j + 3u];
+        }
+        for (; j <= i; j++) {
             s += delassus[row + j] * lambda[V0 + j];
         }
-        for (var j = i + 1u; j < M; j++) {
+        // Column i below the diagonal (j > i).
+        j = i + 1u;
+        for (; j + 4u <= M; j += 4u) {
+            s += delassus[pr.delassus_offset + j * (j + 1u) / 2u + i] * lambda[V0 + j]
+                + delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + i] * lambda[V0 + j + 1u]
+                + delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + i] * lambda[V0 + j + 2u]
+                + delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + i] * lambda[V0 + j + 3u];
+        }
+        for (; j < M; j++) {
             s += delassus[pr.delassus_offset + j * (j + 1u) / 2u + i] * lambda[V0 + j];
         }
         cvel[V0 + i] = s;
@@ -325,11 +356,7 @@ fn contact_velocity(pr: Problem) {
 // has a negative principal minor, like check_blocks in pgs.rs (each k x k
 // minor compared with -1e-6 scale^k: f32 rounding).
 fn blocks_psd(pr: Problem) -> bool {
-    let M = 3u * pr.nc;
-    var scale = 0.0;
-    for (var k = 0u; k < M * (M + 1u) / 2u; k++) {
-        scale = max(scale, abs(delassus[pr.delassus_offset + k]));
-    }
+    let scale = pr.delassus_scale;
     for (var i = 0u; i < pr.nc; i++) {
         let w = block(pr, i);
         let m01 = w[0][0] * w[1][1] - w[0][1] * w[0][1];
@@ -345,6 +372,17 @@ fn blocks_psd(pr: Problem) -> bool {
     return true;
 }
 
-fn write_result(index: u32, iterations: u32, flags: u32, r: vec4<f32>, rho: f32, factorizations: u32) {
-    results[index] = SolveResult(iterations, flags, r.w, r.x, r.y, r.z, rho, factorizations);
+// Marks problem `index` finished with these results.
+fn finish(index: u32, iterations: u32, flags: u32, r: vec4<f32>, rho: f32, factorizations: u32) {
+    var st = results[index];
+    st.iterations = iterations;
+    st.flags = flags;
+    st.eps_abs = r.w;
+    st.primal = r.x;
+    st.dual = r.y;
+    st.complementarity = r.z;
+    st.rho = rho;
+    st.factorizations = factorizations;
+    st.state = STATE_DONE;
+    results[index] = st;
 }

@@ -2,11 +2,7 @@
 // (NCP, CCP and LCP-pyramid variants by params.model). One invocation solves
 // one problem (see shaders/README.md for why); common.wgsl is prepended.
 
-const WORKGROUP_SIZE: u32 = 8u;
-// The contact velocities are updated incrementally by each sweep; every
-// REFRESH sweeps, and before convergence is declared, they are recomputed
-// exactly so that f32 rounding does not accumulate into the stopping test.
-const REFRESH: u32 = 8u;
+const WORKGROUP_SIZE: u32 = 64u;
 
 // The "horizontal" step of NcpPgs / LcpPgs: normal step, then the tangential
 // step with the tangential velocity corrected for the normal change,
@@ -82,12 +78,27 @@ fn sweep(pr: Problem) -> bool {
                 continue;
             }
             cvel[V0 + k] += compliance(pr, k) * dr;
-            // Column k of the symmetric G: row k of the triangle, then down column k.
+            // Column k of the symmetric G: row k of the triangle, then down
+            // column k (unrolled by 4, see contact_velocity).
             let row = pr.delassus_offset + k * (k + 1u) / 2u;
-            for (var j = 0u; j <= k; j++) {
+            var j = 0u;
+            for (; j + 4u <= k + 1u; j += 4u) {
+                cvel[V0 + j] += delassus[row + j] * dr;
+                cvel[V0 + j + 1u] += delassus[row + j + 1u] * dr;
+                cvel[V0 + j + 2u] += delassus[row + j + 2u] * dr;
+                cvel[V0 + j + 3u] += delassus[row + j + 3u] * dr;
+            }
+            for (; j <= k; j++) {
                 cvel[V0 + j] += delassus[row + j] * dr;
             }
-            for (var j = k + 1u; j < M; j++) {
+            j = k + 1u;
+            for (; j + 4u <= M; j += 4u) {
+                cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
+                cvel[V0 + j + 1u] += delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + k] * dr;
+                cvel[V0 + j + 2u] += delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + k] * dr;
+                cvel[V0 + j + 3u] += delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + k] * dr;
+            }
+            for (; j < M; j++) {
                 cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
             }
         }
@@ -100,49 +111,74 @@ fn sweep(pr: Problem) -> bool {
     return true;
 }
 
+// One chunk of a solve: at most params.chunk_iterations sweeps, then the
+// problem suspends (state in `results`, lambda in place) until the next
+// dispatch. The contact velocities are recomputed exactly at the start of
+// each chunk and before convergence is declared, and updated incrementally
+// by the sweeps in between (f32 rounding does not accumulate past a chunk).
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let index = gid.x;
     if (index >= params.num_problems) {
         return;
     }
+    var st = results[index];
+    if (st.state == STATE_DONE) {
+        return;
+    }
     let pr = problems[index];
     let M = 3u * pr.nc;
-    if (pr.flags != 0u) {
-        write_result(index, 0u, pr.flags, vec4<f32>(0.0), 0.0, 0u);
-        return;
+    if (st.state == STATE_FRESH) {
+        if (pr.flags != 0u) {
+            finish(index, 0u, pr.flags, vec4<f32>(0.0), 0.0, 0u);
+            return;
+        }
+        if (!blocks_psd(pr)) {
+            finish(index, 0u, FLAG_NOT_PSD, vec4<f32>(0.0), 0.0, 0u);
+            return;
+        }
+        for (var i = 0u; i < pr.nc; i++) {
+            set_lambda(pr, i, initial(pr, i, get_lambda(pr, i)));
+        }
+        st.iterations = 0u;
+        st.state = STATE_RUNNING;
     }
-    if (!blocks_psd(pr)) {
-        write_result(index, 0u, FLAG_NOT_PSD, vec4<f32>(0.0), 0.0, 0u);
-        return;
-    }
-    for (var i = 0u; i < pr.nc; i++) {
-        set_lambda(pr, i, initial(pr, i, get_lambda(pr, i)));
-    }
+    contact_velocity(pr);
+    var it = st.iterations;
+    var steps = 0u;
     var flags = 0u;
-    var it = 0u;
+    var finished = false;
     var res = vec4<f32>(0.0);
     loop {
-        if (it % REFRESH == 0u) {
-            contact_velocity(pr);
-        }
         res = problem_residuals(pr);
-        if (res.w <= pr.tolerance && it % REFRESH != 0u) {
+        if (res.w <= pr.tolerance && steps > 0u) {
             // Judged on the exact velocities.
             contact_velocity(pr);
             res = problem_residuals(pr);
         }
         if (res.w <= pr.tolerance || M == 0u || it >= pr.max_iterations) {
+            finished = true;
             break;
         }
-        if (!sweep(pr)) {
-            flags = FLAG_DIVERGED;
-            it += 1u;
+        if (steps >= params.chunk_iterations) {
             break;
         }
         it += 1u;
+        steps += 1u;
+        if (!sweep(pr)) {
+            flags = FLAG_DIVERGED;
+            finished = true;
+            break;
+        }
     }
-    contact_velocity(pr);
-    res = problem_residuals(pr);
-    write_result(index, it, flags, res, 0.0, 0u);
+    if (finished) {
+        contact_velocity(pr);
+        res = problem_residuals(pr);
+        finish(index, it, flags, res, 0.0, 0u);
+        return;
+    }
+    st.iterations = it;
+    st.eps_abs = res.w;
+    results[index] = st;
+    atomicAdd(&running_count, 1u);
 }

@@ -28,7 +28,7 @@ use super::GpuParams;
 use crate::contact::{SolverKind, SolverSettings};
 
 /// Invocations per workgroup (the WGSL constant of the same name).
-pub const WORKGROUP_SIZE: u32 = 8;
+pub const WORKGROUP_SIZE: u32 = 64;
 
 /// `common.wgsl` followed by `admm.wgsl`.
 pub const SOURCE: &str = concat!(
@@ -49,6 +49,15 @@ pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) ->
         adaptive_rho: (ncp && settings.adaptive_rho) as u32,
         omega: settings.over_relaxation as f32,
         rho: settings.rho.unwrap_or(0.0) as f32,
-        _pad: [0; 2],
+        chunk_iterations: 1,
+        _pad: 0,
     }
+}
+
+/// Loop iterations (for the CPU adapters' loop budget, see
+/// [`super::solver::CPU_ADAPTER_LOOP_BUDGET`]) of a dispatch's fixed part
+/// and of one iteration, for `m` unknowns.
+pub(crate) fn loop_costs(m: u64) -> (u64, u64) {
+    let mv = m * (m / 4 + 8) + 8;
+    (3 * mv + 8 * m, 2 * mv + 12 * m)
 }

@@ -9,7 +9,7 @@
 //! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`) | `delassus_offset` |
 //! | `contacts`  | [`GpuContact`]     | `nc` (32 B each: g, μ, R)      | `contact_offset` |
 //! | `lambda`, `c` | f32              | `3·nc` (warm start in, λ out; c out) | `3·contact_offset` |
-//! | `results`   | [`GpuResult`]      | 1 (32 B)                       | problem index    |
+//! | `results`   | [`GpuResult`]      | 1 (64 B)                       | problem index    |
 //! | `work` (ADMM) | f32              | `6m + m(m+1)/2` (x, z_prev, u, s, tmp, best, Cholesky factor) | `work_offset` |
 //!
 //! Why the lower triangle rather than the dense `m × m`: G is symmetric (the
@@ -69,7 +69,10 @@ pub struct GpuParams {
     pub omega: f32,
     /// ADMM: initial ρ; ≤ 0 picks `0.1·L`.
     pub rho: f32,
-    pub _pad: [u32; 2],
+    /// Iterations one dispatch may run per problem before it suspends (see
+    /// [`super::solver`]: the work is split across dispatches).
+    pub chunk_iterations: u32,
+    pub _pad: u32,
 }
 
 /// One problem's header.
@@ -89,7 +92,8 @@ pub struct GpuProblem {
     pub work_offset: u32,
     /// Host flags (non-zero: the kernel skips the problem).
     pub flags: u32,
-    pub _pad: u32,
+    /// `max |G_ij|`, the scale of the positive semi-definiteness test.
+    pub delassus_scale: f32,
 }
 
 /// One contact's data: free velocity `g` with `μ` in the fourth lane, and
@@ -103,7 +107,8 @@ pub struct GpuContact {
     pub compliance: [f32; 4],
 }
 
-/// What the kernel writes back per problem.
+/// What the kernel writes back per problem; also the state of a solve that
+/// spans several dispatches (zeroed before the first).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuResult {
@@ -118,12 +123,28 @@ pub struct GpuResult {
     pub rho: f32,
     /// ADMM: number of factorizations of `G + R + ρI`.
     pub factorizations: u32,
+    /// 0: not started, 1: running, 2: done.
+    pub state: u32,
+    /// ADMM: attempt (0 warm, 1 cold restart), iteration of the last ρ
+    /// change, whether ρ still adapts.
+    pub attempt: u32,
+    pub last_update: u32,
+    pub adapt: u32,
+    /// ADMM: `ε_abs` at the start of the attempt, best `ε_abs` so far, and
+    /// the largest eigenvalue estimate of `G + R`.
+    pub start_eps: f32,
+    pub best_eps: f32,
+    pub scale: f32,
+    pub _pad: u32,
 }
+
+/// `GpuResult::state` of a finished problem.
+pub const STATE_DONE: u32 = 2;
 
 const _: () = assert!(std::mem::size_of::<GpuParams>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
-const _: () = assert!(std::mem::size_of::<GpuResult>() == 32);
+const _: () = assert!(std::mem::size_of::<GpuResult>() == 64);
 
 /// `m(m+1)/2`.
 #[inline]
@@ -175,8 +196,9 @@ impl BatchCapacity {
             + 4 * self.delassus_floats as u64
             + 32 * c // contacts
             + 2 * 12 * c // lambda, c
-            + 32 * p // results
-            + (2 * 12 * c + 32 * p); // readback
+            + 64 * p // results
+            + 4 // active counter
+            + (2 * 12 * c + 64 * p + 4); // readback
         if admm {
             b += 4 * self.admm_work_floats() as u64;
         }
@@ -246,7 +268,7 @@ impl HostBatch {
             tolerance: tolerance as f32,
             work_offset: self.work_floats as u32,
             flags,
-            _pad: 0,
+            delassus_scale: 0.0,
         });
         self.declared_nc.push(nc as u32);
         self.problems.len() - 1
@@ -262,10 +284,18 @@ impl HostBatch {
             tolerance: tolerance as f32,
             work_offset: self.work_floats as u32,
             flags: 0,
-            _pad: 0,
+            delassus_scale: 0.0,
         });
         self.declared_nc.push(nc as u32);
         self.work_floats += admm_work(m);
+    }
+
+    /// Sets the last problem's `delassus_scale` from its uploaded triangle.
+    fn set_scale(&mut self) {
+        if let Some(h) = self.problems.last_mut() {
+            let a = h.delassus_offset as usize;
+            h.delassus_scale = self.delassus[a..].iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        }
     }
 
     /// Appends a problem (validated: a problem that fails
@@ -289,6 +319,7 @@ impl HostBatch {
                 self.delassus.push(v as f32);
             }
         }
+        self.set_scale();
         for i in 0..nc {
             let k = 3 * i;
             self.contacts.push(GpuContact {
@@ -354,6 +385,7 @@ impl HostBatch {
         }
         self.header(nc, max_iterations, tolerance as f64);
         self.delassus.extend_from_slice(delassus_lower);
+        self.set_scale();
         for i in 0..nc {
             let k = 3 * i;
             self.contacts.push(GpuContact {
@@ -429,6 +461,7 @@ impl ProblemOutput<'_> {
     }
     /// Solved without any flag and reached its tolerance.
     pub fn converged(&self) -> bool {
+        // (A finished solve; unfinished ones are flagged by the solver.)
         self.result.flags == 0 && self.result.eps_abs <= self.tolerance
     }
     /// λ as f64.

@@ -30,8 +30,8 @@ pub use solver::{GpuSolver, Submission};
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
 
-/// Storage buffers one kernel binds (problems, G, contacts, λ, c, results, work).
-pub const REQUIRED_STORAGE_BUFFERS: u32 = 7;
+/// Storage buffers one kernel binds (problems, G, contacts, λ, c, results, work, active count).
+pub const REQUIRED_STORAGE_BUFFERS: u32 = 8;
 
 /// What can go wrong on the GPU path. Bad problems are not errors: they are
 /// flagged per problem in [`BatchOutput`] while the rest of the batch is solved.

@@ -21,7 +21,7 @@ use super::GpuParams;
 use crate::contact::{SolverKind, SolverSettings};
 
 /// Invocations per workgroup (the WGSL constant of the same name).
-pub const WORKGROUP_SIZE: u32 = 8;
+pub const WORKGROUP_SIZE: u32 = 64;
 
 /// `common.wgsl` followed by `pgs.wgsl`.
 pub const SOURCE: &str = concat!(
@@ -43,6 +43,7 @@ pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) ->
         adaptive_rho: 0,
         omega: settings.over_relaxation as f32,
         rho: 0.0,
-        _pad: [0; 2],
+        chunk_iterations: 1,
+        _pad: 0,
     }
 }

@@ -28,6 +28,19 @@ pub struct GpuTimings {
     pub download: Duration,
 }
 
+/// Loop iterations one invocation may spend per dispatch on a CPU adapter.
+/// Mesa's llvmpipe / lavapipe (22.x) counts every loop iteration of an
+/// invocation against a limit of 65 535 and silently leaves every loop once
+/// it is reached; the kernels therefore split a solve into chunks that stay
+/// well below it (the margin covers lanes that diverge into different branches).
+pub const CPU_ADAPTER_LOOP_BUDGET: u64 = 45_000;
+/// Iterations per dispatch on a real GPU (bounded so that a long solve
+/// never trips a driver's watchdog).
+pub const GPU_CHUNK_ITERATIONS: u32 = 256;
+/// Dispatches per round before the host checks whether problems remain.
+const FIRST_ROUND: u32 = 4;
+const MAX_ROUND: u32 = 64;
+
 /// A submitted batch, to be passed to [`GpuSolver::wait`].
 #[must_use = "a submission must be waited for"]
 pub struct Submission {
@@ -36,6 +49,11 @@ pub struct Submission {
     contacts: usize,
     mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
     started: Instant,
+    /// Dispatches so far, dispatches of the next round, and the most any
+    /// batch can need.
+    dispatches: u64,
+    round: u32,
+    max_dispatches: u64,
 }
 
 struct Buffers {
@@ -47,7 +65,9 @@ struct Buffers {
     c: wgpu::Buffer,
     results: wgpu::Buffer,
     work: wgpu::Buffer,
+    active: wgpu::Buffer,
     readback: wgpu::Buffer,
+    active_readback: wgpu::Buffer,
 }
 
 /// A batched GPU contact solver for one [`SolverKind`] and one [`BatchCapacity`].
@@ -84,6 +104,15 @@ fn padded(bytes: u64) -> u64 {
     bytes.max(16).div_ceil(16) * 16
 }
 
+/// ADMM may need several dispatches per chunk of iterations (its start:
+/// spectrum estimate and factorization) and restarts once.
+fn admm_factor(kind: SolverKind) -> u64 {
+    match kind {
+        SolverKind::CcpAdmm | SolverKind::NcpAdmm => 4,
+        _ => 1,
+    }
+}
+
 impl GpuSolver {
     /// Compiles `kind`'s kernel and allocates buffers for `capacity`.
     /// Fails if `kind` has no GPU kernel, if a buffer would exceed the
@@ -113,7 +142,7 @@ impl GpuSolver {
             ("contacts", 32 * c),
             ("lambda", 12 * c),
             ("c", 12 * c),
-            ("results", 32 * p),
+            ("results", 64 * p),
             (
                 "work",
                 if is_admm {
@@ -166,7 +195,7 @@ impl GpuSolver {
                 mapped_at_creation: false,
             })
         };
-        let readback_bytes = 2 * 12 * c + 32 * p;
+        let readback_bytes = 2 * 12 * c + 64 * p;
         let buffers = Buffers {
             params: buffer(
                 "params",
@@ -188,6 +217,12 @@ impl GpuSolver {
                 storage | wgpu::BufferUsages::COPY_SRC,
             ),
             work: buffer("work", sizes[7].1, storage),
+            active: buffer("active", 4, storage | wgpu::BufferUsages::COPY_SRC),
+            active_readback: buffer(
+                "active readback",
+                4,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
             readback: buffer(
                 "readback",
                 readback_bytes,
@@ -208,7 +243,7 @@ impl GpuSolver {
             },
             count: None,
         }];
-        for b in 1..=7 {
+        for b in 1..=8 {
             entries.push(storage_entry(b, b <= 3));
         }
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -241,6 +276,7 @@ impl GpuSolver {
                 (5, &b.c),
                 (6, &b.results),
                 (7, &b.work),
+                (8, &b.active),
             ]
             .map(|(binding, buf)| wgpu::BindGroupEntry {
                 binding,
@@ -291,14 +327,109 @@ impl GpuSolver {
         HostBatch::new(self.capacity.max_contacts_per_problem)
     }
 
-    fn kernel_params(&self, settings: &SolverSettings, n: u32) -> GpuParams {
-        match self.kind {
+    /// Iterations per problem and dispatch for `batch`: on a CPU adapter,
+    /// as many as the loop budget allows for its largest problem (at least 1);
+    /// on a GPU, [`GPU_CHUNK_ITERATIONS`].
+    fn chunk_iterations(&self, batch: &HostBatch, settings: &SolverSettings) -> u32 {
+        if self.ctx.adapter.device_type != wgpu::DeviceType::Cpu {
+            return GPU_CHUNK_ITERATIONS;
+        }
+        let nc = batch
+            .problems
+            .iter()
+            .map(|p| p.nc as u64)
+            .max()
+            .unwrap_or(0);
+        let m = 3 * nc;
+        // Loop iterations of one (G + R)λ product, unrolled by 4.
+        let mv = m * (m / 4 + 8) + 8;
+        let facets = if self.kind == SolverKind::LcpPgs && settings.pyramid_facets != 4 {
+            settings.pyramid_facets as u64
+        } else {
+            0
+        };
+        let (fixed, per_iteration) = match self.kind {
+            SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::loop_costs(m),
+            _ => (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets)),
+        };
+        (CPU_ADAPTER_LOOP_BUDGET.saturating_sub(fixed) / per_iteration.max(1)).clamp(1, 1 << 16)
+            as u32
+    }
+
+    fn kernel_params(&self, settings: &SolverSettings, n: u32, chunk: u32) -> GpuParams {
+        let mut p = match self.kind {
             SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::params(self.kind, settings, n),
             _ => pgs::params(self.kind, settings, n),
+        };
+        p.chunk_iterations = chunk;
+        p
+    }
+
+    /// Encodes `dispatches` dispatches of the kernel, the last one after the
+    /// `active` counter is cleared, and the copy of that counter for readback.
+    fn encode_round(&self, encoder: &mut wgpu::CommandEncoder, n: usize, dispatches: u32) {
+        let workgroups = (n as u32).div_ceil(WORKGROUP_SIZE);
+        let b = &self.buffers;
+        for last in [false, true] {
+            if last {
+                encoder.clear_buffer(&b.active, 0, None);
+            }
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(self.kind.name()),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            let count = if last { 1 } else { dispatches - 1 };
+            for _ in 0..count {
+                pass.dispatch_workgroups(workgroups, 1, 1);
+            }
+        }
+        encoder.copy_buffer_to_buffer(&b.active, 0, &b.active_readback, 0, 4);
+    }
+
+    /// Submits `encoder` and maps the `active` counter's readback.
+    fn submit_round(
+        &self,
+        encoder: wgpu::CommandEncoder,
+    ) -> (
+        wgpu::SubmissionIndex,
+        mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    ) {
+        let index = self.ctx.queue.submit(Some(encoder.finish()));
+        let (tx, rx) = mpsc::channel();
+        self.buffers
+            .active_readback
+            .map_async(wgpu::MapMode::Read, 0..4, move |r| {
+                let _ = tx.send(r);
+            });
+        (index, rx)
+    }
+
+    fn wait_for(
+        &self,
+        index: wgpu::SubmissionIndex,
+        mapped: &mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+        during: &str,
+    ) -> Result<(), GpuError> {
+        let polled = self.ctx.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        });
+        self.ctx.take_error(during)?;
+        polled.map_err(|e| GpuError::Gpu {
+            during: during.into(),
+            reason: e.to_string(),
+        })?;
+        match mapped.recv() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(GpuError::Map(e.to_string())),
+            Err(_) => Err(GpuError::Map("the map callback was dropped".into())),
         }
     }
 
-    /// Uploads `batch` and submits the solve; the host may work until [`Self::wait`].
+    /// Uploads `batch` and submits the first round of its solve; the host
+    /// may work until [`Self::wait`], which runs the remaining rounds.
     /// Refuses a batch over capacity (naming the excess) before anything is uploaded.
     pub fn submit(
         &mut self,
@@ -317,7 +448,7 @@ impl GpuSolver {
         self.ctx.take_error("before submitting")?;
         let started = Instant::now();
         let n = batch.len();
-        let nc = batch.contacts();
+        let chunk = self.chunk_iterations(batch, settings);
         let q = &self.ctx.queue;
         let b = &self.buffers;
         let write = |buf: &wgpu::Buffer, bytes: &[u8]| {
@@ -327,11 +458,14 @@ impl GpuSolver {
         };
         write(
             &b.params,
-            bytemuck::bytes_of(&self.kernel_params(settings, n as u32)),
+            bytemuck::bytes_of(&self.kernel_params(settings, n as u32, chunk)),
         );
         write(&b.problems, bytemuck::cast_slice(&batch.problems));
         write(&b.delassus, bytemuck::cast_slice(&batch.delassus));
-        write(&b.contacts, bytemuck::cast_slice::<GpuContact, u8>(&batch.contacts));
+        write(
+            &b.contacts,
+            bytemuck::cast_slice::<GpuContact, u8>(&batch.contacts),
+        );
         write(&b.lambda, bytemuck::cast_slice(&batch.lambda));
         let mut encoder = self
             .ctx
@@ -339,35 +473,22 @@ impl GpuSolver {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("contact solve"),
             });
+        // Every problem starts fresh (GpuResult::state = 0).
+        encoder.clear_buffer(&b.results, 0, None);
+        let max_iterations = batch
+            .problems
+            .iter()
+            .map(|p| p.max_iterations as u64)
+            .max()
+            .unwrap_or(0);
+        // One dispatch starts every problem; each later one advances every
+        // running problem by `chunk` iterations (ADMM: see admm::loop_costs).
+        let max_dispatches = 2 + max_iterations.div_ceil(chunk as u64) * admm_factor(self.kind);
+        let round = FIRST_ROUND.min(max_dispatches as u32).max(1);
         if n > 0 {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(self.kind.name()),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&self.pipeline);
-            pass.set_bind_group(0, &self.bind_group, &[]);
-            pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP_SIZE), 1, 1);
+            self.encode_round(&mut encoder, n, round);
         }
-        let vec_bytes = 12 * nc as u64;
-        let res_bytes = 32 * n as u64;
-        if vec_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&b.lambda, 0, &b.readback, 0, vec_bytes);
-            encoder.copy_buffer_to_buffer(&b.c, 0, &b.readback, vec_bytes, vec_bytes);
-        }
-        if res_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&b.results, 0, &b.readback, 2 * vec_bytes, res_bytes);
-        }
-        let index = q.submit(Some(encoder.finish()));
-        let (tx, rx) = mpsc::channel();
-        let total = 2 * vec_bytes + res_bytes;
-        if total > 0 {
-            b.readback
-                .map_async(wgpu::MapMode::Read, 0..total, move |r| {
-                    let _ = tx.send(r);
-                });
-        } else {
-            let _ = tx.send(Ok(()));
-        }
+        let (index, mapped) = self.submit_round(encoder);
         self.headers.clear();
         self.headers.extend_from_slice(&batch.problems);
         self.declared_nc.clear();
@@ -377,60 +498,114 @@ impl GpuSolver {
         Ok(Submission {
             index,
             problems: n,
-            contacts: nc,
-            mapped: rx,
+            contacts: batch.contacts(),
+            mapped,
             started: Instant::now(),
+            dispatches: if n > 0 { round as u64 } else { 0 },
+            round,
+            max_dispatches,
         })
     }
 
-    /// Waits for `submission` and reads its results into `out` (reusing its allocations).
+    /// Runs the remaining rounds of `submission` and reads its results into
+    /// `out` (reusing its allocations).
     pub fn wait(&mut self, submission: Submission, out: &mut BatchOutput) -> Result<(), GpuError> {
         self.pending = false;
-        let polled = self.ctx.device.poll(wgpu::PollType::Wait {
-            submission_index: Some(submission.index),
-            timeout: None,
-        });
-        self.ctx.take_error("solving")?;
-        polled.map_err(|e| GpuError::Gpu {
-            during: "waiting for the solve".into(),
-            reason: e.to_string(),
-        })?;
-        match submission.mapped.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(GpuError::Map(e.to_string())),
-            Err(_) => return Err(GpuError::Map("the map callback was dropped".into())),
-        }
-        self.timings.solve = submission.started.elapsed();
-        let started = Instant::now();
-        let m = 3 * submission.contacts;
         let n = submission.problems;
+        let mut index = submission.index;
+        let mut mapped = submission.mapped;
+        let mut dispatches = submission.dispatches;
+        let mut round = submission.round;
+        loop {
+            let waited = self.wait_for(index, &mapped, "solving");
+            let active = match waited {
+                Ok(()) => {
+                    let a = {
+                        let view = self
+                            .buffers
+                            .active_readback
+                            .get_mapped_range(0..4)
+                            .map_err(|e| GpuError::Map(e.to_string()));
+                        view.map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+                    };
+                    self.buffers.active_readback.unmap();
+                    a?
+                }
+                Err(e) => return Err(e),
+            };
+            if active == 0 || n == 0 {
+                break;
+            }
+            if dispatches >= submission.max_dispatches {
+                return Err(GpuError::Gpu {
+                    during: "solving".into(),
+                    reason: format!(
+                        "{active} problems still running after {dispatches} dispatches (the most a batch can need)"
+                    ),
+                });
+            }
+            round = (2 * round).min(MAX_ROUND);
+            let this = (round as u64).min(submission.max_dispatches - dispatches) as u32;
+            let mut encoder =
+                self.ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("contact solve round"),
+                    });
+            self.encode_round(&mut encoder, n, this);
+            dispatches += this as u64;
+            (index, mapped) = self.submit_round(encoder);
+        }
+        // Copy the results back.
+        let m = 3 * submission.contacts;
+        let vec_bytes = 4 * m as u64;
+        let res_bytes = 64 * n as u64;
+        let total = 2 * vec_bytes + res_bytes;
+        let b = &self.buffers;
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("contact readback"),
+            });
+        if vec_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&b.lambda, 0, &b.readback, 0, vec_bytes);
+            encoder.copy_buffer_to_buffer(&b.c, 0, &b.readback, vec_bytes, vec_bytes);
+        }
+        if res_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&b.results, 0, &b.readback, 2 * vec_bytes, res_bytes);
+        }
+        let index = self.ctx.queue.submit(Some(encoder.finish()));
         out.lambda.clear();
         out.c.clear();
         out.results.clear();
-        let total = (8 * m + 32 * n) as u64;
         if total > 0 {
+            let (tx, rx) = mpsc::channel();
+            b.readback.map_async(wgpu::MapMode::Read, 0..total, move |r| {
+                let _ = tx.send(r);
+            });
+            self.wait_for(index, &rx, "reading back")?;
+            self.timings.solve = submission.started.elapsed();
+            let started = Instant::now();
             {
-                let view = self
-                    .buffers
+                let view = b
                     .readback
                     .get_mapped_range(0..total)
                     .map_err(|e| GpuError::Map(e.to_string()))?;
                 let bytes: &[u8] = &view;
-                out.lambda
-                    .extend_from_slice(bytemuck::cast_slice(&bytes[..4 * m]));
-                out.c
-                    .extend_from_slice(bytemuck::cast_slice(&bytes[4 * m..8 * m]));
-                out.results.extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(
-                    &bytes[8 * m..8 * m + 32 * n],
-                ));
+                let v = vec_bytes as usize;
+                out.lambda.extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
+                out.c.extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
+                out.results
+                    .extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(&bytes[2 * v..]));
             }
-            self.buffers.readback.unmap();
+            b.readback.unmap();
+            self.timings.download = started.elapsed();
         }
         out.headers.clear();
         out.headers.extend_from_slice(&self.headers);
         out.declared_nc.clear();
         out.declared_nc.extend_from_slice(&self.declared_nc);
-        self.timings.download = started.elapsed();
         self.ctx.take_error("reading back")?;
         Ok(())
     }
