@@ -10,8 +10,8 @@ struct Params {
     adaptive_rho: u32, // ADMM
     omega: f32,        // over-relaxation
     rho: f32,          // ADMM: initial rho (<= 0: 0.1 L)
-    chunk_iterations: u32, // iterations per problem and dispatch
-    pad: u32,
+    chunk: u32,        // per problem and dispatch: PGS iterations, ADMM loop budget
+    canary: u32,       // trip count of the canary loop (16)
 }
 
 struct Problem {
@@ -46,7 +46,11 @@ struct SolveResult {
     start_eps: f32,
     best_eps: f32,
     scale: f32,
-    pad: u32,
+    step: u32,
+    rho_prev: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 const STATE_FRESH: u32 = 0u;
@@ -61,6 +65,7 @@ const FLAG_INVALID: u32 = 1u;
 const FLAG_NOT_PSD: u32 = 2u;
 const FLAG_DIVERGED: u32 = 4u;
 const FLAG_OVER_CAPACITY: u32 = 8u;
+const FLAG_LOOP_LIMIT: u32 = 16u;
 
 const TAU: f32 = 6.283185307179586;
 
@@ -370,6 +375,22 @@ fn blocks_psd(pr: Problem) -> bool {
         }
     }
     return true;
+}
+
+// Mesa's llvmpipe / lavapipe (22.x) counts every loop iteration of an
+// invocation against a limit of 65535 and, once it is reached, leaves every
+// loop after one iteration. A loop of params.canary (16) iterations, run at
+// the end of a dispatch, then falls short: the dispatch's results are wrong
+// and the problem is flagged FLAG_LOOP_LIMIT instead of returned as solved.
+fn loop_limit_reached() -> bool {
+    var k = 0u;
+    loop {
+        k += 1u;
+        if (k >= params.canary) {
+            break;
+        }
+    }
+    return k != params.canary;
 }
 
 // Marks problem `index` finished with these results.

@@ -111,7 +111,7 @@ fn sweep(pr: Problem) -> bool {
     return true;
 }
 
-// One chunk of a solve: at most params.chunk_iterations sweeps, then the
+// One chunk of a solve: at most params.chunk sweeps, then the
 // problem suspends (state in `results`, lambda in place) until the next
 // dispatch. The contact velocities are recomputed exactly at the start of
 // each chunk and before convergence is declared, and updated incrementally
@@ -160,7 +160,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             finished = true;
             break;
         }
-        if (steps >= params.chunk_iterations) {
+        if (steps >= params.chunk) {
             break;
         }
         it += 1u;
@@ -174,6 +174,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (finished) {
         contact_velocity(pr);
         res = problem_residuals(pr);
+    }
+    if (loop_limit_reached()) {
+        finish(index, it, flags | FLAG_LOOP_LIMIT, res, 0.0, 0u);
+        return;
+    }
+    if (finished) {
         finish(index, it, flags, res, 0.0, 0u);
         return;
     }

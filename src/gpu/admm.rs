@@ -25,6 +25,7 @@
 //! Bindings: as [`super::pgs`], plus 7 the scratch (`6m + m(m+1)/2` f32 per problem).
 
 use super::GpuParams;
+use super::batch::CANARY;
 use crate::contact::{SolverKind, SolverSettings};
 
 /// Invocations per workgroup (the WGSL constant of the same name).
@@ -49,15 +50,8 @@ pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) ->
         adaptive_rho: (ncp && settings.adaptive_rho) as u32,
         omega: settings.over_relaxation as f32,
         rho: settings.rho.unwrap_or(0.0) as f32,
-        chunk_iterations: 1,
-        _pad: 0,
+        chunk: 1,
+        canary: CANARY,
     }
 }
 
-/// Loop iterations (for the CPU adapters' loop budget, see
-/// [`super::solver::CPU_ADAPTER_LOOP_BUDGET`]) of a dispatch's fixed part
-/// and of one iteration, for `m` unknowns.
-pub(crate) fn loop_costs(m: u64) -> (u64, u64) {
-    let mv = m * (m / 4 + 8) + 8;
-    (3 * mv + 8 * m, 2 * mv + 12 * m)
-}

@@ -9,7 +9,7 @@
 //! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`) | `delassus_offset` |
 //! | `contacts`  | [`GpuContact`]     | `nc` (32 B each: g, μ, R)      | `contact_offset` |
 //! | `lambda`, `c` | f32              | `3·nc` (warm start in, λ out; c out) | `3·contact_offset` |
-//! | `results`   | [`GpuResult`]      | 1 (64 B)                       | problem index    |
+//! | `results`   | [`GpuResult`]      | 1 (80 B)                       | problem index    |
 //! | `work` (ADMM) | f32              | `6m + m(m+1)/2` (x, z_prev, u, s, tmp, best, Cholesky factor) | `work_offset` |
 //!
 //! Why the lower triangle rather than the dense `m × m`: G is symmetric (the
@@ -39,6 +39,12 @@ pub const FLAG_NOT_PSD: u32 = 2;
 pub const FLAG_DIVERGED: u32 = 4;
 /// Flag: more contacts than the solver's `max_contacts_per_problem`.
 pub const FLAG_OVER_CAPACITY: u32 = 8;
+/// Flag: the driver's per-invocation loop limit was reached during a
+/// dispatch (Mesa's llvmpipe / lavapipe), so the results cannot be trusted.
+pub const FLAG_LOOP_LIMIT: u32 = 16;
+
+/// Trip count of the kernels' canary loop (see [`FLAG_LOOP_LIMIT`]).
+pub const CANARY: u32 = 16;
 
 /// Names of the flags set in `flags`, for messages.
 pub fn flag_names(flags: u32) -> Vec<&'static str> {
@@ -47,6 +53,7 @@ pub fn flag_names(flags: u32) -> Vec<&'static str> {
         (FLAG_NOT_PSD, "not-psd"),
         (FLAG_DIVERGED, "diverged"),
         (FLAG_OVER_CAPACITY, "over-capacity"),
+        (FLAG_LOOP_LIMIT, "driver-loop-limit"),
     ]
     .iter()
     .filter(|(f, _)| flags & f != 0)
@@ -69,10 +76,12 @@ pub struct GpuParams {
     pub omega: f32,
     /// ADMM: initial ρ; ≤ 0 picks `0.1·L`.
     pub rho: f32,
-    /// Iterations one dispatch may run per problem before it suspends (see
-    /// [`super::solver`]: the work is split across dispatches).
-    pub chunk_iterations: u32,
-    pub _pad: u32,
+    /// How much one dispatch may do per problem before the problem suspends
+    /// (the work is split across dispatches, see [`super::solver`]): PGS,
+    /// iterations; ADMM, loop iterations (its steps have unequal costs).
+    pub chunk: u32,
+    /// A loop count (16) whose shortfall reveals a driver's loop limiter.
+    pub canary: u32,
 }
 
 /// One problem's header.
@@ -123,7 +132,7 @@ pub struct GpuResult {
     pub rho: f32,
     /// ADMM: number of factorizations of `G + R + ρI`.
     pub factorizations: u32,
-    /// 0: not started, 1: running, 2: done.
+    /// 0: not started, 2: done; others: running (PGS: 1; ADMM: its phase).
     pub state: u32,
     /// ADMM: attempt (0 warm, 1 cold restart), iteration of the last ρ
     /// change, whether ρ still adapts.
@@ -135,7 +144,11 @@ pub struct GpuResult {
     pub start_eps: f32,
     pub best_eps: f32,
     pub scale: f32,
-    pub _pad: u32,
+    /// ADMM: step within a phase (power iteration, factorization column).
+    pub step: u32,
+    /// ADMM: ρ before the change being factorized (0: not an adaptive change).
+    pub rho_prev: f32,
+    pub _pad: [u32; 3],
 }
 
 /// `GpuResult::state` of a finished problem.
@@ -144,7 +157,7 @@ pub const STATE_DONE: u32 = 2;
 const _: () = assert!(std::mem::size_of::<GpuParams>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
-const _: () = assert!(std::mem::size_of::<GpuResult>() == 64);
+const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);
 
 /// `m(m+1)/2`.
 #[inline]
@@ -196,9 +209,9 @@ impl BatchCapacity {
             + 4 * self.delassus_floats as u64
             + 32 * c // contacts
             + 2 * 12 * c // lambda, c
-            + 64 * p // results
-            + 4 // active counter
-            + (2 * 12 * c + 64 * p + 4); // readback
+            + 80 * p // results
+            + 4 // running counter
+            + (2 * 12 * c + 80 * p + 4); // readback
         if admm {
             b += 4 * self.admm_work_floats() as u64;
         }

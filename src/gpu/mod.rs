@@ -22,7 +22,7 @@ pub mod pgs;
 mod solver;
 
 pub use batch::{
-    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
+    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
     GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput, flag_names,
 };
 pub use solver::{GpuSolver, Submission};

@@ -18,6 +18,7 @@
 //! 7 ADMM scratch (unused here).
 
 use super::GpuParams;
+use super::batch::CANARY;
 use crate::contact::{SolverKind, SolverSettings};
 
 /// Invocations per workgroup (the WGSL constant of the same name).
@@ -43,7 +44,7 @@ pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) ->
         adaptive_rho: 0,
         omega: settings.over_relaxation as f32,
         rho: 0.0,
-        chunk_iterations: 1,
-        _pad: 0,
+        chunk: 1,
+        canary: CANARY,
     }
 }

@@ -34,6 +34,12 @@ pub struct GpuTimings {
 /// it is reached; the kernels therefore split a solve into chunks that stay
 /// well below it (the margin covers lanes that diverge into different branches).
 pub const CPU_ADAPTER_LOOP_BUDGET: u64 = 45_000;
+/// ADMM's loop budget per problem and dispatch on a CPU adapter: lanes of
+/// one SIMD batch that are in different phases run one after the other, so
+/// the budget per lane is a fraction of the limit.
+pub const CPU_ADAPTER_ADMM_BUDGET: u32 = 8_000;
+/// ADMM's loop budget per problem and dispatch on a GPU.
+pub const GPU_ADMM_BUDGET: u32 = 1 << 24;
 /// Iterations per dispatch on a real GPU (bounded so that a long solve
 /// never trips a driver's watchdog).
 pub const GPU_CHUNK_ITERATIONS: u32 = 256;
@@ -104,15 +110,6 @@ fn padded(bytes: u64) -> u64 {
     bytes.max(16).div_ceil(16) * 16
 }
 
-/// ADMM may need several dispatches per chunk of iterations (its start:
-/// spectrum estimate and factorization) and restarts once.
-fn admm_factor(kind: SolverKind) -> u64 {
-    match kind {
-        SolverKind::CcpAdmm | SolverKind::NcpAdmm => 4,
-        _ => 1,
-    }
-}
-
 impl GpuSolver {
     /// Compiles `kind`'s kernel and allocates buffers for `capacity`.
     /// Fails if `kind` has no GPU kernel, if a buffer would exceed the
@@ -142,7 +139,7 @@ impl GpuSolver {
             ("contacts", 32 * c),
             ("lambda", 12 * c),
             ("c", 12 * c),
-            ("results", 64 * p),
+            ("results", 80 * p),
             (
                 "work",
                 if is_admm {
@@ -195,7 +192,7 @@ impl GpuSolver {
                 mapped_at_creation: false,
             })
         };
-        let readback_bytes = 2 * 12 * c + 64 * p;
+        let readback_bytes = 2 * 12 * c + 80 * p;
         let buffers = Buffers {
             params: buffer(
                 "params",
@@ -327,11 +324,21 @@ impl GpuSolver {
         HostBatch::new(self.capacity.max_contacts_per_problem)
     }
 
-    /// Iterations per problem and dispatch for `batch`: on a CPU adapter,
-    /// as many as the loop budget allows for its largest problem (at least 1);
-    /// on a GPU, [`GPU_CHUNK_ITERATIONS`].
-    fn chunk_iterations(&self, batch: &HostBatch, settings: &SolverSettings) -> u32 {
-        if self.ctx.adapter.device_type != wgpu::DeviceType::Cpu {
+    /// Work per problem and dispatch for `batch` (`GpuParams::chunk`).
+    /// PGS: iterations; on a CPU adapter, as many as the loop budget allows
+    /// for the batch's largest problem (at least 1); on a GPU,
+    /// [`GPU_CHUNK_ITERATIONS`]. ADMM: a loop budget, [`CPU_ADAPTER_ADMM_BUDGET`]
+    /// or [`GPU_ADMM_BUDGET`].
+    fn chunk(&self, batch: &HostBatch, settings: &SolverSettings) -> u32 {
+        let cpu = self.ctx.adapter.device_type == wgpu::DeviceType::Cpu;
+        if matches!(self.kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm) {
+            return if cpu {
+                CPU_ADAPTER_ADMM_BUDGET
+            } else {
+                GPU_ADMM_BUDGET
+            };
+        }
+        if !cpu {
             return GPU_CHUNK_ITERATIONS;
         }
         let nc = batch
@@ -348,10 +355,7 @@ impl GpuSolver {
         } else {
             0
         };
-        let (fixed, per_iteration) = match self.kind {
-            SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::loop_costs(m),
-            _ => (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets)),
-        };
+        let (fixed, per_iteration) = (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets));
         (CPU_ADAPTER_LOOP_BUDGET.saturating_sub(fixed) / per_iteration.max(1)).clamp(1, 1 << 16)
             as u32
     }
@@ -361,7 +365,7 @@ impl GpuSolver {
             SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::params(self.kind, settings, n),
             _ => pgs::params(self.kind, settings, n),
         };
-        p.chunk_iterations = chunk;
+        p.chunk = chunk;
         p
     }
 
@@ -448,7 +452,7 @@ impl GpuSolver {
         self.ctx.take_error("before submitting")?;
         let started = Instant::now();
         let n = batch.len();
-        let chunk = self.chunk_iterations(batch, settings);
+        let chunk = self.chunk(batch, settings);
         let q = &self.ctx.queue;
         let b = &self.buffers;
         let write = |buf: &wgpu::Buffer, bytes: &[u8]| {
@@ -481,9 +485,16 @@ impl GpuSolver {
             .map(|p| p.max_iterations as u64)
             .max()
             .unwrap_or(0);
-        // One dispatch starts every problem; each later one advances every
-        // running problem by `chunk` iterations (ADMM: see admm::loop_costs).
-        let max_dispatches = 2 + max_iterations.div_ceil(chunk as u64) * admm_factor(self.kind);
+        // The most dispatches a batch can need (a guard against a runaway
+        // loop): PGS advances every running problem by `chunk` iterations per
+        // dispatch; ADMM by at least one step (see admm.wgsl).
+        let max_dispatches = match self.kind {
+            SolverKind::CcpAdmm | SolverKind::NcpAdmm => {
+                let m = 3 * batch.problems.iter().map(|p| p.nc as u64).max().unwrap_or(0);
+                64 + 2 * (24 + m + max_iterations * (3 + m / 5))
+            }
+            _ => 2 + max_iterations.div_ceil(chunk as u64),
+        };
         let round = FIRST_ROUND.min(max_dispatches as u32).max(1);
         if n > 0 {
             self.encode_round(&mut encoder, n, round);
@@ -559,7 +570,7 @@ impl GpuSolver {
         // Copy the results back.
         let m = 3 * submission.contacts;
         let vec_bytes = 4 * m as u64;
-        let res_bytes = 64 * n as u64;
+        let res_bytes = 80 * n as u64;
         let total = 2 * vec_bytes + res_bytes;
         let b = &self.buffers;
         let mut encoder = self
