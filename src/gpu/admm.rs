@@ -54,4 +54,3 @@ pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) ->
         canary: CANARY,
     }
 }
-

@@ -307,7 +307,9 @@ impl HostBatch {
     fn set_scale(&mut self) {
         if let Some(h) = self.problems.last_mut() {
             let a = h.delassus_offset as usize;
-            h.delassus_scale = self.delassus[a..].iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            h.delassus_scale = self.delassus[a..]
+                .iter()
+                .fold(0.0f32, |m, x| m.max(x.abs()));
         }
     }
 
@@ -350,8 +352,7 @@ impl HostBatch {
                 ],
             });
         }
-        self.lambda
-            .extend(p.warm_start.iter().map(|&x| x as f32));
+        self.lambda.extend(p.warm_start.iter().map(|&x| x as f32));
         self.problems.len() - 1
     }
 
@@ -414,7 +415,11 @@ impl HostBatch {
     pub fn check_capacity(&self, cap: &BatchCapacity) -> Result<(), GpuError> {
         for (what, got, capacity) in [
             ("the number of problems", self.problems.len(), cap.problems),
-            ("the total number of contacts", self.contacts.len(), cap.contacts),
+            (
+                "the total number of contacts",
+                self.contacts.len(),
+                cap.contacts,
+            ),
             (
                 "the number of Delassus floats (Σ m(m+1)/2)",
                 self.delassus.len(),

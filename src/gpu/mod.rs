@@ -22,8 +22,9 @@ pub mod pgs;
 mod solver;
 
 pub use batch::{
-    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
-    GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput, flag_names,
+    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
+    FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
+    flag_names,
 };
 pub use solver::{GpuSolver, Submission};
 
@@ -173,10 +174,7 @@ pub fn enumerate_adapters() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
 
 /// Index of the adapter to use among `infos`: the first whose name contains
 /// `wanted` (case-insensitive) if given, else the best by device type, then backend.
-pub fn choose_adapter(
-    infos: &[AdapterSummary],
-    wanted: Option<&str>,
-) -> Result<usize, GpuError> {
+pub fn choose_adapter(infos: &[AdapterSummary], wanted: Option<&str>) -> Result<usize, GpuError> {
     if infos.is_empty() {
         return Err(GpuError::NoAdapter);
     }

@@ -202,11 +202,7 @@ impl GpuSolver {
             problems: buffer("problems", sizes[1].1, storage),
             delassus: buffer("delassus", sizes[2].1, storage),
             contacts: buffer("contacts", sizes[3].1, storage),
-            lambda: buffer(
-                "lambda",
-                sizes[4].1,
-                storage | wgpu::BufferUsages::COPY_SRC,
-            ),
+            lambda: buffer("lambda", sizes[4].1, storage | wgpu::BufferUsages::COPY_SRC),
             c: buffer("c", sizes[5].1, storage | wgpu::BufferUsages::COPY_SRC),
             results: buffer(
                 "results",
@@ -490,7 +486,12 @@ impl GpuSolver {
         // dispatch; ADMM by at least one step (see admm.wgsl).
         let max_dispatches = match self.kind {
             SolverKind::CcpAdmm | SolverKind::NcpAdmm => {
-                let m = 3 * batch.problems.iter().map(|p| p.nc as u64).max().unwrap_or(0);
+                let m = 3 * batch
+                    .problems
+                    .iter()
+                    .map(|p| p.nc as u64)
+                    .max()
+                    .unwrap_or(0);
                 64 + 2 * (24 + m + max_iterations * (3 + m / 5))
             }
             _ => 2 + max_iterations.div_ceil(chunk as u64),
@@ -592,9 +593,10 @@ impl GpuSolver {
         out.results.clear();
         if total > 0 {
             let (tx, rx) = mpsc::channel();
-            b.readback.map_async(wgpu::MapMode::Read, 0..total, move |r| {
-                let _ = tx.send(r);
-            });
+            b.readback
+                .map_async(wgpu::MapMode::Read, 0..total, move |r| {
+                    let _ = tx.send(r);
+                });
             self.wait_for(index, &rx, "reading back")?;
             self.timings.solve = submission.started.elapsed();
             let started = Instant::now();
@@ -605,8 +607,10 @@ impl GpuSolver {
                     .map_err(|e| GpuError::Map(e.to_string()))?;
                 let bytes: &[u8] = &view;
                 let v = vec_bytes as usize;
-                out.lambda.extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
-                out.c.extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
+                out.lambda
+                    .extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
+                out.c
+                    .extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
                 out.results
                     .extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(&bytes[2 * v..]));
             }
