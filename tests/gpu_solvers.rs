@@ -604,3 +604,80 @@ fn packed_input_and_split_submit_wait_give_the_same_results() {
             .is_err()
     );
 }
+
+/// `moreau solve --device gpu` prints the CPU path's JSON lines, with the
+/// same λ within the stated tolerance; `moreau info` names the adapter.
+#[test]
+fn cli_solves_problem_files_on_the_gpu_and_lists_adapters() {
+    let Some(ctx) = context() else { return };
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-gpu-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("problems.json");
+    let run = std::process::Command::new(bin)
+        .args(["run", "cube-sliding", "--steps", "40", "--dump-every", "10"])
+        .arg("--dump-problems")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let solve = |device: &str| {
+        let out = std::process::Command::new(bin)
+            .arg("solve")
+            .arg(&file)
+            .args(["--solver", "ncp-pgs", "--tol", "1e-6", "--device", device])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{device}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (gpu, cpu) = (solve("gpu"), solve("cpu"));
+    assert_eq!(gpu.len(), cpu.len());
+    assert!(gpu.len() >= 3);
+    for (g, c) in gpu.iter().zip(&cpu) {
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(g), keys(c));
+        let lam = |v: &serde_json::Value| {
+            DVector::from_iterator(
+                v["nc"].as_u64().unwrap() as usize * 3,
+                v["lambda"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap()),
+            )
+        };
+        let rel = (lam(g) - lam(c)).norm() / lam(c).norm();
+        assert!(
+            rel < REL_LAMBDA,
+            "problem {}: relative λ difference {rel:e}",
+            g["problem"]
+        );
+        assert!(g["converged"].as_bool().unwrap());
+        assert!(g["eps_abs"].as_f64().unwrap() <= 1e-5);
+    }
+    let info = std::process::Command::new(bin)
+        .arg("info")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success());
+    assert!(
+        text.contains("chosen: ") && text.contains(&ctx.adapter.name),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

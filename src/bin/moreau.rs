@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 enum Device {
     /// The f64 CPU reference solvers.
     Cpu,
-    /// The batched wgpu solvers (not built yet).
+    /// The batched wgpu solvers (f32; lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm).
     Gpu,
 }
 
@@ -110,10 +110,18 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
         max_iter: usize,
-        /// Where to solve. Only the CPU (f64) backend is built so far.
+        /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
+        /// problems in one batch; the adapter is picked as `moreau info`
+        /// says; in f32, tolerances much below 1e-6 of the problem's scale
+        /// are not reachable and the solve stops at --max-iter; time_us is
+        /// the batch's time divided by the number of problems).
         #[arg(long, value_enum, default_value_t = Device::Cpu)]
         device: Device,
     },
+    /// List the GPU adapters found, the one chosen (MOREAU_ADAPTER=substring
+    /// picks one by name; otherwise discrete > integrated > virtual > CPU)
+    /// and its limits.
+    Info,
     /// Measure steps per second and the time per stage, one world on one CPU core.
     Bench {
         /// Scenes to run (default: quadruped and pyramid).
@@ -176,6 +184,7 @@ fn main() -> ExitCode {
         } => solve(&file, solver, tol, max_iter, device),
         Command::Bench { scene, steps, out } => bench(scene, steps, out),
         Command::Compare { out, quick } => compare(&out, quick),
+        Command::Info => info(),
         Command::Scenes => {
             for name in SCENE_NAMES {
                 let s = scenes::scene(name).expect("built-in scenes are valid");
@@ -418,12 +427,6 @@ fn solve(
     max_iter: usize,
     device: Device,
 ) -> Result<(), AnyError> {
-    if device == Device::Gpu {
-        return Err(
-            "--device gpu: the GPU backend is not built yet (a later issue adds it); use --device cpu"
-                .into(),
-        );
-    }
     let settings = SolverSettings {
         tolerance: tol,
         max_iterations: max_iter,
@@ -433,6 +436,9 @@ fn solve(
         return Err(format!("--tol {tol}: {e}").into());
     }
     let problems = read_problems(file)?;
+    if device == Device::Gpu {
+        return solve_gpu(file, &problems, kind, &settings);
+    }
     let own_model = study::solver_model(kind, &settings);
     let model = study::model_name(own_model);
     let mut solver = kind.build();
@@ -479,6 +485,145 @@ fn solve(
         if writeln!(stdout, "{line}").is_err() {
             break; // stdout closed (e.g. piped into `head`)
         }
+    }
+    Ok(())
+}
+
+/// `moreau solve --device gpu`: every problem in one batch.
+fn solve_gpu(
+    file: &std::path::Path,
+    problems: &[moreau::contact::ContactProblem],
+    kind: SolverKind,
+    settings: &SolverSettings,
+) -> Result<(), AnyError> {
+    use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
+    moreau::gpu::check_kernel(kind)?;
+    let ctx = GpuContext::new()?;
+    let max_nc = problems.iter().map(|p| p.nc()).max().unwrap_or(0);
+    let capacity = BatchCapacity {
+        problems: problems.len(),
+        contacts: problems.iter().map(|p| p.nc()).sum(),
+        max_contacts_per_problem: max_nc,
+        delassus_floats: problems
+            .iter()
+            .map(|p| moreau::gpu::batch::tri(3 * p.nc()))
+            .sum(),
+    };
+    let mut solver = GpuSolver::new(&ctx, kind, capacity)?;
+    let mut out = BatchOutput::default();
+    let start = Instant::now();
+    solver.solve(problems, settings, &mut out)?;
+    let time_us = start.elapsed().as_secs_f64() * 1e6 / problems.len().max(1) as f64;
+    let own_model = study::solver_model(kind, settings);
+    let model = study::model_name(own_model);
+    let mut flagged = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    for (i, p) in problems.iter().enumerate() {
+        let o = out.problem(i);
+        if o.flags() != 0 {
+            flagged.push(format!("problem {i}: {}", flag_names(o.flags()).join(", ")));
+            continue;
+        }
+        let lambda: Vec<f64> = o.lambda.iter().map(|&x| x as f64).collect();
+        let mut c = vec![0.0; p.g.len()];
+        p.contact_velocity(&lambda, &mut c);
+        let ncp = ncp_residuals(&p.mu, &lambda, &c);
+        let res = match own_model {
+            Some(m) => model_residuals(m, &p.mu, &lambda, &c),
+            None => ncp,
+        };
+        let line = serde_json::to_string(&SolveLine {
+            problem: i,
+            nc: p.nc(),
+            solver: kind.name(),
+            model: &model,
+            lambda: &lambda,
+            c: &c,
+            iterations: o.result.iterations as usize,
+            converged: o.converged(),
+            eps_abs: res.eps_abs,
+            eps_p: res.primal,
+            eps_d: res.dual,
+            eps_c: res.complementarity,
+            eps_ncp: ncp.eps_abs,
+            time_us,
+        })?;
+        if writeln!(stdout, "{line}").is_err() {
+            break;
+        }
+    }
+    if !flagged.is_empty() {
+        return Err(format!(
+            "{}: solver {} on {}: {}",
+            file.display(),
+            kind.name(),
+            ctx.adapter.name,
+            flagged.join("; ")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `moreau info`: the adapters, the one chosen and its limits.
+fn info() -> Result<(), AnyError> {
+    use moreau::gpu::{BatchCapacity, GpuContext};
+    let wanted = std::env::var("MOREAU_ADAPTER").ok();
+    let ctx = match GpuContext::with_adapter(wanted.as_deref()) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let (_, adapters) = moreau::gpu::enumerate_adapters();
+            say!("adapters found: {}", adapters.len());
+            for a in &adapters {
+                say!("  {:?}", a.get_info());
+            }
+            return Err(e.into());
+        }
+    };
+    say!("adapters found: {}", ctx.adapters.len());
+    for (i, a) in ctx.adapters.iter().enumerate() {
+        say!("  [{i}] {a}");
+    }
+    say!(
+        "chosen: {}{}",
+        ctx.adapter,
+        match &wanted {
+            Some(w) => format!(" (MOREAU_ADAPTER={w:?})"),
+            None => " (by type: discrete > integrated > virtual > cpu)".into(),
+        }
+    );
+    let l = &ctx.limits;
+    say!("limits:");
+    say!(
+        "  max_storage_buffer_binding_size     {} bytes",
+        l.max_storage_buffer_binding_size
+    );
+    say!(
+        "  max_buffer_size                     {} bytes",
+        l.max_buffer_size
+    );
+    say!(
+        "  max_storage_buffers_per_shader_stage {}",
+        l.max_storage_buffers_per_shader_stage
+    );
+    say!(
+        "  max_compute_workgroups_per_dimension {}",
+        l.max_compute_workgroups_per_dimension
+    );
+    say!(
+        "  max_compute_invocations_per_workgroup {}",
+        l.max_compute_invocations_per_workgroup
+    );
+    say!("GPU solvers: {}", moreau::gpu::GPU_SOLVERS);
+    for nc in [4, 12, 48] {
+        let cap = BatchCapacity::uniform(65_536, nc);
+        say!(
+            "device memory, 65536 problems of {nc} contacts: PGS {:.1} MiB ({} B/problem), ADMM {:.1} MiB ({} B/problem)",
+            cap.device_bytes(false) as f64 / 1048576.0,
+            cap.device_bytes(false) / 65_536,
+            cap.device_bytes(true) as f64 / 1048576.0,
+            cap.device_bytes(true) / 65_536,
+        );
     }
     Ok(())
 }

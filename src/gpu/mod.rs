@@ -4,7 +4,8 @@
 //! `shaders/admm.wgsl`), each the f32 twin of a CPU solver of
 //! [`crate::contact::solvers`].
 //!
-//! Adapter choice: every adapter of every backend is enumerated; the
+//! Adapter choice: every adapter of the primary backends (Vulkan, Metal,
+//! DX12; `WGPU_BACKEND=gl` or another list replaces them) is enumerated; the
 //! environment variable `MOREAU_ADAPTER` (a case-insensitive substring of
 //! the adapter's name, e.g. `llvmpipe` or `4090`) picks one, otherwise a
 //! discrete GPU is preferred to an integrated one, then a virtual one, then
@@ -26,7 +27,7 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
     flag_names,
 };
-pub use solver::{GpuSolver, Submission};
+pub use solver::{GPU_SOLVERS, GpuSolver, GpuTimings, Submission, check_kernel};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
@@ -165,10 +166,14 @@ impl std::fmt::Debug for GpuContext {
     }
 }
 
-/// Every adapter of every backend compiled in.
+/// Every adapter of the primary backends (Vulkan, Metal, DX12), or of the
+/// backends named by `WGPU_BACKEND` (e.g. `gl`).
 pub fn enumerate_adapters() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
+    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
     (instance, adapters)
 }
 

@@ -17,6 +17,21 @@ const _: () = assert!(pgs::WORKGROUP_SIZE == admm::WORKGROUP_SIZE);
 /// The solvers with a GPU kernel.
 pub const GPU_SOLVERS: &str = "lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm";
 
+/// Refuses a solver without a GPU kernel.
+pub fn check_kernel(kind: SolverKind) -> Result<(), GpuError> {
+    match kind {
+        SolverKind::LcpPgs
+        | SolverKind::CcpPgs
+        | SolverKind::NcpPgs
+        | SolverKind::CcpAdmm
+        | SolverKind::NcpAdmm => Ok(()),
+        other => Err(GpuError::UnsupportedSolver {
+            solver: other.name(),
+            available: GPU_SOLVERS,
+        }),
+    }
+}
+
 /// Host-side timings of the last solve.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GpuTimings {
@@ -119,15 +134,10 @@ impl GpuSolver {
         kind: SolverKind,
         capacity: BatchCapacity,
     ) -> Result<Self, GpuError> {
+        check_kernel(kind)?;
         let source = match kind {
-            SolverKind::LcpPgs | SolverKind::CcpPgs | SolverKind::NcpPgs => pgs::SOURCE,
             SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::SOURCE,
-            other => {
-                return Err(GpuError::UnsupportedSolver {
-                    solver: other.name(),
-                    available: GPU_SOLVERS,
-                });
-            }
+            _ => pgs::SOURCE,
         };
         let is_admm = matches!(kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm);
         let c = capacity.contacts as u64;
