@@ -10,7 +10,8 @@
 //! `ε_abs` within `10·TOL_GPU`, and (c) on the well-conditioned problems (the
 //! random ones, the scenes' except the stacks with large mass ratios), a λ
 //! within a relative error `REL_LAMBDA` of the CPU's solution computed to
-//! `1e-10`. The worst offender is printed. The stacks with mass ratios 1e3
+//! `1e-10`. Besides, (d) the CPU twin run at the same tolerance takes the
+//! same number of iterations within max(3, 20 %). The worst offenders are printed. The stacks with mass ratios 1e3
 //! and 1e6 are checked against what their CPU twins do (per-contact methods
 //! fail, ADMM converges), with f32's resolution stated.
 
@@ -97,6 +98,9 @@ struct Worst {
     rel_at: String,
     eps_ratio: f64,
     eps_at: String,
+    /// Largest |GPU − CPU| iteration count at the same tolerance.
+    iterations: usize,
+    iterations_at: String,
 }
 
 /// Solves `problems` with `kind` on the GPU (tolerance `tol`) and on the
@@ -147,6 +151,21 @@ fn cross_check(
             p.nc()
         );
         {
+            // The same algorithm at the same tolerance takes (almost) the same path.
+            let mut same = ContactSolution::default();
+            cpu.solve(p, &settings(tol, max_iterations), &mut same)
+                .unwrap();
+            let (gi, ci) = (o.result.iterations as usize, same.stats.iterations);
+            let d = gi.abs_diff(ci);
+            if d > worst.iterations || worst.iterations_at.is_empty() {
+                worst.iterations = d;
+                worst.iterations_at = format!("problem {i} (nc {}): GPU {gi}, CPU {ci}", p.nc());
+            }
+            assert!(
+                d <= 3.max(ci / 5),
+                "{label} {}: problem {i}: GPU {gi} iterations, CPU {ci}",
+                kind.name()
+            );
             let mut sol = ContactSolution::default();
             cpu.solve(p, &settings(1e-10, 100_000), &mut sol).unwrap();
             assert!(
@@ -167,12 +186,14 @@ fn cross_check(
         }
     }
     eprintln!(
-        "{label} {:9}: worst eps_abs/tol = {:.3} at {}; worst relative λ error {:.3e} at {}",
+        "{label} {:9}: worst eps_abs/tol = {:.3} at {}; worst relative λ error {:.3e} at {}; largest iteration difference {} at {}",
         kind.name(),
         worst.eps_ratio,
         worst.eps_at,
         worst.rel,
-        worst.rel_at
+        worst.rel_at,
+        worst.iterations,
+        worst.iterations_at
     );
     {
         assert!(
