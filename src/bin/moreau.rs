@@ -56,6 +56,39 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum BenchWhat {
+    /// Batched GPU solves (f32) against the same algorithm on one CPU core
+    /// (f64), on random well-posed problems: problems per second, the ratio,
+    /// upload / solve / download times, GPU bytes per problem; writes
+    /// bench_solve.json and bench_solve.svg (throughput versus batch size)
+    /// to --out. On a software adapter (lavapipe) the figures are not GPU
+    /// figures: use them to check that the path works.
+    Solve {
+        /// GPU solver (lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm).
+        #[arg(long, value_parser = parse_solver, default_value = "ncp-pgs")]
+        solver: SolverKind,
+        /// Problems per batch.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 4096, 65536])]
+        batch: Vec<usize>,
+        /// Contacts per problem.
+        #[arg(long, value_delimiter = ',', default_values_t = [4, 12, 48])]
+        contacts: Vec<usize>,
+        /// Iteration cap (a fixed iteration count unless --tol is given).
+        #[arg(long, visible_alias = "max-iter", default_value_t = 50)]
+        iterations: usize,
+        /// Solve to this eps_abs instead of a fixed iteration count.
+        #[arg(long)]
+        tol: Option<f64>,
+        /// Timed repeats per point (the fastest is kept).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Output folder.
+        #[arg(long, default_value = "bench-solve-out")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Simulate a built-in scene and write its trajectory.
     Run {
@@ -124,6 +157,9 @@ enum Command {
     Info,
     /// Measure steps per second and the time per stage, one world on one CPU core.
     Bench {
+        /// `solve`: batched GPU solver throughput against one CPU core.
+        #[command(subcommand)]
+        what: Option<BenchWhat>,
         /// Scenes to run (default: quadruped and pyramid).
         #[arg(long, value_delimiter = ',')]
         scene: Vec<String>,
@@ -182,7 +218,25 @@ fn main() -> ExitCode {
             max_iter,
             device,
         } => solve(&file, solver, tol, max_iter, device),
-        Command::Bench { scene, steps, out } => bench(scene, steps, out),
+        Command::Bench {
+            what:
+                Some(BenchWhat::Solve {
+                    solver,
+                    batch,
+                    contacts,
+                    iterations,
+                    tol,
+                    repeats,
+                    out,
+                }),
+            ..
+        } => bench_solve(solver, batch, contacts, iterations, tol, repeats, &out),
+        Command::Bench {
+            what: None,
+            scene,
+            steps,
+            out,
+        } => bench(scene, steps, out),
         Command::Compare { out, quick } => compare(&out, quick),
         Command::Info => info(),
         Command::Scenes => {
@@ -561,6 +615,87 @@ fn solve_gpu(
             flagged.join("; ")
         )
         .into());
+    }
+    Ok(())
+}
+
+/// `moreau bench solve`.
+fn bench_solve(
+    kind: SolverKind,
+    batches: Vec<usize>,
+    contacts: Vec<usize>,
+    iterations: usize,
+    tol: Option<f64>,
+    repeats: usize,
+    out: &std::path::Path,
+) -> Result<(), AnyError> {
+    use moreau::gpu::bench::{BenchConfig, plot, run};
+    moreau::gpu::check_kernel(kind)?;
+    let ctx = moreau::gpu::GpuContext::new()?;
+    say!("device: {}", ctx.adapter);
+    if ctx.adapter.device_type == wgpu::DeviceType::Cpu {
+        say!(
+            "notice: a software adapter: these are not GPU figures (correctness of the path only)"
+        );
+    }
+    say!(
+        "solver {} (GPU f32, CPU f64 on one core), cold starts, random well-posed problems, {}",
+        kind.name(),
+        match tol {
+            Some(t) => format!("to eps_abs {t:e} (cap {iterations})"),
+            None => format!("{iterations} iterations"),
+        }
+    );
+    say!(
+        "{:>8} {:>7} {:>13} {:>13} {:>8} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
+        "contacts",
+        "batch",
+        "GPU prob/s",
+        "CPU prob/s",
+        "ratio",
+        "upload ms",
+        "solve ms",
+        "dl ms",
+        "it GPU",
+        "it CPU",
+        "B/problem",
+        "ΔRSS KiB"
+    );
+    let cfg = BenchConfig {
+        kind,
+        contacts,
+        batches,
+        max_iterations: iterations,
+        tolerance: tol,
+        repeats,
+        cpu_sample: 32,
+    };
+    let rows = run(&ctx, &cfg, |r| match &r.skipped {
+        Some(why) => say!("{:>8} {:>7} skipped: {why}", r.contacts, r.batch),
+        None => say!(
+            "{:>8} {:>7} {:>13.0} {:>13.0} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>8.1} {:>8.1} {:>10} {:>8}",
+            r.contacts,
+            r.batch,
+            r.gpu_problems_per_s,
+            r.cpu_problems_per_s,
+            r.ratio,
+            r.upload_ms,
+            r.solve_ms,
+            r.download_ms,
+            r.mean_iterations_gpu,
+            r.mean_iterations_cpu,
+            r.gpu_bytes_per_problem,
+            r.host_rss_growth_kib.map_or("-".into(), |k| k.to_string())
+        ),
+    })?;
+    std::fs::create_dir_all(out)?;
+    let json = out.join("bench_solve.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&rows)?)?;
+    say!("written: {}", json.display());
+    let svg = out.join("bench_solve.svg");
+    match plot(&rows, &svg) {
+        Ok(()) => say!("written: {}", svg.display()),
+        Err(e) => eprintln!("no plot: {e}"),
     }
     Ok(())
 }

@@ -19,6 +19,7 @@
 
 pub mod admm;
 pub mod batch;
+pub mod bench;
 pub mod pgs;
 mod solver;
 
