@@ -259,6 +259,7 @@ fn every_shader_parses_and_validates_with_naga() {
     }
 }
 
+/// 24 problems of 1 to 64 contacts, and 4 with a compliance `R = α diag(G)`.
 #[test]
 fn kernels_match_their_cpu_twins_on_random_problems() {
     let Some(ctx) = context() else { return };
@@ -701,4 +702,22 @@ fn cli_solves_problem_files_on_the_gpu_and_lists_adapters() {
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lost device is an error the caller can handle, not a panic.
+#[test]
+fn a_lost_device_is_an_error() {
+    let Some(ctx) = context() else { return };
+    let mut rng = Lcg(13);
+    let problems: Vec<_> = (0..4).map(|_| random_problem(&mut rng, 3)).collect();
+    let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpPgs, BatchCapacity::uniform(4, 3)).unwrap();
+    let mut out = BatchOutput::default();
+    gpu.solve(&problems, &settings(TOL_GPU, 100), &mut out)
+        .unwrap();
+    ctx.device.destroy();
+    let e = gpu
+        .solve(&problems, &settings(TOL_GPU, 100), &mut out)
+        .unwrap_err();
+    eprintln!("after device.destroy(): {e}");
+    assert!(matches!(e, GpuError::DeviceLost { .. }), "{e:?}");
 }

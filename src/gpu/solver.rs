@@ -426,6 +426,11 @@ impl GpuSolver {
             submission_index: Some(index),
             timeout: None,
         });
+        if polled.is_err() {
+            // A lost device reports itself through its callback, which runs
+            // during maintenance: poll once more so that the loss is named.
+            let _ = self.ctx.device.poll(wgpu::PollType::Poll);
+        }
         self.ctx.take_error(during)?;
         polled.map_err(|e| GpuError::Gpu {
             during: during.into(),
