@@ -22,8 +22,8 @@ use moreau::contact::{
     ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
 };
 use moreau::gpu::{
-    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
-    GpuContext, GpuError, GpuSolver, flag_names,
+    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
+    FLAG_OVER_CAPACITY, GpuContext, GpuError, GpuSolver, flag_names,
 };
 use moreau::scenes;
 use moreau::sim::SimParams;
@@ -720,4 +720,61 @@ fn a_lost_device_is_an_error() {
         .unwrap_err();
     eprintln!("after device.destroy(): {e}");
     assert!(matches!(e, GpuError::DeviceLost { .. }), "{e:?}");
+}
+
+/// With chunks far beyond the loop limiter of a software adapter (Mesa's
+/// lavapipe counts 65 535 loop iterations per invocation), a solve is either
+/// flagged `FLAG_LOOP_LIMIT` by the kernels' canary loop, or (a driver or GPU
+/// without such a limit) correct: never silently wrong.
+#[test]
+fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
+    let Some(ctx) = context() else { return };
+    let mut rng = Lcg(17);
+    let problems: Vec<_> = [64, 48, 2]
+        .iter()
+        .map(|&nc| random_problem(&mut rng, nc))
+        .collect();
+    let s = settings(TOL_GPU, 200);
+    for (kind, chunk) in [
+        (SolverKind::NcpPgs, 1 << 16),
+        (SolverKind::NcpAdmm, 1 << 30),
+    ] {
+        let mut gpu = GpuSolver::new(&ctx, kind, BatchCapacity::uniform(3, 64)).unwrap();
+        gpu.set_chunk(Some(chunk));
+        let mut out = BatchOutput::default();
+        gpu.solve(&problems, &s, &mut out).unwrap();
+        let mut flagged = 0;
+        for (i, p) in problems.iter().enumerate() {
+            let o = out.problem(i);
+            if o.flags() == FLAG_LOOP_LIMIT {
+                flagged += 1;
+            } else {
+                assert_eq!(o.flags(), 0, "{:?}", flag_names(o.flags()));
+                let eps = f64_eps(kind, p, &o.lambda_f64());
+                assert!(
+                    o.converged() && eps <= 10.0 * TOL_GPU,
+                    "{} problem {i} (nc {}): unflagged but wrong: eps_abs {eps:e}, {:?}",
+                    kind.name(),
+                    p.nc(),
+                    o.result
+                );
+            }
+        }
+        eprintln!(
+            "{} on {} with chunk {chunk}: {flagged} of 3 problems flagged driver-loop-limit",
+            kind.name(),
+            ctx.adapter.name
+        );
+        // With the automatic chunks, the same batch is solved.
+        gpu.set_chunk(None);
+        gpu.solve(&problems, &s, &mut out).unwrap();
+        for i in 0..problems.len() {
+            assert!(
+                out.problem(i).converged(),
+                "{}: {:?}",
+                kind.name(),
+                out.problem(i).result
+            );
+        }
+    }
 }

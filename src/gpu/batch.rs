@@ -390,20 +390,24 @@ impl HostBatch {
             return Ok(self.flagged(nc, FLAG_OVER_CAPACITY, max_iterations, tolerance as f64));
         }
         let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
-        if !(finite(delassus_lower) && finite(g) && finite(warm_start))
-            || !mu.iter().all(|&x| x.is_finite() && x >= 0.0)
-            || !compliance.iter().all(|&x| x.is_finite() && x >= 0.0)
-            || !(tolerance.is_finite() && tolerance > 0.0)
-        {
+        let non_negative = |v: &[f32]| v.iter().all(|&x| x.is_finite() && x >= 0.0);
+        let valid = finite(delassus_lower)
+            && finite(g)
+            && finite(warm_start)
+            && non_negative(mu)
+            && non_negative(compliance)
+            && tolerance.is_finite()
+            && tolerance > 0.0;
+        if !valid {
             return Ok(self.flagged(nc, FLAG_INVALID, max_iterations, tolerance as f64));
         }
         self.header(nc, max_iterations, tolerance as f64);
         self.delassus.extend_from_slice(delassus_lower);
         self.set_scale();
-        for i in 0..nc {
+        for (i, &mu_i) in mu.iter().enumerate() {
             let k = 3 * i;
             self.contacts.push(GpuContact {
-                g_mu: [g[k], g[k + 1], g[k + 2], mu[i]],
+                g_mu: [g[k], g[k + 1], g[k + 2], mu_i],
                 compliance: [compliance[k], compliance[k + 1], compliance[k + 2], 0.0],
             });
         }

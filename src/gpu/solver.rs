@@ -105,6 +105,7 @@ pub struct GpuSolver {
     pending: bool,
     timings: GpuTimings,
     host_batch: HostBatch,
+    chunk_override: Option<u32>,
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -305,6 +306,7 @@ impl GpuSolver {
             pending: false,
             timings: GpuTimings::default(),
             host_batch: HostBatch::new(capacity.max_contacts_per_problem),
+            chunk_override: None,
         })
     }
 
@@ -318,6 +320,14 @@ impl GpuSolver {
 
     pub fn context(&self) -> &GpuContext {
         &self.ctx
+    }
+
+    /// Overrides the work per problem and dispatch (`GpuParams::chunk`: PGS
+    /// iterations, ADMM loop budget); `None` restores the automatic choice.
+    /// Past the limit of a CPU adapter's loop limiter, problems come back
+    /// flagged [`super::FLAG_LOOP_LIMIT`].
+    pub fn set_chunk(&mut self, chunk: Option<u32>) {
+        self.chunk_override = chunk.map(|c| c.max(1));
     }
 
     /// Host-side timings of the last completed solve.
@@ -336,6 +346,9 @@ impl GpuSolver {
     /// [`GPU_CHUNK_ITERATIONS`]. ADMM: a loop budget, [`CPU_ADAPTER_ADMM_BUDGET`]
     /// or [`GPU_ADMM_BUDGET`].
     fn chunk(&self, batch: &HostBatch, settings: &SolverSettings) -> u32 {
+        if let Some(c) = self.chunk_override {
+            return c;
+        }
         let cpu = self.ctx.adapter.device_type == wgpu::DeviceType::Cpu;
         if matches!(self.kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm) {
             return if cpu {
