@@ -16,6 +16,36 @@
 //! size). Device loss and uncaptured errors (out of memory, validation) are
 //! recorded by callbacks and returned as [`GpuError`] by the next call that
 //! touches the device, never panics.
+//!
+//! Using it:
+//!
+//! ```no_run
+//! use moreau::contact::{SolverKind, SolverSettings};
+//! use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let problems: Vec<moreau::contact::ContactProblem> = Vec::new();
+//! let ctx = GpuContext::new()?;
+//! // Buffers for 4096 problems of up to 12 contacts, reused by every solve.
+//! let mut solver = GpuSolver::new(&ctx, SolverKind::NcpAdmm, BatchCapacity::uniform(4096, 12))?;
+//! let settings = SolverSettings { tolerance: 1e-6, max_iterations: 500, ..Default::default() };
+//! let mut out = BatchOutput::default();
+//! solver.solve(&problems, &settings, &mut out)?; // or submit(..) … wait(..)
+//! for i in 0..out.len() {
+//!     let p = out.problem(i); // λ, c (f32), iterations, residuals, flags
+//!     if p.flags() != 0 { /* NaN, not PSD, over capacity, diverged: see flag_names */ }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The kernels run one invocation per problem and split a solve across
+//! dispatches (PGS: a chunk of sweeps; ADMM: steps of a state machine within
+//! a loop budget), because Mesa's lavapipe, the CI's device, stops every
+//! loop of an invocation past 65 535 iterations, and because a real GPU's
+//! watchdog dislikes long dispatches; a canary loop flags a problem whose
+//! dispatch hit such a limit ([`FLAG_LOOP_LIMIT`]). The design choices
+//! (layout, decomposition, who factorizes `G + R + ρI`) and the measured f32
+//! limits are recorded in `shaders/README.md`; [`bench`] measures throughput
+//! against one CPU core (`moreau bench solve`).
 
 pub mod admm;
 pub mod batch;
