@@ -14,6 +14,7 @@ pub mod collision;
 pub mod contact;
 pub mod dynamics;
 pub mod error;
+pub mod gpu;
 pub mod math;
 pub mod model;
 pub mod scenes;

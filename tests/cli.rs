@@ -137,10 +137,11 @@ fn dumped_problems_are_solved_by_moreau_solve() {
         "nothing is solved before all problems are valid"
     );
 
-    // No GPU backend yet.
-    let out = moreau_solve(&dump, &["--solver", "ncp-admm", "--device", "gpu"]);
+    // A solver without a GPU kernel is refused on the GPU, by name
+    // (tests/gpu_solvers.rs checks the GPU path itself).
+    let out = moreau_solve(&dump, &["--solver", "raisim", "--device", "gpu"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("GPU backend is not built yet"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`raisim` has no GPU kernel"));
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 enum Device {
     /// The f64 CPU reference solvers.
     Cpu,
-    /// The batched wgpu solvers (not built yet).
+    /// The batched wgpu solvers (f32; lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm).
     Gpu,
 }
 
@@ -55,6 +55,39 @@ macro_rules! say {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Subcommand)]
+enum BenchWhat {
+    /// Batched GPU solves (f32) against the same algorithm on one CPU core
+    /// (f64), on random well-posed problems: problems per second, the ratio,
+    /// upload / solve / download times, GPU bytes per problem; writes
+    /// bench_solve.json and bench_solve.svg (throughput versus batch size)
+    /// to --out. On a software adapter (lavapipe) the figures are not GPU
+    /// figures: use them to check that the path works.
+    Solve {
+        /// GPU solver (lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm).
+        #[arg(long, value_parser = parse_solver, default_value = "ncp-pgs")]
+        solver: SolverKind,
+        /// Problems per batch.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 4096, 65536])]
+        batch: Vec<usize>,
+        /// Contacts per problem.
+        #[arg(long, value_delimiter = ',', default_values_t = [4, 12, 48])]
+        contacts: Vec<usize>,
+        /// Iteration cap (a fixed iteration count unless --tol is given).
+        #[arg(long, visible_alias = "max-iter", default_value_t = 50)]
+        iterations: usize,
+        /// Solve to this eps_abs instead of a fixed iteration count.
+        #[arg(long)]
+        tol: Option<f64>,
+        /// Timed repeats per point (the fastest is kept).
+        #[arg(long, default_value_t = 3)]
+        repeats: usize,
+        /// Output folder.
+        #[arg(long, default_value = "bench-solve-out")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -119,12 +152,23 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
         max_iter: usize,
-        /// Where to solve. Only the CPU (f64) backend is built so far.
+        /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
+        /// problems in one batch; the adapter is picked as `moreau info`
+        /// says; in f32, tolerances much below 1e-6 of the problem's scale
+        /// are not reachable and the solve stops at --max-iter; time_us is
+        /// the batch's time divided by the number of problems).
         #[arg(long, value_enum, default_value_t = Device::Cpu)]
         device: Device,
     },
+    /// List the GPU adapters found, the one chosen (MOREAU_ADAPTER=substring
+    /// picks one by name; otherwise discrete > integrated > virtual > CPU)
+    /// and its limits.
+    Info,
     /// Measure steps per second and the time per stage, one world on one CPU core.
     Bench {
+        /// `solve`: batched GPU solver throughput against one CPU core.
+        #[command(subcommand)]
+        what: Option<BenchWhat>,
         /// Scenes to run (default: quadruped and pyramid).
         #[arg(long, value_delimiter = ',')]
         scene: Vec<String>,
@@ -231,9 +275,28 @@ fn main() -> ExitCode {
             max_iter,
             device,
         } => solve(&file, solver, tol, max_iter, device),
-        Command::Bench { scene, steps, out } => bench(scene, steps, out),
+        Command::Bench {
+            what:
+                Some(BenchWhat::Solve {
+                    solver,
+                    batch,
+                    contacts,
+                    iterations,
+                    tol,
+                    repeats,
+                    out,
+                }),
+            ..
+        } => bench_solve(solver, batch, contacts, iterations, tol, repeats, &out),
+        Command::Bench {
+            what: None,
+            scene,
+            steps,
+            out,
+        } => bench(scene, steps, out),
         Command::Compare { out, quick } => compare(&out, quick),
         Command::Inspect { file, options } => inspect(&file, &options),
+        Command::Info => info(),
         Command::Scenes => {
             for name in SCENE_NAMES {
                 let s = scenes::scene(name).expect("built-in scenes are valid");
@@ -485,12 +548,6 @@ fn solve(
     max_iter: usize,
     device: Device,
 ) -> Result<(), AnyError> {
-    if device == Device::Gpu {
-        return Err(
-            "--device gpu: the GPU backend is not built yet (a later issue adds it); use --device cpu"
-                .into(),
-        );
-    }
     let settings = SolverSettings {
         tolerance: tol,
         max_iterations: max_iter,
@@ -500,6 +557,9 @@ fn solve(
         return Err(format!("--tol {tol}: {e}").into());
     }
     let problems = read_problems(file)?;
+    if device == Device::Gpu {
+        return solve_gpu(file, &problems, kind, &settings);
+    }
     let own_model = study::solver_model(kind, &settings);
     let model = study::model_name(own_model);
     let mut solver = kind.build();
@@ -546,6 +606,226 @@ fn solve(
         if writeln!(stdout, "{line}").is_err() {
             break; // stdout closed (e.g. piped into `head`)
         }
+    }
+    Ok(())
+}
+
+/// `moreau solve --device gpu`: every problem in one batch.
+fn solve_gpu(
+    file: &std::path::Path,
+    problems: &[moreau::contact::ContactProblem],
+    kind: SolverKind,
+    settings: &SolverSettings,
+) -> Result<(), AnyError> {
+    use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
+    moreau::gpu::check_kernel(kind)?;
+    let ctx = GpuContext::new()?;
+    let max_nc = problems.iter().map(|p| p.nc()).max().unwrap_or(0);
+    let capacity = BatchCapacity {
+        problems: problems.len(),
+        contacts: problems.iter().map(|p| p.nc()).sum(),
+        max_contacts_per_problem: max_nc,
+        delassus_floats: problems
+            .iter()
+            .map(|p| moreau::gpu::batch::tri(3 * p.nc()))
+            .sum(),
+    };
+    let mut solver = GpuSolver::new(&ctx, kind, capacity)?;
+    let mut out = BatchOutput::default();
+    let start = Instant::now();
+    solver.solve(problems, settings, &mut out)?;
+    let time_us = start.elapsed().as_secs_f64() * 1e6 / problems.len().max(1) as f64;
+    let own_model = study::solver_model(kind, settings);
+    let model = study::model_name(own_model);
+    let mut flagged = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    for (i, p) in problems.iter().enumerate() {
+        let o = out.problem(i);
+        if o.flags() != 0 {
+            flagged.push(format!("problem {i}: {}", flag_names(o.flags()).join(", ")));
+            continue;
+        }
+        let lambda: Vec<f64> = o.lambda.iter().map(|&x| x as f64).collect();
+        let mut c = vec![0.0; p.g.len()];
+        p.contact_velocity(&lambda, &mut c);
+        let ncp = ncp_residuals(&p.mu, &lambda, &c);
+        let res = match own_model {
+            Some(m) => model_residuals(m, &p.mu, &lambda, &c),
+            None => ncp,
+        };
+        let line = serde_json::to_string(&SolveLine {
+            problem: i,
+            nc: p.nc(),
+            solver: kind.name(),
+            model: &model,
+            lambda: &lambda,
+            c: &c,
+            iterations: o.result.iterations as usize,
+            converged: o.converged(),
+            eps_abs: res.eps_abs,
+            eps_p: res.primal,
+            eps_d: res.dual,
+            eps_c: res.complementarity,
+            eps_ncp: ncp.eps_abs,
+            time_us,
+        })?;
+        if writeln!(stdout, "{line}").is_err() {
+            break;
+        }
+    }
+    if !flagged.is_empty() {
+        return Err(format!(
+            "{}: solver {} on {}: {}",
+            file.display(),
+            kind.name(),
+            ctx.adapter.name,
+            flagged.join("; ")
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `moreau bench solve`.
+fn bench_solve(
+    kind: SolverKind,
+    batches: Vec<usize>,
+    contacts: Vec<usize>,
+    iterations: usize,
+    tol: Option<f64>,
+    repeats: usize,
+    out: &std::path::Path,
+) -> Result<(), AnyError> {
+    use moreau::gpu::bench::{BenchConfig, plot, run};
+    moreau::gpu::check_kernel(kind)?;
+    let ctx = moreau::gpu::GpuContext::new()?;
+    say!("device: {}", ctx.adapter);
+    if ctx.adapter.device_type == wgpu::DeviceType::Cpu {
+        say!(
+            "notice: a software adapter: these are not GPU figures (correctness of the path only)"
+        );
+    }
+    say!(
+        "solver {} (GPU f32, CPU f64 on one core), cold starts, random well-posed problems, {}",
+        kind.name(),
+        match tol {
+            Some(t) => format!("to eps_abs {t:e} (cap {iterations})"),
+            None => format!("{iterations} iterations"),
+        }
+    );
+    say!(
+        "{:>8} {:>7} {:>13} {:>13} {:>8} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
+        "contacts",
+        "batch",
+        "GPU prob/s",
+        "CPU prob/s",
+        "ratio",
+        "upload ms",
+        "solve ms",
+        "dl ms",
+        "it GPU",
+        "it CPU",
+        "B/problem",
+        "ΔRSS KiB"
+    );
+    let cfg = BenchConfig {
+        kind,
+        contacts,
+        batches,
+        max_iterations: iterations,
+        tolerance: tol,
+        repeats,
+        cpu_sample: 32,
+    };
+    let rows = run(&ctx, &cfg, |r| match &r.skipped {
+        Some(why) => say!("{:>8} {:>7} skipped: {why}", r.contacts, r.batch),
+        None => say!(
+            "{:>8} {:>7} {:>13.0} {:>13.0} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>8.1} {:>8.1} {:>10} {:>8}",
+            r.contacts,
+            r.batch,
+            r.gpu_problems_per_s,
+            r.cpu_problems_per_s,
+            r.ratio,
+            r.upload_ms,
+            r.solve_ms,
+            r.download_ms,
+            r.mean_iterations_gpu,
+            r.mean_iterations_cpu,
+            r.gpu_bytes_per_problem,
+            r.host_rss_growth_kib.map_or("-".into(), |k| k.to_string())
+        ),
+    })?;
+    std::fs::create_dir_all(out)?;
+    let json = out.join("bench_solve.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&rows)?)?;
+    say!("written: {}", json.display());
+    let svg = out.join("bench_solve.svg");
+    match plot(&rows, &svg) {
+        Ok(()) => say!("written: {}", svg.display()),
+        Err(e) => eprintln!("no plot: {e}"),
+    }
+    Ok(())
+}
+
+/// `moreau info`: the adapters, the one chosen and its limits.
+fn info() -> Result<(), AnyError> {
+    use moreau::gpu::{BatchCapacity, GpuContext};
+    let wanted = std::env::var("MOREAU_ADAPTER").ok();
+    let ctx = match GpuContext::with_adapter(wanted.as_deref()) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let (_, adapters) = moreau::gpu::enumerate_adapters();
+            say!("adapters found: {}", adapters.len());
+            for a in &adapters {
+                say!("  {:?}", a.get_info());
+            }
+            return Err(e.into());
+        }
+    };
+    say!("adapters found: {}", ctx.adapters.len());
+    for (i, a) in ctx.adapters.iter().enumerate() {
+        say!("  [{i}] {a}");
+    }
+    say!(
+        "chosen: {}{}",
+        ctx.adapter,
+        match &wanted {
+            Some(w) => format!(" (MOREAU_ADAPTER={w:?})"),
+            None => " (by type: discrete > integrated > virtual > cpu)".into(),
+        }
+    );
+    let l = &ctx.limits;
+    say!("limits:");
+    say!(
+        "  max_storage_buffer_binding_size     {} bytes",
+        l.max_storage_buffer_binding_size
+    );
+    say!(
+        "  max_buffer_size                     {} bytes",
+        l.max_buffer_size
+    );
+    say!(
+        "  max_storage_buffers_per_shader_stage {}",
+        l.max_storage_buffers_per_shader_stage
+    );
+    say!(
+        "  max_compute_workgroups_per_dimension {}",
+        l.max_compute_workgroups_per_dimension
+    );
+    say!(
+        "  max_compute_invocations_per_workgroup {}",
+        l.max_compute_invocations_per_workgroup
+    );
+    say!("GPU solvers: {}", moreau::gpu::GPU_SOLVERS);
+    for nc in [4, 12, 48] {
+        let cap = BatchCapacity::uniform(65_536, nc);
+        say!(
+            "device memory, 65536 problems of {nc} contacts: PGS {:.1} MiB ({} B/problem), ADMM {:.1} MiB ({} B/problem)",
+            cap.device_bytes(false) as f64 / 1048576.0,
+            cap.device_bytes(false) / 65_536,
+            cap.device_bytes(true) as f64 / 1048576.0,
+            cap.device_bytes(true) / 65_536,
+        );
     }
     Ok(())
 }

@@ -1,0 +1,514 @@
+//! The packed layout of a batch of contact problems, as the kernels read it.
+//!
+//! A batch of `N` problems with `nc_p` contacts each (`m_p = 3·nc_p`) is
+//! five flat arrays, every problem at an offset given by its header:
+//!
+//! | buffer      | element            | per problem                    | offset field     |
+//! |-------------|--------------------|--------------------------------|------------------|
+//! | `problems`  | [`GpuProblem`]     | 1 (32 B)                       | problem index    |
+//! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`) | `delassus_offset` |
+//! | `contacts`  | [`GpuContact`]     | `nc` (32 B each: g, μ, R)      | `contact_offset` |
+//! | `lambda`, `c` | f32              | `3·nc` (warm start in, λ out; c out) | `3·contact_offset` |
+//! | `results`   | [`GpuResult`]      | 1 (80 B)                       | problem index    |
+//! | `work` (ADMM) | f32              | `6m + m(m+1)/2` (x, z_prev, u, s, tmp, best, Cholesky factor) | `work_offset` |
+//!
+//! Why the lower triangle rather than the dense `m × m`: G is symmetric (the
+//! host refuses one that is not), the triangle halves the upload and the
+//! device memory (65 536 problems of 12 contacts: 174 MB instead of 340 MB
+//! for G), and the kernels, one thread per problem, read it through one
+//! index computation. Why offsets rather than padding every problem to the
+//! largest: batches mix 1-contact and 64-contact problems, and padding to
+//! 64 contacts would cost `(192² / 2)·4` = 74 KB per problem whatever its size.
+//!
+//! Capacity ([`BatchCapacity`]) is fixed when a solver is created; a batch
+//! over it is refused before anything is uploaded, with the excess named.
+//! A problem with more contacts than `max_contacts_per_problem`, or that
+//! fails validation (NaN, negative μ or R, asymmetric G, wrong sizes), is
+//! flagged and not uploaded; the rest of the batch is solved normally.
+
+use super::GpuError;
+use crate::contact::ContactProblem;
+use bytemuck::{Pod, Zeroable};
+
+/// Flag: the problem failed host validation (NaN, sizes, μ < 0, R < 0, asymmetric G).
+pub const FLAG_INVALID: u32 = 1;
+/// Flag: a 3×3 diagonal block of G + R has a negative principal minor, or
+/// the in-kernel Cholesky factorization of G + R + ρI met a non-positive pivot.
+pub const FLAG_NOT_PSD: u32 = 2;
+/// Flag: the iterates became non-finite.
+pub const FLAG_DIVERGED: u32 = 4;
+/// Flag: more contacts than the solver's `max_contacts_per_problem`.
+pub const FLAG_OVER_CAPACITY: u32 = 8;
+/// Flag: the driver's per-invocation loop limit was reached during a
+/// dispatch (Mesa's llvmpipe / lavapipe), so the results cannot be trusted.
+pub const FLAG_LOOP_LIMIT: u32 = 16;
+
+/// Trip count of the kernels' canary loop (see [`FLAG_LOOP_LIMIT`]).
+pub const CANARY: u32 = 16;
+
+/// Names of the flags set in `flags`, for messages.
+pub fn flag_names(flags: u32) -> Vec<&'static str> {
+    [
+        (FLAG_INVALID, "invalid"),
+        (FLAG_NOT_PSD, "not-psd"),
+        (FLAG_DIVERGED, "diverged"),
+        (FLAG_OVER_CAPACITY, "over-capacity"),
+        (FLAG_LOOP_LIMIT, "driver-loop-limit"),
+    ]
+    .iter()
+    .filter(|(f, _)| flags & f != 0)
+    .map(|&(_, n)| n)
+    .collect()
+}
+
+/// Kernel parameters shared by the whole batch (uniform buffer).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuParams {
+    pub num_problems: u32,
+    /// 0: NCP, 1: CCP, 2: LCP (pyramid).
+    pub model: u32,
+    /// LCP: facets of the friction pyramid.
+    pub facets: u32,
+    /// ADMM: adapt ρ by residual balancing (1) or keep it (0).
+    pub adaptive_rho: u32,
+    /// Over-relaxation ω (PGS) or α (ADMM).
+    pub omega: f32,
+    /// ADMM: initial ρ; ≤ 0 picks `0.1·L`.
+    pub rho: f32,
+    /// How much one dispatch may do per problem before the problem suspends
+    /// (the work is split across dispatches, see [`super::solver`]): PGS,
+    /// iterations; ADMM, loop iterations (its steps have unequal costs).
+    pub chunk: u32,
+    /// A loop count (16) whose shortfall reveals a driver's loop limiter.
+    pub canary: u32,
+}
+
+/// One problem's header.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuProblem {
+    /// First f32 of the packed lower triangle of G in `delassus`.
+    pub delassus_offset: u32,
+    /// First contact in `contacts` (and `3·contact_offset` in `lambda`, `c`).
+    pub contact_offset: u32,
+    /// Contacts uploaded (0 when the problem is flagged by the host).
+    pub nc: u32,
+    pub max_iterations: u32,
+    /// Target `ε_abs`.
+    pub tolerance: f32,
+    /// First f32 of the ADMM scratch in `work`.
+    pub work_offset: u32,
+    /// Host flags (non-zero: the kernel skips the problem).
+    pub flags: u32,
+    /// `max |G_ij|`, the scale of the positive semi-definiteness test.
+    pub delassus_scale: f32,
+}
+
+/// One contact's data: free velocity `g` with `μ` in the fourth lane, and
+/// the diagonal compliance `R` (WGSL: two `vec4<f32>`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuContact {
+    /// `[g_t1, g_t2, g_n, μ]`.
+    pub g_mu: [f32; 4],
+    /// `[R_t1, R_t2, R_n, 0]`.
+    pub compliance: [f32; 4],
+}
+
+/// What the kernel writes back per problem; also the state of a solve that
+/// spans several dispatches (zeroed before the first).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuResult {
+    pub iterations: u32,
+    /// Host flags, plus the kernel's `FLAG_NOT_PSD`, `FLAG_DIVERGED`.
+    pub flags: u32,
+    pub eps_abs: f32,
+    pub primal: f32,
+    pub dual: f32,
+    pub complementarity: f32,
+    /// ADMM: final ρ.
+    pub rho: f32,
+    /// ADMM: number of factorizations of `G + R + ρI`.
+    pub factorizations: u32,
+    /// 0: not started, 2: done; others: running (PGS: 1; ADMM: its phase).
+    pub state: u32,
+    /// ADMM: attempt (0 warm, 1 cold restart), iteration of the last ρ
+    /// change, whether ρ still adapts.
+    pub attempt: u32,
+    pub last_update: u32,
+    pub adapt: u32,
+    /// ADMM: `ε_abs` at the start of the attempt, best `ε_abs` so far, and
+    /// the largest eigenvalue estimate of `G + R`.
+    pub start_eps: f32,
+    pub best_eps: f32,
+    pub scale: f32,
+    /// ADMM: step within a phase (power iteration, factorization column).
+    pub step: u32,
+    /// ADMM: ρ before the change being factorized (0: not an adaptive change).
+    pub rho_prev: f32,
+    pub _pad: [u32; 3],
+}
+
+/// `GpuResult::state` of a finished problem.
+pub const STATE_DONE: u32 = 2;
+
+const _: () = assert!(std::mem::size_of::<GpuParams>() == 32);
+const _: () = assert!(std::mem::size_of::<GpuProblem>() == 32);
+const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
+const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);
+
+/// `m(m+1)/2`.
+#[inline]
+pub fn tri(m: usize) -> usize {
+    m * (m + 1) / 2
+}
+
+/// ADMM scratch floats for a problem of `m` unknowns.
+#[inline]
+pub fn admm_work(m: usize) -> usize {
+    6 * m + tri(m)
+}
+
+/// Sizes fixed when a solver is created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchCapacity {
+    pub problems: usize,
+    /// Total contacts over the batch.
+    pub contacts: usize,
+    /// Contacts of the largest problem; a larger one is flagged, not solved.
+    pub max_contacts_per_problem: usize,
+    /// Total f32 of the packed lower triangles (`Σ m(m+1)/2`).
+    pub delassus_floats: usize,
+}
+
+impl BatchCapacity {
+    /// Room for `problems` problems of up to `contacts_per_problem` contacts each.
+    pub fn uniform(problems: usize, contacts_per_problem: usize) -> Self {
+        BatchCapacity {
+            problems,
+            contacts: problems * contacts_per_problem,
+            max_contacts_per_problem: contacts_per_problem,
+            delassus_floats: problems * tri(3 * contacts_per_problem),
+        }
+    }
+
+    /// Scratch floats ADMM needs at most: `Σ 6m + m(m+1)/2`.
+    pub fn admm_work_floats(&self) -> usize {
+        18 * self.contacts + self.delassus_floats
+    }
+
+    /// Device bytes of the buffers a solver allocates (ADMM adds its scratch),
+    /// the readback staging buffer included.
+    pub fn device_bytes(&self, admm: bool) -> u64 {
+        let p = self.problems as u64;
+        let c = self.contacts as u64;
+        let mut b = 32 // params
+            + 32 * p // problems
+            + 4 * self.delassus_floats as u64
+            + 32 * c // contacts
+            + 2 * 12 * c // lambda, c
+            + 80 * p // results
+            + 4 // running counter
+            + (2 * 12 * c + 80 * p + 4); // readback
+        if admm {
+            b += 4 * self.admm_work_floats() as u64;
+        }
+        b
+    }
+}
+
+/// A batch packed on the host, ready to upload. Reuse it across steps
+/// ([`HostBatch::clear`] keeps the allocations), so that packing does not
+/// allocate once it has reached its working size.
+#[derive(Clone, Debug, Default)]
+pub struct HostBatch {
+    pub(crate) problems: Vec<GpuProblem>,
+    pub(crate) delassus: Vec<f32>,
+    pub(crate) contacts: Vec<GpuContact>,
+    /// Warm starts (3 per contact).
+    pub(crate) lambda: Vec<f32>,
+    /// Contacts as given by the caller (a flagged problem uploads none).
+    pub(crate) declared_nc: Vec<u32>,
+    /// ADMM scratch floats of the problems so far.
+    pub(crate) work_floats: usize,
+    max_contacts_per_problem: usize,
+}
+
+impl HostBatch {
+    /// An empty batch whose problems may have up to `max_contacts_per_problem`
+    /// contacts (larger ones are flagged [`FLAG_OVER_CAPACITY`]).
+    pub fn new(max_contacts_per_problem: usize) -> Self {
+        HostBatch {
+            max_contacts_per_problem,
+            ..Default::default()
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.problems.clear();
+        self.delassus.clear();
+        self.contacts.clear();
+        self.lambda.clear();
+        self.declared_nc.clear();
+        self.work_floats = 0;
+    }
+
+    pub fn len(&self) -> usize {
+        self.problems.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Contacts uploaded so far.
+    pub fn contacts(&self) -> usize {
+        self.contacts.len()
+    }
+
+    pub fn delassus_floats(&self) -> usize {
+        self.delassus.len()
+    }
+
+    fn flagged(&mut self, nc: usize, flags: u32, max_iterations: usize, tolerance: f64) -> usize {
+        self.problems.push(GpuProblem {
+            delassus_offset: self.delassus.len() as u32,
+            contact_offset: self.contacts.len() as u32,
+            nc: 0,
+            max_iterations: max_iterations.min(u32::MAX as usize) as u32,
+            tolerance: tolerance as f32,
+            work_offset: self.work_floats as u32,
+            flags,
+            delassus_scale: 0.0,
+        });
+        self.declared_nc.push(nc as u32);
+        self.problems.len() - 1
+    }
+
+    fn header(&mut self, nc: usize, max_iterations: usize, tolerance: f64) {
+        let m = 3 * nc;
+        self.problems.push(GpuProblem {
+            delassus_offset: self.delassus.len() as u32,
+            contact_offset: self.contacts.len() as u32,
+            nc: nc as u32,
+            max_iterations: max_iterations.min(u32::MAX as usize) as u32,
+            tolerance: tolerance as f32,
+            work_offset: self.work_floats as u32,
+            flags: 0,
+            delassus_scale: 0.0,
+        });
+        self.declared_nc.push(nc as u32);
+        self.work_floats += admm_work(m);
+    }
+
+    /// Sets the last problem's `delassus_scale` from its uploaded triangle.
+    fn set_scale(&mut self) {
+        if let Some(h) = self.problems.last_mut() {
+            let a = h.delassus_offset as usize;
+            h.delassus_scale = self.delassus[a..]
+                .iter()
+                .fold(0.0f32, |m, x| m.max(x.abs()));
+        }
+    }
+
+    /// Appends a problem (validated: a problem that fails
+    /// [`ContactProblem::validate`] or has too many contacts is flagged and
+    /// not uploaded). Returns its index in the batch.
+    pub fn push(&mut self, p: &ContactProblem, max_iterations: usize, tolerance: f64) -> usize {
+        let nc = p.nc();
+        if nc > self.max_contacts_per_problem {
+            return self.flagged(nc, FLAG_OVER_CAPACITY, max_iterations, tolerance);
+        }
+        let bad_tol = !(tolerance.is_finite() && tolerance > 0.0);
+        if p.validate().is_err() || bad_tol || !fits_f32(p) {
+            return self.flagged(nc, FLAG_INVALID, max_iterations, tolerance);
+        }
+        self.header(nc, max_iterations, tolerance);
+        let m = 3 * nc;
+        for i in 0..m {
+            for j in 0..=i {
+                // The symmetric part (validate accepted asymmetry up to 1e-9·max|G|).
+                let v = 0.5 * (p.delassus[(i, j)] + p.delassus[(j, i)]);
+                self.delassus.push(v as f32);
+            }
+        }
+        self.set_scale();
+        for i in 0..nc {
+            let k = 3 * i;
+            self.contacts.push(GpuContact {
+                g_mu: [
+                    p.g[k] as f32,
+                    p.g[k + 1] as f32,
+                    p.g[k + 2] as f32,
+                    p.mu[i] as f32,
+                ],
+                compliance: [
+                    p.compliance[k] as f32,
+                    p.compliance[k + 1] as f32,
+                    p.compliance[k + 2] as f32,
+                    0.0,
+                ],
+            });
+        }
+        self.lambda.extend(p.warm_start.iter().map(|&x| x as f32));
+        self.problems.len() - 1
+    }
+
+    /// Appends a problem given as packed f32 slices, as a batch pipeline
+    /// produces them (no per-problem allocation): `delassus_lower` the lower
+    /// triangle of G row-major (`m(m+1)/2`), `g` and `compliance` (`m`), `mu`
+    /// (`nc`), `warm_start` (`m`). Wrong lengths are a caller error; NaN,
+    /// negative μ or R are flagged [`FLAG_INVALID`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_packed(
+        &mut self,
+        delassus_lower: &[f32],
+        g: &[f32],
+        mu: &[f32],
+        compliance: &[f32],
+        warm_start: &[f32],
+        max_iterations: usize,
+        tolerance: f32,
+    ) -> Result<usize, GpuError> {
+        let nc = mu.len();
+        let m = 3 * nc;
+        for (what, got, want) in [
+            ("delassus_lower", delassus_lower.len(), tri(m)),
+            ("g", g.len(), m),
+            ("compliance", compliance.len(), m),
+            ("warm_start", warm_start.len(), m),
+        ] {
+            if got != want {
+                return Err(GpuError::InvalidSetting(format!(
+                    "push_packed: {what} has length {got}, expected {want} for {nc} contacts"
+                )));
+            }
+        }
+        if nc > self.max_contacts_per_problem {
+            return Ok(self.flagged(nc, FLAG_OVER_CAPACITY, max_iterations, tolerance as f64));
+        }
+        let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+        let non_negative = |v: &[f32]| v.iter().all(|&x| x.is_finite() && x >= 0.0);
+        let valid = finite(delassus_lower)
+            && finite(g)
+            && finite(warm_start)
+            && non_negative(mu)
+            && non_negative(compliance)
+            && tolerance.is_finite()
+            && tolerance > 0.0;
+        if !valid {
+            return Ok(self.flagged(nc, FLAG_INVALID, max_iterations, tolerance as f64));
+        }
+        self.header(nc, max_iterations, tolerance as f64);
+        self.delassus.extend_from_slice(delassus_lower);
+        self.set_scale();
+        for (i, &mu_i) in mu.iter().enumerate() {
+            let k = 3 * i;
+            self.contacts.push(GpuContact {
+                g_mu: [g[k], g[k + 1], g[k + 2], mu_i],
+                compliance: [compliance[k], compliance[k + 1], compliance[k + 2], 0.0],
+            });
+        }
+        self.lambda.extend_from_slice(warm_start);
+        Ok(self.problems.len() - 1)
+    }
+
+    /// Refuses a batch over `cap`, naming the excess.
+    pub fn check_capacity(&self, cap: &BatchCapacity) -> Result<(), GpuError> {
+        for (what, got, capacity) in [
+            ("the number of problems", self.problems.len(), cap.problems),
+            (
+                "the total number of contacts",
+                self.contacts.len(),
+                cap.contacts,
+            ),
+            (
+                "the number of Delassus floats (Σ m(m+1)/2)",
+                self.delassus.len(),
+                cap.delassus_floats,
+            ),
+        ] {
+            if got > capacity {
+                return Err(GpuError::CapacityExceeded {
+                    what,
+                    got: got as u64,
+                    capacity: capacity as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether every value of `p` fits in f32 (no overflow to infinity).
+fn fits_f32(p: &ContactProblem) -> bool {
+    let ok = |v: &[f64]| v.iter().all(|&x| (x as f32).is_finite());
+    ok(p.delassus.as_slice())
+        && ok(p.g.as_slice())
+        && ok(&p.mu)
+        && ok(p.compliance.as_slice())
+        && ok(p.warm_start.as_slice())
+}
+
+/// The results of a batch, read back from the device; reused across solves.
+#[derive(Clone, Debug, Default)]
+pub struct BatchOutput {
+    /// (3·contacts) impulses, problem after problem.
+    pub lambda: Vec<f32>,
+    /// (3·contacts) contact velocities `(G + R)λ + g`, exact for the returned λ (in f32).
+    pub c: Vec<f32>,
+    /// (problems) per-problem stats and flags.
+    pub results: Vec<GpuResult>,
+    pub(crate) headers: Vec<GpuProblem>,
+    pub(crate) declared_nc: Vec<u32>,
+}
+
+/// One problem's view of a [`BatchOutput`].
+#[derive(Clone, Copy, Debug)]
+pub struct ProblemOutput<'a> {
+    /// Contacts of the problem as given (λ and c are empty when it was flagged by the host).
+    pub nc: usize,
+    pub lambda: &'a [f32],
+    pub c: &'a [f32],
+    pub result: GpuResult,
+    /// The tolerance the problem was given.
+    pub tolerance: f32,
+}
+
+impl ProblemOutput<'_> {
+    pub fn flags(&self) -> u32 {
+        self.result.flags
+    }
+    /// Solved without any flag and reached its tolerance.
+    pub fn converged(&self) -> bool {
+        // (A finished solve; unfinished ones are flagged by the solver.)
+        self.result.flags == 0 && self.result.eps_abs <= self.tolerance
+    }
+    /// λ as f64.
+    pub fn lambda_f64(&self) -> nalgebra::DVector<f64> {
+        nalgebra::DVector::from_iterator(self.lambda.len(), self.lambda.iter().map(|&x| x as f64))
+    }
+}
+
+impl BatchOutput {
+    pub fn len(&self) -> usize {
+        self.results.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+    pub fn problem(&self, i: usize) -> ProblemOutput<'_> {
+        let h = &self.headers[i];
+        let a = 3 * h.contact_offset as usize;
+        let b = a + 3 * h.nc as usize;
+        ProblemOutput {
+            nc: self.declared_nc[i] as usize,
+            lambda: &self.lambda[a..b],
+            c: &self.c[a..b],
+            result: self.results[i],
+            tolerance: h.tolerance,
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Throughput of a batched GPU solver against the same algorithm on one CPU
+//! core (`moreau bench solve`, `benches/gpu_solvers.rs`).
+//!
+//! The problems are random and well posed (`G = AAᵀ + I/2`, a free
+//! velocity that pushes every contact into its surface and slides it, μ in
+//! [0.1, 1]): a pool of 16 per size, repeated to fill the batch. The GPU runs
+//! in f32, the CPU twin in f64 (there is no f32 CPU implementation); both
+//! get the same iteration cap and tolerance (fixed-iteration runs use a
+//! tolerance of 1e-30, never reached). Timings are host-side: upload
+//! (packing into wgpu's staging buffers and encoding), solve (submit to
+//! results mapped: transfers, dispatches and the round trips between
+//! rounds) and download (copy out of the mapped readback).
+
+use super::{BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver};
+use crate::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
+use nalgebra::{DMatrix, DVector};
+use std::time::Instant;
+
+/// A random well-posed problem of `nc` contacts, deterministic in `seed`.
+pub fn random_problem(seed: u64, nc: usize) -> ContactProblem {
+    let mut state = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut next = move |lo: f64, hi: f64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        lo + (hi - lo) * ((state >> 11) as f64 / (1u64 << 53) as f64)
+    };
+    let m = 3 * nc;
+    let a = DMatrix::from_fn(m, m, |_, _| next(-1.0, 1.0)) / (m.max(1) as f64).sqrt();
+    let g = &a * a.transpose() + DMatrix::identity(m, m) * 0.5;
+    let mut free = DVector::from_fn(m, |_, _| next(-1.0, 1.0));
+    for i in 0..nc {
+        free[3 * i + 2] = next(-1.0, 0.2);
+    }
+    let mu = (0..nc).map(|_| next(0.1, 1.0)).collect();
+    ContactProblem {
+        delassus: g,
+        g: free,
+        mu,
+        compliance: DVector::zeros(m),
+        warm_start: DVector::zeros(m),
+    }
+}
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    pub kind: SolverKind,
+    pub contacts: Vec<usize>,
+    pub batches: Vec<usize>,
+    pub max_iterations: usize,
+    /// `None`: fixed iteration count (tolerance 1e-30).
+    pub tolerance: Option<f64>,
+    /// Timed GPU solves per point (after one warm-up); the fastest is kept.
+    pub repeats: usize,
+    /// Problems solved on the CPU per point (the throughput is extrapolated).
+    pub cpu_sample: usize,
+}
+
+/// One point: a solver, a problem size, a batch size.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BenchRow {
+    pub device: String,
+    pub driver: String,
+    pub solver: String,
+    pub gpu_precision: &'static str,
+    pub cpu_precision: &'static str,
+    pub contacts: usize,
+    pub batch: usize,
+    pub max_iterations: usize,
+    pub tolerance: f64,
+    pub warm_start: bool,
+    pub gpu_problems_per_s: f64,
+    pub cpu_problems_per_s: f64,
+    /// GPU over one CPU core.
+    pub ratio: f64,
+    pub upload_ms: f64,
+    pub solve_ms: f64,
+    pub download_ms: f64,
+    pub mean_iterations_gpu: f64,
+    pub mean_iterations_cpu: f64,
+    pub gpu_bytes_per_problem: u64,
+    /// Host resident memory growth over the timed repeats (KiB; Linux only).
+    pub host_rss_growth_kib: Option<i64>,
+    /// Why the point was not measured (e.g. over the adapter's buffer limits).
+    pub skipped: Option<String>,
+}
+
+/// Resident set size in KiB (Linux), for the host-memory check.
+pub fn rss_kib() -> Option<i64> {
+    let s = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: i64 = s.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4)
+}
+
+/// Runs every (contacts, batch) point of `cfg`, calling `each` after each.
+pub fn run(
+    ctx: &GpuContext,
+    cfg: &BenchConfig,
+    mut each: impl FnMut(&BenchRow),
+) -> Result<Vec<BenchRow>, GpuError> {
+    let tolerance = cfg.tolerance.unwrap_or(1e-30);
+    let settings = SolverSettings {
+        max_iterations: cfg.max_iterations,
+        tolerance,
+        ..Default::default()
+    };
+    let admm = matches!(cfg.kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm);
+    let mut rows = Vec::new();
+    for &nc in &cfg.contacts {
+        let pool: Vec<_> = (0..16).map(|s| random_problem(s as u64 + 1, nc)).collect();
+        // The CPU twin, on a sample.
+        let mut cpu = cfg.kind.build();
+        let mut sol = ContactSolution::default();
+        let sample = cfg.cpu_sample.max(1);
+        let start = Instant::now();
+        let mut cpu_iterations = 0usize;
+        for k in 0..sample {
+            cpu.solve(&pool[k % pool.len()], &settings, &mut sol)
+                .map_err(|e| GpuError::InvalidSetting(e.to_string()))?;
+            cpu_iterations += sol.stats.iterations;
+        }
+        let cpu_rate = sample as f64 / start.elapsed().as_secs_f64();
+        for &n in &cfg.batches {
+            let cap = BatchCapacity::uniform(n, nc);
+            let mut row = BenchRow {
+                device: ctx.adapter.name.clone(),
+                driver: format!("{} {}", ctx.adapter.driver, ctx.adapter.driver_info),
+                solver: cfg.kind.name().into(),
+                gpu_precision: "f32",
+                cpu_precision: "f64",
+                contacts: nc,
+                batch: n,
+                max_iterations: cfg.max_iterations,
+                tolerance,
+                warm_start: false,
+                cpu_problems_per_s: cpu_rate,
+                mean_iterations_cpu: cpu_iterations as f64 / sample as f64,
+                gpu_bytes_per_problem: cap.device_bytes(admm) / n.max(1) as u64,
+                ..Default::default()
+            };
+            let mut solver = match GpuSolver::new(ctx, cfg.kind, cap) {
+                Ok(s) => s,
+                Err(e @ GpuError::CapacityTooLarge { .. }) => {
+                    row.skipped = Some(e.to_string());
+                    each(&row);
+                    rows.push(row);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let mut batch = solver.new_batch();
+            for k in 0..n {
+                batch.push(&pool[k % pool.len()], settings.max_iterations, tolerance);
+            }
+            let mut out = BatchOutput::default();
+            solver.solve_batch(&batch, &settings, &mut out)?; // warm-up (pipeline compilation)
+            let rss0 = rss_kib();
+            let mut best = f64::INFINITY;
+            for _ in 0..cfg.repeats.max(1) {
+                let start = Instant::now();
+                solver.solve_batch(&batch, &settings, &mut out)?;
+                let t = start.elapsed().as_secs_f64();
+                if t < best {
+                    best = t;
+                    let tm = solver.last_timings();
+                    row.upload_ms = tm.upload.as_secs_f64() * 1e3;
+                    row.solve_ms = tm.solve.as_secs_f64() * 1e3;
+                    row.download_ms = tm.download.as_secs_f64() * 1e3;
+                }
+            }
+            row.host_rss_growth_kib = match (rss0, rss_kib()) {
+                (Some(a), Some(b)) => Some(b - a),
+                _ => None,
+            };
+            row.gpu_problems_per_s = n as f64 / best;
+            row.ratio = row.gpu_problems_per_s / cpu_rate;
+            row.mean_iterations_gpu =
+                out.results.iter().map(|r| r.iterations as f64).sum::<f64>() / n.max(1) as f64;
+            each(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Throughput versus batch size, log-log, one GPU line and one CPU line per
+/// problem size, as SVG.
+pub fn plot(rows: &[BenchRow], path: &std::path::Path) -> Result<(), String> {
+    use plotters::prelude::*;
+    let done: Vec<&BenchRow> = rows.iter().filter(|r| r.skipped.is_none()).collect();
+    if done.is_empty() {
+        return Err("no measured point to plot".into());
+    }
+    let xmax = done.iter().map(|r| r.batch).max().unwrap_or(1) as f64 * 1.5;
+    let ys = done
+        .iter()
+        .flat_map(|r| [r.gpu_problems_per_s, r.cpu_problems_per_s]);
+    let (ylo, yhi) = ys.fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let title = format!(
+        "{} on {} (f32) vs one CPU core (f64)",
+        done[0].solver, done[0].device
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0.7..xmax).log_scale(), (ylo / 2.0..yhi * 2.0).log_scale())
+        .map_err(|x| e(&x))?;
+    chart
+        .configure_mesh()
+        .x_desc("problems per batch")
+        .y_desc("problems per second")
+        .draw()
+        .map_err(|x| e(&x))?;
+    let mut contacts: Vec<usize> = done.iter().map(|r| r.contacts).collect();
+    contacts.dedup();
+    for (k, nc) in contacts.iter().enumerate() {
+        let color = Palette99::pick(k).to_rgba();
+        let pts: Vec<(f64, f64)> = done
+            .iter()
+            .filter(|r| r.contacts == *nc)
+            .map(|r| (r.batch as f64, r.gpu_problems_per_s))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(|x| e(&x))?
+            .label(format!("GPU, {nc} contacts"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(|x| e(&x))?;
+        let cpu: Vec<(f64, f64)> = done
+            .iter()
+            .filter(|r| r.contacts == *nc)
+            .map(|r| (r.batch as f64, r.cpu_problems_per_s))
+            .collect();
+        chart
+            .draw_series(DashedLineSeries::new(cpu, 6, 4, color.stroke_width(1)))
+            .map_err(|x| e(&x))?
+            .label(format!("CPU core, {nc} contacts (dashed)"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}

@@ -1,0 +1,405 @@
+//! The wgpu side of moreau: a [`GpuContext`] (adapter and device), the
+//! packed [`batch`] layout of many contact problems, and the batched WGSL
+//! solvers ([`GpuSolver`], kernels in `shaders/pgs.wgsl` and
+//! `shaders/admm.wgsl`), each the f32 twin of a CPU solver of
+//! [`crate::contact::solvers`].
+//!
+//! Adapter choice: every adapter of the primary backends (Vulkan, Metal,
+//! DX12; `WGPU_BACKEND=gl` or another list replaces them) is enumerated; the
+//! environment variable `MOREAU_ADAPTER` (a case-insensitive substring of
+//! the adapter's name, e.g. `llvmpipe` or `4090`) picks one, otherwise a
+//! discrete GPU is preferred to an integrated one, then a virtual one, then
+//! a CPU (software) one such as Mesa's lavapipe; ties go to Vulkan, then to
+//! enumeration order. The device is requested with the adapter's own limits
+//! (so that large batches can bind large buffers) after the few limits the
+//! kernels need are checked ([`REQUIRED_STORAGE_BUFFERS`], the workgroup
+//! size). Device loss and uncaptured errors (out of memory, validation) are
+//! recorded by callbacks and returned as [`GpuError`] by the next call that
+//! touches the device, never panics.
+//!
+//! Using it:
+//!
+//! ```no_run
+//! use moreau::contact::{SolverKind, SolverSettings};
+//! use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let problems: Vec<moreau::contact::ContactProblem> = Vec::new();
+//! let ctx = GpuContext::new()?;
+//! // Buffers for 4096 problems of up to 12 contacts, reused by every solve.
+//! let mut solver = GpuSolver::new(&ctx, SolverKind::NcpAdmm, BatchCapacity::uniform(4096, 12))?;
+//! let settings = SolverSettings { tolerance: 1e-6, max_iterations: 500, ..Default::default() };
+//! let mut out = BatchOutput::default();
+//! solver.solve(&problems, &settings, &mut out)?; // or submit(..) … wait(..)
+//! for i in 0..out.len() {
+//!     let p = out.problem(i); // λ, c (f32), iterations, residuals, flags
+//!     if p.flags() != 0 { /* NaN, not PSD, over capacity, diverged: see flag_names */ }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! The kernels run one invocation per problem and split a solve across
+//! dispatches (PGS: a chunk of sweeps; ADMM: steps of a state machine within
+//! a loop budget), because Mesa's lavapipe, the CI's device, stops every
+//! loop of an invocation past 65 535 iterations, and because a real GPU's
+//! watchdog dislikes long dispatches; a canary loop flags a problem whose
+//! dispatch hit such a limit ([`FLAG_LOOP_LIMIT`]). The design choices
+//! (layout, decomposition, who factorizes `G + R + ρI`) and the measured f32
+//! limits are recorded in `shaders/README.md`; [`bench`] measures throughput
+//! against one CPU core (`moreau bench solve`).
+
+pub mod admm;
+pub mod batch;
+pub mod bench;
+pub mod pgs;
+mod solver;
+
+pub use batch::{
+    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
+    FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
+    flag_names,
+};
+pub use solver::{GPU_SOLVERS, GpuSolver, GpuTimings, Submission, check_kernel};
+
+use std::sync::{Arc, Mutex};
+use thiserror::Error;
+
+/// Storage buffers one kernel binds (problems, G, contacts, λ, c, results, work, active count).
+pub const REQUIRED_STORAGE_BUFFERS: u32 = 8;
+
+/// What can go wrong on the GPU path. Bad problems are not errors: they are
+/// flagged per problem in [`BatchOutput`] while the rest of the batch is solved.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum GpuError {
+    #[error(
+        "no GPU adapter found (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers for the software lavapipe)"
+    )]
+    NoAdapter,
+    #[error("MOREAU_ADAPTER={wanted:?} matches no adapter; found: {available}")]
+    NoMatchingAdapter { wanted: String, available: String },
+    #[error("adapter `{adapter}`: {what} is {got}, the kernels need at least {needed}")]
+    InsufficientLimit {
+        adapter: String,
+        what: &'static str,
+        got: u64,
+        needed: u64,
+    },
+    #[error("adapter `{adapter}`: requesting a device failed: {reason}")]
+    RequestDevice { adapter: String, reason: String },
+    #[error("GPU out of memory while {during}: {reason}")]
+    OutOfMemory { during: String, reason: String },
+    #[error("GPU device lost ({reason})")]
+    DeviceLost { reason: String },
+    #[error("GPU error while {during}: {reason}")]
+    Gpu { during: String, reason: String },
+    #[error(
+        "batch over capacity: {what} is {got}, capacity {capacity} (over by {})",
+        got - capacity
+    )]
+    CapacityExceeded {
+        what: &'static str,
+        got: u64,
+        capacity: u64,
+    },
+    #[error(
+        "capacity {what} = {bytes} bytes exceeds the adapter's {limit_name} of {limit} bytes (adapter `{adapter}`)"
+    )]
+    CapacityTooLarge {
+        what: &'static str,
+        bytes: u64,
+        limit_name: &'static str,
+        limit: u64,
+        adapter: String,
+    },
+    #[error("solver `{solver}` has no GPU kernel (GPU solvers: {available})")]
+    UnsupportedSolver {
+        solver: &'static str,
+        available: &'static str,
+    },
+    #[error("invalid setting: {0}")]
+    InvalidSetting(String),
+    #[error("mapping the readback buffer failed: {0}")]
+    Map(String),
+}
+
+/// Description of one adapter, for `moreau info` and error messages.
+#[derive(Clone, Debug)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub device_type: wgpu::DeviceType,
+    pub backend: wgpu::Backend,
+    pub driver: String,
+    pub driver_info: String,
+}
+
+impl std::fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({:?}, {:?}, driver {} {})",
+            self.name, self.device_type, self.backend, self.driver, self.driver_info
+        )
+    }
+}
+
+fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
+    AdapterSummary {
+        name: info.name.clone(),
+        device_type: info.device_type,
+        backend: info.backend,
+        driver: info.driver.clone(),
+        driver_info: info.driver_info.clone(),
+    }
+}
+
+/// Preference rank of a device type (lower is better).
+fn type_rank(t: wgpu::DeviceType) -> u32 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+fn backend_rank(b: wgpu::Backend) -> u32 {
+    match b {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        _ => 1,
+    }
+}
+
+/// Errors recorded asynchronously by the device's callbacks.
+#[derive(Default)]
+struct ErrorSink {
+    lost: Option<String>,
+    uncaptured: Option<wgpu::Error>,
+}
+
+/// An adapter, its device and queue. Cheap to clone (wgpu handles are shared).
+#[derive(Clone)]
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub adapter: AdapterSummary,
+    /// The limits the device was created with (the adapter's).
+    pub limits: wgpu::Limits,
+    /// Every adapter found, in enumeration order.
+    pub adapters: Vec<AdapterSummary>,
+    sink: Arc<Mutex<ErrorSink>>,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.adapter)
+            .finish()
+    }
+}
+
+/// Every adapter of the primary backends (Vulkan, Metal, DX12), or of the
+/// backends named by `WGPU_BACKEND` (e.g. `gl`).
+pub fn enumerate_adapters() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
+    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY);
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
+    let adapters = pollster::block_on(instance.enumerate_adapters(backends));
+    (instance, adapters)
+}
+
+/// Index of the adapter to use among `infos`: the first whose name contains
+/// `wanted` (case-insensitive) if given, else the best by device type, then backend.
+pub fn choose_adapter(infos: &[AdapterSummary], wanted: Option<&str>) -> Result<usize, GpuError> {
+    if infos.is_empty() {
+        return Err(GpuError::NoAdapter);
+    }
+    if let Some(w) = wanted.filter(|w| !w.is_empty()) {
+        let lw = w.to_lowercase();
+        return infos
+            .iter()
+            .position(|a| a.name.to_lowercase().contains(&lw))
+            .ok_or_else(|| GpuError::NoMatchingAdapter {
+                wanted: w.to_string(),
+                available: infos
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+    }
+    Ok((0..infos.len())
+        .min_by_key(|&i| {
+            (
+                type_rank(infos[i].device_type),
+                backend_rank(infos[i].backend),
+                i,
+            )
+        })
+        .expect("non-empty"))
+}
+
+impl GpuContext {
+    /// The adapter named by `MOREAU_ADAPTER`, or the best one found.
+    pub fn new() -> Result<Self, GpuError> {
+        let wanted = std::env::var("MOREAU_ADAPTER").ok();
+        Self::with_adapter(wanted.as_deref())
+    }
+
+    /// The first adapter whose name contains `wanted` (case-insensitive), or the best one.
+    pub fn with_adapter(wanted: Option<&str>) -> Result<Self, GpuError> {
+        let (_instance, adapters) = enumerate_adapters();
+        let infos: Vec<AdapterSummary> = adapters.iter().map(|a| summary(&a.get_info())).collect();
+        let index = choose_adapter(&infos, wanted)?;
+        let adapter = &adapters[index];
+        let chosen = infos[index].clone();
+        let limits = adapter.limits();
+        let need = |what, got: u64, needed: u64| {
+            if got < needed {
+                Err(GpuError::InsufficientLimit {
+                    adapter: chosen.name.clone(),
+                    what,
+                    got,
+                    needed,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        need(
+            "max_storage_buffers_per_shader_stage",
+            limits.max_storage_buffers_per_shader_stage as u64,
+            REQUIRED_STORAGE_BUFFERS as u64,
+        )?;
+        need(
+            "max_compute_invocations_per_workgroup",
+            limits.max_compute_invocations_per_workgroup as u64,
+            solver::WORKGROUP_SIZE as u64,
+        )?;
+        need(
+            "max_compute_workgroup_size_x",
+            limits.max_compute_workgroup_size_x as u64,
+            solver::WORKGROUP_SIZE as u64,
+        )?;
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("moreau"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
+            GpuError::RequestDevice {
+                adapter: chosen.name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        let sink = Arc::new(Mutex::new(ErrorSink::default()));
+        {
+            let sink = sink.clone();
+            device.set_device_lost_callback(move |reason, message| {
+                if let Ok(mut s) = sink.lock() {
+                    s.lost = Some(format!("{reason:?}: {message}"));
+                }
+            });
+        }
+        {
+            let sink = sink.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                if let Ok(mut s) = sink.lock() {
+                    s.uncaptured.get_or_insert(e);
+                }
+            }));
+        }
+        Ok(GpuContext {
+            device,
+            queue,
+            adapter: chosen,
+            limits,
+            adapters: infos,
+            sink,
+        })
+    }
+
+    /// Returns (and clears) an error recorded by the device callbacks since
+    /// the last check: device loss first, then any uncaptured error.
+    pub fn take_error(&self, during: &str) -> Result<(), GpuError> {
+        let mut s = match self.sink.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        if let Some(reason) = &s.lost {
+            // Device loss is permanent: keep it recorded.
+            return Err(GpuError::DeviceLost {
+                reason: reason.clone(),
+            });
+        }
+        match s.uncaptured.take() {
+            None => Ok(()),
+            Some(e) => Err(wgpu_error(during, e)),
+        }
+    }
+
+    /// For tests: the context, or `None` (with a notice on stderr) when no
+    /// adapter exists. With `MOREAU_REQUIRE_GPU=1` a missing adapter panics
+    /// instead, so that CI cannot skip the GPU tests silently.
+    pub fn for_tests() -> Option<Self> {
+        match Self::new() {
+            Ok(ctx) => Some(ctx),
+            Err(e) => {
+                if std::env::var("MOREAU_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+                    panic!("MOREAU_REQUIRE_GPU=1 but no usable GPU adapter: {e}");
+                }
+                eprintln!("notice: skipping a GPU test: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// Maps a wgpu error to ours.
+pub(crate) fn wgpu_error(during: &str, e: wgpu::Error) -> GpuError {
+    match e {
+        wgpu::Error::OutOfMemory { source } => GpuError::OutOfMemory {
+            during: during.to_string(),
+            reason: source.to_string(),
+        },
+        other => GpuError::Gpu {
+            during: during.to_string(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str, t: wgpu::DeviceType, b: wgpu::Backend) -> AdapterSummary {
+        AdapterSummary {
+            name: name.into(),
+            device_type: t,
+            backend: b,
+            driver: String::new(),
+            driver_info: String::new(),
+        }
+    }
+
+    #[test]
+    fn adapter_choice_prefers_discrete_and_honours_the_name() {
+        use wgpu::{Backend as B, DeviceType as T};
+        let infos = [
+            info("llvmpipe (LLVM 19)", T::Cpu, B::Vulkan),
+            info("Intel UHD 770", T::IntegratedGpu, B::Vulkan),
+            info("NVIDIA RTX 4090", T::DiscreteGpu, B::Gl),
+            info("NVIDIA RTX 4090", T::DiscreteGpu, B::Vulkan),
+        ];
+        assert_eq!(choose_adapter(&infos, None).unwrap(), 3);
+        assert_eq!(choose_adapter(&infos, Some("LLVMPIPE")).unwrap(), 0);
+        assert_eq!(choose_adapter(&infos[..2], None).unwrap(), 1);
+        let e = choose_adapter(&infos, Some("radeon")).unwrap_err();
+        assert!(e.to_string().contains("radeon") && e.to_string().contains("llvmpipe"));
+        assert_eq!(choose_adapter(&[], None).unwrap_err(), GpuError::NoAdapter);
+    }
+}

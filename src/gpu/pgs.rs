@@ -1,0 +1,50 @@
+//! Batched projected Gauss-Seidel (`shaders/pgs.wgsl`): the f32 twins of
+//! [`crate::contact::solvers::NcpPgs`], [`crate::contact::solvers::CcpPgs`]
+//! and [`crate::contact::solvers::LcpPgs`], selected by `GpuParams::model`.
+//!
+//! One invocation per problem: the same sweep as the CPU's `gauss_seidel`
+//! (per-contact local update, column update of `c`), the same stopping test
+//! (the model's `ε_abs` evaluated before each sweep, early exit per
+//! problem), and the same warm-start mapping. Two differences, both for
+//! f32: the incrementally updated `c` is recomputed exactly every
+//! `REFRESH` (8) sweeps and before convergence is declared; and the 3×3
+//! block test for positive semi-definiteness compares minors with
+//! `−1e-6·scaleᵏ` instead of `−1e-12·scaleᵏ`. The CCP step size, the largest
+//! eigenvalue of each contact block, is computed in closed form.
+//!
+//! Bindings (group 0), shared with [`super::admm`]: 0 `GpuParams`
+//! (uniform), 1 `GpuProblem`s, 2 packed lower triangles of G, 3
+//! `GpuContact`s, 4 λ (warm start in, λ out), 5 c (out), 6 `GpuResult`s,
+//! 7 ADMM scratch (unused here).
+
+use super::GpuParams;
+use super::batch::CANARY;
+use crate::contact::{SolverKind, SolverSettings};
+
+/// Invocations per workgroup (the WGSL constant of the same name).
+pub const WORKGROUP_SIZE: u32 = 64;
+
+/// `common.wgsl` followed by `pgs.wgsl`.
+pub const SOURCE: &str = concat!(
+    include_str!("../../shaders/common.wgsl"),
+    "\n",
+    include_str!("../../shaders/pgs.wgsl")
+);
+
+/// The kernel's parameters for `kind` (one of the three PGS solvers).
+pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) -> GpuParams {
+    GpuParams {
+        num_problems,
+        model: match kind {
+            SolverKind::CcpPgs => 1,
+            SolverKind::LcpPgs => 2,
+            _ => 0,
+        },
+        facets: settings.pyramid_facets as u32,
+        adaptive_rho: 0,
+        omega: settings.over_relaxation as f32,
+        rho: 0.0,
+        chunk: 1,
+        canary: CANARY,
+    }
+}
