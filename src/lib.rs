@@ -10,6 +10,7 @@
 //! [`scenes`] builds the named example worlds; [`study`] runs the seed
 //! study's experiments on them.
 
+pub mod batch;
 pub mod collision;
 pub mod contact;
 pub mod dynamics;

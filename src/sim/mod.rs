@@ -57,6 +57,9 @@ pub struct SimParams {
     /// MuJoCo-like compliance `α`: every contact problem gets `R = α·diag(G)`
     /// ([`ContactProblem::set_diagonal_compliance`]); 0 = rigid contacts.
     pub compliance: f64,
+    /// Multiplies every contact's friction coefficient (1: the model's):
+    /// per-world friction for domain randomization.
+    pub friction_scale: f64,
 }
 
 impl Default for SimParams {
@@ -70,6 +73,7 @@ impl Default for SimParams {
             bounce_velocity: 0.1,
             warm_start: true,
             compliance: 0.0,
+            friction_scale: 1.0,
         }
     }
 }
@@ -102,6 +106,12 @@ impl SimParams {
             return bad(
                 "compliance",
                 format!("must be finite and ≥ 0, got {}", self.compliance),
+            );
+        }
+        if !(self.friction_scale.is_finite() && self.friction_scale >= 0.0) {
+            return bad(
+                "friction_scale",
+                format!("must be finite and ≥ 0, got {}", self.friction_scale),
             );
         }
         if let Err(crate::error::ProblemError::InvalidSetting { name, reason }) =
@@ -302,8 +312,17 @@ impl Simulator {
     /// this simulator's solver, and [`Self::finish`] (stages 5 and 6); a batch
     /// of worlds calls the three itself to solve all its problems at once.
     pub fn step(&mut self, state: &mut State, tau: &[f64]) -> Result<StepReport, SimError> {
-        let nc = self.prepare(state, tau)?;
-        if nc > 0 {
+        self.prepare(state, tau)?;
+        self.solve_and_finish(state)
+    }
+
+    /// After [`Self::prepare`]: solves the prepared problem with this
+    /// simulator's own solver and finishes the step (the rest of [`Self::step`]).
+    pub fn solve_and_finish(&mut self, state: &mut State) -> Result<StepReport, SimError> {
+        if self.prepared.is_none() {
+            return Err(SimError::NotPrepared);
+        }
+        if !self.contacts.is_empty() {
             let clock = Instant::now();
             self.solve()?;
             if let Some(t) = self.prepared.as_mut() {
@@ -478,7 +497,7 @@ impl Simulator {
         let j = &self.jacobian.jacobian;
         let (dt, beta) = (self.params.dt, self.params.baumgarte);
         for (i, c) in self.contacts.iter().enumerate() {
-            self.problem.mu[i] = c.mu;
+            self.problem.mu[i] = c.mu * self.params.friction_scale;
             let mut gi = [0.0; 3];
             let mut vn_before = 0.0;
             for &k in self.jacobian.contact_support(i) {

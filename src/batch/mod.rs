@@ -1,0 +1,584 @@
+//! `BatchSim`: N worlds of one model stepped together.
+//!
+//! Each world is a [`Simulator`] with its own state, parameters and warm
+//! starts. One [`BatchSim::step`] runs, for every world, the host stages of
+//! [`Simulator::prepare`] (free dynamics, collision, the tree-structured
+//! Delassus assembly), then the contact solves, then [`Simulator::finish`]
+//! (velocity update, integration). The backends differ only in where and
+//! how the solves and host stages run:
+//!
+//! - [`Backend::CpuSingle`]: every world on the calling thread, one after the
+//!   other, with the f64 CPU solver: the reference for comparisons;
+//! - [`Backend::CpuParallel`]: the same code on rayon's threads, one world per
+//!   task;
+//! - [`Backend::Gpu`]: host stages on rayon's threads, the problems of all
+//!   worlds with contacts packed into one batch and solved by one batched
+//!   WGSL kernel ([`crate::gpu::GpuSolver`], f32), the impulses read back and
+//!   the worlds finished on rayon's threads. Worlds without contacts skip
+//!   the solve. A problem the GPU flags (more contacts than the capacity
+//!   set at creation, an invalid or non-PSD problem, a divergence) is solved
+//!   by the CPU solver of its world instead, and counted in the report:
+//!   never dropped.
+//!
+//! Bad input: actions of the wrong length are refused before anything
+//! moves. A world whose actions are not finite, or whose step fails (a
+//! solver error, a non-finite state), is left untouched and flagged in the
+//! [`BatchStepReport`]; the others step normally.
+
+use crate::contact::{SolverKind, SolverStats};
+use crate::error::SimError;
+use crate::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver, HostBatch};
+use crate::model::Model;
+use crate::sim::{SimParams, Simulator, State};
+use rayon::prelude::*;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Where a batch's contact problems are solved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// One batched WGSL dispatch for all worlds (f32), host stages on all cores.
+    Gpu,
+    /// The f64 CPU path on all cores (rayon), one world per task.
+    CpuParallel,
+    /// The f64 CPU path on one core: the reference.
+    CpuSingle,
+}
+
+impl Backend {
+    pub const ALL: [Backend; 3] = [Backend::Gpu, Backend::CpuParallel, Backend::CpuSingle];
+    /// The name used on the command line: `gpu`, `cpu`, `cpu1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Gpu => "gpu",
+            Backend::CpuParallel => "cpu",
+            Backend::CpuSingle => "cpu1",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = BatchError;
+    fn from_str(s: &str) -> Result<Self, BatchError> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| BatchError::UnknownBackend(s.to_string()))
+    }
+}
+
+/// A batch that cannot be built or stepped.
+#[derive(Debug, Error)]
+pub enum BatchError {
+    #[error("unknown backend `{0}`; backends: gpu, cpu (all cores), cpu1 (one core)")]
+    UnknownBackend(String),
+    #[error("the GPU backend is unavailable: {0}")]
+    Gpu(#[from] GpuError),
+    #[error("a batch needs at least one world")]
+    NoWorlds,
+    #[error("{what} has length {got}, expected {expected} ({nworlds} worlds × {per_world})")]
+    DimensionMismatch {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+        nworlds: usize,
+        per_world: usize,
+    },
+    #[error("world {world} does not exist (the batch has {nworlds})")]
+    NoSuchWorld { world: usize, nworlds: usize },
+    #[error("world {world}: {reason}")]
+    World { world: usize, reason: String },
+    #[error("world {world}: {error}")]
+    Sim { world: usize, error: SimError },
+}
+
+/// Options of a batch.
+#[derive(Clone, Debug)]
+pub struct BatchOptions {
+    pub backend: Backend,
+    /// Simulation parameters of every world (per-world changes:
+    /// [`BatchSim::params_mut`]).
+    pub params: SimParams,
+    /// GPU: the most contacts one world's problem may have; larger problems
+    /// are solved on the CPU (and counted). 0: 4 per collision geometry,
+    /// at least 8.
+    pub max_contacts_per_world: usize,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            backend: Backend::CpuParallel,
+            params: SimParams::default(),
+            max_contacts_per_world: 0,
+        }
+    }
+}
+
+/// Times of one batch step, summed over its stages (wall clock).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BatchTimes {
+    /// Free dynamics, collision and Delassus assembly of all worlds
+    /// (GPU backend; the CPU backends time whole steps in `cpu_step`).
+    pub prepare: Duration,
+    /// Packing the problems into the GPU batch.
+    pub pack: Duration,
+    /// Upload, solve and download, as the GPU solver measured them.
+    pub upload: Duration,
+    pub solve: Duration,
+    pub download: Duration,
+    /// Velocity update and integration of all worlds, and the CPU solves of
+    /// problems the GPU flagged (GPU backend).
+    pub finish: Duration,
+    /// Whole steps of the CPU backends.
+    pub cpu_step: Duration,
+    pub total: Duration,
+}
+
+impl BatchTimes {
+    pub const NAMES: [&'static str; 7] = [
+        "prepare", "pack", "upload", "solve", "download", "finish", "cpu_step",
+    ];
+    pub fn as_array(&self) -> [Duration; 7] {
+        [
+            self.prepare,
+            self.pack,
+            self.upload,
+            self.solve,
+            self.download,
+            self.finish,
+            self.cpu_step,
+        ]
+    }
+    pub fn accumulate(&mut self, o: &BatchTimes) {
+        self.prepare += o.prepare;
+        self.pack += o.pack;
+        self.upload += o.upload;
+        self.solve += o.solve;
+        self.download += o.download;
+        self.finish += o.finish;
+        self.cpu_step += o.cpu_step;
+        self.total += o.total;
+    }
+}
+
+/// What one batch step did.
+#[derive(Clone, Debug, Default)]
+pub struct BatchStepReport {
+    /// Contacts over all worlds, and the most in one world.
+    pub contacts: usize,
+    pub max_contacts: usize,
+    /// Worlds that had contacts (and so a solve).
+    pub worlds_with_contacts: usize,
+    /// Solver iterations summed over the solves, and the largest final `ε_abs`.
+    pub iterations: usize,
+    pub max_eps_abs: f64,
+    /// Solves that stopped at their iteration cap.
+    pub unconverged: usize,
+    /// GPU problems solved on the CPU instead (flagged by the GPU), with why.
+    pub fallbacks: Vec<(usize, String)>,
+    /// Worlds that did not step (non-finite actions, a failed step), with
+    /// why; their state is unchanged.
+    pub failed: Vec<(usize, String)>,
+    pub times: BatchTimes,
+}
+
+struct World {
+    sim: Simulator,
+    state: State,
+    tau: Vec<f64>,
+    /// Contacts prepared in this step, or why the world is out of it.
+    prepared: Result<usize, String>,
+    /// λ of this world's problem, as f64 (GPU backend).
+    lambda: Vec<f64>,
+    stats: SolverStats,
+    /// Whether the GPU flagged this world's problem (then solved on the CPU).
+    fallback: Option<String>,
+}
+
+struct GpuState {
+    solver: GpuSolver,
+    batch: HostBatch,
+    out: BatchOutput,
+    /// World of each problem in the batch.
+    world_of: Vec<usize>,
+}
+
+/// N worlds of one model, stepped together (see the module doc).
+pub struct BatchSim {
+    model: Arc<Model>,
+    worlds: Vec<World>,
+    backend: Backend,
+    gpu: Option<GpuState>,
+    /// (nworlds, nv) action gains (actuator strength per world), or none.
+    action_gain: Option<Vec<f64>>,
+    /// Cumulated times since creation or [`Self::reset_times`].
+    pub times: BatchTimes,
+}
+
+impl BatchSim {
+    /// `nworlds` copies of `model` at `initial`, stepped by `options.backend`.
+    /// The GPU backend needs an adapter and a GPU kernel for the solver:
+    /// without them this is an error that says why.
+    pub fn new(
+        model: Arc<Model>,
+        initial: &State,
+        nworlds: usize,
+        options: &BatchOptions,
+    ) -> Result<Self, BatchError> {
+        if nworlds == 0 {
+            return Err(BatchError::NoWorlds);
+        }
+        let gpu = match options.backend {
+            Backend::Gpu => {
+                let max_nc = if options.max_contacts_per_world > 0 {
+                    options.max_contacts_per_world
+                } else {
+                    (4 * model.geometries.len()).max(8)
+                };
+                let ctx = GpuContext::new()?;
+                let solver = GpuSolver::new(
+                    &ctx,
+                    options.params.solver,
+                    BatchCapacity::uniform(nworlds, max_nc),
+                )?;
+                Some(GpuState {
+                    solver,
+                    batch: HostBatch::new(max_nc),
+                    out: BatchOutput::default(),
+                    world_of: Vec::with_capacity(nworlds),
+                })
+            }
+            _ => None,
+        };
+        let mut worlds = Vec::with_capacity(nworlds);
+        for w in 0..nworlds {
+            let sim = Simulator::new(model.clone(), options.params.clone())
+                .map_err(|error| BatchError::Sim { world: w, error })?;
+            worlds.push(World {
+                sim,
+                state: initial.clone(),
+                tau: vec![0.0; model.nv],
+                prepared: Ok(0),
+                lambda: Vec::new(),
+                stats: SolverStats::default(),
+                fallback: None,
+            });
+        }
+        // Refuse a bad initial state now rather than at every step.
+        if let Err(error) = Simulator::new(model.clone(), options.params.clone())
+            .and_then(|mut s| s.energy(initial).map(|_| ()))
+        {
+            return Err(BatchError::Sim { world: 0, error });
+        }
+        Ok(BatchSim {
+            model,
+            worlds,
+            backend: options.backend,
+            gpu,
+            action_gain: None,
+            times: BatchTimes::default(),
+        })
+    }
+
+    pub fn model(&self) -> &Arc<Model> {
+        &self.model
+    }
+    pub fn nworlds(&self) -> usize {
+        self.worlds.len()
+    }
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+    /// The GPU adapter's name (GPU backend).
+    pub fn device_name(&self) -> Option<String> {
+        self.gpu
+            .as_ref()
+            .map(|g| g.solver.context().adapter.name.clone())
+    }
+
+    fn world(&self, w: usize) -> Result<&World, BatchError> {
+        self.worlds.get(w).ok_or(BatchError::NoSuchWorld {
+            world: w,
+            nworlds: self.worlds.len(),
+        })
+    }
+    fn world_mut(&mut self, w: usize) -> Result<&mut World, BatchError> {
+        let nworlds = self.worlds.len();
+        self.worlds
+            .get_mut(w)
+            .ok_or(BatchError::NoSuchWorld { world: w, nworlds })
+    }
+
+    /// The state of world `w`.
+    pub fn state(&self, w: usize) -> Result<&State, BatchError> {
+        Ok(&self.world(w)?.state)
+    }
+    /// The states of all worlds.
+    pub fn states(&self) -> impl Iterator<Item = &State> {
+        self.worlds.iter().map(|w| &w.state)
+    }
+    /// Sets the state of world `w` (validated; its warm starts are dropped).
+    pub fn set_state(&mut self, w: usize, state: State) -> Result<(), BatchError> {
+        let world = self.world_mut(w)?;
+        world
+            .sim
+            .energy(&state)
+            .map_err(|error| BatchError::Sim { world: w, error })?;
+        world.state = state;
+        world.sim.clear_warm_start();
+        Ok(())
+    }
+    /// The simulator of world `w` (its contacts, problem and timers).
+    pub fn simulator(&self, w: usize) -> Result<&Simulator, BatchError> {
+        Ok(&self.world(w)?.sim)
+    }
+    /// The simulation parameters of world `w`, for domain randomization
+    /// (friction scale, compliance, solver settings). The solver kind must
+    /// stay the batch's on the GPU backend (the kernel is compiled for it).
+    pub fn params_mut(&mut self, w: usize) -> Result<&mut SimParams, BatchError> {
+        Ok(&mut self.world_mut(w)?.sim.params)
+    }
+    /// Gives world `w` its own model: same structure (`nq`, `nv`, bodies,
+    /// geometries), other masses or geometry sizes (domain randomization).
+    pub fn set_world_model(&mut self, w: usize, model: Arc<Model>) -> Result<(), BatchError> {
+        let base = &self.model;
+        if model.nq != base.nq
+            || model.nv != base.nv
+            || model.nbodies != base.nbodies
+            || model.geometries.len() != base.geometries.len()
+            || model.body_parent != base.body_parent
+        {
+            return Err(BatchError::World {
+                world: w,
+                reason: "a world's model must have the batch model's structure (nq, nv, bodies, parents, geometries)".into(),
+            });
+        }
+        let world = self.world_mut(w)?;
+        let params = world.sim.params.clone();
+        world.sim =
+            Simulator::new(model, params).map_err(|error| BatchError::Sim { world: w, error })?;
+        Ok(())
+    }
+    /// Per-world action gains, (nworlds, nv) flat: the torque on dof `k` of
+    /// world `w` is `gain[w·nv + k] · action[w·nv + k]` (actuator strength
+    /// randomization). Gains must be finite.
+    pub fn set_action_gains(&mut self, gains: Vec<f64>) -> Result<(), BatchError> {
+        let (n, nv) = (self.worlds.len(), self.model.nv);
+        if gains.len() != n * nv {
+            return Err(BatchError::DimensionMismatch {
+                what: "action gains",
+                got: gains.len(),
+                expected: n * nv,
+                nworlds: n,
+                per_world: nv,
+            });
+        }
+        if let Some(k) = gains.iter().position(|g| !g.is_finite()) {
+            return Err(BatchError::World {
+                world: k / nv.max(1),
+                reason: format!("action gain of dof {} is not finite", k % nv.max(1)),
+            });
+        }
+        self.action_gain = Some(gains);
+        Ok(())
+    }
+    pub fn reset_times(&mut self) {
+        self.times = BatchTimes::default();
+    }
+
+    /// Steps every world once under joint torques `actions`, (nworlds, nv)
+    /// flat, row-major (world after world).
+    pub fn step(&mut self, actions: &[f64]) -> Result<BatchStepReport, BatchError> {
+        let (n, nv) = (self.worlds.len(), self.model.nv);
+        if actions.len() != n * nv {
+            return Err(BatchError::DimensionMismatch {
+                what: "actions",
+                got: actions.len(),
+                expected: n * nv,
+                nworlds: n,
+                per_world: nv,
+            });
+        }
+        let start = Instant::now();
+        let gains = self.action_gain.as_deref();
+        for (w, world) in self.worlds.iter_mut().enumerate() {
+            let a = &actions[w * nv..(w + 1) * nv];
+            world.fallback = None;
+            world.prepared = match a.iter().position(|x| !x.is_finite()) {
+                Some(k) => Err(format!("action {k} is not finite ({})", a[k])),
+                None => Ok(0),
+            };
+            for k in 0..nv {
+                world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * nv + k]);
+            }
+        }
+        let mut times = BatchTimes::default();
+        match self.backend {
+            Backend::CpuSingle => {
+                let t = Instant::now();
+                self.worlds.iter_mut().for_each(step_on_cpu);
+                times.cpu_step = t.elapsed();
+            }
+            Backend::CpuParallel => {
+                let t = Instant::now();
+                self.worlds.par_iter_mut().for_each(step_on_cpu);
+                times.cpu_step = t.elapsed();
+            }
+            Backend::Gpu => self.step_on_gpu(&mut times)?,
+        }
+        times.total = start.elapsed();
+        self.times.accumulate(&times);
+        let mut report = BatchStepReport {
+            times,
+            ..Default::default()
+        };
+        for (w, world) in self.worlds.iter().enumerate() {
+            match &world.prepared {
+                Ok(nc) => {
+                    report.contacts += nc;
+                    report.max_contacts = report.max_contacts.max(*nc);
+                    if *nc > 0 {
+                        report.worlds_with_contacts += 1;
+                        report.iterations += world.stats.iterations;
+                        report.unconverged += usize::from(!world.stats.converged);
+                        report.max_eps_abs = report.max_eps_abs.max(world.stats.residuals.eps_abs);
+                    }
+                }
+                Err(why) => report.failed.push((w, why.clone())),
+            }
+            if let Some(why) = &world.fallback {
+                report.fallbacks.push((w, why.clone()));
+            }
+        }
+        Ok(report)
+    }
+
+    fn step_on_gpu(&mut self, times: &mut BatchTimes) -> Result<(), BatchError> {
+        let gpu = self.gpu.as_mut().expect("the GPU backend has a solver");
+        let t = Instant::now();
+        self.worlds.par_iter_mut().for_each(|world| {
+            if world.prepared.is_ok() {
+                world.prepared = world
+                    .sim
+                    .prepare(&world.state, &world.tau)
+                    .map_err(|e| e.to_string());
+            }
+        });
+        times.prepare = t.elapsed();
+
+        let t = Instant::now();
+        gpu.batch.clear();
+        gpu.world_of.clear();
+        for (w, world) in self.worlds.iter().enumerate() {
+            if matches!(world.prepared, Ok(nc) if nc > 0) {
+                let s = &world.sim.params.solver_settings;
+                gpu.batch
+                    .push(world.sim.problem(), s.max_iterations, s.tolerance);
+                gpu.world_of.push(w);
+            }
+        }
+        times.pack = t.elapsed();
+        if !gpu.batch.is_empty() {
+            let settings = self.worlds[gpu.world_of[0]].sim.params.solver_settings;
+            gpu.solver
+                .solve_batch(&gpu.batch, &settings, &mut gpu.out)?;
+            let g = gpu.solver.last_timings();
+            times.upload = g.upload;
+            times.solve = g.solve;
+            times.download = g.download;
+        }
+        // Distribute the impulses; flagged problems go back to the CPU.
+        for (k, &w) in gpu.world_of.iter().enumerate() {
+            let p = gpu.out.problem(k);
+            let world = &mut self.worlds[w];
+            if p.flags() != 0 {
+                world.fallback = Some(format!(
+                    "GPU flagged its {}-contact problem: {}",
+                    p.nc,
+                    crate::gpu::flag_names(p.flags()).join(", ")
+                ));
+                continue;
+            }
+            world.lambda.clear();
+            world.lambda.extend(p.lambda.iter().map(|&x| x as f64));
+            let r = p.result;
+            world.stats = SolverStats {
+                iterations: r.iterations as usize,
+                converged: p.converged(),
+                residuals: crate::contact::Residuals {
+                    primal: r.primal as f64,
+                    dual: r.dual as f64,
+                    complementarity: r.complementarity as f64,
+                    eps_abs: r.eps_abs as f64,
+                },
+                rho: r.rho as f64,
+                factorizations: r.factorizations as usize,
+                ..Default::default()
+            };
+        }
+        let t = Instant::now();
+        self.worlds.par_iter_mut().for_each(|world| {
+            if world.fallback.is_some() {
+                finish_on_cpu(world);
+            } else {
+                finish_with_lambda(world);
+            }
+        });
+        times.finish = t.elapsed();
+        Ok(())
+    }
+}
+
+/// One whole CPU step of a world that is not out of this step.
+fn step_on_cpu(world: &mut World) {
+    if world.prepared.is_err() {
+        return;
+    }
+    world.prepared = match world.sim.step(&mut world.state, &world.tau) {
+        Ok(r) => {
+            if let Some(s) = r.solver {
+                world.stats = s;
+            }
+            Ok(r.nc)
+        }
+        Err(e) => Err(e.to_string()),
+    };
+}
+
+/// Finishes a prepared world with the λ the GPU returned.
+fn finish_with_lambda(world: &mut World) {
+    let Ok(nc) = world.prepared else {
+        return;
+    };
+    let lambda: &[f64] = if nc > 0 { &world.lambda } else { &[] };
+    if let Err(e) = world.sim.finish(&mut world.state, lambda, world.stats) {
+        world.prepared = Err(e.to_string());
+    }
+}
+
+/// Finishes a prepared world whose problem the GPU flagged, with its CPU solver.
+fn finish_on_cpu(world: &mut World) {
+    match world.sim.solve_and_finish(&mut world.state) {
+        Ok(r) => {
+            if let Some(s) = r.solver {
+                world.stats = s;
+            }
+        }
+        Err(e) => world.prepared = Err(e.to_string()),
+    }
+}
+
+/// The solver kinds the GPU backend can run.
+pub fn gpu_solver_available(kind: SolverKind) -> bool {
+    crate::gpu::check_kernel(kind).is_ok()
+}
