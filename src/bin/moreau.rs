@@ -869,7 +869,7 @@ fn write_trajectory(
 
 fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<(), AnyError> {
     eprintln!(
-        "notice: no GPU backend in this build yet; running the f64 CPU reference, one world on one core."
+        "notice: stepping runs the f64 CPU reference, one world on one core; `moreau bench solve` measures the batched GPU solvers."
     );
     let names = if scenes_arg.is_empty() {
         vec!["quadruped".to_string(), "pyramid".to_string()]
