@@ -5,7 +5,7 @@
 
 struct Params {
     num_problems: u32,
-    model: u32,        // MODEL_NCP, MODEL_CCP, MODEL_LCP
+    model: u32,        // MODEL_NCP, MODEL_CCP, MODEL_LCP, MODEL_RAISIM, MODEL_RAISIM_DS
     facets: u32,       // LCP: pyramid facets
     adaptive_rho: u32, // ADMM
     omega: f32,        // over-relaxation
@@ -60,6 +60,10 @@ const STATE_DONE: u32 = 2u;
 const MODEL_NCP: u32 = 0u;
 const MODEL_CCP: u32 = 1u;
 const MODEL_LCP: u32 = 2u;
+// RaiSim (no cone model: stops on its largest local correction) and
+// RaiSim with de Saxce's correction (the NCP's residuals).
+const MODEL_RAISIM: u32 = 3u;
+const MODEL_RAISIM_DS: u32 = 4u;
 
 const FLAG_INVALID: u32 = 1u;
 const FLAG_NOT_PSD: u32 = 2u;
@@ -284,10 +288,13 @@ fn pyramid_project(r: f32, x: vec2<f32>) -> vec2<f32> {
 // --- Residuals (src/contact/criteria.rs): (primal, dual, complementarity, eps_abs).
 
 fn assemble(primal: f32, dual: f32, l: vec3<f32>, y: vec3<f32>) -> vec4<f32> {
-    let norm = length(l);
+    // |⟨λ, y⟩| / |λ|, with λ scaled first: in f32 |λ|² underflows for
+    // |λ| < 1e-19, which would make a vanishing impulse look complementary.
+    let n = max(max(abs(l.x), abs(l.y)), abs(l.z));
     var compl = 0.0;
-    if (norm > 0.0) {
-        compl = abs(dot(l, y)) / norm;
+    if (n > 0.0) {
+        let u = l / n;
+        compl = abs(dot(u, y)) / length(u);
     }
     return vec4<f32>(primal, dual, compl, nan_max(nan_max(primal, dual), compl));
 }

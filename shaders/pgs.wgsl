@@ -1,6 +1,8 @@
 // Batched projected Gauss-Seidel, the f32 twin of src/contact/solvers/pgs.rs
-// (NCP, CCP and LCP-pyramid variants by params.model). One invocation solves
-// one problem (see shaders/README.md for why); common.wgsl is prepended.
+// (NCP, CCP and LCP-pyramid variants by params.model) and of
+// src/contact/solvers/raisim.rs (RaiSim and RaiSim+DS: the same sweep with
+// RaiSim's exact per-contact step, relaxed). One invocation solves one
+// problem (see shaders/README.md for why); common.wgsl is prepended.
 
 const WORKGROUP_SIZE: u32 = 64u;
 
@@ -35,10 +37,197 @@ fn horizontal_step(w: mat3x3<f32>, mu: f32, omega: f32, l: vec3<f32>, c: vec3<f3
     return vec3<f32>(lt, ln);
 }
 
-// The local update of contact i with impulse l and velocity c.
-fn local_update(pr: Problem, i: u32, l: vec3<f32>, c: vec3<f32>) -> vec3<f32> {
+// --- RaiSim's per-contact step (raisim.rs): take-off, stiction, or the
+// minimum of E(λ) = ½ λᵀWλ + c̃ᵀλ on the ellipse ∂K ∩ {(Wλ + c_f)_N = 0},
+// by a downhill march on the polar angle and Illinois regula falsi.
+
+const RAISIM_ALPHA_0: f32 = 1.0;
+const RAISIM_ALPHA_MIN: f32 = 0.1;
+const RAISIM_ALPHA_DECAY: f32 = 0.99;
+const RAISIM_MAX_STEP: f32 = 0.2;
+// The CPU's 1e-12 rad is below f32's resolution of an angle.
+const RAISIM_THETA_TOLERANCE: f32 = 1e-6;
+const PI: f32 = 3.141592653589793;
+const RAISIM_FLUSH: f32 = 1e-30;
+
+struct EllipsePoint {
+    l: vec3<f32>,
+    dl: vec3<f32>,
+    ok: bool,
+}
+
+fn ellipse_point(w: mat3x3<f32>, cf: vec3<f32>, mu: f32, theta: f32) -> EllipsePoint {
+    let sn = sin(theta);
+    let cs = cos(theta);
+    let u = vec3<f32>(mu * cs, mu * sn, 1.0);
+    let du = vec3<f32>(-mu * sn, mu * cs, 0.0);
+    let a = w[2];
+    let au = dot(a, u);
+    if (!(au > 0.0)) {
+        return EllipsePoint(vec3<f32>(0.0), vec3<f32>(0.0), false);
+    }
+    let s = -cf.z / au;
+    let ds = -s * dot(a, du) / au;
+    return EllipsePoint(u * s, u * ds + du * s, true);
+}
+
+// dE/dθ in x, validity in y (1: on the valid arc).
+fn ellipse_slope(w: mat3x3<f32>, cf: vec3<f32>, ct: vec3<f32>, mu: f32, theta: f32) -> vec2<f32> {
+    let p = ellipse_point(w, cf, mu, theta);
+    if (!p.ok) {
+        return vec2<f32>(0.0, 0.0);
+    }
+    return vec2<f32>(dot(w * p.l + ct, p.dl), 1.0);
+}
+
+// Minimizer of E along the ellipse from theta0 (ok = false: none).
+fn ellipse_minimize(w: mat3x3<f32>, cf: vec3<f32>, ct: vec3<f32>, mu: f32, theta0: f32) -> EllipsePoint {
+    let s0 = ellipse_slope(w, cf, ct, mu, theta0);
+    if (s0.y == 0.0) {
+        return EllipsePoint(vec3<f32>(0.0), vec3<f32>(0.0), false);
+    }
+    let d0 = s0.x;
+    if (d0 == 0.0) {
+        return ellipse_point(w, cf, mu, theta0);
+    }
+    // March downhill until the slope changes sign.
+    let dir = -sign(d0);
+    var lo = theta0;
+    var d_lo = d0;
+    var hi = theta0;
+    var d_hi = d0;
+    var step = 0.1;
+    var travelled = 0.0;
+    loop {
+        if (travelled > 2.0 * PI || step < 1e-7) {
+            // No sign change on a whole turn: keep the best point seen.
+            return ellipse_point(w, cf, mu, lo);
+        }
+        let t = lo + dir * step;
+        let st = ellipse_slope(w, cf, ct, mu, t);
+        if (st.y == 0.0) {
+            step *= 0.5;
+        } else if (st.x * d0 > 0.0) {
+            travelled += step;
+            lo = t;
+            d_lo = st.x;
+            step = min(step * 1.5, RAISIM_MAX_STEP);
+        } else {
+            hi = t;
+            d_hi = st.x;
+            break;
+        }
+    }
+    // Illinois regula falsi on [lo, hi].
+    var side = 0;
+    let infinity = bitcast<f32>(0x7f800000u);
+    for (var k = 0; k < 100; k++) {
+        if (abs(hi - lo) < RAISIM_THETA_TOLERANCE) {
+            break;
+        }
+        var t = (lo * d_hi - hi * d_lo) / (d_hi - d_lo);
+        if (!(is_finite(t) && (t - lo) * (t - hi) < 0.0)) {
+            t = 0.5 * (lo + hi);
+        }
+        // Off the valid arc E is +∞ beyond the minimum: an "uphill" end.
+        let st = ellipse_slope(w, cf, ct, mu, t);
+        var d = -sign(d0) * infinity;
+        if (st.y != 0.0) {
+            d = st.x;
+        }
+        if (d == 0.0) {
+            lo = t;
+            break;
+        }
+        if (d * d_lo > 0.0) {
+            lo = t;
+            d_lo = d;
+            if (side == -1) {
+                d_hi *= 0.5;
+            }
+            side = -1;
+        } else {
+            hi = t;
+            d_hi = d;
+            if (side == 1) {
+                d_lo *= 0.5;
+            }
+            side = 1;
+        }
+    }
+    return ellipse_point(w, cf, mu, lo);
+}
+
+fn inverse3(m: mat3x3<f32>, det: f32) -> mat3x3<f32> {
+    let a = m[0];
+    let b = m[1];
+    let c = m[2];
+    // Rows of the inverse are the cross products of the columns, over det.
+    return transpose(mat3x3<f32>(cross(b, c), cross(c, a), cross(a, b))) * (1.0 / det);
+}
+
+// λ* of contact with block w, impulse l, velocity c (which includes l).
+fn raisim_step(w: mat3x3<f32>, mu: f32, l: vec3<f32>, c: vec3<f32>, de_saxce: bool) -> vec3<f32> {
+    let cf = c - w * l;
+    if (cf.z >= 0.0) {
+        return vec3<f32>(0.0);
+    }
+    let det = determinant(w);
+    if (det == 0.0 || !is_finite(det)) {
+        // A singular block (a contact that cannot move): keep the impulse.
+        return l;
+    }
+    let winv = inverse3(w, det);
+    let l0 = -(winv * cf);
+    if (l0.z >= 0.0 && length(l0.xy) <= mu * l0.z) {
+        return l0;
+    }
+    if (!(mu > 0.0)) {
+        return vec3<f32>(0.0, 0.0, max(-cf.z / w[2][2], 0.0));
+    }
+    var ct = cf;
+    if (de_saxce) {
+        ct.z += mu * length(c.xy);
+    }
+    let aim = -(winv * ct);
+    var theta0 = atan2(aim.y, aim.x);
+    if (!ellipse_point(w, cf, mu, theta0).ok) {
+        // Start from the direction where the ray meets the plane most easily.
+        theta0 = atan2(-w[2][1], -w[2][0]) + PI;
+    }
+    let p = ellipse_minimize(w, cf, ct, mu, theta0);
+    if (p.ok && is_finite(p.l.x) && is_finite(p.l.y) && is_finite(p.l.z)) {
+        return project_cone(mu, p.l);
+    }
+    return l;
+}
+
+// RaiSim's relaxation factor for the sweep after `it` sweeps:
+// α ← γ α + (1 − γ) α_min from α₀, in closed form.
+fn raisim_alpha(it: u32) -> f32 {
+    return RAISIM_ALPHA_MIN + (RAISIM_ALPHA_0 - RAISIM_ALPHA_MIN) * pow(RAISIM_ALPHA_DECAY, f32(it));
+}
+
+fn is_raisim() -> bool {
+    return params.model == MODEL_RAISIM || params.model == MODEL_RAISIM_DS;
+}
+
+// The local update of contact i with impulse l and velocity c (RaiSim:
+// relaxed by alpha; its correction |W (λ* − λ)| goes to *corr).
+fn local_update(pr: Problem, i: u32, l: vec3<f32>, c: vec3<f32>, alpha: f32, corr: ptr<function, f32>) -> vec3<f32> {
     let w = block(pr, i);
     let mu = friction(pr, i);
+    if (is_raisim()) {
+        let star = raisim_step(w, mu, l, c, params.model == MODEL_RAISIM_DS);
+        let d = star - l;
+        *corr = length(w * d);
+        // A contact that takes off has its impulse relaxed geometrically
+        // towards 0; f32 cannot follow it below ~1e-38 as f64 does, so
+        // impulses below RAISIM_FLUSH are set to 0 (both precisions then
+        // agree that the contact is open).
+        let upd = l + alpha * d;
+        return select(upd, vec3<f32>(0.0), abs(upd) < vec3<f32>(RAISIM_FLUSH));
+    }
     if (params.model == MODEL_CCP) {
         let s = largest_eigenvalue3(w);
         if (!(s > 0.0)) {
@@ -59,13 +248,17 @@ fn initial(pr: Problem, i: u32, w: vec3<f32>) -> vec3<f32> {
     return project_cone(mu, w);
 }
 
-// One sweep over the contacts; false if an iterate became non-finite.
-fn sweep(pr: Problem) -> bool {
+// One sweep over the contacts; returns its largest local correction (RaiSim;
+// 0 otherwise), and NaN if an iterate became non-finite.
+fn sweep(pr: Problem, alpha: f32) -> f32 {
+    var local_max = 0.0;
     let M = 3u * pr.nc;
     let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < pr.nc; i++) {
         let old = get_lambda(pr, i);
-        let upd = local_update(pr, i, old, get_c(pr, i));
+        var corr = 0.0;
+        let upd = local_update(pr, i, old, get_c(pr, i), alpha, &corr);
+        local_max = nan_max(local_max, corr);
         let d = upd - old;
         if (all(d == vec3<f32>(0.0))) {
             continue;
@@ -105,10 +298,21 @@ fn sweep(pr: Problem) -> bool {
     }
     for (var k = 0u; k < M; k++) {
         if (!is_finite(cvel[V0 + k]) || !is_finite(lambda[V0 + k])) {
-            return false;
+            return bitcast<f32>(0x7fc00000u);
         }
     }
-    return true;
+    if (!is_finite(local_max)) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    return local_max;
+}
+
+// The stopping residuals: the model's, or RaiSim's last largest correction.
+fn stopping_residuals(pr: Problem, local_max: f32) -> vec4<f32> {
+    if (params.model == MODEL_RAISIM) {
+        return vec4<f32>(0.0, local_max, 0.0, local_max);
+    }
+    return problem_residuals(pr);
 }
 
 // One chunk of a solve: at most params.chunk sweeps, then the
@@ -141,6 +345,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             set_lambda(pr, i, initial(pr, i, get_lambda(pr, i)));
         }
         st.iterations = 0u;
+        st.eps_abs = bitcast<f32>(0x7f800000u); // RaiSim: no correction yet
         st.state = STATE_RUNNING;
     }
     contact_velocity(pr);
@@ -148,10 +353,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var steps = 0u;
     var flags = 0u;
     var finished = false;
+    // RaiSim's last correction (none yet before the first sweep).
+    var local_max = st.eps_abs;
     var res = vec4<f32>(0.0);
     loop {
-        res = problem_residuals(pr);
-        if (res.w <= pr.tolerance && steps > 0u) {
+        res = stopping_residuals(pr, local_max);
+        if (res.w <= pr.tolerance && steps > 0u && params.model != MODEL_RAISIM) {
             // Judged on the exact velocities.
             contact_velocity(pr);
             res = problem_residuals(pr);
@@ -163,9 +370,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (steps >= params.chunk) {
             break;
         }
+        let alpha = raisim_alpha(it);
         it += 1u;
         steps += 1u;
-        if (!sweep(pr)) {
+        local_max = sweep(pr, alpha);
+        if (!is_finite(local_max)) {
             flags = FLAG_DIVERGED;
             finished = true;
             break;
@@ -173,7 +382,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     if (finished) {
         contact_velocity(pr);
-        res = problem_residuals(pr);
+        res = stopping_residuals(pr, local_max);
     }
     if (loop_limit_reached()) {
         finish(index, it, flags | FLAG_LOOP_LIMIT, res, 0.0, 0u);
@@ -184,7 +393,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     st.iterations = it;
-    st.eps_abs = res.w;
+    st.eps_abs = local_max;
     results[index] = st;
     atomicAdd(&running_count, 1u);
 }

@@ -139,9 +139,9 @@ fn dumped_problems_are_solved_by_moreau_solve() {
 
     // A solver without a GPU kernel is refused on the GPU, by name
     // (tests/gpu_solvers.rs checks the GPU path itself).
-    let out = moreau_solve(&dump, &["--solver", "raisim", "--device", "gpu"]);
+    let out = moreau_solve(&dump, &["--solver", "staggered", "--device", "gpu"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`raisim` has no GPU kernel"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`staggered` has no GPU kernel"));
     std::fs::remove_dir_all(&dir).ok();
 }
 

