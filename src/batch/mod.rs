@@ -15,10 +15,13 @@
 //!   worlds with contacts packed into one batch and solved by one batched
 //!   WGSL kernel ([`crate::gpu::GpuSolver`], f32), the impulses read back and
 //!   the worlds finished on rayon's threads. Worlds without contacts skip
-//!   the solve. A problem the GPU flags (more contacts than the capacity
-//!   set at creation, an invalid or non-PSD problem, a divergence) is solved
-//!   by the CPU solver of its world instead, and counted in the report:
-//!   never dropped.
+//!   the solve. The device buffers start at room for
+//!   [`BatchOptions::initial_contacts_per_world`] and grow (×1.5 past the
+//!   need, a rebuilt solver, counted in the report) when a step's batch
+//!   needs more. A problem the GPU flags (more than
+//!   [`BatchOptions::max_contacts_per_world`] contacts, an invalid or
+//!   non-PSD problem, a divergence) is solved by the CPU solver of its world
+//!   instead, and counted in the report: never dropped.
 //!
 //! Bad input: actions of the wrong length are refused before anything
 //! moves. A world whose actions are not finite, or whose step fails (a
@@ -108,18 +111,30 @@ pub struct BatchOptions {
     /// Simulation parameters of every world (per-world changes:
     /// [`BatchSim::params_mut`]).
     pub params: SimParams,
-    /// GPU: the most contacts one world's problem may have; larger problems
-    /// are solved on the CPU (and counted). 0: 4 per collision geometry,
-    /// at least 8.
+    /// GPU: the most contacts one world's problem may have on the GPU;
+    /// larger problems are solved on the CPU (and counted).
     pub max_contacts_per_world: usize,
+    /// GPU: contacts per world the device buffers first have room for
+    /// (they grow when a batch needs more).
+    pub initial_contacts_per_world: usize,
 }
 
+/// The smallest solver tolerance the GPU backend accepts: its kernels work
+/// in f32, whose rounding of `c = Gλ + g` stalls residuals near 1e-6 on
+/// well-conditioned scenes (below it they run to their iteration cap).
+pub const GPU_MIN_TOLERANCE: f64 = 1e-6;
+
 impl Default for BatchOptions {
+    /// CPU on all cores, [`SimParams`]' defaults with the solver tolerance
+    /// at [`GPU_MIN_TOLERANCE`], so that every backend can run the same settings.
     fn default() -> Self {
+        let mut params = SimParams::default();
+        params.solver_settings.tolerance = GPU_MIN_TOLERANCE;
         BatchOptions {
             backend: Backend::CpuParallel,
-            params: SimParams::default(),
-            max_contacts_per_world: 0,
+            params,
+            max_contacts_per_world: 64,
+            initial_contacts_per_world: 8,
         }
     }
 }
@@ -186,6 +201,8 @@ pub struct BatchStepReport {
     pub unconverged: usize,
     /// GPU problems solved on the CPU instead (flagged by the GPU), with why.
     pub fallbacks: Vec<(usize, String)>,
+    /// Whether the GPU buffers grew in this step (and to what capacity).
+    pub grew: Option<BatchCapacity>,
     /// Worlds that did not step (non-finite actions, a failed step), with
     /// why; their state is unchanged.
     pub failed: Vec<(usize, String)>,
@@ -211,6 +228,7 @@ struct GpuState {
     out: BatchOutput,
     /// World of each problem in the batch.
     world_of: Vec<usize>,
+    grew: Option<BatchCapacity>,
 }
 
 /// N worlds of one model, stepped together (see the module doc).
@@ -240,22 +258,29 @@ impl BatchSim {
         }
         let gpu = match options.backend {
             Backend::Gpu => {
-                let max_nc = if options.max_contacts_per_world > 0 {
-                    options.max_contacts_per_world
-                } else {
-                    (4 * model.geometries.len()).max(8)
-                };
+                let tol = options.params.solver_settings.tolerance;
+                if tol < GPU_MIN_TOLERANCE {
+                    return Err(BatchError::World {
+                        world: 0,
+                        reason: format!(
+                            "solver tolerance {tol:e} is below what the GPU's f32 kernels reach; use at least {GPU_MIN_TOLERANCE:e}"
+                        ),
+                    });
+                }
+                let max_nc = options.max_contacts_per_world.max(1);
+                let first = options.initial_contacts_per_world.clamp(1, max_nc);
                 let ctx = GpuContext::new()?;
-                let solver = GpuSolver::new(
-                    &ctx,
-                    options.params.solver,
-                    BatchCapacity::uniform(nworlds, max_nc),
-                )?;
+                let capacity = BatchCapacity {
+                    max_contacts_per_problem: max_nc,
+                    ..BatchCapacity::uniform(nworlds, first)
+                };
+                let solver = GpuSolver::new(&ctx, options.params.solver, capacity)?;
                 Some(GpuState {
                     solver,
                     batch: HostBatch::new(max_nc),
                     out: BatchOutput::default(),
                     world_of: Vec::with_capacity(nworlds),
+                    grew: None,
                 })
             }
             _ => None,
@@ -298,6 +323,10 @@ impl BatchSim {
     }
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+    /// The GPU buffers' capacity now (GPU backend).
+    pub fn gpu_capacity(&self) -> Option<BatchCapacity> {
+        self.gpu.as_ref().map(|g| g.solver.capacity())
     }
     /// The GPU adapter's name (GPU backend).
     pub fn device_name(&self) -> Option<String> {
@@ -440,6 +469,7 @@ impl BatchSim {
         self.times.accumulate(&times);
         let mut report = BatchStepReport {
             times,
+            grew: self.gpu.as_ref().and_then(|g| g.grew),
             ..Default::default()
         };
         for (w, world) in self.worlds.iter().enumerate() {
@@ -488,6 +518,22 @@ impl BatchSim {
             }
         }
         times.pack = t.elapsed();
+        gpu.grew = None;
+        if let Err(GpuError::CapacityExceeded { .. }) =
+            gpu.batch.check_capacity(&gpu.solver.capacity())
+        {
+            let old = gpu.solver.capacity();
+            let grow = |need: usize, have: usize| if need > have { need + need / 2 } else { have };
+            let capacity = BatchCapacity {
+                problems: grow(gpu.batch.len(), old.problems),
+                contacts: grow(gpu.batch.contacts(), old.contacts),
+                delassus_floats: grow(gpu.batch.delassus_floats(), old.delassus_floats),
+                ..old
+            };
+            let ctx = gpu.solver.context().clone();
+            gpu.solver = GpuSolver::new(&ctx, gpu.solver.kind(), capacity)?;
+            gpu.grew = Some(capacity);
+        }
         if !gpu.batch.is_empty() {
             let settings = self.worlds[gpu.world_of[0]].sim.params.solver_settings;
             gpu.solver

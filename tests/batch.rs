@@ -1,0 +1,218 @@
+//! BatchSim: the three backends step the same batch alike (CPU single and
+//! parallel bit for bit, the GPU within f32 tolerance) on scenes that are not
+//! chaotic; bad actions and oversized problems are handled per world.
+
+use moreau::State;
+use moreau::batch::{Backend, BatchOptions, BatchSim};
+use moreau::scenes::{self, Scene};
+use std::sync::Arc;
+
+mod common;
+
+/// `n` copies of the scene's initial state, each world translated along x
+/// by its own offset (every free body moved alike: the same physics, other
+/// numbers).
+fn initial_states(scene: &Scene, n: usize) -> Vec<State> {
+    let m = &scene.model;
+    (0..n)
+        .map(|w| {
+            let mut s = scene.state.clone();
+            for i in 1..m.nbodies {
+                if m.joint_type[i] == moreau::model::JointType::Free {
+                    s.q[m.joint_idx_q[i]] += 0.01 * w as f64;
+                }
+            }
+            s
+        })
+        .collect()
+}
+
+fn run(scene: &Scene, backend: Backend, nworlds: usize, steps: usize) -> Option<(BatchSim, usize)> {
+    let mut options = BatchOptions {
+        backend,
+        ..Default::default()
+    };
+    options.params.dt = scene.dt;
+    let mut batch = match BatchSim::new(scene.model.clone(), &scene.state, nworlds, &options) {
+        Ok(b) => b,
+        Err(e) if backend == Backend::Gpu => {
+            if std::env::var("MOREAU_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("GPU backend required (MOREAU_REQUIRE_GPU=1): {e}");
+            }
+            eprintln!("SKIPPED (no GPU): {e}");
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    for (w, s) in initial_states(scene, nworlds).into_iter().enumerate() {
+        batch.set_state(w, s).unwrap();
+    }
+    let nv = scene.model.nv;
+    let mut actions = vec![0.0; nworlds * nv];
+    let mut contacts = 0;
+    for _ in 0..steps {
+        for w in 0..nworlds {
+            let s = batch.state(w).unwrap().clone();
+            scene.control(&s, &mut actions[w * nv..(w + 1) * nv]);
+        }
+        let r = batch.step(&actions).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        contacts += r.contacts;
+    }
+    Some((batch, contacts))
+}
+
+fn max_q_difference(a: &BatchSim, b: &BatchSim) -> f64 {
+    a.states()
+        .zip(b.states())
+        .map(|(x, y)| (&x.q - &y.q).amax())
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn backends_agree_on_resting_and_standing_scenes() {
+    for (name, steps) in [
+        ("quadruped", 1000),
+        ("cube-resting", 1000),
+        ("pyramid", 100),
+    ] {
+        let scene = scenes::scene(name).unwrap();
+        let n = 4;
+        let t = std::time::Instant::now();
+        let (single, contacts) = run(&scene, Backend::CpuSingle, n, steps).unwrap();
+        let (parallel, _) = run(&scene, Backend::CpuParallel, n, steps).unwrap();
+        let exact = max_q_difference(&single, &parallel);
+        println!(
+            "{name}: {n} worlds × {steps} steps, {contacts} contacts; cpu1 vs cpu: {exact:e} ({:.1} s)",
+            t.elapsed().as_secs_f64()
+        );
+        assert_eq!(exact, 0.0, "the same code on more threads");
+        let t = std::time::Instant::now();
+        let Some((gpu, gpu_contacts)) = run(&scene, Backend::Gpu, n, steps) else {
+            continue;
+        };
+        let d = max_q_difference(&single, &gpu);
+        println!(
+            "{name}: gpu ({}) vs cpu1: max |Δq| = {d:.3e} over {steps} steps, {gpu_contacts} contacts ({:.1} s)",
+            gpu.device_name().unwrap_or_default(),
+            t.elapsed().as_secs_f64()
+        );
+        // f32 solves at the same tolerance (1e-6) on scenes at rest: the
+        // worlds stay within 10 µm (and 1e-5 rad) of the f64 reference.
+        assert!(d < 1e-5, "{name}: {d:e}");
+    }
+}
+
+#[test]
+fn bad_actions_flag_their_world_only() {
+    let scene = scenes::scene("quadruped").unwrap();
+    let mut batch = BatchSim::new(
+        scene.model.clone(),
+        &scene.state,
+        3,
+        &BatchOptions::default(),
+    )
+    .unwrap();
+    let nv = scene.model.nv;
+    let e = batch.step(&vec![0.0; 3 * nv - 1]).unwrap_err();
+    println!("{e}");
+    assert!(e.to_string().contains("actions has length"));
+    let mut actions = vec![0.0; 3 * nv];
+    actions[nv + 4] = f64::NAN;
+    let before = batch.state(1).unwrap().clone();
+    let r = batch.step(&actions).unwrap();
+    println!("{:?}", r.failed);
+    assert_eq!(r.failed.len(), 1);
+    assert_eq!(r.failed[0].0, 1);
+    assert!(r.failed[0].1.contains("action 4 is not finite"));
+    assert_eq!(batch.state(1).unwrap().q, before.q, "untouched");
+    assert!(batch.state(0).unwrap().t > 0.0 && batch.state(2).unwrap().t > 0.0);
+}
+
+#[test]
+fn gpu_problems_over_capacity_are_solved_on_the_cpu_and_counted() {
+    let scene = scenes::scene("pyramid").unwrap();
+    let options = BatchOptions {
+        backend: Backend::Gpu,
+        max_contacts_per_world: 4,
+        ..Default::default()
+    };
+    let mut batch = match BatchSim::new(scene.model.clone(), &scene.state, 2, &options) {
+        Ok(b) => b,
+        Err(e) => {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU required: {e}"
+            );
+            eprintln!("SKIPPED (no GPU): {e}");
+            return;
+        }
+    };
+    let r = batch.step(&vec![0.0; 2 * scene.model.nv]).unwrap();
+    println!("{} contacts, fallbacks {:?}", r.contacts, r.fallbacks);
+    assert_eq!(r.grew, None, "nothing went to the GPU");
+    assert!(r.max_contacts > 4);
+    assert_eq!(r.fallbacks.len(), 2);
+    assert!(r.fallbacks[0].1.contains("over-capacity") || r.fallbacks[0].1.contains("capacity"));
+    assert!(r.failed.is_empty());
+}
+
+#[test]
+fn per_world_friction_and_models() {
+    let scene = scenes::scene("cube-sliding").unwrap();
+    let mut batch = BatchSim::new(
+        scene.model.clone(),
+        &scene.state,
+        2,
+        &BatchOptions::default(),
+    )
+    .unwrap();
+    batch.params_mut(1).unwrap().friction_scale = 0.0;
+    let nv = scene.model.nv;
+    for _ in 0..200 {
+        batch.step(&vec![0.0; 2 * nv]).unwrap();
+    }
+    let speed = |w: usize| batch.state(w).unwrap().v.rows(0, 3).norm();
+    println!(
+        "after 0.2 s: speed with friction {:.4}, without {:.4}",
+        speed(0),
+        speed(1)
+    );
+    assert!(speed(1) > 0.99 && speed(0) < 0.5);
+    // A world model of another structure is refused.
+    let other = Arc::new(scenes::scene("quadruped").unwrap().model.as_ref().clone());
+    assert!(batch.set_world_model(0, other).is_err());
+}
+
+#[test]
+fn gpu_buffers_grow_when_a_batch_needs_more() {
+    let scene = scenes::scene("pyramid").unwrap();
+    let options = BatchOptions {
+        backend: Backend::Gpu,
+        initial_contacts_per_world: 2,
+        ..Default::default()
+    };
+    let Some(mut batch) = BatchSim::new(scene.model.clone(), &scene.state, 3, &options)
+        .map_err(|e| {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU required: {e}"
+            );
+            eprintln!("SKIPPED (no GPU): {e}");
+        })
+        .ok()
+    else {
+        return;
+    };
+    let before = batch.gpu_capacity().unwrap();
+    let nv = scene.model.nv;
+    let r = batch.step(&vec![0.0; 3 * nv]).unwrap();
+    let grown = r.grew.expect("36 contacts per world do not fit in 2");
+    println!(
+        "capacity {before:?} -> {grown:?}; {} contacts on the GPU",
+        r.contacts
+    );
+    assert!(grown.contacts >= r.contacts && r.fallbacks.is_empty());
+    let r = batch.step(&vec![0.0; 3 * nv]).unwrap();
+    assert_eq!(r.grew, None, "grown once, reused");
+}
