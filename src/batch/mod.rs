@@ -28,6 +28,8 @@
 //! solver error, a non-finite state), is left untouched and flagged in the
 //! [`BatchStepReport`]; the others step normally.
 
+pub mod bench;
+
 use crate::contact::{SolverKind, SolverStats};
 use crate::error::SimError;
 use crate::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver, HostBatch};

@@ -1,0 +1,1 @@
+//! The headless throughput benchmark behind `moreau bench`.

@@ -1,0 +1,1 @@
+//! Vectorized reinforcement-learning environments on top of [`crate::batch::BatchSim`].
