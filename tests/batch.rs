@@ -216,3 +216,53 @@ fn gpu_buffers_grow_when_a_batch_needs_more() {
     let r = batch.step(&vec![0.0; 3 * nv]).unwrap();
     assert_eq!(r.grew, None, "grown once, reused");
 }
+
+#[test]
+fn pipelined_gpu_chunks_give_the_same_worlds() {
+    let scene = scenes::scene("quadruped").unwrap();
+    let n = 5;
+    let mut runs = Vec::new();
+    for chunks in [1, 2, 3] {
+        let mut options = BatchOptions {
+            backend: Backend::Gpu,
+            pipeline_chunks: chunks,
+            ..Default::default()
+        };
+        options.params.dt = scene.dt;
+        let mut batch = match BatchSim::new(scene.model.clone(), &scene.state, n, &options) {
+            Ok(b) => b,
+            Err(e) => {
+                assert!(
+                    std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                    "GPU required: {e}"
+                );
+                eprintln!("SKIPPED (no GPU): {e}");
+                return;
+            }
+        };
+        for (w, s) in initial_states(&scene, n).into_iter().enumerate() {
+            batch.set_state(w, s).unwrap();
+        }
+        let nv = scene.model.nv;
+        let mut actions = vec![0.0; n * nv];
+        let mut contacts = 0;
+        let t = std::time::Instant::now();
+        for _ in 0..200 {
+            for w in 0..n {
+                let s = batch.state(w).unwrap().clone();
+                scene.control(&s, &mut actions[w * nv..(w + 1) * nv]);
+            }
+            contacts += batch.step(&actions).unwrap().contacts;
+        }
+        println!(
+            "{chunks} chunk(s): {contacts} contacts, {:.2} s ({:?})",
+            t.elapsed().as_secs_f64(),
+            batch.times
+        );
+        runs.push(batch);
+    }
+    for r in &runs[1..] {
+        let d = max_q_difference(&runs[0], r);
+        assert_eq!(d, 0.0, "each problem is solved alike whatever its chunk");
+    }
+}

@@ -32,7 +32,9 @@ pub mod bench;
 
 use crate::contact::{SolverKind, SolverStats};
 use crate::error::SimError;
-use crate::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver, HostBatch};
+use crate::gpu::{
+    BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver, HostBatch, Submission,
+};
 use crate::model::Model;
 use crate::sim::{SimParams, Simulator, State};
 use rayon::prelude::*;
@@ -119,6 +121,10 @@ pub struct BatchOptions {
     /// GPU: contacts per world the device buffers first have room for
     /// (they grow when a batch needs more).
     pub initial_contacts_per_world: usize,
+    /// GPU: split each step into this many chunks of worlds, pipelined on
+    /// two solvers: while one chunk is solved on the GPU, the host prepares
+    /// the next and finishes the previous. 1: no overlap (one dispatch).
+    pub pipeline_chunks: usize,
 }
 
 /// The smallest solver tolerance the GPU backend accepts: its kernels work
@@ -137,6 +143,7 @@ impl Default for BatchOptions {
             params,
             max_contacts_per_world: 64,
             initial_contacts_per_world: 8,
+            pipeline_chunks: 1,
         }
     }
 }
@@ -224,12 +231,21 @@ struct World {
     fallback: Option<String>,
 }
 
-struct GpuState {
+/// One GPU solver with its host batch: a chunk of worlds in flight.
+struct GpuLane {
     solver: GpuSolver,
     batch: HostBatch,
     out: BatchOutput,
     /// World of each problem in the batch.
     world_of: Vec<usize>,
+}
+
+struct GpuState {
+    /// One lane, or two when the step is pipelined in chunks (one chunk on
+    /// the GPU while the host prepares or finishes another).
+    lanes: Vec<GpuLane>,
+    /// Chunks the worlds are split into per step.
+    chunks: usize,
     grew: Option<BatchCapacity>,
 }
 
@@ -272,16 +288,24 @@ impl BatchSim {
                 let max_nc = options.max_contacts_per_world.max(1);
                 let first = options.initial_contacts_per_world.clamp(1, max_nc);
                 let ctx = GpuContext::new()?;
+                let chunks = options.pipeline_chunks.clamp(1, nworlds);
+                let per_chunk = nworlds.div_ceil(chunks);
                 let capacity = BatchCapacity {
                     max_contacts_per_problem: max_nc,
-                    ..BatchCapacity::uniform(nworlds, first)
+                    ..BatchCapacity::uniform(per_chunk, first)
                 };
-                let solver = GpuSolver::new(&ctx, options.params.solver, capacity)?;
+                let mut lanes = Vec::new();
+                for _ in 0..chunks.min(2) {
+                    lanes.push(GpuLane {
+                        solver: GpuSolver::new(&ctx, options.params.solver, capacity)?,
+                        batch: HostBatch::new(max_nc),
+                        out: BatchOutput::default(),
+                        world_of: Vec::with_capacity(per_chunk),
+                    });
+                }
                 Some(GpuState {
-                    solver,
-                    batch: HostBatch::new(max_nc),
-                    out: BatchOutput::default(),
-                    world_of: Vec::with_capacity(nworlds),
+                    lanes,
+                    chunks,
                     grew: None,
                 })
             }
@@ -328,13 +352,13 @@ impl BatchSim {
     }
     /// The GPU buffers' capacity now (GPU backend).
     pub fn gpu_capacity(&self) -> Option<BatchCapacity> {
-        self.gpu.as_ref().map(|g| g.solver.capacity())
+        self.gpu.as_ref().map(|g| g.lanes[0].solver.capacity())
     }
     /// The GPU adapter's name (GPU backend).
     pub fn device_name(&self) -> Option<String> {
         self.gpu
             .as_ref()
-            .map(|g| g.solver.context().adapter.name.clone())
+            .map(|g| g.lanes[0].solver.context().adapter.name.clone())
     }
 
     fn world(&self, w: usize) -> Result<&World, BatchError> {
@@ -495,60 +519,121 @@ impl BatchSim {
         Ok(report)
     }
 
+    /// The GPU step, in `chunks` chunks of worlds over one or two lanes:
+    /// prepare chunk k (host, all cores), pack and submit it, then wait for
+    /// chunk k − 1 and finish it while chunk k is on the GPU.
     fn step_on_gpu(&mut self, times: &mut BatchTimes) -> Result<(), BatchError> {
         let gpu = self.gpu.as_mut().expect("the GPU backend has a solver");
-        let t = Instant::now();
-        self.worlds.par_iter_mut().for_each(|world| {
-            if world.prepared.is_ok() {
-                world.prepared = world
-                    .sim
-                    .prepare(&world.state, &world.tau)
-                    .map_err(|e| e.to_string());
-            }
-        });
-        times.prepare = t.elapsed();
-
-        let t = Instant::now();
-        gpu.batch.clear();
-        gpu.world_of.clear();
-        for (w, world) in self.worlds.iter().enumerate() {
-            if matches!(world.prepared, Ok(nc) if nc > 0) {
-                let s = &world.sim.params.solver_settings;
-                gpu.batch
-                    .push(world.sim.problem(), s.max_iterations, s.tolerance);
-                gpu.world_of.push(w);
-            }
-        }
-        times.pack = t.elapsed();
+        let n = self.worlds.len();
+        let chunks = gpu.chunks;
+        let range = |k: usize| (k * n / chunks)..((k + 1) * n / chunks);
         gpu.grew = None;
-        if let Err(GpuError::CapacityExceeded { .. }) =
-            gpu.batch.check_capacity(&gpu.solver.capacity())
-        {
-            let old = gpu.solver.capacity();
-            let grow = |need: usize, have: usize| if need > have { need + need / 2 } else { have };
-            let capacity = BatchCapacity {
-                problems: grow(gpu.batch.len(), old.problems),
-                contacts: grow(gpu.batch.contacts(), old.contacts),
-                delassus_floats: grow(gpu.batch.delassus_floats(), old.delassus_floats),
-                ..old
-            };
-            let ctx = gpu.solver.context().clone();
-            gpu.solver = GpuSolver::new(&ctx, gpu.solver.kind(), capacity)?;
-            gpu.grew = Some(capacity);
+        // (chunk, lane, submission) in flight, oldest first.
+        let mut in_flight: std::collections::VecDeque<(usize, usize, Option<Submission>)> =
+            Default::default();
+        for k in 0..chunks {
+            let lane = k % gpu.lanes.len();
+            let t = Instant::now();
+            prepare_worlds(&mut self.worlds[range(k)]);
+            times.prepare += t.elapsed();
+            // The lane must be free: finish what it still holds.
+            while let Some(&(_, l, _)) = in_flight.front() {
+                if l != lane && in_flight.len() < gpu.lanes.len() {
+                    break;
+                }
+                let (c, l, sub) = in_flight.pop_front().expect("non-empty");
+                complete_chunk(&mut gpu.lanes[l], sub, &mut self.worlds, range(c), times)?;
+            }
+            let sub = submit_chunk(
+                &mut gpu.lanes[lane],
+                &self.worlds,
+                range(k),
+                &mut gpu.grew,
+                times,
+            )?;
+            in_flight.push_back((k, lane, sub));
         }
-        if !gpu.batch.is_empty() {
-            let settings = self.worlds[gpu.world_of[0]].sim.params.solver_settings;
-            gpu.solver
-                .solve_batch(&gpu.batch, &settings, &mut gpu.out)?;
-            let g = gpu.solver.last_timings();
-            times.upload = g.upload;
-            times.solve = g.solve;
-            times.download = g.download;
+        while let Some((c, l, sub)) = in_flight.pop_front() {
+            complete_chunk(&mut gpu.lanes[l], sub, &mut self.worlds, range(c), times)?;
         }
-        // Distribute the impulses; flagged problems go back to the CPU.
-        for (k, &w) in gpu.world_of.iter().enumerate() {
-            let p = gpu.out.problem(k);
-            let world = &mut self.worlds[w];
+        Ok(())
+    }
+}
+
+/// Host stages 1 to 3 of the worlds not out of this step.
+fn prepare_worlds(worlds: &mut [World]) {
+    worlds.par_iter_mut().for_each(|world| {
+        if world.prepared.is_ok() {
+            world.prepared = world
+                .sim
+                .prepare(&world.state, &world.tau)
+                .map_err(|e| e.to_string());
+        }
+    });
+}
+
+/// Packs the problems of `worlds[range]` into the lane (growing its buffers
+/// if they do not fit) and submits them; `None` when no world has contacts.
+fn submit_chunk(
+    lane: &mut GpuLane,
+    worlds: &[World],
+    range: std::ops::Range<usize>,
+    grew: &mut Option<BatchCapacity>,
+    times: &mut BatchTimes,
+) -> Result<Option<Submission>, BatchError> {
+    let t = Instant::now();
+    lane.batch.clear();
+    lane.world_of.clear();
+    for w in range {
+        let world = &worlds[w];
+        if matches!(world.prepared, Ok(nc) if nc > 0) {
+            let s = &world.sim.params.solver_settings;
+            lane.batch
+                .push(world.sim.problem(), s.max_iterations, s.tolerance);
+            lane.world_of.push(w);
+        }
+    }
+    times.pack += t.elapsed();
+    if lane.batch.is_empty() {
+        return Ok(None);
+    }
+    if let Err(GpuError::CapacityExceeded { .. }) =
+        lane.batch.check_capacity(&lane.solver.capacity())
+    {
+        let old = lane.solver.capacity();
+        let grow = |need: usize, have: usize| if need > have { need + need / 2 } else { have };
+        let capacity = BatchCapacity {
+            problems: grow(lane.batch.len(), old.problems),
+            contacts: grow(lane.batch.contacts(), old.contacts),
+            delassus_floats: grow(lane.batch.delassus_floats(), old.delassus_floats),
+            ..old
+        };
+        let ctx = lane.solver.context().clone();
+        lane.solver = GpuSolver::new(&ctx, lane.solver.kind(), capacity)?;
+        *grew = Some(capacity);
+    }
+    let settings = worlds[lane.world_of[0]].sim.params.solver_settings;
+    Ok(Some(lane.solver.submit(&lane.batch, &settings)?))
+}
+
+/// Waits for a lane's submission, hands each world its impulses (flagged
+/// problems go back to the CPU) and finishes the worlds of `range`.
+fn complete_chunk(
+    lane: &mut GpuLane,
+    submission: Option<Submission>,
+    worlds: &mut [World],
+    range: std::ops::Range<usize>,
+    times: &mut BatchTimes,
+) -> Result<(), BatchError> {
+    if let Some(sub) = submission {
+        lane.solver.wait(sub, &mut lane.out)?;
+        let g = lane.solver.last_timings();
+        times.upload += g.upload;
+        times.solve += g.solve;
+        times.download += g.download;
+        for (k, &w) in lane.world_of.iter().enumerate() {
+            let p = lane.out.problem(k);
+            let world = &mut worlds[w];
             if p.flags() != 0 {
                 world.fallback = Some(format!(
                     "GPU flagged its {}-contact problem: {}",
@@ -574,17 +659,17 @@ impl BatchSim {
                 ..Default::default()
             };
         }
-        let t = Instant::now();
-        self.worlds.par_iter_mut().for_each(|world| {
-            if world.fallback.is_some() {
-                finish_on_cpu(world);
-            } else {
-                finish_with_lambda(world);
-            }
-        });
-        times.finish = t.elapsed();
-        Ok(())
     }
+    let t = Instant::now();
+    worlds[range].par_iter_mut().for_each(|world| {
+        if world.fallback.is_some() {
+            finish_on_cpu(world);
+        } else {
+            finish_with_lambda(world);
+        }
+    });
+    times.finish += t.elapsed();
+    Ok(())
 }
 
 /// One whole CPU step of a world that is not out of this step.
