@@ -71,14 +71,7 @@ impl PdController {
         omega: f64,
         zeta: f64,
     ) -> Self {
-        let mut c = Self::for_model(model, q_ref, 0.0, 0.0);
-        let mut data = crate::dynamics::Data::new(model);
-        let m = crate::dynamics::crba(model, &mut data, c.q_ref.as_slice());
-        for (j, &(iv, _)) in c.dofs.iter().enumerate() {
-            c.kp[j] = omega * omega * m[(iv, iv)];
-            c.kd[j] = 2.0 * zeta * omega * m[(iv, iv)];
-        }
-        c
+        Self::with_gains_from_inertia(model, q_ref, omega, zeta, |m, iv| Some(m[(iv, iv)]))
     }
     /// Like [`Self::with_natural_frequency`] with the joint's smallest
     /// effective inertia, `1 / (M⁻¹)_jj` (the other joints free), instead of
@@ -91,14 +84,28 @@ impl PdController {
         omega: f64,
         zeta: f64,
     ) -> Self {
+        let mut m_inv = None;
+        Self::with_gains_from_inertia(model, q_ref, omega, zeta, |m, iv| {
+            let inv = m_inv.get_or_insert_with(|| m.clone().try_inverse());
+            inv.as_ref().map(|inv| 1.0 / inv[(iv, iv)])
+        })
+    }
+    /// `kp = ω² I_j`, `kd = 2ζω I_j` with `I_j = inertia(M(q_ref), dof)`
+    /// (gains stay zero where it gives none).
+    fn with_gains_from_inertia(
+        model: &Model,
+        q_ref: DVector<f64>,
+        omega: f64,
+        zeta: f64,
+        mut inertia: impl FnMut(&nalgebra::DMatrix<f64>, usize) -> Option<f64>,
+    ) -> Self {
         let mut c = Self::for_model(model, q_ref, 0.0, 0.0);
         let mut data = crate::dynamics::Data::new(model);
-        let m = crate::dynamics::crba(model, &mut data, c.q_ref.as_slice()).clone();
-        if let Some(m_inv) = m.try_inverse() {
-            for (j, &(iv, _)) in c.dofs.iter().enumerate() {
-                let inertia = 1.0 / m_inv[(iv, iv)];
-                c.kp[j] = omega * omega * inertia;
-                c.kd[j] = 2.0 * zeta * omega * inertia;
+        let m = crate::dynamics::crba(model, &mut data, c.q_ref.as_slice());
+        for (j, &(iv, _)) in c.dofs.iter().enumerate() {
+            if let Some(i) = inertia(m, iv) {
+                c.kp[j] = omega * omega * i;
+                c.kd[j] = 2.0 * zeta * omega * i;
             }
         }
         c

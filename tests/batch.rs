@@ -27,22 +27,33 @@ fn initial_states(scene: &Scene, n: usize) -> Vec<State> {
         .collect()
 }
 
+/// The batch, or `None` (with a notice) when the GPU backend is
+/// unavailable; with `MOREAU_REQUIRE_GPU=1` that is a failure.
+fn or_skip(batch: Result<BatchSim, moreau::batch::BatchError>) -> Option<BatchSim> {
+    match batch {
+        Ok(b) => Some(b),
+        Err(e) => {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU backend required (MOREAU_REQUIRE_GPU=1): {e}"
+            );
+            eprintln!("SKIPPED (no GPU): {e}");
+            None
+        }
+    }
+}
+
 fn run(scene: &Scene, backend: Backend, nworlds: usize, steps: usize) -> Option<(BatchSim, usize)> {
     let mut options = BatchOptions {
         backend,
         ..Default::default()
     };
     options.params.dt = scene.dt;
-    let mut batch = match BatchSim::new(scene.model.clone(), &scene.state, nworlds, &options) {
-        Ok(b) => b,
-        Err(e) if backend == Backend::Gpu => {
-            if std::env::var("MOREAU_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("GPU backend required (MOREAU_REQUIRE_GPU=1): {e}");
-            }
-            eprintln!("SKIPPED (no GPU): {e}");
-            return None;
-        }
-        Err(e) => panic!("{e}"),
+    let batch = BatchSim::new(scene.model.clone(), &scene.state, nworlds, &options);
+    let mut batch = if backend == Backend::Gpu {
+        or_skip(batch)?
+    } else {
+        batch.unwrap()
     };
     for (w, s) in initial_states(scene, nworlds).into_iter().enumerate() {
         batch.set_state(w, s).unwrap();
@@ -137,16 +148,13 @@ fn gpu_problems_over_capacity_are_solved_on_the_cpu_and_counted() {
         max_contacts_per_world: 4,
         ..Default::default()
     };
-    let mut batch = match BatchSim::new(scene.model.clone(), &scene.state, 2, &options) {
-        Ok(b) => b,
-        Err(e) => {
-            assert!(
-                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                "GPU required: {e}"
-            );
-            eprintln!("SKIPPED (no GPU): {e}");
-            return;
-        }
+    let Some(mut batch) = or_skip(BatchSim::new(
+        scene.model.clone(),
+        &scene.state,
+        2,
+        &options,
+    )) else {
+        return;
     };
     let r = batch.step(&vec![0.0; 2 * scene.model.nv]).unwrap();
     println!("{} contacts, fallbacks {:?}", r.contacts, r.fallbacks);
@@ -192,16 +200,12 @@ fn gpu_buffers_grow_when_a_batch_needs_more() {
         initial_contacts_per_world: 2,
         ..Default::default()
     };
-    let Some(mut batch) = BatchSim::new(scene.model.clone(), &scene.state, 3, &options)
-        .map_err(|e| {
-            assert!(
-                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                "GPU required: {e}"
-            );
-            eprintln!("SKIPPED (no GPU): {e}");
-        })
-        .ok()
-    else {
+    let Some(mut batch) = or_skip(BatchSim::new(
+        scene.model.clone(),
+        &scene.state,
+        3,
+        &options,
+    )) else {
         return;
     };
     let before = batch.gpu_capacity().unwrap();
@@ -229,16 +233,13 @@ fn pipelined_gpu_chunks_give_the_same_worlds() {
             ..Default::default()
         };
         options.params.dt = scene.dt;
-        let mut batch = match BatchSim::new(scene.model.clone(), &scene.state, n, &options) {
-            Ok(b) => b,
-            Err(e) => {
-                assert!(
-                    std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                    "GPU required: {e}"
-                );
-                eprintln!("SKIPPED (no GPU): {e}");
-                return;
-            }
+        let Some(mut batch) = or_skip(BatchSim::new(
+            scene.model.clone(),
+            &scene.state,
+            n,
+            &options,
+        )) else {
+            return;
         };
         for (w, s) in initial_states(&scene, n).into_iter().enumerate() {
             batch.set_state(w, s).unwrap();

@@ -97,15 +97,7 @@ pub fn load_model_file(
                 mjcf_bodies: None,
                 q0: r.model.neutral_configuration(),
                 has_ground: false,
-                joint_limits: r
-                    .joint_limits
-                    .into_iter()
-                    .map(|(joint, lower, upper)| JointLimit {
-                        joint,
-                        lower,
-                        upper,
-                    })
-                    .collect(),
+                joint_limits: joint_limits(r.joint_limits),
                 motors: Vec::new(),
                 timestep: None,
                 warnings: r.warnings,
@@ -136,15 +128,7 @@ pub fn load_model_file(
                 mjcf_bodies: Some(r.bodies),
                 q0: r.q0,
                 has_ground,
-                joint_limits: r
-                    .joint_limits
-                    .into_iter()
-                    .map(|(joint, lower, upper)| JointLimit {
-                        joint,
-                        lower,
-                        upper,
-                    })
-                    .collect(),
+                joint_limits: joint_limits(r.joint_limits),
                 motors: r
                     .actuators
                     .into_iter()
@@ -168,6 +152,17 @@ pub fn load_model_file(
             ),
         }),
     }
+}
+
+fn joint_limits(limits: Vec<(String, f64, f64)>) -> Vec<JointLimit> {
+    limits
+        .into_iter()
+        .map(|(joint, lower, upper)| JointLimit {
+            joint,
+            lower,
+            upper,
+        })
+        .collect()
 }
 
 /// Whether a URDF's root link is `world` (the robot is welded by its own file).
