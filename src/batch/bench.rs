@@ -548,6 +548,48 @@ pub fn run(
         .validate()
         .map_err(|e| BenchError::Config(e.to_string()))?;
 
+    let mut scenes_out = Vec::new();
+    let mut loaded = Vec::new();
+    for spec in &cfg.scenes {
+        let (scene, source, warnings) = load_scene(spec)?;
+        // Settle one world from the scene's initial state.
+        let mut p = params.clone();
+        p.dt = scene.dt;
+        let mut sim = Simulator::new(scene.model.clone(), p).map_err(|e| BenchError::Scene {
+            scene: spec.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut state = scene.state.clone();
+        let mut tau = vec![0.0; scene.model.nv];
+        let mut nc = 0;
+        for k in 0..cfg.settle_steps {
+            scene.control(&state, &mut tau);
+            nc = sim
+                .step(&mut state, &tau)
+                .map_err(|e| BenchError::Scene {
+                    scene: spec.clone(),
+                    reason: format!("settling, step {k}: {e}"),
+                })?
+                .nc;
+        }
+        scenes_out.push(SceneInfo {
+            name: scene.name.clone(),
+            source,
+            nq: scene.model.nq,
+            nv: scene.model.nv,
+            dt: scene.dt,
+            controller: if scene.controller.is_some() {
+                "PD"
+            } else {
+                "none"
+            }
+            .into(),
+            settled_contacts: nc,
+            warnings,
+        });
+        loaded.push((scene, state));
+    }
+
     // The GPU: probe the adapter once, drop the backend if there is none.
     let mut gpu = GpuInfo {
         requested: backends.contains(&Backend::Gpu),
@@ -596,48 +638,6 @@ pub fn run(
                 backends.retain(|b| *b != Backend::Gpu);
             }
         }
-    }
-
-    let mut scenes_out = Vec::new();
-    let mut loaded = Vec::new();
-    for spec in &cfg.scenes {
-        let (scene, source, warnings) = load_scene(spec)?;
-        // Settle one world from the scene's initial state.
-        let mut p = params.clone();
-        p.dt = scene.dt;
-        let mut sim = Simulator::new(scene.model.clone(), p).map_err(|e| BenchError::Scene {
-            scene: spec.clone(),
-            reason: e.to_string(),
-        })?;
-        let mut state = scene.state.clone();
-        let mut tau = vec![0.0; scene.model.nv];
-        let mut nc = 0;
-        for k in 0..cfg.settle_steps {
-            scene.control(&state, &mut tau);
-            nc = sim
-                .step(&mut state, &tau)
-                .map_err(|e| BenchError::Scene {
-                    scene: spec.clone(),
-                    reason: format!("settling, step {k}: {e}"),
-                })?
-                .nc;
-        }
-        scenes_out.push(SceneInfo {
-            name: scene.name.clone(),
-            source,
-            nq: scene.model.nq,
-            nv: scene.model.nv,
-            dt: scene.dt,
-            controller: if scene.controller.is_some() {
-                "PD"
-            } else {
-                "none"
-            }
-            .into(),
-            settled_contacts: nc,
-            warnings,
-        });
-        loaded.push((scene, state));
     }
 
     let per_run = |n: usize| (n * (cfg.warmup + cfg.steps)) as u64;
@@ -1005,8 +1005,20 @@ pub fn render(report: &BenchReport) -> String {
             }
         }
     }
+    // Every GPU ratio; all cores over one only at each scene's largest size.
+    let largest = |q: &Ratio| {
+        report
+            .ratios
+            .iter()
+            .filter(|o| o.scene == q.scene && o.backend == q.backend)
+            .all(|o| o.nworlds <= q.nworlds)
+    };
     let mut first = true;
-    for q in &report.ratios {
+    for q in report
+        .ratios
+        .iter()
+        .filter(|q| q.backend == "gpu" || largest(q))
+    {
         if first {
             let _ = writeln!(s);
             first = false;
