@@ -495,15 +495,17 @@ fn stages(
     s
 }
 
-/// Least-squares-free extrapolation of a run's seconds to `n` worlds from
-/// the same backend's measured (worlds, seconds): a line through the last
-/// two points (fixed cost plus a cost per world, slope at least 0), or
-/// proportional to the worlds from one point.
-fn estimate(points: &[(usize, f64)], n: usize) -> Option<f64> {
+/// Seconds a run of `n` worlds should take, from the same backend's
+/// measured runs as (worlds, setup seconds, timed seconds): a line through
+/// the last two runs' totals (a fixed cost plus a cost per world, slope at
+/// least 0), or, from one run, its setup (dominated by fixed costs: the GPU
+/// context, pipelines) plus its timed steps scaled by the worlds.
+fn estimate(points: &[(usize, f64, f64)], n: usize) -> Option<f64> {
     match points {
         [] => None,
-        [(n1, t1)] => Some(t1 * n as f64 / (*n1).max(1) as f64),
-        [.., (n1, t1), (n2, t2)] => {
+        [(n1, setup, timed)] => Some(setup + timed * n as f64 / (*n1).max(1) as f64),
+        [.., (n1, s1, w1), (n2, s2, w2)] => {
+            let (t1, t2) = (s1 + w1, s2 + w2);
             let slope = ((t2 - t1) / (*n2 as f64 - *n1 as f64)).max(0.0);
             Some(t2 + slope * (n as f64 - *n2 as f64))
         }
@@ -553,7 +555,7 @@ pub fn run(
     for spec in &cfg.scenes {
         let (scene, source, warnings) = load_scene(spec)?;
         // Settle one world from the scene's initial state.
-        let mut p = params.clone();
+        let mut p = params;
         p.dt = scene.dt;
         let mut sim = Simulator::new(scene.model.clone(), p).map_err(|e| BenchError::Scene {
             scene: spec.clone(),
@@ -648,7 +650,7 @@ pub fn run(
     let threads = rayon::current_num_threads();
     let mut runs: Vec<BenchRun> = Vec::new();
     for (scene, settled) in &loaded {
-        let mut measured: Vec<Vec<(usize, f64)>> = vec![Vec::new(); backends.len()];
+        let mut measured: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); backends.len()];
         let mut skipping: Vec<Option<String>> = vec![None; backends.len()];
         for &n in &envs {
             for (bi, &backend) in backends.iter().enumerate() {
@@ -692,7 +694,8 @@ pub fn run(
                     measure(
                         cfg, &params, scene, settled, backend, n, &mut row, &mut event,
                     )?;
-                    measured[bi].push((n, t.elapsed().as_secs_f64()));
+                    let total = t.elapsed().as_secs_f64();
+                    measured[bi].push((n, total - row.wall_s, row.wall_s));
                 }
                 event(BenchEvent::Done(&row));
                 runs.push(row);
@@ -768,7 +771,7 @@ fn measure(
     };
     let setup = Instant::now();
     let rss0 = rss_kib_trimmed();
-    let mut p = params.clone();
+    let mut p = *params;
     p.dt = scene.dt;
     let options = BatchOptions {
         backend,
@@ -901,7 +904,7 @@ pub fn render(report: &BenchReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "solver {} (tolerance {:e}, cap {} iterations, warm start {}), actions: {}; random actions: no",
+        "solver {} (tolerance {:e}, cap {} iterations, warm start {}), actions: scene PD controller; random actions: {}",
         report.settings.solver,
         report.settings.tolerance,
         report.settings.max_iterations,
@@ -910,7 +913,11 @@ pub fn render(report: &BenchReport) -> String {
         } else {
             "off"
         },
-        "scene PD controller",
+        if report.settings.random_actions {
+            "yes"
+        } else {
+            "no"
+        },
     );
     let _ = writeln!(
         s,
