@@ -187,6 +187,19 @@ impl Stages {
     }
 }
 
+/// [`crate::sim::StageTimes`] of one batch step summed over the worlds
+/// (thread seconds). `solve` counts CPU solves only (on the GPU backend, the
+/// fallbacks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct WorldStages {
+    pub free_dynamics: f64,
+    pub collision: f64,
+    pub delassus: f64,
+    pub solve: f64,
+    pub velocity_update: f64,
+    pub integrate: f64,
+}
+
 /// Memory of one run.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Memory {
@@ -232,6 +245,10 @@ pub struct BenchRun {
     /// Seconds of one batch step by stage, and their shares.
     pub stage_seconds: Stages,
     pub stage_shares: Stages,
+    /// The per-world stage timers of one batch step summed over the worlds
+    /// (thread seconds: over `stage_seconds`' sections they show how well
+    /// the threads were used).
+    pub world_stage_seconds: WorldStages,
     /// Contacts per world and step (mean), and the most in one world.
     pub contacts_per_world: f64,
     pub max_contacts: usize,
@@ -849,6 +866,22 @@ fn measure(
         world,
     );
     row.stage_shares = row.stage_seconds.shares();
+    let [
+        free_dynamics,
+        collision,
+        delassus,
+        solve,
+        velocity_update,
+        integrate,
+    ] = world.map(|t| t / cfg.steps as f64);
+    row.world_stage_seconds = WorldStages {
+        free_dynamics,
+        collision,
+        delassus,
+        solve,
+        velocity_update,
+        integrate,
+    };
     row.contacts_per_world /= (n * cfg.steps) as f64;
     row.iterations_per_solve /= row.solves.max(1) as f64;
     if let Some(name) = batch.device_name() {
