@@ -1,1 +1,1180 @@
-//! The headless throughput benchmark behind `moreau bench`.
+//! The headless throughput benchmark behind `moreau bench`: scenes stepped
+//! as batches of worlds on every backend, at several batch sizes.
+//!
+//! For each scene, batch size and backend, [`run`] builds a [`BatchSim`],
+//! steps it `warmup` times (GPU pipelines compiled, buffers grown), then
+//! `steps` timed times, and reports:
+//!
+//! - **throughput**: world steps per second, `nworlds × steps / wall`, the
+//!   wall clock of the timed steps, actions included;
+//! - **stages**: the wall time of one batch step split into actions,
+//!   dynamics, collision, Delassus, pack, upload, solve, download, integrate
+//!   and other. The batch's own timers ([`BatchTimes`]) give the wall time of
+//!   each section; a section that runs on rayon's threads (the GPU backend's
+//!   host stages, every CPU step) is split among its stages in proportion to
+//!   the per-world stage times ([`crate::sim::StageTimes`]) summed over the
+//!   worlds, which on several threads sum thread times: the split is a
+//!   share, the section's total is a wall time. `integrate` is the velocity
+//!   update and the integration (and, on the GPU backend, the CPU solves of
+//!   the problems the GPU flagged, counted in `fallbacks`);
+//! - **contacts and solver**: contacts per world, iterations per solve, the
+//!   largest final `ε_abs`, solves that hit the iteration cap, GPU
+//!   fallbacks, failed worlds;
+//! - **memory**: host bytes per world (resident memory after building and
+//!   warming up the batch, minus before, over the worlds; the GPU backend's
+//!   includes its context and, on a software adapter, the device buffers),
+//!   the resident memory's growth over the timed steps (0 when stepping does
+//!   not allocate), and the device bytes per world of the GPU buffers.
+//!
+//! The worlds start from the scene's initial state settled for
+//! [`SceneBenchConfig::settle_steps`] on one world (so that a dropped robot
+//! stands on its feet and has contacts while timed), with small
+//! deterministic per-world perturbations of the controlled joints'
+//! velocities so that the robots are not copies of one another (the same on
+//! every backend). Actions are the
+//! scene's controller (a PD for the robots), computed on the calling thread
+//! every step from each world's state: not random.
+//!
+//! A (backend, size) whose time, extrapolated from the same backend's
+//! smaller sizes, would exceed [`SceneBenchConfig::budget`] is skipped, and
+//! so are the larger sizes after it; the report says so. Without a GPU
+//! adapter the GPU backend is dropped with a note, unless it was the only
+//! backend asked for ([`BenchError::GpuUnavailable`]).
+
+use super::{Backend, BatchError, BatchOptions, BatchSim, BatchTimes};
+use crate::contact::SolverKind;
+use crate::scenes::{self, Scene};
+use crate::sim::{SimParams, Simulator, StageTimes, State};
+use serde::Serialize;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct SceneBenchConfig {
+    /// Built-in scene names or robot files (`.urdf`, `.xml`, `.mjcf`).
+    pub scenes: Vec<String>,
+    /// Batch sizes (worlds), run in increasing order.
+    pub envs: Vec<usize>,
+    pub backends: Vec<Backend>,
+    /// Timed steps per run.
+    pub steps: usize,
+    /// Untimed steps per run before the timed ones.
+    pub warmup: usize,
+    /// Steps of one world, before the batch is built, from the scene's
+    /// initial state to the state every world starts from.
+    pub settle_steps: usize,
+    /// Most seconds one (scene, backend, size) run may take, as estimated
+    /// from the same backend's smaller sizes; larger runs are skipped.
+    pub budget: Duration,
+    pub solver: SolverKind,
+    pub tolerance: f64,
+    pub max_iterations: usize,
+}
+
+impl Default for SceneBenchConfig {
+    /// Quadruped and pyramid at 1, 16, 256 and 1024 worlds on every backend,
+    /// 50 timed steps after 5 warm-up steps, a minute per run at most, NCP
+    /// ADMM to `ε_abs` 1e-6 (the batch default) within 1000 iterations.
+    fn default() -> Self {
+        let o = BatchOptions::default();
+        SceneBenchConfig {
+            scenes: vec!["quadruped".into(), "pyramid".into()],
+            envs: vec![1, 16, 256, 1024],
+            backends: Backend::ALL.to_vec(),
+            steps: 50,
+            warmup: 5,
+            settle_steps: 500,
+            budget: Duration::from_secs(60),
+            solver: o.params.solver,
+            tolerance: o.params.solver_settings.tolerance,
+            max_iterations: o.params.solver_settings.max_iterations,
+        }
+    }
+}
+
+/// Why a benchmark could not run.
+#[derive(Debug, Error)]
+pub enum BenchError {
+    #[error("scene `{scene}`: {reason}")]
+    Scene { scene: String, reason: String },
+    #[error("invalid benchmark setting: {0}")]
+    Config(String),
+    #[error(
+        "the GPU backend is unavailable: {0}; ask for `--backend cpu,cpu1` to run the CPU backends"
+    )]
+    GpuUnavailable(String),
+    #[error("{scene}, backend {backend}, {nworlds} worlds: {error}")]
+    Batch {
+        scene: String,
+        backend: Backend,
+        nworlds: usize,
+        error: BatchError,
+    },
+}
+
+/// Seconds of one batch step by stage (wall clock; see the module doc for
+/// how parallel sections are split).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Stages {
+    /// The scene's controller for every world (calling thread).
+    pub actions: f64,
+    /// Free dynamics (ABA / factorization, free velocity).
+    pub dynamics: f64,
+    pub collision: f64,
+    /// Contact Jacobian, Delassus assembly, free contact velocity, warm start.
+    pub delassus: f64,
+    /// Packing the problems into the GPU batch.
+    pub pack: f64,
+    pub upload: f64,
+    pub solve: f64,
+    pub download: f64,
+    /// Velocity update and integration (and the GPU's CPU fallbacks).
+    pub integrate: f64,
+    /// The rest of the step: bookkeeping, GPU buffer growth.
+    pub other: f64,
+}
+
+impl Stages {
+    pub const NAMES: [&'static str; 10] = [
+        "actions",
+        "dynamics",
+        "collision",
+        "delassus",
+        "pack",
+        "upload",
+        "solve",
+        "download",
+        "integrate",
+        "other",
+    ];
+    pub fn as_array(&self) -> [f64; 10] {
+        [
+            self.actions,
+            self.dynamics,
+            self.collision,
+            self.delassus,
+            self.pack,
+            self.upload,
+            self.solve,
+            self.download,
+            self.integrate,
+            self.other,
+        ]
+    }
+    pub fn total(&self) -> f64 {
+        self.as_array().iter().sum()
+    }
+    fn from_array(a: [f64; 10]) -> Self {
+        Stages {
+            actions: a[0],
+            dynamics: a[1],
+            collision: a[2],
+            delassus: a[3],
+            pack: a[4],
+            upload: a[5],
+            solve: a[6],
+            download: a[7],
+            integrate: a[8],
+            other: a[9],
+        }
+    }
+    /// Each stage over the sum of all (shares summing to 1).
+    pub fn shares(&self) -> Stages {
+        let t = self.total().max(1e-300);
+        Stages::from_array(self.as_array().map(|x| x / t))
+    }
+}
+
+/// [`crate::sim::StageTimes`] of one batch step summed over the worlds
+/// (thread seconds). `solve` counts CPU solves only (on the GPU backend, the
+/// fallbacks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct WorldStages {
+    pub free_dynamics: f64,
+    pub collision: f64,
+    pub delassus: f64,
+    pub solve: f64,
+    pub velocity_update: f64,
+    pub integrate: f64,
+}
+
+/// Memory of one run.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Memory {
+    /// Resident memory after building and warming up the batch, minus
+    /// before building it, over the worlds (Linux; `None` elsewhere). Pages
+    /// are 4 KiB and the allocator reuses memory it already holds, so small
+    /// batches read coarsely (0, or even a page less); large ones are exact
+    /// to a few bytes per world.
+    pub host_bytes_per_world: Option<f64>,
+    /// Resident memory after the warm-up (KiB).
+    pub host_rss_kib: Option<i64>,
+    /// Growth of the resident memory over the timed steps (KiB; 0 when
+    /// stepping does not allocate).
+    pub host_rss_growth_kib: Option<i64>,
+    /// GPU backend: device bytes of the solver's buffers, and per world.
+    pub device_bytes: Option<u64>,
+    pub device_bytes_per_world: Option<f64>,
+}
+
+/// One (scene, backend, batch size) point.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BenchRun {
+    pub scene: String,
+    pub backend: String,
+    pub nworlds: usize,
+    /// The GPU adapter, or the CPU threads.
+    pub device: String,
+    /// Precision of the solve and of the host stages.
+    pub precision: String,
+    /// Why the run was skipped (over the budget, ...); then no figures.
+    pub skipped: Option<String>,
+    /// Seconds the run was expected to take (from the smaller sizes).
+    pub estimated_s: Option<f64>,
+    /// Timed steps (batch steps) and their wall time.
+    pub steps: usize,
+    pub wall_s: f64,
+    /// Building the batch and the warm-up steps.
+    pub setup_s: f64,
+    /// World steps per second: `nworlds × steps / wall_s`.
+    pub steps_per_s: f64,
+    /// Batch steps per second: `steps / wall_s`.
+    pub batch_steps_per_s: f64,
+    /// Seconds of one batch step by stage, and their shares.
+    pub stage_seconds: Stages,
+    pub stage_shares: Stages,
+    /// The per-world stage timers of one batch step summed over the worlds
+    /// (thread seconds: over `stage_seconds`' sections they show how well
+    /// the threads were used).
+    pub world_stage_seconds: WorldStages,
+    /// Contacts per world and step (mean), and the most in one world.
+    pub contacts_per_world: f64,
+    pub max_contacts: usize,
+    /// Solves (world steps with contacts), their mean iteration count, the
+    /// largest final `ε_abs`, and those that stopped at the iteration cap.
+    pub solves: usize,
+    pub iterations_per_solve: f64,
+    pub max_eps_abs: f64,
+    pub unconverged: usize,
+    /// GPU problems solved on the CPU instead, and the first reason.
+    pub fallbacks: usize,
+    pub first_fallback: Option<String>,
+    /// World steps that failed (the world did not move), and the first reason.
+    pub failed: usize,
+    pub first_failure: Option<String>,
+    /// Times the GPU buffers grew (during warm-up and timed steps).
+    pub gpu_buffer_growths: usize,
+    pub memory: Memory,
+}
+
+/// A scene as benchmarked.
+#[derive(Clone, Debug, Serialize)]
+pub struct SceneInfo {
+    pub name: String,
+    /// `built-in` or the robot file's path.
+    pub source: String,
+    pub nq: usize,
+    pub nv: usize,
+    pub dt: f64,
+    /// The controller giving the actions (`PD` or `none`: zero torques).
+    pub controller: String,
+    /// Contacts of the settled state every world starts from.
+    pub settled_contacts: usize,
+    /// Loader warnings (robot files).
+    pub warnings: Vec<String>,
+}
+
+/// The GPU adapter, or why there is none.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GpuInfo {
+    pub requested: bool,
+    pub available: bool,
+    pub device: Option<String>,
+    pub device_type: Option<String>,
+    pub driver: Option<String>,
+    /// A software adapter (lavapipe): its figures are not GPU figures.
+    pub software: bool,
+    pub unavailable_reason: Option<String>,
+}
+
+/// Settings shared by every run.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchSettings {
+    pub solver: String,
+    pub tolerance: f64,
+    pub max_iterations: usize,
+    pub warm_start: bool,
+    pub steps: usize,
+    pub warmup_steps: usize,
+    pub settle_steps: usize,
+    pub budget_s: f64,
+    pub envs: Vec<usize>,
+    pub backends: Vec<String>,
+    pub actions: String,
+    pub random_actions: bool,
+    pub initial_state: String,
+    pub gpu_precision: String,
+    pub cpu_precision: String,
+}
+
+/// The host.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostInfo {
+    pub os: String,
+    pub arch: String,
+    pub cpu: Option<String>,
+    /// Threads of the parallel backends (rayon).
+    pub threads: usize,
+}
+
+/// Throughput of one backend over another at one batch size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratio {
+    pub scene: String,
+    pub nworlds: usize,
+    pub backend: String,
+    pub over: String,
+    /// Batch size at which `over` was measured (its throughput barely
+    /// depends on it when `over` is `cpu1`).
+    pub over_nworlds: usize,
+    pub ratio: f64,
+}
+
+/// Everything [`run`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub moreau_version: String,
+    /// Seconds since the Unix epoch when the benchmark started.
+    pub unix_time: u64,
+    pub host: HostInfo,
+    pub gpu: GpuInfo,
+    pub settings: BenchSettings,
+    pub scenes: Vec<SceneInfo>,
+    pub runs: Vec<BenchRun>,
+    /// GPU over one CPU core (`cpu1`), and all cores (`cpu`) over one.
+    pub ratios: Vec<Ratio>,
+    /// What the reader should know (GPU unavailable, skipped runs, software adapter).
+    pub notes: Vec<String>,
+    pub wall_s: f64,
+}
+
+/// What [`run`] tells its caller as it goes.
+pub enum BenchEvent<'a> {
+    /// The work ahead, in world steps (settling excluded).
+    Start { world_steps: u64 },
+    /// A notice worth printing now.
+    Note(&'a str),
+    /// A run begins.
+    Begin {
+        scene: &'a str,
+        backend: Backend,
+        nworlds: usize,
+    },
+    /// World steps done since the last event of this kind.
+    Progress(u64),
+    /// A run ended (measured or skipped).
+    Done(&'a BenchRun),
+}
+
+/// Resident set size in KiB (Linux), after returning freed heap memory to
+/// the system where the allocator allows it, so that consecutive runs do
+/// not hide their allocations in the previous runs' freed memory.
+fn rss_kib_trimmed() -> Option<i64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's malloc_trim only releases free heap pages.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+    crate::gpu::bench::rss_kib()
+}
+
+fn cpu_model() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    s.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|m| m.trim().to_string())
+}
+
+/// Loads a built-in scene by name or a robot file (a PD holds its loaded
+/// posture, see [`scenes::from_loaded`]), with the loader's warnings.
+pub fn load_scene(spec: &str) -> Result<(Scene, String, Vec<String>), BenchError> {
+    let err = |reason: String| BenchError::Scene {
+        scene: spec.to_string(),
+        reason,
+    };
+    if scenes::SCENE_NAMES.contains(&spec) {
+        let s = scenes::scene(spec).map_err(|e| err(e.to_string()))?;
+        return Ok((s, "built-in".into(), Vec::new()));
+    }
+    let path = Path::new(spec);
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !(matches!(ext.as_deref(), Some("urdf" | "xml" | "mjcf")) || path.is_file()) {
+        return Err(err(format!(
+            "neither a built-in scene ({}) nor a robot file (.urdf, .xml, .mjcf)",
+            scenes::SCENE_NAMES.join(", ")
+        )));
+    }
+    let loaded = crate::model::load_model_file(path, &crate::model::LoadOptions::default())
+        .map_err(|e| err(e.to_string()))?;
+    let s = scenes::from_loaded(&loaded, false).map_err(|e| err(e.to_string()))?;
+    Ok((s, spec.to_string(), loaded.warnings))
+}
+
+/// A deterministic per-world perturbation of the velocities of the joints
+/// the scene's controller drives: each gets `± 0.02` rad/s (or m/s) times a
+/// hash of (world, dof) in [-1, 1]. Other dofs (free bodies, the boxes of a
+/// pyramid) are left alone: kicking resting stacks turns them into a harder
+/// contact problem than the scene is.
+fn perturbed(scene: &Scene, state: &State, world: usize) -> State {
+    let mut s = state.clone();
+    let Some(c) = &scene.controller else {
+        return s;
+    };
+    for &(k, _) in &c.dofs {
+        let mut h = (world as u64 + 1).wrapping_mul(0x9E3779B97F4A7C15) ^ (k as u64 + 1);
+        h = h.wrapping_mul(0xBF58476D1CE4E5B9);
+        h ^= h >> 31;
+        let u = (h >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+        s.v[k] += 0.02 * u;
+    }
+    s
+}
+
+fn sum_world_times(batch: &BatchSim) -> StageTimes {
+    let mut t = StageTimes::default();
+    for w in 0..batch.nworlds() {
+        if let Ok(s) = batch.simulator(w) {
+            t.accumulate(&s.times);
+        }
+    }
+    t
+}
+
+fn diff(a: &StageTimes, b: &StageTimes) -> [f64; 6] {
+    let (a, b) = (a.as_array(), b.as_array());
+    std::array::from_fn(|k| b[k].saturating_sub(a[k]).as_secs_f64())
+}
+
+/// Splits `wall` seconds in proportion to `weights` (evenly if they are all 0).
+fn split(wall: f64, weights: &[f64]) -> Vec<f64> {
+    let s: f64 = weights.iter().sum();
+    if s > 0.0 {
+        weights.iter().map(|w| wall * w / s).collect()
+    } else {
+        vec![wall / weights.len() as f64; weights.len()]
+    }
+}
+
+/// The per-step stage times of a run from its batch times and the
+/// per-world stage times (see the module doc).
+fn stages(
+    backend: Backend,
+    steps: usize,
+    wall: f64,
+    actions: f64,
+    bt: &BatchTimes,
+    world: [f64; 6],
+) -> Stages {
+    let k = 1.0 / steps.max(1) as f64;
+    let [fd, col, del, solve, vel, int] = world;
+    let mut s = Stages {
+        actions: actions * k,
+        ..Default::default()
+    };
+    match backend {
+        Backend::Gpu => {
+            let p = split(bt.prepare.as_secs_f64() * k, &[fd, col, del]);
+            (s.dynamics, s.collision, s.delassus) = (p[0], p[1], p[2]);
+            s.pack = bt.pack.as_secs_f64() * k;
+            s.upload = bt.upload.as_secs_f64() * k;
+            s.solve = bt.solve.as_secs_f64() * k;
+            s.download = bt.download.as_secs_f64() * k;
+            s.integrate = bt.finish.as_secs_f64() * k;
+        }
+        Backend::CpuParallel | Backend::CpuSingle => {
+            let p = split(
+                bt.cpu_step.as_secs_f64() * k,
+                &[fd, col, del, solve, vel + int],
+            );
+            (s.dynamics, s.collision, s.delassus, s.solve, s.integrate) =
+                (p[0], p[1], p[2], p[3], p[4]);
+        }
+    }
+    s.other = (wall * k - s.total()).max(0.0);
+    s
+}
+
+/// Seconds a run of `n` worlds should take, from the same backend's
+/// measured runs as (worlds, setup seconds, timed seconds): a line through
+/// the last two runs' totals (a fixed cost plus a cost per world, slope at
+/// least 0), or, from one run, its setup (dominated by fixed costs: the GPU
+/// context, pipelines) plus its timed steps scaled by the worlds.
+fn estimate(points: &[(usize, f64, f64)], n: usize) -> Option<f64> {
+    match points {
+        [] => None,
+        [(n1, setup, timed)] => Some(setup + timed * n as f64 / (*n1).max(1) as f64),
+        [.., (n1, s1, w1), (n2, s2, w2)] => {
+            let (t1, t2) = (s1 + w1, s2 + w2);
+            let slope = ((t2 - t1) / (*n2 as f64 - *n1 as f64)).max(0.0);
+            Some(t2 + slope * (n as f64 - *n2 as f64))
+        }
+    }
+}
+
+/// Runs the benchmark (see the module doc), calling `event` as it goes.
+pub fn run(
+    cfg: &SceneBenchConfig,
+    mut event: impl FnMut(BenchEvent),
+) -> Result<BenchReport, BenchError> {
+    let start = Instant::now();
+    if cfg.steps == 0 {
+        return Err(BenchError::Config("--steps must be at least 1".into()));
+    }
+    if cfg.envs.is_empty() || cfg.envs.contains(&0) {
+        return Err(BenchError::Config(
+            "--envs must list batch sizes of at least 1 world".into(),
+        ));
+    }
+    if cfg.backends.is_empty() {
+        return Err(BenchError::Config("no backend to run".into()));
+    }
+    if cfg.scenes.is_empty() {
+        return Err(BenchError::Config("no scene to run".into()));
+    }
+    let mut envs = cfg.envs.clone();
+    envs.sort_unstable();
+    envs.dedup();
+    let mut backends: Vec<Backend> = Vec::new();
+    for b in &cfg.backends {
+        if !backends.contains(b) {
+            backends.push(*b);
+        }
+    }
+    let mut notes = Vec::new();
+    let mut params = BatchOptions::default().params;
+    params.solver = cfg.solver;
+    params.solver_settings.tolerance = cfg.tolerance;
+    params.solver_settings.max_iterations = cfg.max_iterations;
+    params
+        .validate()
+        .map_err(|e| BenchError::Config(e.to_string()))?;
+
+    let mut scenes_out = Vec::new();
+    let mut loaded = Vec::new();
+    for spec in &cfg.scenes {
+        let (scene, source, warnings) = load_scene(spec)?;
+        // Settle one world from the scene's initial state.
+        let mut p = params;
+        p.dt = scene.dt;
+        let mut sim = Simulator::new(scene.model.clone(), p).map_err(|e| BenchError::Scene {
+            scene: spec.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut state = scene.state.clone();
+        let mut tau = vec![0.0; scene.model.nv];
+        let mut nc = 0;
+        for k in 0..cfg.settle_steps {
+            scene.control(&state, &mut tau);
+            nc = sim
+                .step(&mut state, &tau)
+                .map_err(|e| BenchError::Scene {
+                    scene: spec.clone(),
+                    reason: format!("settling, step {k}: {e}"),
+                })?
+                .nc;
+        }
+        scenes_out.push(SceneInfo {
+            name: scene.name.clone(),
+            source,
+            nq: scene.model.nq,
+            nv: scene.model.nv,
+            dt: scene.dt,
+            controller: if scene.controller.is_some() {
+                "PD"
+            } else {
+                "none"
+            }
+            .into(),
+            settled_contacts: nc,
+            warnings,
+        });
+        loaded.push((scene, state));
+    }
+
+    // The GPU: probe the adapter once, drop the backend if there is none.
+    let mut gpu = GpuInfo {
+        requested: backends.contains(&Backend::Gpu),
+        ..Default::default()
+    };
+    if gpu.requested {
+        let probe = crate::gpu::check_kernel(cfg.solver)
+            .and_then(|()| crate::gpu::GpuContext::new())
+            .map_err(|e| e.to_string())
+            .and_then(|ctx| {
+                if cfg.tolerance < super::GPU_MIN_TOLERANCE {
+                    Err(format!(
+                        "tolerance {:e} is below the {:e} the GPU's f32 kernels reach",
+                        cfg.tolerance,
+                        super::GPU_MIN_TOLERANCE
+                    ))
+                } else {
+                    Ok(ctx)
+                }
+            });
+        match probe {
+            Ok(ctx) => {
+                let a = &ctx.adapter;
+                gpu.available = true;
+                gpu.device = Some(a.name.clone());
+                gpu.device_type = Some(format!("{:?}", a.device_type));
+                gpu.driver = Some(format!("{:?} {} {}", a.backend, a.driver, a.driver_info));
+                gpu.software = a.device_type == wgpu::DeviceType::Cpu;
+                if gpu.software {
+                    let n = format!(
+                        "the GPU backend runs on a software adapter ({}): its figures check the path, they are not GPU figures",
+                        a.name
+                    );
+                    event(BenchEvent::Note(&n));
+                    notes.push(n);
+                }
+            }
+            Err(reason) => {
+                if backends.len() == 1 {
+                    return Err(BenchError::GpuUnavailable(reason));
+                }
+                let n = format!("GPU backend unavailable: {reason}; running the CPU backends only");
+                event(BenchEvent::Note(&n));
+                notes.push(n);
+                gpu.unavailable_reason = Some(reason);
+                backends.retain(|b| *b != Backend::Gpu);
+            }
+        }
+    }
+
+    let per_run = |n: usize| (n * (cfg.warmup + cfg.steps)) as u64;
+    let total: u64 =
+        envs.iter().map(|&n| per_run(n)).sum::<u64>() * (backends.len() * loaded.len()) as u64;
+    event(BenchEvent::Start { world_steps: total });
+
+    let threads = rayon::current_num_threads();
+    let mut runs: Vec<BenchRun> = Vec::new();
+    for (scene, settled) in &loaded {
+        let mut measured: Vec<Vec<(usize, f64, f64)>> = vec![Vec::new(); backends.len()];
+        let mut skipping: Vec<Option<String>> = vec![None; backends.len()];
+        for &n in &envs {
+            for (bi, &backend) in backends.iter().enumerate() {
+                event(BenchEvent::Begin {
+                    scene: &scene.name,
+                    backend,
+                    nworlds: n,
+                });
+                let mut row = BenchRun {
+                    scene: scene.name.clone(),
+                    backend: backend.name().into(),
+                    nworlds: n,
+                    device: match backend {
+                        Backend::Gpu => gpu.device.clone().unwrap_or_default(),
+                        Backend::CpuParallel => format!("CPU, {threads} threads"),
+                        Backend::CpuSingle => "CPU, 1 thread".into(),
+                    },
+                    precision: match backend {
+                        Backend::Gpu => "f32 solve, f64 host stages".into(),
+                        _ => "f64".into(),
+                    },
+                    steps: cfg.steps,
+                    ..Default::default()
+                };
+                row.estimated_s = estimate(&measured[bi], n);
+                if let Some(why) = &skipping[bi] {
+                    row.skipped = Some(why.clone());
+                } else if let Some(est) = row.estimated_s.filter(|&e| e > cfg.budget.as_secs_f64())
+                {
+                    let why = format!(
+                        "estimated {est:.0} s > budget {:.0} s (from the smaller sizes)",
+                        cfg.budget.as_secs_f64()
+                    );
+                    skipping[bi] = Some(format!("a smaller size was over the budget ({why})"));
+                    row.skipped = Some(why);
+                }
+                if row.skipped.is_some() {
+                    event(BenchEvent::Progress(per_run(n)));
+                } else {
+                    let t = Instant::now();
+                    measure(
+                        cfg, &params, scene, settled, backend, n, &mut row, &mut event,
+                    )?;
+                    let total = t.elapsed().as_secs_f64();
+                    measured[bi].push((n, total - row.wall_s, row.wall_s));
+                }
+                event(BenchEvent::Done(&row));
+                runs.push(row);
+            }
+        }
+    }
+
+    let skipped = runs.iter().filter(|r| r.skipped.is_some()).count();
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} run(s) skipped: estimated over the budget of {:.0} s per run (raise it with --budget)",
+            cfg.budget.as_secs_f64()
+        ));
+    }
+    let ratios = ratios(&runs);
+    Ok(BenchReport {
+        moreau_version: env!("CARGO_PKG_VERSION").into(),
+        unix_time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        host: HostInfo {
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            cpu: cpu_model(),
+            threads,
+        },
+        gpu,
+        settings: BenchSettings {
+            solver: cfg.solver.name().into(),
+            tolerance: cfg.tolerance,
+            max_iterations: cfg.max_iterations,
+            warm_start: params.warm_start,
+            steps: cfg.steps,
+            warmup_steps: cfg.warmup,
+            settle_steps: cfg.settle_steps,
+            budget_s: cfg.budget.as_secs_f64(),
+            envs,
+            backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
+            actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the calling thread".into(),
+            random_actions: false,
+            initial_state: format!(
+                "the scene's initial state settled for {} steps on one world; per world, the velocities of the controlled joints perturbed by up to ±0.02 (deterministic; scenes without a controller: identical worlds)",
+                cfg.settle_steps
+            ),
+            gpu_precision: "f32 contact solve (WGSL), f64 host stages".into(),
+            cpu_precision: "f64".into(),
+        },
+        scenes: scenes_out,
+        runs,
+        ratios,
+        notes,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Builds, warms up and times one batch, filling `row`.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    cfg: &SceneBenchConfig,
+    params: &SimParams,
+    scene: &Scene,
+    settled: &State,
+    backend: Backend,
+    n: usize,
+    row: &mut BenchRun,
+    event: &mut impl FnMut(BenchEvent),
+) -> Result<(), BenchError> {
+    let fail = |error: BatchError| BenchError::Batch {
+        scene: scene.name.clone(),
+        backend,
+        nworlds: n,
+        error,
+    };
+    let setup = Instant::now();
+    let rss0 = rss_kib_trimmed();
+    let mut p = *params;
+    p.dt = scene.dt;
+    let options = BatchOptions {
+        backend,
+        params: p,
+        ..Default::default()
+    };
+    let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;
+    for w in 0..n {
+        batch
+            .set_state(w, perturbed(scene, settled, w))
+            .map_err(fail)?;
+    }
+    let nv = scene.model.nv;
+    let mut actions = vec![0.0; n * nv];
+    let mut action_time = Duration::ZERO;
+    let mut step = |batch: &mut BatchSim, row: &mut BenchRun, timed: bool| {
+        let t = Instant::now();
+        for (w, state) in batch.states().enumerate() {
+            scene.control(state, &mut actions[w * nv..(w + 1) * nv]);
+        }
+        if timed {
+            action_time += t.elapsed();
+        }
+        let r = batch.step(&actions).map_err(fail)?;
+        row.gpu_buffer_growths += usize::from(r.grew.is_some());
+        if timed {
+            row.contacts_per_world += r.contacts as f64;
+            row.max_contacts = row.max_contacts.max(r.max_contacts);
+            row.solves += r.worlds_with_contacts;
+            row.iterations_per_solve += r.iterations as f64;
+            row.max_eps_abs = row.max_eps_abs.max(r.max_eps_abs);
+            row.unconverged += r.unconverged;
+        }
+        row.fallbacks += r.fallbacks.len();
+        if row.first_fallback.is_none() {
+            row.first_fallback = r
+                .fallbacks
+                .first()
+                .map(|(w, why)| format!("world {w}: {why}"));
+        }
+        row.failed += r.failed.len();
+        if row.first_failure.is_none() {
+            row.first_failure = r.failed.first().map(|(w, why)| format!("world {w}: {why}"));
+        }
+        event(BenchEvent::Progress(n as u64));
+        Ok::<(), BenchError>(())
+    };
+    for _ in 0..cfg.warmup {
+        step(&mut batch, row, false)?;
+    }
+    let rss1 = rss_kib_trimmed();
+    row.setup_s = setup.elapsed().as_secs_f64();
+    batch.reset_times();
+    let world0 = sum_world_times(&batch);
+    let t = Instant::now();
+    for _ in 0..cfg.steps {
+        step(&mut batch, row, true)?;
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let rss2 = crate::gpu::bench::rss_kib();
+    let world = diff(&world0, &sum_world_times(&batch));
+
+    row.wall_s = wall;
+    row.steps_per_s = (n * cfg.steps) as f64 / wall;
+    row.batch_steps_per_s = cfg.steps as f64 / wall;
+    row.stage_seconds = stages(
+        backend,
+        cfg.steps,
+        wall,
+        action_time.as_secs_f64(),
+        &batch.times,
+        world,
+    );
+    row.stage_shares = row.stage_seconds.shares();
+    let [
+        free_dynamics,
+        collision,
+        delassus,
+        solve,
+        velocity_update,
+        integrate,
+    ] = world.map(|t| t / cfg.steps as f64);
+    row.world_stage_seconds = WorldStages {
+        free_dynamics,
+        collision,
+        delassus,
+        solve,
+        velocity_update,
+        integrate,
+    };
+    row.contacts_per_world /= (n * cfg.steps) as f64;
+    row.iterations_per_solve /= row.solves.max(1) as f64;
+    if let Some(name) = batch.device_name() {
+        row.device = name;
+    }
+    let admm = matches!(cfg.solver, SolverKind::NcpAdmm | SolverKind::CcpAdmm);
+    let device = batch.gpu_capacity().map(|c| c.device_bytes(admm));
+    row.memory = Memory {
+        host_bytes_per_world: match (rss0, rss1) {
+            (Some(a), Some(b)) => Some((b - a) as f64 * 1024.0 / n as f64),
+            _ => None,
+        },
+        host_rss_kib: rss1,
+        host_rss_growth_kib: match (rss1, rss2) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        },
+        device_bytes: device,
+        device_bytes_per_world: device.map(|d| d as f64 / n as f64),
+    };
+    Ok(())
+}
+
+/// GPU over one core and all cores over one core, at each batch size where
+/// both ran; `cpu1` at a smaller size stands in when it was skipped (its
+/// throughput barely depends on the batch size), and the ratio says so.
+fn ratios(runs: &[BenchRun]) -> Vec<Ratio> {
+    let done = |r: &&BenchRun| r.skipped.is_none() && r.steps_per_s > 0.0;
+    let mut out = Vec::new();
+    for r in runs.iter().filter(done) {
+        if r.backend == "cpu1" {
+            continue;
+        }
+        let reference = runs
+            .iter()
+            .filter(done)
+            .filter(|c| c.backend == "cpu1" && c.scene == r.scene && c.nworlds <= r.nworlds)
+            .max_by_key(|c| c.nworlds);
+        if let Some(c) = reference {
+            out.push(Ratio {
+                scene: r.scene.clone(),
+                nworlds: r.nworlds,
+                backend: r.backend.clone(),
+                over: "cpu1".into(),
+                over_nworlds: c.nworlds,
+                ratio: r.steps_per_s / c.steps_per_s,
+            });
+        }
+    }
+    out
+}
+
+/// The table of a report, one block per scene, and the ratio lines.
+pub fn render(report: &BenchReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "solver {} (tolerance {:e}, cap {} iterations, warm start {}), actions: scene PD controller; random actions: {}",
+        report.settings.solver,
+        report.settings.tolerance,
+        report.settings.max_iterations,
+        if report.settings.warm_start {
+            "on"
+        } else {
+            "off"
+        },
+        if report.settings.random_actions {
+            "yes"
+        } else {
+            "no"
+        },
+    );
+    let _ = writeln!(
+        s,
+        "GPU: {}; CPU: {} ({} threads); precision: GPU f32 solve + f64 host, CPU f64",
+        match (&report.gpu.device, &report.gpu.unavailable_reason) {
+            (Some(d), _) => format!(
+                "{d}{}",
+                if report.gpu.software {
+                    " (software adapter)"
+                } else {
+                    ""
+                }
+            ),
+            (None, Some(why)) => format!("unavailable ({why})"),
+            (None, None) => "not requested".into(),
+        },
+        report.host.cpu.as_deref().unwrap_or("?"),
+        report.host.threads
+    );
+    for sc in &report.scenes {
+        let _ = writeln!(
+            s,
+            "\n{} (nq {}, nv {}, dt {} s, {} steps timed after {} warm-up; stage shares in %)",
+            sc.name, sc.nq, sc.nv, sc.dt, report.settings.steps, report.settings.warmup_steps
+        );
+        let _ = writeln!(
+            s,
+            "{:>7} {:>5} {:>11} {:>9} | {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} | {:>6} {:>6} {:>8} {:>4} {:>9} {:>8}",
+            "worlds",
+            "back",
+            "steps/s",
+            "ms/step",
+            "act",
+            "dyn",
+            "col",
+            "del",
+            "pack",
+            "up",
+            "solv",
+            "down",
+            "int",
+            "oth",
+            "nc/w",
+            "iters",
+            "eps_abs",
+            "fb",
+            "host B/w",
+            "ΔRSS KiB"
+        );
+        for r in report.runs.iter().filter(|r| r.scene == sc.name) {
+            if let Some(why) = &r.skipped {
+                let _ = writeln!(s, "{:>7} {:>5} skipped: {why}", r.nworlds, r.backend);
+                continue;
+            }
+            let sh = r.stage_shares.as_array().map(|x| x * 100.0);
+            let _ = writeln!(
+                s,
+                "{:>7} {:>5} {:>11.0} {:>9.3} | {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} | {:>6.2} {:>6.1} {:>8.1e} {:>4} {:>9} {:>8}",
+                r.nworlds,
+                r.backend,
+                r.steps_per_s,
+                1e3 / r.batch_steps_per_s,
+                sh[0],
+                sh[1],
+                sh[2],
+                sh[3],
+                sh[4],
+                sh[5],
+                sh[6],
+                sh[7],
+                sh[8],
+                sh[9],
+                r.contacts_per_world,
+                r.iterations_per_solve,
+                r.max_eps_abs,
+                r.fallbacks,
+                r.memory
+                    .host_bytes_per_world
+                    .map_or("-".into(), |b| format!("{b:.0}")),
+                r.memory
+                    .host_rss_growth_kib
+                    .map_or("-".into(), |k| k.to_string()),
+            );
+            if r.failed > 0 {
+                let _ = writeln!(
+                    s,
+                    "{:>13} {} failed world steps; first: {}",
+                    "",
+                    r.failed,
+                    r.first_failure.as_deref().unwrap_or("?")
+                );
+            }
+        }
+    }
+    // Every GPU ratio; all cores over one only at each scene's largest size.
+    let largest = |q: &Ratio| {
+        report
+            .ratios
+            .iter()
+            .filter(|o| o.scene == q.scene && o.backend == q.backend)
+            .all(|o| o.nworlds <= q.nworlds)
+    };
+    let mut first = true;
+    for q in report
+        .ratios
+        .iter()
+        .filter(|q| q.backend == "gpu" || largest(q))
+    {
+        if first {
+            let _ = writeln!(s);
+            first = false;
+        }
+        let name = match q.backend.as_str() {
+            "gpu" => "GPU",
+            "cpu" => "all cores",
+            other => other,
+        };
+        let _ = writeln!(
+            s,
+            "{name} over single core: ×{:.2} at {} worlds ({}){}",
+            q.ratio,
+            q.nworlds,
+            q.scene,
+            if q.over_nworlds != q.nworlds {
+                format!(" (single core measured at {} worlds)", q.over_nworlds)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for n in &report.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s
+}
+
+/// World steps per second versus batch size, log-log, one line per
+/// (scene, backend), as SVG.
+pub fn plot(report: &BenchReport, path: &Path) -> Result<(), String> {
+    use plotters::prelude::*;
+    let done: Vec<&BenchRun> = report
+        .runs
+        .iter()
+        .filter(|r| r.skipped.is_none() && r.steps_per_s > 0.0)
+        .collect();
+    if done.is_empty() {
+        return Err("no measured run to plot".into());
+    }
+    let xmax = done.iter().map(|r| r.nworlds).max().unwrap_or(1) as f64 * 1.5;
+    let (ylo, yhi) = done
+        .iter()
+        .map(|r| r.steps_per_s)
+        .fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let gpu = report.gpu.device.as_deref().unwrap_or("no GPU");
+    let title = format!(
+        "moreau bench: world steps/s vs worlds ({}, GPU: {gpu})",
+        report.settings.solver
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        // Headroom above the lines for the legend.
+        .build_cartesian_2d((0.7..xmax).log_scale(), (ylo / 2.0..yhi * 10.0).log_scale())
+        .map_err(|x| e(&x))?;
+    chart
+        .configure_mesh()
+        .x_desc("worlds per batch")
+        .y_desc("world steps per second")
+        .draw()
+        .map_err(|x| e(&x))?;
+    let mut k = 0;
+    for sc in &report.scenes {
+        for b in Backend::ALL {
+            let pts: Vec<(f64, f64)> = done
+                .iter()
+                .filter(|r| r.scene == sc.name && r.backend == b.name())
+                .map(|r| (r.nworlds as f64, r.steps_per_s))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let color = Palette99::pick(k).to_rgba();
+            k += 1;
+            let label = format!(
+                "{} {}",
+                sc.name,
+                match b {
+                    Backend::Gpu => "GPU (f32 solve)",
+                    Backend::CpuParallel => "CPU all cores (f64)",
+                    Backend::CpuSingle => "CPU one core (f64)",
+                }
+            );
+            let style = color.stroke_width(2);
+            match b {
+                Backend::CpuSingle => chart
+                    .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
+                    .map_err(|x| e(&x))?
+                    .label(label),
+                _ => chart
+                    .draw_series(LineSeries::new(pts.clone(), style))
+                    .map_err(|x| e(&x))?
+                    .label(label),
+            }
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|x| e(&x))?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}

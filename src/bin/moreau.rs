@@ -7,6 +7,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use moreau::batch::Backend;
+use moreau::batch::bench::SceneBenchConfig;
 use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{
     ContactSolution, SolverKind, SolverSettings, model_residuals, ncp_residuals,
@@ -37,6 +39,11 @@ fn solver_help() -> String {
 
 fn parse_solver(name: &str) -> Result<SolverKind, moreau::ProblemError> {
     name.parse()
+}
+
+fn parse_backend(name: &str) -> Result<Backend, String> {
+    name.parse()
+        .map_err(|e: moreau::batch::BatchError| e.to_string())
 }
 
 /// `println!` that does not panic when stdout is closed (e.g. piped into `head`).
@@ -164,20 +171,58 @@ enum Command {
     /// picks one by name; otherwise discrete > integrated > virtual > CPU)
     /// and its limits.
     Info,
-    /// Measure steps per second and the time per stage, one world on one CPU core.
+    /// The throughput benchmark: scenes stepped as batches of worlds (1 to
+    /// 16 384 and more) on every backend (gpu, cpu on all cores, cpu1 on one
+    /// core), with a progress bar. Reports world steps per second, the time
+    /// per stage (actions, dynamics, collision, Delassus, pack, upload,
+    /// solve, download, integrate), contacts per world, solver iterations
+    /// and eps_abs, host and device bytes per world, the device and the
+    /// precision; prints the GPU-over-single-core ratios; writes a JSON
+    /// report (--out) and an SVG plot of throughput versus batch size next
+    /// to it. Actions: the scene's PD controller (not random). Without a GPU
+    /// adapter the GPU backend is dropped with a note (an error if it is the
+    /// only backend asked for). The defaults take a few minutes on two cores
+    /// with a software GPU; on a real GPU pass e.g. --envs 1,64,4096,16384.
     Bench {
         /// `solve`: batched GPU solver throughput against one CPU core.
         #[command(subcommand)]
         what: Option<BenchWhat>,
-        /// Scenes to run (default: quadruped and pyramid).
-        #[arg(long, value_delimiter = ',')]
+        /// Scenes to run: built-in names (see `moreau scenes`) or robot files
+        /// (.urdf, .xml/.mjcf; held at their loaded posture by a PD).
+        #[arg(long, value_delimiter = ',', default_values_t = ["quadruped".to_string(), "pyramid".to_string()])]
         scene: Vec<String>,
-        /// Steps per scene.
-        #[arg(long, default_value_t = 2000)]
+        /// Batch sizes (worlds).
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 1024])]
+        envs: Vec<usize>,
+        /// Backends: gpu, cpu (all cores), cpu1 (one core).
+        #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_values_t = [Backend::Gpu, Backend::CpuParallel, Backend::CpuSingle])]
+        backend: Vec<Backend>,
+        /// Timed steps per run.
+        #[arg(long, default_value_t = 50)]
         steps: usize,
-        /// Write the figures as JSON.
-        #[arg(long)]
-        out: Option<PathBuf>,
+        /// Untimed steps per run before the timed ones.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Steps of one world settling the scene before every world starts
+        /// from its state (a dropped robot lands on its feet).
+        #[arg(long, default_value_t = 500)]
+        settle: usize,
+        /// Skip a (backend, size) whose time, estimated from the smaller
+        /// sizes, exceeds this many seconds (and the larger sizes after it).
+        #[arg(long, default_value_t = 60.0)]
+        budget: f64,
+        /// Contact solver.
+        #[arg(long, value_parser = parse_solver, default_value = "ncp-admm", help = solver_help())]
+        solver: SolverKind,
+        /// Solver tolerance on eps_abs (at least 1e-6 for the GPU's f32 kernels).
+        #[arg(long, visible_alias = "tolerance", default_value_t = 1e-6)]
+        tol: f64,
+        /// Solver iteration cap.
+        #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
+        max_iter: usize,
+        /// JSON report; the plot is written next to it (same name, .svg).
+        #[arg(long, default_value = "bench-out/bench.json")]
+        out: PathBuf,
     },
     /// Run every solver through the seed study's experiments: Table II from
     /// measurements, mass ratios, self-consistency against dt and tolerance,
@@ -291,9 +336,31 @@ fn main() -> ExitCode {
         Command::Bench {
             what: None,
             scene,
+            envs,
+            backend,
             steps,
+            warmup,
+            settle,
+            budget,
+            solver,
+            tol,
+            max_iter,
             out,
-        } => bench(scene, steps, out),
+        } => bench(
+            SceneBenchConfig {
+                scenes: scene,
+                envs,
+                backends: backend,
+                steps,
+                warmup,
+                settle_steps: settle,
+                budget: Duration::from_secs_f64(budget.max(0.0)),
+                solver,
+                tolerance: tol,
+                max_iterations: max_iter,
+            },
+            &out,
+        ),
         Command::Compare { out, quick } => compare(&out, quick),
         Command::Inspect { file, options } => inspect(&file, &options),
         Command::Info => info(),
@@ -934,67 +1001,54 @@ fn write_trajectory(
     Ok(())
 }
 
-fn bench(scenes_arg: Vec<String>, steps: usize, out: Option<PathBuf>) -> Result<(), AnyError> {
-    eprintln!(
-        "notice: stepping runs the f64 CPU reference, one world on one core; `moreau bench solve` measures the batched GPU solvers."
+/// `moreau bench`: runs [`moreau::batch::bench::run`] with a progress bar,
+/// prints its tables and writes its JSON report and plot.
+fn bench(cfg: SceneBenchConfig, out: &std::path::Path) -> Result<(), AnyError> {
+    use moreau::batch::bench::{self, BenchEvent};
+    let started = Instant::now();
+    let pb = ProgressBar::new(0);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {percent:>3}% world steps, {wide_msg} [{elapsed_precise}, eta {eta}]",
+        )
+        .unwrap(),
     );
-    let names = if scenes_arg.is_empty() {
-        vec!["quadruped".to_string(), "pyramid".to_string()]
-    } else {
-        scenes_arg
-    };
-    let mut reports = Vec::new();
-    for name in &names {
-        let scene = scenes::scene(name)?;
-        let mut sim = make_sim(&scene, None, "ncp-admm", 1e-8, 1000)?;
-        let mut state = scene.state.clone();
-        let mut tau = DVector::zeros(scene.model.nv);
-        let pb = progress(steps);
-        let mut tally = Tally::default();
-        let start = Instant::now();
-        for _ in 0..steps {
-            scene.control(&state, tau.as_mut_slice());
-            tally.add(&sim.step(&mut state, tau.as_slice())?);
-            pb.inc(1);
-        }
-        pb.finish_and_clear();
-        let Tally {
-            nc_sum,
-            it_sum,
-            eps_max,
-            ..
-        } = tally;
-        let wall: Duration = start.elapsed();
-        let sps = steps as f64 / wall.as_secs_f64();
-        say!(
-            "{name:12} backend=cpu1 precision=f64 worlds=1 steps={steps}: {sps:.0} steps/s ({:.1} µs/step), contacts/world {:.2}, mean iterations {:.1}, max eps_abs {eps_max:.1e} (tol 1e-8, warm start)",
-            1e6 / sps,
-            nc_sum as f64 / steps as f64,
-            it_sum as f64 / steps as f64
-        );
-        say!("{:12} stages: {}", "", stage_summary(&sim.times));
-        let stages: serde_json::Map<String, serde_json::Value> = StageTimes::NAMES
-            .iter()
-            .zip(sim.times.as_array())
-            .map(|(n, d)| {
-                (
-                    n.to_string(),
-                    serde_json::json!(d.as_secs_f64() / steps as f64),
-                )
-            })
-            .collect();
-        reports.push(serde_json::json!({
-            "scene": name, "backend": "cpu1", "precision": "f64", "worlds": 1, "steps": steps,
-            "steps_per_second": sps, "contacts_per_world": nc_sum as f64 / steps as f64,
-            "mean_iterations": it_sum as f64 / steps as f64, "max_eps_abs": eps_max, "tolerance": 1e-8,
-            "warm_start": true, "random_actions": false, "seconds_per_step_by_stage": stages,
-        }));
+    let report = bench::run(&cfg, |e| match e {
+        BenchEvent::Start { world_steps } => pb.set_length(world_steps),
+        BenchEvent::Note(n) => pb.suspend(|| eprintln!("note: {n}")),
+        BenchEvent::Begin {
+            scene,
+            backend,
+            nworlds,
+        } => pb.set_message(format!("{scene}, {backend}, {nworlds} worlds")),
+        BenchEvent::Progress(k) => pb.inc(k),
+        BenchEvent::Done(r) => pb.suspend(|| match &r.skipped {
+            Some(why) => eprintln!(
+                "{} {} {} worlds: skipped: {why}",
+                r.scene, r.backend, r.nworlds
+            ),
+            None => eprintln!(
+                "{} {} {} worlds: {:.0} steps/s",
+                r.scene, r.backend, r.nworlds, r.steps_per_s
+            ),
+        }),
+    });
+    pb.finish_and_clear();
+    let report = report?;
+    say!("{}", bench::render(&report));
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    if let Some(path) = out {
-        std::fs::write(&path, serde_json::to_string_pretty(&reports)?)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        say!("report written to {}", path.display());
+    std::fs::write(out, serde_json::to_string_pretty(&report)?)
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    say!("written: {}", out.display());
+    let svg = out.with_extension("svg");
+    match bench::plot(&report, &svg) {
+        Ok(()) => say!("written: {}", svg.display()),
+        Err(e) => eprintln!("no plot: {e}"),
     }
+    say!("bench: {:.1} s wall", started.elapsed().as_secs_f64());
     Ok(())
 }
 
