@@ -71,6 +71,8 @@ pub struct SceneBenchConfig {
     pub solver: SolverKind,
     pub tolerance: f64,
     pub max_iterations: usize,
+    /// GPU: chunks per step ([`BatchOptions::pipeline_chunks`]).
+    pub pipeline_chunks: usize,
 }
 
 impl Default for SceneBenchConfig {
@@ -90,6 +92,7 @@ impl Default for SceneBenchConfig {
             solver: o.params.solver,
             tolerance: o.params.solver_settings.tolerance,
             max_iterations: o.params.solver_settings.max_iterations,
+            pipeline_chunks: o.pipeline_chunks,
         }
     }
 }
@@ -310,6 +313,8 @@ pub struct BenchSettings {
     pub warmup_steps: usize,
     pub settle_steps: usize,
     pub budget_s: f64,
+    /// GPU: chunks of worlds per step, pipelined (1: one dispatch).
+    pub pipeline_chunks: usize,
     pub envs: Vec<usize>,
     pub backends: Vec<String>,
     pub actions: String,
@@ -752,6 +757,7 @@ pub fn run(
             warmup_steps: cfg.warmup,
             settle_steps: cfg.settle_steps,
             budget_s: cfg.budget.as_secs_f64(),
+            pipeline_chunks: cfg.pipeline_chunks,
             envs,
             backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
             actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the calling thread".into(),
@@ -796,6 +802,7 @@ fn measure(
     let options = BatchOptions {
         backend,
         params: p,
+        pipeline_chunks: cfg.pipeline_chunks.max(1),
         ..Default::default()
     };
     let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;

@@ -220,6 +220,10 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
         max_iter: usize,
+        /// GPU: split each step into this many chunks of worlds, pipelined
+        /// (one chunk on the GPU while the host prepares the next).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        pipeline: u64,
         /// JSON report; the plot is written next to it (same name, .svg).
         #[arg(long, default_value = "bench-out/bench.json")]
         out: PathBuf,
@@ -345,6 +349,7 @@ fn main() -> ExitCode {
             solver,
             tol,
             max_iter,
+            pipeline,
             out,
         } => bench(
             SceneBenchConfig {
@@ -358,6 +363,7 @@ fn main() -> ExitCode {
                 solver,
                 tolerance: tol,
                 max_iterations: max_iter,
+                pipeline_chunks: pipeline as usize,
             },
             &out,
         ),
