@@ -16,9 +16,11 @@ use std::sync::Arc;
 /// - Reset: the standing posture ([`quadruped_standing`]) with joint angles
 ///   `± joint_noise` (0.1 rad), the base 3 cm above standing height, joint
 ///   rates `U(−0.1, 0.1)`, heading along x.
-/// - Observation (34): base height (1), gravity direction in the base frame
+/// - Observation (36): base height (1), gravity direction in the base frame
 ///   (3), base linear velocity (3) and angular velocity (3) in the base
-///   frame, joint angles minus the standing posture (12), joint rates (12).
+///   frame, joint angles minus the standing posture (12), joint rates (12),
+///   and a gait clock `cos, sin (2π f t)` (2, `f = gait_frequency`, 2 Hz):
+///   a periodic input that lets a linear policy produce a periodic gait.
 /// - Action (12): PD targets around the standing posture,
 ///   `q_ref = q_stand + action_scale · a` (0.5 rad); at every physics step
 ///   `τ = clamp(kp (q_ref − q) − kd q̇, ±tau_max)` (kp 8 N·m/rad, kd 0.3
@@ -40,6 +42,7 @@ pub struct QuadrupedWalk {
     pub joint_noise: f64,
     pub energy_cost: f64,
     pub min_height: f64,
+    pub gait_frequency: f64,
     pub episode_steps: usize,
     pub substeps: usize,
 }
@@ -58,6 +61,7 @@ impl QuadrupedWalk {
             joint_noise: 0.1,
             energy_cost: 0.02,
             min_height: 0.12,
+            gait_frequency: 2.0,
             episode_steps: 150,
             substeps: 20,
         }
@@ -89,13 +93,12 @@ impl Task for QuadrupedWalk {
     }
     fn observation_space(&self) -> BoxSpace {
         let inf = f32::INFINITY;
-        let mut low = vec![-inf; 34];
-        let mut high = vec![inf; 34];
-        for k in 1..4 {
+        let mut low = vec![-inf; 36];
+        let mut high = vec![inf; 36];
+        for k in [1, 2, 3, 34, 35] {
             low[k] = -1.0;
             high[k] = 1.0;
         }
-        low[0] = f32::NEG_INFINITY;
         BoxSpace { low, high }
     }
     fn action_dim(&self) -> usize {
@@ -127,6 +130,9 @@ impl Task for QuadrupedWalk {
             out[10 + j] = (q[7 + j] - self.q_stand[7 + j]) as f32;
             out[22 + j] = v[6 + j] as f32;
         }
+        let phase = std::f64::consts::TAU * self.gait_frequency * state.t;
+        out[34] = phase.cos() as f32;
+        out[35] = phase.sin() as f32;
     }
     fn torques(&self, state: &State, action: &[f64], _episode: &[f64], tau: &mut [f64]) {
         tau[..6].fill(0.0);
