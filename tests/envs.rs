@@ -337,3 +337,48 @@ fn ars_learns_cartpole_swing_up_beyond_random_policies() {
         returns.len()
     );
 }
+
+/// The GPU backend runs the same environment as the CPU within f32's
+/// accuracy, or, without an adapter, `VecEnv::new` returns the batch's error
+/// (skipped unless `MOREAU_REQUIRE_GPU=1`).
+#[test]
+fn gpu_backend_matches_cpu_or_reports_why_not() {
+    use moreau::batch::{Backend, BatchError};
+    let options = VecEnvOptions {
+        backend: Backend::Gpu,
+        ..Default::default()
+    };
+    let mut gpu = match VecEnv::new(QuadrupedWalk::new(), 4, &options) {
+        Ok(e) => e,
+        Err(e) => {
+            assert!(
+                matches!(e, EnvError::Batch(BatchError::Gpu(_))),
+                "expected the batch's GPU error, got {e}"
+            );
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU required: {e}"
+            );
+            eprintln!("SKIPPED (no GPU): {e}");
+            return;
+        }
+    };
+    let mut cpu = env(QuadrupedWalk::new(), 4);
+    gpu.reset(2).unwrap();
+    cpu.reset(2).unwrap();
+    let mut rng = Rng::new(4);
+    let mut worst = 0.0f32;
+    for _ in 0..10 {
+        let a = random_actions(&mut rng, 4 * 12);
+        let (rg, rc) = (gpu.step(&a).unwrap(), cpu.step(&a).unwrap());
+        assert!(rg.invalid.is_empty(), "{:?}", rg.invalid);
+        for (g, c) in rg.final_obs.iter().zip(&rc.final_obs) {
+            worst = worst.max((g - c).abs());
+        }
+    }
+    println!(
+        "quadruped, 10 env steps (200 physics steps) on {:?} vs CPU: largest observation difference {worst:.2e}",
+        gpu.sim().device_name()
+    );
+    assert!(worst < 5e-3, "GPU and CPU environments differ by {worst}");
+}
