@@ -115,7 +115,10 @@ fn run<T: Task + Clone>(task: T, args: &Args) -> Result<(), String> {
         "{name}: final policy, mean return over {} fresh episodes: {final_return:.2}",
         ars.env().num_envs()
     );
-    let title = format!("ARS on {name} ({} directions, top {})", config.directions, config.top);
+    let title = format!(
+        "ARS on {name} ({} directions, top {})",
+        config.directions, config.top
+    );
     plot_learning_curve(
         &reports,
         &title,

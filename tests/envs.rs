@@ -21,7 +21,11 @@ fn check_spaces<T: Task>(task: T, obs_dim: usize, action_dim: usize) {
     let name = task.name().to_string();
     let nenv = 3;
     let mut e = env(task, nenv);
-    assert_eq!((e.obs_dim(), e.action_dim()), (obs_dim, action_dim), "{name}");
+    assert_eq!(
+        (e.obs_dim(), e.action_dim()),
+        (obs_dim, action_dim),
+        "{name}"
+    );
     let os = e.observation_space().clone();
     assert_eq!((os.low.len(), os.high.len()), (obs_dim, obs_dim), "{name}");
     assert!(os.low.iter().zip(&os.high).all(|(l, h)| l < h), "{name}");
@@ -32,7 +36,10 @@ fn check_spaces<T: Task>(task: T, obs_dim: usize, action_dim: usize) {
     assert_eq!(obs.len(), nenv * obs_dim, "{name}: obs is (nenv, obs_dim)");
     for w in 0..nenv {
         let row = &obs[w * obs_dim..(w + 1) * obs_dim];
-        assert!(os.contains(row), "{name}: world {w} obs {row:?} outside its space");
+        assert!(
+            os.contains(row),
+            "{name}: world {w} obs {row:?} outside its space"
+        );
     }
     // Worlds draw different initial states.
     assert_ne!(obs[..obs_dim], obs[obs_dim..2 * obs_dim], "{name}");
@@ -43,7 +50,10 @@ fn check_spaces<T: Task>(task: T, obs_dim: usize, action_dim: usize) {
         (r.reward.len(), r.terminated.len(), r.truncated.len()),
         (nenv, nenv, nenv)
     );
-    assert!(r.obs.iter().chain(&r.reward).all(|x| x.is_finite()), "{name}");
+    assert!(
+        r.obs.iter().chain(&r.reward).all(|x| x.is_finite()),
+        "{name}"
+    );
     // A wrong action length is refused and nothing moves.
     let before: Vec<_> = e.sim().states().cloned().collect();
     match e.step(&vec![0.0; nenv * action_dim + 1]) {
@@ -90,21 +100,42 @@ fn same_seed_same_trajectory_bit_for_bit() {
             .map(|x| x.to_bits())
             .collect()
     };
-    assert_eq!(bits(&a), bits(&b), "cart-pole: same seed, different trajectories");
+    assert_eq!(
+        bits(&a),
+        bits(&b),
+        "cart-pole: same seed, different trajectories"
+    );
     assert_eq!(a, b);
-    assert_ne!(bits(&a), bits(&c), "cart-pole: seeds 5 and 6 gave the same trajectory");
-    let resets: usize = a.iter().map(|r| r.truncated.iter().filter(|&&t| t).count()).sum();
+    assert_ne!(
+        bits(&a),
+        bits(&c),
+        "cart-pole: seeds 5 and 6 gave the same trajectory"
+    );
+    let resets: usize = a
+        .iter()
+        .map(|r| r.truncated.iter().filter(|&&t| t).count())
+        .sum();
     assert!(resets >= 4, "expected autoresets in the run, got {resets}");
 
     let mut q = QuadrupedWalk::new();
     q.episode_steps = 10;
     let a = trajectory(q.clone(), 3, 15);
     let b = trajectory(q, 3, 15);
-    assert_eq!(bits(&a), bits(&b), "quadruped: same seed, different trajectories");
+    assert_eq!(
+        bits(&a),
+        bits(&b),
+        "quadruped: same seed, different trajectories"
+    );
     let a = trajectory(BoxPush::new(), 3, 15);
     let b = trajectory(BoxPush::new(), 3, 15);
-    assert_eq!(bits(&a), bits(&b), "box-push: same seed, different trajectories");
-    println!("cart-pole (with {resets} autoresets), quadruped, box-push: same seed, bit-identical obs and rewards");
+    assert_eq!(
+        bits(&a),
+        bits(&b),
+        "box-push: same seed, different trajectories"
+    );
+    println!(
+        "cart-pole (with {resets} autoresets), quadruped, box-push: same seed, bit-identical obs and rewards"
+    );
 }
 
 #[test]
@@ -195,7 +226,11 @@ fn nan_action_terminates_that_world_only_and_out_of_range_is_clipped() {
     let rg = good.step(&actions).unwrap();
     assert_eq!(rb.invalid.len(), 1);
     assert_eq!(rb.invalid[0].0, 2);
-    assert!(rb.invalid[0].1.contains("not finite"), "{}", rb.invalid[0].1);
+    assert!(
+        rb.invalid[0].1.contains("not finite"),
+        "{}",
+        rb.invalid[0].1
+    );
     assert!(rb.terminated[2] && rb.reward[2] == 0.0 && rb.episode_length[2] == 4);
     for w in [0, 1, 3] {
         let row = w * 5..(w + 1) * 5;
@@ -206,7 +241,10 @@ fn nan_action_terminates_that_world_only_and_out_of_range_is_clipped() {
     // The flagged world was reset and steps again.
     let r = bad.step(&actions).unwrap();
     assert!(r.invalid.is_empty() && r.obs.iter().all(|x| x.is_finite()));
-    println!("NaN action: world 2 terminated and flagged ({}), worlds 0, 1, 3 bit-identical to a clean run", rb.invalid[0].1);
+    println!(
+        "NaN action: world 2 terminated and flagged ({}), worlds 0, 1, 3 bit-identical to a clean run",
+        rb.invalid[0].1
+    );
 
     // Out of range: clipped to [-1, 1], counted.
     let mut a = env(CartPoleSwingUp::new(), 2);
@@ -233,7 +271,11 @@ fn smoke<T: Task>(task: T, steps: usize) {
         let r = e.step(&a).unwrap();
         assert!(r.invalid.is_empty(), "{name}: {:?}", r.invalid);
         assert!(
-            r.obs.iter().chain(&r.final_obs).chain(&r.reward).all(|x| x.is_finite()),
+            r.obs
+                .iter()
+                .chain(&r.final_obs)
+                .chain(&r.reward)
+                .all(|x| x.is_finite()),
             "{name}: non-finite observation or reward"
         );
         for w in 0..nenv {
@@ -244,7 +286,10 @@ fn smoke<T: Task>(task: T, steps: usize) {
             }
         }
     }
-    assert!(ended >= nenv, "{name}: only {ended} episodes ended in {steps} steps");
+    assert!(
+        ended >= nenv,
+        "{name}: only {ended} episodes ended in {steps} steps"
+    );
     let mean = returns.iter().sum::<f64>() / returns.len() as f64;
     println!(
         "{name}: {steps} steps × {nenv} worlds of random actions: {ended} episodes ended ({terminated} terminated), mean return {mean:.2}, {:.1} s",
@@ -282,7 +327,10 @@ fn ars_learns_cartpole_swing_up_beyond_random_policies() {
     let t_ars = t.elapsed().as_secs_f64();
     println!(
         "ARS: {iterations} iterations, {episodes} episodes, eval return per iteration {:?}",
-        curve.iter().map(|r| r.eval_return.round()).collect::<Vec<_>>()
+        curve
+            .iter()
+            .map(|r| r.eval_return.round())
+            .collect::<Vec<_>>()
     );
 
     // The baseline: as many random linear policies (weights N(0, 1) on the

@@ -123,7 +123,11 @@ impl ObsStats {
         self.m2
             .iter()
             .map(|m2| {
-                let var = if self.count > 1.0 { m2 / self.count } else { 0.0 };
+                let var = if self.count > 1.0 {
+                    m2 / self.count
+                } else {
+                    0.0
+                };
                 if var > 1e-8 { var.sqrt() } else { 1.0 }
             })
             .collect()

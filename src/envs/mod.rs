@@ -128,8 +128,7 @@ impl BoxSpace {
     /// Whether `x` (one row) lies in the box (NaN does not).
     pub fn contains(&self, x: &[f32]) -> bool {
         x.len() == self.dim()
-            && x
-                .iter()
+            && x.iter()
                 .zip(self.low.iter().zip(&self.high))
                 .all(|(v, (l, h))| *l <= *v && *v <= *h)
     }
@@ -528,7 +527,8 @@ impl<T: Task> VecEnv<T> {
             }
             let episode = &self.episode[w * edim..(w + 1) * edim];
             let state = self.sim.state(w)?;
-            self.task.observe(state, episode, &mut out.final_obs[row.clone()]);
+            self.task
+                .observe(state, episode, &mut out.final_obs[row.clone()]);
             if let Some(prev) = prev[w].as_ref().filter(|_| active[w]) {
                 let r = self.task.reward(&Transition {
                     prev,

@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// - Reward per step: forward velocity of the base over the step (m/s,
 ///   world x) `+ 0.5 · up_z` (the base's z axis along world z) `+ 0.5`
 ///   (alive) `− energy_cost · P` with `P` the mean mechanical power `Σ|τ q̇|`
-///   (W) over the step (energy_cost 0.02).
+///   (W) over the step (energy_cost 0.002).
 /// - Terminated: the base falls, height < 0.12 m or `up_z < 0.5`.
 /// - Time limit: 150 steps at 50 Hz (3 s; 20 physics steps of 1 ms).
 #[derive(Clone, Debug)]
@@ -59,7 +59,7 @@ impl QuadrupedWalk {
             tau_max: 3.0,
             action_scale: 0.5,
             joint_noise: 0.1,
-            energy_cost: 0.02,
+            energy_cost: 0.002,
             min_height: 0.12,
             gait_frequency: 2.0,
             episode_steps: 150,
