@@ -11,10 +11,12 @@
 
 use clap::Parser;
 use moreau::batch::Backend;
+use moreau::envs::ars::LinearPolicy;
 use moreau::envs::ars::{
     Ars, ArsConfig, IterationReport, plot_learning_curve, random_policy_returns,
 };
-use moreau::envs::{BoxPush, CartPoleSwingUp, QuadrupedWalk, Task};
+use moreau::envs::{BoxPush, CartPoleSwingUp, QuadrupedWalk, Task, VecEnv, VecEnvOptions};
+use moreau::sim::State;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,10 +33,12 @@ struct Args {
     /// Best directions kept for the update.
     #[arg(long, default_value_t = 8)]
     top: usize,
-    #[arg(long, default_value_t = 0.02)]
-    step_size: f64,
-    #[arg(long, default_value_t = 0.03)]
-    noise: f64,
+    /// Step size α (default: 0.05 for the cart-pole and the box, 0.02 for the quadruped).
+    #[arg(long)]
+    step_size: Option<f64>,
+    /// Exploration noise ν (default 0.05).
+    #[arg(long)]
+    noise: Option<f64>,
     #[arg(long, default_value_t = 4)]
     eval_worlds: usize,
     /// V1 (no observation normalization) instead of V2.
@@ -57,8 +61,10 @@ fn run<T: Task + Clone>(task: T, args: &Args) -> Result<(), String> {
     let config = ArsConfig {
         directions: args.directions,
         top: args.top,
-        step_size: args.step_size,
-        noise: args.noise,
+        step_size: args
+            .step_size
+            .unwrap_or(if args.task == "quadruped" { 0.02 } else { 0.05 }),
+        noise: args.noise.unwrap_or(0.05),
         eval_worlds: args.eval_worlds,
         normalize: !args.v1,
         seed: args.seed,
@@ -115,6 +121,10 @@ fn run<T: Task + Clone>(task: T, args: &Args) -> Result<(), String> {
         "{name}: final policy, mean return over {} fresh episodes: {final_return:.2}",
         ars.env().num_envs()
     );
+    println!(
+        "{name}: one episode of the final policy: {}",
+        describe(&ars.policy, &args.task, ars.env().task().clone(), args)?
+    );
     let title = format!(
         "ARS on {name} ({} directions, top {})",
         config.directions, config.top
@@ -127,6 +137,80 @@ fn run<T: Task + Clone>(task: T, args: &Args) -> Result<(), String> {
     )?;
     println!("learning curve written to {}", args.out.display());
     Ok(())
+}
+
+/// Runs one episode of `policy` and says what the robot did.
+fn describe<T: Task + Clone>(
+    policy: &LinearPolicy,
+    task_name: &str,
+    task: T,
+    args: &Args,
+) -> Result<String, String> {
+    let options = VecEnvOptions {
+        backend: args.backend,
+        autoreset: false,
+        params: None,
+    };
+    let mut env = VecEnv::new(task, 1, &options).map_err(|e| e.to_string())?;
+    let mut obs = env
+        .reset(args.seed + 777)
+        .map_err(|e| e.to_string())?
+        .to_vec();
+    let goal = env.episode_params(0).to_vec();
+    let mut states: Vec<State> = vec![env.sim().state(0).map_err(|e| e.to_string())?.clone()];
+    let mut action = vec![0.0f32; env.action_dim()];
+    let (mut ret, mut terminated) = (0.0, false);
+    while !env.finished()[0] {
+        policy.act(&obs, &mut action);
+        let r = env.step(&action).map_err(|e| e.to_string())?;
+        ret += r.reward[0] as f64;
+        terminated |= r.terminated[0];
+        obs = r.obs;
+        states.push(env.sim().state(0).map_err(|e| e.to_string())?.clone());
+    }
+    let (first, last) = (&states[0], &states[states.len() - 1]);
+    let n = states.len() as f64;
+    let head = format!(
+        "{} steps ({:.2} s), return {ret:.2}, {}",
+        states.len() - 1,
+        last.t,
+        if terminated {
+            "terminated"
+        } else {
+            "truncated"
+        }
+    );
+    Ok(match task_name {
+        "cartpole" => {
+            let cos: Vec<f64> = states.iter().map(|s| s.q[1].cos()).collect();
+            format!(
+                "{head}; mean cos θ {:.2}, upright (cos θ > 0.9) {:.0}% of the time, pole turned {:.1} times, cart x in [{:.2}, {:.2}] m",
+                cos.iter().sum::<f64>() / n,
+                100.0 * cos.iter().filter(|&&c| c > 0.9).count() as f64 / n,
+                (last.q[1] - first.q[1]).abs() / std::f64::consts::TAU,
+                states.iter().map(|s| s.q[0]).fold(f64::INFINITY, f64::min),
+                states
+                    .iter()
+                    .map(|s| s.q[0])
+                    .fold(f64::NEG_INFINITY, f64::max),
+            )
+        }
+        "quadruped" => format!(
+            "{head}; base moved {:.2} m forward (x) and {:.2} m sideways ({:.2} m/s), mean base height {:.3} m",
+            last.q[0] - first.q[0],
+            last.q[1] - first.q[1],
+            (last.q[0] - first.q[0]) / last.t.max(1e-9),
+            states.iter().map(|s| s.q[2]).sum::<f64>() / n,
+        ),
+        _ => {
+            let d = |s: &State| (goal[0] - s.q[0]).hypot(goal[1] - s.q[1]);
+            format!(
+                "{head}; box–goal distance {:.3} m → {:.3} m",
+                d(first),
+                d(last)
+            )
+        }
+    })
 }
 
 fn main() -> ExitCode {

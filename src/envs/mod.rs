@@ -372,6 +372,11 @@ impl<T: Task> VecEnv<T> {
     pub fn finished(&self) -> &[bool] {
         &self.frozen
     }
+    /// World `w`'s episode parameters ([`Task::episode_dim`]: a goal, a command).
+    pub fn episode_params(&self, w: usize) -> &[f64] {
+        let edim = self.task.episode_dim();
+        &self.episode[w * edim..(w + 1) * edim]
+    }
     /// Duration of one environment step (s).
     pub fn control_dt(&self) -> f64 {
         self.task.substeps() as f64 * self.sim.simulator(0).map_or(0.0, |s| s.params.dt)
