@@ -123,8 +123,22 @@ fn run<T: Task + Clone>(task: T, args: &Args) -> Result<(), String> {
     );
     println!(
         "{name}: one episode of the final policy: {}",
-        describe(&ars.policy, &args.task, ars.env().task().clone(), args)?
+        describe(&ars.policy, &args.task, ars.env().task().clone(), args, 1.0)?
     );
+    // A gait that needs friction pushes on the ground; one that does not
+    // would be exploiting the contact model.
+    if args.task != "cartpole" {
+        println!(
+            "{name}: the same episode with friction ×0.25: {}",
+            describe(
+                &ars.policy,
+                &args.task,
+                ars.env().task().clone(),
+                args,
+                0.25
+            )?
+        );
+    }
     let title = format!(
         "ARS on {name} ({} directions, top {})",
         config.directions, config.top
@@ -145,6 +159,7 @@ fn describe<T: Task + Clone>(
     task_name: &str,
     task: T,
     args: &Args,
+    friction_scale: f64,
 ) -> Result<String, String> {
     let options = VecEnvOptions {
         backend: args.backend,
@@ -152,6 +167,10 @@ fn describe<T: Task + Clone>(
         params: None,
     };
     let mut env = VecEnv::new(task, 1, &options).map_err(|e| e.to_string())?;
+    env.sim_mut()
+        .params_mut(0)
+        .map_err(|e| e.to_string())?
+        .friction_scale = friction_scale;
     let mut obs = env
         .reset(args.seed + 777)
         .map_err(|e| e.to_string())?
