@@ -21,11 +21,17 @@ const PUSHER_RADIUS: f64 = 0.04;
 /// - Reset: box at the origin with a random yaw, goal at `U(0.3, 0.6)` m in
 ///   a random direction, pusher `U(0.25, 0.4)` m from the box in a random
 ///   direction, everything at rest.
-/// - Observation (10), translation invariant: pusher − box (2), pusher
-///   velocity (2), goal − box (2), box velocity (2) (world x, y), box yaw as
-///   `cos ψ, sin ψ` (2).
+/// - The **goal frame**: horizontal axes with x from the box to the goal
+///   (angle `φ` in the world). Observations and actions are expressed in it,
+///   so the task looks the same whatever the goal's direction: "get behind
+///   the box and push along x" is then nearly linear in the observation, in
+///   reach of a linear policy.
+/// - Observation (9), in the goal frame: pusher − box (2), pusher velocity
+///   (2), box–goal distance (1), box velocity (2), the box's yaw relative to
+///   the frame as `cos(ψ − φ), sin(ψ − φ)` (2).
 /// - Action (2): the pusher's velocity command `v_max · a` (0.5 m/s per
-///   axis), tracked by a force `clamp(k (v_cmd − v), ±f_max)` (20 N·s/m, 20 N).
+///   axis) in the goal frame, tracked by a force `clamp(k (v_cmd − v),
+///   ±f_max)` per world axis (20 N·s/m, 20 N).
 /// - Reward: `−‖box − goal‖ − 0.1 ‖pusher − box‖` (m) per step: the box's
 ///   distance to the goal, shaped by the pusher's distance to the box.
 /// - Terminated: success, the box within 5 cm of the goal.
@@ -110,6 +116,11 @@ impl BoxPush {
         let (x, y, z, w) = (q[3], q[4], q[5], q[6]);
         (2.0 * (w * z + x * y)).atan2(1.0 - 2.0 * (y * y + z * z))
     }
+    /// `(cos φ, sin φ)` of the goal frame.
+    fn goal_frame(q: &DVector<f64>, goal: &[f64]) -> (f64, f64) {
+        let phi = (goal[1] - q[1]).atan2(goal[0] - q[0]);
+        (phi.cos(), phi.sin())
+    }
     fn box_velocity_world(state: &State) -> (f64, f64) {
         let rot = super::free_rotation(state.q.as_slice(), 0);
         let v = rot * Vec3::new(state.v[0], state.v[1], state.v[2]);
@@ -138,8 +149,9 @@ impl Task for BoxPush {
     }
     fn observation_space(&self) -> BoxSpace {
         let inf = f32::INFINITY;
-        let mut space = BoxSpace::symmetric(10, inf);
-        for k in 8..10 {
+        let mut space = BoxSpace::symmetric(9, inf);
+        space.low[4] = 0.0;
+        for k in 7..9 {
             space.low[k] = -1.0;
             space.high[k] = 1.0;
         }
@@ -169,28 +181,42 @@ impl Task for BoxPush {
     }
     fn observe(&self, state: &State, episode: &[f64], out: &mut [f32]) {
         let (q, v) = (&state.q, &state.v);
-        let (bvx, bvy) = Self::box_velocity_world(state);
-        let yaw = Self::box_yaw(q);
+        let (c, s) = Self::goal_frame(q, episode);
+        // World → goal frame.
+        let local = |x: f64, y: f64| (c * x + s * y, -s * x + c * y);
+        let (px, py) = local(q[7] - q[0], q[8] - q[1]);
+        let (pvx, pvy) = local(v[6], v[7]);
+        let (bvx, bvy) = {
+            let (x, y) = Self::box_velocity_world(state);
+            local(x, y)
+        };
+        let rel_yaw = Self::box_yaw(q) - s.atan2(c);
+        let d_goal = (episode[0] - q[0]).hypot(episode[1] - q[1]);
         let vals = [
-            q[7] - q[0],
-            q[8] - q[1],
-            v[6],
-            v[7],
-            episode[0] - q[0],
-            episode[1] - q[1],
+            px,
+            py,
+            pvx,
+            pvy,
+            d_goal,
             bvx,
             bvy,
-            yaw.cos(),
-            yaw.sin(),
+            rel_yaw.cos(),
+            rel_yaw.sin(),
         ];
         for (o, x) in out.iter_mut().zip(vals) {
             *o = x as f32;
         }
     }
-    fn torques(&self, state: &State, action: &[f64], _episode: &[f64], tau: &mut [f64]) {
+    fn torques(&self, state: &State, action: &[f64], episode: &[f64], tau: &mut [f64]) {
         tau[..6].fill(0.0);
+        let (c, s) = Self::goal_frame(&state.q, episode);
+        // Goal frame → world.
+        let command = [
+            self.v_max * (c * action[0] - s * action[1]),
+            self.v_max * (s * action[0] + c * action[1]),
+        ];
         for k in 0..2 {
-            let f = self.gain * (self.v_max * action[k] - state.v[6 + k]);
+            let f = self.gain * (command[k] - state.v[6 + k]);
             tau[6 + k] = f.clamp(-self.f_max, self.f_max);
         }
     }
