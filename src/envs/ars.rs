@@ -406,7 +406,7 @@ pub fn plot_learning_curve(
     let (mut lo, mut hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
         (a.min(y), b.max(y))
     });
-    if !(hi > lo) {
+    if lo >= hi {
         lo -= 1.0;
         hi += 1.0;
     }
