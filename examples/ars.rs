@@ -6,8 +6,23 @@
 //! ```text
 //! cargo run --release --example ars -- --task cartpole --iterations 60 --out ars_cartpole.svg
 //! cargo run --release --example ars -- --task quadruped --iterations 100 --out ars_quadruped.svg
-//! cargo run --release --example ars -- --task box-push --iterations 60 --out ars_box_push.svg
+//! cargo run --release --example ars -- --task box-push --iterations 100 --noise 0.1 --out ars_box_push.svg
 //! ```
+//!
+//! Measured on the 2-core development machine (CPU backend, 36 worlds: 16
+//! directions × 2 + 4 evaluation episodes, seed 0):
+//!
+//! - cart-pole swing-up, 60 iterations in 14 s: the policy's return goes
+//!   from 0 to about 110 (of 250; random linear policies: 16 on average);
+//!   the linear policy swings the pole up but does not balance it;
+//! - quadruped, 100 iterations in 2.5 min (6 min when the machine is busy):
+//!   from standing still (return 148) to about 335, running forward at
+//!   about 1.5 m/s (it falls when the same episode is replayed with a
+//!   quarter of the friction: it pushes on the ground rather than exploiting
+//!   the contact model);
+//! - box push: not learned by a linear policy in 100 iterations (mean
+//!   return about −94 against −97 for doing nothing), although a scripted
+//!   pusher solves the task (see `tests/envs.rs`).
 
 use clap::Parser;
 use moreau::batch::Backend;

@@ -45,8 +45,8 @@ impl Default for ArsConfig {
         ArsConfig {
             directions: 16,
             top: 8,
-            step_size: 0.02,
-            noise: 0.03,
+            step_size: 0.05,
+            noise: 0.05,
             eval_worlds: 4,
             normalize: true,
             seed: 0,
