@@ -2,6 +2,7 @@
 //! same-step autoreset, bad actions (NaN flags one world, out-of-range is
 //! clipped), and ARS learning the cart-pole swing-up beyond random policies.
 
+use moreau::batch::Backend;
 use moreau::envs::ars::{Ars, ArsConfig, LinearPolicy, rollout};
 use moreau::envs::{
     BoxPush, CartPoleSwingUp, EnvError, QuadrupedWalk, Rng, StepResult, Task, VecEnv,
@@ -76,7 +77,15 @@ fn spaces_and_layouts() {
 
 /// Observations, rewards and flags of `steps` steps under seeded random actions.
 fn trajectory<T: Task>(task: T, seed: u64, steps: usize) -> Vec<StepResult> {
-    let mut e = env(task, 4);
+    trajectory_on(task, seed, steps, Backend::CpuParallel)
+}
+
+fn trajectory_on<T: Task>(task: T, seed: u64, steps: usize, backend: Backend) -> Vec<StepResult> {
+    let options = VecEnvOptions {
+        backend,
+        ..Default::default()
+    };
+    let mut e = VecEnv::new(task, 4, &options).unwrap();
     e.reset(seed).unwrap();
     let mut rng = Rng::new(99);
     (0..steps)
@@ -120,11 +129,11 @@ fn same_seed_same_trajectory_bit_for_bit() {
     let mut q = QuadrupedWalk::new();
     q.episode_steps = 10;
     let a = trajectory(q.clone(), 3, 15);
-    let b = trajectory(q, 3, 15);
+    let b = trajectory_on(q, 3, 15, Backend::CpuSingle);
     assert_eq!(
         bits(&a),
         bits(&b),
-        "quadruped: same seed, different trajectories"
+        "quadruped: same seed, different trajectories on all cores and on one"
     );
     let a = trajectory(BoxPush::new(), 3, 15);
     let b = trajectory(BoxPush::new(), 3, 15);
@@ -134,7 +143,7 @@ fn same_seed_same_trajectory_bit_for_bit() {
         "box-push: same seed, different trajectories"
     );
     println!(
-        "cart-pole (with {resets} autoresets), quadruped, box-push: same seed, bit-identical obs and rewards"
+        "cart-pole (with {resets} autoresets), quadruped (all cores vs one), box-push: same seed, bit-identical obs and rewards"
     );
 }
 
@@ -391,7 +400,7 @@ fn ars_learns_cartpole_swing_up_beyond_random_policies() {
 /// (skipped unless `MOREAU_REQUIRE_GPU=1`).
 #[test]
 fn gpu_backend_matches_cpu_or_reports_why_not() {
-    use moreau::batch::{Backend, BatchError};
+    use moreau::batch::BatchError;
     let options = VecEnvOptions {
         backend: Backend::Gpu,
         ..Default::default()
@@ -470,4 +479,19 @@ fn box_push_scripted_pusher_brings_boxes_to_their_goals() {
     );
     let mean = |x: &[f32]| x.iter().sum::<f32>() / x.len() as f32;
     assert!(mean(&end) < 0.5 * mean(&start));
+}
+
+#[test]
+fn a_boxed_task_is_a_task() {
+    let tasks: Vec<Box<dyn Task>> = vec![
+        Box::new(CartPoleSwingUp::new()),
+        Box::new(QuadrupedWalk::new()),
+        Box::new(BoxPush::new()),
+    ];
+    for task in tasks {
+        let name = task.name().to_string();
+        let mut e = env(task, 2);
+        let r = e.step(&vec![0.1; 2 * e.action_dim()]).unwrap();
+        assert!(r.obs.iter().all(|x| x.is_finite()), "{name}");
+    }
 }

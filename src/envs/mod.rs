@@ -191,6 +191,53 @@ pub trait Task: Send + Sync {
     fn terminated(&self, state: &State, episode: &[f64]) -> bool;
 }
 
+/// A boxed task is a task: `VecEnv<Box<dyn Task>>` picks its task at run
+/// time (from a name, a robot file).
+impl<T: Task + ?Sized> Task for Box<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn model(&self) -> &Arc<Model> {
+        (**self).model()
+    }
+    fn sim_params(&self) -> SimParams {
+        (**self).sim_params()
+    }
+    fn substeps(&self) -> usize {
+        (**self).substeps()
+    }
+    fn max_episode_steps(&self) -> usize {
+        (**self).max_episode_steps()
+    }
+    fn observation_space(&self) -> BoxSpace {
+        (**self).observation_space()
+    }
+    fn action_dim(&self) -> usize {
+        (**self).action_dim()
+    }
+    fn action_space(&self) -> BoxSpace {
+        (**self).action_space()
+    }
+    fn episode_dim(&self) -> usize {
+        (**self).episode_dim()
+    }
+    fn reset(&self, rng: &mut Rng, episode: &mut [f64]) -> State {
+        (**self).reset(rng, episode)
+    }
+    fn observe(&self, state: &State, episode: &[f64], out: &mut [f32]) {
+        (**self).observe(state, episode, out)
+    }
+    fn torques(&self, state: &State, action: &[f64], episode: &[f64], tau: &mut [f64]) {
+        (**self).torques(state, action, episode, tau)
+    }
+    fn reward(&self, t: &Transition) -> f64 {
+        (**self).reward(t)
+    }
+    fn terminated(&self, state: &State, episode: &[f64]) -> bool {
+        (**self).terminated(state, episode)
+    }
+}
+
 /// A vectorized environment that cannot be built or stepped.
 #[derive(Debug, Error)]
 pub enum EnvError {
@@ -208,7 +255,10 @@ pub enum EnvError {
     Task { task: String, reason: String },
 }
 
-/// Options of a [`VecEnv`].
+/// Options of a [`VecEnv`]. The control period is [`Task::substeps`] ×
+/// the physics `dt`; changing one world's `dt` through
+/// [`BatchSim::params_mut`] is not supported (rewards and energies use
+/// world 0's).
 #[derive(Clone, Debug)]
 pub struct VecEnvOptions {
     /// Default: [`Backend::CpuParallel`].
