@@ -37,7 +37,7 @@ use std::process::ExitCode;
 
 #[derive(Parser)]
 struct Args {
-    /// cartpole, quadruped or box-push.
+    /// cartpole, quadruped, quadruped-stand-up or box-push.
     #[arg(long, default_value = "cartpole")]
     task: String,
     #[arg(long, default_value_t = 60)]
@@ -78,7 +78,11 @@ fn run<T: Task + Clone>(task: T, args: &Args) -> Result<(), String> {
         top: args.top,
         step_size: args
             .step_size
-            .unwrap_or(if args.task == "quadruped" { 0.02 } else { 0.05 }),
+            .unwrap_or(if args.task.starts_with("quadruped") {
+                0.02
+            } else {
+                0.05
+            }),
         noise: args.noise.unwrap_or(0.05),
         eval_worlds: args.eval_worlds,
         normalize: !args.v1,
@@ -229,7 +233,7 @@ fn describe<T: Task + Clone>(
                     .fold(f64::NEG_INFINITY, f64::max),
             )
         }
-        "quadruped" => format!(
+        "quadruped" | "quadruped-stand-up" => format!(
             "{head}; base moved {:.2} m forward (x) and {:.2} m sideways ({:.2} m/s), mean base height {:.3} m",
             last.q[0] - first.q[0],
             last.q[1] - first.q[1],
@@ -252,9 +256,10 @@ fn main() -> ExitCode {
     let result = match args.task.as_str() {
         "cartpole" => run(CartPoleSwingUp::new(), &args),
         "quadruped" => run(QuadrupedWalk::new(), &args),
+        "quadruped-stand-up" => run(QuadrupedWalk::stand_up(), &args),
         "box-push" => run(BoxPush::new(), &args),
         other => Err(format!(
-            "unknown task `{other}`; tasks: cartpole, quadruped, box-push"
+            "unknown task `{other}`; tasks: cartpole, quadruped, quadruped-stand-up, box-push"
         )),
     };
     match result {

@@ -309,6 +309,7 @@ fn smoke<T: Task>(task: T, steps: usize) {
 #[test]
 fn quadruped_and_box_push_run_with_random_actions() {
     smoke(QuadrupedWalk::new(), 200);
+    smoke(QuadrupedWalk::stand_up(), 200);
     smoke(BoxPush::new(), 250);
 }
 

@@ -3,6 +3,7 @@
 use super::{BoxSpace, Rng, Task, Transition, free_rotation};
 use crate::math::Vec3;
 use crate::model::Model;
+use crate::scenes::solo::{FOOT_RADIUS, LOWER_LEG, UPPER_LEG};
 use crate::scenes::{quadruped_model, quadruped_standing, quadruped_standing_height};
 use crate::sim::State;
 use nalgebra::DVector;
@@ -15,7 +16,9 @@ use std::sync::Arc;
 ///
 /// - Reset: the standing posture ([`quadruped_standing`]) with joint angles
 ///   `± joint_noise` (0.1 rad), the base 3 cm above standing height, joint
-///   rates `U(−0.1, 0.1)`, heading along x.
+///   rates `U(−0.1, 0.1)`, heading along x. With `crouched_start`
+///   ([`Self::stand_up`]): crouched instead, hips and knees folded 0.5 and
+///   1 rad further (base about 0.11 m high), feet 1 cm above the ground.
 /// - Observation (36): base height (1), gravity direction in the base frame
 ///   (3), base linear velocity (3) and angular velocity (3) in the base
 ///   frame, joint angles minus the standing posture (12), joint rates (12),
@@ -27,14 +30,17 @@ use std::sync::Arc;
 ///   N·m·s/rad, 3 N·m).
 /// - Reward per step: forward velocity of the base over the step (m/s,
 ///   world x) `+ 0.5 · up_z` (the base's z axis along world z) `+ 0.5`
-///   (alive) `− energy_cost · P` with `P` the mean mechanical power `Σ|τ q̇|`
-///   (W) over the step (energy_cost 0.002).
-/// - Terminated: the base falls, height < 0.12 m or `up_z < 0.5`.
+///   (alive) `+ height_weight · min(z / z_stand, 1)` (0 by default; 1 for
+///   [`Self::stand_up`]) `− energy_cost · P` with `P` the mean mechanical
+///   power `Σ|τ q̇|` (W) over the step (energy_cost 0.002).
+/// - Terminated: the base falls, height < `min_height` (0.12 m; 0 for
+///   [`Self::stand_up`]) or `up_z < 0.5`.
 /// - Time limit: 150 steps at 50 Hz (3 s; 20 physics steps of 1 ms).
 #[derive(Clone, Debug)]
 pub struct QuadrupedWalk {
     model: Arc<Model>,
     q_stand: DVector<f64>,
+    z_stand: f64,
     pub kp: f64,
     pub kd: f64,
     pub tau_max: f64,
@@ -42,6 +48,8 @@ pub struct QuadrupedWalk {
     pub joint_noise: f64,
     pub energy_cost: f64,
     pub min_height: f64,
+    pub height_weight: f64,
+    pub crouched_start: bool,
     pub gait_frequency: f64,
     pub episode_steps: usize,
     pub substeps: usize,
@@ -50,10 +58,12 @@ pub struct QuadrupedWalk {
 impl QuadrupedWalk {
     pub fn new() -> Self {
         let model = Arc::new(quadruped_model().expect("the quadruped model builds"));
-        let q_stand = quadruped_standing(&model, quadruped_standing_height());
+        let z_stand = quadruped_standing_height();
+        let q_stand = quadruped_standing(&model, z_stand);
         QuadrupedWalk {
             model,
             q_stand,
+            z_stand,
             kp: 8.0,
             kd: 0.3,
             tau_max: 3.0,
@@ -61,9 +71,23 @@ impl QuadrupedWalk {
             joint_noise: 0.1,
             energy_cost: 0.002,
             min_height: 0.12,
+            height_weight: 0.0,
+            crouched_start: false,
             gait_frequency: 2.0,
             episode_steps: 150,
             substeps: 20,
+        }
+    }
+    /// Standing up from a crouch, then walking: crouched resets, a height
+    /// term in the reward, no termination on height (only on tipping over).
+    /// With actions as PD targets around the standing posture, the zero
+    /// action already stands up: the policy's work is the rest.
+    pub fn stand_up() -> Self {
+        QuadrupedWalk {
+            crouched_start: true,
+            min_height: 0.0,
+            height_weight: 1.0,
+            ..Self::new()
         }
     }
     /// The base's z axis in the world frame.
@@ -80,7 +104,11 @@ impl Default for QuadrupedWalk {
 
 impl Task for QuadrupedWalk {
     fn name(&self) -> &str {
-        "quadruped-walk"
+        if self.crouched_start {
+            "quadruped-stand-up"
+        } else {
+            "quadruped-walk"
+        }
     }
     fn model(&self) -> &Arc<Model> {
         &self.model
@@ -106,9 +134,24 @@ impl Task for QuadrupedWalk {
     }
     fn reset(&self, rng: &mut Rng, _episode: &mut [f64]) -> State {
         let mut q = self.q_stand.clone();
-        q[2] += 0.03;
         for k in 7..19 {
             q[k] += rng.range(-self.joint_noise, self.joint_noise);
+        }
+        if self.crouched_start {
+            for leg in 0..4 {
+                q[7 + 3 * leg + 1] += 0.5;
+                q[7 + 3 * leg + 2] -= 1.0;
+            }
+            // Feet 1 cm above the ground: the lowest foot of the drawn posture.
+            let foot = (0..4)
+                .map(|leg| {
+                    let (hfe, kfe) = (q[7 + 3 * leg + 1], q[7 + 3 * leg + 2]);
+                    UPPER_LEG * hfe.cos() + LOWER_LEG * (hfe + kfe).cos()
+                })
+                .fold(0.0, f64::max);
+            q[2] = foot + FOOT_RADIUS + 0.01;
+        } else {
+            q[2] += 0.03;
         }
         let mut v = DVector::zeros(18);
         for k in 6..18 {
@@ -145,7 +188,9 @@ impl Task for QuadrupedWalk {
     fn reward(&self, t: &Transition) -> f64 {
         let forward = (t.state.q[0] - t.prev.q[0]) / t.dt;
         let up_z = Self::up(t.state).z;
-        forward + 0.5 * up_z + 0.5 - self.energy_cost * t.energy / t.dt
+        let height = (t.state.q[2] / self.z_stand).clamp(0.0, 1.0);
+        forward + 0.5 * up_z + 0.5 + self.height_weight * height
+            - self.energy_cost * t.energy / t.dt
     }
     fn terminated(&self, state: &State, _episode: &[f64]) -> bool {
         state.q[2] < self.min_height || Self::up(state).z < 0.5
