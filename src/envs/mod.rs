@@ -44,10 +44,12 @@
 //! ([`world_seed`]) or given explicitly ([`VecEnv::reset_with_seeds`]); the
 //! CPU backends step each world independently of the others and of the
 //! thread count, so a seed and an action sequence give bit-identical
-//! observations and rewards. (The GPU backend is deterministic for a given
-//! batch composition.)
+//! observations and rewards (tested across `CpuParallel` and `CpuSingle`).
+//! The GPU backend is compared with the CPU within a tolerance, not bit for
+//! bit.
 //!
-//! Tasks: [`CartPoleSwingUp`], [`QuadrupedWalk`], [`BoxPush`]. A robot loaded
+//! Tasks: [`CartPoleSwingUp`], [`QuadrupedWalk`] (and
+//! [`QuadrupedWalk::stand_up`]), [`BoxPush`]; `Box<dyn Task>` is a task too. A robot loaded
 //! from a URDF or MJCF file plugs in the same way: a [`Task`] owns its
 //! [`Model`] and says how to observe, actuate, reward and reset it.
 
