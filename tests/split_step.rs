@@ -13,8 +13,8 @@ fn prepare_solve_finish_is_a_step() {
             dt: scene.dt,
             ..Default::default()
         };
-        let mut a = Simulator::new(scene.model.clone(), params.clone()).unwrap();
-        let mut b = Simulator::new(scene.model.clone(), params.clone()).unwrap();
+        let mut a = Simulator::new(scene.model.clone(), params).unwrap();
+        let mut b = Simulator::new(scene.model.clone(), params).unwrap();
         let (mut sa, mut sb) = (scene.state.clone(), scene.state.clone());
         let mut solver = SolverKind::NcpAdmm.build();
         let mut solution = ContactSolution::default();

@@ -486,7 +486,6 @@ fn mutated_urdf_files_never_panic() {
     let mut sources = vec![(PENDULUM.to_string(), "pendulum.urdf".to_string(), false)];
     let common_files = {
         #[path = "common/mod.rs"]
-        #[allow(dead_code)]
         mod common;
         common::robot_files()
     };

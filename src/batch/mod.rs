@@ -313,7 +313,7 @@ impl BatchSim {
         };
         let mut worlds = Vec::with_capacity(nworlds);
         for w in 0..nworlds {
-            let sim = Simulator::new(model.clone(), options.params.clone())
+            let sim = Simulator::new(model.clone(), options.params)
                 .map_err(|error| BatchError::Sim { world: w, error })?;
             worlds.push(World {
                 sim,
@@ -326,7 +326,7 @@ impl BatchSim {
             });
         }
         // Refuse a bad initial state now rather than at every step.
-        if let Err(error) = Simulator::new(model.clone(), options.params.clone())
+        if let Err(error) = Simulator::new(model.clone(), options.params)
             .and_then(|mut s| s.energy(initial).map(|_| ()))
         {
             return Err(BatchError::Sim { world: 0, error });
@@ -419,7 +419,7 @@ impl BatchSim {
             });
         }
         let world = self.world_mut(w)?;
-        let params = world.sim.params.clone();
+        let params = world.sim.params;
         world.sim =
             Simulator::new(model, params).map_err(|error| BatchError::Sim { world: w, error })?;
         Ok(())
