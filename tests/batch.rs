@@ -138,6 +138,15 @@ fn bad_actions_flag_their_world_only() {
     assert!(r.failed[0].1.contains("action 4 is not finite"));
     assert_eq!(batch.state(1).unwrap().q, before.q, "untouched");
     assert!(batch.state(0).unwrap().t > 0.0 && batch.state(2).unwrap().t > 0.0);
+    // Inactive worlds sit out, unreported, whatever their actions.
+    let t0 = batch.state(0).unwrap().t;
+    let r = batch
+        .step_active(&actions, Some(&[false, false, true]))
+        .unwrap();
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    assert_eq!(batch.state(0).unwrap().t, t0);
+    assert_eq!(batch.state(1).unwrap().q, before.q);
+    assert!(batch.step_active(&actions, Some(&[true])).is_err());
 }
 
 #[test]

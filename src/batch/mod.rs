@@ -249,6 +249,9 @@ struct GpuState {
     grew: Option<BatchCapacity>,
 }
 
+/// Why a world sat out a step of [`BatchSim::step_active`] (not a failure).
+const INACTIVE: &str = "inactive";
+
 /// N worlds of one model, stepped together (see the module doc).
 pub struct BatchSim {
     model: Arc<Model>,
@@ -454,7 +457,29 @@ impl BatchSim {
     /// Steps every world once under joint torques `actions`, (nworlds, nv)
     /// flat, row-major (world after world).
     pub fn step(&mut self, actions: &[f64]) -> Result<BatchStepReport, BatchError> {
+        self.step_active(actions, None)
+    }
+
+    /// Like [`Self::step`], stepping only the worlds whose `active` entry is
+    /// true (nworlds); the others are left as they are and not reported
+    /// (their actions are not read). `None`: every world.
+    pub fn step_active(
+        &mut self,
+        actions: &[f64],
+        active: Option<&[bool]>,
+    ) -> Result<BatchStepReport, BatchError> {
         let (n, nv) = (self.worlds.len(), self.model.nv);
+        if let Some(a) = active {
+            if a.len() != n {
+                return Err(BatchError::DimensionMismatch {
+                    what: "active",
+                    got: a.len(),
+                    expected: n,
+                    nworlds: n,
+                    per_world: 1,
+                });
+            }
+        }
         if actions.len() != n * nv {
             return Err(BatchError::DimensionMismatch {
                 what: "actions",
@@ -469,9 +494,13 @@ impl BatchSim {
         for (w, world) in self.worlds.iter_mut().enumerate() {
             let a = &actions[w * nv..(w + 1) * nv];
             world.fallback = None;
-            world.prepared = match a.iter().position(|x| !x.is_finite()) {
-                Some(k) => Err(format!("action {k} is not finite ({})", a[k])),
-                None => Ok(0),
+            world.prepared = if active.is_some_and(|act| !act[w]) {
+                Err(INACTIVE.into())
+            } else {
+                match a.iter().position(|x| !x.is_finite()) {
+                    Some(k) => Err(format!("action {k} is not finite ({})", a[k])),
+                    None => Ok(0),
+                }
             };
             for k in 0..nv {
                 world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * nv + k]);
@@ -510,7 +539,8 @@ impl BatchSim {
                         report.max_eps_abs = report.max_eps_abs.max(world.stats.residuals.eps_abs);
                     }
                 }
-                Err(why) => report.failed.push((w, why.clone())),
+                Err(why) if why != INACTIVE => report.failed.push((w, why.clone())),
+                Err(_) => {}
             }
             if let Some(why) = &world.fallback {
                 report.fallbacks.push((w, why.clone()));

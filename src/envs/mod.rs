@@ -546,14 +546,9 @@ impl<T: Task> VecEnv<T> {
                         &self.episode[w * edim..(w + 1) * edim],
                         tau,
                     );
-                } else {
-                    // BatchSim leaves a world with non-finite torques untouched
-                    // (and lists it in `failed`, ignored below): the way to
-                    // skip a world's physics through its public API.
-                    tau.fill(f64::NAN);
                 }
             }
-            let report = self.sim.step(&self.tau)?;
+            let report = self.sim.step_active(&self.tau, Some(&active))?;
             for (w, why) in report.failed {
                 if active[w] {
                     active[w] = false;
