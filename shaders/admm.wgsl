@@ -286,7 +286,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             project_tmp(pr);
             let res = evaluate(pr, &st);
             if (res.w <= tol) {
-                st.rho = max(params.rho, 0.0);
+                // (st.rho: the problem's initial rho from the host, or 0.)
+                st.rho = select(max(params.rho, 0.0), st.rho, st.rho > 0.0);
                 st.state = STATE_DONE;
                 break;
             }
@@ -328,8 +329,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 if (!(st.scale > 0.0)) {
                     st.scale = 1.0;
                 }
+                // The problem's initial rho (st.rho, set by the host and
+                // untouched until here), else the batch's, else a cold one.
+                let warm = st.rho;
                 st.rho = rho_cold(st);
-                if (params.rho > 0.0 && is_finite(params.rho)) {
+                if (warm > 0.0 && is_finite(warm)) {
+                    st.rho = clamp(warm, RHO_RANGE_MIN * st.scale, RHO_RANGE_MAX * st.scale);
+                } else if (params.rho > 0.0 && is_finite(params.rho)) {
                     st.rho = clamp(params.rho, RHO_RANGE_MIN * st.scale, RHO_RANGE_MAX * st.scale);
                 }
                 // The power iteration used tmp: restore the projected guess.

@@ -43,7 +43,13 @@ fn or_skip(batch: Result<BatchSim, moreau::batch::BatchError>) -> Option<BatchSi
     }
 }
 
-fn run(scene: &Scene, backend: Backend, nworlds: usize, steps: usize) -> Option<(BatchSim, usize)> {
+/// The batch after `steps` steps, its contacts and its solver iterations.
+fn run(
+    scene: &Scene,
+    backend: Backend,
+    nworlds: usize,
+    steps: usize,
+) -> Option<(BatchSim, usize, usize)> {
     let mut options = BatchOptions {
         backend,
         ..Default::default()
@@ -60,7 +66,7 @@ fn run(scene: &Scene, backend: Backend, nworlds: usize, steps: usize) -> Option<
     }
     let nv = scene.model.nv;
     let mut actions = vec![0.0; nworlds * nv];
-    let mut contacts = 0;
+    let (mut contacts, mut iterations) = (0, 0);
     for _ in 0..steps {
         for w in 0..nworlds {
             let s = batch.state(w).unwrap().clone();
@@ -69,8 +75,9 @@ fn run(scene: &Scene, backend: Backend, nworlds: usize, steps: usize) -> Option<
         let r = batch.step(&actions).unwrap();
         assert!(r.failed.is_empty(), "{:?}", r.failed);
         contacts += r.contacts;
+        iterations += r.iterations;
     }
-    Some((batch, contacts))
+    Some((batch, contacts, iterations))
 }
 
 fn max_q_difference(a: &BatchSim, b: &BatchSim) -> f64 {
@@ -90,8 +97,8 @@ fn backends_agree_on_resting_and_standing_scenes() {
         let scene = scenes::scene(name).unwrap();
         let n = 4;
         let t = std::time::Instant::now();
-        let (single, contacts) = run(&scene, Backend::CpuSingle, n, steps).unwrap();
-        let (parallel, _) = run(&scene, Backend::CpuParallel, n, steps).unwrap();
+        let (single, contacts, iterations) = run(&scene, Backend::CpuSingle, n, steps).unwrap();
+        let (parallel, _, _) = run(&scene, Backend::CpuParallel, n, steps).unwrap();
         let exact = max_q_difference(&single, &parallel);
         println!(
             "{name}: {n} worlds × {steps} steps, {contacts} contacts; cpu1 vs cpu: {exact:e} ({:.1} s)",
@@ -99,15 +106,26 @@ fn backends_agree_on_resting_and_standing_scenes() {
         );
         assert_eq!(exact, 0.0, "the same code on more threads");
         let t = std::time::Instant::now();
-        let Some((gpu, gpu_contacts)) = run(&scene, Backend::Gpu, n, steps) else {
+        let Some((gpu, gpu_contacts, gpu_iterations)) = run(&scene, Backend::Gpu, n, steps) else {
             continue;
         };
         let d = max_q_difference(&single, &gpu);
         println!(
-            "{name}: gpu ({}) vs cpu1: max |Δq| = {d:.3e} over {steps} steps, {gpu_contacts} contacts ({:.1} s)",
+            "{name}: gpu ({}) vs cpu1: max |Δq| = {d:.3e} over {steps} steps, {gpu_contacts} contacts, {gpu_iterations} iterations vs {iterations} ({:.1} s)",
             gpu.device_name().unwrap_or_default(),
             t.elapsed().as_secs_f64()
         );
+        // The same algorithm from the same warm starts (λ and ρ per world):
+        // on the quadruped the iteration counts agree. (On the resting boxes
+        // f32 rounding near the 1e-6 tolerance costs the GPU more iterations,
+        // up to its cap on some pyramid steps: printed, not asserted.)
+        if name == "quadruped" {
+            let ratio = gpu_iterations as f64 / iterations.max(1) as f64;
+            assert!(
+                (0.95..=1.05).contains(&ratio),
+                "{name}: iterations ×{ratio}"
+            );
+        }
         // f32 solves at the same tolerance (1e-6) on scenes at rest: the
         // worlds stay within 10 µm (and 1e-5 rad) of the f64 reference.
         assert!(d < 1e-5, "{name}: {d:e}");

@@ -618,8 +618,12 @@ fn submit_chunk(
         let world = &worlds[w];
         if matches!(world.prepared, Ok(nc) if nc > 0) {
             let s = &world.sim.params.solver_settings;
-            lane.batch
+            let k = lane
+                .batch
                 .push(world.sim.problem(), s.max_iterations, s.tolerance);
+            if let Some(rho) = world.sim.warm_rho() {
+                lane.batch.set_initial_rho(k, rho);
+            }
             lane.world_of.push(w);
         }
     }

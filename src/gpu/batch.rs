@@ -233,6 +233,9 @@ pub struct HostBatch {
     pub(crate) declared_nc: Vec<u32>,
     /// ADMM scratch floats of the problems so far.
     pub(crate) work_floats: usize,
+    /// (problems) ADMM: each problem's initial ρ (0: the solver settings'),
+    /// e.g. its world's last ρ; empty when no problem has one.
+    pub(crate) initial_rho: Vec<f32>,
     max_contacts_per_problem: usize,
 }
 
@@ -247,6 +250,7 @@ impl HostBatch {
     }
 
     pub fn clear(&mut self) {
+        self.initial_rho.clear();
         self.problems.clear();
         self.delassus.clear();
         self.contacts.clear();
@@ -257,6 +261,17 @@ impl HostBatch {
 
     pub fn len(&self) -> usize {
         self.problems.len()
+    }
+
+    /// ADMM kernels: start problem `index` from `rho` (finite, > 0; e.g. the
+    /// last ρ of its world, as the CPU simulator's warm start does) instead
+    /// of the solver settings' initial ρ. Other values are ignored.
+    pub fn set_initial_rho(&mut self, index: usize, rho: f64) {
+        if index >= self.problems.len() || !(rho.is_finite() && rho > 0.0) {
+            return;
+        }
+        self.initial_rho.resize(self.problems.len(), 0.0);
+        self.initial_rho[index] = rho as f32;
     }
 
     pub fn is_empty(&self) -> bool {

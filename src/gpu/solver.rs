@@ -509,8 +509,17 @@ impl GpuSolver {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("contact solve"),
             });
-        // Every problem starts fresh (GpuResult::state = 0).
-        encoder.clear_buffer(&b.results, 0, None);
+        // Every problem starts fresh (GpuResult::state = 0), from its
+        // initial ρ when it has one (read by the ADMM kernel at state 0).
+        if batch.initial_rho.iter().any(|&r| r > 0.0) {
+            let mut start = vec![GpuResult::default(); n];
+            for (r, &rho) in start.iter_mut().zip(&batch.initial_rho) {
+                r.rho = rho;
+            }
+            q.write_buffer(&b.results, 0, bytemuck::cast_slice(&start));
+        } else {
+            encoder.clear_buffer(&b.results, 0, None);
+        }
         let max_iterations = batch
             .problems
             .iter()

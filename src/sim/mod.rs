@@ -282,6 +282,15 @@ impl Simulator {
     pub fn solution(&self) -> &ContactSolution {
         &self.solution
     }
+    /// The initial ρ this simulator's next ADMM solve starts from: the
+    /// settings' if they fix one, else (with warm starts) the last solve's.
+    pub fn warm_rho(&self) -> Option<f64> {
+        match self.params.solver_settings.rho {
+            Some(r) => Some(r),
+            None if self.params.warm_start => self.last_rho,
+            None => None,
+        }
+    }
     /// Drops the warm-start memory (e.g. after teleporting the state).
     pub fn clear_warm_start(&mut self) {
         self.warm.clear();
@@ -406,6 +415,10 @@ impl Simulator {
         self.solution.stats = stats;
         if m > 0 {
             self.accept_solution()?;
+            // An ADMM solve reports its final ρ: the next warm start.
+            if stats.rho > 0.0 && stats.rho.is_finite() {
+                self.last_rho = Some(stats.rho);
+            }
         }
         self.finish_step(state)
     }
@@ -534,9 +547,7 @@ impl Simulator {
     /// Stage 4: the contact solve; remembers the impulses for the next warm start.
     fn solve(&mut self) -> Result<(), SimError> {
         let mut settings = self.params.solver_settings;
-        if self.params.warm_start && settings.rho.is_none() {
-            settings.rho = self.last_rho;
-        }
+        settings.rho = self.warm_rho();
         if let Err(e) = self
             .solver
             .solve(&self.problem, &settings, &mut self.solution)
