@@ -10,8 +10,8 @@
 //! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
 
 mod builder;
-pub mod mesh;
 pub mod load;
+pub mod mesh;
 pub mod mjcf;
 pub mod urdf;
 mod xml;
