@@ -21,7 +21,11 @@
 //!   needs more. A problem the GPU flags (more than
 //!   [`BatchOptions::max_contacts_per_world`] contacts, an invalid or
 //!   non-PSD problem, a divergence) is solved by the CPU solver of its world
-//!   instead, and counted in the report: never dropped.
+//!   instead, and counted in the report: never dropped. Each world's
+//!   problem carries its warm start (last λ by contact identity, and its
+//!   last ADMM ρ) as on the CPU. With [`BatchOptions::pipeline_chunks`] > 1
+//!   the worlds are split into chunks and the GPU solves one while the host
+//!   prepares the next and finishes the previous.
 //!
 //! Bad input: actions of the wrong length are refused before anything
 //! moves. A world whose actions are not finite, or whose step fails (a
