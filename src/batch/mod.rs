@@ -250,6 +250,9 @@ struct GpuState {
     lanes: Vec<GpuLane>,
     /// Chunks the worlds are split into per step.
     chunks: usize,
+    /// (chunk, lane, submission) in flight during a step, oldest first
+    /// (kept to reuse its allocation).
+    in_flight: std::collections::VecDeque<(usize, usize, Option<Submission>)>,
     grew: Option<BatchCapacity>,
 }
 
@@ -313,6 +316,7 @@ impl BatchSim {
                 Some(GpuState {
                     lanes,
                     chunks,
+                    in_flight: Default::default(),
                     grew: None,
                 })
             }
@@ -562,9 +566,8 @@ impl BatchSim {
         let chunks = gpu.chunks;
         let range = |k: usize| (k * n / chunks)..((k + 1) * n / chunks);
         gpu.grew = None;
-        // (chunk, lane, submission) in flight, oldest first.
-        let mut in_flight: std::collections::VecDeque<(usize, usize, Option<Submission>)> =
-            Default::default();
+        let in_flight = &mut gpu.in_flight;
+        in_flight.clear();
         for k in 0..chunks {
             let lane = k % gpu.lanes.len();
             let t = Instant::now();

@@ -108,6 +108,8 @@ pub struct GpuSolver {
     timings: GpuTimings,
     host_batch: HostBatch,
     chunk_override: Option<u32>,
+    /// Initial results of a batch with per-problem initial ρ (reused).
+    start_results: Vec<GpuResult>,
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -309,6 +311,7 @@ impl GpuSolver {
             timings: GpuTimings::default(),
             host_batch: HostBatch::new(capacity.max_contacts_per_problem),
             chunk_override: None,
+            start_results: Vec::new(),
         })
     }
 
@@ -512,11 +515,13 @@ impl GpuSolver {
         // Every problem starts fresh (GpuResult::state = 0), from its
         // initial ρ when it has one (read by the ADMM kernel at state 0).
         if batch.initial_rho.iter().any(|&r| r > 0.0) {
-            let mut start = vec![GpuResult::default(); n];
+            let start = &mut self.start_results;
+            start.clear();
+            start.resize(n, GpuResult::default());
             for (r, &rho) in start.iter_mut().zip(&batch.initial_rho) {
                 r.rho = rho;
             }
-            q.write_buffer(&b.results, 0, bytemuck::cast_slice(&start));
+            q.write_buffer(&b.results, 0, bytemuck::cast_slice(start));
         } else {
             encoder.clear_buffer(&b.results, 0, None);
         }
