@@ -4,7 +4,7 @@
 
 use super::Model;
 use super::mjcf::{MjcfOptions, load_mjcf};
-use super::urdf::{UrdfOptions, load_urdf};
+use super::urdf::{UrdfOptions, parse_urdf};
 use super::xml::ModelFileError;
 use std::path::{Path, PathBuf};
 
@@ -80,12 +80,14 @@ pub fn load_model_file(
         .unwrap_or_default();
     match ext.as_str() {
         "urdf" => {
+            let text = super::xml::read_file(path)?;
             let floating_base = match options.floating_base {
                 Some(f) => f,
-                None => !urdf_root_is_world(path)?,
+                None => !urdf_root_is_world(&text),
             };
-            let r = load_urdf(
-                path,
+            let r = parse_urdf(
+                &text,
+                &path.display().to_string(),
                 &UrdfOptions {
                     floating_base,
                     package_dirs: options.package_dirs.clone(),
@@ -166,21 +168,19 @@ fn joint_limits(limits: Vec<(String, f64, f64)>) -> Vec<JointLimit> {
 }
 
 /// Whether a URDF's root link is `world` (the robot is welded by its own file).
-fn urdf_root_is_world(path: &Path) -> Result<bool, ModelFileError> {
-    let text = super::xml::read_file(path)?;
-    let Ok(doc) = roxmltree::Document::parse(&text) else {
+fn urdf_root_is_world(text: &str) -> bool {
+    let Ok(doc) = roxmltree::Document::parse(text) else {
         // The loader reports the XML error.
-        return Ok(false);
+        return false;
     };
     let children: std::collections::HashSet<&str> = doc
         .descendants()
         .filter(|n| n.has_tag_name("child"))
         .filter_map(|n| n.attribute("link"))
         .collect();
-    Ok(doc
-        .root_element()
+    doc.root_element()
         .children()
         .filter(|n| n.has_tag_name("link"))
         .filter_map(|n| n.attribute("name"))
-        .any(|name| name == "world" && !children.contains(name)))
+        .any(|name| name == "world" && !children.contains(name))
 }
