@@ -23,6 +23,7 @@ use common::Lcg;
 use moreau::contact::{
     ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
 };
+use moreau::gpu::Decomposition;
 use moreau::gpu::{
     BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
     FLAG_OVER_CAPACITY, GpuContext, GpuError, GpuSolver, flag_names,
@@ -40,6 +41,15 @@ const REL_LAMBDA: f64 = 1e-3;
 /// Relative λ error allowed against the CPU solution to 1e-10 (the GPU
 /// stops at its own tolerance: the gap is the tolerance's, not f32's).
 const REL_REFERENCE: f64 = 1e-2;
+
+/// The kernels with a workgroup-per-problem entry point.
+const PGS_KINDS: [SolverKind; 5] = [
+    SolverKind::LcpPgs,
+    SolverKind::CcpPgs,
+    SolverKind::Raisim,
+    SolverKind::RaisimDs,
+    SolverKind::NcpPgs,
+];
 
 const GPU_KINDS: [SolverKind; 7] = [
     SolverKind::LcpPgs,
@@ -128,9 +138,30 @@ fn cross_check(
     tol: f64,
     max_iterations: usize,
 ) -> Worst {
+    cross_check_with(
+        ctx,
+        kind,
+        Decomposition::Invocation,
+        problems,
+        label,
+        tol,
+        max_iterations,
+    )
+}
+
+fn cross_check_with(
+    ctx: &GpuContext,
+    kind: SolverKind,
+    decomposition: Decomposition,
+    problems: &[ContactProblem],
+    label: &str,
+    tol: f64,
+    max_iterations: usize,
+) -> Worst {
     let nc_max = problems.iter().map(|p| p.nc()).max().unwrap_or(1);
     let cap = BatchCapacity::uniform(problems.len(), nc_max);
-    let mut gpu = GpuSolver::new(ctx, kind, cap).unwrap();
+    let mut gpu = GpuSolver::with_decomposition(ctx, kind, cap, decomposition).unwrap();
+    let label = &format!("{label} ({})", decomposition.name());
     let mut out = BatchOutput::default();
     gpu.solve(problems, &settings(tol, max_iterations), &mut out)
         .unwrap();
@@ -538,15 +569,20 @@ fn bad_problems_are_flagged_and_the_rest_solved() {
     ];
     let good_at = [0, 3, 7];
     let s = settings(TOL_GPU, 5000);
-    for kind in GPU_KINDS {
+    let runs = GPU_KINDS
+        .iter()
+        .map(|&k| (k, Decomposition::Invocation))
+        .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Workgroup)));
+    for (kind, decomposition) in runs {
         let cap = BatchCapacity::uniform(batch.len(), 8);
-        let mut gpu = GpuSolver::new(&ctx, kind, cap).unwrap();
+        let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, decomposition).unwrap();
         let mut out = BatchOutput::default();
         gpu.solve(&batch, &s, &mut out).unwrap();
         let flags: Vec<_> = (0..batch.len()).map(|i| out.problem(i).flags()).collect();
         eprintln!(
-            "{:9}: flags {:?}",
+            "{:9} ({}): flags {:?}",
             kind.name(),
+            decomposition.name(),
             flags.iter().map(|&f| flag_names(f)).collect::<Vec<_>>()
         );
         assert_eq!(flags[1], FLAG_INVALID, "NaN");
@@ -622,6 +658,28 @@ fn batches_over_capacity_are_refused_before_dispatch_and_solvers_without_kernel_
         .err()
         .unwrap();
     assert!(matches!(e, GpuError::UnsupportedSolver { .. }), "{e}");
+    // The workgroup decomposition: PGS kernels only, at most 64 contacts per problem.
+    let e = GpuSolver::with_decomposition(
+        &ctx,
+        SolverKind::NcpAdmm,
+        BatchCapacity::uniform(1, 4),
+        Decomposition::Workgroup,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string().contains("ncp-admm") && e.to_string().contains("invocation"),
+        "{e}"
+    );
+    let e = GpuSolver::with_decomposition(
+        &ctx,
+        SolverKind::NcpPgs,
+        BatchCapacity::uniform(1, 65),
+        Decomposition::Workgroup,
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("over by 1"), "{e}");
 }
 
 #[test]
@@ -779,11 +837,14 @@ fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
         .map(|&nc| random_problem(&mut rng, nc))
         .collect();
     let s = settings(TOL_GPU, 200);
-    for (kind, chunk) in [
-        (SolverKind::NcpPgs, 1 << 16),
-        (SolverKind::NcpAdmm, 1 << 30),
+    for (kind, decomposition, chunk) in [
+        (SolverKind::NcpPgs, Decomposition::Invocation, 1 << 16),
+        (SolverKind::NcpPgs, Decomposition::Workgroup, 1 << 16),
+        (SolverKind::NcpAdmm, Decomposition::Invocation, 1 << 30),
     ] {
-        let mut gpu = GpuSolver::new(&ctx, kind, BatchCapacity::uniform(3, 64)).unwrap();
+        let mut gpu =
+            GpuSolver::with_decomposition(&ctx, kind, BatchCapacity::uniform(3, 64), decomposition)
+                .unwrap();
         gpu.set_chunk(Some(chunk));
         let mut out = BatchOutput::default();
         gpu.solve(&problems, &s, &mut out).unwrap();
@@ -805,8 +866,9 @@ fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
             }
         }
         eprintln!(
-            "{} on {} with chunk {chunk}: {flagged} of 3 problems flagged driver-loop-limit",
+            "{} ({}) on {} with chunk {chunk}: {flagged} of 3 problems flagged driver-loop-limit",
             kind.name(),
+            decomposition.name(),
             ctx.adapter.name
         );
         // With the automatic chunks, the same batch is solved.
@@ -818,6 +880,88 @@ fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
                 "{}: {:?}",
                 kind.name(),
                 out.problem(i).result
+            );
+        }
+    }
+}
+
+/// The workgroup-per-problem PGS kernels (`main_workgroup`) against their
+/// CPU twins with the same tolerances as the invocation kernels, and against
+/// the invocation kernels themselves: the same operations on each row, so
+/// the same iteration counts (within 1) and λ within `WG_REL` of each other.
+const WG_REL: f64 = 1e-5;
+
+#[test]
+fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
+    let Some(ctx) = context() else { return };
+    let random = random_batch();
+    let scenes: Vec<_> = harvested(false).into_iter().map(|(_, p)| p).collect();
+    for kind in PGS_KINDS {
+        cross_check_with(
+            &ctx,
+            kind,
+            Decomposition::Workgroup,
+            &random,
+            "random",
+            TOL_GPU,
+            5000,
+        );
+        cross_check_with(
+            &ctx,
+            kind,
+            Decomposition::Workgroup,
+            &scenes,
+            "scenes",
+            TOL_SCENES,
+            5000,
+        );
+        for (label, problems, tol) in [
+            ("random", &random, TOL_GPU),
+            ("scenes", &scenes, TOL_SCENES),
+        ] {
+            let cap = BatchCapacity::uniform(problems.len(), 64);
+            let s = settings(tol, 5000);
+            let mut outs = Vec::new();
+            // The invocation kernel; the workgroup kernel with the automatic
+            // chunks, and suspended after every sweep (one per dispatch).
+            for (d, chunk) in [
+                (Decomposition::Invocation, None),
+                (Decomposition::Workgroup, None),
+                (Decomposition::Workgroup, Some(1)),
+            ] {
+                let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, d).unwrap();
+                assert_eq!(gpu.decomposition(), d);
+                gpu.set_chunk(chunk);
+                let mut out = BatchOutput::default();
+                gpu.solve(problems, &s, &mut out).unwrap();
+                outs.push(out);
+            }
+            let (mut worst, mut worst_at, mut iterations) = (0.0f64, 0, 0);
+            for (i, b) in (0..problems.len()).flat_map(|i| [(i, 1), (i, 2)]) {
+                let (a, b) = (outs[0].problem(i), outs[b].problem(i));
+                let (la, lb) = (a.lambda_f64(), b.lambda_f64());
+                let rel = (&la - &lb).norm() / la.norm().max(1e-30);
+                if rel > worst {
+                    (worst, worst_at) = (rel, i);
+                }
+                let d = a.result.iterations.abs_diff(b.result.iterations);
+                iterations = iterations.max(d);
+                assert!(
+                    d <= 1,
+                    "{label} {} problem {i}: {} iterations (invocation), {} (workgroup)",
+                    kind.name(),
+                    a.result.iterations,
+                    b.result.iterations
+                );
+            }
+            eprintln!(
+                "{label} {:9}: workgroup vs invocation: worst relative λ difference {worst:.3e} at problem {worst_at}, largest iteration difference {iterations}",
+                kind.name()
+            );
+            assert!(
+                worst <= WG_REL,
+                "{label} {}: workgroup and invocation kernels differ by {worst:e} at problem {worst_at}",
+                kind.name()
             );
         }
     }

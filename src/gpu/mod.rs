@@ -58,7 +58,7 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
     flag_names,
 };
-pub use solver::{GPU_SOLVERS, GpuSolver, GpuTimings, Submission, check_kernel};
+pub use solver::{Decomposition, GPU_SOLVERS, GpuSolver, GpuTimings, Submission, check_kernel};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;

@@ -4,7 +4,7 @@
 //! or split ([`GpuSolver::submit`] then [`GpuSolver::wait`]) so that the host
 //! can work while the device solves.
 
-use super::batch::{BatchCapacity, BatchOutput, GpuContact, GpuParams, GpuProblem, GpuResult};
+use super::batch::{BatchCapacity, BatchOutput, GpuContact, GpuParams, GpuProblem, GpuResult, tri};
 use super::{GpuContext, GpuError, HostBatch, admm, pgs, wgpu_error};
 use crate::contact::{ContactProblem, SolverKind, SolverSettings};
 use std::sync::mpsc;
@@ -31,6 +31,61 @@ pub fn check_kernel(kind: SolverKind) -> Result<(), GpuError> {
             solver: other.name(),
             available: GPU_SOLVERS,
         }),
+    }
+}
+
+/// How a batch's problems map onto the device's invocations
+/// (`shaders/README.md`, "Decomposition").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decomposition {
+    /// One invocation solves one whole problem (every kernel).
+    #[default]
+    Invocation,
+    /// One workgroup of [`pgs::LANES`] invocations solves one problem, its
+    /// λ, c (and G, up to [`pgs::WG_G_CACHE_ROWS`] rows) in workgroup
+    /// memory: the PGS kernels, up to [`pgs::WG_MAX_CONTACTS`] contacts per problem.
+    Workgroup,
+}
+
+impl Decomposition {
+    pub const ALL: [Decomposition; 2] = [Decomposition::Invocation, Decomposition::Workgroup];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Decomposition::Invocation => "invocation",
+            Decomposition::Workgroup => "workgroup",
+        }
+    }
+
+    /// `invocation` or `workgroup`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| format!("unknown decomposition `{s}` (invocation, workgroup)"))
+    }
+
+    /// Refuses a decomposition `kind` or `capacity` does not fit.
+    pub fn check(self, kind: SolverKind, capacity: &BatchCapacity) -> Result<(), GpuError> {
+        if self == Decomposition::Invocation {
+            return Ok(());
+        }
+        if matches!(kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm) {
+            return Err(GpuError::InvalidSetting(format!(
+                "`{}` has no workgroup-per-problem kernel (the PGS kernels do: lcp-pgs, ccp-pgs, ncp-pgs, raisim, raisim-ds); use the invocation decomposition",
+                kind.name()
+            )));
+        }
+        if capacity.max_contacts_per_problem > pgs::WG_MAX_CONTACTS {
+            return Err(GpuError::InvalidSetting(format!(
+                "the workgroup decomposition holds at most {} contacts per problem in workgroup memory; the capacity asks for {} (over by {})",
+                pgs::WG_MAX_CONTACTS,
+                capacity.max_contacts_per_problem,
+                capacity.max_contacts_per_problem - pgs::WG_MAX_CONTACTS
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -97,6 +152,7 @@ struct Buffers {
 pub struct GpuSolver {
     ctx: GpuContext,
     kind: SolverKind,
+    decomposition: Decomposition,
     capacity: BatchCapacity,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
@@ -131,15 +187,28 @@ fn padded(bytes: u64) -> u64 {
 }
 
 impl GpuSolver {
-    /// Compiles `kind`'s kernel and allocates buffers for `capacity`.
-    /// Fails if `kind` has no GPU kernel, if a buffer would exceed the
-    /// adapter's limits, or if the device runs out of memory.
+    /// Compiles `kind`'s kernel (one invocation per problem) and allocates
+    /// buffers for `capacity`. Fails if `kind` has no GPU kernel, if a
+    /// buffer would exceed the adapter's limits, or if the device runs out
+    /// of memory.
     pub fn new(
         ctx: &GpuContext,
         kind: SolverKind,
         capacity: BatchCapacity,
     ) -> Result<Self, GpuError> {
+        Self::with_decomposition(ctx, kind, capacity, Decomposition::Invocation)
+    }
+
+    /// [`Self::new`] with the given [`Decomposition`]; also fails if the
+    /// decomposition does not fit `kind` or `capacity` ([`Decomposition::check`]).
+    pub fn with_decomposition(
+        ctx: &GpuContext,
+        kind: SolverKind,
+        capacity: BatchCapacity,
+        decomposition: Decomposition,
+    ) -> Result<Self, GpuError> {
         check_kernel(kind)?;
+        decomposition.check(kind, &capacity)?;
         let source = match kind {
             SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::SOURCE,
             _ => pgs::SOURCE,
@@ -184,16 +253,28 @@ impl GpuSolver {
                 }
             }
         }
-        let max_problems =
-            limits.max_compute_workgroups_per_dimension as u64 * WORKGROUP_SIZE as u64;
+        let per_dim = limits.max_compute_workgroups_per_dimension as u64;
+        let max_problems = match decomposition {
+            Decomposition::Invocation => per_dim * WORKGROUP_SIZE as u64,
+            Decomposition::Workgroup => per_dim * per_dim,
+        };
         if p > max_problems {
-            return Err(GpuError::CapacityTooLarge {
-                what: "problems (one invocation each)",
-                bytes: p,
-                limit_name: "max_compute_workgroups_per_dimension × WORKGROUP_SIZE",
-                limit: max_problems,
-                adapter: ctx.adapter.name.clone(),
-            });
+            return Err(GpuError::InvalidSetting(format!(
+                "capacity of {p} problems exceeds the {max_problems} one dispatch of adapter `{}` can address ({} decomposition)",
+                ctx.adapter.name,
+                decomposition.name()
+            )));
+        }
+        if decomposition == Decomposition::Workgroup {
+            let got = limits.max_compute_workgroup_storage_size as u64;
+            if got < pgs::WG_WORKGROUP_BYTES {
+                return Err(GpuError::InsufficientLimit {
+                    adapter: ctx.adapter.name.clone(),
+                    what: "max_compute_workgroup_storage_size",
+                    got,
+                    needed: pgs::WG_WORKGROUP_BYTES,
+                });
+            }
         }
         let device = &ctx.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -267,7 +348,10 @@ impl GpuSolver {
             label: Some(kind.name()),
             layout: Some(&pipeline_layout),
             module: &module,
-            entry_point: Some("main"),
+            entry_point: Some(match decomposition {
+                Decomposition::Invocation => "main",
+                Decomposition::Workgroup => "main_workgroup",
+            }),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
@@ -301,6 +385,7 @@ impl GpuSolver {
         Ok(GpuSolver {
             ctx: ctx.clone(),
             kind,
+            decomposition,
             capacity,
             pipeline,
             bind_group,
@@ -317,6 +402,10 @@ impl GpuSolver {
 
     pub fn kind(&self) -> SolverKind {
         self.kind
+    }
+
+    pub fn decomposition(&self) -> Decomposition {
+        self.decomposition
     }
 
     pub fn capacity(&self) -> BatchCapacity {
@@ -372,8 +461,13 @@ impl GpuSolver {
             .max()
             .unwrap_or(0);
         let m = 3 * nc;
-        // Loop iterations of one (G + R)λ product, unrolled by 4.
-        let mv = m * (m / 4 + 8) + 8;
+        // Rows of c one invocation computes, and loop iterations of one
+        // (G + R)λ product over them, unrolled by 4.
+        let rows = match self.decomposition {
+            Decomposition::Invocation => m,
+            Decomposition::Workgroup => m.div_ceil(pgs::LANES as u64),
+        };
+        let mv = rows * (m / 4 + 8) + 8;
         let facets = if self.kind == SolverKind::LcpPgs && settings.pyramid_facets != 4 {
             settings.pyramid_facets as u64
         } else {
@@ -385,7 +479,15 @@ impl GpuSolver {
         } else {
             0
         };
-        let (fixed, per_iteration) = (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets + search));
+        let (fixed, per_iteration) = match self.decomposition {
+            Decomposition::Invocation => (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets + search)),
+            // Lane 0 makes every local update; each lane updates its rows
+            // of c after each contact (3 columns) and reduces the residuals.
+            Decomposition::Workgroup => (
+                3 * mv + tri(m as usize) as u64 / pgs::LANES as u64 + 2 * nc + 64,
+                mv + nc * (8 + 4 * facets + search + 4 * rows + 2) + 2 * pgs::LANES as u64,
+            ),
+        };
         (CPU_ADAPTER_LOOP_BUDGET.saturating_sub(fixed) / per_iteration.max(1)).clamp(1, 1 << 16)
             as u32
     }
@@ -402,7 +504,15 @@ impl GpuSolver {
     /// Encodes `dispatches` dispatches of the kernel, the last one after the
     /// `active` counter is cleared, and the copy of that counter for readback.
     fn encode_round(&self, encoder: &mut wgpu::CommandEncoder, n: usize, dispatches: u32) {
-        let workgroups = (n as u32).div_ceil(WORKGROUP_SIZE);
+        let (x, y) = match self.decomposition {
+            Decomposition::Invocation => ((n as u32).div_ceil(WORKGROUP_SIZE), 1),
+            Decomposition::Workgroup => {
+                // One workgroup per problem, on a grid when n exceeds one dimension.
+                let per_dim = self.ctx.limits.max_compute_workgroups_per_dimension.max(1);
+                let x = (n as u32).min(per_dim);
+                (x, (n as u32).div_ceil(x.max(1)))
+            }
+        };
         let b = &self.buffers;
         for last in [false, true] {
             if last {
@@ -416,7 +526,7 @@ impl GpuSolver {
             pass.set_bind_group(0, &self.bind_group, &[]);
             let count = if last { 1 } else { dispatches - 1 };
             for _ in 0..count {
-                pass.dispatch_workgroups(workgroups, 1, 1);
+                pass.dispatch_workgroups(x, y, 1);
             }
         }
         encoder.copy_buffer_to_buffer(&b.active, 0, &b.active_readback, 0, 4);
