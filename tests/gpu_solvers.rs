@@ -966,3 +966,170 @@ fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
         }
     }
 }
+
+/// The kernels' f32 twin on one CPU core (`gpu::cpu_f32`, the bench's f32
+/// column), without an adapter: against the f64 CPU solvers with the
+/// tolerances of the GPU (converged, f64 `ε_abs` within 10× the tolerance,
+/// λ within `REL_LAMBDA` of the twin at the same tolerance, iterations
+/// within max(3, 20 %)); bad problems flagged as the kernel flags them.
+#[test]
+fn the_f32_cpu_twin_matches_the_f64_solvers_and_flags_bad_problems() {
+    use moreau::gpu::HostBatch;
+    use moreau::gpu::cpu_f32::{has_f32_twin, solve_batch_f32};
+    let problems = random_batch();
+    for kind in [SolverKind::LcpPgs, SolverKind::CcpPgs, SolverKind::NcpPgs] {
+        assert!(has_f32_twin(kind));
+        let s = settings(TOL_GPU, 5000);
+        let mut batch = HostBatch::new(64);
+        for p in &problems {
+            batch.push(p, s.max_iterations, s.tolerance);
+        }
+        let mut out = BatchOutput::default();
+        solve_batch_f32(kind, &batch, &s, &mut out).unwrap();
+        let mut cpu = kind.build();
+        let (mut worst, mut worst_it) = (0.0f64, 0usize);
+        for (i, p) in problems.iter().enumerate() {
+            let o = out.problem(i);
+            assert!(o.converged(), "{} problem {i}: {:?}", kind.name(), o.result);
+            let eps = f64_eps(kind, p, &o.lambda_f64());
+            assert!(
+                eps <= 10.0 * TOL_GPU,
+                "{} problem {i}: eps {eps:e}",
+                kind.name()
+            );
+            let mut sol = ContactSolution::default();
+            cpu.solve(p, &s, &mut sol).unwrap();
+            let rel = (&o.lambda_f64() - &sol.lambda).norm() / sol.lambda.norm().max(1e-300);
+            worst = worst.max(rel);
+            let d = (o.result.iterations as usize).abs_diff(sol.stats.iterations);
+            worst_it = worst_it.max(d);
+            assert!(
+                d <= 3.max(sol.stats.iterations / 5),
+                "{} problem {i}: f32 twin {} iterations, f64 {}",
+                kind.name(),
+                o.result.iterations,
+                sol.stats.iterations
+            );
+        }
+        eprintln!(
+            "f32 twin {:8}: worst relative λ error against f64 {worst:.3e}, largest iteration difference {worst_it}",
+            kind.name()
+        );
+        assert!(worst <= REL_LAMBDA, "{}: {worst:e}", kind.name());
+    }
+    // Bad problems: NaN (host flag), a negative block minor (the kernel's test).
+    let mut rng = Lcg(5);
+    let mut nan = random_problem(&mut rng, 3);
+    nan.g[1] = f64::NAN;
+    let mut block = random_problem(&mut rng, 2);
+    block.delassus[(0, 1)] = 3.0 * block.delassus[(0, 0)].max(block.delassus[(1, 1)]);
+    block.delassus[(1, 0)] = block.delassus[(0, 1)];
+    let good = random_problem(&mut rng, 4);
+    let mut batch = HostBatch::new(8);
+    for p in [&nan, &block, &good] {
+        batch.push(p, 500, 1e-5);
+    }
+    let mut out = BatchOutput::default();
+    solve_batch_f32(SolverKind::NcpPgs, &batch, &settings(1e-5, 500), &mut out).unwrap();
+    assert_eq!(out.problem(0).flags(), FLAG_INVALID);
+    assert_eq!(out.problem(1).flags(), FLAG_NOT_PSD);
+    assert!(out.problem(2).converged());
+    let e =
+        solve_batch_f32(SolverKind::NcpAdmm, &batch, &settings(1e-5, 500), &mut out).unwrap_err();
+    assert!(e.to_string().contains("ncp-admm"), "{e}");
+}
+
+/// The f32 twin takes the invocation kernel's path: the same iteration
+/// counts within 1 and λ within `WG_REL` on the random problems.
+#[test]
+fn the_f32_cpu_twin_follows_the_gpu_kernels() {
+    use moreau::gpu::cpu_f32::solve_batch_f32;
+    let Some(ctx) = context() else { return };
+    let problems = random_batch();
+    for kind in [SolverKind::LcpPgs, SolverKind::CcpPgs, SolverKind::NcpPgs] {
+        let s = settings(TOL_GPU, 5000);
+        let mut gpu =
+            GpuSolver::new(&ctx, kind, BatchCapacity::uniform(problems.len(), 64)).unwrap();
+        let mut batch = gpu.new_batch();
+        for p in &problems {
+            batch.push(p, s.max_iterations, s.tolerance);
+        }
+        let (mut a, mut b) = (BatchOutput::default(), BatchOutput::default());
+        gpu.solve_batch(&batch, &s, &mut a).unwrap();
+        solve_batch_f32(kind, &batch, &s, &mut b).unwrap();
+        let mut worst = 0.0f64;
+        for i in 0..problems.len() {
+            let (x, y) = (a.problem(i), b.problem(i));
+            assert!(
+                x.result.iterations.abs_diff(y.result.iterations) <= 1,
+                "{} problem {i}: GPU {} iterations, f32 twin {}",
+                kind.name(),
+                x.result.iterations,
+                y.result.iterations
+            );
+            worst = worst
+                .max((&x.lambda_f64() - &y.lambda_f64()).norm() / x.lambda_f64().norm().max(1e-30));
+        }
+        eprintln!(
+            "f32 twin {:8} vs GPU: worst relative λ difference {worst:.3e}",
+            kind.name()
+        );
+        assert!(worst <= WG_REL, "{}: {worst:e}", kind.name());
+    }
+}
+
+/// `moreau bench solve` measures both decompositions of a PGS solver and
+/// the f32 CPU twin, and only the invocation kernel of ADMM.
+#[test]
+fn bench_solve_reports_both_decompositions_and_both_cpu_precisions() {
+    let Some(_ctx) = context() else { return };
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-bench-solve-{}", std::process::id()));
+    for (solver, expected) in [
+        ("ncp-pgs", vec!["invocation", "workgroup"]),
+        ("ncp-admm", vec!["invocation"]),
+    ] {
+        let out = std::process::Command::new(bin)
+            .args(["bench", "solve", "--solver", solver, "--batch", "1,8"])
+            .args([
+                "--contacts",
+                "3",
+                "--iterations",
+                "10",
+                "--repeats",
+                "1",
+                "--out",
+            ])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(dir.join("bench_solve.json")).unwrap();
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let mut got: Vec<&str> = rows
+            .iter()
+            .map(|r| r["decomposition"].as_str().unwrap())
+            .collect();
+        assert_eq!(rows.len(), 2 * expected.len(), "{solver}: {text}");
+        got.dedup();
+        got.sort();
+        got.dedup();
+        assert_eq!(got, expected, "{solver}");
+        for r in &rows {
+            assert!(r["skipped"].is_null(), "{r}");
+            assert!(r["gpu_problems_per_s"].as_f64().unwrap() > 0.0);
+            assert_eq!(r["mean_iterations_gpu"].as_f64().unwrap(), 10.0, "{r}");
+            assert_eq!(
+                r["cpu_f32_problems_per_s"].is_number(),
+                solver == "ncp-pgs",
+                "{r}"
+            );
+        }
+        assert!(dir.join("bench_solve.svg").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -41,6 +41,10 @@ fn parse_solver(name: &str) -> Result<SolverKind, moreau::ProblemError> {
     name.parse()
 }
 
+fn parse_decomposition(s: &str) -> Result<moreau::gpu::Decomposition, String> {
+    moreau::gpu::Decomposition::parse(s)
+}
+
 fn parse_backend(name: &str) -> Result<Backend, String> {
     name.parse()
         .map_err(|e: moreau::batch::BatchError| e.to_string())
@@ -91,6 +95,11 @@ enum BenchWhat {
         /// Timed repeats per point (the fastest is kept).
         #[arg(long, default_value_t = 3)]
         repeats: usize,
+        /// GPU decompositions to compare: invocation (one invocation per
+        /// problem, every solver) and workgroup (one workgroup per problem,
+        /// the PGS solvers).
+        #[arg(long, value_delimiter = ',', value_parser = parse_decomposition, default_value = "invocation,workgroup")]
+        decomposition: Vec<moreau::gpu::Decomposition>,
         /// Output folder.
         #[arg(long, default_value = "bench-solve-out")]
         out: PathBuf,
@@ -333,10 +342,20 @@ fn main() -> ExitCode {
                     iterations,
                     tol,
                     repeats,
+                    decomposition,
                     out,
                 }),
             ..
-        } => bench_solve(solver, batch, contacts, iterations, tol, repeats, &out),
+        } => bench_solve(
+            solver,
+            batch,
+            contacts,
+            iterations,
+            tol,
+            repeats,
+            decomposition,
+            &out,
+        ),
         Command::Bench {
             what: None,
             scene,
@@ -773,6 +792,7 @@ fn bench_solve(
     iterations: usize,
     tol: Option<f64>,
     repeats: usize,
+    decompositions: Vec<moreau::gpu::Decomposition>,
     out: &std::path::Path,
 ) -> Result<(), AnyError> {
     use moreau::gpu::bench::{BenchConfig, plot, run};
@@ -785,20 +805,28 @@ fn bench_solve(
         );
     }
     say!(
-        "solver {} (GPU f32, CPU f64 on one core), cold starts, random well-posed problems, {}",
+        "solver {} (GPU f32; one CPU core: the reference in f64{}), cold starts, random well-posed problems, {}",
         kind.name(),
+        if moreau::gpu::cpu_f32::has_f32_twin(kind) {
+            " and the kernel's twin in f32"
+        } else {
+            ""
+        },
         match tol {
             Some(t) => format!("to eps_abs {t:e} (cap {iterations})"),
             None => format!("{iterations} iterations"),
         }
     );
     say!(
-        "{:>8} {:>7} {:>13} {:>13} {:>8} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
+        "{:>8} {:>7} {:>10} {:>13} {:>13} {:>8} {:>13} {:>8} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
         "contacts",
         "batch",
+        "decomp",
         "GPU prob/s",
-        "CPU prob/s",
-        "ratio",
+        "CPU64 prob/s",
+        "ratio64",
+        "CPU32 prob/s",
+        "ratio32",
         "upload ms",
         "solve ms",
         "dl ms",
@@ -815,16 +843,26 @@ fn bench_solve(
         tolerance: tol,
         repeats,
         cpu_sample: 32,
+        decompositions,
     };
     let rows = run(&ctx, &cfg, |r| match &r.skipped {
-        Some(why) => say!("{:>8} {:>7} skipped: {why}", r.contacts, r.batch),
-        None => say!(
-            "{:>8} {:>7} {:>13.0} {:>13.0} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>8.1} {:>8.1} {:>10} {:>8}",
+        Some(why) => say!(
+            "{:>8} {:>7} {:>10} skipped: {why}",
             r.contacts,
             r.batch,
+            r.decomposition.name()
+        ),
+        None => say!(
+            "{:>8} {:>7} {:>10} {:>13.0} {:>13.0} {:>8.2} {:>13} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>8.1} {:>8.1} {:>10} {:>8}",
+            r.contacts,
+            r.batch,
+            r.decomposition.name(),
             r.gpu_problems_per_s,
             r.cpu_problems_per_s,
             r.ratio,
+            r.cpu_f32_problems_per_s
+                .map_or("-".into(), |x| format!("{x:.0}")),
+            r.ratio_f32.map_or("-".into(), |x| format!("{x:.2}")),
             r.upload_ms,
             r.solve_ms,
             r.download_ms,

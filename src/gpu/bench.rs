@@ -4,14 +4,16 @@
 //! The problems are random and well posed (`G = AAᵀ + I/2`, a free
 //! velocity that pushes every contact into its surface and slides it, μ in
 //! [0.1, 1]): a pool of 16 per size, repeated to fill the batch. The GPU runs
-//! in f32, the CPU twin in f64 (there is no f32 CPU implementation); both
-//! get the same iteration cap and tolerance (fixed-iteration runs use a
-//! tolerance of 1e-30, never reached). Timings are host-side: upload
+//! in f32; on one CPU core, the reference solver runs in f64 and, for the
+//! PGS solvers, the kernel's f32 twin ([`super::cpu_f32`]) on the same
+//! packed batch. All get the same iteration cap and tolerance
+//! (fixed-iteration runs use a tolerance of 1e-30, never reached). Each
+//! point runs every requested [`Decomposition`] the solver has. Timings are host-side: upload
 //! (packing into wgpu's staging buffers and encoding), solve (submit to
 //! results mapped: transfers, dispatches and the round trips between
 //! rounds) and download (copy out of the mapped readback).
 
-use super::{BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver};
+use super::{BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver};
 use crate::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
@@ -55,6 +57,8 @@ pub struct BenchConfig {
     pub repeats: usize,
     /// Problems solved on the CPU per point (the throughput is extrapolated).
     pub cpu_sample: usize,
+    /// The GPU decompositions to measure (those the solver lacks are skipped).
+    pub decompositions: Vec<Decomposition>,
 }
 
 /// One point: a solver, a problem size, a batch size.
@@ -63,6 +67,7 @@ pub struct BenchRow {
     pub device: String,
     pub driver: String,
     pub solver: String,
+    pub decomposition: Decomposition,
     pub gpu_precision: &'static str,
     pub cpu_precision: &'static str,
     pub contacts: usize,
@@ -71,9 +76,15 @@ pub struct BenchRow {
     pub tolerance: f64,
     pub warm_start: bool,
     pub gpu_problems_per_s: f64,
+    /// The reference solver (f64) on one core.
     pub cpu_problems_per_s: f64,
-    /// GPU over one CPU core.
+    /// GPU over one CPU core (f64).
     pub ratio: f64,
+    /// The kernel's f32 twin on one core (PGS solvers).
+    pub cpu_f32_problems_per_s: Option<f64>,
+    /// GPU over one CPU core (f32).
+    pub ratio_f32: Option<f64>,
+    pub mean_iterations_cpu_f32: Option<f64>,
     pub upload_ms: f64,
     pub solve_ms: f64,
     pub download_ms: f64,
@@ -121,12 +132,34 @@ pub fn run(
             cpu_iterations += sol.stats.iterations;
         }
         let cpu_rate = sample as f64 / start.elapsed().as_secs_f64();
-        for &n in &cfg.batches {
+        // The kernel's f32 twin, on the same sample, packed.
+        let f32_twin = if super::cpu_f32::has_f32_twin(cfg.kind) {
+            let mut batch = super::HostBatch::new(nc);
+            for k in 0..sample {
+                batch.push(&pool[k % pool.len()], settings.max_iterations, tolerance);
+            }
+            let mut out = BatchOutput::default();
+            let start = Instant::now();
+            super::cpu_f32::solve_batch_f32(cfg.kind, &batch, &settings, &mut out)?;
+            let rate = sample as f64 / start.elapsed().as_secs_f64();
+            let it = out.results.iter().map(|r| r.iterations as f64).sum::<f64>() / sample as f64;
+            Some((rate, it))
+        } else {
+            None
+        };
+        let points = cfg.batches.iter().flat_map(|&n| {
+            cfg.decompositions
+                .iter()
+                .filter(|d| d.check(cfg.kind, &BatchCapacity::uniform(1, nc)).is_ok())
+                .map(move |&d| (n, d))
+        });
+        for (n, decomposition) in points {
             let cap = BatchCapacity::uniform(n, nc);
             let mut row = BenchRow {
                 device: ctx.adapter.name.clone(),
                 driver: format!("{} {}", ctx.adapter.driver, ctx.adapter.driver_info),
                 solver: cfg.kind.name().into(),
+                decomposition,
                 gpu_precision: "f32",
                 cpu_precision: "f64",
                 contacts: nc,
@@ -136,12 +169,15 @@ pub fn run(
                 warm_start: false,
                 cpu_problems_per_s: cpu_rate,
                 mean_iterations_cpu: cpu_iterations as f64 / sample as f64,
+                cpu_f32_problems_per_s: f32_twin.map(|t| t.0),
+                mean_iterations_cpu_f32: f32_twin.map(|t| t.1),
                 gpu_bytes_per_problem: cap.device_bytes(admm) / n.max(1) as u64,
                 ..Default::default()
             };
-            let mut solver = match GpuSolver::new(ctx, cfg.kind, cap) {
+            let mut solver = match GpuSolver::with_decomposition(ctx, cfg.kind, cap, decomposition)
+            {
                 Ok(s) => s,
-                Err(e @ GpuError::CapacityTooLarge { .. }) => {
+                Err(e @ (GpuError::CapacityTooLarge { .. } | GpuError::InvalidSetting(_))) => {
                     row.skipped = Some(e.to_string());
                     each(&row);
                     rows.push(row);
@@ -175,6 +211,7 @@ pub fn run(
             };
             row.gpu_problems_per_s = n as f64 / best;
             row.ratio = row.gpu_problems_per_s / cpu_rate;
+            row.ratio_f32 = f32_twin.map(|t| row.gpu_problems_per_s / t.0);
             row.mean_iterations_gpu =
                 out.results.iter().map(|r| r.iterations as f64).sum::<f64>() / n.max(1) as f64;
             each(&row);
@@ -193,15 +230,19 @@ pub fn plot(rows: &[BenchRow], path: &std::path::Path) -> Result<(), String> {
         return Err("no measured point to plot".into());
     }
     let xmax = done.iter().map(|r| r.batch).max().unwrap_or(1) as f64 * 1.5;
-    let ys = done
-        .iter()
-        .flat_map(|r| [r.gpu_problems_per_s, r.cpu_problems_per_s]);
+    let ys = done.iter().flat_map(|r| {
+        [
+            r.gpu_problems_per_s,
+            r.cpu_problems_per_s,
+            r.cpu_f32_problems_per_s.unwrap_or(r.cpu_problems_per_s),
+        ]
+    });
     let (ylo, yhi) = ys.fold((f64::INFINITY, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
     let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
     let e = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let title = format!(
-        "{} on {} (f32) vs one CPU core (f64)",
+        "{} on {} (f32) vs one CPU core",
         done[0].solver, done[0].device
     );
     let mut chart = ChartBuilder::on(&root)
@@ -218,32 +259,66 @@ pub fn plot(rows: &[BenchRow], path: &std::path::Path) -> Result<(), String> {
         .draw()
         .map_err(|x| e(&x))?;
     let mut contacts: Vec<usize> = done.iter().map(|r| r.contacts).collect();
+    contacts.sort_unstable();
     contacts.dedup();
-    for (k, nc) in contacts.iter().enumerate() {
-        let color = Palette99::pick(k).to_rgba();
-        let pts: Vec<(f64, f64)> = done
+    let mut series = 0;
+    for nc in &contacts {
+        for d in Decomposition::ALL {
+            let pts: Vec<(f64, f64)> = done
+                .iter()
+                .filter(|r| r.contacts == *nc && r.decomposition == d)
+                .map(|r| (r.batch as f64, r.gpu_problems_per_s))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let color = Palette99::pick(series).to_rgba();
+            series += 1;
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|x| e(&x))?
+                .label(format!("GPU, {nc} contacts, {}", d.name()))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .map_err(|x| e(&x))?;
+        }
+        let color = Palette99::pick(series).to_rgba();
+        series += 1;
+        // One CPU rate per problem size, drawn across the batch sizes.
+        let first = done.iter().find(|r| r.contacts == *nc);
+        let batches: Vec<f64> = done
             .iter()
             .filter(|r| r.contacts == *nc)
-            .map(|r| (r.batch as f64, r.gpu_problems_per_s))
+            .map(|r| r.batch as f64)
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(|x| e(&x))?
-            .label(format!("GPU, {nc} contacts"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(|x| e(&x))?;
-        let cpu: Vec<(f64, f64)> = done
+        let (lo, hi) = batches
             .iter()
-            .filter(|r| r.contacts == *nc)
-            .map(|r| (r.batch as f64, r.cpu_problems_per_s))
-            .collect();
-        chart
-            .draw_series(DashedLineSeries::new(cpu, 6, 4, color.stroke_width(1)))
-            .map_err(|x| e(&x))?
-            .label(format!("CPU core, {nc} contacts (dashed)"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            .fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        if let Some(r) = first {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(lo, r.cpu_problems_per_s), (hi, r.cpu_problems_per_s)],
+                    6,
+                    4,
+                    color.stroke_width(1),
+                ))
+                .map_err(|x| e(&x))?
+                .label(format!("CPU core f64, {nc} contacts (dashed)"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            if let Some(f) = r.cpu_f32_problems_per_s {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(lo, f), (hi, f)],
+                        2,
+                        3,
+                        color.stroke_width(1),
+                    ))
+                    .map_err(|x| e(&x))?
+                    .label(format!("CPU core f32, {nc} contacts (dotted)"))
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            }
+        }
     }
     chart
         .configure_series_labels()

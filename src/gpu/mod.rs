@@ -50,6 +50,7 @@
 pub mod admm;
 pub mod batch;
 pub mod bench;
+pub mod cpu_f32;
 pub mod pgs;
 mod solver;
 
