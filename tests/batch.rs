@@ -294,3 +294,74 @@ fn pipelined_gpu_chunks_give_the_same_worlds() {
         assert_eq!(d, 0.0, "each problem is solved alike whatever its chunk");
     }
 }
+
+/// The GPU backend with one workgroup per world's problem steps the standing
+/// quadruped like one invocation per problem and like the CPU (NCP-PGS),
+/// and refuses a solver without a workgroup kernel by name.
+#[test]
+fn workgroup_decomposition_steps_worlds_like_the_invocation_kernels() {
+    use moreau::contact::SolverKind;
+    use moreau::gpu::Decomposition;
+    let scene = scenes::scene("quadruped").unwrap();
+    let n = 4;
+    let mut runs = Vec::new();
+    for (backend, decomposition) in [
+        (Backend::CpuSingle, Decomposition::Invocation),
+        (Backend::Gpu, Decomposition::Invocation),
+        (Backend::Gpu, Decomposition::Workgroup),
+    ] {
+        let mut options = BatchOptions {
+            backend,
+            gpu_decomposition: decomposition,
+            ..Default::default()
+        };
+        options.params.dt = scene.dt;
+        options.params.solver = SolverKind::NcpPgs;
+        let Some(mut batch) = or_skip(BatchSim::new(
+            scene.model.clone(),
+            &scene.state,
+            n,
+            &options,
+        )) else {
+            return;
+        };
+        for (w, s) in initial_states(&scene, n).into_iter().enumerate() {
+            batch.set_state(w, s).unwrap();
+        }
+        let nv = scene.model.nv;
+        let mut actions = vec![0.0; n * nv];
+        let mut iterations = 0;
+        for _ in 0..300 {
+            for w in 0..n {
+                let s = batch.state(w).unwrap().clone();
+                scene.control(&s, &mut actions[w * nv..(w + 1) * nv]);
+            }
+            let r = batch.step(&actions).unwrap();
+            assert!(r.failed.is_empty() && r.fallbacks.is_empty(), "{r:?}");
+            iterations += r.iterations;
+        }
+        println!(
+            "{} {}: {iterations} iterations",
+            backend.name(),
+            decomposition.name()
+        );
+        runs.push(batch);
+    }
+    let d = max_q_difference(&runs[1], &runs[2]);
+    println!(
+        "workgroup vs invocation: max |Δq| = {d:.3e}; vs cpu1 {:.3e}",
+        max_q_difference(&runs[0], &runs[2])
+    );
+    assert!(d <= 1e-6, "{d:e}");
+    assert!(max_q_difference(&runs[0], &runs[2]) <= 1e-5);
+    let options = BatchOptions {
+        backend: Backend::Gpu,
+        gpu_decomposition: Decomposition::Workgroup,
+        ..Default::default()
+    };
+    if let Err(e) = BatchSim::new(scene.model.clone(), &scene.state, 1, &options) {
+        assert!(e.to_string().contains("ncp-admm"), "{e}");
+    } else {
+        panic!("ncp-admm has no workgroup kernel");
+    }
+}

@@ -43,6 +43,7 @@
 
 use super::{Backend, BatchError, BatchOptions, BatchSim, BatchTimes};
 use crate::contact::SolverKind;
+use crate::gpu::Decomposition;
 use crate::scenes::{self, Scene};
 use crate::sim::{SimParams, Simulator, StageTimes, State};
 use serde::Serialize;
@@ -73,6 +74,8 @@ pub struct SceneBenchConfig {
     pub max_iterations: usize,
     /// GPU: chunks per step ([`BatchOptions::pipeline_chunks`]).
     pub pipeline_chunks: usize,
+    /// GPU: [`BatchOptions::gpu_decomposition`].
+    pub decomposition: Decomposition,
 }
 
 impl Default for SceneBenchConfig {
@@ -93,6 +96,7 @@ impl Default for SceneBenchConfig {
             tolerance: o.params.solver_settings.tolerance,
             max_iterations: o.params.solver_settings.max_iterations,
             pipeline_chunks: o.pipeline_chunks,
+            decomposition: o.gpu_decomposition,
         }
     }
 }
@@ -315,6 +319,8 @@ pub struct BenchSettings {
     pub budget_s: f64,
     /// GPU: chunks of worlds per step, pipelined (1: one dispatch).
     pub pipeline_chunks: usize,
+    /// GPU: one invocation or one workgroup per problem.
+    pub decomposition: Decomposition,
     pub envs: Vec<usize>,
     pub backends: Vec<String>,
     pub actions: String,
@@ -758,6 +764,7 @@ pub fn run(
             settle_steps: cfg.settle_steps,
             budget_s: cfg.budget.as_secs_f64(),
             pipeline_chunks: cfg.pipeline_chunks,
+            decomposition: cfg.decomposition,
             envs,
             backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
             actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the calling thread".into(),
@@ -803,6 +810,7 @@ fn measure(
         backend,
         params: p,
         pipeline_chunks: cfg.pipeline_chunks.max(1),
+        gpu_decomposition: cfg.decomposition,
         ..Default::default()
     };
     let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;

@@ -37,7 +37,8 @@ pub mod bench;
 use crate::contact::{SolverKind, SolverStats};
 use crate::error::SimError;
 use crate::gpu::{
-    BatchCapacity, BatchOutput, GpuContext, GpuError, GpuSolver, HostBatch, Submission,
+    BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch,
+    Submission,
 };
 use crate::model::Model;
 use crate::sim::{SimParams, Simulator, State};
@@ -129,6 +130,9 @@ pub struct BatchOptions {
     /// two solvers: while one chunk is solved on the GPU, the host prepares
     /// the next and finishes the previous. 1: no overlap (one dispatch).
     pub pipeline_chunks: usize,
+    /// GPU: how the problems map onto the device
+    /// ([`crate::gpu::Decomposition`]; `Workgroup` for the PGS solvers only).
+    pub gpu_decomposition: Decomposition,
 }
 
 /// The smallest solver tolerance the GPU backend accepts: its kernels work
@@ -148,6 +152,7 @@ impl Default for BatchOptions {
             max_contacts_per_world: 64,
             initial_contacts_per_world: 8,
             pipeline_chunks: 1,
+            gpu_decomposition: Decomposition::Invocation,
         }
     }
 }
@@ -307,7 +312,12 @@ impl BatchSim {
                 let mut lanes = Vec::new();
                 for _ in 0..chunks.min(2) {
                     lanes.push(GpuLane {
-                        solver: GpuSolver::new(&ctx, options.params.solver, capacity)?,
+                        solver: GpuSolver::with_decomposition(
+                            &ctx,
+                            options.params.solver,
+                            capacity,
+                            options.gpu_decomposition,
+                        )?,
                         batch: HostBatch::new(max_nc),
                         out: BatchOutput::default(),
                         world_of: Vec::with_capacity(per_chunk),
@@ -650,7 +660,12 @@ fn submit_chunk(
             ..old
         };
         let ctx = lane.solver.context().clone();
-        lane.solver = GpuSolver::new(&ctx, lane.solver.kind(), capacity)?;
+        lane.solver = GpuSolver::with_decomposition(
+            &ctx,
+            lane.solver.kind(),
+            capacity,
+            lane.solver.decomposition(),
+        )?;
         *grew = Some(capacity);
     }
     let settings = worlds[lane.world_of[0]].sim.params.solver_settings;

@@ -233,6 +233,10 @@ enum Command {
         /// (one chunk on the GPU while the host prepares the next).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         pipeline: u64,
+        /// GPU: invocation (one invocation per world's problem) or workgroup
+        /// (one workgroup per problem; PGS solvers only).
+        #[arg(long, value_parser = parse_decomposition, default_value = "invocation")]
+        decomposition: moreau::gpu::Decomposition,
         /// JSON report; the plot is written next to it (same name, .svg).
         #[arg(long, default_value = "bench-out/bench.json")]
         out: PathBuf,
@@ -369,6 +373,7 @@ fn main() -> ExitCode {
             tol,
             max_iter,
             pipeline,
+            decomposition,
             out,
         } => bench(
             SceneBenchConfig {
@@ -383,6 +388,7 @@ fn main() -> ExitCode {
                 tolerance: tol,
                 max_iterations: max_iter,
                 pipeline_chunks: pipeline as usize,
+                decomposition,
             },
             &out,
         ),
