@@ -334,6 +334,19 @@ fn every_shader_parses_and_validates_with_naga() {
             "{file}: WORKGROUP_SIZE differs from the Rust constant {wg}"
         );
     }
+    // The workgroup entry point's sizes match the Rust constants.
+    use moreau::gpu::pgs::{LANES, WG_G_CACHE_ROWS, WG_MAX_CONTACTS};
+    let pgs = std::fs::read_to_string(dir.join("pgs.wgsl")).unwrap();
+    for line in [
+        format!("const LANES: u32 = {LANES}u;"),
+        format!("const WG_MAX_ROWS: u32 = {}u;", 3 * WG_MAX_CONTACTS),
+        format!(
+            "const WG_G_CACHE: u32 = {}u;",
+            WG_G_CACHE_ROWS * (WG_G_CACHE_ROWS + 1) / 2
+        ),
+    ] {
+        assert!(pgs.contains(&line), "pgs.wgsl lacks `{line}`");
+    }
 }
 
 /// 24 problems of 1 to 64 contacts, and 4 with a compliance `R = α diag(G)`.
