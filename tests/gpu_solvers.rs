@@ -1146,3 +1146,51 @@ fn bench_solve_reports_both_decompositions_and_both_cpu_precisions() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// More problems than one dispatch dimension holds (65 535 workgroups): the
+/// workgroup decomposition lays them on a grid and solves every one, the
+/// last ones included, as the invocation kernel does.
+#[test]
+fn workgroup_dispatch_covers_batches_past_one_grid_dimension() {
+    let Some(ctx) = context() else { return };
+    let per_dim = ctx.limits.max_compute_workgroups_per_dimension as usize;
+    let n = per_dim + 3;
+    let mut rng = Lcg(23);
+    let pool: Vec<_> = (0..7).map(|_| random_problem(&mut rng, 1)).collect();
+    let problems: Vec<_> = (0..n).map(|k| pool[k % pool.len()].clone()).collect();
+    let s = settings(TOL_GPU, 200);
+    let mut outs = Vec::new();
+    for d in Decomposition::ALL {
+        let mut gpu = GpuSolver::with_decomposition(
+            &ctx,
+            SolverKind::NcpPgs,
+            BatchCapacity::uniform(n, 1),
+            d,
+        )
+        .unwrap();
+        let mut out = BatchOutput::default();
+        let t = std::time::Instant::now();
+        gpu.solve(&problems, &s, &mut out).unwrap();
+        eprintln!(
+            "{n} problems, {}: {:.2} s",
+            d.name(),
+            t.elapsed().as_secs_f64()
+        );
+        outs.push(out);
+    }
+    for i in 0..n {
+        let (a, b) = (outs[0].problem(i), outs[1].problem(i));
+        assert!(b.converged(), "problem {i}: {:?}", b.result);
+        assert!(
+            a.result.iterations.abs_diff(b.result.iterations) <= 1,
+            "problem {i}"
+        );
+        let d = a
+            .lambda
+            .iter()
+            .zip(b.lambda)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(d <= 1e-6, "problem {i}: λ differs by {d:e}");
+    }
+}
