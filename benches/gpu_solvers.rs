@@ -2,8 +2,11 @@
 //! well-posed problems (`moreau::gpu::bench::random_problem`), 4 / 12 / 48
 //! contacts, a fixed 50 iterations, cold starts; one iteration of the bench
 //! is upload + solve + download of the whole batch (throughput is reported
-//! in problems). The same algorithm on one CPU core (f64) is benched beside
-//! it, per problem. Without an adapter the GPU benches are skipped with a
+//! in problems), for each decomposition the solver has (`gpu-f32` one
+//! invocation per problem, `gpu-f32-wg` one workgroup per problem). The
+//! same algorithm on one CPU core is benched beside it: the reference in
+//! f64, per problem, and (PGS) the kernel's f32 twin over the whole batch.
+//! Without an adapter the GPU benches are skipped with a
 //! notice. For the full sweep over batch sizes with the stage times and a
 //! plot, run `moreau bench solve`.
 //!
@@ -12,7 +15,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use moreau::contact::{ContactSolution, SolverKind, SolverSettings};
 use moreau::gpu::bench::random_problem;
-use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver};
+use moreau::gpu::{BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuSolver, HostBatch};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -41,16 +44,41 @@ fn gpu_solvers(c: &mut Criterion) {
         for (nc, batch) in [(4, 1024), (12, 256), (48, 16)] {
             let pool: Vec<_> = (0..16).map(|s| random_problem(s + 1, nc)).collect();
             let problems: Vec<_> = (0..batch).map(|k| pool[k % pool.len()].clone()).collect();
-            if let Some(ctx) = &ctx {
-                let mut solver =
-                    GpuSolver::new(ctx, kind, BatchCapacity::uniform(batch, nc)).unwrap();
+            let cap = BatchCapacity::uniform(batch, nc);
+            for d in Decomposition::ALL {
+                let Some(ctx) = &ctx else { break };
+                if d.check(kind, &cap).is_err() {
+                    continue;
+                }
+                let mut solver = GpuSolver::with_decomposition(ctx, kind, cap, d).unwrap();
+                let mut out = BatchOutput::default();
+                let tag = match d {
+                    Decomposition::Invocation => "gpu-f32",
+                    Decomposition::Workgroup => "gpu-f32-wg",
+                };
+                group.throughput(Throughput::Elements(batch as u64));
+                group.bench_function(format!("{}/{tag}/nc{nc}/batch{batch}", kind.name()), |b| {
+                    b.iter(|| {
+                        solver.solve(&problems, &settings, &mut out).unwrap();
+                        black_box(&out.lambda);
+                    })
+                });
+            }
+            if moreau::gpu::cpu_f32::has_f32_twin(kind) {
+                let mut packed = HostBatch::new(nc);
+                for p in &problems {
+                    packed.push(p, settings.max_iterations, settings.tolerance);
+                }
                 let mut out = BatchOutput::default();
                 group.throughput(Throughput::Elements(batch as u64));
                 group.bench_function(
-                    format!("{}/gpu-f32/nc{nc}/batch{batch}", kind.name()),
+                    format!("{}/cpu-f32/nc{nc}/batch{batch}", kind.name()),
                     |b| {
                         b.iter(|| {
-                            solver.solve(&problems, &settings, &mut out).unwrap();
+                            moreau::gpu::cpu_f32::solve_batch_f32(
+                                kind, &packed, &settings, &mut out,
+                            )
+                            .unwrap();
                             black_box(&out.lambda);
                         })
                     },
