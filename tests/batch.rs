@@ -80,6 +80,33 @@ fn run(
     Some((batch, contacts, iterations))
 }
 
+/// `n` worlds of `scene` starting from `initial_states`; None without an adapter.
+fn spread_batch(scene: &Scene, n: usize, options: &BatchOptions) -> Option<BatchSim> {
+    let mut batch = or_skip(BatchSim::new(scene.model.clone(), &scene.state, n, options))?;
+    for (w, s) in initial_states(scene, n).into_iter().enumerate() {
+        batch.set_state(w, s).unwrap();
+    }
+    Some(batch)
+}
+
+/// Steps `batch` `steps` times under the scene's controller.
+fn step_controlled(
+    batch: &mut BatchSim,
+    scene: &Scene,
+    steps: usize,
+    mut each: impl FnMut(moreau::batch::BatchStepReport),
+) {
+    let (n, nv) = (batch.nworlds(), scene.model.nv);
+    let mut actions = vec![0.0; n * nv];
+    for _ in 0..steps {
+        for w in 0..n {
+            let s = batch.state(w).unwrap().clone();
+            scene.control(&s, &mut actions[w * nv..(w + 1) * nv]);
+        }
+        each(batch.step(&actions).unwrap());
+    }
+}
+
 fn max_q_difference(a: &BatchSim, b: &BatchSim) -> f64 {
     a.states()
         .zip(b.states())
@@ -260,28 +287,12 @@ fn pipelined_gpu_chunks_give_the_same_worlds() {
             ..Default::default()
         };
         options.params.dt = scene.dt;
-        let Some(mut batch) = or_skip(BatchSim::new(
-            scene.model.clone(),
-            &scene.state,
-            n,
-            &options,
-        )) else {
+        let Some(mut batch) = spread_batch(&scene, n, &options) else {
             return;
         };
-        for (w, s) in initial_states(&scene, n).into_iter().enumerate() {
-            batch.set_state(w, s).unwrap();
-        }
-        let nv = scene.model.nv;
-        let mut actions = vec![0.0; n * nv];
         let mut contacts = 0;
         let t = std::time::Instant::now();
-        for _ in 0..200 {
-            for w in 0..n {
-                let s = batch.state(w).unwrap().clone();
-                scene.control(&s, &mut actions[w * nv..(w + 1) * nv]);
-            }
-            contacts += batch.step(&actions).unwrap().contacts;
-        }
+        step_controlled(&mut batch, &scene, 200, |r| contacts += r.contacts);
         println!(
             "{chunks} chunk(s): {contacts} contacts, {:.2} s ({:?})",
             t.elapsed().as_secs_f64(),
@@ -317,29 +328,14 @@ fn workgroup_decomposition_steps_worlds_like_the_invocation_kernels() {
         };
         options.params.dt = scene.dt;
         options.params.solver = SolverKind::NcpPgs;
-        let Some(mut batch) = or_skip(BatchSim::new(
-            scene.model.clone(),
-            &scene.state,
-            n,
-            &options,
-        )) else {
+        let Some(mut batch) = spread_batch(&scene, n, &options) else {
             return;
         };
-        for (w, s) in initial_states(&scene, n).into_iter().enumerate() {
-            batch.set_state(w, s).unwrap();
-        }
-        let nv = scene.model.nv;
-        let mut actions = vec![0.0; n * nv];
         let mut iterations = 0;
-        for _ in 0..300 {
-            for w in 0..n {
-                let s = batch.state(w).unwrap().clone();
-                scene.control(&s, &mut actions[w * nv..(w + 1) * nv]);
-            }
-            let r = batch.step(&actions).unwrap();
+        step_controlled(&mut batch, &scene, 300, |r| {
             assert!(r.failed.is_empty() && r.fallbacks.is_empty(), "{r:?}");
             iterations += r.iterations;
-        }
+        });
         println!(
             "{} {}: {iterations} iterations",
             backend.name(),
