@@ -77,7 +77,7 @@ pub struct GpuParams {
     /// ADMM: initial ρ; ≤ 0 picks `0.1·L`.
     pub rho: f32,
     /// How much one dispatch may do per problem before the problem suspends
-    /// (the work is split across dispatches, see [`super::solver`]): PGS,
+    /// (the work is split across dispatches, see [`super::GpuSolver`]): PGS,
     /// iterations; ADMM, loop iterations (its steps have unequal costs).
     pub chunk: u32,
     /// A loop count (16) whose shortfall reveals a driver's loop limiter.

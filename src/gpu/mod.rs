@@ -37,15 +37,17 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The kernels run one invocation per problem and split a solve across
-//! dispatches (PGS: a chunk of sweeps; ADMM: steps of a state machine within
-//! a loop budget), because Mesa's lavapipe, the CI's device, stops every
-//! loop of an invocation past 65 535 iterations, and because a real GPU's
-//! watchdog dislikes long dispatches; a canary loop flags a problem whose
-//! dispatch hit such a limit ([`FLAG_LOOP_LIMIT`]). The design choices
-//! (layout, decomposition, who factorizes `G + R + ρI`) and the measured f32
-//! limits are recorded in `shaders/README.md`; [`bench`] measures throughput
-//! against one CPU core (`moreau bench solve`).
+//! The kernels run one invocation per problem, or (the PGS kernels, by
+//! [`GpuSolver::with_decomposition`]) one workgroup per problem
+//! ([`Decomposition`]). They split a solve across dispatches (PGS: a chunk
+//! of sweeps; ADMM: steps of a state machine within a loop budget), because
+//! Mesa's lavapipe, the CI's device, stops every loop of an invocation past
+//! 65 535 iterations, and because a real GPU's watchdog dislikes long
+//! dispatches; a canary loop flags a problem whose dispatch hit such a
+//! limit ([`FLAG_LOOP_LIMIT`]). The design choices (layout, decomposition,
+//! who factorizes `G + R + ρI`) and the measured f32 limits are recorded in
+//! `shaders/README.md`; [`mod@bench`] measures throughput against one CPU
+//! core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau bench solve`).
 
 pub mod admm;
 pub mod batch;
