@@ -108,6 +108,14 @@ fn f64_eps(kind: SolverKind, p: &ContactProblem, lambda: &DVector<f64>) -> f64 {
     model_residuals(model, &p.mu, lambda.as_slice(), &c).eps_abs
 }
 
+/// Largest |a_i − b_i|.
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max)
+}
+
 fn context() -> Option<GpuContext> {
     let ctx = GpuContext::for_tests()?;
     eprintln!("adapter: {}", ctx.adapter);
@@ -628,12 +636,7 @@ fn bad_problems_are_flagged_and_the_rest_solved() {
                 o.result
             );
             let a = alone.problem(k);
-            let d = o
-                .lambda
-                .iter()
-                .zip(a.lambda)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0f32, f32::max);
+            let d = max_abs_diff(o.lambda, a.lambda);
             assert!(
                 d <= 1e-4,
                 "{}: problem {i} differs from its solo solve by {d:e}",
@@ -1185,12 +1188,7 @@ fn workgroup_dispatch_covers_batches_past_one_grid_dimension() {
             a.result.iterations.abs_diff(b.result.iterations) <= 1,
             "problem {i}"
         );
-        let d = a
-            .lambda
-            .iter()
-            .zip(b.lambda)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
+        let d = max_abs_diff(a.lambda, b.lambda);
         assert!(d <= 1e-6, "problem {i}: λ differs by {d:e}");
     }
 }

@@ -42,7 +42,7 @@ fn parse_solver(name: &str) -> Result<SolverKind, moreau::ProblemError> {
 }
 
 fn parse_decomposition(s: &str) -> Result<moreau::gpu::Decomposition, String> {
-    moreau::gpu::Decomposition::parse(s)
+    s.parse()
 }
 
 fn parse_backend(name: &str) -> Result<Backend, String> {

@@ -58,14 +58,6 @@ impl Decomposition {
         }
     }
 
-    /// `invocation` or `workgroup`.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| format!("unknown decomposition `{s}` (invocation, workgroup)"))
-    }
-
     /// Refuses a decomposition `kind` or `capacity` does not fit.
     pub fn check(self, kind: SolverKind, capacity: &BatchCapacity) -> Result<(), GpuError> {
         if self == Decomposition::Invocation {
@@ -86,6 +78,17 @@ impl Decomposition {
             )));
         }
         Ok(())
+    }
+}
+
+impl std::str::FromStr for Decomposition {
+    type Err = String;
+    /// `invocation` or `workgroup`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| format!("unknown decomposition `{s}` (invocation, workgroup)"))
     }
 }
 
