@@ -100,7 +100,7 @@ fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
 /// correction of its last sweep) comes from the kernel, so this returns 0
 /// for it and the callers compare its λ with the CPU's instead.
 fn f64_eps(kind: SolverKind, p: &ContactProblem, lambda: &DVector<f64>) -> f64 {
-    let Some(model) = moreau::study::solver_model(kind, &SolverSettings::default()) else {
+    let Some(model) = kind.contact_model(&SolverSettings::default()) else {
         return 0.0;
     };
     let mut c = vec![0.0; p.g.len()];

@@ -71,7 +71,7 @@ fn every_solver_certifies_its_own_model_on_random_problems() {
             let mut c = DVector::zeros(p.g.len());
             p.contact_velocity(out.lambda.as_slice(), c.as_mut_slice());
             assert!((&c - &out.c).amax() < 1e-9);
-            let eps = match moreau::study::solver_model(kind, &settings) {
+            let eps = match kind.contact_model(&settings) {
                 Some(model) => {
                     model_residuals(model, &p.mu, out.lambda.as_slice(), c.as_slice()).eps_abs
                 }

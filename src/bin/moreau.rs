@@ -658,7 +658,7 @@ fn solve(
     if device == Device::Gpu {
         return solve_gpu(file, &problems, kind, &settings);
     }
-    let own_model = study::solver_model(kind, &settings);
+    let own_model = kind.contact_model(&settings);
     let model = study::model_name(own_model);
     let mut solver = kind.build();
     let mut sol = ContactSolution::default();
@@ -733,7 +733,7 @@ fn solve_gpu(
     let start = Instant::now();
     solver.solve(problems, settings, &mut out)?;
     let time_us = start.elapsed().as_secs_f64() * 1e6 / problems.len().max(1) as f64;
-    let own_model = study::solver_model(kind, settings);
+    let own_model = kind.contact_model(settings);
     let model = study::model_name(own_model);
     let mut flagged = Vec::new();
     let mut stdout = std::io::stdout().lock();

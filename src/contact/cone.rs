@@ -1,51 +1,109 @@
 //! The friction cone `K_μ = {λ : ‖λ_T‖ ≤ μ λ_N}`, its dual `K_μ* = K_{1/μ}`,
 //! projections onto both, and de Saxcé's correction `Γ(c) = [0, 0, μ‖c_T‖]`.
-//! A contact 3-vector is stored `[t1, t2, n]` (normal last).
+//! A contact 3-vector is stored `[t1, t2, n]` (normal last). Generic over
+//! the scalar ([`Real`]: f64 and f32); the WGSL twins are in
+//! `shaders/cone.wgsl`, tested function by function against these.
 
-/// Projection onto the second-order cone `{x : ‖x_T‖ ≤ a x_N}` with `a ≥ 0`
-/// (`a = ∞` is the half-space `x_N ≥ 0`).
+use nalgebra::RealField;
+
+/// The scalars the contact math is written for: `f64`, the reference, and
+/// `f32`, the precision of the GPU kernels and of their CPU twins
+/// (`gpu::cpu_f32`). Every function of this module and of
+/// [`super::criteria`] is generic over it, so the two precisions share one
+/// implementation (as Pinocchio templates its algorithms on the scalar).
+pub trait Real: RealField + Copy {
+    /// What the complementarity residual `|⟨λ, y⟩| / ‖λ‖` does with an
+    /// impulse `λ ≠ 0` whose squared norm underflows: in f64 (below about
+    /// 1e-154, where no physical impulse lives) it counts as zero, which is
+    /// how a RaiSim impulse relaxed geometrically towards 0 ends its solve;
+    /// in f32 that happens below 1e-19, where the impulses of light contacts
+    /// do live, so `λ` is rescaled by its largest component first, as the
+    /// kernels do.
+    const RESCALE_UNDERFLOW: bool;
+}
+impl Real for f64 {
+    const RESCALE_UNDERFLOW: bool = false;
+}
+impl Real for f32 {
+    const RESCALE_UNDERFLOW: bool = true;
+}
+
+/// `x` as a `T`.
 #[inline]
-fn project_soc(a: f64, x: [f64; 3]) -> [f64; 3] {
+pub fn real<T: Real>(x: f64) -> T {
+    nalgebra::convert(x)
+}
+
+/// `√(x² + y²)`.
+#[inline]
+pub fn norm2<T: Real>(x: T, y: T) -> T {
+    (x * x + y * y).sqrt()
+}
+
+/// Projection onto the second-order cone `{x : ‖x_T‖ ≤ a x_N}` with `a ≥ 0`;
+/// `a = None` (an infinite slope) is the half-space `x_N ≥ 0`.
+#[inline]
+pub fn project_soc<T: Real>(a: Option<T>, x: [T; 3]) -> [T; 3] {
+    let zero = T::zero();
+    let one = T::one();
     let n = x[2];
-    if a.is_infinite() {
-        return [x[0], x[1], n.max(0.0)];
-    }
-    let t = (x[0] * x[0] + x[1] * x[1]).sqrt();
-    if t <= a * n && n >= 0.0 {
+    let Some(a) = a else {
+        return [x[0], x[1], n.max(zero)];
+    };
+    let t = norm2(x[0], x[1]);
+    if t <= a * n && n >= zero {
         return x;
     }
     if a * t <= -n {
-        return [0.0, 0.0, 0.0];
+        return [zero; 3];
     }
     // Closest point on the cone's boundary ray through the tangent direction of x
     // (written so that a very large `a` does not overflow `a²`).
-    let np = if a > 1.0 {
-        (t + n / a) / (a + 1.0 / a)
+    let np = if a > one {
+        (t + n / a) / (a + one / a)
     } else {
-        (a * t + n) / (1.0 + a * a)
+        (a * t + n) / (one + a * a)
     };
     let s = a * np / t;
     [x[0] * s, x[1] * s, np]
 }
 
-/// Projection onto the friction cone `K_μ`.
+/// Projection onto the friction cone `K_μ` (`μ = ∞`: the half-space `λ_N ≥ 0`).
 #[inline]
-pub fn project_cone(mu: f64, x: [f64; 3]) -> [f64; 3] {
-    project_soc(mu, x)
+pub fn project_cone<T: Real>(mu: T, x: [T; 3]) -> [T; 3] {
+    let infinite = mu > T::zero() && !mu.is_finite();
+    project_soc((!infinite).then_some(mu), x)
 }
 
 /// Projection onto the dual cone `K_μ* = {y : μ‖y_T‖ ≤ y_N}`.
 #[inline]
-pub fn project_dual_cone(mu: f64, x: [f64; 3]) -> [f64; 3] {
-    project_soc(if mu > 0.0 { 1.0 / mu } else { f64::INFINITY }, x)
+pub fn project_dual_cone<T: Real>(mu: T, x: [T; 3]) -> [T; 3] {
+    project_soc((mu > T::zero()).then(|| T::one() / mu), x)
 }
 
 /// De Saxcé's correction `Γ(c) = [0, 0, μ‖c_T‖]`, which turns the Coulomb
 /// law with maximum dissipation into the cone complementarity
 /// `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*`.
 #[inline]
-pub fn de_saxce(mu: f64, c: [f64; 3]) -> [f64; 3] {
-    [0.0, 0.0, mu * (c[0] * c[0] + c[1] * c[1]).sqrt()]
+pub fn de_saxce<T: Real>(mu: T, c: [T; 3]) -> [T; 3] {
+    [T::zero(), T::zero(), mu * norm2(c[0], c[1])]
+}
+
+/// Projection of the tangential vector `x` onto the disk of radius `r`
+/// (`r ≤ 0`: the origin), keeping its direction.
+#[inline]
+pub fn project_disk<T: Real>(r: T, x: [T; 2]) -> [T; 2] {
+    let norm = norm2(x[0], x[1]);
+    if norm > r {
+        let s = if norm > T::zero() {
+            r / norm
+        } else {
+            T::zero()
+        };
+        [x[0] * s, x[1] * s]
+    } else {
+        x
+    }
 }
 
 /// The friction pyramid with `facets` faces (`≥ 3`): the regular polygon
@@ -83,51 +141,55 @@ impl Pyramid {
         self.facets == 4
     }
 
-    /// Outward unit normals of the facets, by rotation (no trigonometry per call).
+    /// Outward unit normals of the facets, by rotation (no trigonometry per
+    /// call), computed in f64 whatever `T`.
     #[inline]
-    fn normals(&self) -> impl Iterator<Item = [f64; 2]> + '_ {
+    fn normals<T: Real>(&self) -> impl Iterator<Item = [T; 2]> + '_ {
         let [c, s] = self.step;
         std::iter::successors(Some([1.0, 0.0]), move |n: &[f64; 2]| {
             Some([c * n[0] - s * n[1], s * n[0] + c * n[1]])
         })
         .take(self.facets)
+        .map(|n| [real(n[0]), real(n[1])])
     }
 
     /// Vertices of the polygon of inradius `r`, vertex `k` between facets `k` and `k + 1`.
     #[inline]
-    fn vertices(&self, r: f64) -> impl Iterator<Item = [f64; 2]> + '_ {
-        let [c, s] = self.half;
+    fn vertices<T: Real>(&self, r: T) -> impl Iterator<Item = [T; 2]> + '_ {
+        let [c, s]: [T; 2] = self.half.map(real);
         let rad = r / c;
-        self.normals()
+        self.normals::<T>()
             .map(move |n| [rad * (c * n[0] - s * n[1]), rad * (s * n[0] + c * n[1])])
     }
 
     /// Gauge of `x` (the smallest inradius of a polygon containing `x`).
     #[inline]
-    pub fn gauge(&self, x: [f64; 2]) -> f64 {
+    pub fn gauge<T: Real>(&self, x: [T; 2]) -> T {
         if self.is_box() {
             return x[0].abs().max(x[1].abs());
         }
-        self.normals()
+        self.normals::<T>()
             .map(|n| n[0] * x[0] + n[1] * x[1])
-            .fold(0.0, f64::max)
+            .fold(T::zero(), |a, b| a.max(b))
     }
 
     /// Support function `h(u) = max_{d ∈ D} d·u` of the unit polygon (inradius 1).
     #[inline]
-    pub fn support(&self, u: [f64; 2]) -> f64 {
+    pub fn support<T: Real>(&self, u: [T; 2]) -> T {
         if self.is_box() {
             return u[0].abs() + u[1].abs();
         }
-        self.vertices(1.0)
+        self.vertices(T::one())
             .map(|v| v[0] * u[0] + v[1] * u[1])
-            .fold(f64::NEG_INFINITY, f64::max)
+            .reduce(|a, b| a.max(b))
+            .unwrap_or(T::zero())
     }
 
     /// Projection of the tangential vector `x` onto the polygon of inradius `r ≥ 0`.
-    pub fn project_disk(&self, r: f64, x: [f64; 2]) -> [f64; 2] {
-        if !(r > 0.0) {
-            return [0.0, 0.0];
+    pub fn project_disk<T: Real>(&self, r: T, x: [T; 2]) -> [T; 2] {
+        let zero = T::zero();
+        if !(r > zero) {
+            return [zero, zero];
         }
         if self.is_box() {
             return [x[0].clamp(-r, r), x[1].clamp(-r, r)];
@@ -135,19 +197,19 @@ impl Pyramid {
         if self.gauge(x) <= r {
             return x;
         }
-        let mut best = [0.0, 0.0];
-        let mut best_d = f64::INFINITY;
-        let mut prev = self.vertices(r).last().unwrap_or([0.0, 0.0]);
+        let mut best = [zero, zero];
+        let mut best_d: Option<T> = None;
+        let mut prev = self.vertices(r).last().unwrap_or([zero, zero]);
         for b in self.vertices(r) {
             let a = prev;
             prev = b;
             let e = [b[0] - a[0], b[1] - a[1]];
             let t = (((x[0] - a[0]) * e[0] + (x[1] - a[1]) * e[1]) / (e[0] * e[0] + e[1] * e[1]))
-                .clamp(0.0, 1.0);
+                .clamp(zero, T::one());
             let p = [a[0] + t * e[0], a[1] + t * e[1]];
-            let d = (x[0] - p[0]).powi(2) + (x[1] - p[1]).powi(2);
-            if d < best_d {
-                best_d = d;
+            let d = (x[0] - p[0]) * (x[0] - p[0]) + (x[1] - p[1]) * (x[1] - p[1]);
+            if best_d.is_none_or(|bd| d < bd) {
+                best_d = Some(d);
                 best = p;
             }
         }
@@ -155,19 +217,21 @@ impl Pyramid {
     }
 }
 
+/// Contact `i`'s 3-vector of a stacked (3·nc) vector.
 #[inline]
-pub fn get3(x: &[f64], i: usize) -> [f64; 3] {
+pub fn get3<T: Copy>(x: &[T], i: usize) -> [T; 3] {
     [x[3 * i], x[3 * i + 1], x[3 * i + 2]]
 }
 
 #[inline]
-pub fn set3(x: &mut [f64], i: usize, v: [f64; 3]) {
+pub fn set3<T: Copy>(x: &mut [T], i: usize, v: [T; 3]) {
     x[3 * i..3 * i + 3].copy_from_slice(&v);
 }
 
 #[inline]
-pub fn dist3(a: [f64; 3], b: [f64; 3]) -> f64 {
-    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
+pub fn dist3<T: Real>(a: [T; 3], b: [T; 3]) -> T {
+    let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt()
 }
 
 #[cfg(test)]
@@ -183,7 +247,7 @@ mod tests {
         for facets in [3, 4, 6, 8] {
             let p = Pyramid::new(facets);
             for x in [
-                [2.0, 0.3],
+                [2.0f64, 0.3],
                 [0.1, 0.2],
                 [-3.0, -3.0],
                 [0.0, -5.0],
@@ -210,7 +274,7 @@ mod tests {
         // Four facets: the box.
         let b = Pyramid::new(4);
 
-        let y = b.project_disk(1.0, [2.0, 3.0]);
+        let y = b.project_disk(1.0f64, [2.0, 3.0]);
         assert!((y[0] - 1.0).abs() < 1e-12 && (y[1] - 1.0).abs() < 1e-12);
     }
 

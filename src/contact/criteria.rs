@@ -17,29 +17,39 @@
 //! Solvers stop on their own model's `ε_abs`; the physical criteria below
 //! ([`physics`]) judge every solution against the true law.
 
-use super::cone::{Pyramid, de_saxce, dist3, get3, project_cone, project_dual_cone};
+use super::cone::{Pyramid, Real, de_saxce, dist3, get3, norm2, project_cone, project_dual_cone};
 
-/// Residuals of a contact solution; for a set of contacts, the maximum over them.
+/// Residuals of a contact solution; for a set of contacts, the maximum over
+/// them. In f64, the reference; in f32 for the GPU kernels' CPU twins.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Residuals {
-    pub primal: f64,
-    pub dual: f64,
-    pub complementarity: f64,
-    pub eps_abs: f64,
+pub struct Residuals<T = f64> {
+    pub primal: T,
+    pub dual: T,
+    pub complementarity: T,
+    pub eps_abs: T,
 }
 
 /// `max` that propagates NaN (`f64::max` drops it), so a NaN impulse can never look converged.
 #[inline]
-pub fn nan_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else {
-        a.max(b)
-    }
+pub fn nan_max<T: Real>(a: T, b: T) -> T {
+    #[allow(clippy::eq_op)] // x != x: NaN
+    if a != a || b != b { a + b } else { a.max(b) }
 }
 
-impl Residuals {
-    fn max(self, o: Residuals) -> Residuals {
+impl<T: Real> Residuals<T> {
+    /// All zero (a problem without contacts).
+    pub fn zero() -> Self {
+        let z = T::zero();
+        Residuals {
+            primal: z,
+            dual: z,
+            complementarity: z,
+            eps_abs: z,
+        }
+    }
+
+    /// The component-wise maximum (NaN-propagating).
+    pub fn max(self, o: Residuals<T>) -> Residuals<T> {
         Residuals {
             primal: nan_max(self.primal, o.primal),
             dual: nan_max(self.dual, o.dual),
@@ -49,12 +59,27 @@ impl Residuals {
     }
 }
 
-fn assemble(primal: f64, dual: f64, lambda: [f64; 3], y: [f64; 3]) -> Residuals {
-    let norm = (lambda[0] * lambda[0] + lambda[1] * lambda[1] + lambda[2] * lambda[2]).sqrt();
-    let complementarity = if norm > 0.0 {
-        (lambda[0] * y[0] + lambda[1] * y[1] + lambda[2] * y[2]).abs() / norm
+/// The residuals of one contact from its primal and dual residuals, its
+/// impulse `lambda` and the velocity `y` of its dual cone.
+fn assemble<T: Real>(primal: T, dual: T, lambda: [T; 3], y: [T; 3]) -> Residuals<T> {
+    let zero = T::zero();
+    let dot = |a: [T; 3], b: [T; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    // |⟨λ, y⟩| / ‖λ‖; see `Real::RESCALE_UNDERFLOW` for a λ whose ‖λ‖² underflows.
+    let complementarity = if T::RESCALE_UNDERFLOW {
+        let n = lambda[0].abs().max(lambda[1].abs()).max(lambda[2].abs());
+        if n > zero {
+            let u = lambda.map(|x| x / n);
+            dot(u, y).abs() / dot(u, u).sqrt()
+        } else {
+            zero
+        }
     } else {
-        0.0
+        let norm2 = dot(lambda, lambda);
+        if norm2 > zero {
+            dot(lambda, y).abs() / norm2.sqrt()
+        } else {
+            zero
+        }
     };
     Residuals {
         primal,
@@ -65,7 +90,7 @@ fn assemble(primal: f64, dual: f64, lambda: [f64; 3], y: [f64; 3]) -> Residuals 
 }
 
 /// NCP residuals of one contact with impulse `lambda` and velocity `c` (both `[t1, t2, n]`).
-pub fn contact_residuals(mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
+pub fn contact_residuals<T: Real>(mu: T, lambda: [T; 3], c: [T; 3]) -> Residuals<T> {
     let primal = dist3(lambda, project_cone(mu, lambda));
     let s = de_saxce(mu, c);
     let y = [c[0] + s[0], c[1] + s[1], c[2] + s[2]];
@@ -74,7 +99,7 @@ pub fn contact_residuals(mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
 }
 
 /// Maximum NCP residuals over all contacts. `mu`: (nc); `lambda`, `c`: (3·nc).
-pub fn ncp_residuals(mu: &[f64], lambda: &[f64], c: &[f64]) -> Residuals {
+pub fn ncp_residuals<T: Real>(mu: &[T], lambda: &[T], c: &[T]) -> Residuals<T> {
     model_residuals(ContactModel::Ncp, mu, lambda, c)
 }
 
@@ -92,7 +117,7 @@ pub enum ContactModel {
 
 impl ContactModel {
     /// Residuals of one contact under this model.
-    pub fn contact_residuals(&self, mu: f64, lambda: [f64; 3], c: [f64; 3]) -> Residuals {
+    pub fn contact_residuals<T: Real>(&self, mu: T, lambda: [T; 3], c: [T; 3]) -> Residuals<T> {
         match *self {
             ContactModel::Ncp => contact_residuals(mu, lambda, c),
             ContactModel::Ccp => {
@@ -103,14 +128,14 @@ impl ContactModel {
             ContactModel::Lcp(pyr) => {
                 // Violations rather than Euclidean distances to the polyhedral
                 // cones (both are zero exactly on the cones).
-                let r = mu * lambda[2].max(0.0);
+                let zero = T::zero();
+                let r = mu * lambda[2].max(zero);
                 let lt = pyr.project_disk(r, [lambda[0], lambda[1]]);
-                let primal = (-lambda[2]).max(0.0)
-                    + ((lambda[0] - lt[0]).powi(2) + (lambda[1] - lt[1]).powi(2)).sqrt();
+                let primal = (-lambda[2]).max(zero) + norm2(lambda[0] - lt[0], lambda[1] - lt[1]);
                 let gamma = mu * pyr.support([-c[0], -c[1]]);
                 let y = [c[0], c[1], c[2] + gamma];
                 // y ∈ P* ⟺ y_N ≥ μ h_D(−y_T) ⟺ c_N ≥ 0.
-                let dual = (-c[2]).max(0.0);
+                let dual = (-c[2]).max(zero);
                 assemble(primal, dual, lambda, y)
             }
         }
@@ -118,8 +143,13 @@ impl ContactModel {
 }
 
 /// Maximum residuals over all contacts under `model`. `mu`: (nc); `lambda`, `c`: (3·nc).
-pub fn model_residuals(model: ContactModel, mu: &[f64], lambda: &[f64], c: &[f64]) -> Residuals {
-    let mut r = Residuals::default();
+pub fn model_residuals<T: Real>(
+    model: ContactModel,
+    mu: &[T],
+    lambda: &[T],
+    c: &[T],
+) -> Residuals<T> {
+    let mut r = Residuals::zero();
     for (i, &m) in mu.iter().enumerate() {
         r = r.max(model.contact_residuals(m, get3(lambda, i), get3(c, i)));
     }

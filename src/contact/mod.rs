@@ -19,4 +19,7 @@ pub use criteria::{
 };
 pub use delassus::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
 pub use problem::ContactProblem;
-pub use solvers::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
+pub use solvers::{
+    Algorithm, ContactSolution, ContactSolver, Kernel, KernelModel, Law, SolverKind,
+    SolverSettings, SolverSpec, SolverStats,
+};

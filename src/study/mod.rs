@@ -10,8 +10,8 @@
 //! through its centre growing at 20 N/s; a light cube under a heavy one.
 
 use crate::contact::{
-    ContactModel, ContactSolution, ContactSolver, SolverKind, SolverSettings, cone::Pyramid,
-    contact_power, model_residuals, ncp_residuals, physics,
+    ContactModel, ContactSolution, ContactSolver, SolverKind, SolverSettings, contact_power,
+    model_residuals, ncp_residuals, physics,
 };
 use crate::error::{ModelError, SimError};
 use crate::math::Vec3;
@@ -34,18 +34,6 @@ pub const DRAG_RATE: f64 = 20.0;
 pub const SLIDE_THRESHOLD: f64 = 1e-3;
 /// Standard gravity of the scenes (m/s²).
 pub const GRAVITY: f64 = 9.81;
-
-/// The contact model a solver imposes (`None`: RaiSim, whose fixed points solve no cone problem).
-pub fn solver_model(kind: SolverKind, settings: &SolverSettings) -> Option<ContactModel> {
-    match kind {
-        SolverKind::LcpPgs => Some(ContactModel::Lcp(Pyramid::new(settings.pyramid_facets))),
-        SolverKind::CcpPgs | SolverKind::CcpAdmm => Some(ContactModel::Ccp),
-        SolverKind::Raisim => None,
-        SolverKind::RaisimDs | SolverKind::NcpPgs | SolverKind::NcpAdmm | SolverKind::Staggered => {
-            Some(ContactModel::Ncp)
-        }
-    }
-}
 
 /// Short name of a contact model, as `moreau solve` and `moreau compare`
 /// print it: `ncp`, `ccp`, `lcp-<facets>`; `raisim` for `None` (RaiSim's
@@ -160,7 +148,7 @@ pub fn simulate(
     steps: usize,
     push: Option<Push>,
 ) -> Result<Trajectory, SimError> {
-    let own_model = solver_model(params.solver, &params.solver_settings);
+    let own_model = params.solver.contact_model(&params.solver_settings);
     let mut records = Vec::with_capacity(steps);
     drive(scene, params, steps, push, |sim, state, report, _| {
         let (kinetic, potential) = sim.energy(&state)?;
@@ -380,7 +368,7 @@ pub fn mass_ratio_study(
                 });
                 continue;
             }
-            let eps_abs = match solver_model(kind, settings) {
+            let eps_abs = match kind.contact_model(settings) {
                 Some(m) => {
                     model_residuals(m, &p.mu, sol.lambda.as_slice(), sol.c.as_slice()).eps_abs
                 }

@@ -15,7 +15,7 @@
 use super::{
     RatioResult, Trajectory, compliant_penetration, drag_force, drag_slip_time, dragged_cube,
     harvest, mass_ratio_study, model_name, params, simulate, sliding_cube, sliding_cube_energy,
-    solver_model, time_to_accuracy, trajectory_distance,
+    time_to_accuracy, trajectory_distance,
 };
 use crate::contact::{ContactProblem, SolverKind, SolverSettings};
 use crate::math::Vec3;
@@ -452,7 +452,7 @@ pub fn compare(
         let settings = params(kind, 1e-3).solver_settings;
         table.push(TableRow {
             solver: kind.name().into(),
-            model: model_name(solver_model(kind, &settings)),
+            model: model_name(kind.contact_model(&settings)),
             signorini: Check::below(worst(s, |r| r.signorini), SIGNORINI_MAX),
             coulomb: Check::below(worst(s, |r| r.coulomb), COULOMB_MAX),
             mdp_deg: Check::below(worst(s, |r| r.mdp).to_degrees(), MDP_MAX_DEG),

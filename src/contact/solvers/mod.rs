@@ -18,7 +18,7 @@
 //! | `staggered` | NCP                                          | alternating normal / friction QPs  |
 
 mod admm;
-mod pgs;
+pub(crate) mod pgs;
 mod raisim;
 mod staggered;
 
@@ -27,7 +27,8 @@ pub use pgs::{CcpPgs, LcpPgs, NcpPgs};
 pub use raisim::Raisim;
 pub use staggered::Staggered;
 
-use super::{ContactProblem, Residuals};
+use super::cone::Pyramid;
+use super::{ContactModel, ContactProblem, Residuals};
 use crate::error::ProblemError;
 use nalgebra::DVector;
 use std::str::FromStr;
@@ -146,7 +147,9 @@ pub trait ContactSolver: Send {
     }
 }
 
-/// The solvers a user can pick by name (`--solver NAME`); see the module table.
+/// The solvers a user can pick by name (`--solver NAME`); see the module
+/// table. [`SolverKind::spec`] is the one place that says what each one
+/// solves, how, and where it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SolverKind {
     LcpPgs,
@@ -160,6 +163,82 @@ pub enum SolverKind {
     Staggered,
 }
 
+/// The contact law a solver's solutions satisfy (see [`ContactModel`],
+/// which evaluates it; the LCP's pyramid comes from the settings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Law {
+    Ncp,
+    Ccp,
+    Lcp,
+}
+
+/// How a solver iterates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Per-contact projected Gauss-Seidel sweeps.
+    ProjectedGaussSeidel,
+    /// Per-contact Gauss-Seidel sweeps with RaiSim's exact 1-D bisection step.
+    Bisection,
+    /// Global ADMM on all contacts at once.
+    Admm,
+    /// Alternating normal and friction sub-problems, each solved by ADMM.
+    StaggeredProjections,
+}
+
+/// The batched WGSL kernels (`shaders/<kernel>.wgsl`, driven by `src/gpu/<kernel>.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    Pgs,
+    Admm,
+}
+
+/// What a kernel's `Params::model` selects: the law and the local step. The
+/// WGSL constants `MODEL_*` are generated from this enum (`src/gpu/header.rs`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelModel {
+    Ncp = 0,
+    Ccp = 1,
+    Lcp = 2,
+    /// RaiSim's step; stops on its largest local correction.
+    Raisim = 3,
+    /// RaiSim's step with de Saxcé's correction; stops on the NCP's `ε_abs`.
+    RaisimDs = 4,
+}
+
+impl KernelModel {
+    pub const ALL: [KernelModel; 5] = [
+        KernelModel::Ncp,
+        KernelModel::Ccp,
+        KernelModel::Lcp,
+        KernelModel::Raisim,
+        KernelModel::RaisimDs,
+    ];
+    /// The WGSL constant's name.
+    pub fn wgsl_name(self) -> &'static str {
+        match self {
+            KernelModel::Ncp => "MODEL_NCP",
+            KernelModel::Ccp => "MODEL_CCP",
+            KernelModel::Lcp => "MODEL_LCP",
+            KernelModel::Raisim => "MODEL_RAISIM",
+            KernelModel::RaisimDs => "MODEL_RAISIM_DS",
+        }
+    }
+}
+
+/// One row of the solver catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SolverSpec {
+    pub name: &'static str,
+    /// `None`: RaiSim, whose fixed points solve no cone problem.
+    pub law: Option<Law>,
+    pub algorithm: Algorithm,
+    /// The GPU kernel that runs it and the model that kernel is given.
+    pub gpu: Option<(Kernel, KernelModel)>,
+    /// Whether `gpu::cpu_f32` runs its kernel's f32 twin on one CPU core.
+    pub f32_twin: bool,
+}
+
 impl SolverKind {
     pub const ALL: [SolverKind; 8] = [
         SolverKind::LcpPgs,
@@ -171,18 +250,90 @@ impl SolverKind {
         SolverKind::NcpAdmm,
         SolverKind::Staggered,
     ];
-    pub fn name(&self) -> &'static str {
+
+    /// The catalog: each solver's law, algorithm, kernel and twins.
+    pub const fn spec(self) -> SolverSpec {
+        use Algorithm::*;
+        const fn row(
+            name: &'static str,
+            law: Option<Law>,
+            algorithm: Algorithm,
+            gpu: Option<(Kernel, KernelModel)>,
+            f32_twin: bool,
+        ) -> SolverSpec {
+            SolverSpec {
+                name,
+                law,
+                algorithm,
+                gpu,
+                f32_twin,
+            }
+        }
+        let (pgs, admm) = (Kernel::Pgs, Kernel::Admm);
         match self {
-            SolverKind::LcpPgs => "lcp-pgs",
-            SolverKind::CcpPgs => "ccp-pgs",
-            SolverKind::CcpAdmm => "ccp-admm",
-            SolverKind::Raisim => "raisim",
-            SolverKind::RaisimDs => "raisim-ds",
-            SolverKind::NcpPgs => "ncp-pgs",
-            SolverKind::NcpAdmm => "ncp-admm",
-            SolverKind::Staggered => "staggered",
+            SolverKind::LcpPgs => row(
+                "lcp-pgs",
+                Some(Law::Lcp),
+                ProjectedGaussSeidel,
+                Some((pgs, KernelModel::Lcp)),
+                true,
+            ),
+            SolverKind::CcpPgs => row(
+                "ccp-pgs",
+                Some(Law::Ccp),
+                ProjectedGaussSeidel,
+                Some((pgs, KernelModel::Ccp)),
+                true,
+            ),
+            SolverKind::CcpAdmm => row(
+                "ccp-admm",
+                Some(Law::Ccp),
+                Admm,
+                Some((admm, KernelModel::Ccp)),
+                false,
+            ),
+            SolverKind::Raisim => row(
+                "raisim",
+                None,
+                Bisection,
+                Some((pgs, KernelModel::Raisim)),
+                false,
+            ),
+            SolverKind::RaisimDs => row(
+                "raisim-ds",
+                Some(Law::Ncp),
+                Bisection,
+                Some((pgs, KernelModel::RaisimDs)),
+                false,
+            ),
+            SolverKind::NcpPgs => row(
+                "ncp-pgs",
+                Some(Law::Ncp),
+                ProjectedGaussSeidel,
+                Some((pgs, KernelModel::Ncp)),
+                true,
+            ),
+            SolverKind::NcpAdmm => row(
+                "ncp-admm",
+                Some(Law::Ncp),
+                Admm,
+                Some((admm, KernelModel::Ncp)),
+                false,
+            ),
+            SolverKind::Staggered => row(
+                "staggered",
+                Some(Law::Ncp),
+                StaggeredProjections,
+                None,
+                false,
+            ),
         }
     }
+
+    pub fn name(&self) -> &'static str {
+        self.spec().name
+    }
+
     pub fn build(&self) -> Box<dyn ContactSolver> {
         match self {
             SolverKind::LcpPgs => Box::new(LcpPgs::default()),
@@ -195,18 +346,42 @@ impl SolverKind {
             SolverKind::Staggered => Box::new(Staggered::default()),
         }
     }
+
+    /// The contact model the solver imposes, with the settings' pyramid for
+    /// the LCP (`None`: RaiSim, whose fixed points solve no cone problem).
+    pub fn contact_model(&self, settings: &SolverSettings) -> Option<ContactModel> {
+        self.spec().law.map(|law| match law {
+            Law::Ncp => ContactModel::Ncp,
+            Law::Ccp => ContactModel::Ccp,
+            Law::Lcp => ContactModel::Lcp(Pyramid::new(settings.pyramid_facets)),
+        })
+    }
+
     /// Per-contact (Gauss-Seidel-like) rather than global.
     pub fn is_per_contact(&self) -> bool {
-        !matches!(
-            self,
-            SolverKind::CcpAdmm | SolverKind::NcpAdmm | SolverKind::Staggered
+        matches!(
+            self.spec().algorithm,
+            Algorithm::ProjectedGaussSeidel | Algorithm::Bisection
         )
     }
+
+    /// The GPU kernel that runs this solver, if any.
+    pub fn kernel(&self) -> Option<Kernel> {
+        self.spec().gpu.map(|(k, _)| k)
+    }
+
     /// A comma-separated list of every name, for help and error messages.
     pub fn names() -> String {
+        Self::names_where(|_| true)
+    }
+
+    /// A comma-separated list of the names of the solvers whose spec passes `keep`.
+    pub fn names_where(keep: impl Fn(&SolverSpec) -> bool) -> String {
         SolverKind::ALL
             .iter()
-            .map(|k| k.name())
+            .map(|k| k.spec())
+            .filter(|s| keep(s))
+            .map(|s| s.name)
             .collect::<Vec<_>>()
             .join(", ")
     }

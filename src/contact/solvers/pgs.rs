@@ -6,7 +6,7 @@
 
 use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
-use crate::contact::cone::{Pyramid, get3, project_cone, set3};
+use crate::contact::cone::{Pyramid, Real, get3, project_cone, project_disk, real, set3};
 use crate::contact::criteria::{ContactModel, Residuals, model_residuals};
 use crate::error::ProblemError;
 
@@ -25,9 +25,33 @@ pub(crate) fn block(p: &ContactProblem, i: usize) -> [[f64; 3]; 3] {
 
 /// Largest eigenvalue of the tangential 2×2 block of `w`.
 #[inline]
-fn tangent_sigma(w: &[[f64; 3]; 3]) -> f64 {
+pub(crate) fn tangent_sigma<T: Real>(w: &[[T; 3]; 3]) -> T {
     let (a, b, d) = (w[0][0], w[0][1], w[1][1]);
-    0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt()
+    let half: T = real(0.5);
+    half * (a + d) + (half * half * (a - d) * (a - d) + b * b).sqrt()
+}
+
+/// The first principal minor of the symmetric block `w` below `−tol·scaleᵏ`
+/// (`k` its order), as `(row, value)`: `None` when `w` passes the test for
+/// positive semi-definiteness (every principal minor non-negative, to `tol`).
+pub(crate) fn negative_minor<T: Real>(w: &[[T; 3]; 3], tol: T, scale: T) -> Option<(usize, T)> {
+    let minor2 = |a: usize, b: usize| w[a][a] * w[b][b] - w[a][b] * w[b][a];
+    let det = w[0][0] * minor2(1, 2) - w[0][1] * (w[1][0] * w[2][2] - w[1][2] * w[2][0])
+        + w[0][2] * (w[1][0] * w[2][1] - w[1][1] * w[2][0]);
+    let e1 = -tol * scale;
+    let bound = [e1, e1 * scale, e1 * scale * scale];
+    [
+        (0, 1, w[0][0]),
+        (1, 1, w[1][1]),
+        (2, 1, w[2][2]),
+        (1, 2, minor2(0, 1)),
+        (2, 2, minor2(0, 2)),
+        (2, 2, minor2(1, 2)),
+        (2, 3, det),
+    ]
+    .into_iter()
+    .find(|&(_, k, v)| v < bound[k - 1])
+    .map(|(r, _, v)| (r, v))
 }
 
 /// Refuses a problem whose contact blocks `W_i` are not positive
@@ -38,20 +62,7 @@ pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
     for i in 0..nc {
         // PSD ⟺ every principal minor is non-negative (each k×k minor
         // compared with −1e-12·scaleᵏ).
-        let w = block(p, i);
-        let minor2 = |a: usize, b: usize| w[a][a] * w[b][b] - w[a][b] * w[b][a];
-        let det = w[0][0] * minor2(1, 2) - w[0][1] * (w[1][0] * w[2][2] - w[1][2] * w[2][0])
-            + w[0][2] * (w[1][0] * w[2][1] - w[1][1] * w[2][0]);
-        let minors = [
-            (0, 1, w[0][0]),
-            (1, 1, w[1][1]),
-            (2, 1, w[2][2]),
-            (1, 2, minor2(0, 1)),
-            (2, 2, minor2(0, 2)),
-            (2, 2, minor2(1, 2)),
-            (2, 3, det),
-        ];
-        if let Some(&(r, _, value)) = minors.iter().find(|&&(_, k, v)| v < -1e-12 * scale.powi(k)) {
+        if let Some((r, value)) = negative_minor(&block(p, i), 1e-12, scale) {
             return Err(ProblemError::NotPsd {
                 index: 3 * i + r,
                 value,
@@ -163,16 +174,17 @@ pub(crate) fn gauss_seidel(
 /// block and `P(r, ·)` the projection onto the friction set of radius `r`
 /// (keeping `λ_N`: the "horizontal" projection).
 #[inline]
-fn horizontal_step(
-    w: &[[f64; 3]; 3],
-    mu: f64,
-    omega: f64,
-    l: [f64; 3],
-    c: [f64; 3],
-    project: impl Fn(f64, [f64; 2]) -> [f64; 2],
-) -> [f64; 3] {
-    let ln = if w[2][2] > 0.0 {
-        (l[2] - omega * c[2] / w[2][2]).max(0.0)
+pub(crate) fn horizontal_step<T: Real>(
+    w: &[[T; 3]; 3],
+    mu: T,
+    omega: T,
+    l: [T; 3],
+    c: [T; 3],
+    project: impl Fn(T, [T; 2]) -> [T; 2],
+) -> [T; 3] {
+    let zero = T::zero();
+    let ln = if w[2][2] > zero {
+        (l[2] - omega * c[2] / w[2][2]).max(zero)
     } else {
         l[2]
     };
@@ -180,11 +192,29 @@ fn horizontal_step(
     let ct = [c[0] + w[0][2] * dn, c[1] + w[1][2] * dn];
     let sigma = tangent_sigma(w);
     let mut lt = [l[0], l[1]];
-    if sigma > 0.0 {
+    if sigma > zero {
         lt = [l[0] - omega * ct[0] / sigma, l[1] - omega * ct[1] / sigma];
     }
     let lt = project(mu * ln, lt);
     [lt[0], lt[1], ln]
+}
+
+/// The LCP's starting impulse from a warm start `w`: `λ_N = max(0, w_N)`,
+/// `λ_T` projected onto the polygon `μ λ_N D`.
+#[inline]
+pub(crate) fn lcp_initial<T: Real>(pyr: &Pyramid, mu: T, w: [T; 3]) -> [T; 3] {
+    let n = w[2].max(T::zero());
+    let t = pyr.project_disk(mu * n, [w[0], w[1]]);
+    [t[0], t[1], n]
+}
+
+/// The CCP's local step `P_K(λ − ω c / σ)` (`σ ≤ 0`: no step).
+#[inline]
+pub(crate) fn ccp_step<T: Real>(sigma: T, omega: T, mu: T, l: [T; 3], c: [T; 3]) -> [T; 3] {
+    if !(sigma > T::zero()) {
+        return l;
+    }
+    project_cone(mu, [0, 1, 2].map(|k| l[k] - omega * c[k] / sigma))
 }
 
 /// NCP via projected Gauss-Seidel. Per contact: a normal step
@@ -217,15 +247,7 @@ impl ContactSolver for NcpPgs {
             out,
             |i, w| project_cone(p.mu[i], w),
             |i, l, c| {
-                let step = horizontal_step(&block(p, i), p.mu[i], omega, l, c, |r, lt| {
-                    let norm = (lt[0] * lt[0] + lt[1] * lt[1]).sqrt();
-                    if norm > r {
-                        let s = if norm > 0.0 { r / norm } else { 0.0 };
-                        [lt[0] * s, lt[1] * s]
-                    } else {
-                        lt
-                    }
-                });
+                let step = horizontal_step(&block(p, i), p.mu[i], omega, l, c, project_disk);
                 (step, 0.0)
             },
             || {},
@@ -263,11 +285,7 @@ impl ContactSolver for LcpPgs {
             settings,
             Criterion::Model(ContactModel::Lcp(pyr)),
             out,
-            |i, w| {
-                let n = w[2].max(0.0);
-                let t = pyr.project_disk(p.mu[i] * n, [w[0], w[1]]);
-                [t[0], t[1], n]
-            },
+            |i, w| lcp_initial(&pyr, p.mu[i], w),
             |i, l, c| {
                 let step = horizontal_step(&block(p, i), p.mu[i], omega, l, c, |r, lt| {
                     pyr.project_disk(r, lt)
@@ -320,18 +338,7 @@ impl ContactSolver for CcpPgs {
             Criterion::Model(ContactModel::Ccp),
             out,
             |i, w| project_cone(p.mu[i], w),
-            |i, l, c| {
-                let s = sigma[i];
-                if !(s > 0.0) {
-                    return (l, 0.0);
-                }
-                let x = [
-                    l[0] - omega * c[0] / s,
-                    l[1] - omega * c[1] / s,
-                    l[2] - omega * c[2] / s,
-                ];
-                (project_cone(p.mu[i], x), 0.0)
-            },
+            |i, l, c| (ccp_step(sigma[i], omega, p.mu[i], l, c), 0.0),
             || {},
         )?;
         Ok(())
