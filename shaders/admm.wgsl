@@ -3,7 +3,7 @@
 // residual balancing, cold restart on divergence, best iterate on the cap;
 // ccp-admm: fixed rho, no correction). One invocation per problem; the kernel
 // factorizes G + R + rho I itself (Cholesky of the packed lower triangle, in
-// `work`) each time rho changes. common.wgsl is prepended.
+// `work`) each time rho changes.
 //
 // A solve is a state machine whose state lives in `results` and `work`, so
 // that it can suspend at the end of a dispatch and resume in the next: each
@@ -21,16 +21,8 @@
 //   x, z_prev, u, s, tmp, best (m each), then the factor L (m(m+1)/2).
 // z is `lambda`, the velocity A z + b is `cvel`.
 
-const WORKGROUP_SIZE: u32 = 64u;
-const RHO_RATIO: f32 = 10.0;
-const DIVERGENCE_FACTOR: f32 = 1e4;
-const RHO_MIN_INTERVAL: u32 = 5u;
-const RHO_MAX_STEP: f32 = 10.0;
-// The CPU's range is [1e-6, 1e3] L; in f32 the factorization of G + rho I
-// keeps about 7 - log10(L / rho) digits, so rho stays above 1e-4 L.
-const RHO_RANGE_MIN: f32 = 1e-4;
-const RHO_RANGE_MAX: f32 = 1e3;
-const POWER_ITERATIONS: u32 = 20u;
+// WORKGROUP_SIZE, RHO_*, DIVERGENCE_FACTOR and POWER_ITERATIONS are generated
+// from Rust (src/gpu/admm.rs, src/contact/solvers/admm.rs).
 
 const PHASE_POWER: u32 = 3u;
 const PHASE_ATTEMPT: u32 = 4u;

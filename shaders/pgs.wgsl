@@ -2,9 +2,9 @@
 // (NCP, CCP and LCP-pyramid variants by params.model) and of
 // src/contact/solvers/raisim.rs (RaiSim and RaiSim+DS: the same sweep with
 // RaiSim's exact per-contact step, relaxed). One invocation solves one
-// problem (see shaders/README.md for why); common.wgsl is prepended.
-
-const WORKGROUP_SIZE: u32 = 64u;
+// problem (see shaders/README.md for why). The constants in capitals that
+// this file uses and does not declare (WORKGROUP_SIZE, LANES, RAISIM_*, ...)
+// are generated from Rust (src/gpu/pgs.rs, src/gpu/shader.rs).
 
 // The "horizontal" step of NcpPgs / LcpPgs: normal step, then the tangential
 // step with the tangential velocity corrected for the normal change,
@@ -23,7 +23,7 @@ fn horizontal_step(w: mat3x3<f32>, mu: f32, omega: f32, l: vec3<f32>, c: vec3<f3
     }
     let r = mu * ln;
     if (params.model == MODEL_LCP) {
-        lt = pyramid_project(r, lt);
+        lt = pyramid_project(params.facets, r, lt);
     } else {
         let norm = length(lt);
         if (norm > r) {
@@ -41,14 +41,7 @@ fn horizontal_step(w: mat3x3<f32>, mu: f32, omega: f32, l: vec3<f32>, c: vec3<f3
 // minimum of E(λ) = ½ λᵀWλ + c̃ᵀλ on the ellipse ∂K ∩ {(Wλ + c_f)_N = 0},
 // by a downhill march on the polar angle and Illinois regula falsi.
 
-const RAISIM_ALPHA_0: f32 = 1.0;
-const RAISIM_ALPHA_MIN: f32 = 0.1;
-const RAISIM_ALPHA_DECAY: f32 = 0.99;
-const RAISIM_MAX_STEP: f32 = 0.2;
-// The CPU's 1e-12 rad is below f32's resolution of an angle.
-const RAISIM_THETA_TOLERANCE: f32 = 1e-6;
 const PI: f32 = 3.141592653589793;
-const RAISIM_FLUSH: f32 = 1e-30;
 
 struct EllipsePoint {
     l: vec3<f32>,
@@ -243,7 +236,7 @@ fn initial(pr: Problem, i: u32, w: vec3<f32>) -> vec3<f32> {
     let mu = friction(pr, i);
     if (params.model == MODEL_LCP) {
         let n = max(w.z, 0.0);
-        return vec3<f32>(pyramid_project(mu * n, w.xy), n);
+        return vec3<f32>(pyramid_project(params.facets, mu * n, w.xy), n);
     }
     return project_cone(mu, w);
 }
@@ -410,12 +403,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // way. Every control decision is read through workgroupUniformLoad, so that
 // the barriers stay in uniform control flow.
 
-const LANES: u32 = 32u;
-// Rows of the largest problem (64 contacts); the host refuses larger capacities.
-const WG_MAX_ROWS: u32 = 192u;
-// Floats of G cached in workgroup memory: the triangle of up to 80 rows
-// (26 contacts). Total workgroup memory stays under 16 KiB, WebGPU's default.
-const WG_G_CACHE: u32 = 3240u;
+// LANES invocations per problem; WG_MAX_ROWS rows of the largest problem
+// (the host refuses larger capacities); WG_G_CACHE floats of G cached in
+// workgroup memory (the triangle of its first rows). All generated.
 
 struct WgSummary {
     res: vec4<f32>,
@@ -487,7 +477,7 @@ fn wg_residuals(pr: Problem, lane: u32, M: u32) -> WgSummary {
         if (!(is_finite(l.x) && is_finite(l.y) && is_finite(l.z) && is_finite(c.x) && is_finite(c.y) && is_finite(c.z))) {
             bad = 1u;
         }
-        let ri = contact_residuals(friction(pr, i), l, c);
+        let ri = contact_residuals(params.model, params.facets, friction(pr, i), l, c);
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
     wg_res[lane] = r;

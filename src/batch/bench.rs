@@ -630,7 +630,7 @@ pub fn run(
     };
     if gpu.requested {
         let probe = crate::gpu::check_kernel(cfg.solver)
-            .and_then(|()| crate::gpu::GpuContext::new())
+            .and_then(|_| crate::gpu::GpuContext::new())
             .map_err(|e| e.to_string())
             .and_then(|ctx| {
                 if cfg.tolerance < super::GPU_MIN_TOLERANCE {
@@ -902,8 +902,10 @@ fn measure(
     if let Some(name) = batch.device_name() {
         row.device = name;
     }
-    let admm = matches!(cfg.solver, SolverKind::NcpAdmm | SolverKind::CcpAdmm);
-    let device = batch.gpu_capacity().map(|c| c.device_bytes(admm));
+    let device = batch
+        .gpu_capacity()
+        .zip(cfg.solver.kernel())
+        .map(|(c, k)| c.device_bytes(k));
     row.memory = Memory {
         host_bytes_per_world: match (rss0, rss1) {
             (Some(a), Some(b)) => Some((b - a) as f64 * 1024.0 / n as f64),

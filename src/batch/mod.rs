@@ -487,16 +487,16 @@ impl BatchSim {
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
         let (n, nv) = (self.worlds.len(), self.model.nv);
-        if let Some(a) = active {
-            if a.len() != n {
-                return Err(BatchError::DimensionMismatch {
-                    what: "active",
-                    got: a.len(),
-                    expected: n,
-                    nworlds: n,
-                    per_world: 1,
-                });
-            }
+        if let Some(a) = active
+            && a.len() != n
+        {
+            return Err(BatchError::DimensionMismatch {
+                what: "active",
+                got: a.len(),
+                expected: n,
+                nworlds: n,
+                per_world: 1,
+            });
         }
         if actions.len() != n * nv {
             return Err(BatchError::DimensionMismatch {

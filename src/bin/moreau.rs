@@ -939,15 +939,15 @@ fn info() -> Result<(), AnyError> {
         "  max_compute_invocations_per_workgroup {}",
         l.max_compute_invocations_per_workgroup
     );
-    say!("GPU solvers: {}", moreau::gpu::GPU_SOLVERS);
+    say!("GPU solvers: {}", moreau::gpu::gpu_solvers());
     for nc in [4, 12, 48] {
         let cap = BatchCapacity::uniform(65_536, nc);
         say!(
             "device memory, 65536 problems of {nc} contacts: PGS {:.1} MiB ({} B/problem), ADMM {:.1} MiB ({} B/problem)",
-            cap.device_bytes(false) as f64 / 1048576.0,
-            cap.device_bytes(false) / 65_536,
-            cap.device_bytes(true) as f64 / 1048576.0,
-            cap.device_bytes(true) / 65_536,
+            cap.device_bytes(moreau::contact::Kernel::Pgs) as f64 / 1048576.0,
+            cap.device_bytes(moreau::contact::Kernel::Pgs) / 65_536,
+            cap.device_bytes(moreau::contact::Kernel::Admm) as f64 / 1048576.0,
+            cap.device_bytes(moreau::contact::Kernel::Admm) / 65_536,
         );
     }
     Ok(())

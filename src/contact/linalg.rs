@@ -43,6 +43,25 @@ pub fn cholesky_solve_in_place(l: &[f64], n: usize, x: &mut [f64]) {
     }
 }
 
+/// Resizes `m` to `r × c` and zeroes it, reusing its allocation when large
+/// enough (nalgebra's `resize_mut` always reallocates).
+pub fn reshape_zeroed(m: &mut nalgebra::DMatrix<f64>, r: usize, c: usize) {
+    let old = std::mem::replace(m, nalgebra::DMatrix::zeros(0, 0));
+    let mut buf: Vec<f64> = old.data.into();
+    buf.clear();
+    buf.resize(r * c, 0.0);
+    *m = nalgebra::DMatrix::from_vec(r, c, buf);
+}
+
+/// Resizes `v` to `n` and zeroes it, reusing its allocation when large enough.
+pub fn reshape_vector_zeroed(v: &mut nalgebra::DVector<f64>, n: usize) {
+    let old = std::mem::replace(v, nalgebra::DVector::zeros(0));
+    let mut buf: Vec<f64> = old.data.into();
+    buf.clear();
+    buf.resize(n, 0.0);
+    *v = nalgebra::DVector::from_vec(buf);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,23 +84,4 @@ mod tests {
         let mut neg = (-a).as_slice().to_vec();
         assert!(matches!(cholesky_in_place(&mut neg, n), Err((0, d)) if d < 0.0));
     }
-}
-
-/// Resizes `m` to `r × c` and zeroes it, reusing its allocation when large
-/// enough (nalgebra's `resize_mut` always reallocates).
-pub fn reshape_zeroed(m: &mut nalgebra::DMatrix<f64>, r: usize, c: usize) {
-    let old = std::mem::replace(m, nalgebra::DMatrix::zeros(0, 0));
-    let mut buf: Vec<f64> = old.data.into();
-    buf.clear();
-    buf.resize(r * c, 0.0);
-    *m = nalgebra::DMatrix::from_vec(r, c, buf);
-}
-
-/// Resizes `v` to `n` and zeroes it, reusing its allocation when large enough.
-pub fn reshape_vector_zeroed(v: &mut nalgebra::DVector<f64>, n: usize) {
-    let old = std::mem::replace(v, nalgebra::DVector::zeros(0));
-    let mut buf: Vec<f64> = old.data.into();
-    buf.clear();
-    buf.resize(n, 0.0);
-    *v = nalgebra::DVector::from_vec(buf);
 }

@@ -24,33 +24,110 @@
 //!
 //! Bindings: as [`super::pgs`], plus 7 the scratch (`6m + m(m+1)/2` f32 per problem).
 
-use super::GpuParams;
-use super::batch::CANARY;
-use crate::contact::{SolverKind, SolverSettings};
+use super::Decomposition;
+use super::batch::{BatchCapacity, CANARY, GpuParams};
+use super::kernel::{AdapterClass, BatchKernel, BatchShape};
+use super::shader::WgslConst;
+use crate::contact::solvers::admm;
+use crate::contact::{KernelModel, SolverSettings};
 
 /// Invocations per workgroup (the WGSL constant of the same name).
 pub const WORKGROUP_SIZE: u32 = 64;
+/// The lower end of ρ's range, relative to `L`: the CPU's is 1e-6, but in
+/// f32 the factorization of `G + ρI` keeps about `7 − log10(L/ρ)` digits.
+pub const RHO_RANGE_MIN: f64 = 1e-4;
+/// Loop budget per problem and dispatch on a CPU adapter: lanes of one SIMD
+/// batch that are in different phases run one after the other, so the
+/// budget per lane is a fraction of lavapipe's limit.
+pub const CPU_ADAPTER_ADMM_BUDGET: u32 = 8_000;
+/// Loop budget per problem and dispatch on a GPU.
+pub const GPU_ADMM_BUDGET: u32 = 1 << 24;
 
-/// `common.wgsl` followed by `admm.wgsl`.
-pub const SOURCE: &str = concat!(
-    include_str!("../../shaders/common.wgsl"),
-    "\n",
-    include_str!("../../shaders/admm.wgsl")
-);
+/// The ADMM kernel (`shaders/admm.wgsl`).
+pub struct AdmmKernel;
 
-/// The kernel's parameters for `ncp-admm` or `ccp-admm`. As on the CPU,
-/// `ccp-admm` never adapts ρ, and `ncp-admm` adapts it when
-/// `settings.adaptive_rho`.
-pub fn params(kind: SolverKind, settings: &SolverSettings, num_problems: u32) -> GpuParams {
-    let ncp = kind == SolverKind::NcpAdmm;
-    GpuParams {
-        num_problems,
-        model: if ncp { 0 } else { 1 },
-        facets: settings.pyramid_facets as u32,
-        adaptive_rho: (ncp && settings.adaptive_rho) as u32,
-        omega: settings.over_relaxation as f32,
-        rho: settings.rho.unwrap_or(0.0) as f32,
-        chunk: 1,
-        canary: CANARY,
+impl BatchKernel for AdmmKernel {
+    fn name(&self) -> &'static str {
+        "admm"
+    }
+
+    fn wgsl(&self) -> &'static str {
+        include_str!("../../shaders/admm.wgsl")
+    }
+
+    fn constants(&self) -> Vec<WgslConst> {
+        vec![
+            WgslConst::u32("WORKGROUP_SIZE", WORKGROUP_SIZE),
+            WgslConst::f32("RHO_RATIO", admm::RHO_RATIO),
+            WgslConst::f32("DIVERGENCE_FACTOR", admm::DIVERGENCE_FACTOR),
+            WgslConst::u32("RHO_MIN_INTERVAL", admm::RHO_MIN_INTERVAL as u32),
+            WgslConst::f32("RHO_MAX_STEP", admm::RHO_MAX_STEP),
+            WgslConst::f32("RHO_RANGE_MIN", RHO_RANGE_MIN),
+            WgslConst::f32("RHO_RANGE_MAX", admm::RHO_RANGE.1),
+            WgslConst::u32("POWER_ITERATIONS", admm::POWER_ITERATIONS as u32),
+        ]
+    }
+
+    fn workgroup_size(&self) -> u32 {
+        WORKGROUP_SIZE
+    }
+
+    fn entry_point(&self, decomposition: Decomposition) -> Option<&'static str> {
+        (decomposition == Decomposition::Invocation).then_some("main")
+    }
+
+    fn max_contacts(&self, _decomposition: Decomposition) -> Option<usize> {
+        None
+    }
+
+    fn invocations_per_workgroup(&self, _decomposition: Decomposition) -> u32 {
+        WORKGROUP_SIZE
+    }
+
+    fn workgroup_memory(&self, _decomposition: Decomposition) -> u64 {
+        0
+    }
+
+    /// As on the CPU, `ccp-admm` never adapts ρ, and `ncp-admm` adapts it
+    /// when `settings.adaptive_rho`.
+    fn params(&self, model: KernelModel, settings: &SolverSettings) -> GpuParams {
+        let ncp = model == KernelModel::Ncp;
+        GpuParams {
+            num_problems: 0,
+            model: model as u32,
+            facets: settings.pyramid_facets as u32,
+            adaptive_rho: (ncp && settings.adaptive_rho) as u32,
+            omega: settings.over_relaxation as f32,
+            rho: settings.rho.unwrap_or(0.0) as f32,
+            chunk: 1,
+            canary: CANARY,
+        }
+    }
+
+    fn work_floats(&self, capacity: &BatchCapacity) -> usize {
+        capacity.admm_work_floats()
+    }
+
+    /// A loop budget (its steps have unequal costs).
+    fn chunk(
+        &self,
+        adapter: AdapterClass,
+        _decomposition: Decomposition,
+        _model: KernelModel,
+        _settings: &SolverSettings,
+        _batch: BatchShape,
+    ) -> u32 {
+        match adapter {
+            AdapterClass::Cpu => CPU_ADAPTER_ADMM_BUDGET,
+            AdapterClass::Gpu => GPU_ADMM_BUDGET,
+        }
+    }
+
+    /// Each dispatch advances every running problem by at least one step
+    /// (see admm.wgsl): the power iteration, `m` factorization columns per
+    /// factorization, and the iterations with their ρ changes.
+    fn max_dispatches(&self, batch: BatchShape, _chunk: u32) -> u64 {
+        let m = 3 * batch.max_contacts as u64;
+        64 + 2 * (24 + m + batch.max_iterations * (3 + m / 5))
     }
 }

@@ -27,7 +27,7 @@
 //! flagged and not uploaded; the rest of the batch is solved normally.
 
 use super::GpuError;
-use crate::contact::ContactProblem;
+use crate::contact::{ContactProblem, Kernel};
 use bytemuck::{Pod, Zeroable};
 
 /// Flag: the problem failed host validation (NaN, sizes, μ < 0, R < 0, asymmetric G).
@@ -43,22 +43,53 @@ pub const FLAG_OVER_CAPACITY: u32 = 8;
 /// dispatch (Mesa's llvmpipe / lavapipe), so the results cannot be trusted.
 pub const FLAG_LOOP_LIMIT: u32 = 16;
 
+/// A problem flag: its bit, its name in messages and its WGSL constant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flag {
+    pub bit: u32,
+    pub name: &'static str,
+    pub wgsl_name: &'static str,
+}
+
+/// Every flag (the WGSL constants are generated from this table).
+pub const FLAGS: [Flag; 5] = [
+    Flag {
+        bit: FLAG_INVALID,
+        name: "invalid",
+        wgsl_name: "FLAG_INVALID",
+    },
+    Flag {
+        bit: FLAG_NOT_PSD,
+        name: "not-psd",
+        wgsl_name: "FLAG_NOT_PSD",
+    },
+    Flag {
+        bit: FLAG_DIVERGED,
+        name: "diverged",
+        wgsl_name: "FLAG_DIVERGED",
+    },
+    Flag {
+        bit: FLAG_OVER_CAPACITY,
+        name: "over-capacity",
+        wgsl_name: "FLAG_OVER_CAPACITY",
+    },
+    Flag {
+        bit: FLAG_LOOP_LIMIT,
+        name: "driver-loop-limit",
+        wgsl_name: "FLAG_LOOP_LIMIT",
+    },
+];
+
 /// Trip count of the kernels' canary loop (see [`FLAG_LOOP_LIMIT`]).
 pub const CANARY: u32 = 16;
 
 /// Names of the flags set in `flags`, for messages.
 pub fn flag_names(flags: u32) -> Vec<&'static str> {
-    [
-        (FLAG_INVALID, "invalid"),
-        (FLAG_NOT_PSD, "not-psd"),
-        (FLAG_DIVERGED, "diverged"),
-        (FLAG_OVER_CAPACITY, "over-capacity"),
-        (FLAG_LOOP_LIMIT, "driver-loop-limit"),
-    ]
-    .iter()
-    .filter(|(f, _)| flags & f != 0)
-    .map(|&(_, n)| n)
-    .collect()
+    FLAGS
+        .iter()
+        .filter(|f| flags & f.bit != 0)
+        .map(|f| f.name)
+        .collect()
 }
 
 /// Kernel parameters shared by the whole batch (uniform buffer).
@@ -151,6 +182,10 @@ pub struct GpuResult {
     pub _pad: [u32; 3],
 }
 
+/// `GpuResult::state` of a problem not started (the buffer is zeroed).
+pub const STATE_FRESH: u32 = 0;
+/// `GpuResult::state` of a PGS problem between dispatches (ADMM uses its phases).
+pub const STATE_RUNNING: u32 = 1;
 /// `GpuResult::state` of a finished problem.
 pub const STATE_DONE: u32 = 2;
 
@@ -199,25 +234,45 @@ impl BatchCapacity {
         18 * self.contacts + self.delassus_floats
     }
 
-    /// Device bytes of the buffers a solver allocates (ADMM adds its scratch),
-    /// the readback staging buffer included.
-    pub fn device_bytes(&self, admm: bool) -> u64 {
+    /// The storage a solver binds for this capacity, with `work_floats` f32
+    /// of kernel scratch: (name, bytes), in binding order from 0.
+    pub fn buffer_bytes(&self, work_floats: usize) -> [(&'static str, u64); 8] {
+        use std::mem::size_of;
         let p = self.problems as u64;
         let c = self.contacts as u64;
-        let mut b = 32 // params
-            + 32 * p // problems
-            + 4 * self.delassus_floats as u64
-            + 32 * c // contacts
-            + 2 * 12 * c // lambda, c
-            + 80 * p // results
-            + 4 // running counter
-            + (2 * 12 * c + 80 * p + 4); // readback
-        if admm {
-            b += 4 * self.admm_work_floats() as u64;
-        }
-        b
+        let f32s = |n: u64| n * size_of::<f32>() as u64;
+        [
+            ("params", size_of::<GpuParams>() as u64),
+            ("problems", size_of::<GpuProblem>() as u64 * p),
+            ("delassus", f32s(self.delassus_floats as u64)),
+            ("contacts", size_of::<GpuContact>() as u64 * c),
+            ("lambda", f32s(3 * c)),
+            ("c", f32s(3 * c)),
+            ("results", size_of::<GpuResult>() as u64 * p),
+            ("work", f32s(work_floats as u64)),
+        ]
+    }
+
+    /// Bytes read back after a solve: λ, c and the results.
+    pub fn readback_bytes(&self) -> u64 {
+        let b = self.buffer_bytes(0);
+        b[4].1 + b[5].1 + b[6].1
+    }
+
+    /// Device bytes of the buffers a solver of `kernel` allocates (ADMM adds
+    /// its scratch), the running counter and the readback staging buffer included.
+    pub fn device_bytes(&self, kernel: Kernel) -> u64 {
+        let bound: u64 = self
+            .buffer_bytes(super::kernel::of(kernel).work_floats(self))
+            .iter()
+            .map(|(_, b)| b)
+            .sum();
+        bound + RUNNING_COUNTER_BYTES + self.readback_bytes() + RUNNING_COUNTER_BYTES
     }
 }
+
+/// Bytes of the `running_count` atomic (binding 8), and of its readback.
+pub(crate) const RUNNING_COUNTER_BYTES: u64 = std::mem::size_of::<u32>() as u64;
 
 /// A batch packed on the host, ready to upload. Reuse it across steps
 /// ([`HostBatch::clear`] keeps the allocations), so that packing does not
@@ -369,65 +424,6 @@ impl HostBatch {
         }
         self.lambda.extend(p.warm_start.iter().map(|&x| x as f32));
         self.problems.len() - 1
-    }
-
-    /// Appends a problem given as packed f32 slices, as a batch pipeline
-    /// produces them (no per-problem allocation): `delassus_lower` the lower
-    /// triangle of G row-major (`m(m+1)/2`), `g` and `compliance` (`m`), `mu`
-    /// (`nc`), `warm_start` (`m`). Wrong lengths are a caller error; NaN,
-    /// negative μ or R are flagged [`FLAG_INVALID`].
-    #[allow(clippy::too_many_arguments)]
-    pub fn push_packed(
-        &mut self,
-        delassus_lower: &[f32],
-        g: &[f32],
-        mu: &[f32],
-        compliance: &[f32],
-        warm_start: &[f32],
-        max_iterations: usize,
-        tolerance: f32,
-    ) -> Result<usize, GpuError> {
-        let nc = mu.len();
-        let m = 3 * nc;
-        for (what, got, want) in [
-            ("delassus_lower", delassus_lower.len(), tri(m)),
-            ("g", g.len(), m),
-            ("compliance", compliance.len(), m),
-            ("warm_start", warm_start.len(), m),
-        ] {
-            if got != want {
-                return Err(GpuError::InvalidSetting(format!(
-                    "push_packed: {what} has length {got}, expected {want} for {nc} contacts"
-                )));
-            }
-        }
-        if nc > self.max_contacts_per_problem {
-            return Ok(self.flagged(nc, FLAG_OVER_CAPACITY, max_iterations, tolerance as f64));
-        }
-        let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
-        let non_negative = |v: &[f32]| v.iter().all(|&x| x.is_finite() && x >= 0.0);
-        let valid = finite(delassus_lower)
-            && finite(g)
-            && finite(warm_start)
-            && non_negative(mu)
-            && non_negative(compliance)
-            && tolerance.is_finite()
-            && tolerance > 0.0;
-        if !valid {
-            return Ok(self.flagged(nc, FLAG_INVALID, max_iterations, tolerance as f64));
-        }
-        self.header(nc, max_iterations, tolerance as f64);
-        self.delassus.extend_from_slice(delassus_lower);
-        self.set_scale();
-        for (i, &mu_i) in mu.iter().enumerate() {
-            let k = 3 * i;
-            self.contacts.push(GpuContact {
-                g_mu: [g[k], g[k + 1], g[k + 2], mu_i],
-                compliance: [compliance[k], compliance[k + 1], compliance[k + 2], 0.0],
-            });
-        }
-        self.lambda.extend_from_slice(warm_start);
-        Ok(self.problems.len() - 1)
     }
 
     /// Refuses a batch over `cap`, naming the excess.

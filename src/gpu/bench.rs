@@ -116,7 +116,7 @@ pub fn run(
         tolerance,
         ..Default::default()
     };
-    let admm = matches!(cfg.kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm);
+    let (kernel, _) = super::check_kernel(cfg.kind)?;
     let mut rows = Vec::new();
     for &nc in &cfg.contacts {
         let pool: Vec<_> = (0..16).map(|s| random_problem(s as u64 + 1, nc)).collect();
@@ -127,8 +127,7 @@ pub fn run(
         let start = Instant::now();
         let mut cpu_iterations = 0usize;
         for k in 0..sample {
-            cpu.solve(&pool[k % pool.len()], &settings, &mut sol)
-                .map_err(|e| GpuError::InvalidSetting(e.to_string()))?;
+            cpu.solve(&pool[k % pool.len()], &settings, &mut sol)?;
             cpu_iterations += sol.stats.iterations;
         }
         let cpu_rate = sample as f64 / start.elapsed().as_secs_f64();
@@ -171,13 +170,19 @@ pub fn run(
                 mean_iterations_cpu: cpu_iterations as f64 / sample as f64,
                 cpu_f32_problems_per_s: f32_twin.map(|t| t.0),
                 mean_iterations_cpu_f32: f32_twin.map(|t| t.1),
-                gpu_bytes_per_problem: cap.device_bytes(admm) / n.max(1) as u64,
+                gpu_bytes_per_problem: cap.device_bytes(kernel) / n.max(1) as u64,
                 ..Default::default()
             };
             let mut solver = match GpuSolver::with_decomposition(ctx, cfg.kind, cap, decomposition)
             {
                 Ok(s) => s,
-                Err(e @ (GpuError::CapacityTooLarge { .. } | GpuError::InvalidSetting(_))) => {
+                // Points this adapter or decomposition cannot hold are reported, not fatal.
+                Err(
+                    e @ (GpuError::CapacityTooLarge { .. }
+                    | GpuError::DispatchCapacity { .. }
+                    | GpuError::WorkgroupCapacity { .. }
+                    | GpuError::NoWorkgroupKernel { .. }),
+                ) => {
                     row.skipped = Some(e.to_string());
                     each(&row);
                     rows.push(row);

@@ -228,16 +228,13 @@ pub fn solve_batch_f32(
     let model = match kind.contact_model(settings) {
         Some(model) if has_f32_twin(kind) => model,
         _ => {
-            return Err(GpuError::InvalidSetting(format!(
-                "`{}` has no f32 CPU twin (those with one: {})",
-                kind.name(),
-                SolverKind::names_where(|s| s.f32_twin)
-            )));
+            return Err(GpuError::NoF32Twin {
+                solver: kind.name(),
+                available: SolverKind::names_where(|s| s.f32_twin),
+            });
         }
     };
-    settings
-        .validate()
-        .map_err(|e| GpuError::InvalidSetting(e.to_string()))?;
+    settings.validate()?;
     let omega = settings.over_relaxation as f32;
     out.lambda.clear();
     out.lambda.extend_from_slice(&batch.lambda);

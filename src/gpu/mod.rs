@@ -53,7 +53,9 @@ pub mod admm;
 pub mod batch;
 pub mod bench;
 pub mod cpu_f32;
+pub mod kernel;
 pub mod pgs;
+pub mod shader;
 mod solver;
 
 pub use batch::{
@@ -61,7 +63,7 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
     flag_names,
 };
-pub use solver::{Decomposition, GPU_SOLVERS, GpuSolver, GpuTimings, Submission, check_kernel};
+pub use solver::{Decomposition, GpuSolver, GpuTimings, Submission, check_kernel, gpu_solvers};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
@@ -116,10 +118,37 @@ pub enum GpuError {
     #[error("solver `{solver}` has no GPU kernel (GPU solvers: {available})")]
     UnsupportedSolver {
         solver: &'static str,
-        available: &'static str,
+        available: String,
     },
-    #[error("invalid setting: {0}")]
-    InvalidSetting(String),
+    #[error("solver `{solver}` has no f32 CPU twin (those with one: {available})")]
+    NoF32Twin {
+        solver: &'static str,
+        available: String,
+    },
+    #[error(
+        "`{solver}` has no workgroup-per-problem kernel (the PGS kernels do: {pgs_solvers}); use the invocation decomposition",
+        pgs_solvers = crate::contact::SolverKind::names_where(|s| matches!(s.gpu, Some((crate::contact::Kernel::Pgs, _))))
+    )]
+    NoWorkgroupKernel { solver: &'static str },
+    #[error(
+        "the workgroup decomposition holds at most {max_contacts} contacts per problem in workgroup memory; the capacity asks for {got} (over by {})",
+        got - max_contacts
+    )]
+    WorkgroupCapacity { max_contacts: usize, got: usize },
+    #[error(
+        "capacity of {problems} problems exceeds the {max} one dispatch of adapter `{adapter}` can address ({decomposition} decomposition)"
+    )]
+    DispatchCapacity {
+        problems: u64,
+        max: u64,
+        adapter: String,
+        decomposition: &'static str,
+    },
+    #[error("a batch is already in flight: wait for it before submitting another")]
+    BatchInFlight,
+    /// Invalid solver settings, or a CPU solve that failed (benchmarks).
+    #[error("{0}")]
+    Problem(#[from] crate::error::ProblemError),
     #[error("mapping the readback buffer failed: {0}")]
     Map(String),
 }
@@ -277,12 +306,12 @@ impl GpuContext {
         need(
             "max_compute_invocations_per_workgroup",
             limits.max_compute_invocations_per_workgroup as u64,
-            solver::WORKGROUP_SIZE as u64,
+            kernel::max_workgroup_size() as u64,
         )?;
         need(
             "max_compute_workgroup_size_x",
             limits.max_compute_workgroup_size_x as u64,
-            solver::WORKGROUP_SIZE as u64,
+            kernel::max_workgroup_size() as u64,
         )?;
         let desc = wgpu::DeviceDescriptor {
             label: Some("moreau"),

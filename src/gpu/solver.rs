@@ -4,34 +4,27 @@
 //! or split ([`GpuSolver::submit`] then [`GpuSolver::wait`]) so that the host
 //! can work while the device solves.
 
-use super::batch::{BatchCapacity, BatchOutput, GpuContact, GpuParams, GpuProblem, GpuResult, tri};
-use super::{GpuContext, GpuError, HostBatch, admm, pgs, wgpu_error};
-use crate::contact::{ContactProblem, SolverKind, SolverSettings};
+use super::batch::{
+    BatchCapacity, BatchOutput, GpuContact, GpuProblem, GpuResult, RUNNING_COUNTER_BYTES,
+};
+use super::kernel::{self, AdapterClass, BatchKernel, BatchShape};
+use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
+use crate::contact::{ContactProblem, Kernel, KernelModel, SolverKind, SolverSettings};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Invocations per workgroup of every kernel.
-pub(crate) const WORKGROUP_SIZE: u32 = pgs::WORKGROUP_SIZE;
-const _: () = assert!(pgs::WORKGROUP_SIZE == admm::WORKGROUP_SIZE);
+/// The solvers with a GPU kernel, comma-separated.
+pub fn gpu_solvers() -> String {
+    SolverKind::names_where(|s| s.gpu.is_some())
+}
 
-/// The solvers with a GPU kernel.
-pub const GPU_SOLVERS: &str = "lcp-pgs, ccp-pgs, raisim, raisim-ds, ncp-pgs, ccp-admm, ncp-admm";
-
-/// Refuses a solver without a GPU kernel.
-pub fn check_kernel(kind: SolverKind) -> Result<(), GpuError> {
-    match kind {
-        SolverKind::LcpPgs
-        | SolverKind::CcpPgs
-        | SolverKind::NcpPgs
-        | SolverKind::Raisim
-        | SolverKind::RaisimDs
-        | SolverKind::CcpAdmm
-        | SolverKind::NcpAdmm => Ok(()),
-        other => Err(GpuError::UnsupportedSolver {
-            solver: other.name(),
-            available: GPU_SOLVERS,
-        }),
-    }
+/// The kernel that runs `kind` and the model it is given; refuses a solver
+/// without a GPU kernel.
+pub fn check_kernel(kind: SolverKind) -> Result<(Kernel, KernelModel), GpuError> {
+    kind.spec().gpu.ok_or_else(|| GpuError::UnsupportedSolver {
+        solver: kind.name(),
+        available: gpu_solvers(),
+    })
 }
 
 /// How a batch's problems map onto the device's invocations
@@ -58,26 +51,29 @@ impl Decomposition {
         }
     }
 
-    /// Refuses a decomposition `kind` or `capacity` does not fit.
-    pub fn check(self, kind: SolverKind, capacity: &BatchCapacity) -> Result<(), GpuError> {
-        if self == Decomposition::Invocation {
-            return Ok(());
+    /// The entry point of `kind`'s kernel for this decomposition; refuses
+    /// a decomposition the kernel or `capacity` does not fit.
+    pub fn check(
+        self,
+        kind: SolverKind,
+        capacity: &BatchCapacity,
+    ) -> Result<&'static str, GpuError> {
+        let (k, _) = check_kernel(kind)?;
+        let kernel = kernel::of(k);
+        let entry = kernel
+            .entry_point(self)
+            .ok_or(GpuError::NoWorkgroupKernel {
+                solver: kind.name(),
+            })?;
+        match kernel.max_contacts(self) {
+            Some(max) if capacity.max_contacts_per_problem > max => {
+                Err(GpuError::WorkgroupCapacity {
+                    max_contacts: max,
+                    got: capacity.max_contacts_per_problem,
+                })
+            }
+            _ => Ok(entry),
         }
-        if matches!(kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm) {
-            return Err(GpuError::InvalidSetting(format!(
-                "`{}` has no workgroup-per-problem kernel (the PGS kernels do: lcp-pgs, ccp-pgs, ncp-pgs, raisim, raisim-ds); use the invocation decomposition",
-                kind.name()
-            )));
-        }
-        if capacity.max_contacts_per_problem > pgs::WG_MAX_CONTACTS {
-            return Err(GpuError::InvalidSetting(format!(
-                "the workgroup decomposition holds at most {} contacts per problem in workgroup memory; the capacity asks for {} (over by {})",
-                pgs::WG_MAX_CONTACTS,
-                capacity.max_contacts_per_problem,
-                capacity.max_contacts_per_problem - pgs::WG_MAX_CONTACTS
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -103,21 +99,6 @@ pub struct GpuTimings {
     pub download: Duration,
 }
 
-/// Loop iterations one invocation may spend per dispatch on a CPU adapter.
-/// Mesa's llvmpipe / lavapipe (22.x) counts every loop iteration of an
-/// invocation against a limit of 65 535 and silently leaves every loop once
-/// it is reached; the kernels therefore split a solve into chunks that stay
-/// well below it (the margin covers lanes that diverge into different branches).
-pub const CPU_ADAPTER_LOOP_BUDGET: u64 = 45_000;
-/// ADMM's loop budget per problem and dispatch on a CPU adapter: lanes of
-/// one SIMD batch that are in different phases run one after the other, so
-/// the budget per lane is a fraction of the limit.
-pub const CPU_ADAPTER_ADMM_BUDGET: u32 = 8_000;
-/// ADMM's loop budget per problem and dispatch on a GPU.
-pub const GPU_ADMM_BUDGET: u32 = 1 << 24;
-/// Iterations per dispatch on a real GPU (bounded so that a long solve
-/// never trips a driver's watchdog).
-pub const GPU_CHUNK_ITERATIONS: u32 = 256;
 /// Dispatches per round before the host checks whether problems remain.
 const FIRST_ROUND: u32 = 4;
 const MAX_ROUND: u32 = 64;
@@ -155,6 +136,8 @@ struct Buffers {
 pub struct GpuSolver {
     ctx: GpuContext,
     kind: SolverKind,
+    kernel: &'static dyn BatchKernel,
+    model: KernelModel,
     decomposition: Decomposition,
     capacity: BatchCapacity,
     pipeline: wgpu::ComputePipeline,
@@ -210,32 +193,11 @@ impl GpuSolver {
         capacity: BatchCapacity,
         decomposition: Decomposition,
     ) -> Result<Self, GpuError> {
-        check_kernel(kind)?;
-        decomposition.check(kind, &capacity)?;
-        let source = match kind {
-            SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::SOURCE,
-            _ => pgs::SOURCE,
-        };
-        let is_admm = matches!(kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm);
-        let c = capacity.contacts as u64;
+        let entry_point = decomposition.check(kind, &capacity)?;
+        let (kernel_kind, model) = check_kernel(kind)?;
+        let kernel = kernel::of(kernel_kind);
         let p = capacity.problems as u64;
-        let sizes = [
-            ("params", 32u64),
-            ("problems", 32 * p),
-            ("delassus", 4 * capacity.delassus_floats as u64),
-            ("contacts", 32 * c),
-            ("lambda", 12 * c),
-            ("c", 12 * c),
-            ("results", 80 * p),
-            (
-                "work",
-                if is_admm {
-                    4 * capacity.admm_work_floats() as u64
-                } else {
-                    16
-                },
-            ),
-        ];
+        let sizes = capacity.buffer_bytes(kernel.work_floats(&capacity));
         let limits = &ctx.limits;
         for (what, bytes) in sizes {
             for (limit_name, limit) in [
@@ -258,26 +220,26 @@ impl GpuSolver {
         }
         let per_dim = limits.max_compute_workgroups_per_dimension as u64;
         let max_problems = match decomposition {
-            Decomposition::Invocation => per_dim * WORKGROUP_SIZE as u64,
+            Decomposition::Invocation => per_dim * kernel.workgroup_size() as u64,
             Decomposition::Workgroup => per_dim * per_dim,
         };
         if p > max_problems {
-            return Err(GpuError::InvalidSetting(format!(
-                "capacity of {p} problems exceeds the {max_problems} one dispatch of adapter `{}` can address ({} decomposition)",
-                ctx.adapter.name,
-                decomposition.name()
-            )));
+            return Err(GpuError::DispatchCapacity {
+                problems: p,
+                max: max_problems,
+                adapter: ctx.adapter.name.clone(),
+                decomposition: decomposition.name(),
+            });
         }
-        if decomposition == Decomposition::Workgroup {
-            let got = limits.max_compute_workgroup_storage_size as u64;
-            if got < pgs::WG_WORKGROUP_BYTES {
-                return Err(GpuError::InsufficientLimit {
-                    adapter: ctx.adapter.name.clone(),
-                    what: "max_compute_workgroup_storage_size",
-                    got,
-                    needed: pgs::WG_WORKGROUP_BYTES,
-                });
-            }
+        let needed = kernel.workgroup_memory(decomposition);
+        let got = limits.max_compute_workgroup_storage_size as u64;
+        if got < needed {
+            return Err(GpuError::InsufficientLimit {
+                adapter: ctx.adapter.name.clone(),
+                what: "max_compute_workgroup_storage_size",
+                got,
+                needed,
+            });
         }
         let device = &ctx.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
@@ -291,7 +253,6 @@ impl GpuSolver {
                 mapped_at_creation: false,
             })
         };
-        let readback_bytes = 2 * 12 * c + 80 * p;
         let buffers = Buffers {
             params: buffer(
                 "params",
@@ -309,21 +270,25 @@ impl GpuSolver {
                 storage | wgpu::BufferUsages::COPY_SRC,
             ),
             work: buffer("work", sizes[7].1, storage),
-            active: buffer("active", 4, storage | wgpu::BufferUsages::COPY_SRC),
+            active: buffer(
+                "active",
+                RUNNING_COUNTER_BYTES,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
             active_readback: buffer(
                 "active readback",
-                4,
+                RUNNING_COUNTER_BYTES,
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             ),
             readback: buffer(
                 "readback",
-                readback_bytes,
+                capacity.readback_bytes(),
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             ),
         };
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(kind.name()),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
+            source: wgpu::ShaderSource::Wgsl(shader::kernel_source(kernel).into()),
         });
         let mut entries = vec![wgpu::BindGroupLayoutEntry {
             binding: 0,
@@ -351,10 +316,7 @@ impl GpuSolver {
             label: Some(kind.name()),
             layout: Some(&pipeline_layout),
             module: &module,
-            entry_point: Some(match decomposition {
-                Decomposition::Invocation => "main",
-                Decomposition::Workgroup => "main_workgroup",
-            }),
+            entry_point: Some(entry_point),
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
@@ -388,6 +350,8 @@ impl GpuSolver {
         Ok(GpuSolver {
             ctx: ctx.clone(),
             kind,
+            kernel,
+            model,
             decomposition,
             capacity,
             pipeline,
@@ -437,78 +401,34 @@ impl GpuSolver {
         HostBatch::new(self.capacity.max_contacts_per_problem)
     }
 
-    /// Work per problem and dispatch for `batch` (`GpuParams::chunk`).
-    /// PGS: iterations; on a CPU adapter, as many as the loop budget allows
-    /// for the batch's largest problem (at least 1); on a GPU,
-    /// [`GPU_CHUNK_ITERATIONS`]. ADMM: a loop budget, [`CPU_ADAPTER_ADMM_BUDGET`]
-    /// or [`GPU_ADMM_BUDGET`].
-    fn chunk(&self, batch: &HostBatch, settings: &SolverSettings) -> u32 {
-        if let Some(c) = self.chunk_override {
-            return c;
-        }
-        let cpu = self.ctx.adapter.device_type == wgpu::DeviceType::Cpu;
-        if matches!(self.kind, SolverKind::CcpAdmm | SolverKind::NcpAdmm) {
-            return if cpu {
-                CPU_ADAPTER_ADMM_BUDGET
-            } else {
-                GPU_ADMM_BUDGET
-            };
-        }
-        if !cpu {
-            return GPU_CHUNK_ITERATIONS;
-        }
-        let nc = batch
-            .problems
-            .iter()
-            .map(|p| p.nc as u64)
-            .max()
-            .unwrap_or(0);
-        let m = 3 * nc;
-        // Rows of c one invocation computes, and loop iterations of one
-        // (G + R)λ product over them, unrolled by 4.
-        let rows = match self.decomposition {
-            Decomposition::Invocation => m,
-            Decomposition::Workgroup => m.div_ceil(pgs::LANES as u64),
-        };
-        let mv = rows * (m / 4 + 8) + 8;
-        let facets = if self.kind == SolverKind::LcpPgs && settings.pyramid_facets != 4 {
-            settings.pyramid_facets as u64
+    /// What the batch's dispatches run on.
+    fn adapter_class(&self) -> AdapterClass {
+        if self.ctx.adapter.device_type == wgpu::DeviceType::Cpu {
+            AdapterClass::Cpu
         } else {
-            0
-        };
-        // RaiSim's 1-D search: up to ~60 march and 100 regula falsi steps.
-        let search = if matches!(self.kind, SolverKind::Raisim | SolverKind::RaisimDs) {
-            170
-        } else {
-            0
-        };
-        let (fixed, per_iteration) = match self.decomposition {
-            Decomposition::Invocation => (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets + search)),
-            // Lane 0 makes every local update; each lane updates its rows
-            // of c after each contact (3 columns) and reduces the residuals.
-            Decomposition::Workgroup => (
-                3 * mv + tri(m as usize) as u64 / pgs::LANES as u64 + 2 * nc + 64,
-                mv + nc * (8 + 4 * facets + search + 4 * rows + 2) + 2 * pgs::LANES as u64,
-            ),
-        };
-        (CPU_ADAPTER_LOOP_BUDGET.saturating_sub(fixed) / per_iteration.max(1)).clamp(1, 1 << 16)
-            as u32
+            AdapterClass::Gpu
+        }
     }
 
-    fn kernel_params(&self, settings: &SolverSettings, n: u32, chunk: u32) -> GpuParams {
-        let mut p = match self.kind {
-            SolverKind::CcpAdmm | SolverKind::NcpAdmm => admm::params(self.kind, settings, n),
-            _ => pgs::params(self.kind, settings, n),
-        };
-        p.chunk = chunk;
-        p
+    /// Work per problem and dispatch for `batch` (`GpuParams::chunk`): the
+    /// override, or the kernel's choice.
+    fn chunk(&self, batch: BatchShape, settings: &SolverSettings) -> u32 {
+        self.chunk_override.unwrap_or_else(|| {
+            self.kernel.chunk(
+                self.adapter_class(),
+                self.decomposition,
+                self.model,
+                settings,
+                batch,
+            )
+        })
     }
 
     /// Encodes `dispatches` dispatches of the kernel, the last one after the
     /// `active` counter is cleared, and the copy of that counter for readback.
     fn encode_round(&self, encoder: &mut wgpu::CommandEncoder, n: usize, dispatches: u32) {
         let (x, y) = match self.decomposition {
-            Decomposition::Invocation => ((n as u32).div_ceil(WORKGROUP_SIZE), 1),
+            Decomposition::Invocation => ((n as u32).div_ceil(self.kernel.workgroup_size()), 1),
             Decomposition::Workgroup => {
                 // One workgroup per problem, on a grid when n exceeds one dimension.
                 let per_dim = self.ctx.limits.max_compute_workgroups_per_dimension.max(1);
@@ -532,7 +452,7 @@ impl GpuSolver {
                 pass.dispatch_workgroups(x, y, 1);
             }
         }
-        encoder.copy_buffer_to_buffer(&b.active, 0, &b.active_readback, 0, 4);
+        encoder.copy_buffer_to_buffer(&b.active, 0, &b.active_readback, 0, RUNNING_COUNTER_BYTES);
     }
 
     /// Submits `encoder` and maps the `active` counter's readback.
@@ -545,11 +465,13 @@ impl GpuSolver {
     ) {
         let index = self.ctx.queue.submit(Some(encoder.finish()));
         let (tx, rx) = mpsc::channel();
-        self.buffers
-            .active_readback
-            .map_async(wgpu::MapMode::Read, 0..4, move |r| {
+        self.buffers.active_readback.map_async(
+            wgpu::MapMode::Read,
+            0..RUNNING_COUNTER_BYTES,
+            move |r| {
                 let _ = tx.send(r);
-            });
+            },
+        );
         (index, rx)
     }
 
@@ -589,18 +511,28 @@ impl GpuSolver {
         settings: &SolverSettings,
     ) -> Result<Submission, GpuError> {
         if self.pending {
-            return Err(GpuError::InvalidSetting(
-                "a batch is already in flight: wait for it before submitting another".into(),
-            ));
+            return Err(GpuError::BatchInFlight);
         }
-        settings
-            .validate()
-            .map_err(|e| GpuError::InvalidSetting(e.to_string()))?;
+        settings.validate()?;
         batch.check_capacity(&self.capacity)?;
         self.ctx.take_error("before submitting")?;
         let started = Instant::now();
         let n = batch.len();
-        let chunk = self.chunk(batch, settings);
+        let shape = BatchShape {
+            max_contacts: batch
+                .problems
+                .iter()
+                .map(|p| p.nc as usize)
+                .max()
+                .unwrap_or(0),
+            max_iterations: batch
+                .problems
+                .iter()
+                .map(|p| p.max_iterations as u64)
+                .max()
+                .unwrap_or(0),
+        };
+        let chunk = self.chunk(shape, settings);
         let q = &self.ctx.queue;
         let b = &self.buffers;
         let write = |buf: &wgpu::Buffer, bytes: &[u8]| {
@@ -608,10 +540,12 @@ impl GpuSolver {
                 q.write_buffer(buf, 0, bytes);
             }
         };
-        write(
-            &b.params,
-            bytemuck::bytes_of(&self.kernel_params(settings, n as u32, chunk)),
-        );
+        let params = super::GpuParams {
+            num_problems: n as u32,
+            chunk,
+            ..self.kernel.params(self.model, settings)
+        };
+        write(&b.params, bytemuck::bytes_of(&params));
         write(&b.problems, bytemuck::cast_slice(&batch.problems));
         write(&b.delassus, bytemuck::cast_slice(&batch.delassus));
         write(
@@ -638,27 +572,7 @@ impl GpuSolver {
         } else {
             encoder.clear_buffer(&b.results, 0, None);
         }
-        let max_iterations = batch
-            .problems
-            .iter()
-            .map(|p| p.max_iterations as u64)
-            .max()
-            .unwrap_or(0);
-        // The most dispatches a batch can need (a guard against a runaway
-        // loop): PGS advances every running problem by `chunk` iterations per
-        // dispatch; ADMM by at least one step (see admm.wgsl).
-        let max_dispatches = match self.kind {
-            SolverKind::CcpAdmm | SolverKind::NcpAdmm => {
-                let m = 3 * batch
-                    .problems
-                    .iter()
-                    .map(|p| p.nc as u64)
-                    .max()
-                    .unwrap_or(0);
-                64 + 2 * (24 + m + max_iterations * (3 + m / 5))
-            }
-            _ => 2 + max_iterations.div_ceil(chunk as u64),
-        };
+        let max_dispatches = self.kernel.max_dispatches(shape, chunk);
         let round = FIRST_ROUND.min(max_dispatches as u32).max(1);
         if n > 0 {
             self.encode_round(&mut encoder, n, round);
@@ -699,7 +613,7 @@ impl GpuSolver {
                         let view = self
                             .buffers
                             .active_readback
-                            .get_mapped_range(0..4)
+                            .get_mapped_range(0..RUNNING_COUNTER_BYTES)
                             .map_err(|e| GpuError::Map(e.to_string()));
                         view.map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
                     };
@@ -733,8 +647,8 @@ impl GpuSolver {
         }
         // Copy the results back.
         let m = 3 * submission.contacts;
-        let vec_bytes = 4 * m as u64;
-        let res_bytes = 80 * n as u64;
+        let vec_bytes = (m * std::mem::size_of::<f32>()) as u64;
+        let res_bytes = (n * std::mem::size_of::<GpuResult>()) as u64;
         let total = 2 * vec_bytes + res_bytes;
         let b = &self.buffers;
         let mut encoder = self

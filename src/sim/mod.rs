@@ -533,12 +533,12 @@ impl Simulator {
             for r in 0..3 {
                 self.problem.g[3 * i + r] = gi[r];
             }
-            if self.params.warm_start {
-                if let Some(lw) = self.warm.get(&c.key) {
-                    let l = c.frame.tr_mul(lw);
-                    for r in 0..3 {
-                        self.problem.warm_start[3 * i + r] = l[r];
-                    }
+            if self.params.warm_start
+                && let Some(lw) = self.warm.get(&c.key)
+            {
+                let l = c.frame.tr_mul(lw);
+                for r in 0..3 {
+                    self.problem.warm_start[3 * i + r] = l[r];
                 }
             }
         }

@@ -151,7 +151,7 @@ pub fn simulate(
     let own_model = params.solver.contact_model(&params.solver_settings);
     let mut records = Vec::with_capacity(steps);
     drive(scene, params, steps, push, |sim, state, report, _| {
-        let (kinetic, potential) = sim.energy(&state)?;
+        let (kinetic, potential) = sim.energy(state)?;
         let q = &state.q;
         let rot = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
         let v = rot * Vec3::new(state.v[0], state.v[1], state.v[2]);

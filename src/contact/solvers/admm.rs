@@ -51,15 +51,18 @@ use nalgebra::DMatrix;
 
 /// Residual-balancing trigger: adapt ρ when the normalized primal and dual
 /// residuals differ by more than this ratio.
-const RHO_RATIO: f64 = 10.0;
+pub(crate) const RHO_RATIO: f64 = 10.0;
 /// A run whose `ε_abs` exceeds this factor times its starting value has diverged.
-const DIVERGENCE_FACTOR: f64 = 1e4;
+pub(crate) const DIVERGENCE_FACTOR: f64 = 1e4;
 /// Minimum iterations between two changes of ρ.
-const RHO_MIN_INTERVAL: usize = 5;
+pub(crate) const RHO_MIN_INTERVAL: usize = 5;
 /// Largest factor by which one update may change ρ.
-const RHO_MAX_STEP: f64 = 10.0;
+pub(crate) const RHO_MAX_STEP: f64 = 10.0;
 /// ρ stays within [RHO_RANGE.0, RHO_RANGE.1] × L (L the largest eigenvalue of A).
-const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
+pub(crate) const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
+
+/// Power iterations of the estimate of the largest eigenvalue of `A`.
+pub(crate) const POWER_ITERATIONS: usize = 20;
 
 /// What distinguishes one ADMM problem from another.
 pub(crate) trait AdmmModel {
@@ -151,7 +154,7 @@ impl AdmmCore {
         Ok(true)
     }
 
-    /// Estimate of the largest eigenvalue of `a + diag(d)` by 20 power
+    /// Estimate of the largest eigenvalue of `a + diag(d)` by [`POWER_ITERATIONS`] power
     /// iterations (a lower bound; it sets ρ's scale, so a factor of a few is
     /// harmless). The start vector is not symmetric, so that it is unlikely
     /// to be an eigenvector of a smaller eigenvalue.
@@ -165,7 +168,7 @@ impl AdmmCore {
         let mut l = 0.0;
         self.tmp.clear();
         self.tmp.resize(n, 0.0);
-        for _ in 0..20 {
+        for _ in 0..POWER_ITERATIONS {
             for i in 0..n {
                 self.tmp[i] = d[i] * self.x[i];
             }

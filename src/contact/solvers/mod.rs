@@ -17,9 +17,9 @@
 //! | `ncp-admm`  | NCP                                          | global ADMM, de Saxcé fixed point, adaptive ρ |
 //! | `staggered` | NCP                                          | alternating normal / friction QPs  |
 
-mod admm;
+pub(crate) mod admm;
 pub(crate) mod pgs;
-mod raisim;
+pub(crate) mod raisim;
 mod staggered;
 
 pub use admm::AdmmSolver;
@@ -65,10 +65,10 @@ impl SolverSettings {
                 format!("must be in (0, 2), got {}", self.over_relaxation),
             );
         }
-        if let Some(r) = self.rho {
-            if !(r.is_finite() && r > 0.0) {
-                return bad("rho", format!("must be positive and finite, got {r}"));
-            }
+        if let Some(r) = self.rho
+            && !(r.is_finite() && r > 0.0)
+        {
+            return bad("rho", format!("must be positive and finite, got {r}"));
         }
         if self.pyramid_facets < 3 {
             return bad(
@@ -336,12 +336,12 @@ impl SolverKind {
 
     pub fn build(&self) -> Box<dyn ContactSolver> {
         match self {
-            SolverKind::LcpPgs => Box::new(LcpPgs::default()),
+            SolverKind::LcpPgs => Box::new(LcpPgs),
             SolverKind::CcpPgs => Box::new(CcpPgs::default()),
             SolverKind::CcpAdmm => Box::new(AdmmSolver::ccp()),
             SolverKind::Raisim => Box::new(Raisim::new(false)),
             SolverKind::RaisimDs => Box::new(Raisim::new(true)),
-            SolverKind::NcpPgs => Box::new(NcpPgs::default()),
+            SolverKind::NcpPgs => Box::new(NcpPgs),
             SolverKind::NcpAdmm => Box::new(AdmmSolver::ncp()),
             SolverKind::Staggered => Box::new(Staggered::default()),
         }

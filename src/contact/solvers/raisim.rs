@@ -45,7 +45,7 @@ pub const ALPHA_MIN: f64 = 0.1;
 /// Per-sweep decay of the relaxation factor.
 pub const ALPHA_DECAY: f64 = 0.99;
 /// Largest step of the downhill march (rad).
-const MAX_STEP: f64 = 0.2;
+pub(crate) const MAX_STEP: f64 = 0.2;
 /// Angular tolerance of the 1-D search (rad).
 const THETA_TOLERANCE: f64 = 1e-12;
 

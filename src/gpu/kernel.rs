@@ -1,0 +1,99 @@
+//! The interface every batched kernel implements: [`BatchKernel`]. A kernel
+//! (`src/gpu/<kernel>.rs` with `shaders/<kernel>.wgsl`) owns its policy —
+//! its constants, its parameters, its scratch, its entry points, how much
+//! work one dispatch may do and how many dispatches a batch can need — so
+//! that [`super::GpuSolver`] drives any kernel without knowing which.
+//! Which solver runs on which kernel is said once, in the solver catalog
+//! ([`crate::contact::SolverKind::spec`]).
+
+use super::Decomposition;
+use super::batch::{BatchCapacity, GpuParams};
+use super::shader::WgslConst;
+use crate::contact::{Kernel, KernelModel, SolverSettings};
+
+/// What a solver's dispatches run on: the loop limits differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdapterClass {
+    /// A real GPU (whose driver's watchdog dislikes long dispatches).
+    Gpu,
+    /// A CPU adapter such as Mesa's lavapipe, which stops every loop of an
+    /// invocation past 65 535 iterations (see [`CPU_ADAPTER_LOOP_BUDGET`]).
+    Cpu,
+}
+
+/// Loop iterations one invocation may spend per dispatch on a CPU adapter.
+/// Mesa's llvmpipe / lavapipe (22.x) counts every loop iteration of an
+/// invocation against a limit of 65 535 and silently leaves every loop once
+/// it is reached; the kernels therefore split a solve into chunks that stay
+/// well below it (the margin covers lanes that diverge into different branches).
+pub const CPU_ADAPTER_LOOP_BUDGET: u64 = 45_000;
+
+/// The shape of a batch, as a kernel sizes its dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchShape {
+    /// Contacts of the batch's largest problem.
+    pub max_contacts: usize,
+    /// The largest iteration cap of its problems.
+    pub max_iterations: u64,
+}
+
+/// A batched contact kernel.
+pub trait BatchKernel: Sync {
+    /// Its stem: `shaders/<name>.wgsl`, `src/gpu/<name>.rs`.
+    fn name(&self) -> &'static str;
+    /// The text of `shaders/<name>.wgsl`.
+    fn wgsl(&self) -> &'static str;
+    /// Its own generated WGSL constants (workgroup sizes, tuning constants
+    /// shared with its CPU twin), after the shared ones
+    /// ([`super::shader::shared_constants`]).
+    fn constants(&self) -> Vec<WgslConst>;
+    /// Invocations per workgroup of its invocation-per-problem entry point.
+    fn workgroup_size(&self) -> u32;
+    /// The entry point for `decomposition`, if it has one.
+    fn entry_point(&self, decomposition: Decomposition) -> Option<&'static str>;
+    /// The most contacts per problem `decomposition`'s entry point holds
+    /// (`None`: as many as the buffers hold).
+    fn max_contacts(&self, decomposition: Decomposition) -> Option<usize>;
+    /// Invocations per workgroup of `decomposition`'s entry point.
+    fn invocations_per_workgroup(&self, decomposition: Decomposition) -> u32;
+    /// Workgroup memory `decomposition`'s entry point declares, in bytes.
+    fn workgroup_memory(&self, decomposition: Decomposition) -> u64;
+    /// The batch-wide parameters (`num_problems` and `chunk` are set by the solver).
+    fn params(&self, model: KernelModel, settings: &SolverSettings) -> GpuParams;
+    /// f32 of scratch (`work`, binding 7) it needs for `capacity`.
+    fn work_floats(&self, capacity: &BatchCapacity) -> usize;
+    /// How much one dispatch may do per problem (`GpuParams::chunk`).
+    fn chunk(
+        &self,
+        adapter: AdapterClass,
+        decomposition: Decomposition,
+        model: KernelModel,
+        settings: &SolverSettings,
+        batch: BatchShape,
+    ) -> u32;
+    /// The most dispatches a batch can need with that chunk (a guard against a runaway loop).
+    fn max_dispatches(&self, batch: BatchShape, chunk: u32) -> u64;
+}
+
+/// The implementation of `kernel`.
+pub fn of(kernel: Kernel) -> &'static dyn BatchKernel {
+    match kernel {
+        Kernel::Pgs => &super::pgs::PgsKernel,
+        Kernel::Admm => &super::admm::AdmmKernel,
+    }
+}
+
+/// Every kernel.
+pub const ALL: [Kernel; 2] = [Kernel::Pgs, Kernel::Admm];
+
+/// The largest workgroup any kernel's entry point uses (the adapter must allow it).
+pub fn max_workgroup_size() -> u32 {
+    ALL.iter()
+        .flat_map(|&k| {
+            Decomposition::ALL
+                .iter()
+                .map(move |&d| of(k).invocations_per_workgroup(d))
+        })
+        .max()
+        .unwrap_or(1)
+}

@@ -1,0 +1,463 @@
+//! The WGSL side against the Rust side, piece by piece:
+//! - every shader file parses and validates with naga, as the kernels are
+//!   assembled (`gpu::shader::kernel_source`), and each kernel's file is the
+//!   one on disk;
+//! - the generated header: every constant a kernel is compiled with reads
+//!   back from the parsed module with the Rust value, bit for bit, and no
+//!   shader file declares one of them by hand;
+//! - the WGSL structs have the sizes of their `#[repr(C)]` twins;
+//! - the pure functions of `shaders/cone.wgsl` (cone and dual-cone
+//!   projections, de Saxcé's correction, the pyramid, one contact's
+//!   residuals under each model), run by small test kernels on grids of
+//!   inputs that include the cone's apex, its boundary, its interior and
+//!   exterior, against the CPU functions of `contact::cone` and
+//!   `contact::criteria` in f32. A failure names the function and the input.
+//!
+//! The GPU part needs an adapter (lavapipe in CI, `MOREAU_REQUIRE_GPU=1`).
+
+use moreau::contact::cone::{Pyramid, de_saxce, project_cone, project_dual_cone};
+use moreau::contact::{ContactModel, KernelModel};
+use moreau::gpu::batch::{GpuContact, GpuParams, GpuProblem, GpuResult};
+use moreau::gpu::kernel::{self, BatchKernel};
+use moreau::gpu::shader::{self, WgslValue};
+use moreau::gpu::{GpuContext, kernel::ALL as KERNELS};
+use std::collections::HashMap;
+
+fn shaders_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
+}
+
+fn parse(name: &str, source: &str) -> naga::Module {
+    let module = naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::default(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+    module
+}
+
+fn kernels() -> Vec<&'static dyn BatchKernel> {
+    KERNELS.iter().map(|&k| kernel::of(k)).collect()
+}
+
+#[test]
+fn every_shader_parses_and_validates_with_naga() {
+    let mut files: Vec<String> = std::fs::read_dir(shaders_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("wgsl"))
+        .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    files.sort();
+    let mut expected: Vec<String> = ["cone.wgsl", "common.wgsl"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
+        .collect();
+    expected.sort();
+    assert_eq!(files, expected, "every shader file is shared or a kernel's");
+    let dir = shaders_dir();
+    assert_eq!(
+        shader::CONE,
+        std::fs::read_to_string(dir.join("cone.wgsl")).unwrap()
+    );
+    assert_eq!(
+        shader::COMMON,
+        std::fs::read_to_string(dir.join("common.wgsl")).unwrap()
+    );
+    parse("cone.wgsl", &shader::functions_source());
+    for k in kernels() {
+        let file = format!("{}.wgsl", k.name());
+        assert_eq!(
+            k.wgsl(),
+            std::fs::read_to_string(dir.join(&file)).unwrap(),
+            "{file}"
+        );
+        parse(&file, &shader::kernel_source(k));
+    }
+}
+
+/// The value of every named constant of `module`.
+fn constants(module: &naga::Module) -> HashMap<String, naga::Literal> {
+    module
+        .constants
+        .iter()
+        .filter_map(|(_, c)| {
+            let name = c.name.clone()?;
+            match module.global_expressions[c.init] {
+                naga::Expression::Literal(l) => Some((name, l)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_generated_header_matches_the_rust_constants() {
+    let dir = shaders_dir();
+    let hand_written: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("wgsl"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    for k in kernels() {
+        let source = shader::kernel_source(k);
+        let module = parse(k.name(), &source);
+        let values = constants(&module);
+        let generated = shader::constants(k);
+        assert!(
+            generated.len() >= 16,
+            "{}: {} constants",
+            k.name(),
+            generated.len()
+        );
+        for c in &generated {
+            let got = values
+                .get(c.name)
+                .unwrap_or_else(|| panic!("{}: `{}` missing", k.name(), c.name));
+            match (c.value, *got) {
+                (WgslValue::U32(v), naga::Literal::U32(w)) => {
+                    assert_eq!(v, w, "{}: {}", k.name(), c.name)
+                }
+                (WgslValue::F32(v), naga::Literal::F32(w)) => assert_eq!(
+                    v.to_bits(),
+                    w.to_bits(),
+                    "{}: {} is {w} in WGSL, {v} in Rust",
+                    k.name(),
+                    c.name
+                ),
+                (v, w) => panic!("{}: {}: Rust {v:?}, WGSL {w:?}", k.name(), c.name),
+            }
+            for (file, text) in &hand_written {
+                assert!(
+                    !text.contains(&format!("const {}:", c.name)),
+                    "{file} declares `{}` by hand; it is generated",
+                    c.name
+                );
+            }
+        }
+        // The values a kernel dispatches with come from the same enums.
+        for m in KernelModel::ALL {
+            assert_eq!(values[m.wgsl_name()], naga::Literal::U32(m as u32));
+        }
+        assert_eq!(
+            values["WORKGROUP_SIZE"],
+            naga::Literal::U32(k.workgroup_size()),
+            "{}",
+            k.name()
+        );
+    }
+}
+
+#[test]
+fn wgsl_structs_have_the_sizes_of_their_rust_twins() {
+    let k = kernel::of(moreau::contact::Kernel::Admm);
+    let source = shader::kernel_source(k);
+    let module = parse(k.name(), &source);
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let size = |name: &str| {
+        let (h, _) = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no struct {name}"));
+        layouter[h].size as usize
+    };
+    use std::mem::size_of;
+    assert_eq!(size("Params"), size_of::<GpuParams>());
+    assert_eq!(size("Problem"), size_of::<GpuProblem>());
+    assert_eq!(size("Contact"), size_of::<GpuContact>());
+    assert_eq!(size("SolveResult"), size_of::<GpuResult>());
+}
+
+// ---------------------------------------------------------------------------
+// The functions of cone.wgsl, one by one, on the GPU.
+
+/// Runs `expr` (a WGSL expression of `a`, `b`, `p`: three vec4<f32> per
+/// case, giving a vec4<f32>) on every case, after `shader::functions_source()`.
+fn run_cases(ctx: &GpuContext, expr: &str, cases: &[[[f32; 4]; 3]]) -> Vec<[f32; 4]> {
+    use wgpu::util::DeviceExt;
+    let source = format!(
+        "{}
+@group(0) @binding(0) var<storage, read> cases: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> out: array<vec4<f32>>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{
+    let i = gid.x;
+    if (i >= arrayLength(&out)) {{
+        return;
+    }}
+    let a = cases[3u * i];
+    let b = cases[3u * i + 1u];
+    let p = cases[3u * i + 2u];
+    out[i] = {expr};
+}}
+",
+        shader::functions_source()
+    );
+    parse(expr, &source);
+    let device = &ctx.device;
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(expr),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(expr),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let input = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("cases"),
+        contents: bytemuck::cast_slice(cases),
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let bytes = (cases.len() * 16) as u64;
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("out"),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("readback"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: input.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: output.as_entire_binding(),
+            },
+        ],
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups((cases.len() as u32).div_ceil(64), 1, 1);
+    }
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+    ctx.queue.submit(Some(encoder.finish()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    readback.map_async(wgpu::MapMode::Read, .., move |r| tx.send(r).unwrap());
+    device
+        .poll(wgpu::PollType::Wait {
+            submission_index: None,
+            timeout: None,
+        })
+        .unwrap();
+    rx.recv().unwrap().unwrap();
+    let out =
+        bytemuck::cast_slice::<u8, [f32; 4]>(&readback.get_mapped_range(..).unwrap()).to_vec();
+    readback.unmap();
+    ctx.take_error("test kernel").unwrap();
+    out
+}
+
+const MUS: [f32; 5] = [0.0, 0.3, 1.0, 2.5, 40.0];
+
+/// 3-vectors around the cone `K_μ`: the apex, on its boundary, inside,
+/// outside, in its polar cone, on the dual cone's boundary, on the axes.
+fn cone_grid(mu: f32) -> Vec<[f32; 3]> {
+    let mut pts = vec![[0.0, 0.0, 0.0]];
+    for k in 0..8 {
+        let th = std::f32::consts::TAU * k as f32 / 8.0 + 0.1;
+        let (c, s) = (th.cos(), th.sin());
+        for n in [-2.0f32, -0.5, 0.0, 0.3, 1.0, 3.0] {
+            for r in [0.0f32, 0.25, 1.0, 4.0] {
+                pts.push([r * c, r * s, n]);
+            }
+            // On K_μ's boundary, and on K_μ*'s.
+            pts.push([mu * n.abs() * c, mu * n.abs() * s, n.abs()]);
+            if mu > 0.0 {
+                pts.push([n.abs() * c / mu, n.abs() * s / mu, n.abs()]);
+            }
+        }
+    }
+    pts
+}
+
+fn close(gpu: &[f32], cpu: &[f32], scale: f32) -> bool {
+    let tol = 4e-6 * scale.max(1.0);
+    gpu.iter().zip(cpu).all(|(g, c)| (g - c).abs() <= tol)
+}
+
+fn norm(x: &[f32]) -> f32 {
+    x.iter().map(|v| v * v).sum::<f32>().sqrt()
+}
+
+/// Compares the GPU's results with `cpu` on every case, naming `what` and the
+/// first input where they differ.
+fn check(
+    ctx: &GpuContext,
+    what: &str,
+    expr: &str,
+    cases: &[[[f32; 4]; 3]],
+    cpu: impl Fn(&[[f32; 4]; 3]) -> Vec<f32>,
+) {
+    let out = run_cases(ctx, expr, cases);
+    for (case, got) in cases.iter().zip(&out) {
+        let want = cpu(case);
+        let scale = norm(&case[0]) + norm(&case[1]);
+        assert!(
+            close(&got[..want.len()], &want, scale),
+            "{what} is wrong at a = {:?}, b = {:?}, p = {:?}: GPU {:?}, CPU {want:?}",
+            case[0],
+            case[1],
+            case[2],
+            &got[..want.len()]
+        );
+    }
+    eprintln!("{what}: {} inputs agree", cases.len());
+}
+
+fn v3(a: [f32; 4]) -> [f32; 3] {
+    [a[0], a[1], a[2]]
+}
+
+#[test]
+fn cone_functions_match_their_cpu_twins_on_input_grids() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    eprintln!("adapter: {}", ctx.adapter);
+    let cases: Vec<[[f32; 4]; 3]> = MUS
+        .iter()
+        .flat_map(|&mu| {
+            cone_grid(mu)
+                .into_iter()
+                .map(move |x| [[x[0], x[1], x[2], mu], [0.0; 4], [0.0; 4]])
+        })
+        .collect();
+    check(
+        &ctx,
+        "project_cone",
+        "vec4<f32>(project_cone(a.w, a.xyz), 0.0)",
+        &cases,
+        |c| project_cone(c[0][3], v3(c[0])).to_vec(),
+    );
+    check(
+        &ctx,
+        "project_dual_cone",
+        "vec4<f32>(project_dual_cone(a.w, a.xyz), 0.0)",
+        &cases,
+        |c| project_dual_cone(c[0][3], v3(c[0])).to_vec(),
+    );
+    check(
+        &ctx,
+        "de_saxce",
+        "vec4<f32>(de_saxce(a.w, a.xyz), 0.0)",
+        &cases,
+        |c| de_saxce(c[0][3], v3(c[0])).to_vec(),
+    );
+}
+
+#[test]
+fn pyramid_functions_match_their_cpu_twins_on_input_grids() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let mut cases = Vec::new();
+    for facets in [3u32, 4, 6, 8] {
+        for x in cone_grid(1.0) {
+            for r in [0.0f32, 0.5, 2.0] {
+                cases.push([
+                    [x[0], x[1], r, 0.0],
+                    [0.0; 4],
+                    [0.0, facets as f32, 0.0, 0.0],
+                ]);
+            }
+        }
+    }
+    let pyr = |c: &[[f32; 4]; 3]| Pyramid::new(c[2][1] as usize);
+    check(
+        &ctx,
+        "pyramid_project",
+        "vec4<f32>(pyramid_project(u32(p.y), a.z, a.xy), 0.0, 0.0)",
+        &cases,
+        |c| pyr(c).project_disk(c[0][2], [c[0][0], c[0][1]]).to_vec(),
+    );
+    check(
+        &ctx,
+        "pyramid_gauge",
+        "vec4<f32>(pyramid_gauge(u32(p.y), a.xy), 0.0, 0.0, 0.0)",
+        &cases,
+        |c| vec![pyr(c).gauge([c[0][0], c[0][1]])],
+    );
+    check(
+        &ctx,
+        "pyramid_support",
+        "vec4<f32>(pyramid_support(u32(p.y), a.xy), 0.0, 0.0, 0.0)",
+        &cases,
+        |c| vec![pyr(c).support([c[0][0], c[0][1]])],
+    );
+}
+
+#[test]
+fn contact_residuals_match_their_cpu_twins_on_input_grids() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    // λ and c from the cone grids (apex, boundaries, interior, exterior),
+    // paired in a fixed scramble, under each model.
+    let mut cases = Vec::new();
+    for &mu in &MUS[..4] {
+        let lam = cone_grid(mu);
+        let vel = cone_grid(if mu > 0.0 { 1.0 / mu } else { 1.0 });
+        for (i, l) in lam.iter().enumerate() {
+            for j in [i, (7 * i + 3) % vel.len(), (13 * i + 5) % vel.len()] {
+                let c = vel[j % vel.len()];
+                for (model, facets) in [
+                    (KernelModel::Ncp, 4u32),
+                    (KernelModel::Ccp, 4),
+                    (KernelModel::Lcp, 4),
+                    (KernelModel::Lcp, 6),
+                ] {
+                    cases.push([
+                        [l[0], l[1], l[2], mu],
+                        [c[0], c[1], c[2], 0.0],
+                        [model as u32 as f32, facets as f32, 0.0, 0.0],
+                    ]);
+                }
+            }
+        }
+    }
+    check(
+        &ctx,
+        "contact_residuals",
+        "contact_residuals(u32(p.x), u32(p.y), a.w, a.xyz, b.xyz)",
+        &cases,
+        |c| {
+            let facets = c[2][1] as usize;
+            let model = match c[2][0] as u32 {
+                0 => ContactModel::Ncp,
+                1 => ContactModel::Ccp,
+                _ => ContactModel::Lcp(Pyramid::new(facets)),
+            };
+            let r = model.contact_residuals(c[0][3], v3(c[0]), v3(c[1]));
+            vec![r.primal, r.dual, r.complementarity, r.eps_abs]
+        },
+    );
+}
