@@ -3,7 +3,8 @@
 //! A batched rigid-body contact simulator for robotics. This crate holds the
 //! f64 CPU reference path: the model of articulated rigid bodies, its
 //! dynamics, collision detection, the frictional contact problem and its
-//! solvers, and the time-stepping loop. See `DESIGN.md` for the physics.
+//! solvers, and the time-stepping loop. `ARCHITECTURE.md` maps the code:
+//! the stages of a step, the layers, the CPU/GPU twin rule.
 //!
 //! The pipeline, module by module, in the order data flows through it:
 //! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`];
