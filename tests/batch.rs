@@ -180,7 +180,7 @@ fn bad_actions_flag_their_world_only() {
     println!("{:?}", r.failed);
     assert_eq!(r.failed.len(), 1);
     assert_eq!(r.failed[0].0, 1);
-    assert!(r.failed[0].1.contains("action 4 is not finite"));
+    assert!(r.failed[0].1.to_string().contains("action 4 is not finite"));
     assert_eq!(batch.state(1).unwrap().q, before.q, "untouched");
     assert!(batch.state(0).unwrap().t > 0.0 && batch.state(2).unwrap().t > 0.0);
     // Inactive worlds sit out, unreported, whatever their actions.

@@ -107,10 +107,54 @@ pub enum BatchError {
     },
     #[error("world {world} does not exist (the batch has {nworlds})")]
     NoSuchWorld { world: usize, nworlds: usize },
-    #[error("world {world}: {reason}")]
-    World { world: usize, reason: String },
+    #[error(
+        "solver tolerance {tolerance:e} is below what the GPU's f32 kernels reach; use at least {min:e}"
+    )]
+    GpuTolerance { tolerance: f64, min: f64 },
+    #[error(
+        "world {world}: a world's model must have the batch model's structure (nq, nv, bodies, parents, geometries)"
+    )]
+    ModelStructure { world: usize },
+    #[error("world {world}: action gain of dof {dof} is not finite")]
+    NonFiniteGain { world: usize, dof: usize },
+    #[error("the initial state: {0}")]
+    InitialState(SimError),
     #[error("world {world}: {error}")]
     Sim { world: usize, error: SimError },
+}
+
+/// Why a world did not step; its state is unchanged.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum WorldFailure {
+    #[error("action {dof} is not finite ({value})")]
+    NonFiniteAction { dof: usize, value: f64 },
+    #[error("{0}")]
+    Sim(#[from] SimError),
+}
+
+/// Where a world stands in the current step.
+#[derive(Debug, Clone, PartialEq)]
+enum WorldStep {
+    /// In the step, with this many contacts prepared (0 before preparation).
+    Stepping { contacts: usize },
+    /// Sitting out the step ([`BatchSim::step_active`]); not a failure.
+    Inactive,
+    /// Out of the step.
+    Failed(WorldFailure),
+}
+
+impl WorldStep {
+    fn is_stepping(&self) -> bool {
+        matches!(self, WorldStep::Stepping { .. })
+    }
+
+    /// Contacts of a world in the step.
+    fn contacts(&self) -> Option<usize> {
+        match self {
+            WorldStep::Stepping { contacts } => Some(*contacts),
+            _ => None,
+        }
+    }
 }
 
 /// Options of a batch.
@@ -223,7 +267,7 @@ pub struct BatchStepReport {
     pub grew: Option<BatchCapacity>,
     /// Worlds that did not step (non-finite actions, a failed step), with
     /// why; their state is unchanged.
-    pub failed: Vec<(usize, String)>,
+    pub failed: Vec<(usize, WorldFailure)>,
     pub times: BatchTimes,
 }
 
@@ -231,8 +275,8 @@ struct World {
     sim: Simulator,
     state: State,
     tau: Vec<f64>,
-    /// Contacts prepared in this step, or why the world is out of it.
-    prepared: Result<usize, String>,
+    /// Where the world stands in this step.
+    step: WorldStep,
     /// λ of this world's problem, as f64 (GPU backend).
     lambda: Vec<f64>,
     stats: SolverStats,
@@ -260,9 +304,6 @@ struct GpuState {
     in_flight: std::collections::VecDeque<(usize, usize, Option<Submission>)>,
     grew: Option<BatchCapacity>,
 }
-
-/// Why a world sat out a step of [`BatchSim::step_active`] (not a failure).
-const INACTIVE: &str = "inactive";
 
 /// N worlds of one model, stepped together (see the module doc).
 pub struct BatchSim {
@@ -293,11 +334,9 @@ impl BatchSim {
             Backend::Gpu => {
                 let tol = options.params.solver_settings.tolerance;
                 if tol < GPU_MIN_TOLERANCE {
-                    return Err(BatchError::World {
-                        world: 0,
-                        reason: format!(
-                            "solver tolerance {tol:e} is below what the GPU's f32 kernels reach; use at least {GPU_MIN_TOLERANCE:e}"
-                        ),
+                    return Err(BatchError::GpuTolerance {
+                        tolerance: tol,
+                        min: GPU_MIN_TOLERANCE,
                     });
                 }
                 let max_nc = options.max_contacts_per_world.max(1);
@@ -340,7 +379,7 @@ impl BatchSim {
                 sim,
                 state: initial.clone(),
                 tau: vec![0.0; model.nv],
-                prepared: Ok(0),
+                step: WorldStep::Stepping { contacts: 0 },
                 lambda: Vec::new(),
                 stats: SolverStats::default(),
                 fallback: None,
@@ -350,7 +389,7 @@ impl BatchSim {
         if let Err(error) = Simulator::new(model.clone(), options.params)
             .and_then(|mut s| s.energy(initial).map(|_| ()))
         {
-            return Err(BatchError::Sim { world: 0, error });
+            return Err(BatchError::InitialState(error));
         }
         Ok(BatchSim {
             model,
@@ -434,10 +473,7 @@ impl BatchSim {
             || model.geometries.len() != base.geometries.len()
             || model.body_parent != base.body_parent
         {
-            return Err(BatchError::World {
-                world: w,
-                reason: "a world's model must have the batch model's structure (nq, nv, bodies, parents, geometries)".into(),
-            });
+            return Err(BatchError::ModelStructure { world: w });
         }
         let world = self.world_mut(w)?;
         let params = world.sim.params;
@@ -460,9 +496,9 @@ impl BatchSim {
             });
         }
         if let Some(k) = gains.iter().position(|g| !g.is_finite()) {
-            return Err(BatchError::World {
+            return Err(BatchError::NonFiniteGain {
                 world: k / nv.max(1),
-                reason: format!("action gain of dof {} is not finite", k % nv.max(1)),
+                dof: k % nv.max(1),
             });
         }
         self.action_gain = Some(gains);
@@ -512,12 +548,15 @@ impl BatchSim {
         for (w, world) in self.worlds.iter_mut().enumerate() {
             let a = &actions[w * nv..(w + 1) * nv];
             world.fallback = None;
-            world.prepared = if active.is_some_and(|act| !act[w]) {
-                Err(INACTIVE.into())
+            world.step = if active.is_some_and(|act| !act[w]) {
+                WorldStep::Inactive
             } else {
                 match a.iter().position(|x| !x.is_finite()) {
-                    Some(k) => Err(format!("action {k} is not finite ({})", a[k])),
-                    None => Ok(0),
+                    Some(k) => WorldStep::Failed(WorldFailure::NonFiniteAction {
+                        dof: k,
+                        value: a[k],
+                    }),
+                    None => WorldStep::Stepping { contacts: 0 },
                 }
             };
             for k in 0..nv {
@@ -546,8 +585,8 @@ impl BatchSim {
             ..Default::default()
         };
         for (w, world) in self.worlds.iter().enumerate() {
-            match &world.prepared {
-                Ok(nc) => {
+            match &world.step {
+                WorldStep::Stepping { contacts: nc } => {
                     report.contacts += nc;
                     report.max_contacts = report.max_contacts.max(*nc);
                     if *nc > 0 {
@@ -557,8 +596,8 @@ impl BatchSim {
                         report.max_eps_abs = report.max_eps_abs.max(world.stats.residuals.eps_abs);
                     }
                 }
-                Err(why) if why != INACTIVE => report.failed.push((w, why.clone())),
-                Err(_) => {}
+                WorldStep::Failed(why) => report.failed.push((w, why.clone())),
+                WorldStep::Inactive => {}
             }
             if let Some(why) = &world.fallback {
                 report.fallbacks.push((w, why.clone()));
@@ -610,11 +649,11 @@ impl BatchSim {
 /// Host stages 1 to 3 of the worlds not out of this step.
 fn prepare_worlds(worlds: &mut [World]) {
     worlds.par_iter_mut().for_each(|world| {
-        if world.prepared.is_ok() {
-            world.prepared = world
-                .sim
-                .prepare(&world.state, &world.tau)
-                .map_err(|e| e.to_string());
+        if world.step.is_stepping() {
+            world.step = match world.sim.prepare(&world.state, &world.tau) {
+                Ok(contacts) => WorldStep::Stepping { contacts },
+                Err(e) => WorldStep::Failed(e.into()),
+            };
         }
     });
 }
@@ -633,7 +672,7 @@ fn submit_chunk(
     lane.world_of.clear();
     for w in range {
         let world = &worlds[w];
-        if matches!(world.prepared, Ok(nc) if nc > 0) {
+        if world.step.contacts().is_some_and(|nc| nc > 0) {
             let s = &world.sim.params.solver_settings;
             let k = lane
                 .batch
@@ -730,28 +769,28 @@ fn complete_chunk(
 
 /// One whole CPU step of a world that is not out of this step.
 fn step_on_cpu(world: &mut World) {
-    if world.prepared.is_err() {
+    if !world.step.is_stepping() {
         return;
     }
-    world.prepared = match world.sim.step(&mut world.state, &world.tau) {
+    world.step = match world.sim.step(&mut world.state, &world.tau) {
         Ok(r) => {
             if let Some(s) = r.solver {
                 world.stats = s;
             }
-            Ok(r.nc)
+            WorldStep::Stepping { contacts: r.nc }
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => WorldStep::Failed(e.into()),
     };
 }
 
 /// Finishes a prepared world with the λ the GPU returned.
 fn finish_with_lambda(world: &mut World) {
-    let Ok(nc) = world.prepared else {
+    let Some(nc) = world.step.contacts() else {
         return;
     };
     let lambda: &[f64] = if nc > 0 { &world.lambda } else { &[] };
     if let Err(e) = world.sim.finish(&mut world.state, lambda, world.stats) {
-        world.prepared = Err(e.to_string());
+        world.step = WorldStep::Failed(e.into());
     }
 }
 
@@ -763,7 +802,7 @@ fn finish_on_cpu(world: &mut World) {
                 world.stats = s;
             }
         }
-        Err(e) => world.prepared = Err(e.to_string()),
+        Err(e) => world.step = WorldStep::Failed(e.into()),
     }
 }
 
