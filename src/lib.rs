@@ -14,6 +14,7 @@
 pub mod batch;
 pub mod collision;
 pub mod contact;
+pub mod counters;
 pub mod dynamics;
 pub mod envs;
 pub mod error;

@@ -7,16 +7,18 @@
 //!
 //! - **throughput**: world steps per second, `nworlds × steps / wall`, the
 //!   wall clock of the timed steps, actions included;
-//! - **stages**: the wall time of one batch step split into actions,
-//!   dynamics, collision, Delassus, pack, upload, solve, download, integrate
-//!   and other. The batch's own timers ([`BatchTimes`]) give the wall time of
+//! - **stages**: the wall time of one batch step split into the stages of
+//!   [`crate::counters::Stage`] (actions, free dynamics, collision,
+//!   Delassus, pack, upload, solve, download, velocity update, integrate,
+//!   other). The batch's own timers ([`BatchTimes`]) give the wall time of
 //!   each section; a section that runs on rayon's threads (the GPU backend's
-//!   host stages, every CPU step) is split among its stages in proportion to
-//!   the per-world stage times ([`crate::sim::StageTimes`]) summed over the
-//!   worlds, which on several threads sum thread times: the split is a
-//!   share, the section's total is a wall time. `integrate` is the velocity
-//!   update and the integration (and, on the GPU backend, the CPU solves of
-//!   the problems the GPU flagged, counted in `fallbacks`);
+//!   host sections, every CPU step) is split among its stages in proportion
+//!   to the per-world stage times ([`crate::counters::StageTimes`]) summed
+//!   over the worlds, which on several threads sum thread times: the split
+//!   is a share, the section's total is a wall time. On the GPU backend the
+//!   finishing section also holds the CPU solves of the problems the GPU
+//!   flagged (counted in `fallbacks`), split between velocity update and
+//!   integration;
 //! - **contacts and solver**: contacts per world, iterations per solve, the
 //!   largest final `ε_abs`, solves that hit the iteration cap, GPU
 //!   fallbacks, failed worlds;
@@ -43,9 +45,10 @@
 
 use super::{Backend, BatchError, BatchOptions, BatchSim, BatchTimes};
 use crate::contact::SolverKind;
+use crate::counters::{Stage, StageSeconds, StageTimes};
 use crate::gpu::Decomposition;
 use crate::scenes::{self, Scene};
-use crate::sim::{SimParams, Simulator, StageTimes, State};
+use crate::sim::{SimParams, Simulator, State};
 use serde::Serialize;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -121,92 +124,6 @@ pub enum BenchError {
     },
 }
 
-/// Seconds of one batch step by stage (wall clock; see the module doc for
-/// how parallel sections are split).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Stages {
-    /// The scene's controller for every world (calling thread).
-    pub actions: f64,
-    /// Free dynamics (ABA / factorization, free velocity).
-    pub dynamics: f64,
-    pub collision: f64,
-    /// Contact Jacobian, Delassus assembly, free contact velocity, warm start.
-    pub delassus: f64,
-    /// Packing the problems into the GPU batch.
-    pub pack: f64,
-    pub upload: f64,
-    pub solve: f64,
-    pub download: f64,
-    /// Velocity update and integration (and the GPU's CPU fallbacks).
-    pub integrate: f64,
-    /// The rest of the step: bookkeeping, GPU buffer growth.
-    pub other: f64,
-}
-
-impl Stages {
-    pub const NAMES: [&'static str; 10] = [
-        "actions",
-        "dynamics",
-        "collision",
-        "delassus",
-        "pack",
-        "upload",
-        "solve",
-        "download",
-        "integrate",
-        "other",
-    ];
-    pub fn as_array(&self) -> [f64; 10] {
-        [
-            self.actions,
-            self.dynamics,
-            self.collision,
-            self.delassus,
-            self.pack,
-            self.upload,
-            self.solve,
-            self.download,
-            self.integrate,
-            self.other,
-        ]
-    }
-    pub fn total(&self) -> f64 {
-        self.as_array().iter().sum()
-    }
-    fn from_array(a: [f64; 10]) -> Self {
-        Stages {
-            actions: a[0],
-            dynamics: a[1],
-            collision: a[2],
-            delassus: a[3],
-            pack: a[4],
-            upload: a[5],
-            solve: a[6],
-            download: a[7],
-            integrate: a[8],
-            other: a[9],
-        }
-    }
-    /// Each stage over the sum of all (shares summing to 1).
-    pub fn shares(&self) -> Stages {
-        let t = self.total().max(1e-300);
-        Stages::from_array(self.as_array().map(|x| x / t))
-    }
-}
-
-/// [`crate::sim::StageTimes`] of one batch step summed over the worlds
-/// (thread seconds). `solve` counts CPU solves only (on the GPU backend, the
-/// fallbacks).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct WorldStages {
-    pub free_dynamics: f64,
-    pub collision: f64,
-    pub delassus: f64,
-    pub solve: f64,
-    pub velocity_update: f64,
-    pub integrate: f64,
-}
-
 /// Memory of one run.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Memory {
@@ -250,12 +167,12 @@ pub struct BenchRun {
     /// Batch steps per second: `steps / wall_s`.
     pub batch_steps_per_s: f64,
     /// Seconds of one batch step by stage, and their shares.
-    pub stage_seconds: Stages,
-    pub stage_shares: Stages,
+    pub stage_seconds: StageSeconds,
+    pub stage_shares: StageSeconds,
     /// The per-world stage timers of one batch step summed over the worlds
     /// (thread seconds: over `stage_seconds`' sections they show how well
     /// the threads were used).
-    pub world_stage_seconds: WorldStages,
+    pub world_stage_seconds: StageSeconds,
     /// Contacts per world and step (mean), and the most in one world.
     pub contacts_per_world: f64,
     pub max_contacts: usize,
@@ -472,10 +389,19 @@ fn sum_world_times(batch: &BatchSim) -> StageTimes {
     t
 }
 
-fn diff(a: &StageTimes, b: &StageTimes) -> [f64; 6] {
-    let (a, b) = (a.as_array(), b.as_array());
-    std::array::from_fn(|k| b[k].saturating_sub(a[k]).as_secs_f64())
+/// `b − a`, in seconds.
+fn diff(a: &StageTimes, b: &StageTimes) -> StageSeconds {
+    let mut d = StageSeconds::default();
+    for (stage, t) in b.iter() {
+        d.set(stage, t.saturating_sub(a.get(stage)).as_secs_f64());
+    }
+    d
 }
+
+/// Column heads of the stages ([`Stage::ALL`]) in the printed table.
+const STAGE_HEADS: [&str; Stage::COUNT] = [
+    "act", "dyn", "col", "del", "pack", "up", "solv", "down", "vel", "int", "oth",
+];
 
 /// Splits `wall` seconds in proportion to `weights` (evenly if they are all 0).
 fn split(wall: f64, weights: &[f64]) -> Vec<f64> {
@@ -495,34 +421,42 @@ fn stages(
     wall: f64,
     actions: f64,
     bt: &BatchTimes,
-    world: [f64; 6],
-) -> Stages {
+    world: &StageSeconds,
+) -> StageSeconds {
+    use Stage::*;
     let k = 1.0 / steps.max(1) as f64;
-    let [fd, col, del, solve, vel, int] = world;
-    let mut s = Stages {
-        actions: actions * k,
-        ..Default::default()
+    let mut s = StageSeconds::default();
+    s.set(Actions, actions * k);
+    // A parallel section's wall time, split among its stages in proportion
+    // to the worlds' thread time in each.
+    let mut spread = |wall: f64, parts: &[Stage]| {
+        let w: Vec<f64> = parts.iter().map(|&p| world.get(p)).collect();
+        for (&p, t) in parts.iter().zip(split(wall * k, &w)) {
+            s.set(p, t);
+        }
     };
     match backend {
         Backend::Gpu => {
-            let p = split(bt.prepare.as_secs_f64() * k, &[fd, col, del]);
-            (s.dynamics, s.collision, s.delassus) = (p[0], p[1], p[2]);
-            s.pack = bt.pack.as_secs_f64() * k;
-            s.upload = bt.upload.as_secs_f64() * k;
-            s.solve = bt.solve.as_secs_f64() * k;
-            s.download = bt.download.as_secs_f64() * k;
-            s.integrate = bt.finish.as_secs_f64() * k;
-        }
-        Backend::CpuParallel | Backend::CpuSingle => {
-            let p = split(
-                bt.cpu_step.as_secs_f64() * k,
-                &[fd, col, del, solve, vel + int],
+            spread(
+                bt.prepare.as_secs_f64(),
+                &[FreeDynamics, Collision, Delassus],
             );
-            (s.dynamics, s.collision, s.delassus, s.solve, s.integrate) =
-                (p[0], p[1], p[2], p[3], p[4]);
+            spread(bt.finish.as_secs_f64(), &[VelocityUpdate, Integrate]);
+            s.accumulate(&bt.gpu.seconds().scaled(k));
         }
+        Backend::CpuParallel | Backend::CpuSingle => spread(
+            bt.cpu_step.as_secs_f64(),
+            &[
+                FreeDynamics,
+                Collision,
+                Delassus,
+                Solve,
+                VelocityUpdate,
+                Integrate,
+            ],
+        ),
     }
-    s.other = (wall * k - s.total()).max(0.0);
+    s.set(Other, (wall * k - s.total()).max(0.0));
     s
 }
 
@@ -878,25 +812,10 @@ fn measure(
         wall,
         action_time.as_secs_f64(),
         &batch.times,
-        world,
+        &world,
     );
     row.stage_shares = row.stage_seconds.shares();
-    let [
-        free_dynamics,
-        collision,
-        delassus,
-        solve,
-        velocity_update,
-        integrate,
-    ] = world.map(|t| t / cfg.steps as f64);
-    row.world_stage_seconds = WorldStages {
-        free_dynamics,
-        collision,
-        delassus,
-        solve,
-        velocity_update,
-        integrate,
-    };
+    row.world_stage_seconds = world.scaled(1.0 / cfg.steps as f64);
     row.contacts_per_world /= (n * cfg.steps) as f64;
     row.iterations_per_solve /= row.solves.max(1) as f64;
     if let Some(name) = batch.device_name() {
@@ -996,23 +915,14 @@ pub fn render(report: &BenchReport) -> String {
             "\n{} (nq {}, nv {}, dt {} s, {} steps timed after {} warm-up; stage shares in %)",
             sc.name, sc.nq, sc.nv, sc.dt, report.settings.steps, report.settings.warmup_steps
         );
+        let stage_heads: String = STAGE_HEADS.iter().map(|h| format!(" {h:>4}")).collect();
         let _ = writeln!(
             s,
-            "{:>7} {:>5} {:>11} {:>9} | {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} {:>4} | {:>6} {:>6} {:>8} {:>4} {:>9} {:>8}",
+            "{:>7} {:>5} {:>11} {:>9} |{stage_heads} | {:>6} {:>6} {:>8} {:>4} {:>9} {:>8}",
             "worlds",
             "back",
             "steps/s",
             "ms/step",
-            "act",
-            "dyn",
-            "col",
-            "del",
-            "pack",
-            "up",
-            "solv",
-            "down",
-            "int",
-            "oth",
             "nc/w",
             "iters",
             "eps_abs",
@@ -1025,24 +935,18 @@ pub fn render(report: &BenchReport) -> String {
                 let _ = writeln!(s, "{:>7} {:>5} skipped: {why}", r.nworlds, r.backend);
                 continue;
             }
-            let sh = r.stage_shares.as_array().map(|x| x * 100.0);
+            let shares: String = r
+                .stage_shares
+                .iter()
+                .map(|(_, x)| format!(" {:>4.0}", 100.0 * x))
+                .collect();
             let _ = writeln!(
                 s,
-                "{:>7} {:>5} {:>11.0} {:>9.3} | {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} {:>4.0} | {:>6.2} {:>6.1} {:>8.1e} {:>4} {:>9} {:>8}",
+                "{:>7} {:>5} {:>11.0} {:>9.3} |{shares} | {:>6.2} {:>6.1} {:>8.1e} {:>4} {:>9} {:>8}",
                 r.nworlds,
                 r.backend,
                 r.steps_per_s,
                 1e3 / r.batch_steps_per_s,
-                sh[0],
-                sh[1],
-                sh[2],
-                sh[3],
-                sh[4],
-                sh[5],
-                sh[6],
-                sh[7],
-                sh[8],
-                sh[9],
                 r.contacts_per_world,
                 r.iterations_per_solve,
                 r.max_eps_abs,

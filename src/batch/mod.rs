@@ -35,6 +35,7 @@
 pub mod bench;
 
 use crate::contact::{SolverKind, SolverStats};
+use crate::counters::{Stage, StageTimes};
 use crate::error::SimError;
 use crate::gpu::{
     BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch,
@@ -201,49 +202,30 @@ impl Default for BatchOptions {
     }
 }
 
-/// Times of one batch step, summed over its stages (wall clock).
+/// Wall time of one batch step: the host's parallel sections, each of
+/// which runs several stages of every world at once (the worlds' own stage
+/// times are in [`Simulator::times`]), and the GPU solver's stages.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BatchTimes {
-    /// Free dynamics, collision and Delassus assembly of all worlds
+    /// Stages `FreeDynamics`, `Collision` and `Delassus` of all worlds
     /// (GPU backend; the CPU backends time whole steps in `cpu_step`).
     pub prepare: Duration,
-    /// Packing the problems into the GPU batch.
-    pub pack: Duration,
-    /// Upload, solve and download, as the GPU solver measured them.
-    pub upload: Duration,
-    pub solve: Duration,
-    pub download: Duration,
-    /// Velocity update and integration of all worlds, and the CPU solves of
+    /// `VelocityUpdate` and `Integrate` of all worlds, and the CPU solves of
     /// problems the GPU flagged (GPU backend).
     pub finish: Duration,
     /// Whole steps of the CPU backends.
     pub cpu_step: Duration,
+    /// The GPU path's own stages: `Pack`, `Upload`, `Solve`, `Download`.
+    pub gpu: StageTimes,
     pub total: Duration,
 }
 
 impl BatchTimes {
-    pub const NAMES: [&'static str; 7] = [
-        "prepare", "pack", "upload", "solve", "download", "finish", "cpu_step",
-    ];
-    pub fn as_array(&self) -> [Duration; 7] {
-        [
-            self.prepare,
-            self.pack,
-            self.upload,
-            self.solve,
-            self.download,
-            self.finish,
-            self.cpu_step,
-        ]
-    }
     pub fn accumulate(&mut self, o: &BatchTimes) {
         self.prepare += o.prepare;
-        self.pack += o.pack;
-        self.upload += o.upload;
-        self.solve += o.solve;
-        self.download += o.download;
         self.finish += o.finish;
         self.cpu_step += o.cpu_step;
+        self.gpu.accumulate(&o.gpu);
         self.total += o.total;
     }
 }
@@ -683,7 +665,7 @@ fn submit_chunk(
             lane.world_of.push(w);
         }
     }
-    times.pack += t.elapsed();
+    times.gpu.add(Stage::Pack, t.elapsed());
     if lane.batch.is_empty() {
         return Ok(None);
     }
@@ -722,10 +704,7 @@ fn complete_chunk(
 ) -> Result<(), BatchError> {
     if let Some(sub) = submission {
         lane.solver.wait(sub, &mut lane.out)?;
-        let g = lane.solver.last_timings();
-        times.upload += g.upload;
-        times.solve += g.solve;
-        times.download += g.download;
+        times.gpu.accumulate(&lane.solver.last_timings());
         for (k, &w) in lane.world_of.iter().enumerate() {
             let p = lane.out.problem(k);
             let world = &mut worlds[w];

@@ -13,9 +13,10 @@ use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{
     ContactSolution, SolverKind, SolverSettings, model_residuals, ncp_residuals,
 };
+use moreau::counters::{Stage, StageTimes};
 use moreau::model::{LoadOptions, ModelFormat, Shape, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
-use moreau::sim::{SimParams, Simulator, StageTimes, State, StepReport};
+use moreau::sim::{SimParams, Simulator, State, StepReport};
 use moreau::study::{self, report};
 use nalgebra::DVector;
 use std::io::Write;
@@ -485,10 +486,12 @@ fn progress(steps: usize) -> ProgressBar {
 
 fn stage_summary(times: &StageTimes) -> String {
     let total = times.total().as_secs_f64().max(1e-12);
-    StageTimes::NAMES
+    Stage::WORLD
         .iter()
-        .zip(times.as_array())
-        .map(|(n, d)| format!("{n} {:.1}%", 100.0 * d.as_secs_f64() / total))
+        .map(|&s| {
+            let d = times.get(s);
+            format!("{} {:.1}%", s.name(), 100.0 * d.as_secs_f64() / total)
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -15,6 +15,7 @@
 
 use super::{BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver};
 use crate::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
+use crate::counters::Stage;
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
@@ -205,9 +206,9 @@ pub fn run(
                 if t < best {
                     best = t;
                     let tm = solver.last_timings();
-                    row.upload_ms = tm.upload.as_secs_f64() * 1e3;
-                    row.solve_ms = tm.solve.as_secs_f64() * 1e3;
-                    row.download_ms = tm.download.as_secs_f64() * 1e3;
+                    row.upload_ms = tm.get(Stage::Upload).as_secs_f64() * 1e3;
+                    row.solve_ms = tm.get(Stage::Solve).as_secs_f64() * 1e3;
+                    row.download_ms = tm.get(Stage::Download).as_secs_f64() * 1e3;
                 }
             }
             row.host_rss_growth_kib = match (rss0, rss_kib()) {

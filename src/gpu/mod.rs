@@ -63,7 +63,7 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
     flag_names,
 };
-pub use solver::{Decomposition, GpuSolver, GpuTimings, Submission, check_kernel, gpu_solvers};
+pub use solver::{Decomposition, GpuSolver, Submission, check_kernel, gpu_solvers};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;

@@ -10,8 +10,9 @@ use super::batch::{
 use super::kernel::{self, AdapterClass, BatchKernel, BatchShape};
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
 use crate::contact::{ContactProblem, Kernel, KernelModel, SolverKind, SolverSettings};
+use crate::counters::{Stage, StageTimes};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The solvers with a GPU kernel, comma-separated.
 pub fn gpu_solvers() -> String {
@@ -35,9 +36,9 @@ pub enum Decomposition {
     /// One invocation solves one whole problem (every kernel).
     #[default]
     Invocation,
-    /// One workgroup of [`pgs::LANES`] invocations solves one problem, its
-    /// λ, c (and G, up to [`pgs::WG_G_CACHE_ROWS`] rows) in workgroup
-    /// memory: the PGS kernels, up to [`pgs::WG_MAX_CONTACTS`] contacts per problem.
+    /// One workgroup of [`super::pgs::LANES`] invocations solves one problem, its
+    /// λ, c (and G, up to [`super::pgs::WG_G_CACHE_ROWS`] rows) in workgroup
+    /// memory: the PGS kernels, up to [`super::pgs::WG_MAX_CONTACTS`] contacts per problem.
     Workgroup,
 }
 
@@ -88,17 +89,6 @@ impl std::str::FromStr for Decomposition {
     }
 }
 
-/// Host-side timings of the last solve.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GpuTimings {
-    /// Packing into wgpu's staging (`write_buffer`) and encoding.
-    pub upload: Duration,
-    /// From submit to the readback being mapped (transfer, solve, copy back).
-    pub solve: Duration,
-    /// Copying the mapped readback into the output.
-    pub download: Duration,
-}
-
 /// Dispatches per round before the host checks whether problems remain.
 const FIRST_ROUND: u32 = 4;
 const MAX_ROUND: u32 = 64;
@@ -147,7 +137,11 @@ pub struct GpuSolver {
     headers: Vec<GpuProblem>,
     declared_nc: Vec<u32>,
     pending: bool,
-    timings: GpuTimings,
+    /// Host-side times of the last solve: `Upload` (packing into wgpu's
+    /// staging and encoding), `Solve` (from submit to the readback being
+    /// mapped: transfer, solve, copy back), `Download` (copying out of the
+    /// mapped readback).
+    timings: StageTimes,
     host_batch: HostBatch,
     chunk_override: Option<u32>,
     /// Initial results of a batch with per-problem initial ρ (reused).
@@ -360,7 +354,7 @@ impl GpuSolver {
             headers: Vec::new(),
             declared_nc: Vec::new(),
             pending: false,
-            timings: GpuTimings::default(),
+            timings: StageTimes::default(),
             host_batch: HostBatch::new(capacity.max_contacts_per_problem),
             chunk_override: None,
             start_results: Vec::new(),
@@ -392,7 +386,7 @@ impl GpuSolver {
     }
 
     /// Host-side timings of the last completed solve.
-    pub fn last_timings(&self) -> GpuTimings {
+    pub fn last_timings(&self) -> StageTimes {
         self.timings
     }
 
@@ -583,7 +577,8 @@ impl GpuSolver {
         self.declared_nc.clear();
         self.declared_nc.extend_from_slice(&batch.declared_nc);
         self.pending = true;
-        self.timings.upload = started.elapsed();
+        self.timings = StageTimes::default();
+        self.timings.set(Stage::Upload, started.elapsed());
         Ok(Submission {
             index,
             problems: n,
@@ -675,7 +670,7 @@ impl GpuSolver {
                     let _ = tx.send(r);
                 });
             self.wait_for(index, &rx, "reading back")?;
-            self.timings.solve = submission.started.elapsed();
+            self.timings.set(Stage::Solve, submission.started.elapsed());
             let started = Instant::now();
             {
                 let view = b
@@ -692,7 +687,7 @@ impl GpuSolver {
                     .extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(&bytes[2 * v..]));
             }
             b.readback.unmap();
-            self.timings.download = started.elapsed();
+            self.timings.set(Stage::Download, started.elapsed());
         }
         out.headers.clear();
         out.headers.extend_from_slice(&self.headers);

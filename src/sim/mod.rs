@@ -37,7 +37,9 @@ use crate::model::Model;
 use nalgebra::DVector;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+
+pub use crate::counters::{Stage, StageTimes};
+use std::time::Instant;
 
 /// Simulation parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,49 +138,6 @@ pub struct State {
 impl State {
     pub fn new(q: DVector<f64>, v: DVector<f64>) -> Self {
         State { q, v, t: 0.0 }
-    }
-}
-
-/// Wall time spent in each stage.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StageTimes {
-    pub free_dynamics: Duration,
-    pub collision: Duration,
-    pub delassus: Duration,
-    pub solve: Duration,
-    pub velocity_update: Duration,
-    pub integrate: Duration,
-}
-
-impl StageTimes {
-    pub const NAMES: [&'static str; 6] = [
-        "free_dynamics",
-        "collision",
-        "delassus",
-        "solve",
-        "velocity_update",
-        "integrate",
-    ];
-    pub fn as_array(&self) -> [Duration; 6] {
-        [
-            self.free_dynamics,
-            self.collision,
-            self.delassus,
-            self.solve,
-            self.velocity_update,
-            self.integrate,
-        ]
-    }
-    pub fn total(&self) -> Duration {
-        self.as_array().iter().sum()
-    }
-    pub fn accumulate(&mut self, o: &StageTimes) {
-        self.free_dynamics += o.free_dynamics;
-        self.collision += o.collision;
-        self.delassus += o.delassus;
-        self.solve += o.solve;
-        self.velocity_update += o.velocity_update;
-        self.integrate += o.integrate;
     }
 }
 
@@ -335,7 +294,7 @@ impl Simulator {
             let clock = Instant::now();
             self.solve()?;
             if let Some(t) = self.prepared.as_mut() {
-                t.solve = clock.elapsed();
+                t.set(Stage::Solve, clock.elapsed());
             }
         }
         self.finish_step(state)
@@ -366,23 +325,16 @@ impl Simulator {
             });
         }
         let mut times = StageTimes::default();
-        let mut clock = Instant::now();
-        let mut lap = |slot: &mut Duration| {
-            let now = Instant::now();
-            *slot = now - clock;
-            clock = now;
-        };
-        self.free_dynamics(state, tau);
-        lap(&mut times.free_dynamics);
-        self.collision()?;
-        lap(&mut times.collision);
+        times.time(Stage::FreeDynamics, || self.free_dynamics(state, tau));
+        times.time(Stage::Collision, || self.collision())?;
         let nc = self.contacts.len();
-        if nc > 0 {
-            self.assemble_problem(state);
-        } else {
-            self.problem.resize(0);
-        }
-        lap(&mut times.delassus);
+        times.time(Stage::Delassus, || {
+            if nc > 0 {
+                self.assemble_problem(state);
+            } else {
+                self.problem.resize(0);
+            }
+        });
         self.prepared = Some(times);
         Ok(nc)
     }
@@ -428,25 +380,19 @@ impl Simulator {
         let Some(mut times) = self.prepared.take() else {
             return Err(SimError::NotPrepared);
         };
-        let mut clock = Instant::now();
-        let mut lap = |slot: &mut Duration| {
-            let now = Instant::now();
-            *slot = now - clock;
-            clock = now;
-        };
         let nc = self.contacts.len();
-        if nc > 0 {
-            self.velocity_update();
-        } else {
-            self.v_next.copy_from(&self.v_free);
-            self.warm.clear();
-        }
-        lap(&mut times.velocity_update);
-        if let Err(e) = self.integrate(state) {
+        times.time(Stage::VelocityUpdate, || {
+            if nc > 0 {
+                self.velocity_update();
+            } else {
+                self.v_next.copy_from(&self.v_free);
+                self.warm.clear();
+            }
+        });
+        if let Err(e) = times.time(Stage::Integrate, || self.integrate(state)) {
             self.clear_warm_start();
             return Err(e);
         }
-        lap(&mut times.integrate);
 
         self.times.accumulate(&times);
         Ok(StepReport {

@@ -162,7 +162,10 @@ pub fn simulate(
             kinetic,
             potential,
             nc: report.nc,
-            solve_time: report.times.solve.as_secs_f64(),
+            solve_time: report
+                .times
+                .get(crate::counters::Stage::Solve)
+                .as_secs_f64(),
             ..Default::default()
         };
         if let Some(stats) = report.solver {
