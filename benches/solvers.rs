@@ -8,7 +8,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use moreau::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
 use moreau::scenes;
-use moreau::study;
+use moreau::tools::study;
 use std::hint::black_box;
 use std::time::Duration;
 

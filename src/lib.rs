@@ -23,7 +23,7 @@ pub mod math;
 pub mod model;
 pub mod scenes;
 pub mod sim;
-pub mod study;
+pub mod tools;
 
 pub use error::{ModelError, ProblemError, SimError};
 pub use model::{Model, ModelBuilder};

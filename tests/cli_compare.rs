@@ -3,7 +3,7 @@
 //! plots and compare.json.
 
 use moreau::contact::SolverKind;
-use moreau::study::report::TABLE_II_TITLE;
+use moreau::tools::study::report::TABLE_II_TITLE;
 use std::process::Command;
 
 #[test]

@@ -313,7 +313,8 @@ fn harvested(warm: bool) -> Vec<(String, ContactProblem)> {
     ] {
         let scene = scenes::scene(name).unwrap();
         let problems =
-            moreau::study::harvest(&scene, SimParams::default(), steps, every, None).unwrap();
+            moreau::tools::study::harvest(&scene, SimParams::default(), steps, every, None)
+                .unwrap();
         assert!(problems.len() >= 3, "{name}: expected contacts");
         for (k, mut p) in problems.into_iter().enumerate() {
             if !warm {
@@ -325,7 +326,7 @@ fn harvested(warm: bool) -> Vec<(String, ContactProblem)> {
     if !warm {
         out.push((
             "stack 1:1".into(),
-            moreau::study::stacked_cubes_problem(1.0).unwrap(),
+            moreau::tools::study::stacked_cubes_problem(1.0).unwrap(),
         ));
     }
     out
@@ -353,7 +354,7 @@ fn ill_conditioned_stacks_behave_like_the_cpu() {
     let ratios = [1e3, 1e6];
     let problems: Vec<_> = ratios
         .iter()
-        .map(|&r| moreau::study::stacked_cubes_problem(r).unwrap())
+        .map(|&r| moreau::tools::study::stacked_cubes_problem(r).unwrap())
         .collect();
     let s = settings(TOL_SCENES, 2000);
     for kind in GPU_KINDS {

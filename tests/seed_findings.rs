@@ -2,7 +2,7 @@
 //! Analysis"), reproduced: each test prints its numbers and asserts the margin.
 
 use moreau::contact::{SolverKind, SolverSettings};
-use moreau::study::{self, Trajectory};
+use moreau::tools::study::{self, Trajectory};
 
 const ALL: [SolverKind; 8] = SolverKind::ALL;
 
@@ -120,7 +120,7 @@ fn dragged_cube_slips_when_coulomb_says_and_internal_forces_tell_solvers_apart()
             .find(|r| r.velocity[0] > 1e-6)
             .map(|r| r.t)
             .unwrap_or(f64::NAN);
-        let window = |lo: f64, hi: f64, f: &dyn Fn(&moreau::study::Record) -> f64| {
+        let window = |lo: f64, hi: f64, f: &dyn Fn(&moreau::tools::study::Record) -> f64| {
             t.records
                 .iter()
                 .filter(|r| r.t > lo && r.t < hi)
@@ -128,9 +128,17 @@ fn dragged_cube_slips_when_coulomb_says_and_internal_forces_tell_solvers_apart()
                 .fold(0.0, f64::max)
         };
         let stuck_norm = window(0.01, 0.6 * t_slip, &|r| r.internal_relative);
-        let stuck_lat = window(0.01, 0.6 * t_slip, &moreau::study::Record::lateral_squeeze);
+        let stuck_lat = window(
+            0.01,
+            0.6 * t_slip,
+            &moreau::tools::study::Record::lateral_squeeze,
+        );
         let slide_norm = window(1.2 * t_slip, 1.0, &|r| r.internal_relative);
-        let slide_lat = window(1.2 * t_slip, 1.0, &moreau::study::Record::lateral_squeeze);
+        let slide_lat = window(
+            1.2 * t_slip,
+            1.0,
+            &moreau::tools::study::Record::lateral_squeeze,
+        );
         println!(
             "{:<10} {:<4} slips at {slip:.4} s ({:+.1} ms) | stuck: min-norm {stuck_norm:.1e}, lateral {stuck_lat:.1e} | sliding: min-norm {slide_norm:.1e}, lateral {slide_lat:.1e}",
             kind.name(),

@@ -32,8 +32,6 @@
 //! solver error, a non-finite state), is left untouched and flagged in the
 //! [`BatchStepReport`]; the others step normally.
 
-pub mod bench;
-
 use crate::contact::{SolverKind, SolverStats};
 use crate::counters::{Stage, StageTimes};
 use crate::error::SimError;

@@ -8,7 +8,6 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use moreau::batch::Backend;
-use moreau::batch::bench::SceneBenchConfig;
 use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{
     ContactSolution, SolverKind, SolverSettings, model_residuals, ncp_residuals,
@@ -17,7 +16,8 @@ use moreau::counters::{Stage, StageTimes};
 use moreau::model::{LoadOptions, ModelFormat, Shape, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{SimParams, Simulator, State, StepReport};
-use moreau::study::{self, report};
+use moreau::tools::bench::batch::SceneBenchConfig;
+use moreau::tools::study::{self, report};
 use nalgebra::DVector;
 use std::io::Write;
 use std::path::PathBuf;
@@ -804,7 +804,7 @@ fn bench_solve(
     decompositions: Vec<moreau::gpu::Decomposition>,
     out: &std::path::Path,
 ) -> Result<(), AnyError> {
-    use moreau::gpu::bench::{BenchConfig, plot, run};
+    use moreau::tools::bench::solve::{BenchConfig, plot, run};
     moreau::gpu::check_kernel(kind)?;
     let ctx = moreau::gpu::GpuContext::new()?;
     say!("device: {}", ctx.adapter);
@@ -1054,10 +1054,10 @@ fn write_trajectory(
     Ok(())
 }
 
-/// `moreau bench`: runs [`moreau::batch::bench::run`] with a progress bar,
+/// `moreau bench`: runs [`moreau::tools::bench::batch::run`] with a progress bar,
 /// prints its tables and writes its JSON report and plot.
 fn bench(cfg: SceneBenchConfig, out: &std::path::Path) -> Result<(), AnyError> {
-    use moreau::batch::bench::{self, BenchEvent};
+    use moreau::tools::bench::batch::{self as bench, BenchEvent};
     let started = Instant::now();
     let pb = ProgressBar::new(0);
     pb.set_style(

@@ -51,7 +51,6 @@
 
 pub mod admm;
 pub mod batch;
-pub mod bench;
 pub mod cpu_f32;
 pub mod kernel;
 pub mod pgs;

@@ -43,7 +43,7 @@
 //! adapter the GPU backend is dropped with a note, unless it was the only
 //! backend asked for ([`BenchError::GpuUnavailable`]).
 
-use super::{Backend, BatchError, BatchOptions, BatchSim, BatchTimes};
+use crate::batch::{Backend, BatchError, BatchOptions, BatchSim, BatchTimes, GPU_MIN_TOLERANCE};
 use crate::contact::SolverKind;
 use crate::counters::{Stage, StageSeconds, StageTimes};
 use crate::gpu::Decomposition;
@@ -320,7 +320,7 @@ fn rss_kib_trimmed() -> Option<i64> {
             malloc_trim(0);
         }
     }
-    crate::gpu::bench::rss_kib()
+    crate::tools::bench::solve::rss_kib()
 }
 
 fn cpu_model() -> Option<String> {
@@ -567,11 +567,10 @@ pub fn run(
             .and_then(|_| crate::gpu::GpuContext::new())
             .map_err(|e| e.to_string())
             .and_then(|ctx| {
-                if cfg.tolerance < super::GPU_MIN_TOLERANCE {
+                if cfg.tolerance < GPU_MIN_TOLERANCE {
                     Err(format!(
                         "tolerance {:e} is below the {:e} the GPU's f32 kernels reach",
-                        cfg.tolerance,
-                        super::GPU_MIN_TOLERANCE
+                        cfg.tolerance, GPU_MIN_TOLERANCE
                     ))
                 } else {
                     Ok(ctx)
@@ -800,7 +799,7 @@ fn measure(
         step(&mut batch, row, true)?;
     }
     let wall = t.elapsed().as_secs_f64();
-    let rss2 = crate::gpu::bench::rss_kib();
+    let rss2 = crate::tools::bench::solve::rss_kib();
     let world = diff(&world0, &sum_world_times(&batch));
 
     row.wall_s = wall;

@@ -5,7 +5,7 @@
 //! velocity that pushes every contact into its surface and slides it, μ in
 //! [0.1, 1]): a pool of 16 per size, repeated to fill the batch. The GPU runs
 //! in f32; on one CPU core, the reference solver runs in f64 and, for the
-//! PGS solvers, the kernel's f32 twin ([`super::cpu_f32`]) on the same
+//! PGS solvers, the kernel's f32 twin ([`crate::gpu::cpu_f32`]) on the same
 //! packed batch. All get the same iteration cap and tolerance
 //! (fixed-iteration runs use a tolerance of 1e-30, never reached). Each
 //! point runs every requested [`Decomposition`] the solver has. Timings are host-side: upload
@@ -13,9 +13,12 @@
 //! results mapped: transfers, dispatches and the round trips between
 //! rounds) and download (copy out of the mapped readback).
 
-use super::{BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver};
 use crate::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
 use crate::counters::Stage;
+use crate::gpu::{
+    BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch,
+    check_kernel, cpu_f32,
+};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
@@ -117,7 +120,7 @@ pub fn run(
         tolerance,
         ..Default::default()
     };
-    let (kernel, _) = super::check_kernel(cfg.kind)?;
+    let (kernel, _) = check_kernel(cfg.kind)?;
     let mut rows = Vec::new();
     for &nc in &cfg.contacts {
         let pool: Vec<_> = (0..16).map(|s| random_problem(s as u64 + 1, nc)).collect();
@@ -133,14 +136,14 @@ pub fn run(
         }
         let cpu_rate = sample as f64 / start.elapsed().as_secs_f64();
         // The kernel's f32 twin, on the same sample, packed.
-        let f32_twin = if super::cpu_f32::has_f32_twin(cfg.kind) {
-            let mut batch = super::HostBatch::new(nc);
+        let f32_twin = if cpu_f32::has_f32_twin(cfg.kind) {
+            let mut batch = HostBatch::new(nc);
             for k in 0..sample {
                 batch.push(&pool[k % pool.len()], settings.max_iterations, tolerance);
             }
             let mut out = BatchOutput::default();
             let start = Instant::now();
-            super::cpu_f32::solve_batch_f32(cfg.kind, &batch, &settings, &mut out)?;
+            cpu_f32::solve_batch_f32(cfg.kind, &batch, &settings, &mut out)?;
             let rate = sample as f64 / start.elapsed().as_secs_f64();
             let it = out.results.iter().map(|r| r.iterations as f64).sum::<f64>() / sample as f64;
             Some((rate, it))
