@@ -9,13 +9,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use moreau::batch::Backend;
 use moreau::contact::io::{ProblemWriter, read_problems};
-use moreau::contact::{
-    ContactSolution, SolverKind, SolverSettings, model_residuals, ncp_residuals,
-};
+use moreau::contact::{ContactSolution, Evaluation, SolverKind, SolverSettings, evaluate};
 use moreau::counters::{Stage, StageTimes};
 use moreau::model::{LoadOptions, ModelFormat, Shape, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
-use moreau::sim::{SimParams, Simulator, State, StepReport};
+use moreau::sim::{SimParams, Simulator, StepReport, Trajectory};
 use moreau::tools::bench::batch::SceneBenchConfig;
 use moreau::tools::study::{self, report};
 use nalgebra::DVector;
@@ -445,17 +443,6 @@ impl Tally {
     }
 }
 
-struct Row {
-    t: f64,
-    q: Vec<f64>,
-    v: Vec<f64>,
-    kinetic: f64,
-    potential: f64,
-    nc: usize,
-    eps_abs: f64,
-    iterations: usize,
-}
-
 fn make_sim(
     scene: &Scene,
     dt: Option<f64>,
@@ -520,25 +507,12 @@ fn run(
     let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
-    let mut rows = Vec::with_capacity(if out.is_some() { steps + 1 } else { 0 });
-    let record =
-        |sim: &mut Simulator, state: &State, nc, eps_abs, iterations| -> Result<Row, AnyError> {
-            let (kinetic, potential) = sim.energy(state)?;
-            Ok(Row {
-                t: state.t,
-                q: state.q.as_slice().to_vec(),
-                v: state.v.as_slice().to_vec(),
-                kinetic,
-                potential,
-                nc,
-                eps_abs,
-                iterations,
-            })
-        };
-    let first = record(&mut sim, &state, 0, 0.0, 0)?;
-    let e0 = first.kinetic + first.potential;
+    let (k0, p0) = sim.energy(&state)?;
+    let e0 = k0 + p0;
+    let mut trajectory = Trajectory::new(name, &sim);
     if out.is_some() {
-        rows.push(first);
+        trajectory.rows.reserve(steps + 1);
+        trajectory.record(&mut sim, &state, None)?;
     }
     let mut dump = match dump {
         Some((path, every)) => Some((ProblemWriter::create(&path)?, path, every)),
@@ -567,11 +541,7 @@ fn run(
             w.write(sim.problem())?;
         }
         if out.is_some() {
-            let (eps, its) = r
-                .solver
-                .map(|s| (s.residuals.eps_abs, s.iterations))
-                .unwrap_or((0.0, 0));
-            rows.push(record(&mut sim, &state, r.nc, eps, its)?);
+            trajectory.record(&mut sim, &state, Some(&r))?;
         }
         pb.inc(1);
     }
@@ -611,7 +581,7 @@ fn run(
     );
     say!("time per stage: {}", stage_summary(&sim.times));
     if let Some(path) = out {
-        write_trajectory(&path, name, &scene, sim.params.dt, solver, &rows)?;
+        trajectory.write(&path).map_err(|e| format!("--out {e}"))?;
         say!("trajectory written to {}", path.display());
     }
     if let Some((w, path, _)) = dump {
@@ -665,7 +635,6 @@ fn solve(
     let model = study::model_name(own_model);
     let mut solver = kind.build();
     let mut sol = ContactSolution::default();
-    let mut c = Vec::new();
     let mut stdout = std::io::stdout().lock();
     for (i, p) in problems.iter().enumerate() {
         let start = Instant::now();
@@ -680,21 +649,16 @@ fn solve(
         })?;
         // Residuals of the returned lambda with c recomputed from the problem,
         // so that a solver's own bookkeeping is not taken on trust.
-        c.clear();
-        c.resize(p.g.len(), 0.0);
-        p.contact_velocity(sol.lambda.as_slice(), &mut c);
-        let ncp = ncp_residuals(&p.mu, sol.lambda.as_slice(), &c);
-        let res = match own_model {
-            Some(m) => model_residuals(m, &p.mu, sol.lambda.as_slice(), &c),
-            None => sol.stats.residuals,
-        };
+        let eval = evaluate(p, own_model, sol.lambda.as_slice());
+        let (c, ncp) = (&eval.c, eval.ncp);
+        let res = eval.model.unwrap_or(sol.stats.residuals);
         let line = serde_json::to_string(&SolveLine {
             problem: i,
             nc: p.nc(),
             solver: kind.name(),
             model: &model,
             lambda: sol.lambda.as_slice(),
-            c: &c,
+            c,
             iterations: sol.stats.iterations,
             converged: sol.stats.converged,
             eps_abs: res.eps_abs,
@@ -721,17 +685,7 @@ fn solve_gpu(
     use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
     moreau::gpu::check_kernel(kind)?;
     let ctx = GpuContext::new()?;
-    let max_nc = problems.iter().map(|p| p.nc()).max().unwrap_or(0);
-    let capacity = BatchCapacity {
-        problems: problems.len(),
-        contacts: problems.iter().map(|p| p.nc()).sum(),
-        max_contacts_per_problem: max_nc,
-        delassus_floats: problems
-            .iter()
-            .map(|p| moreau::gpu::batch::tri(3 * p.nc()))
-            .sum(),
-    };
-    let mut solver = GpuSolver::new(&ctx, kind, capacity)?;
+    let mut solver = GpuSolver::new(&ctx, kind, BatchCapacity::for_problems(problems))?;
     let mut out = BatchOutput::default();
     let start = Instant::now();
     solver.solve(problems, settings, &mut out)?;
@@ -747,19 +701,14 @@ fn solve_gpu(
             continue;
         }
         let lambda: Vec<f64> = o.lambda.iter().map(|&x| x as f64).collect();
-        let mut c = vec![0.0; p.g.len()];
-        p.contact_velocity(&lambda, &mut c);
-        let ncp = ncp_residuals(&p.mu, &lambda, &c);
-        let res = match own_model {
-            Some(m) => model_residuals(m, &p.mu, &lambda, &c),
-            // raisim: its own stopping residual, from the kernel.
-            None => moreau::contact::Residuals {
-                primal: o.result.primal as f64,
-                dual: o.result.dual as f64,
-                complementarity: o.result.complementarity as f64,
-                eps_abs: o.result.eps_abs as f64,
-            },
-        };
+        let Evaluation { c, model: own, ncp } = evaluate(p, own_model, &lambda);
+        // raisim: its own stopping residual, from the kernel.
+        let res = own.unwrap_or(moreau::contact::Residuals {
+            primal: o.result.primal as f64,
+            dual: o.result.dual as f64,
+            complementarity: o.result.complementarity as f64,
+            eps_abs: o.result.eps_abs as f64,
+        });
         let line = serde_json::to_string(&SolveLine {
             problem: i,
             nc: p.nc(),
@@ -986,71 +935,6 @@ fn compare(out: &std::path::Path, quick: bool) -> Result<(), AnyError> {
         rayon::current_num_threads(),
         r.wall_time_to_accuracy
     );
-    Ok(())
-}
-
-fn write_trajectory(
-    path: &PathBuf,
-    name: &str,
-    scene: &Scene,
-    dt: f64,
-    solver: &str,
-    rows: &[Row],
-) -> Result<(), AnyError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let file = std::fs::File::create(path)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    match ext.as_str() {
-        "csv" => {
-            let mut header = vec!["t".to_string()];
-            header.extend((0..scene.model.nq).map(|i| format!("q{i}")));
-            header.extend((0..scene.model.nv).map(|i| format!("v{i}")));
-            header
-                .extend(["kinetic", "potential", "nc", "eps_abs", "iterations"].map(String::from));
-            writeln!(w, "{}", header.join(","))?;
-            for r in rows {
-                let mut line = vec![r.t.to_string()];
-                line.extend(r.q.iter().chain(&r.v).map(|x| x.to_string()));
-                line.extend([
-                    r.kinetic.to_string(),
-                    r.potential.to_string(),
-                    r.nc.to_string(),
-                    r.eps_abs.to_string(),
-                    r.iterations.to_string(),
-                ]);
-                writeln!(w, "{}", line.join(","))?;
-            }
-        }
-        "json" => {
-            let rows_json: Vec<_> = rows
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "t": r.t, "q": r.q, "v": r.v, "kinetic": r.kinetic, "potential": r.potential,
-                        "nc": r.nc, "eps_abs": r.eps_abs, "iterations": r.iterations,
-                    })
-                })
-                .collect();
-            let doc = serde_json::json!({
-                "scene": name, "nq": scene.model.nq, "nv": scene.model.nv, "dt": dt, "solver": solver,
-                "precision": "f64", "trajectory": rows_json,
-            });
-            serde_json::to_writer(&mut w, &doc)?;
-        }
-        _ => {
-            return Err(format!(
-                "--out {}: unknown extension, use .csv or .json",
-                path.display()
-            )
-            .into());
-        }
-    }
-    w.flush()?;
     Ok(())
 }
 

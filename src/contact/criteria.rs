@@ -401,3 +401,33 @@ mod tests {
         assert!(physics(&p, &[0.0; 3], 1e-3).is_err());
     }
 }
+
+/// A solution judged independently of the solver that produced it: the
+/// contact velocity recomputed from the problem, `c = (G + R)λ + g`, and the
+/// residuals under the solver's model and under the NCP (the physical law).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Evaluation {
+    /// (3·nc) `c = (G + R)λ + g`.
+    pub c: Vec<f64>,
+    /// Residuals under the model evaluated (`None` when none was given:
+    /// RaiSim's fixed points solve no cone problem).
+    pub model: Option<Residuals>,
+    /// Residuals under the NCP.
+    pub ncp: Residuals,
+}
+
+/// Evaluates `lambda` (3·nc) on `problem` under `model` and the NCP,
+/// without taking a solver's own bookkeeping on trust.
+pub fn evaluate(
+    problem: &super::ContactProblem,
+    model: Option<ContactModel>,
+    lambda: &[f64],
+) -> Evaluation {
+    let mut c = vec![0.0; problem.g.len()];
+    problem.contact_velocity(lambda, &mut c);
+    Evaluation {
+        model: model.map(|m| model_residuals(m, &problem.mu, lambda, &c)),
+        ncp: ncp_residuals(&problem.mu, lambda, &c),
+        c,
+    }
+}

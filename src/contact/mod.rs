@@ -14,8 +14,8 @@ mod problem;
 pub mod solvers;
 
 pub use criteria::{
-    ContactModel, ContactPhysics, PhysicsCriteria, Residuals, contact_physics, contact_power,
-    contact_residuals, model_residuals, ncp_residuals, physics,
+    ContactModel, ContactPhysics, Evaluation, PhysicsCriteria, Residuals, contact_physics,
+    contact_power, contact_residuals, evaluate, model_residuals, ncp_residuals, physics,
 };
 pub use delassus::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
 pub use problem::ContactProblem;

@@ -229,6 +229,16 @@ impl BatchCapacity {
         }
     }
 
+    /// Exactly the room `problems` need, solved as one batch.
+    pub fn for_problems(problems: &[ContactProblem]) -> Self {
+        BatchCapacity {
+            problems: problems.len(),
+            contacts: problems.iter().map(|p| p.nc()).sum(),
+            max_contacts_per_problem: problems.iter().map(|p| p.nc()).max().unwrap_or(0),
+            delassus_floats: problems.iter().map(|p| tri(3 * p.nc())).sum(),
+        }
+    }
+
     /// Scratch floats ADMM needs at most: `Σ 6m + m(m+1)/2`.
     pub fn admm_work_floats(&self) -> usize {
         18 * self.contacts + self.delassus_floats

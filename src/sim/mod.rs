@@ -39,7 +39,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::counters::{Stage, StageTimes};
+
+mod trajectory;
 use std::time::Instant;
+pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
 /// Simulation parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
