@@ -41,7 +41,7 @@
 //! (n = 108; 0.54 factorizations per solve, the rest reused or skipped by
 //! an exact warm start). Refactorizing is the cheaper choice at these rates.
 
-use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
+use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
 use crate::contact::criteria::{ContactModel, model_residuals, nan_max};
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place};
@@ -456,11 +456,11 @@ impl AdmmSolver {
 }
 
 impl ContactSolver for AdmmSolver {
-    fn name(&self) -> &'static str {
+    fn kind(&self) -> SolverKind {
         if self.model == ContactModel::Ncp {
-            "ncp-admm"
+            SolverKind::NcpAdmm
         } else {
-            "ccp-admm"
+            SolverKind::CcpAdmm
         }
     }
     fn last_rho(&self) -> Option<f64> {

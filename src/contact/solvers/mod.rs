@@ -133,7 +133,12 @@ impl ContactSolution {
 
 /// A contact solver with its own reusable workspace.
 pub trait ContactSolver: Send {
-    fn name(&self) -> &'static str;
+    /// Which solver of the catalog this is.
+    fn kind(&self) -> SolverKind;
+    /// Its catalog name.
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
     /// Solves `problem` (validated first) into `out`.
     fn solve(
         &mut self,

@@ -4,7 +4,7 @@
 //! The three PGS solvers differ only in their local update; they share
 //! [`gauss_seidel`], which [`super::Raisim`] also uses.
 
-use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
+use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
 use crate::contact::cone::{Pyramid, Real, get3, project_cone, project_disk, real, set3};
 use crate::contact::criteria::{ContactModel, Residuals, model_residuals};
@@ -229,8 +229,8 @@ pub(crate) fn ccp_step<T: Real>(sigma: T, omega: T, mu: T, l: [T; 3], c: [T; 3])
 pub struct NcpPgs;
 
 impl ContactSolver for NcpPgs {
-    fn name(&self) -> &'static str {
-        "ncp-pgs"
+    fn kind(&self) -> SolverKind {
+        SolverKind::NcpPgs
     }
 
     fn solve(
@@ -268,8 +268,8 @@ impl ContactSolver for NcpPgs {
 pub struct LcpPgs;
 
 impl ContactSolver for LcpPgs {
-    fn name(&self) -> &'static str {
-        "lcp-pgs"
+    fn kind(&self) -> SolverKind {
+        SolverKind::LcpPgs
     }
 
     fn solve(
@@ -312,8 +312,8 @@ pub struct CcpPgs {
 }
 
 impl ContactSolver for CcpPgs {
-    fn name(&self) -> &'static str {
-        "ccp-pgs"
+    fn kind(&self) -> SolverKind {
+        SolverKind::CcpPgs
     }
 
     fn solve(

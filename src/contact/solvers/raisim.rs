@@ -30,7 +30,7 @@
 //! `max_i ‖W (λ*_i − λ_i)‖` (m/s), which vanishes exactly at its fixed points.
 
 use super::pgs::{Criterion, block, gauss_seidel};
-use super::{ContactSolution, ContactSolver, SolverSettings};
+use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings};
 use crate::contact::ContactProblem;
 use crate::contact::cone::project_cone;
 use crate::contact::criteria::ContactModel;
@@ -198,8 +198,12 @@ fn local_step(w: &[[f64; 3]; 3], mu: f64, l: [f64; 3], c: [f64; 3], de_saxce: bo
 }
 
 impl ContactSolver for Raisim {
-    fn name(&self) -> &'static str {
-        if self.de_saxce { "raisim-ds" } else { "raisim" }
+    fn kind(&self) -> SolverKind {
+        if self.de_saxce {
+            SolverKind::RaisimDs
+        } else {
+            SolverKind::Raisim
+        }
     }
 
     fn solve(

@@ -17,7 +17,7 @@
 //! sub-problems' ADMM iterations.
 
 use super::admm::{AdmmCore, AdmmModel, AdmmOptions};
-use super::{ContactSolution, ContactSolver, SolverSettings, SolverStats};
+use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
 use crate::contact::criteria::{Residuals, nan_max, ncp_residuals};
 use crate::contact::linalg::reshape_zeroed;
@@ -124,8 +124,8 @@ pub struct Staggered {
 }
 
 impl ContactSolver for Staggered {
-    fn name(&self) -> &'static str {
-        "staggered"
+    fn kind(&self) -> SolverKind {
+        SolverKind::Staggered
     }
 
     fn solve(
