@@ -224,13 +224,10 @@ fn rho_cold(st: SolveResult) -> f32 {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let index = gid.x;
-    if (index >= params.num_problems) {
+    if (!pending(index)) {
         return;
     }
     var st = results[index];
-    if (st.state == STATE_DONE) {
-        return;
-    }
     let pr = problems[index];
     let M = 3u * pr.nc;
     let V0 = 3u * pr.contact_offset;

@@ -199,6 +199,17 @@ fn loop_limit_reached() -> bool {
     return k != params.canary;
 }
 
+// Whether invocation `index` has a problem still to solve (in the batch, not done).
+fn pending(index: u32) -> bool {
+    return index < params.num_problems && results[index].state != STATE_DONE;
+}
+
+// Whether a solve at iteration `it` with residuals `res` ends: converged,
+// nothing to solve, or at its iteration cap.
+fn solve_ends(pr: Problem, res: vec4<f32>, it: u32) -> bool {
+    return res.w <= pr.tolerance || pr.nc == 0u || it >= pr.max_iterations;
+}
+
 // Marks problem `index` finished with these results.
 fn finish(index: u32, iterations: u32, flags: u32, r: vec4<f32>, rho: f32, factorizations: u32) {
     var st = results[index];

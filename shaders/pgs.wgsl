@@ -316,13 +316,10 @@ fn stopping_residuals(pr: Problem, local_max: f32) -> vec4<f32> {
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let index = gid.x;
-    if (index >= params.num_problems) {
+    if (!pending(index)) {
         return;
     }
     var st = results[index];
-    if (st.state == STATE_DONE) {
-        return;
-    }
     let pr = problems[index];
     let M = 3u * pr.nc;
     if (st.state == STATE_FRESH) {
@@ -356,7 +353,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             contact_velocity(pr);
             res = problem_residuals(pr);
         }
-        if (res.w <= pr.tolerance || M == 0u || it >= pr.max_iterations) {
+        if (solve_ends(pr, res, it)) {
             finished = true;
             break;
         }
@@ -653,7 +650,7 @@ fn main_workgroup(
             wg_velocity(pr, cached, lane, M);
             res = wg_residuals(pr, lane, M).res;
         }
-        if (res.w <= pr.tolerance || M == 0u || it >= pr.max_iterations) {
+        if (solve_ends(pr, res, it)) {
             finished = true;
             break;
         }
