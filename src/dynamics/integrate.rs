@@ -65,15 +65,19 @@ pub fn difference(model: &Model, q0: &[f64], q1: &[f64], out: &mut [f64]) {
     }
 }
 
+/// `(body, index into q)` of each joint's unit quaternion (free and
+/// spherical joints), in body order.
+pub fn quaternion_offsets(model: &Model) -> impl Iterator<Item = (usize, usize)> + '_ {
+    (1..model.nbodies).filter_map(|i| {
+        model.joint_type[i]
+            .quaternion_offset()
+            .map(|o| (i, model.joint_idx_q[i] + o))
+    })
+}
+
 /// Renormalizes the quaternions of `q` in place.
 pub fn normalize_configuration(model: &Model, q: &mut [f64]) {
-    for i in 1..model.nbodies {
-        let Some(off) = model.joint_type[i]
-            .quaternion_offset()
-            .map(|o| model.joint_idx_q[i] + o)
-        else {
-            continue;
-        };
+    for (_, off) in quaternion_offsets(model) {
         let n = (q[off] * q[off]
             + q[off + 1] * q[off + 1]
             + q[off + 2] * q[off + 2]

@@ -16,7 +16,9 @@ mod rnea;
 pub use aba::{aba, aba_from_kinematics};
 pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
-pub use integrate::{difference, integrate, normalize_configuration, random_configuration};
+pub use integrate::{
+    difference, integrate, normalize_configuration, quaternion_offsets, random_configuration,
+};
 pub use jacobian::{ReferenceFrame, frame_jacobian, frame_placement, point_velocity_column};
 pub use kinematics::{
     center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy,

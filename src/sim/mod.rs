@@ -407,13 +407,7 @@ impl Simulator {
 
     fn check_quaternions(&self, q: &[f64]) -> Result<(), SimError> {
         let model = &*self.model;
-        for i in 1..model.nbodies {
-            let Some(off) = model.joint_type[i]
-                .quaternion_offset()
-                .map(|o| model.joint_idx_q[i] + o)
-            else {
-                continue;
-            };
+        for (i, off) in crate::dynamics::quaternion_offsets(model) {
             let norm = q[off..off + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
             if !(norm > 1e-6) {
                 return Err(SimError::BadQuaternion {
