@@ -971,7 +971,7 @@ fn gymnasium_models_match_mujoco() {
             model.nbodies,
             model.total_mass(),
             r.mass,
-            m.actuators.len(),
+            m.model.actuators.len(),
             m.timestep
         );
         for w in &m.warnings {
@@ -986,8 +986,8 @@ fn gymnasium_models_match_mujoco() {
         assert!(rel(model.total_mass(), r.mass) < 1e-9, "{}", r.file);
         assert_eq!(m.timestep, Some(r.timestep));
         // Actuators: MuJoCo's nu, gears and joints (by dof).
-        assert_eq!(m.actuators.len(), r.nu, "{}", r.file);
-        for (k, a) in m.actuators.iter().enumerate() {
+        assert_eq!(m.model.actuators.len(), r.nu, "{}", r.file);
+        for (k, a) in m.model.actuators.iter().enumerate() {
             assert_eq!(a.gear, r.gears[k], "{} actuator {k}", r.file);
             assert_eq!(
                 a.dof, r.actuator_dofs[k],
@@ -1002,9 +1002,14 @@ fn gymnasium_models_match_mujoco() {
             );
         }
         // Limits, converted to radians.
-        assert_eq!(m.joint_limits.len(), r.limits.len(), "{}", r.file);
-        for ((n, lo, hi), (rn, rlo, rhi)) in m.joint_limits.iter().zip(r.limits) {
-            assert_eq!(n, rn);
+        assert_eq!(
+            m.model.limited_joints().count(),
+            r.limits.len(),
+            "{}",
+            r.file
+        );
+        for ((_, n, (lo, hi)), (rn, rlo, rhi)) in m.model.limited_joints().zip(r.limits) {
+            assert_eq!(n, *rn);
             assert!(
                 (lo - rlo).abs() < 1e-12 && (hi - rhi).abs() < 1e-12,
                 "{n}: {lo} {hi}"
@@ -1405,16 +1410,22 @@ fn every_supported_feature_matches_mujoco() {
         ("shoulder2", -90.0 * d, 90.0 * d),
         ("elbow", 0.0, 60.0 * d),
     ];
-    assert_eq!(m.joint_limits.len(), 3);
-    for ((n, lo, hi), (wn, wlo, whi)) in m.joint_limits.iter().zip(want) {
+    assert_eq!(m.model.limited_joints().count(), 3);
+    for ((_, n, (lo, hi)), (wn, wlo, whi)) in m.model.limited_joints().zip(want) {
         assert!(n == wn && (lo - wlo).abs() < 1e-12 && (hi - whi).abs() < 1e-12);
     }
     // Actuators: the motor, the general (gear 5 · gainprm 3); the position servo is reported.
-    assert_eq!(m.actuators.len(), 2);
-    assert_eq!((m.actuators[0].dof, m.actuators[0].gear), (1, 20.0));
-    assert_eq!(m.actuators[0].ctrl_range, Some((-1.0, 1.0)));
-    assert_eq!((m.actuators[1].dof, m.actuators[1].gear), (2, 15.0));
-    assert_eq!(m.actuators[1].ctrl_range, None);
+    assert_eq!(m.model.actuators.len(), 2);
+    assert_eq!(
+        (m.model.actuators[0].dof, m.model.actuators[0].gear),
+        (1, 20.0)
+    );
+    assert_eq!(m.model.actuators[0].ctrl_range, Some((-1.0, 1.0)));
+    assert_eq!(
+        (m.model.actuators[1].dof, m.model.actuators[1].gear),
+        (2, 15.0)
+    );
+    assert_eq!(m.model.actuators[1].ctrl_range, None);
     assert!(m.warnings.iter().any(|w| w.contains("<position>")));
     assert!(
         m.warnings
@@ -1710,7 +1721,7 @@ const PENDULUM: &str = r#"<mujoco model="pendulum">
 fn a_small_pendulum_loads() {
     let m = parse(PENDULUM);
     assert_eq!((m.model.nq, m.model.nv, m.bodies), (2, 2, 3));
-    assert_eq!(m.actuators[0].dof, 0);
+    assert_eq!(m.model.actuators[0].dof, 0);
     assert!(m.warnings.iter().all(|w| !w.contains("damping")));
 }
 
@@ -2264,5 +2275,5 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         );
     }
     // What is supported still loads.
-    assert_eq!((m.model.nq, m.model.nv, m.actuators.len()), (2, 2, 1));
+    assert_eq!((m.model.nq, m.model.nv, m.model.actuators.len()), (2, 2, 1));
 }

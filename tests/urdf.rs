@@ -41,15 +41,18 @@ fn a_hand_written_pendulum_loads_as_described() {
         m.nv,
         m.nbodies,
         m.total_mass(),
-        r.joint_limits,
+        m.limited_joints().collect::<Vec<_>>(),
         r.warnings
     );
     // The fixed tip is merged into the arm: world + arm.
     assert_eq!((m.nq, m.nv, m.nbodies), (1, 1, 2));
     assert!((m.total_mass() - 1.5).abs() < 1e-12);
-    assert_eq!(r.joint_limits, vec![("shoulder".to_string(), -1.5, 1.5)]);
+    assert_eq!(
+        m.limited_joints().collect::<Vec<_>>(),
+        vec![(1, "shoulder", (-1.5, 1.5))]
+    );
     assert_eq!(m.geometries.len(), 2, "cylinder and sphere");
-    assert_eq!(r.joint_names, vec!["".to_string(), "shoulder".to_string()]);
+    assert_eq!(m.joint_name, vec!["".to_string(), "shoulder".to_string()]);
     // The inertia tensor is rotated by the inertial rpy (yaw 90°: ixx ↔ iyy).
     let arm = &m.body_inertia[1];
     let c = (1.0 * -0.5 + 0.5 * -1.0) / 1.5;

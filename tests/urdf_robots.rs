@@ -94,15 +94,15 @@ fn test_state(r: &UrdfModel) -> (DVector<f64>, DVector<f64>) {
     let mut q = m.neutral_configuration();
     let mut v = DVector::zeros(m.nv);
     let mut names: Vec<(&str, usize)> = (1..m.nbodies)
-        .filter(|&i| r.joint_names[i] != "root")
-        .map(|i| (r.joint_names[i].as_str(), i))
+        .filter(|&i| r.model.joint_name[i] != "root")
+        .map(|i| (r.model.joint_name[i].as_str(), i))
         .collect();
     names.sort();
     for (k, (_, i)) in names.iter().enumerate() {
         q[m.joint_idx_q[*i]] = 0.3 * ((k + 1) as f64).sin();
         v[m.joint_idx_v[*i]] = 0.5 * ((k + 1) as f64).cos();
     }
-    if let Some(root) = r.joint_names.iter().position(|n| n == "root") {
+    if let Some(root) = r.model.joint_name.iter().position(|n| n == "root") {
         let (iq, iv) = (m.joint_idx_q[root], m.joint_idx_v[root]);
         let quat = nalgebra::Vector4::new(0.1, 0.2, 0.3, 0.9).normalize();
         for (k, x) in [0.1, -0.2, 0.3, quat[0], quat[1], quat[2], quat[3]]
@@ -239,7 +239,7 @@ fn solo12_dropped_on_the_ground_rests_on_its_feet() {
     model.add_ground(0.0, Material::with_friction(0.8)).unwrap();
     let model = Arc::new(model);
     let m = &*model;
-    let root = r.joint_names.iter().position(|n| n == "root").unwrap();
+    let root = r.model.joint_name.iter().position(|n| n == "root").unwrap();
     let base_q = m.joint_idx_q[root];
     // The standing posture, dropped from 10 cm above the SRDF's standing height (0.235 m).
     let mut q_ref = m.neutral_configuration();
@@ -249,7 +249,7 @@ fn solo12_dropped_on_the_ground_rests_on_its_feet() {
             (
                 m.joint_idx_q[i],
                 m.joint_idx_v[i],
-                solo_standing(&r.joint_names[i]),
+                solo_standing(&r.model.joint_name[i]),
             )
         })
         .collect();

@@ -11,7 +11,7 @@ use moreau::batch::Backend;
 use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{ContactSolution, Evaluation, SolverKind, SolverSettings, evaluate};
 use moreau::counters::{Stage, StageTimes};
-use moreau::model::{LoadOptions, ModelFormat, Shape, load_model_file};
+use moreau::model::{LoadOptions, ModelFormat, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{SimParams, Simulator, StepReport, Trajectory};
 use moreau::tools::bench::batch::SceneBenchConfig;
@@ -989,26 +989,6 @@ fn bench(cfg: SceneBenchConfig, out: &std::path::Path) -> Result<(), AnyError> {
     Ok(())
 }
 
-/// A shape in a few words, with its sizes.
-fn describe_shape(shape: &Shape) -> String {
-    match shape {
-        Shape::Ball { radius } => format!("sphere r={radius}"),
-        Shape::Cuboid { half_extents: h } => {
-            format!("box half-extents {} {} {}", h.x, h.y, h.z)
-        }
-        Shape::Capsule {
-            half_length,
-            radius,
-        } => format!("capsule r={radius} half-length={half_length}"),
-        Shape::Cylinder {
-            half_length,
-            radius,
-        } => format!("cylinder r={radius} half-length={half_length}"),
-        Shape::ConvexMesh { points } => format!("convex hull of {} vertices", points.len()),
-        Shape::HalfSpace { normal: n } => format!("plane, normal {} {} {}", n.x, n.y, n.z),
-    }
-}
-
 fn inspect(file: &std::path::Path, args: &ModelFileArgs) -> Result<(), AnyError> {
     let start = Instant::now();
     let loaded = load_model_file(file, &args.options())?;
@@ -1024,83 +1004,8 @@ fn inspect(file: &std::path::Path, args: &ModelFileArgs) -> Result<(), AnyError>
         file.display(),
         elapsed.as_secs_f64() * 1e3
     );
-    say!(
-        "nq {}  nv {}  bodies {} (world excluded)  total mass {:.6} kg  geometries {}  gravity {:?}{}",
-        m.nq,
-        m.nv,
-        m.nbodies - 1,
-        m.total_mass(),
-        m.geometries.len(),
-        m.gravity.as_slice(),
-        loaded
-            .timestep
-            .map(|dt| format!("  timestep {dt} s"))
-            .unwrap_or_default()
-    );
-    if let Some(n) = loaded.mjcf_bodies {
-        say!(
-            "MJCF bodies {n} (MuJoCo's nbody, world included); the model chains several joints of one body through massless bodies and merges welded ones"
-        );
-    }
-    say!("tree:");
-    // Depth-first from the world, children in model order.
-    let mut stack = vec![(0usize, 0usize)];
-    while let Some((i, depth)) = stack.pop() {
-        let indent = "  ".repeat(depth + 1);
-        if i == 0 {
-            say!("{indent}world");
-        } else {
-            let joint = m.joint_type[i];
-            let axis = match joint {
-                moreau::model::JointType::Revolute(a) | moreau::model::JointType::Prismatic(a) => {
-                    format!(" axis {:.3} {:.3} {:.3}", a.x, a.y, a.z)
-                }
-                _ => String::new(),
-            };
-            say!(
-                "{indent}{}  [{} joint{axis}, q[{}..{}]]  mass {:.6} kg",
-                m.body_name[i],
-                joint.name(),
-                m.joint_idx_q[i],
-                m.joint_idx_q[i] + joint.nq(),
-                m.body_inertia[i].mass
-            );
-        }
-        for g in m.geometries.iter().filter(|g| g.body == i) {
-            say!(
-                "{indent}  - geometry {}: {} (friction {})",
-                g.name,
-                describe_shape(&g.shape),
-                g.material.friction
-            );
-        }
-        for c in (i + 1..m.nbodies).rev().filter(|&c| m.body_parent[c] == i) {
-            stack.push((c, depth + 1));
-        }
-    }
-    if !loaded.joint_limits.is_empty() {
-        say!("joint limits:");
-        for l in &loaded.joint_limits {
-            say!("  {:24} [{}, {}]", l.joint, l.lower, l.upper);
-        }
-    }
-    if !loaded.motors.is_empty() {
-        say!("motors (torque = gear * control):");
-        for a in &loaded.motors {
-            let range = a
-                .ctrl_range
-                .map(|(lo, hi)| format!(", control in [{lo}, {hi}]"))
-                .unwrap_or_default();
-            say!("  {:24} v[{}], gear {}{range}", a.name, a.dof, a.gear);
-        }
-    }
-    say!(
-        "collision exclusions: {} body pairs (besides parent-child)",
-        m.collision_exclusions.len()
-    );
-    say!("warnings: {}", loaded.warnings.len());
-    for w in &loaded.warnings {
-        say!("  {w}");
-    }
+    let mut summary = String::new();
+    loaded.write_summary(&mut summary)?;
+    let _ = write!(std::io::stdout(), "{summary}");
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `ModelBuilder`: validates bodies, joints and geometries as they are added.
 
-use super::{Geometry, JointType, Model, NO_DOF, Shape, WORLD};
+use super::{Actuator, Geometry, JointSpec, JointType, Model, NO_DOF, Shape, WORLD};
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use parry3d_f64::math::Vector as PVec;
@@ -46,6 +46,7 @@ struct BodyDef {
     joint: JointType,
     placement: SE3,
     inertia: Inertia,
+    spec: JointSpec,
 }
 
 /// Builds a [`Model`], checking each piece as it is added. Body 0 (`WORLD`) exists from the start.
@@ -55,6 +56,7 @@ pub struct ModelBuilder {
     bodies: Vec<BodyDef>,
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
+    actuators: Vec<Actuator>,
     /// Convex-mesh colliders by their exact vertices: instances of one mesh
     /// share one hull (computed once).
     hulls: std::collections::HashMap<Vec<[u64; 3]>, SharedShape>,
@@ -214,9 +216,11 @@ impl ModelBuilder {
                 joint: JointType::Fixed,
                 placement: SE3::identity(),
                 inertia: Inertia::zero(),
+                spec: JointSpec::default(),
             }],
             geometries: Vec::new(),
             exclusions: Vec::new(),
+            actuators: Vec::new(),
             hulls: Default::default(),
         }
     }
@@ -312,6 +316,7 @@ impl ModelBuilder {
             joint,
             placement: parent_from_joint,
             inertia,
+            spec: JointSpec::default(),
         });
         Ok(self.bodies.len() - 1)
     }
@@ -381,6 +386,110 @@ impl ModelBuilder {
         Ok(self.geometries.len() - 1)
     }
 
+    /// Sets what the model file says of the joint of `body` (see [`JointSpec`]),
+    /// checked: a range with `lower ≤ upper` on a 1-dof joint (a ball
+    /// joint: `(0, angle)` with `0 < angle ≤ π`), no range on other joints;
+    /// finite non-negative damping, armature and friction; positive limits.
+    pub fn set_joint_spec(&mut self, body: usize, spec: JointSpec) -> Result<(), ModelError> {
+        let Some(b) = self.bodies.get(body).filter(|_| body != WORLD) else {
+            return Err(ModelError::Invalid {
+                what: format!("joint of body {body}"),
+                reason: format!(
+                    "no such body (the model has {} bodies so far; the world has no joint)",
+                    self.bodies.len()
+                ),
+            });
+        };
+        let name = if spec.name.is_empty() {
+            &b.name
+        } else {
+            &spec.name
+        };
+        let bad = |reason: String| {
+            Err(ModelError::Invalid {
+                what: format!("joint `{name}`"),
+                reason,
+            })
+        };
+        if let Some((lo, hi)) = spec.range {
+            let ok = match b.joint {
+                JointType::Revolute(_) | JointType::Prismatic(_) => {
+                    lo.is_finite() && hi.is_finite() && lo <= hi
+                }
+                JointType::Spherical => lo == 0.0 && hi > 0.0 && hi <= std::f64::consts::PI,
+                _ => false,
+            };
+            if !ok {
+                return bad(format!(
+                    "range ({lo}, {hi}) is not valid for a {} joint",
+                    b.joint.name()
+                ));
+            }
+        }
+        for (what, x) in [
+            ("damping", spec.damping),
+            ("armature", spec.armature),
+            ("frictionloss", spec.frictionloss),
+        ] {
+            if !(x.is_finite() && x >= 0.0) {
+                return bad(format!("{what} must be finite and ≥ 0, got {x}"));
+            }
+        }
+        for (what, x) in [
+            ("velocity limit", spec.velocity_limit),
+            ("effort limit", spec.effort_limit),
+        ] {
+            if !(x > 0.0) {
+                return bad(format!("{what} must be positive (infinite: none), got {x}"));
+            }
+        }
+        self.bodies[body].spec = spec;
+        Ok(())
+    }
+
+    /// Adds an actuator on the joint of `actuator.joint`, a 1-dof joint
+    /// (its `dof` is set by [`Self::build`]); returns its index.
+    pub fn add_actuator(&mut self, actuator: Actuator) -> Result<usize, ModelError> {
+        let what = format!("actuator `{}`", actuator.name);
+        let Some(b) = self.bodies.get(actuator.joint) else {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!("no body {} to drive", actuator.joint),
+            });
+        };
+        if b.joint.nv() != 1 {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!(
+                    "drives the {} joint of `{}`; only 1-dof joints are supported",
+                    b.joint.name(),
+                    b.name
+                ),
+            });
+        }
+        if !(actuator.gear.is_finite() && actuator.gear != 0.0) {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!("gear must be finite and non-zero, got {}", actuator.gear),
+            });
+        }
+        for (name, r) in [
+            ("ctrl range", actuator.ctrl_range),
+            ("force range", actuator.force_range),
+        ] {
+            if let Some((lo, hi)) = r
+                && !(lo < hi)
+            {
+                return Err(ModelError::Invalid {
+                    what,
+                    reason: format!("{name} needs lower < upper, got ({lo}, {hi})"),
+                });
+            }
+        }
+        self.actuators.push(actuator);
+        Ok(self.actuators.len() - 1)
+    }
+
     /// Geometries of bodies `a` and `b` never collide with each other.
     pub fn exclude_collision(&mut self, a: usize, b: usize) -> Result<(), ModelError> {
         for x in [a, b] {
@@ -415,6 +524,14 @@ impl ModelBuilder {
             dof_parent: Vec::new(),
             dof_body: Vec::new(),
             dof_motion: Vec::new(),
+            joint_name: Vec::with_capacity(nb),
+            joint_range: Vec::with_capacity(nb),
+            dof_damping: Vec::new(),
+            dof_armature: Vec::new(),
+            dof_frictionloss: Vec::new(),
+            dof_velocity_limit: Vec::new(),
+            dof_effort_limit: Vec::new(),
+            actuators: self.actuators,
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
         };
@@ -432,11 +549,25 @@ impl ModelBuilder {
                     .push(if k == 0 { inherited } else { m.nv + k - 1 });
                 m.dof_body.push(i);
                 m.dof_motion.push(b.joint.motion_column(k));
+                m.dof_damping.push(b.spec.damping);
+                m.dof_armature.push(b.spec.armature);
+                m.dof_frictionloss.push(b.spec.frictionloss);
+                m.dof_velocity_limit.push(b.spec.velocity_limit);
+                m.dof_effort_limit.push(b.spec.effort_limit);
             }
             m.body_last_dof
                 .push(if nv > 0 { m.nv + nv - 1 } else { inherited });
             m.nq += b.joint.nq();
             m.nv += nv;
+            // The world has no joint; others default to their body's name.
+            m.joint_name.push(if i == WORLD {
+                String::new()
+            } else if b.spec.name.is_empty() {
+                b.name.clone()
+            } else {
+                b.spec.name
+            });
+            m.joint_range.push(b.spec.range);
             m.body_name.push(b.name);
             m.body_parent.push(b.parent);
             m.body_inertia.push(b.inertia);
@@ -445,6 +576,9 @@ impl ModelBuilder {
         }
         m.collision_exclusions.sort_unstable();
         m.collision_exclusions.dedup();
+        for a in &mut m.actuators {
+            a.dof = m.joint_idx_v[a.joint];
+        }
         Ok(m)
     }
 }

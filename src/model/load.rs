@@ -25,24 +25,6 @@ pub enum ModelFormat {
     Mjcf,
 }
 
-/// A joint's range, by name.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JointLimit {
-    pub joint: String,
-    pub lower: f64,
-    pub upper: f64,
-}
-
-/// A motor: torque `gear · u` on dof `dof` for a control `u` (MJCF's `<motor>`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Motor {
-    pub name: String,
-    /// Index into `v`.
-    pub dof: usize,
-    pub gear: f64,
-    pub ctrl_range: Option<(f64, f64)>,
-}
-
 /// A robot loaded from a file.
 #[derive(Clone, Debug)]
 pub struct LoadedModel {
@@ -51,10 +33,6 @@ pub struct LoadedModel {
     /// (nq) where the file puts the robot: MJCF's `qpos0` (joints' `ref`
     /// included), the neutral configuration for URDF.
     pub q0: nalgebra::DVector<f64>,
-    /// Limits of the joints that have them, in model order.
-    pub joint_limits: Vec<JointLimit>,
-    /// Actuators (MJCF motors; URDF has none).
-    pub motors: Vec<Motor>,
     /// The file's time step (MJCF's `<option timestep>`), if it sets one.
     pub timestep: Option<f64>,
     /// MJCF: the file's number of bodies, the world included (MuJoCo's
@@ -99,8 +77,6 @@ pub fn load_model_file(
                 mjcf_bodies: None,
                 q0: r.model.neutral_configuration(),
                 has_ground: false,
-                joint_limits: joint_limits(r.joint_limits),
-                motors: Vec::new(),
                 timestep: None,
                 warnings: r.warnings,
                 model: r.model,
@@ -130,17 +106,6 @@ pub fn load_model_file(
                 mjcf_bodies: Some(r.bodies),
                 q0: r.q0,
                 has_ground,
-                joint_limits: joint_limits(r.joint_limits),
-                motors: r
-                    .actuators
-                    .into_iter()
-                    .map(|a| Motor {
-                        name: a.name,
-                        dof: a.dof,
-                        gear: a.gear,
-                        ctrl_range: a.ctrl_range,
-                    })
-                    .collect(),
                 timestep: r.timestep,
                 warnings: r.warnings,
                 model: r.model,
@@ -154,17 +119,6 @@ pub fn load_model_file(
             ),
         }),
     }
-}
-
-fn joint_limits(limits: Vec<(String, f64, f64)>) -> Vec<JointLimit> {
-    limits
-        .into_iter()
-        .map(|(joint, lower, upper)| JointLimit {
-            joint,
-            lower,
-            upper,
-        })
-        .collect()
 }
 
 /// Whether a URDF's root link is `world` (the robot is welded by its own file).

@@ -104,7 +104,7 @@ use super::builder::validate_inertia;
 use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
 pub use super::xml::ModelFileError;
 use super::xml::{error_for, number_list, read_file};
-use super::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use super::{Actuator, JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use nalgebra::{DVector, Quaternion, Rotation3, Unit, UnitQuaternion};
 use roxmltree::Node;
@@ -119,18 +119,6 @@ pub struct MjcfOptions {
     /// Directories searched for `package://` mesh references (see
     /// [`resolve_mesh_path`]).
     pub package_dirs: Vec<PathBuf>,
-}
-
-/// A joint-space actuator: torque (or force) `gear · ctrl` on dof `dof`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Actuator {
-    /// The actuator's name, or its joint's when it has none.
-    pub name: String,
-    /// Index into `v` (and `tau`).
-    pub dof: usize,
-    pub gear: f64,
-    /// `(lo, hi)` when the control is limited.
-    pub ctrl_range: Option<(f64, f64)>,
 }
 
 /// Where an MJCF body went: the model body that carries its geoms and
@@ -149,12 +137,6 @@ pub struct MjcfBody {
 #[derive(Clone, Debug)]
 pub struct MjcfModel {
     pub model: Model,
-    /// (joint name, lower, upper) for each limited hinge or slide joint
-    /// (radians, metres), and `(name, 0, max angle)` for limited ball
-    /// joints, in file order.
-    pub joint_limits: Vec<(String, f64, f64)>,
-    /// The mapped actuators, in file order.
-    pub actuators: Vec<Actuator>,
     /// `<option timestep>`, when the file sets it (MuJoCo's default is 0.002 s).
     pub timestep: Option<f64>,
     /// Number of MJCF bodies including the world: MuJoCo's `nbody`. The
@@ -322,7 +304,8 @@ struct JointRec {
     axis: Vec3,
     /// `ref` (radians or metres).
     reference: f64,
-    limit: Option<(f64, f64)>,
+    /// Name, range, damping, armature, frictionloss, as the model records them.
+    spec: JointSpec,
 }
 
 struct GeomRec {
@@ -1091,6 +1074,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         } else {
             None
         };
+        let mut spec = JointSpec {
+            name: name.clone(),
+            range: limit,
+            ..Default::default()
+        };
         for attr in [
             "damping",
             "armature",
@@ -1101,6 +1089,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         ] {
             if let Some(s) = get(attr) {
                 let v = self.list(s, attr, &el)?;
+                let first = v.first().copied().unwrap_or(0.0);
+                match attr {
+                    "damping" => spec.damping = first,
+                    "armature" => spec.armature = first,
+                    "frictionloss" => spec.frictionloss = first,
+                    _ => {}
+                }
                 if v.iter().any(|x| *x != 0.0) {
                     let who = if name.is_empty() {
                         el.clone()
@@ -1118,7 +1113,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             pos,
             axis,
             reference,
-            limit,
+            spec,
         })
     }
 
@@ -1534,6 +1529,7 @@ struct Plan {
     placement: SE3,
     inertia: Inertia,
     massless: bool,
+    spec: JointSpec,
 }
 
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
@@ -1572,13 +1568,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             placement: SE3::identity(),
             inertia: Inertia::zero(),
             massless: true,
+            spec: JointSpec::default(),
         }];
         let mut carrier = vec![WORLD; n];
         let mut from = vec![SE3::identity(); n];
         let mut weld = vec![0usize; n];
         let mut q0: Vec<f64> = Vec::new();
         let mut joint_plan: HashMap<String, (usize, JointKind, String)> = HashMap::new();
-        let mut joint_limits = Vec::new();
+        let mut limited = 0usize;
         let mut used: HashSet<String> = HashSet::from(["world".to_string()]);
         for b in 1..n {
             let body = &self.bodies[b];
@@ -1636,6 +1633,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     placement: from[p],
                     inertia: Inertia::zero(),
                     massless: false,
+                    spec: free.spec.clone(),
                 });
                 let quat = body.local.quaternion();
                 q0.extend([
@@ -1693,19 +1691,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     placement: tail.mul(&SE3::from_translation(j.pos)).mul(&ref_shift),
                     inertia: Inertia::zero(),
                     massless: !last,
+                    spec: j.spec.clone(),
                 });
                 parent_plan = plans.len() - 1;
                 tail = SE3::from_translation(-j.pos);
                 if !j.name.is_empty() {
                     joint_plan.insert(j.name.clone(), (parent_plan, j.kind, j.element.clone()));
                 }
-                if let Some((lo, hi)) = j.limit {
-                    let jn = if j.name.is_empty() {
-                        plans[parent_plan].name.clone()
-                    } else {
-                        j.name.clone()
-                    };
-                    joint_limits.push((jn, lo, hi));
+                if j.spec.range.is_some() {
+                    limited += 1;
                 }
             }
             carrier[b] = parent_plan;
@@ -1738,7 +1732,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     plan.inertia,
                 )
             };
-            r.map_err(|e| self.error(&plan.element, e.to_string()))?;
+            let body = r.map_err(|e| self.error(&plan.element, e.to_string()))?;
+            builder
+                .set_joint_spec(body, plan.spec.clone())
+                .map_err(|e| self.error(&plan.element, e.to_string()))?;
         }
         let mut frictions: Vec<f64> = Vec::new();
         for b in 0..n {
@@ -1825,12 +1822,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 }
             }
         }
-        let model = builder
-            .build()
-            .map_err(|e| self.error("<mujoco>", e.to_string()))?;
-
         // Actuators.
-        let mut actuators = Vec::new();
         for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
             for e in a.children().filter(|n| n.is_element()) {
                 let tag = e.tag_name().name();
@@ -1924,32 +1916,51 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     Some(l) => l,
                     None => self.autolimits && get("forcerange").is_some(),
                 };
+                let force_range = match (force_limited, get("forcerange")) {
+                    (false, _) => None,
+                    (true, Some(s)) => {
+                        let r = self.fixed::<2>(s, "forcerange", &el)?;
+                        Some((r[0], r[1]))
+                    }
+                    (true, None) => None,
+                };
                 if force_limited {
                     self.warnings.push(format!(
-                        "{el}: forcerange not applied (clamp gear·ctrl yourself)"
+                        "{el}: forcerange recorded in the model, not applied yet (clamp gear·ctrl yourself)"
                     ));
                 }
-                actuators.push(Actuator {
-                    name: e.attribute("name").unwrap_or(jname).to_string(),
-                    dof: model.joint_idx_v[*plan],
-                    gear: gear * gain,
-                    ctrl_range,
-                });
+                builder
+                    .add_actuator(Actuator {
+                        name: e.attribute("name").unwrap_or(jname).to_string(),
+                        joint: *plan,
+                        dof: 0,
+                        gear: gear * gain,
+                        ctrl_range,
+                        force_range,
+                    })
+                    .map_err(|err| self.error(&el, err.to_string()))?;
             }
         }
+        let model = builder
+            .build()
+            .map_err(|e| self.error("<mujoco>", e.to_string()))?;
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {
+            let what = if matches!(*attr, "damping" | "armature" | "frictionloss") {
+                "is recorded in the model (Model::dof_*) but not simulated yet"
+            } else {
+                "is not modelled by moreau, ignored"
+            };
             self.warnings.push(format!(
-                "joint `{attr}` is not modelled by moreau, ignored on {} joint(s): {}",
+                "joint `{attr}` {what} on {} joint(s): {}",
                 joints.len(),
                 joints.join(", ")
             ));
         }
-        if !joint_limits.is_empty() {
+        if limited > 0 {
             self.warnings.push(format!(
-                "{} joint range(s) recorded in joint_limits; the simulator does not enforce joint limits",
-                joint_limits.len()
+                "{limited} joint range(s) recorded in the model (Model::joint_range); the simulator does not enforce joint_limits yet"
             ));
         }
         if !self.ellipsoids.is_empty() {
@@ -1979,8 +1990,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         Ok(MjcfModel {
             q0: DVector::from_vec(q0),
             model,
-            joint_limits,
-            actuators,
             timestep,
             bodies: n,
             mjcf_bodies,

@@ -13,6 +13,7 @@ mod builder;
 pub mod load;
 pub mod mesh;
 pub mod mjcf;
+mod summary;
 pub mod urdf;
 mod xml;
 
@@ -111,6 +112,63 @@ impl JointType {
     }
 }
 
+/// What a model file says of a joint besides its type and placement: its
+/// name, its position range and the properties of its dofs (Pinocchio's
+/// Model carries the same as `names`, `lowerPositionLimit` /
+/// `upperPositionLimit`, `velocityLimit`, `effortLimit`, `damping`,
+/// `armature`, `friction`; MuJoCo's mjModel as `jnt_range`, `dof_damping`,
+/// `dof_armature`, `dof_frictionloss`). Scalars apply to each dof of the
+/// joint. Recorded in the model; the dynamics do not use them yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointSpec {
+    /// The file's joint name (empty: the body's name is used).
+    pub name: String,
+    /// Position range `(lower, upper)` of a 1-dof joint (rad or m); for a
+    /// ball joint `(0, max angle)` (MJCF's cone limit); `None`: unlimited.
+    pub range: Option<(f64, f64)>,
+    /// Viscous damping per dof (N·m·s/rad or N·s/m), ≥ 0.
+    pub damping: f64,
+    /// Rotor inertia added to the dof's diagonal of the mass matrix, ≥ 0.
+    pub armature: f64,
+    /// Dry friction per dof (N·m or N), ≥ 0.
+    pub frictionloss: f64,
+    /// Largest speed per dof (rad/s or m/s), > 0; infinite: none.
+    pub velocity_limit: f64,
+    /// Largest actuator effort per dof (N·m or N), > 0; infinite: none.
+    pub effort_limit: f64,
+}
+
+impl Default for JointSpec {
+    fn default() -> Self {
+        JointSpec {
+            name: String::new(),
+            range: None,
+            damping: 0.0,
+            armature: 0.0,
+            frictionloss: 0.0,
+            velocity_limit: f64::INFINITY,
+            effort_limit: f64::INFINITY,
+        }
+    }
+}
+
+/// A joint-space actuator: generalized force `gear · ctrl` on one dof
+/// (MJCF's `<motor>`, a `<general>` with a fixed gain).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Actuator {
+    /// The actuator's name, or its joint's when it has none.
+    pub name: String,
+    /// The body whose joint it drives (a 1-dof joint).
+    pub joint: usize,
+    /// Index into `v` (and `tau`) of that joint's dof (set by the builder).
+    pub dof: usize,
+    pub gear: f64,
+    /// `(lo, hi)` when the control is limited.
+    pub ctrl_range: Option<(f64, f64)>,
+    /// `(lo, hi)` when the force `gear · ctrl` is limited.
+    pub force_range: Option<(f64, f64)>,
+}
+
 /// Collision shapes. Capsules and cylinders are along the geometry's z axis;
 /// a half-space is `{x : n·x ≤ 0}` in the geometry frame (outward normal `n`).
 #[derive(Clone, Debug, PartialEq)]
@@ -196,6 +254,10 @@ pub struct Model {
     pub body_last_dof: Vec<usize>,
     /// (nbodies) joint connecting `body_parent[i]` to body `i`.
     pub joint_type: Vec<JointType>,
+    /// (nbodies) the joint's name: the file's, or its body's when it has none.
+    pub joint_name: Vec<String>,
+    /// (nbodies) position range of the joint, see [`JointSpec::range`].
+    pub joint_range: Vec<Option<(f64, f64)>>,
     /// (nbodies) `parent_from_joint`: the joint frame in the parent body frame.
     pub joint_placement: Vec<SE3>,
     /// (nbodies) first index of the joint in `q` and in `v`.
@@ -207,12 +269,34 @@ pub struct Model {
     pub dof_body: Vec<usize>,
     /// (nv) motion-subspace column of the dof in its body frame.
     pub dof_motion: Vec<Vec6>,
+    /// (nv) viscous damping, armature, dry friction, velocity and effort
+    /// limits (infinite: none) of each dof; see [`JointSpec`].
+    pub dof_damping: Vec<f64>,
+    pub dof_armature: Vec<f64>,
+    pub dof_frictionloss: Vec<f64>,
+    pub dof_velocity_limit: Vec<f64>,
+    pub dof_effort_limit: Vec<f64>,
+    /// The actuators, in file order (`nu` of them).
+    pub actuators: Vec<Actuator>,
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
 }
 
 impl Model {
+    /// Number of actuators (the length of a control vector).
+    pub fn nu(&self) -> usize {
+        self.actuators.len()
+    }
+    /// Body index of the joint named `name`.
+    pub fn joint_id(&self, name: &str) -> Option<usize> {
+        self.joint_name.iter().position(|n| n == name)
+    }
+    /// `(body, name, range)` of each joint with a position range, in model order.
+    pub fn limited_joints(&self) -> impl Iterator<Item = (usize, &str, (f64, f64))> + '_ {
+        (1..self.nbodies)
+            .filter_map(|i| self.joint_range[i].map(|r| (i, self.joint_name[i].as_str(), r)))
+    }
     /// Body index from its name.
     pub fn body_id(&self, name: &str) -> Option<usize> {
         self.body_name.iter().position(|n| n == name)

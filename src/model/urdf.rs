@@ -31,7 +31,7 @@
 use super::mesh::{MeshCache, resolve_mesh_path};
 pub use super::xml::ModelFileError;
 use super::xml::{child, error_for, numbers, read_file, required, scalar};
-use super::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use super::{JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -58,12 +58,6 @@ pub struct UrdfOptions {
 #[derive(Clone, Debug)]
 pub struct UrdfModel {
     pub model: Model,
-    /// (joint name, lower, upper) for each moving joint with a `<limit>`
-    /// (continuous joints: none), in model order.
-    pub joint_limits: Vec<(String, f64, f64)>,
-    /// (nbodies) name of the joint that moves each body: the URDF joint's,
-    /// `root` for the floating base, empty for the world.
-    pub joint_names: Vec<String>,
     /// Number of distinct mesh files read (each hulled once, however many
     /// geometries use it).
     pub mesh_files: usize,
@@ -100,7 +94,9 @@ struct Joint {
     child: String,
     origin: SE3,
     axis: Vec3,
-    limit: Option<(f64, f64)>,
+    /// Name, range (`<limit lower upper>`), effort and velocity limits
+    /// (`<limit effort velocity>`), damping and friction (`<dynamics>`).
+    spec: JointSpec,
 }
 
 /// Parses URDF text; `file` names it in errors, and relative mesh names
@@ -215,8 +211,7 @@ pub fn parse_urdf(
         joint: JointType,
         placement: SE3,
         inertia: Inertia,
-        joint_name: String,
-        limit: Option<(f64, f64)>,
+        spec: JointSpec,
     }
     let mut bodies: Vec<Body> = Vec::new();
     let mut link_body: Vec<Option<(Option<usize>, SE3)>> = vec![None; links.len()];
@@ -233,8 +228,10 @@ pub fn parse_urdf(
             joint: JointType::Free,
             placement: SE3::identity(),
             inertia: Inertia::zero(),
-            joint_name: "root".into(),
-            limit: None,
+            spec: JointSpec {
+                name: "root".into(),
+                ..Default::default()
+            },
         });
         Some(0)
     } else {
@@ -275,12 +272,7 @@ pub fn parse_urdf(
                         joint: jt,
                         placement,
                         inertia: Inertia::zero(),
-                        joint_name: joint.name.clone(),
-                        limit: if joint.kind == "continuous" {
-                            None
-                        } else {
-                            joint.limit
-                        },
+                        spec: joint.spec.clone(),
                     });
                     (Some(bodies.len() - 1), SE3::identity())
                 }
@@ -322,8 +314,6 @@ pub fn parse_urdf(
     let mut b = ModelBuilder::new(robot_name);
     let model_err = |e: crate::ModelError| err("<robot>", e.to_string());
     let mut body_id = vec![0usize; bodies.len()];
-    let mut joint_limits = Vec::new();
-    let mut joint_names = vec![String::new()];
     for (k, body) in bodies.iter().enumerate() {
         if !(body.inertia.mass > 0.0) {
             return Err(err(
@@ -335,10 +325,13 @@ pub fn parse_urdf(
         body_id[k] = b
             .add_body(&body.name, parent, body.joint, body.placement, body.inertia)
             .map_err(model_err)?;
-        if let Some((lo, hi)) = body.limit {
-            joint_limits.push((body.joint_name.clone(), lo, hi));
-        }
-        joint_names.push(body.joint_name.clone());
+        b.set_joint_spec(body_id[k], body.spec.clone())
+            .map_err(|e| {
+                err(
+                    &format!("<joint name=\"{}\">", body.spec.name),
+                    e.to_string(),
+                )
+            })?;
     }
     let material = Material::with_friction(options.friction.unwrap_or(0.8));
     for (l, (_, link)) in links.iter().enumerate() {
@@ -385,8 +378,6 @@ pub fn parse_urdf(
     }
     Ok(UrdfModel {
         model,
-        joint_limits,
-        joint_names,
         mesh_files: meshes.cache.hull_count(),
         warnings,
     })
@@ -572,27 +563,42 @@ fn parse_joint(
     if matches!(kind.as_str(), "revolute" | "continuous" | "prismatic") && axis.norm() < 1e-12 {
         return Err(err(element, "zero joint axis".into()));
     }
-    let limit = match child(node, "limit") {
+    let number = |n: &roxmltree::Node, attr: &str| -> Result<Option<f64>, ModelFileError> {
+        n.attribute(attr)
+            .map(|s| numbers::<1>(s, attr, element, err).map(|v| v[0]))
+            .transpose()
+    };
+    let mut spec = JointSpec {
+        name: name.clone(),
+        ..Default::default()
+    };
+    match child(node, "limit") {
         Some(l) => {
-            let lo = l
-                .attribute("lower")
-                .map(|s| numbers::<1>(s, "lower", element, err))
-                .transpose()?;
-            let hi = l
-                .attribute("upper")
-                .map(|s| numbers::<1>(s, "upper", element, err))
-                .transpose()?;
-            let (lo, hi) = (lo.map_or(0.0, |v| v[0]), hi.map_or(0.0, |v| v[0]));
+            let (lo, hi) = (
+                number(&l, "lower")?.unwrap_or(0.0),
+                number(&l, "upper")?.unwrap_or(0.0),
+            );
             if lo > hi {
                 return Err(err(element, format!("limit lower {lo} > upper {hi}")));
             }
-            Some((lo, hi))
+            // A continuous joint's <limit> carries only effort and velocity.
+            if kind != "continuous" {
+                spec.range = Some((lo, hi));
+            }
+            // URDF writes 0 for "no limit" in effort and velocity.
+            let positive = |x: Option<f64>| x.filter(|&v| v > 0.0).unwrap_or(f64::INFINITY);
+            spec.effort_limit = positive(number(&l, "effort")?);
+            spec.velocity_limit = positive(number(&l, "velocity")?);
         }
         None if matches!(kind.as_str(), "revolute" | "prismatic") => {
             return Err(err(element, format!("a {kind} joint needs a <limit>")));
         }
-        None => None,
-    };
+        None => {}
+    }
+    if let Some(d) = child(node, "dynamics") {
+        spec.damping = number(&d, "damping")?.unwrap_or(0.0);
+        spec.frictionloss = number(&d, "friction")?.unwrap_or(0.0);
+    }
     Ok(Joint {
         name,
         origin: origin(node, element, err)?,
@@ -600,6 +606,6 @@ fn parse_joint(
         child: link("child")?,
         kind,
         axis,
-        limit,
+        spec,
     })
 }

@@ -1,0 +1,118 @@
+//! A loaded model in words: sizes, the kinematic tree with its joints and
+//! geometries, joint ranges, actuators, collision exclusions and the
+//! loader's warnings (`moreau inspect` prints it).
+
+use super::{JointType, LoadedModel, Shape};
+use std::fmt::{self, Write};
+
+impl Shape {
+    /// The shape in a few words, with its sizes.
+    pub fn describe(&self) -> String {
+        match self {
+            Shape::Ball { radius } => format!("sphere r={radius}"),
+            Shape::Cuboid { half_extents: h } => {
+                format!("box half-extents {} {} {}", h.x, h.y, h.z)
+            }
+            Shape::Capsule {
+                half_length,
+                radius,
+            } => format!("capsule r={radius} half-length={half_length}"),
+            Shape::Cylinder {
+                half_length,
+                radius,
+            } => format!("cylinder r={radius} half-length={half_length}"),
+            Shape::ConvexMesh { points } => format!("convex hull of {} vertices", points.len()),
+            Shape::HalfSpace { normal: n } => format!("plane, normal {} {} {}", n.x, n.y, n.z),
+        }
+    }
+}
+
+impl LoadedModel {
+    /// Writes the summary, one fact per line.
+    pub fn write_summary(&self, s: &mut impl Write) -> fmt::Result {
+        let m = &self.model;
+        writeln!(
+            s,
+            "nq {}  nv {}  bodies {} (world excluded)  total mass {:.6} kg  geometries {}  gravity {:?}{}",
+            m.nq,
+            m.nv,
+            m.nbodies - 1,
+            m.total_mass(),
+            m.geometries.len(),
+            m.gravity.as_slice(),
+            self.timestep
+                .map(|dt| format!("  timestep {dt} s"))
+                .unwrap_or_default()
+        )?;
+        if let Some(n) = self.mjcf_bodies {
+            writeln!(
+                s,
+                "MJCF bodies {n} (MuJoCo's nbody, world included); the model chains several joints of one body through massless bodies and merges welded ones"
+            )?;
+        }
+        writeln!(s, "tree:")?;
+        // Depth-first from the world, children in model order.
+        let mut stack = vec![(0usize, 0usize)];
+        while let Some((i, depth)) = stack.pop() {
+            let indent = "  ".repeat(depth + 1);
+            if i == 0 {
+                writeln!(s, "{indent}world")?;
+            } else {
+                let joint = m.joint_type[i];
+                let axis = match joint {
+                    JointType::Revolute(a) | JointType::Prismatic(a) => {
+                        format!(" axis {:.3} {:.3} {:.3}", a.x, a.y, a.z)
+                    }
+                    _ => String::new(),
+                };
+                writeln!(
+                    s,
+                    "{indent}{}  [{} joint{axis}, q[{}..{}]]  mass {:.6} kg",
+                    m.body_name[i],
+                    joint.name(),
+                    m.joint_idx_q[i],
+                    m.joint_idx_q[i] + joint.nq(),
+                    m.body_inertia[i].mass
+                )?;
+            }
+            for g in m.geometries.iter().filter(|g| g.body == i) {
+                writeln!(
+                    s,
+                    "{indent}  - geometry {}: {} (friction {})",
+                    g.name,
+                    g.shape.describe(),
+                    g.material.friction
+                )?;
+            }
+            for c in (i + 1..m.nbodies).rev().filter(|&c| m.body_parent[c] == i) {
+                stack.push((c, depth + 1));
+            }
+        }
+        if m.limited_joints().next().is_some() {
+            writeln!(s, "joint limits:")?;
+            for (_, name, (lo, hi)) in m.limited_joints() {
+                writeln!(s, "  {name:24} [{lo}, {hi}]")?;
+            }
+        }
+        if !m.actuators.is_empty() {
+            writeln!(s, "motors (torque = gear * control):")?;
+            for a in &m.actuators {
+                let range = a
+                    .ctrl_range
+                    .map(|(lo, hi)| format!(", control in [{lo}, {hi}]"))
+                    .unwrap_or_default();
+                writeln!(s, "  {:24} v[{}], gear {}{range}", a.name, a.dof, a.gear)?;
+            }
+        }
+        writeln!(
+            s,
+            "collision exclusions: {} body pairs (besides parent-child)",
+            m.collision_exclusions.len()
+        )?;
+        writeln!(s, "warnings: {}", self.warnings.len())?;
+        for w in &self.warnings {
+            writeln!(s, "  {w}")?;
+        }
+        Ok(())
+    }
+}
