@@ -127,7 +127,7 @@ fn the_builder_refuses_inconsistent_joints_and_actuators() {
     let mut b = ModelBuilder::new("t");
     let inertia = Inertia::new(1.0, Vec3::zeros(), moreau::math::Mat3::identity() * 0.1);
     let free = b
-        .add_body("base", 0, JointType::Free, SE3::identity(), inertia.clone())
+        .add_body("base", 0, JointType::Free, SE3::identity(), inertia)
         .unwrap();
     let hinge = b
         .add_body(

@@ -55,7 +55,9 @@ fn a_hand_written_pendulum_loads_as_described() {
     assert_eq!(m.joint_name, vec!["".to_string(), "shoulder".to_string()]);
     // The inertia tensor is rotated by the inertial rpy (yaw 90°: ixx ↔ iyy).
     let arm = &m.body_inertia[1];
-    let c = (1.0 * -0.5 + 0.5 * -1.0) / 1.5;
+    // (m₁ z₁ + m₂ z₂) / (m₁ + m₂) with m = (1, 0.5), z = (-0.5, -1).
+    let (m1, z1, m2, z2) = (1.0, -0.5, 0.5, -1.0);
+    let c = (m1 * z1 + m2 * z2) / (m1 + m2);
     assert!((arm.com.z - c).abs() < 1e-12);
     // Potential energy at q = 0 and q = π/2 (arm horizontal: centre of mass at the joint height).
     let mut data = Data::new(m);

@@ -350,13 +350,16 @@ fn main() -> ExitCode {
                 }),
             ..
         } => bench_solve(
-            solver,
-            batch,
-            contacts,
-            iterations,
-            tol,
-            repeats,
-            decomposition,
+            moreau::tools::bench::solve::BenchConfig {
+                kind: solver,
+                contacts,
+                batches: batch,
+                max_iterations: iterations,
+                tolerance: tol,
+                repeats,
+                cpu_sample: 32,
+                decompositions: decomposition,
+            },
             &out,
         ),
         Command::Bench {
@@ -744,16 +747,11 @@ fn solve_gpu(
 
 /// `moreau bench solve`.
 fn bench_solve(
-    kind: SolverKind,
-    batches: Vec<usize>,
-    contacts: Vec<usize>,
-    iterations: usize,
-    tol: Option<f64>,
-    repeats: usize,
-    decompositions: Vec<moreau::gpu::Decomposition>,
+    cfg: moreau::tools::bench::solve::BenchConfig,
     out: &std::path::Path,
 ) -> Result<(), AnyError> {
-    use moreau::tools::bench::solve::{BenchConfig, plot, run};
+    use moreau::tools::bench::solve::{plot, run};
+    let (kind, iterations, tol) = (cfg.kind, cfg.max_iterations, cfg.tolerance);
     moreau::gpu::check_kernel(kind)?;
     let ctx = moreau::gpu::GpuContext::new()?;
     say!("device: {}", ctx.adapter);
@@ -793,16 +791,6 @@ fn bench_solve(
         "B/problem",
         "ΔRSS KiB"
     );
-    let cfg = BenchConfig {
-        kind,
-        contacts,
-        batches,
-        max_iterations: iterations,
-        tolerance: tol,
-        repeats,
-        cpu_sample: 32,
-        decompositions,
-    };
     let rows = run(&ctx, &cfg, |r| match &r.skipped {
         Some(why) => say!(
             "{:>8} {:>7} {:>10} skipped: {why}",

@@ -153,7 +153,7 @@ fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelE
             half_length,
             radius,
         } => {
-            if !pos(*radius) || !(half_length.is_finite() && *half_length >= 0.0) {
+            if !(pos(*radius) && half_length.is_finite() && *half_length >= 0.0) {
                 return bad(format!(
                     "capsule needs radius > 0 and half_length ≥ 0, got {radius}, {half_length}"
                 ));
