@@ -4,7 +4,7 @@
 //! `MOREAU_ROBOT_FILES`); without them it says so and measures nothing.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use moreau::model::{LoadOptions, load_model_file};
+use moreau::load::{LoadOptions, load_model_file};
 use std::path::PathBuf;
 
 fn site_packages() -> Option<PathBuf> {

@@ -7,9 +7,12 @@
 //! the stages of a step, the layers, the CPU/GPU twin rule.
 //!
 //! The pipeline, module by module, in the order data flows through it:
-//! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`];
-//! [`scenes`] builds the named example worlds; [`study`] runs the seed
-//! study's experiments on them.
+//! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`]
+//! → [`batch`] (with [`gpu`]) → [`envs`]; [`load`] reads robot files
+//! (the model layer's readers, then the collision layer's passes);
+//! [`counters`] times the stages; [`scenes`] builds the named example
+//! worlds; [`tools`] holds the seed study, the benchmark drivers and what
+//! the command line needs, on top of the core.
 
 pub mod batch;
 pub mod collision;
@@ -19,6 +22,7 @@ pub mod dynamics;
 pub mod envs;
 pub mod error;
 pub mod gpu;
+pub mod load;
 pub mod math;
 pub mod model;
 pub mod scenes;

@@ -611,18 +611,18 @@ pub fn random_tree(nbodies: usize, seed: u64) -> Result<Model, ModelError> {
     b.build()
 }
 
-/// A scene from a robot file (see [`crate::model::load_model_file`]):
+/// A scene from a robot file (see [`crate::load::load_model_file`]):
 ///
 /// - a ground (the half-space `z ≤ 0`, friction 0.8) under a floating
 ///   robot, unless the file has one;
-/// - the configuration where the file puts the robot ([`LoadedModel::q0`](crate::model::LoadedModel)),
+/// - the configuration where the file puts the robot ([`LoadedModel::q0`](crate::load::LoadedModel)),
 ///   a floating robot on a ground we added lifted so that its lowest point
 ///   is 5 mm above it;
 /// - a joint PD holding that configuration (natural frequency 20 rad/s,
 ///   critically damped, on each joint's effective inertia), so a robot stands as loaded
 ///   rather than folding; `passive` leaves the joints free;
 /// - the file's time step, or 1 ms.
-pub fn from_loaded(loaded: &crate::model::LoadedModel, passive: bool) -> Result<Scene, ModelError> {
+pub fn from_loaded(loaded: &crate::load::LoadedModel, passive: bool) -> Result<Scene, ModelError> {
     let mut model = loaded.model.clone();
     let floating: Vec<usize> = (1..model.nbodies)
         .filter(|&i| model.joint_type[i] == JointType::Free && model.body_parent[i] == WORLD)

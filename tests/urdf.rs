@@ -2,7 +2,8 @@
 //! limits it describes; malformed files are refused naming file, element and reason.
 
 use moreau::dynamics::{Data, forward_kinematics, potential_energy};
-use moreau::model::urdf::{UrdfOptions, parse_urdf};
+use moreau::load::parse_urdf;
+use moreau::model::urdf::UrdfOptions;
 
 const PENDULUM: &str = r#"<?xml version="1.0"?>
 <robot name="pendulum">
@@ -221,8 +222,8 @@ const MESH_ROBOT: &str = r#"<robot name="meshy">
 
 #[test]
 fn meshes_are_found_and_become_convex_hulls() {
+    use moreau::load::load_urdf;
     use moreau::model::Shape;
-    use moreau::model::urdf::load_urdf;
     let dir = temp_dir("mesh");
     for sub in ["robot/meshes", "share/meshpkg"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();

@@ -7,8 +7,9 @@ mod common;
 
 use moreau::dynamics::{Data, center_of_mass, forward_kinematics, forward_velocity};
 use moreau::dynamics::{kinetic_energy, potential_energy};
+use moreau::load::load_urdf;
 use moreau::model::Material;
-use moreau::model::urdf::{UrdfModel, UrdfOptions, load_urdf};
+use moreau::model::urdf::{UrdfModel, UrdfOptions};
 use moreau::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use std::sync::Arc;

@@ -11,7 +11,7 @@ use moreau::batch::Backend;
 use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{ContactSolution, Evaluation, SolverKind, SolverSettings, evaluate};
 use moreau::counters::{Stage, StageTimes};
-use moreau::model::{LoadOptions, ModelFormat, load_model_file};
+use moreau::load::{LoadOptions, ModelFormat, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{SimParams, Simulator, StepReport, Trajectory};
 use moreau::tools::bench::batch::SceneBenchConfig;

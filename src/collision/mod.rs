@@ -262,3 +262,29 @@ impl CollisionDetector {
         Ok(())
     }
 }
+
+/// Excludes the collisions of the body pairs whose geometries intersect at
+/// configuration `q` (a model file's neutral pose: links whose hulls
+/// overlap by construction would otherwise push the robot apart at rest);
+/// returns those pairs, sorted. Run by the loader after a model is read.
+pub fn exclude_initial_overlaps(
+    model: &mut Model,
+    q: &[f64],
+) -> Result<Vec<(usize, usize)>, crate::SimError> {
+    let mut data = Data::new(model);
+    crate::dynamics::forward_kinematics(model, &mut data, q);
+    let mut detector = CollisionDetector::new(model, 0.0);
+    let mut contacts = Vec::new();
+    detector.detect(model, &data, &mut contacts)?;
+    let mut pairs: Vec<(usize, usize)> = contacts
+        .iter()
+        .filter(|c| c.distance < 0.0)
+        .map(|c| (c.body_a.min(c.body_b), c.body_a.max(c.body_b)))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    model.collision_exclusions.extend_from_slice(&pairs);
+    model.collision_exclusions.sort_unstable();
+    model.collision_exclusions.dedup();
+    Ok(pairs)
+}

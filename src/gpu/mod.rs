@@ -46,8 +46,9 @@
 //! dispatches; a canary loop flags a problem whose dispatch hit such a
 //! limit ([`FLAG_LOOP_LIMIT`]). The design choices (layout, decomposition,
 //! who factorizes `G + R + ρI`) and the measured f32 limits are recorded in
-//! `shaders/README.md`; [`mod@bench`] measures throughput against one CPU
-//! core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau bench solve`).
+//! `shaders/README.md`; [`crate::tools::bench::solve`] measures throughput
+//! against one CPU core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau
+//! bench solve`).
 
 pub mod admm;
 pub mod batch;

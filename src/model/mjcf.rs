@@ -47,10 +47,11 @@
 //!     body twist in the body frame (MuJoCo: world linear velocity, body
 //!     angular velocity).
 //!   - `range` with `limited` (`auto`: limited iff a range is given) goes to
-//!     [`MjcfModel::joint_limits`]; the simulator does not enforce limits yet
-//!     (a warning says so). `damping`, `armature`, `stiffness`,
-//!     `frictionloss`, `springref`, `springdamper` are not modelled: one
-//!     warning per attribute names the joints that set them.
+//!     [`Model::joint_range`], `damping`, `armature`, `frictionloss` to
+//!     [`Model::dof_damping`], [`Model::dof_armature`],
+//!     [`Model::dof_frictionloss`]; the simulator does not use them yet (a
+//!     warning says so). `stiffness`, `springref`, `springdamper` are not
+//!     modelled: one warning per attribute names the joints that set them.
 //! - `<geom>`: `sphere` → [`Shape::Ball`], `capsule` → [`Shape::Capsule`],
 //!   `cylinder` → [`Shape::Cylinder`] (size: radius, half-length; or
 //!   `fromto` with the radius), `box` → [`Shape::Cuboid`] (half-sizes),

@@ -10,15 +10,12 @@
 //! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
 
 mod builder;
-pub mod load;
 pub mod mesh;
 pub mod mjcf;
-mod summary;
 pub mod urdf;
-mod xml;
+pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder};
-pub use load::{LoadOptions, LoadedModel, ModelFormat, load_model_file};
 pub use xml::ModelFileError;
 
 use crate::math::{SE3, Vec3, Vec6, exp3, quat_from_slice, spatial};

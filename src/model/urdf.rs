@@ -2,8 +2,9 @@
 //!
 //! Supported: links with `<inertial>` (origin, mass, inertia tensor about the
 //! centre of mass in the inertial frame), joints `revolute`, `continuous`,
-//! `prismatic`, `fixed` and `floating` with origin, axis and limits (read
-//! and kept in [`UrdfModel::joint_limits`]), and `<collision>` geometry with
+//! `prismatic`, `fixed` and `floating` with origin, axis, `<limit>` and
+//! `<dynamics>` (kept in the model: [`Model::joint_range`],
+//! [`Model::dof_effort_limit`], ...), and `<collision>` geometry with
 //! origins: `box`, `sphere`, `cylinder` (along z, as in our
 //! [`Shape::Cylinder`]), `capsule` (the common extension: `radius`, and
 //! `length` of the cylindrical part, along z) and `mesh` (STL or OBJ, with
@@ -15,11 +16,14 @@
 //! Collision filtering: bodies joined by a joint never collide (the model's
 //! parent–child rule, which covers adjacent links, merged fixed links
 //! included); [`UrdfOptions::ignore_pairs`] adds link pairs; and, unless
-//! [`UrdfOptions::keep_initial_overlaps`] is set, body pairs whose geometries
-//! already intersect in the neutral configuration are excluded (what
-//! MoveIt's setup assistant marks "Default" in an SRDF), each reported in
-//! [`UrdfModel::warnings`]. Without that rule, convex hulls of neighbouring
-//! links that overlap by construction would push the robot apart at rest.
+//! [`UrdfOptions::keep_initial_overlaps`] is set, the loader
+//! ([`crate::load::parse_urdf`]) runs the collision layer's pass
+//! [`crate::collision::exclude_initial_overlaps`] after reading, which
+//! excludes body pairs whose geometries already intersect in the neutral
+//! configuration (what MoveIt's setup assistant marks "Default" in an
+//! SRDF), each reported in [`UrdfModel::warnings`]. Without that rule,
+//! convex hulls of neighbouring links that overlap by construction would
+//! push the robot apart at rest. [`read_urdf`] reads the file alone.
 //!
 //! Fixed joints are merged: the child link's inertia and collision
 //! geometry join its parent's body (at the composed placement), as in
@@ -51,6 +55,8 @@ pub struct UrdfOptions {
     pub ignore_pairs: Vec<(String, String)>,
     /// Keep collisions between bodies that already intersect in the neutral
     /// configuration (by default such pairs are excluded).
+    /// Keep collisions between bodies that overlap in the neutral
+    /// configuration (read by the loader, [`crate::load::parse_urdf`]).
     pub keep_initial_overlaps: bool,
 }
 
@@ -66,13 +72,13 @@ pub struct UrdfModel {
 }
 
 /// Loads the URDF file at `path`.
-pub fn load_urdf(
+pub fn read_urdf_file(
     path: impl AsRef<Path>,
     options: &UrdfOptions,
 ) -> Result<UrdfModel, ModelFileError> {
     let path = path.as_ref();
     let text = read_file(path)?;
-    parse_urdf(&text, &path.display().to_string(), options)
+    read_urdf(&text, &path.display().to_string(), options)
 }
 
 /// Where a parse reads meshes from.
@@ -101,7 +107,7 @@ struct Joint {
 
 /// Parses URDF text; `file` names it in errors, and relative mesh names
 /// are resolved against its directory.
-pub fn parse_urdf(
+pub fn read_urdf(
     text: &str,
     file: &str,
     options: &UrdfOptions,
@@ -365,44 +371,12 @@ pub fn parse_urdf(
         b.exclude_collision(link_body_id(a)?, link_body_id(c)?)
             .map_err(model_err)?;
     }
-    let mut model = b.build().map_err(model_err)?;
-    if !options.keep_initial_overlaps {
-        for (a, c) in
-            exclude_initial_overlaps(&mut model).map_err(|e| err("<robot>", e.to_string()))?
-        {
-            warnings.push(format!(
-                "links of bodies `{}` and `{}` intersect in the neutral configuration: their collisions are excluded",
-                model.body_name[a], model.body_name[c]
-            ));
-        }
-    }
+    let model = b.build().map_err(model_err)?;
     Ok(UrdfModel {
         model,
         mesh_files: meshes.cache.hull_count(),
         warnings,
     })
-}
-
-/// Excludes the collisions of body pairs whose geometries intersect at the
-/// neutral configuration; returns those pairs.
-fn exclude_initial_overlaps(model: &mut Model) -> Result<Vec<(usize, usize)>, crate::SimError> {
-    let mut data = crate::dynamics::Data::new(model);
-    let q = model.neutral_configuration();
-    crate::dynamics::forward_kinematics(model, &mut data, q.as_slice());
-    let mut detector = crate::collision::CollisionDetector::new(model, 0.0);
-    let mut contacts = Vec::new();
-    detector.detect(model, &data, &mut contacts)?;
-    let mut pairs: Vec<(usize, usize)> = contacts
-        .iter()
-        .filter(|c| c.distance < 0.0)
-        .map(|c| (c.body_a.min(c.body_b), c.body_a.max(c.body_b)))
-        .collect();
-    pairs.sort_unstable();
-    pairs.dedup();
-    model.collision_exclusions.extend_from_slice(&pairs);
-    model.collision_exclusions.sort_unstable();
-    model.collision_exclusions.dedup();
-    Ok(pairs)
 }
 
 /// `<origin xyz rpy>` of `node` (identity when absent). URDF's rpy is

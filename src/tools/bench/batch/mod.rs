@@ -356,7 +356,7 @@ pub fn load_scene(spec: &str) -> Result<(Scene, String, Vec<String>), BenchError
             scenes::SCENE_NAMES.join(", ")
         )));
     }
-    let loaded = crate::model::load_model_file(path, &crate::model::LoadOptions::default())
+    let loaded = crate::load::load_model_file(path, &crate::load::LoadOptions::default())
         .map_err(|e| err(e.to_string()))?;
     let s = scenes::from_loaded(&loaded, false).map_err(|e| err(e.to_string()))?;
     Ok((s, spec.to_string(), loaded.warnings))

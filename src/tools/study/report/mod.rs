@@ -4,7 +4,7 @@
 //! [`compare`] runs the experiments (this file), ([`CompareReport`] holds every number);
 //! [`CompareReport::render`] prints the tables (the study's Table II decided
 //! from measurements, with the thresholds in a legend under it);
-//! ([`render`]); [`write_plots`] ([`plots`]) draws `energy.svg`, `internal_forces.svg`,
+//! (`render.rs`); [`write_plots`] (`plots.rs`) draws `energy.svg`, `internal_forces.svg`,
 //! `time_to_accuracy.svg` and `mass_ratio.svg`; [`write_json`] writes
 //! `compare.json`.
 //!

@@ -2,7 +2,8 @@
 //! geometries, joint ranges, actuators, collision exclusions and the
 //! loader's warnings (`moreau inspect` prints it).
 
-use super::{JointType, LoadedModel, Shape};
+use super::LoadedModel;
+use crate::model::{JointType, Shape};
 use std::fmt::{self, Write};
 
 impl Shape {

@@ -1,12 +1,55 @@
-//! One entry point for robot files: URDF (`.urdf`) and MJCF (`.xml`,
-//! `.mjcf`), chosen by extension, loaded into a [`LoadedModel`] that the
+//! Loading robot files: the model layer reads them (`model::urdf`,
+//! `model::mjcf`), then the passes that need the layers above the model run
+//! (the collision layer's [`exclude_initial_overlaps`] for URDF robots).
+//! One entry point, [`load_model_file`], picks URDF (`.urdf`) or MJCF
+//! (`.xml`, `.mjcf`) by extension and returns a [`LoadedModel`], which the
 //! command line (`moreau inspect`, `moreau run FILE`) and the scenes use.
 
-use super::Model;
-use super::mjcf::{MjcfOptions, load_mjcf};
-use super::urdf::{UrdfOptions, parse_urdf};
-use super::xml::ModelFileError;
+use crate::collision::exclude_initial_overlaps;
+use crate::model::Model;
+use crate::model::ModelFileError;
+use crate::model::mjcf::{MjcfOptions, load_mjcf};
+use crate::model::urdf::{UrdfModel, UrdfOptions, read_urdf};
 use std::path::{Path, PathBuf};
+
+mod summary;
+
+/// Reads URDF text (`file` names it in errors) and, unless
+/// `options.keep_initial_overlaps`, excludes the collisions of the bodies
+/// that overlap in the neutral configuration, each reported in the warnings.
+pub fn parse_urdf(
+    text: &str,
+    file: &str,
+    options: &UrdfOptions,
+) -> Result<UrdfModel, ModelFileError> {
+    let mut r = read_urdf(text, file, options)?;
+    if !options.keep_initial_overlaps {
+        let q = r.model.neutral_configuration();
+        let pairs =
+            exclude_initial_overlaps(&mut r.model, q.as_slice()).map_err(|e| ModelFileError {
+                file: file.into(),
+                element: "<robot>".into(),
+                reason: e.to_string(),
+            })?;
+        for (a, c) in pairs {
+            r.warnings.push(format!(
+                "links of bodies `{}` and `{}` intersect in the neutral configuration: their collisions are excluded",
+                r.model.body_name[a], r.model.body_name[c]
+            ));
+        }
+    }
+    Ok(r)
+}
+
+/// [`parse_urdf`] on a file.
+pub fn load_urdf(
+    path: impl AsRef<Path>,
+    options: &UrdfOptions,
+) -> Result<UrdfModel, ModelFileError> {
+    let path = path.as_ref();
+    let text = crate::model::xml::read_file(path)?;
+    parse_urdf(&text, &path.display().to_string(), options)
+}
 
 /// How to load a robot file.
 #[derive(Clone, Debug, Default)]
@@ -58,7 +101,7 @@ pub fn load_model_file(
         .unwrap_or_default();
     match ext.as_str() {
         "urdf" => {
-            let text = super::xml::read_file(path)?;
+            let text = crate::model::xml::read_file(path)?;
             let floating_base = match options.floating_base {
                 Some(f) => f,
                 None => !urdf_root_is_world(&text),
@@ -100,7 +143,7 @@ pub fn load_model_file(
                 .model
                 .geometries
                 .iter()
-                .any(|g| g.body == super::WORLD && g.shape.name() == "half-space");
+                .any(|g| g.body == crate::model::WORLD && g.shape.name() == "half-space");
             Ok(LoadedModel {
                 format: ModelFormat::Mjcf,
                 mjcf_bodies: Some(r.bodies),
