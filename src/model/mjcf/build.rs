@@ -1,0 +1,496 @@
+//! Building the model from what was read: MJCF bodies with several joints
+//! become chains of bodies, welded bodies merge, then geoms, actuators and
+//! the warnings.
+
+use super::*;
+
+/// `name`, or `name#2`, `name#3`, ... if taken; records it.
+pub(super) fn unique(name: String, used: &mut HashSet<String>) -> String {
+    let mut out = name.clone();
+    let mut k = 2;
+    while used.contains(&out) {
+        out = format!("{name}#{k}");
+        k += 1;
+    }
+    used.insert(out.clone());
+    out
+}
+
+/// A body of the model to build: one per joint of an MJCF body (the last
+/// one carries the mass) and one per free body.
+struct Plan {
+    name: String,
+    element: String,
+    parent: usize,
+    joint: JointType,
+    placement: SE3,
+    inertia: Inertia,
+    massless: bool,
+    spec: JointSpec,
+}
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    pub(super) fn build(
+        mut self,
+        root: Node<'a, 'i>,
+        timestep: Option<f64>,
+        gravity: Vec3,
+    ) -> Result<MjcfModel, ModelFileError> {
+        let n = self.bodies.len();
+        if let Some(total) = self.settotalmass {
+            let current: f64 = self.bodies.iter().map(|b| b.inertia.mass).sum();
+            if !(total > 0.0 && current > 0.0 && current.is_finite()) {
+                return Err(self.error(
+                    "<compiler>",
+                    format!(
+                        "settotalmass=\"{total}\" needs a positive total and a model with mass (it has {current})"
+                    ),
+                ));
+            }
+            let s = total / current;
+            for b in &mut self.bodies {
+                b.inertia.mass *= s;
+                b.inertia.rotational *= s;
+            }
+        }
+
+        // Pass 1: the model's bodies. `carrier[b]`: the plan carrying MJCF
+        // body `b`; `from[b]`: MJCF frame of `b` in that plan's frame;
+        // `weld[b]`: the MJCF body with joints that `b` is welded to (0: world).
+        let mut plans: Vec<Plan> = vec![Plan {
+            name: "world".into(),
+            element: "<worldbody>".into(),
+            parent: WORLD,
+            joint: JointType::Fixed,
+            placement: SE3::identity(),
+            inertia: Inertia::zero(),
+            massless: true,
+            spec: JointSpec::default(),
+        }];
+        let mut carrier = vec![WORLD; n];
+        let mut from = vec![SE3::identity(); n];
+        let mut weld = vec![0usize; n];
+        let mut q0: Vec<f64> = Vec::new();
+        let mut joint_plan: HashMap<String, (usize, JointKind, String)> = HashMap::new();
+        let mut limited = 0usize;
+        let mut used: HashSet<String> = HashSet::from(["world".to_string()]);
+        for b in 1..n {
+            let body = &self.bodies[b];
+            let p = body.parent;
+            let tail = from[p].mul(&body.local);
+            if body.joints.is_empty() {
+                carrier[b] = carrier[p];
+                from[b] = tail;
+                weld[b] = weld[p];
+                continue;
+            }
+            weld[b] = b;
+            // MuJoCo's rule: a body moved by a joint has mass and inertia of its own.
+            validate_inertia(&body.name, &body.inertia).map_err(|e| {
+                self.error(
+                    &body.element,
+                    format!(
+                        "a body moved by a joint needs positive mass and a positive definite inertia (from <inertial> or its geoms): {e}"
+                    ),
+                )
+            })?;
+            let bname = unique(
+                if body.name.is_empty() {
+                    format!("body{b}")
+                } else {
+                    body.name.clone()
+                },
+                &mut used,
+            );
+            let nj = body.joints.len();
+            if let Some(free) = body.joints.iter().find(|j| j.kind == JointKind::Free) {
+                if nj > 1 {
+                    return Err(self.error(
+                        &free.element,
+                        format!(
+                            "a free joint must be the only joint of its body {}",
+                            body.element
+                        ),
+                    ));
+                }
+                if p != 0 {
+                    return Err(self.error(
+                        &free.element,
+                        format!(
+                            "a free joint can only be used on a top-level body (a child of <worldbody>), not in {}",
+                            body.element
+                        ),
+                    ));
+                }
+                plans.push(Plan {
+                    name: bname,
+                    element: body.element.clone(),
+                    parent: carrier[p],
+                    joint: JointType::Free,
+                    placement: from[p],
+                    inertia: Inertia::zero(),
+                    massless: false,
+                    spec: free.spec.clone(),
+                });
+                let quat = body.local.quaternion();
+                q0.extend([
+                    body.local.translation.x,
+                    body.local.translation.y,
+                    body.local.translation.z,
+                    quat.i,
+                    quat.j,
+                    quat.k,
+                    quat.w,
+                ]);
+                joint_plan.insert(
+                    free.name.clone(),
+                    (plans.len() - 1, JointKind::Free, free.element.clone()),
+                );
+                carrier[b] = plans.len() - 1;
+                from[b] = SE3::identity();
+                continue;
+            }
+            let mut parent_plan = carrier[p];
+            let mut tail = tail;
+            for (k, j) in body.joints.iter().enumerate() {
+                let last = k + 1 == nj;
+                // `ref` is folded into the placement: q = ref is the pose of the file.
+                let (jt, ref_shift) = match j.kind {
+                    JointKind::Hinge => (
+                        JointType::Revolute(j.axis),
+                        SE3::from_axis_angle(&j.axis, -j.reference),
+                    ),
+                    JointKind::Slide => (
+                        JointType::Prismatic(j.axis),
+                        SE3::from_translation(-j.axis * j.reference),
+                    ),
+                    _ => (JointType::Spherical, SE3::identity()),
+                };
+                match j.kind {
+                    JointKind::Ball => q0.extend([0.0, 0.0, 0.0, 1.0]),
+                    _ => q0.push(j.reference),
+                }
+                let name = if last {
+                    bname.clone()
+                } else {
+                    let jn = if j.name.is_empty() {
+                        format!("joint{k}")
+                    } else {
+                        j.name.clone()
+                    };
+                    unique(format!("{bname}.{jn}"), &mut used)
+                };
+                plans.push(Plan {
+                    name,
+                    element: body.element.clone(),
+                    parent: parent_plan,
+                    joint: jt,
+                    placement: tail.mul(&SE3::from_translation(j.pos)).mul(&ref_shift),
+                    inertia: Inertia::zero(),
+                    massless: !last,
+                    spec: j.spec.clone(),
+                });
+                parent_plan = plans.len() - 1;
+                tail = SE3::from_translation(-j.pos);
+                if !j.name.is_empty() {
+                    joint_plan.insert(j.name.clone(), (parent_plan, j.kind, j.element.clone()));
+                }
+                if j.spec.range.is_some() {
+                    limited += 1;
+                }
+            }
+            carrier[b] = parent_plan;
+            from[b] = tail;
+        }
+        // Inertias, merged into the carrying bodies (static ones into the world: dropped).
+        for b in 1..n {
+            if carrier[b] != WORLD {
+                let c = carrier[b];
+                plans[c].inertia = plans[c]
+                    .inertia
+                    .add(&self.bodies[b].inertia.transformed(&from[b]));
+            }
+        }
+
+        // Pass 2: the builder (plan index = body index).
+        let mut builder = ModelBuilder::new(root.attribute("model").unwrap_or("mjcf"));
+        builder
+            .set_gravity(gravity)
+            .map_err(|e| self.error("<option>", e.to_string()))?;
+        for plan in plans.iter().skip(1) {
+            let r = if plan.massless {
+                builder.add_massless_body(&plan.name, plan.parent, plan.joint, plan.placement)
+            } else {
+                builder.add_body(
+                    &plan.name,
+                    plan.parent,
+                    plan.joint,
+                    plan.placement,
+                    plan.inertia,
+                )
+            };
+            let body = r.map_err(|e| self.error(&plan.element, e.to_string()))?;
+            builder
+                .set_joint_spec(body, plan.spec.clone())
+                .map_err(|e| self.error(&plan.element, e.to_string()))?;
+        }
+        let mut frictions: Vec<f64> = Vec::new();
+        for b in 0..n {
+            let body = &self.bodies[b];
+            for (k, g) in body.geoms.iter().enumerate() {
+                if g.plane && weld[b] != 0 {
+                    return Err(self.error(
+                        &g.element,
+                        format!(
+                            "a plane is only allowed in static bodies (the world or bodies welded to it), not in {}",
+                            body.element
+                        ),
+                    ));
+                }
+                let Some(shape) = &g.shape else { continue };
+                let gname = if g.name.is_empty() {
+                    let bn = if b == 0 {
+                        "world"
+                    } else {
+                        &plans[carrier[b]].name
+                    };
+                    format!("{bn}/geom{k}")
+                } else {
+                    g.name.clone()
+                };
+                let gname = unique(gname, &mut used);
+                builder
+                    .add_geometry(
+                        &gname,
+                        carrier[b],
+                        from[b].mul(&g.mjcf_from_geom),
+                        shape.clone(),
+                        g.material,
+                    )
+                    .map_err(|e| self.error(&g.element, e.to_string()))?;
+                if !frictions.contains(&g.material.friction) {
+                    frictions.push(g.material.friction);
+                }
+            }
+        }
+        // MuJoCo's parent filter, at the level of welded groups.
+        for b in 1..n {
+            if weld[b] == b {
+                let wp = weld[self.bodies[b].parent];
+                if wp != 0 && carrier[wp] != carrier[b] {
+                    builder
+                        .exclude_collision(carrier[b], carrier[wp])
+                        .map_err(|e| self.error(&self.bodies[b].element, e.to_string()))?;
+                }
+            }
+        }
+        let body_index = |name: &str| -> Option<usize> {
+            if name == "world" {
+                return Some(0);
+            }
+            self.bodies.iter().position(|b| b.name == name)
+        };
+        let top: Vec<Node> = root.children().filter(|n| n.is_element()).collect();
+        for c in top.iter().filter(|n| n.has_tag_name("contact")) {
+            for e in c.children().filter(|n| n.is_element()) {
+                let el = element_name(&e, "");
+                match e.tag_name().name() {
+                    "exclude" => {
+                        let mut ids = [0usize; 2];
+                        for (k, attr) in ["body1", "body2"].iter().enumerate() {
+                            let Some(name) = e.attribute(*attr) else {
+                                return Err(self.error(&el, format!("missing attribute `{attr}`")));
+                            };
+                            ids[k] = body_index(name).ok_or_else(|| {
+                                self.error(&el, format!("{attr}: no body named `{name}`"))
+                            })?;
+                        }
+                        let (a, b) = (carrier[ids[0]], carrier[ids[1]]);
+                        if a != b {
+                            builder
+                                .exclude_collision(a, b)
+                                .map_err(|e| self.error(&el, e.to_string()))?;
+                        }
+                    }
+                    other => self.warnings.push(format!(
+                        "<contact><{other}>{}: not supported, ignored",
+                        name_suffix(&e)
+                    )),
+                }
+            }
+        }
+        // Actuators.
+        for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
+            for e in a.children().filter(|n| n.is_element()) {
+                let tag = e.tag_name().name();
+                let el = element_name(&e, "");
+                if !ACTUATOR_TAGS.contains(&tag) {
+                    self.warnings.push(format!(
+                        "<actuator><{tag}>{}: unknown actuator type, ignored",
+                        name_suffix(&e)
+                    ));
+                    continue;
+                }
+                let class = self.class_of(&e, "main", &el)?;
+                let get = |attr: &str| self.get(&e, &class, ACTUATOR_TAGS, attr);
+                let mut gain = 1.0;
+                if tag == "general" {
+                    let simple = get("gaintype").is_none_or(|s| s == "fixed")
+                        && get("biastype").is_none_or(|s| s == "none")
+                        && get("dyntype").is_none_or(|s| s == "none");
+                    if !simple {
+                        self.warnings.push(format!(
+                            "{el}: a general actuator with gain, bias or activation dynamics is not supported, not mapped"
+                        ));
+                        continue;
+                    }
+                    if let Some(g) = get("gainprm") {
+                        gain = self
+                            .list(g, "gainprm", &el)?
+                            .first()
+                            .copied()
+                            .unwrap_or(1.0);
+                    }
+                } else if tag != "motor" {
+                    self.warnings.push(format!(
+                        "{el}: <{tag}> actuators are not supported (only motor and plain general), not mapped"
+                    ));
+                    continue;
+                }
+                let Some(jname) = e.attribute("joint") else {
+                    let trn = ["tendon", "site", "body", "jointinparent", "cranksite"]
+                        .into_iter()
+                        .find(|t| e.attribute(*t).is_some())
+                        .unwrap_or("no");
+                    self.warnings.push(format!(
+                        "{el}: {trn} transmission not supported (only joints), not mapped"
+                    ));
+                    continue;
+                };
+                let Some((plan, kind, _)) = joint_plan.get(jname) else {
+                    return Err(self.error(&el, format!("unknown joint `{jname}`")));
+                };
+                if !matches!(kind, JointKind::Hinge | JointKind::Slide) {
+                    self.warnings.push(format!(
+                        "{el}: motors on {kind:?} joints are not supported (only hinge and slide), not mapped"
+                    ));
+                    continue;
+                }
+                let gear = match get("gear") {
+                    Some(s) => {
+                        let g = self.list(s, "gear", &el)?;
+                        if g.is_empty() || g.len() > 6 {
+                            return Err(self.error(
+                                &el,
+                                format!("`gear` needs 1 to 6 numbers, got {}", g.len()),
+                            ));
+                        }
+                        g[0]
+                    }
+                    None => 1.0,
+                };
+                let range = match get("ctrlrange") {
+                    Some(s) => Some(self.fixed::<2>(s, "ctrlrange", &el)?),
+                    None => None,
+                };
+                let limited = match self.tristate(get("ctrllimited"), "ctrllimited", &el)? {
+                    Some(l) => l,
+                    None => self.autolimits && range.is_some(),
+                };
+                let ctrl_range = if limited {
+                    let r = range.unwrap_or([0.0, 0.0]);
+                    if r[0] >= r[1] {
+                        return Err(self.error(
+                            &el,
+                            format!("ctrlrange lower must be below upper, got {} {}", r[0], r[1]),
+                        ));
+                    }
+                    Some((r[0], r[1]))
+                } else {
+                    None
+                };
+                let force_limited = match self.tristate(get("forcelimited"), "forcelimited", &el)? {
+                    Some(l) => l,
+                    None => self.autolimits && get("forcerange").is_some(),
+                };
+                let force_range = match (force_limited, get("forcerange")) {
+                    (false, _) => None,
+                    (true, Some(s)) => {
+                        let r = self.fixed::<2>(s, "forcerange", &el)?;
+                        Some((r[0], r[1]))
+                    }
+                    (true, None) => None,
+                };
+                if force_limited {
+                    self.warnings.push(format!(
+                        "{el}: forcerange recorded in the model, not applied yet (clamp gear·ctrl yourself)"
+                    ));
+                }
+                builder
+                    .add_actuator(Actuator {
+                        name: e.attribute("name").unwrap_or(jname).to_string(),
+                        joint: *plan,
+                        dof: 0,
+                        gear: gear * gain,
+                        ctrl_range,
+                        force_range,
+                    })
+                    .map_err(|err| self.error(&el, err.to_string()))?;
+            }
+        }
+        let model = builder
+            .build()
+            .map_err(|e| self.error("<mujoco>", e.to_string()))?;
+
+        // Warnings gathered along the way.
+        for (attr, joints) in &self.unmodelled {
+            let what = if matches!(*attr, "damping" | "armature" | "frictionloss") {
+                "is recorded in the model (Model::dof_*) but not simulated yet"
+            } else {
+                "is not modelled by moreau, ignored"
+            };
+            self.warnings.push(format!(
+                "joint `{attr}` {what} on {} joint(s): {}",
+                joints.len(),
+                joints.join(", ")
+            ));
+        }
+        if limited > 0 {
+            self.warnings.push(format!(
+                "{limited} joint range(s) recorded in the model (Model::joint_range); the simulator does not enforce joint_limits yet"
+            ));
+        }
+        if !self.ellipsoids.is_empty() {
+            self.warnings.push(format!(
+                "ellipsoid geoms collide as an inscribed convex polytope (exact mass properties): {}",
+                self.ellipsoids.join(", ")
+            ));
+        }
+        if !self.odd_condim.is_empty() {
+            self.warnings.push(format!(
+                "condim other than 3 not supported (contacts have Coulomb friction): {}",
+                self.odd_condim.join(", ")
+            ));
+        }
+        if frictions.len() > 1 {
+            self.warnings.push(format!(
+                "geoms have different frictions ({frictions:?}): pairs take their geometric mean, MuJoCo the maximum"
+            ));
+        }
+        let mjcf_bodies = (0..n)
+            .map(|b| MjcfBody {
+                name: self.bodies[b].name.clone(),
+                body: carrier[b],
+                body_from_mjcf: from[b],
+            })
+            .collect();
+        Ok(MjcfModel {
+            q0: DVector::from_vec(q0),
+            model,
+            timestep,
+            bodies: n,
+            mjcf_bodies,
+            warnings: self.warnings,
+        })
+    }
+}

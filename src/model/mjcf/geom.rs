@@ -1,0 +1,352 @@
+//! Geoms: shapes, placements, materials and the mass properties they give
+//! their bodies (meshes, ellipsoids).
+
+use super::*;
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    pub(super) fn geom(
+        &mut self,
+        node: Node<'a, 'i>,
+        body: usize,
+        childclass: &str,
+        frame: &SE3,
+    ) -> Result<GeomRec, ModelFileError> {
+        let el0 = element_name(&node, "");
+        let class = self.class_of(&node, childclass, &el0)?;
+        let classes = self.classes.clone();
+        let get = |a: &str| lookup(&classes, &node, &class, &["geom"], a);
+        let gtype = get("type").unwrap_or("sphere");
+        let el = element_name(&node, &format!(" type=\"{gtype}\""));
+        let size = match get("size") {
+            Some(s) => self.list(s, "size", &el)?,
+            None => Vec::new(),
+        };
+        if size.len() > 3 {
+            return Err(self.error(
+                &el,
+                format!("`size` has at most 3 numbers, got {}", size.len()),
+            ));
+        }
+        let sz = |k: usize| size.get(k).copied().unwrap_or(0.0);
+        let need = |k: usize, what: &str| -> Result<f64, ModelFileError> {
+            let v = sz(k);
+            if k >= size.len() {
+                Err(self.error(
+                    &el,
+                    format!(
+                        "a {gtype} needs size[{k}] ({what}); `size` has {} number(s)",
+                        size.len()
+                    ),
+                ))
+            } else if v <= 0.0 {
+                Err(self.error(&el, format!("size[{k}] ({what}) must be positive, got {v}")))
+            } else {
+                Ok(v)
+            }
+        };
+        // Placement: fromto (capsule, cylinder, box, ellipsoid) or pos + orientation.
+        let fromto = match get("fromto") {
+            Some(s) if matches!(gtype, "capsule" | "cylinder" | "box" | "ellipsoid") => {
+                let f = self.fixed::<6>(s, "fromto", &el)?;
+                let (a, b) = (Vec3::new(f[0], f[1], f[2]), Vec3::new(f[3], f[4], f[5]));
+                let half = (b - a).norm() / 2.0;
+                if !(half > 0.0 && half.is_finite()) {
+                    return Err(
+                        self.error(&el, "`fromto` end points coincide (zero length)".into())
+                    );
+                }
+                Some((SE3::new(rotation_z_to(&(b - a)), (a + b) / 2.0), half))
+            }
+            _ => None,
+        };
+        let placement = match fromto {
+            Some((f, _)) => f,
+            None => self.frame(&get, &el)?,
+        };
+        let mjcf_from_geom = frame.mul(&placement);
+        let half_z = |k: usize, what: &str| match fromto {
+            Some((_, h)) => Ok(h),
+            None => need(k, what),
+        };
+        // Shape and unit-density mass properties (volume, com, inertia / density)
+        // in the geom frame.
+        let ball = |r: f64| {
+            (
+                4.0 / 3.0 * PI * r * r * r,
+                Inertia::sphere(1.0, r).rotational,
+            )
+        };
+        let (shape, volume, com, unit_inertia): (Option<Shape>, f64, Vec3, Mat3) = match gtype {
+            "sphere" => {
+                let r = need(0, "radius")?;
+                let (v, i) = ball(r);
+                (Some(Shape::Ball { radius: r }), v, Vec3::zeros(), i * v)
+            }
+            "capsule" => {
+                let r = need(0, "radius")?;
+                let h = half_z(1, "half-length")?;
+                let v = PI * r * r * 2.0 * h + 4.0 / 3.0 * PI * r * r * r;
+                let i = Inertia::capsule(v, r, 2.0 * h).rotational;
+                let s = Shape::Capsule {
+                    half_length: h,
+                    radius: r,
+                };
+                (Some(s), v, Vec3::zeros(), i)
+            }
+            "cylinder" => {
+                let r = need(0, "radius")?;
+                let h = half_z(1, "half-length")?;
+                let v = PI * r * r * 2.0 * h;
+                let i = Inertia::cylinder(v, r, 2.0 * h).rotational;
+                let s = Shape::Cylinder {
+                    half_length: h,
+                    radius: r,
+                };
+                (Some(s), v, Vec3::zeros(), i)
+            }
+            "box" => {
+                let hx = need(0, "half-size x")?;
+                let hy = need(1, "half-size y")?;
+                let hz = half_z(2, "half-size z")?;
+                let he = Vec3::new(hx, hy, hz);
+                let v = 8.0 * hx * hy * hz;
+                let i = Inertia::cuboid(v, he * 2.0).rotational;
+                (
+                    Some(Shape::Cuboid { half_extents: he }),
+                    v,
+                    Vec3::zeros(),
+                    i,
+                )
+            }
+            "ellipsoid" => {
+                let a = need(0, "radius x")?;
+                let b = need(1, "radius y")?;
+                let c = half_z(2, "radius z")?;
+                let v = 4.0 / 3.0 * PI * a * b * c;
+                let i =
+                    Mat3::from_diagonal(&Vec3::new(b * b + c * c, a * a + c * c, a * a + b * b))
+                        * (v / 5.0);
+                self.ellipsoids.push(el.clone());
+                (Some(ellipsoid_hull(a, b, c)), v, Vec3::zeros(), i)
+            }
+            "plane" => (
+                Some(Shape::HalfSpace { normal: Vec3::z() }),
+                0.0,
+                Vec3::zeros(),
+                Mat3::zeros(),
+            ),
+            "mesh" => {
+                let Some(mesh) = get("mesh") else {
+                    return Err(self.error(&el, "a mesh geom needs a `mesh` attribute".into()));
+                };
+                let (shape, v, c, i) = self.mesh(mesh, &el)?;
+                (Some(shape), v, c, i)
+            }
+            "hfield" | "sdf" => {
+                self.warnings.push(format!(
+                    "{} {el}: {gtype} geoms are not supported, not loaded",
+                    self.bodies[body].element
+                ));
+                (None, 0.0, Vec3::zeros(), Mat3::zeros())
+            }
+            other => {
+                return Err(self.error(
+                    &el,
+                    format!(
+                        "unknown geom type `{other}` (plane, sphere, capsule, cylinder, box, ellipsoid, mesh)"
+                    ),
+                ));
+            }
+        };
+        let plane = gtype == "plane";
+        // Mass: `mass`, else density · volume.
+        let density = match get("density") {
+            Some(s) => self.fixed::<1>(s, "density", &el)?[0],
+            None => 1000.0,
+        };
+        let mass = match get("mass") {
+            Some(s) => self.fixed::<1>(s, "mass", &el)?[0],
+            None => density * volume,
+        };
+        if mass < 0.0 || density < 0.0 {
+            return Err(self.error(
+                &el,
+                format!("mass and density must not be negative (mass {mass}, density {density})"),
+            ));
+        }
+        if let Some(s) = get("shellinertia")
+            && s == "true"
+        {
+            self.warnings.push(format!(
+                "{el}: shellinertia not supported, solid inertia used"
+            ));
+        }
+        let inertia = if mass > 0.0 && volume > 0.0 {
+            Inertia::new(mass, com, unit_inertia * (mass / volume)).transformed(&mjcf_from_geom)
+        } else {
+            Inertia::zero()
+        };
+        // Collision.
+        let friction = match get("friction") {
+            Some(s) => {
+                let f = self.list(s, "friction", &el)?;
+                match f.first() {
+                    Some(&mu) if f.len() <= 3 && mu >= 0.0 => mu,
+                    _ => {
+                        return Err(self.error(
+                            &el,
+                            format!("`friction` needs 1 to 3 non-negative numbers, got `{s}`"),
+                        ));
+                    }
+                }
+            }
+            None => 1.0,
+        };
+        let bits = |attr: &str| -> Result<u32, ModelFileError> {
+            match get(attr) {
+                None => Ok(1),
+                Some(s) => s.trim().parse::<u32>().map_err(|_| {
+                    self.error(
+                        &el,
+                        format!("`{attr}` must be a non-negative integer, got `{s}`"),
+                    )
+                }),
+            }
+        };
+        let (contype, conaffinity) = (bits("contype")?, bits("conaffinity")?);
+        let condim = get("condim").unwrap_or("3").trim();
+        if condim != "3" && (contype | conaffinity) != 0 {
+            self.odd_condim.push(format!("{el} (condim {condim})"));
+        }
+        let name = match node.attribute("name") {
+            Some(n) => {
+                if !self.geom_names.insert(n.to_string()) {
+                    return Err(self.error(&el, format!("duplicate geom name `{n}`")));
+                }
+                n.to_string()
+            }
+            None => String::new(),
+        };
+        Ok(GeomRec {
+            name,
+            element: el,
+            mjcf_from_geom,
+            shape: if contype == 0 && conaffinity == 0 {
+                None
+            } else {
+                shape
+            },
+            material: Material {
+                friction,
+                restitution: 0.0,
+                contype,
+                conaffinity,
+            },
+            inertia,
+            plane,
+        })
+    }
+
+    /// The convex hull of mesh asset `name` and its unit-density mass
+    /// properties: (shape, volume, centre of volume, inertia about it).
+    pub(super) fn mesh(
+        &mut self,
+        name: &str,
+        el: &str,
+    ) -> Result<(Shape, f64, Vec3, Mat3), ModelFileError> {
+        let Some(asset) = self.meshes.get(name) else {
+            return Err(self.error(
+                el,
+                format!("unknown mesh `{name}` (no <mesh> asset with that name)"),
+            ));
+        };
+        if let Some(l) = &asset.loaded {
+            return Ok(l.clone());
+        }
+        let ael = asset.element.clone();
+        let shape = match (&asset.vertices, &asset.file) {
+            (Some(v), _) => {
+                let pts: Vec<Vec3> = v.iter().map(|p| p.component_mul(&asset.scale)).collect();
+                convex_hull_vertices(&pts)
+                    .map(|points| Shape::ConvexMesh { points })
+                    .map_err(|e| self.error(&ael, e))?
+            }
+            (None, Some(f)) => {
+                let path = resolve_mesh_path(f, &self.mesh_dir, &self.package_dirs)
+                    .map_err(|e| self.error(&ael, e))?;
+                let scale = asset.scale;
+                self.mesh_cache
+                    .convex_hull(&path, scale)
+                    .map_err(|e| self.error(&ael, e))?
+            }
+            (None, None) => return Err(self.error(&ael, "no file and no vertices".into())),
+        };
+        let Shape::ConvexMesh { points } = &shape else {
+            return Err(self.error(&ael, "not a convex mesh".into()));
+        };
+        let Some((volume, c, inertia)) = hull_mass_properties(points) else {
+            return Err(self.error(&ael, "the mesh's convex hull has no volume".into()));
+        };
+        let out = (shape, volume, c, inertia);
+        if let Some(a) = self.meshes.get_mut(name) {
+            a.loaded = Some(out.clone());
+        }
+        Ok(out)
+    }
+}
+
+/// Volume, centroid and unit-density inertia about the centroid of the
+/// convex hull of `points`: a sum over the tetrahedra joining a point to the
+/// hull's faces (second moments `V/20 (a aᵀ + b bᵀ + c cᵀ + s sᵀ)`, `s = a + b + c`,
+/// for the tetrahedron `(0, a, b, c)`). (parry's `mass_properties` on the hull
+/// gets the principal moments right but, in parry 0.31, not always the axes.)
+pub(super) fn hull_mass_properties(points: &[Vec3]) -> Option<(f64, Vec3, Mat3)> {
+    let pts: Vec<parry3d_f64::math::Vector> = points
+        .iter()
+        .map(|p| parry3d_f64::math::Vector::new(p.x, p.y, p.z))
+        .collect();
+    let (vertices, faces) = parry3d_f64::transformation::try_convex_hull(&pts).ok()?;
+    let v: Vec<Vec3> = vertices.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect();
+    // Relative to a point inside, for accuracy far from the origin.
+    let o = v.iter().sum::<Vec3>() / v.len().max(1) as f64;
+    let (mut volume, mut first, mut second) = (0.0, Vec3::zeros(), Mat3::zeros());
+    for f in &faces {
+        let [a, b, c] = f.map(|k| v.get(k as usize).copied().unwrap_or(o) - o);
+        let vol = a.dot(&b.cross(&c)) / 6.0;
+        let s = a + b + c;
+        volume += vol;
+        first += s * (vol / 4.0);
+        second += (a * a.transpose() + b * b.transpose() + c * c.transpose() + s * s.transpose())
+            * (vol / 20.0);
+    }
+    if volume < 0.0 {
+        // Faces wound inwards: every signed term flips.
+        (volume, first, second) = (-volume, -first, -second);
+    }
+    if !(volume > 0.0 && volume.is_finite()) {
+        return None;
+    }
+    let com = first / volume;
+    let about_com = second - com * com.transpose() * volume;
+    let inertia = Mat3::identity() * about_com.trace() - about_com;
+    Some((volume, com + o, inertia))
+}
+
+/// A convex polytope inscribed in the ellipsoid with radii `a, b, c`:
+/// points on a latitude-longitude grid of its surface.
+pub(super) fn ellipsoid_hull(a: f64, b: f64, c: f64) -> Shape {
+    let (nlat, nlon) = (8usize, 16usize);
+    let mut points = vec![Vec3::new(0.0, 0.0, c), Vec3::new(0.0, 0.0, -c)];
+    for i in 1..nlat {
+        let theta = PI * i as f64 / nlat as f64;
+        for j in 0..nlon {
+            let phi = 2.0 * PI * j as f64 / nlon as f64;
+            points.push(Vec3::new(
+                a * theta.sin() * phi.cos(),
+                b * theta.sin() * phi.sin(),
+                c * theta.cos(),
+            ));
+        }
+    }
+    Shape::ConvexMesh { points }
+}

@@ -1,0 +1,456 @@
+//! Loading MJCF (MuJoCo XML) models into a [`Model`].
+//!
+//! The subset that Gymnasium's MuJoCo tasks (and most hand-written robot
+//! files) use, with MuJoCo's semantics; everything else is either harmless
+//! and skipped (rendering, sensors) or reported in [`MjcfModel::warnings`]
+//! naming the element, never dropped silently.
+//!
+//! # Mapping, element by element
+//!
+//! - `<compiler>`: `angle` (`degree`, MuJoCo's default, or `radian`; applies
+//!   to `euler`, `axisangle`, hinge and ball `range`, hinge `ref`),
+//!   `eulerseq` (default `xyz`; lowercase letters are intrinsic, rotating
+//!   axes, uppercase extrinsic), `inertiafromgeom` (`auto`: the `<inertial>`
+//!   element when present, else the geoms; `true`: always the geoms;
+//!   `false`: only `<inertial>`), `settotalmass` (every body's mass and
+//!   inertia scaled so that they sum to it), `meshdir` / `assetdir`,
+//!   `coordinate="local"` (`global` is refused), `autolimits`. Other
+//!   attributes that change the physics (`boundmass`, `balanceinertia`,
+//!   `fusestatic`, ...) are warned about.
+//! - `<option>`: `timestep` ([`MjcfModel::timestep`]) and `gravity`. The
+//!   integrator, the solver settings, the medium (`density`, `viscosity`,
+//!   `wind`) and `<flag>`s are not used by moreau: one warning names them.
+//! - `<default>`: classes, nested inheritance, `class=` on elements and
+//!   `childclass=` on bodies (and frames); the unnamed top class is `main`.
+//!   Read for `joint`, `geom`, `mesh` and the actuators.
+//! - `<worldbody>` / `<body>` / `<frame>`: body frames from `pos` and one of
+//!   `quat` (w x y z), `axisangle`, `euler`, `xyaxes`, `zaxis`.
+//!   - A body with **no joint** is welded to its parent: its inertia and
+//!     geoms are merged into the nearest ancestor body that moves (or the
+//!     world), as MuJoCo's dynamics do. It still counts in
+//!     [`MjcfModel::bodies`] (MuJoCo's `nbody`) and is listed in
+//!     [`MjcfModel::mjcf_bodies`] with its placement in the body carrying it.
+//!   - `joint type="hinge"` → [`JointType::Revolute`], `slide` →
+//!     [`JointType::Prismatic`], `ball` → [`JointType::Spherical`], `free`
+//!     and `<freejoint>` → [`JointType::Free`] (top-level bodies only, as in
+//!     MuJoCo). Our body frame *is* the joint frame, so a hinge at `pos = p`
+//!     puts the joint frame at `parent_from_body · T(p)` and the body's
+//!     geoms and inertia are re-expressed by `T(p)⁻¹`. A joint's `ref` is
+//!     folded into the joint placement, so that `q` means what MuJoCo's
+//!     `qpos` means (hopper's `rootz` has `ref="1.25"`).
+//!   - Several joints in one body become a chain of massless bodies (each at
+//!     its own `pos`, MuJoCo's composition `T(pₖ) R(qₖ) T(pₖ)⁻¹`), the last
+//!     one carrying the mass and the geoms; [`Model::nbodies`] counts them.
+//!   - `q` has MuJoCo's `qpos` order and meaning except for quaternions,
+//!     stored `(x, y, z, w)` here: [`MjcfModel::q_from_mujoco`] converts, and
+//!     [`MjcfModel::q0`] is MuJoCo's `qpos0`. A free joint's velocity is the
+//!     body twist in the body frame (MuJoCo: world linear velocity, body
+//!     angular velocity).
+//!   - `range` with `limited` (`auto`: limited iff a range is given) goes to
+//!     [`Model::joint_range`], `damping`, `armature`, `frictionloss` to
+//!     [`Model::dof_damping`], [`Model::dof_armature`],
+//!     [`Model::dof_frictionloss`]; the simulator does not use them yet (a
+//!     warning says so). `stiffness`, `springref`, `springdamper` are not
+//!     modelled: one warning per attribute names the joints that set them.
+//! - `<geom>`: `sphere` → [`Shape::Ball`], `capsule` → [`Shape::Capsule`],
+//!   `cylinder` → [`Shape::Cylinder`] (size: radius, half-length; or
+//!   `fromto` with the radius), `box` → [`Shape::Cuboid`] (half-sizes),
+//!   `plane` → [`Shape::HalfSpace`] with outward normal +z (static bodies
+//!   only, as in MuJoCo), `mesh` → [`Shape::ConvexMesh`] of the mesh file's
+//!   convex hull, `ellipsoid` → a convex hull of points on its surface (its
+//!   mass properties are the exact ellipsoid's; a warning says so); `fromto`
+//!   works for capsule, cylinder, box and ellipsoid. `hfield` and `sdf` are
+//!   not loaded (warning). `friction`'s first value is the sliding `μ`;
+//!   `contype` / `conaffinity` as in MuJoCo; a geom with both zero is a
+//!   visual geom: it has mass but no collider. `density` (1000) or `mass`
+//!   give its mass; MuJoCo's formulas for the inertia (capsule = cylinder +
+//!   two hemispheres; meshes from their convex hull, i.e. MuJoCo's
+//!   `inertia="convex"`). `condim`, `solref`, `solimp`, `margin`, `gap`,
+//!   `priority` are not used (a warning names geoms whose `condim` is not 3).
+//!   Pairs combine friction by [`super::combine_friction`] (geometric mean),
+//!   where MuJoCo takes the maximum; a warning says so when frictions differ.
+//! - `<inertial>`: `pos`, orientation, `mass`, `diaginertia` or
+//!   `fullinertia` (`ixx iyy izz ixy ixz iyz`).
+//! - `<asset><mesh name file scale vertex>` (STL, OBJ; `vertex` inline
+//!   points); textures, materials, skins, height fields are not physics.
+//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
+//!   between the bodies carrying them: since welded bodies share one model
+//!   body, an exclusion also covers the bodies welded to the two named ones
+//!   (MuJoCo excludes exactly the two). `<pair>` is warned about. MuJoCo's
+//!   parent filter (a body never collides with its parent, both taken with
+//!   the bodies welded to them) is reproduced through exclusions.
+//! - `<actuator>`: `motor` (and `general` with the default fixed gain, no
+//!   bias, no activation dynamics) on a hinge or slide joint →
+//!   [`Actuator`] with `gear` (times `gainprm[0]` for `general`) and the
+//!   control range; torque on dof `dof` is `gear · ctrl`. Other actuator
+//!   types, tendon/site/body transmissions and motors on ball or free joints
+//!   are warned about.
+//! - Skipped without a warning (no effect on the dynamics): `site`,
+//!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
+//!   `sensor`, textures and materials. Warned about: `tendon`, `equality`,
+//!   `include`, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
+//!   `deformable`, `extension` and anything unknown.
+//!
+//! Errors (a [`ModelFileError`] naming the file, the element, e.g.
+//! `<joint name="knee">` or `<geom name="shin" type="capsule">`, and the
+//! reason; never a panic): malformed XML, an unknown joint or geom type, a
+//! body that moves without positive mass and inertia, a negative mass,
+//! density or inertia, a geom size of the wrong count or sign, a missing or
+//! unreadable mesh, an unknown default class, a joint in `<worldbody>`, a
+//! free joint below the top level, an actuator or exclusion naming a missing
+//! joint or body, several orientations on one element, bodies, frames or
+//! default classes nested deeper than 256 levels (the reader recurses).
+
+use super::builder::validate_inertia;
+use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
+pub use super::xml::ModelFileError;
+use super::xml::{error_for, number_list, read_file};
+use super::{Actuator, JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use crate::math::{Inertia, Mat3, SE3, Vec3};
+use nalgebra::{DVector, Quaternion, Rotation3, Unit, UnitQuaternion};
+use roxmltree::Node;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::f64::consts::PI;
+use std::path::{Path, PathBuf};
+
+mod build;
+mod geom;
+mod read;
+use std::rc::Rc;
+
+/// How to load an MJCF file.
+#[derive(Clone, Debug, Default)]
+pub struct MjcfOptions {
+    /// Directories searched for `package://` mesh references (see
+    /// [`resolve_mesh_path`]).
+    pub package_dirs: Vec<PathBuf>,
+}
+
+/// Where an MJCF body went: the model body that carries its geoms and
+/// inertia, and the MJCF body frame in that body's frame.
+#[derive(Clone, Debug)]
+pub struct MjcfBody {
+    /// The MJCF name (empty for unnamed bodies); index 0 is `world`.
+    pub name: String,
+    /// Index into the model's bodies ([`WORLD`] for bodies welded to it).
+    pub body: usize,
+    /// The MJCF body frame in the frame of `body`.
+    pub body_from_mjcf: SE3,
+}
+
+/// A loaded MJCF model.
+#[derive(Clone, Debug)]
+pub struct MjcfModel {
+    pub model: Model,
+    /// `<option timestep>`, when the file sets it (MuJoCo's default is 0.002 s).
+    pub timestep: Option<f64>,
+    /// Number of MJCF bodies including the world: MuJoCo's `nbody`. The
+    /// model has more bodies when a body has several joints and fewer when
+    /// bodies are welded together.
+    pub bodies: usize,
+    /// (bodies) each MJCF body, in file order.
+    pub mjcf_bodies: Vec<MjcfBody>,
+    /// (nq) the configuration in which every body sits where the file puts
+    /// it: MuJoCo's `qpos0` (quaternions `(x, y, z, w)`).
+    pub q0: DVector<f64>,
+    /// What was read but not loaded, each naming its element.
+    pub warnings: Vec<String>,
+}
+
+impl MjcfModel {
+    /// Converts a MuJoCo `qpos` of this model (quaternions `(w, x, y, z)`)
+    /// to our `q` (quaternions `(x, y, z, w)`); the joint order is the same.
+    pub fn q_from_mujoco(&self, qpos: &[f64]) -> Result<DVector<f64>, String> {
+        let m = &self.model;
+        if qpos.len() != m.nq {
+            return Err(format!("qpos has length {}, expected {}", qpos.len(), m.nq));
+        }
+        let mut q = DVector::from_column_slice(qpos);
+        for i in 1..m.nbodies {
+            if let Some(o) = m.joint_type[i].quaternion_offset() {
+                let k = m.joint_idx_q[i] + o;
+                let w = qpos[k];
+                q[k] = qpos[k + 1];
+                q[k + 1] = qpos[k + 2];
+                q[k + 2] = qpos[k + 3];
+                q[k + 3] = w;
+            }
+        }
+        Ok(q)
+    }
+}
+
+/// Loads the MJCF file at `path` (meshes are found relative to its directory).
+pub fn load_mjcf(
+    path: impl AsRef<Path>,
+    options: &MjcfOptions,
+) -> Result<MjcfModel, ModelFileError> {
+    let path = path.as_ref();
+    let text = read_file(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    parse_mjcf(&text, &path.display().to_string(), dir, options)
+}
+
+/// Parses MJCF text; `file` names it in errors, relative mesh paths start at `model_dir`.
+pub fn parse_mjcf(
+    text: &str,
+    file: &str,
+    model_dir: &Path,
+    options: &MjcfOptions,
+) -> Result<MjcfModel, ModelFileError> {
+    let err = error_for(file);
+    let doc = roxmltree::Document::parse(text).map_err(|e| err("XML", e.to_string()))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "mujoco" {
+        return Err(err(
+            &format!("<{}>", root.tag_name().name()),
+            "the root element must be <mujoco>".into(),
+        ));
+    }
+    let mut p = Parser {
+        err: &err,
+        classes: Rc::new(HashMap::new()),
+        angle: PI / 180.0,
+        eulerseq: *b"xyz",
+        inertia_from_geom: InertiaFromGeom::Auto,
+        autolimits: true,
+        model_dir: model_dir.to_path_buf(),
+        mesh_dir: model_dir.to_path_buf(),
+        package_dirs: options.package_dirs.clone(),
+        meshes: HashMap::new(),
+        mesh_cache: MeshCache::new(),
+        warnings: Vec::new(),
+        unmodelled: BTreeMap::new(),
+        bodies: Vec::new(),
+        joint_names: HashSet::new(),
+        geom_names: HashSet::new(),
+        ellipsoids: Vec::new(),
+        odd_condim: Vec::new(),
+        settotalmass: None,
+    };
+    Rc::make_mut(&mut p.classes).insert(
+        "main".into(),
+        DefaultClass {
+            parent: None,
+            elems: Vec::new(),
+        },
+    );
+    let top: Vec<Node> = root.children().filter(|n| n.is_element()).collect();
+    let named = |tag: &'static str| top.iter().filter(move |n| n.has_tag_name(tag));
+
+    // Settings first: MJCF allows the sections in any order.
+    for c in named("compiler") {
+        p.compiler(*c)?;
+    }
+    for d in named("default") {
+        p.defaults(*d, None)?;
+    }
+    let mut timestep = None;
+    let mut gravity = Vec3::new(0.0, 0.0, -9.81);
+    for o in named("option") {
+        p.option(*o, &mut timestep, &mut gravity)?;
+    }
+    for a in named("asset") {
+        p.assets(*a)?;
+    }
+    p.bodies.push(BodyRec {
+        name: "world".into(),
+        element: "<worldbody>".into(),
+        parent: 0,
+        local: SE3::identity(),
+        joints: Vec::new(),
+        inertia: Inertia::zero(),
+        has_inertial: false,
+        geoms: Vec::new(),
+    });
+    for w in named("worldbody") {
+        p.body_children(*w, 0, "main", &SE3::identity())?;
+    }
+    for n in &top {
+        match n.tag_name().name() {
+            "compiler" | "default" | "option" | "asset" | "worldbody" | "actuator" | "contact" => {}
+            "size" | "visual" | "statistic" | "custom" | "keyframe" | "sensor" => {}
+            other => p.warnings.push(format!(
+                "<{other}>{}: not supported, ignored",
+                name_suffix(n)
+            )),
+        }
+    }
+    p.build(root, timestep, gravity)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum InertiaFromGeom {
+    Auto,
+    True,
+    False,
+}
+
+#[derive(Clone)]
+struct DefaultClass<'a, 'i> {
+    parent: Option<String>,
+    elems: Vec<Node<'a, 'i>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum JointKind {
+    Hinge,
+    Slide,
+    Ball,
+    Free,
+}
+
+struct JointRec {
+    name: String,
+    element: String,
+    kind: JointKind,
+    /// Anchor and axis in the MJCF body frame.
+    pos: Vec3,
+    axis: Vec3,
+    /// `ref` (radians or metres).
+    reference: f64,
+    /// Name, range, damping, armature, frictionloss, as the model records them.
+    spec: JointSpec,
+}
+
+struct GeomRec {
+    name: String,
+    element: String,
+    mjcf_from_geom: SE3,
+    /// `None`: no collider (visual geom, or not loadable).
+    shape: Option<Shape>,
+    material: Material,
+    /// Mass properties in the MJCF body frame (zero for planes and massless geoms).
+    inertia: Inertia,
+    /// Whether the geom is a plane (static bodies only).
+    plane: bool,
+}
+
+struct BodyRec {
+    name: String,
+    element: String,
+    parent: usize,
+    /// The body frame in its parent's MJCF frame.
+    local: SE3,
+    joints: Vec<JointRec>,
+    /// Own inertia in the MJCF body frame.
+    inertia: Inertia,
+    has_inertial: bool,
+    geoms: Vec<GeomRec>,
+}
+
+struct MeshAsset {
+    element: String,
+    file: Option<String>,
+    vertices: Option<Vec<Vec3>>,
+    scale: Vec3,
+    /// Hull and unit-density mass properties, once loaded.
+    loaded: Option<(Shape, f64, Vec3, Mat3)>,
+}
+
+type Classes<'a, 'i> = HashMap<String, DefaultClass<'a, 'i>>;
+
+/// An attribute of `node`, or else of the defaults of `class` (and its
+/// ancestors) for the element kinds `group`.
+fn lookup<'a>(
+    classes: &Classes<'a, '_>,
+    node: &Node<'a, '_>,
+    class: &str,
+    group: &[&str],
+    attr: &str,
+) -> Option<&'a str> {
+    if let Some(v) = node.attribute(attr) {
+        return Some(v);
+    }
+    let mut c = Some(class);
+    // Class names are unique and parents are defined first: no cycles,
+    // but bound the walk anyway.
+    for _ in 0..classes.len() + 1 {
+        let cls = classes.get(c?)?;
+        for e in cls.elems.iter().rev() {
+            if group.contains(&e.tag_name().name())
+                && let Some(v) = e.attribute(attr)
+            {
+                return Some(v);
+            }
+        }
+        c = cls.parent.as_deref();
+    }
+    None
+}
+
+type ErrFn<'e> = &'e dyn Fn(&str, String) -> ModelFileError;
+
+struct Parser<'a, 'i, 'e> {
+    err: ErrFn<'e>,
+    classes: Rc<Classes<'a, 'i>>,
+    /// Radians per angle unit of the file.
+    angle: f64,
+    eulerseq: [u8; 3],
+    inertia_from_geom: InertiaFromGeom,
+    autolimits: bool,
+    model_dir: PathBuf,
+    mesh_dir: PathBuf,
+    package_dirs: Vec<PathBuf>,
+    meshes: HashMap<String, MeshAsset>,
+    mesh_cache: MeshCache,
+    warnings: Vec<String>,
+    /// Joint attributes moreau does not model → the joints setting them.
+    unmodelled: BTreeMap<&'static str, Vec<String>>,
+    bodies: Vec<BodyRec>,
+    joint_names: HashSet<String>,
+    geom_names: HashSet<String>,
+    ellipsoids: Vec<String>,
+    odd_condim: Vec<String>,
+    settotalmass: Option<f64>,
+}
+
+/// Deepest nesting of XML elements read (bodies, frames, default classes).
+const MAX_DEPTH: usize = 256;
+
+const ACTUATOR_TAGS: &[&str] = &[
+    "general",
+    "motor",
+    "position",
+    "velocity",
+    "intvelocity",
+    "damper",
+    "cylinder",
+    "muscle",
+    "adhesion",
+];
+
+fn name_suffix(n: &Node) -> String {
+    n.attribute("name")
+        .map(|s| format!(" name=\"{s}\""))
+        .unwrap_or_default()
+}
+
+/// `<tag name="x">` (or `<tag>`), plus extra `key="value"` text.
+fn element_name(n: &Node, extra: &str) -> String {
+    format!("<{}{}{}>", n.tag_name().name(), name_suffix(n), extra)
+}
+
+fn v3(a: [f64; 3]) -> Vec3 {
+    Vec3::new(a[0], a[1], a[2])
+}
+
+/// The rotation that takes +z onto `v` along the shortest arc (MuJoCo's `mju_quatZ2Vec`).
+fn rotation_z_to(v: &Vec3) -> Mat3 {
+    let n = v.norm();
+    if !(n.is_finite() && n > 1e-15) {
+        return Mat3::identity();
+    }
+    let d = v / n;
+    let axis = Vec3::z().cross(&d);
+    let s = axis.norm();
+    if s < 1e-15 {
+        return if d.z < 0.0 {
+            Mat3::from_diagonal(&Vec3::new(1.0, -1.0, -1.0))
+        } else {
+            Mat3::identity()
+        };
+    }
+    let angle = s.atan2(d.z);
+    *Rotation3::from_axis_angle(&Unit::new_unchecked(axis / s), angle).matrix()
+}

@@ -1,0 +1,744 @@
+//! Reading the XML: compiler settings, default classes, options, assets,
+//! the body tree with its frames, joints and inertials.
+
+use super::*;
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    pub(super) fn error(&self, element: &str, reason: String) -> ModelFileError {
+        (self.err)(element, reason)
+    }
+
+    pub(super) fn list(
+        &self,
+        text: &str,
+        what: &str,
+        element: &str,
+    ) -> Result<Vec<f64>, ModelFileError> {
+        number_list(text, what, element, &self.err)
+    }
+
+    pub(super) fn fixed<const N: usize>(
+        &self,
+        text: &str,
+        what: &str,
+        element: &str,
+    ) -> Result<[f64; N], ModelFileError> {
+        let v = self.list(text, what, element)?;
+        v.try_into().map_err(|v: Vec<f64>| {
+            self.error(
+                element,
+                format!("`{what}` needs {N} numbers, got {} (`{text}`)", v.len()),
+            )
+        })
+    }
+
+    pub(super) fn boolean(
+        &self,
+        text: &str,
+        what: &str,
+        element: &str,
+    ) -> Result<bool, ModelFileError> {
+        match text {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err(self.error(
+                element,
+                format!("`{what}` must be `true` or `false`, got `{text}`"),
+            )),
+        }
+    }
+
+    /// `true` / `false` / `auto` (→ `None`).
+    pub(super) fn tristate(
+        &self,
+        text: Option<&str>,
+        what: &str,
+        element: &str,
+    ) -> Result<Option<bool>, ModelFileError> {
+        match text {
+            None | Some("auto") => Ok(None),
+            Some(t) => self.boolean(t, what, element).map(Some),
+        }
+    }
+
+    /// The class an element uses: its own `class`, else the inherited one.
+    pub(super) fn class_of(
+        &self,
+        node: &Node,
+        inherited: &str,
+        element: &str,
+    ) -> Result<String, ModelFileError> {
+        match node.attribute("class") {
+            Some(c) if self.classes.contains_key(c) => Ok(c.into()),
+            Some(c) => Err(self.error(element, format!("unknown default class `{c}`"))),
+            None => Ok(inherited.into()),
+        }
+    }
+
+    /// An attribute of `node`, or else of the defaults of `class` (and its
+    /// ancestors) for the element kinds `group`.
+    pub(super) fn get(
+        &self,
+        node: &Node<'a, 'i>,
+        class: &str,
+        group: &[&str],
+        attr: &str,
+    ) -> Option<&'a str> {
+        lookup(&self.classes, node, class, group, attr)
+    }
+
+    /// Nested bodies, frames and default classes are read recursively: refuse
+    /// a depth that could exhaust a thread's stack.
+    pub(super) fn check_depth(&self, node: &Node) -> Result<(), ModelFileError> {
+        if node.ancestors().count() > MAX_DEPTH {
+            return Err(self.error(
+                &element_name(node, ""),
+                format!("elements nested deeper than {MAX_DEPTH} levels are not supported"),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn compiler(&mut self, c: Node) -> Result<(), ModelFileError> {
+        let el = "<compiler>";
+        for a in c.attributes() {
+            let v = a.value();
+            match a.name() {
+                "angle" => {
+                    self.angle = match v {
+                        "degree" => PI / 180.0,
+                        "radian" => 1.0,
+                        _ => {
+                            return Err(self.error(
+                                el,
+                                format!("angle must be `degree` or `radian`, got `{v}`"),
+                            ));
+                        }
+                    }
+                }
+                "eulerseq" => {
+                    let b = v.as_bytes();
+                    if b.len() != 3 || !b.iter().all(|c| b"xyzXYZ".contains(c)) {
+                        return Err(self.error(
+                            el,
+                            format!("eulerseq must be 3 letters among xyzXYZ, got `{v}`"),
+                        ));
+                    }
+                    self.eulerseq = [b[0], b[1], b[2]];
+                }
+                "inertiafromgeom" => {
+                    self.inertia_from_geom = match v {
+                        "auto" => InertiaFromGeom::Auto,
+                        "true" => InertiaFromGeom::True,
+                        "false" => InertiaFromGeom::False,
+                        _ => {
+                            return Err(self.error(
+                                el,
+                                format!("inertiafromgeom must be auto, true or false, got `{v}`"),
+                            ));
+                        }
+                    }
+                }
+                "coordinate" => {
+                    if v != "local" {
+                        return Err(self.error(
+                            el,
+                            format!(
+                                "coordinate=\"{v}\" is not supported (only `local`, as in MuJoCo ≥ 2.3.3)"
+                            ),
+                        ));
+                    }
+                }
+                "autolimits" => self.autolimits = self.boolean(v, "autolimits", el)?,
+                // Handled in `build` (it needs every body's mass).
+                "settotalmass" => {
+                    let m = self.fixed::<1>(v, "settotalmass", el)?[0];
+                    // MuJoCo: a non-positive value disables it.
+                    self.settotalmass = (m > 0.0).then_some(m);
+                }
+                "meshdir" => self.mesh_dir = self.model_dir.join(v),
+                "assetdir" => {
+                    if c.attribute("meshdir").is_none() {
+                        self.mesh_dir = self.model_dir.join(v);
+                    }
+                }
+                "texturedir" | "discardvisual" | "strippath" | "usethread" | "fitaabb"
+                | "convexhull" | "saveinertial" | "alignfree" => {}
+                other => self.warnings.push(format!(
+                    "<compiler>: attribute `{other}=\"{v}\"` not supported, ignored"
+                )),
+            }
+        }
+        for ch in c.children().filter(|n| n.is_element()) {
+            self.warnings.push(format!(
+                "<compiler><{}>: not supported, ignored",
+                ch.tag_name().name()
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn defaults(
+        &mut self,
+        d: Node<'a, 'i>,
+        parent: Option<&str>,
+    ) -> Result<(), ModelFileError> {
+        self.check_depth(&d)?;
+        let name = match (d.attribute("class"), parent) {
+            (Some(c), _) => c.to_string(),
+            (None, None) => "main".into(),
+            (None, Some(_)) => {
+                return Err(self.error(
+                    "<default>",
+                    "a nested <default> needs a `class` name".into(),
+                ));
+            }
+        };
+        let el = format!("<default class=\"{name}\">");
+        if name != "main" || parent.is_some() {
+            if self.classes.contains_key(&name) {
+                return Err(self.error(&el, format!("duplicate default class `{name}`")));
+            }
+            Rc::make_mut(&mut self.classes).insert(
+                name.clone(),
+                DefaultClass {
+                    parent: Some(parent.unwrap_or("main").into()),
+                    elems: Vec::new(),
+                },
+            );
+        }
+        for ch in d.children().filter(|n| n.is_element()) {
+            if ch.has_tag_name("default") {
+                self.defaults(ch, Some(&name))?;
+            } else if let Some(cls) = Rc::make_mut(&mut self.classes).get_mut(&name) {
+                cls.elems.push(ch);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn option(
+        &mut self,
+        o: Node,
+        timestep: &mut Option<f64>,
+        gravity: &mut Vec3,
+    ) -> Result<(), ModelFileError> {
+        let el = "<option>";
+        let mut ignored = Vec::new();
+        for a in o.attributes() {
+            match a.name() {
+                "timestep" => {
+                    let t = self.fixed::<1>(a.value(), "timestep", el)?[0];
+                    if t <= 0.0 {
+                        return Err(self.error(el, format!("timestep must be positive, got {t}")));
+                    }
+                    *timestep = Some(t);
+                }
+                "gravity" => *gravity = v3(self.fixed::<3>(a.value(), "gravity", el)?),
+                // Used by magnetometers only.
+                "magnetic" => {}
+                // MuJoCo's default, semi-implicit like moreau's.
+                "integrator" if a.value() == "Euler" => {}
+                other => ignored.push(format!("{other}=\"{}\"", a.value())),
+            }
+        }
+        for f in o.children().filter(|n| n.is_element()) {
+            for a in f.attributes() {
+                ignored.push(format!(
+                    "<{}> {}=\"{}\"",
+                    f.tag_name().name(),
+                    a.name(),
+                    a.value()
+                ));
+            }
+        }
+        if !ignored.is_empty() {
+            self.warnings.push(format!(
+                "<option>: not used by moreau (it has its own integrator and contact solver): {}",
+                ignored.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn assets(&mut self, a: Node<'a, 'i>) -> Result<(), ModelFileError> {
+        for m in a.children().filter(|n| n.has_tag_name("mesh")) {
+            let el = match m.attribute("file") {
+                Some(f) if m.attribute("name").is_none() => {
+                    element_name(&m, &format!(" file=\"{f}\""))
+                }
+                _ => element_name(&m, ""),
+            };
+            let class = self.class_of(&m, "main", &el)?;
+            let file = m.attribute("file").map(str::to_string);
+            let vertices = match m.attribute("vertex") {
+                Some(v) => {
+                    let v = self.list(v, "vertex", &el)?;
+                    if v.len() % 3 != 0 {
+                        return Err(self.error(
+                            &el,
+                            format!("`vertex` needs a multiple of 3 numbers, got {}", v.len()),
+                        ));
+                    }
+                    Some(
+                        v.chunks_exact(3)
+                            .map(|c| Vec3::new(c[0], c[1], c[2]))
+                            .collect(),
+                    )
+                }
+                None => None,
+            };
+            let name = match (m.attribute("name"), &file) {
+                (Some(n), _) => n.to_string(),
+                (None, Some(f)) => Path::new(f)
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                (None, None) => {
+                    return Err(self.error(&el, "a mesh needs a `name` or a `file`".into()));
+                }
+            };
+            if file.is_none() && vertices.is_none() {
+                return Err(self.error(&el, "a mesh needs a `file` or `vertex` data".into()));
+            }
+            let scale = match self.get(&m, &class, &["mesh"], "scale") {
+                Some(s) => v3(self.fixed::<3>(s, "scale", &el)?),
+                None => Vec3::repeat(1.0),
+            };
+            for attr in ["refpos", "refquat"] {
+                if m.attribute(attr).is_some() {
+                    self.warnings
+                        .push(format!("{el}: `{attr}` not supported, ignored"));
+                }
+            }
+            if self.meshes.contains_key(&name) {
+                return Err(self.error(&el, format!("duplicate mesh name `{name}`")));
+            }
+            self.meshes.insert(
+                name,
+                MeshAsset {
+                    element: el,
+                    file,
+                    vertices,
+                    scale,
+                    loaded: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The orientation given by one of `quat`, `axisangle`, `euler`,
+    /// `xyaxes`, `zaxis` (identity when none).
+    pub(super) fn orientation(
+        &self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        el: &str,
+    ) -> Result<Mat3, ModelFileError> {
+        let given: Vec<&str> = ["quat", "axisangle", "euler", "xyaxes", "zaxis"]
+            .into_iter()
+            .filter(|a| get(a).is_some())
+            .collect();
+        if given.len() > 1 {
+            return Err(self.error(
+                el,
+                format!("several orientations given ({}); use one", given.join(", ")),
+            ));
+        }
+        let Some(&which) = given.first() else {
+            return Ok(Mat3::identity());
+        };
+        let text = get(which).unwrap_or_default();
+        let degenerate = || self.error(el, format!("`{which}` is degenerate (`{text}`)"));
+        match which {
+            "quat" => {
+                let q = self.fixed::<4>(text, "quat", el)?;
+                let q = Quaternion::new(q[0], q[1], q[2], q[3]);
+                let n = q.norm();
+                if !(n > 1e-12 && n.is_finite()) {
+                    return Err(degenerate());
+                }
+                Ok(*UnitQuaternion::from_quaternion(q / n)
+                    .to_rotation_matrix()
+                    .matrix())
+            }
+            "axisangle" => {
+                let a = self.fixed::<4>(text, "axisangle", el)?;
+                let axis = Vec3::new(a[0], a[1], a[2]);
+                let n = axis.norm();
+                if !(n > 1e-12 && n.is_finite()) {
+                    return Err(degenerate());
+                }
+                Ok(
+                    *Rotation3::from_axis_angle(&Unit::new_unchecked(axis / n), a[3] * self.angle)
+                        .matrix(),
+                )
+            }
+            "euler" => {
+                let e = self.fixed::<3>(text, "euler", el)?;
+                let mut r = Mat3::identity();
+                for (k, &c) in self.eulerseq.iter().enumerate() {
+                    let axis = match c.to_ascii_lowercase() {
+                        b'x' => Vec3::x_axis(),
+                        b'y' => Vec3::y_axis(),
+                        _ => Vec3::z_axis(),
+                    };
+                    let rk = *Rotation3::from_axis_angle(&axis, e[k] * self.angle).matrix();
+                    r = if c.is_ascii_lowercase() {
+                        r * rk
+                    } else {
+                        rk * r
+                    };
+                }
+                Ok(r)
+            }
+            "xyaxes" => {
+                let v = self.fixed::<6>(text, "xyaxes", el)?;
+                let x = Vec3::new(v[0], v[1], v[2]);
+                let y = Vec3::new(v[3], v[4], v[5]);
+                let xn = x.norm();
+                if !(xn > 1e-12 && xn.is_finite()) {
+                    return Err(degenerate());
+                }
+                let x = x / xn;
+                let y = y - x * x.dot(&y);
+                let yn = y.norm();
+                if !(yn > 1e-12 && yn.is_finite()) {
+                    return Err(degenerate());
+                }
+                let y = y / yn;
+                Ok(Mat3::from_columns(&[x, y, x.cross(&y)]))
+            }
+            _ => {
+                let z = v3(self.fixed::<3>(text, "zaxis", el)?);
+                if z.norm() <= 1e-12 {
+                    return Err(degenerate());
+                }
+                Ok(rotation_z_to(&z))
+            }
+        }
+    }
+
+    /// `pos` and orientation of an element as a frame.
+    pub(super) fn frame(
+        &self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        el: &str,
+    ) -> Result<SE3, ModelFileError> {
+        let pos = match get("pos") {
+            Some(s) => v3(self.fixed::<3>(s, "pos", el)?),
+            None => Vec3::zeros(),
+        };
+        Ok(SE3::new(self.orientation(get, el)?, pos))
+    }
+
+    /// The children of a body (or of the world, `body == 0`), through
+    /// `<frame>`s: `frame` is the accumulated frame in the body frame.
+    pub(super) fn body_children(
+        &mut self,
+        node: Node<'a, 'i>,
+        body: usize,
+        childclass: &str,
+        frame: &SE3,
+    ) -> Result<(), ModelFileError> {
+        self.check_depth(&node)?;
+        for ch in node.children().filter(|n| n.is_element()) {
+            let tag = ch.tag_name().name();
+            match tag {
+                "body" => self.body(ch, body, childclass, frame)?,
+                "frame" => {
+                    let el = element_name(&ch, "");
+                    let f = self.frame(&|a| ch.attribute(a), &el)?;
+                    let cc = match ch.attribute("childclass") {
+                        Some(c) if self.classes.contains_key(c) => c.to_string(),
+                        Some(c) => {
+                            return Err(self.error(&el, format!("unknown default class `{c}`")));
+                        }
+                        None => childclass.to_string(),
+                    };
+                    self.body_children(ch, body, &cc, &frame.mul(&f))?;
+                }
+                "geom" => {
+                    let g = self.geom(ch, body, childclass, frame)?;
+                    self.bodies[body].geoms.push(g);
+                }
+                "joint" | "freejoint" => {
+                    let el = element_name(&ch, "");
+                    if body == 0 {
+                        return Err(self.error(
+                            &el,
+                            "the world body cannot have joints (put them in a <body>)".into(),
+                        ));
+                    }
+                    let j = self.joint(ch, childclass, frame)?;
+                    self.bodies[body].joints.push(j);
+                }
+                "inertial" => {
+                    let el = format!("{} <inertial>", self.bodies[body].element);
+                    if body == 0 {
+                        return Err(self.error(&el, "the world body has no inertia".into()));
+                    }
+                    if self.bodies[body].has_inertial {
+                        return Err(self.error(&el, "more than one <inertial>".into()));
+                    }
+                    let inertia = self.inertial(ch, &el, frame)?;
+                    if self.inertia_from_geom != InertiaFromGeom::True {
+                        self.bodies[body].inertia = inertia;
+                    }
+                    self.bodies[body].has_inertial = true;
+                }
+                "site" | "camera" | "light" => {}
+                other => self.warnings.push(format!(
+                    "{} <{other}>{}: not supported, ignored",
+                    self.bodies[body].element,
+                    name_suffix(&ch)
+                )),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn body(
+        &mut self,
+        node: Node<'a, 'i>,
+        parent: usize,
+        childclass: &str,
+        frame: &SE3,
+    ) -> Result<(), ModelFileError> {
+        let el = element_name(&node, "");
+        let cc = match node.attribute("childclass") {
+            Some(c) if self.classes.contains_key(c) => c.to_string(),
+            Some(c) => return Err(self.error(&el, format!("unknown default class `{c}`"))),
+            None => childclass.to_string(),
+        };
+        let local = frame.mul(&self.frame(&|a| node.attribute(a), &el)?);
+        let name = node.attribute("name").unwrap_or_default().to_string();
+        if !name.is_empty() && self.bodies.iter().any(|b| b.name == name) {
+            return Err(self.error(&el, format!("duplicate body name `{name}`")));
+        }
+        for attr in ["mocap", "gravcomp"] {
+            if let Some(v) = node.attribute(attr)
+                && v != "false"
+                && v != "0"
+            {
+                self.warnings
+                    .push(format!("{el}: `{attr}=\"{v}\"` not supported, ignored"));
+            }
+        }
+        let id = self.bodies.len();
+        self.bodies.push(BodyRec {
+            name,
+            element: el.clone(),
+            parent,
+            local,
+            joints: Vec::new(),
+            inertia: Inertia::zero(),
+            has_inertial: false,
+            geoms: Vec::new(),
+        });
+        self.body_children(node, id, &cc, &SE3::identity())?;
+        // The body's own inertia from its geoms.
+        let b = &self.bodies[id];
+        let from_geoms = match self.inertia_from_geom {
+            InertiaFromGeom::True => true,
+            InertiaFromGeom::Auto => !b.has_inertial,
+            InertiaFromGeom::False => false,
+        };
+        if from_geoms {
+            let total = b
+                .geoms
+                .iter()
+                .fold(Inertia::zero(), |acc, g| acc.add(&g.inertia));
+            self.bodies[id].inertia = total;
+        }
+        Ok(())
+    }
+
+    pub(super) fn joint(
+        &mut self,
+        node: Node<'a, 'i>,
+        childclass: &str,
+        frame: &SE3,
+    ) -> Result<JointRec, ModelFileError> {
+        let el0 = element_name(&node, "");
+        let class = self.class_of(&node, childclass, &el0)?;
+        let classes = self.classes.clone();
+        let get = |a: &str| lookup(&classes, &node, &class, &["joint"], a);
+        let kind = if node.has_tag_name("freejoint") {
+            JointKind::Free
+        } else {
+            match get("type").unwrap_or("hinge") {
+                "hinge" => JointKind::Hinge,
+                "slide" => JointKind::Slide,
+                "ball" => JointKind::Ball,
+                "free" => JointKind::Free,
+                other => {
+                    return Err(self.error(
+                        &el0,
+                        format!("unknown joint type `{other}` (hinge, slide, ball or free)"),
+                    ));
+                }
+            }
+        };
+        let el = el0;
+        let name = node.attribute("name").unwrap_or_default().to_string();
+        if !name.is_empty() && !self.joint_names.insert(name.clone()) {
+            return Err(self.error(&el, format!("duplicate joint name `{name}`")));
+        }
+        let pos = match get("pos") {
+            Some(s) if kind != JointKind::Free => v3(self.fixed::<3>(s, "pos", &el)?),
+            _ => Vec3::zeros(),
+        };
+        let axis = match get("axis") {
+            Some(s) if matches!(kind, JointKind::Hinge | JointKind::Slide) => {
+                v3(self.fixed::<3>(s, "axis", &el)?)
+            }
+            _ => Vec3::z(),
+        };
+        let n = axis.norm();
+        if !(n > 1e-12 && n.is_finite()) {
+            return Err(self.error(&el, format!("axis {:?} is zero", axis.as_slice())));
+        }
+        let axis = frame.rotation * (axis / n);
+        let pos = frame.act_point(&pos);
+        // Angles: hinge ref and range, ball range.
+        let unit = match kind {
+            JointKind::Hinge | JointKind::Ball => self.angle,
+            _ => 1.0,
+        };
+        let reference = match get("ref") {
+            Some(s) if matches!(kind, JointKind::Hinge | JointKind::Slide) => {
+                self.fixed::<1>(s, "ref", &el)?[0] * unit
+            }
+            _ => 0.0,
+        };
+        let range = match get("range") {
+            Some(s) => {
+                let r = self.fixed::<2>(s, "range", &el)?;
+                Some((r[0] * unit, r[1] * unit))
+            }
+            None => None,
+        };
+        let limited = match self.tristate(get("limited"), "limited", &el)? {
+            Some(l) => l,
+            None if self.autolimits => range.is_some(),
+            None => false,
+        };
+        let limit = if limited && kind != JointKind::Free {
+            let (lo, hi) = range.unwrap_or((0.0, 0.0));
+            match kind {
+                JointKind::Ball if lo != 0.0 || hi <= 0.0 => {
+                    return Err(self.error(
+                        &el,
+                        format!(
+                            "a limited ball joint needs range=\"0 max\" with max > 0, got {lo} {hi}"
+                        ),
+                    ));
+                }
+                JointKind::Ball => Some((0.0, hi)),
+                _ if lo >= hi => {
+                    return Err(self.error(
+                        &el,
+                        format!("a limited joint needs range lower < upper, got {lo} {hi}"),
+                    ));
+                }
+                _ => Some((lo, hi)),
+            }
+        } else {
+            None
+        };
+        let mut spec = JointSpec {
+            name: name.clone(),
+            range: limit,
+            ..Default::default()
+        };
+        for attr in [
+            "damping",
+            "armature",
+            "stiffness",
+            "frictionloss",
+            "springref",
+            "springdamper",
+        ] {
+            if let Some(s) = get(attr) {
+                let v = self.list(s, attr, &el)?;
+                let first = v.first().copied().unwrap_or(0.0);
+                match attr {
+                    "damping" => spec.damping = first,
+                    "armature" => spec.armature = first,
+                    "frictionloss" => spec.frictionloss = first,
+                    _ => {}
+                }
+                if v.iter().any(|x| *x != 0.0) {
+                    let who = if name.is_empty() {
+                        el.clone()
+                    } else {
+                        name.clone()
+                    };
+                    self.unmodelled.entry(attr).or_default().push(who);
+                }
+            }
+        }
+        Ok(JointRec {
+            name,
+            element: el,
+            kind,
+            pos,
+            axis,
+            reference,
+            spec,
+        })
+    }
+
+    pub(super) fn inertial(
+        &mut self,
+        node: Node,
+        el: &str,
+        frame: &SE3,
+    ) -> Result<Inertia, ModelFileError> {
+        let f = frame.mul(&self.frame(&|a| node.attribute(a), el)?);
+        let mass = match node.attribute("mass") {
+            Some(s) => self.fixed::<1>(s, "mass", el)?[0],
+            None => return Err(self.error(el, "missing attribute `mass`".into())),
+        };
+        if mass < 0.0 {
+            return Err(self.error(el, format!("mass must not be negative, got {mass}")));
+        }
+        let local = match (node.attribute("diaginertia"), node.attribute("fullinertia")) {
+            (Some(d), None) => {
+                let d = self.fixed::<3>(d, "diaginertia", el)?;
+                if d.iter().any(|x| *x < 0.0) {
+                    return Err(
+                        self.error(el, format!("diaginertia must not be negative, got {d:?}"))
+                    );
+                }
+                Mat3::from_diagonal(&v3(d))
+            }
+            (None, Some(fi)) => {
+                // MuJoCo: the full tensor is in the body's orientation.
+                if ["quat", "axisangle", "euler", "xyaxes", "zaxis"]
+                    .iter()
+                    .any(|a| node.attribute(*a).is_some())
+                {
+                    return Err(self.error(
+                        el,
+                        "fullinertia cannot be combined with an orientation".into(),
+                    ));
+                }
+                let v = self.fixed::<6>(fi, "fullinertia", el)?;
+                Mat3::new(v[0], v[3], v[4], v[3], v[1], v[5], v[4], v[5], v[2])
+            }
+            (Some(_), Some(_)) => {
+                return Err(self.error(el, "both diaginertia and fullinertia given".into()));
+            }
+            (None, None) => {
+                return Err(self.error(el, "needs diaginertia or fullinertia".into()));
+            }
+        };
+        Ok(Inertia::new(
+            mass,
+            f.translation,
+            f.rotation * local * f.rotation.transpose(),
+        ))
+    }
+}
