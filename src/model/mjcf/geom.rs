@@ -3,7 +3,22 @@
 
 use super::*;
 
+/// A geom's `size` numbers, read for its type (`el` names it in errors).
+struct GeomSize<'s> {
+    values: Vec<f64>,
+    gtype: &'s str,
+    el: &'s str,
+    /// Half the length of `fromto`, which replaces the size along z.
+    fromto_half: Option<f64>,
+}
+
+/// A geom's shape (`None`: not collidable) and its unit-density mass
+/// properties in the geom frame: volume, centre of volume, inertia.
+type ShapeVolume = (Option<Shape>, f64, Vec3, Mat3);
+
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// A geom: its placement, shape, mass properties and collision material,
+    /// each read by its own step below.
     pub(super) fn geom(
         &mut self,
         node: Node<'a, 'i>,
@@ -17,207 +32,20 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let get = |a: &str| lookup(&classes, &node, &class, &["geom"], a);
         let gtype = get("type").unwrap_or("sphere");
         let el = element_name(&node, &format!(" type=\"{gtype}\""));
-        let size = match get("size") {
-            Some(s) => self.list(s, "size", &el)?,
-            None => Vec::new(),
-        };
-        if size.len() > 3 {
-            return Err(self.error(
-                &el,
-                format!("`size` has at most 3 numbers, got {}", size.len()),
-            ));
-        }
-        let sz = |k: usize| size.get(k).copied().unwrap_or(0.0);
-        let need = |k: usize, what: &str| -> Result<f64, ModelFileError> {
-            let v = sz(k);
-            if k >= size.len() {
-                Err(self.error(
-                    &el,
-                    format!(
-                        "a {gtype} needs size[{k}] ({what}); `size` has {} number(s)",
-                        size.len()
-                    ),
-                ))
-            } else if v <= 0.0 {
-                Err(self.error(&el, format!("size[{k}] ({what}) must be positive, got {v}")))
-            } else {
-                Ok(v)
-            }
-        };
-        // Placement: fromto (capsule, cylinder, box, ellipsoid) or pos + orientation.
-        let fromto = match get("fromto") {
-            Some(s) if matches!(gtype, "capsule" | "cylinder" | "box" | "ellipsoid") => {
-                let f = self.fixed::<6>(s, "fromto", &el)?;
-                let (a, b) = (Vec3::new(f[0], f[1], f[2]), Vec3::new(f[3], f[4], f[5]));
-                let half = (b - a).norm() / 2.0;
-                if !(half > 0.0 && half.is_finite()) {
-                    return Err(
-                        self.error(&el, "`fromto` end points coincide (zero length)".into())
-                    );
-                }
-                Some((SE3::new(rotation_z_to(&(b - a)), (a + b) / 2.0), half))
-            }
-            _ => None,
-        };
-        let placement = match fromto {
-            Some((f, _)) => f,
-            None => self.frame(&get, &el)?,
-        };
+        let values = self.geom_size(&get, &el)?;
+        let (placement, fromto_half) = self.geom_placement(&get, gtype, &el)?;
         let mjcf_from_geom = frame.mul(&placement);
-        let half_z = |k: usize, what: &str| match fromto {
-            Some((_, h)) => Ok(h),
-            None => need(k, what),
+        let size = GeomSize {
+            values,
+            gtype,
+            el: &el,
+            fromto_half,
         };
-        // Shape and unit-density mass properties (volume, com, inertia / density)
-        // in the geom frame.
-        let ball = |r: f64| {
-            (
-                4.0 / 3.0 * PI * r * r * r,
-                Inertia::sphere(1.0, r).rotational,
-            )
-        };
-        let (shape, volume, com, unit_inertia): (Option<Shape>, f64, Vec3, Mat3) = match gtype {
-            "sphere" => {
-                let r = need(0, "radius")?;
-                let (v, i) = ball(r);
-                (Some(Shape::Ball { radius: r }), v, Vec3::zeros(), i * v)
-            }
-            "capsule" => {
-                let r = need(0, "radius")?;
-                let h = half_z(1, "half-length")?;
-                let v = PI * r * r * 2.0 * h + 4.0 / 3.0 * PI * r * r * r;
-                let i = Inertia::capsule(v, r, 2.0 * h).rotational;
-                let s = Shape::Capsule {
-                    half_length: h,
-                    radius: r,
-                };
-                (Some(s), v, Vec3::zeros(), i)
-            }
-            "cylinder" => {
-                let r = need(0, "radius")?;
-                let h = half_z(1, "half-length")?;
-                let v = PI * r * r * 2.0 * h;
-                let i = Inertia::cylinder(v, r, 2.0 * h).rotational;
-                let s = Shape::Cylinder {
-                    half_length: h,
-                    radius: r,
-                };
-                (Some(s), v, Vec3::zeros(), i)
-            }
-            "box" => {
-                let hx = need(0, "half-size x")?;
-                let hy = need(1, "half-size y")?;
-                let hz = half_z(2, "half-size z")?;
-                let he = Vec3::new(hx, hy, hz);
-                let v = 8.0 * hx * hy * hz;
-                let i = Inertia::cuboid(v, he * 2.0).rotational;
-                (
-                    Some(Shape::Cuboid { half_extents: he }),
-                    v,
-                    Vec3::zeros(),
-                    i,
-                )
-            }
-            "ellipsoid" => {
-                let a = need(0, "radius x")?;
-                let b = need(1, "radius y")?;
-                let c = half_z(2, "radius z")?;
-                let v = 4.0 / 3.0 * PI * a * b * c;
-                let i =
-                    Mat3::from_diagonal(&Vec3::new(b * b + c * c, a * a + c * c, a * a + b * b))
-                        * (v / 5.0);
-                self.ellipsoids.push(el.clone());
-                (Some(ellipsoid_hull(a, b, c)), v, Vec3::zeros(), i)
-            }
-            "plane" => (
-                Some(Shape::HalfSpace { normal: Vec3::z() }),
-                0.0,
-                Vec3::zeros(),
-                Mat3::zeros(),
-            ),
-            "mesh" => {
-                let Some(mesh) = get("mesh") else {
-                    return Err(self.error(&el, "a mesh geom needs a `mesh` attribute".into()));
-                };
-                let (shape, v, c, i) = self.mesh(mesh, &el)?;
-                (Some(shape), v, c, i)
-            }
-            "hfield" | "sdf" => {
-                self.warnings.push(format!(
-                    "{} {el}: {gtype} geoms are not supported, not loaded",
-                    self.bodies[body].element
-                ));
-                (None, 0.0, Vec3::zeros(), Mat3::zeros())
-            }
-            other => {
-                return Err(self.error(
-                    &el,
-                    format!(
-                        "unknown geom type `{other}` (plane, sphere, capsule, cylinder, box, ellipsoid, mesh)"
-                    ),
-                ));
-            }
-        };
-        let plane = gtype == "plane";
-        // Mass: `mass`, else density · volume.
-        let density = match get("density") {
-            Some(s) => self.fixed::<1>(s, "density", &el)?[0],
-            None => 1000.0,
-        };
-        let mass = match get("mass") {
-            Some(s) => self.fixed::<1>(s, "mass", &el)?[0],
-            None => density * volume,
-        };
-        if mass < 0.0 || density < 0.0 {
-            return Err(self.error(
-                &el,
-                format!("mass and density must not be negative (mass {mass}, density {density})"),
-            ));
-        }
-        if let Some(s) = get("shellinertia")
-            && s == "true"
-        {
-            self.warnings.push(format!(
-                "{el}: shellinertia not supported, solid inertia used"
-            ));
-        }
-        let inertia = if mass > 0.0 && volume > 0.0 {
-            Inertia::new(mass, com, unit_inertia * (mass / volume)).transformed(&mjcf_from_geom)
-        } else {
-            Inertia::zero()
-        };
-        // Collision.
-        let friction = match get("friction") {
-            Some(s) => {
-                let f = self.list(s, "friction", &el)?;
-                match f.first() {
-                    Some(&mu) if f.len() <= 3 && mu >= 0.0 => mu,
-                    _ => {
-                        return Err(self.error(
-                            &el,
-                            format!("`friction` needs 1 to 3 non-negative numbers, got `{s}`"),
-                        ));
-                    }
-                }
-            }
-            None => 1.0,
-        };
-        let bits = |attr: &str| -> Result<u32, ModelFileError> {
-            match get(attr) {
-                None => Ok(1),
-                Some(s) => s.trim().parse::<u32>().map_err(|_| {
-                    self.error(
-                        &el,
-                        format!("`{attr}` must be a non-negative integer, got `{s}`"),
-                    )
-                }),
-            }
-        };
-        let (contype, conaffinity) = (bits("contype")?, bits("conaffinity")?);
-        let condim = get("condim").unwrap_or("3").trim();
-        if condim != "3" && (contype | conaffinity) != 0 {
-            self.odd_condim.push(format!("{el} (condim {condim})"));
-        }
+        let (shape, volume, com, unit_inertia) = self.geom_shape(&get, &size, body)?;
+        let inertia = self
+            .geom_mass(&get, &el, volume, com, unit_inertia)?
+            .transformed(&mjcf_from_geom);
+        let material = self.geom_material(&get, &el)?;
         let name = match node.attribute("name") {
             Some(n) => {
                 if !self.geom_names.insert(n.to_string()) {
@@ -231,19 +59,260 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             name,
             element: el,
             mjcf_from_geom,
-            shape: if contype == 0 && conaffinity == 0 {
+            shape: if material.contype == 0 && material.conaffinity == 0 {
                 None
             } else {
                 shape
             },
-            material: Material {
-                friction,
-                restitution: 0.0,
-                contype,
-                conaffinity,
-            },
+            material,
             inertia,
-            plane,
+            plane: gtype == "plane",
+        })
+    }
+
+    /// `size`: at most 3 numbers.
+    fn geom_size(
+        &self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        el: &str,
+    ) -> Result<Vec<f64>, ModelFileError> {
+        let size = match get("size") {
+            Some(s) => self.list(s, "size", el)?,
+            None => Vec::new(),
+        };
+        if size.len() > 3 {
+            return Err(self.error(
+                el,
+                format!("`size` has at most 3 numbers, got {}", size.len()),
+            ));
+        }
+        Ok(size)
+    }
+
+    /// Size number `k` (`what` names it), which must be given and positive.
+    fn need(&self, size: &GeomSize, k: usize, what: &str) -> Result<f64, ModelFileError> {
+        let n = size.values.len();
+        match size.values.get(k) {
+            None => Err(self.error(
+                size.el,
+                format!(
+                    "a {} needs size[{k}] ({what}); `size` has {n} number(s)",
+                    size.gtype
+                ),
+            )),
+            Some(&v) if v <= 0.0 => Err(self.error(
+                size.el,
+                format!("size[{k}] ({what}) must be positive, got {v}"),
+            )),
+            Some(&v) => Ok(v),
+        }
+    }
+
+    /// The half-size along z: from `fromto` when given, else size number `k`.
+    fn half_z(&self, size: &GeomSize, k: usize, what: &str) -> Result<f64, ModelFileError> {
+        match size.fromto_half {
+            Some(h) => Ok(h),
+            None => self.need(size, k, what),
+        }
+    }
+
+    /// The geom frame in the MJCF body frame: `fromto` (capsule, cylinder,
+    /// box, ellipsoid: z along the segment, centred on it; with half its
+    /// length) or `pos` and an orientation.
+    fn geom_placement(
+        &self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        gtype: &str,
+        el: &str,
+    ) -> Result<(SE3, Option<f64>), ModelFileError> {
+        match get("fromto") {
+            Some(s) if matches!(gtype, "capsule" | "cylinder" | "box" | "ellipsoid") => {
+                let f = self.fixed::<6>(s, "fromto", el)?;
+                let (a, b) = (Vec3::new(f[0], f[1], f[2]), Vec3::new(f[3], f[4], f[5]));
+                let half = (b - a).norm() / 2.0;
+                if !(half > 0.0 && half.is_finite()) {
+                    return Err(self.error(el, "`fromto` end points coincide (zero length)".into()));
+                }
+                Ok((SE3::new(rotation_z_to(&(b - a)), (a + b) / 2.0), Some(half)))
+            }
+            _ => Ok((self.frame(get, el)?, None)),
+        }
+    }
+
+    /// The shape and its unit-density mass properties in the geom frame.
+    fn geom_shape(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        size: &GeomSize,
+        body: usize,
+    ) -> Result<ShapeVolume, ModelFileError> {
+        let el = size.el;
+        Ok(match size.gtype {
+            "sphere" => {
+                let r = self.need(size, 0, "radius")?;
+                let v = 4.0 / 3.0 * PI * r * r * r;
+                let i = Inertia::sphere(1.0, r).rotational;
+                (Some(Shape::Ball { radius: r }), v, Vec3::zeros(), i * v)
+            }
+            "capsule" => {
+                let r = self.need(size, 0, "radius")?;
+                let h = self.half_z(size, 1, "half-length")?;
+                let v = PI * r * r * 2.0 * h + 4.0 / 3.0 * PI * r * r * r;
+                let i = Inertia::capsule(v, r, 2.0 * h).rotational;
+                let s = Shape::Capsule {
+                    half_length: h,
+                    radius: r,
+                };
+                (Some(s), v, Vec3::zeros(), i)
+            }
+            "cylinder" => {
+                let r = self.need(size, 0, "radius")?;
+                let h = self.half_z(size, 1, "half-length")?;
+                let v = PI * r * r * 2.0 * h;
+                let i = Inertia::cylinder(v, r, 2.0 * h).rotational;
+                let s = Shape::Cylinder {
+                    half_length: h,
+                    radius: r,
+                };
+                (Some(s), v, Vec3::zeros(), i)
+            }
+            "box" => {
+                let hx = self.need(size, 0, "half-size x")?;
+                let hy = self.need(size, 1, "half-size y")?;
+                let hz = self.half_z(size, 2, "half-size z")?;
+                let he = Vec3::new(hx, hy, hz);
+                let v = 8.0 * hx * hy * hz;
+                let i = Inertia::cuboid(v, he * 2.0).rotational;
+                (
+                    Some(Shape::Cuboid { half_extents: he }),
+                    v,
+                    Vec3::zeros(),
+                    i,
+                )
+            }
+            "ellipsoid" => {
+                let a = self.need(size, 0, "radius x")?;
+                let b = self.need(size, 1, "radius y")?;
+                let c = self.half_z(size, 2, "radius z")?;
+                let v = 4.0 / 3.0 * PI * a * b * c;
+                let i =
+                    Mat3::from_diagonal(&Vec3::new(b * b + c * c, a * a + c * c, a * a + b * b))
+                        * (v / 5.0);
+                self.ellipsoids.push(el.to_string());
+                (Some(ellipsoid_hull(a, b, c)), v, Vec3::zeros(), i)
+            }
+            "plane" => (
+                Some(Shape::HalfSpace { normal: Vec3::z() }),
+                0.0,
+                Vec3::zeros(),
+                Mat3::zeros(),
+            ),
+            "mesh" => {
+                let Some(mesh) = get("mesh") else {
+                    return Err(self.error(el, "a mesh geom needs a `mesh` attribute".into()));
+                };
+                let (shape, v, c, i) = self.mesh(mesh, el)?;
+                (Some(shape), v, c, i)
+            }
+            "hfield" | "sdf" => {
+                self.warnings.push(format!(
+                    "{} {el}: {} geoms are not supported, not loaded",
+                    self.bodies[body].element, size.gtype
+                ));
+                (None, 0.0, Vec3::zeros(), Mat3::zeros())
+            }
+            other => {
+                return Err(self.error(
+                    el,
+                    format!(
+                        "unknown geom type `{other}` (plane, sphere, capsule, cylinder, box, ellipsoid, mesh)"
+                    ),
+                ));
+            }
+        })
+    }
+
+    /// The geom's inertia in its frame: `mass`, else `density` (1000 by
+    /// default) times the volume, spread as a solid of uniform density.
+    fn geom_mass(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        el: &str,
+        volume: f64,
+        com: Vec3,
+        unit_inertia: Mat3,
+    ) -> Result<Inertia, ModelFileError> {
+        let density = match get("density") {
+            Some(s) => self.fixed::<1>(s, "density", el)?[0],
+            None => 1000.0,
+        };
+        let mass = match get("mass") {
+            Some(s) => self.fixed::<1>(s, "mass", el)?[0],
+            None => density * volume,
+        };
+        if mass < 0.0 || density < 0.0 {
+            return Err(self.error(
+                el,
+                format!("mass and density must not be negative (mass {mass}, density {density})"),
+            ));
+        }
+        if let Some(s) = get("shellinertia")
+            && s == "true"
+        {
+            self.warnings.push(format!(
+                "{el}: shellinertia not supported, solid inertia used"
+            ));
+        }
+        Ok(if mass > 0.0 && volume > 0.0 {
+            Inertia::new(mass, com, unit_inertia * (mass / volume))
+        } else {
+            Inertia::zero()
+        })
+    }
+
+    /// Friction (the first of `friction`'s numbers) and the collision bits
+    /// `contype`, `conaffinity`; a `condim` other than 3 is reported.
+    fn geom_material(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        el: &str,
+    ) -> Result<Material, ModelFileError> {
+        let friction = match get("friction") {
+            Some(s) => {
+                let f = self.list(s, "friction", el)?;
+                match f.first() {
+                    Some(&mu) if f.len() <= 3 && mu >= 0.0 => mu,
+                    _ => {
+                        return Err(self.error(
+                            el,
+                            format!("`friction` needs 1 to 3 non-negative numbers, got `{s}`"),
+                        ));
+                    }
+                }
+            }
+            None => 1.0,
+        };
+        let bits = |attr: &str| -> Result<u32, ModelFileError> {
+            match get(attr) {
+                None => Ok(1),
+                Some(s) => s.trim().parse::<u32>().map_err(|_| {
+                    self.error(
+                        el,
+                        format!("`{attr}` must be a non-negative integer, got `{s}`"),
+                    )
+                }),
+            }
+        };
+        let (contype, conaffinity) = (bits("contype")?, bits("conaffinity")?);
+        let condim = get("condim").unwrap_or("3").trim();
+        if condim != "3" && (contype | conaffinity) != 0 {
+            self.odd_condim.push(format!("{el} (condim {condim})"));
+        }
+        Ok(Material {
+            friction,
+            restitution: 0.0,
+            contype,
+            conaffinity,
         })
     }
 
