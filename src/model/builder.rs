@@ -119,6 +119,21 @@ pub fn validate_inertia(body: &str, inertia: &Inertia) -> Result<(), ModelError>
     Ok(())
 }
 
+/// Refuses `name` for a new `kind` (body, geometry) if one of `existing` has it.
+fn check_unique<'n>(
+    kind: &'static str,
+    name: &str,
+    mut existing: impl Iterator<Item = &'n str>,
+) -> Result<(), ModelError> {
+    if existing.any(|n| n == name) {
+        return Err(ModelError::DuplicateName {
+            kind,
+            name: name.into(),
+        });
+    }
+    Ok(())
+}
+
 fn pvec(v: &Vec3) -> PVec {
     PVec::new(v.x, v.y, v.z)
 }
@@ -283,12 +298,7 @@ impl ModelBuilder {
                 nbodies: self.bodies.len(),
             });
         }
-        if self.bodies.iter().any(|b| b.name == name) {
-            return Err(ModelError::DuplicateName {
-                kind: "body",
-                name: name.into(),
-            });
-        }
+        check_unique("body", name, self.bodies.iter().map(|b| b.name.as_str()))?;
         let joint = match joint {
             JointType::Revolute(a) | JointType::Prismatic(a) => {
                 let n = a.norm();
@@ -337,12 +347,11 @@ impl ModelBuilder {
                 nbodies: self.bodies.len(),
             });
         }
-        if self.geometries.iter().any(|g| g.name == name) {
-            return Err(ModelError::DuplicateName {
-                kind: "geometry",
-                name: name.into(),
-            });
-        }
+        check_unique(
+            "geometry",
+            name,
+            self.geometries.iter().map(|g| g.name.as_str()),
+        )?;
         check_se3(|| format!("geometry `{name}`: placement"), &body_from_geom)?;
         let m = &material;
         if !(m.friction.is_finite() && m.friction >= 0.0) {
