@@ -15,7 +15,9 @@ without it, the script reads $MOREAU_ROBOT_FILES.
 
 The committed files were produced by MuJoCo 4.0.0 (Python bindings, numpy
 2.4.6) on Gymnasium 1.4.0's assets. Each file records the versions it was
-made with.
+made with. (MuJoCo 4.0.0 warns that one Gymnasium file's `settotalmass` is
+deprecated, on stderr and in a MUJOCO_LOG.TXT it writes in the working
+directory: delete that file.)
 
 Outputs:
 
@@ -142,6 +144,11 @@ def write(path, value):
 
 
 def main():
+    if mujoco.__version__ != "4.0.0":
+        print(
+            f"note: MuJoCo {mujoco.__version__}; the committed files are MuJoCo 4.0.0's",
+            file=sys.stderr,
+        )
     site = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MOREAU_ROBOT_FILES")
     if not site:
         sys.exit(__doc__)
