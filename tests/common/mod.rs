@@ -1,6 +1,8 @@
 #![allow(dead_code)]
 //! Helpers shared by the integration tests.
 
+pub mod mjcf;
+
 use moreau::Model;
 use nalgebra::DVector;
 

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""MuJoCo's numbers for the MJCF tests (tests/mjcf*.rs): what MuJoCo computes
+from the same files that moreau loads, written as JSON next to this script.
+
+Not run by CI: the JSON files are committed. To regenerate them:
+
+    python3 -m venv /tmp/mjvenv
+    /tmp/mjvenv/bin/pip install mujoco==4.0.0
+    scripts/fetch-robot-files            # prints the site-packages directory
+    /tmp/mjvenv/bin/python tests/data/mujoco/mujoco_reference.py SITE_PACKAGES
+
+SITE_PACKAGES is the directory that `scripts/fetch-robot-files` prints (it
+holds Gymnasium 1.4.0's MuJoCo assets under gymnasium/envs/mujoco/assets);
+without it, the script reads $MOREAU_ROBOT_FILES.
+
+The committed files were produced by MuJoCo 4.0.0 (Python bindings, numpy
+2.4.6) on Gymnasium 1.4.0's assets. Each file records the versions it was
+made with. (MuJoCo 4.0.0 warns that one Gymnasium file's `settotalmass` is
+deprecated, on stderr and in a MUJOCO_LOG.TXT it writes in the working
+directory: delete that file.)
+
+Outputs:
+
+- gymnasium.json: for every MJCF file of Gymnasium's MuJoCo assets, from
+  `mujoco.MjModel.from_xml_path` and `mj_forward` at `qpos0`: the sizes
+  (nq, nv, nbody, nu), the total mass, the time step, each actuator's gear,
+  joint, dof and whether its control is limited, whether some dof is damped,
+  `qpos0`, every body's mass and world position (`xpos`), the diagonal of
+  `mj_fullM` minus `dof_armature` on the dofs after the free joint (if any),
+  those dofs' armature, and the limited joints' names and ranges (radians,
+  metres; a ball joint's range is (0, max angle)).
+- features.json and frames.json: for the hand-written models features.xml
+  and frames.xml, the sizes and total mass, then at each pose (qpos0 and
+  one other configuration) every body's `xpos`, `xquat` (w x y z) and the
+  whole `mj_fullM` minus armature.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+GYMNASIUM_VERSION = "1.4.0"
+
+
+def versions():
+    return {
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "generated_by": "tests/data/mujoco/mujoco_reference.py",
+    }
+
+
+def floats(a):
+    return [float(x) for x in np.asarray(a).ravel()]
+
+
+def rows(a):
+    return [floats(r) for r in np.asarray(a)]
+
+
+def name(m, kind, i):
+    return mujoco.mj_id2name(m, kind, i) or ""
+
+
+def mass_matrix_without_armature(m, d):
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    return full - np.diag(m.dof_armature)
+
+
+def limits(m):
+    out = []
+    for j in range(m.njnt):
+        if m.jnt_limited[j]:
+            lo, hi = m.jnt_range[j]
+            out.append([name(m, mujoco.mjtObj.mjOBJ_JOINT, j), float(lo), float(hi)])
+    return out
+
+
+def gymnasium_reference(path):
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    first = 6 if m.njnt > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE else 0
+    full = mass_matrix_without_armature(m, d)
+    joints = [int(m.actuator_trnid[a, 0]) for a in range(m.nu)]
+    return {
+        "file": path.name,
+        "nq": m.nq,
+        "nv": m.nv,
+        "nbody": m.nbody,
+        "nu": m.nu,
+        "mass": float(sum(m.body_mass)),
+        "timestep": float(m.opt.timestep),
+        "gears": [float(m.actuator_gear[a, 0]) for a in range(m.nu)],
+        "actuated_joints": [name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints],
+        "actuator_dofs": [int(m.jnt_dofadr[j]) for j in joints],
+        "ctrl_limited": [bool(m.actuator_ctrllimited[a]) for a in range(m.nu)],
+        "damped": bool(np.any(m.dof_damping != 0)),
+        "qpos0": floats(m.qpos0),
+        "body_mass": floats(m.body_mass),
+        "xpos": rows(d.xpos),
+        "first_hinge_dof": first,
+        "mass_matrix_diag": [float(full[i, i]) for i in range(first, m.nv)],
+        "armature": floats(m.dof_armature[first:]),
+        "limits": limits(m),
+    }
+
+
+def poses_reference(xml, configurations):
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    poses = []
+    for qpos in configurations:
+        d.qpos[:] = qpos
+        mujoco.mj_forward(m, d)
+        poses.append(
+            {
+                "qpos": floats(d.qpos),
+                "xpos": rows(d.xpos),
+                "xquat": rows(d.xquat),
+                "mass_matrix": rows(mass_matrix_without_armature(m, d)),
+            }
+        )
+    return {
+        "versions": versions(),
+        "file": xml.name,
+        "nq": m.nq,
+        "nv": m.nv,
+        "nbody": m.nbody,
+        "mass": float(sum(m.body_mass)),
+        "poses": poses,
+    }
+
+
+def write(path, value):
+    path.write_text(json.dumps(value, indent=1) + "\n")
+    print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
+
+
+def main():
+    if mujoco.__version__ != "4.0.0":
+        print(
+            f"note: MuJoCo {mujoco.__version__}; the committed files are MuJoCo 4.0.0's",
+            file=sys.stderr,
+        )
+    site = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MOREAU_ROBOT_FILES")
+    if not site:
+        sys.exit(__doc__)
+    assets = Path(site) / "gymnasium" / "envs" / "mujoco" / "assets"
+    files = sorted(assets.glob("*.xml"))
+    if not files:
+        sys.exit(f"no MJCF files in {assets}")
+    write(
+        HERE / "gymnasium.json",
+        {
+            "versions": dict(versions(), gymnasium=GYMNASIUM_VERSION),
+            "models": [gymnasium_reference(f) for f in files],
+        },
+    )
+
+    # qpos0, then the hinges and slides moved and the ball joint turned
+    # (quaternion w x y z ∝ (4, 1, -1.5, 2)).
+    features = mujoco.MjModel.from_xml_path(str(HERE / "features.xml"))
+    ball = np.array([4.0, 1.0, -1.5, 2.0])
+    moved = np.concatenate([[0.1, 0.4, -0.3, 0.5], ball / np.linalg.norm(ball)])
+    write(
+        HERE / "features.json",
+        poses_reference(HERE / "features.xml", [features.qpos0.copy(), moved]),
+    )
+    write(
+        HERE / "frames.json",
+        poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,375 @@
+//! MJCF models load with the sizes, masses, placements and mass matrices
+//! that MuJoCo computes from the same files: Gymnasium's MuJoCo tasks, and
+//! hand-written models using every supported feature. MuJoCo's numbers are
+//! in tests/data/mujoco/*.json, written by tests/data/mujoco/mujoco_reference.py
+//! (MuJoCo 4.0.0; see its header for how to regenerate them).
+
+mod common;
+
+use common::mjcf::{FEATURES, FRAMES, parse, rel};
+use moreau::dynamics::{Data, crba, forward_kinematics};
+use moreau::math::{Mat3, SE3, Vec3};
+use moreau::model::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
+use nalgebra::{Quaternion, UnitQuaternion};
+use serde::Deserialize;
+
+/// The versions a reference file was made with.
+#[derive(Deserialize)]
+struct Versions {
+    mujoco: String,
+}
+
+/// tests/data/mujoco/gymnasium.json.
+#[derive(Deserialize)]
+struct GymnasiumReference {
+    versions: Versions,
+    models: Vec<Reference>,
+}
+
+/// What MuJoCo computes for a Gymnasium file (`mujoco.MjModel.from_xml_path`,
+/// `mj_forward` at `qpos0`, `mj_fullM` minus `dof_armature`).
+#[derive(Deserialize)]
+struct Reference {
+    file: String,
+    nq: usize,
+    nv: usize,
+    nbody: usize,
+    nu: usize,
+    mass: f64,
+    timestep: f64,
+    gears: Vec<f64>,
+    actuated_joints: Vec<String>,
+    /// `jnt_dofadr` of each actuator's joint.
+    actuator_dofs: Vec<usize>,
+    ctrl_limited: Vec<bool>,
+    /// Whether some joint has damping (which the loader reports as not
+    /// used by the simulator yet).
+    damped: bool,
+    qpos0: Vec<f64>,
+    body_mass: Vec<f64>,
+    /// World position of every body frame at `qpos0` (`data.xpos`).
+    xpos: Vec<[f64; 3]>,
+    /// First dof after the free joint (the block compared is free-joint independent).
+    first_hinge_dof: usize,
+    mass_matrix_diag: Vec<f64>,
+    /// `dof_armature` of the same dofs: errors are relative to MuJoCo's own
+    /// diagonal (armature included), since some dofs carry almost nothing else.
+    armature: Vec<f64>,
+    /// (joint name, lower, upper) of each limited joint.
+    limits: Vec<(String, f64, f64)>,
+}
+
+/// tests/data/mujoco/{features,frames}.json: MuJoCo on a hand-written model.
+#[derive(Deserialize)]
+struct PosesReference {
+    versions: Versions,
+    nq: usize,
+    nv: usize,
+    nbody: usize,
+    mass: f64,
+    poses: Vec<Pose>,
+}
+
+/// MuJoCo at one configuration: `qpos`, then `xpos`, `xquat` (w x y z) of
+/// every body and `mj_fullM` minus armature at that `qpos` (no free joint,
+/// and a ball joint's velocity is the body-frame angular velocity in both,
+/// so the whole matrix compares).
+#[derive(Deserialize)]
+struct Pose {
+    qpos: Vec<f64>,
+    xpos: Vec<[f64; 3]>,
+    xquat: Vec<[f64; 4]>,
+    mass_matrix: Vec<Vec<f64>>,
+}
+
+fn reference<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("tests/data/mujoco/{name}: {e}"))
+}
+
+/// World placement of MJCF body `b` (through the body that carries it).
+fn mjcf_body_world(m: &MjcfModel, data: &Data, b: usize) -> SE3 {
+    let mb = &m.mjcf_bodies[b];
+    data.world_from_body[mb.body].mul(&mb.body_from_mjcf)
+}
+
+#[test]
+fn gymnasium_models_match_mujoco() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let reference: GymnasiumReference =
+        reference("gymnasium.json", include_str!("data/mujoco/gymnasium.json"));
+    println!(
+        "MuJoCo {} on {} Gymnasium files",
+        reference.versions.mujoco,
+        reference.models.len()
+    );
+    // Every MJCF file of the assets has its reference.
+    let mut on_disk: Vec<String> = std::fs::read_dir(&files.gymnasium_assets)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".xml"))
+        .collect();
+    on_disk.sort();
+    let referenced: Vec<&str> = reference.models.iter().map(|r| r.file.as_str()).collect();
+    assert_eq!(on_disk, referenced);
+    for r in &reference.models {
+        let path = files.gymnasium_assets.join(&r.file);
+        let m =
+            load_mjcf(&path, &MjcfOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", r.file));
+        let model = &m.model;
+        println!(
+            "{}: nq {} nv {} MJCF bodies {} (model bodies {}) mass {:.9} (MuJoCo {:.9}) actuators {} timestep {:?}",
+            r.file,
+            model.nq,
+            model.nv,
+            m.bodies,
+            model.nbodies,
+            model.total_mass(),
+            r.mass,
+            m.model.actuators.len(),
+            m.timestep
+        );
+        for w in &m.warnings {
+            println!("    warning: {w}");
+        }
+        assert_eq!(
+            (model.nq, model.nv, m.bodies),
+            (r.nq, r.nv, r.nbody),
+            "{}",
+            r.file
+        );
+        assert!(rel(model.total_mass(), r.mass) < 1e-9, "{}", r.file);
+        assert_eq!(m.timestep, Some(r.timestep));
+        // Actuators: MuJoCo's nu, gears and joints (by dof).
+        assert_eq!(m.model.actuators.len(), r.nu, "{}", r.file);
+        for (k, a) in m.model.actuators.iter().enumerate() {
+            assert_eq!(a.gear, r.gears[k], "{} actuator {k}", r.file);
+            assert_eq!(
+                a.dof, r.actuator_dofs[k],
+                "{} actuator {k} ({})",
+                r.file, r.actuated_joints[k]
+            );
+            assert_eq!(
+                a.ctrl_range.is_some(),
+                r.ctrl_limited[k],
+                "{} actuator {k}",
+                r.file
+            );
+        }
+        // Limits, converted to radians.
+        assert_eq!(
+            m.model.limited_joints().count(),
+            r.limits.len(),
+            "{}",
+            r.file
+        );
+        for ((_, n, (lo, hi)), (rn, rlo, rhi)) in m.model.limited_joints().zip(&r.limits) {
+            assert_eq!(n, rn);
+            assert!(
+                (lo - rlo).abs() < 1e-12 && (hi - rhi).abs() < 1e-12,
+                "{n}: {lo} {hi}"
+            );
+        }
+        // Masses per model body: the MJCF bodies it carries (static ones merged).
+        let mut carried = vec![0.0; model.nbodies];
+        for (b, mb) in m.mjcf_bodies.iter().enumerate() {
+            carried[mb.body] += r.body_mass[b];
+        }
+        for (i, want) in carried.iter().enumerate().skip(1) {
+            let got = model.body_inertia[i].mass;
+            assert!(
+                (got - want).abs() < 1e-9 * r.mass,
+                "{} body {}: mass {got} vs MuJoCo {want}",
+                r.file,
+                model.body_name[i],
+            );
+        }
+        // q0 is MuJoCo's qpos0; every body frame sits where MuJoCo puts it.
+        let q0 = m.q_from_mujoco(&r.qpos0).unwrap();
+        assert!(
+            (&m.q0 - &q0).norm() < 1e-12,
+            "{}: q0 {} vs {}",
+            r.file,
+            m.q0,
+            q0
+        );
+        let mut data = Data::new(model);
+        forward_kinematics(model, &mut data, q0.as_slice());
+        let mut worst: f64 = 0.0;
+        for (b, x) in r.xpos.iter().enumerate() {
+            let p = mjcf_body_world(&m, &data, b).translation;
+            worst = worst.max((p - Vec3::new(x[0], x[1], x[2])).norm());
+        }
+        // The hinge/slide block of the mass matrix (armature excluded).
+        let mm = crba(model, &mut data, q0.as_slice()).clone();
+        let mut worst_m: f64 = 0.0;
+        for (k, d) in r.mass_matrix_diag.iter().enumerate() {
+            let i = r.first_hinge_dof + k;
+            let a = r.armature[k];
+            worst_m = worst_m.max(rel(mm[(i, i)] + a, *d + a));
+        }
+        println!(
+            "    body positions: worst error {worst:.2e} m; mass-matrix diagonal: worst relative error {worst_m:.2e}"
+        );
+        assert!(worst < 1e-9, "{}", r.file);
+        assert!(worst_m < 1e-9, "{}", r.file);
+        // The unsupported physics is reported, never silent.
+        assert_eq!(m.warnings.iter().any(|w| w.contains("`damping`")), r.damped);
+        assert_eq!(
+            m.warnings.iter().any(|w| w.contains("joint_limits")),
+            !r.limits.is_empty()
+        );
+    }
+}
+
+fn quat_wxyz(q: &[f64; 4]) -> Mat3 {
+    *UnitQuaternion::from_quaternion(Quaternion::new(q[0], q[1], q[2], q[3]))
+        .to_rotation_matrix()
+        .matrix()
+}
+
+#[test]
+fn every_supported_feature_matches_mujoco() {
+    let m = parse(FEATURES);
+    let model = &m.model;
+    for w in &m.warnings {
+        println!("warning: {w}");
+    }
+    let mujoco: PosesReference =
+        reference("features.json", include_str!("data/mujoco/features.json"));
+    // MuJoCo 4.0.0: nq 8, nv 7, nbody 6, total mass 8.186723715309594.
+    assert_eq!(
+        (model.nq, model.nv, m.bodies),
+        (mujoco.nq, mujoco.nv, mujoco.nbody)
+    );
+    println!(
+        "features: mass {:.12} (MuJoCo {} {}), model bodies {}",
+        model.total_mass(),
+        mujoco.versions.mujoco,
+        mujoco.mass,
+        model.nbodies
+    );
+    // (MuJoCo stores mesh vertices in single precision: the wedge's
+    // coordinates are binary fractions so that its volume is exact there too.)
+    assert!(rel(model.total_mass(), mujoco.mass) < 1e-12);
+    assert_eq!(m.timestep, Some(0.005));
+    assert_eq!(model.gravity, Vec3::new(0.0, 0.0, -9.8));
+    let q0 = m.q_from_mujoco(&mujoco.poses[0].qpos).unwrap();
+    assert!((&m.q0 - &q0).norm() < 1e-12, "q0 {} vs qpos0 {}", m.q0, q0);
+    check_poses(&m, &mujoco.poses);
+    // Limits: degrees → radians; the ball's is (0, max angle); unlimited joints absent.
+    let d = std::f64::consts::PI / 180.0;
+    let want = [
+        ("shoulder1", -90.0 * d, 90.0 * d),
+        ("shoulder2", -90.0 * d, 90.0 * d),
+        ("elbow", 0.0, 60.0 * d),
+    ];
+    assert_eq!(m.model.limited_joints().count(), 3);
+    for ((_, n, (lo, hi)), (wn, wlo, whi)) in m.model.limited_joints().zip(want) {
+        assert!(n == wn && (lo - wlo).abs() < 1e-12 && (hi - whi).abs() < 1e-12);
+    }
+    // Actuators: the motor, the general (gear 5 · gainprm 3); the position servo is reported.
+    assert_eq!(m.model.actuators.len(), 2);
+    assert_eq!(
+        (m.model.actuators[0].dof, m.model.actuators[0].gear),
+        (1, 20.0)
+    );
+    assert_eq!(m.model.actuators[0].ctrl_range, Some((-1.0, 1.0)));
+    assert_eq!(
+        (m.model.actuators[1].dof, m.model.actuators[1].gear),
+        (2, 15.0)
+    );
+    assert_eq!(m.model.actuators[1].ctrl_range, None);
+    assert!(m.warnings.iter().any(|w| w.contains("<position>")));
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("ellipsoid") && w.contains("palm"))
+    );
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("damping") && w.contains("rail"))
+    );
+    // Collision filtering: MuJoCo's parent filter through joint chains and
+    // welded bodies, the explicit exclusion, the floor against everything.
+    let g = |name: &str| {
+        model
+            .geometries
+            .iter()
+            .position(|g| g.name == name)
+            .unwrap_or_else(|| panic!("no geom {name}"))
+    };
+    let pairs = [
+        ("upper", "base_box", false), // arm's parent is base (arm has a joint chain)
+        ("palm", "upper", false),     // hand is welded to forearm, whose parent is arm
+        ("fore", "base_box", false),  // <exclude body1="base" body2="forearm">
+        ("upper", "floor", true),
+        ("palm", "floor", true),
+        ("wedge", "floor", true),
+        ("base_cyl", "floor", true),
+        ("fore", "base_box", false),
+    ];
+    for (a, b, want) in pairs {
+        assert_eq!(model.can_collide(g(a), g(b)), want, "{a} / {b}");
+    }
+    assert!(matches!(
+        model.geometries[g("floor")].shape,
+        moreau::model::Shape::HalfSpace { .. }
+    ));
+}
+
+/// Body placements and the mass matrix at each pose match MuJoCo's.
+fn check_poses(m: &MjcfModel, poses: &[Pose]) {
+    let model = &m.model;
+    let n = model.nv;
+    assert!(!poses.is_empty());
+    let mut data = Data::new(model);
+    for (k, pose) in poses.iter().enumerate() {
+        // MuJoCo's mass matrix is nv × nv, as ours.
+        assert_eq!(pose.mass_matrix.len(), n, "pose {k}");
+        assert!(pose.mass_matrix.iter().all(|row| row.len() == n));
+        let q = m.q_from_mujoco(&pose.qpos).unwrap();
+        forward_kinematics(model, &mut data, q.as_slice());
+        let (mut worst_p, mut worst_r): (f64, f64) = (0.0, 0.0);
+        for b in 0..m.bodies {
+            let x = mjcf_body_world(m, &data, b);
+            let p = pose.xpos[b];
+            worst_p = worst_p.max((x.translation - Vec3::new(p[0], p[1], p[2])).norm());
+            worst_r = worst_r.max((x.rotation - quat_wxyz(&pose.xquat[b])).norm());
+        }
+        let mm = crba(model, &mut data, q.as_slice()).clone();
+        let mut worst_m: f64 = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                worst_m = worst_m.max((mm[(i, j)] - pose.mass_matrix[i][j]).abs());
+            }
+        }
+        println!(
+            "{} pose {k}: worst body position error {worst_p:.2e} m, rotation {worst_r:.2e}, mass matrix {worst_m:.2e}",
+            model.name
+        );
+        assert!(worst_p < 1e-9 && worst_r < 1e-9, "pose {k}");
+        assert!(worst_m < 1e-9, "pose {k}");
+    }
+}
+
+#[test]
+fn frames_eulerseq_and_radians_match_mujoco() {
+    let m = parse(FRAMES);
+    let mujoco: PosesReference = reference("frames.json", include_str!("data/mujoco/frames.json"));
+    // MuJoCo 4.0.0: nq 2, nv 2, nbody 3, total mass 151.8539816339745.
+    assert_eq!(
+        (m.model.nq, m.model.nv, m.bodies),
+        (mujoco.nq, mujoco.nv, mujoco.nbody)
+    );
+    println!(
+        "frames: mass {:.12} (MuJoCo {} {})",
+        m.model.total_mass(),
+        mujoco.versions.mujoco,
+        mujoco.mass
+    );
+    assert!(rel(m.model.total_mass(), mujoco.mass) < 1e-12);
+    check_poses(&m, &mujoco.poses);
+}
