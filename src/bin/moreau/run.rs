@@ -1,0 +1,177 @@
+//! `moreau run`: steps a scene or a robot file, prints what happened,
+//! records the trajectory and the contact problems.
+
+use super::*;
+
+/// Contact and solver figures summed over the steps of a run.
+#[derive(Default)]
+pub(crate) struct Tally {
+    nc_sum: usize,
+    nc_max: usize,
+    eps_max: f64,
+    it_sum: usize,
+    solves: usize,
+    unconverged: usize,
+}
+
+impl Tally {
+    fn add(&mut self, r: &StepReport) {
+        self.nc_sum += r.nc;
+        self.nc_max = self.nc_max.max(r.nc);
+        if let Some(s) = r.solver {
+            self.solves += 1;
+            self.it_sum += s.iterations;
+            self.unconverged += usize::from(!s.converged);
+            self.eps_max = self.eps_max.max(s.residuals.eps_abs);
+        }
+    }
+}
+
+pub(crate) fn make_sim(
+    scene: &Scene,
+    dt: Option<f64>,
+    solver: &str,
+    tolerance: f64,
+    max_iterations: usize,
+) -> Result<Simulator, AnyError> {
+    let mut params = SimParams {
+        dt: dt.unwrap_or(scene.dt),
+        solver: solver.parse::<SolverKind>()?,
+        ..Default::default()
+    };
+    params.solver_settings.tolerance = tolerance;
+    params.solver_settings.max_iterations = max_iterations;
+    Ok(Simulator::new(scene.model.clone(), params)?)
+}
+
+pub(crate) fn progress(steps: usize) -> ProgressBar {
+    if steps < 2000 {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(steps as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {per_sec}, eta {eta}").unwrap(),
+    );
+    pb
+}
+
+pub(crate) fn stage_summary(times: &StageTimes) -> String {
+    let total = times.total().as_secs_f64().max(1e-12);
+    Stage::WORLD
+        .iter()
+        .map(|&s| {
+            let d = times.get(s);
+            format!("{} {:.1}%", s.name(), 100.0 * d.as_secs_f64() / total)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
+    name: &str,
+    (file_args, passive): (&ModelFileArgs, bool),
+    steps: usize,
+    dt: Option<f64>,
+    solver: &str,
+    tolerance: f64,
+    max_iterations: usize,
+    out: Option<PathBuf>,
+    dump: Option<(PathBuf, u64)>,
+) -> Result<(), AnyError> {
+    let scene = if is_model_file(name) {
+        let loaded = load_model_file(name, &file_args.options())?;
+        for w in &loaded.warnings {
+            eprintln!("warning: {w}");
+        }
+        scenes::from_loaded(&loaded, passive)?
+    } else {
+        scenes::scene(name)?
+    };
+    let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
+    let mut state = scene.state.clone();
+    let mut tau = DVector::zeros(scene.model.nv);
+    let (k0, p0) = sim.energy(&state)?;
+    let e0 = k0 + p0;
+    let mut trajectory = Trajectory::new(name, &sim);
+    if out.is_some() {
+        trajectory.rows.reserve(steps + 1);
+        trajectory.record(&mut sim, &state, None)?;
+    }
+    let mut dump = match dump {
+        Some((path, every)) => Some((ProblemWriter::create(&path)?, path, every)),
+        None => None,
+    };
+    let pb = progress(steps);
+    let mut tally = Tally::default();
+    let start = Instant::now();
+    for step in 0..steps {
+        scene.control(&state, tau.as_mut_slice());
+        let r = match sim.step(&mut state, tau.as_slice()) {
+            Ok(r) => r,
+            Err(e) => {
+                // Close the dump so that what the run met so far stays readable.
+                if let Some((w, _, _)) = dump {
+                    w.finish()?;
+                }
+                return Err(format!("step {step} (t = {} s): {e}", state.t).into());
+            }
+        };
+        tally.add(&r);
+        if let Some((w, _, every)) = &mut dump
+            && r.nc > 0
+            && (step as u64).is_multiple_of(*every)
+        {
+            w.write(sim.problem())?;
+        }
+        if out.is_some() {
+            trajectory.record(&mut sim, &state, Some(&r))?;
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let wall = start.elapsed();
+    let Tally {
+        nc_sum,
+        nc_max,
+        eps_max,
+        it_sum,
+        solves,
+        unconverged,
+    } = tally;
+    let (ke, pe) = sim.energy(&state)?;
+    say!(
+        "scene {name}: nq={} nv={} solver={} dt={} s",
+        scene.model.nq,
+        scene.model.nv,
+        solver,
+        sim.params.dt
+    );
+    say!(
+        "{steps} steps, {:.3} s simulated in {:.3} s wall ({:.0} steps/s, real-time factor {:.1})",
+        state.t,
+        wall.as_secs_f64(),
+        steps as f64 / wall.as_secs_f64(),
+        state.t / wall.as_secs_f64()
+    );
+    say!(
+        "contacts: mean {:.2}, max {nc_max}; solver: {solves} solves, mean {:.1} iterations, {unconverged} not converged, max eps_abs {eps_max:.2e}",
+        nc_sum as f64 / steps.max(1) as f64,
+        it_sum as f64 / solves.max(1) as f64
+    );
+    say!(
+        "energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})",
+        ke + pe
+    );
+    say!("time per stage: {}", stage_summary(&sim.times));
+    if let Some(path) = out {
+        trajectory.write(&path).map_err(|e| format!("--out {e}"))?;
+        say!("trajectory written to {}", path.display());
+    }
+    if let Some((w, path, _)) = dump {
+        let n = w.count();
+        w.finish()?;
+        say!("{n} contact problems written to {}", path.display());
+    }
+    Ok(())
+}
