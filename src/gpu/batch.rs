@@ -277,6 +277,7 @@ impl BatchCapacity {
             .iter()
             .map(|(_, b)| b)
             .sum();
+        // The running counter, the readback of λ, c and results, and the counter's readback.
         bound + RUNNING_COUNTER_BYTES + self.readback_bytes() + RUNNING_COUNTER_BYTES
     }
 }

@@ -34,7 +34,7 @@
 
 use super::mesh::{MeshCache, resolve_mesh_path};
 pub use super::xml::ModelFileError;
-use super::xml::{child, error_for, numbers, read_file, required, scalar};
+use super::xml::{child, error_for, numbers, required, scalar};
 use super::{JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use std::collections::HashMap;
@@ -69,16 +69,6 @@ pub struct UrdfModel {
     pub mesh_files: usize,
     /// What was read but not loaded, each naming its element.
     pub warnings: Vec<String>,
-}
-
-/// Loads the URDF file at `path`.
-pub fn read_urdf_file(
-    path: impl AsRef<Path>,
-    options: &UrdfOptions,
-) -> Result<UrdfModel, ModelFileError> {
-    let path = path.as_ref();
-    let text = read_file(path)?;
-    read_urdf(&text, &path.display().to_string(), options)
 }
 
 /// Where a parse reads meshes from.

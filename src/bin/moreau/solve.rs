@@ -14,12 +14,31 @@ pub(crate) struct SolveLine<'a> {
     c: &'a [f64],
     iterations: usize,
     converged: bool,
+    #[serde(flatten)]
+    eps: Eps,
+    time_us: f64,
+}
+
+/// The residuals of a line: the solver's own model's, then the NCP's `ε_abs`.
+#[derive(serde::Serialize)]
+struct Eps {
     eps_abs: f64,
     eps_p: f64,
     eps_d: f64,
     eps_c: f64,
     eps_ncp: f64,
-    time_us: f64,
+}
+
+impl Eps {
+    fn new(own: moreau::contact::Residuals, ncp: moreau::contact::Residuals) -> Self {
+        Eps {
+            eps_abs: own.eps_abs,
+            eps_p: own.primal,
+            eps_d: own.dual,
+            eps_c: own.complementarity,
+            eps_ncp: ncp.eps_abs,
+        }
+    }
 }
 
 /// `moreau solve`: every problem is read and validated before the first solve.
@@ -72,11 +91,7 @@ pub(crate) fn solve(
             c,
             iterations: sol.stats.iterations,
             converged: sol.stats.converged,
-            eps_abs: res.eps_abs,
-            eps_p: res.primal,
-            eps_d: res.dual,
-            eps_c: res.complementarity,
-            eps_ncp: ncp.eps_abs,
+            eps: Eps::new(res, ncp),
             time_us,
         })?;
         if writeln!(stdout, "{line}").is_err() {
@@ -129,11 +144,7 @@ pub(crate) fn solve_gpu(
             c: &c,
             iterations: o.result.iterations as usize,
             converged: o.converged(),
-            eps_abs: res.eps_abs,
-            eps_p: res.primal,
-            eps_d: res.dual,
-            eps_c: res.complementarity,
-            eps_ncp: ncp.eps_abs,
+            eps: Eps::new(res, ncp),
             time_us,
         })?;
         if writeln!(stdout, "{line}").is_err() {
