@@ -72,6 +72,8 @@ pub enum SimError {
         body_a: String,
         body_b: String,
     },
+    #[error("the {solver} solver diverged on the limit of joint `{joint}` (non-finite impulse)")]
+    SolverDivergedOnLimit { solver: &'static str, joint: String },
     #[error("invalid parameter `{name}`: {reason}")]
     InvalidParameter { name: &'static str, reason: String },
     #[error("Simulator::finish called without a successful Simulator::prepare")]
@@ -143,7 +145,7 @@ pub enum ProblemFileReason {
 /// An unreadable or invalid contact-problem file, or one that could not be
 /// written. The message names the file, the problem's index in the batch,
 /// the key and, for JSON errors, serde's line and column:
-/// `problems.json: problem 2, key "G": G has 6 rows, expected 3·nc = 9 ...`.
+/// `problems.json: problem 2, key "G": G has 6 rows, expected 3·nc + nl = 9 ...`.
 #[derive(Debug)]
 pub struct ProblemFileError {
     /// The file name (or whatever name the text was given).

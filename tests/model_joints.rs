@@ -170,14 +170,7 @@ fn the_builder_refuses_inconsistent_joints_and_actuators() {
         &mut b,
     );
     assert!(e.contains("effort limit"), "{e}");
-    let motor = |joint| Actuator {
-        name: "m".into(),
-        joint,
-        dof: 0,
-        gear: 1.0,
-        ctrl_range: None,
-        force_range: None,
-    };
+    let motor = |joint| Actuator::motor("m", joint, 1.0);
     let e = b.add_actuator(motor(free)).unwrap_err().to_string();
     assert!(e.contains("free") && e.contains("1-dof"), "{e}");
     assert!(b.add_actuator(motor(hinge)).is_ok());

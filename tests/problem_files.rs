@@ -227,7 +227,7 @@ fn bad_files_are_refused_naming_problem_and_key() {
         (
             "g of the wrong length",
             format!(r#"{{"G": {I3}, "g": [1, 0], "mu": [0.5]}}"#),
-            &["problem 1", "key \"g\"", "g has 2 entries", "3·nc = 3"],
+            &["problem 1", "key \"g\"", "g has 2 entries", "3·nc + nl = 3"],
         ),
         (
             "mu of the wrong length",

@@ -98,7 +98,7 @@ pub fn contact_residuals<T: Real>(mu: T, lambda: [T; 3], c: [T; 3]) -> Residuals
     assemble(primal, dual, lambda, y)
 }
 
-/// Maximum NCP residuals over all contacts. `mu`: (nc); `lambda`, `c`: (3·nc).
+/// Maximum NCP residuals over all blocks. `mu`: (nc); `lambda`, `c`: (3·nc + nl).
 pub fn ncp_residuals<T: Real>(mu: &[T], lambda: &[T], c: &[T]) -> Residuals<T> {
     model_residuals(ContactModel::Ncp, mu, lambda, c)
 }
@@ -142,7 +142,22 @@ impl ContactModel {
     }
 }
 
-/// Maximum residuals over all contacts under `model`. `mu`: (nc); `lambda`, `c`: (3·nc).
+/// Residuals of one unilateral row `λ ≥ 0 ⟂ c ≥ 0` (a joint limit): the
+/// 1-D cone is its own dual and has no correction, so every contact model
+/// judges it alike (the contact residuals with `λ = [0, 0, λ]`, `y = [0, 0, c]`).
+pub fn unilateral_residuals<T: Real>(lambda: T, c: T) -> Residuals<T> {
+    let zero = T::zero();
+    assemble(
+        (-lambda).max(zero),
+        (-c).max(zero),
+        [zero, zero, lambda],
+        [zero, zero, c],
+    )
+}
+
+/// Maximum residuals over all blocks under `model`. `mu`: (nc); `lambda`,
+/// `c`: (3·nc + nl), the rows after `3·nc` unilateral (see
+/// [`crate::contact::ContactProblem`]).
 pub fn model_residuals<T: Real>(
     model: ContactModel,
     mu: &[T],
@@ -152,6 +167,9 @@ pub fn model_residuals<T: Real>(
     let mut r = Residuals::zero();
     for (i, &m) in mu.iter().enumerate() {
         r = r.max(model.contact_residuals(m, get3(lambda, i), get3(c, i)));
+    }
+    for k in 3 * mu.len()..lambda.len().min(c.len()) {
+        r = r.max(unilateral_residuals(lambda[k], c[k]));
     }
     r
 }
@@ -256,6 +274,11 @@ pub fn physics(
         out.sliding += k.sliding as usize;
         out.contacts.push(k);
     }
+    // Unilateral rows: Signorini's law in one dimension.
+    for k in 3 * p.nc()..m {
+        let s = (-c[k]).max(0.0) + if lambda[k] != 0.0 { c[k].abs() } else { 0.0 };
+        out.signorini = nan_max(out.signorini, s);
+    }
     if m > 0 {
         let star = min_norm_admissible(p, &l);
         out.internal = (&l - star).norm();
@@ -317,6 +340,9 @@ fn min_norm_admissible(
             next[3 * i + 1] = v[1];
             next[3 * i + 2] = v[2];
         }
+        for k in 3 * p.nc()..m {
+            next[k] = w[k].max(0.0);
+        }
         q = &w - &next;
         let moved = (&next - &x).norm();
         x = next;
@@ -335,6 +361,7 @@ fn min_norm_admissible(
                 project_cone(p.mu[i], get3(y.as_slice(), i)),
             )
         })
+        .chain((3 * p.nc()..m).map(|k| (-y[k]).max(0.0)))
         .fold(0.0, nan_max);
     if violation <= 1e-9 * scale { y } else { x }
 }

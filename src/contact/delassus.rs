@@ -1,4 +1,4 @@
-//! Contact Jacobian and the Delassus matrix `G = J M⁻¹ Jᵀ` through the
+//! Constraint Jacobian (contacts and joint limits) and the Delassus matrix `G = J M⁻¹ Jᵀ` through the
 //! tree-sparse factorization `M = Lᵀ D L`:
 //!
 //! `G = J L⁻¹ D⁻¹ L⁻ᵀ Jᵀ = Yᵀ D⁻¹ Y`, with `Y = L⁻ᵀ Jᵀ`.
@@ -14,28 +14,81 @@ use crate::dynamics::{Data, point_velocity_column};
 use crate::model::{Model, NO_DOF};
 use nalgebra::DMatrix;
 
-/// Contact Jacobian workspace for `nc` contacts.
+/// Which side of its range a joint limit stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitSide {
+    /// `q ≥ lower`: the row is `c = q̇`.
+    Lower,
+    /// `q ≤ upper`: the row is `c = −q̇`.
+    Upper,
+}
+
+/// An active joint-position limit of a one-dof joint: a unilateral row
+/// `λ ≥ 0 ⟂ c ≥ 0` of the constraint problem, `c = ±q̇_dof` (+ stabilization).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JointLimitRow {
+    /// The joint (its body's index).
+    pub joint: usize,
+    pub dof: usize,
+    pub side: LimitSide,
+    /// Distance to the stop, `q − lower` or `upper − q` (negative: beyond it).
+    pub distance: f64,
+}
+
+impl JointLimitRow {
+    /// `c = sign · q̇_dof`.
+    pub fn sign(&self) -> f64 {
+        match self.side {
+            LimitSide::Lower => 1.0,
+            LimitSide::Upper => -1.0,
+        }
+    }
+}
+
+/// Constraint Jacobian workspace: `nc` contacts (3 rows each) then `nl`
+/// joint-limit rows (1 row each), the row order of [`crate::contact::ContactProblem`].
 #[derive(Clone, Debug, Default)]
 pub struct ContactJacobian {
-    /// (3·nc, nv) rows `[t1, t2, n]` of each contact: `c = J v` is `v_a − v_b`
-    /// at the contact point, in the contact frame.
+    /// (3·nc + nl, nv): rows `[t1, t2, n]` of each contact (`c = J v` is
+    /// `v_a − v_b` at the contact point, in the contact frame), then each
+    /// limit's row.
     pub jacobian: DMatrix<f64>,
-    /// Dofs supporting each contact, in descending order:
-    /// `support[offsets[i]..offsets[i + 1]]`.
+    /// Dofs supporting each block (contact or limit), in descending order:
+    /// `support[offsets[b]..offsets[b + 1]]`.
     pub support: Vec<usize>,
     pub offsets: Vec<usize>,
-    /// (nv, 3·nc) `Y = L⁻ᵀ Jᵀ`.
+    /// (nv, 3·nc + nl) `Y = L⁻ᵀ Jᵀ`.
     pub y: DMatrix<f64>,
+    contacts: usize,
     mark: Vec<usize>,
     stamp: usize,
 }
 
 impl ContactJacobian {
+    /// Number of contacts.
     pub fn nc(&self) -> usize {
+        self.contacts
+    }
+    /// Number of blocks: contacts, then limit rows.
+    pub fn nblocks(&self) -> usize {
         self.offsets.len().saturating_sub(1)
     }
-    pub fn contact_support(&self, i: usize) -> &[usize] {
-        &self.support[self.offsets[i]..self.offsets[i + 1]]
+    /// Number of rows `3·nc + nl`.
+    pub fn rows(&self) -> usize {
+        3 * self.contacts + (self.nblocks() - self.contacts)
+    }
+    /// The rows of block `b` (a contact's three, or a limit's one).
+    pub fn block_rows(&self, b: usize) -> std::ops::Range<usize> {
+        if b < self.contacts {
+            3 * b..3 * b + 3
+        } else {
+            let r = 3 * self.contacts + (b - self.contacts);
+            r..r + 1
+        }
+    }
+    /// The dofs supporting block `b`, in descending order.
+    pub fn contact_support(&self, b: usize) -> &[usize] {
+        &self.support[self.offsets[b]..self.offsets[b + 1]]
     }
 }
 
@@ -46,8 +99,21 @@ pub fn contact_jacobian(
     contacts: &[Contact],
     cj: &mut ContactJacobian,
 ) {
+    constraint_jacobian(model, data, contacts, &[], cj);
+}
+
+/// Fills `cj.jacobian` and the supports for `contacts` and then `limits`,
+/// after forward kinematics.
+pub fn constraint_jacobian(
+    model: &Model,
+    data: &Data,
+    contacts: &[Contact],
+    limits: &[JointLimitRow],
+    cj: &mut ContactJacobian,
+) {
     let (nc, nv) = (contacts.len(), model.nv);
-    reshape_zeroed(&mut cj.jacobian, 3 * nc, nv);
+    reshape_zeroed(&mut cj.jacobian, 3 * nc + limits.len(), nv);
+    cj.contacts = nc;
     cj.support.clear();
     cj.offsets.clear();
     cj.offsets.push(0);
@@ -76,19 +142,28 @@ pub fn contact_jacobian(
         cj.support[start..].sort_unstable_by(|a, b| b.cmp(a));
         cj.offsets.push(cj.support.len());
     }
+    for (l, limit) in limits.iter().enumerate() {
+        cj.jacobian[(3 * nc + l, limit.dof)] = limit.sign();
+        // The dof and its ancestors (descending): where `L⁻ᵀ` fills the row in.
+        let mut k = limit.dof;
+        while k != NO_DOF {
+            cj.support.push(k);
+            k = model.dof_parent[k];
+        }
+        cj.offsets.push(cj.support.len());
+    }
 }
 
 /// `G = Yᵀ D⁻¹ Y` from the factorization in `data.ltdl` (see
-/// [`crate::dynamics::ltdl_factorize`]); fills `cj.y` and `g` (3·nc, 3·nc).
+/// [`crate::dynamics::ltdl_factorize`]); fills `cj.y` and `g` (m, m) with
+/// `m = 3·nc + nl` the rows of `cj`.
 pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &mut DMatrix<f64>) {
-    let nc = cj.nc();
-    let (m, nv) = (3 * nc, model.nv);
+    let (m, nv) = (cj.rows(), model.nv);
     let l = &data.ltdl;
     reshape_zeroed(&mut cj.y, nv, m);
-    for i in 0..nc {
-        let (s0, s1) = (cj.offsets[i], cj.offsets[i + 1]);
-        for r in 0..3 {
-            let col = 3 * i + r;
+    for b in 0..cj.nblocks() {
+        let (s0, s1) = (cj.offsets[b], cj.offsets[b + 1]);
+        for col in cj.block_rows(b) {
             for &k in &cj.support[s0..s1] {
                 cj.y[(k, col)] = cj.jacobian[(col, k)];
             }
@@ -109,18 +184,17 @@ pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &m
     if g.shape() != (m, m) {
         reshape_zeroed(g, m, m);
     }
-    for i in 0..nc {
-        let (s0, s1) = (cj.offsets[i], cj.offsets[i + 1]);
-        for r in 0..3 {
-            let a = 3 * i + r;
-            for b in a..m {
+    for b in 0..cj.nblocks() {
+        let (s0, s1) = (cj.offsets[b], cj.offsets[b + 1]);
+        for a in cj.block_rows(b) {
+            for c in a..m {
                 let mut s = 0.0;
-                // Y[:, a] vanishes outside contact i's support.
+                // Y[:, a] vanishes outside block b's support.
                 for &k in &cj.support[s0..s1] {
-                    s += cj.y[(k, a)] * cj.y[(k, b)] / l[(k, k)];
+                    s += cj.y[(k, a)] * cj.y[(k, c)] / l[(k, k)];
                 }
-                g[(a, b)] = s;
-                g[(b, a)] = s;
+                g[(a, c)] = s;
+                g[(c, a)] = s;
             }
         }
     }

@@ -4,7 +4,8 @@
 //!
 //! # Format
 //!
-//! One problem is a JSON object with `nc` contacts (`m = 3·nc` unknowns):
+//! One problem is a JSON object with `nc` contacts and `nl` unilateral rows
+//! (joint limits), `m = 3·nc + nl` unknowns:
 //!
 //! | key       | shape                     | meaning                                              |
 //! |-----------|---------------------------|------------------------------------------------------|
@@ -13,12 +14,14 @@
 //! | `mu`      | list of `nc`              | friction coefficients, finite and `≥ 0`              |
 //! | `R`       | list of `m`, optional     | diagonal compliance, `≥ 0` (default: zeros, rigid)   |
 //! | `lambda0` | list of `m`, optional     | warm start for `λ` (default: zeros, cold start)      |
+//! | `nl`      | integer, optional         | unilateral rows after the contacts (default: 0)      |
 //!
 //! Vectors are stacked per contact, each contact's 3 components in its own
 //! contact frame with the normal last: `[t1, t2, n]` for contact 0, then
-//! contact 1, and so on; `G` follows the same ordering in rows and columns.
-//! The problem is: find `λ ∈ K_μ` with `c = (G + R) λ + g` and
-//! `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*` (see [`crate::contact`]).
+//! contact 1, and so on, then the `nl` unilateral rows (`λ ≥ 0 ⟂ c ≥ 0`);
+//! `G` follows the same ordering in rows and columns. The problem is: find
+//! `λ ∈ K` with `c = (G + R) λ + g` and `K ∋ λ ⟂ c + Γ(c) ∈ K*` (see
+//! [`ContactProblem`]). Writers write `nl` only when it is not zero.
 //!
 //! A file holds either one such object or a JSON list of them (a batch);
 //! the writers always write a list, one problem per line. One contact on a
@@ -55,7 +58,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// The keys of a problem object, in the order they are written.
-pub const KEYS: [&str; 5] = ["G", "g", "mu", "R", "lambda0"];
+pub const KEYS: [&str; 6] = ["G", "g", "mu", "R", "lambda0", "nl"];
 
 /// Reads a problem file (one object or a list of them); every problem is
 /// validated, including the positive semi-definiteness of `G`.
@@ -102,13 +105,17 @@ pub fn parse_problems(
 /// included even when zero). Non-finite numbers become `null`, as serde_json
 /// writes them; [`ProblemWriter`] refuses such problems instead.
 pub fn problem_to_json(problem: &ContactProblem) -> serde_json::Value {
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "G": rows(&problem.delassus),
         "g": problem.g.as_slice(),
         "mu": problem.mu,
         "R": problem.compliance.as_slice(),
         "lambda0": problem.warm_start.as_slice(),
-    })
+    });
+    if problem.nl() > 0 {
+        v["nl"] = problem.nl().into();
+    }
+    v
 }
 
 /// Writes `problems` to `path` as a JSON list, one problem per line.
@@ -179,6 +186,7 @@ impl<W: Write> ProblemWriter<W> {
             mu: &problem.mu,
             compliance: problem.compliance.as_slice(),
             lambda0: problem.warm_start.as_slice(),
+            nl: (problem.nl() > 0).then_some(problem.nl()),
         };
         self.out
             .write_all(sep)
@@ -213,6 +221,8 @@ struct ProblemJson<'a> {
     #[serde(rename = "R")]
     compliance: &'a [f64],
     lambda0: &'a [f64],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nl: Option<usize>,
 }
 
 fn rows(m: &DMatrix<f64>) -> Vec<Vec<f64>> {
@@ -256,6 +266,7 @@ struct RawProblem {
     mu: Option<Vec<f64>>,
     compliance: Option<Vec<f64>>,
     lambda0: Option<Vec<f64>>,
+    nl: Option<usize>,
 }
 
 /// Shapes, `validate`, then positive semi-definiteness.
@@ -270,7 +281,8 @@ fn build(raw: RawProblem) -> Result<ContactProblem, (Option<&'static str>, Probl
         return missing("mu");
     };
     let nc = mu.len();
-    let m = 3 * nc;
+    let nl = raw.nl.unwrap_or(0);
+    let m = 3 * nc + nl;
     let n = rows.len();
     if let Some(first) = rows.first() {
         if let Some((i, r)) = rows
@@ -309,7 +321,9 @@ fn build(raw: RawProblem) -> Result<ContactProblem, (Option<&'static str>, Probl
         };
         Err(shape(
             key,
-            format!("{key} has {what}, expected 3·nc = {m} with nc = len(mu) = {nc} ({others})"),
+            format!(
+                "{key} has {what}, expected 3·nc + nl = {m} with nc = len(mu) = {nc}, nl = {nl} ({others})"
+            ),
         ))
     };
     expect("G", n)?;
@@ -442,7 +456,7 @@ impl<'de> DeserializeSeed<'de> for ProblemSeed<'_> {
 impl<'de> Visitor<'de> for ProblemSeed<'_> {
     type Value = RawProblem;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a contact problem object with keys \"G\", \"g\", \"mu\" (and optionally \"R\", \"lambda0\")")
+        f.write_str("a contact problem object with keys \"G\", \"g\", \"mu\" (and optionally \"R\", \"lambda0\", \"nl\")")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let ctx = self.0;
@@ -457,7 +471,8 @@ impl<'de> Visitor<'de> for ProblemSeed<'_> {
                 "g" => raw.g.replace(map.next_value()?).is_some(),
                 "mu" => raw.mu.replace(map.next_value()?).is_some(),
                 "R" => raw.compliance.replace(map.next_value()?).is_some(),
-                _ => raw.lambda0.replace(map.next_value()?).is_some(),
+                "lambda0" => raw.lambda0.replace(map.next_value()?).is_some(),
+                _ => raw.nl.replace(map.next_value()?).is_some(),
             };
             if duplicate {
                 return Err(ctx.fail(name, ProblemFileReason::DuplicateKey(name)));

@@ -17,7 +17,10 @@ pub use criteria::{
     ContactModel, ContactPhysics, Evaluation, PhysicsCriteria, Residuals, contact_physics,
     contact_power, contact_residuals, evaluate, model_residuals, ncp_residuals, physics,
 };
-pub use delassus::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
+pub use delassus::{
+    ContactJacobian, JointLimitRow, LimitSide, constraint_jacobian, contact_jacobian, delassus_dense,
+    delassus_ltdl,
+};
 pub use problem::ContactProblem;
 pub use solvers::{
     Algorithm, ContactSolution, ContactSolver, Kernel, KernelModel, Law, SolverKind,

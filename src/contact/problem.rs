@@ -1,11 +1,20 @@
 use crate::error::ProblemError;
 use nalgebra::{DMatrix, DVector};
 
-/// A frictional contact problem with `nc` contacts (`m = 3·nc` unknowns):
+/// A constraint problem: `nc` frictional contacts followed by `nl` unilateral
+/// constraints (joint limits), `m = 3·nc + nl` unknowns:
 ///
-/// find `λ ∈ K_μ` with `c = (G + R) λ + g` and `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*`.
+/// find `λ ∈ K` with `c = (G + R) λ + g` and `K ∋ λ ⟂ c + Γ(c) ∈ K*`,
 ///
-/// Each contact's 3-vectors are `[t1, t2, n]` in its contact frame.
+/// where `K` is the product of the blocks' cones, as in Pinocchio 4's and
+/// Simple's constraint problems:
+/// - rows `3i..3i+3` (contact `i < nc`): the friction cone `K_μᵢ` in the
+///   contact frame `[t1, t2, n]`, with de Saxcé's correction `Γ`;
+/// - row `3·nc + l` (unilateral constraint `l < nl`): the 1-D cone `ℝ₊`,
+///   i.e. `λ ≥ 0 ⟂ c ≥ 0`, which is its own dual and has no correction.
+///
+/// The number of contacts is `mu.len()`; every row after `3·nc` is a
+/// unilateral one.
 /// `g` already contains the stabilization terms added by the simulator
 /// (see [`crate::sim::SimParams`]): it is the contact velocity that the
 /// impulses must correct.
@@ -15,7 +24,7 @@ pub struct ContactProblem {
     pub delassus: DMatrix<f64>,
     /// (m) free contact velocity.
     pub g: DVector<f64>,
-    /// (nc) friction coefficients.
+    /// (nc) friction coefficients of the contacts (the first `3·nc` rows).
     pub mu: Vec<f64>,
     /// (m) diagonal compliance `R` (zero: rigid contact). A numerical
     /// regularization: contacts then obey `c = (G + R)λ + g`.
@@ -48,10 +57,21 @@ impl ContactProblem {
         self.mu.len()
     }
 
-    /// Resizes every field for `nc` contacts, keeping allocations where possible; contents are zeroed.
-    pub fn resize(&mut self, nc: usize) {
+    /// Number of unilateral rows (after the contacts' `3·nc`).
+    pub fn nl(&self) -> usize {
+        self.g.len().saturating_sub(3 * self.mu.len())
+    }
+
+    /// Number of unknowns `m = 3·nc + nl`.
+    pub fn m(&self) -> usize {
+        self.g.len()
+    }
+
+    /// Resizes every field for `nc` contacts and `nl` unilateral rows,
+    /// keeping allocations where possible; contents are zeroed.
+    pub fn resize(&mut self, nc: usize, nl: usize) {
         use super::linalg::{reshape_vector_zeroed, reshape_zeroed};
-        let m = 3 * nc;
+        let m = 3 * nc + nl;
         reshape_zeroed(&mut self.delassus, m, m);
         reshape_vector_zeroed(&mut self.g, m);
         reshape_vector_zeroed(&mut self.compliance, m);
@@ -64,8 +84,14 @@ impl ContactProblem {
     /// non-negative diagonal (a cheap necessary condition for PSD; the
     /// solvers report a failed factorization as `NotPsd`).
     pub fn validate(&self) -> Result<(), ProblemError> {
-        let nc = self.mu.len();
-        let m = 3 * nc;
+        let m = self.g.len();
+        if m < 3 * self.mu.len() {
+            return Err(ProblemError::DimensionMismatch {
+                what: "g (3 rows per contact, then the unilateral rows)",
+                got: m,
+                expected: 3 * self.mu.len(),
+            });
+        }
         let dim = |what, got: usize| {
             if got != m {
                 Err(ProblemError::DimensionMismatch {
@@ -77,7 +103,6 @@ impl ContactProblem {
                 Ok(())
             }
         };
-        dim("g", self.g.len())?;
         dim("delassus rows", self.delassus.nrows())?;
         dim("delassus columns", self.delassus.ncols())?;
         dim("compliance", self.compliance.len())?;

@@ -38,7 +38,7 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
             1 => {
                 let s = data.dof_jacobian[iv];
                 let u = ia * s;
-                let dinv = 1.0 / s.dot(&u);
+                let dinv = 1.0 / (s.dot(&u) + data.dof_armature[iv]);
                 let ub = tau[iv] - s.dot(&pa);
                 data.dof_u[iv] = u;
                 data.dof_bias[iv] = ub;
@@ -57,6 +57,7 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
                     for b in 0..n {
                         d[(a, b)] = data.dof_jacobian[iv + a].dot(&data.dof_u[iv + b]);
                     }
+                    d[(a, a)] += data.dof_armature[iv + a];
                 }
                 // A failed factorization (impossible for validated inertias) poisons the
                 // result with NaN, which the simulator reports, rather than freezing the joint.

@@ -34,4 +34,7 @@ pub fn crba_from_kinematics(model: &Model, data: &mut Data) {
             data.body_inertia_6[p] += yi;
         }
     }
+    for (k, &arm) in data.dof_armature.iter().enumerate() {
+        data.mass_matrix[(k, k)] += arm;
+    }
 }

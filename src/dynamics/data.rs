@@ -40,6 +40,11 @@ pub struct Data {
     pub mass_matrix: DMatrix<f64>,
     /// (nv, nv) `M = Lᵀ D L`: `L` (unit lower) strictly below the diagonal, `D` on it.
     pub ltdl: DMatrix<f64>,
+    /// (nv) The joint-space diagonal that [`super::crba`] and [`super::aba`]
+    /// add to the bodies' inertia: [`Model::dof_armature`] (the rotors'
+    /// reflected inertia, as MuJoCo's `armature`). The simulator adds
+    /// `dt·damping` to it for its implicit joint damping, then restores it.
+    pub dof_armature: DVector<f64>,
 }
 
 impl Data {
@@ -63,6 +68,7 @@ impl Data {
             ddq: DVector::zeros(nv),
             mass_matrix: DMatrix::zeros(nv, nv),
             ltdl: DMatrix::zeros(nv, nv),
+            dof_armature: DVector::from_column_slice(&model.dof_armature),
         }
     }
 }

@@ -48,6 +48,10 @@ pub fn rnea_from_kinematics(model: &Model, data: &mut Data, a: &[f64]) {
         data.body_acceleration[i] = acc;
     }
     backward_forces(model, data);
+    // The rotors' inertia (armature) acts on the joint acceleration alone.
+    for (k, &arm) in model.dof_armature.iter().enumerate() {
+        data.tau[k] += arm * a[k];
+    }
 }
 
 fn backward_forces(model: &Model, data: &mut Data) {

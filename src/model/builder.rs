@@ -439,10 +439,20 @@ impl ModelBuilder {
             ("damping", spec.damping),
             ("armature", spec.armature),
             ("frictionloss", spec.frictionloss),
+            ("stiffness", spec.stiffness),
         ] {
             if !(x.is_finite() && x >= 0.0) {
                 return bad(format!("{what} must be finite and ≥ 0, got {x}"));
             }
+        }
+        if !spec.springref.is_finite() {
+            return bad(format!("springref must be finite, got {}", spec.springref));
+        }
+        if spec.stiffness > 0.0 && b.joint.nv() != 1 {
+            return bad(format!(
+                "springs are supported on 1-dof joints only, not on a {} joint",
+                b.joint.name()
+            ));
         }
         for (what, x) in [
             ("velocity limit", spec.velocity_limit),
@@ -480,6 +490,15 @@ impl ModelBuilder {
             return Err(ModelError::Invalid {
                 what,
                 reason: format!("gear must be finite and non-zero, got {}", actuator.gear),
+            });
+        }
+        if let Some(x) = std::iter::once(actuator.gain)
+            .chain(actuator.bias)
+            .find(|x| !x.is_finite())
+        {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!("gain and bias must be finite, got {x}"),
             });
         }
         for (name, r) in [
@@ -538,6 +557,8 @@ impl ModelBuilder {
             dof_damping: Vec::new(),
             dof_armature: Vec::new(),
             dof_frictionloss: Vec::new(),
+            dof_stiffness: Vec::new(),
+            dof_springref: Vec::new(),
             dof_velocity_limit: Vec::new(),
             dof_effort_limit: Vec::new(),
             actuators: self.actuators,
@@ -561,6 +582,8 @@ impl ModelBuilder {
                 m.dof_damping.push(b.spec.damping);
                 m.dof_armature.push(b.spec.armature);
                 m.dof_frictionloss.push(b.spec.frictionloss);
+                m.dof_stiffness.push(b.spec.stiffness);
+                m.dof_springref.push(b.spec.springref);
                 m.dof_velocity_limit.push(b.spec.velocity_limit);
                 m.dof_effort_limit.push(b.spec.effort_limit);
             }

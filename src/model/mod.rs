@@ -115,7 +115,9 @@ impl JointType {
 /// `upperPositionLimit`, `velocityLimit`, `effortLimit`, `damping`,
 /// `armature`, `friction`; MuJoCo's mjModel as `jnt_range`, `dof_damping`,
 /// `dof_armature`, `dof_frictionloss`). Scalars apply to each dof of the
-/// joint. Recorded in the model; the dynamics do not use them yet.
+/// joint. The simulator uses the range (joint limits as constraints),
+/// damping (implicit), armature, springs and effort limits (on actuator
+/// forces); `frictionloss` and `velocity_limit` are recorded only.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JointSpec {
     /// The file's joint name (empty: the body's name is used).
@@ -129,6 +131,10 @@ pub struct JointSpec {
     pub armature: f64,
     /// Dry friction per dof (N·m or N), ≥ 0.
     pub frictionloss: f64,
+    /// Joint spring of a 1-dof joint: the force `−stiffness·(q − springref)`
+    /// (N·m/rad or N/m, ≥ 0; MJCF's `stiffness` and `springref`).
+    pub stiffness: f64,
+    pub springref: f64,
     /// Largest speed per dof (rad/s or m/s), > 0; infinite: none.
     pub velocity_limit: f64,
     /// Largest actuator effort per dof (N·m or N), > 0; infinite: none.
@@ -143,14 +149,22 @@ impl Default for JointSpec {
             damping: 0.0,
             armature: 0.0,
             frictionloss: 0.0,
+            stiffness: 0.0,
+            springref: 0.0,
             velocity_limit: f64::INFINITY,
             effort_limit: f64::INFINITY,
         }
     }
 }
 
-/// A joint-space actuator: generalized force `gear · ctrl` on one dof
-/// (MJCF's `<motor>`, a `<general>` with a fixed gain).
+/// A joint-space actuator, MuJoCo's model for a joint transmission: the
+/// scalar force `gain·ctrl + bias[0] + bias[1]·l + bias[2]·l̇` with the
+/// actuator length `l = gear·q` and velocity `l̇ = gear·q̇`, clamped to
+/// `force_range`, acts on the dof as `gear · force` (the control first
+/// clamped to `ctrl_range`); see [`crate::sim::actuator_forces`].
+/// MJCF's `<motor>` is `gain = 1, bias = 0`; `<position kp kv>` is
+/// `gain = kp, bias = [0, −kp, −kv]`; `<velocity kv>` is `gain = kv,
+/// bias = [0, 0, −kv]`; `<general>` gives them as `gainprm`, `biasprm`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Actuator {
     /// The actuator's name, or its joint's when it has none.
@@ -160,10 +174,30 @@ pub struct Actuator {
     /// Index into `v` (and `tau`) of that joint's dof (set by the builder).
     pub dof: usize,
     pub gear: f64,
+    /// The force per unit control.
+    pub gain: f64,
+    /// The force's affine bias in the actuator length and velocity.
+    pub bias: [f64; 3],
     /// `(lo, hi)` when the control is limited.
     pub ctrl_range: Option<(f64, f64)>,
-    /// `(lo, hi)` when the force `gear · ctrl` is limited.
+    /// `(lo, hi)` when the scalar force is limited.
     pub force_range: Option<(f64, f64)>,
+}
+
+impl Actuator {
+    /// A motor on the joint of body `joint`: force `gear · ctrl`, unlimited.
+    pub fn motor(name: impl Into<String>, joint: usize, gear: f64) -> Self {
+        Actuator {
+            name: name.into(),
+            joint,
+            dof: 0,
+            gear,
+            gain: 1.0,
+            bias: [0.0; 3],
+            ctrl_range: None,
+            force_range: None,
+        }
+    }
 }
 
 /// Collision shapes. Capsules and cylinders are along the geometry's z axis;
@@ -271,6 +305,10 @@ pub struct Model {
     pub dof_damping: Vec<f64>,
     pub dof_armature: Vec<f64>,
     pub dof_frictionloss: Vec<f64>,
+    /// (nv) joint springs of 1-dof joints: stiffness and rest position
+    /// (see [`JointSpec::stiffness`]); 0 on other joints.
+    pub dof_stiffness: Vec<f64>,
+    pub dof_springref: Vec<f64>,
     pub dof_velocity_limit: Vec<f64>,
     pub dof_effort_limit: Vec<f64>,
     /// The actuators, in file order (`nu` of them).

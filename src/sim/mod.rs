@@ -2,13 +2,32 @@
 //! in order, each timed.
 //!
 //! ```text
-//! 1. free dynamics   v_f = v + dt · ABA(q, v, τ)
-//! 2. collision       contacts at q (broad + narrow phase)
-//! 3. delassus        CRBA, M = LᵀDL, J, G = J M⁻¹ Jᵀ, g = J v_f + stabilization
-//! 4. solve           λ from the contact problem, warm-started by contact identity
-//! 5. velocity update v⁺ = v_f + M⁻¹ Jᵀ λ
+//! 1. free dynamics   τ = τ_applied + actuators(ctrl, q, v) − D v,
+//!                    v_f = v + dt · M̃⁻¹(τ − b(q, v)) by ABA, M̃ = M + dt·D
+//! 2. collision       contacts at q (broad + narrow phase), active joint limits
+//! 3. delassus        CRBA, M̃ = LᵀDL, J, G = J M̃⁻¹ Jᵀ, g = J v_f + stabilization
+//! 4. solve           λ from the constraint problem, warm-started by identity
+//! 5. velocity update v⁺ = v_f + M̃⁻¹ Jᵀ λ
 //! 6. integrate       q⁺ = q ⊕ v⁺ dt
 //! ```
+//!
+//! `M` includes the joints' armature; joint springs `−k (q − q_ref)` are
+//! explicit forces. Joint damping `D` (diagonal,
+//! `Model::dof_damping`) is integrated implicitly, as MuJoCo's Euler
+//! integrator does: `(M + dt·D) v_f = M v + dt (τ − b)` with `τ` free of the
+//! damping force, i.e. `M (v_f − v) = dt (τ − b − D v_f)`; it is unconditionally
+//! stable however stiff the damping. The constraint impulses see the same
+//! `M̃ = M + dt·D`, so the whole step is implicit in the damping:
+//! `M (v⁺ − v) = dt (τ − b − D v⁺) + Jᵀλ`.
+//!
+//! Joint limits: a one-dof joint with a range whose position is within
+//! `SimParams::limit_margin` of a stop, or would cross it in this step at
+//! the free velocity, gets a unilateral row `λ ≥ 0 ⟂ c ≥ 0` with
+//! `c = ±q̇` after the contact rows of the problem (see
+//! [`crate::contact::ContactProblem`]), with the contacts' speculative and
+//! Baumgarte terms on its distance to the stop (and no restitution: a stop
+//! is inelastic). Ball joints' cone limits are not enforced (the model
+//! loaders warn).
 //!
 //! Stabilization in `g` (normal component of contact `i`, signed distance `φ`,
 //! pre-step normal velocity `v⁻_N = J_N v`):
@@ -24,8 +43,8 @@
 use crate::collision::{CollisionDetector, Contact, ContactKey};
 use crate::contact::SolverStats;
 use crate::contact::{
-    ContactJacobian, ContactProblem, ContactSolution, ContactSolver, SolverKind, SolverSettings,
-    contact_jacobian, delassus_ltdl,
+    ContactJacobian, ContactProblem, ContactSolution, ContactSolver, JointLimitRow, LimitSide,
+    SolverKind, SolverSettings, constraint_jacobian, delassus_ltdl,
 };
 use crate::dynamics::{
     Data, aba_from_kinematics, crba_from_kinematics, forward_kinematics, forward_velocity,
@@ -33,7 +52,7 @@ use crate::dynamics::{
 };
 use crate::error::SimError;
 use crate::math::Vec3;
-use crate::model::Model;
+use crate::model::{JointType, Model};
 use nalgebra::DVector;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -65,6 +84,9 @@ pub struct SimParams {
     /// Multiplies every contact's friction coefficient (1: the model's):
     /// per-world friction for domain randomization.
     pub friction_scale: f64,
+    /// A joint limit becomes a constraint row when the joint is closer than
+    /// this to its stop (rad or m), or would cross it in the step.
+    pub limit_margin: f64,
 }
 
 impl Default for SimParams {
@@ -79,6 +101,7 @@ impl Default for SimParams {
             warm_start: true,
             compliance: 0.0,
             friction_scale: 1.0,
+            limit_margin: 0.01,
         }
     }
 }
@@ -119,6 +142,12 @@ impl SimParams {
                 format!("must be finite and ≥ 0, got {}", self.friction_scale),
             );
         }
+        if !(self.limit_margin.is_finite() && self.limit_margin >= 0.0) {
+            return bad(
+                "limit_margin",
+                format!("must be finite and ≥ 0, got {}", self.limit_margin),
+            );
+        }
         if let Err(crate::error::ProblemError::InvalidSetting { name, reason }) =
             self.solver_settings.validate()
         {
@@ -144,11 +173,50 @@ impl State {
     }
 }
 
+/// What drives a step: raw generalized forces on the dofs, or the
+/// actuators' controls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Actuation<'a> {
+    /// (nv) generalized forces `τ` applied on the dofs as they are.
+    Torques(&'a [f64]),
+    /// (nu) the controls of `Model::actuators` (see [`actuator_forces`]).
+    Controls(&'a [f64]),
+}
+
+/// The actuators' generalized forces (nv) at `(q, v)` under the controls
+/// `ctrl` (nu), written into `tau`, as MuJoCo computes them for joint
+/// transmissions: each control is clamped to its `ctrl_range`, the scalar
+/// force `gain·ctrl + bias₀ + bias₁·l + bias₂·l̇` (length `l = gear·q`,
+/// velocity `l̇ = gear·q̇`) to its `force_range`, and the dof receives
+/// `gear · force`. Then each dof's total is clamped to its effort limit
+/// (`Model::dof_effort_limit`, URDF's `effort`).
+pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &mut [f64]) {
+    tau.fill(0.0);
+    for (u, a) in ctrl.iter().zip(&model.actuators) {
+        let ctrl = match a.ctrl_range {
+            Some((lo, hi)) => u.clamp(lo, hi),
+            None => *u,
+        };
+        let length = a.gear * q[model.joint_idx_q[a.joint]];
+        let velocity = a.gear * v[a.dof];
+        let mut force = a.gain * ctrl + a.bias[0] + a.bias[1] * length + a.bias[2] * velocity;
+        if let Some((lo, hi)) = a.force_range {
+            force = force.clamp(lo, hi);
+        }
+        tau[a.dof] += a.gear * force;
+    }
+    for (t, &e) in tau.iter_mut().zip(&model.dof_effort_limit) {
+        *t = t.clamp(-e, e);
+    }
+}
+
 /// What one step did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StepReport {
     /// Number of contacts.
     pub nc: usize,
+    /// Number of active joint limits (constraint rows after the contacts').
+    pub nl: usize,
     /// Solver stats (`None` when there was no contact).
     pub solver: Option<crate::contact::SolverStats>,
     pub times: StageTimes,
@@ -162,6 +230,10 @@ pub struct Simulator {
     data: Data,
     collision: CollisionDetector,
     contacts: Vec<Contact>,
+    /// The active joint limits of the step, rows `3·nc..` of the problem.
+    limits: Vec<JointLimitRow>,
+    /// Previous step's limit impulses, `2·body + side` (NaN: none).
+    limit_warm: Vec<f64>,
     jacobian: ContactJacobian,
     problem: ContactProblem,
     solution: ContactSolution,
@@ -171,6 +243,10 @@ pub struct Simulator {
     /// (robust to a change of tangent basis).
     warm: HashMap<ContactKey, Vec3>,
     last_rho: Option<f64>,
+    /// The generalized forces of the step (applied, actuators, springs,
+    /// explicit part of the damping).
+    tau: DVector<f64>,
+    tau_actuators: DVector<f64>,
     v_free: DVector<f64>,
     v_next: DVector<f64>,
     q_next: DVector<f64>,
@@ -208,6 +284,8 @@ impl Simulator {
             data: Data::new(&model),
             collision: CollisionDetector::new(&model, params.contact_margin),
             contacts: Vec::new(),
+            limits: Vec::new(),
+            limit_warm: vec![f64::NAN; 2 * model.nbodies],
             jacobian: ContactJacobian::default(),
             problem: ContactProblem::default(),
             solution: ContactSolution::default(),
@@ -215,6 +293,8 @@ impl Simulator {
             solver_kind: params.solver,
             warm: HashMap::new(),
             last_rho: None,
+            tau: DVector::zeros(nv),
+            tau_actuators: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
             v_next: DVector::zeros(nv),
             q_next: DVector::zeros(nq),
@@ -236,6 +316,11 @@ impl Simulator {
     pub fn contacts(&self) -> &[Contact] {
         &self.contacts
     }
+    /// Active joint limits of the last step: the problem's rows after the
+    /// contacts', in this order.
+    pub fn limits(&self) -> &[JointLimitRow] {
+        &self.limits
+    }
     /// Contact problem of the last step (G, g, μ, warm start).
     pub fn problem(&self) -> &ContactProblem {
         &self.problem
@@ -256,6 +341,7 @@ impl Simulator {
     /// Drops the warm-start memory (e.g. after teleporting the state).
     pub fn clear_warm_start(&mut self) {
         self.warm.clear();
+        self.limit_warm.fill(f64::NAN);
         self.last_rho = None;
     }
     pub fn reset_timers(&mut self) {
@@ -283,7 +369,22 @@ impl Simulator {
     /// this simulator's solver, and [`Self::finish`] (stages 5 and 6); a batch
     /// of worlds calls the three itself to solve all its problems at once.
     pub fn step(&mut self, state: &mut State, tau: &[f64]) -> Result<StepReport, SimError> {
-        self.prepare(state, tau)?;
+        self.step_with(state, Actuation::Torques(tau))
+    }
+
+    /// Advances `state` by one time step under the actuators' controls
+    /// `ctrl` (nu); see [`actuator_forces`]. Otherwise like [`Self::step`].
+    pub fn step_controls(&mut self, state: &mut State, ctrl: &[f64]) -> Result<StepReport, SimError> {
+        self.step_with(state, Actuation::Controls(ctrl))
+    }
+
+    /// [`Self::step`] or [`Self::step_controls`].
+    pub fn step_with(
+        &mut self,
+        state: &mut State,
+        input: Actuation<'_>,
+    ) -> Result<StepReport, SimError> {
+        self.prepare_with(state, input)?;
         self.solve_and_finish(state)
     }
 
@@ -293,7 +394,7 @@ impl Simulator {
         if self.prepared.is_none() {
             return Err(SimError::NotPrepared);
         }
-        if !self.contacts.is_empty() {
+        if self.problem.m() > 0 {
             let clock = Instant::now();
             self.solve()?;
             if let Some(t) = self.prepared.as_mut() {
@@ -309,6 +410,11 @@ impl Simulator {
     /// [`Self::finish`] on the same state. Validates its inputs like
     /// [`Self::step`]; on error nothing is prepared.
     pub fn prepare(&mut self, state: &State, tau: &[f64]) -> Result<usize, SimError> {
+        self.prepare_with(state, Actuation::Torques(tau))
+    }
+
+    /// [`Self::prepare`] under torques or controls.
+    pub fn prepare_with(&mut self, state: &State, input: Actuation<'_>) -> Result<usize, SimError> {
         self.prepared = None;
         self.params.validate()?;
         if self.params.solver != self.solver_kind {
@@ -319,7 +425,10 @@ impl Simulator {
         check_vec("q", state.q.as_slice(), self.model.nq)?;
         self.check_quaternions(state.q.as_slice())?;
         check_vec("v", state.v.as_slice(), self.model.nv)?;
-        check_vec("tau", tau, self.model.nv)?;
+        match input {
+            Actuation::Torques(tau) => check_vec("tau", tau, self.model.nv)?,
+            Actuation::Controls(ctrl) => check_vec("ctrl", ctrl, self.model.nu())?,
+        }
         if !state.t.is_finite() {
             return Err(SimError::NonFinite {
                 what: "t",
@@ -328,14 +437,19 @@ impl Simulator {
             });
         }
         let mut times = StageTimes::default();
-        times.time(Stage::FreeDynamics, || self.free_dynamics(state, tau));
-        times.time(Stage::Collision, || self.collision())?;
+        times.time(Stage::FreeDynamics, || self.free_dynamics(state, input));
+        times.time(Stage::Collision, || {
+            self.collision()?;
+            self.active_limits(state);
+            Ok::<(), SimError>(())
+        })?;
         let nc = self.contacts.len();
+        let m = 3 * nc + self.limits.len();
         times.time(Stage::Delassus, || {
-            if nc > 0 {
+            if m > 0 {
                 self.assemble_problem(state);
             } else {
-                self.problem.resize(0);
+                self.problem.resize(0, 0);
             }
         });
         self.prepared = Some(times);
@@ -357,7 +471,7 @@ impl Simulator {
         if self.prepared.is_none() {
             return Err(SimError::NotPrepared);
         }
-        let m = 3 * self.contacts.len();
+        let m = self.problem.m();
         if lambda.len() != m {
             return Err(SimError::DimensionMismatch {
                 what: "lambda",
@@ -383,13 +497,14 @@ impl Simulator {
         let Some(mut times) = self.prepared.take() else {
             return Err(SimError::NotPrepared);
         };
-        let nc = self.contacts.len();
+        let (nc, nl) = (self.contacts.len(), self.limits.len());
         times.time(Stage::VelocityUpdate, || {
-            if nc > 0 {
+            if nc + nl > 0 {
                 self.velocity_update();
             } else {
                 self.v_next.copy_from(&self.v_free);
                 self.warm.clear();
+                self.limit_warm.fill(f64::NAN);
             }
         });
         if let Err(e) = times.time(Stage::Integrate, || self.integrate(state)) {
@@ -400,7 +515,8 @@ impl Simulator {
         self.times.accumulate(&times);
         Ok(StepReport {
             nc,
-            solver: (nc > 0).then_some(self.solution.stats),
+            nl,
+            solver: (nc + nl > 0).then_some(self.solution.stats),
             times,
         })
     }
@@ -419,14 +535,66 @@ impl Simulator {
         Ok(())
     }
 
-    /// Stage 1: kinematics at (q, v) and `v_f = v + dt·ABA(q, v, τ)`.
-    fn free_dynamics(&mut self, state: &State, tau: &[f64]) {
+    /// Stage 1: kinematics at (q, v), the step's generalized forces and
+    /// `v_f = v + dt·M̃⁻¹(τ − b)` by ABA on `M̃ = M + dt·D`.
+    fn free_dynamics(&mut self, state: &State, input: Actuation<'_>) {
         let (model, data) = (&*self.model, &mut self.data);
-        forward_kinematics(model, data, state.q.as_slice());
-        forward_velocity(model, data, state.v.as_slice());
-        aba_from_kinematics(model, data, tau);
+        let dt = self.params.dt;
+        let (q, v) = (state.q.as_slice(), state.v.as_slice());
+        match input {
+            Actuation::Torques(tau) => self.tau.copy_from_slice(tau),
+            Actuation::Controls(ctrl) => {
+                actuator_forces(model, q, v, ctrl, self.tau_actuators.as_mut_slice());
+                self.tau.copy_from(&self.tau_actuators);
+            }
+        }
+        for k in 0..model.nv {
+            // Joint springs, explicit.
+            let stiffness = model.dof_stiffness[k];
+            if stiffness != 0.0 {
+                let qk = q[model.joint_idx_q[model.dof_body[k]]];
+                self.tau[k] -= stiffness * (qk - model.dof_springref[k]);
+            }
+            // Implicit damping: −D v here, D·dt in the inertia (see the module doc).
+            self.tau[k] -= model.dof_damping[k] * v[k];
+            data.dof_armature[k] = model.dof_armature[k] + dt * model.dof_damping[k];
+        }
+        forward_kinematics(model, data, q);
+        forward_velocity(model, data, v);
+        aba_from_kinematics(model, data, self.tau.as_slice());
         self.v_free.copy_from(&state.v);
-        self.v_free.axpy(self.params.dt, &data.ddq, 1.0);
+        self.v_free.axpy(dt, &data.ddq, 1.0);
+    }
+
+    /// The joint limits that are active at `state` (stage 2, after the contacts).
+    fn active_limits(&mut self, state: &State) {
+        self.limits.clear();
+        let model = &*self.model;
+        let (dt, margin) = (self.params.dt, self.params.limit_margin);
+        for (joint, _, (lower, upper)) in model.limited_joints() {
+            if !matches!(
+                model.joint_type[joint],
+                JointType::Revolute(_) | JointType::Prismatic(_)
+            ) {
+                continue;
+            }
+            let dof = model.joint_idx_v[joint];
+            let q = state.q[model.joint_idx_q[joint]];
+            for (side, distance, sign) in [
+                (LimitSide::Lower, q - lower, 1.0),
+                (LimitSide::Upper, upper - q, -1.0),
+            ] {
+                // Close to the stop, or about to cross it at the free velocity.
+                if distance < margin || distance + dt * sign * self.v_free[dof] < 0.0 {
+                    self.limits.push(JointLimitRow {
+                        joint,
+                        dof,
+                        side,
+                        distance,
+                    });
+                }
+            }
+        }
     }
 
     /// Stage 2: contacts at q.
@@ -442,9 +610,15 @@ impl Simulator {
         let (model, data) = (&*self.model, &mut self.data);
         crba_from_kinematics(model, data);
         ltdl_factorize(model, data);
-        contact_jacobian(model, data, &self.contacts, &mut self.jacobian);
+        constraint_jacobian(
+            model,
+            data,
+            &self.contacts,
+            &self.limits,
+            &mut self.jacobian,
+        );
         let nc = self.contacts.len();
-        self.problem.resize(nc);
+        self.problem.resize(nc, self.limits.len());
         delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
         if self.params.compliance > 0.0 {
             // Validated in `step`; cannot fail.
@@ -485,6 +659,16 @@ impl Simulator {
                 }
             }
         }
+        for (l, limit) in self.limits.iter().enumerate() {
+            let k = 3 * nc + l;
+            let d = limit.distance;
+            let stabilization = if d >= 0.0 { d / dt } else { beta * d / dt };
+            self.problem.g[k] = limit.sign() * self.v_free[limit.dof] + stabilization;
+            let w = self.limit_warm[2 * limit.joint + limit.side as usize];
+            if self.params.warm_start && w.is_finite() {
+                self.problem.warm_start[k] = w;
+            }
+        }
     }
 
     /// Stage 4: the contact solve; remembers the impulses for the next warm start.
@@ -508,6 +692,16 @@ impl Simulator {
     /// next warm start.
     fn accept_solution(&mut self) -> Result<(), SimError> {
         if let Some(k) = self.solution.lambda.iter().position(|x| !x.is_finite()) {
+            let nc = self.contacts.len();
+            if k >= 3 * nc {
+                let err = SimError::SolverDivergedOnLimit {
+                    solver: self.solver.name(),
+                    joint: self.model.joint_name[self.limits[k - 3 * nc].joint].clone(),
+                };
+                self.prepared = None;
+                self.clear_warm_start();
+                return Err(err);
+            }
             let c = &self.contacts[k / 3];
             let err = SimError::SolverDiverged {
                 solver: self.solver.name(),
@@ -528,6 +722,11 @@ impl Simulator {
             );
             self.warm.insert(c.key, c.frame * l);
         }
+        self.limit_warm.fill(f64::NAN);
+        let nc = self.contacts.len();
+        for (l, limit) in self.limits.iter().enumerate() {
+            self.limit_warm[2 * limit.joint + limit.side as usize] = self.solution.lambda[3 * nc + l];
+        }
         Ok(())
     }
 
@@ -535,11 +734,11 @@ impl Simulator {
     fn velocity_update(&mut self) {
         let j = &self.jacobian.jacobian;
         self.scratch.fill(0.0);
-        for i in 0..self.contacts.len() {
-            for &k in self.jacobian.contact_support(i) {
+        for b in 0..self.jacobian.nblocks() {
+            for &k in self.jacobian.contact_support(b) {
                 let mut s = 0.0;
-                for r in 0..3 {
-                    s += j[(3 * i + r, k)] * self.solution.lambda[3 * i + r];
+                for r in self.jacobian.block_rows(b) {
+                    s += j[(r, k)] * self.solution.lambda[r];
                 }
                 self.scratch[k] += s;
             }

@@ -357,7 +357,8 @@ impl AdmmCore {
     }
 }
 
-/// The friction cones of a contact problem, with or without de Saxcé's correction.
+/// The cones of a constraint problem (friction cones, then `ℝ₊` for the
+/// unilateral rows), with or without de Saxcé's correction.
 struct Cones<'a> {
     mu: &'a [f64],
     model: ContactModel,
@@ -368,12 +369,18 @@ impl AdmmModel for Cones<'_> {
         for (i, &mu) in self.mu.iter().enumerate() {
             set3(z, i, project_cone(mu, get3(v, i)));
         }
+        // The unilateral rows' cone ℝ₊.
+        for k in 3 * self.mu.len()..v.len() {
+            z[k] = v[k].max(0.0);
+        }
     }
     fn correction(&self, c: &[f64], s: &mut [f64]) {
         if self.model == ContactModel::Ncp {
             for (i, &mu) in self.mu.iter().enumerate() {
                 set3(s, i, de_saxce(mu, get3(c, i)));
             }
+            // No correction on the unilateral rows.
+            s[3 * self.mu.len()..].fill(0.0);
         }
     }
     fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {

@@ -55,7 +55,8 @@ pub(crate) fn negative_minor<T: Real>(w: &[[T; 3]; 3], tol: T, scale: T) -> Opti
 }
 
 /// Refuses a problem whose contact blocks `W_i` are not positive
-/// semi-definite (a necessary condition for `G + R`; cheap, `O(nc)`).
+/// semi-definite (a necessary condition for `G + R`; cheap, `O(nc)`); the
+/// unilateral rows' diagonal is checked by `ContactProblem::validate`.
 pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
     let nc = p.nc();
     let scale = p.delassus.amax();
@@ -103,7 +104,7 @@ pub(crate) fn gauss_seidel(
     p.validate()?;
     settings.validate()?;
     let nc = p.nc();
-    let m = 3 * nc;
+    let m = p.m();
     check_blocks(p)?;
     out.resize(m);
     for i in 0..nc {
@@ -112,6 +113,9 @@ pub(crate) fn gauss_seidel(
             i,
             initial(i, get3(p.warm_start.as_slice(), i)),
         );
+    }
+    for k in 3 * nc..m {
+        out.lambda[k] = p.warm_start[k].max(0.0);
     }
     p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
     let mut stats = SolverStats::default();
@@ -150,6 +154,26 @@ pub(crate) fn gauss_seidel(
                 for (cj, gj) in out.c.iter_mut().zip(p.delassus.column(k).iter()) {
                     *cj += gj * dr;
                 }
+            }
+        }
+        // The unilateral rows: `λ ← max(0, λ − ω c / (G + R)_kk)`, exact
+        // for one row (ω = 1); a row with a zero diagonal cannot move.
+        for k in 3 * nc..m {
+            let w = p.delassus[(k, k)] + p.compliance[k];
+            if !(w > 0.0) {
+                continue;
+            }
+            let old = out.lambda[k];
+            let new = (old - settings.over_relaxation * out.c[k] / w).max(0.0);
+            let d = new - old;
+            local_max = crate::contact::criteria::nan_max(local_max, (w * d).abs());
+            if d == 0.0 {
+                continue;
+            }
+            out.lambda[k] = new;
+            out.c[k] += p.compliance[k] * d;
+            for (cj, gj) in out.c.iter_mut().zip(p.delassus.column(k).iter()) {
+                *cj += gj * d;
             }
         }
         end_sweep();

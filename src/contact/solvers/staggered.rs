@@ -7,7 +7,8 @@
 //! friction: λ_T = argmin_{‖λ_T,i‖ ≤ μ_i λ_N,i} ½ λ_Tᵀ W_TT λ_T + (g_T + W_TN λ_N)ᵀ λ_T
 //! ```
 //!
-//! (`W = G + R`). The first is Signorini given friction, the second maximum
+//! (`W = G + R`). The normal sub-problem also holds the problem's unilateral
+//! rows (joint limits), which have no friction. The first is Signorini given friction, the second maximum
 //! dissipation inside the disks fixed by the normal impulses, so a
 //! consistent pair solves the NCP. Each sub-problem is solved to a tenth of
 //! the tolerance by the ADMM core ([`super::admm`]), warm-started from the previous
@@ -109,7 +110,10 @@ impl AdmmModel for Disks<'_> {
 pub struct Staggered {
     normal: AdmmCore,
     friction: AdmmCore,
-    /// (nc, nc) `W_NN`, (2nc, 2nc) `W_TT` without the compliance, which goes in `d_*`.
+    /// The rows of the normal sub-problem: each contact's normal row, then
+    /// the unilateral rows.
+    normal_rows: Vec<usize>,
+    /// (nc + nl, nc + nl) `W_NN`, (2nc, 2nc) `W_TT` without the compliance, which goes in `d_*`.
     g_nn: DMatrix<f64>,
     g_tt: DMatrix<f64>,
     d_n: Vec<f64>,
@@ -138,14 +142,23 @@ impl ContactSolver for Staggered {
         settings.validate()?;
         super::pgs::check_blocks(p)?;
         let nc = p.nc();
-        let m = 3 * nc;
+        let m = p.m();
         out.resize(m);
         let g = &p.delassus;
-        reshape_zeroed(&mut self.g_nn, nc, nc);
+        self.normal_rows.clear();
+        self.normal_rows.extend((0..nc).map(|i| 3 * i + 2));
+        self.normal_rows.extend(3 * nc..m);
+        let rows = &self.normal_rows;
+        let nn = rows.len();
+        reshape_zeroed(&mut self.g_nn, nn, nn);
         reshape_zeroed(&mut self.g_tt, 2 * nc, 2 * nc);
+        for (j, &rj) in rows.iter().enumerate() {
+            for (i, &ri) in rows.iter().enumerate() {
+                self.g_nn[(i, j)] = g[(ri, rj)];
+            }
+        }
         for j in 0..nc {
             for i in 0..nc {
-                self.g_nn[(i, j)] = g[(3 * i + 2, 3 * j + 2)];
                 for (a, b) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
                     self.g_tt[(2 * i + a, 2 * j + b)] = g[(3 * i + a, 3 * j + b)];
                 }
@@ -153,7 +166,7 @@ impl ContactSolver for Staggered {
         }
         for v in [&mut self.d_n, &mut self.b_n, &mut self.z_n, &mut self.c_n] {
             v.clear();
-            v.resize(nc, 0.0);
+            v.resize(nn, 0.0);
         }
         for v in [&mut self.d_t, &mut self.b_t, &mut self.z_t, &mut self.c_t] {
             v.clear();
@@ -161,8 +174,10 @@ impl ContactSolver for Staggered {
         }
         self.radius.clear();
         self.radius.resize(nc, 0.0);
+        for (i, &r) in rows.iter().enumerate() {
+            self.d_n[i] = p.compliance[r];
+        }
         for i in 0..nc {
-            self.d_n[i] = p.compliance[3 * i + 2];
             self.d_t[2 * i] = p.compliance[3 * i];
             self.d_t[2 * i + 1] = p.compliance[3 * i + 1];
             // Warm start, in the cone.
@@ -173,6 +188,9 @@ impl ContactSolver for Staggered {
             out.lambda[3 * i] = w[0];
             out.lambda[3 * i + 1] = w[1];
             out.lambda[3 * i + 2] = w[2];
+        }
+        for k in 3 * nc..m {
+            out.lambda[k] = p.warm_start[k].max(0.0);
         }
         // Sub-problems a decade tighter than the alternation's test, so that
         // their inexactness does not make the alternation cycle.
@@ -198,11 +216,11 @@ impl ContactSolver for Staggered {
                 break;
             }
             // Normal sub-problem: b_N = g_N + W_NT λ_T = c_N − W_NN λ_N.
-            for i in 0..nc {
-                self.z_n[i] = out.lambda[3 * i + 2];
-                let mut b = out.c[3 * i + 2] - p.compliance[3 * i + 2] * self.z_n[i];
-                for j in 0..nc {
-                    b -= self.g_nn[(i, j)] * out.lambda[3 * j + 2];
+            for (i, &ri) in rows.iter().enumerate() {
+                self.z_n[i] = out.lambda[ri];
+                let mut b = out.c[ri] - p.compliance[ri] * self.z_n[i];
+                for (j, &rj) in rows.iter().enumerate() {
+                    b -= self.g_nn[(i, j)] * out.lambda[rj];
                 }
                 self.b_n[i] = b;
             }
@@ -224,15 +242,17 @@ impl ContactSolver for Staggered {
             stats.factorizations += s.factorizations;
             // Friction sub-problem with the new normal impulses:
             // b_T = g_T + W_TN λ_N = c_T − W_TT λ_T + W_TN δλ_N.
-            for i in 0..nc {
-                let dn = self.z_n[i] - out.lambda[3 * i + 2];
+            for (i, &ri) in rows.iter().enumerate() {
+                let dn = self.z_n[i] - out.lambda[ri];
                 if dn != 0.0 {
-                    for (ck, gk) in out.c.iter_mut().zip(g.column(3 * i + 2).iter()) {
+                    for (ck, gk) in out.c.iter_mut().zip(g.column(ri).iter()) {
                         *ck += gk * dn;
                     }
-                    out.c[3 * i + 2] += p.compliance[3 * i + 2] * dn;
+                    out.c[ri] += p.compliance[ri] * dn;
                 }
-                out.lambda[3 * i + 2] = self.z_n[i];
+                out.lambda[ri] = self.z_n[i];
+            }
+            for i in 0..nc {
                 self.radius[i] = p.mu[i] * self.z_n[i];
             }
             for i in 0..nc {

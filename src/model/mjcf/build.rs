@@ -195,7 +195,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 if !j.name.is_empty() {
                     joint_plan.insert(j.name.clone(), (parent_plan, j.kind, j.element.clone()));
                 }
-                if j.spec.range.is_some() {
+                if j.spec.range.is_some() && j.kind == JointKind::Ball {
                     limited += 1;
                 }
             }
@@ -333,30 +333,69 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 }
                 let class = self.class_of(&e, "main", &el)?;
                 let get = |attr: &str| self.get(&e, &class, ACTUATOR_TAGS, attr);
-                let mut gain = 1.0;
-                if tag == "general" {
-                    let simple = get("gaintype").is_none_or(|s| s == "fixed")
-                        && get("biastype").is_none_or(|s| s == "none")
-                        && get("dyntype").is_none_or(|s| s == "none");
-                    if !simple {
+                let mut notes = Vec::new();
+                // MuJoCo's force = gain·ctrl + bias₀ + bias₁·length + bias₂·velocity.
+                let scalar = |attr: &str, default: f64| -> Result<f64, ModelFileError> {
+                    match get(attr) {
+                        Some(s) => self.fixed::<1>(s, attr, &el).map(|[x]| x),
+                        None => Ok(default),
+                    }
+                };
+                let (gain, bias) = match tag {
+                    "motor" => (1.0, [0.0; 3]),
+                    "position" => {
+                        let (kp, kv) = (scalar("kp", 1.0)?, scalar("kv", 0.0)?);
+                        if get("dampratio").is_some() || get("timeconst").is_some() {
+                            notes.push(format!(
+                                "{el}: position actuator's dampratio / timeconst not supported, ignored"
+                            ));
+                        }
+                        (kp, [0.0, -kp, -kv])
+                    }
+                    "velocity" => {
+                        let kv = scalar("kv", 1.0)?;
+                        (kv, [0.0, 0.0, -kv])
+                    }
+                    "general" => {
+                        let gaintype = get("gaintype").unwrap_or("fixed");
+                        let biastype = get("biastype").unwrap_or("none");
+                        let dyntype = get("dyntype").unwrap_or("none");
+                        if gaintype != "fixed"
+                            || !matches!(biastype, "none" | "affine")
+                            || dyntype != "none"
+                        {
+                            self.warnings.push(format!(
+                                "{el}: a general actuator with gaintype `{gaintype}`, biastype `{biastype}` or dyntype `{dyntype}` is not supported (only fixed gain, affine bias, no activation dynamics), not mapped"
+                            ));
+                            continue;
+                        }
+                        let prm = |attr: &str| -> Result<[f64; 3], ModelFileError> {
+                            let mut out = [0.0; 3];
+                            if let Some(s) = get(attr) {
+                                let v = self.list(s, attr, &el)?;
+                                for (o, x) in out.iter_mut().zip(v) {
+                                    *o = x;
+                                }
+                            } else if attr == "gainprm" {
+                                out[0] = 1.0;
+                            }
+                            Ok(out)
+                        };
+                        let gain = prm("gainprm")?[0];
+                        let bias = if biastype == "affine" {
+                            prm("biasprm")?
+                        } else {
+                            [0.0; 3]
+                        };
+                        (gain, bias)
+                    }
+                    _ => {
                         self.warnings.push(format!(
-                            "{el}: a general actuator with gain, bias or activation dynamics is not supported, not mapped"
+                            "{el}: <{tag}> actuators are not supported (motor, position, velocity and general are), not mapped"
                         ));
                         continue;
                     }
-                    if let Some(g) = get("gainprm") {
-                        gain = self
-                            .list(g, "gainprm", &el)?
-                            .first()
-                            .copied()
-                            .unwrap_or(1.0);
-                    }
-                } else if tag != "motor" {
-                    self.warnings.push(format!(
-                        "{el}: <{tag}> actuators are not supported (only motor and plain general), not mapped"
-                    ));
-                    continue;
-                }
+                };
                 let Some(jname) = e.attribute("joint") else {
                     let trn = ["tendon", "site", "body", "jointinparent", "cranksite"]
                         .into_iter()
@@ -421,17 +460,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                     (true, None) => None,
                 };
-                if force_limited {
-                    self.warnings.push(format!(
-                        "{el}: forcerange recorded in the model, not applied yet (clamp gear·ctrl yourself)"
-                    ));
-                }
+                self.warnings.extend(notes);
                 builder
                     .add_actuator(Actuator {
                         name: e.attribute("name").unwrap_or(jname).to_string(),
                         joint: *plan,
                         dof: 0,
-                        gear: gear * gain,
+                        gear,
+                        gain,
+                        bias,
                         ctrl_range,
                         force_range,
                     })
@@ -444,8 +481,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {
-            let what = if matches!(*attr, "damping" | "armature" | "frictionloss") {
-                "is recorded in the model (Model::dof_*) but not simulated yet"
+            let what = if *attr == "frictionloss" {
+                "(dry joint friction) is recorded in the model (Model::dof_frictionloss) but not simulated"
             } else {
                 "is not modelled by moreau, ignored"
             };
@@ -457,7 +494,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
         if limited > 0 {
             self.warnings.push(format!(
-                "{limited} joint range(s) recorded in the model (Model::joint_range); the simulator does not enforce joint_limits yet"
+                "{limited} ball joint range(s) (cone limits) recorded in the model (Model::joint_range) but not enforced by the simulator"
             ));
         }
         if !self.ellipsoids.is_empty() {

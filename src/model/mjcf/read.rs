@@ -667,9 +667,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     "damping" => spec.damping = first,
                     "armature" => spec.armature = first,
                     "frictionloss" => spec.frictionloss = first,
+                    "stiffness" => spec.stiffness = first,
+                    "springref" => spec.springref = first,
                     _ => {}
                 }
-                if v.iter().any(|x| *x != 0.0) {
+                // Damping, armature and springs on hinges and slides are simulated.
+                let simulated = matches!(attr, "damping" | "armature")
+                    || (matches!(attr, "stiffness" | "springref")
+                        && matches!(kind, JointKind::Hinge | JointKind::Slide));
+                if !simulated && v.iter().any(|x| *x != 0.0) {
                     let who = if name.is_empty() {
                         el.clone()
                     } else {
