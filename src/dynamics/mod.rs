@@ -7,6 +7,7 @@
 mod aba;
 mod crba;
 mod data;
+mod fluid;
 mod integrate;
 mod jacobian;
 mod kinematics;
@@ -16,6 +17,7 @@ mod rnea;
 pub use aba::{aba, aba_from_kinematics};
 pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
+pub use fluid::fluid_forces;
 pub use integrate::{
     difference, integrate, normalize_configuration, quaternion_offsets, random_configuration,
 };

@@ -1,6 +1,6 @@
 //! `ModelBuilder`: validates bodies, joints and geometries as they are added.
 
-use super::{Actuator, Geometry, JointSpec, JointType, Model, NO_DOF, Shape, WORLD};
+use super::{Actuator, Geometry, JointSpec, JointType, Medium, Model, NO_DOF, Shape, WORLD};
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use parry3d_f64::math::Vector as PVec;
@@ -53,6 +53,7 @@ struct BodyDef {
 pub struct ModelBuilder {
     name: String,
     gravity: Vec3,
+    medium: Medium,
     bodies: Vec<BodyDef>,
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
@@ -225,6 +226,7 @@ impl ModelBuilder {
         ModelBuilder {
             name: name.into(),
             gravity: Vec3::new(0.0, 0.0, -9.81),
+            medium: Medium::default(),
             bodies: vec![BodyDef {
                 name: "world".into(),
                 parent: WORLD,
@@ -238,6 +240,26 @@ impl ModelBuilder {
             actuators: Vec::new(),
             hulls: Default::default(),
         }
+    }
+
+    /// Sets the fluid medium (density and viscosity finite and ≥ 0, wind finite).
+    pub fn set_medium(&mut self, medium: Medium) -> Result<&mut Self, ModelError> {
+        for (what, x) in [("density", medium.density), ("viscosity", medium.viscosity)] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(ModelError::Invalid {
+                    what: format!("medium {what}"),
+                    reason: format!("must be finite and ≥ 0, got {x}"),
+                });
+            }
+        }
+        if !finite3(&medium.wind) {
+            return Err(ModelError::Invalid {
+                what: "wind".into(),
+                reason: format!("must be finite, got {:?}", medium.wind),
+            });
+        }
+        self.medium = medium;
+        Ok(self)
     }
 
     pub fn set_gravity(&mut self, gravity: Vec3) -> Result<&mut Self, ModelError> {
@@ -541,6 +563,7 @@ impl ModelBuilder {
             nv: 0,
             nbodies: nb,
             gravity: self.gravity,
+            medium: self.medium,
             body_name: Vec::with_capacity(nb),
             body_parent: Vec::with_capacity(nb),
             body_inertia: Vec::with_capacity(nb),

@@ -184,6 +184,26 @@ pub struct Actuator {
     pub force_range: Option<(f64, f64)>,
 }
 
+/// The medium the bodies move in, for MuJoCo's inertia-box fluid model
+/// (MJCF's `<option density viscosity wind>`; see
+/// [`crate::dynamics::fluid_forces`]). Zero density and viscosity: vacuum.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Medium {
+    /// kg/m³, ≥ 0 (quadratic drag).
+    pub density: f64,
+    /// Pa·s, ≥ 0 (linear, Stokes drag).
+    pub viscosity: f64,
+    /// The medium's velocity (m/s, world frame).
+    pub wind: Vec3,
+}
+
+impl Medium {
+    /// Whether the medium exerts any force.
+    pub fn is_active(&self) -> bool {
+        self.density > 0.0 || self.viscosity > 0.0
+    }
+}
+
 impl Actuator {
     /// A motor on the joint of body `joint`: force `gear · ctrl`, unlimited.
     pub fn motor(name: impl Into<String>, joint: usize, gear: f64) -> Self {
@@ -274,6 +294,8 @@ pub struct Model {
     /// Number of bodies, the world included.
     pub nbodies: usize,
     pub gravity: Vec3,
+    /// The fluid the bodies move in (vacuum by default).
+    pub medium: Medium,
     /// (nbodies) body names; `body_name[0] == "world"`.
     pub body_name: Vec<String>,
     /// (nbodies) parent body; `body_parent[0] == 0`.

@@ -11,8 +11,8 @@
 //! 6. integrate       q⁺ = q ⊕ v⁺ dt
 //! ```
 //!
-//! `M` includes the joints' armature; joint springs `−k (q − q_ref)` are
-//! explicit forces. Joint damping `D` (diagonal,
+//! `M` includes the joints' armature; joint springs `−k (q − q_ref)` and
+//! the fluid's drag ([`crate::dynamics::fluid_forces`]) are explicit forces. Joint damping `D` (diagonal,
 //! `Model::dof_damping`) is integrated implicitly, as MuJoCo's Euler
 //! integrator does: `(M + dt·D) v_f = M v + dt (τ − b)` with `τ` free of the
 //! damping force, i.e. `M (v_f − v) = dt (τ − b − D v_f)`; it is unconditionally
@@ -47,8 +47,9 @@ use crate::contact::{
     SolverKind, SolverSettings, constraint_jacobian, delassus_ltdl,
 };
 use crate::dynamics::{
-    Data, aba_from_kinematics, crba_from_kinematics, forward_kinematics, forward_velocity,
-    integrate, kinetic_energy, ltdl_factorize, ltdl_solve_in_place, potential_energy,
+    Data, aba_from_kinematics, crba_from_kinematics, fluid_forces, forward_kinematics,
+    forward_velocity, integrate, kinetic_energy, ltdl_factorize, ltdl_solve_in_place,
+    potential_energy,
 };
 use crate::error::SimError;
 use crate::math::Vec3;
@@ -374,7 +375,11 @@ impl Simulator {
 
     /// Advances `state` by one time step under the actuators' controls
     /// `ctrl` (nu); see [`actuator_forces`]. Otherwise like [`Self::step`].
-    pub fn step_controls(&mut self, state: &mut State, ctrl: &[f64]) -> Result<StepReport, SimError> {
+    pub fn step_controls(
+        &mut self,
+        state: &mut State,
+        ctrl: &[f64],
+    ) -> Result<StepReport, SimError> {
         self.step_with(state, Actuation::Controls(ctrl))
     }
 
@@ -561,6 +566,7 @@ impl Simulator {
         }
         forward_kinematics(model, data, q);
         forward_velocity(model, data, v);
+        fluid_forces(model, data, v, self.tau.as_mut_slice());
         aba_from_kinematics(model, data, self.tau.as_slice());
         self.v_free.copy_from(&state.v);
         self.v_free.axpy(dt, &data.ddq, 1.0);
@@ -725,7 +731,8 @@ impl Simulator {
         self.limit_warm.fill(f64::NAN);
         let nc = self.contacts.len();
         for (l, limit) in self.limits.iter().enumerate() {
-            self.limit_warm[2 * limit.joint + limit.side as usize] = self.solution.lambda[3 * nc + l];
+            self.limit_warm[2 * limit.joint + limit.side as usize] =
+                self.solution.lambda[3 * nc + l];
         }
         Ok(())
     }

@@ -35,6 +35,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         root: Node<'a, 'i>,
         timestep: Option<f64>,
         gravity: Vec3,
+        medium: crate::model::Medium,
     ) -> Result<MjcfModel, ModelFileError> {
         let n = self.bodies.len();
         if let Some(total) = self.settotalmass {
@@ -216,6 +217,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let mut builder = ModelBuilder::new(root.attribute("model").unwrap_or("mjcf"));
         builder
             .set_gravity(gravity)
+            .and_then(|b| b.set_medium(medium))
             .map_err(|e| self.error("<option>", e.to_string()))?;
         for plan in plans.iter().skip(1) {
             let r = if plan.massless {

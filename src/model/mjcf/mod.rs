@@ -17,9 +17,10 @@
 //!   `coordinate="local"` (`global` is refused), `autolimits`. Other
 //!   attributes that change the physics (`boundmass`, `balanceinertia`,
 //!   `fusestatic`, ...) are warned about.
-//! - `<option>`: `timestep` ([`MjcfModel::timestep`]) and `gravity`. The
-//!   integrator, the solver settings, the medium (`density`, `viscosity`,
-//!   `wind`) and `<flag>`s are not used by moreau: one warning names them.
+//! - `<option>`: `timestep` ([`MjcfModel::timestep`]), `gravity`, and
+//!   `density`, `viscosity`, `wind` ([`crate::model::Medium`], MuJoCo's
+//!   inertia-box fluid model). The integrator, the solver settings and
+//!   `<flag>`s are not used by moreau: one warning names them.
 //! - `<default>`: classes, nested inheritance, `class=` on elements and
 //!   `childclass=` on bodies (and frames); the unnamed top class is `main`.
 //!   Read for `joint`, `geom`, `mesh` and the actuators.
@@ -247,8 +248,9 @@ pub fn parse_mjcf(
     }
     let mut timestep = None;
     let mut gravity = Vec3::new(0.0, 0.0, -9.81);
+    let mut medium = crate::model::Medium::default();
     for o in named("option") {
-        p.option(*o, &mut timestep, &mut gravity)?;
+        p.option(*o, &mut timestep, &mut gravity, &mut medium)?;
     }
     for a in named("asset") {
         p.assets(*a)?;
@@ -276,7 +278,7 @@ pub fn parse_mjcf(
             )),
         }
     }
-    p.build(root, timestep, gravity)
+    p.build(root, timestep, gravity, medium)
 }
 
 #[derive(Clone, Copy, PartialEq)]

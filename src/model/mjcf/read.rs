@@ -222,6 +222,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         o: Node,
         timestep: &mut Option<f64>,
         gravity: &mut Vec3,
+        medium: &mut crate::model::Medium,
     ) -> Result<(), ModelFileError> {
         let el = "<option>";
         let mut ignored = Vec::new();
@@ -235,6 +236,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     *timestep = Some(t);
                 }
                 "gravity" => *gravity = v3(self.fixed::<3>(a.value(), "gravity", el)?),
+                "density" => medium.density = self.fixed::<1>(a.value(), "density", el)?[0],
+                "viscosity" => medium.viscosity = self.fixed::<1>(a.value(), "viscosity", el)?[0],
+                "wind" => medium.wind = v3(self.fixed::<3>(a.value(), "wind", el)?),
                 // Used by magnetometers only.
                 "magnetic" => {}
                 // MuJoCo's default, semi-implicit like moreau's.

@@ -81,7 +81,11 @@ Output, dynamics.json:
   joint's qpos went outside its jnt_range at the end of any step (0 if
   never), and "initial_limit_violation", the same at qpos0 (not 0 for ant,
   whose ankle joints' ranges are 30..70 degrees or -70..-30, and humanoid,
-  whose knees' are -160..-2, while qpos0 is 0).
+  whose knees' are -160..-2, while qpos0 is 0). A third run,
+  "euler_perturbed", starts from qpos0 with every hinge and slide moved by
+  PERTURBATION*sin(2.1*j + 0.7) (j the joint index; its "qpos_init" is
+  recorded), like Gymnasium's reset noise. For the half-cheetah, a fourth,
+  "euler_frictionless", from qpos0 with every geom's sliding friction 0.
 """
 
 import json
@@ -386,11 +390,25 @@ def limit_violation(m, d):
     return float(worst)
 
 
-def settle_run(assets, file, euler):
+def perturbed_qpos(m, scale):
+    """qpos0 with each hinge and slide moved by scale*sin(2.1*j + 0.7) (j the
+    joint index): a deterministic stand-in for Gymnasium's reset noise."""
+    q = np.array(m.qpos0, dtype=float)
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            q[m.jnt_qposadr[j]] += scale * np.sin(2.1 * j + 0.7)
+    return q
+
+
+def settle_run(assets, file, euler, perturbation=0.0, friction=True):
     m = load(assets, file)
     if euler:
         m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    if not friction:
+        m.geom_friction[:, 0] = 0.0
     d = mujoco.MjData(m)
+    d.qpos[:] = perturbed_qpos(m, perturbation)
+    qpos_init = floats(d.qpos)
     mujoco.mj_forward(m, d)
     dt = float(m.opt.timestep)
     steps = int(round(SETTLE_SECONDS / dt))
@@ -418,6 +436,8 @@ def settle_run(assets, file, euler):
     return {
         "timestep": dt,
         "integrator": integrator_name(m.opt.integrator),
+        "perturbation": perturbation,
+        "qpos_init": qpos_init,
         "steps": steps,
         "height_times": times,
         "torso_height": heights,
@@ -432,6 +452,18 @@ def settle_run(assets, file, euler):
     }
 
 
+# The hinges and slides of the "euler_perturbed" settle runs are moved by up
+# to this much from qpos0 (rad or m), as Gymnasium's reset noise (scale
+# 5e-3) does: from the exact qpos0, the hopper balances on an unstable
+# equilibrium that only MuJoCo's soft contacts and limits break.
+PERTURBATION = 5e-3
+# Settled again without friction ("euler_frictionless"): with friction, a
+# robot standing on two feet has many equilibria (where the feet landed,
+# held by static friction), and MuJoCo's soft friction creeps where rigid
+# Coulomb friction holds; without friction the equilibrium is unique.
+FRICTIONLESS_FILES = {"half_cheetah.xml"}
+
+
 def settle_reference(assets, file):
     m = load(assets, file)
     return {
@@ -440,6 +472,10 @@ def settle_reference(assets, file):
         "integrator_in_file": integrator_name(m.opt.integrator),
         "file_integrator": settle_run(assets, file, euler=False),
         "euler": settle_run(assets, file, euler=True),
+        "euler_perturbed": settle_run(assets, file, euler=True, perturbation=PERTURBATION),
+        "euler_frictionless": settle_run(assets, file, euler=True, friction=False)
+        if file in FRICTIONLESS_FILES
+        else None,
     }
 
 
@@ -488,8 +524,10 @@ def main():
         )
     print("settle (3 s from qpos0, ctrl 0): torso height final [min, max over last 0.5 s], ncon")
     for s in settle:
-        for key in ("file_integrator", "euler"):
+        for key in ("file_integrator", "euler", "euler_perturbed", "euler_frictionless"):
             r = s[key]
+            if r is None:
+                continue
             print(
                 f"  {s['file']:18} {r['integrator']:16} dt {r['timestep']:.3f}"
                 f" height {r['torso_height_final']:.4f}"
