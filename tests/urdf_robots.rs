@@ -326,3 +326,31 @@ fn solo12_dropped_on_the_ground_rests_on_its_feet() {
     );
     assert!(lowest > -2e-3, "no deep penetration");
 }
+
+/// `talos_full_v2.urdf` names its meshes `package:///example-robot-data/...`
+/// (three slashes, an empty authority), which Pinocchio reads as
+/// `package://example-robot-data/...`: so does moreau, meshes and all.
+#[test]
+fn talos_full_v2_with_three_slash_package_uris_loads() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let file = "talos_data/robots/talos_full_v2.urdf";
+    let text = std::fs::read_to_string(files.example_robot_data.join(file)).unwrap();
+    assert!(text.contains("package:///"), "the file no longer uses the form");
+    let r = load(&files.example_robot_data, file, true);
+    // Counted from the file's text: a free flyer and one dof per moving joint.
+    let moving = ["revolute", "prismatic", "continuous"]
+        .iter()
+        .map(|t| text.matches(&format!("type=\"{t}\"")).count())
+        .sum::<usize>();
+    assert_eq!(r.model.nv, 6 + moving);
+    let meshes = text.matches("<mesh").count();
+    println!(
+        "talos_full_v2: nv {}, {} geometries from {meshes} <mesh> elements, warnings {:?}",
+        r.model.nv,
+        r.model.geometries.len(),
+        r.warnings
+    );
+    assert!(r.model.geometries.len() > 40);
+}

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 /// Finds the file a mesh reference in a model file names.
 ///
-/// - `package://NAME/rest`: `DIR/NAME/rest` for each `DIR` of `package_dirs`
+/// - `package://NAME/rest` (or `package:///NAME/rest`): `DIR/NAME/rest` for each `DIR` of `package_dirs`
 ///   and then of the `ROS_PACKAGE_PATH` environment variable (`:`-separated),
 ///   or `DIR/rest` when `DIR` itself is named `NAME`; failing that, the
 ///   nearest ancestor of the model's directory named `NAME` (or holding a
@@ -44,6 +44,10 @@ pub fn resolve_mesh_path(
     package_dirs: &[PathBuf],
 ) -> Result<PathBuf, String> {
     if let Some(rest) = uri.strip_prefix("package://") {
+        // `package:///NAME/...` (an empty authority, as talos_full_v2.urdf
+        // writes it) names the same file as `package://NAME/...`, as
+        // Pinocchio and ROS read it.
+        let rest = rest.strip_prefix('/').unwrap_or(rest);
         let (package, rel) = rest.split_once('/').unwrap_or((rest, ""));
         if package.is_empty() || rel.is_empty() {
             return Err(format!(
