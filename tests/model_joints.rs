@@ -41,7 +41,15 @@ fn urdf_limits_and_dynamics_are_in_the_model() {
     assert_eq!(m.dof_damping, [0.7, 0.0]);
     assert_eq!(m.dof_frictionloss, [0.2, 0.0]);
     assert_eq!(m.dof_armature, [0.0, 0.0]);
-    assert_eq!(m.nu(), 0);
+    // One motor per moving joint, named after it, its torque clamped to the effort limit.
+    assert_eq!(m.nu(), 2);
+    assert_eq!(
+        (m.actuators[0].name.as_str(), m.actuators[0].dof, m.actuators[0].gear),
+        ("shoulder", 0, 1.0)
+    );
+    let mut tau = [0.0; 2];
+    moreau::sim::actuator_forces(m, &[0.0, 0.0], &[0.0, 0.0], &[25.0, 25.0], &mut tau);
+    assert_eq!(tau, [10.0, 25.0]);
     // A negative damping is refused, naming the joint.
     let bad = ARM.replace("damping=\"0.7\"", "damping=\"-1\"");
     let e = parse_urdf(&bad, "arm.urdf", &UrdfOptions::default()).unwrap_err();

@@ -3,8 +3,11 @@
 //! Supported: links with `<inertial>` (origin, mass, inertia tensor about the
 //! centre of mass in the inertial frame), joints `revolute`, `continuous`,
 //! `prismatic`, `fixed` and `floating` with origin, axis, `<limit>` and
-//! `<dynamics>` (kept in the model: [`Model::joint_range`],
-//! [`Model::dof_effort_limit`], ...), and `<collision>` geometry with
+//! `<dynamics>` (in the model: [`Model::joint_range`], enforced as joint
+//! limits; `damping`, simulated; `friction` and `velocity`, recorded;
+//! `effort`, which clamps the actuators' torques), one motor per moving
+//! 1-dof joint ([`Model::actuators`], named after the joint: `ctrl` is the
+//! joint torque or force), and `<collision>` geometry with
 //! origins: `box`, `sphere`, `cylinder` (along z, as in our
 //! [`Shape::Cylinder`]), `capsule` (the common extension: `radius`, and
 //! `length` of the cylindrical part, along z) and `mesh` (STL or OBJ, with
@@ -35,7 +38,7 @@
 use super::mesh::{MeshCache, resolve_mesh_path};
 pub use super::xml::ModelFileError;
 use super::xml::{child, error_for, numbers, required, scalar};
-use super::{JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use super::{Actuator, JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -328,6 +331,18 @@ pub fn read_urdf(
                     e.to_string(),
                 )
             })?;
+        // Every moving 1-dof joint is driven by a motor (`ctrl` = its torque
+        // or force), clamped to the joint's `<limit effort>` by the
+        // simulator (URDF's `<transmission>` elements are not read).
+        if body.joint.nv() == 1 {
+            let name = if body.spec.name.is_empty() {
+                body.name.clone()
+            } else {
+                body.spec.name.clone()
+            };
+            b.add_actuator(Actuator::motor(name, body_id[k], 1.0))
+                .map_err(model_err)?;
+        }
     }
     let material = Material::with_friction(options.friction.unwrap_or(0.8));
     for (l, (_, link)) in links.iter().enumerate() {
