@@ -361,3 +361,53 @@ fn workgroup_decomposition_steps_worlds_like_the_invocation_kernels() {
         panic!("ncp-admm has no workgroup kernel");
     }
 }
+
+/// Controls through the model's actuators step the worlds as the torques
+/// they stand for: motors of gear 2 on every hinge, `ctrl = u` against
+/// `τ = 2u`, on the CPU backends; a non-finite control fails its world only.
+#[test]
+fn controls_step_worlds_like_the_torques_they_stand_for() {
+    let scene = scenes::scene("quadruped").unwrap();
+    let mut model = (*scene.model).clone();
+    model.actuators.clear();
+    for b in 1..model.nbodies {
+        if model.joint_type[b].nv() == 1 {
+            let mut a = moreau::model::Actuator::motor(format!("m{b}"), b, 2.0);
+            a.dof = model.joint_idx_v[b];
+            model.actuators.push(a);
+        }
+    }
+    let model = Arc::new(model);
+    let (nu, nv, n) = (model.nu(), model.nv, 3);
+    assert!(nu > 0);
+    for backend in [Backend::CpuSingle, Backend::CpuParallel] {
+        let options = BatchOptions {
+            backend,
+            ..Default::default()
+        };
+        let mut by_ctrl = BatchSim::new(model.clone(), &scene.state, n, &options).unwrap();
+        let mut by_tau = BatchSim::new(model.clone(), &scene.state, n, &options).unwrap();
+        for step in 0..50 {
+            let ctrl: Vec<f64> = (0..n * nu)
+                .map(|k| 0.5 * ((k + step) as f64 * 0.37).sin())
+                .collect();
+            let mut tau = vec![0.0; n * nv];
+            for w in 0..n {
+                for (i, a) in model.actuators.iter().enumerate() {
+                    tau[w * nv + a.dof] = 2.0 * ctrl[w * nu + i];
+                }
+            }
+            by_ctrl.step_controls(&ctrl).unwrap();
+            by_tau.step(&tau).unwrap();
+        }
+        for w in 0..n {
+            assert_eq!(by_ctrl.state(w).unwrap(), by_tau.state(w).unwrap());
+        }
+        assert!(by_ctrl.step_controls(&vec![0.0; n * nu + 1]).is_err());
+        let mut ctrl = vec![0.0; n * nu];
+        ctrl[nu + 1] = f64::INFINITY;
+        let r = by_ctrl.step_controls(&ctrl).unwrap();
+        assert_eq!(r.failed.len(), 1);
+        assert!(r.failed[0].1.to_string().contains("control 1 is not finite"));
+    }
+}

@@ -40,7 +40,7 @@ use crate::gpu::{
     Submission,
 };
 use crate::model::Model;
-use crate::sim::{SimParams, Simulator, State};
+use crate::sim::{Actuation, SimParams, Simulator, State};
 use rayon::prelude::*;
 use std::fmt;
 use std::str::FromStr;
@@ -127,6 +127,8 @@ pub enum BatchError {
 pub enum WorldFailure {
     #[error("action {dof} is not finite ({value})")]
     NonFiniteAction { dof: usize, value: f64 },
+    #[error("control {actuator} is not finite ({value})")]
+    NonFiniteControl { actuator: usize, value: f64 },
     #[error("{0}")]
     Sim(#[from] SimError),
 }
@@ -254,7 +256,10 @@ pub struct BatchStepReport {
 struct World {
     sim: Simulator,
     state: State,
+    /// This step's torques (nv) or, when `controls`, its controls (nu).
     tau: Vec<f64>,
+    ctrl: Vec<f64>,
+    controls: bool,
     /// Where the world stands in this step.
     step: WorldStep,
     /// λ of this world's problem, as f64 (GPU backend).
@@ -359,6 +364,8 @@ impl BatchSim {
                 sim,
                 state: initial.clone(),
                 tau: vec![0.0; model.nv],
+                ctrl: vec![0.0; model.nu()],
+                controls: false,
                 step: WorldStep::Stepping { contacts: 0 },
                 lambda: Vec::new(),
                 stats: SolverStats::default(),
@@ -494,6 +501,23 @@ impl BatchSim {
         self.step_active(actions, None)
     }
 
+    /// Steps every world once under the actuators' controls `ctrl`,
+    /// (nworlds, nu) flat, row-major (see [`crate::sim::actuator_forces`]).
+    /// The action gains do not apply to controls.
+    pub fn step_controls(&mut self, ctrl: &[f64]) -> Result<BatchStepReport, BatchError> {
+        self.step_controls_active(ctrl, None)
+    }
+
+    /// Like [`Self::step_controls`], stepping only the worlds whose `active`
+    /// entry is true (see [`Self::step_active`]).
+    pub fn step_controls_active(
+        &mut self,
+        ctrl: &[f64],
+        active: Option<&[bool]>,
+    ) -> Result<BatchStepReport, BatchError> {
+        self.step_inputs(ctrl, true, active)
+    }
+
     /// Like [`Self::step`], stepping only the worlds whose `active` entry is
     /// true (nworlds); the others are left as they are and not reported
     /// (their actions are not read). `None`: every world.
@@ -502,7 +526,22 @@ impl BatchSim {
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        let (n, nv) = (self.worlds.len(), self.model.nv);
+        self.step_inputs(actions, false, active)
+    }
+
+    /// Torques (nworlds, nv) or controls (nworlds, nu) for the active worlds.
+    fn step_inputs(
+        &mut self,
+        actions: &[f64],
+        controls: bool,
+        active: Option<&[bool]>,
+    ) -> Result<BatchStepReport, BatchError> {
+        let n = self.worlds.len();
+        let nv = if controls {
+            self.model.nu()
+        } else {
+            self.model.nv
+        };
         if let Some(a) = active
             && a.len() != n
         {
@@ -516,7 +555,7 @@ impl BatchSim {
         }
         if actions.len() != n * nv {
             return Err(BatchError::DimensionMismatch {
-                what: "actions",
+                what: if controls { "controls" } else { "actions" },
                 got: actions.len(),
                 expected: n * nv,
                 nworlds: n,
@@ -532,6 +571,10 @@ impl BatchSim {
                 WorldStep::Inactive
             } else {
                 match a.iter().position(|x| !x.is_finite()) {
+                    Some(k) if controls => WorldStep::Failed(WorldFailure::NonFiniteControl {
+                        actuator: k,
+                        value: a[k],
+                    }),
                     Some(k) => WorldStep::Failed(WorldFailure::NonFiniteAction {
                         dof: k,
                         value: a[k],
@@ -539,8 +582,13 @@ impl BatchSim {
                     None => WorldStep::Stepping { contacts: 0 },
                 }
             };
-            for k in 0..nv {
-                world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * nv + k]);
+            world.controls = controls;
+            if controls {
+                world.ctrl.copy_from_slice(a);
+            } else {
+                for k in 0..nv {
+                    world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * nv + k]);
+                }
             }
         }
         let mut times = BatchTimes::default();
@@ -630,7 +678,12 @@ impl BatchSim {
 fn prepare_worlds(worlds: &mut [World]) {
     worlds.par_iter_mut().for_each(|world| {
         if world.step.is_stepping() {
-            world.step = match world.sim.prepare(&world.state, &world.tau) {
+            let input = if world.controls {
+                Actuation::Controls(&world.ctrl)
+            } else {
+                Actuation::Torques(&world.tau)
+            };
+            world.step = match world.sim.prepare_with(&world.state, input) {
                 Ok(contacts) => WorldStep::Stepping { contacts },
                 Err(e) => WorldStep::Failed(e.into()),
             };
@@ -749,7 +802,12 @@ fn step_on_cpu(world: &mut World) {
     if !world.step.is_stepping() {
         return;
     }
-    world.step = match world.sim.step(&mut world.state, &world.tau) {
+    let input = if world.controls {
+        Actuation::Controls(&world.ctrl)
+    } else {
+        Actuation::Torques(&world.tau)
+    };
+    world.step = match world.sim.step_with(&mut world.state, input) {
         Ok(r) => {
             if let Some(s) = r.solver {
                 world.stats = s;
