@@ -8,6 +8,8 @@ use super::*;
 pub(crate) struct Tally {
     nc_sum: usize,
     nc_max: usize,
+    nl_sum: usize,
+    nl_max: usize,
     eps_max: f64,
     it_sum: usize,
     solves: usize,
@@ -18,6 +20,8 @@ impl Tally {
     fn add(&mut self, r: &StepReport) {
         self.nc_sum += r.nc;
         self.nc_max = self.nc_max.max(r.nc);
+        self.nl_sum += r.nl;
+        self.nl_max = self.nl_max.max(r.nl);
         if let Some(s) = r.solver {
             self.solves += 1;
             self.it_sum += s.iterations;
@@ -91,6 +95,10 @@ pub(crate) fn run(
     let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
+    // Without a controller of ours, the model's actuators get zero controls
+    // (as MuJoCo's `ctrl` starts: its position servos hold their zero).
+    let ctrl = (scene.controller.is_none() && scene.model.nu() > 0)
+        .then(|| vec![0.0; scene.model.nu()]);
     let (k0, p0) = sim.energy(&state)?;
     let e0 = k0 + p0;
     let mut trajectory = Trajectory::new(name, &sim);
@@ -107,7 +115,11 @@ pub(crate) fn run(
     let start = Instant::now();
     for step in 0..steps {
         scene.control(&state, tau.as_mut_slice());
-        let r = match sim.step(&mut state, tau.as_slice()) {
+        let stepped = match &ctrl {
+            Some(ctrl) => sim.step_controls(&mut state, ctrl),
+            None => sim.step(&mut state, tau.as_slice()),
+        };
+        let r = match stepped {
             Ok(r) => r,
             Err(e) => {
                 // Close the dump so that what the run met so far stays readable.
@@ -119,7 +131,7 @@ pub(crate) fn run(
         };
         tally.add(&r);
         if let Some((w, _, every)) = &mut dump
-            && r.nc > 0
+            && r.nc + r.nl > 0
             && (step as u64).is_multiple_of(*every)
         {
             w.write(sim.problem())?;
@@ -134,6 +146,8 @@ pub(crate) fn run(
     let Tally {
         nc_sum,
         nc_max,
+        nl_sum,
+        nl_max,
         eps_max,
         it_sum,
         solves,
@@ -155,8 +169,9 @@ pub(crate) fn run(
         state.t / wall.as_secs_f64()
     );
     say!(
-        "contacts: mean {:.2}, max {nc_max}; solver: {solves} solves, mean {:.1} iterations, {unconverged} not converged, max eps_abs {eps_max:.2e}",
+        "contacts: mean {:.2}, max {nc_max}; joint limits: mean {:.2}, max {nl_max}; solver: {solves} solves, mean {:.1} iterations, {unconverged} not converged, max eps_abs {eps_max:.2e}",
         nc_sum as f64 / steps.max(1) as f64,
+        nl_sum as f64 / steps.max(1) as f64,
         it_sum as f64 / solves.max(1) as f64
     );
     say!(
