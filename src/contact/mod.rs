@@ -18,8 +18,8 @@ pub use criteria::{
     contact_power, contact_residuals, evaluate, model_residuals, ncp_residuals, physics,
 };
 pub use delassus::{
-    ContactJacobian, JointLimitRow, LimitSide, constraint_jacobian, contact_jacobian,
-    delassus_dense, delassus_ltdl,
+    ContactJacobian, JointLimitRow, LimitSide, constraint_jacobian, contact_jacobian, delassus_dense,
+    delassus_ltdl,
 };
 pub use problem::ContactProblem;
 pub use solvers::{

@@ -374,11 +374,7 @@ impl Simulator {
 
     /// Advances `state` by one time step under the actuators' controls
     /// `ctrl` (nu); see [`actuator_forces`]. Otherwise like [`Self::step`].
-    pub fn step_controls(
-        &mut self,
-        state: &mut State,
-        ctrl: &[f64],
-    ) -> Result<StepReport, SimError> {
+    pub fn step_controls(&mut self, state: &mut State, ctrl: &[f64]) -> Result<StepReport, SimError> {
         self.step_with(state, Actuation::Controls(ctrl))
     }
 
@@ -729,8 +725,7 @@ impl Simulator {
         self.limit_warm.fill(f64::NAN);
         let nc = self.contacts.len();
         for (l, limit) in self.limits.iter().enumerate() {
-            self.limit_warm[2 * limit.joint + limit.side as usize] =
-                self.solution.lambda[3 * nc + l];
+            self.limit_warm[2 * limit.joint + limit.side as usize] = self.solution.lambda[3 * nc + l];
         }
         Ok(())
     }
