@@ -17,7 +17,10 @@
 //            rho, which goes back to FACTOR)
 //   FINAL    best iterate if the cap was reached, residuals, done
 //
-// Scratch per problem in `work`, from pr.work_offset, m = 3 nc:
+// Unilateral rows (after the contacts' 3 nc) are projected onto R+ and have
+// no de Saxce correction (s = 0), as in admm.rs.
+//
+// Scratch per problem in `work`, from pr.work_offset, m = 3 nc + nl:
 //   x, z_prev, u, s, tmp, best (m each), then the factor L (m(m+1)/2).
 // z is `lambda`, the velocity A z + b is `cvel`.
 
@@ -38,25 +41,29 @@ const TMP: u32 = 4u;
 const BEST: u32 = 5u;
 
 fn wk(pr: Problem, v: u32, k: u32) -> u32 {
-    return pr.work_offset + v * 3u * pr.nc + k;
+    return pr.work_offset + v * rows(pr) + k;
 }
 
 fn lidx(pr: Problem, i: u32, j: u32) -> u32 {
-    return pr.work_offset + 18u * pr.nc + i * (i + 1u) / 2u + j;
+    return pr.work_offset + 6u * rows(pr) + i * (i + 1u) / 2u + j;
 }
 
-// z = P_C(tmp).
+// z = P_C(tmp): the friction cones, then R+ for the unilateral rows.
 fn project_tmp(pr: Problem) {
     for (var i = 0u; i < pr.nc; i++) {
         let k = wk(pr, TMP, 3u * i);
         let v = vec3<f32>(work[k], work[k + 1u], work[k + 2u]);
         set_lambda(pr, i, project_cone(friction(pr, i), v));
     }
+    let V0 = 3u * pr.contact_offset;
+    for (var k = 3u * pr.nc; k < rows(pr); k++) {
+        lambda[V0 + k] = project_unilateral(work[wk(pr, TMP, k)]);
+    }
 }
 
 // c = A z + b, s = s(c), residuals; remembers z if it is the best so far.
 fn evaluate(pr: Problem, st: ptr<function, SolveResult>) -> vec4<f32> {
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let V0 = 3u * pr.contact_offset;
     contact_velocity(pr);
     for (var i = 0u; i < pr.nc; i++) {
@@ -68,6 +75,9 @@ fn evaluate(pr: Problem, st: ptr<function, SolveResult>) -> vec4<f32> {
         work[k] = s.x;
         work[k + 1u] = s.y;
         work[k + 2u] = s.z;
+    }
+    for (var k = 3u * pr.nc; k < M; k++) {
+        work[wk(pr, S, k)] = 0.0; // no correction on the unilateral rows
     }
     let r = problem_residuals(pr);
     if (r.w < (*st).best_eps) {
@@ -85,7 +95,7 @@ fn evaluate(pr: Problem, st: ptr<function, SolveResult>) -> vec4<f32> {
 
 // Σ_j (G + R)_ij work[base + j], unrolled by 4.
 fn row_times_work(pr: Problem, i: u32, base: u32) -> f32 {
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     var s = compliance(pr, i) * work[base + i];
     let row = pr.delassus_offset + i * (i + 1u) / 2u;
     var j = 0u;
@@ -127,7 +137,7 @@ fn factor_dot(pr: Problem, i: u32, j: u32, n: u32) -> f32 {
 
 // Column j of L (left-looking); false on a non-positive pivot.
 fn factor_column(pr: Problem, j: u32, rho: f32) -> bool {
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let d = gsym(pr, j, j) + compliance(pr, j) + rho - factor_dot(pr, j, j, j);
     if (!(d > 0.0) || !is_finite(d)) {
         return false;
@@ -142,7 +152,7 @@ fn factor_column(pr: Problem, j: u32, rho: f32) -> bool {
 
 // x <- (L Lᵀ)⁻¹ x.
 fn cholesky_solve(pr: Problem) {
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let x = wk(pr, X, 0u);
     for (var i = 0u; i < M; i++) {
         let a = lidx(pr, i, 0u);
@@ -175,7 +185,7 @@ fn cholesky_solve(pr: Problem) {
 fn inf_norm_lambda(pr: Problem) -> f32 {
     let V0 = 3u * pr.contact_offset;
     var a = 0.0;
-    for (var k = 0u; k < 3u * pr.nc; k++) {
+    for (var k = 0u; k < rows(pr); k++) {
         a = nan_max(a, abs(lambda[V0 + k]));
     }
     return a;
@@ -183,7 +193,7 @@ fn inf_norm_lambda(pr: Problem) -> f32 {
 
 fn inf_norm_work(pr: Problem, v: u32) -> f32 {
     var a = 0.0;
-    for (var k = 0u; k < 3u * pr.nc; k++) {
+    for (var k = 0u; k < rows(pr); k++) {
         a = nan_max(a, abs(work[wk(pr, v, k)]));
     }
     return a;
@@ -191,7 +201,7 @@ fn inf_norm_work(pr: Problem, v: u32) -> f32 {
 
 fn inf_norm_b(pr: Problem) -> f32 {
     var a = 0.0;
-    for (var k = 0u; k < 3u * pr.nc; k++) {
+    for (var k = 0u; k < rows(pr); k++) {
         a = nan_max(a, abs(free_velocity(pr, k)));
     }
     return a;
@@ -199,7 +209,7 @@ fn inf_norm_b(pr: Problem) -> f32 {
 
 // Loop iterations of the next step (for the dispatch's budget).
 fn step_cost(pr: Problem, st: SolveResult) -> u32 {
-    let m = 3u * pr.nc;
+    let m = rows(pr);
     let mv = m * (m / 4u + 8u) + 8u;
     switch st.state {
         case 3u: { // PHASE_POWER
@@ -229,7 +239,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var st = results[index];
     let pr = problems[index];
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let V0 = 3u * pr.contact_offset;
     let tol = pr.tolerance;
     let corrected = params.model == MODEL_NCP;

@@ -3,7 +3,12 @@
 // problem-wide residuals, (G + R) lambda + g, the block test and the end of a
 // solve. The Rust side compiles every kernel as the generated constants
 // (src/gpu/shader.rs), cone.wgsl, this file, then the kernel's own file.
-// Contact 3-vectors are [t1, t2, n] (normal last).
+// Contact 3-vectors are [t1, t2, n] (normal last). A problem's rows are its
+// nc contacts' (3 each), then its nl unilateral rows (joint limits, the 1-D
+// cone R+); the unilateral rows' g and R are stored three to a Contact block
+// after the contacts', so that row k of either kind has its g and R at lane
+// k % 3 of block contact_offset + k / 3, and its lambda and c at
+// 3 contact_offset + k.
 
 struct Params {
     num_problems: u32,
@@ -25,11 +30,15 @@ struct Problem {
     work_offset: u32,
     flags: u32,
     delassus_scale: f32, // max |G_ij|
+    nl: u32,             // unilateral rows, after the contacts' 3 nc
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 struct Contact {
-    g_mu: vec4<f32>,       // g_t1, g_t2, g_n, mu
-    compliance: vec4<f32>, // R_t1, R_t2, R_n, 0
+    g_mu: vec4<f32>,       // g_t1, g_t2, g_n, mu (unilateral rows: g of three rows, 0)
+    compliance: vec4<f32>, // R_t1, R_t2, R_n, 0 (unilateral rows: R of three rows, 0)
 }
 
 struct SolveResult {
@@ -67,6 +76,11 @@ struct SolveResult {
 // the last dispatch of a round and reads it back).
 @group(0) @binding(8) var<storage, read_write> running_count: atomic<u32>;
 
+
+// Rows of the problem, m = 3 nc + nl.
+fn rows(pr: Problem) -> u32 {
+    return 3u * pr.nc + pr.nl;
+}
 
 // G[i][j] from the packed lower triangle.
 fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
@@ -120,11 +134,18 @@ fn block(pr: Problem, i: u32) -> mat3x3<f32> {
     return mat3x3<f32>(vec3<f32>(a00, a01, a02), vec3<f32>(a01, a11, a12), vec3<f32>(a02, a12, a22));
 }
 
-// Maximum residuals over the problem's contacts, of lambda and cvel.
+// Maximum residuals over the problem's contacts and unilateral rows, of
+// lambda and cvel.
 fn problem_residuals(pr: Problem) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     for (var i = 0u; i < pr.nc; i++) {
         let ri = contact_residuals(params.model, params.facets, friction(pr, i), get_lambda(pr, i), get_c(pr, i));
+        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+    }
+    let V0 = 3u * pr.contact_offset;
+    let M = rows(pr);
+    for (var k = 3u * pr.nc; k < M; k++) {
+        let ri = unilateral_residuals(lambda[V0 + k], cvel[V0 + k]);
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
     return r;
@@ -134,7 +155,7 @@ fn problem_residuals(pr: Problem) -> vec4<f32> {
 // loops are unrolled by 4: lavapipe counts every loop iteration against a
 // per-invocation limit (see shaders/README.md).
 fn contact_velocity(pr: Problem) {
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < M; i++) {
         var s = free_velocity(pr, i) + compliance(pr, i) * lambda[V0 + i];
@@ -165,7 +186,8 @@ fn contact_velocity(pr: Problem) {
 
 // Refuses (FLAG_NOT_PSD) a problem with a 3x3 diagonal block of G + R that
 // has a negative principal minor, like check_blocks in pgs.rs (each k x k
-// minor compared with -1e-6 scale^k: f32 rounding).
+// minor compared with -1e-6 scale^k: f32 rounding). The unilateral rows'
+// diagonal is checked by the host (ContactProblem::validate).
 fn blocks_psd(pr: Problem) -> bool {
     let scale = pr.delassus_scale;
     for (var i = 0u; i < pr.nc; i++) {
@@ -207,7 +229,7 @@ fn pending(index: u32) -> bool {
 // Whether a solve at iteration `it` with residuals `res` ends: converged,
 // nothing to solve, or at its iteration cap.
 fn solve_ends(pr: Problem, res: vec4<f32>, it: u32) -> bool {
-    return res.w <= pr.tolerance || pr.nc == 0u || it >= pr.max_iterations;
+    return res.w <= pr.tolerance || rows(pr) == 0u || it >= pr.max_iterations;
 }
 
 // Marks problem `index` finished with these results.

@@ -191,3 +191,16 @@ fn contact_residuals(model: u32, facets: u32, mu: f32, l: vec3<f32>, c: vec3<f32
     return assemble(primal, dual, l, y);
 }
 
+
+// --- The 1-D cone R+ of a unilateral row (a joint limit, criteria.rs
+// `unilateral_residuals`): lambda >= 0 ⟂ c >= 0, self-dual, no correction,
+// judged alike by every model (the contact residuals with [0, 0, lambda],
+// [0, 0, c]).
+
+fn project_unilateral(x: f32) -> f32 {
+    return max(x, 0.0);
+}
+
+fn unilateral_residuals(l: f32, c: f32) -> vec4<f32> {
+    return assemble(max(-l, 0.0), max(-c, 0.0), vec3<f32>(0.0, 0.0, l), vec3<f32>(0.0, 0.0, c));
+}

@@ -241,11 +241,52 @@ fn initial(pr: Problem, i: u32, w: vec3<f32>) -> vec3<f32> {
     return project_cone(mu, w);
 }
 
-// One sweep over the contacts; returns its largest local correction (RaiSim;
-// 0 otherwise), and NaN if an iterate became non-finite.
+// c += (G + R)[:, k] dr: the compliance on row k, then column k of the
+// symmetric G (row k of the triangle, then down column k; unrolled by 4,
+// see contact_velocity).
+fn add_column(pr: Problem, k: u32, dr: f32, M: u32) {
+    let V0 = 3u * pr.contact_offset;
+    cvel[V0 + k] += compliance(pr, k) * dr;
+    let row = pr.delassus_offset + k * (k + 1u) / 2u;
+    var j = 0u;
+    for (; j + 4u <= k + 1u; j += 4u) {
+        cvel[V0 + j] += delassus[row + j] * dr;
+        cvel[V0 + j + 1u] += delassus[row + j + 1u] * dr;
+        cvel[V0 + j + 2u] += delassus[row + j + 2u] * dr;
+        cvel[V0 + j + 3u] += delassus[row + j + 3u] * dr;
+    }
+    for (; j <= k; j++) {
+        cvel[V0 + j] += delassus[row + j] * dr;
+    }
+    j = k + 1u;
+    for (; j + 4u <= M; j += 4u) {
+        cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
+        cvel[V0 + j + 1u] += delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + k] * dr;
+        cvel[V0 + j + 2u] += delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + k] * dr;
+        cvel[V0 + j + 3u] += delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + k] * dr;
+    }
+    for (; j < M; j++) {
+        cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
+    }
+}
+
+// The step of unilateral row k with impulse l, velocity c and diagonal w =
+// (G + R)_kk, as gauss_seidel in pgs.rs: λ ← max(0, λ − ω c / w) (exact for
+// one row with ω = 1); a row with w <= 0 cannot move.
+fn unilateral_step(w: f32, l: f32, c: f32) -> f32 {
+    if (!(w > 0.0)) {
+        return l;
+    }
+    return project_unilateral(l - params.omega * c / w);
+}
+
+// One sweep over the contacts, then the unilateral rows; returns its
+// largest local correction (RaiSim: |W δλ| over the contacts, |w δλ| over
+// the rows; other models: the rows' only, unused), and NaN if an iterate
+// became non-finite.
 fn sweep(pr: Problem, alpha: f32) -> f32 {
     var local_max = 0.0;
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < pr.nc; i++) {
         let old = get_lambda(pr, i);
@@ -258,36 +299,27 @@ fn sweep(pr: Problem, alpha: f32) -> f32 {
         }
         set_lambda(pr, i, upd);
         for (var r = 0u; r < 3u; r++) {
-            let k = 3u * i + r;
             let dr = d[r];
             if (dr == 0.0) {
                 continue;
             }
-            cvel[V0 + k] += compliance(pr, k) * dr;
-            // Column k of the symmetric G: row k of the triangle, then down
-            // column k (unrolled by 4, see contact_velocity).
-            let row = pr.delassus_offset + k * (k + 1u) / 2u;
-            var j = 0u;
-            for (; j + 4u <= k + 1u; j += 4u) {
-                cvel[V0 + j] += delassus[row + j] * dr;
-                cvel[V0 + j + 1u] += delassus[row + j + 1u] * dr;
-                cvel[V0 + j + 2u] += delassus[row + j + 2u] * dr;
-                cvel[V0 + j + 3u] += delassus[row + j + 3u] * dr;
-            }
-            for (; j <= k; j++) {
-                cvel[V0 + j] += delassus[row + j] * dr;
-            }
-            j = k + 1u;
-            for (; j + 4u <= M; j += 4u) {
-                cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
-                cvel[V0 + j + 1u] += delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + k] * dr;
-                cvel[V0 + j + 2u] += delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + k] * dr;
-                cvel[V0 + j + 3u] += delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + k] * dr;
-            }
-            for (; j < M; j++) {
-                cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
-            }
+            add_column(pr, 3u * i + r, dr, M);
         }
+    }
+    for (var k = 3u * pr.nc; k < M; k++) {
+        let w = gsym(pr, k, k) + compliance(pr, k);
+        if (!(w > 0.0)) {
+            continue;
+        }
+        let old = lambda[V0 + k];
+        let upd = unilateral_step(w, old, cvel[V0 + k]);
+        let d = upd - old;
+        local_max = nan_max(local_max, abs(w * d));
+        if (d == 0.0) {
+            continue;
+        }
+        lambda[V0 + k] = upd;
+        add_column(pr, k, d, M);
     }
     for (var k = 0u; k < M; k++) {
         if (!is_finite(cvel[V0 + k]) || !is_finite(lambda[V0 + k])) {
@@ -321,7 +353,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var st = results[index];
     let pr = problems[index];
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     if (st.state == STATE_FRESH) {
         if (pr.flags != 0u) {
             finish(index, 0u, pr.flags, vec4<f32>(0.0), 0.0, 0u);
@@ -333,6 +365,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         for (var i = 0u; i < pr.nc; i++) {
             set_lambda(pr, i, initial(pr, i, get_lambda(pr, i)));
+        }
+        let V0 = 3u * pr.contact_offset;
+        for (var k = 3u * pr.nc; k < M; k++) {
+            lambda[V0 + k] = project_unilateral(lambda[V0 + k]);
         }
         st.iterations = 0u;
         st.eps_abs = bitcast<f32>(0x7f800000u); // RaiSim: no correction yet
@@ -477,6 +513,16 @@ fn wg_residuals(pr: Problem, lane: u32, M: u32) -> WgSummary {
         let ri = contact_residuals(params.model, params.facets, friction(pr, i), l, c);
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
+    // The unilateral rows, row j on lane j mod LANES.
+    for (var k = 3u * pr.nc + lane; k < M; k += LANES) {
+        let l = wg_lambda[k];
+        let c = wg_c[k];
+        if (!(is_finite(l) && is_finite(c))) {
+            bad = 1u;
+        }
+        let ri = unilateral_residuals(l, c);
+        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+    }
     wg_res[lane] = r;
     wg_bad[lane] = bad;
     workgroupBarrier();
@@ -536,6 +582,37 @@ fn wg_sweep(pr: Problem, cached: bool, lane: u32, M: u32, alpha: f32) -> f32 {
         }
         workgroupBarrier();
     }
+    // The unilateral rows (sweep's order): lane 0 steps row k, every lane
+    // updates its rows of c with column k.
+    for (var k = 3u * pr.nc; k < M; k++) {
+        if (lane == 0u) {
+            let w = wg_tri(pr, cached, k * (k + 1u) / 2u + k) + compliance(pr, k);
+            var d = 0.0;
+            if (w > 0.0) {
+                let old = wg_lambda[k];
+                let upd = unilateral_step(w, old, wg_c[k]);
+                d = upd - old;
+                local_max = nan_max(local_max, abs(w * d));
+                wg_lambda[k] = upd;
+            }
+            wg_delta = vec4<f32>(d, 0.0, 0.0, 0.0);
+        }
+        workgroupBarrier();
+        let d = wg_delta.x;
+        if (d != 0.0) {
+            for (var j = lane; j < M; j += LANES) {
+                var s = wg_c[j];
+                if (j == k) {
+                    s += compliance(pr, k) * d;
+                }
+                let a = max(j, k);
+                let b = min(j, k);
+                s += wg_tri(pr, cached, a * (a + 1u) / 2u + b) * d;
+                wg_c[j] = s;
+            }
+        }
+        workgroupBarrier();
+    }
     if (lane == 0u) {
         wg_summary.scalar = local_max;
     }
@@ -577,14 +654,14 @@ fn main_workgroup(
         return;
     }
     let pr = problems[index];
-    let M = 3u * pr.nc;
+    let M = rows(pr);
     let state = wg_broadcast_u32(lane, results[index].state);
     if (state == STATE_DONE) {
         return;
     }
     if (state == STATE_FRESH) {
         var refuse = pr.flags;
-        if (refuse == 0u && pr.nc > WG_MAX_ROWS / 3u) {
+        if (refuse == 0u && M > WG_MAX_ROWS) {
             refuse = FLAG_OVER_CAPACITY;
         }
         if (refuse == 0u && lane == 0u && !blocks_psd(pr)) {
@@ -623,6 +700,9 @@ fn main_workgroup(
             wg_lambda[k] = w.x;
             wg_lambda[k + 1u] = w.y;
             wg_lambda[k + 2u] = w.z;
+        }
+        for (var k = 3u * pr.nc + lane; k < M; k += LANES) {
+            wg_lambda[k] = project_unilateral(wg_lambda[k]);
         }
         workgroupBarrier();
     } else {

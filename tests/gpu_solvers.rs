@@ -631,6 +631,17 @@ fn batches_over_capacity_are_refused_before_dispatch_and_solvers_without_kernel_
     )
     .err()
     .unwrap();
+    // 65 contacts are 195 rows, 3 over the 192 it holds.
+    assert!(e.to_string().contains("over by 3"), "{e}");
+    // Unilateral rows count against it too: 64 contacts and 1 row.
+    let e = GpuSolver::with_decomposition(
+        &ctx,
+        SolverKind::NcpPgs,
+        BatchCapacity::uniform_with_rows(1, 64, 1),
+        Decomposition::Workgroup,
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("over by 1"), "{e}");
 }
 

@@ -461,3 +461,38 @@ fn contact_residuals_match_their_cpu_twins_on_input_grids() {
         },
     );
 }
+
+#[test]
+fn unilateral_residuals_and_projection_match_their_cpu_twins_on_a_grid() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    // λ and c on a grid spanning signs, zero, tiny (|λ|² underflows f32)
+    // and large values; every pair.
+    let values = [
+        -10.0f32, -1.0, -0.3, -1e-20, 0.0, 1e-25, 1e-20, 1e-6, 0.3, 1.0, 7.5, 1e10,
+    ];
+    let mut cases = Vec::new();
+    for &l in &values {
+        for &c in &values {
+            cases.push([[l, c, 0.0, 0.0], [0.0; 4], [0.0; 4]]);
+        }
+    }
+    check(
+        &ctx,
+        "unilateral_residuals",
+        "unilateral_residuals(a.x, a.y)",
+        &cases,
+        |c| {
+            let r = moreau::contact::criteria::unilateral_residuals(c[0][0], c[0][1]);
+            vec![r.primal, r.dual, r.complementarity, r.eps_abs]
+        },
+    );
+    check(
+        &ctx,
+        "project_unilateral",
+        "vec4<f32>(project_unilateral(a.x), project_unilateral(a.y), 0.0, 0.0)",
+        &cases,
+        |c| vec![c[0][0].max(0.0), c[0][1].max(0.0)],
+    );
+}

@@ -329,8 +329,11 @@ impl BatchSim {
                 let ctx = GpuContext::new()?;
                 let chunks = options.pipeline_chunks.clamp(1, nworlds);
                 let per_chunk = nworlds.div_ceil(chunks);
+                // Joint-limit rows: at most one per side of each limited joint.
+                let max_nl = 2 * model.limited_joints().count();
                 let capacity = BatchCapacity {
                     max_contacts_per_problem: max_nc,
+                    max_unilateral_rows_per_problem: max_nl,
                     ..BatchCapacity::uniform(per_chunk, first)
                 };
                 let mut lanes = Vec::new();
@@ -342,7 +345,7 @@ impl BatchSim {
                             capacity,
                             options.gpu_decomposition,
                         )?,
-                        batch: HostBatch::new(max_nc),
+                        batch: HostBatch::for_capacity(&capacity),
                         out: BatchOutput::default(),
                         world_of: Vec::with_capacity(per_chunk),
                     });
@@ -705,7 +708,8 @@ fn submit_chunk(
     lane.world_of.clear();
     for w in range {
         let world = &worlds[w];
-        if world.step.contacts().is_some_and(|nc| nc > 0) {
+        // Contacts or joint-limit rows to solve.
+        if world.step.contacts().is_some() && world.sim.problem().m() > 0 {
             let s = &world.sim.params.solver_settings;
             let k = lane
                 .batch
@@ -728,6 +732,7 @@ fn submit_chunk(
         let capacity = BatchCapacity {
             problems: grow(lane.batch.len(), old.problems),
             contacts: grow(lane.batch.contacts(), old.contacts),
+            unilateral_rows: grow(lane.batch.unilateral_rows(), old.unilateral_rows),
             delassus_floats: grow(lane.batch.delassus_floats(), old.delassus_floats),
             ..old
         };
@@ -761,8 +766,9 @@ fn complete_chunk(
             let world = &mut worlds[w];
             if p.flags() != 0 {
                 world.fallback = Some(format!(
-                    "GPU flagged its {}-contact problem: {}",
+                    "GPU flagged its problem of {} contacts and {} limit rows: {}",
                     p.nc,
+                    p.nl,
                     crate::gpu::flag_names(p.flags()).join(", ")
                 ));
                 continue;
@@ -820,10 +826,14 @@ fn step_on_cpu(world: &mut World) {
 
 /// Finishes a prepared world with the λ the GPU returned.
 fn finish_with_lambda(world: &mut World) {
-    let Some(nc) = world.step.contacts() else {
+    if world.step.contacts().is_none() {
         return;
+    }
+    let lambda: &[f64] = if world.sim.problem().m() > 0 {
+        &world.lambda
+    } else {
+        &[]
     };
-    let lambda: &[f64] = if nc > 0 { &world.lambda } else { &[] };
     if let Err(e) = world.sim.finish(&mut world.state, lambda, world.stats) {
         world.step = WorldStep::Failed(e.into());
     }

@@ -76,7 +76,7 @@ impl BatchKernel for AdmmKernel {
         (decomposition == Decomposition::Invocation).then_some("main")
     }
 
-    fn max_contacts(&self, _decomposition: Decomposition) -> Option<usize> {
+    fn max_rows(&self, _decomposition: Decomposition) -> Option<usize> {
         None
     }
 
@@ -127,7 +127,7 @@ impl BatchKernel for AdmmKernel {
     /// (see admm.wgsl): the power iteration, `m` factorization columns per
     /// factorization, and the iterations with their ρ changes.
     fn max_dispatches(&self, batch: BatchShape, _chunk: u32) -> u64 {
-        let m = 3 * batch.max_contacts as u64;
+        let m = batch.max_rows as u64;
         64 + 2 * (24 + m + batch.max_iterations * (3 + m / 5))
     }
 }

@@ -1,16 +1,26 @@
 //! The packed layout of a batch of contact problems, as the kernels read it.
 //!
-//! A batch of `N` problems with `nc_p` contacts each (`m_p = 3·nc_p`) is
-//! five flat arrays, every problem at an offset given by its header:
+//! A batch of `N` problems with `nc_p` contacts and `nl_p` unilateral rows
+//! (joint limits) each (`m_p = 3·nc_p + nl_p`, see [`ContactProblem`]) is
+//! flat arrays, every problem at an offset given by its header:
 //!
 //! | buffer      | element            | per problem                    | offset field     |
 //! |-------------|--------------------|--------------------------------|------------------|
-//! | `problems`  | [`GpuProblem`]     | 1 (32 B)                       | problem index    |
+//! | `problems`  | [`GpuProblem`]     | 1 (48 B)                       | problem index    |
 //! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`) | `delassus_offset` |
-//! | `contacts`  | [`GpuContact`]     | `nc` (32 B each: g, μ, R)      | `contact_offset` |
-//! | `lambda`, `c` | f32              | `3·nc` (warm start in, λ out; c out) | `3·contact_offset` |
+//! | `contacts`  | [`GpuContact`]     | `b = nc + ⌈nl/3⌉` blocks of 3 rows (32 B each: g, μ, R): the contacts, then the unilateral rows three to a block | `contact_offset` |
+//! | `lambda`, `c` | f32              | `3b` (row `k` at `3·contact_offset + k`; warm start in, λ out; c out; the last `3b − m` unused) | `3·contact_offset` |
 //! | `results`   | [`GpuResult`]      | 1 (80 B)                       | problem index    |
 //! | `work` (ADMM) | f32              | `6m + m(m+1)/2` (x, z_prev, u, s, tmp, best, Cholesky factor) | `work_offset` |
+//!
+//! Why the unilateral rows live in `contacts`, three to a block: row `k` of
+//! a problem, contact row or unilateral row alike, then has its `g` and `R`
+//! at lane `k mod 3` of block `contact_offset + k/3`, and its λ and c at
+//! `3·contact_offset + k`, with one index computation and no new binding
+//! (the kernels already use 8 storage buffers, WebGPU's default limit); the
+//! cost is at most 2 unused rows (8 B of λ and c, 16 B of a block) per
+//! problem with unilateral rows. A block of unilateral rows has no μ (its
+//! fourth lanes are 0); what a row is, is told by `k < 3·nc`.
 //!
 //! Why the lower triangle rather than the dense `m × m`: G is symmetric (the
 //! host refuses one that is not), the triangle halves the upload and the
@@ -22,7 +32,8 @@
 //!
 //! Capacity ([`BatchCapacity`]) is fixed when a solver is created; a batch
 //! over it is refused before anything is uploaded, with the excess named.
-//! A problem with more contacts than `max_contacts_per_problem`, or that
+//! A problem with more contacts than `max_contacts_per_problem` (or more
+//! unilateral rows than `max_unilateral_rows_per_problem`), or that
 //! fails validation (NaN, negative μ or R, asymmetric G, wrong sizes), is
 //! flagged and not uploaded; the rest of the batch is solved normally.
 
@@ -37,7 +48,9 @@ pub const FLAG_INVALID: u32 = 1;
 pub const FLAG_NOT_PSD: u32 = 2;
 /// Flag: the iterates became non-finite.
 pub const FLAG_DIVERGED: u32 = 4;
-/// Flag: more contacts than the solver's `max_contacts_per_problem`.
+/// Flag: more contacts than the solver's `max_contacts_per_problem`, more
+/// unilateral rows than its `max_unilateral_rows_per_problem`, or (workgroup
+/// kernel) more rows than its workgroup memory holds.
 pub const FLAG_OVER_CAPACITY: u32 = 8;
 /// Flag: the driver's per-invocation loop limit was reached during a
 /// dispatch (Mesa's llvmpipe / lavapipe), so the results cannot be trusted.
@@ -121,7 +134,7 @@ pub struct GpuParams {
 pub struct GpuProblem {
     /// First f32 of the packed lower triangle of G in `delassus`.
     pub delassus_offset: u32,
-    /// First contact in `contacts` (and `3·contact_offset` in `lambda`, `c`).
+    /// First block in `contacts` (and `3·contact_offset` in `lambda`, `c`).
     pub contact_offset: u32,
     /// Contacts uploaded (0 when the problem is flagged by the host).
     pub nc: u32,
@@ -134,10 +147,32 @@ pub struct GpuProblem {
     pub flags: u32,
     /// `max |G_ij|`, the scale of the positive semi-definiteness test.
     pub delassus_scale: f32,
+    /// Unilateral rows uploaded, after the contacts' `3·nc` (0 when flagged).
+    pub nl: u32,
+    pub _pad: [u32; 3],
+}
+
+impl GpuProblem {
+    /// Rows `m = 3·nc + nl`.
+    pub fn m(&self) -> usize {
+        3 * self.nc as usize + self.nl as usize
+    }
+    /// Blocks of 3 rows in `contacts` (and `3·blocks` floats of λ, c): `nc + ⌈nl/3⌉`.
+    pub fn blocks(&self) -> usize {
+        blocks(self.nc as usize, self.nl as usize)
+    }
+}
+
+/// Blocks of 3 rows a problem of `nc` contacts and `nl` unilateral rows takes in `contacts`.
+#[inline]
+pub fn blocks(nc: usize, nl: usize) -> usize {
+    nc + nl.div_ceil(3)
 }
 
 /// One contact's data: free velocity `g` with `μ` in the fourth lane, and
-/// the diagonal compliance `R` (WGSL: two `vec4<f32>`).
+/// the diagonal compliance `R` (WGSL: two `vec4<f32>`). After a problem's
+/// contacts, the same record holds three unilateral rows (`g`, `R` of rows
+/// `3·nc + 3j .. 3·nc + 3j + 3`, fourth lanes 0, unused lanes 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuContact {
@@ -190,7 +225,7 @@ pub const STATE_RUNNING: u32 = 1;
 pub const STATE_DONE: u32 = 2;
 
 const _: () = assert!(std::mem::size_of::<GpuParams>() == 32);
-const _: () = assert!(std::mem::size_of::<GpuProblem>() == 32);
+const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);
 
@@ -214,18 +249,38 @@ pub struct BatchCapacity {
     pub contacts: usize,
     /// Contacts of the largest problem; a larger one is flagged, not solved.
     pub max_contacts_per_problem: usize,
-    /// Total f32 of the packed lower triangles (`Σ m(m+1)/2`).
+    /// Total unilateral rows over the batch, each problem's count rounded up
+    /// to a multiple of 3 (they are stored three to a [`GpuContact`] block).
+    pub unilateral_rows: usize,
+    /// Unilateral rows of the largest problem; a problem with more is
+    /// flagged, not solved.
+    pub max_unilateral_rows_per_problem: usize,
+    /// Total f32 of the packed lower triangles (`Σ m(m+1)/2`, `m = 3·nc + nl`).
     pub delassus_floats: usize,
 }
 
 impl BatchCapacity {
-    /// Room for `problems` problems of up to `contacts_per_problem` contacts each.
+    /// Room for `problems` problems of up to `contacts_per_problem` contacts
+    /// each, and no unilateral rows.
     pub fn uniform(problems: usize, contacts_per_problem: usize) -> Self {
+        Self::uniform_with_rows(problems, contacts_per_problem, 0)
+    }
+
+    /// Room for `problems` problems of up to `contacts_per_problem` contacts
+    /// and `unilateral_rows_per_problem` unilateral rows each.
+    pub fn uniform_with_rows(
+        problems: usize,
+        contacts_per_problem: usize,
+        unilateral_rows_per_problem: usize,
+    ) -> Self {
+        let nl = unilateral_rows_per_problem;
         BatchCapacity {
             problems,
             contacts: problems * contacts_per_problem,
             max_contacts_per_problem: contacts_per_problem,
-            delassus_floats: problems * tri(3 * contacts_per_problem),
+            unilateral_rows: problems * 3 * nl.div_ceil(3),
+            max_unilateral_rows_per_problem: nl,
+            delassus_floats: problems * tri(3 * contacts_per_problem + nl),
         }
     }
 
@@ -235,13 +290,25 @@ impl BatchCapacity {
             problems: problems.len(),
             contacts: problems.iter().map(|p| p.nc()).sum(),
             max_contacts_per_problem: problems.iter().map(|p| p.nc()).max().unwrap_or(0),
-            delassus_floats: problems.iter().map(|p| tri(3 * p.nc())).sum(),
+            unilateral_rows: problems.iter().map(|p| 3 * p.nl().div_ceil(3)).sum(),
+            max_unilateral_rows_per_problem: problems.iter().map(|p| p.nl()).max().unwrap_or(0),
+            delassus_floats: problems.iter().map(|p| tri(p.m())).sum(),
         }
+    }
+
+    /// Rows of the largest problem, `3·max_contacts_per_problem + max_unilateral_rows_per_problem`.
+    pub fn max_rows_per_problem(&self) -> usize {
+        3 * self.max_contacts_per_problem + self.max_unilateral_rows_per_problem
+    }
+
+    /// Blocks of the `contacts` buffer: the contacts, and the unilateral rows three to a block.
+    pub fn blocks(&self) -> usize {
+        self.contacts + self.unilateral_rows.div_ceil(3)
     }
 
     /// Scratch floats ADMM needs at most: `Σ 6m + m(m+1)/2`.
     pub fn admm_work_floats(&self) -> usize {
-        18 * self.contacts + self.delassus_floats
+        6 * 3 * self.blocks() + self.delassus_floats
     }
 
     /// The storage a solver binds for this capacity, with `work_floats` f32
@@ -249,7 +316,7 @@ impl BatchCapacity {
     pub fn buffer_bytes(&self, work_floats: usize) -> [(&'static str, u64); 8] {
         use std::mem::size_of;
         let p = self.problems as u64;
-        let c = self.contacts as u64;
+        let c = self.blocks() as u64;
         let f32s = |n: u64| n * size_of::<f32>() as u64;
         [
             ("params", size_of::<GpuParams>() as u64),
@@ -292,25 +359,44 @@ pub(crate) const RUNNING_COUNTER_BYTES: u64 = std::mem::size_of::<u32>() as u64;
 pub struct HostBatch {
     pub(crate) problems: Vec<GpuProblem>,
     pub(crate) delassus: Vec<f32>,
+    /// Blocks: each problem's contacts, then its unilateral rows three to a block.
     pub(crate) contacts: Vec<GpuContact>,
-    /// Warm starts (3 per contact).
+    /// Warm starts (3 per block; the unused rows of a block 0).
     pub(crate) lambda: Vec<f32>,
     /// Contacts as given by the caller (a flagged problem uploads none).
     pub(crate) declared_nc: Vec<u32>,
+    /// Unilateral rows as given by the caller.
+    pub(crate) declared_nl: Vec<u32>,
+    /// Unilateral rows uploaded, each problem's rounded up to a multiple of 3.
+    pub(crate) unilateral_rows: usize,
     /// ADMM scratch floats of the problems so far.
     pub(crate) work_floats: usize,
     /// (problems) ADMM: each problem's initial ρ (0: the solver settings'),
     /// e.g. its world's last ρ; empty when no problem has one.
     pub(crate) initial_rho: Vec<f32>,
     max_contacts_per_problem: usize,
+    max_unilateral_rows_per_problem: usize,
 }
 
 impl HostBatch {
     /// An empty batch whose problems may have up to `max_contacts_per_problem`
-    /// contacts (larger ones are flagged [`FLAG_OVER_CAPACITY`]).
+    /// contacts (larger ones are flagged [`FLAG_OVER_CAPACITY`]) and any
+    /// number of unilateral rows (the batch's total is checked against a
+    /// solver's capacity, [`Self::check_capacity`]).
     pub fn new(max_contacts_per_problem: usize) -> Self {
         HostBatch {
             max_contacts_per_problem,
+            max_unilateral_rows_per_problem: usize::MAX,
+            ..Default::default()
+        }
+    }
+
+    /// An empty batch with `capacity`'s per-problem limits (contacts and
+    /// unilateral rows; a problem over either is flagged [`FLAG_OVER_CAPACITY`]).
+    pub fn for_capacity(capacity: &BatchCapacity) -> Self {
+        HostBatch {
+            max_contacts_per_problem: capacity.max_contacts_per_problem,
+            max_unilateral_rows_per_problem: capacity.max_unilateral_rows_per_problem,
             ..Default::default()
         }
     }
@@ -322,6 +408,8 @@ impl HostBatch {
         self.contacts.clear();
         self.lambda.clear();
         self.declared_nc.clear();
+        self.declared_nl.clear();
+        self.unilateral_rows = 0;
         self.work_floats = 0;
     }
 
@@ -346,6 +434,17 @@ impl HostBatch {
 
     /// Contacts uploaded so far.
     pub fn contacts(&self) -> usize {
+        self.contacts.len() - self.unilateral_rows / 3
+    }
+
+    /// Unilateral rows uploaded so far, each problem's rounded up to a multiple of 3.
+    pub fn unilateral_rows(&self) -> usize {
+        self.unilateral_rows
+    }
+
+    /// Blocks of 3 rows uploaded so far (contacts and unilateral rows; `λ`
+    /// and `c` have 3 floats per block).
+    pub fn blocks(&self) -> usize {
         self.contacts.len()
     }
 
@@ -353,7 +452,13 @@ impl HostBatch {
         self.delassus.len()
     }
 
-    fn flagged(&mut self, nc: usize, flags: u32, max_iterations: usize, tolerance: f64) -> usize {
+    fn flagged(
+        &mut self,
+        (nc, nl): (usize, usize),
+        flags: u32,
+        max_iterations: usize,
+        tolerance: f64,
+    ) -> usize {
         self.problems.push(GpuProblem {
             delassus_offset: self.delassus.len() as u32,
             contact_offset: self.contacts.len() as u32,
@@ -363,13 +468,16 @@ impl HostBatch {
             work_offset: self.work_floats as u32,
             flags,
             delassus_scale: 0.0,
+            nl: 0,
+            _pad: [0; 3],
         });
-        self.declared_nc.push(nc as u32);
+        self.declared_nc.push(nc.min(u32::MAX as usize) as u32);
+        self.declared_nl.push(nl.min(u32::MAX as usize) as u32);
         self.problems.len() - 1
     }
 
-    fn header(&mut self, nc: usize, max_iterations: usize, tolerance: f64) {
-        let m = 3 * nc;
+    fn header(&mut self, nc: usize, nl: usize, max_iterations: usize, tolerance: f64) {
+        let m = 3 * nc + nl;
         self.problems.push(GpuProblem {
             delassus_offset: self.delassus.len() as u32,
             contact_offset: self.contacts.len() as u32,
@@ -379,8 +487,11 @@ impl HostBatch {
             work_offset: self.work_floats as u32,
             flags: 0,
             delassus_scale: 0.0,
+            nl: nl as u32,
+            _pad: [0; 3],
         });
         self.declared_nc.push(nc as u32);
+        self.declared_nl.push(nl as u32);
         self.work_floats += admm_work(m);
     }
 
@@ -395,19 +506,19 @@ impl HostBatch {
     }
 
     /// Appends a problem (validated: a problem that fails
-    /// [`ContactProblem::validate`] or has too many contacts is flagged and
-    /// not uploaded). Returns its index in the batch.
+    /// [`ContactProblem::validate`] or has too many contacts or unilateral
+    /// rows is flagged and not uploaded). Returns its index in the batch.
     pub fn push(&mut self, p: &ContactProblem, max_iterations: usize, tolerance: f64) -> usize {
-        let nc = p.nc();
-        if nc > self.max_contacts_per_problem {
-            return self.flagged(nc, FLAG_OVER_CAPACITY, max_iterations, tolerance);
+        let (nc, nl) = (p.nc(), p.nl());
+        if nc > self.max_contacts_per_problem || nl > self.max_unilateral_rows_per_problem {
+            return self.flagged((nc, nl), FLAG_OVER_CAPACITY, max_iterations, tolerance);
         }
         let bad_tol = !(tolerance.is_finite() && tolerance > 0.0);
         if p.validate().is_err() || bad_tol || !fits_f32(p) {
-            return self.flagged(nc, FLAG_INVALID, max_iterations, tolerance);
+            return self.flagged((nc, nl), FLAG_INVALID, max_iterations, tolerance);
         }
-        self.header(nc, max_iterations, tolerance);
-        let m = 3 * nc;
+        self.header(nc, nl, max_iterations, tolerance);
+        let m = p.m();
         for i in 0..m {
             for j in 0..=i {
                 // The symmetric part (validate accepted asymmetry up to 1e-9·max|G|).
@@ -433,7 +544,21 @@ impl HostBatch {
                 ],
             });
         }
+        // The unilateral rows, three to a block (unused lanes 0).
+        for j in 0..nl.div_ceil(3) {
+            let mut block = GpuContact::default();
+            for r in 0..3 {
+                let k = 3 * nc + 3 * j + r;
+                if k < m {
+                    block.g_mu[r] = p.g[k] as f32;
+                    block.compliance[r] = p.compliance[k] as f32;
+                }
+            }
+            self.contacts.push(block);
+        }
+        self.unilateral_rows += 3 * nl.div_ceil(3);
         self.lambda.extend(p.warm_start.iter().map(|&x| x as f32));
+        self.lambda.resize(3 * self.contacts.len(), 0.0);
         self.problems.len() - 1
     }
 
@@ -443,8 +568,13 @@ impl HostBatch {
             ("the number of problems", self.problems.len(), cap.problems),
             (
                 "the total number of contacts",
-                self.contacts.len(),
+                self.contacts(),
                 cap.contacts,
+            ),
+            (
+                "the total number of unilateral rows (each problem's rounded up to a multiple of 3)",
+                self.unilateral_rows,
+                cap.unilateral_rows,
             ),
             (
                 "the number of Delassus floats (Σ m(m+1)/2)",
@@ -477,14 +607,16 @@ fn fits_f32(p: &ContactProblem) -> bool {
 /// The results of a batch, read back from the device; reused across solves.
 #[derive(Clone, Debug, Default)]
 pub struct BatchOutput {
-    /// (3·contacts) impulses, problem after problem.
+    /// (3·blocks) impulses, problem after problem (see the module's layout;
+    /// [`Self::problem`] gives each problem's `m`).
     pub lambda: Vec<f32>,
-    /// (3·contacts) contact velocities `(G + R)λ + g`, exact for the returned λ (in f32).
+    /// (3·blocks) contact velocities `(G + R)λ + g`, exact for the returned λ (in f32).
     pub c: Vec<f32>,
     /// (problems) per-problem stats and flags.
     pub results: Vec<GpuResult>,
     pub(crate) headers: Vec<GpuProblem>,
     pub(crate) declared_nc: Vec<u32>,
+    pub(crate) declared_nl: Vec<u32>,
 }
 
 /// One problem's view of a [`BatchOutput`].
@@ -492,6 +624,8 @@ pub struct BatchOutput {
 pub struct ProblemOutput<'a> {
     /// Contacts of the problem as given (λ and c are empty when it was flagged by the host).
     pub nc: usize,
+    /// Unilateral rows of the problem as given.
+    pub nl: usize,
     pub lambda: &'a [f32],
     pub c: &'a [f32],
     pub result: GpuResult,
@@ -524,9 +658,10 @@ impl BatchOutput {
     pub fn problem(&self, i: usize) -> ProblemOutput<'_> {
         let h = &self.headers[i];
         let a = 3 * h.contact_offset as usize;
-        let b = a + 3 * h.nc as usize;
+        let b = a + h.m();
         ProblemOutput {
             nc: self.declared_nc[i] as usize,
+            nl: self.declared_nl.get(i).map_or(0, |&n| n as usize),
             lambda: &self.lambda[a..b],
             c: &self.c[a..b],
             result: self.results[i],

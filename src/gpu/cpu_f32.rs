@@ -11,7 +11,9 @@
 //! semi-definiteness. Its `c` is recomputed exactly only there (the kernel
 //! also recomputes it at the start of each dispatch's chunk of sweeps), so
 //! iteration counts agree with the kernel's within one on the tests'
-//! problems, not bit for bit.
+//! problems, not bit for bit. Unilateral rows (joint limits, after the
+//! contacts) are swept after the contacts as the kernel and the f64
+//! `gauss_seidel` do, and judged by [`unilateral_residuals`].
 
 use super::batch::{
     FLAG_DIVERGED, FLAG_NOT_PSD, GpuContact, GpuProblem, GpuResult, HostBatch, STATE_DONE,
@@ -19,6 +21,7 @@ use super::batch::{
 use super::{BatchOutput, GpuError};
 use crate::contact::ContactModel;
 use crate::contact::cone::{get3, project_cone, project_disk, set3};
+use crate::contact::criteria::unilateral_residuals;
 use crate::contact::solvers::pgs::{ccp_step, horizontal_step, lcp_initial, negative_minor};
 use crate::contact::{Residuals, SolverKind, SolverSettings};
 
@@ -34,7 +37,9 @@ type M3 = [[f32; 3]; 3];
 struct Problem<'a> {
     /// Its lower triangle of G, row-major.
     tri: &'a [f32],
+    /// Its blocks: the contacts, then the unilateral rows three to a block.
     contacts: &'a [GpuContact],
+    nc: usize,
 }
 
 impl Problem<'_> {
@@ -118,9 +123,10 @@ fn largest_eigenvalue3(w: &M3) -> f32 {
 }
 
 fn residuals(model: ContactModel, p: &Problem, lambda: &[f32], c: &[f32]) -> Residuals<f32> {
-    (0..p.contacts.len()).fold(Residuals::zero(), |r, i| {
+    let r = (0..p.nc).fold(Residuals::zero(), |r, i| {
         r.max(model.contact_residuals(p.mu(i), get3(lambda, i), get3(c, i)))
-    })
+    });
+    (3 * p.nc..lambda.len()).fold(r, |r, k| r.max(unilateral_residuals(lambda[k], c[k])))
 }
 
 fn initial(model: ContactModel, mu: f32, w: V3) -> V3 {
@@ -143,7 +149,7 @@ fn local_update(model: ContactModel, omega: f32, w: &M3, mu: f32, l: V3, c: V3) 
 
 /// One sweep; false if an iterate or a velocity became non-finite.
 fn sweep(model: ContactModel, omega: f32, p: &Problem, lambda: &mut [f32], c: &mut [f32]) -> bool {
-    let nc = lambda.len() / 3;
+    let nc = p.nc;
     for i in 0..nc {
         let k = 3 * i;
         let old = get3(lambda, i);
@@ -162,6 +168,24 @@ fn sweep(model: ContactModel, omega: f32, p: &Problem, lambda: &mut [f32], c: &m
             for (j, cj) in c.iter_mut().enumerate() {
                 *cj += p.g(j, col) * dr;
             }
+        }
+    }
+    // The unilateral rows: λ ← max(0, λ − ω c / (G + R)_kk) (kernel `unilateral_step`).
+    for k in 3 * nc..lambda.len() {
+        let w = p.g(k, k) + p.compliance(k);
+        if !(w > 0.0) {
+            continue;
+        }
+        let old = lambda[k];
+        let new = (old - omega * c[k] / w).max(0.0);
+        let d = new - old;
+        if d == 0.0 {
+            continue;
+        }
+        lambda[k] = new;
+        c[k] += p.compliance(k) * d;
+        for (j, cj) in c.iter_mut().enumerate() {
+            *cj += p.g(j, k) * d;
         }
     }
     c.iter().chain(lambda.iter()).all(|x| x.is_finite())
@@ -191,6 +215,9 @@ fn solve_one(
     for i in 0..nc {
         set3(lambda, i, initial(model, p.mu(i), get3(lambda, i)));
     }
+    for l in lambda.iter_mut().skip(3 * nc) {
+        *l = l.max(0.0);
+    }
     p.velocity(lambda, c);
     let mut it = 0u32;
     loop {
@@ -200,7 +227,7 @@ fn solve_one(
             p.velocity(lambda, c);
             res = residuals(model, p, lambda, c);
         }
-        if res.eps_abs <= h.tolerance || nc == 0 || it >= h.max_iterations {
+        if res.eps_abs <= h.tolerance || lambda.is_empty() || it >= h.max_iterations {
             break;
         }
         it += 1;
@@ -242,12 +269,13 @@ pub fn solve_batch_f32(
     out.c.resize(batch.lambda.len(), 0.0);
     out.results.clear();
     for h in &batch.problems {
-        let m = 3 * h.nc as usize;
+        let m = h.m();
         let v = 3 * h.contact_offset as usize;
         let d = h.delassus_offset as usize;
         let p = Problem {
             tri: &batch.delassus[d..d + m * (m + 1) / 2],
-            contacts: &batch.contacts[h.contact_offset as usize..][..h.nc as usize],
+            contacts: &batch.contacts[h.contact_offset as usize..][..h.blocks()],
+            nc: h.nc as usize,
         };
         let r = solve_one(
             model,
@@ -263,5 +291,7 @@ pub fn solve_batch_f32(
     out.headers.extend_from_slice(&batch.problems);
     out.declared_nc.clear();
     out.declared_nc.extend_from_slice(&batch.declared_nc);
+    out.declared_nl.clear();
+    out.declared_nl.extend_from_slice(&batch.declared_nl);
     Ok(())
 }

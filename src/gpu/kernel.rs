@@ -33,6 +33,10 @@ pub const CPU_ADAPTER_LOOP_BUDGET: u64 = 45_000;
 pub struct BatchShape {
     /// Contacts of the batch's largest problem.
     pub max_contacts: usize,
+    /// Rows `m = 3·nc + nl` of the batch's largest problem.
+    pub max_rows: usize,
+    /// The most local updates of one sweep (`nc + nl`) over the batch.
+    pub max_local_updates: usize,
     /// The largest iteration cap of its problems.
     pub max_iterations: u64,
 }
@@ -51,9 +55,9 @@ pub trait BatchKernel: Sync {
     fn workgroup_size(&self) -> u32;
     /// The entry point for `decomposition`, if it has one.
     fn entry_point(&self, decomposition: Decomposition) -> Option<&'static str>;
-    /// The most contacts per problem `decomposition`'s entry point holds
-    /// (`None`: as many as the buffers hold).
-    fn max_contacts(&self, decomposition: Decomposition) -> Option<usize>;
+    /// The most rows (`3·nc + nl`) per problem `decomposition`'s entry
+    /// point holds (`None`: as many as the buffers hold).
+    fn max_rows(&self, decomposition: Decomposition) -> Option<usize>;
     /// Invocations per workgroup of `decomposition`'s entry point.
     fn invocations_per_workgroup(&self, decomposition: Decomposition) -> u32;
     /// Workgroup memory `decomposition`'s entry point declares, in bytes.

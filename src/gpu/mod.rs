@@ -131,10 +131,11 @@ pub enum GpuError {
     )]
     NoWorkgroupKernel { solver: &'static str },
     #[error(
-        "the workgroup decomposition holds at most {max_contacts} contacts per problem in workgroup memory; the capacity asks for {got} (over by {})",
-        got - max_contacts
+        "the workgroup decomposition holds at most {max_rows} rows per problem in workgroup memory ({} contacts; 3 rows per contact, 1 per unilateral row); the capacity asks for {got} (over by {})",
+        max_rows / 3,
+        got - max_rows
     )]
-    WorkgroupCapacity { max_contacts: usize, got: usize },
+    WorkgroupCapacity { max_rows: usize, got: usize },
     #[error(
         "capacity of {problems} problems exceeds the {max} one dispatch of adapter `{adapter}` can address ({decomposition} decomposition)"
     )]

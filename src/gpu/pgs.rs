@@ -104,10 +104,10 @@ impl BatchKernel for PgsKernel {
         })
     }
 
-    fn max_contacts(&self, decomposition: Decomposition) -> Option<usize> {
+    fn max_rows(&self, decomposition: Decomposition) -> Option<usize> {
         match decomposition {
             Decomposition::Invocation => None,
-            Decomposition::Workgroup => Some(WG_MAX_CONTACTS),
+            Decomposition::Workgroup => Some(3 * WG_MAX_CONTACTS),
         }
     }
 
@@ -156,8 +156,10 @@ impl BatchKernel for PgsKernel {
         if adapter == AdapterClass::Gpu {
             return GPU_CHUNK_ITERATIONS;
         }
-        let nc = batch.max_contacts as u64;
-        let m = 3 * nc;
+        // Local updates per sweep: the contacts', and the unilateral rows'
+        // (cheaper; counted as contacts).
+        let m = batch.max_rows as u64;
+        let nc = batch.max_local_updates as u64;
         // Rows of c one invocation computes, and loop iterations of one
         // (G + R)λ product over them, unrolled by 4.
         let rows = match decomposition {

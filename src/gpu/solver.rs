@@ -66,11 +66,11 @@ impl Decomposition {
             .ok_or(GpuError::NoWorkgroupKernel {
                 solver: kind.name(),
             })?;
-        match kernel.max_contacts(self) {
-            Some(max) if capacity.max_contacts_per_problem > max => {
+        match kernel.max_rows(self) {
+            Some(max) if capacity.max_rows_per_problem() > max => {
                 Err(GpuError::WorkgroupCapacity {
-                    max_contacts: max,
-                    got: capacity.max_contacts_per_problem,
+                    max_rows: max,
+                    got: capacity.max_rows_per_problem(),
                 })
             }
             _ => Ok(entry),
@@ -98,7 +98,8 @@ const MAX_ROUND: u32 = 64;
 pub struct Submission {
     index: wgpu::SubmissionIndex,
     problems: usize,
-    contacts: usize,
+    /// Blocks of 3 rows uploaded (λ and c have 3 floats per block).
+    blocks: usize,
     mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
     started: Instant,
     /// Dispatches so far, dispatches of the next round, and the most any
@@ -136,6 +137,7 @@ pub struct GpuSolver {
     /// Headers of the batch in flight (copied into the output by `wait`).
     headers: Vec<GpuProblem>,
     declared_nc: Vec<u32>,
+    declared_nl: Vec<u32>,
     pending: bool,
     /// Host-side times of the last solve: `Upload` (packing into wgpu's
     /// staging and encoding), `Solve` (from submit to the readback being
@@ -353,9 +355,10 @@ impl GpuSolver {
             buffers,
             headers: Vec::new(),
             declared_nc: Vec::new(),
+            declared_nl: Vec::new(),
             pending: false,
             timings: StageTimes::default(),
-            host_batch: HostBatch::new(capacity.max_contacts_per_problem),
+            host_batch: HostBatch::for_capacity(&capacity),
             chunk_override: None,
             start_results: Vec::new(),
         })
@@ -392,7 +395,7 @@ impl GpuSolver {
 
     /// An empty [`HostBatch`] for this solver's per-problem capacity.
     pub fn new_batch(&self) -> HostBatch {
-        HostBatch::new(self.capacity.max_contacts_per_problem)
+        HostBatch::for_capacity(&self.capacity)
     }
 
     /// What the batch's dispatches run on.
@@ -519,6 +522,13 @@ impl GpuSolver {
                 .map(|p| p.nc as usize)
                 .max()
                 .unwrap_or(0),
+            max_rows: batch.problems.iter().map(|p| p.m()).max().unwrap_or(0),
+            max_local_updates: batch
+                .problems
+                .iter()
+                .map(|p| (p.nc + p.nl) as usize)
+                .max()
+                .unwrap_or(0),
             max_iterations: batch
                 .problems
                 .iter()
@@ -576,13 +586,15 @@ impl GpuSolver {
         self.headers.extend_from_slice(&batch.problems);
         self.declared_nc.clear();
         self.declared_nc.extend_from_slice(&batch.declared_nc);
+        self.declared_nl.clear();
+        self.declared_nl.extend_from_slice(&batch.declared_nl);
         self.pending = true;
         self.timings = StageTimes::default();
         self.timings.set(Stage::Upload, started.elapsed());
         Ok(Submission {
             index,
             problems: n,
-            contacts: batch.contacts(),
+            blocks: batch.blocks(),
             mapped,
             started: Instant::now(),
             dispatches: if n > 0 { round as u64 } else { 0 },
@@ -641,7 +653,7 @@ impl GpuSolver {
             (index, mapped) = self.submit_round(encoder);
         }
         // Copy the results back.
-        let m = 3 * submission.contacts;
+        let m = 3 * submission.blocks;
         let vec_bytes = (m * std::mem::size_of::<f32>()) as u64;
         let res_bytes = (n * std::mem::size_of::<GpuResult>()) as u64;
         let total = 2 * vec_bytes + res_bytes;
@@ -693,6 +705,8 @@ impl GpuSolver {
         out.headers.extend_from_slice(&self.headers);
         out.declared_nc.clear();
         out.declared_nc.extend_from_slice(&self.declared_nc);
+        out.declared_nl.clear();
+        out.declared_nl.extend_from_slice(&self.declared_nl);
         self.ctx.take_error("reading back")?;
         Ok(())
     }

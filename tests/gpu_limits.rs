@@ -1,0 +1,369 @@
+//! Unilateral rows (joint limits) on the GPU: mixed problems (contacts then
+//! unilateral rows, `λ ≥ 0 ⟂ c ≥ 0`) solved by every GPU solver kind in
+//! both decompositions, against the f64 CPU solvers (residuals of the GPU
+//! λ under the solver's model, re-evaluated in f64; λ against the CPU twin)
+//! and the f32 CPU twin; the per-problem and batch capacities counting the
+//! rows; and `BatchSim` stepping a hinge onto its stop on the GPU as on the
+//! CPU. On a machine without an adapter the GPU tests print a notice and
+//! pass, unless `MOREAU_REQUIRE_GPU=1`.
+
+use moreau::batch::{Backend, BatchOptions, BatchSim};
+use moreau::contact::{
+    ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
+};
+use moreau::gpu::cpu_f32::{has_f32_twin, solve_batch_f32};
+use moreau::gpu::{
+    BatchCapacity, BatchOutput, Decomposition, FLAG_OVER_CAPACITY, GpuContext, GpuError, GpuSolver,
+    HostBatch, flag_names,
+};
+use moreau::math::{Inertia, Mat3, SE3, Vec3};
+use moreau::model::{JointSpec, JointType, ModelBuilder};
+use moreau::tools::bench::solve::random_mixed_problem;
+use moreau::{State, sim::SimParams};
+use std::sync::Arc;
+
+/// The kernels' target `ε_abs` (f32), as on the contact-only random problems.
+const TOL: f64 = 1e-5;
+/// λ of the GPU against its f64 CPU twin run at the same tolerance, relative.
+const REL_TWIN: f64 = 1e-3;
+/// λ of the GPU against the f32 CPU twin (the same algorithm in f32), relative.
+const REL_F32: f64 = 1e-4;
+
+const GPU_KINDS: [SolverKind; 7] = [
+    SolverKind::NcpPgs,
+    SolverKind::CcpPgs,
+    SolverKind::LcpPgs,
+    SolverKind::Raisim,
+    SolverKind::RaisimDs,
+    SolverKind::NcpAdmm,
+    SolverKind::CcpAdmm,
+];
+
+fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
+    SolverSettings {
+        tolerance,
+        max_iterations,
+        ..Default::default()
+    }
+}
+
+/// (nc, nl) of the mixed batch: only unilateral rows, only contacts, and both.
+const SHAPES: [(usize, usize); 14] = [
+    (0, 1),
+    (0, 4),
+    (0, 9),
+    (1, 1),
+    (2, 3),
+    (3, 0),
+    (4, 5),
+    (6, 2),
+    (8, 8),
+    (5, 0),
+    (12, 3),
+    (16, 7),
+    (1, 12),
+    (24, 4),
+];
+
+fn mixed_batch() -> Vec<ContactProblem> {
+    SHAPES
+        .iter()
+        .enumerate()
+        .map(|(i, &(nc, nl))| random_mixed_problem(100 + i as u64, nc, nl))
+        .collect()
+}
+
+/// ε_abs in f64 of `lambda` under `kind`'s model, with c recomputed (0 for raisim).
+fn f64_eps(kind: SolverKind, p: &ContactProblem, lambda: &[f64]) -> f64 {
+    let Some(model) = kind.contact_model(&SolverSettings::default()) else {
+        return 0.0;
+    };
+    let mut c = vec![0.0; p.m()];
+    p.contact_velocity(lambda, &mut c);
+    model_residuals(model, &p.mu, lambda, &c).eps_abs
+}
+
+fn rel(a: &[f64], b: &[f64]) -> f64 {
+    let d: f64 = a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum();
+    let n: f64 = b.iter().map(|y| y * y).sum();
+    d.sqrt() / n.sqrt().max(1e-30)
+}
+
+#[test]
+fn the_random_problems_have_active_and_inactive_unilateral_rows() {
+    // The batch exercises both sides of λ ≥ 0 ⟂ c ≥ 0 (judged on the f64 NCP solution).
+    let (mut active, mut open) = (0, 0);
+    let mut solver = SolverKind::NcpAdmm.build();
+    for p in mixed_batch() {
+        let mut sol = ContactSolution::default();
+        solver
+            .solve(&p, &settings(1e-10, 10_000), &mut sol)
+            .unwrap();
+        assert!(sol.stats.converged);
+        for k in 3 * p.nc()..p.m() {
+            if sol.lambda[k] > 1e-6 {
+                active += 1;
+            } else {
+                open += 1;
+            }
+        }
+    }
+    eprintln!("unilateral rows: {active} active, {open} open");
+    assert!(active >= 5 && open >= 5, "{active} active, {open} open");
+}
+
+#[test]
+fn every_gpu_kind_solves_mixed_problems_like_its_cpu_twins() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    eprintln!("adapter: {}", ctx.adapter);
+    let problems = mixed_batch();
+    let s = settings(TOL, 5000);
+    for kind in GPU_KINDS {
+        let decompositions: &[Decomposition] = if kind.name().contains("admm") {
+            &[Decomposition::Invocation]
+        } else {
+            &Decomposition::ALL
+        };
+        let mut cpu = kind.build();
+        for &decomposition in decompositions {
+            let label = format!("{} ({})", kind.name(), decomposition.name());
+            let cap = BatchCapacity::for_problems(&problems);
+            let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, decomposition).unwrap();
+            let mut batch = gpu.new_batch();
+            for p in &problems {
+                batch.push(p, s.max_iterations, s.tolerance);
+            }
+            let mut out = BatchOutput::default();
+            gpu.solve_batch(&batch, &s, &mut out).unwrap();
+            let (mut worst_eps, mut worst_twin) = (0.0f64, 0.0f64);
+            for (i, p) in problems.iter().enumerate() {
+                let o = out.problem(i);
+                let what = format!("{label}: problem {i} (nc {}, nl {})", p.nc(), p.nl());
+                assert_eq!(o.flags(), 0, "{what}: {:?}", flag_names(o.flags()));
+                assert!(o.converged(), "{what}: {:?}", o.result);
+                assert_eq!((o.nc, o.nl, o.lambda.len()), (p.nc(), p.nl(), p.m()));
+                let l: Vec<f64> = o.lambda.iter().map(|&x| x as f64).collect();
+                for k in 3 * p.nc()..p.m() {
+                    assert!(l[k] >= 0.0, "{what}: row {k} λ = {}", l[k]);
+                }
+                // (a) The GPU λ solves the model's problem, judged in f64.
+                let eps = f64_eps(kind, p, &l);
+                worst_eps = worst_eps.max(eps);
+                assert!(eps <= 10.0 * TOL, "{what}: f64 ε_abs {eps:e}");
+                // (b) The same algorithm in f64 at the same tolerance.
+                let mut twin = ContactSolution::default();
+                cpu.solve(p, &s, &mut twin).unwrap();
+                assert!(twin.stats.converged, "{what}: CPU twin");
+                let r = rel(&l, twin.lambda.as_slice());
+                worst_twin = worst_twin.max(r);
+                assert!(r <= REL_TWIN, "{what}: |λ_gpu − λ_cpu| / |λ_cpu| = {r:e}");
+                // RaiSim relaxes the impulse of a contact that takes off
+                // geometrically towards 0, and the CPU's normalized
+                // complementarity only vanishes once it underflows f64, long
+                // after the kernel has flushed it (as in gpu_solvers.rs):
+                // iteration counts are then not compared.
+                let vanishing = twin.lambda.iter().any(|&x| x != 0.0 && x.abs() < 1e-25);
+                if kind != SolverKind::Raisim && !vanishing {
+                    let gi = o.result.iterations as usize;
+                    let ci = twin.stats.iterations;
+                    assert!(
+                        gi.abs_diff(ci) <= 3.max(ci / 5),
+                        "{what}: GPU {gi} iterations, CPU {ci}"
+                    );
+                }
+            }
+            eprintln!(
+                "{label}: {} mixed problems, worst f64 ε_abs {worst_eps:.2e} (tolerance {TOL:e}), worst λ vs CPU twin {worst_twin:.2e}",
+                problems.len()
+            );
+            // (c) The f32 CPU twin takes the kernel's path.
+            if has_f32_twin(kind) {
+                let mut twin = BatchOutput::default();
+                solve_batch_f32(kind, &batch, &s, &mut twin).unwrap();
+                let mut worst = 0.0f64;
+                for i in 0..problems.len() {
+                    let (x, y) = (out.problem(i), twin.problem(i));
+                    assert_eq!(y.flags(), 0);
+                    assert!(
+                        x.result.iterations.abs_diff(y.result.iterations) <= 1,
+                        "{label}: problem {i}: GPU {} iterations, f32 twin {}",
+                        x.result.iterations,
+                        y.result.iterations
+                    );
+                    let r = rel(x.lambda_f64().as_slice(), y.lambda_f64().as_slice());
+                    worst = worst.max(r);
+                    assert!(r <= REL_F32, "{label}: problem {i}: λ vs f32 twin {r:e}");
+                }
+                eprintln!("{label}: f32 CPU twin: worst relative λ difference {worst:.2e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn capacities_count_unilateral_rows() {
+    let problems = mixed_batch();
+    let cap = BatchCapacity::for_problems(&problems);
+    let nl: usize = problems.iter().map(|p| p.nl()).sum();
+    assert!(cap.unilateral_rows >= nl && cap.unilateral_rows <= nl + 2 * problems.len());
+    assert_eq!(cap.max_unilateral_rows_per_problem, 12);
+    // The packed batch uses exactly that room (rows three to a block).
+    let mut batch = HostBatch::for_capacity(&cap);
+    for p in &problems {
+        batch.push(p, 100, TOL);
+    }
+    assert_eq!(
+        batch.check_capacity(&cap).map_err(|e| e.to_string()),
+        Ok(())
+    );
+    assert_eq!(batch.unilateral_rows(), cap.unilateral_rows);
+    assert_eq!(batch.contacts(), cap.contacts);
+    // A problem with more rows than the per-problem capacity is flagged.
+    let mut small = HostBatch::for_capacity(&BatchCapacity::uniform_with_rows(2, 24, 4));
+    let i = small.push(&random_mixed_problem(1, 2, 5), 100, TOL);
+    let j = small.push(&random_mixed_problem(2, 2, 4), 100, TOL);
+    assert_eq!(small.blocks(), 2 + 2); // the flagged problem uploads nothing
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let s = settings(TOL, 1000);
+    let mut gpu = GpuSolver::new(
+        &ctx,
+        SolverKind::NcpPgs,
+        BatchCapacity::uniform_with_rows(2, 24, 4),
+    )
+    .unwrap();
+    let mut out = BatchOutput::default();
+    gpu.solve_batch(&small, &s, &mut out).unwrap();
+    assert_eq!(out.problem(i).flags(), FLAG_OVER_CAPACITY);
+    assert_eq!(out.problem(i).nl, 5);
+    assert!(out.problem(j).converged());
+    // A contact-only capacity refuses a batch with rows before anything is uploaded.
+    let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpPgs, BatchCapacity::uniform(2, 24)).unwrap();
+    let mut batch = HostBatch::new(24);
+    batch.push(&random_mixed_problem(3, 2, 2), 100, TOL);
+    let e = gpu.solve_batch(&batch, &s, &mut out).unwrap_err();
+    assert!(
+        matches!(e, GpuError::CapacityExceeded { .. }) && e.to_string().contains("unilateral"),
+        "{e}"
+    );
+}
+
+/// A hinge (mass 1 kg at 0.5 m) falling under gravity onto its stop at
+/// `HI` rad, from different starting angles.
+const LO: f64 = -0.5;
+const HI: f64 = 0.4;
+
+fn hinge_model() -> Arc<moreau::model::Model> {
+    let mut b = ModelBuilder::new("hinge");
+    let inertia = Inertia::new(1.0, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
+    let arm = b
+        .add_body(
+            "arm",
+            0,
+            JointType::Revolute(Vec3::y()),
+            SE3::identity(),
+            inertia,
+        )
+        .unwrap();
+    b.set_joint_spec(
+        arm,
+        JointSpec {
+            range: Some((LO, HI)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    Arc::new(b.build().unwrap())
+}
+
+#[test]
+fn batch_sim_steps_a_hinge_onto_its_stop_on_the_gpu_as_on_the_cpu() {
+    let model = hinge_model();
+    let nworlds = 4;
+    let steps = 600;
+    let starts = [0.0, -0.3, 0.2, 0.39];
+    for solver in [SolverKind::NcpPgs, SolverKind::NcpAdmm] {
+        let run = |backend: Backend| -> Option<(Vec<State>, f64)> {
+            let options = BatchOptions {
+                backend,
+                params: SimParams {
+                    solver,
+                    // The GPU's f32 floor (the default 1e-8 is refused).
+                    solver_settings: settings(1e-6, 500),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let initial = State::new(
+                nalgebra::DVector::zeros(model.nq),
+                nalgebra::DVector::zeros(model.nv),
+            );
+            let batch = BatchSim::new(model.clone(), &initial, nworlds, &options);
+            let mut batch = match (backend, batch) {
+                (_, Ok(b)) => b,
+                (Backend::Gpu, Err(e)) => {
+                    assert!(
+                        std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                        "GPU backend required: {e}"
+                    );
+                    eprintln!("SKIPPED (no GPU): {e}");
+                    return None;
+                }
+                (_, Err(e)) => panic!("{e}"),
+            };
+            for (w, &q0) in starts.iter().enumerate() {
+                let mut s = initial.clone();
+                s.q[0] = q0;
+                batch.set_state(w, s).unwrap();
+            }
+            let actions = vec![0.0; nworlds * model.nv];
+            let mut overshoot = f64::NEG_INFINITY;
+            for _ in 0..steps {
+                let r = batch.step(&actions).unwrap();
+                assert!(r.failed.is_empty(), "{:?}", r.failed);
+                assert!(r.fallbacks.is_empty(), "{:?}", r.fallbacks);
+                for s in batch.states() {
+                    overshoot = overshoot.max(s.q[0] - HI).max(LO - s.q[0]);
+                }
+            }
+            Some((batch.states().cloned().collect(), overshoot))
+        };
+        let (cpu, cpu_over) = run(Backend::CpuSingle).unwrap();
+        // The arm falls towards +q (its mass along +x, gravity −z) and rests on its stop.
+        for (w, s) in cpu.iter().enumerate() {
+            assert!(
+                (s.q[0] - HI).abs() < 1e-3 && s.v[0].abs() < 1e-2,
+                "{}: CPU world {w} not resting on its stop: q {}, v {}",
+                solver.name(),
+                s.q[0],
+                s.v[0]
+            );
+        }
+        let Some((gpu, gpu_over)) = run(Backend::Gpu) else {
+            return;
+        };
+        let dq = cpu
+            .iter()
+            .zip(&gpu)
+            .map(|(a, b)| (&a.q - &b.q).amax())
+            .fold(0.0, f64::max);
+        eprintln!(
+            "{}: hinge onto its stop, {nworlds} worlds × {steps} steps: max |q_gpu − q_cpu| = {dq:.2e}, overshoot past the stop: CPU {cpu_over:.2e}, GPU {gpu_over:.2e} rad",
+            solver.name()
+        );
+        assert!(dq < 1e-4, "{}: GPU and CPU differ by {dq:e}", solver.name());
+        assert!(
+            gpu_over < 5e-3,
+            "{}: GPU overshoot {gpu_over:e}",
+            solver.name()
+        );
+        assert!(
+            cpu_over < 5e-3,
+            "{}: CPU overshoot {cpu_over:e}",
+            solver.name()
+        );
+    }
+}
