@@ -408,6 +408,11 @@ fn controls_step_worlds_like_the_torques_they_stand_for() {
         ctrl[nu + 1] = f64::INFINITY;
         let r = by_ctrl.step_controls(&ctrl).unwrap();
         assert_eq!(r.failed.len(), 1);
-        assert!(r.failed[0].1.to_string().contains("control 1 is not finite"));
+        assert!(
+            r.failed[0]
+                .1
+                .to_string()
+                .contains("control 1 is not finite")
+        );
     }
 }

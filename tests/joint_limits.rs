@@ -14,7 +14,13 @@ fn hinge(spec: JointSpec, gravity: Vec3) -> Arc<Model> {
     b.set_gravity(gravity).unwrap();
     let inertia = Inertia::new(2.0, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
     let j = b
-        .add_body("rod", 0, JointType::Revolute(Vec3::y()), SE3::identity(), inertia)
+        .add_body(
+            "rod",
+            0,
+            JointType::Revolute(Vec3::y()),
+            SE3::identity(),
+            inertia,
+        )
         .unwrap();
     b.set_joint_spec(j, spec).unwrap();
     b.add_actuator(Actuator::motor("m", j, 1.0)).unwrap();
@@ -32,7 +38,14 @@ fn joint_inertia(model: &Model) -> f64 {
 /// then the rod rests at the stop; its energy never increases.
 #[test]
 fn a_rod_spinning_into_its_stop_is_stopped_by_the_analytic_impulse() {
-    for solver in ["ncp-admm", "ncp-pgs", "ccp-admm", "lcp-pgs", "raisim-ds", "staggered"] {
+    for solver in [
+        "ncp-admm",
+        "ncp-pgs",
+        "ccp-admm",
+        "lcp-pgs",
+        "raisim-ds",
+        "staggered",
+    ] {
         let model = hinge(
             JointSpec {
                 range: Some((-1.0, 0.5)),
@@ -49,7 +62,10 @@ fn a_rod_spinning_into_its_stop_is_stopped_by_the_analytic_impulse() {
             ..Default::default()
         };
         let mut sim = Simulator::new(model.clone(), params).unwrap();
-        let mut state = State::new(DVector::from_element(1, 0.0), DVector::from_element(1, omega0));
+        let mut state = State::new(
+            DVector::from_element(1, 0.0),
+            DVector::from_element(1, omega0),
+        );
         let mut impulse = 0.0;
         let mut energy = 0.5 * inertia * omega0 * omega0;
         for step in 0..600 {
@@ -58,9 +74,16 @@ fn a_rod_spinning_into_its_stop_is_stopped_by_the_analytic_impulse() {
                 assert_eq!(sim.limits().len(), 1);
                 impulse += sim.solution().lambda[0];
             }
-            assert!(state.q[0] <= 0.5 + 1e-9, "{solver}: step {step}: q = {}", state.q[0]);
+            assert!(
+                state.q[0] <= 0.5 + 1e-9,
+                "{solver}: step {step}: q = {}",
+                state.q[0]
+            );
             let e = 0.5 * inertia * state.v[0] * state.v[0];
-            assert!(e <= energy * (1.0 + 1e-12) + 1e-15, "{solver}: energy rose at step {step}");
+            assert!(
+                e <= energy * (1.0 + 1e-12) + 1e-15,
+                "{solver}: energy rose at step {step}"
+            );
             energy = e;
         }
         let want = inertia * omega0;
@@ -69,7 +92,10 @@ fn a_rod_spinning_into_its_stop_is_stopped_by_the_analytic_impulse() {
             0.5 - state.q[0],
             state.v[0]
         );
-        assert!((impulse - want).abs() < 1e-6 * want, "{solver}: {impulse} vs {want}");
+        assert!(
+            (impulse - want).abs() < 1e-6 * want,
+            "{solver}: {impulse} vs {want}"
+        );
         assert!((state.q[0] - 0.5).abs() < 1e-6 && state.v[0].abs() < 1e-6);
     }
 }
@@ -98,7 +124,10 @@ fn a_rod_resting_on_its_stop_stays_there() {
         let lambda = sim.solution().lambda[0];
         assert!((lambda - 2.0 * 9.81 * 0.5 * 1e-3).abs() < 2e-8, "{lambda}");
     }
-    println!("after 2 s on the stop: q = {:.2e}, v = {:.2e}", state.q[0], state.v[0]);
+    println!(
+        "after 2 s on the stop: q = {:.2e}, v = {:.2e}",
+        state.q[0], state.v[0]
+    );
     assert!(state.q[0].abs() < 1e-7 && state.v[0].abs() < 1e-7);
 }
 
@@ -166,7 +195,13 @@ fn actuators_turn_controls_into_joint_forces() {
     b.set_gravity(Vec3::zeros()).unwrap();
     let inertia = Inertia::new(2.0, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
     let j = b
-        .add_body("rod", 0, JointType::Revolute(Vec3::y()), SE3::identity(), inertia)
+        .add_body(
+            "rod",
+            0,
+            JointType::Revolute(Vec3::y()),
+            SE3::identity(),
+            inertia,
+        )
         .unwrap();
     b.set_joint_spec(
         j,

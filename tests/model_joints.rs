@@ -44,7 +44,11 @@ fn urdf_limits_and_dynamics_are_in_the_model() {
     // One motor per moving joint, named after it, its torque clamped to the effort limit.
     assert_eq!(m.nu(), 2);
     assert_eq!(
-        (m.actuators[0].name.as_str(), m.actuators[0].dof, m.actuators[0].gear),
+        (
+            m.actuators[0].name.as_str(),
+            m.actuators[0].dof,
+            m.actuators[0].gear
+        ),
         ("shoulder", 0, 1.0)
     );
     let mut tau = [0.0; 2];

@@ -337,7 +337,10 @@ fn talos_full_v2_with_three_slash_package_uris_loads() {
     };
     let file = "talos_data/robots/talos_full_v2.urdf";
     let text = std::fs::read_to_string(files.example_robot_data.join(file)).unwrap();
-    assert!(text.contains("package:///"), "the file no longer uses the form");
+    assert!(
+        text.contains("package:///"),
+        "the file no longer uses the form"
+    );
     let r = load(&files.example_robot_data, file, true);
     // Counted from the file's text: a free flyer and one dof per moving joint.
     let moving = ["revolute", "prismatic", "continuous"]

@@ -166,7 +166,9 @@ pub struct BatchOptions {
     /// [`BatchSim::params_mut`]).
     pub params: SimParams,
     /// GPU: the most contacts one world's problem may have on the GPU;
-    /// larger problems are solved on the CPU (and counted).
+    /// larger problems are solved on the CPU (and counted). Lowered to fit
+    /// the joint-limit rows where the decomposition bounds a problem's rows
+    /// (the workgroup kernels: 192 rows, 3 per contact, 1 per limit).
     pub max_contacts_per_world: usize,
     /// GPU: contacts per world the device buffers first have room for
     /// (they grow when a batch needs more).
@@ -236,8 +238,9 @@ pub struct BatchStepReport {
     /// Contacts over all worlds, and the most in one world.
     pub contacts: usize,
     pub max_contacts: usize,
-    /// Worlds that had contacts (and so a solve).
-    pub worlds_with_contacts: usize,
+    /// Worlds whose step solved a constraint problem (contacts or active
+    /// joint limits).
+    pub worlds_solved: usize,
     /// Solver iterations summed over the solves, and the largest final `ε_abs`.
     pub iterations: usize,
     pub max_eps_abs: f64,
@@ -324,13 +327,24 @@ impl BatchSim {
                         min: GPU_MIN_TOLERANCE,
                     });
                 }
-                let max_nc = options.max_contacts_per_world.max(1);
+                // Joint-limit rows: at most one per side of each limited joint.
+                let max_nl = 2 * model.limited_joints().count();
+                let mut max_nc = options.max_contacts_per_world.max(1);
+                // A decomposition that holds a bounded number of rows keeps
+                // room for the limit rows: fewer contacts go to the GPU (the
+                // rest is solved on the CPU and counted).
+                if let Some(rows) = options
+                    .gpu_decomposition
+                    .max_rows(options.params.solver)?
+                    && 3 * max_nc + max_nl > rows
+                    && rows >= max_nl + 3
+                {
+                    max_nc = (rows - max_nl) / 3;
+                }
                 let first = options.initial_contacts_per_world.clamp(1, max_nc);
                 let ctx = GpuContext::new()?;
                 let chunks = options.pipeline_chunks.clamp(1, nworlds);
                 let per_chunk = nworlds.div_ceil(chunks);
-                // Joint-limit rows: at most one per side of each limited joint.
-                let max_nl = 2 * model.limited_joints().count();
                 let capacity = BatchCapacity {
                     max_contacts_per_problem: max_nc,
                     max_unilateral_rows_per_problem: max_nl,
@@ -620,8 +634,8 @@ impl BatchSim {
                 WorldStep::Stepping { contacts: nc } => {
                     report.contacts += nc;
                     report.max_contacts = report.max_contacts.max(*nc);
-                    if *nc > 0 {
-                        report.worlds_with_contacts += 1;
+                    if world.sim.problem().m() > 0 {
+                        report.worlds_solved += 1;
                         report.iterations += world.stats.iterations;
                         report.unconverged += usize::from(!world.stats.converged);
                         report.max_eps_abs = report.max_eps_abs.max(world.stats.residuals.eps_abs);

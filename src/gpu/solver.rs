@@ -52,6 +52,13 @@ impl Decomposition {
         }
     }
 
+    /// The most rows (`3·nc + nl`) one problem of `kind` may have under
+    /// this decomposition (`None`: no limit but the device's memory).
+    pub fn max_rows(self, kind: SolverKind) -> Result<Option<usize>, GpuError> {
+        let (k, _) = check_kernel(kind)?;
+        Ok(kernel::of(k).max_rows(self))
+    }
+
     /// The entry point of `kind`'s kernel for this decomposition; refuses
     /// a decomposition the kernel or `capacity` does not fit.
     pub fn check(

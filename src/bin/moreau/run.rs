@@ -97,8 +97,8 @@ pub(crate) fn run(
     let mut tau = DVector::zeros(scene.model.nv);
     // Without a controller of ours, the model's actuators get zero controls
     // (as MuJoCo's `ctrl` starts: its position servos hold their zero).
-    let ctrl = (scene.controller.is_none() && scene.model.nu() > 0)
-        .then(|| vec![0.0; scene.model.nu()]);
+    let ctrl =
+        (scene.controller.is_none() && scene.model.nu() > 0).then(|| vec![0.0; scene.model.nu()]);
     let (k0, p0) = sim.energy(&state)?;
     let e0 = k0 + p0;
     let mut trajectory = Trajectory::new(name, &sim);

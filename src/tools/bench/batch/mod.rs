@@ -766,7 +766,7 @@ fn measure(
         if timed {
             row.contacts_per_world += r.contacts as f64;
             row.max_contacts = row.max_contacts.max(r.max_contacts);
-            row.solves += r.worlds_with_contacts;
+            row.solves += r.worlds_solved;
             row.iterations_per_solve += r.iterations as f64;
             row.max_eps_abs = row.max_eps_abs.max(r.max_eps_abs);
             row.unconverged += r.unconverged;
