@@ -7,6 +7,8 @@
 //! CPU. On a machine without an adapter the GPU tests print a notice and
 //! pass, unless `MOREAU_REQUIRE_GPU=1`.
 
+mod common;
+
 use moreau::batch::{Backend, BatchOptions, BatchSim};
 use moreau::contact::{
     ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
@@ -365,5 +367,66 @@ fn batch_sim_steps_a_hinge_onto_its_stop_on_the_gpu_as_on_the_cpu() {
             "{}: CPU overshoot {cpu_over:e}",
             solver.name()
         );
+    }
+}
+
+/// Contacts and joint limits in the same problems: Gymnasium's ant,
+/// passive, settling onto its four feet held by its ankle stops, in four
+/// worlds on the GPU and on the CPU; the torso heights agree to the f32
+/// solves' tolerance and the ant stands on both backends.
+#[test]
+fn the_ant_stands_on_its_feet_and_stops_on_the_gpu_as_on_the_cpu() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let loaded = moreau::model::mjcf::load_mjcf(
+        files.gymnasium_assets.join("ant.xml"),
+        &moreau::model::mjcf::MjcfOptions::default(),
+    )
+    .unwrap();
+    let model = Arc::new(loaded.model.clone());
+    let nworlds = 4;
+    let initial = State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let run = |backend: Backend| -> Option<Vec<(f64, usize)>> {
+        let options = BatchOptions {
+            backend,
+            params: SimParams {
+                dt: loaded.timestep.unwrap(),
+                solver: SolverKind::NcpAdmm,
+                solver_settings: settings(1e-6, 500),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut batch = match BatchSim::new(model.clone(), &initial, nworlds, &options) {
+            Ok(b) => b,
+            Err(e) if backend == Backend::Gpu => {
+                assert!(
+                    std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                    "GPU backend required: {e}"
+                );
+                eprintln!("SKIPPED (no GPU): {e}");
+                return None;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let ctrl = vec![0.0; nworlds * model.nu()];
+        let mut last = None;
+        for _ in 0..200 {
+            let r = batch.step_controls(&ctrl).unwrap();
+            assert!(r.failed.is_empty(), "{:?}", r.failed);
+            assert!(r.fallbacks.is_empty(), "{:?}", r.fallbacks);
+            last = Some(r);
+        }
+        let r = last.unwrap();
+        assert_eq!(r.contacts, 4 * nworlds, "four feet per world");
+        Some(batch.states().map(|s| (s.q[2], r.contacts)).collect())
+    };
+    let cpu = run(Backend::CpuParallel).unwrap();
+    let Some(gpu) = run(Backend::Gpu) else { return };
+    for ((hc, _), (hg, _)) in cpu.iter().zip(&gpu) {
+        eprintln!("ant torso after 2 s: CPU {hc:.6} m, GPU {hg:.6} m");
+        assert!((hc - 0.6116).abs() < 5e-3, "CPU ant at {hc}");
+        assert!((hc - hg).abs() < 1e-3, "CPU {hc} vs GPU {hg}");
     }
 }
