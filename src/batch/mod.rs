@@ -333,9 +333,7 @@ impl BatchSim {
                 // A decomposition that holds a bounded number of rows keeps
                 // room for the limit rows: fewer contacts go to the GPU (the
                 // rest is solved on the CPU and counted).
-                if let Some(rows) = options
-                    .gpu_decomposition
-                    .max_rows(options.params.solver)?
+                if let Some(rows) = options.gpu_decomposition.max_rows(options.params.solver)?
                     && 3 * max_nc + max_nl > rows
                     && rows >= max_nl + 3
                 {

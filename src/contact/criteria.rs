@@ -252,7 +252,7 @@ pub struct PhysicsCriteria {
     pub internal_relative: f64,
 }
 
-/// Evaluates the physical criteria of `lambda` (3·nc) on problem `p`, with
+/// Evaluates the physical criteria of `lambda` (`3·nc + nl`) on problem `p`, with
 /// the rigid contact velocity `c = Gλ + g` (the compliance `R` is a
 /// relaxation being judged, so it is left out). Allocates (an eigen
 /// decomposition of `G` for the internal forces): for analysis, not stepping.
@@ -434,7 +434,7 @@ mod tests {
 /// residuals under the solver's model and under the NCP (the physical law).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Evaluation {
-    /// (3·nc) `c = (G + R)λ + g`.
+    /// (`3·nc + nl`) `c = (G + R)λ + g`.
     pub c: Vec<f64>,
     /// Residuals under the model evaluated (`None` when none was given:
     /// RaiSim's fixed points solve no cone problem).
@@ -443,7 +443,7 @@ pub struct Evaluation {
     pub ncp: Residuals,
 }
 
-/// Evaluates `lambda` (3·nc) on `problem` under `model` and the NCP,
+/// Evaluates `lambda` (`3·nc + nl`) on `problem` under `model` and the NCP,
 /// without taking a solver's own bookkeeping on trust.
 pub fn evaluate(
     problem: &super::ContactProblem,

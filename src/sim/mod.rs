@@ -411,7 +411,8 @@ impl Simulator {
 
     /// Stages 1 to 3 of a step at `state` under torques `tau` (nv): free
     /// dynamics, collision detection and the contact problem ([`Self::problem`],
-    /// warm start included). Returns the number of contacts `nc`. Follow with
+    /// warm start included). Returns the number of contacts `nc` (the
+    /// problem may also hold limit rows: [`Self::limits`]). Follow with
     /// [`Self::finish`] on the same state. Validates its inputs like
     /// [`Self::step`]; on error nothing is prepared.
     pub fn prepare(&mut self, state: &State, tau: &[f64]) -> Result<usize, SimError> {
@@ -462,9 +463,9 @@ impl Simulator {
     }
 
     /// Stages 5 and 6 of a step prepared by [`Self::prepare`] at `state`,
-    /// with the impulses `lambda` (3·nc, contact frames) of the prepared
+    /// with the impulses `lambda` (`3·nc + nl`: contact frames, then the limits) of the prepared
     /// problem found by any solver (the batched GPU one) and its `stats`:
-    /// `v⁺ = v_f + M⁻¹ Jᵀ λ`, `q⁺ = q ⊕ v⁺ dt`. Remembers `lambda` for the
+    /// `v⁺ = v_f + M̃⁻¹ Jᵀ λ`, `q⁺ = q ⊕ v⁺ dt`. Remembers `lambda` for the
     /// next warm start. A non-finite impulse is refused naming the contact,
     /// and the state is left untouched.
     pub fn finish(

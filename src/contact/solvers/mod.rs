@@ -115,7 +115,7 @@ pub struct SolverStats {
     pub inner_iterations: usize,
 }
 
-/// A solution: `λ` and `c = (G + R) λ + g`, both (3·nc), with stats.
+/// A solution: `λ` and `c = (G + R) λ + g`, both (`3·nc + nl`), with stats.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContactSolution {
     pub lambda: DVector<f64>,
