@@ -381,3 +381,38 @@ fn writer_refuses_non_finite_problems_instead_of_writing_null() {
     let text = String::from_utf8(w.finish().unwrap()).unwrap();
     assert_eq!(parse_problems(&text, "out.json").unwrap().len(), 1);
 }
+
+/// Problems with joint-limit rows after the contacts keep them through a
+/// file (`"nl"`), are solved with them, and a size that disagrees with
+/// `3·nc + nl` is refused naming both.
+#[test]
+fn unilateral_rows_round_trip_and_are_solved() {
+    use moreau::tools::bench::solve::random_mixed_problem;
+    let problems: Vec<_> = (0..6)
+        .map(|k| random_mixed_problem(k, k as usize % 3, 1 + k as usize % 4))
+        .collect();
+    let path = temp_path("mixed");
+    write_problems(&path, &problems).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let back = read_problems(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert!(text.contains("\"nl\":"));
+    for (a, b) in problems.iter().zip(&back) {
+        assert_eq!((a.nc(), a.nl()), (b.nc(), b.nl()));
+        assert_eq!(bits(a), bits(b));
+        let mut out = ContactSolution::default();
+        let mut solver = SolverKind::NcpAdmm.build();
+        solver
+            .solve(b, &SolverSettings::default(), &mut out)
+            .unwrap();
+        assert!(out.stats.converged);
+        // λ ≥ 0 ⟂ c ≥ 0 on the unilateral rows.
+        for k in 3 * b.nc()..b.m() {
+            assert!(out.lambda[k] >= -1e-9 && out.c[k] >= -1e-8);
+            assert!((out.lambda[k] * out.c[k]).abs() < 1e-7);
+        }
+    }
+    let bad = r#"{"G": [[1, 0], [0, 1]], "g": [0, 0], "mu": [], "nl": 1}"#;
+    let e = parse_problems(bad, "bad.json").unwrap_err().to_string();
+    assert!(e.contains("nl = 1") && e.contains("3·nc + nl = 1"), "{e}");
+}
