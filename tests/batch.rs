@@ -55,6 +55,9 @@ fn run(
         ..Default::default()
     };
     options.params.dt = scene.dt;
+    // The GPU kernels' algorithm on every backend (no active-set polish),
+    // so that the backends' iteration counts compare.
+    options.params.solver_settings.polish = false;
     let batch = BatchSim::new(scene.model.clone(), &scene.state, nworlds, &options);
     let mut batch = if backend == Backend::Gpu {
         or_skip(batch)?

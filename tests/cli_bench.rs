@@ -106,7 +106,9 @@ fn bench_measures_every_backend_and_writes_json_and_plot() {
             assert!(r["steps_per_s"].as_f64().unwrap() > 0.0, "{what}");
             assert_eq!(r["steps"], 5, "{what}");
             assert!(r["contacts_per_world"].as_f64().unwrap() > 0.0, "{what}");
-            assert!(r["iterations_per_solve"].as_f64().unwrap() > 0.0, "{what}");
+            // 0 when every solve is polished from its warm start.
+            let it = r["iterations_per_solve"].as_f64().unwrap();
+            assert!(it.is_finite() && it >= 0.0, "{what}");
             let eps = r["max_eps_abs"].as_f64().unwrap();
             assert!(eps.is_finite() && eps >= 0.0, "{what}");
             assert_eq!(r["failed"], 0, "{what}");

@@ -41,6 +41,7 @@
 //! (n = 108; 0.54 factorizations per solve, the rest reused or skipped by
 //! an exact warm start). Refactorizing is the cheaper choice at these rates.
 
+use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
 use crate::contact::criteria::{ContactModel, model_residuals, nan_max};
@@ -75,7 +76,28 @@ pub(crate) trait AdmmModel {
     /// Whether `correction` is non-zero (the fixed-point iteration may then
     /// diverge from a bad warm start, and is restarted cold).
     fn corrected(&self) -> bool;
+    /// Offers active-set polishes of the iterate `(z, c)` to `accept`, which
+    /// returns each one's `ε_abs` or `None` to stop (see [`super::polish`]);
+    /// none by default.
+    #[allow(clippy::too_many_arguments)]
+    fn polish(
+        &self,
+        _work: &mut PolishWork,
+        _a: &DMatrix<f64>,
+        _d: &[f64],
+        _b: &[f64],
+        _z: &[f64],
+        _c: &[f64],
+        _candidate: &mut [f64],
+        _accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
+    ) {
+    }
 }
+
+/// Iterations between two polishing attempts (see [`super::polish`]).
+pub(crate) const POLISH_INTERVAL: usize = 20;
+/// Direction refinements per polishing attempt.
+pub(crate) const POLISH_ROUNDS: usize = 4;
 
 /// How a run is tuned.
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +120,10 @@ pub(crate) struct AdmmCore {
     s: Vec<f64>,
     tmp: Vec<f64>,
     best: Vec<f64>,
+    polish: PolishWork,
+    polish_z: Vec<f64>,
+    polish_c: Vec<f64>,
+    polish_best: Vec<f64>,
 }
 
 fn inf_norm(v: &[f64]) -> f64 {
@@ -213,6 +239,53 @@ impl AdmmCore {
         r
     }
 
+    /// An active-set polish of `z` ([`AdmmModel::polish`]) whose residuals
+    /// are within `tolerance`: then `z`, `c` (and the correction) hold it and
+    /// its residuals are returned; otherwise nothing changes.
+    #[allow(clippy::too_many_arguments)]
+    fn polished(
+        &mut self,
+        model: &impl AdmmModel,
+        a: &DMatrix<f64>,
+        d: &[f64],
+        b: &[f64],
+        z: &mut [f64],
+        c: &mut [f64],
+        tolerance: f64,
+        best_eps: &mut f64,
+    ) -> Option<Residuals> {
+        let n = b.len();
+        self.polish_z.resize(n, 0.0);
+        self.polish_c.resize(n, 0.0);
+        self.polish_best.resize(n, 0.0);
+        let mut found = false;
+        let (pc, pb) = (&mut self.polish_c, &mut self.polish_best);
+        model.polish(
+            &mut self.polish,
+            a,
+            d,
+            b,
+            z,
+            c,
+            &mut self.polish_z,
+            &mut |cand: &[f64]| {
+                affine(a, d, b, cand, pc);
+                let eps = model.residuals(cand, pc).eps_abs;
+                found = eps <= tolerance;
+                if found {
+                    pb.copy_from_slice(cand);
+                    return None;
+                }
+                Some(eps)
+            },
+        );
+        if !found {
+            return None;
+        }
+        z.copy_from_slice(&self.polish_best);
+        Some(self.evaluate(model, a, d, b, z, c, best_eps))
+    }
+
     /// Runs ADMM from the guess `z` (n); leaves the solution in `z` and its
     /// velocity `Az + b` in `c`. Returns the stats and the final ρ.
     #[allow(clippy::too_many_arguments)]
@@ -280,6 +353,17 @@ impl AdmmCore {
                 stats.converged = true;
                 break 'attempts;
             }
+            // The warm start's modes are often the solution's: one polish
+            // before any factorization.
+            if settings.polish
+                && let Some(r) =
+                    self.polished(model, a, d, b, z, c, settings.tolerance, &mut best_eps)
+            {
+                stats.residuals = r;
+                stats.polishes += 1;
+                stats.converged = true;
+                break 'attempts;
+            }
             stats.factorizations += self.factorize(a, d, rho)? as usize;
             let mut last_update = stats.iterations;
             for it in stats.iterations + 1..=settings.max_iterations {
@@ -298,7 +382,20 @@ impl AdmmCore {
                     self.u[k] = self.tmp[k] - z[k];
                 }
                 stats.residuals = self.evaluate(model, a, d, b, z, c, &mut best_eps);
-                let eps = stats.residuals.eps_abs;
+                let mut eps = stats.residuals.eps_abs;
+                // Every POLISH_INTERVAL iterations, an active-set polish
+                // that solves the problem ends the run.
+                if settings.polish
+                    && eps > settings.tolerance
+                    && it % POLISH_INTERVAL == 0
+                    && eps.is_finite()
+                    && let Some(r) =
+                        self.polished(model, a, d, b, z, c, settings.tolerance, &mut best_eps)
+                {
+                    stats.residuals = r;
+                    stats.polishes += 1;
+                    eps = r.eps_abs;
+                }
                 if eps <= settings.tolerance {
                     stats.converged = true;
                     break 'attempts;
@@ -388,6 +485,22 @@ impl AdmmModel for Cones<'_> {
     }
     fn corrected(&self) -> bool {
         self.model == ContactModel::Ncp
+    }
+    fn polish(
+        &self,
+        work: &mut PolishWork,
+        a: &DMatrix<f64>,
+        d: &[f64],
+        b: &[f64],
+        z: &[f64],
+        c: &[f64],
+        candidate: &mut [f64],
+        accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
+    ) {
+        if self.model == ContactModel::Ncp {
+            let _ = c;
+            polish(work, self.mu, a, d, b, z, POLISH_ROUNDS, candidate, accept);
+        }
     }
 }
 

@@ -19,6 +19,7 @@
 
 pub(crate) mod admm;
 pub(crate) mod pgs;
+mod polish;
 pub(crate) mod raisim;
 mod staggered;
 
@@ -48,6 +49,11 @@ pub struct SolverSettings {
     pub adaptive_rho: bool,
     /// `lcp-pgs`: number of facets of the friction pyramid (≥ 3).
     pub pyramid_facets: usize,
+    /// `ncp-admm`: polish the warm start and every 20th iterate by an
+    /// active-set solve (see `solvers/polish.rs`), ending the run when that
+    /// solves the problem. The GPU kernels do not polish: set it to false
+    /// to compare the CPU solver with them iteration for iteration.
+    pub polish: bool,
 }
 
 impl SolverSettings {
@@ -92,6 +98,7 @@ impl Default for SolverSettings {
             rho: None,
             adaptive_rho: true,
             pyramid_facets: 4,
+            polish: true,
         }
     }
 }
@@ -113,6 +120,8 @@ pub struct SolverStats {
     /// Staggered projections: ADMM iterations spent in the sub-problems
     /// (`iterations` counts the outer alternations).
     pub inner_iterations: usize,
+    /// ADMM (NCP): active-set polishes that improved the iterate.
+    pub polishes: usize,
 }
 
 /// A solution: `λ` and `c = (G + R) λ + g`, both (`3·nc + nl`), with stats.
