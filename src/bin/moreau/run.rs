@@ -12,6 +12,7 @@ pub(crate) struct Tally {
     nl_max: usize,
     eps_max: f64,
     it_sum: usize,
+    it_max: usize,
     solves: usize,
     unconverged: usize,
 }
@@ -25,6 +26,7 @@ impl Tally {
         if let Some(s) = r.solver {
             self.solves += 1;
             self.it_sum += s.iterations;
+            self.it_max = self.it_max.max(s.iterations);
             self.unconverged += usize::from(!s.converged);
             self.eps_max = self.eps_max.max(s.residuals.eps_abs);
         }
@@ -150,6 +152,7 @@ pub(crate) fn run(
         nl_max,
         eps_max,
         it_sum,
+        it_max,
         solves,
         unconverged,
     } = tally;
@@ -169,7 +172,7 @@ pub(crate) fn run(
         state.t / wall.as_secs_f64()
     );
     say!(
-        "contacts: mean {:.2}, max {nc_max}; joint limits: mean {:.2}, max {nl_max}; solver: {solves} solves, mean {:.1} iterations, {unconverged} not converged, max eps_abs {eps_max:.2e}",
+        "contacts: mean {:.2}, max {nc_max}; joint limits: mean {:.2}, max {nl_max}; solver: {solves} solves, mean {:.1} iterations (max {it_max}), {unconverged} not converged, max eps_abs {eps_max:.2e}",
         nc_sum as f64 / steps.max(1) as f64,
         nl_sum as f64 / steps.max(1) as f64,
         it_sum as f64 / solves.max(1) as f64
