@@ -10,7 +10,7 @@ pub mod criteria;
 pub mod delassus;
 pub mod io;
 pub mod linalg;
-mod problem;
+pub(crate) mod problem;
 pub mod solvers;
 
 pub use criteria::{

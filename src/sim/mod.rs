@@ -682,6 +682,8 @@ impl Simulator {
     fn solve(&mut self) -> Result<(), SimError> {
         let mut settings = self.params.solver_settings;
         settings.rho = self.warm_rho();
+        // Assembled here: G's O(m²) checks are left to debug builds.
+        let _trusted = crate::contact::problem::BuiltBySimulator::enter();
         if let Err(e) = self
             .solver
             .solve(&self.problem, &settings, &mut self.solution)
