@@ -169,8 +169,17 @@ fn local_step(w: &[[f64; 3]; 3], mu: f64, l: [f64; 3], c: [f64; 3], de_saxce: bo
     if cf[2] >= 0.0 {
         return [0.0; 3];
     }
+    // A singular block: a contact that cannot move along some direction (a
+    // planar robot's contacts have no velocity along the second tangent).
+    // A tiny diagonal (1e-10 of the trace) makes that direction cost an
+    // impulse without changing the others; without it the contact kept
+    // its impulse, zero when it first touched, and sank.
+    let w = match w.try_inverse() {
+        Some(_) => w,
+        None => w + Matrix3::identity() * (1e-10 * w.trace().max(f64::MIN_POSITIVE)),
+    };
     let Some(w_inv) = w.try_inverse() else {
-        // A singular block (a contact that cannot move): keep the impulse.
+        // A contact that cannot move at all: keep the impulse.
         return l.into();
     };
     let l0 = -(w_inv * cf);
