@@ -142,6 +142,9 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iter", default_value_t = 1000)]
         max_iterations: usize,
+        /// ncp-admm: no active-set polish (the plain ADMM the GPU kernels run).
+        #[arg(long)]
+        no_polish: bool,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -176,6 +179,9 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
         max_iter: usize,
+        /// ncp-admm: no active-set polish (the plain ADMM the GPU kernels run).
+        #[arg(long)]
+        no_polish: bool,
         /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
         /// problems in one batch; the adapter is picked as `moreau info`
         /// says; in f32, tolerances much below 1e-6 of the problem's scale
@@ -324,6 +330,7 @@ fn main() -> ExitCode {
             solver,
             tolerance,
             max_iterations,
+            no_polish,
             out,
             dump_problems,
             dump_every,
@@ -333,8 +340,7 @@ fn main() -> ExitCode {
             steps,
             dt,
             &solver,
-            tolerance,
-            max_iterations,
+            (tolerance, max_iterations, !no_polish),
             out,
             dump_problems.map(|path| (path, dump_every)),
         ),
@@ -343,8 +349,9 @@ fn main() -> ExitCode {
             solver,
             tol,
             max_iter,
+            no_polish,
             device,
-        } => solve(&file, solver, tol, max_iter, device),
+        } => solve(&file, solver, (tol, max_iter, !no_polish), device),
         Command::Bench {
             what:
                 Some(BenchWhat::Solve {

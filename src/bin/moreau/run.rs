@@ -37,8 +37,7 @@ pub(crate) fn make_sim(
     scene: &Scene,
     dt: Option<f64>,
     solver: &str,
-    tolerance: f64,
-    max_iterations: usize,
+    (tolerance, max_iterations, polish): (f64, usize, bool),
 ) -> Result<Simulator, AnyError> {
     let mut params = SimParams {
         dt: dt.unwrap_or(scene.dt),
@@ -47,6 +46,7 @@ pub(crate) fn make_sim(
     };
     params.solver_settings.tolerance = tolerance;
     params.solver_settings.max_iterations = max_iterations;
+    params.solver_settings.polish = polish;
     Ok(Simulator::new(scene.model.clone(), params)?)
 }
 
@@ -80,8 +80,7 @@ pub(crate) fn run(
     steps: usize,
     dt: Option<f64>,
     solver: &str,
-    tolerance: f64,
-    max_iterations: usize,
+    settings: (f64, usize, bool),
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
 ) -> Result<(), AnyError> {
@@ -94,7 +93,7 @@ pub(crate) fn run(
     } else {
         scenes::scene(name)?
     };
-    let mut sim = make_sim(&scene, dt, solver, tolerance, max_iterations)?;
+    let mut sim = make_sim(&scene, dt, solver, settings)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
     // Without a controller of ours, the model's actuators get zero controls

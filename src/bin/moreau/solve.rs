@@ -45,13 +45,13 @@ impl Eps {
 pub(crate) fn solve(
     file: &std::path::Path,
     kind: SolverKind,
-    tol: f64,
-    max_iter: usize,
+    (tol, max_iter, polish): (f64, usize, bool),
     device: Device,
 ) -> Result<(), AnyError> {
     let settings = SolverSettings {
         tolerance: tol,
         max_iterations: max_iter,
+        polish,
         ..Default::default()
     };
     if let Err(e) = settings.validate() {
