@@ -12,8 +12,10 @@ use std::sync::Arc;
 
 fn harvest(name: &str, steps: usize, every: usize) -> Vec<moreau::contact::ContactProblem> {
     let scene = scenes::scene(name).unwrap();
-    let mut params = SimParams::default();
-    params.dt = scene.dt;
+    let params = SimParams {
+        dt: scene.dt,
+        ..Default::default()
+    };
     moreau::tools::study::harvest(&scene, params, steps, every, None).unwrap()
 }
 
