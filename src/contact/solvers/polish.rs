@@ -90,13 +90,14 @@ enum Unknown {
 /// The most solves one polish makes.
 const MAX_ROUNDS: usize = 30;
 
-/// Mode guesses from `z`, then `rounds` solves (more while the residual halves), the modes revised
-/// from each solution (a contact pulling becomes breaking, a sticking one
-/// outside its cone sliding, a breaking one penetrating sticking, a sliding
-/// direction turned against `c_T`; the same for the rows). Each candidate
-/// `λ` is offered to `accept`, which returns its residual, or `None` to stop. `a`, `d`,
-/// `b`: the problem `c = (a + diag d) λ + b` with `nc = mu.len()` contacts
-/// and the rows after `3·nc` unilateral.
+/// Mode guesses from `z`, then `rounds` solves (more while the residual
+/// halves, at most `MAX_ROUNDS`), the modes revised from each solution (a
+/// contact pulling becomes breaking, a sticking one outside its cone
+/// sliding, a breaking one penetrating sticking, a sliding direction turned
+/// against `c_T`; the same for the rows). Each candidate `λ` is offered to
+/// `accept`, which returns its residual, or `None` to stop. `a`, `d`, `b`:
+/// the problem `c = (a + diag d) λ + b` with `nc = mu.len()` contacts and
+/// the rows after `3·nc` unilateral.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn polish(
     work: &mut PolishWork,
