@@ -32,6 +32,13 @@
 //! primal and dual residuals differ by more than `RHO_RATIO`, and then by
 //! the square root of their ratio, at most `RHO_MAX_STEP`.
 //!
+//! A model may polish (`AdmmModel::polish`; the NCP's cones do, see
+//! [`super::polish`]): with `SolverSettings::polish`, the warm start (before
+//! any factorization) and every `POLISH_INTERVAL`-th iterate are offered to
+//! an active-set solve, whose answer ends the run if it meets the tolerance
+//! and is otherwise dropped (adopting a better but unconverged answer as the
+//! next iterate was measured to slow ADMM down on the walker's problems).
+//!
 //! Why refactorize rather than make ρ changes free with an eigendecomposition
 //! `A = QΛQᵀ` (then `(A + ρI)⁻¹ = Q(Λ + ρ)⁻¹Qᵀ` for any ρ, at the same
 //! `O(n²)` per solve): the decomposition costs about 27 Cholesky
