@@ -58,6 +58,7 @@ fn run(
     // The GPU kernels' algorithm on every backend (no active-set polish),
     // so that the backends' iteration counts compare.
     options.params.solver_settings.polish = false;
+    options.params.solver_settings.stall_guard = false;
     let batch = BatchSim::new(scene.model.clone(), &scene.state, nworlds, &options);
     let mut batch = if backend == Backend::Gpu {
         or_skip(batch)?

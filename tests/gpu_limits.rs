@@ -41,13 +41,14 @@ const GPU_KINDS: [SolverKind; 7] = [
     SolverKind::CcpAdmm,
 ];
 
-/// The kernels' algorithm on the CPU: no active-set polish (the kernels
-/// have none), so that iteration counts compare.
+/// The kernels' algorithm on the CPU: no active-set polish and no stall
+/// guard (the kernels have neither), so that iteration counts compare.
 fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
     SolverSettings {
         tolerance,
         max_iterations,
         polish: false,
+        stall_guard: false,
         ..Default::default()
     }
 }

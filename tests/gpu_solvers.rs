@@ -87,13 +87,14 @@ fn random_batch() -> Vec<ContactProblem> {
         .collect()
 }
 
-/// The kernels' algorithm on the CPU: no active-set polish (the kernels
-/// have none), so that iteration counts compare.
+/// The kernels' algorithm on the CPU: no active-set polish and no stall
+/// guard (the kernels have neither), so that iteration counts compare.
 fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
     SolverSettings {
         tolerance,
         max_iterations,
         polish: false,
+        stall_guard: false,
         ..Default::default()
     }
 }
@@ -319,6 +320,7 @@ fn harvested(warm: bool) -> Vec<(String, ContactProblem)> {
         // harvested problems do not depend on the CPU solver's extras.
         let mut params = SimParams::default();
         params.solver_settings.polish = false;
+        params.solver_settings.stall_guard = false;
         let problems = moreau::tools::study::harvest(&scene, params, steps, every, None).unwrap();
         assert!(problems.len() >= 3, "{name}: expected contacts");
         for (k, mut p) in problems.into_iter().enumerate() {

@@ -142,7 +142,7 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iter", default_value_t = 1000)]
         max_iterations: usize,
-        /// ncp-admm: no active-set polish (the plain ADMM the GPU kernels run).
+        /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
         no_polish: bool,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
@@ -179,7 +179,7 @@ enum Command {
         /// Solver iteration cap.
         #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
         max_iter: usize,
-        /// ncp-admm: no active-set polish (the plain ADMM the GPU kernels run).
+        /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
         no_polish: bool,
         /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all

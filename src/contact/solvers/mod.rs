@@ -54,6 +54,12 @@ pub struct SolverSettings {
     /// solves the problem. The GPU kernels do not polish: set it to false
     /// to compare the CPU solver with them iteration for iteration.
     pub polish: bool,
+    /// `ncp-admm`: when `ε_abs` gains less than 1 % in 100 iterations,
+    /// raise ρ tenfold and keep the residual balancing above it (the de
+    /// Saxcé fixed point cycles at small ρ on ill-conditioned problems).
+    /// The GPU kernels do not: set it to false, with `polish`, to compare
+    /// the CPU solver with them iteration for iteration.
+    pub stall_guard: bool,
 }
 
 impl SolverSettings {
@@ -99,6 +105,7 @@ impl Default for SolverSettings {
             adaptive_rho: true,
             pyramid_facets: 4,
             polish: true,
+            stall_guard: true,
         }
     }
 }

@@ -341,6 +341,7 @@ pub fn stacked_cubes_problem(ratio: f64) -> Result<crate::contact::ContactProble
     // The plain ADMM of the catalog (as the GPU kernels run it) builds the
     // fixture, whatever the CPU solver's polish does to the last digits.
     p.solver_settings.polish = false;
+    p.solver_settings.stall_guard = false;
     let mut problems = harvest(&scene, p, 20, 20, None)?;
     let mut problem = problems.pop().ok_or(SimError::InvalidParameter {
         name: "ratio",
