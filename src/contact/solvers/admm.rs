@@ -349,6 +349,10 @@ impl AdmmCore {
         self.tmp.clear();
         self.tmp.extend_from_slice(z);
         let attempts = if model.corrected() { 2 } else { 1 };
+        // The ρ before the stall guard first raised it: the one reported
+        // for the next solve's warm start (a raised ρ carried from step to
+        // step stalled the humanoid's later solves).
+        let mut guarded_from: Option<f64> = None;
         'attempts: for attempt in 0..attempts {
             if attempt > 0 {
                 // The warm-started run diverged: restart cold.
@@ -437,6 +441,9 @@ impl AdmmCore {
                         for u in self.u.iter_mut() {
                             *u *= rho / new_rho;
                         }
+                        if guarded_from.is_none() {
+                            guarded_from = Some(rho);
+                        }
                         rho = new_rho;
                         rho_floor = rho;
                         stats.factorizations += self.factorize(a, d, rho)? as usize;
@@ -487,7 +494,7 @@ impl AdmmCore {
             affine(a, d, b, z, c);
             stats.residuals = model.residuals(z, c);
         }
-        stats.rho = rho;
+        stats.rho = guarded_from.unwrap_or(rho);
         Ok(stats)
     }
 }
