@@ -18,8 +18,8 @@ use moreau::gpu::{
     BatchCapacity, BatchOutput, Decomposition, FLAG_OVER_CAPACITY, GpuContext, GpuError, GpuSolver,
     HostBatch, flag_names,
 };
-use moreau::math::{Inertia, Mat3, SE3, Vec3};
-use moreau::model::{JointSpec, JointType, ModelBuilder};
+use moreau::math::Vec3;
+use moreau::model::JointSpec;
 use moreau::tools::bench::solve::random_mixed_problem;
 use moreau::{State, sim::SimParams};
 use std::sync::Arc;
@@ -31,15 +31,10 @@ const REL_TWIN: f64 = 1e-3;
 /// λ of the GPU against the f32 CPU twin (the same algorithm in f32), relative.
 const REL_F32: f64 = 1e-4;
 
-const GPU_KINDS: [SolverKind; 7] = [
-    SolverKind::NcpPgs,
-    SolverKind::CcpPgs,
-    SolverKind::LcpPgs,
-    SolverKind::Raisim,
-    SolverKind::RaisimDs,
-    SolverKind::NcpAdmm,
-    SolverKind::CcpAdmm,
-];
+/// Every solver with a GPU kernel (from the catalog).
+fn gpu_kinds() -> impl Iterator<Item = SolverKind> {
+    SolverKind::ALL.into_iter().filter(|k| k.kernel().is_some())
+}
 
 /// The kernels' algorithm on the CPU: no active-set polish and no stall
 /// guard (the kernels have neither), so that iteration counts compare.
@@ -126,7 +121,7 @@ fn every_gpu_kind_solves_mixed_problems_like_its_cpu_twins() {
     eprintln!("adapter: {}", ctx.adapter);
     let problems = mixed_batch();
     let s = settings(TOL, 5000);
-    for kind in GPU_KINDS {
+    for kind in gpu_kinds() {
         let decompositions: &[Decomposition] = if kind.name().contains("admm") {
             &[Decomposition::Invocation]
         } else {
@@ -263,25 +258,11 @@ const LO: f64 = -0.5;
 const HI: f64 = 0.4;
 
 fn hinge_model() -> Arc<moreau::model::Model> {
-    let mut b = ModelBuilder::new("hinge");
-    let inertia = Inertia::new(1.0, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
-    let arm = b
-        .add_body(
-            "arm",
-            0,
-            JointType::Revolute(Vec3::y()),
-            SE3::identity(),
-            inertia,
-        )
-        .unwrap();
-    b.set_joint_spec(
-        arm,
-        JointSpec {
-            range: Some((LO, HI)),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let spec = JointSpec {
+        range: Some((LO, HI)),
+        ..Default::default()
+    };
+    let (b, _) = common::rod(1.0, Vec3::new(0.0, 0.0, -9.81), spec);
     Arc::new(b.build().unwrap())
 }
 
@@ -380,14 +361,9 @@ fn batch_sim_steps_a_hinge_onto_its_stop_on_the_gpu_as_on_the_cpu() {
 /// solves' tolerance and the ant stands on both backends.
 #[test]
 fn the_ant_stands_on_its_feet_and_stops_on_the_gpu_as_on_the_cpu() {
-    let Some(files) = common::robot_files() else {
+    let Some(loaded) = common::gymnasium("ant.xml") else {
         return;
     };
-    let loaded = moreau::model::mjcf::load_mjcf(
-        files.gymnasium_assets.join("ant.xml"),
-        &moreau::model::mjcf::MjcfOptions::default(),
-    )
-    .unwrap();
     let model = Arc::new(loaded.model.clone());
     let nworlds = 4;
     let initial = State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));

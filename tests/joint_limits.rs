@@ -2,27 +2,18 @@
 //! analytic answers of the time-stepping scheme.
 
 use moreau::dynamics::{Data, crba};
-use moreau::math::{Inertia, Mat3, SE3, Vec3};
-use moreau::model::{Actuator, JointSpec, JointType, Model, ModelBuilder};
+use moreau::math::Vec3;
+use moreau::model::{Actuator, JointSpec, Model};
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use std::sync::Arc;
 
-/// A rod of mass 2 kg whose centre of mass is 0.5 m from a hinge about y.
+mod common;
+
+/// A rod of mass 2 kg whose centre of mass is 0.5 m from a hinge about y,
+/// driven by a motor.
 fn hinge(spec: JointSpec, gravity: Vec3) -> Arc<Model> {
-    let mut b = ModelBuilder::new("hinge");
-    b.set_gravity(gravity).unwrap();
-    let inertia = Inertia::new(2.0, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
-    let j = b
-        .add_body(
-            "rod",
-            0,
-            JointType::Revolute(Vec3::y()),
-            SE3::identity(),
-            inertia,
-        )
-        .unwrap();
-    b.set_joint_spec(j, spec).unwrap();
+    let (mut b, j) = common::rod(2.0, gravity, spec);
     b.add_actuator(Actuator::motor("m", j, 1.0)).unwrap();
     Arc::new(b.build().unwrap())
 }
@@ -191,26 +182,14 @@ fn a_damped_joint_decays_at_the_implicit_rate() {
 /// clamped to its range and its force to the effort limit.
 #[test]
 fn actuators_turn_controls_into_joint_forces() {
-    let mut b = ModelBuilder::new("servo");
-    b.set_gravity(Vec3::zeros()).unwrap();
-    let inertia = Inertia::new(2.0, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
-    let j = b
-        .add_body(
-            "rod",
-            0,
-            JointType::Revolute(Vec3::y()),
-            SE3::identity(),
-            inertia,
-        )
-        .unwrap();
-    b.set_joint_spec(
-        j,
+    let (mut b, j) = common::rod(
+        2.0,
+        Vec3::zeros(),
         JointSpec {
             effort_limit: 4.0,
             ..Default::default()
         },
-    )
-    .unwrap();
+    );
     let (kp, kv) = (20.0, 4.0);
     b.add_actuator(Actuator {
         gain: kp,

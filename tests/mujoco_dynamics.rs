@@ -10,7 +10,7 @@
 mod common;
 
 use moreau::dynamics::{Data, crba, fluid_forces, forward_kinematics, forward_velocity};
-use moreau::model::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
+use moreau::model::mjcf::MjcfModel;
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use serde::Deserialize;
@@ -90,9 +90,7 @@ fn reference() -> Reference {
 }
 
 fn load(file: &str) -> Option<MjcfModel> {
-    let files = common::robot_files()?;
-    let path = files.gymnasium_assets.join(file);
-    Some(load_mjcf(&path, &MjcfOptions::default()).unwrap_or_else(|e| panic!("{file}: {e}")))
+    common::gymnasium(file)
 }
 
 #[test]

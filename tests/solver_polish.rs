@@ -98,14 +98,9 @@ fn problems_the_simulator_builds_pass_every_check() {
 /// the README's convergence table).
 #[test]
 fn the_walker_converges_at_every_step() {
-    let Some(files) = common::robot_files() else {
+    let Some(loaded) = common::gymnasium("walker2d_v5.xml") else {
         return;
     };
-    let loaded = moreau::model::mjcf::load_mjcf(
-        files.gymnasium_assets.join("walker2d_v5.xml"),
-        &moreau::model::mjcf::MjcfOptions::default(),
-    )
-    .unwrap();
     let model = Arc::new(loaded.model.clone());
     let params = SimParams {
         dt: loaded.timestep.unwrap(),

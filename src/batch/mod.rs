@@ -552,7 +552,8 @@ impl BatchSim {
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
         let n = self.worlds.len();
-        let nv = if controls {
+        // Values per world: nu controls or nv torques.
+        let width = if controls {
             self.model.nu()
         } else {
             self.model.nv
@@ -568,19 +569,19 @@ impl BatchSim {
                 per_world: 1,
             });
         }
-        if actions.len() != n * nv {
+        if actions.len() != n * width {
             return Err(BatchError::DimensionMismatch {
                 what: if controls { "controls" } else { "actions" },
                 got: actions.len(),
-                expected: n * nv,
+                expected: n * width,
                 nworlds: n,
-                per_world: nv,
+                per_world: width,
             });
         }
         let start = Instant::now();
         let gains = self.action_gain.as_deref();
         for (w, world) in self.worlds.iter_mut().enumerate() {
-            let a = &actions[w * nv..(w + 1) * nv];
+            let a = &actions[w * width..(w + 1) * width];
             world.fallback = None;
             world.step = if active.is_some_and(|act| !act[w]) {
                 WorldStep::Inactive
@@ -601,8 +602,8 @@ impl BatchSim {
             if controls {
                 world.ctrl.copy_from_slice(a);
             } else {
-                for k in 0..nv {
-                    world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * nv + k]);
+                for k in 0..width {
+                    world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * width + k]);
                 }
             }
         }

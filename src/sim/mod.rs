@@ -247,7 +247,6 @@ pub struct Simulator {
     /// The generalized forces of the step (applied, actuators, springs,
     /// explicit part of the damping).
     tau: DVector<f64>,
-    tau_actuators: DVector<f64>,
     v_free: DVector<f64>,
     v_next: DVector<f64>,
     q_next: DVector<f64>,
@@ -295,7 +294,6 @@ impl Simulator {
             warm: HashMap::new(),
             last_rho: None,
             tau: DVector::zeros(nv),
-            tau_actuators: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
             v_next: DVector::zeros(nv),
             q_next: DVector::zeros(nq),
@@ -550,8 +548,7 @@ impl Simulator {
         match input {
             Actuation::Torques(tau) => self.tau.copy_from_slice(tau),
             Actuation::Controls(ctrl) => {
-                actuator_forces(model, q, v, ctrl, self.tau_actuators.as_mut_slice());
-                self.tau.copy_from(&self.tau_actuators);
+                actuator_forces(model, q, v, ctrl, self.tau.as_mut_slice())
             }
         }
         for k in 0..model.nv {

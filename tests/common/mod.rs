@@ -76,3 +76,38 @@ pub fn robot_files() -> Option<RobotFiles> {
         }
     }
 }
+
+/// A builder holding one rod of `mass` kg on a hinge about y at the world
+/// origin, its centre of mass 0.5 m out along x (rotational inertia 0.01),
+/// with the joint `spec`; returns the builder and the rod's body index.
+pub fn rod(
+    mass: f64,
+    gravity: moreau::math::Vec3,
+    spec: moreau::model::JointSpec,
+) -> (moreau::model::ModelBuilder, usize) {
+    use moreau::math::{Inertia, Mat3, SE3, Vec3};
+    let mut b = moreau::model::ModelBuilder::new("rod");
+    b.set_gravity(gravity).unwrap();
+    let inertia = Inertia::new(mass, Vec3::new(0.5, 0.0, 0.0), Mat3::identity() * 0.01);
+    let j = b
+        .add_body(
+            "rod",
+            0,
+            moreau::model::JointType::Revolute(Vec3::y()),
+            SE3::identity(),
+            inertia,
+        )
+        .unwrap();
+    b.set_joint_spec(j, spec).unwrap();
+    (b, j)
+}
+
+/// Gymnasium's MJCF file `file`, loaded; None (the test passes, saying so)
+/// without the robot files, unless they are required.
+pub fn gymnasium(file: &str) -> Option<moreau::model::mjcf::MjcfModel> {
+    let path = robot_files()?.gymnasium_assets.join(file);
+    Some(
+        moreau::model::mjcf::load_mjcf(&path, &moreau::model::mjcf::MjcfOptions::default())
+            .unwrap_or_else(|e| panic!("{file}: {e}")),
+    )
+}

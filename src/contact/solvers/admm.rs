@@ -83,7 +83,7 @@ pub(crate) trait AdmmModel {
     /// Whether `correction` is non-zero (the fixed-point iteration may then
     /// diverge from a bad warm start, and is restarted cold).
     fn corrected(&self) -> bool;
-    /// Offers active-set polishes of the iterate `(z, c)` to `accept`, which
+    /// Offers active-set polishes of the iterate `z` to `accept`, which
     /// returns each one's `ε_abs` or `None` to stop (see [`super::polish`]);
     /// none by default.
     #[allow(clippy::too_many_arguments)]
@@ -94,7 +94,6 @@ pub(crate) trait AdmmModel {
         _d: &[f64],
         _b: &[f64],
         _z: &[f64],
-        _c: &[f64],
         _candidate: &mut [f64],
         _accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
     ) {
@@ -278,7 +277,6 @@ impl AdmmCore {
             d,
             b,
             z,
-            c,
             &mut self.polish_z,
             &mut |cand: &[f64]| {
                 affine(a, d, b, cand, pc);
@@ -538,12 +536,10 @@ impl AdmmModel for Cones<'_> {
         d: &[f64],
         b: &[f64],
         z: &[f64],
-        c: &[f64],
         candidate: &mut [f64],
         accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
     ) {
         if self.model == ContactModel::Ncp {
-            let _ = c;
             polish(work, self.mu, a, d, b, z, POLISH_ROUNDS, candidate, accept);
         }
     }

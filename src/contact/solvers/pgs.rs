@@ -73,6 +73,14 @@ pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
     Ok(())
 }
 
+/// `c += ((G + R) e_k) d`: the velocity change of a change `d` of `λ_k`.
+fn add_column(p: &ContactProblem, k: usize, d: f64, c: &mut [f64]) {
+    c[k] += p.compliance[k] * d;
+    for (cj, gj) in c.iter_mut().zip(p.delassus.column(k).iter()) {
+        *cj += gj * d;
+    }
+}
+
 /// How the sweeps judge convergence.
 pub(crate) enum Criterion {
     /// The model's `ε_abs`, evaluated before each sweep.
@@ -149,11 +157,7 @@ pub(crate) fn gauss_seidel(
             }
             set3(out.lambda.as_mut_slice(), i, new);
             for (r, &dr) in d.iter().enumerate() {
-                let k = 3 * i + r;
-                out.c[k] += p.compliance[k] * dr;
-                for (cj, gj) in out.c.iter_mut().zip(p.delassus.column(k).iter()) {
-                    *cj += gj * dr;
-                }
+                add_column(p, 3 * i + r, dr, out.c.as_mut_slice());
             }
         }
         // The unilateral rows: `λ ← max(0, λ − ω c / (G + R)_kk)`, exact
@@ -171,10 +175,7 @@ pub(crate) fn gauss_seidel(
                 continue;
             }
             out.lambda[k] = new;
-            out.c[k] += p.compliance[k] * d;
-            for (cj, gj) in out.c.iter_mut().zip(p.delassus.column(k).iter()) {
-                *cj += gj * d;
-            }
+            add_column(p, k, d, out.c.as_mut_slice());
         }
         end_sweep();
         if !local_max.is_finite() || out.c.iter().any(|x| !x.is_finite()) {

@@ -73,7 +73,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let mut weld = vec![0usize; n];
         let mut q0: Vec<f64> = Vec::new();
         let mut joint_plan: HashMap<String, (usize, JointKind, String)> = HashMap::new();
-        let mut limited = 0usize;
+        let mut ball_limited = 0usize;
         let mut used: HashSet<String> = HashSet::from(["world".to_string()]);
         for b in 1..n {
             let body = &self.bodies[b];
@@ -197,7 +197,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     joint_plan.insert(j.name.clone(), (parent_plan, j.kind, j.element.clone()));
                 }
                 if j.spec.range.is_some() && j.kind == JointKind::Ball {
-                    limited += 1;
+                    ball_limited += 1;
                 }
             }
             carrier[b] = parent_plan;
@@ -494,9 +494,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 joints.join(", ")
             ));
         }
-        if limited > 0 {
+        if ball_limited > 0 {
             self.warnings.push(format!(
-                "{limited} ball joint range(s) (cone limits) recorded in the model (Model::joint_range) but not enforced by the simulator"
+                "{ball_limited} ball joint range(s) (cone limits) recorded in the model (Model::joint_range) but not enforced by the simulator"
             ));
         }
         if !self.ellipsoids.is_empty() {

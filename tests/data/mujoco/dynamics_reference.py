@@ -88,17 +88,14 @@ Output, dynamics.json:
   "euler_frictionless", from qpos0 with every geom's sliding friction 0.
 """
 
-import json
 import math
-import os
 import sys
-from pathlib import Path
 
 import mujoco
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-GYMNASIUM_VERSION = "1.4.0"
+# The helpers shared with the other reference script, beside this one.
+from mujoco_reference import GYMNASIUM_VERSION, HERE, floats, gymnasium_assets, name, rows, write
 
 MASS_MATRIX_FILES = [
     "inverted_pendulum.xml",
@@ -161,20 +158,8 @@ def versions():
     }
 
 
-def floats(a):
-    return [float(x) for x in np.asarray(a).ravel()]
-
-
-def rows(a):
-    return [floats(r) for r in np.asarray(a)]
-
-
 def ints(a):
     return [int(x) for x in np.asarray(a).ravel()]
-
-
-def name(m, kind, i):
-    return mujoco.mj_id2name(m, kind, i) or ""
 
 
 def geom_name(m, g):
@@ -479,21 +464,8 @@ def settle_reference(assets, file):
     }
 
 
-def write(path, value):
-    path.write_text(json.dumps(value, indent=1) + "\n")
-    print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
-
-
 def main():
-    if mujoco.__version__ != "4.0.0":
-        print(
-            f"note: MuJoCo {mujoco.__version__}; the committed files are MuJoCo 4.0.0's",
-            file=sys.stderr,
-        )
-    site = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MOREAU_ROBOT_FILES")
-    if not site:
-        sys.exit(__doc__)
-    assets = Path(site) / "gymnasium" / "envs" / "mujoco" / "assets"
+    assets = gymnasium_assets(__doc__)
     if not (assets / "hopper.xml").exists():
         sys.exit(f"no Gymnasium MJCF files in {assets}")
 

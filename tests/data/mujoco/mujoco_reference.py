@@ -143,7 +143,10 @@ def write(path, value):
     print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
 
 
-def main():
+def gymnasium_assets(usage):
+    """Gymnasium's MuJoCo assets from argv[1] or $MOREAU_ROBOT_FILES (a
+    site-packages directory); exits with `usage` without one. Notes a MuJoCo
+    other than the committed files' 4.0.0."""
     if mujoco.__version__ != "4.0.0":
         print(
             f"note: MuJoCo {mujoco.__version__}; the committed files are MuJoCo 4.0.0's",
@@ -151,8 +154,12 @@ def main():
         )
     site = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MOREAU_ROBOT_FILES")
     if not site:
-        sys.exit(__doc__)
-    assets = Path(site) / "gymnasium" / "envs" / "mujoco" / "assets"
+        sys.exit(usage)
+    return Path(site) / "gymnasium" / "envs" / "mujoco" / "assets"
+
+
+def main():
+    assets = gymnasium_assets(__doc__)
     files = sorted(assets.glob("*.xml"))
     if not files:
         sys.exit(f"no MJCF files in {assets}")
