@@ -4,16 +4,14 @@
 
 mod common;
 
-use common::{Lcg, random_q};
+use common::{Lcg, random_contacts, random_q};
 use moreau::Model;
-use moreau::collision::{Contact, ContactKey};
 use moreau::contact::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
 use moreau::dynamics::{
     Data, ReferenceFrame, crba, difference, forward_kinematics, forward_velocity, frame_jacobian,
     frame_placement, integrate, ltdl_factorize,
 };
-use moreau::math::{SE3, Vec3, exp3, frame_from_normal, log6};
-use moreau::model::WORLD;
+use moreau::math::{SE3, Vec3, exp3, log6};
 use moreau::scenes::{quadruped_model, random_tree};
 use nalgebra::{DMatrix, DVector};
 
@@ -156,48 +154,6 @@ fn integrate_and_difference_are_inverse_and_match_velocity_kinematics() {
         );
         assert!(worst_fd < 1e-6);
     }
-}
-
-/// Random contacts between random bodies (some against the world), random frames.
-fn random_contacts(model: &Model, rng: &mut Lcg, n: usize) -> Vec<Contact> {
-    (0..n)
-        .map(|i| {
-            let body_a = 1 + (rng.next() * (model.nbodies - 1) as f64) as usize;
-            let body_b = if i % 3 == 0 {
-                WORLD
-            } else {
-                (rng.next() * model.nbodies as f64) as usize
-            };
-            let body_b = if body_b == body_a { WORLD } else { body_b };
-            let n = Vec3::new(
-                rng.range(-1.0, 1.0),
-                rng.range(-1.0, 1.0),
-                rng.range(-1.0, 1.0),
-            )
-            .normalize();
-            Contact {
-                geom_a: 0,
-                geom_b: 0,
-                body_a,
-                body_b,
-                point: Vec3::new(
-                    rng.range(-1.0, 1.0),
-                    rng.range(-1.0, 1.0),
-                    rng.range(-1.0, 1.0),
-                ),
-                frame: frame_from_normal(&n),
-                distance: 0.0,
-                mu: 0.5,
-                restitution: 0.0,
-                key: ContactKey {
-                    geom_a: i as u32,
-                    geom_b: 0,
-                    feature_a: 0,
-                    feature_b: 0,
-                },
-            }
-        })
-        .collect()
 }
 
 #[test]

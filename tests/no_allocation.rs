@@ -1,6 +1,7 @@
 //! Stepping does not allocate once the workspaces have grown: a counting
-//! global allocator watches 1000 steps of the standing quadruped and of the
-//! resting cube after a warm-up.
+//! global allocator watches 1000 steps of the standing quadruped (dense
+//! `G`), of the resting cube and of the pyramid (`G` as its factors, the
+//! tree path) after a warm-up.
 
 use moreau::scenes;
 use moreau::sim::{SimParams, Simulator};
@@ -30,7 +31,7 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn steady_stepping_does_not_allocate() {
-    for name in ["quadruped", "cube-resting"] {
+    for name in ["quadruped", "cube-resting", "pyramid"] {
         let scene = scenes::scene(name).unwrap();
         let mut sim = Simulator::new(scene.model.clone(), SimParams::default()).unwrap();
         let mut state = scene.state.clone();

@@ -12,6 +12,7 @@ pub mod io;
 pub mod linalg;
 pub(crate) mod problem;
 pub mod solvers;
+pub mod tree;
 
 pub use criteria::{
     ContactModel, ContactPhysics, Evaluation, PhysicsCriteria, Residuals, contact_physics,
@@ -26,3 +27,4 @@ pub use solvers::{
     Algorithm, ContactSolution, ContactSolver, Kernel, KernelModel, Law, SolverKind,
     SolverSettings, SolverSpec, SolverStats,
 };
+pub use tree::{TreeDelassus, TreeFactor, TreeWork};

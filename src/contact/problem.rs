@@ -97,9 +97,17 @@ impl ContactProblem {
     /// Resizes every field for `nc` contacts and `nl` unilateral rows,
     /// keeping allocations where possible; contents are zeroed.
     pub fn resize(&mut self, nc: usize, nl: usize) {
+        self.resize_without_delassus(nc, nl);
+        let m = 3 * nc + nl;
+        super::linalg::reshape_zeroed(&mut self.delassus, m, m);
+    }
+
+    /// [`Self::resize`] for a problem whose `G` is given as its factors
+    /// ([`super::TreeDelassus`]): `delassus` becomes empty (0 × 0).
+    pub fn resize_without_delassus(&mut self, nc: usize, nl: usize) {
         use super::linalg::{reshape_vector_zeroed, reshape_zeroed};
         let m = 3 * nc + nl;
-        reshape_zeroed(&mut self.delassus, m, m);
+        reshape_zeroed(&mut self.delassus, 0, 0);
         reshape_vector_zeroed(&mut self.g, m);
         reshape_vector_zeroed(&mut self.compliance, m);
         reshape_vector_zeroed(&mut self.warm_start, m);
@@ -112,9 +120,30 @@ impl ContactProblem {
     /// solvers report a failed factorization as `NotPsd`).
     pub fn validate(&self) -> Result<(), ProblemError> {
         let m = self.g.len();
+        self.validate_vectors(m)?;
+        let dim = |what, got: usize| {
+            if got != m {
+                Err(ProblemError::DimensionMismatch {
+                    what,
+                    got,
+                    expected: m,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        dim("delassus rows", self.delassus.nrows())?;
+        dim("delassus columns", self.delassus.ncols())?;
+        self.check_delassus()
+    }
+
+    /// The `O(m)` checks of [`Self::validate`], for a problem of `m` rows
+    /// whose `G` is given otherwise ([`super::TreeDelassus`]): sizes,
+    /// finiteness, `μ ≥ 0`, `R ≥ 0`. `delassus` is not read.
+    pub fn validate_vectors(&self, m: usize) -> Result<(), ProblemError> {
         if m < 3 * self.mu.len() {
             return Err(ProblemError::DimensionMismatch {
-                what: "g (3 rows per contact, then the unilateral rows)",
+                what: "constraint rows (3 per contact, then the unilateral rows)",
                 got: m,
                 expected: 3 * self.mu.len(),
             });
@@ -130,8 +159,7 @@ impl ContactProblem {
                 Ok(())
             }
         };
-        dim("delassus rows", self.delassus.nrows())?;
-        dim("delassus columns", self.delassus.ncols())?;
+        dim("g", self.g.len())?;
         dim("compliance", self.compliance.len())?;
         dim("warm_start", self.warm_start.len())?;
         for (i, &mu) in self.mu.iter().enumerate() {
@@ -152,10 +180,22 @@ impl ContactProblem {
                 value: self.compliance[i],
             });
         }
+        Ok(())
+    }
+
+    /// `G`'s `O(m²)` checks (skipped in release builds for the simulator's
+    /// own problems, see [`BuiltBySimulator`]).
+    fn check_delassus(&self) -> Result<(), ProblemError> {
+        let m = self.g.len();
         if !cfg!(debug_assertions) && BUILT_BY_SIMULATOR.with(|b| b.get()) {
             return Ok(());
         }
-        finite("delassus", self.delassus.as_slice())?;
+        if let Some(index) = self.delassus.iter().position(|x| !x.is_finite()) {
+            return Err(ProblemError::NonFinite {
+                what: "delassus",
+                index,
+            });
+        }
         let scale = self.delassus.amax().max(f64::MIN_POSITIVE);
         for i in 0..m {
             if self.delassus[(i, i)] < -1e-12 * scale {

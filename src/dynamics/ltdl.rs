@@ -9,7 +9,14 @@ use nalgebra::DMatrix;
 /// Factorizes `data.mass_matrix` into `data.ltdl` (L strictly below the diagonal, D on it).
 pub fn ltdl_factorize(model: &Model, data: &mut Data) {
     data.ltdl.copy_from(&data.mass_matrix);
-    let h = &mut data.ltdl;
+    ltdl_factorize_in_place(model, &mut data.ltdl);
+}
+
+/// Factorizes in place a symmetric `h` (nv × nv) whose entries vanish
+/// between dofs that are not ancestor and descendant (the mass matrix's
+/// pattern, which the factorization keeps). Reads only the entries `(k, i)`
+/// with `i` an ancestor of `k` or `k` itself.
+pub fn ltdl_factorize_in_place(model: &Model, h: &mut DMatrix<f64>) {
     for k in (0..model.nv).rev() {
         let hkk = h[(k, k)];
         let mut i = model.dof_parent[k];

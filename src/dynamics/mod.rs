@@ -26,6 +26,7 @@ pub use kinematics::{
     center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy,
 };
 pub use ltdl::{
-    ltdl_factorize, ltdl_solve_in_place, ltdl_solve_l_in_place, ltdl_solve_lt_in_place,
+    ltdl_factorize, ltdl_factorize_in_place, ltdl_solve_in_place, ltdl_solve_l_in_place,
+    ltdl_solve_lt_in_place,
 };
 pub use rnea::{nonlinear_effects, rnea, rnea_from_kinematics};

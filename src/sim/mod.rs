@@ -44,7 +44,7 @@ use crate::collision::{CollisionDetector, Contact, ContactKey};
 use crate::contact::SolverStats;
 use crate::contact::{
     ContactJacobian, ContactProblem, ContactSolution, ContactSolver, JointLimitRow, LimitSide,
-    SolverKind, SolverSettings, constraint_jacobian, delassus_ltdl,
+    SolverKind, SolverSettings, TreeDelassus, TreeWork, constraint_jacobian, delassus_ltdl,
 };
 use crate::dynamics::{
     Data, aba_from_kinematics, crba_from_kinematics, fluid_forces, forward_kinematics,
@@ -88,6 +88,60 @@ pub struct SimParams {
     /// A joint limit becomes a constraint row when the joint is closer than
     /// this to its stop (rad or m), or would cross it in the step.
     pub limit_margin: f64,
+    /// How the simulator's own solve sees `G` (see [`DelassusPath`]).
+    pub delassus: DelassusPath,
+}
+
+/// Whether a step forms the dense Delassus matrix `G = J M⁻¹ Jᵀ` or hands
+/// the solver its factors ([`crate::contact::TreeDelassus`]). Only solvers
+/// with [`ContactSolver::solves_tree`] (`ncp-admm`, `ccp-admm`) take the
+/// tree path; the others, and every problem prepared for an outside solver
+/// ([`Simulator::prepare`], the GPU), get the dense `G`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DelassusPath {
+    /// The tree path when the problem has at least
+    /// [`TREE_ROWS_PER_DOF`] rows per dof (measured, see its notes).
+    #[default]
+    Auto,
+    Dense,
+    Tree,
+}
+
+/// [`DelassusPath::Auto`] takes the tree path when `m ≥ TREE_ROWS_PER_DOF · nv`.
+///
+/// Measured with `ncp-admm` on the problems of 1000 steps of each scene
+/// (forming `G` and solving, against solving with the factors; one core,
+/// 2026-11-24, `benches/tree_delassus.rs`): the tree path costs 0.14× on
+/// the pyramid (m/nv = 3), 0.09× to 0.29× on grids of boxes (2), 0.60× on
+/// the stacked cubes (2), 0.63× on the walker (1.7), 0.69× on the ant
+/// (1.1), but 1.30× on the hopper (1.3), 1.58× on the humanoid lying down
+/// (1.0; its many iterations each cost two products with `J` and a solve
+/// with `M` where the dense path has one `m × m` product) and 1.7× on the
+/// quadruped standing (0.7).
+pub const TREE_ROWS_PER_DOF: f64 = 1.5;
+
+impl std::str::FromStr for DelassusPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(DelassusPath::Auto),
+            "dense" => Ok(DelassusPath::Dense),
+            "tree" => Ok(DelassusPath::Tree),
+            _ => Err(format!("unknown Delassus path {s:?} (auto, dense, tree)")),
+        }
+    }
+}
+
+impl DelassusPath {
+    /// Whether a problem of `m` rows over `nv` dofs takes the tree path
+    /// (with a solver that can).
+    pub fn tree(self, m: usize, nv: usize) -> bool {
+        match self {
+            DelassusPath::Auto => m as f64 >= TREE_ROWS_PER_DOF * nv as f64,
+            DelassusPath::Dense => false,
+            DelassusPath::Tree => true,
+        }
+    }
 }
 
 impl Default for SimParams {
@@ -103,6 +157,7 @@ impl Default for SimParams {
             compliance: 0.0,
             friction_scale: 1.0,
             limit_margin: 0.01,
+            delassus: DelassusPath::Auto,
         }
     }
 }
@@ -251,9 +306,14 @@ pub struct Simulator {
     v_next: DVector<f64>,
     q_next: DVector<f64>,
     scratch: DVector<f64>,
+    scratch_rows: Vec<f64>,
+    tree_work: TreeWork,
     /// Set by [`Self::prepare`], consumed by [`Self::finish`]: the stage
     /// times so far.
     prepared: Option<StageTimes>,
+    /// The prepared problem's `G` is left to the solver as its factors
+    /// (`problem.delassus` is then empty).
+    tree: bool,
     /// Cumulated stage times since creation (or `reset_timers`).
     pub times: StageTimes,
 }
@@ -299,6 +359,9 @@ impl Simulator {
             q_next: DVector::zeros(nq),
             scratch: DVector::zeros(nv),
             prepared: None,
+            tree: false,
+            scratch_rows: Vec::new(),
+            tree_work: TreeWork::default(),
             times: StageTimes::default(),
             params,
             model,
@@ -320,9 +383,32 @@ impl Simulator {
     pub fn limits(&self) -> &[JointLimitRow] {
         &self.limits
     }
-    /// Contact problem of the last step (G, g, μ, warm start).
+    /// Contact problem of the last step (G, g, μ, warm start). After a step
+    /// that took the tree path ([`Self::tree_path`]) its `delassus` is
+    /// empty: [`Self::assemble_delassus`] forms it.
     pub fn problem(&self) -> &ContactProblem {
         &self.problem
+    }
+
+    /// The constraint Jacobian of the last prepared step (contacts, then limits).
+    pub fn jacobian(&self) -> &ContactJacobian {
+        &self.jacobian
+    }
+
+    /// Whether the last step's solver got `G` as its factors
+    /// ([`DelassusPath`]) rather than dense.
+    pub fn tree_path(&self) -> bool {
+        self.tree
+    }
+
+    /// Forms the dense `G` of the last step's problem if it took the tree
+    /// path (for dumps and cross-checks); nothing otherwise.
+    pub fn assemble_delassus(&mut self) {
+        if self.tree {
+            let (model, data) = (&*self.model, &self.data);
+            delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
+            self.tree = false;
+        }
     }
     /// Solution of the last step's contact problem.
     pub fn solution(&self) -> &ContactSolution {
@@ -387,7 +473,7 @@ impl Simulator {
         state: &mut State,
         input: Actuation<'_>,
     ) -> Result<StepReport, SimError> {
-        self.prepare_with(state, input)?;
+        self.prepare_for(state, input, true)?;
         self.solve_and_finish(state)
     }
 
@@ -419,6 +505,18 @@ impl Simulator {
 
     /// [`Self::prepare`] under torques or controls.
     pub fn prepare_with(&mut self, state: &State, input: Actuation<'_>) -> Result<usize, SimError> {
+        self.prepare_for(state, input, false)
+    }
+
+    /// Prepares a step whose problem this simulator's solver solves
+    /// (`own_solver`: `G` may then stay factored, see [`DelassusPath`]) or
+    /// that an outside solver does (dense `G`).
+    fn prepare_for(
+        &mut self,
+        state: &State,
+        input: Actuation<'_>,
+        own_solver: bool,
+    ) -> Result<usize, SimError> {
         self.prepared = None;
         self.params.validate()?;
         if self.params.solver != self.solver_kind {
@@ -449,6 +547,8 @@ impl Simulator {
         })?;
         let nc = self.contacts.len();
         let m = 3 * nc + self.limits.len();
+        self.tree =
+            own_solver && self.solver.solves_tree() && self.params.delassus.tree(m, self.model.nv);
         times.time(Stage::Delassus, || {
             if m > 0 {
                 self.assemble_problem(state);
@@ -622,11 +722,30 @@ impl Simulator {
             &mut self.jacobian,
         );
         let nc = self.contacts.len();
-        self.problem.resize(nc, self.limits.len());
-        delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
-        if self.params.compliance > 0.0 {
-            // Validated in `step`; cannot fail.
-            let _ = self.problem.set_diagonal_compliance(self.params.compliance);
+        if self.tree {
+            // G stays factored: the solver gets J and M (see `solve`).
+            self.problem.resize_without_delassus(nc, self.limits.len());
+            if self.params.compliance > 0.0 {
+                let t = TreeDelassus::new(model, data, &self.jacobian, &self.tree_work);
+                t.block_diagonal(&mut self.scratch_rows);
+                let alpha = self.params.compliance;
+                for b in 0..self.jacobian.nblocks() {
+                    let rows = self.jacobian.block_rows(b);
+                    let w = rows.len();
+                    let base = if b < nc { 9 * b } else { 9 * nc + (b - nc) };
+                    for (k, r) in rows.enumerate() {
+                        self.problem.compliance[r] =
+                            alpha * self.scratch_rows[base + k * w + k].max(0.0);
+                    }
+                }
+            }
+        } else {
+            self.problem.resize(nc, self.limits.len());
+            delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
+            if self.params.compliance > 0.0 {
+                // Validated in `step`; cannot fail.
+                let _ = self.problem.set_diagonal_compliance(self.params.compliance);
+            }
         }
         let j = &self.jacobian.jacobian;
         let (dt, beta) = (self.params.dt, self.params.baumgarte);
@@ -681,10 +800,15 @@ impl Simulator {
         settings.rho = self.warm_rho();
         // Assembled here: G's O(m²) checks are left to debug builds.
         let _trusted = crate::contact::problem::BuiltBySimulator::enter();
-        if let Err(e) = self
-            .solver
-            .solve(&self.problem, &settings, &mut self.solution)
-        {
+        let solved = if self.tree {
+            let t = TreeDelassus::new(&self.model, &self.data, &self.jacobian, &self.tree_work);
+            self.solver
+                .solve_tree(&self.problem, &t, &settings, &mut self.solution)
+        } else {
+            self.solver
+                .solve(&self.problem, &settings, &mut self.solution)
+        };
+        if let Err(e) = solved {
             self.prepared = None;
             self.clear_warm_start();
             return Err(e.into());

@@ -29,6 +29,51 @@ pub fn random_q(model: &Model, rng: &mut Lcg) -> DVector<f64> {
     moreau::dynamics::random_configuration(model, || rng.next())
 }
 
+/// Random contacts between random bodies (some against the world), random frames.
+pub fn random_contacts(model: &Model, rng: &mut Lcg, n: usize) -> Vec<moreau::collision::Contact> {
+    use moreau::collision::{Contact, ContactKey};
+    use moreau::math::{Vec3, frame_from_normal};
+    use moreau::model::WORLD;
+    (0..n)
+        .map(|i| {
+            let body_a = 1 + (rng.next() * (model.nbodies - 1) as f64) as usize;
+            let body_b = if i % 3 == 0 {
+                WORLD
+            } else {
+                (rng.next() * model.nbodies as f64) as usize
+            };
+            let body_b = if body_b == body_a { WORLD } else { body_b };
+            let n = Vec3::new(
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+                rng.range(-1.0, 1.0),
+            )
+            .normalize();
+            Contact {
+                geom_a: 0,
+                geom_b: 0,
+                body_a,
+                body_b,
+                point: Vec3::new(
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                    rng.range(-1.0, 1.0),
+                ),
+                frame: frame_from_normal(&n),
+                distance: 0.0,
+                mu: 0.5,
+                restitution: 0.0,
+                key: ContactKey {
+                    geom_a: i as u32,
+                    geom_b: 0,
+                    feature_a: 0,
+                    feature_b: 0,
+                },
+            }
+        })
+        .collect()
+}
+
 /// Relative error ‖a − b‖ / max(‖b‖, 1e-300).
 pub fn rel_err(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
     (a - b).norm() / b.norm().max(1e-300)

@@ -26,7 +26,7 @@ use moreau::contact::{ContactSolution, Evaluation, SolverKind, SolverSettings, e
 use moreau::counters::{Stage, StageTimes};
 use moreau::load::{LoadOptions, ModelFormat, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
-use moreau::sim::{SimParams, Simulator, StepReport, Trajectory};
+use moreau::sim::{DelassusPath, SimParams, Simulator, StepReport, Trajectory};
 use moreau::tools::bench::batch::SceneBenchConfig;
 use moreau::tools::study::{self, report};
 use nalgebra::DVector;
@@ -145,6 +145,11 @@ enum Command {
         /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
         no_polish: bool,
+        /// How ncp-admm and ccp-admm see the Delassus matrix: dense, tree
+        /// (its factors J and M, never formed), or auto (tree when the
+        /// problem has at least as many rows as the robot has dofs).
+        #[arg(long, default_value = "auto")]
+        delassus: DelassusPath,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -331,6 +336,7 @@ fn main() -> ExitCode {
             tolerance,
             max_iterations,
             no_polish,
+            delassus,
             out,
             dump_problems,
             dump_every,
@@ -340,7 +346,7 @@ fn main() -> ExitCode {
             steps,
             dt,
             &solver,
-            (tolerance, max_iterations, !no_polish),
+            (tolerance, max_iterations, !no_polish, delassus),
             out,
             dump_problems.map(|path| (path, dump_every)),
         ),

@@ -37,11 +37,12 @@ pub(crate) fn make_sim(
     scene: &Scene,
     dt: Option<f64>,
     solver: &str,
-    (tolerance, max_iterations, polish): (f64, usize, bool),
+    (tolerance, max_iterations, polish, delassus): (f64, usize, bool, DelassusPath),
 ) -> Result<Simulator, AnyError> {
     let mut params = SimParams {
         dt: dt.unwrap_or(scene.dt),
         solver: solver.parse::<SolverKind>()?,
+        delassus,
         ..Default::default()
     };
     params.solver_settings.tolerance = tolerance;
@@ -80,7 +81,7 @@ pub(crate) fn run(
     steps: usize,
     dt: Option<f64>,
     solver: &str,
-    settings: (f64, usize, bool),
+    settings: (f64, usize, bool, DelassusPath),
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
 ) -> Result<(), AnyError> {
@@ -135,6 +136,7 @@ pub(crate) fn run(
             && r.nc + r.nl > 0
             && (step as u64).is_multiple_of(*every)
         {
+            sim.assemble_delassus();
             w.write(sim.problem())?;
         }
         if out.is_some() {

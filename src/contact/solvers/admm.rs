@@ -52,7 +52,8 @@ use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
 use crate::contact::criteria::{ContactModel, model_residuals, nan_max};
-use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place};
+use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place, lanczos_largest};
+use crate::contact::tree::{TreeDelassus, TreeFactor};
 use crate::contact::{ContactProblem, Residuals};
 use crate::error::ProblemError;
 use nalgebra::DMatrix;
@@ -69,8 +70,31 @@ pub(crate) const RHO_MAX_STEP: f64 = 10.0;
 /// ρ stays within [RHO_RANGE.0, RHO_RANGE.1] × L (L the largest eigenvalue of A).
 pub(crate) const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
 
-/// Power iterations of the estimate of the largest eigenvalue of `A`.
-pub(crate) const POWER_ITERATIONS: usize = 20;
+/// Lanczos steps of the estimate of the largest eigenvalue of `A`.
+pub(crate) const LANCZOS_STEPS: usize = 10;
+
+/// The Delassus matrix `G` of a run: dense, or as the factors `J`, `M` of
+/// [`TreeDelassus`] (never formed).
+#[derive(Clone, Copy)]
+pub(crate) enum Delassus<'a> {
+    Dense(&'a DMatrix<f64>),
+    Tree(&'a TreeDelassus<'a>),
+}
+
+impl Delassus<'_> {
+    /// `c = (G + diag(d)) z + b`.
+    pub(crate) fn affine(&self, d: &[f64], b: &[f64], z: &[f64], c: &mut [f64]) {
+        match self {
+            Delassus::Dense(a) => affine(a, d, b, z, c),
+            Delassus::Tree(t) => {
+                for i in 0..b.len() {
+                    c[i] = b[i] + d[i] * z[i];
+                }
+                t.apply_add(z, c);
+            }
+        }
+    }
+}
 
 /// What distinguishes one ADMM problem from another.
 pub(crate) trait AdmmModel {
@@ -90,7 +114,7 @@ pub(crate) trait AdmmModel {
     fn polish(
         &self,
         _work: &mut PolishWork,
-        _a: &DMatrix<f64>,
+        _a: &Delassus,
         _d: &[f64],
         _b: &[f64],
         _z: &[f64],
@@ -122,6 +146,9 @@ pub(crate) struct AdmmOptions {
 #[derive(Default)]
 pub(crate) struct AdmmCore {
     chol: Vec<f64>,
+    tree: TreeFactor,
+    /// `d + ρ` of the tree path's factorization.
+    delta: Vec<f64>,
     /// `A` as last factorized, and the `ρ` added to it (NaN: none).
     factored: Vec<f64>,
     factored_rho: f64,
@@ -157,74 +184,82 @@ pub(crate) fn affine(a: &DMatrix<f64>, d: &[f64], b: &[f64], z: &[f64], c: &mut 
 }
 
 impl AdmmCore {
-    /// Factorizes `a + diag(d) + ρI` unless that exact matrix is already factored.
+    /// Factorizes `G + diag(d) + ρI` unless that exact matrix is already
+    /// factored (for the tree path: the same `J`, `M`, `d` and `ρ`).
     /// Returns whether it factorized.
-    fn factorize(&mut self, a: &DMatrix<f64>, d: &[f64], rho: f64) -> Result<bool, ProblemError> {
+    fn factorize(&mut self, a: &Delassus, d: &[f64], rho: f64) -> Result<bool, ProblemError> {
         let n = d.len();
-        let same = self.factored.len() == n * n
-            && self.factored_rho == rho
-            && (0..n).all(|j| {
-                (0..n).all(|i| {
-                    let v = a[(i, j)] + if i == j { d[i] } else { 0.0 };
-                    v.to_bits() == self.factored[j * n + i].to_bits()
-                })
-            });
-        if same {
-            return Ok(false);
+        match a {
+            Delassus::Dense(a) => {
+                let same = self.factored.len() == n * n
+                    && self.factored_rho == rho
+                    && (0..n).all(|j| {
+                        (0..n).all(|i| {
+                            let v = a[(i, j)] + if i == j { d[i] } else { 0.0 };
+                            v.to_bits() == self.factored[j * n + i].to_bits()
+                        })
+                    });
+                if same {
+                    return Ok(false);
+                }
+                self.factored.clear();
+                self.factored.extend_from_slice(a.as_slice());
+                for i in 0..n {
+                    self.factored[i * n + i] += d[i];
+                }
+                self.chol.clear();
+                self.chol.extend_from_slice(&self.factored);
+                for i in 0..n {
+                    self.chol[i * n + i] += rho;
+                }
+                self.factored_rho = f64::NAN;
+                cholesky_in_place(&mut self.chol, n).map_err(|(j, pivot)| {
+                    ProblemError::NotPsd {
+                        index: j,
+                        value: pivot - rho,
+                    }
+                })?;
+            }
+            Delassus::Tree(t) => {
+                let (j, m) = (t.jacobian().jacobian.as_slice(), t.mass().as_slice());
+                let key = j.iter().chain(m).chain(d);
+                let same = self.factored_rho == rho
+                    && self.factored.len() == j.len() + m.len() + n
+                    && key
+                        .clone()
+                        .zip(&self.factored)
+                        .all(|(x, y)| x.to_bits() == y.to_bits());
+                if same {
+                    return Ok(false);
+                }
+                self.factored.clear();
+                self.factored.extend(key);
+                self.factored_rho = f64::NAN;
+                self.delta.clear();
+                self.delta.extend(d.iter().map(|di| di + rho));
+                // A failing pivot is M's (K = M + JᵀΔ⁻¹J with Δ > 0).
+                self.tree
+                    .factorize(t, &self.delta)
+                    .map_err(|(j, pivot)| ProblemError::NotPsd {
+                        index: j,
+                        value: pivot,
+                    })?;
+            }
         }
-        self.factored.clear();
-        self.factored.extend_from_slice(a.as_slice());
-        for i in 0..n {
-            self.factored[i * n + i] += d[i];
-        }
-        self.chol.clear();
-        self.chol.extend_from_slice(&self.factored);
-        for i in 0..n {
-            self.chol[i * n + i] += rho;
-        }
-        self.factored_rho = f64::NAN;
-        cholesky_in_place(&mut self.chol, n).map_err(|(j, pivot)| ProblemError::NotPsd {
-            index: j,
-            value: pivot - rho,
-        })?;
         self.factored_rho = rho;
         Ok(true)
     }
 
-    /// Estimate of the largest eigenvalue of `a + diag(d)` by [`POWER_ITERATIONS`] power
-    /// iterations (a lower bound; it sets ρ's scale, so a factor of a few is
-    /// harmless). The start vector is not symmetric, so that it is unlikely
-    /// to be an eigenvector of a smaller eigenvalue.
-    fn largest_eigenvalue(&mut self, a: &DMatrix<f64>, d: &[f64]) -> f64 {
+    /// Estimate of the largest eigenvalue of `G + diag(d)` by
+    /// [`LANCZOS_STEPS`] Lanczos steps (a lower bound; it sets ρ's scale).
+    fn largest_eigenvalue(&mut self, a: &Delassus, d: &[f64]) -> f64 {
         let n = d.len();
-        self.x.clear();
-        self.x
-            .extend((0..n).map(|i| 1.0 + 0.5 * ((i * 7919) % 13) as f64 / 13.0));
-        let n0 = self.x.iter().map(|v| v * v).sum::<f64>().sqrt();
-        self.x.iter_mut().for_each(|v| *v /= n0);
-        let mut l = 0.0;
-        self.tmp.clear();
-        self.tmp.resize(n, 0.0);
-        for _ in 0..POWER_ITERATIONS {
-            for i in 0..n {
-                self.tmp[i] = d[i] * self.x[i];
-            }
-            for j in 0..n {
-                let xj = self.x[j];
-                for (t, aij) in self.tmp.iter_mut().zip(a.column(j).iter()) {
-                    *t += aij * xj;
-                }
-            }
-            let nrm = self.tmp.iter().map(|v| v * v).sum::<f64>().sqrt();
-            if !(nrm > 0.0) {
-                return 0.0;
-            }
-            l = nrm;
-            for i in 0..n {
-                self.x[i] = self.tmp[i] / nrm;
-            }
-        }
-        l
+        self.z_prev.clear();
+        self.z_prev.resize(n, 0.0);
+        let zero = &self.z_prev;
+        lanczos_largest(n, LANCZOS_STEPS, &mut self.tmp, |x, out| {
+            a.affine(d, zero, x, out)
+        })
     }
 
     /// For `z`: the velocity `c = Az + b`, the correction `s(c)` and the
@@ -233,14 +268,14 @@ impl AdmmCore {
     fn evaluate(
         &mut self,
         model: &impl AdmmModel,
-        a: &DMatrix<f64>,
+        a: &Delassus,
         d: &[f64],
         b: &[f64],
         z: &[f64],
         c: &mut [f64],
         best_eps: &mut f64,
     ) -> Residuals {
-        affine(a, d, b, z, c);
+        a.affine(d, b, z, c);
         model.correction(c, &mut self.s);
         let r = model.residuals(z, c);
         if r.eps_abs < *best_eps {
@@ -257,7 +292,7 @@ impl AdmmCore {
     fn polished(
         &mut self,
         model: &impl AdmmModel,
-        a: &DMatrix<f64>,
+        a: &Delassus,
         d: &[f64],
         b: &[f64],
         z: &mut [f64],
@@ -279,7 +314,7 @@ impl AdmmCore {
             z,
             &mut self.polish_z,
             &mut |cand: &[f64]| {
-                affine(a, d, b, cand, pc);
+                a.affine(d, b, cand, pc);
                 let eps = model.residuals(cand, pc).eps_abs;
                 found = eps <= tolerance;
                 if found {
@@ -302,7 +337,7 @@ impl AdmmCore {
     pub(crate) fn run(
         &mut self,
         model: &impl AdmmModel,
-        a: &DMatrix<f64>,
+        a: &Delassus,
         d: &[f64],
         b: &[f64],
         z: &mut [f64],
@@ -389,7 +424,10 @@ impl AdmmCore {
                 for k in 0..n {
                     self.x[k] = -(b[k] + self.s[k]) + rho * (z[k] - self.u[k]);
                 }
-                cholesky_solve_in_place(&self.chol, n, &mut self.x);
+                match a {
+                    Delassus::Dense(_) => cholesky_solve_in_place(&self.chol, n, &mut self.x),
+                    Delassus::Tree(t) => self.tree.solve(t, &mut self.x),
+                }
                 self.z_prev.copy_from_slice(z);
                 for k in 0..n {
                     self.tmp[k] = alpha * self.x[k] + (1.0 - alpha) * self.z_prev[k] + self.u[k];
@@ -489,7 +527,7 @@ impl AdmmCore {
         if !stats.converged && best_eps.is_finite() && !(stats.residuals.eps_abs <= best_eps) {
             // Return the best iterate seen, with its own velocity and residuals.
             z.copy_from_slice(&self.best);
-            affine(a, d, b, z, c);
+            a.affine(d, b, z, c);
             stats.residuals = model.residuals(z, c);
         }
         stats.rho = guarded_from.unwrap_or(rho);
@@ -532,7 +570,7 @@ impl AdmmModel for Cones<'_> {
     fn polish(
         &self,
         work: &mut PolishWork,
-        a: &DMatrix<f64>,
+        a: &Delassus,
         d: &[f64],
         b: &[f64],
         z: &[f64],
@@ -545,23 +583,34 @@ impl AdmmModel for Cones<'_> {
     }
 }
 
-/// Runs the core on a whole contact problem.
+/// Runs the core on a whole contact problem, whose `G` is `tree`'s when
+/// given (then `p.delassus` is not read).
 fn solve_cones(
     core: &mut AdmmCore,
     model: ContactModel,
     p: &ContactProblem,
+    tree: Option<&TreeDelassus>,
     settings: &SolverSettings,
     options: AdmmOptions,
     out: &mut ContactSolution,
 ) -> Result<f64, ProblemError> {
-    p.validate()?;
+    let a = match tree {
+        Some(t) => {
+            p.validate_vectors(t.rows())?;
+            Delassus::Tree(t)
+        }
+        None => {
+            p.validate()?;
+            Delassus::Dense(&p.delassus)
+        }
+    };
     settings.validate()?;
     out.resize(p.g.len());
     out.lambda.copy_from(&p.warm_start);
     let cones = Cones { mu: &p.mu, model };
     out.stats = core.run(
         &cones,
-        &p.delassus,
+        &a,
         p.compliance.as_slice(),
         p.g.as_slice(),
         out.lambda.as_mut_slice(),
@@ -637,8 +686,36 @@ impl ContactSolver for AdmmSolver {
             adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
             rho: settings.rho,
         };
-        let rho = solve_cones(&mut self.core, self.model, p, settings, options, out)?;
+        let rho = solve_cones(&mut self.core, self.model, p, None, settings, options, out)?;
         // ρ = 0: a warm start solved the problem before any ρ was chosen.
+        if rho > 0.0 {
+            self.last_rho = Some(rho);
+        }
+        Ok(())
+    }
+    fn solves_tree(&self) -> bool {
+        true
+    }
+    fn solve_tree(
+        &mut self,
+        p: &ContactProblem,
+        tree: &TreeDelassus,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        let options = AdmmOptions {
+            adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
+            rho: settings.rho,
+        };
+        let rho = solve_cones(
+            &mut self.core,
+            self.model,
+            p,
+            Some(tree),
+            settings,
+            options,
+            out,
+        )?;
         if rho > 0.0 {
             self.last_rho = Some(rho);
         }

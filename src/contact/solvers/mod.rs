@@ -166,6 +166,26 @@ pub trait ContactSolver: Send {
     fn last_rho(&self) -> Option<f64> {
         None
     }
+    /// Whether [`Self::solve_tree`] is implemented (the solver never needs
+    /// the dense `G`).
+    fn solves_tree(&self) -> bool {
+        false
+    }
+    /// Solves `problem` with the Delassus operator `tree` in place of
+    /// `problem.delassus` (not read): see [`crate::contact::TreeDelassus`].
+    /// Only where [`Self::solves_tree`]; the others refuse.
+    fn solve_tree(
+        &mut self,
+        _problem: &ContactProblem,
+        _tree: &crate::contact::TreeDelassus,
+        _settings: &SolverSettings,
+        _out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        Err(ProblemError::InvalidSetting {
+            name: "delassus",
+            reason: format!("{} needs the dense Delassus matrix", self.name()),
+        })
+    }
 }
 
 /// The solvers a user can pick by name (`--solver NAME`); see the module

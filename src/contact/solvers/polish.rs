@@ -34,6 +34,8 @@
 //! `ε_abs` ≈ 1e-4 long after the modes are settled. One polish there costs
 //! one `k × k` factorization (`k ≤ m`).
 
+use super::admm::Delassus;
+use crate::contact::TreeDelassus;
 use crate::contact::cone::get3;
 use nalgebra::DMatrix;
 
@@ -59,6 +61,16 @@ pub(crate) struct PolishWork {
     reference: Vec<f64>,
     rhs: Vec<f64>,
     residual: Vec<f64>,
+    /// Tree path: each unknown's row of `E J` then of `Bᵀ J` on its
+    /// block's support, at `rows[2·offsets[j]..]`.
+    rows: Vec<f64>,
+    offsets: Vec<usize>,
+    /// Tree path: the regularized diagonal `Δ` of `H + εI`'s Woodbury form.
+    delta: Vec<f64>,
+    gdiag: Vec<f64>,
+    lambda: Vec<f64>,
+    w: Vec<f64>,
+    zero: Vec<f64>,
 }
 
 /// `ε` of the regularized factorization, relative to `H`'s largest entry
@@ -102,7 +114,7 @@ const MAX_ROUNDS: usize = 30;
 pub(crate) fn polish(
     work: &mut PolishWork,
     mu: &[f64],
-    a: &DMatrix<f64>,
+    a: &Delassus,
     d: &[f64],
     b: &[f64],
     z: &[f64],
@@ -151,7 +163,7 @@ pub(crate) fn polish(
             return;
         }
         last = eps;
-        super::admm::affine(a, d, b, candidate, &mut work.c);
+        a.affine(d, b, candidate, &mut work.c);
         if !revise_modes(work, mu, candidate) {
             return;
         }
@@ -162,7 +174,7 @@ pub(crate) fn polish(
 fn solve_modes(
     work: &mut PolishWork,
     mu: &[f64],
-    a: &DMatrix<f64>,
+    a: &Delassus,
     d: &[f64],
     b: &[f64],
     candidate: &mut [f64],
@@ -196,6 +208,50 @@ fn solve_modes(
     if n == 0 {
         return true;
     }
+    work.y0.clear();
+    for u in &work.unknowns {
+        work.y0.push(match *u {
+            Unknown::Row(r) => work.reference[r],
+            Unknown::Sliding(i) => work.reference[3 * i + 2].max(0.0),
+        });
+    }
+    let solved = match a {
+        Delassus::Dense(a) => solve_dense(work, mu, a, d, b),
+        Delassus::Tree(t) => solve_tree(work, mu, t, d, b),
+    };
+    if !solved || !work.y.iter().all(|x| x.is_finite()) {
+        return false;
+    }
+    for (j, u) in work.unknowns.iter().enumerate() {
+        match *u {
+            Unknown::Row(r) => candidate[r] = work.y[j],
+            Unknown::Sliding(i) => {
+                if let Mode::Sliding(t) = work.modes[i] {
+                    candidate[3 * i] = mu[i] * t[0] * work.y[j];
+                    candidate[3 * i + 1] = mu[i] * t[1] * work.y[j];
+                    candidate[3 * i + 2] = work.y[j];
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The unknown's column of `B`: its first row and the weights of its rows.
+fn column(work: &PolishWork, mu: &[f64], j: usize) -> (usize, [f64; 3]) {
+    match work.unknowns[j] {
+        Unknown::Row(r) => (r, [1.0, 0.0, 0.0]),
+        Unknown::Sliding(i) => match work.modes[i] {
+            Mode::Sliding(t) => (3 * i, [mu[i] * t[0], mu[i] * t[1], 1.0]),
+            _ => unreachable!("a sliding unknown belongs to a sliding contact"),
+        },
+    }
+}
+
+/// The reduced system with the dense `G`: `H` formed, factored by LU
+/// (regularized) and refined; the unknowns in `work.y`.
+fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b: &[f64]) -> bool {
+    let n = work.unknowns.len();
     work.h.resize(n * n, 0.0);
     work.y.resize(n, 0.0);
     work.pivot.resize(n, 0);
@@ -203,13 +259,7 @@ fn solve_modes(
     for j in 0..n {
         work.column.fill(0.0);
         // The unknown's column of B: (row, weight) pairs.
-        let (first, dir) = match work.unknowns[j] {
-            Unknown::Row(r) => (r, [1.0, 0.0, 0.0]),
-            Unknown::Sliding(i) => match work.modes[i] {
-                Mode::Sliding(t) => (3 * i, [mu[i] * t[0], mu[i] * t[1], 1.0]),
-                _ => unreachable!("a sliding unknown belongs to a sliding contact"),
-            },
-        };
+        let (first, dir) = column(work, mu, j);
         for (s, &w) in dir.iter().enumerate() {
             if w == 0.0 {
                 continue;
@@ -230,13 +280,6 @@ fn solve_modes(
     // reference's internal forces, which kept it in the cones.
     for (e, &row) in work.equations.iter().enumerate() {
         work.y[e] = -b[row];
-    }
-    work.y0.clear();
-    for u in &work.unknowns {
-        work.y0.push(match *u {
-            Unknown::Row(r) => work.reference[r],
-            Unknown::Sliding(i) => work.reference[3 * i + 2].max(0.0),
-        });
     }
     for j in 0..n {
         let y0 = work.y0[j];
@@ -279,22 +322,208 @@ fn solve_modes(
     for j in 0..n {
         work.y[j] += work.y0[j];
     }
-    if !work.y.iter().all(|x| x.is_finite()) {
+    true
+}
+
+/// The reduced system with `G`'s factors: `H + εI = Δ + U M⁻¹ Vᵀ`, with
+/// `U`'s rows `E J` (the equations' rows of `J`), `V`'s rows `Bᵀ J` (the
+/// unknowns' impulse directions) and `Δ` diagonal (`E R B` is: each unknown
+/// has its own equation row), solved by the Woodbury identity through the
+/// `nv × nv` matrix `M + Vᵀ Δ⁻¹ U` (LU: `V ≠ U` where contacts slide),
+/// then refined against `H` like the dense path. `ε` is relative to `H`'s
+/// largest diagonal entry (the dense path's largest entry, for sticking
+/// contacts the same).
+fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b: &[f64]) -> bool {
+    let (n, nv, m) = (work.unknowns.len(), t.nv(), b.len());
+    let jac = t.jacobian();
+    let j = &jac.jacobian;
+    let block_of = |row: usize| {
+        let nc = jac.nc();
+        if row < 3 * nc {
+            row / 3
+        } else {
+            nc + row - 3 * nc
+        }
+    };
+    t.block_diagonal(&mut work.gdiag);
+    let nc = jac.nc();
+    // G[r, c] for rows of one block (from the block diagonal).
+    let gblock = |gd: &[f64], r: usize, c: usize| {
+        if r < 3 * nc {
+            gd[9 * (r / 3) + 3 * (c % 3) + r % 3]
+        } else {
+            gd[9 * nc + r - 3 * nc]
+        }
+    };
+    work.rows.clear();
+    work.offsets.clear();
+    work.delta.clear();
+    let mut hmax = 0.0f64;
+    for e in 0..n {
+        let (first, dir) = column(work, mu, e);
+        let row = work.equations[e];
+        let support = jac.contact_support(block_of(row));
+        work.offsets.push(work.rows.len() / 2);
+        for &k in support {
+            work.rows.push(j[(row, k)]);
+        }
+        for &k in support {
+            let mut v = 0.0;
+            for (s, &w) in dir.iter().enumerate() {
+                if w != 0.0 {
+                    v += w * j[(first + s, k)];
+                }
+            }
+            work.rows.push(v);
+        }
+        let mut hjj = d[row];
+        for (s, &w) in dir.iter().enumerate() {
+            if w != 0.0 {
+                hjj += w * gblock(&work.gdiag, row, first + s);
+            }
+        }
+        hmax = hmax.max(hjj.abs());
+        work.delta.push(d[row]);
+    }
+    work.offsets.push(work.rows.len() / 2);
+    for x in work.delta.iter_mut() {
+        *x += REGULARIZATION * hmax;
+    }
+    if !work.delta.iter().all(|&x| x > 0.0) {
         return false;
     }
-    for (j, u) in work.unknowns.iter().enumerate() {
-        match *u {
-            Unknown::Row(r) => candidate[r] = work.y[j],
-            Unknown::Sliding(i) => {
-                if let Mode::Sliding(t) = work.modes[i] {
-                    candidate[3 * i] = mu[i] * t[0] * work.y[j];
-                    candidate[3 * i + 1] = mu[i] * t[1] * work.y[j];
-                    candidate[3 * i + 2] = work.y[j];
-                }
+    // K = M + Σ_j v_j u_jᵀ / Δ_j, dense nv × nv, column-major in h.
+    work.h.clear();
+    work.h.extend_from_slice(t.mass().as_slice());
+    for e in 0..n {
+        let support = jac.contact_support(block_of(work.equations[e]));
+        let s = support.len();
+        let base = 2 * work.offsets[e];
+        let (u, v) = work.rows[base..base + 2 * s].split_at(s);
+        let inv = 1.0 / work.delta[e];
+        for (c, &kc) in support.iter().enumerate() {
+            let uc = u[c] * inv;
+            if uc == 0.0 {
+                continue;
+            }
+            for (r, &kr) in support.iter().enumerate() {
+                work.h[kc * nv + kr] += v[r] * uc;
             }
         }
     }
+    work.pivot.resize(nv, 0);
+    if !lu_factor(&mut work.h, nv, &mut work.pivot) {
+        return false;
+    }
+    // rhs = −E((G + R) B y₀ + b), the change δ from y₀ solves H δ = rhs.
+    work.lambda.resize(m, 0.0);
+    work.zero.clear();
+    work.zero.resize(m, 0.0);
+    work.column.resize(m, 0.0);
+    work.w.resize(nv, 0.0);
+    apply_h(work, mu, t, d, b, Source::Y0);
+    work.rhs.clear();
+    for e in 0..n {
+        work.rhs.push(-work.column[work.equations[e]]);
+    }
+    work.y.clear();
+    work.y.extend_from_slice(&work.rhs);
+    woodbury_solve(work, t, nv);
+    for _ in 0..REFINEMENTS {
+        apply_h(work, mu, t, d, b, Source::Y);
+        work.residual.clear();
+        for e in 0..n {
+            work.residual
+                .push(work.rhs[e] - work.column[work.equations[e]]);
+        }
+        std::mem::swap(&mut work.y, &mut work.residual);
+        woodbury_solve(work, t, nv);
+        std::mem::swap(&mut work.y, &mut work.residual);
+        for e in 0..n {
+            work.y[e] += work.residual[e];
+        }
+    }
+    for e in 0..n {
+        work.y[e] += work.y0[e];
+    }
     true
+}
+
+/// Which unknowns [`apply_h`] multiplies.
+#[derive(Clone, Copy, PartialEq)]
+enum Source {
+    /// `work.y0`, with `b` added: `(G + R) B y₀ + b`.
+    Y0,
+    /// `work.y`, without `b`.
+    Y,
+}
+
+/// `work.column = (G + R) B y (+ b)` for the unknowns `y` of `source`
+/// (`H y` is its equations' rows).
+fn apply_h(
+    work: &mut PolishWork,
+    mu: &[f64],
+    t: &TreeDelassus,
+    d: &[f64],
+    b: &[f64],
+    source: Source,
+) {
+    work.lambda.fill(0.0);
+    for e in 0..work.unknowns.len() {
+        let (first, dir) = column(work, mu, e);
+        let y = if source == Source::Y0 {
+            work.y0[e]
+        } else {
+            work.y[e]
+        };
+        for (s, &w) in dir.iter().enumerate() {
+            if w != 0.0 {
+                work.lambda[first + s] += w * y;
+            }
+        }
+    }
+    let rhs = if source == Source::Y0 {
+        b
+    } else {
+        &work.zero[..]
+    };
+    Delassus::Tree(t).affine(d, rhs, &work.lambda, &mut work.column);
+}
+
+/// `work.y ← (Δ + U M⁻¹ Vᵀ)⁻¹ work.y` with the LU of `M + Vᵀ Δ⁻¹ U` in `work.h`.
+fn woodbury_solve(work: &mut PolishWork, t: &TreeDelassus, nv: usize) {
+    let jac = t.jacobian();
+    let nc = jac.nc();
+    let block_of = |row: usize| {
+        if row < 3 * nc {
+            row / 3
+        } else {
+            nc + row - 3 * nc
+        }
+    };
+    work.w.fill(0.0);
+    for e in 0..work.unknowns.len() {
+        let support = jac.contact_support(block_of(work.equations[e]));
+        let s = support.len();
+        let base = 2 * work.offsets[e];
+        let v = &work.rows[base + s..base + 2 * s];
+        let te = work.y[e] / work.delta[e];
+        for (r, &k) in support.iter().enumerate() {
+            work.w[k] += v[r] * te;
+        }
+    }
+    lu_apply(&work.h, nv, &work.pivot, &mut work.w);
+    for e in 0..work.unknowns.len() {
+        let support = jac.contact_support(block_of(work.equations[e]));
+        let s = support.len();
+        let base = 2 * work.offsets[e];
+        let u = &work.rows[base..base + s];
+        let mut dot = 0.0;
+        for (c, &k) in support.iter().enumerate() {
+            dot += u[c] * work.w[k];
+        }
+        work.y[e] = (work.y[e] - dot) / work.delta[e];
+    }
 }
 
 /// Revises the modes from a solution `lambda` with velocity `work.c`;

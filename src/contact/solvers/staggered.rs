@@ -17,7 +17,7 @@
 //! `SolverStats::iterations` counts alternations, `inner_iterations` the
 //! sub-problems' ADMM iterations.
 
-use super::admm::{AdmmCore, AdmmModel, AdmmOptions};
+use super::admm::{AdmmCore, AdmmModel, AdmmOptions, Delassus};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
 use crate::contact::criteria::{Residuals, nan_max, ncp_residuals};
@@ -226,7 +226,7 @@ impl ContactSolver for Staggered {
             }
             let s = self.normal.run(
                 &NonNegative,
-                &self.g_nn,
+                &Delassus::Dense(&self.g_nn),
                 &self.d_n,
                 &self.b_n,
                 &mut self.z_n,
@@ -272,7 +272,7 @@ impl ContactSolver for Staggered {
                 &Disks {
                     radius: &self.radius,
                 },
-                &self.g_tt,
+                &Delassus::Dense(&self.g_tt),
                 &self.d_t,
                 &self.b_t,
                 &mut self.z_t,
