@@ -21,7 +21,7 @@ fn harvested() -> Vec<moreau::contact::ContactProblem> {
             sim.step(&mut state, tau.as_slice()).unwrap();
         }
         assert!(sim.problem().nc() >= 4, "{name}: expected contacts");
-        out.push(sim.problem().clone());
+        out.push(sim.problem_with_delassus().clone());
     }
     out
 }

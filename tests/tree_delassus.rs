@@ -320,8 +320,7 @@ fn the_simulator_picks_its_path() {
                 0,
                 "{name}: G formed on the tree path"
             );
-            sims[0].assemble_delassus();
-            assert_eq!(sims[0].problem().delassus.shape(), (m, m));
+            assert_eq!(sims[0].problem_with_delassus().delassus.shape(), (m, m));
             sims[0].problem().validate().unwrap();
         }
         let dq = (&states[0].q - &states[1].q).amax();

@@ -385,7 +385,7 @@ impl Simulator {
     }
     /// Contact problem of the last step (G, g, μ, warm start). After a step
     /// that took the tree path ([`Self::tree_path`]) its `delassus` is
-    /// empty: [`Self::assemble_delassus`] forms it.
+    /// empty (0 × 0): [`Self::problem_with_delassus`] forms it.
     pub fn problem(&self) -> &ContactProblem {
         &self.problem
     }
@@ -401,14 +401,15 @@ impl Simulator {
         self.tree
     }
 
-    /// Forms the dense `G` of the last step's problem if it took the tree
-    /// path (for dumps and cross-checks); nothing otherwise.
-    pub fn assemble_delassus(&mut self) {
-        if self.tree {
+    /// The last step's problem with its dense `G`, formed now if the step
+    /// took the tree path (for dumps, solver comparisons, the criteria).
+    pub fn problem_with_delassus(&mut self) -> &ContactProblem {
+        let m = self.problem.m();
+        if self.tree && self.problem.delassus.shape() != (m, m) {
             let (model, data) = (&*self.model, &self.data);
             delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
-            self.tree = false;
         }
+        &self.problem
     }
     /// Solution of the last step's contact problem.
     pub fn solution(&self) -> &ContactSolution {

