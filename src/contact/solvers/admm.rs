@@ -387,7 +387,7 @@ impl AdmmCore {
             _ => rho_cold,
         };
         let alpha = settings.over_relaxation;
-        // The power iteration used tmp: restore the (projected) guess.
+        // The Lanczos steps used tmp: restore the (projected) guess.
         self.tmp.clear();
         self.tmp.extend_from_slice(z);
         let attempts = if model.corrected() { 2 } else { 1 };
