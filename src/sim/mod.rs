@@ -109,15 +109,14 @@ pub enum DelassusPath {
 
 /// [`DelassusPath::Auto`] takes the tree path when `m ≥ TREE_ROWS_PER_DOF · nv`.
 ///
-/// Measured with `ncp-admm` on the problems of 1000 steps of each scene
-/// (forming `G` and solving, against solving with the factors; one core,
-/// 2026-11-24, `benches/tree_delassus.rs`): the tree path costs 0.14× on
-/// the pyramid (m/nv = 3), 0.09× to 0.29× on grids of boxes (2), 0.60× on
-/// the stacked cubes (2), 0.63× on the walker (1.7), 0.69× on the ant
-/// (1.1), but 1.30× on the hopper (1.3), 1.58× on the humanoid lying down
-/// (1.0; its many iterations each cost two products with `J` and a solve
-/// with `M` where the dense path has one `m × m` product) and 1.7× on the
-/// quadruped standing (0.7).
+/// Measured on whole `ncp-admm` steps (`cargo bench --bench tree_delassus`,
+/// one core, 2026-11-24), tree against dense: the pyramid (m/nv = 3) 0.19×,
+/// a 3 × 3 grid of boxes (2) 0.21×, the stacked cubes (2 to 3) 0.90×, the
+/// resting cube (2) 0.94×, the walker (1.8) 1.01×, the standing quadruped
+/// (0.7) 1.07×, the hopper (1.3) 1.10×. On the humanoid lying down (m/nv
+/// near 1) each solve takes hundreds of iterations, and one iteration costs
+/// two products with `J` and a solve with `M` where the dense path has one
+/// `m × m` product: 1.6× per solve.
 pub const TREE_ROWS_PER_DOF: f64 = 1.5;
 
 impl std::str::FromStr for DelassusPath {
