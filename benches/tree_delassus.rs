@@ -7,6 +7,9 @@
 //!
 //! `cargo bench --bench tree_delassus`
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use moreau::scenes::{self, Scene};
 use moreau::sim::{DelassusPath, SimParams, Simulator};
@@ -19,18 +22,9 @@ fn scenes_to_bench() -> Vec<Scene> {
         .map(|n| scenes::scene(n).unwrap())
         .collect();
     out.push(scenes::box_grid(3).unwrap());
-    let site = std::env::var_os("MOREAU_ROBOT_FILES")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("target/robot-files/venv/lib");
-            std::fs::read_dir(lib).ok()?.flatten().find_map(|e| {
-                let p = e.path().join("site-packages");
-                p.is_dir().then_some(p)
-            })
-        });
-    if let Some(site) = site {
-        let assets = site.join("gymnasium/envs/mujoco/assets");
+    // The tests' lookup of the robot files (without them: the built-in scenes only).
+    if let Some(files) = common::robot_files() {
+        let assets = files.gymnasium_assets;
         for f in ["humanoid.xml", "ant.xml", "walker2d_v5.xml", "hopper.xml"] {
             let Ok(loaded) = moreau::load::load_model_file(assets.join(f), &Default::default())
             else {

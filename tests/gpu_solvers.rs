@@ -899,6 +899,9 @@ fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
                 // against WG_REL_STEP instead.
                 let rel = (&la - &lb).norm() / la.norm().max(1e-30)
                     * if d == 0 { 1.0 } else { WG_REL / WG_REL_STEP };
+                if rel > worst {
+                    (worst, worst_at) = (rel, i);
+                }
                 iterations = iterations.max(d);
                 assert!(
                     d <= 1,

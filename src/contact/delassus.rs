@@ -86,6 +86,11 @@ impl ContactJacobian {
             r..r + 1
         }
     }
+    /// The block that row `row` belongs to.
+    pub fn block_of_row(&self, row: usize) -> usize {
+        let nc = self.contacts;
+        if row < 3 * nc { row / 3 } else { row - 2 * nc }
+    }
     /// The dofs supporting block `b`, in descending order.
     pub fn contact_support(&self, b: usize) -> &[usize] {
         &self.support[self.offsets[b]..self.offsets[b + 1]]

@@ -28,6 +28,18 @@ impl Drop for BuiltBySimulator {
     }
 }
 
+/// `got == expected`, or the mismatch naming `what`.
+fn dimension(what: &'static str, got: usize, expected: usize) -> Result<(), ProblemError> {
+    if got != expected {
+        return Err(ProblemError::DimensionMismatch {
+            what,
+            got,
+            expected,
+        });
+    }
+    Ok(())
+}
+
 /// A constraint problem: `nc` frictional contacts followed by `nl` unilateral
 /// constraints (joint limits), `m = 3·nc + nl` unknowns:
 ///
@@ -121,19 +133,8 @@ impl ContactProblem {
     pub fn validate(&self) -> Result<(), ProblemError> {
         let m = self.g.len();
         self.validate_vectors(m)?;
-        let dim = |what, got: usize| {
-            if got != m {
-                Err(ProblemError::DimensionMismatch {
-                    what,
-                    got,
-                    expected: m,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        dim("delassus rows", self.delassus.nrows())?;
-        dim("delassus columns", self.delassus.ncols())?;
+        dimension("delassus rows", self.delassus.nrows(), m)?;
+        dimension("delassus columns", self.delassus.ncols(), m)?;
         self.check_delassus()
     }
 
@@ -148,20 +149,9 @@ impl ContactProblem {
                 expected: 3 * self.mu.len(),
             });
         }
-        let dim = |what, got: usize| {
-            if got != m {
-                Err(ProblemError::DimensionMismatch {
-                    what,
-                    got,
-                    expected: m,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        dim("g", self.g.len())?;
-        dim("compliance", self.compliance.len())?;
-        dim("warm_start", self.warm_start.len())?;
+        dimension("g", self.g.len(), m)?;
+        dimension("compliance", self.compliance.len(), m)?;
+        dimension("warm_start", self.warm_start.len(), m)?;
         for (i, &mu) in self.mu.iter().enumerate() {
             if !(mu.is_finite() && mu >= 0.0) {
                 return Err(ProblemError::BadFriction { contact: i, mu });

@@ -121,19 +121,20 @@ impl<'a> TreeDelassus<'a> {
         }
     }
 
-    /// `out[r] = scale · out[r] + J_r · w` for every row `r`.
-    pub fn j_mul(&self, w: &[f64], scale: f64, out: &mut [f64]) {
+    /// `f(r, J_r · w)` for every row `r`.
+    fn for_each_row_dot(&self, w: &[f64], mut f: impl FnMut(usize, f64)) {
         let j = &self.jac.jacobian;
         for b in 0..self.jac.nblocks() {
             let support = self.jac.contact_support(b);
             for r in self.jac.block_rows(b) {
-                let mut s = 0.0;
-                for &k in support {
-                    s += j[(r, k)] * w[k];
-                }
-                out[r] = scale * out[r] + s;
+                f(r, support.iter().map(|&k| j[(r, k)] * w[k]).sum());
             }
         }
+    }
+
+    /// `out[r] = scale · out[r] + J_r · w` for every row `r`.
+    pub fn j_mul(&self, w: &[f64], scale: f64, out: &mut [f64]) {
+        self.for_each_row_dot(w, |r, s| out[r] = scale * out[r] + s);
     }
 
     /// `w ← M⁻¹ w`.
@@ -187,7 +188,7 @@ impl<'a> TreeDelassus<'a> {
                     y[k] = 0.0;
                 }
             }
-            let base = if b < nc { 9 * b } else { 9 * nc + (b - nc) };
+            let base = block_offset(nc, b);
             for c1 in 0..width {
                 for c2 in 0..width {
                     let mut s = 0.0;
@@ -198,6 +199,14 @@ impl<'a> TreeDelassus<'a> {
                 }
             }
         }
+    }
+
+    /// `G[r, c]` for two rows of one block, from [`Self::block_diagonal`]'s `blocks`.
+    pub fn block_entry(&self, blocks: &[f64], r: usize, c: usize) -> f64 {
+        let b = self.jac.block_of_row(r);
+        let rows = self.jac.block_rows(b);
+        let (w, first) = (rows.len(), rows.start);
+        blocks[block_offset(self.jac.nc(), b) + (c - first) * w + (r - first)]
     }
 
     /// The dense `G` (allocates; for tests and cross-checks).
@@ -215,6 +224,11 @@ impl<'a> TreeDelassus<'a> {
         }
         g
     }
+}
+
+/// Where block `b`'s entries start in [`TreeDelassus::block_diagonal`]'s output.
+fn block_offset(nc: usize, b: usize) -> usize {
+    if b < nc { 9 * b } else { 9 * nc + (b - nc) }
 }
 
 /// The factorization of `K = M + Jᵀ Δ⁻¹ J` for one `Δ`, and the solve of
@@ -285,16 +299,7 @@ impl TreeFactor {
             cholesky_solve_in_place(self.k.as_slice(), nv, &mut self.w);
         }
         // x = Δ⁻¹ r − Δ⁻¹ J w.
-        let jm = &t.jac.jacobian;
-        for b in 0..t.jac.nblocks() {
-            let support = t.jac.contact_support(b);
-            for r in t.jac.block_rows(b) {
-                let mut s = 0.0;
-                for &k in support {
-                    s += jm[(r, k)] * self.w[k];
-                }
-                x[r] -= self.inv_delta[r] * s;
-            }
-        }
+        let inv_delta = &self.inv_delta;
+        t.for_each_row_dot(&self.w, |r, s| x[r] -= inv_delta[r] * s);
     }
 }

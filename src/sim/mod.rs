@@ -729,14 +729,9 @@ impl Simulator {
                 let t = TreeDelassus::new(model, data, &self.jacobian, &self.tree_work);
                 t.block_diagonal(&mut self.scratch_rows);
                 let alpha = self.params.compliance;
-                for b in 0..self.jacobian.nblocks() {
-                    let rows = self.jacobian.block_rows(b);
-                    let w = rows.len();
-                    let base = if b < nc { 9 * b } else { 9 * nc + (b - nc) };
-                    for (k, r) in rows.enumerate() {
-                        self.problem.compliance[r] =
-                            alpha * self.scratch_rows[base + k * w + k].max(0.0);
-                    }
+                for r in 0..self.problem.m() {
+                    self.problem.compliance[r] =
+                        alpha * t.block_entry(&self.scratch_rows, r, r).max(0.0);
                 }
             }
         } else {

@@ -674,6 +674,28 @@ impl AdmmSolver {
     }
 }
 
+impl AdmmSolver {
+    /// A solve with the dense `G` or, given, `tree`'s factors.
+    fn solve_with(
+        &mut self,
+        p: &ContactProblem,
+        tree: Option<&TreeDelassus>,
+        settings: &SolverSettings,
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
+        let options = AdmmOptions {
+            adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
+            rho: settings.rho,
+        };
+        let rho = solve_cones(&mut self.core, self.model, p, tree, settings, options, out)?;
+        // ρ = 0: a warm start solved the problem before any ρ was chosen.
+        if rho > 0.0 {
+            self.last_rho = Some(rho);
+        }
+        Ok(())
+    }
+}
+
 impl ContactSolver for AdmmSolver {
     fn kind(&self) -> SolverKind {
         if self.model == ContactModel::Ncp {
@@ -691,16 +713,7 @@ impl ContactSolver for AdmmSolver {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
-        let options = AdmmOptions {
-            adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
-            rho: settings.rho,
-        };
-        let rho = solve_cones(&mut self.core, self.model, p, None, settings, options, out)?;
-        // ρ = 0: a warm start solved the problem before any ρ was chosen.
-        if rho > 0.0 {
-            self.last_rho = Some(rho);
-        }
-        Ok(())
+        self.solve_with(p, None, settings, out)
     }
     fn solves_tree(&self) -> bool {
         true
@@ -712,22 +725,6 @@ impl ContactSolver for AdmmSolver {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
-        let options = AdmmOptions {
-            adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
-            rho: settings.rho,
-        };
-        let rho = solve_cones(
-            &mut self.core,
-            self.model,
-            p,
-            Some(tree),
-            settings,
-            options,
-            out,
-        )?;
-        if rho > 0.0 {
-            self.last_rho = Some(rho);
-        }
-        Ok(())
+        self.solve_with(p, Some(tree), settings, out)
     }
 }

@@ -337,24 +337,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     let (n, nv, m) = (work.unknowns.len(), t.nv(), b.len());
     let jac = t.jacobian();
     let j = &jac.jacobian;
-    let block_of = |row: usize| {
-        let nc = jac.nc();
-        if row < 3 * nc {
-            row / 3
-        } else {
-            nc + row - 3 * nc
-        }
-    };
     t.block_diagonal(&mut work.gdiag);
-    let nc = jac.nc();
-    // G[r, c] for rows of one block (from the block diagonal).
-    let gblock = |gd: &[f64], r: usize, c: usize| {
-        if r < 3 * nc {
-            gd[9 * (r / 3) + 3 * (c % 3) + r % 3]
-        } else {
-            gd[9 * nc + r - 3 * nc]
-        }
-    };
     work.rows.clear();
     work.offsets.clear();
     work.delta.clear();
@@ -362,7 +345,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     for e in 0..n {
         let (first, dir) = column(work, mu, e);
         let row = work.equations[e];
-        let support = jac.contact_support(block_of(row));
+        let support = jac.contact_support(jac.block_of_row(row));
         work.offsets.push(work.rows.len() / 2);
         for &k in support {
             work.rows.push(j[(row, k)]);
@@ -379,7 +362,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
         let mut hjj = d[row];
         for (s, &w) in dir.iter().enumerate() {
             if w != 0.0 {
-                hjj += w * gblock(&work.gdiag, row, first + s);
+                hjj += w * t.block_entry(&work.gdiag, row, first + s);
             }
         }
         hmax = hmax.max(hjj.abs());
@@ -396,7 +379,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     work.h.clear();
     work.h.extend_from_slice(t.mass().as_slice());
     for e in 0..n {
-        let support = jac.contact_support(block_of(work.equations[e]));
+        let support = jac.contact_support(jac.block_of_row(work.equations[e]));
         let s = support.len();
         let base = 2 * work.offsets[e];
         let (u, v) = work.rows[base..base + 2 * s].split_at(s);
@@ -493,17 +476,9 @@ fn apply_h(
 /// `work.y ← (Δ + U M⁻¹ Vᵀ)⁻¹ work.y` with the LU of `M + Vᵀ Δ⁻¹ U` in `work.h`.
 fn woodbury_solve(work: &mut PolishWork, t: &TreeDelassus, nv: usize) {
     let jac = t.jacobian();
-    let nc = jac.nc();
-    let block_of = |row: usize| {
-        if row < 3 * nc {
-            row / 3
-        } else {
-            nc + row - 3 * nc
-        }
-    };
     work.w.fill(0.0);
     for e in 0..work.unknowns.len() {
-        let support = jac.contact_support(block_of(work.equations[e]));
+        let support = jac.contact_support(jac.block_of_row(work.equations[e]));
         let s = support.len();
         let base = 2 * work.offsets[e];
         let v = &work.rows[base + s..base + 2 * s];
@@ -514,7 +489,7 @@ fn woodbury_solve(work: &mut PolishWork, t: &TreeDelassus, nv: usize) {
     }
     lu_apply(&work.h, nv, &work.pivot, &mut work.w);
     for e in 0..work.unknowns.len() {
-        let support = jac.contact_support(block_of(work.equations[e]));
+        let support = jac.contact_support(jac.block_of_row(work.equations[e]));
         let s = support.len();
         let base = 2 * work.offsets[e];
         let u = &work.rows[base..base + s];
