@@ -181,6 +181,9 @@ struct Alike {
     /// of the velocity changes `M⁻¹Jᵀλ`, and how many exceed 1e-10.
     worst: f64,
     over: usize,
+    /// The worst NCP residual of the tree path's answer on the dense
+    /// path's problem (both paths' answers solve the same problem).
+    cross: f64,
 }
 
 /// Steps a scene with the dense `G`; at every step solves its problem both
@@ -223,6 +226,8 @@ fn both_paths(scene: &moreau::scenes::Scene, steps: usize) -> Alike {
             out.iterations[k] += s.stats.iterations;
         }
         if sd.stats.converged && st.stats.converged {
+            let e = moreau::contact::evaluate(sim.problem(), None, st.lambda.as_slice());
+            out.cross = out.cross.max(e.ncp.eps_abs);
             let (vd, vt) = (dv(&sd.lambda), dv(&st.lambda));
             let d = (&vd - &vt).amax() / vd.amax().max(1e-300);
             out.worst = out.worst.max(d);
@@ -268,16 +273,18 @@ fn scenes_solve_alike_on_both_paths() {
             "{}: {r:?}",
             scene.name
         );
+        // Every answer of the tree path solves the dense path's problem.
+        assert!(r.cross <= 1.01e-8, "{}: {r:?}", scene.name);
         // The humanoid and the ant lying on the ground have Delassus
         // matrices with condition numbers near 1e6 (and rank-deficient):
         // two answers within the stopping tolerance 1e-8 may differ by
-        // that much more; elsewhere the paths agree to rounding.
+        // that much more, and the NCP may have several solutions (Coulomb
+        // friction's is not unique): measured over 1000 steps, one ant
+        // solve where the Newton finisher ends at another solution on each
+        // path (velocity changes 50 % apart, both answers solve the dense
+        // problem to 1e-8). Elsewhere the paths agree to rounding.
         if scene.name == "humanoid" || scene.name == "ant" {
-            assert!(
-                r.worst <= 1e-6 && r.over <= n / 100,
-                "{}: {r:?}",
-                scene.name
-            );
+            assert!(r.over <= n / 100, "{}: {r:?}", scene.name);
         } else {
             assert!(r.worst <= 1e-10, "{}: {r:?}", scene.name);
         }

@@ -163,6 +163,61 @@ pub fn reshape_vector_zeroed(v: &mut nalgebra::DVector<f64>, n: usize) {
     *v = nalgebra::DVector::from_vec(buf);
 }
 
+/// LU factorization with partial pivoting of `h` (column-major, `n × n`)
+/// in place; false if a pivot vanishes.
+pub fn lu_factor(h: &mut [f64], n: usize, pivot: &mut [usize]) -> bool {
+    for k in 0..n {
+        let (mut p, mut best) = (k, h[k * n + k].abs());
+        for i in k + 1..n {
+            let v = h[k * n + i].abs();
+            if v > best {
+                (p, best) = (i, v);
+            }
+        }
+        if !(best > 0.0) {
+            return false;
+        }
+        pivot[k] = p;
+        if p != k {
+            for j in 0..n {
+                h.swap(j * n + k, j * n + p);
+            }
+        }
+        let inv = 1.0 / h[k * n + k];
+        for i in k + 1..n {
+            let f = h[k * n + i] * inv;
+            h[k * n + i] = f;
+            if f != 0.0 {
+                for j in k + 1..n {
+                    h[j * n + i] -= f * h[j * n + k];
+                }
+            }
+        }
+    }
+    true
+}
+
+/// Solves `h y = r` in place with the factors of [`lu_factor`].
+pub fn lu_apply(h: &[f64], n: usize, pivot: &[usize], r: &mut [f64]) {
+    // The row swaps were applied to whole rows, L's columns included: P H
+    // = L U with every swap, so apply them all first.
+    for k in 0..n {
+        r.swap(k, pivot[k]);
+    }
+    for k in 0..n {
+        for i in k + 1..n {
+            r[i] -= h[k * n + i] * r[k];
+        }
+    }
+    for k in (0..n).rev() {
+        let mut s = r[k];
+        for j in k + 1..n {
+            s -= h[j * n + k] * r[j];
+        }
+        r[k] = s / h[k * n + k];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +262,23 @@ mod tests {
         let (a, b) = (vec![2.0; 9], vec![-1.0; 8]);
         let want = 2.0 - 2.0 * (9.0 * std::f64::consts::PI / 10.0).cos();
         assert!((tridiagonal_largest(&a, &b) - want).abs() < 1e-12);
+    }
+
+    #[test]
+    fn lu_solves_a_pivoting_system() {
+        // Column-major [[0, 2, 1], [1, 1, 0], [3, 0, 1]] (rows).
+        let mut h = vec![0.0, 1.0, 3.0, 2.0, 1.0, 0.0, 1.0, 0.0, 1.0];
+        let want = [1.0, -2.0, 0.5];
+        let mut r = vec![
+            2.0 * want[1] + want[2],
+            want[0] + want[1],
+            3.0 * want[0] + want[2],
+        ];
+        let mut piv = vec![0; 3];
+        assert!(lu_factor(&mut h, 3, &mut piv));
+        lu_apply(&h, 3, &piv, &mut r);
+        for k in 0..3 {
+            assert!((r[k] - want[k]).abs() < 1e-14, "{r:?}");
+        }
     }
 }

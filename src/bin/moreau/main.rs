@@ -145,6 +145,10 @@ enum Command {
         /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
         no_polish: bool,
+        /// ncp-admm: no semismooth Newton finisher where the polish fails
+        /// (see the solver catalog).
+        #[arg(long)]
+        no_newton: bool,
         /// How ncp-admm and ccp-admm see the Delassus matrix: dense, tree
         /// (its factors J and M, never formed), or auto (tree when the
         /// problem has at least as many rows as the robot has dofs).
@@ -187,6 +191,10 @@ enum Command {
         /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
         no_polish: bool,
+        /// ncp-admm: no semismooth Newton finisher where the polish fails
+        /// (see the solver catalog).
+        #[arg(long)]
+        no_newton: bool,
         /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
         /// problems in one batch; the adapter is picked as `moreau info`
         /// says; in f32, tolerances much below 1e-6 of the problem's scale
@@ -336,6 +344,7 @@ fn main() -> ExitCode {
             tolerance,
             max_iterations,
             no_polish,
+            no_newton,
             delassus,
             out,
             dump_problems,
@@ -346,7 +355,7 @@ fn main() -> ExitCode {
             steps,
             dt,
             &solver,
-            (tolerance, max_iterations, !no_polish, delassus),
+            (tolerance, max_iterations, (!no_polish, !no_newton), delassus),
             out,
             dump_problems.map(|path| (path, dump_every)),
         ),
@@ -356,8 +365,9 @@ fn main() -> ExitCode {
             tol,
             max_iter,
             no_polish,
+            no_newton,
             device,
-        } => solve(&file, solver, (tol, max_iter, !no_polish), device),
+        } => solve(&file, solver, (tol, max_iter, (!no_polish, !no_newton)), device),
         Command::Bench {
             what:
                 Some(BenchWhat::Solve {

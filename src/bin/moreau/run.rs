@@ -37,7 +37,7 @@ pub(crate) fn make_sim(
     scene: &Scene,
     dt: Option<f64>,
     solver: &str,
-    (tolerance, max_iterations, polish, delassus): (f64, usize, bool, DelassusPath),
+    (tolerance, max_iterations, (polish, newton), delassus): (f64, usize, (bool, bool), DelassusPath),
 ) -> Result<Simulator, AnyError> {
     let mut params = SimParams {
         dt: dt.unwrap_or(scene.dt),
@@ -48,6 +48,7 @@ pub(crate) fn make_sim(
     params.solver_settings.tolerance = tolerance;
     params.solver_settings.max_iterations = max_iterations;
     params.solver_settings.polish = polish;
+    params.solver_settings.newton = newton;
     Ok(Simulator::new(scene.model.clone(), params)?)
 }
 
@@ -81,7 +82,7 @@ pub(crate) fn run(
     steps: usize,
     dt: Option<f64>,
     solver: &str,
-    settings: (f64, usize, bool, DelassusPath),
+    settings: (f64, usize, (bool, bool), DelassusPath),
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
 ) -> Result<(), AnyError> {

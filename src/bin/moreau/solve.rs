@@ -45,13 +45,14 @@ impl Eps {
 pub(crate) fn solve(
     file: &std::path::Path,
     kind: SolverKind,
-    (tol, max_iter, polish): (f64, usize, bool),
+    (tol, max_iter, (polish, newton)): (f64, usize, (bool, bool)),
     device: Device,
 ) -> Result<(), AnyError> {
     let settings = SolverSettings {
         tolerance: tol,
         max_iterations: max_iter,
         polish,
+        newton,
         ..Default::default()
     };
     if let Err(e) = settings.validate() {

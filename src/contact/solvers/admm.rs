@@ -57,6 +57,7 @@
 //! (n = 108; 0.54 factorizations per solve, the rest reused or skipped by
 //! an exact warm start). Refactorizing is the cheaper choice at these rates.
 
+use super::newton::newton;
 use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
@@ -116,9 +117,10 @@ pub(crate) trait AdmmModel {
     /// Whether `correction` is non-zero (the fixed-point iteration may then
     /// diverge from a bad warm start, and is restarted cold).
     fn corrected(&self) -> bool;
-    /// Offers active-set polishes of the iterate `z` to `accept`, which
-    /// returns each one's `ε_abs` or `None` to stop (see [`super::polish`]);
-    /// none by default.
+    /// Offers active-set polishes of the iterate `z` and, where they fail,
+    /// Newton iterates from it (as `finisher` says) to `accept`, which
+    /// returns each one's `ε_abs` or `None` to stop (see [`super::polish`],
+    /// [`super::newton`]); none by default.
     #[allow(clippy::too_many_arguments)]
     fn polish(
         &self,
@@ -128,9 +130,21 @@ pub(crate) trait AdmmModel {
         _b: &[f64],
         _z: &[f64],
         _candidate: &mut [f64],
+        _finisher: Finisher,
         _accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
     ) {
     }
+}
+
+/// Which finishers [`AdmmModel::polish`] tries on an iterate.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Finisher {
+    /// The active-set polish only (no factorization of `G` has checked it yet).
+    Polish,
+    /// The Newton steps only.
+    Newton,
+    /// The polish, then Newton where it fails.
+    Both,
 }
 
 /// Iterations without a 1 % gain of `ε_abs` after which `ncp-admm` raises
@@ -308,6 +322,7 @@ impl AdmmCore {
         c: &mut [f64],
         tolerance: f64,
         best_eps: &mut f64,
+        finisher: Finisher,
     ) -> Option<Residuals> {
         let n = b.len();
         self.polish_z.resize(n, 0.0);
@@ -322,6 +337,7 @@ impl AdmmCore {
             b,
             z,
             &mut self.polish_z,
+            finisher,
             &mut |cand: &[f64]| {
                 a.affine(d, b, cand, pc);
                 let eps = model.residuals(cand, pc).eps_abs;
@@ -356,6 +372,7 @@ impl AdmmCore {
     ) -> Result<SolverStats, ProblemError> {
         let n = b.len();
         let mut stats = SolverStats::default();
+        let newton_steps = self.polish.newton.steps;
         if n == 0 {
             stats.converged = true;
             return Ok(stats);
@@ -412,10 +429,12 @@ impl AdmmCore {
                 break 'attempts;
             }
             // The warm start's modes are often the solution's: one polish
-            // before any factorization.
+            // before any factorization, then (G having passed the
+            // factorization's PSD check) Newton steps from the warm start.
+            let tol = settings.tolerance;
             if settings.polish
                 && let Some(r) =
-                    self.polished(model, a, d, b, z, c, settings.tolerance, &mut best_eps)
+                    self.polished(model, a, d, b, z, c, tol, &mut best_eps, Finisher::Polish)
             {
                 stats.residuals = r;
                 stats.polishes += 1;
@@ -423,6 +442,15 @@ impl AdmmCore {
                 break 'attempts;
             }
             stats.factorizations += self.factorize(a, d, rho)? as usize;
+            if settings.polish
+                && let Some(r) =
+                    self.polished(model, a, d, b, z, c, tol, &mut best_eps, Finisher::Newton)
+            {
+                stats.residuals = r;
+                stats.polishes += 1;
+                stats.converged = true;
+                break 'attempts;
+            }
             let mut last_update = stats.iterations;
             // Stall guard (corrected models): the best residual of the
             // window, and the floor the balancing may not push ρ under.
@@ -455,7 +483,7 @@ impl AdmmCore {
                     && it % POLISH_INTERVAL == 0
                     && eps.is_finite()
                     && let Some(r) =
-                        self.polished(model, a, d, b, z, c, settings.tolerance, &mut best_eps)
+                        self.polished(model, a, d, b, z, c, tol, &mut best_eps, Finisher::Both)
                 {
                     stats.residuals = r;
                     stats.polishes += 1;
@@ -540,6 +568,7 @@ impl AdmmCore {
             stats.residuals = model.residuals(z, c);
         }
         stats.rho = guarded_from.unwrap_or(rho);
+        stats.newton_steps = self.polish.newton.steps - newton_steps;
         Ok(stats)
     }
 }
@@ -549,6 +578,8 @@ impl AdmmCore {
 struct Cones<'a> {
     mu: &'a [f64],
     model: ContactModel,
+    /// Newton steps where a polish fails (`SolverSettings::newton`).
+    newton: bool,
 }
 
 impl AdmmModel for Cones<'_> {
@@ -584,10 +615,16 @@ impl AdmmModel for Cones<'_> {
         b: &[f64],
         z: &[f64],
         candidate: &mut [f64],
+        finisher: Finisher,
         accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
     ) {
-        if self.model == ContactModel::Ncp {
-            polish(work, self.mu, a, d, b, z, POLISH_ROUNDS, candidate, accept);
+        if self.model != ContactModel::Ncp {
+            return;
+        }
+        let solved = finisher != Finisher::Newton
+            && polish(work, self.mu, a, d, b, z, POLISH_ROUNDS, candidate, &mut *accept);
+        if !solved && finisher != Finisher::Polish && self.newton {
+            newton(&mut work.newton, self.mu, a, d, b, z, candidate, accept);
         }
     }
 }
@@ -616,7 +653,11 @@ fn solve_cones(
     settings.validate()?;
     out.resize(p.g.len());
     out.lambda.copy_from(&p.warm_start);
-    let cones = Cones { mu: &p.mu, model };
+    let cones = Cones {
+        mu: &p.mu,
+        model,
+        newton: settings.newton,
+    };
     out.stats = core.run(
         &cones,
         &a,

@@ -19,6 +19,7 @@
 
 pub(crate) mod admm;
 pub(crate) mod pgs;
+mod newton;
 mod polish;
 pub(crate) mod raisim;
 mod staggered;
@@ -54,6 +55,10 @@ pub struct SolverSettings {
     /// solves the problem. The GPU kernels do not polish: set it to false
     /// to compare the CPU solver with them iteration for iteration.
     pub polish: bool,
+    /// `ncp-admm`, with `polish`: where a polish fails, a few semismooth
+    /// Newton steps on the Alart–Curnier function from the same iterate
+    /// (see `solvers/newton.rs`), ending the run when they solve the problem.
+    pub newton: bool,
     /// `ncp-admm`: when `ε_abs` gains less than 1 % in 100 iterations,
     /// raise ρ tenfold and keep the residual balancing above it (the de
     /// Saxcé fixed point cycles at small ρ on ill-conditioned problems).
@@ -105,6 +110,7 @@ impl Default for SolverSettings {
             adaptive_rho: true,
             pyramid_facets: 4,
             polish: true,
+            newton: true,
             stall_guard: true,
         }
     }
@@ -127,8 +133,11 @@ pub struct SolverStats {
     /// Staggered projections: ADMM iterations spent in the sub-problems
     /// (`iterations` counts the outer alternations).
     pub inner_iterations: usize,
-    /// ADMM (NCP): active-set polishes that improved the iterate.
+    /// ADMM (NCP): active-set polishes or Newton finishes that solved the problem.
     pub polishes: usize,
+    /// ADMM (NCP): steps of the semismooth Newton finisher (each a dense
+    /// `m × m` LU), tried where the polish failed.
+    pub newton_steps: usize,
 }
 
 /// A solution: `λ` and `c = (G + R) λ + g`, both (`3·nc + nl`), with stats.

@@ -37,11 +37,14 @@
 use super::admm::Delassus;
 use crate::contact::TreeDelassus;
 use crate::contact::cone::get3;
+use crate::contact::linalg::{lu_apply, lu_factor};
 use nalgebra::DMatrix;
 
 /// Reusable buffers (no allocation once grown).
 #[derive(Default)]
 pub(crate) struct PolishWork {
+    /// The Newton finisher's buffers (tried when the polish fails).
+    pub(crate) newton: super::newton::NewtonWork,
     /// The mode of each contact.
     modes: Vec<Mode>,
     /// Whether each unilateral row is active.
@@ -107,9 +110,10 @@ const MAX_ROUNDS: usize = 30;
 /// contact pulling becomes breaking, a sticking one outside its cone
 /// sliding, a breaking one penetrating sticking, a sliding direction turned
 /// against `c_T`; the same for the rows). Each candidate `λ` is offered to
-/// `accept`, which returns its residual, or `None` to stop. `a`, `d`, `b`:
-/// the problem `c = (a + diag d) λ + b` with `nc = mu.len()` contacts and
-/// the rows after `3·nc` unilateral.
+/// `accept`, which returns its residual, or `None` to stop (the candidate
+/// solves the problem: then this returns true). `a`, `d`, `b`: the problem
+/// `c = (a + diag d) λ + b` with `nc = mu.len()` contacts and the rows
+/// after `3·nc` unilateral.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn polish(
     work: &mut PolishWork,
@@ -121,11 +125,11 @@ pub(crate) fn polish(
     rounds: usize,
     candidate: &mut [f64],
     mut accept: impl FnMut(&[f64]) -> Option<f64>,
-) {
+) -> bool {
     let (nc, m) = (mu.len(), b.len());
     let scale = z.iter().fold(0.0f64, |s, x| s.max(x.abs()));
     if !(scale > 0.0) {
-        return;
+        return false;
     }
     let zero = 1e-12 * scale;
     work.modes.clear();
@@ -151,23 +155,24 @@ pub(crate) fn polish(
     work.reference.extend_from_slice(z);
     for round in 0..MAX_ROUNDS {
         if !solve_modes(work, mu, a, d, b, candidate) {
-            return;
+            return false;
         }
         work.reference.copy_from_slice(candidate);
         let Some(eps) = accept(candidate) else {
-            return;
+            return true;
         };
         // Past `rounds`, go on only while the residual keeps halving (the
         // sliding directions' fixed point converging linearly).
         if round + 1 >= rounds && !(eps < 0.5 * last) {
-            return;
+            return false;
         }
         last = eps;
         a.affine(d, b, candidate, &mut work.c);
         if !revise_modes(work, mu, candidate) {
-            return;
+            return false;
         }
     }
+    false
 }
 
 /// Solves the linear system of the current modes into `candidate`.
@@ -545,82 +550,4 @@ fn revise_modes(work: &mut PolishWork, mu: &[f64], lambda: &[f64]) -> bool {
         *on = new;
     }
     changed
-}
-
-/// LU factorization with partial pivoting of `H` (column-major, `n × n`)
-/// in place; false if a pivot vanishes.
-fn lu_factor(h: &mut [f64], n: usize, pivot: &mut [usize]) -> bool {
-    for k in 0..n {
-        let (mut p, mut best) = (k, h[k * n + k].abs());
-        for i in k + 1..n {
-            let v = h[k * n + i].abs();
-            if v > best {
-                (p, best) = (i, v);
-            }
-        }
-        if !(best > 0.0) {
-            return false;
-        }
-        pivot[k] = p;
-        if p != k {
-            for j in 0..n {
-                h.swap(j * n + k, j * n + p);
-            }
-        }
-        let inv = 1.0 / h[k * n + k];
-        for i in k + 1..n {
-            let f = h[k * n + i] * inv;
-            h[k * n + i] = f;
-            if f != 0.0 {
-                for j in k + 1..n {
-                    h[j * n + i] -= f * h[j * n + k];
-                }
-            }
-        }
-    }
-    true
-}
-
-/// Solves `H y = r` in place with the factors of [`lu_factor`].
-fn lu_apply(h: &[f64], n: usize, pivot: &[usize], r: &mut [f64]) {
-    // The row swaps were applied to whole rows, L's columns included: P H
-    // = L U with every swap, so apply them all first.
-    for k in 0..n {
-        r.swap(k, pivot[k]);
-    }
-    for k in 0..n {
-        for i in k + 1..n {
-            r[i] -= h[k * n + i] * r[k];
-        }
-    }
-    for k in (0..n).rev() {
-        let mut s = r[k];
-        for j in k + 1..n {
-            s -= h[j * n + k] * r[j];
-        }
-        r[k] = s / h[k * n + k];
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lu_solves_a_pivoting_system() {
-        // Column-major [[0, 2, 1], [1, 1, 0], [3, 0, 1]] (rows).
-        let mut h = vec![0.0, 1.0, 3.0, 2.0, 1.0, 0.0, 1.0, 0.0, 1.0];
-        let want = [1.0, -2.0, 0.5];
-        let mut r = vec![
-            2.0 * want[1] + want[2],
-            want[0] + want[1],
-            3.0 * want[0] + want[2],
-        ];
-        let mut piv = vec![0; 3];
-        assert!(lu_factor(&mut h, 3, &mut piv));
-        lu_apply(&h, 3, &piv, &mut r);
-        for k in 0..3 {
-            assert!((r[k] - want[k]).abs() < 1e-14, "{r:?}");
-        }
-    }
 }
