@@ -104,6 +104,10 @@ pub enum ProblemError {
     )]
     NotPsd { index: usize, value: f64 },
     #[error(
+        "Delassus matrix is non-zero outside its block coupling: G[{row},{col}] = {value:e}"
+    )]
+    Uncoupled { row: usize, col: usize, value: f64 },
+    #[error(
         "the solver diverged (non-finite impulse after {iteration} iterations); is the Delassus matrix positive semi-definite?"
     )]
     Diverged { iteration: usize },

@@ -58,6 +58,7 @@ fn random_problem(rng: &mut Rng, nc: usize) -> ContactProblem {
         mu: (0..nc).map(|_| rng.uniform().abs()).collect(),
         compliance: DVector::from_fn(m, |_, _| rng.any_finite().abs()),
         warm_start: DVector::from_fn(m, |_, _| rng.uniform() * 1e-300),
+        coupling: Default::default(),
     };
     // Awkward values that must survive too.
     p.g[0] = 0.1;

@@ -190,3 +190,63 @@ fn the_newton_finisher_converges_the_lying_humanoid() {
     assert!(bad_without > 4 * bad_with.max(1), "{bad_without} vs {bad_with}");
     assert!(10 * it_with < it_without, "{it_with} vs {it_without}");
 }
+
+/// The block coupling of a pile of boxes (separate bodies): the simulator
+/// finds it, `G` vanishes outside it (the full validation checks), and the
+/// per-contact solvers, which then update velocities over the coupled
+/// blocks only, return what they return with the dense `G`, bit for bit.
+#[test]
+fn per_contact_solvers_on_the_block_coupling_equal_the_dense_ones() {
+    let mut problems = harvest("pyramid", 200, 10);
+    let grid = moreau::scenes::box_grid(3).unwrap();
+    let params = SimParams {
+        dt: grid.dt,
+        ..Default::default()
+    };
+    problems.extend(moreau::tools::study::harvest(&grid, params, 200, 10, None).unwrap());
+    let mut coupled_blocks = (0, 0);
+    for (k, p) in problems.iter().enumerate() {
+        p.validate().unwrap();
+        let nb = p.nc() + p.nl();
+        assert!(!p.coupling.is_dense(), "problem {k}: {nb} blocks, dense");
+        coupled_blocks.0 += (0..nb).map(|b| p.coupling.neighbors(b).unwrap().len()).sum::<usize>();
+        coupled_blocks.1 += nb * nb;
+        let mut dense = p.clone();
+        dense.coupling.clear();
+        for kind in [
+            SolverKind::NcpPgs,
+            SolverKind::LcpPgs,
+            SolverKind::CcpPgs,
+            SolverKind::Raisim,
+            SolverKind::RaisimDs,
+        ] {
+            let settings = SolverSettings {
+                tolerance: 1e-8,
+                ..Default::default()
+            };
+            let (mut a, mut b) = (ContactSolution::default(), ContactSolution::default());
+            kind.build().solve(p, &settings, &mut a).unwrap();
+            kind.build().solve(&dense, &settings, &mut b).unwrap();
+            assert_eq!(a.stats.iterations, b.stats.iterations, "{} on {k}", kind.name());
+            assert_eq!(a.lambda, b.lambda, "{} on {k}", kind.name());
+        }
+    }
+    println!(
+        "{} problems: {} of {} block pairs coupled",
+        problems.len(),
+        coupled_blocks.0,
+        coupled_blocks.1
+    );
+    assert!(2 * coupled_blocks.0 < coupled_blocks.1);
+    // A G that breaks its coupling's promise is refused, naming the entry.
+    let mut p = problems.last().unwrap().clone();
+    let near = p.coupling.neighbors(0).unwrap().to_vec();
+    let other = (0..p.nc()).find(|b| !near.contains(b)).unwrap();
+    p.delassus[(0, 3 * other)] = 1e-3;
+    p.delassus[(3 * other, 0)] = 1e-3;
+    let e = p.validate().unwrap_err();
+    assert!(
+        matches!(e, moreau::ProblemError::Uncoupled { row: 0, .. }),
+        "{e}"
+    );
+}

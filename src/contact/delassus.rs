@@ -8,6 +8,7 @@
 //! that support, so each column of `Y` costs O(depth²) and each block of `G`
 //! O(depth). `M⁻¹` is never formed.
 
+use super::BlockCoupling;
 use super::linalg::reshape_zeroed;
 use crate::collision::Contact;
 use crate::dynamics::{Data, point_velocity_column};
@@ -163,6 +164,18 @@ pub fn constraint_jacobian(
 /// [`crate::dynamics::ltdl_factorize`]); fills `cj.y` and `g` (m, m) with
 /// `m = 3·nc + nl` the rows of `cj`.
 pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &mut DMatrix<f64>) {
+    delassus_ltdl_coupled(model, data, cj, &BlockCoupling::default(), g);
+}
+
+/// [`delassus_ltdl`] computing only the blocks of `coupling` (the others
+/// are zero: their supports do not meet, see [`BlockCoupling`]).
+pub fn delassus_ltdl_coupled(
+    model: &Model,
+    data: &Data,
+    cj: &mut ContactJacobian,
+    coupling: &BlockCoupling,
+    g: &mut DMatrix<f64>,
+) {
     let (m, nv) = (cj.rows(), model.nv);
     let l = &data.ltdl;
     reshape_zeroed(&mut cj.y, nv, m);
@@ -186,20 +199,37 @@ pub fn delassus_ltdl(model: &Model, data: &Data, cj: &mut ContactJacobian, g: &m
             }
         }
     }
-    if g.shape() != (m, m) {
+    if g.shape() != (m, m) || !coupling.is_dense() {
+        // (Uncoupled blocks are never written: zero them.)
         reshape_zeroed(g, m, m);
     }
+    let pair = |g: &mut DMatrix<f64>, a: usize, c: usize, s0: usize, s1: usize| {
+        let mut s = 0.0;
+        // Y[:, a] vanishes outside block b's support.
+        for &k in &cj.support[s0..s1] {
+            s += cj.y[(k, a)] * cj.y[(k, c)] / l[(k, k)];
+        }
+        g[(a, c)] = s;
+        g[(c, a)] = s;
+    };
     for b in 0..cj.nblocks() {
         let (s0, s1) = (cj.offsets[b], cj.offsets[b + 1]);
-        for a in cj.block_rows(b) {
-            for c in a..m {
-                let mut s = 0.0;
-                // Y[:, a] vanishes outside block b's support.
-                for &k in &cj.support[s0..s1] {
-                    s += cj.y[(k, a)] * cj.y[(k, c)] / l[(k, k)];
+        match coupling.neighbors(b) {
+            None => {
+                for a in cj.block_rows(b) {
+                    for c in a..m {
+                        pair(g, a, c, s0, s1);
+                    }
                 }
-                g[(a, c)] = s;
-                g[(c, a)] = s;
+            }
+            Some(near) => {
+                for &other in near.iter().filter(|&&o| o >= b) {
+                    for a in cj.block_rows(b) {
+                        for c in cj.block_rows(other).filter(|&c| c >= a) {
+                            pair(g, a, c, s0, s1);
+                        }
+                    }
+                }
             }
         }
     }

@@ -344,6 +344,7 @@ fn build(raw: RawProblem) -> Result<ContactProblem, (Option<&'static str>, Probl
         warm_start: raw
             .lambda0
             .map_or_else(|| DVector::zeros(m), DVector::from_vec),
+        coupling: Default::default(),
     };
     problem
         .validate()

@@ -20,9 +20,9 @@ pub use criteria::{
 };
 pub use delassus::{
     ContactJacobian, JointLimitRow, LimitSide, constraint_jacobian, contact_jacobian,
-    delassus_dense, delassus_ltdl,
+    delassus_dense, delassus_ltdl, delassus_ltdl_coupled,
 };
-pub use problem::ContactProblem;
+pub use problem::{BlockCoupling, ContactProblem, CouplingWork, block_rows};
 pub use solvers::{
     Algorithm, ContactSolution, ContactSolver, Kernel, KernelModel, Law, SolverKind,
     SolverSettings, SolverSpec, SolverStats,

@@ -70,6 +70,163 @@ pub struct ContactProblem {
     pub compliance: DVector<f64>,
     /// (m) initial guess for `λ` (zero: cold start).
     pub warm_start: DVector<f64>,
+    /// Which blocks of `G` may be non-zero (default: all of them). The
+    /// simulator fills it for scenes of several bodies; the per-contact
+    /// solvers then update velocities with the coupled blocks only.
+    pub coupling: BlockCoupling,
+}
+
+/// The blocks of `G` that may be non-zero. A block is a contact (3 rows)
+/// or a unilateral row; blocks `a` and `b` couple when `J_a M⁻¹ J_bᵀ` can
+/// be non-zero, i.e. when the dofs supporting them (the bodies' joints and
+/// their ancestors) meet: bodies that share no contact, on separate trees,
+/// do not couple. Empty: every block with every other (dense `G`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BlockCoupling {
+    /// For block `b`, the blocks it couples with (itself included),
+    /// ascending: `blocks[offsets[b]..offsets[b + 1]]`.
+    offsets: Vec<usize>,
+    blocks: Vec<usize>,
+}
+
+/// The rows of block `b` of a problem with `nc` contacts.
+#[inline]
+pub fn block_rows(nc: usize, b: usize) -> std::ops::Range<usize> {
+    if b < nc {
+        3 * b..3 * b + 3
+    } else {
+        let r = 3 * nc + (b - nc);
+        r..r + 1
+    }
+}
+
+/// Reusable buffers of [`BlockCoupling::from_supports`].
+#[derive(Clone, Debug, Default)]
+pub struct CouplingWork {
+    start: Vec<usize>,
+    list: Vec<usize>,
+    mark: Vec<usize>,
+}
+
+/// Fewer blocks than this, or a dof shared by more than half of them
+/// (a floating base under every contact), and `G` is treated as dense.
+pub const COUPLING_MIN_BLOCKS: usize = 8;
+
+impl BlockCoupling {
+    /// Whether every block is taken to couple with every other.
+    pub fn is_dense(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The blocks coupled with block `b` (itself included), ascending;
+    /// `None` when dense.
+    #[inline]
+    pub fn neighbors(&self, b: usize) -> Option<&[usize]> {
+        (!self.is_dense()).then(|| &self.blocks[self.offsets[b]..self.offsets[b + 1]])
+    }
+
+    /// Dense again (every block with every other).
+    pub fn clear(&mut self) {
+        self.offsets.clear();
+        self.blocks.clear();
+    }
+
+    /// The coupling of `nb` blocks whose supporting dofs (among `nv`) are
+    /// `support[offsets[b]..offsets[b + 1]]` (see
+    /// [`super::ContactJacobian`]); dense when there are fewer than
+    /// [`COUPLING_MIN_BLOCKS`] blocks or a dof supports more than half of
+    /// them (then nearly every pair couples).
+    pub fn from_supports(
+        &mut self,
+        nb: usize,
+        nv: usize,
+        support: &[usize],
+        offsets: &[usize],
+        work: &mut CouplingWork,
+    ) {
+        self.clear();
+        if nb < COUPLING_MIN_BLOCKS {
+            return;
+        }
+        // The blocks each dof supports (CSR by dof).
+        work.start.clear();
+        work.start.resize(nv + 1, 0);
+        for &k in &support[..offsets[nb]] {
+            work.start[k + 1] += 1;
+        }
+        if work.start.iter().any(|&n| 2 * n > nb) {
+            return;
+        }
+        for k in 0..nv {
+            work.start[k + 1] += work.start[k];
+        }
+        work.list.clear();
+        work.list.resize(offsets[nb], 0);
+        work.mark.clear();
+        work.mark.resize(nv, 0);
+        for b in 0..nb {
+            for &k in &support[offsets[b]..offsets[b + 1]] {
+                work.list[work.start[k] + work.mark[k]] = b;
+                work.mark[k] += 1;
+            }
+        }
+        // Each block's neighbors: the union over its dofs (marked by b + 1).
+        work.mark.clear();
+        work.mark.resize(nb, 0);
+        self.offsets.push(0);
+        for b in 0..nb {
+            let first = self.blocks.len();
+            for &k in &support[offsets[b]..offsets[b + 1]] {
+                for &a in &work.list[work.start[k]..work.start[k + 1]] {
+                    if work.mark[a] != b + 1 {
+                        work.mark[a] = b + 1;
+                        self.blocks.push(a);
+                    }
+                }
+            }
+            self.blocks[first..].sort_unstable();
+            self.offsets.push(self.blocks.len());
+        }
+    }
+
+    /// Checks that `coupling` describes `nb` blocks and that `G`'s entries
+    /// outside it are zero (to `1e-12` of `G`'s largest).
+    fn check(&self, g: &DMatrix<f64>, nc: usize, nb: usize) -> Result<(), ProblemError> {
+        if self.is_dense() {
+            return Ok(());
+        }
+        dimension("coupling blocks", self.offsets.len(), nb + 1)?;
+        let scale = g.amax();
+        for b in 0..nb {
+            let near = self.neighbors(b).unwrap_or(&[]);
+            if near.iter().any(|&a| a >= nb) {
+                return Err(ProblemError::DimensionMismatch {
+                    what: "coupling: a block index",
+                    got: near.iter().copied().max().unwrap_or(0),
+                    expected: nb,
+                });
+            }
+            let mut next = near.iter().peekable();
+            for a in 0..nb {
+                if next.peek() == Some(&&a) {
+                    next.next();
+                    continue;
+                }
+                for r in block_rows(nc, b) {
+                    for c in block_rows(nc, a) {
+                        if g[(r, c)].abs() > 1e-12 * scale {
+                            return Err(ProblemError::Uncoupled {
+                                row: r,
+                                col: c,
+                                value: g[(r, c)],
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl ContactProblem {
@@ -86,6 +243,7 @@ impl ContactProblem {
             mu,
             compliance: DVector::zeros(m),
             warm_start: DVector::zeros(m),
+            coupling: BlockCoupling::default(),
         };
         p.validate()?;
         Ok(p)
@@ -125,11 +283,13 @@ impl ContactProblem {
         reshape_vector_zeroed(&mut self.warm_start, m);
         self.mu.clear();
         self.mu.resize(nc, 0.0);
+        self.coupling.clear();
     }
 
-    /// Checks sizes, finiteness, `μ ≥ 0`, `R ≥ 0`, symmetry of `G` and a
+    /// Checks sizes, finiteness, `μ ≥ 0`, `R ≥ 0`, symmetry of `G`, a
     /// non-negative diagonal (a cheap necessary condition for PSD; the
-    /// solvers report a failed factorization as `NotPsd`).
+    /// solvers report a failed factorization as `NotPsd`) and that `G`
+    /// vanishes outside the [`BlockCoupling`].
     pub fn validate(&self) -> Result<(), ProblemError> {
         let m = self.g.len();
         self.validate_vectors(m)?;
@@ -205,7 +365,8 @@ impl ContactProblem {
                 }
             }
         }
-        Ok(())
+        let nc = self.mu.len();
+        self.coupling.check(&self.delassus, nc, nc + (m - 3 * nc))
     }
 
     /// MuJoCo-like compliance `R = α·diag(G)` (replacing the current `R`), a
@@ -233,6 +394,12 @@ impl ContactProblem {
         for i in 0..m {
             c[i] = self.g[i] + self.compliance[i] * lambda[i];
         }
+        if !self.coupling.is_dense() {
+            for j in 0..m {
+                self.add_column(j, lambda[j], c);
+            }
+            return;
+        }
         for j in 0..m {
             let lj = lambda[j];
             if lj == 0.0 {
@@ -241,6 +408,32 @@ impl ContactProblem {
             let col = self.delassus.column(j);
             for i in 0..m {
                 c[i] += col[i] * lj;
+            }
+        }
+    }
+
+    /// `c += G[:, k] d` (without `R`), over the rows of the blocks coupled
+    /// with `k`'s ([`BlockCoupling`]).
+    #[inline]
+    pub fn add_column(&self, k: usize, d: f64, c: &mut [f64]) {
+        if d == 0.0 {
+            return;
+        }
+        let col = self.delassus.column(k);
+        let nc = self.mu.len();
+        let b = if k < 3 * nc { k / 3 } else { nc + k - 3 * nc };
+        match self.coupling.neighbors(b) {
+            None => {
+                for (ci, gi) in c.iter_mut().zip(col.iter()) {
+                    *ci += gi * d;
+                }
+            }
+            Some(near) => {
+                for &a in near {
+                    for r in block_rows(nc, a) {
+                        c[r] += col[r] * d;
+                    }
+                }
             }
         }
     }

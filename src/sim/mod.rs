@@ -41,10 +41,10 @@
 //!   (Newton's impact law; the remaining gap is ignored).
 
 use crate::collision::{CollisionDetector, Contact, ContactKey};
-use crate::contact::SolverStats;
+use crate::contact::{CouplingWork, SolverStats};
 use crate::contact::{
     ContactJacobian, ContactProblem, ContactSolution, ContactSolver, JointLimitRow, LimitSide,
-    SolverKind, SolverSettings, TreeDelassus, TreeWork, constraint_jacobian, delassus_ltdl,
+    SolverKind, SolverSettings, TreeDelassus, TreeWork, constraint_jacobian, delassus_ltdl_coupled,
 };
 use crate::dynamics::{
     Data, aba_from_kinematics, crba_from_kinematics, fluid_forces, forward_kinematics,
@@ -307,6 +307,7 @@ pub struct Simulator {
     scratch: DVector<f64>,
     scratch_rows: Vec<f64>,
     tree_work: TreeWork,
+    coupling_work: CouplingWork,
     /// Set by [`Self::prepare`], consumed by [`Self::finish`]: the stage
     /// times so far.
     prepared: Option<StageTimes>,
@@ -361,6 +362,7 @@ impl Simulator {
             tree: false,
             scratch_rows: Vec::new(),
             tree_work: TreeWork::default(),
+            coupling_work: CouplingWork::default(),
             times: StageTimes::default(),
             params,
             model,
@@ -405,8 +407,8 @@ impl Simulator {
     pub fn problem_with_delassus(&mut self) -> &ContactProblem {
         let m = self.problem.m();
         if self.tree && self.problem.delassus.shape() != (m, m) {
-            let (model, data) = (&*self.model, &self.data);
-            delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
+            let (model, data, p) = (&*self.model, &self.data, &mut self.problem);
+            delassus_ltdl_coupled(model, data, &mut self.jacobian, &p.coupling, &mut p.delassus);
         }
         &self.problem
     }
@@ -722,9 +724,17 @@ impl Simulator {
             &mut self.jacobian,
         );
         let nc = self.contacts.len();
+        let (nb, nl) = (self.jacobian.nblocks(), self.limits.len());
         if self.tree {
             // G stays factored: the solver gets J and M (see `solve`).
-            self.problem.resize_without_delassus(nc, self.limits.len());
+            self.problem.resize_without_delassus(nc, nl);
+            self.problem.coupling.from_supports(
+                nb,
+                model.nv,
+                &self.jacobian.support,
+                &self.jacobian.offsets,
+                &mut self.coupling_work,
+            );
             if self.params.compliance > 0.0 {
                 let t = TreeDelassus::new(model, data, &self.jacobian, &self.tree_work);
                 t.block_diagonal(&mut self.scratch_rows);
@@ -735,8 +745,17 @@ impl Simulator {
                 }
             }
         } else {
-            self.problem.resize(nc, self.limits.len());
-            delassus_ltdl(model, data, &mut self.jacobian, &mut self.problem.delassus);
+            self.problem.resize(nc, nl);
+            // Blocks whose supports do not meet (separate bodies) stay zero.
+            let p = &mut self.problem;
+            p.coupling.from_supports(
+                nb,
+                model.nv,
+                &self.jacobian.support,
+                &self.jacobian.offsets,
+                &mut self.coupling_work,
+            );
+            delassus_ltdl_coupled(model, data, &mut self.jacobian, &p.coupling, &mut p.delassus);
             if self.params.compliance > 0.0 {
                 // Validated in `step`; cannot fail.
                 let _ = self.problem.set_diagonal_compliance(self.params.compliance);

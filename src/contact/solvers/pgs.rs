@@ -1,6 +1,9 @@
 //! Projected Gauss-Seidel: one contact at a time, each contact's impulse is
 //! updated with the others frozen, and the contact velocities `c` are kept
-//! current by a column update (`c += (G + R)[:, i] δλ_i`, `O(3·m)` per contact).
+//! current by a column update (`c += (G + R)[:, i] δλ_i`, `O(3·m)` per
+//! contact with a dense `G`; over the coupled blocks' rows only when the
+//! problem carries its [`crate::contact::BlockCoupling`]: on a pile of
+//! separate boxes, the contacts of the boxes a contact touches).
 //! The three PGS solvers differ only in their local update; they share
 //! [`gauss_seidel`], which [`super::Raisim`] also uses.
 
@@ -73,12 +76,12 @@ pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
     Ok(())
 }
 
-/// `c += ((G + R) e_k) d`: the velocity change of a change `d` of `λ_k`.
+/// `c += ((G + R) e_k) d`: the velocity change of a change `d` of `λ_k`,
+/// over the rows of the blocks coupled with `k`'s (all rows when `G` is
+/// dense; see [`crate::contact::BlockCoupling`]).
 fn add_column(p: &ContactProblem, k: usize, d: f64, c: &mut [f64]) {
     c[k] += p.compliance[k] * d;
-    for (cj, gj) in c.iter_mut().zip(p.delassus.column(k).iter()) {
-        *cj += gj * d;
-    }
+    p.add_column(k, d, c);
 }
 
 /// How the sweeps judge convergence.
