@@ -68,5 +68,36 @@ fn solvers(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, solvers);
+/// The per-contact solvers on the many-body problems, with the block
+/// coupling the simulator found and with a dense `G` (the same impulses,
+/// bit for bit): `cargo bench --bench solvers -- coupling`.
+fn coupling(c: &mut Criterion) {
+    let settings = SolverSettings {
+        tolerance: 1e-8,
+        max_iterations: 1000,
+        ..Default::default()
+    };
+    for (name, warm) in problems().into_iter().filter(|(_, p)| !p.coupling.is_dense()) {
+        let mut cold = warm.clone();
+        cold.warm_start.fill(0.0);
+        let mut dense = cold.clone();
+        dense.coupling.clear();
+        let mut g = c.benchmark_group(format!("coupling/{name}"));
+        g.sample_size(10)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1));
+        for kind in [SolverKind::NcpPgs, SolverKind::RaisimDs] {
+            let mut solver = kind.build();
+            let mut out = ContactSolution::default();
+            for (g_kind, p) in [("coupled", &cold), ("dense", &dense)] {
+                g.bench_function(format!("{}/cold/{g_kind}", kind.name()), |b| {
+                    b.iter(|| solver.solve(black_box(p), &settings, &mut out).unwrap())
+                });
+            }
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, solvers, coupling);
 criterion_main!(benches);
