@@ -209,7 +209,11 @@ fn per_contact_solvers_on_the_block_coupling_equal_the_dense_ones() {
         p.validate().unwrap();
         let nb = p.nc() + p.nl();
         assert!(!p.coupling.is_dense(), "problem {k}: {nb} blocks, dense");
-        coupled_blocks.0 += (0..nb).map(|b| p.coupling.neighbors(b).unwrap().len()).sum::<usize>();
+        let pairs = (0..nb).map(|b| p.coupling.neighbors(b).unwrap().len()).sum::<usize>();
+        if k == 0 || k + 1 == problems.len() {
+            println!("problem {k}: {nb} blocks, {pairs} of {} pairs coupled", nb * nb);
+        }
+        coupled_blocks.0 += pairs;
         coupled_blocks.1 += nb * nb;
         let mut dense = p.clone();
         dense.coupling.clear();
