@@ -1,12 +1,14 @@
 //! Rigid-body dynamics over `(&Model, &mut Data)`, in the world frame
 //! (spatial vectors expressed at the world origin, as Pinocchio's world-frame
 //! algorithms): forward kinematics, Jacobians, RNEA, CRBA, ABA, the tree-sparse
-//! `LᵀDL` factorization of the mass matrix, and integration on the
-//! configuration manifold. None of these allocates once `Data` exists.
+//! `LᵀDL` factorization of the mass matrix, integration on the
+//! configuration manifold, and the analytical derivatives of RNEA, ABA and
+//! `q ⊕ v`. None of these allocates once `Data` (and `Derivatives`) exists.
 
 mod aba;
 mod crba;
 mod data;
+mod derivatives;
 mod fluid;
 mod integrate;
 mod jacobian;
@@ -17,6 +19,10 @@ mod rnea;
 pub use aba::{aba, aba_from_kinematics};
 pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
+pub use derivatives::{
+    Derivatives, aba_derivatives, integrate_jacobians, rnea_derivatives, se3_right_jacobian,
+    so3_right_jacobian,
+};
 pub use fluid::fluid_forces;
 pub use integrate::{
     difference, integrate, normalize_configuration, quaternion_offsets, random_configuration,

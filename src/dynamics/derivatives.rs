@@ -1,0 +1,324 @@
+//! Analytical derivatives of the rigid-body dynamics (after Carpentier and
+//! Mansard, "Analytical Derivatives of Rigid Body Dynamics Algorithms",
+//! RSS 2018, whose world-frame algorithm Pinocchio's
+//! `computeRNEADerivatives` / `computeABADerivatives` implement), and the
+//! Jacobians of `q ⊕ v`.
+//!
+//! Derivatives with respect to `q` are taken in the tangent space: the
+//! column `k` is `d/dε f(q ⊕ ε e_k)` at `ε = 0` (for a free or spherical
+//! joint, a body-frame twist of the joint's body), as Pinocchio does.
+//!
+//! **RNEA.** In the world frame, moving dof `c` of the joint of body `k` (axis
+//! `S_c`) moves every body of `k`'s subtree `D(k)` rigidly by the twist `S_c`:
+//! their axes and inertias turn (`dS_j = S_c × S_j`,
+//! `dI_j = S_c ×* I_j − I_j S_c ×`), and their velocities and accelerations
+//! change by
+//!
+//! ```text
+//! dv_j = S_c × (v_j − v_λ)
+//! da_j = S_c × (a_j − a_λ) − (S_c × v_λ) × (v_j − v_λ)        (j ∈ D(k), λ = k's parent)
+//! ```
+//!
+//! Writing each body force's change as its rigid transport `S_c ×* f_j`
+//! (which no `τ_i = S_iᵀ F_i` of the subtree sees: `S_i` turns with it) plus
+//! `I_j u + B_j w` with `w = v_λ × S_c`, `u = a_λ × S_c − w × v_λ` and
+//! `B(v, I) w = I (w × v) + w ×* (I v) + v ×* (I w)`, the columns are, with
+//! the composite inertias `Yᶜ_i = Σ_{D(i)} I_j` and `Bᶜ_i = Σ_{D(i)} B_j`:
+//!
+//! ```text
+//! ∂τ_i/∂q_c = S_iᵀ (Yᶜ_i u + Bᶜ_i w)                      (i ∈ D(k))
+//! ∂τ_i/∂q_c = S_iᵀ (S_c ×* F_k + Yᶜ_k u + Bᶜ_k w)          (i a strict ancestor of k)
+//! ```
+//!
+//! and for the velocities, with `z = (v_λ + v_k) × S_c`,
+//!
+//! ```text
+//! ∂τ_i/∂q̇_c = S_iᵀ (Yᶜ_i z + Bᶜ_i S_c)                     (i ∈ D(k))
+//! ∂τ_i/∂q̇_c = S_iᵀ (Yᶜ_k z + Bᶜ_k S_c)                     (i a strict ancestor of k)
+//! ```
+//!
+//! (`F_k` the force transmitted by `k`'s joint, gravity included as a base
+//! acceleration); `∂τ/∂q̈ = M`. **ABA**: `q̈ = M⁻¹(τ − b)`, so
+//! `∂q̈/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)` at `a = q̈` and `∂q̈/∂τ = M⁻¹`, the solves
+//! by the tree-sparse `LᵀDL` of `M`.
+
+use super::{Data, aba, crba_from_kinematics, ltdl_factorize, ltdl_solve_in_place};
+use super::{forward_kinematics, forward_velocity, rnea_from_kinematics};
+use crate::math::{Mat3, Mat6, Vec3, Vec6, ang, exp3, exp6, force_cross, lin, motion_cross, skew};
+use crate::model::{JointType, Model};
+use nalgebra::DMatrix;
+
+/// Workspace and results of [`rnea_derivatives`] and [`aba_derivatives`]
+/// (built once per model; no allocation afterwards).
+#[derive(Clone, Debug)]
+pub struct Derivatives {
+    /// (nv, nv) `∂τ/∂q` (tangent columns).
+    pub dtau_dq: DMatrix<f64>,
+    /// (nv, nv) `∂τ/∂q̇`.
+    pub dtau_dv: DMatrix<f64>,
+    /// (nv, nv) `∂q̈/∂q` (tangent columns).
+    pub ddq_dq: DMatrix<f64>,
+    /// (nv, nv) `∂q̈/∂q̇`.
+    pub ddq_dv: DMatrix<f64>,
+    /// (nv, nv) `∂q̈/∂τ = M⁻¹`.
+    pub ddq_dtau: DMatrix<f64>,
+    /// (nbodies) composite inertia `Yᶜ_i` of each body's subtree (world frame).
+    composite_inertia: Vec<Mat6>,
+    /// (nbodies) composite `Bᶜ_i` of each body's subtree.
+    composite_b: Vec<Mat6>,
+    column: Vec<f64>,
+}
+
+impl Derivatives {
+    pub fn new(model: &Model) -> Self {
+        let (nb, nv) = (model.nbodies, model.nv);
+        Derivatives {
+            dtau_dq: DMatrix::zeros(nv, nv),
+            dtau_dv: DMatrix::zeros(nv, nv),
+            ddq_dq: DMatrix::zeros(nv, nv),
+            ddq_dv: DMatrix::zeros(nv, nv),
+            ddq_dtau: DMatrix::zeros(nv, nv),
+            composite_inertia: vec![Mat6::zeros(); nb],
+            composite_b: vec![Mat6::zeros(); nb],
+            column: vec![0.0; nv],
+        }
+    }
+}
+
+/// The matrix of `m ↦ v × m` (motion cross product, linear-first).
+fn motion_cross_matrix(v: &Vec6) -> Mat6 {
+    let (l, a) = (skew(&lin(v)), skew(&ang(v)));
+    let mut x = Mat6::zeros();
+    x.fixed_view_mut::<3, 3>(0, 0).copy_from(&a);
+    x.fixed_view_mut::<3, 3>(0, 3).copy_from(&l);
+    x.fixed_view_mut::<3, 3>(3, 3).copy_from(&a);
+    x
+}
+
+/// `B(v, I) = v ×* I − I (v ×) + H(I v)`, with `H(h) w = w ×* h`: the
+/// matrix of `w ↦ I (w × v) + w ×* (I v) + v ×* (I w)`.
+fn variation(v: &Vec6, inertia: &Mat6) -> Mat6 {
+    let x = motion_cross_matrix(v);
+    // v ×* = −(v ×)ᵀ.
+    let mut b = -x.transpose() * inertia - inertia * x;
+    let h = inertia * v;
+    let (f, n) = (skew(&lin(&h)), skew(&ang(&h)));
+    // H(h) = [[0, −[f]×], [−[f]×, −[n]×]] (w = [w_lin; w_ang]).
+    let mut hm = Mat6::zeros();
+    hm.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-f));
+    hm.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-f));
+    hm.fixed_view_mut::<3, 3>(3, 3).copy_from(&(-n));
+    b += hm;
+    b
+}
+
+/// Whether body `a` is `b` or one of its ancestors.
+fn supports(model: &Model, a: usize, mut b: usize) -> bool {
+    while b > a {
+        b = model.body_parent[b];
+    }
+    a == b
+}
+
+/// `∂τ/∂q` and `∂τ/∂q̇` of `τ = RNEA(q, v, a)` into `out.dtau_dq`,
+/// `out.dtau_dv` (`∂τ/∂a` is the mass matrix, [`super::crba`]). Leaves
+/// RNEA's results in `data` (`data.tau`). `q`: (nq); `v`, `a`: (nv).
+pub fn rnea_derivatives(
+    model: &Model,
+    data: &mut Data,
+    out: &mut Derivatives,
+    q: &[f64],
+    v: &[f64],
+    a: &[f64],
+) {
+    forward_kinematics(model, data, q);
+    forward_velocity(model, data, v);
+    rnea_from_kinematics(model, data, a);
+    // Composite inertias and variations, leaves to root. (After RNEA,
+    // data.body_force[i] is the force F_i transmitted by i's joint.)
+    for i in (1..model.nbodies).rev() {
+        let inertia = data.body_inertia_world[i].matrix();
+        out.composite_b[i] = variation(&data.body_velocity[i], &inertia);
+        out.composite_inertia[i] = inertia;
+    }
+    for i in (1..model.nbodies).rev() {
+        let p = model.body_parent[i];
+        if p != 0 {
+            let (yi, bi) = (out.composite_inertia[i], out.composite_b[i]);
+            out.composite_inertia[p] += yi;
+            out.composite_b[p] += bi;
+        }
+    }
+    out.dtau_dq.fill(0.0);
+    out.dtau_dv.fill(0.0);
+    for k in 1..model.nbodies {
+        let parent = model.body_parent[k];
+        let (vp, ap) = (data.body_velocity[parent], data.body_acceleration[parent]);
+        let vk = data.body_velocity[k];
+        let iv = model.joint_idx_v[k];
+        for c in iv..iv + model.joint_type[k].nv() {
+            let s = data.dof_jacobian[c];
+            let w = motion_cross(&vp, &s);
+            let u = motion_cross(&ap, &s) - motion_cross(&w, &vp);
+            let z = motion_cross(&(vp + vk), &s);
+            // The subtree of k: its own dofs and its descendants'.
+            for i in k..model.nbodies {
+                if !supports(model, k, i) {
+                    continue;
+                }
+                let (y, b) = (&out.composite_inertia[i], &out.composite_b[i]);
+                let fq = y * u + b * w;
+                let fv = y * z + b * s;
+                let ivi = model.joint_idx_v[i];
+                for r in ivi..ivi + model.joint_type[i].nv() {
+                    let sr = &data.dof_jacobian[r];
+                    out.dtau_dq[(r, c)] = sr.dot(&fq);
+                    out.dtau_dv[(r, c)] = sr.dot(&fv);
+                }
+            }
+            // The strict ancestors of k.
+            let (y, b) = (&out.composite_inertia[k], &out.composite_b[k]);
+            let fq = force_cross(&s, &data.body_force[k]) + y * u + b * w;
+            let fv = y * z + b * s;
+            let mut i = parent;
+            while i != 0 {
+                let ivi = model.joint_idx_v[i];
+                for r in ivi..ivi + model.joint_type[i].nv() {
+                    let sr = &data.dof_jacobian[r];
+                    out.dtau_dq[(r, c)] = sr.dot(&fq);
+                    out.dtau_dv[(r, c)] = sr.dot(&fv);
+                }
+                i = model.body_parent[i];
+            }
+        }
+    }
+}
+
+/// `∂q̈/∂q`, `∂q̈/∂q̇` and `∂q̈/∂τ = M⁻¹` of `q̈ = ABA(q, v, τ)` into
+/// `out`; `data.ddq` holds `q̈`, `data.mass_matrix` and `data.ltdl` the mass
+/// matrix and its factorization. `q`: (nq); `v`, `tau`: (nv).
+pub fn aba_derivatives(
+    model: &Model,
+    data: &mut Data,
+    out: &mut Derivatives,
+    q: &[f64],
+    v: &[f64],
+    tau: &[f64],
+) {
+    aba(model, data, q, v, tau);
+    let ddq = std::mem::replace(&mut data.ddq, nalgebra::DVector::zeros(0));
+    rnea_derivatives(model, data, out, q, v, ddq.as_slice());
+    data.ddq = ddq;
+    crba_from_kinematics(model, data);
+    ltdl_factorize(model, data);
+    let nv = model.nv;
+    for j in 0..nv {
+        for (dst, src) in [
+            (&mut out.ddq_dq, &out.dtau_dq),
+            (&mut out.ddq_dv, &out.dtau_dv),
+        ] {
+            for r in 0..nv {
+                out.column[r] = -src[(r, j)];
+            }
+            ltdl_solve_in_place(model, &data.ltdl, &mut out.column);
+            dst.column_mut(j).copy_from_slice(&out.column);
+        }
+        out.column.fill(0.0);
+        out.column[j] = 1.0;
+        ltdl_solve_in_place(model, &data.ltdl, &mut out.column);
+        out.ddq_dtau.column_mut(j).copy_from_slice(&out.column);
+    }
+}
+
+/// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`.
+pub fn so3_right_jacobian(w: &Vec3) -> Mat3 {
+    let t2 = w.norm_squared();
+    let t = t2.sqrt();
+    let (a, b) = if t < 1e-3 {
+        (
+            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
+        )
+    } else {
+        ((1.0 - t.cos()) / t2, (t - t.sin()) / (t2 * t))
+    };
+    let k = skew(w);
+    Mat3::identity() - k * a + k * k * b
+}
+
+/// Right Jacobian of SE(3) for a twist `[v; w]` (linear first):
+/// `exp(ξ + δ) ≈ exp(ξ) exp(J_r(ξ) δ)`. `J_r(ξ) = J_l(−ξ)`, with the left
+/// Jacobian `[[J_l(w), Q(v, w)], [0, J_l(w)]]` of Barfoot's "State
+/// Estimation for Robotics" (eq. 7.86, its `Q` with `ρ = v`, `φ = w`).
+pub fn se3_right_jacobian(xi: &Vec6) -> Mat6 {
+    let (v, w) = (-lin(xi), -ang(xi));
+    let t2 = w.norm_squared();
+    let t = t2.sqrt();
+    let (c1, c2, c3) = if t < 0.05 {
+        (
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
+            1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0,
+            1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0,
+        )
+    } else {
+        let (s, c) = (t.sin(), t.cos());
+        (
+            (t - s) / (t2 * t),
+            (t2 + 2.0 * c - 2.0) / (2.0 * t2 * t2),
+            (2.0 * t - 3.0 * s + t * c) / (2.0 * t2 * t2 * t),
+        )
+    };
+    let (p, f) = (skew(&v), skew(&w));
+    let q = 0.5 * p
+        + c1 * (f * p + p * f + f * p * f)
+        + c2 * (f * f * p + p * f * f - 3.0 * f * p * f)
+        + c3 * (f * p * f * f + f * f * p * f);
+    // J_l(w) of SO(3) = J_r(−w).
+    let jl = so3_right_jacobian(&(-w));
+    let mut j = Mat6::zeros();
+    j.fixed_view_mut::<3, 3>(0, 0).copy_from(&jl);
+    j.fixed_view_mut::<3, 3>(0, 3).copy_from(&q);
+    j.fixed_view_mut::<3, 3>(3, 3).copy_from(&jl);
+    j
+}
+
+/// Jacobians of `q⁺ = q ⊕ v·dt` in the tangent spaces: `dq_out = ∂q⁺/∂q`,
+/// `dv_out = ∂q⁺/∂v` (both `nv × nv`, block diagonal by joint). For a free
+/// joint `q⁺ = q·exp(ξ)`, `ξ = v·dt`: `Ad(exp(ξ))⁻¹` and `J_r(ξ)·dt`; for a
+/// spherical joint the same on SO(3); otherwise `1` and `dt`.
+pub fn integrate_jacobians(
+    model: &Model,
+    v: &[f64],
+    dt: f64,
+    dq_out: &mut DMatrix<f64>,
+    dv_out: &mut DMatrix<f64>,
+) {
+    dq_out.fill(0.0);
+    dv_out.fill(0.0);
+    for i in 1..model.nbodies {
+        let iv = model.joint_idx_v[i];
+        match model.joint_type[i] {
+            JointType::Free => {
+                let xi = Vec6::from_column_slice(&v[iv..iv + 6]) * dt;
+                let ad_inv = exp6(&(-xi)).action_matrix();
+                let jr = se3_right_jacobian(&xi) * dt;
+                dq_out.view_mut((iv, iv), (6, 6)).copy_from(&ad_inv);
+                dv_out.view_mut((iv, iv), (6, 6)).copy_from(&jr);
+            }
+            JointType::Spherical => {
+                let w = Vec3::new(v[iv], v[iv + 1], v[iv + 2]) * dt;
+                dq_out
+                    .view_mut((iv, iv), (3, 3))
+                    .copy_from(&exp3(&w).transpose());
+                dv_out
+                    .view_mut((iv, iv), (3, 3))
+                    .copy_from(&(so3_right_jacobian(&w) * dt));
+            }
+            JointType::Revolute(_) | JointType::Prismatic(_) => {
+                dq_out[(iv, iv)] = 1.0;
+                dv_out[(iv, iv)] = dt;
+            }
+            JointType::Fixed => {}
+        }
+    }
+}
