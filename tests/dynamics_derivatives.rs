@@ -183,3 +183,97 @@ fn integrate_jacobians_match_finite_differences() {
         assert!(worst[0] < 1e-7 && worst[1] < 1e-7, "{}: {worst:?}", model.name);
     }
 }
+
+/// Against Pinocchio's `computeABADerivatives` and `computeRNEADerivatives`
+/// on example-robot-data's Solo-12, Talos and UR5 (reference numbers and the
+/// script that wrote them in tests/data/pinocchio/), joints matched by name.
+#[test]
+fn derivatives_equal_pinocchios_on_example_robots() {
+    use moreau::load::load_urdf;
+    use moreau::model::urdf::UrdfOptions;
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/pinocchio/derivatives.json"),
+    )
+    .unwrap();
+    let refs: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let vector = |v: &serde_json::Value| -> Vec<f64> {
+        v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+    };
+    let matrix = |v: &serde_json::Value| -> DMatrix<f64> {
+        let rows: Vec<Vec<f64>> = v.as_array().unwrap().iter().map(vector).collect();
+        DMatrix::from_fn(rows.len(), rows[0].len(), |i, j| rows[i][j])
+    };
+    for r in refs.as_array().unwrap() {
+        let file = r["file"].as_str().unwrap();
+        let loaded = load_urdf(
+            files.example_robot_data.join(file),
+            &UrdfOptions {
+                floating_base: r["floating"].as_bool().unwrap(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let model = &loaded.model;
+        // Pinocchio's q and v offsets → moreau's, joint by joint.
+        let (mut perm_q, mut perm_v) = (vec![usize::MAX; model.nq], vec![usize::MAX; model.nv]);
+        for j in r["joints"].as_array().unwrap() {
+            let name = j["name"].as_str().unwrap();
+            let body = (1..model.nbodies)
+                .find(|&i| model.joint_name[i] == name)
+                .unwrap_or_else(|| panic!("{file}: no joint {name}"));
+            for k in 0..j["nq"].as_u64().unwrap() as usize {
+                perm_q[j["idx_q"].as_u64().unwrap() as usize + k] = model.joint_idx_q[body] + k;
+            }
+            for k in 0..j["nv"].as_u64().unwrap() as usize {
+                perm_v[j["idx_v"].as_u64().unwrap() as usize + k] = model.joint_idx_v[body] + k;
+            }
+        }
+        let mut q = DVector::zeros(model.nq);
+        for (k, x) in vector(&r["q"]).into_iter().enumerate() {
+            q[perm_q[k]] = x;
+        }
+        let to_moreau = |x: Vec<f64>| {
+            let mut out = DVector::zeros(model.nv);
+            for (k, x) in x.into_iter().enumerate() {
+                out[perm_v[k]] = x;
+            }
+            out
+        };
+        let (v, tau) = (to_moreau(vector(&r["v"])), to_moreau(vector(&r["tau"])));
+        let permute = |m: DMatrix<f64>| {
+            let mut out = DMatrix::zeros(model.nv, model.nv);
+            for i in 0..model.nv {
+                for j in 0..model.nv {
+                    out[(perm_v[i], perm_v[j])] = m[(i, j)];
+                }
+            }
+            out
+        };
+        let mut data = Data::new(model);
+        let mut der = Derivatives::new(model);
+        aba_derivatives(model, &mut data, &mut der, q.as_slice(), v.as_slice(), tau.as_slice());
+        let ddq_err = (&data.ddq - to_moreau(vector(&r["ddq"]))).amax();
+        let mut worst = vec![("ddq", ddq_err)];
+        for (name, ours) in [
+            ("ddq_dq", &der.ddq_dq),
+            ("ddq_dv", &der.ddq_dv),
+            ("ddq_dtau", &der.ddq_dtau),
+        ] {
+            worst.push((name, relative(ours, &permute(matrix(&r[name])))));
+        }
+        let a = data.ddq.clone();
+        rnea_derivatives(model, &mut data, &mut der, q.as_slice(), v.as_slice(), a.as_slice());
+        for (name, ours) in [("dtau_dq", &der.dtau_dq), ("dtau_dv", &der.dtau_dv)] {
+            worst.push((name, relative(ours, &permute(matrix(&r[name])))));
+        }
+        let shown: Vec<String> = worst.iter().map(|(n, e)| format!("{n} {e:.1e}")).collect();
+        println!("{file} (nv {}): {}", model.nv, shown.join(", "));
+        for (name, e) in worst {
+            assert!(e < 1e-9, "{file}: {name} differs from Pinocchio's by {e:e}");
+        }
+    }
+}
