@@ -7,7 +7,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use moreau::Model;
 use moreau::collision::CollisionDetector;
 use moreau::contact::{ContactJacobian, contact_jacobian, delassus_ltdl};
-use moreau::dynamics::{Data, aba, crba, forward_kinematics, ltdl_factorize, rnea};
+use moreau::dynamics::{
+    Data, Derivatives, aba, aba_derivatives, crba, forward_kinematics, ltdl_factorize, rnea,
+    rnea_derivatives,
+};
 use moreau::scenes;
 use moreau::sim::{SimParams, Simulator};
 use nalgebra::{DMatrix, DVector};
@@ -74,6 +77,33 @@ fn algorithms(c: &mut Criterion) {
                     v.as_slice(),
                     tau.as_slice(),
                 )[0]
+            })
+        });
+        let mut der = Derivatives::new(&model);
+        g.bench_function("rnea_derivatives", |b| {
+            b.iter(|| {
+                rnea_derivatives(
+                    &model,
+                    &mut data,
+                    &mut der,
+                    black_box(q.as_slice()),
+                    v.as_slice(),
+                    tau.as_slice(),
+                );
+                der.dtau_dq[(0, 0)]
+            })
+        });
+        g.bench_function("aba_derivatives", |b| {
+            b.iter(|| {
+                aba_derivatives(
+                    &model,
+                    &mut data,
+                    &mut der,
+                    black_box(q.as_slice()),
+                    v.as_slice(),
+                    tau.as_slice(),
+                );
+                der.ddq_dq[(0, 0)]
             })
         });
         // Factorization + Delassus for the contacts the model has at q (4 feet, 4 corners), or
