@@ -11,6 +11,7 @@ pub mod delassus;
 pub mod io;
 pub mod linalg;
 pub(crate) mod problem;
+pub mod sensitivity;
 pub mod solvers;
 pub mod tree;
 
@@ -23,6 +24,7 @@ pub use delassus::{
     delassus_dense, delassus_ltdl, delassus_ltdl_coupled,
 };
 pub use problem::{BlockCoupling, ContactProblem, CouplingWork, block_rows};
+pub use sensitivity::{ContactMode, ContactSensitivity};
 pub use solvers::{
     Algorithm, ContactSolution, ContactSolver, Kernel, KernelModel, Law, SolverKind,
     SolverSettings, SolverSpec, SolverStats,

@@ -1,0 +1,331 @@
+//! Implicit derivatives of the contact problem at its solution (after the
+//! seed paper "Highly-Efficient Differentiable Simulation for Robotics",
+//! Le Lidec, Montaut, de Mont-Marin, Schramm, Carpentier, its eq. 9–11):
+//! how the impulses `λ*` of `K ∋ λ ⟂ c + Γ(c) ∈ K*`, `c = (G + R)λ + g`,
+//! change with the free velocity `g`.
+//!
+//! Each block keeps its mode, read off the solution:
+//! - **breaking** (`λ_N ≤ ε_λ` and `c_N ≥ −1e-14`, or an open unilateral
+//!   row): `dλ_i = 0`;
+//! - **sticking** (`‖c_T‖ ≤ ε_c`, or an active unilateral row): `dc_i = 0`;
+//! - **sliding**: `dc_N = 0` and, from `λ_T = −μ λ_N ĉ_T` (`ĉ_T = c_T/‖c_T‖`),
+//!   `dλ_T + μ ĉ_T dλ_N + μ λ_N (I − ĉ_T ĉ_Tᵀ)/‖c_T‖ dc_T = 0`.
+//!
+//! With `dc = (G + R) dλ + dg` these are `(D_λ + D_c (G + R)) dλ = −D_c dg`,
+//! block by block (`D_λ`, `D_c` 3 × 3 per contact): the generalized
+//! Jacobian of the NCP's piecewise-smooth system at `λ*`, the reduced system
+//! of the paper written in full size (a breaking block's rows are `dλ_i = 0`,
+//! a sliding block's 3 rows carry its 2 degrees of freedom on the cone). The
+//! matrix is singular where `G` is (a body with more contacts than dofs):
+//! the impulses are then not unique, but the velocity changes `M⁻¹Jᵀ dλ` are;
+//! the system is solved by LU with partial pivoting on `A + εI` (`ε` = 1e-9
+//! of its largest entry) refined three times against `A`, which picks a
+//! small `dλ` along the null space.
+//!
+//! Thresholds (documented choices): `ε_λ = 1e-9·max(1, max λ_N)` N·s,
+//! `ε_c = 1e-7` m/s. A contact exactly at a mode boundary (a sticking
+//! contact at the cone's edge, a breaking one with `c_N = 0`) has one-sided
+//! derivatives; the mode read off the solution picks one side.
+
+use super::ContactProblem;
+use super::cone::get3;
+use super::linalg::{lu_apply, lu_factor};
+use crate::error::ProblemError;
+use nalgebra::DMatrix;
+
+/// `ε_c`: a contact slower than this (m/s) is sticking.
+pub const STICK_VELOCITY: f64 = 1e-7;
+/// `ε_λ` relative to `max(1, max λ_N)`: a lighter contact is breaking.
+pub const BREAK_IMPULSE: f64 = 1e-9;
+/// A block with `λ ≈ 0` and `c_N` below `−PENETRATION` (m/s) is active.
+pub const PENETRATION: f64 = 1e-14;
+const REGULARIZATION: f64 = 1e-9;
+const REFINEMENTS: usize = 3;
+
+/// A block's mode at the solution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContactMode {
+    Breaking,
+    Sticking,
+    Sliding,
+}
+
+/// The factorized sensitivity system of one solution (reusable buffers).
+#[derive(Clone, Debug, Default)]
+pub struct ContactSensitivity {
+    /// The mode of each contact, then of each unilateral row.
+    pub modes: Vec<ContactMode>,
+    /// `D_c` per block (3 × 3 row-major for contacts, a scalar at 0 for rows).
+    d_c: Vec<[f64; 9]>,
+    /// `A = D_λ + D_c (G + R)`, then its LU factors (m × m column-major).
+    a: Vec<f64>,
+    lu: Vec<f64>,
+    pivot: Vec<usize>,
+    rhs: Vec<f64>,
+    x: Vec<f64>,
+    residual: Vec<f64>,
+    nc: usize,
+}
+
+impl ContactSensitivity {
+    /// Reads the modes of `lambda` (with `c = (G + R)λ + g`) for the dense
+    /// problem `p` and factorizes the sensitivity system.
+    pub fn factorize(
+        &mut self,
+        p: &ContactProblem,
+        lambda: &[f64],
+        c: &[f64],
+    ) -> Result<(), ProblemError> {
+        let (nc, m) = (p.nc(), p.m());
+        self.nc = nc;
+        if p.delassus.shape() != (m, m) || lambda.len() != m || c.len() != m {
+            return Err(ProblemError::DimensionMismatch {
+                what: "sensitivity: delassus, lambda and c",
+                got: lambda.len().min(c.len()),
+                expected: m,
+            });
+        }
+        let lmax = (0..nc).map(|i| lambda[3 * i + 2]).fold(1.0f64, f64::max);
+        let zero = BREAK_IMPULSE * lmax;
+        self.modes.clear();
+        self.d_c.clear();
+        self.a.clear();
+        self.a.resize(m * m, 0.0);
+        for i in 0..nc {
+            let (l, ci) = (get3(lambda, i), get3(c, i));
+            let ct = ci[0].hypot(ci[1]);
+            let mut dl = [0.0; 9];
+            let mut dc = [0.0; 9];
+            // (A light contact that penetrates is not breaking: its solution
+            // has λ_N > 0, however small.)
+            let mode = if l[2] <= zero && ci[2] >= -PENETRATION {
+                dl[0] = 1.0;
+                dl[4] = 1.0;
+                dl[8] = 1.0;
+                ContactMode::Breaking
+            } else if ct <= STICK_VELOCITY {
+                dc[0] = 1.0;
+                dc[4] = 1.0;
+                dc[8] = 1.0;
+                ContactMode::Sticking
+            } else {
+                let (u, mu) = ([ci[0] / ct, ci[1] / ct], p.mu[i]);
+                let s = mu * l[2] / ct;
+                dc[8] = 1.0;
+                dl[0] = 1.0;
+                dl[4] = 1.0;
+                dl[2] = mu * u[0];
+                dl[5] = mu * u[1];
+                dc[0] = s * (1.0 - u[0] * u[0]);
+                dc[1] = -s * u[0] * u[1];
+                dc[3] = -s * u[0] * u[1];
+                dc[4] = s * (1.0 - u[1] * u[1]);
+                ContactMode::Sliding
+            };
+            self.modes.push(mode);
+            self.d_c.push(dc);
+            // Rows 3i..3i+3 of A: D_λ at the diagonal block, D_c (G + R) across.
+            for j in 0..m {
+                for r in 0..3 {
+                    let mut v = 0.0;
+                    for t in 0..3 {
+                        let g = p.delassus[(3 * i + t, j)]
+                            + if 3 * i + t == j { p.compliance[j] } else { 0.0 };
+                        v += dc[3 * r + t] * g;
+                    }
+                    self.a[j * m + 3 * i + r] = v;
+                }
+            }
+            for r in 0..3 {
+                for t in 0..3 {
+                    self.a[(3 * i + t) * m + 3 * i + r] += dl[3 * r + t];
+                }
+            }
+        }
+        for k in 3 * nc..m {
+            let active = lambda[k] > zero || c[k] < -PENETRATION;
+            self.modes.push(if active {
+                ContactMode::Sticking
+            } else {
+                ContactMode::Breaking
+            });
+            let mut dc = [0.0; 9];
+            if active {
+                dc[0] = 1.0;
+                for j in 0..m {
+                    self.a[j * m + k] =
+                        p.delassus[(k, j)] + if k == j { p.compliance[k] } else { 0.0 };
+                }
+            } else {
+                self.a[k * m + k] = 1.0;
+            }
+            self.d_c.push(dc);
+        }
+        self.lu.clear();
+        self.lu.extend_from_slice(&self.a);
+        let amax = self.a.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+        for k in 0..m {
+            self.lu[k * m + k] += REGULARIZATION * amax.max(f64::MIN_POSITIVE);
+        }
+        self.pivot.resize(m, 0);
+        if m > 0 && !lu_factor(&mut self.lu, m, &mut self.pivot) {
+            return Err(ProblemError::NotPsd {
+                index: 0,
+                value: 0.0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Newton steps on the equations of the modes read off `lambda` (those
+    /// of [`Self::factorize`]: `λ_i = 0`, `c_i = 0`, or `c_N = 0` with
+    /// `λ_T = −μ λ_N ĉ_T`), whose Jacobian is the sensitivity matrix `A`:
+    /// they bring a solution whose modes are right to rounding, in
+    /// particular the direction of a sliding contact's friction, which the
+    /// NCP residual sees only at second order (an error `θ` costs
+    /// `μ λ_N ‖c_T‖ θ²/2`). `c` is updated with `lambda`.
+    pub fn refine(
+        &mut self,
+        p: &ContactProblem,
+        lambda: &mut [f64],
+        c: &mut [f64],
+        steps: usize,
+    ) -> Result<(), ProblemError> {
+        let (nc, m) = (p.nc(), p.m());
+        for _ in 0..steps {
+            self.factorize(p, lambda, c)?;
+            self.rhs.clear();
+            self.rhs.resize(m, 0.0);
+            for (i, mode) in self.modes.iter().enumerate().take(nc) {
+                let (l, ci) = (get3(lambda, i), get3(c, i));
+                let f = match mode {
+                    ContactMode::Breaking => l,
+                    ContactMode::Sticking => ci,
+                    ContactMode::Sliding => {
+                        let ct = ci[0].hypot(ci[1]);
+                        let k = p.mu[i] * l[2] / ct;
+                        [l[0] + k * ci[0], l[1] + k * ci[1], ci[2]]
+                    }
+                };
+                for r in 0..3 {
+                    self.rhs[3 * i + r] = -f[r];
+                }
+            }
+            for k in 3 * nc..m {
+                self.rhs[k] = -match self.modes[nc + k - 3 * nc] {
+                    ContactMode::Breaking => lambda[k],
+                    _ => c[k],
+                };
+            }
+            self.solve(false);
+            for (l, d) in lambda.iter_mut().zip(&self.x) {
+                *l += d;
+            }
+            // Breaking blocks exactly zero (rounding would leave a λ of
+            // 1e-50 whose normalized complementarity is its whole velocity).
+            for (b, mode) in self.modes.iter().enumerate() {
+                if *mode == ContactMode::Breaking {
+                    let rows = super::block_rows(nc, b);
+                    lambda[rows].fill(0.0);
+                }
+            }
+            p.contact_velocity(lambda, c);
+        }
+        Ok(())
+    }
+
+    /// `dλ = −A⁻¹ D_c dg` for each column of `dg` (m × k), in place.
+    pub fn apply(&mut self, dg: &mut DMatrix<f64>) {
+        let m = self.a.len().isqrt();
+        for j in 0..dg.ncols() {
+            self.rhs.clear();
+            self.rhs.resize(m, 0.0);
+            for b in 0..self.d_c.len() {
+                let (first, width) = if b < self.nc { (3 * b, 3) } else { (3 * self.nc + b - self.nc, 1) };
+                for r in 0..width {
+                    let mut v = 0.0;
+                    for t in 0..width {
+                        v += self.d_c[b][if width == 3 { 3 * r + t } else { 0 }] * dg[(first + t, j)];
+                    }
+                    self.rhs[first + r] = -v;
+                }
+            }
+            self.solve(false);
+            for r in 0..m {
+                dg[(r, j)] = self.x[r];
+            }
+        }
+    }
+
+    /// The vector–Jacobian product `wᵀ ∂λ/∂g = −(D_cᵀ A⁻ᵀ w)ᵀ`, into `w` (m).
+    pub fn apply_transpose(&mut self, w: &mut [f64]) {
+        let m = w.len();
+        self.rhs.clear();
+        self.rhs.extend_from_slice(w);
+        self.solve(true);
+        for b in 0..self.d_c.len() {
+            let (first, width) = if b < self.nc { (3 * b, 3) } else { (3 * self.nc + b - self.nc, 1) };
+            for t in 0..width {
+                let mut v = 0.0;
+                for r in 0..width {
+                    v += self.d_c[b][if width == 3 { 3 * r + t } else { 0 }] * self.x[first + r];
+                }
+                w[first + t] = -v;
+            }
+        }
+        debug_assert_eq!(m, self.a.len().isqrt());
+    }
+
+    /// `x = A⁻¹ rhs` (or `A⁻ᵀ rhs`), refined against `A`.
+    fn solve(&mut self, transpose: bool) {
+        let m = self.rhs.len();
+        self.x.clear();
+        self.x.resize(m, 0.0);
+        self.residual.clear();
+        self.residual.resize(m, 0.0);
+        for round in 0..=REFINEMENTS {
+            // residual = rhs − op(A) x
+            for r in 0..m {
+                let mut v = self.rhs[r];
+                if round > 0 {
+                    for k in 0..m {
+                        let a = if transpose { self.a[r * m + k] } else { self.a[k * m + r] };
+                        v -= a * self.x[k];
+                    }
+                }
+                self.residual[r] = v;
+            }
+            if transpose {
+                lu_apply_transpose(&self.lu, m, &self.pivot, &mut self.residual);
+            } else {
+                lu_apply(&self.lu, m, &self.pivot, &mut self.residual);
+            }
+            for (x, d) in self.x.iter_mut().zip(&self.residual) {
+                *x += d;
+            }
+        }
+    }
+}
+
+/// Solves `Hᵀ y = r` in place with the factors of [`lu_factor`] (`P H = L U`,
+/// so `Hᵀ = Uᵀ Lᵀ P`).
+fn lu_apply_transpose(h: &[f64], n: usize, pivot: &[usize], r: &mut [f64]) {
+    // Uᵀ z = r (forward), then Lᵀ w = z (backward), then y = Pᵀ w.
+    for k in 0..n {
+        let mut s = r[k];
+        for j in 0..k {
+            s -= h[k * n + j] * r[j];
+        }
+        r[k] = s / h[k * n + k];
+    }
+    for k in (0..n).rev() {
+        let mut s = r[k];
+        for i in k + 1..n {
+            s -= h[k * n + i] * r[i];
+        }
+        r[k] = s;
+    }
+    for k in (0..n).rev() {
+        r.swap(k, pivot[k]);
+    }
+}
