@@ -60,8 +60,10 @@ use std::sync::Arc;
 
 pub use crate::counters::{Stage, StageTimes};
 
+mod gradients;
 mod trajectory;
 use std::time::Instant;
+pub use gradients::StepJacobians;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
 /// Simulation parameters.

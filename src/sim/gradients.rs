@@ -1,0 +1,185 @@
+//! Derivatives of one step with respect to the velocity and the torques:
+//! `∂v⁺/∂v`, `∂v⁺/∂τ`, `∂q⁺/∂v`, `∂q⁺/∂τ` (the seed paper "Highly-Efficient
+//! Differentiable Simulation for Robotics", with the contact problem
+//! differentiated implicitly, see [`crate::contact::sensitivity`]).
+//!
+//! The step is `v_f = v + dt·M̃⁻¹(τ − D v − b(q, v))` (`M̃ = M + dt·D`, the
+//! springs explicit), `g = J v_f + e J_N v` (restitution on impacting
+//! contacts) plus terms of `q` alone, `λ = λ*(g)`, `v⁺ = v_f + M̃⁻¹ Jᵀ λ`,
+//! `q⁺ = q ⊕ v⁺ dt`. So, with `Λ = ∂λ*/∂g`:
+//!
+//! ```text
+//! ∂v_f/∂τ = dt M̃⁻¹                 ∂v_f/∂v = I + dt (∂q̈/∂v − M̃⁻¹ D)
+//! ∂v⁺/∂x  = ∂v_f/∂x + M̃⁻¹ Jᵀ Λ (J ∂v_f/∂x + [x = v] E)
+//! ∂q⁺/∂x  = J_⊕(v⁺ dt) dt ∂v⁺/∂x    (the right Jacobian of ⊕, tangent)
+//! ```
+//!
+//! with `∂q̈/∂v` from [`crate::dynamics::aba_derivatives`] on `M̃` and `E`
+//! the restitution rows. The derivatives with respect to `q` (which need
+//! those of the contact points, normals and Jacobians: the collision term)
+//! are not written yet, nor those of the fluid forces: a model with an
+//! active medium is refused.
+
+use super::{SimError, Simulator, State, StepReport};
+use crate::contact::ContactSensitivity;
+use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians, ltdl_solve_in_place};
+use nalgebra::{DMatrix, DVector};
+
+/// The Jacobians of one step, all `nv × nv` (`q⁺` in the tangent space).
+#[derive(Clone, Debug, Default)]
+pub struct StepJacobians {
+    pub dv_dv: DMatrix<f64>,
+    pub dv_dtau: DMatrix<f64>,
+    pub dq_dv: DMatrix<f64>,
+    pub dq_dtau: DMatrix<f64>,
+    derivatives: Option<Derivatives>,
+    sensitivity: ContactSensitivity,
+    /// `J ∂v_f/∂x` then `∂λ/∂x` (m × nv).
+    rows: DMatrix<f64>,
+    jq: DMatrix<f64>,
+    jv: DMatrix<f64>,
+    column: Vec<f64>,
+    c: Vec<f64>,
+}
+
+impl Simulator {
+    /// [`Self::step`] from `state` with torques `tau`, and the Jacobians of
+    /// the step with respect to `state.v` and `tau` into `out` (see the
+    /// module doc). The contact problem is differentiated at the solver's
+    /// answer, so ask for a tight tolerance (1e-10 or less) where the
+    /// derivatives matter.
+    pub fn step_with_jacobians(
+        &mut self,
+        state: &mut State,
+        tau: &[f64],
+        out: &mut StepJacobians,
+    ) -> Result<StepReport, SimError> {
+        if self.model.medium.is_active() {
+            return Err(SimError::InvalidParameter {
+                name: "medium",
+                reason: "the derivatives of the fluid forces are not written: \
+                         step Jacobians need a model without an active medium"
+                    .into(),
+            });
+        }
+        let (q0, v0) = (state.q.clone(), state.v.clone());
+        let report = self.step(state, tau)?;
+        self.step_jacobians(&q0, &v0, out)?;
+        Ok(report)
+    }
+
+    /// The Jacobians of the step just taken from `(q0, v0)`.
+    fn step_jacobians(
+        &mut self,
+        q0: &DVector<f64>,
+        v0: &DVector<f64>,
+        out: &mut StepJacobians,
+    ) -> Result<(), SimError> {
+        let model = self.model.clone();
+        let (nv, dt) = (model.nv, self.params.dt);
+        for mat in [
+            &mut out.dv_dv,
+            &mut out.dv_dtau,
+            &mut out.dq_dv,
+            &mut out.dq_dtau,
+            &mut out.jq,
+            &mut out.jv,
+        ] {
+            if mat.shape() != (nv, nv) {
+                *mat = DMatrix::zeros(nv, nv);
+            }
+        }
+        if out.derivatives.as_ref().is_none_or(|d| d.dtau_dq.nrows() != nv) {
+            out.derivatives = Some(Derivatives::new(&model));
+        }
+        let der = out.derivatives.as_mut().expect("just built");
+        // The free dynamics on M̃ (data.dof_armature holds armature + dt·D
+        // since the step's stage 1), at the step's generalized forces.
+        aba_derivatives(
+            &model,
+            &mut self.data,
+            der,
+            q0.as_slice(),
+            v0.as_slice(),
+            self.tau.as_slice(),
+        );
+        out.dv_dtau.copy_from(&der.ddq_dtau);
+        out.dv_dtau *= dt;
+        out.dv_dv.copy_from(&der.ddq_dv);
+        for k in 0..nv {
+            let damping = model.dof_damping[k];
+            if damping != 0.0 {
+                for r in 0..nv {
+                    out.dv_dv[(r, k)] -= der.ddq_dtau[(r, k)] * damping;
+                }
+            }
+        }
+        out.dv_dv *= dt;
+        for k in 0..nv {
+            out.dv_dv[(k, k)] += 1.0;
+        }
+        let m = self.problem.m();
+        if m > 0 {
+            let problem = self.problem_with_delassus().clone();
+            out.c.resize(m, 0.0);
+            problem.contact_velocity(self.solution.lambda.as_slice(), &mut out.c);
+            out.sensitivity
+                .factorize(&problem, self.solution.lambda.as_slice(), &out.c)
+                .map_err(SimError::Problem)?;
+            let j = &self.jacobian.jacobian;
+            let impacts: Vec<(usize, f64)> = self.impacts(v0);
+            for (target, restitution) in [(0usize, true), (1, false)] {
+                let src = if target == 0 { &out.dv_dv } else { &out.dv_dtau };
+                out.rows = j * src;
+                if restitution {
+                    for &(row, e) in &impacts {
+                        for k in 0..nv {
+                            out.rows[(row, k)] += e * j[(row, k)];
+                        }
+                    }
+                }
+                out.sensitivity.apply(&mut out.rows);
+                // + M̃⁻¹ Jᵀ ∂λ/∂x, column by column.
+                let dst = if target == 0 { &mut out.dv_dv } else { &mut out.dv_dtau };
+                out.column.resize(nv, 0.0);
+                for col in 0..nv {
+                    for k in 0..nv {
+                        let mut s = 0.0;
+                        for r in 0..m {
+                            s += j[(r, k)] * out.rows[(r, col)];
+                        }
+                        out.column[k] = s;
+                    }
+                    ltdl_solve_in_place(&model, &self.data.ltdl, &mut out.column);
+                    for k in 0..nv {
+                        dst[(k, col)] += out.column[k];
+                    }
+                }
+            }
+        }
+        integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
+        // jv is ∂(q ⊕ v dt)/∂v, dt included.
+        out.dq_dv = &out.jv * &out.dv_dv;
+        out.dq_dtau = &out.jv * &out.dv_dtau;
+        Ok(())
+    }
+
+    /// The normal rows of the contacts whose `g` carried restitution at
+    /// the step from `v0` (as stage 3 decided), with their coefficient.
+    fn impacts(&self, v0: &DVector<f64>) -> Vec<(usize, f64)> {
+        let j = &self.jacobian.jacobian;
+        let dt = self.params.dt;
+        self.contacts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let row = 3 * i + 2;
+                let vn: f64 = (0..self.model.nv).map(|k| j[(row, k)] * v0[k]).sum();
+                let impact = c.restitution > 0.0
+                    && vn < -self.params.bounce_velocity
+                    && c.distance + vn * dt <= 0.0;
+                impact.then_some((row, c.restitution))
+            })
+            .collect()
+    }
+}

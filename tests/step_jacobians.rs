@@ -1,0 +1,146 @@
+//! The Jacobians of one step with respect to the velocity and the torques
+//! (`Simulator::step_with_jacobians`) against central finite differences of
+//! the step, away from mode switches: a cube in free fall, resting
+//! (sticking), sliding, the standing quadruped, Gymnasium's ant on its legs
+//! (contacts and joint limits). Solver tolerance 1e-12. (Steps of 1e-4 m/s
+//! where contacts slide: the NCP residual sees a sliding contact's friction
+//! direction only at second order, so a solve to 1e-12 leaves ~1e-10 of
+//! noise in its velocities, too much for steps of 1e-6.)
+
+mod common;
+
+use moreau::dynamics::difference;
+use moreau::scenes::Scene;
+use moreau::sim::{SimParams, Simulator, StepJacobians};
+use moreau::{Model, State};
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+
+fn params(dt: f64) -> SimParams {
+    let mut p = SimParams {
+        dt,
+        ..Default::default()
+    };
+    p.solver_settings.tolerance = 1e-12;
+    p.solver_settings.max_iterations = 5000;
+    p
+}
+
+/// One step from `state` with `tau` in a fresh simulator: `(q⁺, v⁺)`.
+fn step(model: &Arc<Model>, dt: f64, state: &State, tau: &[f64]) -> (DVector<f64>, DVector<f64>) {
+    let mut sim = Simulator::new(model.clone(), params(dt)).unwrap();
+    let mut s = state.clone();
+    sim.step(&mut s, tau).unwrap();
+    (s.q, s.v)
+}
+
+/// `(∂v⁺/∂v, ∂v⁺/∂τ, ∂q⁺/∂v, ∂q⁺/∂τ)` by central differences.
+fn finite_differences(
+    model: &Arc<Model>,
+    dt: f64,
+    state: &State,
+    tau: &DVector<f64>,
+    eps: f64,
+) -> [DMatrix<f64>; 4] {
+    let nv = model.nv;
+    let (q0, _) = step(model, dt, state, tau.as_slice());
+    let mut out = [
+        DMatrix::zeros(nv, nv),
+        DMatrix::zeros(nv, nv),
+        DMatrix::zeros(nv, nv),
+        DMatrix::zeros(nv, nv),
+    ];
+    let tangent = |q: &DVector<f64>| {
+        let mut d = DVector::zeros(nv);
+        difference(model, q0.as_slice(), q.as_slice(), d.as_mut_slice());
+        d
+    };
+    for k in 0..nv {
+        for (wrt, (dv, dq)) in [(0, (0, 2)), (1, (1, 3))] {
+            let (mut sp, mut sm) = (state.clone(), state.clone());
+            let (mut tp, mut tm) = (tau.clone(), tau.clone());
+            // Torques perturbed by eps/dt: a velocity change of order eps.
+            let h = if wrt == 0 { eps } else { eps / dt };
+            if wrt == 0 {
+                sp.v[k] += h;
+                sm.v[k] -= h;
+            } else {
+                tp[k] += h;
+                tm[k] -= h;
+            }
+            let (qp, vp) = step(model, dt, &sp, tp.as_slice());
+            let (qm, vm) = step(model, dt, &sm, tm.as_slice());
+            out[dv].set_column(k, &((vp - vm) / (2.0 * h)));
+            out[dq].set_column(k, &((tangent(&qp) - tangent(&qm)) / (2.0 * h)));
+        }
+    }
+    out
+}
+
+/// Settles `scene` for `steps` under its controller (or zero torques), then
+/// compares the step Jacobians at the state reached with differences.
+fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
+    let model = scene.model.clone();
+    let mut sim = Simulator::new(model.clone(), params(scene.dt)).unwrap();
+    let mut state = scene.state.clone();
+    let mut tau = DVector::zeros(model.nv);
+    for _ in 0..steps {
+        scene.control(&state, tau.as_mut_slice());
+        sim.step(&mut state, tau.as_slice()).unwrap();
+    }
+    scene.control(&state, tau.as_mut_slice());
+    let at = state.clone();
+    let mut jac = StepJacobians::default();
+    let report = sim.step_with_jacobians(&mut state, tau.as_slice(), &mut jac).unwrap();
+    let fd = finite_differences(&model, scene.dt, &at, &tau, eps);
+    let mut worst = 0.0f64;
+    let mut parts = Vec::new();
+    // Each relative to its largest entry, but at least its scale in free
+    // flight (a resting body's are near zero): 1 for ∂v⁺/∂v, dt for ∂q⁺/∂v,
+    // dt/m and dt²/m for the torques (m the total mass).
+    let (dt, mass) = (scene.dt, model.total_mass());
+    for (name, ours, theirs, floor) in [
+        ("dv/dv", &jac.dv_dv, &fd[0], 1.0),
+        ("dv/dtau", &jac.dv_dtau, &fd[1], dt / mass),
+        ("dq/dv", &jac.dq_dv, &fd[2], dt),
+        ("dq/dtau", &jac.dq_dtau, &fd[3], dt * dt / mass),
+    ] {
+        let e = (ours - theirs).amax() / theirs.amax().max(floor);
+        parts.push(format!("{name} {e:.1e}"));
+        worst = worst.max(e);
+    }
+    println!(
+        "{}: nv {}, {} contacts, {} limits: {}",
+        scene.name,
+        model.nv,
+        report.nc,
+        report.nl,
+        parts.join(", ")
+    );
+    worst
+}
+
+#[test]
+fn step_jacobians_match_finite_differences() {
+    let mut falling = moreau::scenes::scene("cube-resting").unwrap();
+    falling.name = "cube-falling".into();
+    falling.state.q[2] += 0.5;
+    let mut cases: Vec<(Scene, usize, f64)> = vec![
+        (falling, 0, 1e-6),
+        (moreau::scenes::scene("cube-resting").unwrap(), 50, 1e-6),
+        (moreau::scenes::scene("cube-sliding").unwrap(), 50, 1e-4),
+        (moreau::scenes::scene("quadruped").unwrap(), 300, 1e-6),
+    ];
+    if let Some(files) = common::robot_files() {
+        let loaded = moreau::load::load_model_file(
+            files.gymnasium_assets.join("ant.xml"),
+            &Default::default(),
+        )
+        .unwrap();
+        cases.push((moreau::scenes::from_loaded(&loaded, true).unwrap(), 1500, 1e-6));
+    }
+    for (scene, steps, eps) in &cases {
+        let worst = check(scene, *steps, *eps);
+        assert!(worst < 1e-5, "{}: {worst:e}", scene.name);
+    }
+}
