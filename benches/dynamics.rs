@@ -173,6 +173,19 @@ fn full_step(c: &mut Criterion) {
                 sim.step(&mut s, tau.as_slice()).unwrap().nc
             })
         });
+        // The same step with its Jacobians with respect to v and τ.
+        let mut jac = moreau::sim::StepJacobians::default();
+        g.bench_function(format!("{name}-{nc}contacts-with-jacobians"), |b| {
+            b.iter(|| {
+                let mut s = start.clone();
+                if let Some(ctrl) = &scene.controller {
+                    ctrl.torques(&s, tau.as_mut_slice());
+                }
+                sim.step_with_jacobians(&mut s, tau.as_slice(), &mut jac)
+                    .unwrap()
+                    .nc
+            })
+        });
     }
     // The 36-dof tree has no geometry: its step is free dynamics and integration.
     let tree = Arc::new(tree36());
