@@ -44,7 +44,10 @@
 
 use super::{Data, aba, crba_from_kinematics, ltdl_factorize, ltdl_solve_in_place};
 use super::{forward_kinematics, forward_velocity, rnea_from_kinematics};
-use crate::math::{Mat3, Mat6, Vec3, Vec6, ang, exp3, exp6, force_cross, lin, motion_cross, skew};
+use crate::math::{
+    Mat3, Mat6, Vec3, Vec6, ang, exp3, exp6, force_cross, lin, motion_cross, skew,
+    so3_left_jacobian,
+};
 use crate::model::{JointType, Model};
 use nalgebra::DMatrix;
 
@@ -230,20 +233,10 @@ pub fn aba_derivatives(
     }
 }
 
-/// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`.
+/// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`, i.e.
+/// the left one at `−w`.
 pub fn so3_right_jacobian(w: &Vec3) -> Mat3 {
-    let t2 = w.norm_squared();
-    let t = t2.sqrt();
-    let (a, b) = if t < 1e-3 {
-        (
-            0.5 - t2 / 24.0 + t2 * t2 / 720.0,
-            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0,
-        )
-    } else {
-        ((1.0 - t.cos()) / t2, (t - t.sin()) / (t2 * t))
-    };
-    let k = skew(w);
-    Mat3::identity() - k * a + k * k * b
+    so3_left_jacobian(&(-w))
 }
 
 /// Right Jacobian of SE(3) for a twist `[v; w]` (linear first):
@@ -273,8 +266,7 @@ pub fn se3_right_jacobian(xi: &Vec6) -> Mat6 {
         + c1 * (f * p + p * f + f * p * f)
         + c2 * (f * f * p + p * f * f - 3.0 * f * p * f)
         + c3 * (f * p * f * f + f * f * p * f);
-    // J_l(w) of SO(3) = J_r(−w).
-    let jl = so3_right_jacobian(&(-w));
+    let jl = so3_left_jacobian(&w);
     let mut j = Mat6::zeros();
     j.fixed_view_mut::<3, 3>(0, 0).copy_from(&jl);
     j.fixed_view_mut::<3, 3>(0, 3).copy_from(&q);

@@ -340,7 +340,7 @@ pub fn quat_log(q: &UnitQuaternion<f64>) -> Vec3 {
 
 /// Left Jacobian factor `V(w)` of SO(3) used by the SE(3) exponential:
 /// `V = I + (1 - cos t)/t² [w]× + (t - sin t)/t³ [w]×²`.
-fn so3_left_jacobian(w: &Vec3) -> Mat3 {
+pub fn so3_left_jacobian(w: &Vec3) -> Mat3 {
     let t2 = w.norm_squared();
     let t = t2.sqrt();
     let (a, b) = if t < 1e-4 {
