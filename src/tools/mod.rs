@@ -1,7 +1,9 @@
 //! Tooling on top of the simulator: the seed study's experiments, tables
-//! and plots ([`study`]), and the benchmark drivers ([`mod@bench`]) behind
-//! `moreau compare`, `moreau bench` and `moreau bench solve`. The core
+//! and plots ([`study`]), the benchmark drivers ([`mod@bench`]) behind
+//! `moreau compare`, `moreau bench` and `moreau bench solve`, and inverse
+//! problems solved with the step Jacobians ([`inverse`]). The core
 //! (everything outside `tools`) never calls into it.
 
 pub mod bench;
+pub mod inverse;
 pub mod study;
