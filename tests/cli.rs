@@ -154,3 +154,53 @@ fn moreau_solve(file: &std::path::Path, args: &[&str]) -> std::process::Output {
         .output()
         .unwrap()
 }
+
+/// `moreau grad` computes the step Jacobians along a trajectory, checks them
+/// against central differences (the worst difference it prints is small)
+/// and writes them with the states.
+#[test]
+fn grad_checks_and_writes_the_step_jacobians() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-grad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("grad.json");
+    let out = std::process::Command::new(bin)
+        .args([
+            "grad",
+            "cube-sliding",
+            "--steps",
+            "20",
+            "--fd",
+            "10",
+            "--eps",
+            "1e-4",
+            "--out",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let worst: f64 = stdout
+        .split("worst relative difference over 2 steps ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(worst < 1e-5, "{stdout}");
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    let m = rows[5]["dv_dtau"].as_array().unwrap();
+    assert_eq!((m.len(), m[0].as_array().unwrap().len()), (6, 6));
+    assert_eq!(rows[5]["nc"], 4);
+    // A bad argument is refused with a message, not a panic.
+    let bad = std::process::Command::new(bin)
+        .args(["grad", "no-such-scene"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no-such-scene"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -183,3 +183,63 @@ impl Simulator {
             .collect()
     }
 }
+
+/// The same Jacobians by central differences of whole steps, each from a
+/// fresh simulator with `params` (no warm start): `2·nv` steps per
+/// Jacobian, velocity perturbations `eps` and torque perturbations
+/// `eps/dt` (a velocity change of order `eps`). For cross-checks and
+/// timing (`moreau grad --fd`); where contacts slide, `eps` ≥ 1e-4 (the
+/// NCP residual sees a sliding contact's friction direction only at second
+/// order, so solves to 1e-12 leave ~1e-10 of noise in the velocities).
+pub fn step_jacobians_by_differences(
+    model: &std::sync::Arc<crate::Model>,
+    params: super::SimParams,
+    state: &State,
+    tau: &[f64],
+    eps: f64,
+) -> Result<StepJacobians, SimError> {
+    let nv = model.nv;
+    let dt = params.dt;
+    let step = |s: &State, t: &[f64]| -> Result<State, SimError> {
+        let mut sim = Simulator::new(model.clone(), params)?;
+        let mut s = s.clone();
+        sim.step(&mut s, t)?;
+        Ok(s)
+    };
+    let base = step(state, tau)?;
+    let mut out = StepJacobians {
+        dv_dv: DMatrix::zeros(nv, nv),
+        dv_dtau: DMatrix::zeros(nv, nv),
+        dq_dv: DMatrix::zeros(nv, nv),
+        dq_dtau: DMatrix::zeros(nv, nv),
+        ..Default::default()
+    };
+    let mut dp = DVector::zeros(nv);
+    let mut dm = DVector::zeros(nv);
+    let tau = DVector::from_column_slice(tau);
+    for k in 0..nv {
+        for wrt_tau in [false, true] {
+            let h = if wrt_tau { eps / dt } else { eps };
+            let (mut sp, mut sm) = (state.clone(), state.clone());
+            let (mut tp, mut tm) = (tau.clone(), tau.clone());
+            if wrt_tau {
+                tp[k] += h;
+                tm[k] -= h;
+            } else {
+                sp.v[k] += h;
+                sm.v[k] -= h;
+            }
+            let (p, m) = (step(&sp, tp.as_slice())?, step(&sm, tm.as_slice())?);
+            crate::dynamics::difference(model, base.q.as_slice(), p.q.as_slice(), dp.as_mut_slice());
+            crate::dynamics::difference(model, base.q.as_slice(), m.q.as_slice(), dm.as_mut_slice());
+            let (dv, dq) = if wrt_tau {
+                (&mut out.dv_dtau, &mut out.dq_dtau)
+            } else {
+                (&mut out.dv_dv, &mut out.dq_dv)
+            };
+            dv.set_column(k, &((&p.v - &m.v) / (2.0 * h)));
+            dq.set_column(k, &((&dp - &dm) / (2.0 * h)));
+        }
+    }
+    Ok(out)
+}

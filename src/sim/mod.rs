@@ -63,7 +63,7 @@ pub use crate::counters::{Stage, StageTimes};
 mod gradients;
 mod trajectory;
 use std::time::Instant;
-pub use gradients::StepJacobians;
+pub use gradients::{StepJacobians, step_jacobians_by_differences};
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
 /// Simulation parameters.

@@ -3,7 +3,8 @@
 //! `inspect` prints what a robot file loads as; `solve` solves
 //! contact problems read from a file; `bench` measures stepping throughput;
 //! `compare` runs every solver through the seed study's experiments and
-//! writes tables, plots and JSON; `scenes` lists scenes.
+//! writes tables, plots and JSON; `grad` computes and times the step
+//! Jacobians along a trajectory; `scenes` lists scenes.
 
 /// `println!` that does not panic when stdout is closed (e.g. piped into `head`).
 macro_rules! say {
@@ -13,6 +14,7 @@ macro_rules! say {
 }
 
 mod bench;
+mod grad;
 mod run;
 mod show;
 mod solve;
@@ -30,7 +32,8 @@ use moreau::sim::{DelassusPath, SimParams, Simulator, StepReport, Trajectory};
 use moreau::tools::bench::batch::SceneBenchConfig;
 use moreau::tools::study::{self, report};
 use nalgebra::DVector;
-use run::run;
+use grad::grad;
+use run::{load_scene, run};
 use show::{compare, info, inspect};
 use solve::solve;
 use std::io::Write;
@@ -166,6 +169,35 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 1, requires = "dump_problems",
               value_parser = clap::value_parser!(u64).range(1..))]
         dump_every: u64,
+    },
+    /// The step Jacobians (∂v⁺/∂v, ∂v⁺/∂τ, ∂q⁺/∂v, ∂q⁺/∂τ) along a trajectory
+    /// of a scene or robot file: their time against a step and against
+    /// central finite differences, and (--fd) the worst relative difference.
+    /// Not yet with respect to q and mu.
+    Grad {
+        /// Scene name or robot file, as for `run`.
+        scene: String,
+        #[command(flatten)]
+        file: ModelFileArgs,
+        /// Robot files: no PD, the joints are free.
+        #[arg(long)]
+        passive: bool,
+        /// Number of steps.
+        #[arg(long, default_value_t = 200)]
+        steps: usize,
+        /// Solver tolerance (the Jacobians are those of the solver's answers).
+        #[arg(long, visible_alias = "tol", default_value_t = 1e-12)]
+        tolerance: f64,
+        /// Check against central finite differences every N steps (and time them).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "20")]
+        fd: Option<usize>,
+        /// Finite-difference step in velocity (torques: eps/dt); 1e-4 where
+        /// contacts slide (see the README).
+        #[arg(long, default_value_t = 1e-6)]
+        eps: f64,
+        /// Write the states, torques and Jacobians of every step as JSON.
+        #[arg(long, value_name = "FILE.json")]
+        out: Option<PathBuf>,
     },
     /// Solve the contact problems of a JSON file (one problem or a list; see
     /// `moreau run --dump-problems`). Prints one JSON object per problem and line:
@@ -426,6 +458,16 @@ fn main() -> ExitCode {
             },
             &out,
         ),
+        Command::Grad {
+            scene,
+            file,
+            passive,
+            steps,
+            tolerance,
+            fd,
+            eps,
+            out,
+        } => grad(&scene, (&file, passive), steps, tolerance, fd, eps, out),
         Command::Compare { out, quick } => compare(&out, quick),
         Command::Inspect { file, options } => inspect(&file, &options),
         Command::Info => info(),

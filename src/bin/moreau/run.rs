@@ -52,6 +52,23 @@ pub(crate) fn make_sim(
     Ok(Simulator::new(scene.model.clone(), params)?)
 }
 
+/// A built-in scene by name, or a robot file on a ground (warnings printed).
+pub(crate) fn load_scene(
+    name: &str,
+    file_args: &ModelFileArgs,
+    passive: bool,
+) -> Result<Scene, AnyError> {
+    Ok(if is_model_file(name) {
+        let loaded = load_model_file(name, &file_args.options())?;
+        for w in &loaded.warnings {
+            eprintln!("warning: {w}");
+        }
+        scenes::from_loaded(&loaded, passive)?
+    } else {
+        scenes::scene(name)?
+    })
+}
+
 pub(crate) fn progress(steps: usize) -> ProgressBar {
     if steps < 2000 {
         return ProgressBar::hidden();
@@ -86,15 +103,7 @@ pub(crate) fn run(
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
 ) -> Result<(), AnyError> {
-    let scene = if is_model_file(name) {
-        let loaded = load_model_file(name, &file_args.options())?;
-        for w in &loaded.warnings {
-            eprintln!("warning: {w}");
-        }
-        scenes::from_loaded(&loaded, passive)?
-    } else {
-        scenes::scene(name)?
-    };
+    let scene = load_scene(name, file_args, passive)?;
     let mut sim = make_sim(&scene, dt, solver, settings)?;
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
