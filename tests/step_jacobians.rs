@@ -144,3 +144,58 @@ fn step_jacobians_match_finite_differences() {
         assert!(worst < 1e-5, "{}: {worst:e}", scene.name);
     }
 }
+
+/// With respect to `q` (through `⊕`), on steps without contacts and limit
+/// rows: a tumbling cube in the air (free joint), the cart-pole (prismatic
+/// and revolute), the 7-dof arm, a random tree with every joint type, and
+/// Gymnasium's half-cheetah in the air (joint springs); against
+/// `sim::step_jacobians_by_differences`.
+#[test]
+fn step_jacobians_with_respect_to_q_match_finite_differences() {
+    use moreau::sim::step_jacobians_by_differences;
+    let mut falling = moreau::scenes::scene("cube-resting").unwrap();
+    falling.state.q[2] += 0.5;
+    falling.state.v = DVector::from_vec(vec![0.3, -0.2, 0.1, 2.0, -1.0, 0.5]);
+    falling.name = "cube-tumbling".into();
+    let tree = Arc::new(moreau::scenes::random_tree(10, 5).unwrap());
+    let mut rng = common::Lcg(4);
+    let tree_state = State::new(
+        common::random_q(&tree, &mut rng),
+        rng.vector(tree.nv, -1.0, 1.0),
+    );
+    let mut cases: Vec<(String, Arc<Model>, State, f64)> = vec![
+        (falling.name.clone(), falling.model.clone(), falling.state.clone(), falling.dt),
+        ("random-tree".into(), tree, tree_state, 1e-3),
+    ];
+    for name in ["cartpole", "arm"] {
+        let s = moreau::scenes::scene(name).unwrap();
+        cases.push((name.into(), s.model.clone(), s.state.clone(), s.dt));
+    }
+    // Gymnasium's half-cheetah in the air: its joints have springs.
+    if let Some(files) = common::robot_files() {
+        let loaded = moreau::load::load_model_file(
+            files.gymnasium_assets.join("half_cheetah.xml"),
+            &Default::default(),
+        )
+        .unwrap();
+        let scene = moreau::scenes::from_loaded(&loaded, true).unwrap();
+        assert!(scene.model.dof_stiffness.iter().any(|&k| k > 0.0));
+        let mut state = scene.state.clone();
+        state.q[1] += 1.0;
+        cases.push(("half_cheetah (springs)".into(), scene.model.clone(), state, scene.dt));
+    }
+    for (name, model, state, dt) in cases {
+        let tau = DVector::from_fn(model.nv, |i, _| 0.3 * (i as f64 + 1.0).sin());
+        let mut sim = Simulator::new(model.clone(), params(dt)).unwrap();
+        let mut jac = StepJacobians::default();
+        let mut s = state.clone();
+        let report = sim.step_with_jacobians(&mut s, tau.as_slice(), &mut jac).unwrap();
+        assert!(jac.wrt_q && report.nc + report.nl == 0, "{name}");
+        let fd = step_jacobians_by_differences(&model, params(dt), &state, tau.as_slice(), 1e-6)
+            .unwrap();
+        let ev = (&jac.dv_dq - &fd.dv_dq).amax() / fd.dv_dq.amax().max(1.0 / dt);
+        let eq = (&jac.dq_dq - &fd.dq_dq).amax() / fd.dq_dq.amax().max(1.0);
+        println!("{name}: nv {}, dv/dq {ev:.1e}, dq/dq {eq:.1e}", model.nv);
+        assert!(ev < 1e-6 && eq < 1e-6, "{name}: {ev:e} {eq:e}");
+    }
+}

@@ -15,23 +15,32 @@
 //! ```
 //!
 //! with `∂q̈/∂v` from [`crate::dynamics::aba_derivatives`] on `M̃` and `E`
-//! the restitution rows. The derivatives with respect to `q` (which need
-//! those of the contact points, normals and Jacobians: the collision term)
-//! are not written yet, nor those of the fluid forces: a model with an
-//! active medium is refused.
+//! the restitution rows. With respect to `q`, only steps without contacts
+//! and limit rows are differentiated (`∂v⁺/∂q = dt (∂q̈/∂q − M̃⁻¹ K)`,
+//! `∂q⁺/∂q = Ad(exp(v⁺dt))⁻¹ + J_⊕ dt ∂v⁺/∂q`): with constraints they need
+//! the derivatives of the contact points, normals and Jacobians (the
+//! collision term), not written yet. Nor are those of the fluid forces: a
+//! model with an active medium is refused.
 
 use super::{SimError, Simulator, State, StepReport};
 use crate::contact::ContactSensitivity;
 use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians, ltdl_solve_in_place};
 use nalgebra::{DMatrix, DVector};
 
-/// The Jacobians of one step, all `nv × nv` (`q⁺` in the tangent space).
+/// The Jacobians of one step, all `nv × nv` (`q⁺` and `q` in the tangent
+/// space).
 #[derive(Clone, Debug, Default)]
 pub struct StepJacobians {
     pub dv_dv: DMatrix<f64>,
     pub dv_dtau: DMatrix<f64>,
     pub dq_dv: DMatrix<f64>,
     pub dq_dtau: DMatrix<f64>,
+    /// `∂v⁺/∂q` and `∂q⁺/∂q`, for a step without contacts and joint-limit
+    /// rows (`wrt_q` true); with constraints they need the collision term,
+    /// not written yet (`wrt_q` false, the matrices unspecified).
+    pub dv_dq: DMatrix<f64>,
+    pub dq_dq: DMatrix<f64>,
+    pub wrt_q: bool,
     derivatives: Option<Derivatives>,
     sensitivity: ContactSensitivity,
     /// `J ∂v_f/∂x` then `∂λ/∂x` (m × nv).
@@ -82,6 +91,8 @@ impl Simulator {
             &mut out.dv_dtau,
             &mut out.dq_dv,
             &mut out.dq_dtau,
+            &mut out.dv_dq,
+            &mut out.dq_dq,
             &mut out.jq,
             &mut out.jv,
         ] {
@@ -119,6 +130,21 @@ impl Simulator {
             out.dv_dv[(k, k)] += 1.0;
         }
         let m = self.problem.m();
+        // Without constraints, v⁺ = v_f: ∂v⁺/∂q = dt (∂q̈/∂q − M̃⁻¹ K) (the
+        // springs' stiffness K, explicit).
+        out.wrt_q = m == 0;
+        if out.wrt_q {
+            out.dv_dq.copy_from(&der.ddq_dq);
+            for k in 0..nv {
+                let stiffness = model.dof_stiffness[k];
+                if stiffness != 0.0 {
+                    for r in 0..nv {
+                        out.dv_dq[(r, k)] -= der.ddq_dtau[(r, k)] * stiffness;
+                    }
+                }
+            }
+            out.dv_dq *= dt;
+        }
         if m > 0 {
             let problem = self.problem_with_delassus().clone();
             out.c.resize(m, 0.0);
@@ -161,6 +187,9 @@ impl Simulator {
         // jv is ∂(q ⊕ v dt)/∂v, dt included.
         out.dq_dv = &out.jv * &out.dv_dv;
         out.dq_dtau = &out.jv * &out.dv_dtau;
+        if out.wrt_q {
+            out.dq_dq = &out.jq + &out.jv * &out.dv_dq;
+        }
         Ok(())
     }
 
@@ -185,9 +214,10 @@ impl Simulator {
 }
 
 /// The same Jacobians by central differences of whole steps, each from a
-/// fresh simulator with `params` (no warm start): `2·nv` steps per
-/// Jacobian, velocity perturbations `eps` and torque perturbations
-/// `eps/dt` (a velocity change of order `eps`). For cross-checks and
+/// fresh simulator with `params` (no warm start): `6·nv` steps (`v`, `τ`
+/// and `q`, the last through `⊕`, `wrt_q` true), velocity and
+/// configuration perturbations `eps`, torque perturbations `eps/dt` (a
+/// velocity change of order `eps`). For cross-checks and
 /// timing (`moreau grad --fd`); where contacts slide, `eps` ≥ 1e-4 (the
 /// NCP residual sees a sliding contact's friction direction only at second
 /// order, so solves to 1e-12 leave ~1e-10 of noise in the velocities).
@@ -212,30 +242,45 @@ pub fn step_jacobians_by_differences(
         dv_dtau: DMatrix::zeros(nv, nv),
         dq_dv: DMatrix::zeros(nv, nv),
         dq_dtau: DMatrix::zeros(nv, nv),
+        dv_dq: DMatrix::zeros(nv, nv),
+        dq_dq: DMatrix::zeros(nv, nv),
+        wrt_q: true,
         ..Default::default()
     };
     let mut dp = DVector::zeros(nv);
     let mut dm = DVector::zeros(nv);
     let tau = DVector::from_column_slice(tau);
+    let mut unit = DVector::zeros(nv);
     for k in 0..nv {
-        for wrt_tau in [false, true] {
-            let h = if wrt_tau { eps / dt } else { eps };
+        // 0: v, 1: τ, 2: q (through ⊕).
+        for wrt in 0..3 {
+            let h = if wrt == 1 { eps / dt } else { eps };
             let (mut sp, mut sm) = (state.clone(), state.clone());
             let (mut tp, mut tm) = (tau.clone(), tau.clone());
-            if wrt_tau {
-                tp[k] += h;
-                tm[k] -= h;
-            } else {
-                sp.v[k] += h;
-                sm.v[k] -= h;
+            match wrt {
+                0 => {
+                    sp.v[k] += h;
+                    sm.v[k] -= h;
+                }
+                1 => {
+                    tp[k] += h;
+                    tm[k] -= h;
+                }
+                _ => {
+                    unit.fill(0.0);
+                    unit[k] = 1.0;
+                    let q = state.q.as_slice();
+                    crate::dynamics::integrate(model, q, unit.as_slice(), h, sp.q.as_mut_slice());
+                    crate::dynamics::integrate(model, q, unit.as_slice(), -h, sm.q.as_mut_slice());
+                }
             }
             let (p, m) = (step(&sp, tp.as_slice())?, step(&sm, tm.as_slice())?);
             crate::dynamics::difference(model, base.q.as_slice(), p.q.as_slice(), dp.as_mut_slice());
             crate::dynamics::difference(model, base.q.as_slice(), m.q.as_slice(), dm.as_mut_slice());
-            let (dv, dq) = if wrt_tau {
-                (&mut out.dv_dtau, &mut out.dq_dtau)
-            } else {
-                (&mut out.dv_dv, &mut out.dq_dv)
+            let (dv, dq) = match wrt {
+                0 => (&mut out.dv_dv, &mut out.dq_dv),
+                1 => (&mut out.dv_dtau, &mut out.dq_dtau),
+                _ => (&mut out.dv_dq, &mut out.dq_dq),
             };
             dv.set_column(k, &((&p.v - &m.v) / (2.0 * h)));
             dq.set_column(k, &((&dp - &dm) / (2.0 * h)));
