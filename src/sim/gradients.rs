@@ -49,6 +49,8 @@ pub struct StepJacobians {
     jv: DMatrix<f64>,
     column: Vec<f64>,
     c: Vec<f64>,
+    /// The restitution rows of the step: (row, coefficient).
+    impacts: Vec<(usize, f64)>,
 }
 
 impl Simulator {
@@ -146,19 +148,23 @@ impl Simulator {
             out.dv_dq *= dt;
         }
         if m > 0 {
-            let problem = self.problem_with_delassus().clone();
+            self.impacts(v0, &mut out.impacts);
+            self.problem_with_delassus();
+            let problem = &self.problem;
             out.c.resize(m, 0.0);
             problem.contact_velocity(self.solution.lambda.as_slice(), &mut out.c);
             out.sensitivity
-                .factorize(&problem, self.solution.lambda.as_slice(), &out.c)
+                .factorize(problem, self.solution.lambda.as_slice(), &out.c)
                 .map_err(SimError::Problem)?;
             let j = &self.jacobian.jacobian;
-            let impacts: Vec<(usize, f64)> = self.impacts(v0);
+            if out.rows.shape() != (m, nv) {
+                out.rows = DMatrix::zeros(m, nv);
+            }
             for (target, restitution) in [(0usize, true), (1, false)] {
                 let src = if target == 0 { &out.dv_dv } else { &out.dv_dtau };
-                out.rows = j * src;
+                j.mul_to(src, &mut out.rows);
                 if restitution {
-                    for &(row, e) in &impacts {
+                    for &(row, e) in &out.impacts {
                         for k in 0..nv {
                             out.rows[(row, k)] += e * j[(row, k)];
                         }
@@ -185,31 +191,31 @@ impl Simulator {
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
         // jv is ∂(q ⊕ v dt)/∂v, dt included.
-        out.dq_dv = &out.jv * &out.dv_dv;
-        out.dq_dtau = &out.jv * &out.dv_dtau;
+        out.jv.mul_to(&out.dv_dv, &mut out.dq_dv);
+        out.jv.mul_to(&out.dv_dtau, &mut out.dq_dtau);
         if out.wrt_q {
-            out.dq_dq = &out.jq + &out.jv * &out.dv_dq;
+            out.jv.mul_to(&out.dv_dq, &mut out.dq_dq);
+            out.dq_dq += &out.jq;
         }
         Ok(())
     }
 
     /// The normal rows of the contacts whose `g` carried restitution at
     /// the step from `v0` (as stage 3 decided), with their coefficient.
-    fn impacts(&self, v0: &DVector<f64>) -> Vec<(usize, f64)> {
+    fn impacts(&self, v0: &DVector<f64>, out: &mut Vec<(usize, f64)>) {
         let j = &self.jacobian.jacobian;
         let dt = self.params.dt;
-        self.contacts
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let row = 3 * i + 2;
-                let vn: f64 = (0..self.model.nv).map(|k| j[(row, k)] * v0[k]).sum();
-                let impact = c.restitution > 0.0
-                    && vn < -self.params.bounce_velocity
-                    && c.distance + vn * dt <= 0.0;
-                impact.then_some((row, c.restitution))
-            })
-            .collect()
+        out.clear();
+        for (i, c) in self.contacts.iter().enumerate() {
+            let row = 3 * i + 2;
+            let vn: f64 = (0..self.model.nv).map(|k| j[(row, k)] * v0[k]).sum();
+            if c.restitution > 0.0
+                && vn < -self.params.bounce_velocity
+                && c.distance + vn * dt <= 0.0
+            {
+                out.push((row, c.restitution));
+            }
+        }
     }
 }
 
