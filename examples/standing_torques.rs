@@ -62,17 +62,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let iterates = standing_torques(&mut sim, &state, &mut tau, 20, 1e-8)?;
     println!("{}: Gauss–Newton on ½‖v⁺(τ)‖², from τ = 0", scene.name);
     for (k, it) in iterates.iter().enumerate() {
-        println!("  iteration {k:2}: ‖v⁺‖∞ = {:.3e}  ({} constraint rows)", it.velocity, it.nc);
+        println!(
+            "  iteration {k:2}: ‖v⁺‖∞ = {:.3e}  ({} constraint rows)",
+            it.velocity, it.nc
+        );
     }
     println!("torques: {:.4}", tau.transpose());
 
     let root = SVGBackend::new(&out, (640, 420)).into_drawing_area();
     root.fill(&WHITE)?;
     let n = iterates.len().max(2) as f64;
-    let lo = iterates.iter().map(|i| i.velocity).fold(1.0, f64::min).max(1e-16) * 0.5;
+    let lo = iterates
+        .iter()
+        .map(|i| i.velocity)
+        .fold(1.0, f64::min)
+        .max(1e-16)
+        * 0.5;
     let hi = iterates.iter().map(|i| i.velocity).fold(0.0, f64::max) * 2.0;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: standing torques by Gauss–Newton", scene.name), ("sans-serif", 18))
+        .caption(
+            format!("{}: standing torques by Gauss–Newton", scene.name),
+            ("sans-serif", 18),
+        )
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(60)
@@ -83,7 +94,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .y_desc("‖v⁺‖∞ after the step")
         .draw()?;
     chart.draw_series(LineSeries::new(
-        iterates.iter().enumerate().map(|(k, i)| (k as f64, i.velocity)),
+        iterates
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (k as f64, i.velocity)),
         &BLUE,
     ))?;
     chart.draw_series(

@@ -42,12 +42,17 @@ fn solve(p: &ContactProblem) -> ContactSolution {
         .build()
         .solve(p, &settings, &mut out)
         .unwrap();
-    assert!(out.stats.residuals.eps_abs < 1e-9, "{:?}", out.stats.residuals);
+    assert!(
+        out.stats.residuals.eps_abs < 1e-9,
+        "{:?}",
+        out.stats.residuals
+    );
     // Only sliding contacts need it (a sticking one's c is pinned at first
     // order); on statically indeterminate problems the Newton steps on the
     // modes may wander along the null space and out of the cones.
     let mut s = ContactSensitivity::default();
-    s.factorize(p, out.lambda.as_slice(), out.c.as_slice()).unwrap();
+    s.factorize(p, out.lambda.as_slice(), out.c.as_slice())
+        .unwrap();
     if s.modes.contains(&ContactMode::Sliding) {
         s.refine(p, out.lambda.as_mut_slice(), out.c.as_mut_slice(), 3)
             .unwrap();
@@ -60,10 +65,22 @@ fn solve(p: &ContactProblem) -> ContactSolution {
 #[test]
 fn contact_velocity_derivatives_match_finite_differences() {
     let mut problems = vec![
-        ("cube-resting", harvest(&moreau::scenes::scene("cube-resting").unwrap(), 50)),
-        ("cube-sliding", harvest(&moreau::scenes::scene("cube-sliding").unwrap(), 50)),
-        ("quadruped", harvest(&moreau::scenes::scene("quadruped").unwrap(), 300)),
-        ("cube-stack", harvest(&moreau::scenes::cube_stack(10.0).unwrap(), 100)),
+        (
+            "cube-resting",
+            harvest(&moreau::scenes::scene("cube-resting").unwrap(), 50),
+        ),
+        (
+            "cube-sliding",
+            harvest(&moreau::scenes::scene("cube-sliding").unwrap(), 50),
+        ),
+        (
+            "quadruped",
+            harvest(&moreau::scenes::scene("quadruped").unwrap(), 300),
+        ),
+        (
+            "cube-stack",
+            harvest(&moreau::scenes::cube_stack(10.0).unwrap(), 100),
+        ),
     ];
     // A cube pulled up along one edge: its two contacts break, the other
     // two hold. (Pulled at one corner, it would rest on the diagonal with
@@ -85,7 +102,8 @@ fn contact_velocity_derivatives_match_finite_differences() {
         let m = p.m();
         let sol = solve(p);
         let mut sens = ContactSensitivity::default();
-        sens.factorize(p, sol.lambda.as_slice(), sol.c.as_slice()).unwrap();
+        sens.factorize(p, sol.lambda.as_slice(), sol.c.as_slice())
+            .unwrap();
         let modes = sens.modes.clone();
         let count = |mode| modes.iter().filter(|&&x| x == mode).count();
         // dc/dg = (G + R) dλ/dg + I, from the sensitivity and by differences,

@@ -85,7 +85,14 @@ fn rnea_derivatives_match_finite_differences() {
             let q = random_q(&model, &mut rng);
             let v = rng.vector(model.nv, -2.0, 2.0);
             let a = rng.vector(model.nv, -3.0, 3.0);
-            rnea_derivatives(&model, &mut data, &mut der, q.as_slice(), v.as_slice(), a.as_slice());
+            rnea_derivatives(
+                &model,
+                &mut data,
+                &mut der,
+                q.as_slice(),
+                v.as_slice(),
+                a.as_slice(),
+            );
             let tau = data.tau.clone();
             let mut d2 = Data::new(&model);
             let want = rnea(&model, &mut d2, q.as_slice(), v.as_slice(), a.as_slice()).clone();
@@ -104,7 +111,11 @@ fn rnea_derivatives_match_finite_differences() {
             "{} (nv {}): dtau/dq {:.1e}, dtau/dv {:.1e} (relative to finite differences)",
             model.name, model.nv, worst[0], worst[1]
         );
-        assert!(worst[0] < 1e-6 && worst[1] < 1e-6, "{}: {worst:?}", model.name);
+        assert!(
+            worst[0] < 1e-6 && worst[1] < 1e-6,
+            "{}: {worst:?}",
+            model.name
+        );
     }
 }
 
@@ -120,7 +131,14 @@ fn aba_derivatives_match_finite_differences() {
             let q = random_q(&model, &mut rng);
             let v = rng.vector(model.nv, -2.0, 2.0);
             let tau = rng.vector(model.nv, -5.0, 5.0);
-            aba_derivatives(&model, &mut data, &mut der, q.as_slice(), v.as_slice(), tau.as_slice());
+            aba_derivatives(
+                &model,
+                &mut data,
+                &mut der,
+                q.as_slice(),
+                v.as_slice(),
+                tau.as_slice(),
+            );
             let nv = model.nv;
             let dq = fd_q(&model, &q, (nv, EPS_ABA), |qq| {
                 aba(&model, &mut d2, qq.as_slice(), v.as_slice(), tau.as_slice()).clone()
@@ -180,7 +198,11 @@ fn integrate_jacobians_match_finite_differences() {
             "{}: d(q+)/dq {:.1e}, d(q+)/dv {:.1e}",
             model.name, worst[0], worst[1]
         );
-        assert!(worst[0] < 1e-7 && worst[1] < 1e-7, "{}: {worst:?}", model.name);
+        assert!(
+            worst[0] < 1e-7 && worst[1] < 1e-7,
+            "{}: {worst:?}",
+            model.name
+        );
     }
 }
 
@@ -201,7 +223,11 @@ fn derivatives_equal_pinocchios_on_example_robots() {
     .unwrap();
     let refs: serde_json::Value = serde_json::from_str(&text).unwrap();
     let vector = |v: &serde_json::Value| -> Vec<f64> {
-        v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
     };
     let matrix = |v: &serde_json::Value| -> DMatrix<f64> {
         let rows: Vec<Vec<f64>> = v.as_array().unwrap().iter().map(vector).collect();
@@ -255,7 +281,14 @@ fn derivatives_equal_pinocchios_on_example_robots() {
         };
         let mut data = Data::new(model);
         let mut der = Derivatives::new(model);
-        aba_derivatives(model, &mut data, &mut der, q.as_slice(), v.as_slice(), tau.as_slice());
+        aba_derivatives(
+            model,
+            &mut data,
+            &mut der,
+            q.as_slice(),
+            v.as_slice(),
+            tau.as_slice(),
+        );
         let ddq_err = (&data.ddq - to_moreau(vector(&r["ddq"]))).amax();
         let mut worst = vec![("ddq", ddq_err)];
         for (name, ours) in [
@@ -266,7 +299,14 @@ fn derivatives_equal_pinocchios_on_example_robots() {
             worst.push((name, relative(ours, &permute(matrix(&r[name])))));
         }
         let a = data.ddq.clone();
-        rnea_derivatives(model, &mut data, &mut der, q.as_slice(), v.as_slice(), a.as_slice());
+        rnea_derivatives(
+            model,
+            &mut data,
+            &mut der,
+            q.as_slice(),
+            v.as_slice(),
+            a.as_slice(),
+        );
         for (name, ours) in [("dtau_dq", &der.dtau_dq), ("dtau_dv", &der.dtau_dv)] {
             worst.push((name, relative(ours, &permute(matrix(&r[name])))));
         }

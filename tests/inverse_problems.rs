@@ -79,7 +79,11 @@ fn gauss_newton_finds_the_standing_torques() {
     for (scene, steps) in &scenes {
         let v = solve(scene, *steps);
         let last = *v.last().unwrap();
-        let target = if scene.name == "quadruped" { 1e-6 } else { 1e-4 };
+        let target = if scene.name == "quadruped" {
+            1e-6
+        } else {
+            1e-4
+        };
         assert!(
             last <= target && v.len() <= 16,
             "{}: {} iterations, ‖v⁺‖∞ {last:e}",

@@ -91,7 +91,9 @@ fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
     scene.control(&state, tau.as_mut_slice());
     let at = state.clone();
     let mut jac = StepJacobians::default();
-    let report = sim.step_with_jacobians(&mut state, tau.as_slice(), &mut jac).unwrap();
+    let report = sim
+        .step_with_jacobians(&mut state, tau.as_slice(), &mut jac)
+        .unwrap();
     let fd = finite_differences(&model, scene.dt, &at, &tau, eps);
     let mut worst = 0.0f64;
     let mut parts = Vec::new();
@@ -137,7 +139,11 @@ fn step_jacobians_match_finite_differences() {
             &Default::default(),
         )
         .unwrap();
-        cases.push((moreau::scenes::from_loaded(&loaded, true).unwrap(), 1500, 1e-6));
+        cases.push((
+            moreau::scenes::from_loaded(&loaded, true).unwrap(),
+            1500,
+            1e-6,
+        ));
     }
     for (scene, steps, eps) in &cases {
         let worst = check(scene, *steps, *eps);
@@ -164,7 +170,12 @@ fn step_jacobians_with_respect_to_q_match_finite_differences() {
         rng.vector(tree.nv, -1.0, 1.0),
     );
     let mut cases: Vec<(String, Arc<Model>, State, f64)> = vec![
-        (falling.name.clone(), falling.model.clone(), falling.state.clone(), falling.dt),
+        (
+            falling.name.clone(),
+            falling.model.clone(),
+            falling.state.clone(),
+            falling.dt,
+        ),
         ("random-tree".into(), tree, tree_state, 1e-3),
     ];
     for name in ["cartpole", "arm"] {
@@ -182,14 +193,21 @@ fn step_jacobians_with_respect_to_q_match_finite_differences() {
         assert!(scene.model.dof_stiffness.iter().any(|&k| k > 0.0));
         let mut state = scene.state.clone();
         state.q[1] += 1.0;
-        cases.push(("half_cheetah (springs)".into(), scene.model.clone(), state, scene.dt));
+        cases.push((
+            "half_cheetah (springs)".into(),
+            scene.model.clone(),
+            state,
+            scene.dt,
+        ));
     }
     for (name, model, state, dt) in cases {
         let tau = DVector::from_fn(model.nv, |i, _| 0.3 * (i as f64 + 1.0).sin());
         let mut sim = Simulator::new(model.clone(), params(dt)).unwrap();
         let mut jac = StepJacobians::default();
         let mut s = state.clone();
-        let report = sim.step_with_jacobians(&mut s, tau.as_slice(), &mut jac).unwrap();
+        let report = sim
+            .step_with_jacobians(&mut s, tau.as_slice(), &mut jac)
+            .unwrap();
         assert!(jac.wrt_q && report.nc + report.nl == 0, "{name}");
         let fd = step_jacobians_by_differences(&model, params(dt), &state, tau.as_slice(), 1e-6)
             .unwrap();
@@ -197,5 +215,49 @@ fn step_jacobians_with_respect_to_q_match_finite_differences() {
         let eq = (&jac.dq_dq - &fd.dq_dq).amax() / fd.dq_dq.amax().max(1.0);
         println!("{name}: nv {}, dv/dq {ev:.1e}, dq/dq {eq:.1e}", model.nv);
         assert!(ev < 1e-6 && eq < 1e-6, "{name}: {ev:e} {eq:e}");
+    }
+}
+
+/// With respect to the friction coefficients: `∂v⁺/∂μ` against central
+/// differences of the step in `SimParams::friction_scale` (which scales
+/// every μ: the derivative is `Σ_i μ_i ∂v⁺/∂μ_i`), on the sliding cube and
+/// on the quadruped with two feet sliding; a resting cube's is zero.
+#[test]
+fn step_jacobians_with_respect_to_friction_match_finite_differences() {
+    for (name, steps, moving) in [
+        ("cube-sliding", 50, true),
+        ("quadruped", 300, true),
+        ("cube-resting", 50, false),
+    ] {
+        let scene = moreau::scenes::scene(name).unwrap();
+        let model = scene.model.clone();
+        let mut sim = Simulator::new(model.clone(), params(scene.dt)).unwrap();
+        let mut state = scene.state.clone();
+        let mut tau = DVector::zeros(model.nv);
+        for _ in 0..steps {
+            scene.control(&state, tau.as_mut_slice());
+            sim.step(&mut state, tau.as_slice()).unwrap();
+        }
+        scene.control(&state, tau.as_mut_slice());
+        let at = state.clone();
+        let mut jac = StepJacobians::default();
+        sim.step_with_jacobians(&mut state, tau.as_slice(), &mut jac)
+            .unwrap();
+        let mu = DVector::from_iterator(sim.contacts().len(), sim.contacts().iter().map(|c| c.mu));
+        let ours = &jac.dv_dmu * &mu;
+        let h = 1e-4;
+        let step = |scale: f64| {
+            let mut p = params(scene.dt);
+            p.friction_scale = scale;
+            let mut s = Simulator::new(model.clone(), p).unwrap();
+            let mut st = at.clone();
+            s.step(&mut st, tau.as_slice()).unwrap();
+            st.v
+        };
+        let fd = (step(1.0 + h) - step(1.0 - h)) / (2.0 * h);
+        let e = (&ours - &fd).amax() / fd.amax().max(1e-3);
+        println!("{name}: |dv/dscale| {:.3e}, difference {e:.1e}", fd.amax());
+        assert!(e < 1e-5, "{name}: {e:e}");
+        assert_eq!(moving, fd.amax() > 1e-6, "{name}");
     }
 }

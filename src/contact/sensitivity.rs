@@ -2,7 +2,7 @@
 //! seed paper "Highly-Efficient Differentiable Simulation for Robotics",
 //! Le Lidec, Montaut, de Mont-Marin, Schramm, Carpentier, its eq. 9–11):
 //! how the impulses `λ*` of `K ∋ λ ⟂ c + Γ(c) ∈ K*`, `c = (G + R)λ + g`,
-//! change with the free velocity `g`.
+//! change with the free velocity `g` and with the friction coefficients.
 //!
 //! Each block keeps its mode, read off the solution:
 //! - **breaking** (`λ_N ≤ ε_λ` and `c_N ≥ −1e-14`, or an open unilateral
@@ -241,11 +241,16 @@ impl ContactSensitivity {
             self.rhs.clear();
             self.rhs.resize(m, 0.0);
             for b in 0..self.d_c.len() {
-                let (first, width) = if b < self.nc { (3 * b, 3) } else { (3 * self.nc + b - self.nc, 1) };
+                let (first, width) = if b < self.nc {
+                    (3 * b, 3)
+                } else {
+                    (3 * self.nc + b - self.nc, 1)
+                };
                 for r in 0..width {
                     let mut v = 0.0;
                     for t in 0..width {
-                        v += self.d_c[b][if width == 3 { 3 * r + t } else { 0 }] * dg[(first + t, j)];
+                        v += self.d_c[b][if width == 3 { 3 * r + t } else { 0 }]
+                            * dg[(first + t, j)];
                     }
                     self.rhs[first + r] = -v;
                 }
@@ -257,6 +262,32 @@ impl ContactSensitivity {
         }
     }
 
+    /// `∂λ*/∂μ` (m × nc) at the solution `lambda`, `c` given to
+    /// [`Self::factorize`]: μ enters the equations of the sliding contacts
+    /// only, `λ_T + μ λ_N ĉ_T = 0`, so column `i` is `−A⁻¹ (λ_N ĉ_T)` on
+    /// contact `i`'s tangent rows if it slides, zero otherwise.
+    pub fn apply_mu(&mut self, lambda: &[f64], c: &[f64], out: &mut DMatrix<f64>) {
+        let m = self.a.len().isqrt();
+        if out.shape() != (m, self.nc) {
+            *out = DMatrix::zeros(m, self.nc);
+        }
+        for i in 0..self.nc {
+            self.rhs.clear();
+            self.rhs.resize(m, 0.0);
+            if self.modes[i] == ContactMode::Sliding {
+                let ci = get3(c, i);
+                let ct = ci[0].hypot(ci[1]);
+                for r in 0..2 {
+                    self.rhs[3 * i + r] = -lambda[3 * i + 2] * ci[r] / ct;
+                }
+                self.solve(false);
+                out.column_mut(i).copy_from_slice(&self.x);
+            } else {
+                out.column_mut(i).fill(0.0);
+            }
+        }
+    }
+
     /// The vector–Jacobian product `wᵀ ∂λ/∂g = −(D_cᵀ A⁻ᵀ w)ᵀ`, into `w` (m).
     pub fn apply_transpose(&mut self, w: &mut [f64]) {
         let m = w.len();
@@ -264,7 +295,11 @@ impl ContactSensitivity {
         self.rhs.extend_from_slice(w);
         self.solve(true);
         for b in 0..self.d_c.len() {
-            let (first, width) = if b < self.nc { (3 * b, 3) } else { (3 * self.nc + b - self.nc, 1) };
+            let (first, width) = if b < self.nc {
+                (3 * b, 3)
+            } else {
+                (3 * self.nc + b - self.nc, 1)
+            };
             for t in 0..width {
                 let mut v = 0.0;
                 for r in 0..width {
@@ -289,7 +324,11 @@ impl ContactSensitivity {
                 let mut v = self.rhs[r];
                 if round > 0 {
                     for k in 0..m {
-                        let a = if transpose { self.a[r * m + k] } else { self.a[k * m + r] };
+                        let a = if transpose {
+                            self.a[r * m + k]
+                        } else {
+                            self.a[k * m + r]
+                        };
                         v -= a * self.x[k];
                     }
                 }

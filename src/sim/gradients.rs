@@ -1,5 +1,6 @@
-//! Derivatives of one step with respect to the velocity and the torques:
-//! `∂v⁺/∂v`, `∂v⁺/∂τ`, `∂q⁺/∂v`, `∂q⁺/∂τ` (the seed paper "Highly-Efficient
+//! Derivatives of one step with respect to the velocity, the torques and
+//! the friction coefficients: `∂v⁺/∂v`, `∂v⁺/∂τ`, `∂v⁺/∂μ` and those of
+//! `q⁺` (the seed paper "Highly-Efficient
 //! Differentiable Simulation for Robotics", with the contact problem
 //! differentiated implicitly, see [`crate::contact::sensitivity`]).
 //!
@@ -41,6 +42,12 @@ pub struct StepJacobians {
     pub dv_dq: DMatrix<f64>,
     pub dq_dq: DMatrix<f64>,
     pub wrt_q: bool,
+    /// `∂v⁺/∂μ` and `∂q⁺/∂μ` (nv × nc): column `i` for the friction
+    /// coefficient of the step's contact `i` (`Simulator::contacts`); only
+    /// sliding contacts' coefficients matter to first order.
+    pub dv_dmu: DMatrix<f64>,
+    pub dq_dmu: DMatrix<f64>,
+    dl_dmu: DMatrix<f64>,
     derivatives: Option<Derivatives>,
     sensitivity: ContactSensitivity,
     /// `J ∂v_f/∂x` then `∂λ/∂x` (m × nv).
@@ -102,7 +109,11 @@ impl Simulator {
                 *mat = DMatrix::zeros(nv, nv);
             }
         }
-        if out.derivatives.as_ref().is_none_or(|d| d.dtau_dq.nrows() != nv) {
+        if out
+            .derivatives
+            .as_ref()
+            .is_none_or(|d| d.dtau_dq.nrows() != nv)
+        {
             out.derivatives = Some(Derivatives::new(&model));
         }
         let der = out.derivatives.as_mut().expect("just built");
@@ -132,6 +143,9 @@ impl Simulator {
             out.dv_dv[(k, k)] += 1.0;
         }
         let m = self.problem.m();
+        if m == 0 {
+            out.dv_dmu = DMatrix::zeros(nv, 0);
+        }
         // Without constraints, v⁺ = v_f: ∂v⁺/∂q = dt (∂q̈/∂q − M̃⁻¹ K) (the
         // springs' stiffness K, explicit).
         out.wrt_q = m == 0;
@@ -156,12 +170,35 @@ impl Simulator {
             out.sensitivity
                 .factorize(problem, self.solution.lambda.as_slice(), &out.c)
                 .map_err(SimError::Problem)?;
+            // ∂λ/∂μ, then ∂v⁺/∂μ = M̃⁻¹ Jᵀ ∂λ/∂μ (v_f does not depend on μ).
+            let nc = problem.nc();
+            out.sensitivity
+                .apply_mu(self.solution.lambda.as_slice(), &out.c, &mut out.dl_dmu);
+            if out.dv_dmu.shape() != (nv, nc) {
+                out.dv_dmu = DMatrix::zeros(nv, nc);
+            }
             let j = &self.jacobian.jacobian;
+            out.column.resize(nv, 0.0);
+            for col in 0..nc {
+                for k in 0..nv {
+                    let mut s = 0.0;
+                    for r in 0..m {
+                        s += j[(r, k)] * out.dl_dmu[(r, col)];
+                    }
+                    out.column[k] = s;
+                }
+                ltdl_solve_in_place(&model, &self.data.ltdl, &mut out.column);
+                out.dv_dmu.column_mut(col).copy_from_slice(&out.column);
+            }
             if out.rows.shape() != (m, nv) {
                 out.rows = DMatrix::zeros(m, nv);
             }
             for (target, restitution) in [(0usize, true), (1, false)] {
-                let src = if target == 0 { &out.dv_dv } else { &out.dv_dtau };
+                let src = if target == 0 {
+                    &out.dv_dv
+                } else {
+                    &out.dv_dtau
+                };
                 j.mul_to(src, &mut out.rows);
                 if restitution {
                     for &(row, e) in &out.impacts {
@@ -172,7 +209,11 @@ impl Simulator {
                 }
                 out.sensitivity.apply(&mut out.rows);
                 // + M̃⁻¹ Jᵀ ∂λ/∂x, column by column.
-                let dst = if target == 0 { &mut out.dv_dv } else { &mut out.dv_dtau };
+                let dst = if target == 0 {
+                    &mut out.dv_dv
+                } else {
+                    &mut out.dv_dtau
+                };
                 out.column.resize(nv, 0.0);
                 for col in 0..nv {
                     for k in 0..nv {
@@ -197,6 +238,10 @@ impl Simulator {
             out.jv.mul_to(&out.dv_dq, &mut out.dq_dq);
             out.dq_dq += &out.jq;
         }
+        if out.dq_dmu.shape() != out.dv_dmu.shape() {
+            out.dq_dmu = DMatrix::zeros(nv, out.dv_dmu.ncols());
+        }
+        out.jv.mul_to(&out.dv_dmu, &mut out.dq_dmu);
         Ok(())
     }
 
@@ -281,8 +326,18 @@ pub fn step_jacobians_by_differences(
                 }
             }
             let (p, m) = (step(&sp, tp.as_slice())?, step(&sm, tm.as_slice())?);
-            crate::dynamics::difference(model, base.q.as_slice(), p.q.as_slice(), dp.as_mut_slice());
-            crate::dynamics::difference(model, base.q.as_slice(), m.q.as_slice(), dm.as_mut_slice());
+            crate::dynamics::difference(
+                model,
+                base.q.as_slice(),
+                p.q.as_slice(),
+                dp.as_mut_slice(),
+            );
+            crate::dynamics::difference(
+                model,
+                base.q.as_slice(),
+                m.q.as_slice(),
+                dm.as_mut_slice(),
+            );
             let (dv, dq) = match wrt {
                 0 => (&mut out.dv_dv, &mut out.dq_dv),
                 1 => (&mut out.dv_dtau, &mut out.dq_dtau),

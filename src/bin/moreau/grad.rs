@@ -3,8 +3,8 @@
 //! differences, and (with `--fd`) checked against them.
 
 use super::*;
-use moreau::sim::{StepJacobians, step_jacobians_by_differences};
 use moreau::State;
+use moreau::sim::{StepJacobians, step_jacobians_by_differences};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -28,7 +28,9 @@ struct GradRow {
 }
 
 fn rows(m: &nalgebra::DMatrix<f64>) -> Vec<Vec<f64>> {
-    (0..m.nrows()).map(|r| m.row(r).iter().copied().collect()).collect()
+    (0..m.nrows())
+        .map(|r| m.row(r).iter().copied().collect())
+        .collect()
 }
 
 /// The worst relative difference of the four Jacobians, each relative to

@@ -333,7 +333,11 @@ fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
                 let u = [w[0] / nw, w[1] / nw];
                 let s = rad / nw;
                 // P = s (I − ûûᵀ): dF_T = (I − P) dλ_T − μ û dλ_N + r P dc_T + μ r û dc_N.
-                let p = [s * (1.0 - u[0] * u[0]), -s * u[0] * u[1], s * (1.0 - u[1] * u[1])];
+                let p = [
+                    s * (1.0 - u[0] * u[0]),
+                    -s * u[0] * u[1],
+                    s * (1.0 - u[1] * u[1]),
+                ];
                 dl[0] = 1.0 - p[0];
                 dl[1] = -p[1];
                 dl[3] = -p[1];
@@ -403,7 +407,10 @@ fn assemble(work: &mut NewtonWork, nc: usize, m: usize) {
         }
     }
     for k in 3 * nc..m {
-        let (dl, dc) = (work.d_lambda[nc + k - 3 * nc][0], work.d_c[nc + k - 3 * nc][0]);
+        let (dl, dc) = (
+            work.d_lambda[nc + k - 3 * nc][0],
+            work.d_c[nc + k - 3 * nc][0],
+        );
         for j in 0..m {
             jac[j * m + k] = dc * a[j * m + k];
         }
