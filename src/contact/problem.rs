@@ -134,7 +134,7 @@ impl BlockCoupling {
     /// The coupling of `nb` blocks whose supporting dofs (among `nv`) are
     /// `support[offsets[b]..offsets[b + 1]]` (see
     /// [`super::ContactJacobian`]); dense when there are fewer than
-    /// [`COUPLING_MIN_BLOCKS`] blocks or a dof supports more than half of
+    /// `COUPLING_MIN_BLOCKS` (8) blocks or a dof supports more than half of
     /// them (then nearly every pair couples).
     pub fn from_supports(
         &mut self,
