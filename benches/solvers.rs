@@ -77,7 +77,10 @@ fn coupling(c: &mut Criterion) {
         max_iterations: 1000,
         ..Default::default()
     };
-    for (name, warm) in problems().into_iter().filter(|(_, p)| !p.coupling.is_dense()) {
+    for (name, warm) in problems()
+        .into_iter()
+        .filter(|(_, p)| !p.coupling.is_dense())
+    {
         let mut cold = warm.clone();
         cold.warm_start.fill(0.0);
         let mut dense = cold.clone();

@@ -103,9 +103,7 @@ pub enum ProblemError {
         "Delassus matrix is not positive semi-definite: diagonal entry G[{index},{index}] = {value:e}"
     )]
     NotPsd { index: usize, value: f64 },
-    #[error(
-        "Delassus matrix is non-zero outside its block coupling: G[{row},{col}] = {value:e}"
-    )]
+    #[error("Delassus matrix is non-zero outside its block coupling: G[{row},{col}] = {value:e}")]
     Uncoupled { row: usize, col: usize, value: f64 },
     #[error(
         "the solver diverged (non-finite impulse after {iteration} iterations); is the Delassus matrix positive semi-definite?"

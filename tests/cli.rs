@@ -180,7 +180,11 @@ fn grad_checks_and_writes_the_step_jacobians() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let worst: f64 = stdout
         .split("worst relative difference over 2 steps ")
         .nth(1)

@@ -159,8 +159,7 @@ fn the_newton_finisher_converges_the_lying_humanoid() {
         };
         params.solver_settings.newton = newton;
         let mut sim = Simulator::new(model.clone(), params).unwrap();
-        let mut state =
-            moreau::State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));
+        let mut state = moreau::State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));
         let ctrl = vec![0.0; model.nu()];
         let (mut solves, mut unconverged, mut iterations, mut steps) = (0, 0, 0, 0);
         for _ in 0..1500 {
@@ -187,7 +186,10 @@ fn the_newton_finisher_converges_the_lying_humanoid() {
     };
     assert!(n > 1000, "{n} solves");
     assert!(bad_with <= n / 200, "{bad_with} of {n} unconverged");
-    assert!(bad_without > 4 * bad_with.max(1), "{bad_without} vs {bad_with}");
+    assert!(
+        bad_without > 4 * bad_with.max(1),
+        "{bad_without} vs {bad_with}"
+    );
     assert!(10 * it_with < it_without, "{it_with} vs {it_without}");
 }
 
@@ -209,9 +211,14 @@ fn per_contact_solvers_on_the_block_coupling_equal_the_dense_ones() {
         p.validate().unwrap();
         let nb = p.nc() + p.nl();
         assert!(!p.coupling.is_dense(), "problem {k}: {nb} blocks, dense");
-        let pairs = (0..nb).map(|b| p.coupling.neighbors(b).unwrap().len()).sum::<usize>();
+        let pairs = (0..nb)
+            .map(|b| p.coupling.neighbors(b).unwrap().len())
+            .sum::<usize>();
         if k == 0 || k + 1 == problems.len() {
-            println!("problem {k}: {nb} blocks, {pairs} of {} pairs coupled", nb * nb);
+            println!(
+                "problem {k}: {nb} blocks, {pairs} of {} pairs coupled",
+                nb * nb
+            );
         }
         coupled_blocks.0 += pairs;
         coupled_blocks.1 += nb * nb;
@@ -231,7 +238,12 @@ fn per_contact_solvers_on_the_block_coupling_equal_the_dense_ones() {
             let (mut a, mut b) = (ContactSolution::default(), ContactSolution::default());
             kind.build().solve(p, &settings, &mut a).unwrap();
             kind.build().solve(&dense, &settings, &mut b).unwrap();
-            assert_eq!(a.stats.iterations, b.stats.iterations, "{} on {k}", kind.name());
+            assert_eq!(
+                a.stats.iterations,
+                b.stats.iterations,
+                "{} on {k}",
+                kind.name()
+            );
             assert_eq!(a.lambda, b.lambda, "{} on {k}", kind.name());
         }
     }

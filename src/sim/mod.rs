@@ -41,11 +41,11 @@
 //!   (Newton's impact law; the remaining gap is ignored).
 
 use crate::collision::{CollisionDetector, Contact, ContactKey};
-use crate::contact::{CouplingWork, SolverStats};
 use crate::contact::{
     ContactJacobian, ContactProblem, ContactSolution, ContactSolver, JointLimitRow, LimitSide,
     SolverKind, SolverSettings, TreeDelassus, TreeWork, constraint_jacobian, delassus_ltdl_coupled,
 };
+use crate::contact::{CouplingWork, SolverStats};
 use crate::dynamics::{
     Data, aba_from_kinematics, crba_from_kinematics, fluid_forces, forward_kinematics,
     forward_velocity, integrate, kinetic_energy, ltdl_factorize, ltdl_solve_in_place,
@@ -62,8 +62,8 @@ pub use crate::counters::{Stage, StageTimes};
 
 mod gradients;
 mod trajectory;
-use std::time::Instant;
 pub use gradients::{StepJacobians, step_jacobians_by_differences};
+use std::time::Instant;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
 /// Simulation parameters.
@@ -410,7 +410,13 @@ impl Simulator {
         let m = self.problem.m();
         if self.tree && self.problem.delassus.shape() != (m, m) {
             let (model, data, p) = (&*self.model, &self.data, &mut self.problem);
-            delassus_ltdl_coupled(model, data, &mut self.jacobian, &p.coupling, &mut p.delassus);
+            delassus_ltdl_coupled(
+                model,
+                data,
+                &mut self.jacobian,
+                &p.coupling,
+                &mut p.delassus,
+            );
         }
         &self.problem
     }
@@ -757,7 +763,13 @@ impl Simulator {
                 &self.jacobian.offsets,
                 &mut self.coupling_work,
             );
-            delassus_ltdl_coupled(model, data, &mut self.jacobian, &p.coupling, &mut p.delassus);
+            delassus_ltdl_coupled(
+                model,
+                data,
+                &mut self.jacobian,
+                &p.coupling,
+                &mut p.delassus,
+            );
             if self.params.compliance > 0.0 {
                 // Validated in `step`; cannot fail.
                 let _ = self.problem.set_diagonal_compliance(self.params.compliance);

@@ -21,6 +21,7 @@ mod solve;
 
 use bench::{bench, bench_solve};
 use clap::{Parser, Subcommand, ValueEnum};
+use grad::grad;
 use indicatif::{ProgressBar, ProgressStyle};
 use moreau::batch::Backend;
 use moreau::contact::io::{ProblemWriter, read_problems};
@@ -32,7 +33,6 @@ use moreau::sim::{DelassusPath, SimParams, Simulator, StepReport, Trajectory};
 use moreau::tools::bench::batch::SceneBenchConfig;
 use moreau::tools::study::{self, report};
 use nalgebra::DVector;
-use grad::grad;
 use run::{load_scene, run};
 use show::{compare, info, inspect};
 use solve::solve;
@@ -387,7 +387,12 @@ fn main() -> ExitCode {
             steps,
             dt,
             &solver,
-            (tolerance, max_iterations, (!no_polish, !no_newton), delassus),
+            (
+                tolerance,
+                max_iterations,
+                (!no_polish, !no_newton),
+                delassus,
+            ),
             out,
             dump_problems.map(|path| (path, dump_every)),
         ),
@@ -399,7 +404,12 @@ fn main() -> ExitCode {
             no_polish,
             no_newton,
             device,
-        } => solve(&file, solver, (tol, max_iter, (!no_polish, !no_newton)), device),
+        } => solve(
+            &file,
+            solver,
+            (tol, max_iter, (!no_polish, !no_newton)),
+            device,
+        ),
         Command::Bench {
             what:
                 Some(BenchWhat::Solve {

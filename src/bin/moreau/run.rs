@@ -37,7 +37,12 @@ pub(crate) fn make_sim(
     scene: &Scene,
     dt: Option<f64>,
     solver: &str,
-    (tolerance, max_iterations, (polish, newton), delassus): (f64, usize, (bool, bool), DelassusPath),
+    (tolerance, max_iterations, (polish, newton), delassus): (
+        f64,
+        usize,
+        (bool, bool),
+        DelassusPath,
+    ),
 ) -> Result<Simulator, AnyError> {
     let mut params = SimParams {
         dt: dt.unwrap_or(scene.dt),

@@ -641,7 +641,17 @@ impl AdmmModel for Cones<'_> {
             return;
         }
         let solved = finisher != Finisher::Newton
-            && polish(work, self.mu, a, d, b, z, POLISH_ROUNDS, candidate, &mut *accept);
+            && polish(
+                work,
+                self.mu,
+                a,
+                d,
+                b,
+                z,
+                POLISH_ROUNDS,
+                candidate,
+                &mut *accept,
+            );
         if !solved && finisher != Finisher::Polish && self.newton {
             newton(&mut work.newton, self.mu, a, d, b, z, candidate, accept);
         }

@@ -18,8 +18,8 @@
 //! | `staggered` | NCP                                          | alternating normal / friction QPs  |
 
 pub(crate) mod admm;
-pub(crate) mod pgs;
 mod newton;
+pub(crate) mod pgs;
 mod polish;
 pub(crate) mod raisim;
 mod staggered;
