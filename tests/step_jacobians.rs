@@ -9,11 +9,10 @@
 
 mod common;
 
-use moreau::dynamics::difference;
 use moreau::scenes::Scene;
-use moreau::sim::{SimParams, Simulator, StepJacobians};
+use moreau::sim::{SimParams, Simulator, StepJacobians, step_jacobians_by_differences};
 use moreau::{Model, State};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 use std::sync::Arc;
 
 fn params(dt: f64) -> SimParams {
@@ -24,57 +23,6 @@ fn params(dt: f64) -> SimParams {
     p.solver_settings.tolerance = 1e-12;
     p.solver_settings.max_iterations = 5000;
     p
-}
-
-/// One step from `state` with `tau` in a fresh simulator: `(q⁺, v⁺)`.
-fn step(model: &Arc<Model>, dt: f64, state: &State, tau: &[f64]) -> (DVector<f64>, DVector<f64>) {
-    let mut sim = Simulator::new(model.clone(), params(dt)).unwrap();
-    let mut s = state.clone();
-    sim.step(&mut s, tau).unwrap();
-    (s.q, s.v)
-}
-
-/// `(∂v⁺/∂v, ∂v⁺/∂τ, ∂q⁺/∂v, ∂q⁺/∂τ)` by central differences.
-fn finite_differences(
-    model: &Arc<Model>,
-    dt: f64,
-    state: &State,
-    tau: &DVector<f64>,
-    eps: f64,
-) -> [DMatrix<f64>; 4] {
-    let nv = model.nv;
-    let (q0, _) = step(model, dt, state, tau.as_slice());
-    let mut out = [
-        DMatrix::zeros(nv, nv),
-        DMatrix::zeros(nv, nv),
-        DMatrix::zeros(nv, nv),
-        DMatrix::zeros(nv, nv),
-    ];
-    let tangent = |q: &DVector<f64>| {
-        let mut d = DVector::zeros(nv);
-        difference(model, q0.as_slice(), q.as_slice(), d.as_mut_slice());
-        d
-    };
-    for k in 0..nv {
-        for (wrt, (dv, dq)) in [(0, (0, 2)), (1, (1, 3))] {
-            let (mut sp, mut sm) = (state.clone(), state.clone());
-            let (mut tp, mut tm) = (tau.clone(), tau.clone());
-            // Torques perturbed by eps/dt: a velocity change of order eps.
-            let h = if wrt == 0 { eps } else { eps / dt };
-            if wrt == 0 {
-                sp.v[k] += h;
-                sm.v[k] -= h;
-            } else {
-                tp[k] += h;
-                tm[k] -= h;
-            }
-            let (qp, vp) = step(model, dt, &sp, tp.as_slice());
-            let (qm, vm) = step(model, dt, &sm, tm.as_slice());
-            out[dv].set_column(k, &((vp - vm) / (2.0 * h)));
-            out[dq].set_column(k, &((tangent(&qp) - tangent(&qm)) / (2.0 * h)));
-        }
-    }
-    out
 }
 
 /// Settles `scene` for `steps` under its controller (or zero torques), then
@@ -94,7 +42,8 @@ fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
     let report = sim
         .step_with_jacobians(&mut state, tau.as_slice(), &mut jac)
         .unwrap();
-    let fd = finite_differences(&model, scene.dt, &at, &tau, eps);
+    let fd =
+        step_jacobians_by_differences(&model, params(scene.dt), &at, tau.as_slice(), eps).unwrap();
     let mut worst = 0.0f64;
     let mut parts = Vec::new();
     // Each relative to its largest entry, but at least its scale in free
@@ -102,10 +51,10 @@ fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
     // dt/m and dt²/m for the torques (m the total mass).
     let (dt, mass) = (scene.dt, model.total_mass());
     for (name, ours, theirs, floor) in [
-        ("dv/dv", &jac.dv_dv, &fd[0], 1.0),
-        ("dv/dtau", &jac.dv_dtau, &fd[1], dt / mass),
-        ("dq/dv", &jac.dq_dv, &fd[2], dt),
-        ("dq/dtau", &jac.dq_dtau, &fd[3], dt * dt / mass),
+        ("dv/dv", &jac.dv_dv, &fd.dv_dv, 1.0),
+        ("dv/dtau", &jac.dv_dtau, &fd.dv_dtau, dt / mass),
+        ("dq/dv", &jac.dq_dv, &fd.dq_dv, dt),
+        ("dq/dtau", &jac.dq_dtau, &fd.dq_dtau, dt * dt / mass),
     ] {
         let e = (ours - theirs).amax() / theirs.amax().max(floor);
         parts.push(format!("{name} {e:.1e}"));
@@ -158,7 +107,6 @@ fn step_jacobians_match_finite_differences() {
 /// `sim::step_jacobians_by_differences`.
 #[test]
 fn step_jacobians_with_respect_to_q_match_finite_differences() {
-    use moreau::sim::step_jacobians_by_differences;
     let mut falling = moreau::scenes::scene("cube-resting").unwrap();
     falling.state.q[2] += 0.5;
     falling.state.v = DVector::from_vec(vec![0.3, -0.2, 0.1, 2.0, -1.0, 0.5]);

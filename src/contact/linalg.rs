@@ -218,6 +218,29 @@ pub fn lu_apply(h: &[f64], n: usize, pivot: &[usize], r: &mut [f64]) {
     }
 }
 
+/// Solves `Hᵀ y = r` in place with the factors of [`lu_factor`] (`P H = L U`,
+/// so `Hᵀ = Uᵀ Lᵀ P`).
+pub fn lu_apply_transpose(h: &[f64], n: usize, pivot: &[usize], r: &mut [f64]) {
+    // Uᵀ z = r (forward), then Lᵀ w = z (backward), then y = Pᵀ w.
+    for k in 0..n {
+        let mut s = r[k];
+        for j in 0..k {
+            s -= h[k * n + j] * r[j];
+        }
+        r[k] = s / h[k * n + k];
+    }
+    for k in (0..n).rev() {
+        let mut s = r[k];
+        for i in k + 1..n {
+            s -= h[k * n + i] * r[i];
+        }
+        r[k] = s;
+    }
+    for k in (0..n).rev() {
+        r.swap(k, pivot[k]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

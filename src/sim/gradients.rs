@@ -24,8 +24,8 @@
 //! model with an active medium is refused.
 
 use super::{SimError, Simulator, State, StepReport};
-use crate::contact::ContactSensitivity;
-use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians, ltdl_solve_in_place};
+use crate::contact::{ContactSensitivity, TreeDelassus};
+use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians};
 use nalgebra::{DMatrix, DVector};
 
 /// The Jacobians of one step, all `nv × nv` (`q⁺` and `q` in the tangent
@@ -48,6 +48,9 @@ pub struct StepJacobians {
     pub dv_dmu: DMatrix<f64>,
     pub dq_dmu: DMatrix<f64>,
     dl_dmu: DMatrix<f64>,
+    /// The state the step started from.
+    q0: DVector<f64>,
+    v0: DVector<f64>,
     derivatives: Option<Derivatives>,
     sensitivity: ContactSensitivity,
     /// `J ∂v_f/∂x` then `∂λ/∂x` (m × nv).
@@ -80,10 +83,19 @@ impl Simulator {
                     .into(),
             });
         }
-        let (q0, v0) = (state.q.clone(), state.v.clone());
-        let report = self.step(state, tau)?;
-        self.step_jacobians(&q0, &v0, out)?;
-        Ok(report)
+        // (Kept in `out`'s buffers: no allocation once they have grown.)
+        let (mut q0, mut v0) = (std::mem::take(&mut out.q0), std::mem::take(&mut out.v0));
+        for (dst, src) in [(&mut q0, &state.q), (&mut v0, &state.v)] {
+            if dst.len() != src.len() {
+                *dst = DVector::zeros(src.len());
+            }
+            dst.copy_from(src);
+        }
+        let result = self
+            .step(state, tau)
+            .and_then(|report| self.step_jacobians(&q0, &v0, out).map(|()| report));
+        (out.q0, out.v0) = (q0, v0);
+        result
     }
 
     /// The Jacobians of the step just taken from `(q0, v0)`.
@@ -130,14 +142,7 @@ impl Simulator {
         out.dv_dtau.copy_from(&der.ddq_dtau);
         out.dv_dtau *= dt;
         out.dv_dv.copy_from(&der.ddq_dv);
-        for k in 0..nv {
-            let damping = model.dof_damping[k];
-            if damping != 0.0 {
-                for r in 0..nv {
-                    out.dv_dv[(r, k)] -= der.ddq_dtau[(r, k)] * damping;
-                }
-            }
-        }
+        subtract_diagonal_response(&mut out.dv_dv, &der.ddq_dtau, &model.dof_damping);
         out.dv_dv *= dt;
         for k in 0..nv {
             out.dv_dv[(k, k)] += 1.0;
@@ -151,14 +156,7 @@ impl Simulator {
         out.wrt_q = m == 0;
         if out.wrt_q {
             out.dv_dq.copy_from(&der.ddq_dq);
-            for k in 0..nv {
-                let stiffness = model.dof_stiffness[k];
-                if stiffness != 0.0 {
-                    for r in 0..nv {
-                        out.dv_dq[(r, k)] -= der.ddq_dtau[(r, k)] * stiffness;
-                    }
-                }
-            }
+            subtract_diagonal_response(&mut out.dv_dq, &der.ddq_dtau, &model.dof_stiffness);
             out.dv_dq *= dt;
         }
         if m > 0 {
@@ -177,19 +175,13 @@ impl Simulator {
             if out.dv_dmu.shape() != (nv, nc) {
                 out.dv_dmu = DMatrix::zeros(nv, nc);
             }
-            let j = &self.jacobian.jacobian;
+            out.dv_dmu.fill(0.0);
+            // G's factors as the tree path sees them: Jᵀ over the blocks'
+            // supports, M̃⁻¹ by the tree LᵀDL.
+            let t = TreeDelassus::new(&model, &self.data, &self.jacobian, &self.tree_work);
             out.column.resize(nv, 0.0);
-            for col in 0..nc {
-                for k in 0..nv {
-                    let mut s = 0.0;
-                    for r in 0..m {
-                        s += j[(r, k)] * out.dl_dmu[(r, col)];
-                    }
-                    out.column[k] = s;
-                }
-                ltdl_solve_in_place(&model, &self.data.ltdl, &mut out.column);
-                out.dv_dmu.column_mut(col).copy_from_slice(&out.column);
-            }
+            add_minv_jt(&t, &out.dl_dmu, &mut out.dv_dmu, &mut out.column);
+            let j = &self.jacobian.jacobian;
             if out.rows.shape() != (m, nv) {
                 out.rows = DMatrix::zeros(m, nv);
             }
@@ -208,26 +200,12 @@ impl Simulator {
                     }
                 }
                 out.sensitivity.apply(&mut out.rows);
-                // + M̃⁻¹ Jᵀ ∂λ/∂x, column by column.
                 let dst = if target == 0 {
                     &mut out.dv_dv
                 } else {
                     &mut out.dv_dtau
                 };
-                out.column.resize(nv, 0.0);
-                for col in 0..nv {
-                    for k in 0..nv {
-                        let mut s = 0.0;
-                        for r in 0..m {
-                            s += j[(r, k)] * out.rows[(r, col)];
-                        }
-                        out.column[k] = s;
-                    }
-                    ltdl_solve_in_place(&model, &self.data.ltdl, &mut out.column);
-                    for k in 0..nv {
-                        dst[(k, col)] += out.column[k];
-                    }
-                }
+                add_minv_jt(&t, &out.rows, dst, &mut out.column);
             }
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
@@ -244,7 +222,31 @@ impl Simulator {
         out.jv.mul_to(&out.dv_dmu, &mut out.dq_dmu);
         Ok(())
     }
+}
 
+/// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to
+/// each dof's own coordinate or velocity, as damping or a spring).
+fn subtract_diagonal_response(dst: &mut DMatrix<f64>, minv: &DMatrix<f64>, coefficients: &[f64]) {
+    for (k, &a) in coefficients.iter().enumerate() {
+        if a != 0.0 {
+            dst.column_mut(k).axpy(-a, &minv.column(k), 1.0);
+        }
+    }
+}
+
+/// `dst += M̃⁻¹ Jᵀ x`, column by column (`x`: m × k, `dst`: nv × k).
+fn add_minv_jt(t: &TreeDelassus, x: &DMatrix<f64>, dst: &mut DMatrix<f64>, column: &mut [f64]) {
+    let m = x.nrows();
+    for col in 0..x.ncols() {
+        t.jt_mul(&x.as_slice()[col * m..(col + 1) * m], column);
+        t.mass_solve(column);
+        for (d, c) in dst.column_mut(col).iter_mut().zip(column.iter()) {
+            *d += c;
+        }
+    }
+}
+
+impl Simulator {
     /// The normal rows of the contacts whose `g` carried restitution at
     /// the step from `v0` (as stage 3 decided), with their coefficient.
     fn impacts(&self, v0: &DVector<f64>, out: &mut Vec<(usize, f64)>) {
