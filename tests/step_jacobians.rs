@@ -25,13 +25,22 @@ fn params(dt: f64) -> SimParams {
     p
 }
 
-/// Settles `scene` for `steps` under its controller (or zero torques), then
-/// compares the step Jacobians at the state reached with differences.
-fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
-    let model = scene.model.clone();
-    let mut sim = Simulator::new(model.clone(), params(scene.dt)).unwrap();
+/// Steps `scene` `steps` times under its controller (or zero torques), then
+/// once more with the Jacobians: the simulator, the state that last step
+/// started from, its torques, the Jacobians and the step's report.
+fn settle_and_differentiate(
+    scene: &Scene,
+    steps: usize,
+) -> (
+    Simulator,
+    State,
+    DVector<f64>,
+    StepJacobians,
+    moreau::sim::StepReport,
+) {
+    let mut sim = Simulator::new(scene.model.clone(), params(scene.dt)).unwrap();
     let mut state = scene.state.clone();
-    let mut tau = DVector::zeros(model.nv);
+    let mut tau = DVector::zeros(scene.model.nv);
     for _ in 0..steps {
         scene.control(&state, tau.as_mut_slice());
         sim.step(&mut state, tau.as_slice()).unwrap();
@@ -42,6 +51,14 @@ fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
     let report = sim
         .step_with_jacobians(&mut state, tau.as_slice(), &mut jac)
         .unwrap();
+    (sim, at, tau, jac, report)
+}
+
+/// Compares the step Jacobians at the state [`settle_and_differentiate`]
+/// reaches with differences; the worst relative difference.
+fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
+    let model = scene.model.clone();
+    let (_, at, tau, jac, report) = settle_and_differentiate(scene, steps);
     let fd =
         step_jacobians_by_differences(&model, params(scene.dt), &at, tau.as_slice(), eps).unwrap();
     let mut worst = 0.0f64;
@@ -179,18 +196,7 @@ fn step_jacobians_with_respect_to_friction_match_finite_differences() {
     ] {
         let scene = moreau::scenes::scene(name).unwrap();
         let model = scene.model.clone();
-        let mut sim = Simulator::new(model.clone(), params(scene.dt)).unwrap();
-        let mut state = scene.state.clone();
-        let mut tau = DVector::zeros(model.nv);
-        for _ in 0..steps {
-            scene.control(&state, tau.as_mut_slice());
-            sim.step(&mut state, tau.as_slice()).unwrap();
-        }
-        scene.control(&state, tau.as_mut_slice());
-        let at = state.clone();
-        let mut jac = StepJacobians::default();
-        sim.step_with_jacobians(&mut state, tau.as_slice(), &mut jac)
-            .unwrap();
+        let (sim, at, tau, jac, _) = settle_and_differentiate(&scene, steps);
         let mu = DVector::from_iterator(sim.contacts().len(), sim.contacts().iter().map(|c| c.mu));
         let ours = &jac.dv_dmu * &mu;
         let h = 1e-4;

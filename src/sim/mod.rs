@@ -736,13 +736,20 @@ impl Simulator {
         if self.tree {
             // G stays factored: the solver gets J and M (see `solve`).
             self.problem.resize_without_delassus(nc, nl);
-            self.problem.coupling.from_supports(
-                nb,
-                model.nv,
-                &self.jacobian.support,
-                &self.jacobian.offsets,
-                &mut self.coupling_work,
-            );
+        } else {
+            self.problem.resize(nc, nl);
+        }
+        // Blocks whose supports do not meet (separate bodies) are zero.
+        let p = &mut self.problem;
+        let jac = &self.jacobian;
+        p.coupling.from_supports(
+            nb,
+            model.nv,
+            &jac.support,
+            &jac.offsets,
+            &mut self.coupling_work,
+        );
+        if self.tree {
             if self.params.compliance > 0.0 {
                 let t = TreeDelassus::new(model, data, &self.jacobian, &self.tree_work);
                 t.block_diagonal(&mut self.scratch_rows);
@@ -753,16 +760,7 @@ impl Simulator {
                 }
             }
         } else {
-            self.problem.resize(nc, nl);
-            // Blocks whose supports do not meet (separate bodies) stay zero.
             let p = &mut self.problem;
-            p.coupling.from_supports(
-                nb,
-                model.nv,
-                &self.jacobian.support,
-                &self.jacobian.offsets,
-                &mut self.coupling_work,
-            );
             delassus_ltdl_coupled(
                 model,
                 data,
