@@ -131,6 +131,7 @@ fn algorithms(c: &mut Criterion) {
                         feature_a: 0,
                         feature_b: 0,
                     },
+                    geometry: Default::default(),
                 })
                 .collect();
         }

@@ -1,14 +1,22 @@
-//! The Jacobians of one step with respect to the velocity and the torques
-//! (`Simulator::step_with_jacobians`) against central finite differences of
-//! the step, away from mode switches: a cube in free fall, resting
-//! (sticking), sliding, the standing quadruped, Gymnasium's ant on its legs
-//! (contacts and joint limits). Solver tolerance 1e-12. (Steps of 1e-4 m/s
-//! where contacts slide: the NCP residual sees a sliding contact's friction
-//! direction only at second order, so a solve to 1e-12 leaves ~1e-10 of
-//! noise in its velocities, too much for steps of 1e-6.)
+//! The Jacobians of one step (`Simulator::step_with_jacobians`) against
+//! central finite differences of the step, away from mode switches: a cube
+//! in free fall, resting (sticking), sliding, lifting off, on a gap, on
+//! another cube; balls on the ground, impacting, and on a ball; the
+//! standing quadruped, Gymnasium's ant on its legs (contacts and joint
+//! limits). Solver tolerance 1e-12. (Steps of 1e-4 m/s where contacts
+//! slide: the NCP residual sees a sliding contact's friction direction only
+//! at second order, so a solve to 1e-12 leaves ~1e-10 of noise in its
+//! velocities, too much for steps of 1e-6.)
+//!
+//! A body at rest on a contact or a stop settles at distance 0, exactly
+//! where the stabilization's slope changes (`φ/dt` on a gap, `βφ/dt` in
+//! penetration): the step is not differentiable in `q` there. The states
+//! differentiated are moved off it ([`sink`]).
 
 mod common;
 
+use moreau::math::{Inertia, SE3, Vec3};
+use moreau::model::{JointType, Material, ModelBuilder, Shape, WORLD};
 use moreau::scenes::Scene;
 use moreau::sim::{SimParams, Simulator, StepJacobians, step_jacobians_by_differences};
 use moreau::{Model, State};
@@ -25,12 +33,36 @@ fn params(dt: f64) -> SimParams {
     p
 }
 
-/// Steps `scene` `steps` times under its controller (or zero torques), then
-/// once more with the Jacobians: the simulator, the state that last step
-/// started from, its torques, the Jacobians and the step's report.
+/// Moves each free body down by `depth` times its rank among the free
+/// bodies (1, 2, …: a stack sinks into the ground and into itself), and
+/// (`stops`) puts each joint within `depth` of a stop `depth` past it.
+fn sink(model: &Model, state: &mut State, depth: f64, stops: bool) {
+    let mut rank = 0.0;
+    for b in 1..model.nbodies {
+        let iq = model.joint_idx_q[b];
+        if model.joint_type[b] == JointType::Free {
+            rank += 1.0;
+            state.q[iq + 2] -= rank * depth;
+        }
+        if let Some((lower, upper)) = model.joint_range[b].filter(|_| stops) {
+            let q = &mut state.q[iq];
+            if *q < lower + depth {
+                *q = lower - depth;
+            } else if *q > upper - depth {
+                *q = upper + depth;
+            }
+        }
+    }
+}
+
+/// Steps `scene` `steps` times under its controller (or zero torques),
+/// applies `prepare` to the state, then steps once more with the
+/// Jacobians: the simulator, the state that last step started from, its
+/// torques, the Jacobians and the step's report.
 fn settle_and_differentiate(
     scene: &Scene,
     steps: usize,
+    prepare: &dyn Fn(&Model, &mut State),
 ) -> (
     Simulator,
     State,
@@ -45,6 +77,7 @@ fn settle_and_differentiate(
         scene.control(&state, tau.as_mut_slice());
         sim.step(&mut state, tau.as_slice()).unwrap();
     }
+    prepare(&scene.model, &mut state);
     scene.control(&state, tau.as_mut_slice());
     let at = state.clone();
     let mut jac = StepJacobians::default();
@@ -56,9 +89,24 @@ fn settle_and_differentiate(
 
 /// Compares the step Jacobians at the state [`settle_and_differentiate`]
 /// reaches with differences; the worst relative difference.
-fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
+/// With respect to `q` too where `wrt_q`.
+fn check(
+    scene: &Scene,
+    steps: usize,
+    eps: f64,
+    prepare: &dyn Fn(&Model, &mut State),
+    wrt_q: bool,
+) -> f64 {
     let model = scene.model.clone();
-    let (_, at, tau, jac, report) = settle_and_differentiate(scene, steps);
+    let (sim, at, tau, jac, report) = settle_and_differentiate(scene, steps, prepare);
+    assert_eq!(
+        jac.wrt_q,
+        wrt_q,
+        "{}: residual {:e}, {:?}",
+        scene.name,
+        jac.q_residual,
+        sim.contacts()
+    );
     let fd =
         step_jacobians_by_differences(&model, params(scene.dt), &at, tau.as_slice(), eps).unwrap();
     let mut worst = 0.0f64;
@@ -72,32 +120,184 @@ fn check(scene: &Scene, steps: usize, eps: f64) -> f64 {
         ("dv/dtau", &jac.dv_dtau, &fd.dv_dtau, dt / mass),
         ("dq/dv", &jac.dq_dv, &fd.dq_dv, dt),
         ("dq/dtau", &jac.dq_dtau, &fd.dq_dtau, dt * dt / mass),
+        ("dv/dq", &jac.dv_dq, &fd.dv_dq, 1.0 / dt),
+        ("dq/dq", &jac.dq_dq, &fd.dq_dq, 1.0),
     ] {
+        if name.ends_with("/dq") && !wrt_q {
+            continue;
+        }
         let e = (ours - theirs).amax() / theirs.amax().max(floor);
         parts.push(format!("{name} {e:.1e}"));
         worst = worst.max(e);
     }
     println!(
-        "{}: nv {}, {} contacts, {} limits: {}",
+        "{}: nv {}, {} contacts, {} limits: {} (q residual {:.0e})",
         scene.name,
         model.nv,
         report.nc,
         report.nl,
-        parts.join(", ")
+        parts.join(", "),
+        jac.q_residual
     );
     worst
 }
 
+/// A ball of radius 0.1 m leaning on a ball of radius 0.2 m fixed on the
+/// world, its centre off the vertical by about 20° (sphere against sphere).
+fn ball_on_ball() -> Scene {
+    let mut b = ModelBuilder::new("ball-on-ball");
+    let material = Material {
+        friction: 0.8,
+        ..Default::default()
+    };
+    b.add_geometry(
+        "base",
+        WORLD,
+        SE3::identity(),
+        Shape::Ball { radius: 0.2 },
+        material,
+    )
+    .unwrap();
+    let ball = b
+        .add_body(
+            "ball",
+            WORLD,
+            JointType::Free,
+            SE3::identity(),
+            Inertia::sphere(1.0, 0.1),
+        )
+        .unwrap();
+    b.add_geometry(
+        "ball",
+        ball,
+        SE3::identity(),
+        Shape::Ball { radius: 0.1 },
+        material,
+    )
+    .unwrap();
+    let model = Arc::new(b.build().unwrap());
+    let mut q = model.neutral_configuration();
+    let centre = Vec3::new(0.1, 0.03, 0.27).normalize() * (0.3 - 1e-4);
+    for r in 0..3 {
+        q[r] = centre[r];
+    }
+    let v = DVector::zeros(model.nv);
+    Scene {
+        name: "ball-on-ball".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    }
+}
+
+/// A plate (0.6 × 0.6 × 0.04 m, 2 kg) on a cube (0.2 m, 1 kg, turned 0.3
+/// rad about z) on a table (a box fixed on the world), each 0.1 mm into
+/// the one below: box against box, the cube's vertices on the table's face
+/// and on the plate's.
+fn plate_on_cube_on_table() -> Scene {
+    let mut b = ModelBuilder::new("plate-on-cube-on-table");
+    let material = Material {
+        friction: 0.5,
+        ..Default::default()
+    };
+    let cuboid = |x: f64, y: f64, z: f64| Shape::Cuboid {
+        half_extents: Vec3::new(x, y, z),
+    };
+    b.add_geometry(
+        "table",
+        WORLD,
+        SE3::from_translation(Vec3::new(0.0, 0.0, -0.1)),
+        cuboid(0.5, 0.5, 0.1),
+        material,
+    )
+    .unwrap();
+    // The plate first: the pair (plate, cube) has the cube's vertices on
+    // `b`'s side.
+    for (name, mass, half) in [
+        ("plate", 2.0, Vec3::new(0.3, 0.3, 0.02)),
+        ("cube", 1.0, Vec3::repeat(0.1)),
+    ] {
+        let body = b
+            .add_body(
+                name,
+                WORLD,
+                JointType::Free,
+                SE3::identity(),
+                Inertia::cuboid(mass, half * 2.0),
+            )
+            .unwrap();
+        b.add_geometry(
+            name,
+            body,
+            SE3::identity(),
+            cuboid(half.x, half.y, half.z),
+            material,
+        )
+        .unwrap();
+    }
+    let model = Arc::new(b.build().unwrap());
+    let mut q = model.neutral_configuration();
+    let depth = 1e-4;
+    // Plate (q[0..7]) and cube (q[7..14]): position, quaternion (x, y, z, w).
+    let (plate_z, cube_z) = (0.2 - 2.0 * depth + 0.02, 0.1 - depth);
+    q.as_mut_slice()[..3].copy_from_slice(&[0.02, -0.01, plate_z]);
+    q.as_mut_slice()[7..10].copy_from_slice(&[0.0, 0.0, cube_z]);
+    q.as_mut_slice()[10..14].copy_from_slice(&[0.0, 0.0, (0.15f64).sin(), (0.15f64).cos()]);
+    let v = DVector::zeros(model.nv);
+    Scene {
+        name: "plate-on-cube-on-table".into(),
+        model,
+        state: State::new(q, v),
+        dt: 1e-3,
+        controller: None,
+    }
+}
+
 #[test]
 fn step_jacobians_match_finite_differences() {
-    let mut falling = moreau::scenes::scene("cube-resting").unwrap();
-    falling.name = "cube-falling".into();
+    let scene = |name: &str| moreau::scenes::scene(name).unwrap();
+    let renamed = |name: &str, new: &str| {
+        let mut s = scene(name);
+        s.name = new.into();
+        s
+    };
+    let sunk = |depth: f64| move |m: &Model, s: &mut State| sink(m, s, depth, true);
+    let mut falling = renamed("cube-resting", "cube-falling");
     falling.state.q[2] += 0.5;
-    let mut cases: Vec<(Scene, usize, f64)> = vec![
-        (falling, 0, 1e-6),
-        (moreau::scenes::scene("cube-resting").unwrap(), 50, 1e-6),
-        (moreau::scenes::scene("cube-sliding").unwrap(), 50, 1e-4),
-        (moreau::scenes::scene("quadruped").unwrap(), 300, 1e-6),
+    // A spinning ball 0.5 mm above the ground at 1 m/s: an impact with
+    // restitution 0.5.
+    let mut impact = renamed("ball-drop", "ball-impact");
+    impact.state.q[2] = 0.1 + 5e-4;
+    impact.state.v = DVector::from_vec(vec![0.2, 0.0, -1.0, 1.0, 3.0, -2.0]);
+    let mut resting_ball = renamed("ball-drop", "ball-resting");
+    resting_ball.state.q[2] = 0.1 - 1e-4;
+    let lift_off = |_: &Model, s: &mut State| s.v[2] = 0.1;
+    let none = |_: &Model, _: &mut State| {};
+    type Prepare = Box<dyn Fn(&Model, &mut State)>;
+    let mut cases: Vec<(Scene, usize, f64, Prepare, bool)> = vec![
+        (falling, 0, 1e-6, Box::new(none), true),
+        (scene("cube-resting"), 50, 1e-6, Box::new(sunk(1e-4)), true),
+        (
+            renamed("cube-resting", "cube-on-a-gap"),
+            50,
+            1e-6,
+            Box::new(sunk(-2e-6)),
+            true,
+        ),
+        (
+            renamed("cube-resting", "cube-lifting-off"),
+            50,
+            1e-6,
+            Box::new(lift_off),
+            true,
+        ),
+        (scene("cube-sliding"), 50, 1e-4, Box::new(sunk(1e-4)), true),
+        (plate_on_cube_on_table(), 0, 1e-6, Box::new(none), true),
+        (resting_ball, 0, 1e-6, Box::new(none), true),
+        (impact, 0, 1e-6, Box::new(none), true),
+        (ball_on_ball(), 0, 1e-4, Box::new(none), true),
+        (scene("quadruped"), 300, 1e-6, Box::new(sunk(1e-4)), true),
     ];
     if let Some(files) = common::robot_files() {
         let loaded = moreau::load::load_model_file(
@@ -105,14 +305,26 @@ fn step_jacobians_match_finite_differences() {
             &Default::default(),
         )
         .unwrap();
-        cases.push((
-            moreau::scenes::from_loaded(&loaded, true).unwrap(),
-            1500,
-            1e-6,
-        ));
+        let ant = moreau::scenes::from_loaded(&loaded, true).unwrap();
+        // On its legs (sunk 0.1 mm, its ankles on their stops without
+        // force): four sticking feet whose Jacobian has rank 11 of 12;
+        // moving one foot's distance asks for a contact velocity the feet
+        // cannot produce, so the derivative in q is refused. (Pressed
+        // into their stops, the ankles make the feet slide.)
+        let on_legs = |m: &Model, s: &mut State| sink(m, s, 1e-4, false);
+        cases.push((ant.clone(), 1500, 1e-6, Box::new(on_legs), false));
+        // In the air with each ankle 0.1 mm into its stop: the stops'
+        // rows active, with respect to q too.
+        let mut flying = ant;
+        flying.name = "ant (in the air, on its stops)".into();
+        let lift = |m: &Model, s: &mut State| {
+            sink(m, s, 1e-4, true);
+            s.q[2] += 0.5;
+        };
+        cases.push((flying, 1500, 1e-6, Box::new(lift), true));
     }
-    for (scene, steps, eps) in &cases {
-        let worst = check(scene, *steps, *eps);
+    for (scene, steps, eps, prepare, wrt_q) in &cases {
+        let worst = check(scene, *steps, *eps, prepare.as_ref(), *wrt_q);
         assert!(worst < 1e-5, "{}: {worst:e}", scene.name);
     }
 }
@@ -196,7 +408,7 @@ fn step_jacobians_with_respect_to_friction_match_finite_differences() {
     ] {
         let scene = moreau::scenes::scene(name).unwrap();
         let model = scene.model.clone();
-        let (sim, at, tau, jac, _) = settle_and_differentiate(&scene, steps);
+        let (sim, at, tau, jac, _) = settle_and_differentiate(&scene, steps, &|_, _| {});
         let mu = DVector::from_iterator(sim.contacts().len(), sim.contacts().iter().map(|c| c.mu));
         let ours = &jac.dv_dmu * &mu;
         let h = 1e-4;

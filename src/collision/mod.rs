@@ -8,6 +8,10 @@
 //! and the impulse `λ` acts on `a` (and `−λ` on `b`). When one geometry is on
 //! the world it is always `b`.
 
+mod variation;
+
+pub use variation::{ContactGeometry, ContactVariation};
+
 use crate::dynamics::Data;
 use crate::error::SimError;
 use crate::math::{Mat3, SE3, Vec3, frame_from_normal};
@@ -15,7 +19,7 @@ use crate::model::{Model, WORLD, combine_friction, combine_restitution};
 use parry3d_f64::bounding_volume::Aabb;
 use parry3d_f64::math::{Pose, Rotation, Vector as PVec};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
-use parry3d_f64::shape::PolygonalFeature;
+use parry3d_f64::shape::{PackedFeatureId, PolygonalFeature, Shape, ShapeType};
 
 /// Stable identity of a contact point across steps: geometry pair and the
 /// features (vertex, edge, face ids from parry) in contact on each side.
@@ -45,6 +49,9 @@ pub struct Contact {
     /// Combined restitution coefficient.
     pub restitution: f64,
     pub key: ContactKey,
+    /// The features that made the contact, for its derivatives with
+    /// respect to the bodies' poses ([`Contact::variation`]).
+    pub geometry: ContactGeometry,
 }
 
 impl Contact {
@@ -182,6 +189,18 @@ impl CollisionDetector {
                         continue;
                     }
                     let surface_a = p - n * border;
+                    // The support feature's vertices are fixed on `a` for
+                    // shapes with flat faces and a constant border; a
+                    // cylinder's or cone's rim is not.
+                    let geometry = if fixed_vertices(ga.collider.as_ref()) {
+                        ContactGeometry::PointFace {
+                            on_a: true,
+                            core: p,
+                            radius: border,
+                        }
+                    } else {
+                        ContactGeometry::Unknown
+                    };
                     contacts.push(Contact {
                         geom_a: a,
                         geom_b: b,
@@ -198,6 +217,7 @@ impl CollisionDetector {
                             feature_a: feature.vids[k].0,
                             feature_b: 0,
                         },
+                        geometry,
                     });
                 }
                 continue;
@@ -239,6 +259,11 @@ impl CollisionDetector {
                     }
                     let pa = pose_a.act_point(&to_vec3(pt.local_p1));
                     let pb = pose_b.act_point(&to_vec3(pt.local_p2));
+                    let geometry = classify(
+                        (ga.collider.as_ref(), &pose_a, pa, pt.fid1),
+                        (gb.collider.as_ref(), &pose_b, pb, pt.fid2),
+                        &n,
+                    );
                     contacts.push(Contact {
                         geom_a: a,
                         geom_b: b,
@@ -255,11 +280,118 @@ impl CollisionDetector {
                             feature_a: pt.fid1.0,
                             feature_b: pt.fid2.0,
                         },
+                        geometry,
                     });
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Whether the shape's support features have vertices fixed on the shape
+/// (polyhedra, segments, and their rounded versions): not a cylinder's or
+/// a cone's rim, not a ball (whose centre is handled apart).
+fn fixed_vertices(shape: &dyn Shape) -> bool {
+    matches!(
+        shape.shape_type(),
+        ShapeType::Cuboid
+            | ShapeType::Capsule
+            | ShapeType::ConvexPolyhedron
+            | ShapeType::Segment
+            | ShapeType::Triangle
+            | ShapeType::RoundCuboid
+            | ShapeType::RoundConvexPolyhedron
+            | ShapeType::RoundTriangle
+    )
+}
+
+/// The border (rounding) of a shape's polygonal features.
+fn border(shape: &dyn Shape) -> Option<f64> {
+    shape.as_polygonal_feature_map().map(|(_, b)| b)
+}
+
+/// [`ContactGeometry`] of a parry contact point between `a` and `b`, each
+/// given as (shape, pose, witness point on its surface, feature), with the
+/// normal `n` from `b` to `a`.
+fn classify(
+    (shape_a, pose_a, pa, fa): (&dyn Shape, &SE3, Vec3, PackedFeatureId),
+    (shape_b, pose_b, pb, fb): (&dyn Shape, &SE3, Vec3, PackedFeatureId),
+    n: &Vec3,
+) -> ContactGeometry {
+    let (ball_a, ball_b) = (shape_a.as_ball(), shape_b.as_ball());
+    let face_or_flat = |shape: &dyn Shape| {
+        shape.shape_type() == ShapeType::HalfSpace
+            || (fixed_vertices(shape) && border(shape) == Some(0.0))
+    };
+    match (ball_a, ball_b) {
+        (Some(ba), Some(bb)) => ContactGeometry::PointPoint {
+            core_a: pose_a.translation,
+            core_b: pose_b.translation,
+            radius_a: ba.radius,
+            radius_b: bb.radius,
+        },
+        // A ball against a flat-faced shape: its centre against the face,
+        // or against the vertex, the shape's point closest to it.
+        (Some(ba), None) if face_or_flat(shape_b) => {
+            if fb.is_face() {
+                ContactGeometry::PointFace {
+                    on_a: true,
+                    core: pose_a.translation,
+                    radius: ba.radius,
+                }
+            } else if fb.is_vertex() {
+                ContactGeometry::PointPoint {
+                    core_a: pose_a.translation,
+                    core_b: pb,
+                    radius_a: ba.radius,
+                    radius_b: 0.0,
+                }
+            } else {
+                ContactGeometry::Unknown
+            }
+        }
+        (None, Some(bb)) if face_or_flat(shape_a) => {
+            if fa.is_face() {
+                ContactGeometry::PointFace {
+                    on_a: false,
+                    core: pose_b.translation,
+                    radius: bb.radius,
+                }
+            } else if fa.is_vertex() {
+                ContactGeometry::PointPoint {
+                    core_a: pa,
+                    core_b: pose_b.translation,
+                    radius_a: 0.0,
+                    radius_b: bb.radius,
+                }
+            } else {
+                ContactGeometry::Unknown
+            }
+        }
+        (None, None) if fixed_vertices(shape_a) && fixed_vertices(shape_b) => {
+            // Polygonal features clipped against each other: a vertex of
+            // one on a face of the other.
+            let (Some(border_a), Some(border_b)) = (border(shape_a), border(shape_b)) else {
+                return ContactGeometry::Unknown;
+            };
+            if fa.is_vertex() && fb.is_face() {
+                ContactGeometry::PointFace {
+                    on_a: true,
+                    core: pa + n * border_a,
+                    radius: border_a,
+                }
+            } else if fa.is_face() && fb.is_vertex() {
+                ContactGeometry::PointFace {
+                    on_a: false,
+                    core: pb - n * border_b,
+                    radius: border_b,
+                }
+            } else {
+                ContactGeometry::Unknown
+            }
+        }
+        _ => ContactGeometry::Unknown,
     }
 }
 

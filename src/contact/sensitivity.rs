@@ -70,6 +70,9 @@ pub struct ContactSensitivity {
     x: Vec<f64>,
     residual: Vec<f64>,
     nc: usize,
+    /// The worst relative residual `‖A dλ + D_c dg‖∞ / ‖D_c dg‖∞` over the
+    /// columns of the last [`Self::apply`].
+    worst_residual: f64,
 }
 
 impl ContactSensitivity {
@@ -239,9 +242,12 @@ impl ContactSensitivity {
         Ok(())
     }
 
-    /// `dλ = −A⁻¹ D_c dg` for each column of `dg` (m × k), in place.
+    /// `dλ = −A⁻¹ D_c dg` for each column of `dg` (m × k), in place. Where
+    /// `A` is singular, a column outside its range has no solution (see
+    /// [`Self::worst_residual`]).
     pub fn apply(&mut self, dg: &mut DMatrix<f64>) {
         let m = self.a.len().isqrt();
+        self.worst_residual = 0.0;
         for j in 0..dg.ncols() {
             self.rhs.clear();
             self.rhs.resize(m, 0.0);
@@ -261,10 +267,22 @@ impl ContactSensitivity {
                 }
             }
             self.solve(false);
+            self.worst_residual = self.worst_residual.max(self.relative_residual());
             for r in 0..m {
                 dg[(r, j)] = self.x[r];
             }
         }
+    }
+
+    /// The worst relative residual of the linearized mode equations over
+    /// the columns of the last [`Self::apply`]: rounding where each
+    /// direction keeps the modes solvable, of order 1 where one does not
+    /// (`G` singular and the direction outside its range, e.g. a change
+    /// of the stabilization that the contacts' motions cannot produce: the
+    /// step is then not differentiable in that direction, its modes must
+    /// change).
+    pub fn worst_residual(&self) -> f64 {
+        self.worst_residual
     }
 
     /// `∂λ*/∂μ` (m × nc) at the solution `lambda`, `c` given to
@@ -348,5 +366,23 @@ impl ContactSensitivity {
                 *x += d;
             }
         }
+    }
+
+    /// `‖rhs − A x‖∞ / ‖rhs‖∞` after [`Self::solve`] (0 for a zero rhs).
+    fn relative_residual(&self) -> f64 {
+        let m = self.rhs.len();
+        let scale = self.rhs.iter().fold(0.0f64, |a, r| a.max(r.abs()));
+        if scale == 0.0 {
+            return 0.0;
+        }
+        let mut worst = 0.0f64;
+        for r in 0..m {
+            let mut v = self.rhs[r];
+            for k in 0..m {
+                v -= self.a[k * m + r] * self.x[k];
+            }
+            worst = worst.max(v.abs());
+        }
+        worst / scale
     }
 }

@@ -388,21 +388,39 @@ pub fn quat_to_slice(q: &UnitQuaternion<f64>, out: &mut [f64]) {
     out[3] = q.w;
 }
 
-/// Orthonormal contact frame whose third column is the unit normal `n`.
-/// The tangent `t1` is the projection of the world axis least aligned with `n`,
-/// so the frame is the identity for `n = +z` and varies smoothly with `n`
-/// away from the switch between axes.
-pub fn frame_from_normal(n: &Vec3) -> Mat3 {
-    let a = if n.x.abs() < 0.6 {
+/// The world axis [`frame_from_normal`] projects to get its first tangent.
+fn reference_axis(n: &Vec3) -> Vec3 {
+    if n.x.abs() < 0.6 {
         Vec3::x()
     } else if n.y.abs() < 0.6 {
         Vec3::y()
     } else {
         Vec3::z()
-    };
+    }
+}
+
+/// Orthonormal contact frame whose third column is the unit normal `n`.
+/// The tangent `t1` is the projection of the world axis least aligned with `n`,
+/// so the frame is the identity for `n = +z` and varies smoothly with `n`
+/// away from the switch between axes.
+pub fn frame_from_normal(n: &Vec3) -> Mat3 {
+    let a = reference_axis(n);
     let t1 = (a - n * a.dot(n)).normalize();
     let t2 = n.cross(&t1);
     Mat3::from_columns(&[t1, t2, *n])
+}
+
+/// The change of [`frame_from_normal`]`(n)` when the unit normal `n`
+/// changes by `dn` (`dn ⟂ n`), to first order (within the same choice of
+/// reference axis: the frame jumps where `|n_x|` or `|n_y|` crosses 0.6).
+pub fn frame_from_normal_variation(n: &Vec3, dn: &Vec3) -> Mat3 {
+    let a = reference_axis(n);
+    let u = a - n * a.dot(n);
+    let (norm, t1) = (u.norm(), u.normalize());
+    let du = -(dn * a.dot(n) + n * a.dot(dn));
+    let dt1 = (du - t1 * t1.dot(&du)) / norm;
+    let dt2 = dn.cross(&t1) + n.cross(&dt1);
+    Mat3::from_columns(&[dt1, dt2, *dn])
 }
 
 #[cfg(test)]

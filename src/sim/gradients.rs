@@ -16,16 +16,35 @@
 //! ```
 //!
 //! with `∂q̈/∂v` from [`crate::dynamics::aba_derivatives`] on `M̃` and `E`
-//! the restitution rows. With respect to `q`, only steps without contacts
-//! and limit rows are differentiated (`∂v⁺/∂q = dt (∂q̈/∂q − M̃⁻¹ K)`,
-//! `∂q⁺/∂q = Ad(exp(v⁺dt))⁻¹ + J_⊕ dt ∂v⁺/∂q`): with constraints they need
-//! the derivatives of the contact points, normals and Jacobians (the
-//! collision term), not written yet. Nor are those of the fluid forces: a
-//! model with an active medium is refused.
+//! the restitution rows.
+//!
+//! With respect to `q` (through `⊕`), the impulse is a force `Jᵀλ/dt` of
+//! the step, so that `v⁺ = v + dt·M̃⁻¹(τ − b + Jᵀλ/dt)`, and the constraint
+//! velocity is `c = J v⁺ + s(φ) + e J_N v` (`s`: the stabilization of
+//! [`super`]). At fixed `λ` (the collision term: how the contacts' points,
+//! frames and distances move with the bodies, [`crate::collision::Contact::variation`]):
+//!
+//! ```text
+//! X = ∂v⁺/∂q|λ = dt (∂q̈/∂q − M̃⁻¹ K) + M̃⁻¹ ∂(Jᵀλ)/∂q     (q̈ at τ + Jᵀλ/dt)
+//! C = ∂c/∂q|λ  = ∂J/∂q v⁺ + J X + ∂s/∂q + e ∂J_N/∂q v
+//! ∂v⁺/∂q = X + M̃⁻¹ Jᵀ Λ C
+//! ∂q⁺/∂q = Ad(exp(v⁺dt))⁻¹ + J_⊕ dt ∂v⁺/∂q
+//! ```
+//!
+//! (`K` the springs' stiffness, explicit). `∂J/∂q u` and `∂(Jᵀλ)/∂q` come
+//! from the motion columns' derivatives, `∂S_j/∂q_k = S_k × S_j` where dof
+//! `k` supports dof `j`'s body (world frame), and from the contacts'
+//! variations. A step with a contact whose features' derivatives are not
+//! written ([`crate::collision::ContactGeometry::Unknown`]) is not
+//! differentiated with respect to `q` (`wrt_q` false). Nor are the fluid
+//! forces: a model with an active medium is refused.
 
 use super::{SimError, Simulator, State, StepReport};
+use crate::collision::ContactGeometry;
 use crate::contact::{ContactSensitivity, TreeDelassus};
 use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians};
+use crate::math::{Vec3, Vec6, ang, lin, motion_cross, spatial};
+use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
 
 /// The Jacobians of one step, all `nv × nv` (`q⁺` and `q` in the tangent
@@ -36,12 +55,21 @@ pub struct StepJacobians {
     pub dv_dtau: DMatrix<f64>,
     pub dq_dv: DMatrix<f64>,
     pub dq_dtau: DMatrix<f64>,
-    /// `∂v⁺/∂q` and `∂q⁺/∂q`, for a step without contacts and joint-limit
-    /// rows (`wrt_q` true); with constraints they need the collision term,
-    /// not written yet (`wrt_q` false, the matrices unspecified).
+    /// `∂v⁺/∂q` and `∂q⁺/∂q` (`q` through `⊕`), where `wrt_q` is true: on
+    /// every step whose contacts' features have written derivatives
+    /// ([`crate::collision::ContactGeometry`]) and whose modes stay
+    /// solvable (see `q_residual`); otherwise the matrices are unspecified.
     pub dv_dq: DMatrix<f64>,
     pub dq_dq: DMatrix<f64>,
     pub wrt_q: bool,
+    /// The worst relative residual of the contact modes' linearized
+    /// equations along the `q` directions
+    /// ([`ContactSensitivity::worst_residual`]): `wrt_q` is false where it
+    /// exceeds 1e-6, a configuration where `G` is singular and moving `q`
+    /// asks the contacts for a change their motions cannot produce (Gymnasium's
+    /// ant on four sticking feet: `J` has rank 11 of 12), so that the modes
+    /// must change and the step is not differentiable.
+    pub q_residual: f64,
     /// `∂v⁺/∂μ` and `∂q⁺/∂μ` (nv × nc): column `i` for the friction
     /// coefficient of the step's contact `i` (`Simulator::contacts`); only
     /// sliding contacts' coefficients matter to first order.
@@ -61,6 +89,45 @@ pub struct StepJacobians {
     c: Vec<f64>,
     /// The restitution rows of the step: (row, coefficient).
     impacts: Vec<(usize, f64)>,
+    wrt_q_work: QWork,
+}
+
+/// The largest relative residual of the linearized mode equations along
+/// the `q` directions for which the derivative is reported (see
+/// [`ContactSensitivity::worst_residual`]).
+const SOLVABLE: f64 = 1e-6;
+
+/// Buffers of the derivatives with respect to `q` under constraints.
+#[derive(Clone, Debug, Default)]
+struct QWork {
+    /// `τ + Jᵀλ/dt`.
+    tau: DVector<f64>,
+    /// `Jᵀλ`, then its derivative `∂(Jᵀλ)/∂q` (nv × nv).
+    jtl: DVector<f64>,
+    djtl: DMatrix<f64>,
+    /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv).
+    dc: DMatrix<f64>,
+    /// `X = ∂v⁺/∂q` at fixed λ.
+    x: DMatrix<f64>,
+    /// (nbodies × nv) whether dof k supports body b, at `b·nv + k`.
+    supports: Vec<bool>,
+    /// Per body: its spatial velocity under `v⁺` and under `v` (world
+    /// frame), the contact wrench on its subtree, and that wrench's change.
+    vel_next: Vec<Vec6>,
+    vel_prev: Vec<Vec6>,
+    wrench: Vec<Vec6>,
+    dwrench: Vec<Vec6>,
+    /// Per contact: the stabilization's slope `∂s_N/∂φ`, the world force.
+    slope: Vec<f64>,
+    force: Vec<Vec3>,
+}
+
+impl StepJacobians {
+    /// The mode of each contact, then of each joint-limit row, read off
+    /// the step's solution (see [`crate::contact::sensitivity`]).
+    pub fn modes(&self) -> &[crate::contact::ContactMode] {
+        &self.sensitivity.modes
+    }
 }
 
 impl Simulator {
@@ -131,13 +198,25 @@ impl Simulator {
         let der = out.derivatives.as_mut().expect("just built");
         // The free dynamics on M̃ (data.dof_armature holds armature + dt·D
         // since the step's stage 1), at the step's generalized forces.
+        // With constraints, at the step's forces plus the impulse's,
+        // `τ + Jᵀλ/dt`: the impulse's share of ∂q̈/∂q at fixed λ.
+        let m = self.problem.m();
+        let w = &mut out.wrt_q_work;
+        w.tau.clone_from(&self.tau);
+        if m > 0 {
+            w.jtl.resize_vertically_mut(nv, 0.0);
+            self.jacobian
+                .jacobian
+                .tr_mul_to(&self.solution.lambda, &mut w.jtl);
+            w.tau.axpy(1.0 / dt, &w.jtl, 1.0);
+        }
         aba_derivatives(
             &model,
             &mut self.data,
             der,
             q0.as_slice(),
             v0.as_slice(),
-            self.tau.as_slice(),
+            w.tau.as_slice(),
         );
         out.dv_dtau.copy_from(&der.ddq_dtau);
         out.dv_dtau *= dt;
@@ -147,13 +226,17 @@ impl Simulator {
         for k in 0..nv {
             out.dv_dv[(k, k)] += 1.0;
         }
-        let m = self.problem.m();
         if m == 0 {
             out.dv_dmu = DMatrix::zeros(nv, 0);
+            out.sensitivity.modes.clear();
         }
-        // Without constraints, v⁺ = v_f: ∂v⁺/∂q = dt (∂q̈/∂q − M̃⁻¹ K) (the
-        // springs' stiffness K, explicit).
-        out.wrt_q = m == 0;
+        // At fixed λ: dt (∂q̈/∂q − M̃⁻¹ K) (the springs' stiffness K,
+        // explicit); the impulse's terms are added below.
+        out.q_residual = 0.0;
+        out.wrt_q = self
+            .contacts
+            .iter()
+            .all(|c| c.geometry != ContactGeometry::Unknown);
         if out.wrt_q {
             out.dv_dq.copy_from(&der.ddq_dq);
             subtract_diagonal_response(&mut out.dv_dq, &der.ddq_dtau, &model.dof_stiffness);
@@ -207,6 +290,14 @@ impl Simulator {
                 };
                 add_minv_jt(&t, &out.rows, dst, &mut out.column);
             }
+            if out.wrt_q {
+                self.constrained_wrt_q(v0, out);
+                let w = &mut out.wrt_q_work;
+                out.sensitivity.apply(&mut w.dc);
+                out.q_residual = out.sensitivity.worst_residual();
+                out.wrt_q = out.q_residual <= SOLVABLE;
+                add_minv_jt(&t, &w.dc, &mut out.dv_dq, &mut out.column);
+            }
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
         // jv is ∂(q ⊕ v dt)/∂v, dt included.
@@ -247,6 +338,148 @@ fn add_minv_jt(t: &TreeDelassus, x: &DMatrix<f64>, dst: &mut DMatrix<f64>, colum
 }
 
 impl Simulator {
+    /// With constraints: completes `out.dv_dq` to `X = ∂v⁺/∂q` at fixed λ
+    /// (adds `M̃⁻¹ ∂(Jᵀλ)/∂q`) and writes `C = ∂c/∂q` at fixed λ into
+    /// `out.wrt_q_work.dc` (see the module doc). Every contact's geometry
+    /// is known (checked by the caller).
+    fn constrained_wrt_q(&self, v0: &DVector<f64>, out: &mut StepJacobians) {
+        let model = &*self.model;
+        let (nv, nb, dt, beta) = (
+            model.nv,
+            model.nbodies,
+            self.params.dt,
+            self.params.baumgarte,
+        );
+        let data = &self.data;
+        let s = &data.dof_jacobian;
+        let j = &self.jacobian.jacobian;
+        let lambda = &self.solution.lambda;
+        let (nc, m) = (self.contacts.len(), self.problem.m());
+        let w = &mut out.wrt_q_work;
+        w.supports.clear();
+        w.supports.resize(nb * nv, false);
+        for b in 1..nb {
+            for k in model.support_dofs(b) {
+                w.supports[b * nv + k] = true;
+            }
+        }
+        body_velocities(model, s, self.v_next.as_slice(), &mut w.vel_next);
+        body_velocities(model, s, v0.as_slice(), &mut w.vel_prev);
+        // The contacts' world forces, the wrenches on the bodies' subtrees,
+        // and the stabilization's slope in φ.
+        w.wrench.clear();
+        w.wrench.resize(nb, Vec6::zeros());
+        w.force.clear();
+        w.slope.clear();
+        let impact_rows = &out.impacts;
+        for (i, c) in self.contacts.iter().enumerate() {
+            let f = c.frame * Vec3::new(lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]);
+            let wrench = spatial(&f, &c.point.cross(&f));
+            w.wrench[c.body_a] += wrench;
+            w.wrench[c.body_b] -= wrench;
+            w.force.push(f);
+            let impact = impact_rows.iter().any(|&(row, _)| row == 3 * i + 2);
+            w.slope.push(if c.distance < 0.0 {
+                beta / dt
+            } else if impact {
+                0.0
+            } else {
+                1.0 / dt
+            });
+        }
+        subtree_sums(model, &mut w.wrench);
+        for mat in [&mut w.djtl, &mut w.x] {
+            if mat.shape() != (nv, nv) {
+                *mat = DMatrix::zeros(nv, nv);
+            }
+        }
+        if w.dc.shape() != (m, nv) {
+            w.dc = DMatrix::zeros(m, nv);
+        }
+        w.dc.fill(0.0);
+        let zero = Vec6::zeros();
+        for k in 0..nv {
+            let parent = model.body_parent[model.dof_body[k]];
+            w.dwrench.clear();
+            w.dwrench.resize(nb, Vec6::zeros());
+            for (i, c) in self.contacts.iter().enumerate() {
+                let (on_a, on_b) = (w.supports[c.body_a * nv + k], w.supports[c.body_b * nv + k]);
+                if !on_a && !on_b {
+                    continue;
+                }
+                let (xi_a, xi_b) = (
+                    if on_a { &s[k] } else { &zero },
+                    if on_b { &s[k] } else { &zero },
+                );
+                let var = c
+                    .variation(xi_a, xi_b)
+                    .expect("contact geometries checked by the caller");
+                // ∂(J u)/∂q_k for u = v⁺ (all rows) and u = v (the
+                // restitution term of the normal row).
+                let dvel = |vel: &[Vec6]| -> (Vec3, Vec3) {
+                    let mut rel = Vec3::zeros();
+                    let mut drel = Vec3::zeros();
+                    for (body, sign, on) in [(c.body_a, 1.0, on_a), (c.body_b, -1.0, on_b)] {
+                        let v = &vel[body];
+                        rel += (lin(v) + ang(v).cross(&c.point)) * sign;
+                        // ∂V_body/∂q_k = S_k × (V_body − V_parent(k)).
+                        let mut d = ang(v).cross(&var.point) * sign;
+                        if on {
+                            let dv = motion_cross(&s[k], &(v - vel[parent]));
+                            d += (lin(&dv) + ang(&dv).cross(&c.point)) * sign;
+                        }
+                        drel += d;
+                    }
+                    (rel, drel)
+                };
+                let (rel, drel) = dvel(&w.vel_next);
+                for r in 0..3 {
+                    w.dc[(3 * i + r, k)] +=
+                        var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
+                }
+                w.dc[(3 * i + 2, k)] += w.slope[i] * var.distance;
+                if let Some(&(_, e)) = impact_rows.iter().find(|&&(row, _)| row == 3 * i + 2) {
+                    let (rel, drel) = dvel(&w.vel_prev);
+                    w.dc[(3 * i + 2, k)] +=
+                        e * (var.frame.column(2).dot(&rel) + c.frame.column(2).dot(&drel));
+                }
+                // The wrench's change: δf = δR λ, δ(p × f) = δp × f + p × δf.
+                let l = Vec3::new(lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]);
+                let df = var.frame * l;
+                let dw = spatial(&df, &(var.point.cross(&w.force[i]) + c.point.cross(&df)));
+                w.dwrench[c.body_a] += dw;
+                w.dwrench[c.body_b] -= dw;
+            }
+            subtree_sums(model, &mut w.dwrench);
+            // ∂(Jᵀλ)_j/∂q_k = S_j·δW_sub(j) + (S_k × S_j)·W_sub(j) where k
+            // supports j's body.
+            for jj in 0..nv {
+                let b = model.dof_body[jj];
+                let mut d = s[jj].dot(&w.dwrench[b]);
+                if w.supports[b * nv + k] {
+                    d += motion_cross(&s[k], &s[jj]).dot(&w.wrench[b]);
+                }
+                w.djtl[(jj, k)] = d;
+            }
+        }
+        // X = dt (∂q̈/∂q − M̃⁻¹K) + M̃⁻¹ ∂(Jᵀλ)/∂q.
+        let minv = &out
+            .derivatives
+            .as_ref()
+            .expect("built by the caller")
+            .ddq_dtau;
+        minv.mul_to(&w.djtl, &mut w.x);
+        out.dv_dq += &w.x;
+        // C = ∂J/∂q v⁺ + ∂s/∂q + e ∂J_N/∂q v (above) + J X.
+        w.dc.gemm(1.0, j, &out.dv_dq, 1.0);
+        for (l, limit) in self.limits.iter().enumerate() {
+            let d = limit.distance;
+            let slope = if d >= 0.0 { 1.0 / dt } else { beta / dt };
+            // The distance to the stop is ±(q − stop).
+            w.dc[(3 * nc + l, limit.dof)] += slope * limit.sign();
+        }
+    }
+
     /// The normal rows of the contacts whose `g` carried restitution at
     /// the step from `v0` (as stage 3 decided), with their coefficient.
     fn impacts(&self, v0: &DVector<f64>, out: &mut Vec<(usize, f64)>) {
@@ -350,4 +583,27 @@ pub fn step_jacobians_by_differences(
         }
     }
     Ok(out)
+}
+
+/// Spatial velocity (world frame, at the origin) of each body under the
+/// generalized velocity `u`, from the dofs' world motion columns `s`.
+fn body_velocities(model: &Model, s: &[Vec6], u: &[f64], out: &mut Vec<Vec6>) {
+    out.clear();
+    out.resize(model.nbodies, Vec6::zeros());
+    for b in 1..model.nbodies {
+        let mut v = out[model.body_parent[b]];
+        let first = model.joint_idx_v[b];
+        for k in first..first + model.joint_type[b].nv() {
+            v += s[k] * u[k];
+        }
+        out[b] = v;
+    }
+}
+
+/// Replaces each body's wrench by the sum over its subtree.
+fn subtree_sums(model: &Model, wrench: &mut [Vec6]) {
+    for b in (1..model.nbodies).rev() {
+        let w = wrench[b];
+        wrench[model.body_parent[b]] += w;
+    }
 }

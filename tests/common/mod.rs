@@ -69,6 +69,7 @@ pub fn random_contacts(model: &Model, rng: &mut Lcg, n: usize) -> Vec<moreau::co
                     feature_a: 0,
                     feature_b: 0,
                 },
+                geometry: Default::default(),
             }
         })
         .collect()

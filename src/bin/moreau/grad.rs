@@ -1,6 +1,8 @@
-//! `moreau grad`: the step Jacobians with respect to `v` and `τ` (and `q`
-//! on steps without constraints) along a trajectory, timed against the step itself and against central finite
-//! differences, and (with `--fd`) checked against them.
+//! `moreau grad`: the step Jacobians with respect to `v`, `τ`, `q` (where
+//! the step is differentiable in `q`, see `StepJacobians::wrt_q`) and the
+//! friction coefficients along a trajectory, timed against the step itself
+//! and against central finite differences, and (with `--fd`) checked
+//! against them.
 
 use super::*;
 use moreau::State;
@@ -20,11 +22,13 @@ struct GradRow {
     dv_dtau: Vec<Vec<f64>>,
     dq_dv: Vec<Vec<f64>>,
     dq_dtau: Vec<Vec<f64>>,
-    /// With respect to q: only for steps without contacts and limit rows.
+    /// With respect to q: where the step is differentiable in q.
     #[serde(skip_serializing_if = "Option::is_none")]
     dv_dq: Option<Vec<Vec<f64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dq_dq: Option<Vec<Vec<f64>>>,
+    /// nv × nc: with respect to each contact's friction coefficient.
+    dv_dmu: Vec<Vec<f64>>,
 }
 
 fn rows(m: &nalgebra::DMatrix<f64>) -> Vec<Vec<f64>> {
@@ -33,26 +37,34 @@ fn rows(m: &nalgebra::DMatrix<f64>) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The worst relative difference of the four Jacobians, each relative to
-/// its largest entry but at least its free-flight scale (1, dt/m, dt,
-/// dt²/m; m the total mass).
-/// (With respect to `q` too where `a` has it: a step without constraints;
-/// floors 1/dt and 1.)
-fn worst_difference(a: &StepJacobians, b: &StepJacobians, dt: f64, mass: f64) -> f64 {
-    let mut pairs = vec![
-        (&a.dv_dv, &b.dv_dv, 1.0),
-        (&a.dv_dtau, &b.dv_dtau, dt / mass),
-        (&a.dq_dv, &b.dq_dv, dt),
-        (&a.dq_dtau, &b.dq_dtau, dt * dt / mass),
-    ];
-    if a.wrt_q {
-        pairs.push((&a.dv_dq, &b.dv_dq, 1.0 / dt));
-        pairs.push((&a.dq_dq, &b.dq_dq, 1.0));
-    }
-    pairs
-        .iter()
-        .map(|(x, y, floor)| (*x - *y).amax() / y.amax().max(*floor))
-        .fold(0.0, f64::max)
+/// The worst relative differences of the Jacobians with respect to `v`
+/// and `τ`, each relative to its largest entry but at least its
+/// free-flight scale (1, dt/m, dt, dt²/m; m the total mass), and of those
+/// with respect to `q` (floors 1/dt and 1).
+fn worst_differences(a: &StepJacobians, b: &StepJacobians, dt: f64, mass: f64) -> (f64, f64) {
+    let worst = |pairs: &[(&nalgebra::DMatrix<f64>, &nalgebra::DMatrix<f64>, f64)]| {
+        pairs
+            .iter()
+            .map(|(x, y, floor)| (*x - *y).amax() / y.amax().max(*floor))
+            .fold(0.0, f64::max)
+    };
+    (
+        worst(&[
+            (&a.dv_dv, &b.dv_dv, 1.0),
+            (&a.dv_dtau, &b.dv_dtau, dt / mass),
+            (&a.dq_dv, &b.dq_dv, dt),
+            (&a.dq_dtau, &b.dq_dtau, dt * dt / mass),
+        ]),
+        worst(&[(&a.dv_dq, &b.dv_dq, 1.0 / dt), (&a.dq_dq, &b.dq_dq, 1.0)]),
+    )
+}
+
+/// Whether a contact or a joint stop of the step just taken is within
+/// `eps` of distance 0, where the stabilization's slope changes (`φ/dt` on
+/// a gap, `βφ/dt` in penetration): central differences in `q` straddle it.
+fn at_kink(sim: &Simulator, eps: f64) -> bool {
+    sim.contacts().iter().any(|c| c.distance.abs() <= eps)
+        || sim.limits().iter().any(|l| l.distance.abs() <= eps)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -111,6 +123,7 @@ pub(crate) fn grad(
                 dq_dtau: rows(&jac.dq_dtau),
                 dv_dq: jac.wrt_q.then(|| rows(&jac.dv_dq)),
                 dq_dq: jac.wrt_q.then(|| rows(&jac.dq_dq)),
+                dv_dmu: rows(&jac.dv_dmu),
             });
         }
     }
@@ -121,13 +134,17 @@ pub(crate) fn grad(
         contacts as f64 / steps.max(1) as f64
     );
     say!(
-        "step {:.2} µs; step with its Jacobians (∂v⁺/∂v, ∂v⁺/∂τ, ∂q⁺/∂v, ∂q⁺/∂τ) {:.2} µs ({:.1}× a step)",
+        "step {:.2} µs; step with its Jacobians (∂v⁺/∂v, ∂v⁺/∂τ, ∂v⁺/∂q, ∂v⁺/∂μ and those of q⁺) {:.2} µs ({:.1}× a step)",
         1e6 * step_time,
         1e6 * jac_time,
         jac_time / step_time
     );
+    say!(
+        "with respect to q: {with_q} of {steps} steps (the others have a contact whose features' derivatives are not written, or are not differentiable in q: see StepJacobians::wrt_q)"
+    );
     if let Some(every) = fd {
-        let (mut worst, mut fd_time, mut count) = (0.0f64, 0.0, 0);
+        let (mut worst, mut worst_q, mut fd_time, mut count, mut count_q, mut kinks) =
+            (0.0f64, 0.0f64, 0.0, 0, 0, 0);
         let mut sim = Simulator::new(model.clone(), params)?;
         for (k, (s0, t0)) in path.iter().enumerate() {
             let mut s = s0.clone();
@@ -141,19 +158,26 @@ pub(crate) fn grad(
             let fdj = step_jacobians_by_differences(&model, params, s0, t0.as_slice(), eps)?;
             fd_time += t.elapsed().as_secs_f64();
             count += 1;
-            worst = worst.max(worst_difference(&jac, &fdj, dt, model.total_mass()));
+            let (e, e_q) = worst_differences(&jac, &fdj, dt, model.total_mass());
+            worst = worst.max(e);
+            if jac.wrt_q && at_kink(&sim, 2.0 * eps) {
+                kinks += 1;
+            } else if jac.wrt_q {
+                count_q += 1;
+                worst_q = worst_q.max(e_q);
+            }
         }
         let per = fd_time / count.max(1) as f64;
         say!(
-            "central differences ({} steps each, eps {eps:e}) {:.2} µs per Jacobian, {:.1}× the analytical Jacobians; worst relative difference over {count} steps {worst:.1e}",
+            "central differences ({} steps each, eps {eps:e}) {:.2} µs per Jacobian, {:.1}× the analytical Jacobians; worst relative difference over {count} steps {worst:.1e} (v, τ)",
             6 * nv,
             1e6 * per,
             per / (jac_time - step_time).max(1e-12)
         );
+        say!(
+            "with respect to q: worst relative difference over {count_q} steps {worst_q:.1e} ({kinks} steps with a contact or a stop within 2·eps of distance 0, where the stabilization's slope changes, not compared)"
+        );
     }
-    say!(
-        "with respect to q: {with_q} of {steps} steps (those without contacts and limit rows); not yet with contacts, nor with respect to mu"
-    );
     if let Some(path) = out {
         std::fs::write(&path, serde_json::to_string(&recorded)?)?;
         say!("Jacobians and states written to {}", path.display());
