@@ -1,10 +1,14 @@
 //! The inverse problem of the differentiable-simulation seed paper's Fig. 4:
 //! Gauss–Newton with the step Jacobians `∂v⁺/∂τ` finds the joint torques
 //! that hold a standing quadruped still (zero velocity after one step),
-//! from zero torques, after the robot settled under a PD. Prints `‖v⁺‖∞`
-//! per iteration and plots it (log scale).
+//! from zero torques, after the robot settled under a PD; then again with
+//! `∂v⁺/∂τ` by central differences. Prints `‖v⁺‖∞` per iteration and plots
+//! both against the steps spent (log scale). (Differences of 1e-5 m/s by
+//! default: at zero torques the feet slide, and a solve to 1e-12 leaves
+//! ~1e-10 of noise in a sliding contact's velocities; at 1e-6 the first
+//! direction is no longer a descent direction.)
 //!
-//!     cargo run --release --example standing_torques -- [--urdf solo12.urdf] [--out standing.svg]
+//!     cargo run --release --example standing_torques -- [--urdf solo12.urdf] [--eps 1e-6] [--out standing.svg]
 //!
 //! Without `--urdf`, the built-in quadruped; with it, that robot (a
 //! floating base, its `HFE` joints at ±0.8 rad and `KFE` at ∓1.6 rad, as
@@ -12,7 +16,7 @@
 
 use moreau::scenes::{self, Scene};
 use moreau::sim::{SimParams, Simulator};
-use moreau::tools::inverse::standing_torques;
+use moreau::tools::inverse::{GaussNewtonIterate, Gradients, standing_torques};
 use nalgebra::DVector;
 use plotters::prelude::*;
 
@@ -57,28 +61,50 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     params.solver_settings.tolerance = 1e-12;
     params.solver_settings.max_iterations = 5000;
-    let mut sim = Simulator::new(scene.model.clone(), params)?;
-    let mut tau = DVector::zeros(scene.model.nv);
-    let iterates = standing_torques(&mut sim, &state, &mut tau, 20, 1e-8)?;
-    println!("{}: Gauss–Newton on ½‖v⁺(τ)‖², from τ = 0", scene.name);
-    for (k, it) in iterates.iter().enumerate() {
+    let mut runs: Vec<(&str, Vec<GaussNewtonIterate>)> = Vec::new();
+    for (name, gradients) in [
+        ("step Jacobians", Gradients::Analytic),
+        (
+            "central differences",
+            Gradients::FiniteDifferences {
+                eps: flag("--eps")
+                    .map(|e| e.parse())
+                    .transpose()?
+                    .unwrap_or(1e-5),
+            },
+        ),
+    ] {
+        let mut sim = Simulator::new(scene.model.clone(), params)?;
+        let mut tau = DVector::zeros(scene.model.nv);
+        let iterates = standing_torques(&mut sim, &state, &mut tau, 20, 1e-8, gradients)?;
         println!(
-            "  iteration {k:2}: ‖v⁺‖∞ = {:.3e}  ({} constraint rows)",
-            it.velocity, it.nc
+            "{}: Gauss–Newton on ½‖v⁺(τ)‖² with {name}, from τ = 0",
+            scene.name
         );
+        for (k, it) in iterates.iter().enumerate() {
+            println!(
+                "  iteration {k:2}: ‖v⁺‖∞ = {:.3e}  ({} constraint rows, {} steps, {:.1} ms)",
+                it.velocity,
+                it.nc,
+                it.steps,
+                1e3 * it.seconds
+            );
+        }
+        println!("torques: {:.4}", tau.transpose());
+        runs.push((name, iterates));
     }
-    println!("torques: {:.4}", tau.transpose());
 
     let root = SVGBackend::new(&out, (640, 420)).into_drawing_area();
     root.fill(&WHITE)?;
-    let n = iterates.len().max(2) as f64;
-    let lo = iterates
-        .iter()
+    let all = runs.iter().flat_map(|r| r.1.iter());
+    let lo = all
+        .clone()
         .map(|i| i.velocity)
         .fold(1.0, f64::min)
         .max(1e-16)
         * 0.5;
-    let hi = iterates.iter().map(|i| i.velocity).fold(0.0, f64::max) * 2.0;
+    let hi = all.clone().map(|i| i.velocity).fold(0.0, f64::max) * 2.0;
+    let most = all.map(|i| i.steps).max().unwrap_or(1) as f64;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!("{}: standing torques by Gauss–Newton", scene.name),
@@ -87,25 +113,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..n - 1.0, (lo..hi).log_scale())?;
+        .build_cartesian_2d(0.0..most, (lo..hi).log_scale())?;
     chart
         .configure_mesh()
-        .x_desc("iteration")
+        .x_desc("steps simulated")
         .y_desc("‖v⁺‖∞ after the step")
         .draw()?;
-    chart.draw_series(LineSeries::new(
-        iterates
-            .iter()
-            .enumerate()
-            .map(|(k, i)| (k as f64, i.velocity)),
-        &BLUE,
-    ))?;
-    chart.draw_series(
-        iterates
-            .iter()
-            .enumerate()
-            .map(|(k, i)| Circle::new((k as f64, i.velocity), 3, BLUE.filled())),
-    )?;
+    for ((name, iterates), color) in runs.iter().zip([BLUE, RED]) {
+        chart
+            .draw_series(LineSeries::new(
+                iterates.iter().map(|i| (i.steps as f64, i.velocity)),
+                color,
+            ))?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        chart.draw_series(
+            iterates
+                .iter()
+                .map(|i| Circle::new((i.steps as f64, i.velocity), 3, color.filled())),
+        )?;
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE)
+        .draw()?;
     root.present()?;
     println!("plot written to {out}");
     Ok(())

@@ -249,24 +249,34 @@ impl ContactSensitivity {
         let m = self.a.len().isqrt();
         self.worst_residual = 0.0;
         for j in 0..dg.ncols() {
-            self.rhs.clear();
-            self.rhs.resize(m, 0.0);
-            for b in 0..self.d_c.len() {
-                let (first, width) = if b < self.nc {
-                    (3 * b, 3)
-                } else {
-                    (3 * self.nc + b - self.nc, 1)
-                };
-                for r in 0..width {
-                    let mut v = 0.0;
-                    for t in 0..width {
-                        v += self.d_c[b][if width == 3 { 3 * r + t } else { 0 }]
-                            * dg[(first + t, j)];
-                    }
-                    self.rhs[first + r] = -v;
-                }
-            }
+            self.rhs_of(dg, j);
             self.solve(false);
+            self.worst_residual = self.worst_residual.max(self.relative_residual());
+            for r in 0..m {
+                dg[(r, j)] = self.x[r];
+            }
+        }
+    }
+
+    /// [`Self::apply`] in the least-squares sense: the minimum-norm `dλ`
+    /// minimizing `‖A dλ + D_c dg‖` (by the SVD of `A`, singular values
+    /// below `1e-9` of the largest dropped), for directions along which
+    /// the modes' equations have no solution (see [`Self::worst_residual`]).
+    pub fn apply_least_squares(&mut self, dg: &mut DMatrix<f64>) {
+        let m = self.a.len().isqrt();
+        let a = DMatrix::from_column_slice(m, m, &self.a);
+        let svd = a.svd(true, true);
+        let cut = REGULARIZATION * svd.singular_values.max();
+        self.worst_residual = 0.0;
+        for j in 0..dg.ncols() {
+            self.rhs_of(dg, j);
+            let rhs = nalgebra::DVector::from_column_slice(&self.rhs);
+            let Ok(x) = svd.solve(&rhs, cut) else {
+                // (Both factors were computed: cannot fail.)
+                continue;
+            };
+            self.x.clear();
+            self.x.extend(x.iter());
             self.worst_residual = self.worst_residual.max(self.relative_residual());
             for r in 0..m {
                 dg[(r, j)] = self.x[r];
@@ -364,6 +374,27 @@ impl ContactSensitivity {
             }
             for (x, d) in self.x.iter_mut().zip(&self.residual) {
                 *x += d;
+            }
+        }
+    }
+
+    /// `rhs = −D_c dg` for column `j` of `dg`.
+    fn rhs_of(&mut self, dg: &DMatrix<f64>, j: usize) {
+        let m = self.a.len().isqrt();
+        self.rhs.clear();
+        self.rhs.resize(m, 0.0);
+        for b in 0..self.d_c.len() {
+            let (first, width) = if b < self.nc {
+                (3 * b, 3)
+            } else {
+                (3 * self.nc + b - self.nc, 1)
+            };
+            for r in 0..width {
+                let mut v = 0.0;
+                for t in 0..width {
+                    v += self.d_c[b][if width == 3 { 3 * r + t } else { 0 }] * dg[(first + t, j)];
+                }
+                self.rhs[first + r] = -v;
             }
         }
     }

@@ -314,3 +314,34 @@ pub fn integrate_jacobians(
         }
     }
 }
+
+/// `∂(q1 ⊖ q0)/∂q1` in the tangent space at `q1` (`nv × nv`, block
+/// diagonal by joint, see [`super::difference`]): for a free joint
+/// `q1 ⊖ q0 = log(X0⁻¹X1) = ξ` and `J_r(ξ)⁻¹`; for a spherical joint the
+/// same on SO(3); otherwise `1`.
+pub fn difference_jacobian(model: &Model, q0: &[f64], q1: &[f64], out: &mut DMatrix<f64>) {
+    let nv = model.nv;
+    if out.shape() != (nv, nv) {
+        *out = DMatrix::zeros(nv, nv);
+    }
+    out.fill(0.0);
+    let mut xi = vec![0.0; nv];
+    super::difference(model, q0, q1, &mut xi);
+    for i in 1..model.nbodies {
+        let iv = model.joint_idx_v[i];
+        match model.joint_type[i] {
+            JointType::Free => {
+                let jr = se3_right_jacobian(&Vec6::from_column_slice(&xi[iv..iv + 6]));
+                let inv = jr.try_inverse().unwrap_or_else(Mat6::identity);
+                out.view_mut((iv, iv), (6, 6)).copy_from(&inv);
+            }
+            JointType::Spherical => {
+                let jr = so3_right_jacobian(&Vec3::new(xi[iv], xi[iv + 1], xi[iv + 2]));
+                let inv = jr.try_inverse().unwrap_or_else(Mat3::identity);
+                out.view_mut((iv, iv), (3, 3)).copy_from(&inv);
+            }
+            JointType::Revolute(_) | JointType::Prismatic(_) => out[(iv, iv)] = 1.0,
+            JointType::Fixed => {}
+        }
+    }
+}

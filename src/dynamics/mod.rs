@@ -20,8 +20,8 @@ pub use aba::{aba, aba_from_kinematics};
 pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
 pub use derivatives::{
-    Derivatives, aba_derivatives, integrate_jacobians, rnea_derivatives, se3_right_jacobian,
-    so3_right_jacobian,
+    Derivatives, aba_derivatives, difference_jacobian, integrate_jacobians, rnea_derivatives,
+    se3_right_jacobian, so3_right_jacobian,
 };
 pub use fluid::fluid_forces;
 pub use integrate::{

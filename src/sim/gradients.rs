@@ -57,18 +57,21 @@ pub struct StepJacobians {
     pub dq_dtau: DMatrix<f64>,
     /// `∂v⁺/∂q` and `∂q⁺/∂q` (`q` through `⊕`), where `wrt_q` is true: on
     /// every step whose contacts' features have written derivatives
-    /// ([`crate::collision::ContactGeometry`]) and whose modes stay
-    /// solvable (see `q_residual`); otherwise the matrices are unspecified.
+    /// ([`crate::collision::ContactGeometry`]); otherwise the matrices are
+    /// unspecified.
     pub dv_dq: DMatrix<f64>,
     pub dq_dq: DMatrix<f64>,
     pub wrt_q: bool,
     /// The worst relative residual of the contact modes' linearized
     /// equations along the `q` directions
-    /// ([`ContactSensitivity::worst_residual`]): `wrt_q` is false where it
-    /// exceeds 1e-6, a configuration where `G` is singular and moving `q`
-    /// asks the contacts for a change their motions cannot produce (Gymnasium's
-    /// ant on four sticking feet: `J` has rank 11 of 12), so that the modes
-    /// must change and the step is not differentiable.
+    /// ([`ContactSensitivity::worst_residual`]). Above 1e-6, `G` is
+    /// singular and moving `q` asks the contacts for a change their
+    /// motions cannot produce (Gymnasium's ant on four sticking feet: `J`
+    /// has rank 11 of 12; a cube landing on an edge): the modes must
+    /// change, the step is not differentiable in `q`, and `∂λ/∂q` is the
+    /// least-squares one ([`ContactSensitivity::apply_least_squares`]), a
+    /// documented choice of generalized derivative, finite where the
+    /// regularized solve is not.
     pub q_residual: f64,
     /// `∂v⁺/∂μ` and `∂q⁺/∂μ` (nv × nc): column `i` for the friction
     /// coefficient of the step's contact `i` (`Simulator::contacts`); only
@@ -93,9 +96,9 @@ pub struct StepJacobians {
 }
 
 /// The largest relative residual of the linearized mode equations along
-/// the `q` directions for which the derivative is reported (see
-/// [`ContactSensitivity::worst_residual`]).
-const SOLVABLE: f64 = 1e-6;
+/// the `q` directions for which the derivative is taken as exact (see
+/// [`StepJacobians::q_residual`]).
+pub const Q_EXACT_RESIDUAL: f64 = 1e-6;
 
 /// Buffers of the derivatives with respect to `q` under constraints.
 #[derive(Clone, Debug, Default)]
@@ -105,8 +108,9 @@ struct QWork {
     /// `Jᵀλ`, then its derivative `∂(Jᵀλ)/∂q` (nv × nv).
     jtl: DVector<f64>,
     djtl: DMatrix<f64>,
-    /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv).
+    /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv), and a copy of the first.
     dc: DMatrix<f64>,
+    dc_kept: DMatrix<f64>,
     /// `X = ∂v⁺/∂q` at fixed λ.
     x: DMatrix<f64>,
     /// (nbodies × nv) whether dof k supports body b, at `b·nv + k`.
@@ -293,9 +297,13 @@ impl Simulator {
             if out.wrt_q {
                 self.constrained_wrt_q(v0, out);
                 let w = &mut out.wrt_q_work;
+                w.dc_kept.clone_from(&w.dc);
                 out.sensitivity.apply(&mut w.dc);
                 out.q_residual = out.sensitivity.worst_residual();
-                out.wrt_q = out.q_residual <= SOLVABLE;
+                if out.q_residual > Q_EXACT_RESIDUAL {
+                    w.dc.copy_from(&w.dc_kept);
+                    out.sensitivity.apply_least_squares(&mut w.dc);
+                }
                 add_minv_jt(&t, &w.dc, &mut out.dv_dq, &mut out.column);
             }
         }

@@ -1,12 +1,12 @@
-//! `moreau grad`: the step Jacobians with respect to `v`, `τ`, `q` (where
-//! the step is differentiable in `q`, see `StepJacobians::wrt_q`) and the
+//! `moreau grad`: the step Jacobians with respect to `v`, `τ`, `q` (see
+//! `StepJacobians::wrt_q` and `q_residual`) and the
 //! friction coefficients along a trajectory, timed against the step itself
 //! and against central finite differences, and (with `--fd`) checked
 //! against them.
 
 use super::*;
 use moreau::State;
-use moreau::sim::{StepJacobians, step_jacobians_by_differences};
+use moreau::sim::{Q_EXACT_RESIDUAL, StepJacobians, step_jacobians_by_differences};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -102,13 +102,14 @@ pub(crate) fn grad(
     let mut sim = Simulator::new(model.clone(), params)?;
     let mut jac = StepJacobians::default();
     let mut recorded = Vec::new();
-    let (mut contacts, mut with_q) = (0, 0);
+    let (mut contacts, mut with_q, mut exact_q) = (0, 0, 0);
     let start = Instant::now();
     for (k, (s0, t0)) in path.iter().enumerate() {
         let mut s = s0.clone();
         let report = sim.step_with_jacobians(&mut s, t0.as_slice(), &mut jac)?;
         contacts += report.nc;
         with_q += usize::from(jac.wrt_q);
+        exact_q += usize::from(jac.wrt_q && jac.q_residual <= Q_EXACT_RESIDUAL);
         if out.is_some() {
             recorded.push(GradRow {
                 step: k,
@@ -140,7 +141,7 @@ pub(crate) fn grad(
         jac_time / step_time
     );
     say!(
-        "with respect to q: {with_q} of {steps} steps (the others have a contact whose features' derivatives are not written, or are not differentiable in q: see StepJacobians::wrt_q)"
+        "with respect to q: {with_q} of {steps} steps (the others have a contact whose features' derivatives are not written), {exact_q} exact (the others not differentiable in q, with the least-squares derivative: see StepJacobians::q_residual)"
     );
     if let Some(every) = fd {
         let (mut worst, mut worst_q, mut fd_time, mut count, mut count_q, mut kinks) =
@@ -160,9 +161,10 @@ pub(crate) fn grad(
             count += 1;
             let (e, e_q) = worst_differences(&jac, &fdj, dt, model.total_mass());
             worst = worst.max(e);
-            if jac.wrt_q && at_kink(&sim, 2.0 * eps) {
+            let exact = jac.wrt_q && jac.q_residual <= Q_EXACT_RESIDUAL;
+            if exact && at_kink(&sim, 2.0 * eps) {
                 kinks += 1;
-            } else if jac.wrt_q {
+            } else if exact {
                 count_q += 1;
                 worst_q = worst_q.max(e_q);
             }
@@ -175,7 +177,7 @@ pub(crate) fn grad(
             per / (jac_time - step_time).max(1e-12)
         );
         say!(
-            "with respect to q: worst relative difference over {count_q} steps {worst_q:.1e} ({kinks} steps with a contact or a stop within 2·eps of distance 0, where the stabilization's slope changes, not compared)"
+            "with respect to q: worst relative difference over {count_q} steps {worst_q:.1e} (steps with exact derivatives; {kinks} with a contact or a stop within 2·eps of distance 0, where the stabilization's slope changes, not compared)"
         );
     }
     if let Some(path) = out {
