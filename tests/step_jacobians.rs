@@ -432,3 +432,110 @@ fn step_jacobians_with_respect_to_friction_match_finite_differences() {
         assert_eq!(moving, fd.amax() > 1e-6, "{name}");
     }
 }
+
+/// The vector–Jacobian product (`Simulator::step_with_vjp`, reverse mode)
+/// equals `w_vᵀ ∂v⁺/∂x + w_qᵀ ∂q⁺/∂x` from the forward Jacobians, for `x`
+/// = `q`, `v`, `τ`, `μ`, to 1e-10 relative: in free flight, on a resting,
+/// a sliding and an impacting body, a box on a box, the quadruped, and
+/// Gymnasium's ant on its legs (least-squares in `q`) and in the air on
+/// its stops.
+#[test]
+fn vector_jacobian_products_match_the_forward_jacobians() {
+    let scene = |name: &str| moreau::scenes::scene(name).unwrap();
+    let mut falling = scene("cube-resting");
+    falling.state.q[2] += 0.5;
+    falling.state.v = DVector::from_vec(vec![0.3, -0.2, 0.1, 2.0, -1.0, 0.5]);
+    let mut impact = scene("ball-drop");
+    impact.state.q[2] = 0.1 + 5e-4;
+    impact.state.v = DVector::from_vec(vec![0.2, 0.0, -1.0, 1.0, 3.0, -2.0]);
+    let mut cases: Vec<(Scene, usize, Box<dyn Fn(&Model, &mut State)>)> = vec![
+        (falling, 0, Box::new(|_, _| {})),
+        (
+            scene("cube-resting"),
+            50,
+            Box::new(|m, s| sink(m, s, 1e-4, true)),
+        ),
+        (
+            scene("cube-sliding"),
+            50,
+            Box::new(|m, s| sink(m, s, 1e-4, true)),
+        ),
+        (impact, 0, Box::new(|_, _| {})),
+        (plate_on_cube_on_table(), 0, Box::new(|_, _| {})),
+        (
+            scene("quadruped"),
+            300,
+            Box::new(|m, s| sink(m, s, 1e-4, true)),
+        ),
+    ];
+    if let Some(files) = common::robot_files() {
+        let loaded = moreau::load::load_model_file(
+            files.gymnasium_assets.join("ant.xml"),
+            &Default::default(),
+        )
+        .unwrap();
+        let ant = moreau::scenes::from_loaded(&loaded, true).unwrap();
+        cases.push((ant.clone(), 1500, Box::new(|m, s| sink(m, s, 1e-4, false))));
+        cases.push((
+            ant,
+            1500,
+            Box::new(|m, s| {
+                sink(m, s, 1e-4, true);
+                s.q[2] += 0.5;
+            }),
+        ));
+    }
+    let mut rng = common::Lcg(7);
+    for (scene, steps, prepare) in &cases {
+        let (_, at, tau, _, _) = settle_and_differentiate(scene, *steps, prepare.as_ref());
+        let nv = scene.model.nv;
+        let (w_v, w_q) = (rng.vector(nv, -1.0, 1.0), rng.vector(nv, -1.0, 1.0));
+        // The step from `at` twice, each on a fresh simulator (the same
+        // solve: a resting body's impulses are not unique, and the modes
+        // read off them decide the derivative): forward, then reverse.
+        let fresh = || Simulator::new(scene.model.clone(), params(scene.dt)).unwrap();
+        let mut jac = StepJacobians::default();
+        fresh()
+            .step_with_jacobians(&mut at.clone(), tau.as_slice(), &mut jac)
+            .unwrap();
+        let mut work = StepJacobians::default();
+        let mut vjp = moreau::sim::StepVjp::default();
+        fresh()
+            .step_with_vjp(
+                &mut at.clone(),
+                tau.as_slice(),
+                (w_v.as_slice(), w_q.as_slice()),
+                &mut work,
+                &mut vjp,
+            )
+            .unwrap();
+        let product = |dv: &nalgebra::DMatrix<f64>, dq: &nalgebra::DMatrix<f64>| {
+            dv.tr_mul(&w_v) + dq.tr_mul(&w_q)
+        };
+        let mut parts = Vec::new();
+        let mut worst = 0.0f64;
+        // Relative to the largest entry, but at least its free-flight scale
+        // (1 for v, dt/m for τ, 1/dt for q, 1e-3 for μ): a resting body's
+        // are near zero.
+        let (dt, mass) = (scene.dt, scene.model.total_mass());
+        let mut compare = |name: &str, ours: &DVector<f64>, theirs: DVector<f64>, floor: f64| {
+            let e = (ours - &theirs).amax() / theirs.amax().max(floor);
+            parts.push(format!("{name} {e:.1e} (of {:.1e})", theirs.amax()));
+            worst = worst.max(e);
+        };
+        compare("v", &vjp.v, product(&jac.dv_dv, &jac.dq_dv), 1.0);
+        compare(
+            "tau",
+            &vjp.tau,
+            product(&jac.dv_dtau, &jac.dq_dtau),
+            dt / mass,
+        );
+        if !vjp.mu.is_empty() {
+            compare("mu", &vjp.mu, product(&jac.dv_dmu, &jac.dq_dmu), 1e-3);
+        }
+        assert_eq!(vjp.wrt_q, jac.wrt_q);
+        compare("q", &vjp.q, product(&jac.dv_dq, &jac.dq_dq), 1.0 / dt);
+        println!("{}: {}", scene.name, parts.join(", "));
+        assert!(worst < 1e-10, "{}: {}", scene.name, parts.join(", "));
+    }
+}

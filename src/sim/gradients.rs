@@ -39,7 +39,7 @@
 //! differentiated with respect to `q` (`wrt_q` false). Nor are the fluid
 //! forces: a model with an active medium is refused.
 
-use super::{SimError, Simulator, State, StepReport};
+use super::{SimError, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
 use crate::contact::{ContactSensitivity, TreeDelassus};
 use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians};
@@ -164,17 +164,54 @@ impl Simulator {
         }
         let result = self
             .step(state, tau)
-            .and_then(|report| self.step_jacobians(&q0, &v0, out).map(|()| report));
+            .and_then(|report| self.step_jacobians(&q0, &v0, out, None).map(|()| report));
         (out.q0, out.v0) = (q0, v0);
         result
     }
 
-    /// The Jacobians of the step just taken from `(q0, v0)`.
+    /// [`Self::step`] from `state` with torques `tau`, and the
+    /// vector–Jacobian product of the step (reverse mode): given the
+    /// adjoints `w_v` of `v⁺` and `w_q` of `q⁺` (nv each, `q⁺` in the
+    /// tangent space), `out` receives `wᵀ ∂(v⁺, q⁺)/∂x` for `x` = `q`, `v`,
+    /// `τ` and the contacts' friction coefficients. Without forming the
+    /// Jacobians with respect to `v` and `τ`: the contact problem's
+    /// sensitivity is applied once, transposed, instead of once per dof
+    /// (with respect to `q`, `∂v⁺/∂q` is formed, as in
+    /// [`Self::step_with_jacobians`]). `work` holds the buffers (its
+    /// matrices are left unspecified). Chained backwards over a stored
+    /// trajectory, this is backpropagation through time.
+    pub fn step_with_vjp(
+        &mut self,
+        state: &mut State,
+        tau: &[f64],
+        (w_v, w_q): (&[f64], &[f64]),
+        work: &mut StepJacobians,
+        out: &mut StepVjp,
+    ) -> Result<StepReport, SimError> {
+        check_vec("w_v", w_v, self.model.nv)?;
+        check_vec("w_q", w_q, self.model.nv)?;
+        let (q0, v0) = (state.q.clone(), state.v.clone());
+        if self.model.medium.is_active() {
+            return Err(SimError::InvalidParameter {
+                name: "medium",
+                reason: "the derivatives of the fluid forces are not written: \
+                         step derivatives need a model without an active medium"
+                    .into(),
+            });
+        }
+        let report = self.step(state, tau)?;
+        self.step_jacobians(&q0, &v0, work, Some((w_v, w_q, out)))?;
+        Ok(report)
+    }
+
+    /// The Jacobians of the step just taken from `(q0, v0)`, or (`adjoint`)
+    /// their product with the adjoints.
     fn step_jacobians(
         &mut self,
         q0: &DVector<f64>,
         v0: &DVector<f64>,
         out: &mut StepJacobians,
+        adjoint: Option<(&[f64], &[f64], &mut StepVjp)>,
     ) -> Result<(), SimError> {
         let model = self.model.clone();
         let (nv, dt) = (model.nv, self.params.dt);
@@ -267,12 +304,16 @@ impl Simulator {
             // supports, M̃⁻¹ by the tree LᵀDL.
             let t = TreeDelassus::new(&model, &self.data, &self.jacobian, &self.tree_work);
             out.column.resize(nv, 0.0);
-            add_minv_jt(&t, &out.dl_dmu, &mut out.dv_dmu, &mut out.column);
             let j = &self.jacobian.jacobian;
             if out.rows.shape() != (m, nv) {
                 out.rows = DMatrix::zeros(m, nv);
             }
-            for (target, restitution) in [(0usize, true), (1, false)] {
+            // (Reverse mode: only ∂v⁺/∂q is formed, below.)
+            let forward = if adjoint.is_some() { 0 } else { 2 };
+            if forward > 0 {
+                add_minv_jt(&t, &out.dl_dmu, &mut out.dv_dmu, &mut out.column);
+            }
+            for (target, restitution) in [(0usize, true), (1, false)].into_iter().take(forward) {
                 let src = if target == 0 {
                     &out.dv_dv
                 } else {
@@ -308,6 +349,10 @@ impl Simulator {
             }
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
+        if let Some((w_v, w_q, vjp)) = adjoint {
+            self.reverse(w_v, w_q, out, vjp);
+            return Ok(());
+        }
         // jv is ∂(q ⊕ v dt)/∂v, dt included.
         out.jv.mul_to(&out.dv_dv, &mut out.dq_dv);
         out.jv.mul_to(&out.dv_dtau, &mut out.dq_dtau);
@@ -321,6 +366,69 @@ impl Simulator {
         out.jv.mul_to(&out.dv_dmu, &mut out.dq_dmu);
         Ok(())
     }
+}
+
+impl Simulator {
+    /// The reverse pass of [`Self::step_with_vjp`], after
+    /// [`Self::step_jacobians`] left in `out` the free parts
+    /// `∂v_f/∂v = out.dv_dv`, `∂v_f/∂τ = out.dv_dtau`, the whole
+    /// `∂v⁺/∂q` (where `wrt_q`), `∂λ/∂μ` and the factorized sensitivity:
+    ///
+    /// ```text
+    /// w̄ = w_v + J_⊕ᵀ w_q            λ̄ = J M̃⁻¹ w̄          ḡ = Λᵀ λ̄
+    /// v̄_f = w̄ + Jᵀ ḡ               v̄ = (∂v_f/∂v)ᵀ v̄_f + Eᵀ ḡ
+    /// τ̄ = (∂v_f/∂τ)ᵀ v̄_f            μ̄ = (∂λ/∂μ)ᵀ λ̄
+    /// q̄ = (Ad(exp(v⁺dt))⁻¹)ᵀ w_q + (∂v⁺/∂q)ᵀ w̄
+    /// ```
+    fn reverse(&self, w_v: &[f64], w_q: &[f64], out: &mut StepJacobians, vjp: &mut StepVjp) {
+        let nv = self.model.nv;
+        let (w_v, w_q) = (
+            DVector::from_column_slice(w_v),
+            DVector::from_column_slice(w_q),
+        );
+        let w_bar = &w_v + out.jv.tr_mul(&w_q);
+        let m = self.problem.m();
+        let mut v_f_bar = w_bar.clone();
+        vjp.v = DVector::zeros(nv);
+        vjp.mu = DVector::zeros(self.contacts.len());
+        if m > 0 {
+            let t = TreeDelassus::new(&self.model, &self.data, &self.jacobian, &self.tree_work);
+            let j = &self.jacobian.jacobian;
+            let mut minv_w = w_bar.clone();
+            t.mass_solve(minv_w.as_mut_slice());
+            let lambda_bar = j * &minv_w;
+            let mut g_bar = lambda_bar.clone();
+            out.sensitivity.apply_transpose(g_bar.as_mut_slice());
+            v_f_bar.gemv_tr(1.0, j, &g_bar, 1.0);
+            for &(row, e) in &out.impacts {
+                vjp.v.axpy(e * g_bar[row], &j.row(row).transpose(), 1.0);
+            }
+            vjp.mu.gemv_tr(1.0, &out.dl_dmu, &lambda_bar, 0.0);
+        }
+        vjp.v.gemv_tr(1.0, &out.dv_dv, &v_f_bar, 1.0);
+        vjp.tau = out.dv_dtau.tr_mul(&v_f_bar);
+        vjp.wrt_q = out.wrt_q;
+        vjp.q_residual = out.q_residual;
+        vjp.q = out.jq.tr_mul(&w_q);
+        if out.wrt_q {
+            vjp.q.gemv_tr(1.0, &out.dv_dq, &w_bar, 1.0);
+        }
+    }
+}
+
+/// The vector–Jacobian product of one step ([`Simulator::step_with_vjp`]):
+/// `wᵀ ∂(v⁺, q⁺)/∂x` for each input `x`.
+#[derive(Clone, Debug, Default)]
+pub struct StepVjp {
+    /// With respect to `q` (tangent space), where `wrt_q` (see
+    /// [`StepJacobians::wrt_q`] and [`StepJacobians::q_residual`]).
+    pub q: DVector<f64>,
+    pub v: DVector<f64>,
+    pub tau: DVector<f64>,
+    /// With respect to each contact's friction coefficient.
+    pub mu: DVector<f64>,
+    pub wrt_q: bool,
+    pub q_residual: f64,
 }
 
 /// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to
