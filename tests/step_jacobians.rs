@@ -448,7 +448,8 @@ fn vector_jacobian_products_match_the_forward_jacobians() {
     let mut impact = scene("ball-drop");
     impact.state.q[2] = 0.1 + 5e-4;
     impact.state.v = DVector::from_vec(vec![0.2, 0.0, -1.0, 1.0, 3.0, -2.0]);
-    let mut cases: Vec<(Scene, usize, Box<dyn Fn(&Model, &mut State)>)> = vec![
+    type Prepare = Box<dyn Fn(&Model, &mut State)>;
+    let mut cases: Vec<(Scene, usize, Prepare)> = vec![
         (falling, 0, Box::new(|_, _| {})),
         (
             scene("cube-resting"),
@@ -537,5 +538,74 @@ fn vector_jacobian_products_match_the_forward_jacobians() {
         compare("q", &vjp.q, product(&jac.dv_dq, &jac.dq_dq), 1.0 / dt);
         println!("{}: {}", scene.name, parts.join(", "));
         assert!(worst < 1e-10, "{}: {}", scene.name, parts.join(", "));
+    }
+}
+
+/// `BatchSim::step_with_jacobians`: each world's Jacobians (on all cores)
+/// are those of a single simulator with the same history, bit for bit;
+/// the GPU backend refuses with a message.
+#[test]
+fn batched_worlds_give_each_worlds_jacobians() {
+    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    let scene = moreau::scenes::scene("quadruped").unwrap();
+    let nv = scene.model.nv;
+    let options = BatchOptions {
+        params: params(scene.dt),
+        ..Default::default()
+    };
+    let n = 4;
+    let mut batch = BatchSim::new(scene.model.clone(), &scene.state, n, &options).unwrap();
+    let mut singles: Vec<Simulator> = (0..n)
+        .map(|_| Simulator::new(scene.model.clone(), params(scene.dt)).unwrap())
+        .collect();
+    let mut states = vec![scene.state.clone(); n];
+    // Different torques per world, some steps, then one with Jacobians.
+    let torques = |w: usize, k: usize| -> Vec<f64> {
+        (0..nv)
+            .map(|i| 0.5 * ((w + 1) as f64 * (i + k) as f64).sin())
+            .collect()
+    };
+    for k in 0..60 {
+        let actions: Vec<f64> = (0..n).flat_map(|w| torques(w, k)).collect();
+        let last = k == 59;
+        if last {
+            batch.step_with_jacobians(&actions, None).unwrap();
+        } else {
+            batch.step(&actions).unwrap();
+        }
+        for w in 0..n {
+            let mut jac = StepJacobians::default();
+            let tau = torques(w, k);
+            if last {
+                singles[w]
+                    .step_with_jacobians(&mut states[w], &tau, &mut jac)
+                    .unwrap();
+                let theirs = batch.jacobians(w).unwrap().expect("asked for");
+                assert_eq!(theirs.dv_dv, jac.dv_dv, "world {w}");
+                assert_eq!(theirs.dq_dtau, jac.dq_dtau, "world {w}");
+                assert_eq!(theirs.dv_dq, jac.dv_dq, "world {w}");
+                assert!(jac.dv_dtau.amax() > 0.0);
+            } else {
+                singles[w].step(&mut states[w], &tau).unwrap();
+            }
+        }
+    }
+    // A plain step drops them.
+    batch.step(&vec![0.0; n * nv]).unwrap();
+    assert!(batch.jacobians(0).unwrap().is_none());
+    let mut gpu = BatchOptions {
+        backend: Backend::Gpu,
+        ..options
+    };
+    gpu.params.solver_settings.tolerance = moreau::batch::GPU_MIN_TOLERANCE;
+    match BatchSim::new(scene.model.clone(), &scene.state, 1, &gpu) {
+        Ok(mut b) => {
+            let e = b.step_with_jacobians(&vec![0.0; nv], None).unwrap_err();
+            assert!(e.to_string().contains("CPU backends"), "{e}");
+        }
+        Err(e) if std::env::var_os("MOREAU_REQUIRE_GPU").is_some() => {
+            panic!("MOREAU_REQUIRE_GPU set and no GPU batch: {e}")
+        }
+        Err(e) => println!("no GPU batch ({e}): its refusal not checked"),
     }
 }

@@ -40,7 +40,7 @@ use crate::gpu::{
     Submission,
 };
 use crate::model::Model;
-use crate::sim::{Actuation, SimParams, Simulator, State};
+use crate::sim::{Actuation, SimParams, Simulator, State, StepJacobians};
 use rayon::prelude::*;
 use std::fmt;
 use std::str::FromStr;
@@ -114,6 +114,8 @@ pub enum BatchError {
         "world {world}: a world's model must have the batch model's structure (nq, nv, bodies, parents, geometries)"
     )]
     ModelStructure { world: usize },
+    #[error("step Jacobians are computed on the CPU backends (cpu, cpu1), not on `{0}`")]
+    JacobiansOnGpu(&'static str),
     #[error("world {world}: action gain of dof {dof} is not finite")]
     NonFiniteGain { world: usize, dof: usize },
     #[error("the initial state: {0}")]
@@ -270,6 +272,8 @@ struct World {
     stats: SolverStats,
     /// Whether the GPU flagged this world's problem (then solved on the CPU).
     fallback: Option<String>,
+    /// The step Jacobians, when asked for ([`BatchSim::step_with_jacobians`]).
+    jacobians: Option<StepJacobians>,
 }
 
 /// One GPU solver with its host batch: a chunk of worlds in flight.
@@ -385,6 +389,7 @@ impl BatchSim {
                 lambda: Vec::new(),
                 stats: SolverStats::default(),
                 fallback: None,
+                jacobians: None,
             });
         }
         // Refuse a bad initial state now rather than at every step.
@@ -530,7 +535,7 @@ impl BatchSim {
         ctrl: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(ctrl, true, active)
+        self.step_inputs(ctrl, true, active, false)
     }
 
     /// Like [`Self::step`], stepping only the worlds whose `active` entry is
@@ -541,7 +546,30 @@ impl BatchSim {
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(actions, false, active)
+        self.step_inputs(actions, false, active, false)
+    }
+
+    /// Like [`Self::step_active`], each world also computing the Jacobians
+    /// of its step ([`Simulator::step_with_jacobians`]), on the CPU
+    /// backends (in parallel on `cpu`); read them with
+    /// [`Self::jacobians`]. Under joint torques `actions` (nworlds, nv), the
+    /// action gains applied (the Jacobians are with respect to the torques
+    /// the worlds receive). A world that fails keeps no Jacobians.
+    pub fn step_with_jacobians(
+        &mut self,
+        actions: &[f64],
+        active: Option<&[bool]>,
+    ) -> Result<BatchStepReport, BatchError> {
+        if self.backend == Backend::Gpu {
+            return Err(BatchError::JacobiansOnGpu(self.backend.name()));
+        }
+        self.step_inputs(actions, false, active, true)
+    }
+
+    /// The Jacobians of world `w`'s last [`Self::step_with_jacobians`]
+    /// (`None` if it was not stepped so, or failed).
+    pub fn jacobians(&self, w: usize) -> Result<Option<&StepJacobians>, BatchError> {
+        Ok(self.world(w)?.jacobians.as_ref())
     }
 
     /// Torques (nworlds, nv) or controls (nworlds, nu) for the active worlds.
@@ -550,6 +578,7 @@ impl BatchSim {
         actions: &[f64],
         controls: bool,
         active: Option<&[bool]>,
+        jacobians: bool,
     ) -> Result<BatchStepReport, BatchError> {
         let n = self.worlds.len();
         // Values per world: nu controls or nv torques.
@@ -599,6 +628,12 @@ impl BatchSim {
                 }
             };
             world.controls = controls;
+            // Kept (their buffers) when asked for, dropped otherwise.
+            match (&mut world.jacobians, jacobians) {
+                (None, true) => world.jacobians = Some(StepJacobians::default()),
+                (Some(_), false) => world.jacobians = None,
+                _ => {}
+            }
             if controls {
                 world.ctrl.copy_from_slice(a);
             } else {
@@ -826,7 +861,16 @@ fn step_on_cpu(world: &mut World) {
     } else {
         Actuation::Torques(&world.tau)
     };
-    world.step = match world.sim.step_with(&mut world.state, input) {
+    let stepped = match (&mut world.jacobians, input) {
+        (Some(jac), Actuation::Torques(tau)) => {
+            world.sim.step_with_jacobians(&mut world.state, tau, jac)
+        }
+        _ => world.sim.step_with(&mut world.state, input),
+    };
+    if stepped.is_err() {
+        world.jacobians = None;
+    }
+    world.step = match stepped {
         Ok(r) => {
             if let Some(s) = r.solver {
                 world.stats = s;
