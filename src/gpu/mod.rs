@@ -2,7 +2,9 @@
 //! packed [`batch`] layout of many contact problems, and the batched WGSL
 //! solvers ([`GpuSolver`], kernels in `shaders/pgs.wgsl` and
 //! `shaders/admm.wgsl`), each the f32 twin of a CPU solver of
-//! [`crate::contact::solvers`].
+//! [`crate::contact::solvers`], and the batched vector–Jacobian product of
+//! the contact stage ([`vjp`], `shaders/vjp.wgsl`) for reverse-mode
+//! gradients.
 //!
 //! Adapter choice: every adapter of the primary backends (Vulkan, Metal,
 //! DX12; `WGPU_BACKEND=gl` or another list replaces them) is enumerated; the
@@ -57,6 +59,7 @@ pub mod kernel;
 pub mod pgs;
 pub mod shader;
 mod solver;
+pub mod vjp;
 
 pub use batch::{
     BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
