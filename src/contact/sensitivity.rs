@@ -18,9 +18,10 @@
 //! a sliding block's 3 rows carry its 2 degrees of freedom on the cone). The
 //! matrix is singular where `G` is (a body with more contacts than dofs):
 //! the impulses are then not unique, but the velocity changes `M⁻¹Jᵀ dλ` are;
-//! the system is solved by LU with partial pivoting on `A + εI` (`ε` = 1e-9
-//! of its largest entry) refined three times against `A`, which picks a
-//! small `dλ` along the null space. Apply it to the directions a step
+//! the system is solved by LU with partial pivoting on `A` where every
+//! pivot exceeds 1e-10 of its largest entry, otherwise on `A + εI` (`ε` =
+//! 1e-9 of its largest entry) refined three times against `A`, which picks
+//! a small `dλ` along the null space. Apply it to the directions a step
 //! perturbs `g` in (`J δv`, the range of `G`): along others a singular
 //! system has no solution and the regularized one grows like `1/ε`, so
 //! forming `∂λ*/∂g` on the identity and multiplying afterwards loses the
@@ -46,6 +47,9 @@ pub const BREAK_IMPULSE: f64 = 1e-9;
 pub const PENETRATION: f64 = 1e-14;
 const REGULARIZATION: f64 = 1e-9;
 const REFINEMENTS: usize = 3;
+/// A pivot below this fraction of `A`'s largest entry: `A` is taken as
+/// singular and regularized.
+const SINGULAR: f64 = 1e-10;
 
 /// A block's mode at the solution.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,6 +77,10 @@ pub struct ContactSensitivity {
     /// The worst relative residual `‖A dλ + D_c dg‖∞ / ‖D_c dg‖∞` over the
     /// columns of the last [`Self::apply`].
     worst_residual: f64,
+    /// Whether `A` was regularized (found singular).
+    regularized: bool,
+    /// Right-hand sides transposed, for [`Self::apply_exact`].
+    xt: Vec<f64>,
 }
 
 impl ContactSensitivity {
@@ -169,14 +177,23 @@ impl ContactSensitivity {
             }
             self.d_c.push(dc);
         }
+        // A itself where its pivots stay above SINGULAR of its largest
+        // entry (then one solve is exact to rounding); otherwise A + εI,
+        // its solves refined against A.
+        let amax = self.a.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+        self.pivot.resize(m, 0);
         self.lu.clear();
         self.lu.extend_from_slice(&self.a);
-        let amax = self.a.iter().fold(0.0f64, |s, x| s.max(x.abs()));
-        for k in 0..m {
-            self.lu[k * m + k] += REGULARIZATION * amax.max(f64::MIN_POSITIVE);
+        self.regularized = !(lu_factor(&mut self.lu, m, &mut self.pivot)
+            && (0..m).all(|k| self.lu[k * m + k].abs() > SINGULAR * amax));
+        if self.regularized {
+            self.lu.clear();
+            self.lu.extend_from_slice(&self.a);
+            for k in 0..m {
+                self.lu[k * m + k] += REGULARIZATION * amax.max(f64::MIN_POSITIVE);
+            }
         }
-        self.pivot.resize(m, 0);
-        if m > 0 && !lu_factor(&mut self.lu, m, &mut self.pivot) {
+        if m > 0 && self.regularized && !lu_factor(&mut self.lu, m, &mut self.pivot) {
             return Err(ProblemError::NotPsd {
                 index: 0,
                 value: 0.0,
@@ -248,12 +265,90 @@ impl ContactSensitivity {
     pub fn apply(&mut self, dg: &mut DMatrix<f64>) {
         let m = self.a.len().isqrt();
         self.worst_residual = 0.0;
+        if !self.regularized {
+            self.apply_exact(dg);
+            return;
+        }
         for j in 0..dg.ncols() {
             self.rhs_of(dg, j);
             self.solve(false);
             self.worst_residual = self.worst_residual.max(self.relative_residual());
             for r in 0..m {
                 dg[(r, j)] = self.x[r];
+            }
+        }
+    }
+
+    /// [`Self::apply`] with the unregularized factors, every column at once:
+    /// the right-hand sides transposed (`xt`, one contiguous run of `k`
+    /// values per row of `A`), so that each elimination step is an axpy
+    /// across the columns.
+    fn apply_exact(&mut self, dg: &mut DMatrix<f64>) {
+        let (m, k) = (dg.nrows(), dg.ncols());
+        let xt = &mut self.xt;
+        xt.clear();
+        xt.resize(m * k, 0.0);
+        // xt[r·k + j] = −(D_c dg)[r, j].
+        for b in 0..self.d_c.len() {
+            let (first, width) = if b < self.nc {
+                (3 * b, 3)
+            } else {
+                (3 * self.nc + b - self.nc, 1)
+            };
+            let d = &self.d_c[b];
+            for r in 0..width {
+                for t in 0..width {
+                    let f = d[if width == 3 { 3 * r + t } else { 0 }];
+                    if f == 0.0 {
+                        continue;
+                    }
+                    for j in 0..k {
+                        xt[(first + r) * k + j] -= f * dg[(first + t, j)];
+                    }
+                }
+            }
+        }
+        let lu = &self.lu;
+        for p in 0..m {
+            let q = self.pivot[p];
+            if q != p {
+                for j in 0..k {
+                    xt.swap(p * k + j, q * k + j);
+                }
+            }
+        }
+        for p in 0..m {
+            for i in p + 1..m {
+                let l = lu[p * m + i];
+                if l != 0.0 {
+                    let (head, tail) = xt.split_at_mut(i * k);
+                    let src = &head[p * k..(p + 1) * k];
+                    for (x, s) in tail[..k].iter_mut().zip(src) {
+                        *x -= l * s;
+                    }
+                }
+            }
+        }
+        for p in (0..m).rev() {
+            let (head, tail) = xt.split_at_mut((p + 1) * k);
+            let row = &mut head[p * k..];
+            for jj in p + 1..m {
+                let u = lu[jj * m + p];
+                if u != 0.0 {
+                    let src = &tail[(jj - p - 1) * k..(jj - p) * k];
+                    for (x, s) in row.iter_mut().zip(src) {
+                        *x -= u * s;
+                    }
+                }
+            }
+            let d = 1.0 / lu[p * m + p];
+            for x in row.iter_mut() {
+                *x *= d;
+            }
+        }
+        for j in 0..k {
+            for r in 0..m {
+                dg[(r, j)] = xt[r * k + j];
             }
         }
     }
@@ -351,7 +446,8 @@ impl ContactSensitivity {
         self.x.resize(m, 0.0);
         self.residual.clear();
         self.residual.resize(m, 0.0);
-        for round in 0..=REFINEMENTS {
+        let rounds = if self.regularized { REFINEMENTS } else { 0 };
+        for round in 0..=rounds {
             // residual = rhs − op(A) x
             for r in 0..m {
                 let mut v = self.rhs[r];
@@ -399,8 +495,12 @@ impl ContactSensitivity {
         }
     }
 
-    /// `‖rhs − A x‖∞ / ‖rhs‖∞` after [`Self::solve`] (0 for a zero rhs).
+    /// `‖rhs − A x‖∞ / ‖rhs‖∞` after [`Self::solve`] (0 for a zero rhs, and
+    /// for a nonsingular `A`, whose solves are exact to rounding).
     fn relative_residual(&self) -> f64 {
+        if !self.regularized {
+            return 0.0;
+        }
         let m = self.rhs.len();
         let scale = self.rhs.iter().fold(0.0f64, |a, r| a.max(r.abs()));
         if scale == 0.0 {

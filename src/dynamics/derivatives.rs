@@ -136,6 +136,17 @@ pub fn rnea_derivatives(
 ) {
     forward_kinematics(model, data, q);
     forward_velocity(model, data, v);
+    rnea_derivatives_from_kinematics(model, data, out, a);
+}
+
+/// [`rnea_derivatives`] where `data` already holds the kinematics at
+/// `(q, v)` ([`forward_kinematics`], [`forward_velocity`]).
+pub fn rnea_derivatives_from_kinematics(
+    model: &Model,
+    data: &mut Data,
+    out: &mut Derivatives,
+    a: &[f64],
+) {
     rnea_from_kinematics(model, data, a);
     // Composite inertias and variations, leaves to root. (After RNEA,
     // data.body_force[i] is the force F_i transmitted by i's joint.)
@@ -214,23 +225,35 @@ pub fn aba_derivatives(
     data.ddq = ddq;
     crba_from_kinematics(model, data);
     ltdl_factorize(model, data);
+    ddq_from_rnea_derivatives(model, data, out);
+}
+
+/// [`aba_derivatives`] where `data` already holds the kinematics at
+/// `(q, v)` and the factorization of the mass matrix (`data.ltdl`, with
+/// `data.dof_armature`, as a step leaves them), and `ddq = ABA(q, v, τ)`
+/// is known.
+pub fn aba_derivatives_from_kinematics(
+    model: &Model,
+    data: &mut Data,
+    out: &mut Derivatives,
+    ddq: &[f64],
+) {
+    rnea_derivatives_from_kinematics(model, data, out, ddq);
+    ddq_from_rnea_derivatives(model, data, out);
+}
+
+/// `M⁻¹` by the tree factorization `data.ltdl`, a column per dof; then
+/// `∂q̈/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)` as matrix products.
+fn ddq_from_rnea_derivatives(model: &Model, data: &Data, out: &mut Derivatives) {
     let nv = model.nv;
     for j in 0..nv {
-        for (dst, src) in [
-            (&mut out.ddq_dq, &out.dtau_dq),
-            (&mut out.ddq_dv, &out.dtau_dv),
-        ] {
-            for r in 0..nv {
-                out.column[r] = -src[(r, j)];
-            }
-            ltdl_solve_in_place(model, &data.ltdl, &mut out.column);
-            dst.column_mut(j).copy_from_slice(&out.column);
-        }
         out.column.fill(0.0);
         out.column[j] = 1.0;
         ltdl_solve_in_place(model, &data.ltdl, &mut out.column);
         out.ddq_dtau.column_mut(j).copy_from_slice(&out.column);
     }
+    out.ddq_dq.gemm(-1.0, &out.ddq_dtau, &out.dtau_dq, 0.0);
+    out.ddq_dv.gemm(-1.0, &out.ddq_dtau, &out.dtau_dv, 0.0);
 }
 
 /// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`, i.e.

@@ -42,7 +42,10 @@
 use super::{SimError, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
 use crate::contact::{ContactSensitivity, TreeDelassus};
-use crate::dynamics::{Derivatives, aba_derivatives, integrate_jacobians};
+use crate::dynamics::{
+    Derivatives, aba_derivatives_from_kinematics, crba_from_kinematics, integrate_jacobians,
+    ltdl_factorize,
+};
 use crate::math::{Vec3, Vec6, ang, lin, motion_cross, spatial};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
@@ -79,8 +82,7 @@ pub struct StepJacobians {
     pub dv_dmu: DMatrix<f64>,
     pub dq_dmu: DMatrix<f64>,
     dl_dmu: DMatrix<f64>,
-    /// The state the step started from.
-    q0: DVector<f64>,
+    /// The velocity the step started from.
     v0: DVector<f64>,
     derivatives: Option<Derivatives>,
     sensitivity: ContactSensitivity,
@@ -88,7 +90,8 @@ pub struct StepJacobians {
     rows: DMatrix<f64>,
     jq: DMatrix<f64>,
     jv: DMatrix<f64>,
-    column: Vec<f64>,
+    /// `Jᵀ x` of [`add_minv_jt`].
+    jtx: DMatrix<f64>,
     c: Vec<f64>,
     /// The restitution rows of the step: (row, coefficient).
     impacts: Vec<(usize, f64)>,
@@ -103,10 +106,9 @@ pub const Q_EXACT_RESIDUAL: f64 = 1e-6;
 /// Buffers of the derivatives with respect to `q` under constraints.
 #[derive(Clone, Debug, Default)]
 struct QWork {
-    /// `τ + Jᵀλ/dt`.
+    /// `q̈` at `τ + Jᵀλ/dt`: `(v⁺ − v)/dt`.
     tau: DVector<f64>,
-    /// `Jᵀλ`, then its derivative `∂(Jᵀλ)/∂q` (nv × nv).
-    jtl: DVector<f64>,
+    /// `∂(Jᵀλ)/∂q` (nv × nv).
     djtl: DMatrix<f64>,
     /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv), and a copy of the first.
     dc: DMatrix<f64>,
@@ -155,17 +157,15 @@ impl Simulator {
             });
         }
         // (Kept in `out`'s buffers: no allocation once they have grown.)
-        let (mut q0, mut v0) = (std::mem::take(&mut out.q0), std::mem::take(&mut out.v0));
-        for (dst, src) in [(&mut q0, &state.q), (&mut v0, &state.v)] {
-            if dst.len() != src.len() {
-                *dst = DVector::zeros(src.len());
-            }
-            dst.copy_from(src);
+        let mut v0 = std::mem::take(&mut out.v0);
+        if v0.len() != state.v.len() {
+            v0 = DVector::zeros(state.v.len());
         }
+        v0.copy_from(&state.v);
         let result = self
             .step(state, tau)
-            .and_then(|report| self.step_jacobians(&q0, &v0, out, None).map(|()| report));
-        (out.q0, out.v0) = (q0, v0);
+            .and_then(|report| self.step_jacobians(&v0, out, None).map(|()| report));
+        out.v0 = v0;
         result
     }
 
@@ -190,7 +190,7 @@ impl Simulator {
     ) -> Result<StepReport, SimError> {
         check_vec("w_v", w_v, self.model.nv)?;
         check_vec("w_q", w_q, self.model.nv)?;
-        let (q0, v0) = (state.q.clone(), state.v.clone());
+        let v0 = state.v.clone();
         if self.model.medium.is_active() {
             return Err(SimError::InvalidParameter {
                 name: "medium",
@@ -200,15 +200,15 @@ impl Simulator {
             });
         }
         let report = self.step(state, tau)?;
-        self.step_jacobians(&q0, &v0, work, Some((w_v, w_q, out)))?;
+        self.step_jacobians(&v0, work, Some((w_v, w_q, out)))?;
         Ok(report)
     }
 
-    /// The Jacobians of the step just taken from `(q0, v0)`, or (`adjoint`)
+    /// The Jacobians of the step just taken from velocity `v0` (the
+    /// simulator's data still at its start), or (`adjoint`)
     /// their product with the adjoints.
     fn step_jacobians(
         &mut self,
-        q0: &DVector<f64>,
         v0: &DVector<f64>,
         out: &mut StepJacobians,
         adjoint: Option<(&[f64], &[f64], &mut StepVjp)>,
@@ -238,27 +238,21 @@ impl Simulator {
         }
         let der = out.derivatives.as_mut().expect("just built");
         // The free dynamics on M̃ (data.dof_armature holds armature + dt·D
-        // since the step's stage 1), at the step's generalized forces.
-        // With constraints, at the step's forces plus the impulse's,
-        // `τ + Jᵀλ/dt`: the impulse's share of ∂q̈/∂q at fixed λ.
+        // since the step's stage 1) at the step's forces plus the
+        // impulse's, `τ + Jᵀλ/dt`: the impulse's share of ∂q̈/∂q at fixed
+        // λ. Their q̈ is the step's `(v⁺ − v)/dt`; `data` holds the step's
+        // kinematics at (q, v) and the factorization of M̃.
         let m = self.problem.m();
-        let w = &mut out.wrt_q_work;
-        w.tau.clone_from(&self.tau);
-        if m > 0 {
-            w.jtl.resize_vertically_mut(nv, 0.0);
-            self.jacobian
-                .jacobian
-                .tr_mul_to(&self.solution.lambda, &mut w.jtl);
-            w.tau.axpy(1.0 / dt, &w.jtl, 1.0);
+        if m == 0 {
+            // (The step skipped stage 3: no mass matrix to reuse.)
+            crba_from_kinematics(&model, &mut self.data);
+            ltdl_factorize(&model, &mut self.data);
         }
-        aba_derivatives(
-            &model,
-            &mut self.data,
-            der,
-            q0.as_slice(),
-            v0.as_slice(),
-            w.tau.as_slice(),
-        );
+        let w = &mut out.wrt_q_work;
+        w.tau.clone_from(&self.v_next);
+        w.tau -= v0;
+        w.tau /= dt;
+        aba_derivatives_from_kinematics(&model, &mut self.data, der, w.tau.as_slice());
         out.dv_dtau.copy_from(&der.ddq_dtau);
         out.dv_dtau *= dt;
         out.dv_dv.copy_from(&der.ddq_dv);
@@ -300,10 +294,8 @@ impl Simulator {
                 out.dv_dmu = DMatrix::zeros(nv, nc);
             }
             out.dv_dmu.fill(0.0);
-            // G's factors as the tree path sees them: Jᵀ over the blocks'
-            // supports, M̃⁻¹ by the tree LᵀDL.
-            let t = TreeDelassus::new(&model, &self.data, &self.jacobian, &self.tree_work);
-            out.column.resize(nv, 0.0);
+            // M̃⁻¹ Jᵀ products with the dense M̃⁻¹ of the free dynamics'
+            // derivatives (two matrix products a block of columns).
             let j = &self.jacobian.jacobian;
             if out.rows.shape() != (m, nv) {
                 out.rows = DMatrix::zeros(m, nv);
@@ -311,7 +303,8 @@ impl Simulator {
             // (Reverse mode: only ∂v⁺/∂q is formed, below.)
             let forward = if adjoint.is_some() { 0 } else { 2 };
             if forward > 0 {
-                add_minv_jt(&t, &out.dl_dmu, &mut out.dv_dmu, &mut out.column);
+                let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
+                add_minv_jt(minv, j, &out.dl_dmu, &mut out.dv_dmu, &mut out.jtx);
             }
             for (target, restitution) in [(0usize, true), (1, false)].into_iter().take(forward) {
                 let src = if target == 0 {
@@ -333,7 +326,8 @@ impl Simulator {
                 } else {
                     &mut out.dv_dtau
                 };
-                add_minv_jt(&t, &out.rows, dst, &mut out.column);
+                let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
+                add_minv_jt(minv, j, &out.rows, dst, &mut out.jtx);
             }
             if out.wrt_q {
                 self.constrained_wrt_q(v0, out);
@@ -345,7 +339,8 @@ impl Simulator {
                     w.dc.copy_from(&w.dc_kept);
                     out.sensitivity.apply_least_squares(&mut w.dc);
                 }
-                add_minv_jt(&t, &w.dc, &mut out.dv_dq, &mut out.column);
+                let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
+                add_minv_jt(minv, j, &w.dc, &mut out.dv_dq, &mut out.jtx);
             }
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
@@ -441,16 +436,19 @@ fn subtract_diagonal_response(dst: &mut DMatrix<f64>, minv: &DMatrix<f64>, coeff
     }
 }
 
-/// `dst += M̃⁻¹ Jᵀ x`, column by column (`x`: m × k, `dst`: nv × k).
-fn add_minv_jt(t: &TreeDelassus, x: &DMatrix<f64>, dst: &mut DMatrix<f64>, column: &mut [f64]) {
-    let m = x.nrows();
-    for col in 0..x.ncols() {
-        t.jt_mul(&x.as_slice()[col * m..(col + 1) * m], column);
-        t.mass_solve(column);
-        for (d, c) in dst.column_mut(col).iter_mut().zip(column.iter()) {
-            *d += c;
-        }
+/// `dst += M̃⁻¹ Jᵀ x` (`x`: m × k, `dst`: nv × k), `tmp` for `Jᵀ x`.
+fn add_minv_jt(
+    minv: &DMatrix<f64>,
+    j: &DMatrix<f64>,
+    x: &DMatrix<f64>,
+    dst: &mut DMatrix<f64>,
+    tmp: &mut DMatrix<f64>,
+) {
+    if tmp.shape() != (j.ncols(), x.ncols()) {
+        *tmp = DMatrix::zeros(j.ncols(), x.ncols());
     }
+    j.tr_mul_to(x, tmp);
+    dst.gemm(1.0, minv, tmp, 1.0);
 }
 
 impl Simulator {
