@@ -90,8 +90,9 @@ pub struct StepJacobians {
     rows: DMatrix<f64>,
     jq: DMatrix<f64>,
     jv: DMatrix<f64>,
-    /// `Jᵀ x` of [`add_minv_jt`].
-    jtx: DMatrix<f64>,
+    /// `Jᵀ` and `M̃⁻¹Jᵀ` (nv × m).
+    jt: DMatrix<f64>,
+    minv_jt: DMatrix<f64>,
     c: Vec<f64>,
     /// The restitution rows of the step: (row, coefficient).
     impacts: Vec<(usize, f64)>,
@@ -295,16 +296,25 @@ impl Simulator {
             }
             out.dv_dmu.fill(0.0);
             // M̃⁻¹ Jᵀ products with the dense M̃⁻¹ of the free dynamics'
-            // derivatives (two matrix products a block of columns).
+            // derivatives: M̃⁻¹Jᵀ formed once, then one matrix product a
+            // block of columns.
             let j = &self.jacobian.jacobian;
+            if out.jt.shape() != (nv, m) {
+                out.jt = DMatrix::zeros(nv, m);
+            }
+            j.transpose_to(&mut out.jt);
+            if out.minv_jt.shape() != (nv, m) {
+                out.minv_jt = DMatrix::zeros(nv, m);
+            }
+            let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
+            out.minv_jt.gemm(1.0, minv, &out.jt, 0.0);
             if out.rows.shape() != (m, nv) {
                 out.rows = DMatrix::zeros(m, nv);
             }
             // (Reverse mode: only ∂v⁺/∂q is formed, below.)
             let forward = if adjoint.is_some() { 0 } else { 2 };
             if forward > 0 {
-                let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
-                add_minv_jt(minv, j, &out.dl_dmu, &mut out.dv_dmu, &mut out.jtx);
+                out.dv_dmu.gemm(1.0, &out.minv_jt, &out.dl_dmu, 1.0);
             }
             for (target, restitution) in [(0usize, true), (1, false)].into_iter().take(forward) {
                 let src = if target == 0 {
@@ -326,8 +336,7 @@ impl Simulator {
                 } else {
                     &mut out.dv_dtau
                 };
-                let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
-                add_minv_jt(minv, j, &out.rows, dst, &mut out.jtx);
+                dst.gemm(1.0, &out.minv_jt, &out.rows, 1.0);
             }
             if out.wrt_q {
                 self.constrained_wrt_q(v0, out);
@@ -339,8 +348,7 @@ impl Simulator {
                     w.dc.copy_from(&w.dc_kept);
                     out.sensitivity.apply_least_squares(&mut w.dc);
                 }
-                let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
-                add_minv_jt(minv, j, &w.dc, &mut out.dv_dq, &mut out.jtx);
+                out.dv_dq.gemm(1.0, &out.minv_jt, &w.dc, 1.0);
             }
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
@@ -434,21 +442,6 @@ fn subtract_diagonal_response(dst: &mut DMatrix<f64>, minv: &DMatrix<f64>, coeff
             dst.column_mut(k).axpy(-a, &minv.column(k), 1.0);
         }
     }
-}
-
-/// `dst += M̃⁻¹ Jᵀ x` (`x`: m × k, `dst`: nv × k), `tmp` for `Jᵀ x`.
-fn add_minv_jt(
-    minv: &DMatrix<f64>,
-    j: &DMatrix<f64>,
-    x: &DMatrix<f64>,
-    dst: &mut DMatrix<f64>,
-    tmp: &mut DMatrix<f64>,
-) {
-    if tmp.shape() != (j.ncols(), x.ncols()) {
-        *tmp = DMatrix::zeros(j.ncols(), x.ncols());
-    }
-    j.tr_mul_to(x, tmp);
-    dst.gemm(1.0, minv, tmp, 1.0);
 }
 
 impl Simulator {
