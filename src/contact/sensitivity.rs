@@ -50,6 +50,9 @@ const REFINEMENTS: usize = 3;
 /// A pivot below this fraction of `A`'s largest entry: `A` is taken as
 /// singular and regularized.
 const SINGULAR: f64 = 1e-10;
+/// Tikhonov regularization of [`ContactSensitivity::apply_least_squares`],
+/// relative to `AᵀA`'s largest diagonal entry.
+const TIKHONOV: f64 = 1e-12;
 
 /// A block's mode at the solution.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,7 +82,7 @@ pub struct ContactSensitivity {
     worst_residual: f64,
     /// Whether `A` was regularized (found singular).
     regularized: bool,
-    /// Right-hand sides transposed, for [`Self::apply_exact`].
+    /// Right-hand sides transposed, for [`Self::lu_solve_columns`].
     xt: Vec<f64>,
 }
 
@@ -263,49 +266,50 @@ impl ContactSensitivity {
     /// `A` is singular, a column outside its range has no solution (see
     /// [`Self::worst_residual`]).
     pub fn apply(&mut self, dg: &mut DMatrix<f64>) {
-        let m = self.a.len().isqrt();
+        let (m, k) = (dg.nrows(), dg.ncols());
         self.worst_residual = 0.0;
+        // B = −D_c dg, in `dg`'s place; X = LU⁻¹ B.
+        let mut b = DMatrix::zeros(m, k);
+        for j in 0..k {
+            self.rhs_of(dg, j);
+            b.column_mut(j).copy_from_slice(&self.rhs);
+        }
+        dg.copy_from(&b);
+        self.lu_solve_columns(dg);
         if !self.regularized {
-            self.apply_exact(dg);
             return;
         }
-        for j in 0..dg.ncols() {
-            self.rhs_of(dg, j);
-            self.solve(false);
-            self.worst_residual = self.worst_residual.max(self.relative_residual());
-            for r in 0..m {
-                dg[(r, j)] = self.x[r];
+        // Refined against A: X += LU⁻¹ (B − A X), the residuals measured last.
+        let a = DMatrix::from_column_slice(m, m, &self.a);
+        let mut r = b.clone();
+        for _ in 0..REFINEMENTS {
+            r.copy_from(&b);
+            r.gemm(-1.0, &a, dg, 1.0);
+            self.lu_solve_columns(&mut r);
+            *dg += &r;
+        }
+        r.copy_from(&b);
+        r.gemm(-1.0, &a, dg, 1.0);
+        for j in 0..k {
+            let scale = b.column(j).amax();
+            if scale > 0.0 {
+                self.worst_residual = self.worst_residual.max(r.column(j).amax() / scale);
             }
         }
     }
 
-    /// [`Self::apply`] with the unregularized factors, every column at once:
-    /// the right-hand sides transposed (`xt`, one contiguous run of `k`
-    /// values per row of `A`), so that each elimination step is an axpy
-    /// across the columns.
-    fn apply_exact(&mut self, dg: &mut DMatrix<f64>) {
-        let (m, k) = (dg.nrows(), dg.ncols());
+    /// `X = LU⁻¹ X` for every column of `x` at once (the factors of
+    /// [`Self::factorize`]): the columns transposed (`xt`, one contiguous
+    /// run of `k` values per row of `A`), so that each elimination step is
+    /// an axpy across the columns.
+    fn lu_solve_columns(&mut self, x: &mut DMatrix<f64>) {
+        let (m, k) = (x.nrows(), x.ncols());
         let xt = &mut self.xt;
         xt.clear();
         xt.resize(m * k, 0.0);
-        // xt[r·k + j] = −(D_c dg)[r, j].
-        for b in 0..self.d_c.len() {
-            let (first, width) = if b < self.nc {
-                (3 * b, 3)
-            } else {
-                (3 * self.nc + b - self.nc, 1)
-            };
-            let d = &self.d_c[b];
-            for r in 0..width {
-                for t in 0..width {
-                    let f = d[if width == 3 { 3 * r + t } else { 0 }];
-                    if f == 0.0 {
-                        continue;
-                    }
-                    for j in 0..k {
-                        xt[(first + r) * k + j] -= f * dg[(first + t, j)];
-                    }
-                }
+        for j in 0..k {
+            for r in 0..m {
+                xt[r * k + j] = x[(r, j)];
             }
         }
         let lu = &self.lu;
@@ -348,35 +352,46 @@ impl ContactSensitivity {
         }
         for j in 0..k {
             for r in 0..m {
-                dg[(r, j)] = xt[r * k + j];
+                x[(r, j)] = xt[r * k + j];
             }
         }
     }
 
-    /// [`Self::apply`] in the least-squares sense: the minimum-norm `dλ`
-    /// minimizing `‖A dλ + D_c dg‖` (by the SVD of `A`, singular values
-    /// below `1e-9` of the largest dropped), for directions along which
-    /// the modes' equations have no solution (see [`Self::worst_residual`]).
+    /// [`Self::apply`] in the least-squares sense, for directions along
+    /// which the modes' equations have no solution (see
+    /// [`Self::worst_residual`]): `dλ = (AᵀA + εI)⁻¹ Aᵀ (−D_c dg)`, every
+    /// column at once, `ε = 1e-12` of `AᵀA`'s largest diagonal entry
+    /// (Tikhonov: the minimum-norm least-squares answer along the
+    /// directions whose singular values exceed `1e-6` of the largest,
+    /// damped along the others). The residuals are measured against `A`.
     pub fn apply_least_squares(&mut self, dg: &mut DMatrix<f64>) {
-        let m = self.a.len().isqrt();
+        let (m, k) = (dg.nrows(), dg.ncols());
         let a = DMatrix::from_column_slice(m, m, &self.a);
-        let svd = a.svd(true, true);
-        let cut = REGULARIZATION * svd.singular_values.max();
-        self.worst_residual = 0.0;
-        for j in 0..dg.ncols() {
+        let mut b = DMatrix::zeros(m, k);
+        for j in 0..k {
             self.rhs_of(dg, j);
-            let rhs = nalgebra::DVector::from_column_slice(&self.rhs);
-            let Ok(x) = svd.solve(&rhs, cut) else {
-                // (Both factors were computed: cannot fail.)
-                continue;
-            };
-            self.x.clear();
-            self.x.extend(x.iter());
-            self.worst_residual = self.worst_residual.max(self.relative_residual());
-            for r in 0..m {
-                dg[(r, j)] = self.x[r];
+            b.column_mut(j).copy_from_slice(&self.rhs);
+        }
+        let mut normal = a.tr_mul(&a);
+        let dmax = normal.diagonal().max().max(f64::MIN_POSITIVE);
+        for r in 0..m {
+            normal[(r, r)] += TIKHONOV * dmax;
+        }
+        let mut x = a.tr_mul(&b);
+        self.worst_residual = 0.0;
+        match normal.cholesky() {
+            Some(ch) => ch.solve_mut(&mut x),
+            // (Positive definite by construction; rounding aside.)
+            None => x.fill(0.0),
+        }
+        let residual = &a * &x - &b;
+        for j in 0..k {
+            let scale = b.column(j).amax();
+            if scale > 0.0 {
+                self.worst_residual = self.worst_residual.max(residual.column(j).amax() / scale);
             }
         }
+        dg.copy_from(&x);
     }
 
     /// The worst relative residual of the linearized mode equations over
@@ -388,6 +403,12 @@ impl ContactSensitivity {
     /// change).
     pub fn worst_residual(&self) -> f64 {
         self.worst_residual
+    }
+
+    /// Whether `A` was found singular (then regularized, see the module
+    /// doc).
+    pub fn singular(&self) -> bool {
+        self.regularized
     }
 
     /// `∂λ*/∂μ` (m × nc) at the solution `lambda`, `c` given to
@@ -493,27 +514,5 @@ impl ContactSensitivity {
                 self.rhs[first + r] = -v;
             }
         }
-    }
-
-    /// `‖rhs − A x‖∞ / ‖rhs‖∞` after [`Self::solve`] (0 for a zero rhs, and
-    /// for a nonsingular `A`, whose solves are exact to rounding).
-    fn relative_residual(&self) -> f64 {
-        if !self.regularized {
-            return 0.0;
-        }
-        let m = self.rhs.len();
-        let scale = self.rhs.iter().fold(0.0f64, |a, r| a.max(r.abs()));
-        if scale == 0.0 {
-            return 0.0;
-        }
-        let mut worst = 0.0f64;
-        for r in 0..m {
-            let mut v = self.rhs[r];
-            for k in 0..m {
-                v -= self.a[k * m + r] * self.x[k];
-            }
-            worst = worst.max(v.abs());
-        }
-        worst / scale
     }
 }

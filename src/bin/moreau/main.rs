@@ -170,10 +170,10 @@ enum Command {
               value_parser = clap::value_parser!(u64).range(1..))]
         dump_every: u64,
     },
-    /// The step Jacobians (∂v⁺/∂v, ∂v⁺/∂τ, ∂q⁺/∂v, ∂q⁺/∂τ) along a trajectory
-    /// of a scene or robot file: their time against a step and against
-    /// central finite differences, and (--fd) the worst relative difference.
-    /// Not yet with respect to q and mu.
+    /// The step Jacobians (of v⁺ and q⁺ with respect to q, v, τ and the
+    /// friction coefficients) along a trajectory of a scene or robot file:
+    /// their time against a step and against central finite differences,
+    /// and (--fd) the worst relative difference.
     Grad {
         /// Scene name or robot file, as for `run`.
         scene: String,
