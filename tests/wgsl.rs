@@ -52,7 +52,7 @@ fn every_shader_parses_and_validates_with_naga() {
         .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
         .collect();
     files.sort();
-    let mut expected: Vec<String> = ["cone.wgsl", "common.wgsl"]
+    let mut expected: Vec<String> = ["cone.wgsl", "common.wgsl", "vjp.wgsl"]
         .iter()
         .map(|s| s.to_string())
         .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
@@ -78,6 +78,36 @@ fn every_shader_parses_and_validates_with_naga() {
         );
         parse(&file, &shader::kernel_source(k));
     }
+}
+
+/// The standalone contact-VJP kernel: its assembled source validates, its
+/// header's constants are Rust's and declared nowhere else, and its world
+/// header has the size of `GpuVjpWorld`.
+#[test]
+fn the_vjp_kernel_validates_and_matches_its_rust_side() {
+    use moreau::gpu::vjp;
+    let module = parse("vjp.wgsl", &vjp::source());
+    let values = constants(&module);
+    let text = std::fs::read_to_string(shaders_dir().join("vjp.wgsl")).unwrap();
+    for c in vjp::constants() {
+        let expected = match c.value {
+            WgslValue::U32(v) => naga::Literal::U32(v),
+            WgslValue::F32(v) => naga::Literal::F32(v),
+        };
+        assert_eq!(values[c.name], expected, "{}", c.name);
+        assert!(!text.contains(&format!("const {}:", c.name)), "{}", c.name);
+    }
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(module.to_ctx()).unwrap();
+    let (h, _) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some("VjpWorld"))
+        .expect("struct VjpWorld");
+    assert_eq!(
+        layouter[h].size as usize,
+        std::mem::size_of::<vjp::GpuVjpWorld>()
+    );
 }
 
 /// The value of every named constant of `module`.

@@ -111,8 +111,9 @@ struct QWork {
     tau: DVector<f64>,
     /// `∂(Jᵀλ)/∂q` (nv × nv).
     djtl: DMatrix<f64>,
-    /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv).
+    /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv), and a copy of the first.
     dc: DMatrix<f64>,
+    dc_kept: DMatrix<f64>,
     /// `X = ∂v⁺/∂q` at fixed λ.
     x: DMatrix<f64>,
     /// (nbodies × nv) whether dof k supports body b, at `b·nv + k`.
@@ -340,15 +341,16 @@ impl Simulator {
             if out.wrt_q {
                 self.constrained_wrt_q(v0, out);
                 let w = &mut out.wrt_q_work;
-                // A singular A: in the least-squares sense, which is exact
-                // along the directions that keep the modes solvable (the
-                // residual tells which).
-                if out.sensitivity.singular() {
-                    out.sensitivity.apply_least_squares(&mut w.dc);
-                } else {
-                    out.sensitivity.apply(&mut w.dc);
-                }
+                // Where a direction leaves the modes' equations without a
+                // solution (a singular A, the residual says), all in the
+                // least-squares sense.
+                w.dc_kept.clone_from(&w.dc);
+                out.sensitivity.apply(&mut w.dc);
                 out.q_residual = out.sensitivity.worst_residual();
+                if out.q_residual > Q_EXACT_RESIDUAL {
+                    w.dc.copy_from(&w.dc_kept);
+                    out.sensitivity.apply_least_squares(&mut w.dc);
+                }
                 out.dv_dq.gemm(1.0, &out.minv_jt, &w.dc, 1.0);
             }
         }
