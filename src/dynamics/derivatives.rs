@@ -69,6 +69,8 @@ pub struct Derivatives {
     composite_inertia: Vec<Mat6>,
     /// (nbodies) composite `Bᶜ_i` of each body's subtree.
     composite_b: Vec<Mat6>,
+    /// (nbodies) the bodies of each body's subtree, itself first.
+    subtree: Vec<Vec<usize>>,
     column: Vec<f64>,
 }
 
@@ -83,6 +85,9 @@ impl Derivatives {
             ddq_dtau: DMatrix::zeros(nv, nv),
             composite_inertia: vec![Mat6::zeros(); nb],
             composite_b: vec![Mat6::zeros(); nb],
+            subtree: (0..nb)
+                .map(|k| (k..nb).filter(|&i| supports(model, k, i)).collect())
+                .collect(),
             column: vec![0.0; nv],
         }
     }
@@ -176,10 +181,7 @@ pub fn rnea_derivatives_from_kinematics(
             let u = motion_cross(&ap, &s) - motion_cross(&w, &vp);
             let z = motion_cross(&(vp + vk), &s);
             // The subtree of k: its own dofs and its descendants'.
-            for i in k..model.nbodies {
-                if !supports(model, k, i) {
-                    continue;
-                }
+            for &i in &out.subtree[k] {
                 let (y, b) = (&out.composite_inertia[i], &out.composite_b[i]);
                 let fq = y * u + b * w;
                 let fv = y * z + b * s;
