@@ -1,8 +1,10 @@
-//! Derivatives of one step with respect to the velocity, the torques and
-//! the friction coefficients: `∂v⁺/∂v`, `∂v⁺/∂τ`, `∂v⁺/∂μ` and those of
-//! `q⁺` (the seed paper "Highly-Efficient
-//! Differentiable Simulation for Robotics", with the contact problem
-//! differentiated implicitly, see [`crate::contact::sensitivity`]).
+//! Derivatives of one step with respect to the configuration, the
+//! velocity, the torques and the friction coefficients: `∂v⁺/∂(q, v, τ, μ)`
+//! and those of `q⁺`, forward ([`Simulator::step_with_jacobians`]) or as a
+//! vector–Jacobian product ([`Simulator::step_with_vjp`]) (the seed paper
+//! "Highly-Efficient Differentiable Simulation for Robotics", with the
+//! contact problem differentiated implicitly, see
+//! [`crate::contact::sensitivity`]).
 //!
 //! The step is `v_f = v + dt·M̃⁻¹(τ − D v − b(q, v))` (`M̃ = M + dt·D`, the
 //! springs explicit), `g = J v_f + e J_N v` (restitution on impacting
@@ -139,7 +141,8 @@ impl StepJacobians {
 
 impl Simulator {
     /// [`Self::step`] from `state` with torques `tau`, and the Jacobians of
-    /// the step with respect to `state.v` and `tau` into `out` (see the
+    /// the step with respect to `state.q` (where `out.wrt_q`), `state.v`,
+    /// `tau` and the contacts' friction coefficients into `out` (see the
     /// module doc). The contact problem is differentiated at the solver's
     /// answer, so ask for a tight tolerance (1e-10 or less) where the
     /// derivatives matter.
