@@ -196,6 +196,13 @@ fn bad_actions_flag_their_world_only() {
     assert_eq!(batch.state(0).unwrap().t, t0);
     assert_eq!(batch.state(1).unwrap().q, before.q);
     assert!(batch.step_active(&actions, Some(&[true])).is_err());
+    // A state with a zero quaternion is refused, naming it, and the world
+    // keeps its own.
+    let mut bad = before.clone();
+    bad.q.as_mut_slice()[3..7].fill(0.0);
+    let e = batch.set_state(1, bad).unwrap_err();
+    assert!(e.to_string().contains("quaternion"), "{e}");
+    assert_eq!(batch.state(1).unwrap().q, before.q);
 }
 
 #[test]

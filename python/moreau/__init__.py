@@ -1,0 +1,12 @@
+"""moreau: rigid robots in frictional contact, many worlds at once.
+
+The Python bindings of the Rust crate: load a URDF or MJCF file
+(:func:`load`) or a built-in scene (:func:`scene`), step one world
+(:class:`Simulator`) or many (:class:`BatchSim`), with numpy arrays in and
+out. Bad input raises ``ValueError`` (or ``FileNotFoundError``) naming the
+culprit and leaves the object as it was.
+"""
+
+from ._moreau import BatchSim, Model, Simulator, load, scene, scene_names
+
+__all__ = ["BatchSim", "Model", "Simulator", "load", "scene", "scene_names"]

@@ -1,0 +1,94 @@
+"""Type stubs of the compiled module (python/src/lib.rs)."""
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+class Model:
+    """A model with where it starts (configuration, velocity, time step)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def nq(self) -> int: ...
+    @property
+    def nv(self) -> int: ...
+    @property
+    def nu(self) -> int: ...
+    @property
+    def dt(self) -> float: ...
+    @property
+    def body_names(self) -> list[str]: ...
+    @property
+    def joint_names(self) -> list[str]: ...
+    @property
+    def actuator_names(self) -> list[str]: ...
+    @property
+    def q0(self) -> FloatArray: ...
+    @property
+    def v0(self) -> FloatArray: ...
+
+def load(
+    path: str, floating_base: Optional[bool] = None, package_dirs: Sequence[str] = ()
+) -> Model:
+    """Loads a URDF or MJCF file."""
+
+def scene(name: str) -> Model:
+    """A built-in scene by name."""
+
+def scene_names() -> list[str]:
+    """The built-in scenes' names."""
+
+class Simulator:
+    """One world."""
+
+    def __init__(
+        self,
+        model: Model,
+        dt: Optional[float] = None,
+        solver: str = "ncp-admm",
+        tolerance: float = 1e-8,
+    ) -> None: ...
+    def step(
+        self, tau: Optional[FloatArray] = None, ctrl: Optional[FloatArray] = None
+    ) -> dict[str, Any]:
+        """One step under torques (nv,) or controls (nu,)."""
+    @property
+    def q(self) -> FloatArray: ...
+    @q.setter
+    def q(self, q: FloatArray) -> None: ...
+    @property
+    def v(self) -> FloatArray: ...
+    @v.setter
+    def v(self, v: FloatArray) -> None: ...
+    @property
+    def t(self) -> float: ...
+    def contacts(self) -> list[dict[str, Any]]:
+        """The last step's contacts."""
+
+class BatchSim:
+    """Many worlds of one model, stepped together."""
+
+    def __init__(
+        self,
+        model: Model,
+        nworlds: int,
+        backend: str = "cpu",
+        dt: Optional[float] = None,
+        solver: str = "ncp-admm",
+        tolerance: float = 1e-6,
+    ) -> None: ...
+    @property
+    def nworlds(self) -> int: ...
+    def step(self, tau: FloatArray) -> int:
+        """One step of every world under torques (nworlds, nv)."""
+    def step_controls(self, ctrl: FloatArray) -> int:
+        """One step of every world under controls (nworlds, nu)."""
+    @property
+    def q(self) -> FloatArray: ...
+    @property
+    def v(self) -> FloatArray: ...
+    def set_state(self, world: int, q: FloatArray, v: FloatArray) -> None: ...

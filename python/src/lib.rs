@@ -1,0 +1,431 @@
+//! `moreau._moreau`: the Python bindings (pyo3, numpy). The Python package
+//! `moreau` (python/moreau/__init__.py) re-exports them; the type stubs are
+//! python/moreau/_moreau.pyi.
+//!
+//! Conventions: arrays in and out are float64 numpy arrays, copied at the
+//! boundary (a world's state is a few hundred bytes); any bad input (a
+//! wrong shape, a non-finite value, an unknown name, a malformed file)
+//! raises `ValueError` (or `FileNotFoundError`) naming the culprit and
+//! leaves the object as it was; long calls (a batch step) release the GIL.
+
+use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
+use moreau::contact::SolverKind;
+use moreau::sim::{SimParams, Simulator as CoreSim, State};
+use moreau::{Model as CoreModel, scenes};
+use nalgebra::DVector;
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::sync::Arc;
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// A model with where it starts: the configuration and velocity of its
+/// file (MJCF's `qpos0`, URDF's neutral pose) or scene, and its time step.
+#[pyclass(module = "moreau._moreau", frozen)]
+pub struct Model {
+    model: Arc<CoreModel>,
+    q0: DVector<f64>,
+    v0: DVector<f64>,
+    dt: f64,
+}
+
+#[pymethods]
+impl Model {
+    /// The model's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.model.name.clone()
+    }
+    /// Configuration size.
+    #[getter]
+    fn nq(&self) -> usize {
+        self.model.nq
+    }
+    /// Velocity size (degrees of freedom).
+    #[getter]
+    fn nv(&self) -> usize {
+        self.model.nv
+    }
+    /// Number of actuators.
+    #[getter]
+    fn nu(&self) -> usize {
+        self.model.nu()
+    }
+    /// The file's or scene's time step (s).
+    #[getter]
+    fn dt(&self) -> f64 {
+        self.dt
+    }
+    /// Body names, the world first.
+    #[getter]
+    fn body_names(&self) -> Vec<String> {
+        self.model.body_name.clone()
+    }
+    /// Joint names, one per body (the world's first).
+    #[getter]
+    fn joint_names(&self) -> Vec<String> {
+        self.model.joint_name.clone()
+    }
+    /// Actuator names, in control order.
+    #[getter]
+    fn actuator_names(&self) -> Vec<String> {
+        self.model
+            .actuators
+            .iter()
+            .map(|a| a.name.clone())
+            .collect()
+    }
+    /// The initial configuration (nq,).
+    #[getter]
+    fn q0<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.q0.as_slice())
+    }
+    /// The initial velocity (nv,).
+    #[getter]
+    fn v0<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.v0.as_slice())
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Model({:?}, nq={}, nv={}, nu={}, dt={})",
+            self.model.name,
+            self.model.nq,
+            self.model.nv,
+            self.model.nu(),
+            self.dt
+        )
+    }
+}
+
+/// Loads a URDF or MJCF file. `floating_base` (URDF): attach the root link
+/// by a free joint (default: unless the root link is `world`).
+#[pyfunction]
+#[pyo3(signature = (path, floating_base=None, package_dirs=Vec::new()))]
+fn load(path: &str, floating_base: Option<bool>, package_dirs: Vec<String>) -> PyResult<Model> {
+    if !std::path::Path::new(path).exists() {
+        return Err(PyFileNotFoundError::new_err(format!(
+            "no such file: {path}"
+        )));
+    }
+    let options = moreau::load::LoadOptions {
+        floating_base,
+        package_dirs: package_dirs.into_iter().map(Into::into).collect(),
+    };
+    let loaded = moreau::load::load_model_file(path, &options).map_err(value_error)?;
+    let v0 = DVector::zeros(loaded.model.nv);
+    Ok(Model {
+        dt: loaded.timestep.unwrap_or(1e-3),
+        q0: loaded.q0,
+        v0,
+        model: Arc::new(loaded.model),
+    })
+}
+
+/// A built-in scene by name (`cube-resting`, `quadruped`, …).
+#[pyfunction]
+fn scene(name: &str) -> PyResult<Model> {
+    let s = scenes::scene(name).map_err(value_error)?;
+    Ok(Model {
+        model: s.model,
+        q0: s.state.q,
+        v0: s.state.v,
+        dt: s.dt,
+    })
+}
+
+/// The names of the built-in scenes.
+#[pyfunction]
+fn scene_names() -> Vec<&'static str> {
+    scenes::SCENE_NAMES.to_vec()
+}
+
+/// Simulation parameters from keyword arguments.
+fn params(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyResult<SimParams> {
+    let mut p = SimParams {
+        dt: dt.unwrap_or(model.dt),
+        solver: solver.parse::<SolverKind>().map_err(value_error)?,
+        ..Default::default()
+    };
+    p.solver_settings.tolerance = tolerance;
+    p.validate().map_err(value_error)?;
+    Ok(p)
+}
+
+/// A vector argument of length `n`, finite.
+fn vector(what: &str, x: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<Vec<f64>> {
+    let s = x
+        .as_slice()
+        .map_err(|_| value_error(format!("{what}: the array must be contiguous")))?;
+    if s.len() != n {
+        return Err(value_error(format!(
+            "{what} has length {}, expected {n}",
+            s.len()
+        )));
+    }
+    if let Some(k) = s.iter().position(|v| !v.is_finite()) {
+        return Err(value_error(format!("{what}[{k}] is not finite ({})", s[k])));
+    }
+    Ok(s.to_vec())
+}
+
+/// One world.
+#[pyclass(module = "moreau._moreau", unsendable)]
+pub struct Simulator {
+    sim: CoreSim,
+    state: State,
+    nu: usize,
+}
+
+#[pymethods]
+impl Simulator {
+    #[new]
+    #[pyo3(signature = (model, dt=None, solver="ncp-admm", tolerance=1e-8))]
+    fn new(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyResult<Self> {
+        let p = params(model, dt, solver, tolerance)?;
+        let sim = CoreSim::new(model.model.clone(), p).map_err(value_error)?;
+        Ok(Simulator {
+            sim,
+            state: State::new(model.q0.clone(), model.v0.clone()),
+            nu: model.model.nu(),
+        })
+    }
+
+    /// One step under joint torques `tau` (nv,) or actuator controls
+    /// `ctrl` (nu,) (neither: zero torques). Returns a dict: `nc` contacts,
+    /// `nl` active joint limits, and where there were constraints the
+    /// solver's `iterations` and `converged`.
+    #[pyo3(signature = (tau=None, ctrl=None))]
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: Option<PyReadonlyArray1<'py, f64>>,
+        ctrl: Option<PyReadonlyArray1<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let nv = self.sim.model().nv;
+        let report = match (tau, ctrl) {
+            (Some(_), Some(_)) => {
+                return Err(value_error("give tau or ctrl, not both"));
+            }
+            (None, Some(c)) => {
+                let c = vector("ctrl", &c, self.nu)?;
+                self.sim.step_controls(&mut self.state, &c)
+            }
+            (t, None) => {
+                let t = match t {
+                    Some(t) => vector("tau", &t, nv)?,
+                    None => vec![0.0; nv],
+                };
+                self.sim.step(&mut self.state, &t)
+            }
+        }
+        .map_err(value_error)?;
+        let d = PyDict::new(py);
+        d.set_item("nc", report.nc)?;
+        d.set_item("nl", report.nl)?;
+        if let Some(s) = report.solver {
+            d.set_item("iterations", s.iterations)?;
+            d.set_item("converged", s.converged)?;
+        }
+        Ok(d)
+    }
+
+    /// The configuration (nq,), a copy; assigning checks the shape, the
+    /// values and the quaternions' norms.
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.state.q.as_slice())
+    }
+    #[setter]
+    fn set_q(&mut self, q: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let q = vector("q", &q, self.sim.model().nq)?;
+        let trial = State::new(DVector::from_vec(q), self.state.v.clone());
+        self.sim.energy(&trial).map_err(value_error)?;
+        self.state.q = trial.q;
+        Ok(())
+    }
+    /// The velocity (nv,), a copy.
+    #[getter]
+    fn v<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.state.v.as_slice())
+    }
+    #[setter]
+    fn set_v(&mut self, v: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let v = vector("v", &v, self.sim.model().nv)?;
+        self.state.v = DVector::from_vec(v);
+        Ok(())
+    }
+    /// Simulated time (s).
+    #[getter]
+    fn t(&self) -> f64 {
+        self.state.t
+    }
+    /// The contacts of the last step: a list of dicts (`bodies`, `point`,
+    /// `normal`, `distance`).
+    fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let names = &self.sim.model().body_name;
+        self.sim
+            .contacts()
+            .iter()
+            .map(|c| {
+                let d = PyDict::new(py);
+                d.set_item("bodies", (names[c.body_a].clone(), names[c.body_b].clone()))?;
+                d.set_item("point", c.point.as_slice().to_vec())?;
+                d.set_item("normal", c.normal().as_slice().to_vec())?;
+                d.set_item("distance", c.distance)?;
+                Ok(d)
+            })
+            .collect()
+    }
+}
+
+/// Many worlds of one model, stepped together.
+#[pyclass(module = "moreau._moreau", unsendable)]
+pub struct BatchSim {
+    batch: CoreBatch,
+    nq: usize,
+    nv: usize,
+    nu: usize,
+}
+
+impl BatchSim {
+    /// A (nworlds, width) C-contiguous array, finite, as a flat slice.
+    fn actions(
+        &self,
+        what: &str,
+        a: &PyReadonlyArray2<'_, f64>,
+        width: usize,
+    ) -> PyResult<Vec<f64>> {
+        let n = self.batch.nworlds();
+        let shape = a.shape();
+        if shape != [n, width] {
+            return Err(value_error(format!(
+                "{what} has shape {shape:?}, expected ({n}, {width})"
+            )));
+        }
+        let s = a
+            .as_slice()
+            .map_err(|_| value_error(format!("{what}: the array must be C-contiguous")))?;
+        if let Some(k) = s.iter().position(|v| !v.is_finite()) {
+            return Err(value_error(format!(
+                "{what}[{}, {}] is not finite ({})",
+                k / width,
+                k % width,
+                s[k]
+            )));
+        }
+        Ok(s.to_vec())
+    }
+
+    fn stacked<'py>(&self, py: Python<'py>, width: usize, q: bool) -> Bound<'py, PyArray2<f64>> {
+        let mut flat = Vec::with_capacity(self.batch.nworlds() * width);
+        for s in self.batch.states() {
+            flat.extend_from_slice(if q { s.q.as_slice() } else { s.v.as_slice() });
+        }
+        PyArray1::from_vec(py, flat)
+            .reshape([self.batch.nworlds(), width])
+            .expect("the length is nworlds × width")
+    }
+}
+
+#[pymethods]
+impl BatchSim {
+    #[new]
+    #[pyo3(signature = (model, nworlds, backend="cpu", dt=None, solver="ncp-admm", tolerance=1e-6))]
+    fn new(
+        model: &Model,
+        nworlds: usize,
+        backend: &str,
+        dt: Option<f64>,
+        solver: &str,
+        tolerance: f64,
+    ) -> PyResult<Self> {
+        let options = BatchOptions {
+            backend: backend.parse::<Backend>().map_err(value_error)?,
+            params: params(model, dt, solver, tolerance)?,
+            ..Default::default()
+        };
+        let initial = State::new(model.q0.clone(), model.v0.clone());
+        let batch = CoreBatch::new(model.model.clone(), &initial, nworlds, &options)
+            .map_err(value_error)?;
+        Ok(BatchSim {
+            batch,
+            nq: model.model.nq,
+            nv: model.model.nv,
+            nu: model.model.nu(),
+        })
+    }
+
+    /// Number of worlds.
+    #[getter]
+    fn nworlds(&self) -> usize {
+        self.batch.nworlds()
+    }
+
+    /// One step of every world under joint torques `tau` (nworlds, nv).
+    /// Returns the number of contacts over all worlds. The GIL is released
+    /// while the worlds step.
+    fn step(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
+        let a = self.actions("tau", &tau, self.nv)?;
+        let batch = &mut self.batch;
+        let report = py.detach(|| batch.step(&a)).map_err(value_error)?;
+        Ok(report.contacts)
+    }
+
+    /// One step of every world under actuator controls `ctrl` (nworlds, nu).
+    fn step_controls(
+        &mut self,
+        py: Python<'_>,
+        ctrl: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<usize> {
+        let a = self.actions("ctrl", &ctrl, self.nu)?;
+        let batch = &mut self.batch;
+        let report = py.detach(|| batch.step_controls(&a)).map_err(value_error)?;
+        Ok(report.contacts)
+    }
+
+    /// The worlds' configurations (nworlds, nq), a copy.
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.stacked(py, self.nq, true)
+    }
+
+    /// The worlds' velocities (nworlds, nv), a copy.
+    #[getter]
+    fn v<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.stacked(py, self.nv, false)
+    }
+
+    /// Sets world `world`'s state.
+    fn set_state(
+        &mut self,
+        world: usize,
+        q: PyReadonlyArray1<'_, f64>,
+        v: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        let q = vector("q", &q, self.nq)?;
+        let v = vector("v", &v, self.nv)?;
+        self.batch
+            .set_state(
+                world,
+                State::new(DVector::from_vec(q), DVector::from_vec(v)),
+            )
+            .map_err(value_error)
+    }
+}
+
+#[pymodule]
+fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Model>()?;
+    m.add_class::<Simulator>()?;
+    m.add_class::<BatchSim>()?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(scene, m)?)?;
+    m.add_function(wrap_pyfunction!(scene_names, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,126 @@
+"""The Python bindings end to end: models, one world, many worlds, and bad
+input raising exceptions that name the culprit (never a crash)."""
+
+import math
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import moreau
+
+
+def gymnasium_asset(name):
+    """Gymnasium's MJCF file `name` from the robot files (scripts/fetch-robot-files)."""
+    root = os.environ.get("MOREAU_ROBOT_FILES")
+    path = pathlib.Path(root or "/nonexistent") / "gymnasium/envs/mujoco/assets" / name
+    if not path.exists():
+        if os.environ.get("MOREAU_REQUIRE_ROBOT_FILES") == "1":
+            pytest.fail(f"MOREAU_REQUIRE_ROBOT_FILES=1 and {path} is missing")
+        pytest.skip("robot files not found")
+    return str(path)
+
+
+def test_scenes_have_their_sizes():
+    assert "quadruped" in moreau.scene_names()
+    m = moreau.scene("quadruped")
+    assert (m.nq, m.nv, m.nu) == (19, 18, 0)
+    assert m.q0.shape == (19,) and m.q0.dtype == np.float64
+    assert m.body_names[0] == "world"
+
+
+def test_free_fall_is_symplectic_euler():
+    """A cube in the air: v_n = -g n dt, z_n = z_0 - g dt^2 n(n+1)/2."""
+    m = moreau.scene("cube-resting")
+    sim = moreau.Simulator(m)
+    q = m.q0.copy()
+    q[2] = 2.0
+    sim.q = q
+    g, dt, n = 9.81, m.dt, 100
+    for _ in range(n):
+        report = sim.step()
+        assert report["nc"] == 0
+    assert sim.v[2] == pytest.approx(-g * dt * n, rel=1e-12)
+    assert sim.q[2] == pytest.approx(2.0 - g * dt * dt * n * (n + 1) / 2, rel=1e-12)
+    assert sim.t == pytest.approx(n * dt)
+
+
+def test_a_resting_cube_stays_put():
+    sim = moreau.Simulator(moreau.scene("cube-resting"))
+    z0 = sim.q[2]
+    for _ in range(200):
+        report = sim.step()
+    assert report["nc"] == 4 and report["converged"]
+    assert abs(sim.q[2] - z0) < 1e-4
+    contacts = sim.contacts()
+    assert len(contacts) == 4 and contacts[0]["normal"] == pytest.approx([0, 0, 1])
+
+
+def test_batch_worlds_match_a_single_world():
+    m = moreau.scene("quadruped")
+    batch = moreau.BatchSim(m, 3, backend="cpu1", tolerance=1e-10)
+    single = moreau.Simulator(m, tolerance=1e-10)
+    q = m.q0.copy()
+    q[0] = 0.5
+    batch.set_state(1, q, m.v0)
+    tau = np.zeros((3, m.nv))
+    for _ in range(50):
+        batch.step(tau)
+        single.step(np.zeros(m.nv))
+    assert batch.q.shape == (3, m.nq) and batch.v.shape == (3, m.nv)
+    np.testing.assert_allclose(batch.q[0], single.q, atol=1e-9)
+    np.testing.assert_allclose(batch.q[2], single.q, atol=1e-9)
+    assert batch.q[1, 0] == pytest.approx(single.q[0] + 0.5, abs=1e-6)
+
+
+def test_gymnasium_ant_loads_and_steps_under_controls():
+    m = moreau.load(gymnasium_asset("ant.xml"))
+    assert (m.nq, m.nv, m.nu) == (15, 14, 8)
+    assert m.dt == pytest.approx(0.01)
+    sim = moreau.Simulator(m)
+    for _ in range(100):
+        sim.step(ctrl=np.full(m.nu, 0.3))
+    assert np.all(np.isfinite(sim.q))
+    batch = moreau.BatchSim(m, 4)
+    batch.step_controls(np.zeros((4, m.nu)))
+    assert batch.q.shape == (4, 15)
+
+
+def test_bad_input_raises_and_leaves_state_untouched(tmp_path):
+    m = moreau.scene("cube-resting")
+    sim = moreau.Simulator(m)
+    q_before = sim.q
+    with pytest.raises(ValueError, match="tau has length 5, expected 6"):
+        sim.step(np.zeros(5))
+    with pytest.raises(ValueError, match=r"tau\[2\] is not finite"):
+        sim.step(np.array([0, 0, math.nan, 0, 0, 0], dtype=np.float64))
+    with pytest.raises(ValueError, match="tau or ctrl"):
+        sim.step(np.zeros(6), np.zeros(0))
+    bad_q = m.q0.copy()
+    bad_q[3:7] = 0.0
+    with pytest.raises(ValueError, match="quaternion"):
+        sim.q = bad_q
+    np.testing.assert_array_equal(sim.q, q_before)
+    assert sim.t == 0.0
+    with pytest.raises(ValueError, match="no-such-scene"):
+        moreau.scene("no-such-scene")
+    with pytest.raises(ValueError, match="no-such-solver"):
+        moreau.Simulator(m, solver="no-such-solver")
+    with pytest.raises(FileNotFoundError, match="missing.urdf"):
+        moreau.load(str(tmp_path / "missing.urdf"))
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<mujoco><worldbody><body></mujoco>")
+    with pytest.raises(ValueError):
+        moreau.load(str(broken))
+    batch = moreau.BatchSim(m, 2)
+    with pytest.raises(ValueError, match=r"expected \(2, 6\)"):
+        batch.step(np.zeros((3, 6)))
+    with pytest.raises(ValueError, match=r"tau\[1, 4\] is not finite"):
+        t = np.zeros((2, 6))
+        t[1, 4] = math.inf
+        batch.step(t)
+    with pytest.raises(ValueError, match="backend"):
+        moreau.BatchSim(m, 2, backend="tpu")
+    with pytest.raises(TypeError):
+        batch.step(np.zeros((2, 6), dtype=np.float32))
