@@ -68,6 +68,12 @@ class Simulator:
     def t(self) -> float: ...
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
+    def step_with_jacobians(self, tau: FloatArray) -> dict[str, Any]:
+        """One step with its Jacobians (dv_dq, dv_dv, dv_dtau, dq_*, dv_dmu, ...)."""
+    def step_with_vjp(
+        self, tau: FloatArray, w_v: FloatArray, w_q: FloatArray
+    ) -> dict[str, Any]:
+        """One step with the vector-Jacobian product of (w_v, w_q)."""
 
 class BatchSim:
     """Many worlds of one model, stepped together."""

@@ -10,7 +10,7 @@
 
 use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
 use moreau::contact::SolverKind;
-use moreau::sim::{SimParams, Simulator as CoreSim, State};
+use moreau::sim::{SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp};
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
 use numpy::{
@@ -157,6 +157,14 @@ fn params(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyRes
     Ok(p)
 }
 
+/// A matrix as a (rows, cols) numpy array.
+fn matrix<'py>(py: Python<'py>, m: &nalgebra::DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
+    let rows: Vec<f64> = m.transpose().as_slice().to_vec();
+    PyArray1::from_vec(py, rows)
+        .reshape([m.nrows(), m.ncols()])
+        .expect("the length is rows × cols")
+}
+
 /// A vector argument of length `n`, finite.
 fn vector(what: &str, x: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<Vec<f64>> {
     let s = x
@@ -232,6 +240,73 @@ impl Simulator {
             d.set_item("iterations", s.iterations)?;
             d.set_item("converged", s.converged)?;
         }
+        Ok(d)
+    }
+
+    /// One step under joint torques `tau` (nv,) with its Jacobians: a dict
+    /// of (nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`, `dq_dv`,
+    /// `dq_dtau` (`q` in the tangent space), (nv, nc) `dv_dmu` and
+    /// `dq_dmu`, and `wrt_q` (false: the `q` ones are not available, a
+    /// contact's features have no written derivatives) and `q_residual`
+    /// (above 1e-6: not differentiable in `q`, the least-squares
+    /// derivative). Use a tight `tolerance` (1e-10 or less).
+    fn step_with_jacobians<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tau = vector("tau", &tau, self.sim.model().nv)?;
+        let mut jac = StepJacobians::default();
+        self.sim
+            .step_with_jacobians(&mut self.state, &tau, &mut jac)
+            .map_err(value_error)?;
+        let d = PyDict::new(py);
+        for (name, m) in [
+            ("dv_dq", &jac.dv_dq),
+            ("dv_dv", &jac.dv_dv),
+            ("dv_dtau", &jac.dv_dtau),
+            ("dq_dq", &jac.dq_dq),
+            ("dq_dv", &jac.dq_dv),
+            ("dq_dtau", &jac.dq_dtau),
+            ("dv_dmu", &jac.dv_dmu),
+            ("dq_dmu", &jac.dq_dmu),
+        ] {
+            d.set_item(name, matrix(py, m))?;
+        }
+        d.set_item("wrt_q", jac.wrt_q)?;
+        d.set_item("q_residual", jac.q_residual)?;
+        Ok(d)
+    }
+
+    /// One step under joint torques `tau` (nv,) with the vector–Jacobian
+    /// product of the adjoints `w_v` of `v⁺` and `w_q` of `q⁺` (nv each): a
+    /// dict of arrays `q`, `v`, `tau` (nv,) and `mu` (nc,), and `wrt_q`,
+    /// `q_residual` as in `step_with_jacobians`.
+    fn step_with_vjp<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: PyReadonlyArray1<'py, f64>,
+        w_v: PyReadonlyArray1<'py, f64>,
+        w_q: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let nv = self.sim.model().nv;
+        let tau = vector("tau", &tau, nv)?;
+        let (w_v, w_q) = (vector("w_v", &w_v, nv)?, vector("w_q", &w_q, nv)?);
+        let (mut work, mut out) = (StepJacobians::default(), StepVjp::default());
+        self.sim
+            .step_with_vjp(&mut self.state, &tau, (&w_v, &w_q), &mut work, &mut out)
+            .map_err(value_error)?;
+        let d = PyDict::new(py);
+        for (name, v) in [
+            ("q", &out.q),
+            ("v", &out.v),
+            ("tau", &out.tau),
+            ("mu", &out.mu),
+        ] {
+            d.set_item(name, PyArray1::from_slice(py, v.as_slice()))?;
+        }
+        d.set_item("wrt_q", out.wrt_q)?;
+        d.set_item("q_residual", out.q_residual)?;
         Ok(d)
     }
 
