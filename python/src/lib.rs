@@ -81,6 +81,23 @@ impl Model {
             .map(|a| a.name.clone())
             .collect()
     }
+    /// Each actuator's control range (nu, 2): `[low, high]`, `[-inf, inf]`
+    /// where unlimited.
+    #[getter]
+    fn ctrl_range<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let flat: Vec<f64> = self
+            .model
+            .actuators
+            .iter()
+            .flat_map(|a| {
+                let (lo, hi) = a.ctrl_range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+                [lo, hi]
+            })
+            .collect();
+        PyArray1::from_vec(py, flat)
+            .reshape([self.model.nu(), 2])
+            .expect("the length is nu × 2")
+    }
     /// The initial configuration (nq,).
     #[getter]
     fn q0<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {

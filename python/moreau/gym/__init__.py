@@ -1,0 +1,200 @@
+"""Gymnasium vector environments on moreau's batched worlds.
+
+``make_vec("InvertedPendulum-v5", num_envs=4096, backend="cpu")`` returns a
+:class:`gymnasium.vector.VectorEnv` whose spaces, reset noise, rewards,
+termination and truncation follow Gymnasium's own v5 MuJoCo task of that
+name, on Gymnasium's own XML file (found in the installed ``gymnasium``
+package, not copied), its episode length read from Gymnasium's registry.
+Autoreset: ``AutoresetMode.NEXT_STEP`` (Gymnasium >= 1.1): the step after
+an episode ends resets that environment, ignores its action and returns
+the reset observation with reward 0. Seeds: ``reset(seed=s)`` seeds
+environment ``i`` with ``s + i`` (as Gymnasium's ``SyncVectorEnv``), so
+episodes repeat on the CPU backends.
+
+Tasks so far: ``InvertedPendulum-v5``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+import moreau
+
+try:
+    import gymnasium
+    from gymnasium.spaces import Box
+    from gymnasium.vector import AutoresetMode, VectorEnv
+    from gymnasium.vector.utils import batch_space
+except ImportError as e:  # pragma: no cover - a clear message without gymnasium
+    raise ImportError("moreau.gym needs gymnasium >= 1.1: pip install gymnasium") from e
+
+
+@dataclass(frozen=True)
+class Task:
+    """One of Gymnasium's MuJoCo tasks, as moreau runs it."""
+
+    xml: str
+    frame_skip: int
+    reset_noise_scale: float
+    observation: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    # (observations, states) -> (rewards, terminated, infos)
+    outcome: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]
+
+
+def _inverted_pendulum_outcome(obs):
+    # gymnasium/envs/mujoco/inverted_pendulum_v5.py: terminated when the
+    # observation is not finite or |angle| > 0.2; reward 1 while healthy.
+    terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
+    reward = (~terminated).astype(np.float64)
+    return reward, terminated, {"reward_survive": reward}
+
+
+TASKS: dict[str, Task] = {
+    "InvertedPendulum-v5": Task(
+        xml="inverted_pendulum.xml",
+        frame_skip=2,
+        reset_noise_scale=0.01,
+        observation=lambda q, v: np.concatenate([q, v], axis=1),
+        outcome=_inverted_pendulum_outcome,
+    ),
+}
+
+
+def gymnasium_assets() -> pathlib.Path:
+    """Gymnasium's MuJoCo XML files, where the installed package keeps them."""
+    return pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
+
+
+class MoreauVectorEnv(VectorEnv):
+    """``num_envs`` copies of a Gymnasium MuJoCo task on a :class:`moreau.BatchSim`."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, task_id: str, num_envs: int, backend: str = "cpu", **sim: Any):
+        if task_id not in TASKS:
+            raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(sorted(TASKS))}")
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        self.task_id = task_id
+        self.task = TASKS[task_id]
+        self.spec = gymnasium.spec(task_id)
+        self.max_episode_steps: Optional[int] = self.spec.max_episode_steps
+        self.model = moreau.load(str(gymnasium_assets() / self.task.xml))
+        self.num_envs = num_envs
+        self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
+        self.dt = self.model.dt * self.task.frame_skip
+        obs = self.task.observation(self.model.q0[None, :], self.model.v0[None, :])
+        self.single_observation_space = Box(
+            low=-np.inf, high=np.inf, shape=(obs.shape[1],), dtype=np.float64
+        )
+        ctrl = self.model.ctrl_range
+        self.single_action_space = Box(
+            low=ctrl[:, 0].astype(np.float32), high=ctrl[:, 1].astype(np.float32), dtype=np.float32
+        )
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._rngs = [np.random.default_rng() for _ in range(num_envs)]
+        self._elapsed = np.zeros(num_envs, dtype=np.int64)
+        self._needs_reset = np.zeros(num_envs, dtype=bool)
+
+    def _reset_env(self, i: int) -> None:
+        scale = self.task.reset_noise_scale
+        rng = self._rngs[i]
+        q = self.model.q0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
+        v = self.model.v0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
+        self.batch.set_state(i, q, v)
+        self._elapsed[i] = 0
+
+    def _observe(self) -> np.ndarray:
+        return self.task.observation(self.batch.q, self.batch.v)
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else seed
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"{len(seeds)} seeds for {self.num_envs} environments")
+            self._rngs = [np.random.default_rng(s) for s in seeds]
+        for i in range(self.num_envs):
+            self._reset_env(i)
+        self._needs_reset[:] = False
+        return self._observe(), {}
+
+    def step(self, actions):
+        actions = np.asarray(actions)
+        if actions.shape != self.action_space.shape:
+            raise ValueError(
+                f"actions has shape {actions.shape}, expected {self.action_space.shape}"
+            )
+        if not np.issubdtype(actions.dtype, np.number) or not np.isfinite(actions).all():
+            raise ValueError("actions must be finite numbers")
+        ctrl = np.ascontiguousarray(actions, dtype=np.float64)
+        resetting = self._needs_reset.copy()
+        for _ in range(self.task.frame_skip):
+            self.batch.step_controls(ctrl)
+        for i in np.flatnonzero(resetting):
+            self._reset_env(i)
+        self._elapsed += 1
+        obs = self._observe()
+        reward, terminated, info = self.task.outcome(obs)
+        truncated = (
+            self._elapsed >= self.max_episode_steps
+            if self.max_episode_steps is not None
+            else np.zeros(self.num_envs, dtype=bool)
+        )
+        # The environments reset this step report their first observation.
+        reward[resetting] = 0.0
+        terminated[resetting] = False
+        truncated[resetting] = False
+        self._elapsed[resetting] = 0
+        self._needs_reset = terminated | truncated
+        return obs, reward, terminated, truncated, info
+
+
+class MoreauEnv(gymnasium.Env):
+    """One environment of a Gymnasium task on moreau (a :class:`MoreauVectorEnv`
+    of one, without autoreset: call ``reset`` when an episode ends)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, task_id: str, backend: str = "cpu1", **sim: Any):
+        self._vec = MoreauVectorEnv(task_id, 1, backend, **sim)
+        self.spec = self._vec.spec
+        self.observation_space = self._vec.single_observation_space
+        self.action_space = self._vec.single_action_space
+        self.dt = self._vec.dt
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is None:
+            # Draw the episode's noise from this environment's generator.
+            seed = int(self.np_random.integers(2**63 - 1))
+        obs, info = self._vec.reset(seed=seed)
+        return obs[0], info
+
+    def step(self, action):
+        action = np.asarray(action)
+        if action.shape != self.action_space.shape:
+            raise ValueError(f"action has shape {action.shape}, expected {self.action_space.shape}")
+        self._vec._needs_reset[:] = False
+        obs, reward, terminated, truncated, info = self._vec.step(action[None, :])
+        info = {k: v[0] for k, v in info.items()}
+        return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
+
+
+def make(task_id: str, backend: str = "cpu1", **sim: Any) -> MoreauEnv:
+    """One environment of Gymnasium's task ``task_id`` on moreau."""
+    return MoreauEnv(task_id, backend, **sim)
+
+
+def make_vec(task_id: str, num_envs: int = 1, backend: str = "cpu", **sim: Any) -> MoreauVectorEnv:
+    """A vector environment of ``num_envs`` copies of Gymnasium's task ``task_id``
+    on moreau (``backend``: "cpu", "cpu1" or "gpu"; further keywords go to
+    :class:`moreau.BatchSim`: ``solver``, ``tolerance``)."""
+    return MoreauVectorEnv(task_id, num_envs, backend, **sim)
+
+
+__all__ = ["MoreauEnv", "MoreauVectorEnv", "TASKS", "Task", "make", "make_vec", "gymnasium_assets"]
