@@ -11,7 +11,8 @@ the reset observation with reward 0. Seeds: ``reset(seed=s)`` seeds
 environment ``i`` with ``s + i`` (as Gymnasium's ``SyncVectorEnv``), so
 episodes repeat on the CPU backends.
 
-Tasks so far: ``InvertedPendulum-v5``.
+Tasks so far: ``InvertedPendulum-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``,
+``Hopper-v5``, ``Walker2d-v5`` (their default keyword arguments).
 """
 
 from __future__ import annotations
@@ -35,22 +36,63 @@ except ImportError as e:  # pragma: no cover - a clear message without gymnasium
 
 @dataclass(frozen=True)
 class Task:
-    """One of Gymnasium's MuJoCo tasks, as moreau runs it."""
+    """One of Gymnasium's MuJoCo tasks, as moreau runs it (each field as
+    the task's v5 source in ``gymnasium/envs/mujoco/`` defines it)."""
 
     xml: str
     frame_skip: int
     reset_noise_scale: float
+    # (q, v) batched -> observations
     observation: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    # (observations, states) -> (rewards, terminated, infos)
-    outcome: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]
+    # (x before the step, q, v, actions, dt) -> (rewards, terminated, infos)
+    outcome: Callable[..., tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]
+    # The velocity's reset noise: "uniform" in [-scale, scale], or "normal" (scale · N(0, 1)).
+    velocity_noise: str = "uniform"
 
 
-def _inverted_pendulum_outcome(obs):
-    # gymnasium/envs/mujoco/inverted_pendulum_v5.py: terminated when the
-    # observation is not finite or |angle| > 0.2; reward 1 while healthy.
+def _inverted_pendulum(x_before, q, v, action, dt):
+    # inverted_pendulum_v5.py: terminated when the observation is not
+    # finite or |angle| > 0.2; reward 1 while healthy.
+    obs = np.concatenate([q, v], axis=1)
     terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
     reward = (~terminated).astype(np.float64)
     return reward, terminated, {"reward_survive": reward}
+
+
+def _locomotion(forward_weight, ctrl_weight, healthy=None, healthy_reward=0.0):
+    """Forward velocity `(x_after - x_before)/dt` (qpos[0]), minus the
+    control cost `w Σ a²` (of the action as given), plus `healthy_reward`
+    while `healthy(q, v)` (terminated when not)."""
+
+    def outcome(x_before, q, v, action, dt):
+        x_velocity = (q[:, 0] - x_before) / dt
+        forward = forward_weight * x_velocity
+        ctrl = ctrl_weight * np.sum(np.square(action), axis=1)
+        info = {"x_position": q[:, 0].copy(), "x_velocity": x_velocity, "reward_forward": forward, "reward_ctrl": -ctrl}
+        if healthy is None:
+            return forward - ctrl, np.zeros(len(q), dtype=bool), info
+        ok = healthy(q, v)
+        survive = ok * healthy_reward
+        info["reward_survive"] = survive
+        return forward + survive - ctrl, ~ok, info
+
+    return outcome
+
+
+def _hopper_healthy(q, v):
+    # hopper_v5.py: state_vector()[2:] within (-100, 100), z > 0.7, |angle| < 0.2.
+    state = np.concatenate([q[:, 2:], v], axis=1)
+    return (
+        np.all((-100.0 < state) & (state < 100.0), axis=1)
+        & (0.7 < q[:, 1])
+        & (-0.2 < q[:, 2])
+        & (q[:, 2] < 0.2)
+    )
+
+
+def _walker_healthy(q, v):
+    # walker2d_v5.py: 0.8 < z < 2, -1 < angle < 1.
+    return (0.8 < q[:, 1]) & (q[:, 1] < 2.0) & (-1.0 < q[:, 2]) & (q[:, 2] < 1.0)
 
 
 TASKS: dict[str, Task] = {
@@ -59,7 +101,36 @@ TASKS: dict[str, Task] = {
         frame_skip=2,
         reset_noise_scale=0.01,
         observation=lambda q, v: np.concatenate([q, v], axis=1),
-        outcome=_inverted_pendulum_outcome,
+        outcome=_inverted_pendulum,
+    ),
+    "Swimmer-v5": Task(
+        xml="swimmer.xml",
+        frame_skip=4,
+        reset_noise_scale=0.1,
+        observation=lambda q, v: np.concatenate([q[:, 2:], v], axis=1),
+        outcome=_locomotion(1.0, 1e-4),
+    ),
+    "HalfCheetah-v5": Task(
+        xml="half_cheetah.xml",
+        frame_skip=5,
+        reset_noise_scale=0.1,
+        observation=lambda q, v: np.concatenate([q[:, 1:], v], axis=1),
+        outcome=_locomotion(1.0, 0.1),
+        velocity_noise="normal",
+    ),
+    "Hopper-v5": Task(
+        xml="hopper.xml",
+        frame_skip=4,
+        reset_noise_scale=5e-3,
+        observation=lambda q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
+        outcome=_locomotion(1.0, 1e-3, _hopper_healthy, 1.0),
+    ),
+    "Walker2d-v5": Task(
+        xml="walker2d_v5.xml",
+        frame_skip=4,
+        reset_noise_scale=5e-3,
+        observation=lambda q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
+        outcome=_locomotion(1.0, 1e-3, _walker_healthy, 1.0),
     ),
 }
 
@@ -105,7 +176,10 @@ class MoreauVectorEnv(VectorEnv):
         scale = self.task.reset_noise_scale
         rng = self._rngs[i]
         q = self.model.q0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
-        v = self.model.v0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
+        if self.task.velocity_noise == "normal":
+            v = self.model.v0 + scale * rng.standard_normal(self.model.nv)
+        else:
+            v = self.model.v0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
         self.batch.set_state(i, q, v)
         self._elapsed[i] = 0
 
@@ -133,13 +207,15 @@ class MoreauVectorEnv(VectorEnv):
             raise ValueError("actions must be finite numbers")
         ctrl = np.ascontiguousarray(actions, dtype=np.float64)
         resetting = self._needs_reset.copy()
+        x_before = self.batch.q[:, 0]
         for _ in range(self.task.frame_skip):
             self.batch.step_controls(ctrl)
         for i in np.flatnonzero(resetting):
             self._reset_env(i)
         self._elapsed += 1
-        obs = self._observe()
-        reward, terminated, info = self.task.outcome(obs)
+        q, v = self.batch.q, self.batch.v
+        obs = self.task.observation(q, v)
+        reward, terminated, info = self.task.outcome(x_before, q, v, ctrl, self.dt)
         truncated = (
             self._elapsed >= self.max_episode_steps
             if self.max_episode_steps is not None
