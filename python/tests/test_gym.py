@@ -141,3 +141,15 @@ def test_bad_input_raises():
         env.step(np.array([[0.0], [np.nan]]))
     with pytest.raises(ValueError, match="num_envs"):
         mg.make_vec(TASK, 0)
+
+
+def test_the_benchmark_runs_and_prints_a_ratio(capsys):
+    """`python -m moreau.bench` on a tiny batch: it runs both sides and
+    prints a row per size (its speed is measured, not asserted)."""
+    from moreau import bench
+
+    bench.main(["--task", TASK, "--num-envs", "1,2", "--steps", "3"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[1].split()[0] == "num_envs"
+    rows = [line.split() for line in lines[2:]]
+    assert [r[0] for r in rows] == ["1", "2"] and all(float(r[3]) > 0 for r in rows)
