@@ -254,3 +254,33 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
     assert_eq!(m.model.medium.viscosity, 0.1);
     assert!(m.model.dof_stiffness.contains(&50.0));
 }
+
+/// A body without joints is welded into its parent; its name stays as a
+/// frame of the carrying body (Gymnasium's Reacher reads its fingertip),
+/// placed where MuJoCo puts it.
+#[test]
+fn welded_bodies_stay_as_named_frames() {
+    let m = parse(
+        r#"<mujoco><worldbody>
+             <body name="arm" pos="0 0 1">
+               <joint name="hinge" type="hinge" axis="0 0 1"/>
+               <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02"/>
+               <body name="hand" pos="0.5 0 0" euler="0 0 90">
+                 <body name="tip" pos="0.1 0 0"/>
+               </body>
+             </body>
+           </worldbody></mujoco>"#,
+    );
+    let model = &m.model;
+    let arm = model.body_id("arm").unwrap();
+    let frame = |name: &str| model.frames.iter().find(|f| f.name == name).unwrap();
+    assert_eq!(frame("arm").body, arm);
+    assert_eq!(frame("tip").body, arm, "welded into the arm");
+    // The arm turned 90° about z puts the hand at (0, 0.5, 1), its x axis
+    // (turned 90° more) along −x: the tip 0.1 along it.
+    let mut data = Data::new(model);
+    forward_kinematics(model, &mut data, &[std::f64::consts::FRAC_PI_2]);
+    let f = frame("tip");
+    let p = data.world_from_body[f.body].act_point(&f.body_from_frame.translation);
+    assert!((p - Vec3::new(-0.1, 0.5, 1.0)).norm() < 1e-12, "{p}");
+}

@@ -10,6 +10,7 @@
 
 use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
 use moreau::contact::SolverKind;
+use moreau::dynamics::{Data, forward_kinematics};
 use moreau::sim::{SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp};
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
@@ -380,6 +381,8 @@ impl Simulator {
 #[pyclass(module = "moreau._moreau", unsendable)]
 pub struct BatchSim {
     batch: CoreBatch,
+    /// Kinematics workspace of `body_positions`.
+    data: Data,
     nq: usize,
     nv: usize,
     nu: usize,
@@ -447,6 +450,7 @@ impl BatchSim {
             .map_err(value_error)?;
         Ok(BatchSim {
             batch,
+            data: Data::new(&model.model),
             nq: model.model.nq,
             nv: model.model.nv,
             nu: model.model.nu(),
@@ -491,6 +495,66 @@ impl BatchSim {
     #[getter]
     fn v<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         self.stacked(py, self.nv, false)
+    }
+
+    /// World-frame positions (nworlds, 3) of the origin of body `body`
+    /// (an index into `Model.body_names`) at each world's configuration
+    /// (MuJoCo's `xpos`).
+    fn body_positions<'py>(
+        &mut self,
+        py: Python<'py>,
+        body: usize,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let model = self.batch.model().clone();
+        if body >= model.nbodies {
+            return Err(value_error(format!(
+                "body {body} does not exist (the model has {})",
+                model.nbodies
+            )));
+        }
+        let mut flat = Vec::with_capacity(3 * self.batch.nworlds());
+        for s in self.batch.states() {
+            forward_kinematics(&model, &mut self.data, s.q.as_slice());
+            flat.extend_from_slice(self.data.world_from_body[body].translation.as_slice());
+        }
+        Ok(PyArray1::from_vec(py, flat)
+            .reshape([self.batch.nworlds(), 3])
+            .expect("the length is nworlds × 3"))
+    }
+
+    /// World-frame positions (nworlds, 3) of the named frame `name` (a
+    /// file's body, including those welded into their parents) at each
+    /// world's configuration, or at the configurations `q` (nworlds, nq).
+    #[pyo3(signature = (name, q=None))]
+    fn frame_positions<'py>(
+        &mut self,
+        py: Python<'py>,
+        name: &str,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let model = self.batch.model().clone();
+        let Some(frame) = model.frames.iter().find(|f| f.name == name) else {
+            return Err(value_error(format!("no frame named {name:?}")));
+        };
+        let given = match &q {
+            Some(q) => Some(self.actions("q", q, self.nq)?),
+            None => None,
+        };
+        let n = self.batch.nworlds();
+        let mut flat = Vec::with_capacity(3 * n);
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = match &given {
+                Some(g) => &g[w * self.nq..(w + 1) * self.nq],
+                None => s.q.as_slice(),
+            };
+            forward_kinematics(&model, &mut self.data, qw);
+            let p =
+                self.data.world_from_body[frame.body].act_point(&frame.body_from_frame.translation);
+            flat.extend_from_slice(p.as_slice());
+        }
+        Ok(PyArray1::from_vec(py, flat)
+            .reshape([self.batch.nworlds(), 3])
+            .expect("the length is nworlds × 3"))
     }
 
     /// Sets world `world`'s state.

@@ -1,6 +1,6 @@
 //! `ModelBuilder`: validates bodies, joints and geometries as they are added.
 
-use super::{Actuator, Geometry, JointSpec, JointType, Medium, Model, NO_DOF, Shape, WORLD};
+use super::{Actuator, Frame, Geometry, JointSpec, JointType, Medium, Model, NO_DOF, Shape, WORLD};
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use parry3d_f64::math::Vector as PVec;
@@ -58,6 +58,7 @@ pub struct ModelBuilder {
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
     actuators: Vec<Actuator>,
+    frames: Vec<Frame>,
     /// Convex-mesh colliders by their exact vertices: instances of one mesh
     /// share one hull (computed once).
     hulls: std::collections::HashMap<Vec<[u64; 3]>, SharedShape>,
@@ -238,6 +239,7 @@ impl ModelBuilder {
             geometries: Vec::new(),
             exclusions: Vec::new(),
             actuators: Vec::new(),
+            frames: Vec::new(),
             hulls: Default::default(),
         }
     }
@@ -540,6 +542,34 @@ impl ModelBuilder {
         Ok(self.actuators.len() - 1)
     }
 
+    /// A named frame fixed on `body` at `body_from_frame` (a file's body
+    /// welded into its parent, a site). Returns its index.
+    pub fn add_frame(
+        &mut self,
+        name: &str,
+        body: usize,
+        body_from_frame: SE3,
+    ) -> Result<usize, ModelError> {
+        if body >= self.bodies.len() {
+            return Err(ModelError::UnknownBody {
+                geom: format!("<frame {name}>"),
+                body,
+                nbodies: self.bodies.len(),
+            });
+        }
+        if !body_from_frame.is_finite() {
+            return Err(ModelError::NonFinite {
+                what: format!("placement of frame {name}"),
+            });
+        }
+        self.frames.push(Frame {
+            name: name.into(),
+            body,
+            body_from_frame,
+        });
+        Ok(self.frames.len() - 1)
+    }
+
     /// Geometries of bodies `a` and `b` never collide with each other.
     pub fn exclude_collision(&mut self, a: usize, b: usize) -> Result<(), ModelError> {
         for x in [a, b] {
@@ -587,6 +617,7 @@ impl ModelBuilder {
             actuators: self.actuators,
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
+            frames: self.frames,
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
             let inherited = if i == WORLD {

@@ -338,6 +338,17 @@ pub struct Model {
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
+    /// Named frames fixed on bodies: a file's bodies welded into their
+    /// parents (MJCF bodies without joints), by name.
+    pub frames: Vec<Frame>,
+}
+
+/// A named frame fixed on a body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    pub name: String,
+    pub body: usize,
+    pub body_from_frame: SE3,
 }
 
 impl Model {

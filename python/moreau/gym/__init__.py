@@ -11,7 +11,7 @@ the reset observation with reward 0. Seeds: ``reset(seed=s)`` seeds
 environment ``i`` with ``s + i`` (as Gymnasium's ``SyncVectorEnv``), so
 episodes repeat on the CPU backends.
 
-Tasks so far: ``InvertedPendulum-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``,
+Tasks so far: ``InvertedPendulum-v5``, ``Reacher-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``,
 ``Hopper-v5``, ``Walker2d-v5`` (their default keyword arguments).
 """
 
@@ -42,15 +42,17 @@ class Task:
     xml: str
     frame_skip: int
     reset_noise_scale: float
-    # (q, v) batched -> observations
-    observation: Callable[[np.ndarray, np.ndarray], np.ndarray]
-    # (x before the step, q, v, actions, dt) -> (rewards, terminated, infos)
+    # (env, q, v) batched -> observations
+    observation: Callable[..., np.ndarray]
+    # (env, x before the step, q, v, actions, dt) -> (rewards, terminated, infos)
     outcome: Callable[..., tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]
     # The velocity's reset noise: "uniform" in [-scale, scale], or "normal" (scale · N(0, 1)).
     velocity_noise: str = "uniform"
+    # (rng, q0, v0) -> (q, v): a task's own reset (drawing as its source does).
+    reset: Optional[Callable[..., tuple[np.ndarray, np.ndarray]]] = None
 
 
-def _inverted_pendulum(x_before, q, v, action, dt):
+def _inverted_pendulum(env, x_before, q, v, action, dt):
     # inverted_pendulum_v5.py: terminated when the observation is not
     # finite or |angle| > 0.2; reward 1 while healthy.
     obs = np.concatenate([q, v], axis=1)
@@ -64,10 +66,10 @@ def _locomotion(forward_weight, ctrl_weight, healthy=None, healthy_reward=0.0):
     control cost `w Σ a²` (of the action as given), plus `healthy_reward`
     while `healthy(q, v)` (terminated when not)."""
 
-    def outcome(x_before, q, v, action, dt):
+    def outcome(env, x_before, q, v, action, dt):
         x_velocity = (q[:, 0] - x_before) / dt
         forward = forward_weight * x_velocity
-        ctrl = ctrl_weight * np.sum(np.square(action), axis=1)
+        ctrl = ctrl_weight * np.sum(np.square(action), axis=1).astype(np.float64)
         info = {"x_position": q[:, 0].copy(), "x_velocity": x_velocity, "reward_forward": forward, "reward_ctrl": -ctrl}
         if healthy is None:
             return forward - ctrl, np.zeros(len(q), dtype=bool), info
@@ -95,26 +97,60 @@ def _walker_healthy(q, v):
     return (0.8 < q[:, 1]) & (q[:, 1] < 2.0) & (-1.0 < q[:, 2]) & (q[:, 2] < 1.0)
 
 
+def _reacher_observation(env, q, v):
+    # reacher_v5.py: cos and sin of the arm's angles, the target's position,
+    # the arm's velocities, fingertip − target (x, y) (bodies' origins).
+    tip = env.body_positions("fingertip") - env.body_positions("target")
+    return np.concatenate([np.cos(q[:, :2]), np.sin(q[:, :2]), q[:, 2:], v[:, :2], tip[:, :2]], axis=1)
+
+
+def _reacher_outcome(env, x_before, q, v, action, dt):
+    distance = -np.linalg.norm(env.body_positions("fingertip") - env.body_positions("target"), axis=1)
+    ctrl = -np.sum(np.square(action), axis=1).astype(np.float64)
+    return distance + ctrl, np.zeros(len(q), dtype=bool), {"reward_dist": distance, "reward_ctrl": ctrl}
+
+
+def _reacher_reset(rng, q0, v0):
+    # reacher_v5.py's reset_model, draw for draw.
+    q = rng.uniform(low=-0.1, high=0.1, size=len(q0)) + q0
+    while True:
+        goal = rng.uniform(low=-0.2, high=0.2, size=2)
+        if np.linalg.norm(goal) < 0.2:
+            break
+    q[-2:] = goal
+    v = v0 + rng.uniform(low=-0.005, high=0.005, size=len(v0))
+    v[-2:] = 0
+    return q, v
+
+
 TASKS: dict[str, Task] = {
+    "Reacher-v5": Task(
+        xml="reacher.xml",
+        frame_skip=2,
+        reset_noise_scale=0.0,
+        observation=_reacher_observation,
+        outcome=_reacher_outcome,
+        reset=_reacher_reset,
+    ),
     "InvertedPendulum-v5": Task(
         xml="inverted_pendulum.xml",
         frame_skip=2,
         reset_noise_scale=0.01,
-        observation=lambda q, v: np.concatenate([q, v], axis=1),
+        observation=lambda env, q, v: np.concatenate([q, v], axis=1),
         outcome=_inverted_pendulum,
     ),
     "Swimmer-v5": Task(
         xml="swimmer.xml",
         frame_skip=4,
         reset_noise_scale=0.1,
-        observation=lambda q, v: np.concatenate([q[:, 2:], v], axis=1),
+        observation=lambda env, q, v: np.concatenate([q[:, 2:], v], axis=1),
         outcome=_locomotion(1.0, 1e-4),
     ),
     "HalfCheetah-v5": Task(
         xml="half_cheetah.xml",
         frame_skip=5,
         reset_noise_scale=0.1,
-        observation=lambda q, v: np.concatenate([q[:, 1:], v], axis=1),
+        observation=lambda env, q, v: np.concatenate([q[:, 1:], v], axis=1),
         outcome=_locomotion(1.0, 0.1),
         velocity_noise="normal",
     ),
@@ -122,14 +158,14 @@ TASKS: dict[str, Task] = {
         xml="hopper.xml",
         frame_skip=4,
         reset_noise_scale=5e-3,
-        observation=lambda q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
+        observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
         outcome=_locomotion(1.0, 1e-3, _hopper_healthy, 1.0),
     ),
     "Walker2d-v5": Task(
         xml="walker2d_v5.xml",
         frame_skip=4,
         reset_noise_scale=5e-3,
-        observation=lambda q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
+        observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
         outcome=_locomotion(1.0, 1e-3, _walker_healthy, 1.0),
     ),
 }
@@ -158,7 +194,9 @@ class MoreauVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
         self.dt = self.model.dt * self.task.frame_skip
-        obs = self.task.observation(self.model.q0[None, :], self.model.v0[None, :])
+        # The configurations body positions are read at (None: the current).
+        self._kinematics_q = None
+        obs = self._observe()
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=(obs.shape[1],), dtype=np.float64
         )
@@ -175,16 +213,27 @@ class MoreauVectorEnv(VectorEnv):
     def _reset_env(self, i: int) -> None:
         scale = self.task.reset_noise_scale
         rng = self._rngs[i]
-        q = self.model.q0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
-        if self.task.velocity_noise == "normal":
-            v = self.model.v0 + scale * rng.standard_normal(self.model.nv)
+        if self.task.reset is not None:
+            q, v = self.task.reset(rng, self.model.q0, self.model.v0)
         else:
-            v = self.model.v0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
+            q = self.model.q0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
+            if self.task.velocity_noise == "normal":
+                v = self.model.v0 + scale * rng.standard_normal(self.model.nv)
+            else:
+                v = self.model.v0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
         self.batch.set_state(i, q, v)
         self._elapsed[i] = 0
 
+    def body_positions(self, name: str) -> np.ndarray:
+        """World positions (num_envs, 3) of the file's body ``name``'s origin
+        (bodies welded into their parents included), as Gymnasium reads
+        MuJoCo's ``data.xpos``: after a step, those of the configuration
+        the last physics step started from (``mj_step`` computes the
+        kinematics before it integrates); after a reset, the current ones."""
+        return self.batch.frame_positions(name, self._kinematics_q)
+
     def _observe(self) -> np.ndarray:
-        return self.task.observation(self.batch.q, self.batch.v)
+        return self.task.observation(self, self.batch.q, self.batch.v)
 
     def reset(self, *, seed=None, options=None):
         if seed is not None:
@@ -195,6 +244,7 @@ class MoreauVectorEnv(VectorEnv):
         for i in range(self.num_envs):
             self._reset_env(i)
         self._needs_reset[:] = False
+        self._kinematics_q = None
         return self._observe(), {}
 
     def step(self, actions):
@@ -209,13 +259,17 @@ class MoreauVectorEnv(VectorEnv):
         resetting = self._needs_reset.copy()
         x_before = self.batch.q[:, 0]
         for _ in range(self.task.frame_skip):
+            self._kinematics_q = self.batch.q
             self.batch.step_controls(ctrl)
         for i in np.flatnonzero(resetting):
             self._reset_env(i)
+            self._kinematics_q[i] = self.batch.q[i]
         self._elapsed += 1
         q, v = self.batch.q, self.batch.v
-        obs = self.task.observation(q, v)
-        reward, terminated, info = self.task.outcome(x_before, q, v, ctrl, self.dt)
+        obs = self.task.observation(self, q, v)
+        # (The control costs on the actions as given, in their dtype, as
+        # Gymnasium computes them.)
+        reward, terminated, info = self.task.outcome(self, x_before, q, v, actions, self.dt)
         truncated = (
             self._elapsed >= self.max_episode_steps
             if self.max_episode_steps is not None

@@ -236,6 +236,16 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 .set_joint_spec(body, plan.spec.clone())
                 .map_err(|e| self.error(&plan.element, e.to_string()))?;
         }
+        // Every named MJCF body as a frame on the body that carries it
+        // (itself, or the one it is welded into).
+        for b in 1..n {
+            let body = &self.bodies[b];
+            if !body.name.is_empty() {
+                builder
+                    .add_frame(&body.name, carrier[b], from[b])
+                    .map_err(|e| self.error(&body.element, e.to_string()))?;
+            }
+        }
         let mut frictions: Vec<f64> = Vec::new();
         for b in 0..n {
             let body = &self.bodies[b];
