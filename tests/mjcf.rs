@@ -257,7 +257,7 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
 
 /// A body without joints is welded into its parent; its name stays as a
 /// frame of the carrying body (Gymnasium's Reacher reads its fingertip),
-/// placed where MuJoCo puts it.
+/// placed where MuJoCo puts it; so does a named site.
 #[test]
 fn welded_bodies_stay_as_named_frames() {
     let m = parse(
@@ -267,6 +267,7 @@ fn welded_bodies_stay_as_named_frames() {
                <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02"/>
                <body name="hand" pos="0.5 0 0" euler="0 0 90">
                  <body name="tip" pos="0.1 0 0"/>
+                 <site name="grip" pos="0 0.2 0"/>
                </body>
              </body>
            </worldbody></mujoco>"#,
@@ -283,4 +284,8 @@ fn welded_bodies_stay_as_named_frames() {
     let f = frame("tip");
     let p = data.world_from_body[f.body].act_point(&f.body_from_frame.translation);
     assert!((p - Vec3::new(-0.1, 0.5, 1.0)).norm() < 1e-12, "{p}");
+    // The site 0.2 along the hand's y, which the turns put along −y.
+    let f = frame("grip");
+    let p = data.world_from_body[f.body].act_point(&f.body_from_frame.translation);
+    assert!((p - Vec3::new(0.0, 0.3, 1.0)).norm() < 1e-12, "{p}");
 }

@@ -103,4 +103,6 @@ class BatchSim:
         """World positions (nworlds, 3) of a body's origin."""
     def frame_positions(self, name: str, q: Optional[FloatArray] = None) -> FloatArray:
         """World positions (nworlds, 3) of a named frame (a file's body)."""
+    def constraint_forces(self) -> FloatArray:
+        """Each world's generalized constraint forces (nworlds, nv) in its last step."""
     def set_state(self, world: int, q: FloatArray, v: FloatArray) -> None: ...

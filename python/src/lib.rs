@@ -557,6 +557,32 @@ impl BatchSim {
             .expect("the length is nworlds × 3"))
     }
 
+    /// Each world's generalized constraint forces (nworlds, nv) in its last
+    /// step, `Jᵀλ/dt` (contacts and joint stops; MuJoCo's
+    /// `qfrc_constraint`).
+    fn constraint_forces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let n = self.batch.nworlds();
+        let mut flat = vec![0.0; n * self.nv];
+        for w in 0..n {
+            let sim = self.batch.simulator(w).map_err(value_error)?;
+            let m = sim.problem().m();
+            if m == 0 {
+                continue;
+            }
+            let (j, lambda, dt) = (
+                &sim.jacobian().jacobian,
+                &sim.solution().lambda,
+                sim.params.dt,
+            );
+            for k in 0..self.nv {
+                flat[w * self.nv + k] = (0..m).map(|r| j[(r, k)] * lambda[r]).sum::<f64>() / dt;
+            }
+        }
+        Ok(PyArray1::from_vec(py, flat)
+            .reshape([n, self.nv])
+            .expect("the length is nworlds × nv"))
+    }
+
     /// Sets world `world`'s state.
     fn set_state(
         &mut self,

@@ -15,6 +15,7 @@ import moreau.gym as mg
 TASK = "InvertedPendulum-v5"
 TASKS = [
     "InvertedPendulum-v5",
+    "InvertedDoublePendulum-v5",
     "Reacher-v5",
     "Swimmer-v5",
     "HalfCheetah-v5",
@@ -73,6 +74,25 @@ def test_reacher_same_actions_same_observations_as_mujoco_for_100_steps():
         o2, r2, *_ = theirs.step(a)
         np.testing.assert_allclose(o1, o2, rtol=0, atol=1e-9)
         assert r1 == pytest.approx(r2, abs=1e-9)
+
+
+def test_double_pendulum_same_actions_same_observations_as_mujoco_for_100_steps():
+    """The tip site's height (termination, distance penalty) and the cart's
+    constraint force in the observation, MuJoCo on its Euler integrator:
+    observations, rewards and terminations within 1e-9 for 100 steps
+    (measured 2e-11; the pendulum falls, the episode terminates at step 10
+    in both, the physics goes on)."""
+    task = "InvertedDoublePendulum-v5"
+    ours, theirs = mg.make(task), gym.make(task)
+    theirs.unwrapped.model.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    o1, _ = ours.reset(seed=1)
+    o2, _ = theirs.reset(seed=1)
+    for t in range(100):
+        a = np.array([0.1 * np.sin(0.3 * t)], np.float32)
+        o1, r1, term1, *_ = ours.step(a)
+        o2, r2, term2, *_ = theirs.step(a)
+        np.testing.assert_allclose(o1, o2, rtol=0, atol=1e-9)
+        assert r1 == pytest.approx(r2, abs=1e-9) and term1 == term2
 
 
 def test_spaces_equal_gymnasiums():

@@ -338,8 +338,8 @@ pub struct Model {
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
-    /// Named frames fixed on bodies: a file's bodies welded into their
-    /// parents (MJCF bodies without joints), by name.
+    /// Named frames fixed on bodies: a file's bodies (those welded into
+    /// their parents included: MJCF bodies without joints), then its sites.
     pub frames: Vec<Frame>,
 }
 

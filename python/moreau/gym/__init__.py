@@ -11,7 +11,8 @@ the reset observation with reward 0. Seeds: ``reset(seed=s)`` seeds
 environment ``i`` with ``s + i`` (as Gymnasium's ``SyncVectorEnv``), so
 episodes repeat on the CPU backends.
 
-Tasks so far: ``InvertedPendulum-v5``, ``Reacher-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``,
+Tasks so far: ``InvertedPendulum-v5``, ``InvertedDoublePendulum-v5``,
+``Reacher-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``,
 ``Hopper-v5``, ``Walker2d-v5`` (their default keyword arguments).
 """
 
@@ -123,7 +124,33 @@ def _reacher_reset(rng, q0, v0):
     return q, v
 
 
+def _double_pendulum_observation(env, q, v):
+    # inverted_double_pendulum_v5.py: the cart's x, sin and cos of the link
+    # angles, clipped velocities, the cart's clipped constraint force.
+    force = np.clip(env.constraint_forces(), -10, 10)[:, :1]
+    return np.concatenate([q[:, :1], np.sin(q[:, 1:]), np.cos(q[:, 1:]), np.clip(v, -10, 10), force], axis=1)
+
+
+def _double_pendulum_outcome(env, x_before, q, v, action, dt):
+    tip = env.body_positions("tip")
+    x, y = tip[:, 0], tip[:, 2]
+    terminated = y <= 1
+    distance = 0.01 * x**2 + (y - 2) ** 2
+    velocity = 1e-3 * v[:, 1] ** 2 + 5e-3 * v[:, 2] ** 2
+    alive = 10.0 * (~terminated)
+    info = {"reward_survive": alive, "distance_penalty": -distance, "velocity_penalty": -velocity}
+    return alive - distance - velocity, terminated, info
+
+
 TASKS: dict[str, Task] = {
+    "InvertedDoublePendulum-v5": Task(
+        xml="inverted_double_pendulum.xml",
+        frame_skip=5,
+        reset_noise_scale=0.1,
+        observation=_double_pendulum_observation,
+        outcome=_double_pendulum_outcome,
+        velocity_noise="normal",
+    ),
     "Reacher-v5": Task(
         xml="reacher.xml",
         frame_skip=2,
@@ -196,6 +223,8 @@ class MoreauVectorEnv(VectorEnv):
         self.dt = self.model.dt * self.task.frame_skip
         # The configurations body positions are read at (None: the current).
         self._kinematics_q = None
+        # Environments reset since their last step.
+        self._fresh = np.ones(num_envs, dtype=bool)
         obs = self._observe()
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=(obs.shape[1],), dtype=np.float64
@@ -232,6 +261,14 @@ class MoreauVectorEnv(VectorEnv):
         kinematics before it integrates); after a reset, the current ones."""
         return self.batch.frame_positions(name, self._kinematics_q)
 
+    def constraint_forces(self) -> np.ndarray:
+        """Generalized constraint forces (num_envs, nv) of each environment's
+        last physics step (MuJoCo's ``qfrc_constraint``); zero for an
+        environment just reset."""
+        f = self.batch.constraint_forces()
+        f[self._fresh] = 0.0
+        return f
+
     def _observe(self) -> np.ndarray:
         return self.task.observation(self, self.batch.q, self.batch.v)
 
@@ -245,6 +282,7 @@ class MoreauVectorEnv(VectorEnv):
             self._reset_env(i)
         self._needs_reset[:] = False
         self._kinematics_q = None
+        self._fresh[:] = True
         return self._observe(), {}
 
     def step(self, actions):
@@ -261,6 +299,7 @@ class MoreauVectorEnv(VectorEnv):
         for _ in range(self.task.frame_skip):
             self._kinematics_q = self.batch.q
             self.batch.step_controls(ctrl)
+        self._fresh[:] = resetting
         for i in np.flatnonzero(resetting):
             self._reset_env(i)
             self._kinematics_q[i] = self.batch.q[i]

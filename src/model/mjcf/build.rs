@@ -237,12 +237,20 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 .map_err(|e| self.error(&plan.element, e.to_string()))?;
         }
         // Every named MJCF body as a frame on the body that carries it
-        // (itself, or the one it is welded into).
+        // (itself, or the one it is welded into); then the named sites.
         for b in 1..n {
             let body = &self.bodies[b];
             if !body.name.is_empty() {
                 builder
                     .add_frame(&body.name, carrier[b], from[b])
+                    .map_err(|e| self.error(&body.element, e.to_string()))?;
+            }
+        }
+        for b in 0..n {
+            let body = &self.bodies[b];
+            for (name, local) in &body.sites {
+                builder
+                    .add_frame(name, carrier[b], from[b].mul(local))
                     .map_err(|e| self.error(&body.element, e.to_string()))?;
             }
         }

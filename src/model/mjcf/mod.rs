@@ -86,7 +86,8 @@
 //!   control range; torque on dof `dof` is `gear · ctrl`. Other actuator
 //!   types, tendon/site/body transmissions and motors on ball or free joints
 //!   are warned about.
-//! - Skipped without a warning (no effect on the dynamics): `site`,
+//! - Named `site`s become frames of their body (`Model::frames`).
+//! - Skipped without a warning (no effect on the dynamics):
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
 //!   `sensor`, textures and materials. Warned about: `tendon`, `equality`,
 //!   `include`, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
@@ -264,6 +265,7 @@ pub fn parse_mjcf(
         inertia: Inertia::zero(),
         has_inertial: false,
         geoms: Vec::new(),
+        sites: Vec::new(),
     });
     for w in named("worldbody") {
         p.body_children(*w, 0, "main", &SE3::identity())?;
@@ -339,6 +341,8 @@ struct BodyRec {
     inertia: Inertia,
     has_inertial: bool,
     geoms: Vec<GeomRec>,
+    /// Named sites: (name, placement in the MJCF body frame).
+    sites: Vec<(String, SE3)>,
 }
 
 struct MeshAsset {

@@ -491,7 +491,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                     self.bodies[body].has_inertial = true;
                 }
-                "site" | "camera" | "light" => {}
+                "site" => {
+                    // Named sites become frames of their body (see build.rs).
+                    if let Some(name) = ch.attribute("name") {
+                        let el = element_name(&ch, "");
+                        let local = frame.mul(&self.frame(&|a| ch.attribute(a), &el)?);
+                        self.bodies[body].sites.push((name.to_string(), local));
+                    }
+                }
+                "camera" | "light" => {}
                 other => self.warnings.push(format!(
                     "{} <{other}>{}: not supported, ignored",
                     self.bodies[body].element,
@@ -539,6 +547,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             inertia: Inertia::zero(),
             has_inertial: false,
             geoms: Vec::new(),
+            sites: Vec::new(),
         });
         self.body_children(node, id, &cc, &SE3::identity())?;
         // The body's own inertia from its geoms.
