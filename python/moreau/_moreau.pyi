@@ -44,6 +44,16 @@ def scene(name: str) -> Model:
 def scene_names() -> list[str]:
     """The built-in scenes' names."""
 
+def solve(
+    g_matrix: FloatArray,
+    g: FloatArray,
+    mu: FloatArray,
+    solver: str = "ncp-admm",
+    tolerance: float = 1e-8,
+    max_iterations: int = 1000,
+) -> dict[str, Any]:
+    """Solves one contact problem (G, g, mu) on the CPU: lambda, c, iterations, converged, eps_abs."""
+
 class Simulator:
     """One world."""
 

@@ -601,6 +601,63 @@ impl BatchSim {
     }
 }
 
+/// Solves the contact problem `K ∋ λ ⟂ Gλ + g + Γ ∈ K*` (`nc` friction
+/// cones with coefficients `mu`, then unilateral rows) with `solver` on the
+/// CPU, in f64: `G` (m, m) symmetric PSD, `g` (m,), `mu` (nc,),
+/// `m = 3 nc + nl`. Returns a dict: `lambda`, `c = Gλ + g` (m,), and the
+/// solver's `iterations`, `converged`, `eps_abs`. A bad problem (shapes, a
+/// negative μ, a non-finite entry, `G` not symmetric) raises `ValueError`.
+/// The GIL is released while it solves.
+#[pyfunction]
+#[pyo3(signature = (g_matrix, g, mu, solver="ncp-admm", tolerance=1e-8, max_iterations=1000))]
+fn solve<'py>(
+    py: Python<'py>,
+    g_matrix: PyReadonlyArray2<'py, f64>,
+    g: PyReadonlyArray1<'py, f64>,
+    mu: PyReadonlyArray1<'py, f64>,
+    solver: &str,
+    tolerance: f64,
+    max_iterations: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let m = g.len();
+    if g_matrix.shape() != [m, m] {
+        return Err(value_error(format!(
+            "G has shape {:?}, expected ({m}, {m}) (g has length {m})",
+            g_matrix.shape()
+        )));
+    }
+    let delassus =
+        nalgebra::DMatrix::from_fn(m, m, |r, c| *g_matrix.get([r, c]).expect("in bounds"));
+    let g = DVector::from_column_slice(
+        g.as_slice()
+            .map_err(|_| value_error("g: the array must be contiguous"))?,
+    );
+    let mu = mu
+        .as_slice()
+        .map_err(|_| value_error("mu: the array must be contiguous"))?
+        .to_vec();
+    let kind = solver.parse::<SolverKind>().map_err(value_error)?;
+    let problem = moreau::contact::ContactProblem::new(delassus, g, mu).map_err(value_error)?;
+    let settings = moreau::contact::SolverSettings {
+        tolerance,
+        max_iterations,
+        ..Default::default()
+    };
+    let mut solution = moreau::contact::ContactSolution::default();
+    py.detach(|| kind.build().solve(&problem, &settings, &mut solution))
+        .map_err(value_error)?;
+    let d = PyDict::new(py);
+    d.set_item(
+        "lambda",
+        PyArray1::from_slice(py, solution.lambda.as_slice()),
+    )?;
+    d.set_item("c", PyArray1::from_slice(py, solution.c.as_slice()))?;
+    d.set_item("iterations", solution.stats.iterations)?;
+    d.set_item("converged", solution.stats.converged)?;
+    d.set_item("eps_abs", solution.stats.residuals.eps_abs)?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Model>()?;
@@ -609,5 +666,6 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(scene, m)?)?;
     m.add_function(wrap_pyfunction!(scene_names, m)?)?;
+    m.add_function(wrap_pyfunction!(solve, m)?)?;
     Ok(())
 }

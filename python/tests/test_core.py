@@ -164,3 +164,28 @@ def test_step_jacobians_and_vjp_from_python():
         np.testing.assert_allclose(vjp[x], expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
     with pytest.raises(ValueError, match="w_q has length"):
         s3.step_with_vjp(tau, w_v, np.ones(3))
+
+
+def test_solve_one_contact_against_the_analytic_answers():
+    """G = I, one contact pressed with g_N = -1, μ = 0.5: a tangential g of
+    0.3 sticks (λ = (-0.3, 0, 1)), one of 2 slides at the cone's edge
+    (λ_T = -0.5, c_T = 1.5); every solver of the catalog that handles cones."""
+    G = np.eye(3)
+    mu = np.array([0.5])
+    for solver in ["ncp-admm", "ncp-pgs"]:
+        stick = moreau.solve(G, np.array([0.3, 0.0, -1.0]), mu, solver=solver, tolerance=1e-10)
+        assert stick["converged"]
+        np.testing.assert_allclose(stick["lambda"], [-0.3, 0.0, 1.0], atol=1e-8)
+        slide = moreau.solve(G, np.array([2.0, 0.0, -1.0]), mu, solver=solver, tolerance=1e-10)
+        np.testing.assert_allclose(slide["lambda"], [-0.5, 0.0, 1.0], atol=1e-8)
+        np.testing.assert_allclose(slide["c"][:2], [1.5, 0.0], atol=1e-8)
+    with pytest.raises(ValueError, match=r"expected \(3, 3\)"):
+        moreau.solve(np.eye(2), np.zeros(3), mu)
+    bad = np.eye(3)
+    bad[0, 1] = 1.0
+    with pytest.raises(ValueError):
+        moreau.solve(bad, np.zeros(3), mu)
+    with pytest.raises(ValueError):
+        moreau.solve(G, np.zeros(3), np.array([-1.0]))
+    with pytest.raises(ValueError, match="no-such"):
+        moreau.solve(G, np.zeros(3), mu, solver="no-such")
