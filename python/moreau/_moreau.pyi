@@ -106,6 +106,9 @@ class BatchSim:
     def step_controls(self, ctrl: FloatArray) -> int:
         """One step of every world under controls (nworlds, nu)."""
     @property
+    def failures(self) -> list[tuple[int, str]]:
+        """The worlds whose last step failed, and why (they kept their state)."""
+    @property
     def q(self) -> FloatArray: ...
     @property
     def v(self) -> FloatArray: ...

@@ -381,6 +381,8 @@ impl Simulator {
 #[pyclass(module = "moreau._moreau", unsendable)]
 pub struct BatchSim {
     batch: CoreBatch,
+    /// The worlds that failed in the last step, with why.
+    failures: Vec<(usize, String)>,
     /// Kinematics workspace of `body_positions`.
     data: Data,
     nq: usize,
@@ -450,6 +452,7 @@ impl BatchSim {
             .map_err(value_error)?;
         Ok(BatchSim {
             batch,
+            failures: Vec::new(),
             data: Data::new(&model.model),
             nq: model.model.nq,
             nv: model.model.nv,
@@ -465,11 +468,17 @@ impl BatchSim {
 
     /// One step of every world under joint torques `tau` (nworlds, nv).
     /// Returns the number of contacts over all worlds. The GIL is released
-    /// while the worlds step.
+    /// while the worlds step. A world whose step fails keeps its state and
+    /// is listed in `failures`.
     fn step(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
         let report = py.detach(|| batch.step(&a)).map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
         Ok(report.contacts)
     }
 
@@ -482,7 +491,19 @@ impl BatchSim {
         let a = self.actions("ctrl", &ctrl, self.nu)?;
         let batch = &mut self.batch;
         let report = py.detach(|| batch.step_controls(&a)).map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
         Ok(report.contacts)
+    }
+
+    /// The worlds whose last step failed (a diverged solve, a non-finite
+    /// state), as (world, why); they kept their state.
+    #[getter]
+    fn failures(&self) -> Vec<(usize, String)> {
+        self.failures.clone()
     }
 
     /// The worlds' configurations (nworlds, nq), a copy.

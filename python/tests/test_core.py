@@ -189,3 +189,22 @@ def test_solve_one_contact_against_the_analytic_answers():
         moreau.solve(G, np.zeros(3), np.array([-1.0]))
     with pytest.raises(ValueError, match="no-such"):
         moreau.solve(G, np.zeros(3), mu, solver="no-such")
+
+
+def test_a_failing_world_is_reported_and_keeps_its_state():
+    """A world driven to overflow (v = 1e300 into the ground) fails its
+    step (its contact solve returns a non-finite impulse): listed in
+    `failures` with why, its state kept; the others step on."""
+    m = moreau.scene("cube-resting")
+    batch = moreau.BatchSim(m, 2)
+    v = m.v0.copy()
+    v[0] = 1e300
+    batch.set_state(1, m.q0, v)
+    q_before = batch.q
+    batch.step(np.zeros((2, m.nv)))
+    failures = batch.failures
+    assert [w for w, _ in failures] == [1], failures
+    assert "non-finite impulse" in failures[0][1]
+    np.testing.assert_array_equal(batch.q[1], q_before[1])
+    batch.step(np.zeros((2, m.nv)))
+    assert batch.failures[0][0] == 1

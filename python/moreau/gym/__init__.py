@@ -296,9 +296,12 @@ class MoreauVectorEnv(VectorEnv):
         ctrl = np.ascontiguousarray(actions, dtype=np.float64)
         resetting = self._needs_reset.copy()
         x_before = self.batch.q[:, 0]
+        failed = np.zeros(self.num_envs, dtype=bool)
         for _ in range(self.task.frame_skip):
             self._kinematics_q = self.batch.q
             self.batch.step_controls(ctrl)
+            for i, _why in self.batch.failures:
+                failed[i] = True
         self._fresh[:] = resetting
         for i in np.flatnonzero(resetting):
             self._reset_env(i)
@@ -314,6 +317,11 @@ class MoreauVectorEnv(VectorEnv):
             if self.max_episode_steps is not None
             else np.zeros(self.num_envs, dtype=bool)
         )
+        # A world whose physics failed (a diverged solve) ends its episode
+        # as truncated, flagged in info["failure"].
+        if failed.any():
+            truncated = truncated | failed
+            info["failure"] = failed.copy()
         # The environments reset this step report their first observation.
         reward[resetting] = 0.0
         terminated[resetting] = False
