@@ -14,11 +14,13 @@
 //! floating base, its `HFE` joints at ±0.8 rad and `KFE` at ∓1.6 rad, as
 //! example-robot-data's Solo-12 stands).
 
+#[path = "common/plot.rs"]
+mod plot;
+
 use moreau::scenes::{self, Scene};
 use moreau::sim::{SimParams, Simulator};
 use moreau::tools::inverse::{GaussNewtonIterate, Gradients, standing_torques};
 use nalgebra::DVector;
-use plotters::prelude::*;
 
 fn scene(urdf: Option<&str>) -> Result<Scene, Box<dyn std::error::Error>> {
     let Some(path) = urdf else {
@@ -94,51 +96,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runs.push((name, iterates));
     }
 
-    let root = SVGBackend::new(&out, (640, 420)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let all = runs.iter().flat_map(|r| r.1.iter());
-    let lo = all
-        .clone()
-        .map(|i| i.velocity)
-        .fold(1.0, f64::min)
-        .max(1e-16)
-        * 0.5;
-    let hi = all.clone().map(|i| i.velocity).fold(0.0, f64::max) * 2.0;
-    let most = all.map(|i| i.steps).max().unwrap_or(1) as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{}: standing torques by Gauss–Newton", scene.name),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..most, (lo..hi).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("steps simulated")
-        .y_desc("‖v⁺‖∞ after the step")
-        .draw()?;
-    for ((name, iterates), color) in runs.iter().zip([BLUE, RED]) {
-        chart
-            .draw_series(LineSeries::new(
-                iterates.iter().map(|i| (i.steps as f64, i.velocity)),
-                color,
-            ))?
-            .label(*name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-        chart.draw_series(
-            iterates
+    let series: Vec<(&str, Vec<(f64, f64)>)> = runs
+        .iter()
+        .map(|(name, iterates)| {
+            let points = iterates
                 .iter()
-                .map(|i| Circle::new((i.steps as f64, i.velocity), 3, color.filled())),
-        )?;
-    }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE)
-        .draw()?;
-    root.present()?;
-    println!("plot written to {out}");
+                .map(|i| (i.steps as f64, i.velocity))
+                .collect();
+            (*name, points)
+        })
+        .collect();
+    plot::log_series(
+        &out,
+        &format!("{}: standing torques by Gauss–Newton", scene.name),
+        ("steps simulated", "‖v⁺‖∞ after the step"),
+        &series,
+    )?;
     Ok(())
 }

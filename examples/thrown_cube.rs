@@ -6,14 +6,16 @@
 //! central differences of whole rollouts. Prints the error per iteration
 //! and plots both against the rollouts spent (log scale).
 //!
-//!     cargo run --release --example thrown_cube -- [--steps 400] [--out thrown_cube.svg]
+//!     cargo run --release --example thrown_cube -- [--steps 300] [--out thrown_cube.svg]
+
+#[path = "common/plot.rs"]
+mod plot;
 
 use moreau::sim::{SimParams, Simulator};
 use moreau::tools::inverse::{
     Gradients, RolloutIterate, THROWN_CUBE_UNKNOWNS, initial_velocity, rollout, thrown_cube,
 };
 use nalgebra::DVector;
-use plotters::prelude::*;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -75,46 +77,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runs.push((name, iterates, state.v.clone()));
     }
 
-    let root = SVGBackend::new(&out, (640, 420)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let all = runs.iter().flat_map(|r| r.1.iter());
-    let lo = all.clone().map(|i| i.error).fold(1.0, f64::min).max(1e-16) * 0.5;
-    let hi = all.clone().map(|i| i.error).fold(0.0, f64::max) * 2.0;
-    let most = all.map(|i| i.rollouts).max().unwrap_or(1) as f64;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "thrown cube: initial velocity by Gauss–Newton",
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..most, (lo..hi).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("rollouts of {steps} steps"))
-        .y_desc("‖q_T ⊖ q*‖")
-        .draw()?;
-    for ((name, iterates, _), color) in runs.iter().zip([BLUE, RED]) {
-        chart
-            .draw_series(LineSeries::new(
-                iterates.iter().map(|i| (i.rollouts as f64, i.error)),
-                color,
-            ))?
-            .label(*name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-        chart.draw_series(
-            iterates
+    let series: Vec<(&str, Vec<(f64, f64)>)> = runs
+        .iter()
+        .map(|(name, iterates, _)| {
+            let points = iterates
                 .iter()
-                .map(|i| Circle::new((i.rollouts as f64, i.error), 3, color.filled())),
-        )?;
-    }
-    chart
-        .configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE)
-        .draw()?;
-    root.present()?;
-    println!("plot written to {out}");
+                .map(|i| (i.rollouts as f64, i.error))
+                .collect();
+            (*name, points)
+        })
+        .collect();
+    plot::log_series(
+        &out,
+        "thrown cube: initial velocity by Gauss–Newton",
+        (&format!("rollouts of {steps} steps"), "‖q_T ⊖ q*‖"),
+        &series,
+    )?;
     Ok(())
 }

@@ -11,6 +11,7 @@
 use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
 use moreau::contact::SolverKind;
 use moreau::dynamics::{Data, forward_kinematics};
+use moreau::math::SE3;
 use moreau::sim::{SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp};
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
@@ -95,9 +96,7 @@ impl Model {
                 [lo, hi]
             })
             .collect();
-        PyArray1::from_vec(py, flat)
-            .reshape([self.model.nu(), 2])
-            .expect("the length is nu × 2")
+        array2(py, flat, self.model.nu(), 2)
     }
     /// The initial configuration (nq,).
     #[getter]
@@ -175,12 +174,18 @@ fn params(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyRes
     Ok(p)
 }
 
+/// A row-major `rows × cols` buffer as a numpy array.
+fn array2(py: Python<'_>, flat: Vec<f64>, rows: usize, cols: usize) -> Bound<'_, PyArray2<f64>> {
+    debug_assert_eq!(flat.len(), rows * cols);
+    PyArray1::from_vec(py, flat)
+        .reshape([rows, cols])
+        .expect("the length is rows × cols")
+}
+
 /// A matrix as a (rows, cols) numpy array.
 fn matrix<'py>(py: Python<'py>, m: &nalgebra::DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
     let rows: Vec<f64> = m.transpose().as_slice().to_vec();
-    PyArray1::from_vec(py, rows)
-        .reshape([m.nrows(), m.ncols()])
-        .expect("the length is rows × cols")
+    array2(py, rows, m.nrows(), m.ncols())
 }
 
 /// A vector argument of length `n`, finite.
@@ -419,14 +424,33 @@ impl BatchSim {
         Ok(s.to_vec())
     }
 
+    /// World positions (nworlds, 3) of the point `body_from_point` of
+    /// `body`, at each world's configuration or at `q` (nworlds × nq, flat).
+    fn positions<'py>(
+        &mut self,
+        py: Python<'py>,
+        body: usize,
+        body_from_point: &SE3,
+        q: Option<&[f64]>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let model = self.batch.model().clone();
+        let (n, nq) = (self.batch.nworlds(), self.nq);
+        let mut flat = Vec::with_capacity(3 * n);
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q.map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            forward_kinematics(&model, &mut self.data, qw);
+            let p = self.data.world_from_body[body].act_point(&body_from_point.translation);
+            flat.extend_from_slice(p.as_slice());
+        }
+        Ok(array2(py, flat, n, 3))
+    }
+
     fn stacked<'py>(&self, py: Python<'py>, width: usize, q: bool) -> Bound<'py, PyArray2<f64>> {
         let mut flat = Vec::with_capacity(self.batch.nworlds() * width);
         for s in self.batch.states() {
             flat.extend_from_slice(if q { s.q.as_slice() } else { s.v.as_slice() });
         }
-        PyArray1::from_vec(py, flat)
-            .reshape([self.batch.nworlds(), width])
-            .expect("the length is nworlds × width")
+        array2(py, flat, self.batch.nworlds(), width)
     }
 }
 
@@ -526,21 +550,13 @@ impl BatchSim {
         py: Python<'py>,
         body: usize,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let model = self.batch.model().clone();
-        if body >= model.nbodies {
+        let nbodies = self.batch.model().nbodies;
+        if body >= nbodies {
             return Err(value_error(format!(
-                "body {body} does not exist (the model has {})",
-                model.nbodies
+                "body {body} does not exist (the model has {nbodies})"
             )));
         }
-        let mut flat = Vec::with_capacity(3 * self.batch.nworlds());
-        for s in self.batch.states() {
-            forward_kinematics(&model, &mut self.data, s.q.as_slice());
-            flat.extend_from_slice(self.data.world_from_body[body].translation.as_slice());
-        }
-        Ok(PyArray1::from_vec(py, flat)
-            .reshape([self.batch.nworlds(), 3])
-            .expect("the length is nworlds × 3"))
+        self.positions(py, body, &SE3::identity(), None)
     }
 
     /// World-frame positions (nworlds, 3) of the named frame `name` (a
@@ -553,29 +569,21 @@ impl BatchSim {
         name: &str,
         q: Option<PyReadonlyArray2<'py, f64>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let model = self.batch.model().clone();
-        let Some(frame) = model.frames.iter().find(|f| f.name == name) else {
+        let Some(frame) = self
+            .batch
+            .model()
+            .frames
+            .iter()
+            .find(|f| f.name == name)
+            .cloned()
+        else {
             return Err(value_error(format!("no frame named {name:?}")));
         };
         let given = match &q {
             Some(q) => Some(self.actions("q", q, self.nq)?),
             None => None,
         };
-        let n = self.batch.nworlds();
-        let mut flat = Vec::with_capacity(3 * n);
-        for (w, s) in self.batch.states().enumerate() {
-            let qw = match &given {
-                Some(g) => &g[w * self.nq..(w + 1) * self.nq],
-                None => s.q.as_slice(),
-            };
-            forward_kinematics(&model, &mut self.data, qw);
-            let p =
-                self.data.world_from_body[frame.body].act_point(&frame.body_from_frame.translation);
-            flat.extend_from_slice(p.as_slice());
-        }
-        Ok(PyArray1::from_vec(py, flat)
-            .reshape([self.batch.nworlds(), 3])
-            .expect("the length is nworlds × 3"))
+        self.positions(py, frame.body, &frame.body_from_frame, given.as_deref())
     }
 
     /// Each world's generalized constraint forces (nworlds, nv) in its last
@@ -599,9 +607,7 @@ impl BatchSim {
                 flat[w * self.nv + k] = (0..m).map(|r| j[(r, k)] * lambda[r]).sum::<f64>() / dt;
             }
         }
-        Ok(PyArray1::from_vec(py, flat)
-            .reshape([n, self.nv])
-            .expect("the length is nworlds × nv"))
+        Ok(array2(py, flat, n, self.nv))
     }
 
     /// Sets world `world`'s state.

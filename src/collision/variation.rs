@@ -75,6 +75,7 @@ impl Contact {
     pub fn variation(&self, xi_a: &Vec6, xi_b: &Vec6) -> Option<ContactVariation> {
         let n = self.normal();
         let phi = self.distance;
+        let dphi = n.dot(&(at(xi_a, &self.point) - at(xi_b, &self.point)));
         let (dn, dp) = match self.geometry {
             ContactGeometry::PointFace { on_a, core, radius } => {
                 let (s, xi_point, xi_face) = if on_a {
@@ -83,7 +84,6 @@ impl Contact {
                     (-1.0, xi_b, xi_a)
                 };
                 let dn = ang(xi_face).cross(&n);
-                let dphi = n.dot(&(at(xi_a, &self.point) - at(xi_b, &self.point)));
                 let dp =
                     at(xi_point, &core) - dn * (s * (radius + 0.5 * phi)) - n * (0.5 * s * dphi);
                 (dn, dp)
@@ -106,7 +106,7 @@ impl Contact {
         Some(ContactVariation {
             point: dp,
             frame: frame_from_normal_variation(&n, &dn),
-            distance: n.dot(&(at(xi_a, &self.point) - at(xi_b, &self.point))),
+            distance: dphi,
         })
     }
 }

@@ -110,7 +110,7 @@ pub const Q_EXACT_RESIDUAL: f64 = 1e-6;
 #[derive(Clone, Debug, Default)]
 struct QWork {
     /// `q̈` at `τ + Jᵀλ/dt`: `(v⁺ − v)/dt`.
-    tau: DVector<f64>,
+    ddq: DVector<f64>,
     /// `∂(Jᵀλ)/∂q` (nv × nv).
     djtl: DMatrix<f64>,
     /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv), and a copy of the first.
@@ -253,10 +253,10 @@ impl Simulator {
             ltdl_factorize(&model, &mut self.data);
         }
         let w = &mut out.wrt_q_work;
-        w.tau.clone_from(&self.v_next);
-        w.tau -= v0;
-        w.tau /= dt;
-        aba_derivatives_from_kinematics(&model, &mut self.data, der, w.tau.as_slice());
+        w.ddq.clone_from(&self.v_next);
+        w.ddq -= v0;
+        w.ddq /= dt;
+        aba_derivatives_from_kinematics(&model, &mut self.data, der, w.ddq.as_slice());
         out.dv_dtau.copy_from(&der.ddq_dtau);
         out.dv_dtau *= dt;
         out.dv_dv.copy_from(&der.ddq_dv);
