@@ -1,0 +1,370 @@
+"""PPO for continuous actions on a Gymnasium vector environment, in one file
+(CleanRL's style: the whole algorithm readable top to bottom), on JAX and
+optax (CPU wheels from PyPI).
+
+The algorithm is Schulman et al.'s PPO with the choices CleanRL's
+``ppo_continuous_action.py`` documents: a Gaussian policy with a
+state-independent log standard deviation, two tanh layers of 64 for the
+actor and for the critic (orthogonal initialization), generalized advantage
+estimation, the clipped surrogate, a clipped value loss, advantages
+normalized per minibatch, Adam with a linearly annealed learning rate and
+the gradient's norm clipped, and running normalizations of observations and
+returns.
+
+Vector environments reset as Gymnasium >= 1.1 declares it in
+``metadata["autoreset_mode"]``: with ``NEXT_STEP`` (moreau's and Gymnasium's
+default) the step after an episode ends only resets that environment, so its
+transition is masked out of the loss, and a truncated episode bootstraps from
+the final observation the ending step returned.
+
+Used by ``python/tests/test_learning.py`` (InvertedPendulum-v5 on moreau,
+in CI) and, from the command line, to train a task on moreau and on MuJoCo
+(Gymnasium's own ``make_vec``, sync) with the same script and budget and plot
+both learning curves::
+
+    python python/examples/ppo.py --task HalfCheetah-v5 --steps 1000000 \\
+        --num-envs 16 --out target/ppo-halfcheetah
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from gymnasium.vector import AutoresetMode
+
+
+@dataclass
+class Config:
+    total_steps: int = 200_000
+    num_steps: int = 128  # steps per environment per rollout
+    learning_rate: float = 3e-4
+    anneal_lr: bool = True
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    num_minibatches: int = 32
+    update_epochs: int = 10
+    clip_coef: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    max_grad_norm: float = 0.5
+    hidden: int = 64
+    normalize_reward: bool = True
+    seed: int = 1
+
+
+class RunningMeanStd:
+    """Running mean and variance (Chan et al.'s parallel update)."""
+
+    def __init__(self, shape=()):
+        self.mean = np.zeros(shape)
+        self.var = np.ones(shape)
+        self.count = 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        mean, var, n = x.mean(axis=0), x.var(axis=0), x.shape[0]
+        delta = mean - self.mean
+        total = self.count + n
+        self.mean = self.mean + delta * n / total
+        self.var = (self.var * self.count + var * n + delta**2 * self.count * n / total) / total
+        self.count = total
+
+    def normalize(self, x: np.ndarray) -> np.ndarray:
+        return np.clip((x - self.mean) / np.sqrt(self.var + 1e-8), -10.0, 10.0)
+
+
+def _orthogonal(key, shape, scale):
+    return jax.nn.initializers.orthogonal(scale)(key, shape, jnp.float32)
+
+
+def init_params(key, obs_dim: int, act_dim: int, hidden: int) -> dict:
+    """Actor and critic MLPs (tanh, two hidden layers), CleanRL's initialization."""
+    keys = jax.random.split(key, 6)
+    root2 = float(np.sqrt(2.0))
+
+    def mlp(ks, out, out_scale):
+        return [
+            (_orthogonal(ks[0], (obs_dim, hidden), root2), jnp.zeros(hidden)),
+            (_orthogonal(ks[1], (hidden, hidden), root2), jnp.zeros(hidden)),
+            (_orthogonal(ks[2], (hidden, out), out_scale), jnp.zeros(out)),
+        ]
+
+    return {
+        "actor": mlp(keys[:3], act_dim, 0.01),
+        "critic": mlp(keys[3:], 1, 1.0),
+        "log_std": jnp.zeros(act_dim),
+    }
+
+
+def _mlp(layers, x):
+    for w, b in layers[:-1]:
+        x = jnp.tanh(x @ w + b)
+    w, b = layers[-1]
+    return x @ w + b
+
+
+def _log_prob(mean, log_std, a):
+    return jnp.sum(-0.5 * ((a - mean) / jnp.exp(log_std)) ** 2 - log_std - 0.5 * jnp.log(2 * jnp.pi), axis=-1)
+
+
+@jax.jit
+def _act(params, obs, key):
+    mean = _mlp(params["actor"], obs)
+    action = mean + jnp.exp(params["log_std"]) * jax.random.normal(key, mean.shape)
+    value = _mlp(params["critic"], obs)[:, 0]
+    return action, _log_prob(mean, params["log_std"], action), value
+
+
+@jax.jit
+def _value(params, obs):
+    return _mlp(params["critic"], obs)[:, 0]
+
+
+@jax.jit
+def policy_mean(params, obs):
+    """The deterministic action (the Gaussian's mean)."""
+    return _mlp(params["actor"], obs)
+
+
+def _loss(params, batch, clip_coef, vf_coef, ent_coef):
+    obs, act, logp_old, adv, ret, val_old, mask = batch
+    mean = _mlp(params["actor"], obs)
+    logp = _log_prob(mean, params["log_std"], act)
+    ratio = jnp.exp(logp - logp_old)
+    n = jnp.maximum(mask.sum(), 1.0)
+    adv_mean = jnp.sum(adv * mask) / n
+    adv_std = jnp.sqrt(jnp.sum(mask * (adv - adv_mean) ** 2) / n)
+    adv = (adv - adv_mean) / (adv_std + 1e-8)
+    pg = jnp.maximum(-adv * ratio, -adv * jnp.clip(ratio, 1 - clip_coef, 1 + clip_coef))
+    value = _mlp(params["critic"], obs)[:, 0]
+    v_clipped = val_old + jnp.clip(value - val_old, -clip_coef, clip_coef)
+    v_loss = 0.5 * jnp.maximum((value - ret) ** 2, (v_clipped - ret) ** 2)
+    entropy = jnp.sum(params["log_std"] + 0.5 * jnp.log(2 * jnp.pi * jnp.e))
+    return (jnp.sum(pg * mask) + vf_coef * jnp.sum(v_loss * mask)) / n - ent_coef * entropy
+
+
+def _make_update(optimizer, cfg: Config, batch_size: int):
+    minibatch = batch_size // cfg.num_minibatches
+    grad = jax.grad(_loss)
+
+    @jax.jit
+    def update(params, opt_state, batch, key):
+        def epoch(carry, k):
+            params, opt_state = carry
+            perm = jax.random.permutation(k, batch_size)[: minibatch * cfg.num_minibatches]
+            shuffled = jax.tree_util.tree_map(
+                lambda x: x[perm].reshape((cfg.num_minibatches, minibatch) + x.shape[1:]), batch
+            )
+
+            def step(carry, mb):
+                params, opt_state = carry
+                g = grad(params, mb, cfg.clip_coef, cfg.vf_coef, cfg.ent_coef)
+                updates, opt_state = optimizer.update(g, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), None
+
+            return jax.lax.scan(step, (params, opt_state), shuffled)[0], None
+
+        keys = jax.random.split(key, cfg.update_epochs)
+        return jax.lax.scan(epoch, (params, opt_state), keys)[0]
+
+    return update
+
+
+@dataclass
+class Result:
+    params: dict
+    obs_rms: RunningMeanStd
+    # (environment steps so far, wall-clock seconds so far, mean return of
+    # the episodes that ended in that rollout)
+    curve: list = field(default_factory=list)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """The trained policy's deterministic actions for raw observations."""
+        return np.asarray(policy_mean(self.params, jnp.asarray(self.obs_rms.normalize(obs), jnp.float32)))
+
+
+def train(envs, cfg: Config, log: Optional[Callable[[str], None]] = None) -> Result:
+    """Trains a policy on the vector environment ``envs`` for
+    ``cfg.total_steps`` environment steps (summed over its environments)."""
+    mode = envs.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+    if mode != AutoresetMode.NEXT_STEP:
+        raise ValueError(f"this script expects NEXT_STEP autoreset, the environment declares {mode}")
+    n = envs.num_envs
+    obs_dim = envs.single_observation_space.shape[0]
+    act_dim = envs.single_action_space.shape[0]
+    low, high = envs.single_action_space.low, envs.single_action_space.high
+    batch_size = n * cfg.num_steps
+    updates = max(cfg.total_steps // batch_size, 1)
+    key = jax.random.PRNGKey(cfg.seed)
+    key, k = jax.random.split(key)
+    params = init_params(k, obs_dim, act_dim, cfg.hidden)
+    schedule = (
+        optax.linear_schedule(cfg.learning_rate, 0.0, updates * cfg.update_epochs * cfg.num_minibatches)
+        if cfg.anneal_lr
+        else cfg.learning_rate
+    )
+    optimizer = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(schedule, eps=1e-5))
+    opt_state = optimizer.init(params)
+    update = _make_update(optimizer, cfg, batch_size)
+
+    obs_rms = RunningMeanStd((obs_dim,))
+    ret_rms = RunningMeanStd(())
+    discounted = np.zeros(n)
+    episode_return = np.zeros(n)
+    raw_obs, _ = envs.reset(seed=cfg.seed)
+    prev_done = np.zeros(n, dtype=bool)
+    result = Result(params, obs_rms)
+    start = time.perf_counter()
+    steps = 0
+
+    buf_obs = np.zeros((cfg.num_steps + 1, n, obs_dim), np.float32)
+    buf_act = np.zeros((cfg.num_steps, n, act_dim), np.float32)
+    buf_logp = np.zeros((cfg.num_steps, n), np.float32)
+    buf_val = np.zeros((cfg.num_steps + 1, n), np.float32)
+    buf_rew = np.zeros((cfg.num_steps, n), np.float32)
+    buf_term = np.zeros((cfg.num_steps, n), bool)
+    buf_done = np.zeros((cfg.num_steps, n), bool)
+    buf_valid = np.zeros((cfg.num_steps, n), bool)
+    for u in range(updates):
+        finished = []
+        for t in range(cfg.num_steps):
+            obs_rms.update(raw_obs)
+            obs = obs_rms.normalize(raw_obs).astype(np.float32)
+            key, k = jax.random.split(key)
+            action, logp, value = _act(params, obs, k)
+            action = np.asarray(action)
+            buf_obs[t], buf_act[t], buf_logp[t], buf_val[t] = obs, action, logp, value
+            raw_obs, reward, terminated, truncated, _ = envs.step(np.clip(action, low, high))
+            steps += n
+            valid = ~prev_done
+            # Return normalization (the scale of the discounted return).
+            discounted = np.where(valid, discounted * cfg.gamma + reward, 0.0)
+            ret_rms.update(discounted[valid] if valid.any() else discounted)
+            episode_return += np.where(valid, reward, 0.0)
+            done = terminated | truncated
+            for i in np.flatnonzero(done & valid):
+                finished.append(episode_return[i])
+            episode_return[done] = 0.0
+            scale = np.sqrt(ret_rms.var + 1e-8) if cfg.normalize_reward else 1.0
+            buf_rew[t] = np.clip(reward / scale, -10, 10)
+            buf_term[t], buf_done[t], buf_valid[t] = terminated, done, valid
+            prev_done = done
+        last = obs_rms.normalize(raw_obs).astype(np.float32)
+        buf_obs[cfg.num_steps] = last
+        buf_val[cfg.num_steps] = np.asarray(_value(params, last))
+
+        # Generalized advantage estimation. A transition's successor value is
+        # that of the observation its step returned (the final one when the
+        # episode was truncated), zero when it terminated; the recursion stops
+        # at every episode's end. Reset transitions (valid False) are masked.
+        adv = np.zeros((cfg.num_steps, n), np.float32)
+        carry = np.zeros(n, np.float32)
+        for t in reversed(range(cfg.num_steps)):
+            delta = buf_rew[t] + cfg.gamma * buf_val[t + 1] * (~buf_term[t]) - buf_val[t]
+            carry = delta + cfg.gamma * cfg.gae_lambda * (~buf_done[t]) * carry
+            adv[t] = carry
+        ret = adv + buf_val[:-1]
+        batch = tuple(
+            jnp.asarray(x.reshape((batch_size,) + x.shape[2:]))
+            for x in (
+                buf_obs[:-1],
+                buf_act,
+                buf_logp,
+                adv,
+                ret,
+                buf_val[:-1],
+                buf_valid.astype(np.float32),
+            )
+        )
+        key, k = jax.random.split(key)
+        params, opt_state = update(params, opt_state, batch, k)
+        if finished:
+            mean_return = float(np.mean(finished))
+            result.curve.append((steps, time.perf_counter() - start, mean_return))
+            if log is not None:
+                log(f"update {u + 1}/{updates}  steps {steps}  mean return {mean_return:.1f}")
+    result.params = params
+    return result
+
+
+def evaluate(envs, policy: Callable[[np.ndarray], np.ndarray], seed: int) -> np.ndarray:
+    """The return of one fresh episode in each of ``envs``' environments
+    (seeded ``seed + i``), actions from ``policy(observations)``."""
+    obs, _ = envs.reset(seed=seed)
+    n = envs.num_envs
+    returns = np.zeros(n)
+    running = np.ones(n, dtype=bool)
+    low, high = envs.single_action_space.low, envs.single_action_space.high
+    while running.any():
+        obs, reward, terminated, truncated, _ = envs.step(np.clip(policy(obs), low, high).astype(np.float32))
+        returns += np.where(running, reward, 0.0)
+        running &= ~(terminated | truncated)
+    return returns
+
+
+def _main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="HalfCheetah-v5")
+    p.add_argument("--steps", type=int, default=1_000_000)
+    p.add_argument("--num-envs", type=int, default=16)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--engines", default="moreau,mujoco", help="comma-separated: moreau, mujoco")
+    p.add_argument("--out", default="target/ppo", help="folder for curves.json and curves.svg")
+    args = p.parse_args()
+
+    import pathlib
+
+    import gymnasium
+
+    import moreau.gym
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = Config(total_steps=args.steps, seed=args.seed)
+    runs: dict[str, Any] = {}
+    for engine in args.engines.split(","):
+        if engine == "moreau":
+            envs = moreau.gym.make_vec(args.task, num_envs=args.num_envs)
+        elif engine == "mujoco":
+            envs = gymnasium.make_vec(args.task, num_envs=args.num_envs, vectorization_mode="sync")
+        else:
+            raise SystemExit(f"unknown engine {engine!r}")
+        print(f"{engine}: {args.task}, {args.num_envs} environments, {args.steps} steps")
+        t0 = time.perf_counter()
+        result = train(envs, cfg, log=lambda s: print(f"  {engine}: {s}", flush=True))
+        wall = time.perf_counter() - t0
+        final = evaluate(envs, result.act, seed=10_000)
+        print(f"{engine}: {wall:.0f} s, deterministic return on fresh episodes {final.mean():.1f} ± {final.std():.1f}")
+        runs[engine] = {"wall_s": wall, "final_return": float(final.mean()), "curve": result.curve}
+    (out / "curves.json").write_text(json.dumps({"task": args.task, "config": cfg.__dict__, "runs": runs}, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"wrote {out / 'curves.json'} (matplotlib not installed: no plot)")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for engine, run in runs.items():
+        curve = np.array(run["curve"])
+        if len(curve):
+            ax.plot(curve[:, 0], curve[:, 2], label=f"{engine} ({run['wall_s']:.0f} s)")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("mean episode return (training)")
+    ax.set_title(f"PPO on {args.task}, {args.num_envs} environments")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "curves.svg")
+    print(f"wrote {out / 'curves.json'} and {out / 'curves.svg'}")
+
+
+if __name__ == "__main__":
+    _main()
