@@ -10,13 +10,19 @@
 
 use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
 use moreau::contact::SolverKind;
-use moreau::dynamics::{Data, forward_kinematics};
-use moreau::math::SE3;
-use moreau::sim::{SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp};
+use moreau::dynamics::{
+    COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
+    forward_kinematics, forward_velocity, subtree_coms,
+};
+use moreau::math::{SE3, Vec3};
+use moreau::sim::{
+    SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp, actuator_forces,
+};
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
 use numpy::{
-    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+    PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
 };
 use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
@@ -35,6 +41,39 @@ pub struct Model {
     q0: DVector<f64>,
     v0: DVector<f64>,
     dt: f64,
+}
+
+impl Model {
+    /// [`Model::to_mujoco`] (`to`) or [`Model::from_mujoco`].
+    fn convert<'py>(
+        &self,
+        py: Python<'py>,
+        q: PyReadonlyArray2<'py, f64>,
+        v: PyReadonlyArray2<'py, f64>,
+        to: bool,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+        let m = &self.model;
+        let names = if to { ["q", "v"] } else { ["qpos", "qvel"] };
+        let n = q.shape()[0];
+        let q = rows(names[0], &q, n, m.nq)?;
+        let v = rows(names[1], &v, n, m.nv)?;
+        let (mut qo, mut vo) = (vec![0.0; n * m.nq], vec![0.0; n * m.nv]);
+        for w in 0..n {
+            let (qw, vw) = (&q[w * m.nq..(w + 1) * m.nq], &v[w * m.nv..(w + 1) * m.nv]);
+            let (qow, vow) = (
+                &mut qo[w * m.nq..(w + 1) * m.nq],
+                &mut vo[w * m.nv..(w + 1) * m.nv],
+            );
+            if to {
+                m.mujoco_qpos(qw, qow);
+                m.mujoco_qvel(qw, vw, vow);
+            } else {
+                m.q_from_mujoco(qw, qow);
+                m.v_from_mujoco(qow, vw, vow);
+            }
+        }
+        Ok((array2(py, qo, n, m.nq), array2(py, vo, n, m.nv)))
+    }
 }
 
 #[pymethods]
@@ -68,6 +107,17 @@ impl Model {
     #[getter]
     fn body_names(&self) -> Vec<String> {
         self.model.body_name.clone()
+    }
+    /// The file's bodies (MJCF: every ``<body>``, world excluded, in
+    /// MuJoCo's body order; unnamed ones ``body{id}``): the rows of
+    /// ``BatchSim.com_inertias``, ``com_velocities`` and
+    /// ``com_external_forces``.
+    #[getter]
+    fn body_frame_names(&self) -> Vec<String> {
+        self.model
+            .body_frames()
+            .map(|(_, f)| f.name.clone())
+            .collect()
     }
     /// Joint names, one per body (the world's first).
     #[getter]
@@ -107,6 +157,28 @@ impl Model {
     #[getter]
     fn v0<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         PyArray1::from_slice(py, self.v0.as_slice())
+    }
+    /// MuJoCo's ``(qpos, qvel)`` (each (n, nq), (n, nv)) of states ``q``
+    /// (n, nq), ``v`` (n, nv): quaternions ``(w, x, y, z)`` there, ``(x, y,
+    /// z, w)`` here, and a free joint's linear velocity in the world frame
+    /// there, in the body frame here; the rest is the same.
+    fn to_mujoco<'py>(
+        &self,
+        py: Python<'py>,
+        q: PyReadonlyArray2<'py, f64>,
+        v: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+        self.convert(py, q, v, true)
+    }
+    /// The states ``(q, v)`` of MuJoCo's ``qpos`` (n, nq) and ``qvel`` (n,
+    /// nv): the inverse of ``to_mujoco``.
+    fn from_mujoco<'py>(
+        &self,
+        py: Python<'py>,
+        qpos: PyReadonlyArray2<'py, f64>,
+        qvel: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+        self.convert(py, qpos, qvel, false)
     }
     fn __repr__(&self) -> String {
         format!(
@@ -182,10 +254,46 @@ fn array2(py: Python<'_>, flat: Vec<f64>, rows: usize, cols: usize) -> Bound<'_,
         .expect("the length is rows × cols")
 }
 
+/// A row-major `n × rows × cols` buffer as a numpy array.
+fn array3(
+    py: Python<'_>,
+    flat: Vec<f64>,
+    n: usize,
+    rows: usize,
+    cols: usize,
+) -> Bound<'_, PyArray3<f64>> {
+    debug_assert_eq!(flat.len(), n * rows * cols);
+    PyArray1::from_vec(py, flat)
+        .reshape([n, rows, cols])
+        .expect("the length is n × rows × cols")
+}
+
 /// A matrix as a (rows, cols) numpy array.
 fn matrix<'py>(py: Python<'py>, m: &nalgebra::DMatrix<f64>) -> Bound<'py, PyArray2<f64>> {
     let rows: Vec<f64> = m.transpose().as_slice().to_vec();
     array2(py, rows, m.nrows(), m.ncols())
+}
+
+/// A (n, width) C-contiguous array, finite, as a flat slice.
+fn rows(what: &str, a: &PyReadonlyArray2<'_, f64>, n: usize, width: usize) -> PyResult<Vec<f64>> {
+    let shape = a.shape();
+    if shape != [n, width] {
+        return Err(value_error(format!(
+            "{what} has shape {shape:?}, expected ({n}, {width})"
+        )));
+    }
+    let s = a
+        .as_slice()
+        .map_err(|_| value_error(format!("{what}: the array must be C-contiguous")))?;
+    if let Some(k) = s.iter().position(|v| !v.is_finite()) {
+        return Err(value_error(format!(
+            "{what}[{}, {}] is not finite ({})",
+            k / width,
+            k % width,
+            s[k]
+        )));
+    }
+    Ok(s.to_vec())
 }
 
 /// A vector argument of length `n`, finite.
@@ -403,25 +511,7 @@ impl BatchSim {
         a: &PyReadonlyArray2<'_, f64>,
         width: usize,
     ) -> PyResult<Vec<f64>> {
-        let n = self.batch.nworlds();
-        let shape = a.shape();
-        if shape != [n, width] {
-            return Err(value_error(format!(
-                "{what} has shape {shape:?}, expected ({n}, {width})"
-            )));
-        }
-        let s = a
-            .as_slice()
-            .map_err(|_| value_error(format!("{what}: the array must be C-contiguous")))?;
-        if let Some(k) = s.iter().position(|v| !v.is_finite()) {
-            return Err(value_error(format!(
-                "{what}[{}, {}] is not finite ({})",
-                k / width,
-                k % width,
-                s[k]
-            )));
-        }
-        Ok(s.to_vec())
+        rows(what, a, self.batch.nworlds(), width)
     }
 
     /// World positions (nworlds, 3) of the point `body_from_point` of
@@ -443,6 +533,64 @@ impl BatchSim {
             flat.extend_from_slice(p.as_slice());
         }
         Ok(array2(py, flat, n, 3))
+    }
+
+    /// `each(world, model, data, subtree coms, out)` of every world, its
+    /// `out`s concatenated, after the kinematics (and the velocities when
+    /// `velocities`) at each world's state or at the given `q`, `v`.
+    fn per_world<'py>(
+        &mut self,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+        velocities: bool,
+        each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
+    ) -> PyResult<Vec<f64>> {
+        let q = match &q {
+            Some(q) => Some(self.actions("q", q, self.nq)?),
+            None => None,
+        };
+        let v = match &v {
+            Some(v) => Some(self.actions("v", v, self.nv)?),
+            None => None,
+        };
+        let model = self.batch.model().clone();
+        let (nq, nv) = (self.nq, self.nv);
+        let mut flat = Vec::new();
+        let (mut coms, mut out) = (Vec::new(), Vec::new());
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q
+                .as_ref()
+                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            forward_kinematics(&model, &mut self.data, qw);
+            if velocities {
+                let vw = v
+                    .as_ref()
+                    .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+                forward_velocity(&model, &mut self.data, vw);
+            }
+            subtree_coms(&model, &self.data, &mut coms);
+            each(w, &model, &self.data, &coms, &mut out)?;
+            flat.extend_from_slice(&out);
+        }
+        Ok(flat)
+    }
+
+    /// [`Self::per_world`] as a (nworlds, body frames, width) array.
+    fn per_body_frame<'py>(
+        &mut self,
+        py: Python<'py>,
+        width: usize,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+        velocities: bool,
+        each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let (n, k) = (
+            self.batch.nworlds(),
+            self.batch.model().body_frames().count(),
+        );
+        let flat = self.per_world(q, v, velocities, each)?;
+        Ok(array3(py, flat, n, k, width))
     }
 
     fn stacked<'py>(&self, py: Python<'py>, width: usize, q: bool) -> Bound<'py, PyArray2<f64>> {
@@ -608,6 +756,129 @@ impl BatchSim {
             }
         }
         Ok(array2(py, flat, n, self.nv))
+    }
+
+    /// The centre of mass of each world's bodies (nworlds, 3), at each
+    /// world's configuration or at ``q`` (nworlds, nq).
+    #[pyo3(signature = (q=None))]
+    fn centers_of_mass<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let n = self.batch.nworlds();
+        let flat = self.per_world(q, None, false, |_, m, d, _, out| {
+            out.clear();
+            out.extend_from_slice(center_of_mass(m, d).as_slice());
+            Ok(())
+        })?;
+        Ok(array2(py, flat, n, 3))
+    }
+
+    /// Each body frame's inertia about the centre of mass of its top-level
+    /// body's subtree, in world orientation (MuJoCo's ``cinert``:
+    /// ``[Ixx, Iyy, Izz, Ixy, Ixz, Iyz, m·dx, m·dy, m·dz, m]``, ``d`` the
+    /// body's centre of mass from that point), (nworlds, body frames, 10),
+    /// at each world's configuration or at ``q`` (nworlds, nq). Rows:
+    /// ``Model.body_frame_names``.
+    #[pyo3(signature = (q=None))]
+    fn com_inertias<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        self.per_body_frame(py, COM_INERTIA, q, None, false, |_, m, d, c, out| {
+            com_inertias(m, d, c, out);
+            Ok(())
+        })
+    }
+
+    /// Each body frame's velocity ``[ω; v]`` in world orientation, ``v``
+    /// that of the body's point at the centre of mass of its top-level
+    /// body's subtree (MuJoCo's ``cvel``), (nworlds, body frames, 6), at
+    /// each world's state or at ``q`` (nworlds, nq) and ``v`` (nworlds, nv).
+    #[pyo3(signature = (q=None, v=None))]
+    fn com_velocities<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        self.per_body_frame(py, 6, q, v, true, |_, m, d, c, out| {
+            com_velocities(m, d, c, out);
+            Ok(())
+        })
+    }
+
+    /// The contact wrenches ``[torque; force]`` on each body frame in each
+    /// world's last step (impulse over ``dt``), about the centre of mass of
+    /// its top-level body's subtree at each world's configuration or at
+    /// ``q`` (nworlds, nq), in world orientation (MuJoCo's ``cfrc_ext``),
+    /// (nworlds, body frames, 6).
+    #[pyo3(signature = (q=None))]
+    fn com_external_forces<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let sims: Vec<&CoreSim> = (0..self.batch.nworlds())
+            .map(|w| self.batch.simulator(w).map_err(value_error))
+            .collect::<PyResult<_>>()?;
+        // (Borrowed apart from the kinematics workspace.)
+        let forces: Vec<Vec<(usize, Vec3, Vec3)>> = sims
+            .iter()
+            .map(|sim| {
+                let model = sim.model();
+                sim.contact_forces()
+                    .filter_map(|(g, p, f)| model.geometries[g].frame.map(|fr| (fr, p, f)))
+                    .collect()
+            })
+            .collect();
+        self.per_body_frame(py, 6, q, None, false, |w, m, _, c, out| {
+            com_wrenches(m, c, forces[w].iter().copied(), out);
+            Ok(())
+        })
+    }
+
+    /// The generalized forces of the actuators (nworlds, nv) under controls
+    /// ``ctrl`` (nworlds, nu), at each world's state or at ``q``, ``v``
+    /// (MuJoCo's ``qfrc_actuator``: clamped to the control and force ranges).
+    #[pyo3(signature = (ctrl, q=None, v=None))]
+    fn actuator_forces<'py>(
+        &self,
+        py: Python<'py>,
+        ctrl: PyReadonlyArray2<'py, f64>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let ctrl = self.actions("ctrl", &ctrl, self.nu)?;
+        let q = match &q {
+            Some(q) => Some(self.actions("q", q, self.nq)?),
+            None => None,
+        };
+        let v = match &v {
+            Some(v) => Some(self.actions("v", v, self.nv)?),
+            None => None,
+        };
+        let model = self.batch.model();
+        let (n, nq, nv, nu) = (self.batch.nworlds(), self.nq, self.nv, self.nu);
+        let mut flat = vec![0.0; n * nv];
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q
+                .as_ref()
+                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            let vw = v
+                .as_ref()
+                .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+            actuator_forces(
+                model,
+                qw,
+                vw,
+                &ctrl[w * nu..(w + 1) * nu],
+                &mut flat[w * nv..(w + 1) * nv],
+            );
+        }
+        Ok(array2(py, flat, n, nv))
     }
 
     /// Sets world `world`'s state.

@@ -6,6 +6,7 @@
 //! `q ⊕ v`. None of these allocates once `Data` (and `Derivatives`) exists.
 
 mod aba;
+mod com;
 mod crba;
 mod data;
 mod derivatives;
@@ -17,6 +18,7 @@ mod ltdl;
 mod rnea;
 
 pub use aba::{aba, aba_from_kinematics};
+pub use com::{COM_INERTIA, com_inertias, com_velocities, com_wrenches, subtree_coms};
 pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
 pub use derivatives::{

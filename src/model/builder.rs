@@ -413,6 +413,7 @@ impl ModelBuilder {
             body_from_geom,
             shape,
             material,
+            frame: None,
             collider,
             body_from_collider: body_from_geom.mul(&geom_from_collider),
         });
@@ -566,8 +567,55 @@ impl ModelBuilder {
             name: name.into(),
             body,
             body_from_frame,
+            inertia: None,
         });
         Ok(self.frames.len() - 1)
+    }
+
+    /// Adds the frame of a file's body carried by model body `body` (see
+    /// [`Frame::inertia`]): `inertia` is that file body's own, in the frame.
+    pub fn add_body_frame(
+        &mut self,
+        name: &str,
+        body: usize,
+        body_from_frame: SE3,
+        inertia: Inertia,
+    ) -> Result<usize, ModelError> {
+        let finite = inertia.mass.is_finite()
+            && inertia
+                .com
+                .iter()
+                .chain(inertia.rotational.iter())
+                .all(|x| x.is_finite());
+        if !finite {
+            return Err(ModelError::NonFinite {
+                what: format!("inertia of frame {name}"),
+            });
+        }
+        let f = self.add_frame(name, body, body_from_frame)?;
+        self.frames[f].inertia = Some(inertia);
+        Ok(f)
+    }
+
+    /// Records that geometry `geom` was declared in the file's body whose
+    /// frame is `frame` (see [`Geometry::frame`]).
+    pub fn set_geometry_frame(&mut self, geom: usize, frame: usize) -> Result<(), ModelError> {
+        let nframes = self.frames.len();
+        let ngeoms = self.geometries.len();
+        let Some(g) = self.geometries.get_mut(geom) else {
+            return Err(ModelError::InvalidGeometry {
+                geom: format!("#{geom}"),
+                reason: format!("no such geometry (there are {ngeoms})"),
+            });
+        };
+        if frame >= nframes || self.frames[frame].body != g.body {
+            return Err(ModelError::InvalidGeometry {
+                geom: g.name.clone(),
+                reason: format!("frame {frame} is not a frame of its body {}", g.body),
+            });
+        }
+        g.frame = Some(frame);
+        Ok(())
     }
 
     /// Geometries of bodies `a` and `b` never collide with each other.
@@ -694,6 +742,7 @@ impl Model {
             body_from_geom,
             shape,
             material,
+            frame: None,
             collider,
             body_from_collider: body_from_geom.mul(&geom_from_collider),
         });

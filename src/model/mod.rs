@@ -253,6 +253,10 @@ pub struct Geometry {
     pub body_from_geom: SE3,
     pub shape: Shape,
     pub material: Material,
+    /// The frame (index into [`Model::frames`]) of the file's body the
+    /// geometry was declared in, when the file's bodies are frames (MJCF):
+    /// which of the bodies merged into `body` it belongs to.
+    pub frame: Option<usize>,
     /// The parry shape, and the transform from parry's shape frame to the
     /// geometry frame (parry's cylinders are along y, ours along z).
     pub(crate) collider: SharedShape,
@@ -267,6 +271,7 @@ impl fmt::Debug for Geometry {
             .field("body_from_geom", &self.body_from_geom)
             .field("shape", &self.shape)
             .field("material", &self.material)
+            .field("frame", &self.frame)
             .finish()
     }
 }
@@ -338,8 +343,9 @@ pub struct Model {
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
-    /// Named frames fixed on bodies: a file's bodies (those welded into
-    /// their parents included: MJCF bodies without joints), then its sites.
+    /// Named frames fixed on bodies: a file's bodies (MJCF: every body but
+    /// the world, in file order, those welded into their parents included),
+    /// then its sites.
     pub frames: Vec<Frame>,
 }
 
@@ -349,6 +355,11 @@ pub struct Frame {
     pub name: String,
     pub body: usize,
     pub body_from_frame: SE3,
+    /// `Some` for the frame of a file's body: the mass and inertia the file
+    /// gives that body alone, in this frame (a model body can carry several
+    /// file bodies welded together, and a file body with several joints is
+    /// a chain of model bodies whose last one carries it); `None` for a site.
+    pub inertia: Option<crate::math::Inertia>,
 }
 
 impl Model {
@@ -364,6 +375,72 @@ impl Model {
     pub fn limited_joints(&self) -> impl Iterator<Item = (usize, &str, (f64, f64))> + '_ {
         (1..self.nbodies)
             .filter_map(|i| self.joint_range[i].map(|r| (i, self.joint_name[i].as_str(), r)))
+    }
+    /// Configuration `q` in MuJoCo's `qpos` convention (the same order and
+    /// meaning, quaternions `(w, x, y, z)` where `q` has `(x, y, z, w)`),
+    /// written to `qpos` (nq).
+    pub fn mujoco_qpos(&self, q: &[f64], qpos: &mut [f64]) {
+        qpos.copy_from_slice(q);
+        for i in 1..self.nbodies {
+            if let Some(o) = self.joint_type[i].quaternion_offset() {
+                let k = self.joint_idx_q[i] + o;
+                qpos[k] = q[k + 3];
+                qpos[k + 1..k + 4].copy_from_slice(&q[k..k + 3]);
+            }
+        }
+    }
+    /// The configuration of MuJoCo's `qpos` (the inverse of [`Self::mujoco_qpos`]).
+    pub fn q_from_mujoco(&self, qpos: &[f64], q: &mut [f64]) {
+        q.copy_from_slice(qpos);
+        for i in 1..self.nbodies {
+            if let Some(o) = self.joint_type[i].quaternion_offset() {
+                let k = self.joint_idx_q[i] + o;
+                q[k..k + 3].copy_from_slice(&qpos[k + 1..k + 4]);
+                q[k + 3] = qpos[k];
+            }
+        }
+    }
+    /// Velocity `v` at configuration `q` in MuJoCo's `qvel` convention,
+    /// written to `qvel` (nv): the same except a free joint's linear
+    /// velocity, in the world frame there and in the body frame here (both
+    /// have the angular velocity in the body frame).
+    pub fn mujoco_qvel(&self, q: &[f64], v: &[f64], qvel: &mut [f64]) {
+        self.rotate_free_linear_velocities(q, v, qvel, false);
+    }
+    /// The velocity of MuJoCo's `qvel` at configuration `q` (the inverse of
+    /// [`Self::mujoco_qvel`]).
+    pub fn v_from_mujoco(&self, q: &[f64], qvel: &[f64], v: &mut [f64]) {
+        self.rotate_free_linear_velocities(q, qvel, v, true);
+    }
+    fn rotate_free_linear_velocities(
+        &self,
+        q: &[f64],
+        from: &[f64],
+        to: &mut [f64],
+        inverse: bool,
+    ) {
+        to.copy_from_slice(from);
+        for i in 1..self.nbodies {
+            if self.joint_type[i] != JointType::Free {
+                continue;
+            }
+            let (iq, iv) = (self.joint_idx_q[i], self.joint_idx_v[i]);
+            let r = quat_from_slice(&q[iq + 3..iq + 7]).to_rotation_matrix();
+            let lin = Vec3::new(from[iv], from[iv + 1], from[iv + 2]);
+            let out = if inverse {
+                r.transpose() * lin
+            } else {
+                r * lin
+            };
+            to[iv..iv + 3].copy_from_slice(out.as_slice());
+        }
+    }
+    /// The frames of the file's bodies (`(frame index, frame)`), in file order.
+    pub fn body_frames(&self) -> impl Iterator<Item = (usize, &Frame)> + '_ {
+        self.frames
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.inertia.is_some())
     }
     /// Body index from its name.
     pub fn body_id(&self, name: &str) -> Option<usize> {

@@ -381,6 +381,22 @@ impl Simulator {
     pub fn contacts(&self) -> &[Contact] {
         &self.contacts
     }
+    /// The last step's contact forces on the geometries they touch,
+    /// `(geometry, world point, world force)`: two per contact, equal and
+    /// opposite (the impulse over `dt`; on `geom_a` along the normal).
+    pub fn contact_forces(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
+        let (dt, l) = (self.params.dt, &self.solution.lambda);
+        // (None before a step has solved its contacts.)
+        let solved = if l.len() >= 3 * self.contacts.len() {
+            &self.contacts[..]
+        } else {
+            &[]
+        };
+        solved.iter().enumerate().flat_map(move |(k, c)| {
+            let f = c.frame * Vec3::new(l[3 * k], l[3 * k + 1], l[3 * k + 2]) / dt;
+            [(c.geom_a, c.point, f), (c.geom_b, c.point, -f)]
+        })
+    }
     /// Active joint limits of the last step: the problem's rows after the
     /// contacts', in this order.
     pub fn limits(&self) -> &[JointLimitRow] {

@@ -236,15 +236,20 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 .set_joint_spec(body, plan.spec.clone())
                 .map_err(|e| self.error(&plan.element, e.to_string()))?;
         }
-        // Every named MJCF body as a frame on the body that carries it
-        // (itself, or the one it is welded into); then the named sites.
+        // Every MJCF body as a frame on the body that carries it (itself, or
+        // the one it is welded into), with its own inertia: frame `b - 1`
+        // is MJCF body `b` (MuJoCo's body id; unnamed ones are `body{b}`).
+        // Then the named sites.
         for b in 1..n {
             let body = &self.bodies[b];
-            if !body.name.is_empty() {
-                builder
-                    .add_frame(&body.name, carrier[b], from[b])
-                    .map_err(|e| self.error(&body.element, e.to_string()))?;
-            }
+            let name = if body.name.is_empty() {
+                format!("body{b}")
+            } else {
+                body.name.clone()
+            };
+            builder
+                .add_body_frame(&name, carrier[b], from[b], body.inertia)
+                .map_err(|e| self.error(&body.element, e.to_string()))?;
         }
         for b in 0..n {
             let body = &self.bodies[b];
@@ -279,7 +284,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     g.name.clone()
                 };
                 let gname = unique(gname, &mut used);
-                builder
+                let geom = builder
                     .add_geometry(
                         &gname,
                         carrier[b],
@@ -288,6 +293,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         g.material,
                     )
                     .map_err(|e| self.error(&g.element, e.to_string()))?;
+                if b > 0 {
+                    builder
+                        .set_geometry_frame(geom, b - 1)
+                        .map_err(|e| self.error(&g.element, e.to_string()))?;
+                }
                 if !frictions.contains(&g.material.friction) {
                     frictions.push(g.material.friction);
                 }

@@ -86,7 +86,10 @@
 //!   control range; torque on dof `dof` is `gear · ctrl`. Other actuator
 //!   types, tendon/site/body transmissions and motors on ball or free joints
 //!   are warned about.
-//! - Named `site`s become frames of their body (`Model::frames`).
+//! - Every `<body>` is a frame of the model body that carries it, with its
+//!   own inertia, and its geoms know it ([`crate::model::Frame`],
+//!   [`crate::model::Geometry::frame`]): frame `b - 1` is MuJoCo's body
+//!   `b`. Named `site`s become frames of their body (`Model::frames`).
 //! - Skipped without a warning (no effect on the dynamics):
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
 //!   `sensor`, textures and materials. Warned about: `tendon`, `equality`,
@@ -167,17 +170,8 @@ impl MjcfModel {
         if qpos.len() != m.nq {
             return Err(format!("qpos has length {}, expected {}", qpos.len(), m.nq));
         }
-        let mut q = DVector::from_column_slice(qpos);
-        for i in 1..m.nbodies {
-            if let Some(o) = m.joint_type[i].quaternion_offset() {
-                let k = m.joint_idx_q[i] + o;
-                let w = qpos[k];
-                q[k] = qpos[k + 1];
-                q[k + 1] = qpos[k + 2];
-                q[k + 2] = qpos[k + 3];
-                q[k + 3] = w;
-            }
-        }
+        let mut q = DVector::zeros(m.nq);
+        m.q_from_mujoco(qpos, q.as_mut_slice());
         Ok(q)
     }
 }
