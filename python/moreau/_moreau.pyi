@@ -32,6 +32,14 @@ class Model:
     def q0(self) -> FloatArray: ...
     @property
     def v0(self) -> FloatArray: ...
+    @property
+    def body_frame_names(self) -> list[str]:
+        """The file's bodies (MuJoCo's, world excluded): the rows of the com-based quantities."""
+    def to_mujoco(self, q: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """MuJoCo's (qpos, qvel), each (n, ·), of states (q, v): quaternions (w, x, y, z),
+        a free joint's linear velocity in the world frame."""
+    def from_mujoco(self, qpos: FloatArray, qvel: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The states (q, v) of MuJoCo's (qpos, qvel): the inverse of to_mujoco."""
 
 def load(
     path: str, floating_base: Optional[bool] = None, package_dirs: Sequence[str] = ()
@@ -118,4 +126,16 @@ class BatchSim:
         """World positions (nworlds, 3) of a named frame (a file's body)."""
     def constraint_forces(self) -> FloatArray:
         """Each world's generalized constraint forces (nworlds, nv) in its last step."""
+    def centers_of_mass(self, q: Optional[FloatArray] = None) -> FloatArray:
+        """Each world's centre of mass (nworlds, 3)."""
+    def com_inertias(self, q: Optional[FloatArray] = None) -> FloatArray:
+        """MuJoCo's cinert of the file's bodies (nworlds, bodies, 10)."""
+    def com_velocities(self, q: Optional[FloatArray] = None, v: Optional[FloatArray] = None) -> FloatArray:
+        """MuJoCo's cvel of the file's bodies (nworlds, bodies, 6)."""
+    def com_external_forces(self, q: Optional[FloatArray] = None) -> FloatArray:
+        """MuJoCo's cfrc_ext of the file's bodies from the last step's contacts (nworlds, bodies, 6)."""
+    def actuator_forces(
+        self, ctrl: FloatArray, q: Optional[FloatArray] = None, v: Optional[FloatArray] = None
+    ) -> FloatArray:
+        """MuJoCo's qfrc_actuator (nworlds, nv) under controls ctrl (nworlds, nu)."""
     def set_state(self, world: int, q: FloatArray, v: FloatArray) -> None: ...

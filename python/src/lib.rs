@@ -279,7 +279,12 @@ fn rows(what: &str, a: &PyReadonlyArray2<'_, f64>, n: usize, width: usize) -> Py
     let shape = a.shape();
     if shape != [n, width] {
         return Err(value_error(format!(
-            "{what} has shape {shape:?}, expected ({n}, {width})"
+            "{what} has shape ({}), expected ({n}, {width})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     let s = a

@@ -208,3 +208,20 @@ def test_a_failing_world_is_reported_and_keeps_its_state():
     np.testing.assert_array_equal(batch.q[1], q_before[1])
     batch.step(np.zeros((2, m.nv)))
     assert batch.failures[0][0] == 1
+
+
+def test_body_quantities_refuse_bad_states():
+    model = moreau.scene("quadruped")
+    batch = moreau.BatchSim(model, 2)
+    with pytest.raises(ValueError, match=r"q has shape \(1, "):
+        batch.com_inertias(np.zeros((1, model.nq)))
+    v = np.zeros((2, model.nv))
+    v[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"v\[1, 0\] is not finite"):
+        batch.com_velocities(None, v)
+    with pytest.raises(ValueError, match="ctrl has shape"):
+        batch.actuator_forces(np.zeros((2, model.nu + 1)))
+    with pytest.raises(ValueError, match="qvel has shape"):
+        model.from_mujoco(np.zeros((2, model.nq)), np.zeros((2, model.nv + 1)))
+    # A scene's model has no file bodies: empty per-body arrays.
+    assert batch.com_inertias().shape == (2, 0, 10)

@@ -11,9 +11,13 @@ the reset observation with reward 0. Seeds: ``reset(seed=s)`` seeds
 environment ``i`` with ``s + i`` (as Gymnasium's ``SyncVectorEnv``), so
 episodes repeat on the CPU backends.
 
-Tasks so far: ``InvertedPendulum-v5``, ``InvertedDoublePendulum-v5``,
-``Reacher-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``,
-``Hopper-v5``, ``Walker2d-v5`` (their default keyword arguments).
+Tasks: ``InvertedPendulum-v5``, ``InvertedDoublePendulum-v5``,
+``Reacher-v5``, ``Swimmer-v5``, ``HalfCheetah-v5``, ``Hopper-v5``,
+``Walker2d-v5``, ``Ant-v5``, ``Humanoid-v5`` (their default keyword
+arguments). The tasks read states in MuJoCo's conventions (``qpos`` with
+quaternions ``(w, x, y, z)``, a free joint's linear velocity in the world
+frame: :meth:`moreau.Model.to_mujoco`) and MuJoCo's body quantities
+(``cinert``, ``cvel``, ``cfrc_ext``, ``qfrc_actuator``) from moreau's own.
 """
 
 from __future__ import annotations
@@ -43,14 +47,18 @@ class Task:
     xml: str
     frame_skip: int
     reset_noise_scale: float
-    # (env, q, v) batched -> observations
+    # (env, qpos, qvel) batched, MuJoCo's conventions -> observations
     observation: Callable[..., np.ndarray]
-    # (env, x before the step, q, v, actions, dt) -> (rewards, terminated, infos)
+    # (env, position before the step, qpos, qvel, actions, dt) -> (rewards, terminated, infos)
     outcome: Callable[..., tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]
     # The velocity's reset noise: "uniform" in [-scale, scale], or "normal" (scale · N(0, 1)).
     velocity_noise: str = "uniform"
-    # (rng, q0, v0) -> (q, v): a task's own reset (drawing as its source does).
+    # (rng, qpos0, qvel0) -> (qpos, qvel): a task's own reset (drawing as its source does).
     reset: Optional[Callable[..., tuple[np.ndarray, np.ndarray]]] = None
+    # (env) -> what the task's velocity reward differentiates: by default
+    # qpos[0] (the 2-D tasks); Ant: its torso's (x, y); Humanoid: the
+    # centre of mass's (x, y).
+    position: Optional[Callable[..., np.ndarray]] = None
 
 
 def _inverted_pendulum(env, x_before, q, v, action, dt):
@@ -142,7 +150,102 @@ def _double_pendulum_outcome(env, x_before, q, v, action, dt):
     return alive - distance - velocity, terminated, info
 
 
+def _state_finite(qpos, qvel):
+    return np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1)
+
+
+def _planar_outcome(forward_weight, ctrl_weight, contact_cost, healthy, healthy_reward, ctrl_in_float64):
+    """Ant and Humanoid: the (x, y) velocity of the task's ``position``,
+    ``forward_weight`` times its x, plus ``healthy_reward`` while
+    ``healthy(qpos, qvel)`` (terminated when not), minus the control cost
+    and ``contact_cost(cfrc_ext)``."""
+
+    def outcome(env, xy_before, qpos, qvel, action, dt):
+        xy_velocity = (env.task.position(env) - xy_before) / dt
+        forward = forward_weight * xy_velocity[:, 0]
+        ok = healthy(qpos, qvel)
+        survive = ok * healthy_reward
+        a = action.astype(np.float64) if ctrl_in_float64 else action
+        ctrl = (ctrl_weight * np.sum(np.square(a), axis=1)).astype(np.float64)
+        contact = contact_cost(env.com_external_forces())
+        info = {
+            "x_position": qpos[:, 0].copy(),
+            "y_position": qpos[:, 1].copy(),
+            "distance_from_origin": np.linalg.norm(qpos[:, 0:2], axis=1),
+            "x_velocity": xy_velocity[:, 0],
+            "y_velocity": xy_velocity[:, 1],
+            "reward_forward": forward,
+            "reward_ctrl": -ctrl,
+            "reward_contact": -contact,
+            "reward_survive": survive,
+        }
+        return forward + survive - ctrl - contact, ~ok, info
+
+    return outcome
+
+
+def _ant_observation(env, qpos, qvel):
+    # ant_v5.py: qpos without x, y; qvel; cfrc_ext of the bodies but the
+    # world, clipped to (-1, 1).
+    forces = np.clip(env.com_external_forces(), -1.0, 1.0).reshape(len(qpos), -1)
+    return np.concatenate([qpos[:, 2:], qvel, forces], axis=1)
+
+
+def _ant_healthy(qpos, qvel):
+    # ant_v5.py: the state finite and 0.2 <= z <= 1.
+    return _state_finite(qpos, qvel) & (0.2 <= qpos[:, 2]) & (qpos[:, 2] <= 1.0)
+
+
+def _humanoid_observation(env, qpos, qvel):
+    # humanoid_v5.py: qpos without x, y; qvel; cinert, cvel of the bodies
+    # but the world; qfrc_actuator but the free joint's; cfrc_ext.
+    n = len(qpos)
+    return np.concatenate(
+        [
+            qpos[:, 2:],
+            qvel,
+            env.com_inertias().reshape(n, -1),
+            env.com_velocities().reshape(n, -1),
+            env.actuator_forces()[:, 6:],
+            env.com_external_forces().reshape(n, -1),
+        ],
+        axis=1,
+    )
+
+
 TASKS: dict[str, Task] = {
+    "Ant-v5": Task(
+        xml="ant.xml",
+        frame_skip=5,
+        reset_noise_scale=0.1,
+        observation=_ant_observation,
+        outcome=_planar_outcome(
+            1.0,
+            0.5,
+            lambda f: 5e-4 * np.sum(np.square(np.clip(f, -1.0, 1.0)), axis=(1, 2)),
+            _ant_healthy,
+            1.0,
+            ctrl_in_float64=False,
+        ),
+        velocity_noise="normal",
+        position=lambda env: env.body_positions("torso")[:, :2],
+    ),
+    "Humanoid-v5": Task(
+        xml="humanoid.xml",
+        frame_skip=5,
+        reset_noise_scale=1e-2,
+        observation=_humanoid_observation,
+        outcome=_planar_outcome(
+            1.25,
+            0.1,
+            lambda f: np.minimum(5e-7 * np.sum(np.square(f), axis=(1, 2)), 10.0),
+            lambda qpos, qvel: (1.0 < qpos[:, 2]) & (qpos[:, 2] < 2.0),
+            5.0,
+            # (humanoid_v5.py's control cost reads data.ctrl, float64)
+            ctrl_in_float64=True,
+        ),
+        position=lambda env: env.centers_of_mass()[:, :2],
+    ),
     "InvertedDoublePendulum-v5": Task(
         xml="inverted_double_pendulum.xml",
         frame_skip=5,
@@ -221,8 +324,18 @@ class MoreauVectorEnv(VectorEnv):
         self.num_envs = num_envs
         self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
         self.dt = self.model.dt * self.task.frame_skip
-        # The configurations body positions are read at (None: the current).
+        # The file's initial state in MuJoCo's conventions (the tasks' qpos
+        # and qvel: quaternions (w, x, y, z), a free joint's linear velocity
+        # in the world frame), which the reset noise is added to.
+        qpos0, qvel0 = self.model.to_mujoco(self.model.q0[None, :], self.model.v0[None, :])
+        self._qpos0, self._qvel0 = qpos0[0], qvel0[0]
+        # The state the bodies' positions, inertias and velocities are read
+        # at (None: the current one), see body_positions.
         self._kinematics_q = None
+        self._kinematics_v = None
+        # Each environment's controls in its last step (0 after a reset, as
+        # MuJoCo's data.ctrl).
+        self._ctrl = np.zeros((num_envs, self.model.nu))
         # Environments reset since their last step.
         self._fresh = np.ones(num_envs, dtype=bool)
         obs = self._observe()
@@ -243,14 +356,18 @@ class MoreauVectorEnv(VectorEnv):
         scale = self.task.reset_noise_scale
         rng = self._rngs[i]
         if self.task.reset is not None:
-            q, v = self.task.reset(rng, self.model.q0, self.model.v0)
+            qpos, qvel = self.task.reset(rng, self._qpos0, self._qvel0)
         else:
-            q = self.model.q0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
+            qpos = self._qpos0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
             if self.task.velocity_noise == "normal":
-                v = self.model.v0 + scale * rng.standard_normal(self.model.nv)
+                qvel = self._qvel0 + scale * rng.standard_normal(self.model.nv)
             else:
-                v = self.model.v0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
-        self.batch.set_state(i, q, v)
+                qvel = self._qvel0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
+        # (A quaternion with noise stays unnormalized in the state until the
+        # first step, as in MuJoCo's qpos.)
+        q, v = self.model.from_mujoco(qpos[None, :], qvel[None, :])
+        self.batch.set_state(i, q[0], v[0])
+        self._ctrl[i] = 0.0
         self._elapsed[i] = 0
 
     def body_positions(self, name: str) -> np.ndarray:
@@ -261,6 +378,37 @@ class MoreauVectorEnv(VectorEnv):
         kinematics before it integrates); after a reset, the current ones."""
         return self.batch.frame_positions(name, self._kinematics_q)
 
+    def centers_of_mass(self) -> np.ndarray:
+        """The centre of mass (num_envs, 3) of each environment's bodies,
+        at the configuration ``body_positions`` reads."""
+        return self.batch.centers_of_mass(self._kinematics_q)
+
+    def com_inertias(self) -> np.ndarray:
+        """MuJoCo's ``cinert`` of the file's bodies but the world
+        (num_envs, bodies, 10), at the configuration ``body_positions``
+        reads."""
+        return self.batch.com_inertias(self._kinematics_q)
+
+    def com_velocities(self) -> np.ndarray:
+        """MuJoCo's ``cvel`` of the file's bodies but the world (num_envs,
+        bodies, 6), at the state the last physics step started from (the
+        current one after a reset)."""
+        return self.batch.com_velocities(self._kinematics_q, self._kinematics_v)
+
+    def com_external_forces(self) -> np.ndarray:
+        """MuJoCo's ``cfrc_ext`` of the file's bodies but the world
+        (num_envs, bodies, 6): the last physics step's contact wrenches
+        about the c-frames of the configuration it started from; zero for
+        an environment just reset."""
+        f = self.batch.com_external_forces(self._kinematics_q)
+        f[self._fresh] = 0.0
+        return f
+
+    def actuator_forces(self) -> np.ndarray:
+        """MuJoCo's ``qfrc_actuator`` (num_envs, nv) of the last step's
+        controls (zero after a reset)."""
+        return self.batch.actuator_forces(self._ctrl, self._kinematics_q, self._kinematics_v)
+
     def constraint_forces(self) -> np.ndarray:
         """Generalized constraint forces (num_envs, nv) of each environment's
         last physics step (MuJoCo's ``qfrc_constraint``); zero for an
@@ -269,8 +417,17 @@ class MoreauVectorEnv(VectorEnv):
         f[self._fresh] = 0.0
         return f
 
+    def _state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The environments' (qpos, qvel) in MuJoCo's conventions."""
+        return self.model.to_mujoco(self.batch.q, self.batch.v)
+
+    def _position(self) -> np.ndarray:
+        if self.task.position is not None:
+            return self.task.position(self)
+        return self.batch.q[:, 0]
+
     def _observe(self) -> np.ndarray:
-        return self.task.observation(self, self.batch.q, self.batch.v)
+        return self.task.observation(self, *self._state())
 
     def reset(self, *, seed=None, options=None):
         if seed is not None:
@@ -281,7 +438,7 @@ class MoreauVectorEnv(VectorEnv):
         for i in range(self.num_envs):
             self._reset_env(i)
         self._needs_reset[:] = False
-        self._kinematics_q = None
+        self._kinematics_q = self._kinematics_v = None
         self._fresh[:] = True
         return self._observe(), {}
 
@@ -295,23 +452,25 @@ class MoreauVectorEnv(VectorEnv):
             raise ValueError("actions must be finite numbers")
         ctrl = np.ascontiguousarray(actions, dtype=np.float64)
         resetting = self._needs_reset.copy()
-        x_before = self.batch.q[:, 0]
+        position_before = self._position()
         failed = np.zeros(self.num_envs, dtype=bool)
         for _ in range(self.task.frame_skip):
-            self._kinematics_q = self.batch.q
+            self._kinematics_q, self._kinematics_v = self.batch.q, self.batch.v
             self.batch.step_controls(ctrl)
             for i, _why in self.batch.failures:
                 failed[i] = True
+        self._ctrl = ctrl.copy()
         self._fresh[:] = resetting
         for i in np.flatnonzero(resetting):
             self._reset_env(i)
             self._kinematics_q[i] = self.batch.q[i]
+            self._kinematics_v[i] = self.batch.v[i]
         self._elapsed += 1
-        q, v = self.batch.q, self.batch.v
-        obs = self.task.observation(self, q, v)
+        qpos, qvel = self._state()
+        obs = self.task.observation(self, qpos, qvel)
         # (The control costs on the actions as given, in their dtype, as
         # Gymnasium computes them.)
-        reward, terminated, info = self.task.outcome(self, x_before, q, v, actions, self.dt)
+        reward, terminated, info = self.task.outcome(self, position_before, qpos, qvel, actions, self.dt)
         truncated = (
             self._elapsed >= self.max_episode_steps
             if self.max_episode_steps is not None
