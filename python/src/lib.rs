@@ -29,6 +29,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Arc;
 
+/// Two arrays: a state `(q, v)` or MuJoCo's `(qpos, qvel)`.
+type Pair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
+
 fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
@@ -51,7 +54,7 @@ impl Model {
         q: PyReadonlyArray2<'py, f64>,
         v: PyReadonlyArray2<'py, f64>,
         to: bool,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    ) -> PyResult<Pair<'py>> {
         let m = &self.model;
         let names = if to { ["q", "v"] } else { ["qpos", "qvel"] };
         let n = q.shape()[0];
@@ -167,7 +170,7 @@ impl Model {
         py: Python<'py>,
         q: PyReadonlyArray2<'py, f64>,
         v: PyReadonlyArray2<'py, f64>,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    ) -> PyResult<Pair<'py>> {
         self.convert(py, q, v, true)
     }
     /// The states ``(q, v)`` of MuJoCo's ``qpos`` (n, nq) and ``qvel`` (n,
@@ -177,7 +180,7 @@ impl Model {
         py: Python<'py>,
         qpos: PyReadonlyArray2<'py, f64>,
         qvel: PyReadonlyArray2<'py, f64>,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>)> {
+    ) -> PyResult<Pair<'py>> {
         self.convert(py, qpos, qvel, false)
     }
     fn __repr__(&self) -> String {
