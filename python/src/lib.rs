@@ -175,7 +175,8 @@ impl Model {
     }
     /// The states ``(q, v)`` of MuJoCo's ``qpos`` (n, nq) and ``qvel`` (n,
     /// nv): the inverse of ``to_mujoco``.
-    fn from_mujoco<'py>(
+    #[pyo3(name = "from_mujoco")]
+    fn state_from_mujoco<'py>(
         &self,
         py: Python<'py>,
         qpos: PyReadonlyArray2<'py, f64>,
