@@ -59,8 +59,11 @@ def solve(
     solver: str = "ncp-admm",
     tolerance: float = 1e-8,
     max_iterations: int = 1000,
+    device: str = "cpu",
 ) -> dict[str, Any]:
-    """Solves one contact problem (G, g, mu) on the CPU: lambda, c, iterations, converged, eps_abs."""
+    """Solves one contact problem (G (m, m), g (m,), mu (nc,)) or a batch of B of one size
+    (G (B, m, m), g (B, m), mu (B, nc)) on the CPU (f64, in parallel) or the GPU (f32, one
+    kernel): lambda, c, iterations, converged, eps_abs (per problem for a batch)."""
 
 class Simulator:
     """One world."""

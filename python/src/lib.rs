@@ -9,11 +9,12 @@
 //! leaves the object as it was; long calls (a batch step) release the GIL.
 
 use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
-use moreau::contact::SolverKind;
+use moreau::contact::{ContactProblem, SolverKind};
 use moreau::dynamics::{
     COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
     forward_kinematics, forward_velocity, subtree_coms,
 };
+use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
 use moreau::math::{SE3, Vec3};
 use moreau::sim::{
     SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp, actuator_forces,
@@ -22,11 +23,12 @@ use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
 use numpy::{
     PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
+    PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Two arrays: a state `(q, v)` or MuJoCo's `(qpos, qvel)`.
@@ -908,60 +910,174 @@ impl BatchSim {
     }
 }
 
-/// Solves the contact problem `K ∋ λ ⟂ Gλ + g + Γ ∈ K*` (`nc` friction
-/// cones with coefficients `mu`, then unilateral rows) with `solver` on the
-/// CPU, in f64: `G` (m, m) symmetric PSD, `g` (m,), `mu` (nc,),
-/// `m = 3 nc + nl`. Returns a dict: `lambda`, `c = Gλ + g` (m,), and the
-/// solver's `iterations`, `converged`, `eps_abs`. A bad problem (shapes, a
-/// negative μ, a non-finite entry, `G` not symmetric) raises `ValueError`.
-/// The GIL is released while it solves.
+/// One problem of `solve`'s arguments (problem `k` of a batch, or the only one).
+fn problem_at(
+    k: Option<usize>,
+    g_matrix: &numpy::ndarray::ArrayViewD<'_, f64>,
+    g: &numpy::ndarray::ArrayViewD<'_, f64>,
+    mu: &numpy::ndarray::ArrayViewD<'_, f64>,
+) -> PyResult<ContactProblem> {
+    use numpy::ndarray::{Axis, Ix1, Ix2};
+    let (gm, gv, mv) = match k {
+        Some(k) => (
+            g_matrix.index_axis(Axis(0), k),
+            g.index_axis(Axis(0), k),
+            mu.index_axis(Axis(0), k),
+        ),
+        None => (g_matrix.view(), g.view(), mu.view()),
+    };
+    let culprit = k.map_or(String::new(), |k| format!("problem {k}: "));
+    let gm = gm.into_dimensionality::<Ix2>().map_err(value_error)?;
+    let gv = gv.into_dimensionality::<Ix1>().map_err(value_error)?;
+    let mv = mv.into_dimensionality::<Ix1>().map_err(value_error)?;
+    let m = gv.len();
+    if gm.shape() != [m, m] {
+        return Err(value_error(format!(
+            "{culprit}G has shape ({}, {}), expected ({m}, {m}) (g has length {m})",
+            gm.shape()[0],
+            gm.shape()[1]
+        )));
+    }
+    let delassus = nalgebra::DMatrix::from_fn(m, m, |r, c| gm[[r, c]]);
+    let g = DVector::from_iterator(m, gv.iter().copied());
+    ContactProblem::new(delassus, g, mv.to_vec()).map_err(|e| value_error(format!("{culprit}{e}")))
+}
+
+/// Solves contact problems `K ∋ λ ⟂ Gλ + g + Γ ∈ K*` (`nc` friction cones
+/// with coefficients `mu`, then unilateral rows): one, with `G` (m, m), `g`
+/// (m,), `mu` (nc,), `m = 3 nc + nl`; or a batch of `B` problems of one
+/// size, with `G` (B, m, m), `g` (B, m), `mu` (B, nc). `device="cpu"`:
+/// f64, the problems in parallel; `device="gpu"`: f32, all the problems in
+/// one batched kernel (wgpu; `solver` one with a GPU kernel; each call
+/// compiles it, so give it a batch). Returns a dict: `lambda`, `c = Gλ + g`
+/// ((m,) or (B, m)), and the solver's `iterations`, `converged`, `eps_abs`
+/// (scalars, or (B,) arrays). A bad problem (shapes, a negative μ, a
+/// non-finite entry, `G` not symmetric or, on the GPU, not PSD) raises
+/// `ValueError` naming it; no GPU adapter raises `RuntimeError`. The GIL
+/// is released while it solves.
 #[pyfunction]
-#[pyo3(signature = (g_matrix, g, mu, solver="ncp-admm", tolerance=1e-8, max_iterations=1000))]
+#[pyo3(signature = (g_matrix, g, mu, solver="ncp-admm", tolerance=1e-8, max_iterations=1000, device="cpu"))]
+#[allow(clippy::too_many_arguments)]
 fn solve<'py>(
     py: Python<'py>,
-    g_matrix: PyReadonlyArray2<'py, f64>,
-    g: PyReadonlyArray1<'py, f64>,
-    mu: PyReadonlyArray1<'py, f64>,
+    g_matrix: PyReadonlyArrayDyn<'py, f64>,
+    g: PyReadonlyArrayDyn<'py, f64>,
+    mu: PyReadonlyArrayDyn<'py, f64>,
     solver: &str,
     tolerance: f64,
     max_iterations: usize,
+    device: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let m = g.len();
-    if g_matrix.shape() != [m, m] {
-        return Err(value_error(format!(
-            "G has shape {:?}, expected ({m}, {m}) (g has length {m})",
-            g_matrix.shape()
-        )));
-    }
-    let delassus =
-        nalgebra::DMatrix::from_fn(m, m, |r, c| *g_matrix.get([r, c]).expect("in bounds"));
-    let g = DVector::from_column_slice(
-        g.as_slice()
-            .map_err(|_| value_error("g: the array must be contiguous"))?,
-    );
-    let mu = mu
-        .as_slice()
-        .map_err(|_| value_error("mu: the array must be contiguous"))?
-        .to_vec();
+    let (gm, gv, mv) = (g_matrix.as_array(), g.as_array(), mu.as_array());
+    let batched = match (gm.ndim(), gv.ndim(), mv.ndim()) {
+        (2, 1, 1) => None,
+        (3, 2, 2) if gm.shape()[0] == gv.shape()[0] && gv.shape()[0] == mv.shape()[0] => {
+            Some(gm.shape()[0])
+        }
+        _ => {
+            return Err(value_error(format!(
+                "G, g, mu have shapes {:?}, {:?}, {:?}: expected (m, m), (m,), (nc,) for one problem or (B, m, m), (B, m), (B, nc) for a batch",
+                gm.shape(),
+                gv.shape(),
+                mv.shape()
+            )));
+        }
+    };
+    let problems: Vec<ContactProblem> = match batched {
+        None => vec![problem_at(None, &gm, &gv, &mv)?],
+        Some(b) => (0..b)
+            .map(|k| problem_at(Some(k), &gm, &gv, &mv))
+            .collect::<PyResult<_>>()?,
+    };
     let kind = solver.parse::<SolverKind>().map_err(value_error)?;
-    let problem = moreau::contact::ContactProblem::new(delassus, g, mu).map_err(value_error)?;
     let settings = moreau::contact::SolverSettings {
         tolerance,
         max_iterations,
         ..Default::default()
     };
-    let mut solution = moreau::contact::ContactSolution::default();
-    py.detach(|| kind.build().solve(&problem, &settings, &mut solution))
-        .map_err(value_error)?;
+    // Per problem: λ, c, iterations, converged, eps_abs.
+    type Solved = (Vec<f64>, Vec<f64>, usize, bool, f64);
+    let solved: Vec<Solved> = match device {
+        "cpu" => py
+            .detach(|| {
+                problems
+                    .par_iter()
+                    .enumerate()
+                    .map(|(k, p)| {
+                        let mut s = moreau::contact::ContactSolution::default();
+                        kind.build()
+                            .solve(p, &settings, &mut s)
+                            .map_err(|e| match batched {
+                                Some(_) => format!("problem {k}: {e}"),
+                                None => e.to_string(),
+                            })?;
+                        Ok((
+                            s.lambda.as_slice().to_vec(),
+                            s.c.as_slice().to_vec(),
+                            s.stats.iterations,
+                            s.stats.converged,
+                            s.stats.residuals.eps_abs,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, String>>()
+            })
+            .map_err(value_error)?,
+        "gpu" => {
+            let ctx = GpuContext::new()
+                .map_err(|e| PyRuntimeError::new_err(format!("device=\"gpu\": {e}")))?;
+            let mut gpu = GpuSolver::new(&ctx, kind, BatchCapacity::for_problems(&problems))
+                .map_err(|e| value_error(format!("device=\"gpu\": {e}")))?;
+            let mut out = BatchOutput::default();
+            py.detach(|| gpu.solve(&problems, &settings, &mut out))
+                .map_err(|e| value_error(format!("device=\"gpu\": {e}")))?;
+            (0..problems.len())
+                .map(|k| {
+                    let p = out.problem(k);
+                    if p.flags() != 0 {
+                        let names = flag_names(p.flags());
+                        return Err(value_error(format!(
+                            "{}flagged by the GPU solver: {}",
+                            batched.map_or(String::new(), |_| format!("problem {k}: ")),
+                            names.join(", ")
+                        )));
+                    }
+                    Ok((
+                        p.lambda.iter().map(|&x| f64::from(x)).collect(),
+                        p.c.iter().map(|&x| f64::from(x)).collect(),
+                        p.result.iterations as usize,
+                        p.converged(),
+                        f64::from(p.result.eps_abs),
+                    ))
+                })
+                .collect::<PyResult<_>>()?
+        }
+        other => {
+            return Err(value_error(format!(
+                "unknown device {other:?}: \"cpu\" or \"gpu\""
+            )));
+        }
+    };
     let d = PyDict::new(py);
-    d.set_item(
-        "lambda",
-        PyArray1::from_slice(py, solution.lambda.as_slice()),
-    )?;
-    d.set_item("c", PyArray1::from_slice(py, solution.c.as_slice()))?;
-    d.set_item("iterations", solution.stats.iterations)?;
-    d.set_item("converged", solution.stats.converged)?;
-    d.set_item("eps_abs", solution.stats.residuals.eps_abs)?;
+    if batched.is_none() {
+        let (lambda, c, iterations, converged, eps) = &solved[0];
+        d.set_item("lambda", PyArray1::from_slice(py, lambda))?;
+        d.set_item("c", PyArray1::from_slice(py, c))?;
+        d.set_item("iterations", *iterations)?;
+        d.set_item("converged", *converged)?;
+        d.set_item("eps_abs", *eps)?;
+    } else {
+        let (b, m) = (solved.len(), gv.shape()[1]);
+        let flat =
+            |pick: fn(&Solved) -> &Vec<f64>| solved.iter().flat_map(|s| pick(s).clone()).collect();
+        d.set_item("lambda", array2(py, flat(|s| &s.0), b, m))?;
+        d.set_item("c", array2(py, flat(|s| &s.1), b, m))?;
+        let iterations: Vec<usize> = solved.iter().map(|s| s.2).collect();
+        let converged: Vec<bool> = solved.iter().map(|s| s.3).collect();
+        let eps: Vec<f64> = solved.iter().map(|s| s.4).collect();
+        d.set_item("iterations", PyArray1::from_vec(py, iterations))?;
+        d.set_item("converged", PyArray1::from_vec(py, converged))?;
+        d.set_item("eps_abs", PyArray1::from_vec(py, eps))?;
+    }
     Ok(d)
 }
 

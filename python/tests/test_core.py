@@ -225,3 +225,64 @@ def test_body_quantities_refuse_bad_states():
         model.from_mujoco(np.zeros((2, model.nq)), np.zeros((2, model.nv + 1)))
     # A scene's model has no file bodies: empty per-body arrays.
     assert batch.com_inertias().shape == (2, 0, 10)
+
+
+def _random_problems(batch, nc, seed):
+    """Coupled, well-conditioned problems: G = AAᵀ/m + 0.1 I, normal
+    velocities mostly approaching, μ in [0.2, 1]."""
+    rng = np.random.default_rng(seed)
+    m = 3 * nc
+    a = rng.standard_normal((batch, m, m))
+    G = a @ a.transpose(0, 2, 1) / m + 0.1 * np.eye(m)
+    g = rng.standard_normal((batch, m))
+    g[:, 2::3] -= 1.0
+    return G, g, rng.uniform(0.2, 1.0, (batch, nc))
+
+
+def test_solve_a_batch_on_the_cpu_equals_solving_each():
+    G, g, mu = _random_problems(32, 4, seed=1)
+    batch = moreau.solve(G, g, mu, solver="ncp-admm", tolerance=1e-8)
+    assert batch["lambda"].shape == (32, 12) and batch["converged"].shape == (32,)
+    assert batch["converged"].all()
+    for k in [0, 7, 31]:
+        one = moreau.solve(G[k], g[k], mu[k], solver="ncp-admm", tolerance=1e-8)
+        np.testing.assert_array_equal(batch["lambda"][k], one["lambda"])
+        np.testing.assert_array_equal(batch["c"][k], one["c"])
+    # A bad problem in a batch is named.
+    bad = g.copy()
+    bad[5, 2] = np.nan
+    with pytest.raises(ValueError, match="problem 5"):
+        moreau.solve(G, bad, mu)
+    with pytest.raises(ValueError, match="for a batch"):
+        moreau.solve(G, g[0], mu)
+    with pytest.raises(ValueError, match="unknown device"):
+        moreau.solve(G, g, mu, device="tpu")
+
+
+def test_solve_a_batch_on_the_gpu_against_the_cpu():
+    """All the problems in one kernel (f32; lavapipe in CI): PGS's answers
+    within 1e-3 of the f64 CPU solver's (relative to the largest impulse),
+    every problem converged; ADMM's, where it reports convergence (without
+    the CPU's polish and stall guard, its de Saxcé fixed point can stall:
+    it then says so). No adapter: RuntimeError, a failure in CI
+    (MOREAU_REQUIRE_GPU=1)."""
+    G, g, mu = _random_problems(64, 4, seed=0)
+    try:
+        gpu = moreau.solve(G, g, mu, solver="ncp-pgs", tolerance=1e-5, max_iterations=2000, device="gpu")
+    except RuntimeError as e:
+        if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
+            raise
+        pytest.skip(f"no GPU adapter: {e}")
+    cpu = moreau.solve(G, g, mu, solver="ncp-pgs", tolerance=1e-8, max_iterations=5000)
+    scale = np.abs(cpu["lambda"]).max()
+    assert gpu["converged"].all()
+    assert np.abs(gpu["lambda"] - cpu["lambda"]).max() <= 1e-3 * scale
+    admm = moreau.solve(G, g, mu, solver="ncp-admm", tolerance=1e-5, max_iterations=2000, device="gpu")
+    ok = admm["converged"]
+    assert ok.mean() > 0.9
+    assert np.abs(admm["lambda"][ok] - cpu["lambda"][ok]).max() <= 1e-3 * scale
+    # A Delassus matrix that is not PSD is refused, naming the problem.
+    bad = G.copy()
+    bad[3, 0, 1] = bad[3, 1, 0] = 3.0 * max(bad[3, 0, 0], bad[3, 1, 1])
+    with pytest.raises(ValueError, match="problem 3: flagged by the GPU solver: not-psd"):
+        moreau.solve(bad, g, mu, solver="ncp-pgs", device="gpu")
