@@ -19,11 +19,14 @@ the final observation the ending step returned.
 
 Used by ``python/tests/test_learning.py`` (InvertedPendulum-v5 on moreau,
 in CI) and, from the command line, to train a task on moreau and on MuJoCo
-(Gymnasium's own ``make_vec``, sync) with the same script and budget and plot
-both learning curves::
+(Gymnasium's own ``make_vec``, sync) with the same script and budget, plot
+both learning curves and save the policies, then run each saved policy on
+both engines::
 
     python python/examples/ppo.py --task HalfCheetah-v5 --steps 1000000 \\
-        --num-envs 16 --out target/ppo-halfcheetah
+        --num-envs 16 --seeds 1,2,3 --out target/ppo-halfcheetah
+    python python/examples/ppo.py --task HalfCheetah-v5 --out target/ppo-halfcheetah \\
+        --cross-evaluate
 """
 
 from __future__ import annotations
@@ -294,6 +297,26 @@ def train(envs, cfg: Config, log: Optional[Callable[[str], None]] = None) -> Res
     return result
 
 
+def save_policy(result: Result, path) -> None:
+    """Writes the policy (actor weights, observation normalization) to an npz file."""
+    arrays = {f"actor_{k}_{'wb'[j]}": np.asarray(x) for k, layer in enumerate(result.params["actor"]) for j, x in enumerate(layer)}
+    np.savez(path, obs_mean=result.obs_rms.mean, obs_var=result.obs_rms.var, **arrays)
+
+
+def load_policy(path) -> Callable[[np.ndarray], np.ndarray]:
+    """The deterministic policy saved by :func:`save_policy`, in numpy."""
+    f = np.load(path)
+    layers = [(f[f"actor_{k}_w"], f[f"actor_{k}_b"]) for k in range(3)]
+
+    def act(obs):
+        x = np.clip((obs - f["obs_mean"]) / np.sqrt(f["obs_var"] + 1e-8), -10.0, 10.0)
+        for w, b in layers[:-1]:
+            x = np.tanh(x @ w + b)
+        return x @ layers[-1][0] + layers[-1][1]
+
+    return act
+
+
 def evaluate(envs, policy: Callable[[np.ndarray], np.ndarray], seed: int) -> np.ndarray:
     """The return of one fresh episode in each of ``envs``' environments
     (seeded ``seed + i``), actions from ``policy(observations)``."""
@@ -314,9 +337,14 @@ def _main() -> None:
     p.add_argument("--task", default="HalfCheetah-v5")
     p.add_argument("--steps", type=int, default=1_000_000)
     p.add_argument("--num-envs", type=int, default=16)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seeds", default="1", help="comma-separated training seeds (one run each)")
     p.add_argument("--engines", default="moreau,mujoco", help="comma-separated: moreau, mujoco")
-    p.add_argument("--out", default="target/ppo", help="folder for curves.json and curves.svg")
+    p.add_argument("--out", default="target/ppo", help="folder for curves.json, curves.svg and the policies")
+    p.add_argument(
+        "--cross-evaluate",
+        action="store_true",
+        help="train nothing: run each policy saved in --out on every engine (fresh episodes)",
+    )
     args = p.parse_args()
 
     import pathlib
@@ -327,23 +355,42 @@ def _main() -> None:
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = Config(total_steps=args.steps, seed=args.seed)
-    runs: dict[str, Any] = {}
-    for engine in args.engines.split(","):
+
+    def make(engine: str):
         if engine == "moreau":
-            envs = moreau.gym.make_vec(args.task, num_envs=args.num_envs)
-        elif engine == "mujoco":
-            envs = gymnasium.make_vec(args.task, num_envs=args.num_envs, vectorization_mode="sync")
-        else:
-            raise SystemExit(f"unknown engine {engine!r}")
-        print(f"{engine}: {args.task}, {args.num_envs} environments, {args.steps} steps")
-        t0 = time.perf_counter()
-        result = train(envs, cfg, log=lambda s: print(f"  {engine}: {s}", flush=True))
-        wall = time.perf_counter() - t0
-        final = evaluate(envs, result.act, seed=10_000)
-        print(f"{engine}: {wall:.0f} s, deterministic return on fresh episodes {final.mean():.1f} ± {final.std():.1f}")
-        runs[engine] = {"wall_s": wall, "final_return": float(final.mean()), "curve": result.curve}
-    (out / "curves.json").write_text(json.dumps({"task": args.task, "config": cfg.__dict__, "runs": runs}, indent=1))
+            return moreau.gym.make_vec(args.task, num_envs=args.num_envs)
+        if engine == "mujoco":
+            return gymnasium.make_vec(args.task, num_envs=args.num_envs, vectorization_mode="sync")
+        raise SystemExit(f"unknown engine {engine!r}")
+
+    if args.cross_evaluate:
+        engines = args.engines.split(",")
+        print(f"{args.task}: mean return of {args.num_envs} fresh episodes (deterministic policy)")
+        print(f"{'policy':>28} " + " ".join(f"{'on ' + e:>12}" for e in engines))
+        for path in sorted(out.glob("policy-*.npz")):
+            policy = load_policy(path)
+            row = [evaluate(make(e), policy, seed=20_000).mean() for e in engines]
+            print(f"{path.stem:>28} " + " ".join(f"{r:12.1f}" for r in row))
+        return
+    seeds = [int(x) for x in args.seeds.split(",")]
+    runs: dict[str, list] = {}
+    for seed in seeds:
+        cfg = Config(total_steps=args.steps, seed=seed)
+        for engine in args.engines.split(","):
+            envs = make(engine)
+            print(f"{engine}: {args.task}, {args.num_envs} environments, {args.steps} steps, seed {seed}")
+            t0 = time.perf_counter()
+            result = train(envs, cfg, log=lambda s: print(f"  {engine}: {s}", flush=True))
+            wall = time.perf_counter() - t0
+            # Fresh episodes on the engine it trained on (seeds it never saw).
+            final = evaluate(envs, result.act, seed=10_000)
+            print(f"{engine}: {wall:.0f} s, deterministic return on fresh episodes {final.mean():.1f} ± {final.std():.1f}")
+            save_policy(result, out / f"policy-{engine}-seed{seed}.npz")
+            runs.setdefault(engine, []).append(
+                {"seed": seed, "wall_s": wall, "final_return": float(final.mean()), "curve": result.curve}
+            )
+    config = {**Config(total_steps=args.steps).__dict__, "num_envs": args.num_envs, "seeds": seeds}
+    (out / "curves.json").write_text(json.dumps({"task": args.task, "config": config, "runs": runs}, indent=1))
     try:
         import matplotlib
 
@@ -353,10 +400,13 @@ def _main() -> None:
         print(f"wrote {out / 'curves.json'} (matplotlib not installed: no plot)")
         return
     fig, ax = plt.subplots(figsize=(7, 4))
-    for engine, run in runs.items():
-        curve = np.array(run["curve"])
-        if len(curve):
-            ax.plot(curve[:, 0], curve[:, 2], label=f"{engine} ({run['wall_s']:.0f} s)")
+    for (engine, engine_runs), color in zip(runs.items(), ["tab:blue", "tab:orange", "tab:green"]):
+        for k, run in enumerate(engine_runs):
+            curve = np.array(run["curve"])
+            if len(curve):
+                walls = ", ".join(f"{r['wall_s']:.0f}" for r in engine_runs)
+                label = f"{engine} (seeds {args.seeds}: {walls} s)" if k == 0 else None
+                ax.plot(curve[:, 0], curve[:, 2], color=color, alpha=0.8, label=label)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("mean episode return (training)")
     ax.set_title(f"PPO on {args.task}, {args.num_envs} environments")

@@ -48,11 +48,13 @@
 //!     body twist in the body frame (MuJoCo: world linear velocity, body
 //!     angular velocity).
 //!   - `range` with `limited` (`auto`: limited iff a range is given) goes to
-//!     [`Model::joint_range`], `damping`, `armature`, `frictionloss` to
-//!     [`Model::dof_damping`], [`Model::dof_armature`],
-//!     [`Model::dof_frictionloss`]; the simulator does not use them yet (a
-//!     warning says so). `stiffness`, `springref`, `springdamper` are not
-//!     modelled: one warning per attribute names the joints that set them.
+//!     [`Model::joint_range`] (rigid stops), `damping`, `armature`,
+//!     `frictionloss`, `stiffness` and `springref` to [`Model::dof_damping`],
+//!     [`Model::dof_armature`], [`Model::dof_frictionloss`],
+//!     [`Model::dof_stiffness`], [`Model::dof_springref`]. Damping and
+//!     armature are simulated on every joint, springs on hinges and slides;
+//!     what is not (`frictionloss`, `springdamper`, springs on ball and free
+//!     joints) gets one warning per attribute naming the joints that set it.
 //! - `<geom>`: `sphere` → [`Shape::Ball`], `capsule` → [`Shape::Capsule`],
 //!   `cylinder` → [`Shape::Cylinder`] (size: radius, half-length; or
 //!   `fromto` with the radius), `box` → [`Shape::Cuboid`] (half-sizes),
