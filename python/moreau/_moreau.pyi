@@ -89,6 +89,10 @@ class Simulator:
     def v(self, v: FloatArray) -> None: ...
     @property
     def t(self) -> float: ...
+    @property
+    def stage_times(self) -> dict[str, float]:
+        """Wall time (s) per stage of a step, summed since the last reset_timers()."""
+    def reset_timers(self) -> None: ...
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
     def step_with_jacobians(self, tau: FloatArray) -> dict[str, Any]:

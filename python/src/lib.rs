@@ -17,7 +17,8 @@ use moreau::dynamics::{
 use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
 use moreau::math::{SE3, Vec3};
 use moreau::sim::{
-    SimParams, Simulator as CoreSim, State, StepJacobians, StepVjp, actuator_forces,
+    SimParams, Simulator as CoreSim, Stage, StageTimes, State, StepJacobians, StepVjp,
+    actuator_forces,
 };
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
@@ -252,6 +253,15 @@ fn params(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyRes
     Ok(p)
 }
 
+/// A world step's stages and their wall times in seconds, as a dict.
+fn stage_seconds<'py>(py: Python<'py>, times: &StageTimes) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for stage in Stage::WORLD {
+        d.set_item(stage.name(), times.get(stage).as_secs_f64())?;
+    }
+    Ok(d)
+}
+
 /// A row-major `rows × cols` buffer as a numpy array.
 fn array2(py: Python<'_>, flat: Vec<f64>, rows: usize, cols: usize) -> Bound<'_, PyArray2<f64>> {
     debug_assert_eq!(flat.len(), rows * cols);
@@ -381,7 +391,9 @@ impl Simulator {
         if let Some(s) = report.solver {
             d.set_item("iterations", s.iterations)?;
             d.set_item("converged", s.converged)?;
+            d.set_item("eps_abs", s.residuals.eps_abs)?;
         }
+        d.set_item("times", stage_seconds(py, &report.times)?)?;
         Ok(d)
     }
 
@@ -481,6 +493,17 @@ impl Simulator {
     #[getter]
     fn t(&self) -> f64 {
         self.state.t
+    }
+    /// Wall time (s) per stage of a step (`free_dynamics`, `collision`,
+    /// `delassus`, `solve`, `velocity_update`, `integrate`), summed over
+    /// the steps since the simulator was made or `reset_timers` was called.
+    #[getter]
+    fn stage_times<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stage_seconds(py, &self.sim.times)
+    }
+    /// Zeroes `stage_times`.
+    fn reset_timers(&mut self) {
+        self.sim.reset_timers();
     }
     /// The contacts of the last step: a list of dicts (`bodies`, `point`,
     /// `normal`, `distance`).

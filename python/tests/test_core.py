@@ -4,6 +4,7 @@ input raising exceptions that name the culprit (never a crash)."""
 import math
 import os
 import pathlib
+import time
 
 import numpy as np
 import pytest
@@ -286,3 +287,19 @@ def test_solve_a_batch_on_the_gpu_against_the_cpu():
     bad[3, 0, 1] = bad[3, 1, 0] = 3.0 * max(bad[3, 0, 0], bad[3, 1, 1])
     with pytest.raises(ValueError, match="problem 3: flagged by the GPU solver: not-psd"):
         moreau.solve(bad, g, mu, solver="ncp-pgs", device="gpu")
+
+
+def test_simulator_reports_its_stage_times_and_solver_stats():
+    model = moreau.scene("cube-resting")
+    sim = moreau.Simulator(model)
+    start = time.perf_counter()
+    for _ in range(20):
+        report = sim.step()
+    wall = time.perf_counter() - start
+    assert report["nc"] > 0 and report["converged"] and report["eps_abs"] <= 1e-8
+    assert set(report["times"]) == {"free_dynamics", "collision", "delassus", "solve", "velocity_update", "integrate"}
+    times = sim.stage_times
+    assert all(t > 0 for t in times.values()), times
+    assert sum(times.values()) <= wall
+    sim.reset_timers()
+    assert sum(sim.stage_times.values()) == 0.0
