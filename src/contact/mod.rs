@@ -9,6 +9,7 @@ pub mod cone;
 pub mod criteria;
 pub mod delassus;
 pub mod io;
+pub mod lemke;
 pub mod linalg;
 pub(crate) mod problem;
 pub mod sensitivity;
@@ -23,6 +24,7 @@ pub use delassus::{
     ContactJacobian, JointLimitRow, LimitSide, constraint_jacobian, contact_jacobian,
     delassus_dense, delassus_ltdl, delassus_ltdl_coupled,
 };
+pub use lemke::{LemkeError, LemkeSettings, LemkeSolution, lemke};
 pub use problem::{BlockCoupling, ContactProblem, CouplingWork, block_rows};
 pub use sensitivity::{ContactMode, ContactSensitivity};
 pub use solvers::{
