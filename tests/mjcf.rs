@@ -249,6 +249,21 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         );
     }
     assert_eq!((m.model.nq, m.model.nv, m.model.actuators.len()), (2, 2, 2));
+    // A tendon that changes nothing (no range, spring, damping, friction,
+    // actuator or equality: Gymnasium's humanoid has two) is not warned
+    // about; one with a range is.
+    let idle = PENDULUM.replace(
+        "</mujoco>",
+        r#"<tendon><fixed name="t"><joint joint="hinge" coef="1"/></fixed></tendon></mujoco>"#,
+    );
+    assert!(!parse(&idle).warnings.iter().any(|w| w.contains("<tendon>")));
+    let ranged = idle.replace(r#"name="t">"#, r#"name="t" range="-1 1">"#);
+    assert!(
+        parse(&ranged)
+            .warnings
+            .iter()
+            .any(|w| w.contains("<tendon>"))
+    );
     let v = m.model.actuators.iter().find(|a| a.name == "v").unwrap();
     assert_eq!((v.gain, v.bias), (3.0, [0.0, 0.0, -3.0]));
     assert_eq!(m.model.medium.viscosity, 0.1);
