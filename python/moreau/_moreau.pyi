@@ -38,6 +38,8 @@ class Model:
     def to_mujoco(self, q: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
         """MuJoCo's (qpos, qvel), each (n, ·), of states (q, v): quaternions (w, x, y, z),
         a free joint's linear velocity in the world frame."""
+    def configuration_charts(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """c (n, nq, nv) = d(q + delta)/d delta and d (n, nv, nq) = d(q' - q)/dq' at q (n, nq)."""
     def from_mujoco(self, qpos: FloatArray, qvel: FloatArray) -> tuple[FloatArray, FloatArray]:
         """The states (q, v) of MuJoCo's (qpos, qvel): the inverse of to_mujoco."""
 
@@ -146,3 +148,9 @@ class BatchSim:
     ) -> FloatArray:
         """MuJoCo's qfrc_actuator (nworlds, nv) under controls ctrl (nworlds, nu)."""
     def set_state(self, world: int, q: FloatArray, v: FloatArray) -> None: ...
+    def set_states(self, q: FloatArray, v: FloatArray) -> None:
+        """Every world's state from (nworlds, nq) and (nworlds, nv) arrays (all checked first)."""
+    @property
+    def model(self) -> Model: ...
+    def step_with_jacobians(self, tau: FloatArray) -> dict[str, Any]:
+        """One step under torques (nworlds, nv) with each world's step Jacobians (nworlds, nv, nv)."""

@@ -12,7 +12,7 @@ use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
 use moreau::contact::{ContactProblem, SolverKind};
 use moreau::dynamics::{
     COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
-    forward_kinematics, forward_velocity, subtree_coms,
+    configuration_charts, forward_kinematics, forward_velocity, subtree_coms,
 };
 use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
 use moreau::math::{SE3, Vec3};
@@ -32,6 +32,9 @@ use pyo3::types::PyDict;
 use rayon::prelude::*;
 use std::sync::Arc;
 
+/// The coordinate charts `(c, d)` of `Model.configuration_charts`.
+type Charts<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>);
+
 /// Two arrays: a state `(q, v)` or MuJoCo's `(qpos, qvel)`.
 type Pair<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>);
 
@@ -42,6 +45,7 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
 /// A model with where it starts: the configuration and velocity of its
 /// file (MJCF's `qpos0`, URDF's neutral pose) or scene, and its time step.
 #[pyclass(module = "moreau._moreau", frozen)]
+#[derive(Clone)]
 pub struct Model {
     model: Arc<CoreModel>,
     q0: DVector<f64>,
@@ -163,6 +167,36 @@ impl Model {
     #[getter]
     fn v0<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         PyArray1::from_slice(py, self.v0.as_slice())
+    }
+    /// The coordinate charts at configurations ``q`` (n, nq): ``c`` (n, nq,
+    /// nv) ``= ∂(q ⊕ δ)/∂δ`` and ``d`` (n, nv, nq) ``= ∂(q' ⊖ q)/∂q'``,
+    /// which carry gradients between the tangent space (the step
+    /// Jacobians' ``q`` columns) and the coordinates (quaternions ``(x, y,
+    /// z, w)``): a gradient ``g`` with respect to coordinates is ``cᵀg`` in
+    /// the tangent space, a tangent gradient ``h`` is ``dᵀh`` with respect
+    /// to the coordinates. Identities for models without quaternions.
+    fn configuration_charts<'py>(
+        &self,
+        py: Python<'py>,
+        q: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Charts<'py>> {
+        let m = &self.model;
+        let n = q.shape()[0];
+        let q = rows("q", &q, n, m.nq)?;
+        let (mut cs, mut ds) = (
+            Vec::with_capacity(n * m.nq * m.nv),
+            Vec::with_capacity(n * m.nq * m.nv),
+        );
+        let (mut c, mut d) = (
+            nalgebra::DMatrix::zeros(0, 0),
+            nalgebra::DMatrix::zeros(0, 0),
+        );
+        for w in 0..n {
+            configuration_charts(m, &q[w * m.nq..(w + 1) * m.nq], &mut c, &mut d);
+            cs.extend_from_slice(c.transpose().as_slice());
+            ds.extend_from_slice(d.transpose().as_slice());
+        }
+        Ok((array3(py, cs, n, m.nq, m.nv), array3(py, ds, n, m.nv, m.nq)))
     }
     /// MuJoCo's ``(qpos, qvel)`` (each (n, nq), (n, nv)) of states ``q``
     /// (n, nq), ``v`` (n, nv): quaternions ``(w, x, y, z)`` there, ``(x, y,
@@ -528,6 +562,8 @@ impl Simulator {
 #[pyclass(module = "moreau._moreau", unsendable)]
 pub struct BatchSim {
     batch: CoreBatch,
+    /// The model it was made with (its `q0`, `v0` and `dt` included).
+    model: Model,
     /// The worlds that failed in the last step, with why.
     failures: Vec<(usize, String)>,
     /// Kinematics workspace of `body_positions`.
@@ -658,12 +694,19 @@ impl BatchSim {
             .map_err(value_error)?;
         Ok(BatchSim {
             batch,
+            model: model.clone(),
             failures: Vec::new(),
             data: Data::new(&model.model),
             nq: model.model.nq,
             nv: model.model.nv,
             nu: model.model.nu(),
         })
+    }
+
+    /// The model the worlds simulate.
+    #[getter]
+    fn model(&self) -> Model {
+        self.model.clone()
     }
 
     /// Number of worlds.
@@ -703,6 +746,65 @@ impl BatchSim {
             .map(|(w, e)| (*w, e.to_string()))
             .collect();
         Ok(report.contacts)
+    }
+
+    /// One step of every world under joint torques `tau` (nworlds, nv),
+    /// each world also computing the Jacobians of its step (on the CPU
+    /// backends, in parallel on "cpu"; the GIL is released): a dict of
+    /// (nworlds, nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`,
+    /// `dq_dv`, `dq_dtau` (`q` in the tangent space: see
+    /// `Model.configuration_charts`), and (nworlds,) `wrt_q` (false: that
+    /// world's `q` columns are not available) and `q_residual` (see
+    /// `Simulator.step_with_jacobians`). A failed world (in `failures`)
+    /// keeps its state and gets NaN Jacobians.
+    fn step_with_jacobians<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let a = self.actions("tau", &tau, self.nv)?;
+        let batch = &mut self.batch;
+        let report = py
+            .detach(|| batch.step_with_jacobians(&a, None))
+            .map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+        let (n, nv) = (self.batch.nworlds(), self.nv);
+        let names = ["dv_dq", "dv_dv", "dv_dtau", "dq_dq", "dq_dv", "dq_dtau"];
+        let mut flats: Vec<Vec<f64>> = vec![Vec::with_capacity(n * nv * nv); names.len()];
+        let (mut wrt_q, mut residual) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for w in 0..n {
+            let jac = self.batch.jacobians(w).map_err(value_error)?;
+            match jac {
+                Some(j) => {
+                    for (flat, m) in flats.iter_mut().zip([
+                        &j.dv_dq, &j.dv_dv, &j.dv_dtau, &j.dq_dq, &j.dq_dv, &j.dq_dtau,
+                    ]) {
+                        // Row-major: the transpose's column-major storage.
+                        flat.extend_from_slice(m.transpose().as_slice());
+                    }
+                    wrt_q.push(j.wrt_q);
+                    residual.push(j.q_residual);
+                }
+                None => {
+                    for flat in flats.iter_mut() {
+                        flat.extend(std::iter::repeat_n(f64::NAN, nv * nv));
+                    }
+                    wrt_q.push(false);
+                    residual.push(f64::NAN);
+                }
+            }
+        }
+        let d = PyDict::new(py);
+        for (name, flat) in names.iter().zip(flats) {
+            d.set_item(*name, array3(py, flat, n, nv, nv))?;
+        }
+        d.set_item("wrt_q", PyArray1::from_vec(py, wrt_q))?;
+        d.set_item("q_residual", PyArray1::from_vec(py, residual))?;
+        Ok(d)
     }
 
     /// The worlds whose last step failed (a diverged solve, a non-finite
@@ -913,6 +1015,39 @@ impl BatchSim {
             );
         }
         Ok(array2(py, flat, n, nv))
+    }
+
+    /// Sets every world's state: configurations `q` (nworlds, nq) and
+    /// velocities `v` (nworlds, nv). Checked first: on bad input no world
+    /// changes.
+    fn set_states(
+        &mut self,
+        q: PyReadonlyArray2<'_, f64>,
+        v: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
+        let q = self.actions("q", &q, self.nq)?;
+        let v = self.actions("v", &v, self.nv)?;
+        let (nq, nv) = (self.nq, self.nv);
+        let states: Vec<State> = (0..self.batch.nworlds())
+            .map(|w| {
+                State::new(
+                    DVector::from_column_slice(&q[w * nq..(w + 1) * nq]),
+                    DVector::from_column_slice(&v[w * nv..(w + 1) * nv]),
+                )
+            })
+            .collect();
+        // (Each world's state is checked before any is set.)
+        for (w, s) in states.iter().enumerate() {
+            self.batch
+                .simulator(w)
+                .map_err(value_error)?
+                .check_state(s)
+                .map_err(|e| value_error(format!("world {w}: {e}")))?;
+        }
+        for (w, s) in states.into_iter().enumerate() {
+            self.batch.set_state(w, s).map_err(value_error)?;
+        }
+        Ok(())
     }
 
     /// Sets world `world`'s state.

@@ -5,7 +5,7 @@ use crate::math::{
     SE3, Vec3, Vec6, exp6, log6, quat_exp, quat_from_slice, quat_log, quat_to_slice,
 };
 use crate::model::{JointType, Model};
-use nalgebra::{Quaternion, UnitQuaternion};
+use nalgebra::{DMatrix, Quaternion, UnitQuaternion};
 
 /// `out = q ⊕ v·dt`. `q`, `out`: (nq); `v`: (nv). `out` may not alias `q`.
 pub fn integrate(model: &Model, q: &[f64], v: &[f64], dt: f64, out: &mut [f64]) {
@@ -29,6 +29,61 @@ pub fn integrate(model: &Model, q: &[f64], v: &[f64], dt: f64, out: &mut [f64]) 
                 quat_to_slice(&qn, &mut out[iq..iq + 4]);
             }
             JointType::Revolute(_) | JointType::Prismatic(_) => out[iq] = q[iq] + v[iv] * dt,
+            JointType::Fixed => {}
+        }
+    }
+}
+
+/// The coordinate charts of the configuration space at `q`, which carry
+/// gradients between the tangent space (velocities, the step Jacobians'
+/// `q` columns) and the coordinates `q` (quaternions `(x, y, z, w)`):
+/// `c` (nq × nv) `= ∂(q ⊕ δ)/∂δ` at `δ = 0` and `d` (nv × nq) `= ∂(q' ⊖
+/// q)/∂q'` at `q' = q`. With unit quaternions `d·c = I`; `d` ignores a
+/// change of a quaternion's norm (the dynamics normalize it). A gradient
+/// `g` with respect to `q ⊕ δ`'s coordinates is `cᵀg` in the tangent
+/// space; a tangent gradient `h` is `dᵀh` with respect to `q`'s coordinates.
+pub fn configuration_charts(model: &Model, q: &[f64], c: &mut DMatrix<f64>, d: &mut DMatrix<f64>) {
+    let (nq, nv) = (model.nq, model.nv);
+    c.resize_mut(nq, nv, 0.0);
+    d.resize_mut(nv, nq, 0.0);
+    c.fill(0.0);
+    d.fill(0.0);
+    // A unit quaternion's first-order change under a body-frame rotation
+    // δω: (q ⊗ (δω/2, 0)) = ½ M δω, M (4 × 3) with orthonormal columns.
+    let rotation = |iq: usize, iv: usize, c: &mut DMatrix<f64>, d: &mut DMatrix<f64>| {
+        let qn = quat_from_slice(&q[iq..iq + 4]);
+        let (v, w) = (Vec3::new(qn.i, qn.j, qn.k), qn.w);
+        let top = nalgebra::Matrix3::identity() * w + crate::math::skew(&v);
+        for r in 0..3 {
+            for k in 0..3 {
+                c[(iq + r, iv + k)] = 0.5 * top[(r, k)];
+                d[(iv + k, iq + r)] = 2.0 * top[(r, k)];
+            }
+        }
+        for k in 0..3 {
+            c[(iq + 3, iv + k)] = -0.5 * v[k];
+            d[(iv + k, iq + 3)] = -2.0 * v[k];
+        }
+    };
+    for i in 1..model.nbodies {
+        let (iq, iv) = (model.joint_idx_q[i], model.joint_idx_v[i]);
+        match model.joint_type[i] {
+            JointType::Free => {
+                // p ⊕ δ = p + R δ_lin to first order (δ in the body frame).
+                let r = quat_from_slice(&q[iq + 3..iq + 7]).to_rotation_matrix();
+                for a in 0..3 {
+                    for b in 0..3 {
+                        c[(iq + a, iv + b)] = r[(a, b)];
+                        d[(iv + b, iq + a)] = r[(a, b)];
+                    }
+                }
+                rotation(iq + 3, iv + 3, c, d);
+            }
+            JointType::Spherical => rotation(iq, iv, c, d),
+            JointType::Revolute(_) | JointType::Prismatic(_) => {
+                c[(iq, iv)] = 1.0;
+                d[(iv, iq)] = 1.0;
+            }
             JointType::Fixed => {}
         }
     }

@@ -28,7 +28,8 @@ pub use derivatives::{
 };
 pub use fluid::fluid_forces;
 pub use integrate::{
-    difference, integrate, normalize_configuration, quaternion_offsets, random_configuration,
+    configuration_charts, difference, integrate, normalize_configuration, quaternion_offsets,
+    random_configuration,
 };
 pub use jacobian::{ReferenceFrame, frame_jacobian, frame_placement, point_velocity_column};
 pub use kinematics::{

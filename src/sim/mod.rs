@@ -459,13 +459,19 @@ impl Simulator {
         self.times = StageTimes::default();
     }
 
+    /// Refuses a state of the wrong size, with a non-finite value or a
+    /// quaternion of norm near zero.
+    pub fn check_state(&self, state: &State) -> Result<(), SimError> {
+        check_vec("q", state.q.as_slice(), self.model.nq)?;
+        self.check_quaternions(state.q.as_slice())?;
+        check_vec("v", state.v.as_slice(), self.model.nv)
+    }
+
     /// Kinetic and potential energy of `state` (uses the simulator's
     /// workspace). Refuses a state of the wrong size, with a non-finite
     /// value or a quaternion of norm near zero (so it validates a state).
     pub fn energy(&mut self, state: &State) -> Result<(f64, f64), SimError> {
-        check_vec("q", state.q.as_slice(), self.model.nq)?;
-        self.check_quaternions(state.q.as_slice())?;
-        check_vec("v", state.v.as_slice(), self.model.nv)?;
+        self.check_state(state)?;
         forward_kinematics(&self.model, &mut self.data, state.q.as_slice());
         forward_velocity(&self.model, &mut self.data, state.v.as_slice());
         Ok((

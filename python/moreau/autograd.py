@@ -1,0 +1,96 @@
+"""Gradients through batched moreau steps in PyTorch.
+
+``step(batch, q, v, tau)`` steps every world of a :class:`moreau.BatchSim`
+from the states ``(q, v)`` (CPU tensors (nworlds, nq), (nworlds, nv))
+under joint torques ``tau`` (nworlds, nv) and returns ``(q⁺, v⁺)`` as
+tensors on the autograd graph: its backward applies the transposed step
+Jacobians of each world (``BatchSim.step_with_jacobians``, computed by the
+forward step in parallel on the CPU backends), so a loss over a rollout of
+many steps and worlds back-propagates to the torques, the initial state
+and, through them, to a policy's parameters::
+
+    import torch, moreau
+    from moreau.autograd import step
+
+    batch = moreau.BatchSim(model, 64)
+    q, v = torch.tensor(batch.q), torch.tensor(batch.v)
+    taus = torch.zeros(10, 64, model.nv, dtype=torch.float64, requires_grad=True)
+    for t in range(10):
+        q, v = step(batch, q, v, taus[t])
+    (v ** 2).sum().backward()          # taus.grad
+
+Configurations with quaternions are handled through the coordinate charts
+(``Model.configuration_charts``): the gradient with respect to ``q`` is
+that of its coordinates along the configuration manifold (a change of a
+quaternion's norm has none). Where a world's step has no derivative with
+respect to ``q`` (``wrt_q`` false: contact features without written
+derivatives), backward raises rather than return a wrong gradient. The
+computation is in float64; the returned tensors are float64 on the CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as e:  # pragma: no cover - a clear message without torch
+    raise ImportError("moreau.autograd needs PyTorch: pip install torch") from e
+
+
+def _transpose_apply(a: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Each world's ``aᵀ g``: a (n, r, c), g (n, r) -> (n, c)."""
+    return np.einsum("nrc,nr->nc", a, g)
+
+
+class _Step(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, v, tau, batch, model):
+        qn = np.ascontiguousarray(q.detach().cpu().numpy(), dtype=np.float64)
+        vn = np.ascontiguousarray(v.detach().cpu().numpy(), dtype=np.float64)
+        tn = np.ascontiguousarray(tau.detach().cpu().numpy(), dtype=np.float64)
+        batch.set_states(qn, vn)
+        jac = batch.step_with_jacobians(tn)
+        if batch.failures:
+            world, why = batch.failures[0]
+            raise RuntimeError(f"world {world}'s step failed: {why}")
+        q1, v1 = batch.q, batch.v
+        _, d_in = model.configuration_charts(qn)
+        c_out, _ = model.configuration_charts(q1)
+        ctx.jac, ctx.d_in, ctx.c_out = jac, d_in, c_out
+        return torch.from_numpy(q1), torch.from_numpy(v1)
+
+    @staticmethod
+    def backward(ctx, gq, gv):
+        jac = ctx.jac
+        gq = gq.detach().cpu().numpy().astype(np.float64)
+        gv = gv.detach().cpu().numpy().astype(np.float64)
+        # q⁺'s coordinates -> its tangent space.
+        gq_t = _transpose_apply(ctx.c_out, gq)
+        g_tau = _transpose_apply(jac["dq_dtau"], gq_t) + _transpose_apply(jac["dv_dtau"], gv)
+        g_v = _transpose_apply(jac["dq_dv"], gq_t) + _transpose_apply(jac["dv_dv"], gv)
+        g_q = None
+        if ctx.needs_input_grad[0]:
+            nonzero = (np.abs(gq_t).max(axis=1) > 0) | (np.abs(gv).max(axis=1) > 0)
+            missing = np.flatnonzero(~jac["wrt_q"] & nonzero)
+            if len(missing):
+                raise RuntimeError(
+                    f"world {missing[0]}'s step has no derivative with respect to q "
+                    "(a contact whose features have no written derivatives)"
+                )
+            h = _transpose_apply(jac["dq_dq"], gq_t) + _transpose_apply(jac["dv_dq"], gv)
+            g_q = torch.from_numpy(_transpose_apply(ctx.d_in, np.nan_to_num(h)))
+        return g_q, torch.from_numpy(g_v), torch.from_numpy(g_tau), None, None
+
+
+def step(batch, q: torch.Tensor, v: torch.Tensor, tau: torch.Tensor, model=None):
+    """One differentiable step of every world of ``batch`` (a CPU-backend
+    :class:`moreau.BatchSim` of ``model``) from ``(q, v)`` under joint
+    torques ``tau``: returns ``(q⁺, v⁺)`` (float64 tensors). The batch's
+    worlds are left in the new states."""
+    if model is None:
+        model = batch.model
+    return _Step.apply(q, v, tau, batch, model)
+
+
+__all__ = ["step"]
