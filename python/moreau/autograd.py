@@ -90,7 +90,15 @@ def step(batch, q: torch.Tensor, v: torch.Tensor, tau: torch.Tensor, model=None)
     worlds are left in the new states."""
     if model is None:
         model = batch.model
-    return _Step.apply(q, v, tau, batch, model)
+    if torch.is_grad_enabled() and any(x.requires_grad for x in (q, v, tau)):
+        return _Step.apply(q, v, tau, batch, model)
+    # Nothing to differentiate: a plain step, without the Jacobians.
+    batch.set_states(*(np.ascontiguousarray(x.detach().cpu().numpy(), dtype=np.float64) for x in (q, v)))
+    batch.step(np.ascontiguousarray(tau.detach().cpu().numpy(), dtype=np.float64))
+    if batch.failures:
+        world, why = batch.failures[0]
+        raise RuntimeError(f"world {world}'s step failed: {why}")
+    return torch.from_numpy(batch.q), torch.from_numpy(batch.v)
 
 
 __all__ = ["step"]

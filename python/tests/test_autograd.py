@@ -120,5 +120,26 @@ def test_bad_inputs_and_failed_worlds_raise():
     except ValueError:
         pass  # no adapter: the refusal below is the CPU backends' business
     if gpu is not None:
+        # (Gradients wanted: the GPU backend has no step Jacobians.)
+        tau = torch.zeros(2, model.nv, dtype=torch.float64, requires_grad=True)
         with pytest.raises(ValueError, match="CPU backends"):
-            step(gpu, q, v, torch.zeros(2, model.nv, dtype=torch.float64))
+            step(gpu, q, v, tau)
+
+
+def test_steps_with_and_without_gradients_agree():
+    """Without a tensor needing a gradient, step takes the plain path (no
+    Jacobians): the same states, bit for bit."""
+    model = moreau.scene("cube-resting")
+    q0 = np.tile(model.q0, (2, 1))
+    q0[:, 2] -= 1e-4
+    tau = torch.tensor(np.tile([0.1, 0.0, -1.0, 0.0, 0.0, 0.01], (2, 1)))
+    out = []
+    for grad in [True, False]:
+        batch = moreau.BatchSim(model, 2)
+        q, v = torch.tensor(q0), torch.zeros(2, model.nv, dtype=torch.float64, requires_grad=grad)
+        for _ in range(5):
+            q, v = step(batch, q, v, tau)
+        out.append((q.detach().numpy(), v.detach().numpy(), v.requires_grad))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert out[0][2] and not out[1][2]
