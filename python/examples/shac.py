@@ -5,15 +5,16 @@ Jacobians' transposes carry the gradient back through the dynamics) plus a
 learned value at the window's end; the critic regresses TD(λ) targets of
 the windows' rewards.
 
-The task here is the cart-pole swing-up on moreau's ``cartpole`` scene
-(the pole hangs at θ = π, upright is θ = 0; a force on the cart, the pole
-unactuated): reward ``cos θ − 0.05 x² − 0.001 (f/f_max)²`` per step of
-``dt = 0.02 s``, episodes of 250 steps (5 s) that all worlds run in step,
-each episode being ``250 / horizon`` windows. Used by
-``python/tests/test_learning.py`` (a short run in CI) and from the command
-line for longer ones::
+Tasks: the cart-pole swing-up on moreau's ``cartpole`` scene
+(:class:`CartPoleSwingUp`) and Gymnasium's HalfCheetah-v5 on
+``moreau.gym``'s model and reset, its reward written in torch
+(:class:`GymLocomotion`). All worlds run their episodes in step, each
+episode being ``episode steps / horizon`` windows. Used by
+``python/tests/test_learning.py`` (a short cart-pole run in CI) and from
+the command line for longer ones::
 
-    python python/examples/shac.py --windows 400 --num-envs 64
+    python python/examples/shac.py --task cartpole-swingup --windows 400
+    python python/examples/shac.py --task HalfCheetah-v5 --windows 500 --horizon 40 --num-envs 32
 """
 
 from __future__ import annotations
@@ -32,12 +33,10 @@ from moreau.autograd import step
 
 @dataclass
 class Config:
+    task: str = "cartpole-swingup"
     num_envs: int = 64
-    horizon: int = 50  # steps per window (divides episode_steps)
-    episode_steps: int = 250
+    horizon: int = 50  # environment steps per window (divides the episode's)
     windows: int = 100
-    dt: float = 0.02
-    max_force: float = 10.0
     gamma: float = 0.99
     lam: float = 0.95
     actor_lr: float = 2e-3
@@ -49,90 +48,145 @@ class Config:
     seed: int = 0
 
 
-def observe(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    x, th = q[:, 0], q[:, 1]
-    return torch.stack([x, torch.sin(th), torch.cos(th), v[:, 0], v[:, 1]], dim=1)
-
-
-def reward(q: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-    return torch.cos(q[:, 1]) - 0.05 * q[:, 0] ** 2 - 1e-3 * action[:, 0] ** 2
-
-
 def mlp(inputs: int, outputs: int, hidden: int) -> nn.Module:
     return nn.Sequential(
         nn.Linear(inputs, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, outputs)
     ).double()
 
 
+class CartPoleSwingUp:
+    """moreau's ``cartpole`` scene: the pole hangs at θ = π (upright: θ = 0),
+    a force of at most 10 N on the cart; reward ``cos θ − 0.05 x² − 0.001
+    a²`` per step of 0.02 s, episodes of 250 steps (5 s)."""
+
+    obs_dim, act_dim, episode_steps, substeps = 5, 1, 250, 1
+
+    def __init__(self, n: int):
+        self.model = moreau.scene("cartpole")
+        self.batch = moreau.BatchSim(self.model, n, dt=0.02)
+
+    def initial_states(self, rng: np.random.Generator):
+        n = self.batch.nworlds
+        q = np.zeros((n, 2))
+        q[:, 1] = np.pi + rng.uniform(-0.2, 0.2, n)
+        return torch.tensor(q), torch.tensor(rng.uniform(-0.1, 0.1, (n, 2)))
+
+    def observe(self, q, v):
+        return torch.stack([q[:, 0], torch.sin(q[:, 1]), torch.cos(q[:, 1]), v[:, 0], v[:, 1]], dim=1)
+
+    def torques(self, a):
+        return torch.cat([10.0 * a, torch.zeros_like(a)], dim=1)
+
+    def reward(self, q_before, q, v, a):
+        return torch.cos(q[:, 1]) - 0.05 * q[:, 0] ** 2 - 1e-3 * a[:, 0] ** 2
+
+
+class GymLocomotion:
+    """A Gymnasium planar locomotion task on ``moreau.gym``'s model and reset
+    (HalfCheetah-v5): observation ``qpos[1:], qvel``, reward ``(x⁺ − x)/dt
+    − w_ctrl Σa²`` per environment step of ``frame_skip`` physics steps,
+    episodes of 1000 steps, no termination: the task's definition, written
+    in torch so that it is differentiable."""
+
+    def __init__(self, n: int, task_id: str = "HalfCheetah-v5", ctrl_weight: float = 0.1):
+        import moreau.gym
+
+        self.env = moreau.gym.make_vec(task_id, num_envs=n)
+        self.model, self.batch = self.env.model, self.env.batch
+        task = self.env.task
+        self.substeps, self.dt, self.ctrl_weight = task.frame_skip, self.env.dt, ctrl_weight
+        self.obs_dim = self.env.single_observation_space.shape[0]
+        self.act_dim = self.model.nu
+        self.episode_steps = self.env.max_episode_steps
+        # Motors: τ = A·ctrl within the control range (actions in [-1, 1]).
+        eye = np.eye(self.model.nu)
+        self.gains = torch.tensor(
+            np.stack([self.batch.actuator_forces(np.tile(e, (n, 1)))[0] for e in eye], axis=1)
+        )
+
+    def initial_states(self, rng: np.random.Generator):
+        self.env.reset(seed=int(rng.integers(2**31)))
+        return torch.tensor(self.batch.q), torch.tensor(self.batch.v)
+
+    def observe(self, q, v):
+        return torch.cat([q[:, 1:], v], dim=1)
+
+    def torques(self, a):
+        return a @ self.gains.T
+
+    def reward(self, q_before, q, v, a):
+        return (q[:, 0] - q_before[:, 0]) / self.dt - self.ctrl_weight * (a**2).sum(dim=1)
+
+
+TASKS = {"cartpole-swingup": CartPoleSwingUp, "HalfCheetah-v5": GymLocomotion}
+
+
 @dataclass
 class Result:
     actor: nn.Module
-    # (window, wall-clock s, mean undiscounted reward per step of the window)
+    # (window, environment steps so far, wall-clock s, mean reward per
+    # environment step of the window)
     curve: list = field(default_factory=list)
 
 
-def initial_states(rng: np.random.Generator, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    q = np.zeros((n, 2))
-    q[:, 1] = np.pi + rng.uniform(-0.2, 0.2, n)
-    v = rng.uniform(-0.1, 0.1, (n, 2))
-    return torch.tensor(q), torch.tensor(v)
+def env_step(task, q, v, a):
+    """One environment step: ``substeps`` differentiable physics steps under
+    the action's torques."""
+    tau = task.torques(a)
+    for _ in range(task.substeps):
+        q, v = step(task.batch, q, v, tau, task.model)
+    return q, v
 
 
-def act(actor: nn.Module, obs: torch.Tensor) -> torch.Tensor:
-    """The deterministic action in [-1, 1] (scaled by max_force on the cart)."""
-    return torch.tanh(actor(obs))
-
-
-def evaluate(actor: nn.Module, cfg: Config, seed: int, n: int = 16) -> float:
-    """Mean return of ``n`` fresh episodes with the deterministic policy."""
-    model = moreau.scene("cartpole")
-    batch = moreau.BatchSim(model, n, dt=cfg.dt)
-    q, v = initial_states(np.random.default_rng(seed), n)
+def evaluate(actor, cfg: Config, seed: int, n: int = 16) -> float:
+    """Mean return of ``n`` fresh episodes with the deterministic policy
+    (``tanh`` of the actor's output)."""
+    task = TASKS[cfg.task](n)
+    q, v = task.initial_states(np.random.default_rng(seed))
     total = torch.zeros(n, dtype=torch.float64)
     with torch.no_grad():
-        for _ in range(cfg.episode_steps):
-            a = act(actor, observe(q, v))
-            tau = torch.cat([a * cfg.max_force, torch.zeros_like(a)], dim=1)
-            q, v = step(batch, q, v, tau, model)
-            total += reward(q, a)
+        for _ in range(task.episode_steps):
+            a = torch.tanh(actor(task.observe(q, v)))
+            q1, v1 = env_step(task, q, v, a)
+            total += task.reward(q, q1, v1, a)
+            q, v = q1, v1
     return float(total.mean())
 
 
 def train(cfg: Config, log=None) -> Result:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    model = moreau.scene("cartpole")
-    batch = moreau.BatchSim(model, cfg.num_envs, dt=cfg.dt)
-    actor, critic = mlp(5, 1, cfg.hidden), mlp(5, 1, cfg.hidden)
-    target = mlp(5, 1, cfg.hidden)
+    task = TASKS[cfg.task](cfg.num_envs)
+    actor = mlp(task.obs_dim, task.act_dim, cfg.hidden)
+    critic, target = mlp(task.obs_dim, 1, cfg.hidden), mlp(task.obs_dim, 1, cfg.hidden)
     target.load_state_dict(critic.state_dict())
     actor_opt = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
     critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.critic_lr)
     result = Result(actor)
     start = time.perf_counter()
-    q, v = initial_states(rng, cfg.num_envs)
+    q, v = task.initial_states(rng)
     elapsed = 0
     for w in range(cfg.windows):
-        if elapsed >= cfg.episode_steps:
-            q, v = initial_states(rng, cfg.num_envs)
+        if elapsed >= task.episode_steps:
+            q, v = task.initial_states(rng)
             elapsed = 0
         q, v = q.detach(), v.detach()
         loss = torch.zeros((), dtype=torch.float64)
         discount = 1.0
-        observations, rewards = [observe(q, v).detach()], []
+        observations, rewards = [task.observe(q, v).detach()], []
         for t in range(cfg.horizon):
-            mean = actor(observe(q, v))
+            mean = actor(task.observe(q, v))
             a = torch.tanh(mean + cfg.action_std * torch.randn_like(mean))
-            tau = torch.cat([a * cfg.max_force, torch.zeros_like(a)], dim=1)
-            q, v = step(batch, q, v, tau, model)
-            r = reward(q, a)
+            q1, v1 = env_step(task, q, v, a)
+            r = task.reward(q, q1, v1, a)
+            q, v = q1, v1
             loss = loss - discount * r.sum()
             discount *= cfg.gamma
             rewards.append(r.detach())
-            observations.append(observe(q, v).detach())
+            observations.append(task.observe(q, v).detach())
         elapsed += cfg.horizon
         # The value at the window's end (time-limit truncation bootstraps too).
-        loss = loss - discount * target(observe(q, v)).sum()
+        loss = loss - discount * target(task.observe(q, v)).sum()
         loss = loss / (cfg.num_envs * cfg.horizon)
         actor_opt.zero_grad()
         loss.backward()
@@ -158,27 +212,86 @@ def train(cfg: Config, log=None) -> Result:
             for p, pt in zip(critic.parameters(), target.parameters()):
                 pt.mul_(1 - cfg.target_alpha).add_(cfg.target_alpha * p)
         mean_reward = float(torch.stack(rewards).mean())
-        result.curve.append((w + 1, time.perf_counter() - start, mean_reward))
+        steps = (w + 1) * cfg.horizon * cfg.num_envs
+        result.curve.append((w + 1, steps, time.perf_counter() - start, mean_reward))
         if log is not None and (w + 1) % 10 == 0:
-            log(f"window {w + 1}/{cfg.windows}: mean reward per step {mean_reward:.3f}")
+            log(f"window {w + 1}/{cfg.windows}: {steps} steps, mean reward per step {mean_reward:.3f}")
     return result
+
+
+def window_gradients(task, horizons, seed: int = 0, settle: int = 20):
+    """The gradient of a window's total reward with respect to its actions
+    (random, std 0.5) from a state that settled ``settle`` steps on the
+    ground, for each horizon: ``(horizon, gradient norm, directional
+    derivative by autograd, by central differences)``."""
+    n = task.batch.nworlds
+    q0, v0 = task.initial_states(np.random.default_rng(seed))
+    zero = torch.zeros(n, task.act_dim, dtype=torch.float64)
+    with torch.no_grad():
+        for _ in range(settle):
+            q0, v0 = env_step(task, q0, v0, zero)
+    rows = []
+    for h in horizons:
+        rng = np.random.default_rng(seed + h)
+        actions = 0.5 * rng.standard_normal((h, n, task.act_dim))
+
+        def total(a):
+            q, v, r = q0, v0, 0.0
+            for t in range(h):
+                q1, v1 = env_step(task, q, v, a[t])
+                r = r + task.reward(q, q1, v1, a[t]).sum()
+                q, v = q1, v1
+            return r
+
+        a = torch.tensor(actions, requires_grad=True)
+        total(a).backward()
+        g = a.grad.numpy()
+        d = rng.standard_normal(actions.shape)
+        eps = 1e-6
+        with torch.no_grad():
+            fd = (total(torch.tensor(actions + eps * d)) - total(torch.tensor(actions - eps * d))).item() / (2 * eps)
+        rows.append((h, float(np.linalg.norm(g)), float((g * d).sum()), fd))
+    return rows
 
 
 def _main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", default="cartpole-swingup", choices=sorted(TASKS))
     p.add_argument("--windows", type=int, default=400)
     p.add_argument("--num-envs", type=int, default=64)
+    p.add_argument("--horizon", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="write the curve (JSON) here")
+    p.add_argument(
+        "--gradient-norms",
+        action="store_true",
+        help="train nothing: print the norm of a window's reward gradient against its horizon",
+    )
     args = p.parse_args()
-    cfg = Config(windows=args.windows, num_envs=args.num_envs, seed=args.seed)
+    if args.gradient_norms:
+        print(f"{args.task}: gradient of a window's total reward with respect to its actions")
+        print(f"{'horizon':>8} {'norm':>12} {'autograd':>16} {'differences':>16}")
+        for h, norm, analytic, fd in window_gradients(TASKS[args.task](4), [1, 5, 10, 20, 40]):
+            print(f"{h:8d} {norm:12.4e} {analytic:16.9e} {fd:16.9e}")
+        return
+    cfg = Config(task=args.task, windows=args.windows, num_envs=args.num_envs, horizon=args.horizon, seed=args.seed)
     torch.manual_seed(cfg.seed)
-    before = evaluate(mlp(5, 1, cfg.hidden), cfg, seed=1000)
+    task = TASKS[cfg.task](1)
+    before = evaluate(mlp(task.obs_dim, task.act_dim, cfg.hidden), cfg, seed=1000)
     t0 = time.perf_counter()
     result = train(cfg, log=print)
     wall = time.perf_counter() - t0
     after = evaluate(result.actor, cfg, seed=1000)
     steps = cfg.windows * cfg.horizon * cfg.num_envs
-    print(f"{steps} simulated steps in {wall:.1f} s; return on fresh episodes {before:.1f} -> {after:.1f}")
+    print(f"{cfg.task}: {steps} environment steps in {wall:.1f} s; return on fresh episodes {before:.1f} -> {after:.1f}")
+    if args.out:
+        import json
+        import pathlib
+
+        path = pathlib.Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"config": cfg.__dict__, "wall_s": wall, "return_before": before,
+                                    "return_after": after, "curve": result.curve}))
 
 
 if __name__ == "__main__":
