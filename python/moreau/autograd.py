@@ -43,17 +43,24 @@ def _transpose_apply(a: np.ndarray, g: np.ndarray) -> np.ndarray:
     return np.einsum("nrc,nr->nc", a, g)
 
 
+def _array(x: torch.Tensor) -> np.ndarray:
+    """A tensor as a C-contiguous float64 array (what BatchSim takes)."""
+    return np.ascontiguousarray(x.detach().cpu().numpy(), dtype=np.float64)
+
+
+def _raise_on_failure(batch) -> None:
+    if batch.failures:
+        world, why = batch.failures[0]
+        raise RuntimeError(f"world {world}'s step failed: {why}")
+
+
 class _Step(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, v, tau, batch, model):
-        qn = np.ascontiguousarray(q.detach().cpu().numpy(), dtype=np.float64)
-        vn = np.ascontiguousarray(v.detach().cpu().numpy(), dtype=np.float64)
-        tn = np.ascontiguousarray(tau.detach().cpu().numpy(), dtype=np.float64)
+        qn, vn, tn = _array(q), _array(v), _array(tau)
         batch.set_states(qn, vn)
         jac = batch.step_with_jacobians(tn)
-        if batch.failures:
-            world, why = batch.failures[0]
-            raise RuntimeError(f"world {world}'s step failed: {why}")
+        _raise_on_failure(batch)
         q1, v1 = batch.q, batch.v
         _, d_in = model.configuration_charts(qn)
         c_out, _ = model.configuration_charts(q1)
@@ -93,11 +100,9 @@ def step(batch, q: torch.Tensor, v: torch.Tensor, tau: torch.Tensor, model=None)
     if torch.is_grad_enabled() and any(x.requires_grad for x in (q, v, tau)):
         return _Step.apply(q, v, tau, batch, model)
     # Nothing to differentiate: a plain step, without the Jacobians.
-    batch.set_states(*(np.ascontiguousarray(x.detach().cpu().numpy(), dtype=np.float64) for x in (q, v)))
-    batch.step(np.ascontiguousarray(tau.detach().cpu().numpy(), dtype=np.float64))
-    if batch.failures:
-        world, why = batch.failures[0]
-        raise RuntimeError(f"world {world}'s step failed: {why}")
+    batch.set_states(_array(q), _array(v))
+    batch.step(_array(tau))
+    _raise_on_failure(batch)
     return torch.from_numpy(batch.q), torch.from_numpy(batch.v)
 
 

@@ -584,6 +584,16 @@ impl BatchSim {
         rows(what, a, self.batch.nworlds(), width)
     }
 
+    /// [`Self::actions`] of an optional argument.
+    fn optional(
+        &self,
+        what: &str,
+        a: &Option<PyReadonlyArray2<'_, f64>>,
+        width: usize,
+    ) -> PyResult<Option<Vec<f64>>> {
+        a.as_ref().map(|a| self.actions(what, a, width)).transpose()
+    }
+
     /// World positions (nworlds, 3) of the point `body_from_point` of
     /// `body`, at each world's configuration or at `q` (nworlds × nq, flat).
     fn positions<'py>(
@@ -615,14 +625,8 @@ impl BatchSim {
         velocities: bool,
         each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
     ) -> PyResult<Vec<f64>> {
-        let q = match &q {
-            Some(q) => Some(self.actions("q", q, self.nq)?),
-            None => None,
-        };
-        let v = match &v {
-            Some(v) => Some(self.actions("v", v, self.nv)?),
-            None => None,
-        };
+        let q = self.optional("q", &q, self.nq)?;
+        let v = self.optional("v", &v, self.nv)?;
         let model = self.batch.model().clone();
         let (nq, nv) = (self.nq, self.nv);
         let mut flat = Vec::new();
@@ -863,10 +867,7 @@ impl BatchSim {
         else {
             return Err(value_error(format!("no frame named {name:?}")));
         };
-        let given = match &q {
-            Some(q) => Some(self.actions("q", q, self.nq)?),
-            None => None,
-        };
+        let given = self.optional("q", &q, self.nq)?;
         self.positions(py, frame.body, &frame.body_from_frame, given.as_deref())
     }
 
@@ -988,14 +989,8 @@ impl BatchSim {
         v: Option<PyReadonlyArray2<'py, f64>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let ctrl = self.actions("ctrl", &ctrl, self.nu)?;
-        let q = match &q {
-            Some(q) => Some(self.actions("q", q, self.nq)?),
-            None => None,
-        };
-        let v = match &v {
-            Some(v) => Some(self.actions("v", v, self.nv)?),
-            None => None,
-        };
+        let q = self.optional("q", &q, self.nq)?;
+        let v = self.optional("v", &v, self.nv)?;
         let model = self.batch.model();
         let (n, nq, nv, nu) = (self.batch.nworlds(), self.nq, self.nv, self.nu);
         let mut flat = vec![0.0; n * nv];

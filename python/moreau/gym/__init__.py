@@ -454,8 +454,10 @@ class MoreauVectorEnv(VectorEnv):
         resetting = self._needs_reset.copy()
         position_before = self._position()
         failed = np.zeros(self.num_envs, dtype=bool)
-        for _ in range(self.task.frame_skip):
-            self._kinematics_q, self._kinematics_v = self.batch.q, self.batch.v
+        for k in range(self.task.frame_skip):
+            if k == self.task.frame_skip - 1:
+                # (Only the last physics step's start state is read.)
+                self._kinematics_q, self._kinematics_v = self.batch.q, self.batch.v
             self.batch.step_controls(ctrl)
             for i, _why in self.batch.failures:
                 failed[i] = True
