@@ -20,6 +20,7 @@ pub mod contact;
 pub mod counters;
 pub mod dynamics;
 pub mod envs;
+pub mod events;
 pub mod error;
 pub mod gpu;
 pub mod load;
