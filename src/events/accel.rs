@@ -105,12 +105,17 @@ pub fn solve_modes(
         .map(|(i, (c, m))| match m {
             Mode::Stick => None,
             Mode::Slide { dir } => {
+                // Along the sliding velocity while it keeps to the mode's
+                // side; past a reversal (the stop event's bisection finds
+                // it), along the mode's direction: the mode is frozen
+                // within a step.
                 let ut = [u[3 * i], u[3 * i + 1]];
                 let norm = (ut[0] * ut[0] + ut[1] * ut[1]).sqrt();
-                let d = if norm > velocity_tolerance {
+                let local = c.frame.tr_mul(dir);
+                let along = ut[0] * local.x + ut[1] * local.y;
+                let d = if norm > velocity_tolerance && along > 0.0 {
                     [ut[0] / norm, ut[1] / norm]
                 } else {
-                    let local = c.frame.tr_mul(dir);
                     let l = (local.x * local.x + local.y * local.y).sqrt().max(1e-300);
                     [local.x / l, local.y / l]
                 };

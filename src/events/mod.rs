@@ -135,6 +135,9 @@ pub struct EventParams {
     pub velocity_tolerance: f64,
     /// Tolerance of the mode checks on forces (N).
     pub force_tolerance: f64,
+    /// A touching contact at rest is held when its normal acceleration
+    /// without it is below `−acceleration_tolerance` (m/s²).
+    pub acceleration_tolerance: f64,
     /// Impacts approaching slower than this are plastic: the Zeno rule (m/s).
     pub zeno_velocity: f64,
     /// More events than this within one `time_tolerance` is an error.
@@ -157,6 +160,7 @@ impl Default for EventParams {
             contact_distance: 1e-7,
             velocity_tolerance: 1e-9,
             force_tolerance: 1e-9,
+            acceleration_tolerance: 1e-9,
             zeno_velocity: 1e-3,
             max_events_at_once: 100,
             stabilization_time: 0.1,
@@ -175,6 +179,7 @@ impl EventParams {
             ("contact_distance", self.contact_distance),
             ("velocity_tolerance", self.velocity_tolerance),
             ("force_tolerance", self.force_tolerance),
+            ("acceleration_tolerance", self.acceleration_tolerance),
             ("stabilization_time", self.stabilization_time),
             ("midpoint_tolerance", self.midpoint_tolerance),
             ("solver_tolerance", self.solver_tolerance),
@@ -394,6 +399,13 @@ impl EventSim {
         )
     }
 
+    /// The held contacts at `state` with their forces, accelerations and
+    /// velocities (contact frames), under generalized forces `tau`.
+    pub fn held_contacts(&mut self, state: &State, tau: &[f64]) -> Result<Vec<Held>, EventError> {
+        self.check(state, tau)?;
+        Ok(self.eval(&state.q, &state.v, tau, state.t)?.held)
+    }
+
     /// Forgets the held contacts (call after changing the state from outside).
     pub fn reset(&mut self) {
         self.held.clear();
@@ -467,8 +479,9 @@ impl EventSim {
             }
         };
         let end = self.integrate(state, dt, tau)?;
-        let end_guards = self.guards_at(&end, tau)?;
+        let (end_guards, end_held) = self.guards_and_held(&end, tau)?;
         if !end_guards.fired_since(&start_guards) {
+            self.follow_sliding(&end_held);
             *state = end;
             self.guards = Some(end_guards);
             return Ok(StepOutcome {
@@ -506,6 +519,18 @@ impl EventSim {
         let (mut y, advanced) = if impact { (at_lo, lo) } else { (y_hi, hi) };
         if impact {
             self.impact(&mut y, tau)?;
+        } else {
+            // Sliding contacts whose velocity along their direction
+            // crossed zero stick (and slip again in settling if they cannot).
+            for (id, &v) in &fired.values {
+                if id.0 == GUARD_STOP && v < 0.0 && self.held.contains_key(&id.1) {
+                    self.held.insert(id.1, Mode::Stick);
+                    self.events.push(Event {
+                        t: y.t,
+                        kind: EventKind::Stick { key: id.1 },
+                    });
+                }
+            }
         }
         self.settle(&y, tau)?;
         let events = self.events.len() - before;
@@ -606,6 +631,11 @@ impl EventSim {
 
     /// The event functions at `y`.
     fn guards_at(&mut self, y: &State, tau: &[f64]) -> Result<Guards, EventError> {
+        Ok(self.guards_and_held(y, tau)?.0)
+    }
+
+    /// The event functions at `y` and the held contacts there.
+    fn guards_and_held(&mut self, y: &State, tau: &[f64]) -> Result<(Guards, Vec<Held>), EventError> {
         let e = self.eval(&y.q, &y.v, tau, y.t)?;
         let p = self.params;
         let mut g = Guards::default();
@@ -622,55 +652,99 @@ impl EventSim {
                     g.values.insert((GUARD_SLIP, h.key), h.slip_margin(&p));
                 }
                 Mode::Slide { dir } => {
-                    g.values
-                        .insert((GUARD_STOP, h.key), h.stop_margin(&dir, &p));
+                    // Located where the sliding velocity crosses zero.
+                    let stop = h.stop_margin(&dir, &p) - p.velocity_tolerance;
+                    g.values.insert((GUARD_STOP, h.key), stop);
                 }
             }
         }
-        Ok(g)
+        Ok((g, e.held))
+    }
+
+    /// After a step: each sliding contact's direction follows its sliding
+    /// velocity (while on the same side).
+    fn follow_sliding(&mut self, held: &[Held]) {
+        for h in held {
+            if let Some(Mode::Slide { dir }) = self.held.get_mut(&h.key) {
+                let ut = h.frame * Vec3::new(h.velocity.x, h.velocity.y, 0.0);
+                if ut.norm() > self.params.velocity_tolerance && ut.dot(dir) > 0.0 {
+                    *dir = ut.normalize();
+                }
+            }
+        }
     }
 
     /// Switches the held contacts' modes until they agree with the
-    /// contact problem at `y`: drops separating contacts, starts slipping
-    /// where sticking fails, sticks where sliding reversed, holds touching
-    /// contacts at rest.
+    /// contact problem at `y`. First, touching contacts at rest whose
+    /// normal acceleration would make them penetrate are held, all at
+    /// once; then, one at a time, the held contact that disagrees most
+    /// with its mode is switched: dropped if it pulls (lift-off), sliding
+    /// where it cannot stick, sticking where its sliding reversed.
     fn settle(&mut self, y: &State, tau: &[f64]) -> Result<(), EventError> {
         let p = self.params;
-        for switches in 0..50 {
+        const MAX_SWITCHES: usize = 100;
+        for _ in 0..MAX_SWITCHES {
             let e = self.eval(&y.q, &y.v, tau, y.t)?;
-            let mut changed = None;
-            for key in &e.missing {
-                changed = Some(EventKind::LiftOff { key: *key });
-            }
-            for h in &e.held {
-                if changed.is_some() {
-                    break;
-                }
-                if h.lift_margin(&p) < 0.0 {
-                    changed = Some(EventKind::LiftOff { key: h.key });
-                    continue;
-                }
-                match h.mode {
-                    Mode::Stick if h.slip_margin(&p) < 0.0 => {
-                        changed = Some(EventKind::Slip { key: h.key })
-                    }
-                    Mode::Slide { dir } if h.stop_margin(&dir, &p) < 0.0 => {
-                        changed = Some(EventKind::Stick { key: h.key })
-                    }
-                    _ => {}
-                }
-            }
-            if changed.is_none() {
-                // Touching contacts at rest that are not held yet.
-                let touching = self.touching(y)?;
-                if let Some((key, _)) = touching
-                    .into_iter()
-                    .find(|(k, u)| !self.held.contains_key(k) && u.z.abs() <= p.velocity_tolerance)
+            // Touching contacts at rest that would penetrate.
+            let touching = self.touching(y, Some(&e.a))?;
+            let mut touched = false;
+            for (key, u, alpha_n) in touching {
+                if !self.held.contains_key(&key)
+                    && u.z.abs() <= p.velocity_tolerance
+                    && alpha_n < -p.acceleration_tolerance
                 {
-                    changed = Some(EventKind::Touch { key });
+                    let mode = self.mode_for(&key, &u);
+                    self.held.insert(key, mode);
+                    self.events.push(Event {
+                        t: y.t,
+                        kind: EventKind::Touch { key },
+                    });
+                    touched = true;
                 }
             }
-            let Some(kind) = changed else {
+            if touched {
+                continue;
+            }
+            // Sliding contacts whose sliding reversed stick, all at once
+            // (the contacts of one body stop together).
+            let stopped: Vec<ContactKey> = e
+                .held
+                .iter()
+                .filter(|h| matches!(h.mode, Mode::Slide { dir } if h.stop_margin(&dir, &p) < 0.0))
+                .map(|h| h.key)
+                .collect();
+            if !stopped.is_empty() {
+                for key in stopped {
+                    self.held.insert(key, Mode::Stick);
+                    self.events.push(Event {
+                        t: y.t,
+                        kind: EventKind::Stick { key },
+                    });
+                }
+                continue;
+            }
+            // The held contact that disagrees most with its mode.
+            let mut worst: Option<(f64, EventKind)> = e
+                .missing
+                .first()
+                .map(|key| (f64::NEG_INFINITY, EventKind::LiftOff { key: *key }));
+            for h in &e.held {
+                let (margin, kind) = match h.mode {
+                    Mode::Stick => {
+                        let (lift, slip) = (h.lift_margin(&p), h.slip_margin(&p));
+                        if lift <= slip {
+                            (lift, EventKind::LiftOff { key: h.key })
+                        } else {
+                            (slip, EventKind::Slip { key: h.key })
+                        }
+                    }
+                    Mode::Slide { .. } => (h.lift_margin(&p), EventKind::LiftOff { key: h.key }),
+                };
+                if margin < 0.0 && worst.as_ref().is_none_or(|(w, _)| margin < *w) {
+                    worst = Some((margin, kind));
+                }
+            }
+            let Some((_, kind)) = worst else {
                 return Ok(());
             };
             match &kind {
@@ -682,28 +756,13 @@ impl EventSim {
                     let dir = h.slip_direction();
                     self.held.insert(*key, Mode::Slide { dir });
                 }
-                EventKind::Stick { key } => {
-                    self.held.insert(*key, Mode::Stick);
-                }
-                EventKind::Touch { key } => {
-                    let (_, u) = self
-                        .touching(y)?
-                        .into_iter()
-                        .find(|(k, _)| k == key)
-                        .expect("touching");
-                    let mode = self.mode_for(key, &u);
-                    self.held.insert(*key, mode);
-                }
                 _ => {}
             }
             self.events.push(Event { t: y.t, kind });
-            if switches == 49 {
-                break;
-            }
         }
         Err(EventError::ModesDidNotSettle {
             t: y.t,
-            switches: 50,
+            switches: MAX_SWITCHES,
         })
     }
 
@@ -725,28 +784,45 @@ impl EventSim {
         }
     }
 
-    /// Contacts closer than `contact_distance` at `y` and their
-    /// contact-frame velocities (fills `self.contacts`, `self.jacobian`).
-    fn touching(&mut self, y: &State) -> Result<Vec<(ContactKey, Vec3)>, EventError> {
+    /// Contacts closer than `contact_distance` at `y`, their contact-frame
+    /// velocities and, given the joint accelerations `a`, their normal
+    /// accelerations (else 0). Fills `self.contacts` and `self.jacobian`.
+    fn touching(
+        &mut self,
+        y: &State,
+        a: Option<&DVector<f64>>,
+    ) -> Result<Vec<(ContactKey, Vec3, f64)>, EventError> {
         let model = &*self.model;
         forward_kinematics(model, &mut self.data, y.q.as_slice());
+        forward_velocity(model, &mut self.data, y.v.as_slice());
         self.detector.detect(model, &self.data, &mut self.contacts)?;
         let d = self.params.contact_distance;
         self.contacts.retain(|c| c.distance <= d);
         contact_jacobian(model, &self.data, &self.contacts, &mut self.jacobian);
         let u = &self.jacobian.jacobian * &y.v;
+        let ja = a.map(|a| &self.jacobian.jacobian * a);
+        self.update_bias_accelerations();
         Ok(self
             .contacts
             .iter()
             .enumerate()
-            .map(|(i, c)| (c.key, Vec3::new(u[3 * i], u[3 * i + 1], u[3 * i + 2])))
+            .map(|(i, c)| {
+                let alpha_n = ja.as_ref().map_or(0.0, |ja| {
+                    ja[3 * i + 2] + accel::drift(&self.data, &self.bias_acc, c).z
+                });
+                (
+                    c.key,
+                    Vec3::new(u[3 * i], u[3 * i + 1], u[3 * i + 2]),
+                    alpha_n,
+                )
+            })
             .collect())
     }
 
     /// Applies the impact law at `y` (see the module documentation).
     fn impact(&mut self, y: &mut State, tau: &[f64]) -> Result<(), EventError> {
         let p = self.params;
-        let touching = self.touching(y)?;
+        let touching = self.touching(y, None)?;
         if touching.is_empty() {
             return Ok(());
         }
@@ -762,7 +838,7 @@ impl EventSim {
         // Free normal accelerations, for the Zeno rule's accumulation time.
         let alpha_free = self.free_normal_accelerations(y, tau);
         let mut zeno = Vec::new();
-        for (i, (c, (_, u))) in self.contacts.iter().zip(&touching).enumerate() {
+        for (i, (c, (_, u, _))) in self.contacts.iter().zip(&touching).enumerate() {
             mu.push(c.mu);
             g[3 * i] = u.x;
             g[3 * i + 1] = u.y;
