@@ -31,12 +31,13 @@ impl Held {
         self.force.z - self.accel.z.max(0.0) / self.g_nn + p.force_tolerance
     }
 
-    /// Non-negative while a sticking contact can stick: the cone's margin
-    /// `μ f_N − ‖f_T‖` minus the tangential acceleration as a force.
+    /// Non-negative while a sticking contact stays slow: `v_z − ‖u_T‖`
+    /// (m/s), `v_z` the Zeno rule's speed. A sticking contact's force
+    /// solves the cone problem on accelerations, which lets it slip
+    /// slowly, the force on the cone's boundary against the tangential
+    /// acceleration; past `v_z` it slides (Coulomb against the velocity).
     pub fn slip_margin(&self, p: &EventParams) -> f64 {
-        let ft = self.force.xy().norm();
-        let at = self.accel.xy().norm();
-        self.mu * self.force.z - ft - at / self.g_tt + p.force_tolerance
+        p.zeno_velocity.max(p.velocity_tolerance) - self.velocity.xy().norm()
     }
 
     /// Non-negative while a sliding contact slides along `dir` (world).
@@ -45,17 +46,12 @@ impl Held {
         ut.dot(dir) + p.velocity_tolerance
     }
 
-    /// The world direction a contact that can no longer stick starts to
-    /// slide in: its tangential acceleration's (or, if that vanishes,
-    /// against its tangential force).
+    /// The world direction a contact that slips slides in: its sliding
+    /// velocity's.
     pub fn slip_direction(&self) -> Vec3 {
-        let a = self.frame * Vec3::new(self.accel.x, self.accel.y, 0.0);
-        if a.norm() > 0.0 {
-            return a.normalize();
-        }
-        let f = self.frame * Vec3::new(-self.force.x, -self.force.y, 0.0);
-        if f.norm() > 0.0 {
-            f.normalize()
+        let u = self.frame * Vec3::new(self.velocity.x, self.velocity.y, 0.0);
+        if u.norm() > 0.0 {
+            u.normalize()
         } else {
             self.frame.column(0).into_owned()
         }
@@ -77,12 +73,19 @@ pub fn drift(data: &Data, bias: &[Vec6], c: &Contact) -> Vec3 {
     c.frame.tr_mul(&(point(c.body_a) - point(c.body_b)))
 }
 
+/// The largest `ε_abs` a contact solve that did not reach its tolerance
+/// is accepted with: `10⁻⁶ max(1, ‖g‖∞)` (held contacts on a face are
+/// redundant, and ADMM's convergence on them is linear).
+pub fn acceptable(settings: &SolverSettings, g: &DVector<f64>) -> f64 {
+    (1e-6 * g.amax().max(1.0)).max(settings.tolerance)
+}
+
 /// Solves the held contacts' problem for their forces (contact frames,
 /// `3·n`): sticking contacts in the cone complementarity problem, sliding
-/// ones with `f_T = −μ f_N û` by a fixed point on their normal forces
-/// (each round one cone problem where the sliding contacts are
-/// frictionless and their friction a known term of `g`), until `G f` stops
-/// changing.
+/// ones with `f_T = −μ f_N û` (see `follow` for `û`): their normal forces
+/// are a fixed point of the cone problem where the sliding contacts are
+/// frictionless and their friction a known term of `g`, iterated until
+/// `G f` stops changing.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_modes(
     delassus: &DMatrix<f64>,
@@ -90,7 +93,7 @@ pub fn solve_modes(
     contacts: &[Contact],
     modes: &[Mode],
     u: &DVector<f64>,
-    velocity_tolerance: f64,
+    follow: Option<f64>,
     solver: &mut dyn ContactSolver,
     settings: &SolverSettings,
     solution: &mut ContactSolution,
@@ -105,15 +108,15 @@ pub fn solve_modes(
         .map(|(i, (c, m))| match m {
             Mode::Stick => None,
             Mode::Slide { dir } => {
-                // Along the sliding velocity while it keeps to the mode's
-                // side; past a reversal (the stop event's bisection finds
-                // it), along the mode's direction: the mode is frozen
-                // within a step.
+                // With `follow: Some(tolerance)`, along the sliding
+                // velocity while it keeps to the mode's side (faster than
+                // the tolerance); else, and past a reversal (the stop
+                // event's bisection finds it), along the mode's direction.
                 let ut = [u[3 * i], u[3 * i + 1]];
                 let norm = (ut[0] * ut[0] + ut[1] * ut[1]).sqrt();
                 let local = c.frame.tr_mul(dir);
                 let along = ut[0] * local.x + ut[1] * local.y;
-                let d = if norm > velocity_tolerance && along > 0.0 {
+                let d = if follow.is_some_and(|tol| norm > tol) && along > 0.0 {
                     [ut[0] / norm, ut[1] / norm]
                 } else {
                     let l = (local.x * local.x + local.y * local.y).sqrt().max(1e-300);
@@ -128,24 +131,21 @@ pub fn solve_modes(
         .zip(&slides)
         .map(|(c, s)| if s.is_some() { 0.0 } else { c.mu })
         .collect();
-    let mut forces = DVector::zeros(3 * n);
-    let mut effect = DVector::zeros(3 * n);
     let mut problem = ContactProblem::new(delassus.clone(), alpha_free.clone(), mu)
         .expect("the held contacts' problem is built from a valid model");
-    let any_slide = slides.iter().any(|s| s.is_some());
-    const ROUNDS: usize = 200;
-    for round in 0..ROUNDS {
-        // g = α_free + G f_friction of the sliding contacts.
-        problem.g.copy_from(alpha_free);
+    let sliding: Vec<usize> = (0..n).filter(|&i| slides[i].is_some()).collect();
+    // Φ: the forces of the cone problem given the sliding contacts' normal
+    // forces `x` (their friction a known term of `g`), warm-started at `warm`.
+    let mut phi = |x: &[f64], warm: &DVector<f64>| -> Result<DVector<f64>, EventError> {
         let mut friction = DVector::zeros(3 * n);
-        for (i, s) in slides.iter().enumerate() {
-            if let Some((mu, d)) = s {
-                friction[3 * i] = -mu * forces[3 * i + 2] * d[0];
-                friction[3 * i + 1] = -mu * forces[3 * i + 2] * d[1];
-            }
+        for (&i, &xi) in sliding.iter().zip(x) {
+            let (mu, d) = slides[i].expect("sliding");
+            friction[3 * i] = -mu * xi * d[0];
+            friction[3 * i + 1] = -mu * xi * d[1];
         }
+        problem.g.copy_from(alpha_free);
         problem.g += delassus * &friction;
-        problem.warm_start.copy_from(&forces);
+        problem.warm_start.copy_from(warm);
         problem.warm_start -= &friction;
         solver
             .solve(&problem, settings, solution)
@@ -155,28 +155,74 @@ pub fn solve_modes(
                 residual: f64::NAN,
             })?;
         let stats = solution.stats;
-        if !stats.converged && stats.residuals.eps_abs > 1e3 * settings.tolerance {
+        if !stats.converged && stats.residuals.eps_abs > acceptable(settings, &problem.g) {
             return Err(EventError::ContactSolve {
                 what: "held contacts'",
                 t,
                 residual: stats.residuals.eps_abs,
             });
         }
-        forces.copy_from(&solution.lambda);
-        for (i, s) in slides.iter().enumerate() {
-            if let Some((mu, d)) = s {
-                forces[3 * i] = -mu * forces[3 * i + 2] * d[0];
-                forces[3 * i + 1] = -mu * forces[3 * i + 2] * d[1];
+        let mut forces = solution.lambda.clone();
+        for &i in &sliding {
+            let (mu, d) = slides[i].expect("sliding");
+            forces[3 * i] = -mu * forces[3 * i + 2] * d[0];
+            forces[3 * i + 1] = -mu * forces[3 * i + 2] * d[1];
+        }
+        Ok(forces)
+    };
+    let normals =
+        |f: &DVector<f64>| -> Vec<f64> { sliding.iter().map(|&i| f[3 * i + 2]).collect() };
+    let mut forces = phi(&vec![0.0; sliding.len()], &DVector::zeros(3 * n))?;
+    if sliding.is_empty() {
+        return Ok(forces);
+    }
+    // The sliding normal forces are a fixed point `x = Φ(x)`: plain
+    // iterations (they keep an indeterminate distribution where the warm
+    // start has it), then, if they are slow, Newton's method on `x − Φ(x)`
+    // with a difference Jacobian (Φ is piecewise affine).
+    let mut x = normals(&forces);
+    let mut effect = delassus * &forces;
+    const PLAIN: usize = 20;
+    const ROUNDS: usize = 60;
+    for round in 0..ROUNDS {
+        forces = phi(&x, &forces)?;
+        let next = normals(&forces);
+        let next_effect = delassus * &forces;
+        let change = (&next_effect - &effect).amax();
+        effect = next_effect;
+        // (At the solves' accuracy: an indeterminate distribution wanders
+        // at that level from round to round.)
+        if change <= 100.0 * settings.tolerance * (1.0 + effect.amax()) {
+            return Ok(forces);
+        }
+        if round < PLAIN {
+            x = next;
+            continue;
+        }
+        let ns = x.len();
+        let scale = 1.0 + next.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let delta = 1e-6 * scale;
+        let mut jac = DMatrix::<f64>::identity(ns, ns);
+        for j in 0..ns {
+            let mut xj = x.clone();
+            xj[j] += delta;
+            let pj = normals(&phi(&xj, &forces)?);
+            for k in 0..ns {
+                jac[(k, j)] -= (pj[k] - next[k]) / delta;
             }
         }
-        if !any_slide {
-            return Ok(forces);
-        }
-        let next = delassus * &forces;
-        let change = (&next - &effect).amax();
-        effect = next;
-        if round > 0 && change <= 1e-13 * (1.0 + effect.amax()) {
-            return Ok(forces);
+        let r = DVector::from_iterator(ns, x.iter().zip(&next).map(|(a, b)| a - b));
+        match jac
+            .lu()
+            .solve(&r)
+            .filter(|s| s.iter().all(|v| v.is_finite()))
+        {
+            Some(step) => {
+                for k in 0..ns {
+                    x[k] = (x[k] - step[k]).max(0.0);
+                }
+            }
+            None => x = next,
         }
     }
     Err(EventError::SlidingFixedPoint {
