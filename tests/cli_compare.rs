@@ -91,3 +91,54 @@ fn compare_quick_prints_table_ii_and_writes_plots_and_json() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `moreau compare events` prints the falling cube's table (a row per
+/// method and step, the references marked), the analytic errors, the code
+/// sizes, and writes events.json and events.svg.
+#[test]
+fn compare_events_prints_the_tables_and_writes_json_and_plot() {
+    let dir = std::env::temp_dir().join(format!("moreau-cli-events-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_moreau"))
+        .args(["compare", "events", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run moreau compare events");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "moreau compare events failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    for method in ["time-stepping", "event-rk4", "event-midpoint"] {
+        assert!(
+            stdout.lines().filter(|l| l.starts_with(method)).count() >= 2,
+            "{method}"
+        );
+    }
+    assert_eq!(stdout.matches("(reference)").count(), 2);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("events.json")).unwrap()).unwrap();
+    let cube = json["cube"].as_array().unwrap();
+    assert_eq!(cube.len(), 8);
+    // The references agree on the resting pose (as the tests of
+    // tests/event_based.rs require), and the event-based runs have impacts.
+    for run in cube {
+        if run["reference"].as_bool().unwrap() {
+            assert!(run["position_error_cross"].as_f64().unwrap() < 5e-3);
+        }
+        if run["method"].as_str().unwrap().starts_with("event") {
+            assert!(run["impacts"].as_u64().unwrap() >= 5);
+        }
+    }
+    // Event-based answers are exact where the analytic answer is known.
+    for row in json["analytic"].as_array().unwrap() {
+        if row["method"].as_str().unwrap().starts_with("event") {
+            assert!(row["error"].as_f64().unwrap() < 1e-9, "{row}");
+        }
+    }
+    let svg = std::fs::read_to_string(dir.join("events.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("event-rk4"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

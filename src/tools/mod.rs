@@ -5,5 +5,6 @@
 //! (everything outside `tools`) never calls into it.
 
 pub mod bench;
+pub mod events;
 pub mod inverse;
 pub mod study;

@@ -3,7 +3,8 @@
 //! `inspect` prints what a robot file loads as; `solve` solves
 //! contact problems read from a file; `bench` measures stepping throughput;
 //! `compare` runs every solver through the seed study's experiments and
-//! writes tables, plots and JSON; `grad` computes and times the step
+//! writes tables, plots and JSON (`compare events`: time-stepping against
+//! event-based simulation); `grad` computes and times the step
 //! Jacobians along a trajectory; `scenes` lists scenes.
 
 /// `println!` that does not panic when stdout is closed (e.g. piped into `head`).
@@ -34,7 +35,7 @@ use moreau::tools::bench::batch::SceneBenchConfig;
 use moreau::tools::study::{self, report};
 use nalgebra::DVector;
 use run::{load_scene, run};
-use show::{compare, info, inspect};
+use show::{compare, compare_events, info, inspect};
 use solve::solve;
 use std::io::Write;
 use std::path::PathBuf;
@@ -305,7 +306,10 @@ enum Command {
     /// time-to-accuracy, compliance. Prints the tables; writes energy.svg,
     /// internal_forces.svg, time_to_accuracy.svg, mass_ratio.svg and
     /// compare.json to --out.
+    #[command(args_conflicts_with_subcommands = true)]
     Compare {
+        #[command(subcommand)]
+        what: Option<CompareWhat>,
         /// Output folder (created if missing).
         #[arg(long, default_value = "compare-out")]
         out: PathBuf,
@@ -324,6 +328,20 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         options: ModelFileArgs,
+    },
+}
+
+/// What `moreau compare` compares besides the solvers.
+#[derive(Subcommand)]
+enum CompareWhat {
+    /// Time-stepping against event-based simulation (RK4 and implicit
+    /// midpoint smooth phases) on the falling cube, the bouncing ball and
+    /// the sliding block: prints the tables, writes events.json and
+    /// events.svg to --out.
+    Events {
+        /// Output folder (created if missing).
+        #[arg(long, default_value = "compare-events-out")]
+        out: PathBuf,
     },
 }
 
@@ -478,7 +496,11 @@ fn main() -> ExitCode {
             eps,
             out,
         } => grad(&scene, (&file, passive), steps, tolerance, fd, eps, out),
-        Command::Compare { out, quick } => compare(&out, quick),
+        Command::Compare {
+            what: Some(CompareWhat::Events { out }),
+            ..
+        } => compare_events(&out),
+        Command::Compare { out, quick, .. } => compare(&out, quick),
         Command::Inspect { file, options } => inspect(&file, &options),
         Command::Info => info(),
         Command::Scenes => {

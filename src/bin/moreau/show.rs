@@ -118,3 +118,14 @@ pub(crate) fn inspect(file: &std::path::Path, args: &ModelFileArgs) -> Result<()
     let _ = write!(std::io::stdout(), "{summary}");
     Ok(())
 }
+
+/// `moreau compare events`: time-stepping against event-based simulation.
+pub(crate) fn compare_events(out: &std::path::Path) -> Result<(), AnyError> {
+    use moreau::tools::events;
+    let report = events::compare_events().map_err(|e| e.to_string())?;
+    say!("{}", events::render(&report));
+    for path in events::write_events(&report, out).map_err(|e| e.to_string())? {
+        say!("wrote {}", path.display());
+    }
+    Ok(())
+}
