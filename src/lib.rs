@@ -8,7 +8,8 @@
 //!
 //! The pipeline, module by module, in the order data flows through it:
 //! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`]
-//! → [`batch`] (with [`gpu`]) → [`envs`]; [`load`] reads robot files
+//! → [`batch`] (with [`gpu`]) → [`envs`]; [`events`] simulates the same
+//! models event by event beside [`sim`]'s time stepping; [`load`] reads robot files
 //! (the model layer's readers, then the collision layer's passes);
 //! [`counters`] times the stages; [`scenes`] builds the named example
 //! worlds; [`tools`] holds the seed study, the benchmark drivers and what

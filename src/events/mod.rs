@@ -16,16 +16,35 @@
 //!   - *stick*: the contact force `f ∈ K_μ` and the contact acceleration
 //!     `α = G f + α_free` solve the cone complementarity problem
 //!     `K_μ ∋ f ⟂ α + Γ(α) ∈ K_μ*` (the velocity-level problem of the
-//!     time-stepping with accelerations in place of velocities);
+//!     time-stepping with accelerations in place of velocities). Where the
+//!     contact cannot stick, the force sits on the cone's boundary against
+//!     the tangential acceleration and the contact slips slowly; its
+//!     sliding velocity is damped at the stabilization's rate;
 //!   - *slide* along the tangential direction `û` of the sliding velocity:
 //!     `f_T = −μ f_N û` and `0 ≤ f_N ⟂ α_N ≥ 0` (Coulomb's law for a
-//!     sliding contact, maximum dissipation).
+//!     sliding contact, maximum dissipation). RK4's stages follow `û` as
+//!     the velocity turns; the implicit midpoint keeps the step's start `û`.
 //!
 //!   Mode switches are events too: *lift-off* (`f_N` reaches 0 while `α_N`
-//!   turns positive), *stick → slip* (the force reaches the cone's boundary
-//!   while `α_T` turns non-zero), *slip → stick* (the sliding velocity
-//!   reaches zero along `û`). After any event the modes are settled: each
-//!   held contact is checked against its mode and switched until all agree.
+//!   turns positive, or an impact elsewhere sends it away faster than
+//!   `zeno_velocity`), *stick → slide* (the sliding velocity exceeds
+//!   `zeno_velocity`), *slide → stick* (the sliding velocity crosses zero
+//!   along `û`; if it only turned, the slide goes on along it). Touching
+//!   contacts at rest that would penetrate are held. After any event the
+//!   modes are settled: each held contact is checked against its mode and
+//!   switched until all agree.
+//!
+//!   Several held contacts on a face make an indeterminate problem; its
+//!   sliding contacts' normal forces are the fixed point of a cone problem
+//!   with their friction given (plain iterations, then Newton's), solved
+//!   to the contact solver's accuracy ([`EventParams::solver_tolerance`],
+//!   300 `ncp-admm` iterations, accepted up to `ε_abs = 10⁻⁶ ‖g‖∞`).
+//!
+//! **Contact identity.** Held contacts are followed by key. Parry numbers a
+//! polyhedron's vertex by the face it reports it with, and that face
+//! changes as a body rocks on an edge, so vertex contacts are keyed by the
+//! vertex's place on its body instead. A contact released while slightly
+//! penetrating fires its impact event only below where it was released.
 //!
 //! **Impact law** (the seed's §III): at an impact time, every contact with
 //! `φ ≤ contact_distance` takes part in one velocity-level problem,
