@@ -270,3 +270,61 @@ fn falling_cube_comes_to_rest_at_the_same_pose_both_ways() {
     assert!(impacts >= 5, "{impacts} impacts");
     assert!(dp < 5e-3 && angle < 0.02, "{dp} m, {angle} rad");
 }
+
+/// Bad input is refused with an error naming it, and the state is left
+/// untouched: NaN in the state, torques of the wrong size, a bad step,
+/// invalid parameters, a model with joint limits.
+#[test]
+fn bad_input_is_refused_and_leaves_the_state_alone() {
+    let scene = scenes::ball_drop().unwrap();
+    let mut sim = EventSim::new(scene.model.clone(), EventParams::default()).unwrap();
+    let mut s = scene.state.clone();
+    s.v[2] = f64::NAN;
+    let before = s.clone();
+    let err = sim.step(&mut s, 1e-3, &[0.0; 6]).unwrap_err().to_string();
+    assert!(err.contains("v[2]"), "{err}");
+    assert_eq!(format!("{s:?}"), format!("{before:?}"));
+    let mut s = scene.state.clone();
+    let err = sim.step(&mut s, 1e-3, &[0.0; 5]).unwrap_err().to_string();
+    assert!(err.contains("tau"), "{err}");
+    let err = sim.step(&mut s, -1.0, &[0.0; 6]).unwrap_err().to_string();
+    assert!(err.contains("dt"), "{err}");
+    assert_eq!(s, scene.state);
+    let bad = EventParams {
+        h: 0.0,
+        ..EventParams::default()
+    };
+    let err = EventSim::new(scene.model.clone(), bad)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("`h`"), "{err}");
+    // A pendulum with a joint range.
+    let mut b = ModelBuilder::new("limited");
+    let body = b
+        .add_body(
+            "pendulum",
+            WORLD,
+            JointType::Revolute(Vec3::x()),
+            SE3::identity(),
+            Inertia::cuboid(1.0, Vec3::new(0.1, 0.1, 0.5)),
+        )
+        .unwrap();
+    b.set_joint_spec(
+        body,
+        moreau::model::JointSpec {
+            range: Some((-1.0, 1.0)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let limited = Arc::new(b.build().unwrap());
+    let err = EventSim::new(limited, EventParams::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("joint limits") && err.contains("pendulum"),
+        "{err}"
+    );
+}
