@@ -197,12 +197,12 @@ fn implicit_midpoint_conserves_a_tumbling_bodys_energy_rk4_drifts() {
     let start = State::new(model.neutral_configuration(), v);
     let run = |integrator, h| {
         let mut sim = EventSim::new(model.clone(), params(h, integrator)).unwrap();
-        let e0 = sim.energy(&start).0;
+        let e0 = sim.energy(&start).unwrap().0;
         let mut s = start.clone();
         let mut worst = 0.0f64;
         while s.t < 10.0 - 1e-9 {
             sim.step(&mut s, h, &[0.0; 6]).unwrap();
-            worst = worst.max((sim.energy(&s).0 - e0).abs() / e0);
+            worst = worst.max((sim.energy(&s).unwrap().0 - e0).abs() / e0);
         }
         worst
     };
@@ -272,7 +272,7 @@ fn falling_cube_comes_to_rest_at_the_same_pose_both_ways() {
 }
 
 /// Bad input is refused with an error naming it, and the state is left
-/// untouched: NaN in the state, torques of the wrong size, a bad step,
+/// untouched: NaN in the state, a zero quaternion, torques of the wrong size, a bad step,
 /// invalid parameters, a model with joint limits.
 #[test]
 fn bad_input_is_refused_and_leaves_the_state_alone() {
@@ -284,6 +284,10 @@ fn bad_input_is_refused_and_leaves_the_state_alone() {
     let err = sim.step(&mut s, 1e-3, &[0.0; 6]).unwrap_err().to_string();
     assert!(err.contains("v[2]"), "{err}");
     assert_eq!(format!("{s:?}"), format!("{before:?}"));
+    let mut s = scene.state.clone();
+    s.q.as_mut_slice()[3..7].fill(0.0);
+    let err = sim.energy(&s).unwrap_err().to_string();
+    assert!(err.contains("quaternion") && err.contains("ball"), "{err}");
     let mut s = scene.state.clone();
     let err = sim.step(&mut s, 1e-3, &[0.0; 5]).unwrap_err().to_string();
     assert!(err.contains("tau"), "{err}");

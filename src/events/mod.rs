@@ -428,14 +428,16 @@ impl EventSim {
         self.held.iter()
     }
 
-    /// Kinetic and potential energy of `state`.
-    pub fn energy(&mut self, state: &State) -> (f64, f64) {
+    /// Kinetic and potential energy of `state` (refused like [`Self::step`]
+    /// refuses it).
+    pub fn energy(&mut self, state: &State) -> Result<(f64, f64), EventError> {
+        self.check(state, &vec![0.0; self.model.nv])?;
         forward_kinematics(&self.model, &mut self.data, state.q.as_slice());
         forward_velocity(&self.model, &mut self.data, state.v.as_slice());
-        (
+        Ok((
             kinetic_energy(&self.model, &self.data),
             potential_energy(&self.model, &self.data),
-        )
+        ))
     }
 
     /// The held contacts at `state` with their forces, accelerations and
@@ -473,6 +475,20 @@ impl EventSim {
             Ok(())
         };
         check("q", state.q.as_slice(), self.model.nq)?;
+        for (i, off) in crate::dynamics::quaternion_offsets(&self.model) {
+            let norm = state.q.as_slice()[off..off + 4]
+                .iter()
+                .map(|x| x * x)
+                .sum::<f64>()
+                .sqrt();
+            if !(norm > 1e-6) {
+                return Err(crate::error::SimError::BadQuaternion {
+                    body: self.model.body_name[i].clone(),
+                    norm,
+                }
+                .into());
+            }
+        }
         check("v", state.v.as_slice(), self.model.nv)?;
         check("tau", tau, self.model.nv)?;
         check("t", &[state.t], 1)

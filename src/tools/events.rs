@@ -168,7 +168,7 @@ fn cube_event_based(integrator: SmoothIntegrator, h: f64) -> Result<CubeRun, Rep
     let (mut impulse, mut seen) = (0.0, 0);
     let clock = Instant::now();
     while s.t < DURATION - 1e-9 {
-        let (k, p) = sim.energy(&s);
+        let (k, p) = sim.energy(&s)?;
         rec.sample(&s, k + p, impulse);
         // The held contacts' forces over the step (at its start), then the
         // impacts' impulses.
