@@ -160,13 +160,13 @@ pub fn scene(name: &str) -> Result<Scene, ModelError> {
     }
 }
 
-fn ground(b: &mut ModelBuilder, friction: f64) -> Result<(), ModelError> {
+fn ground(b: &mut ModelBuilder, material: Material) -> Result<(), ModelError> {
     b.add_geometry(
         "ground",
         WORLD,
         SE3::identity(),
         Shape::HalfSpace { normal: Vec3::z() },
-        Material::with_friction(friction),
+        material,
     )?;
     Ok(())
 }
@@ -177,7 +177,7 @@ fn add_box(
     name: &str,
     mass: f64,
     size: Vec3,
-    mu: f64,
+    material: Material,
 ) -> Result<usize, ModelError> {
     let body = b.add_body(
         name,
@@ -193,7 +193,7 @@ fn add_box(
         Shape::Cuboid {
             half_extents: size / 2.0,
         },
-        Material::with_friction(mu),
+        material,
     )?;
     Ok(body)
 }
@@ -213,8 +213,14 @@ fn free_q(q: &mut DVector<f64>, iq: usize, p: Vec3) {
 /// cube both `mu`), with initial linear velocity `v0` (world = body axes).
 pub fn cube(name: &str, mu: f64, v0: Vec3) -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new(name);
-    ground(&mut b, mu)?;
-    add_box(&mut b, "cube", 1.0, Vec3::repeat(0.2), mu)?;
+    ground(&mut b, Material::with_friction(mu))?;
+    add_box(
+        &mut b,
+        "cube",
+        1.0,
+        Vec3::repeat(0.2),
+        Material::with_friction(mu),
+    )?;
     let model = Arc::new(b.build()?);
     let mut q = model.neutral_configuration();
     free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.1));
@@ -237,9 +243,21 @@ pub fn cube_stack(mass_ratio: f64) -> Result<Scene, ModelError> {
 /// A `top` kg cube on a `bottom` kg cube on the ground (0.2 m cubes, μ = 0.5).
 pub fn cube_stack_masses(bottom: f64, top: f64) -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("cube-stack");
-    ground(&mut b, 0.5)?;
-    add_box(&mut b, "bottom", bottom, Vec3::repeat(0.2), 0.5)?;
-    add_box(&mut b, "top", top, Vec3::repeat(0.2), 0.5)?;
+    ground(&mut b, Material::with_friction(0.5))?;
+    add_box(
+        &mut b,
+        "bottom",
+        bottom,
+        Vec3::repeat(0.2),
+        Material::with_friction(0.5),
+    )?;
+    add_box(
+        &mut b,
+        "top",
+        top,
+        Vec3::repeat(0.2),
+        Material::with_friction(0.5),
+    )?;
     let model = Arc::new(b.build()?);
     let mut q = model.neutral_configuration();
     free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.1));
@@ -258,13 +276,19 @@ pub fn cube_stack_masses(bottom: f64, top: f64) -> Result<Scene, ModelError> {
 /// apart: `4·side²` contacts with the ground (64 for `side = 4`).
 pub fn box_grid(side: usize) -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("box-grid");
-    ground(&mut b, 0.6)?;
+    ground(&mut b, Material::with_friction(0.6))?;
     let pitch = 0.25;
     let mut places = Vec::new();
     for i in 0..side {
         for j in 0..side {
             places.push(Vec3::new(i as f64 * pitch, j as f64 * pitch, 0.1));
-            add_box(&mut b, &format!("box{i}_{j}"), 1.0, Vec3::repeat(0.2), 0.6)?;
+            add_box(
+                &mut b,
+                &format!("box{i}_{j}"),
+                1.0,
+                Vec3::repeat(0.2),
+                Material::with_friction(0.6),
+            )?;
         }
     }
     let model = Arc::new(b.build()?);
@@ -285,7 +309,7 @@ pub fn box_grid(side: usize) -> Result<Scene, ModelError> {
 /// Six 1 kg boxes (0.2 m) stacked 3-2-1 in the x-z plane, 1 cm apart in a row.
 pub fn pyramid() -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("pyramid");
-    ground(&mut b, 0.6)?;
+    ground(&mut b, Material::with_friction(0.6))?;
     let (s, gap) = (0.2, 0.01);
     let mut places = Vec::new();
     for row in 0..3 {
@@ -293,7 +317,13 @@ pub fn pyramid() -> Result<Scene, ModelError> {
         for k in 0..n {
             let x = (k as f64 - (n - 1) as f64 / 2.0) * (s + gap);
             places.push(Vec3::new(x, 0.0, s / 2.0 + row as f64 * s));
-            add_box(&mut b, &format!("box{row}{k}"), 1.0, Vec3::repeat(s), 0.6)?;
+            add_box(
+                &mut b,
+                &format!("box{row}{k}"),
+                1.0,
+                Vec3::repeat(s),
+                Material::with_friction(0.6),
+            )?;
         }
     }
     let model = Arc::new(b.build()?);
@@ -318,38 +348,13 @@ pub fn pyramid() -> Result<Scene, ModelError> {
 /// impacts that reorient it, then sliding to rest on a face.
 pub fn falling_cube() -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("cube-falling");
-    b.add_geometry(
-        "ground",
-        WORLD,
-        SE3::identity(),
-        Shape::HalfSpace { normal: Vec3::z() },
-        Material {
-            friction: 0.4,
-            restitution: 0.3,
-            ..Default::default()
-        },
-    )?;
-    let size = Vec3::repeat(0.2);
-    let body = b.add_body(
-        "cube",
-        WORLD,
-        JointType::Free,
-        SE3::identity(),
-        Inertia::cuboid(1.0, size),
-    )?;
-    b.add_geometry(
-        "cube",
-        body,
-        SE3::identity(),
-        Shape::Cuboid {
-            half_extents: size / 2.0,
-        },
-        Material {
-            friction: 0.4,
-            restitution: 0.3,
-            ..Default::default()
-        },
-    )?;
+    let material = Material {
+        friction: 0.4,
+        restitution: 0.3,
+        ..Default::default()
+    };
+    ground(&mut b, material)?;
+    add_box(&mut b, "cube", 1.0, Vec3::repeat(0.2), material)?;
     let model = Arc::new(b.build()?);
     let axis = nalgebra::Unit::new_normalize(Vec3::new(1.0, 2.0, 0.5));
     let rotation = nalgebra::UnitQuaternion::from_axis_angle(&axis, 0.6);
@@ -375,7 +380,7 @@ pub fn falling_cube() -> Result<Scene, ModelError> {
 /// A 1 kg ball of radius 0.1 m dropped from 1 m, restitution 0.5, μ = 0.5.
 pub fn ball_drop() -> Result<Scene, ModelError> {
     let mut b = ModelBuilder::new("ball-drop");
-    ground(&mut b, 0.5)?;
+    ground(&mut b, Material::with_friction(0.5))?;
     let ball = b.add_body(
         "ball",
         WORLD,
@@ -464,7 +469,7 @@ pub mod solo {
 pub fn quadruped_model() -> Result<Model, ModelError> {
     use solo::*;
     let mut b = ModelBuilder::new("quadruped");
-    ground(&mut b, 0.8)?;
+    ground(&mut b, Material::with_friction(0.8))?;
     let base_size = Vec3::new(0.42, 0.2, 0.05);
     let base = b.add_body(
         "base",

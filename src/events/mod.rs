@@ -455,43 +455,10 @@ impl EventSim {
     }
 
     fn check(&self, state: &State, tau: &[f64]) -> Result<(), EventError> {
-        let check = |what, x: &[f64], n| -> Result<(), EventError> {
-            if x.len() != n {
-                return Err(crate::error::SimError::DimensionMismatch {
-                    what,
-                    got: x.len(),
-                    expected: n,
-                }
-                .into());
-            }
-            if let Some(index) = x.iter().position(|v| !v.is_finite()) {
-                return Err(crate::error::SimError::NonFinite {
-                    what,
-                    index,
-                    value: x[index],
-                }
-                .into());
-            }
-            Ok(())
-        };
-        check("q", state.q.as_slice(), self.model.nq)?;
-        for (i, off) in crate::dynamics::quaternion_offsets(&self.model) {
-            let norm = state.q.as_slice()[off..off + 4]
-                .iter()
-                .map(|x| x * x)
-                .sum::<f64>()
-                .sqrt();
-            if !(norm > 1e-6) {
-                return Err(crate::error::SimError::BadQuaternion {
-                    body: self.model.body_name[i].clone(),
-                    norm,
-                }
-                .into());
-            }
-        }
-        check("v", state.v.as_slice(), self.model.nv)?;
-        check("tau", tau, self.model.nv)?;
-        check("t", &[state.t], 1)
+        crate::sim::check_state(&self.model, state)?;
+        crate::sim::check_vec("tau", tau, self.model.nv)?;
+        crate::sim::check_vec("t", &[state.t], 1)?;
+        Ok(())
     }
 
     /// Advances `state` to `t_end` (steps of `h`, the last one shortened),

@@ -320,7 +320,9 @@ pub struct Simulator {
     pub times: StageTimes,
 }
 
-fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), SimError> {
+/// Refuses `x` if it is not of length `expected` or holds a non-finite
+/// value, naming it `what`.
+pub fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), SimError> {
     if x.len() != expected {
         return Err(SimError::DimensionMismatch {
             what,
@@ -336,6 +338,23 @@ fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), SimEr
         });
     }
     Ok(())
+}
+
+/// Refuses a state of `model` of the wrong size, with a non-finite value or
+/// a quaternion of norm near zero.
+pub fn check_state(model: &Model, state: &State) -> Result<(), SimError> {
+    check_vec("q", state.q.as_slice(), model.nq)?;
+    let q = state.q.as_slice();
+    for (i, off) in crate::dynamics::quaternion_offsets(model) {
+        let norm = q[off..off + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
+        if !(norm > 1e-6) {
+            return Err(SimError::BadQuaternion {
+                body: model.body_name[i].clone(),
+                norm,
+            });
+        }
+    }
+    check_vec("v", state.v.as_slice(), model.nv)
 }
 
 impl Simulator {
@@ -462,9 +481,7 @@ impl Simulator {
     /// Refuses a state of the wrong size, with a non-finite value or a
     /// quaternion of norm near zero.
     pub fn check_state(&self, state: &State) -> Result<(), SimError> {
-        check_vec("q", state.q.as_slice(), self.model.nq)?;
-        self.check_quaternions(state.q.as_slice())?;
-        check_vec("v", state.v.as_slice(), self.model.nv)
+        check_state(&self.model, state)
     }
 
     /// Kinetic and potential energy of `state` (uses the simulator's
@@ -559,9 +576,7 @@ impl Simulator {
             self.solver_kind = self.params.solver;
             self.clear_warm_start();
         }
-        check_vec("q", state.q.as_slice(), self.model.nq)?;
-        self.check_quaternions(state.q.as_slice())?;
-        check_vec("v", state.v.as_slice(), self.model.nv)?;
+        check_state(&self.model, state)?;
         match input {
             Actuation::Torques(tau) => check_vec("tau", tau, self.model.nv)?,
             Actuation::Controls(ctrl) => check_vec("ctrl", ctrl, self.model.nu())?,
@@ -658,20 +673,6 @@ impl Simulator {
             solver: (nc + nl > 0).then_some(self.solution.stats),
             times,
         })
-    }
-
-    fn check_quaternions(&self, q: &[f64]) -> Result<(), SimError> {
-        let model = &*self.model;
-        for (i, off) in crate::dynamics::quaternion_offsets(model) {
-            let norm = q[off..off + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
-            if !(norm > 1e-6) {
-                return Err(SimError::BadQuaternion {
-                    body: model.body_name[i].clone(),
-                    norm,
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Stage 1: kinematics at (q, v), the step's generalized forces and

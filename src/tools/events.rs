@@ -421,16 +421,7 @@ pub fn write_events(r: &EventsReport, dir: &Path) -> Result<Vec<PathBuf>, Report
             ("total energy (J)", |c| &c.energy),
             ("cumulated normal impulse (N·s)", |c| &c.normal_impulse),
         ];
-        let colors = [
-            RGBColor(31, 119, 180),
-            RGBColor(255, 127, 14),
-            RGBColor(44, 160, 44),
-            RGBColor(214, 39, 40),
-            RGBColor(148, 103, 189),
-            RGBColor(140, 86, 75),
-            BLACK,
-            RGBColor(127, 127, 127),
-        ];
+        let colors = crate::tools::study::report::plots::COLORS;
         for (panel, (label, pick)) in panels.iter().zip(series) {
             let (lo, hi) = r
                 .cube

@@ -25,7 +25,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-mod plots;
+pub(crate) mod plots;
 mod render;
 
 pub use plots::write_plots;

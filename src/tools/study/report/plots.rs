@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
-/// One colour per solver of [`SolverKind::ALL`] (and black for references).
-const COLORS: [RGBColor; 8] = [
+/// One colour per solver of [`SolverKind::ALL`] (and black for references);
+/// the event comparison's plot cycles through them too.
+pub(crate) const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
