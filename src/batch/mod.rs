@@ -35,12 +35,14 @@
 use crate::contact::{SolverKind, SolverStats};
 use crate::counters::{Stage, StageTimes};
 use crate::error::SimError;
+use crate::gpu::vjp::GpuContactVjp;
 use crate::gpu::{
     BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch,
     Submission,
 };
 use crate::model::Model;
-use crate::sim::{Actuation, SimParams, Simulator, State, StepJacobians};
+use crate::sim::{Actuation, SimParams, Simulator, State, StepJacobians, StepVjp};
+use nalgebra::DVector;
 use rayon::prelude::*;
 use std::fmt;
 use std::str::FromStr;
@@ -114,8 +116,8 @@ pub enum BatchError {
         "world {world}: a world's model must have the batch model's structure (nq, nv, bodies, parents, geometries)"
     )]
     ModelStructure { world: usize },
-    #[error("step Jacobians are computed on the CPU backends (cpu, cpu1), not on `{0}`")]
-    JacobiansOnGpu(&'static str),
+    #[error("a tape of {got} worlds given to a batch of {nworlds}")]
+    TapeSize { got: usize, nworlds: usize },
     #[error("world {world}: action gain of dof {dof} is not finite")]
     NonFiniteGain { world: usize, dof: usize },
     #[error("the initial state: {0}")]
@@ -272,8 +274,57 @@ struct World {
     stats: SolverStats,
     /// Whether the GPU flagged this world's problem (then solved on the CPU).
     fallback: Option<String>,
-    /// The step Jacobians, when asked for ([`BatchSim::step_with_jacobians`]).
+    /// The step Jacobians, when asked for ([`BatchSim::step_with_jacobians`]),
+    /// or the step's record for reverse mode ([`BatchSim::step_for_vjp`]).
     jacobians: Option<StepJacobians>,
+    record: Record,
+    /// The velocity the step started from (kept when recording on the GPU).
+    v0: DVector<f64>,
+}
+
+/// What a step records for its derivatives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Record {
+    Nothing,
+    Jacobians,
+    /// For reverse mode.
+    Tape,
+}
+
+/// The records of one [`BatchSim::step_for_vjp`], one per world (none for
+/// a world that sat the step out or failed), for [`BatchSim::vjp`].
+#[derive(Debug, Default)]
+pub struct BatchTape {
+    steps: Vec<Option<StepJacobians>>,
+}
+
+impl BatchTape {
+    pub fn nworlds(&self) -> usize {
+        self.steps.len()
+    }
+    /// World `w`'s record (`None`: it did not step).
+    pub fn world(&self, w: usize) -> Option<&StepJacobians> {
+        self.steps.get(w).and_then(Option::as_ref)
+    }
+}
+
+/// The vector–Jacobian products of one recorded batch step
+/// ([`BatchSim::vjp`]): per world, `wᵀ ∂(v⁺, q⁺)/∂x` (flat, world after
+/// world, nv each; `q` in the tangent space).
+#[derive(Clone, Debug, Default)]
+pub struct BatchVjp {
+    pub q: Vec<f64>,
+    pub v: Vec<f64>,
+    pub tau: Vec<f64>,
+    /// Per world, with respect to the friction coefficient of each of its
+    /// step's contacts.
+    pub mu: Vec<Vec<f64>>,
+    /// Per world, whether `q` is differentiated (see [`StepJacobians::wrt_q`]).
+    pub wrt_q: Vec<bool>,
+    pub q_residual: Vec<f64>,
+    /// Worlds whose contact stage the GPU flagged (a zero pivot), solved
+    /// on the CPU instead.
+    pub gpu_fallbacks: Vec<usize>,
 }
 
 /// One GPU solver with its host batch: a chunk of worlds in flight.
@@ -295,6 +346,8 @@ struct GpuState {
     /// (kept to reuse its allocation).
     in_flight: std::collections::VecDeque<(usize, usize, Option<Submission>)>,
     grew: Option<BatchCapacity>,
+    /// The contact stage's VJP kernel, built at the first [`BatchSim::vjp`].
+    vjp: Option<GpuContactVjp>,
 }
 
 /// N worlds of one model, stepped together (see the module doc).
@@ -371,6 +424,7 @@ impl BatchSim {
                     chunks,
                     in_flight: Default::default(),
                     grew: None,
+                    vjp: None,
                 })
             }
             _ => None,
@@ -390,6 +444,8 @@ impl BatchSim {
                 stats: SolverStats::default(),
                 fallback: None,
                 jacobians: None,
+                record: Record::Nothing,
+                v0: DVector::zeros(model.nv),
             });
         }
         // Refuse a bad initial state now rather than at every step.
@@ -535,7 +591,7 @@ impl BatchSim {
         ctrl: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(ctrl, true, active, false)
+        self.step_inputs(ctrl, true, active, Record::Nothing)
     }
 
     /// Like [`Self::step`], stepping only the worlds whose `active` entry is
@@ -546,24 +602,179 @@ impl BatchSim {
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(actions, false, active, false)
+        self.step_inputs(actions, false, active, Record::Nothing)
     }
 
     /// Like [`Self::step_active`], each world also computing the Jacobians
-    /// of its step ([`Simulator::step_with_jacobians`]), on the CPU
-    /// backends (in parallel on `cpu`); read them with
-    /// [`Self::jacobians`]. Under joint torques `actions` (nworlds, nv), the
-    /// action gains applied (the Jacobians are with respect to the torques
-    /// the worlds receive). A world that fails keeps no Jacobians.
+    /// of its step ([`Simulator::step_with_jacobians`]), in parallel except
+    /// on `cpu1`; read them with [`Self::jacobians`]. Under joint torques
+    /// `actions` (nworlds, nv), the action gains applied (the Jacobians are
+    /// with respect to the torques the worlds receive). A world that fails
+    /// keeps no Jacobians. On the GPU backend the impulses are the f32
+    /// kernel's and the derivatives are taken on the host in f64 at them,
+    /// the contact modes read at the solve's accuracy (see
+    /// [`crate::contact::ContactSensitivity::factorize_at_accuracy`]).
     pub fn step_with_jacobians(
         &mut self,
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        if self.backend == Backend::Gpu {
-            return Err(BatchError::JacobiansOnGpu(self.backend.name()));
+        self.step_inputs(actions, false, active, Record::Jacobians)
+    }
+
+    /// Like [`Self::step_active`], each world recording what its step's
+    /// vector–Jacobian product needs ([`Simulator::step_for_vjp`]; on the
+    /// GPU backend at the kernel's impulses, as in
+    /// [`Self::step_with_jacobians`]): the tape, for [`Self::vjp`].
+    pub fn step_for_vjp(
+        &mut self,
+        actions: &[f64],
+        active: Option<&[bool]>,
+    ) -> Result<(BatchStepReport, BatchTape), BatchError> {
+        let report = self.step_inputs(actions, false, active, Record::Tape)?;
+        let steps = self
+            .worlds
+            .iter_mut()
+            .map(|w| {
+                if w.step.is_stepping() {
+                    w.jacobians.take()
+                } else {
+                    None
+                }
+            })
+            .collect();
+        Ok((report, BatchTape { steps }))
+    }
+
+    /// The vector–Jacobian products of the step recorded in `tape`
+    /// ([`Self::step_for_vjp`]) with the adjoints `w_v` of `v⁺` and `w_q` of
+    /// `q⁺` (nworlds × nv each, flat; `q⁺` in the tangent space): reverse
+    /// mode, batched. The contact stage's transposed solves `ḡ = Λᵀ λ̄`
+    /// run in one dispatch of the GPU kernel on the GPU backend
+    /// ([`crate::gpu::GpuContactVjp`], f32; a world it flags is solved on
+    /// the CPU and listed), in parallel on `cpu`, one after the other on
+    /// `cpu1`. A world without a record (it sat the step out) passes its
+    /// adjoints through (`q̄ = w_q`, `v̄ = w_v`, `τ̄ = 0`).
+    pub fn vjp(
+        &mut self,
+        tape: &mut BatchTape,
+        w_v: &[f64],
+        w_q: &[f64],
+    ) -> Result<BatchVjp, BatchError> {
+        let (n, nv) = (self.worlds.len(), self.model.nv);
+        if tape.steps.len() != n {
+            return Err(BatchError::TapeSize {
+                got: tape.steps.len(),
+                nworlds: n,
+            });
         }
-        self.step_inputs(actions, false, active, true)
+        for (what, x) in [("w_v", w_v), ("w_q", w_q)] {
+            if x.len() != n * nv {
+                return Err(BatchError::DimensionMismatch {
+                    what,
+                    got: x.len(),
+                    expected: n * nv,
+                    nworlds: n,
+                    per_world: nv,
+                });
+            }
+        }
+        // First halves: w̄ and λ̄ per world.
+        let start = |(w, step): (usize, &Option<StepJacobians>)| {
+            let (wv, wq) = (&w_v[w * nv..(w + 1) * nv], &w_q[w * nv..(w + 1) * nv]);
+            step.as_ref().map(|s| s.vjp_start(wv, wq)).transpose()
+        };
+        let halves: Vec<_> = match self.backend {
+            Backend::CpuSingle => tape.steps.iter().enumerate().map(start).collect(),
+            _ => tape.steps.par_iter().enumerate().map(start).collect(),
+        };
+        let halves = halves
+            .into_iter()
+            .enumerate()
+            .map(|(w, h)| h.map_err(|error| BatchError::Sim { world: w, error }))
+            .collect::<Result<Vec<_>, _>>()?;
+        // ḡ per world with contacts: the GPU kernel's, or None (the CPU's).
+        let mut g_bars: Vec<Option<Vec<f64>>> = vec![None; n];
+        let mut gpu_fallbacks = Vec::new();
+        if let Some(gpu) = self.gpu.as_mut() {
+            if gpu.vjp.is_none() {
+                gpu.vjp = Some(GpuContactVjp::new(gpu.lanes[0].solver.context())?);
+            }
+            let mut of = Vec::new();
+            let stages: Vec<_> = tape
+                .steps
+                .iter()
+                .zip(&halves)
+                .enumerate()
+                .filter_map(|(w, (step, half))| {
+                    let (step, (_, lambda_bar)) = (step.as_ref()?, half.as_ref()?);
+                    let stage = step.contact_stage(lambda_bar.as_slice())?;
+                    of.push(w);
+                    Some(stage)
+                })
+                .collect();
+            if !stages.is_empty() {
+                let out = gpu.vjp.as_ref().expect("built above").run(&stages)?;
+                for (k, &w) in of.iter().enumerate() {
+                    if out.flags[k] == 0 {
+                        g_bars[w] = Some(out.g_bar[k].iter().map(|&x| x as f64).collect());
+                    } else {
+                        gpu_fallbacks.push(w);
+                    }
+                }
+            }
+        }
+        // Second halves.
+        let finish = |(w, ((step, half), g_bar)): (
+            usize,
+            (
+                (
+                    &mut Option<StepJacobians>,
+                    &Option<(DVector<f64>, DVector<f64>)>,
+                ),
+                &Option<Vec<f64>>,
+            ),
+        )| {
+            let (wv, wq) = (&w_v[w * nv..(w + 1) * nv], &w_q[w * nv..(w + 1) * nv]);
+            let mut out = StepVjp::default();
+            match (step.as_mut(), half) {
+                (Some(step), Some((w_bar, lambda_bar))) => {
+                    let g_bar = g_bar
+                        .clone()
+                        .unwrap_or_else(|| step.contact_adjoint(lambda_bar));
+                    step.vjp_finish(wq, w_bar, lambda_bar, &g_bar, &mut out);
+                }
+                _ => {
+                    out.q = DVector::from_column_slice(wq);
+                    out.v = DVector::from_column_slice(wv);
+                    out.tau = DVector::zeros(nv);
+                    out.wrt_q = true;
+                }
+            }
+            out
+        };
+        let items = tape.steps.iter_mut().zip(&halves).zip(&g_bars).enumerate();
+        let outs: Vec<StepVjp> = match self.backend {
+            Backend::CpuSingle => items.map(finish).collect(),
+            _ => items
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(finish)
+                .collect(),
+        };
+        let mut result = BatchVjp {
+            gpu_fallbacks,
+            ..Default::default()
+        };
+        for o in outs {
+            result.q.extend_from_slice(o.q.as_slice());
+            result.v.extend_from_slice(o.v.as_slice());
+            result.tau.extend_from_slice(o.tau.as_slice());
+            result.mu.push(o.mu.as_slice().to_vec());
+            result.wrt_q.push(o.wrt_q);
+            result.q_residual.push(o.q_residual);
+        }
+        Ok(result)
     }
 
     /// The Jacobians of world `w`'s last [`Self::step_with_jacobians`]
@@ -578,8 +789,12 @@ impl BatchSim {
         actions: &[f64],
         controls: bool,
         active: Option<&[bool]>,
-        jacobians: bool,
+        record: Record,
     ) -> Result<BatchStepReport, BatchError> {
+        if record != Record::Nothing {
+            crate::sim::check_differentiable(&self.model)
+                .map_err(|error| BatchError::Sim { world: 0, error })?;
+        }
         let n = self.worlds.len();
         // Values per world: nu controls or nv torques.
         let width = if controls {
@@ -629,7 +844,8 @@ impl BatchSim {
             };
             world.controls = controls;
             // Kept (their buffers) when asked for, dropped otherwise.
-            match (&mut world.jacobians, jacobians) {
+            world.record = record;
+            match (&mut world.jacobians, record != Record::Nothing) {
                 (None, true) => world.jacobians = Some(StepJacobians::default()),
                 (Some(_), false) => world.jacobians = None,
                 _ => {}
@@ -729,6 +945,9 @@ impl BatchSim {
 fn prepare_worlds(worlds: &mut [World]) {
     worlds.par_iter_mut().for_each(|world| {
         if world.step.is_stepping() {
+            if world.jacobians.is_some() {
+                world.v0.copy_from(&world.state.v);
+            }
             let input = if world.controls {
                 Actuation::Controls(&world.ctrl)
             } else {
@@ -862,6 +1081,9 @@ fn step_on_cpu(world: &mut World) {
         Actuation::Torques(&world.tau)
     };
     let stepped = match (&mut world.jacobians, input) {
+        (Some(jac), Actuation::Torques(tau)) if world.record == Record::Tape => {
+            world.sim.step_for_vjp(&mut world.state, tau, jac)
+        }
         (Some(jac), Actuation::Torques(tau)) => {
             world.sim.step_with_jacobians(&mut world.state, tau, jac)
         }
@@ -891,8 +1113,32 @@ fn finish_with_lambda(world: &mut World) {
     } else {
         &[]
     };
-    if let Err(e) = world.sim.finish(&mut world.state, lambda, world.stats) {
-        world.step = WorldStep::Failed(e.into());
+    // The derivatives at the f32 impulses, the modes read at the solve's
+    // accuracy (its residual, or the tolerance it was asked for).
+    let accuracy = 10.0
+        * world
+            .stats
+            .residuals
+            .eps_abs
+            .max(world.sim.params.solver_settings.tolerance);
+    match world.sim.finish(&mut world.state, lambda, world.stats) {
+        Ok(_) => record_derivatives(world, accuracy),
+        Err(e) => {
+            world.jacobians = None;
+            world.step = WorldStep::Failed(e.into());
+        }
+    }
+}
+
+/// The derivatives of a world's step just finished on the GPU path (from
+/// its velocity `v0` before the step), when asked for.
+fn record_derivatives(world: &mut World, accuracy: f64) {
+    if let Some(jac) = &mut world.jacobians {
+        let reverse = world.record == Record::Tape;
+        if let Err(e) = world.sim.step_jacobians(&world.v0, jac, reverse, accuracy) {
+            world.jacobians = None;
+            world.step = WorldStep::Failed(e.into());
+        }
     }
 }
 
@@ -903,8 +1149,12 @@ fn finish_on_cpu(world: &mut World) {
             if let Some(s) = r.solver {
                 world.stats = s;
             }
+            record_derivatives(world, 0.0);
         }
-        Err(e) => world.step = WorldStep::Failed(e.into()),
+        Err(e) => {
+            world.jacobians = None;
+            world.step = WorldStep::Failed(e.into());
+        }
     }
 }
 

@@ -95,6 +95,29 @@ impl ContactSensitivity {
         lambda: &[f64],
         c: &[f64],
     ) -> Result<(), ProblemError> {
+        self.factorize_at_accuracy(p, lambda, c, 0.0)
+    }
+
+    /// [`Self::factorize`] for a solution known only to `accuracy` (an
+    /// absolute NCP residual, e.g. an f32 GPU solve's `ε_abs`): the modes'
+    /// thresholds are raised to it, so that a sticking contact whose
+    /// tangential velocity is the solver's residual is read as sticking
+    /// (a slide slower than the solution's accuracy cannot be told from a
+    /// stick), a breaking one whose normal impulse is rounding as
+    /// breaking. `accuracy` 0 is [`Self::factorize`].
+    pub fn factorize_at_accuracy(
+        &mut self,
+        p: &ContactProblem,
+        lambda: &[f64],
+        c: &[f64],
+        accuracy: f64,
+    ) -> Result<(), ProblemError> {
+        let accuracy = if accuracy.is_finite() {
+            accuracy.max(0.0)
+        } else {
+            0.0
+        };
+        let (stick, penetration) = (STICK_VELOCITY.max(accuracy), PENETRATION.max(accuracy));
         let (nc, m) = (p.nc(), p.m());
         self.nc = nc;
         if p.delassus.shape() != (m, m) || lambda.len() != m || c.len() != m {
@@ -105,7 +128,7 @@ impl ContactSensitivity {
             });
         }
         let lmax = (0..nc).map(|i| lambda[3 * i + 2]).fold(1.0f64, f64::max);
-        let zero = BREAK_IMPULSE * lmax;
+        let zero = (BREAK_IMPULSE * lmax).max(accuracy);
         self.modes.clear();
         self.d_c.clear();
         self.a.clear();
@@ -117,12 +140,12 @@ impl ContactSensitivity {
             let mut dc = [0.0; 9];
             // (A light contact that penetrates is not breaking: its solution
             // has λ_N > 0, however small.)
-            let mode = if l[2] <= zero && ci[2] >= -PENETRATION {
+            let mode = if l[2] <= zero && ci[2] >= -penetration {
                 dl[0] = 1.0;
                 dl[4] = 1.0;
                 dl[8] = 1.0;
                 ContactMode::Breaking
-            } else if ct <= STICK_VELOCITY {
+            } else if ct <= stick {
                 dc[0] = 1.0;
                 dc[4] = 1.0;
                 dc[8] = 1.0;
@@ -162,7 +185,7 @@ impl ContactSensitivity {
             }
         }
         for k in 3 * nc..m {
-            let active = lambda[k] > zero || c[k] < -PENETRATION;
+            let active = lambda[k] > zero || c[k] < -penetration;
             self.modes.push(if active {
                 ContactMode::Sticking
             } else {

@@ -43,11 +43,12 @@
 
 use super::{SimError, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
-use crate::contact::{ContactSensitivity, TreeDelassus};
+use crate::contact::{ContactProblem, ContactSensitivity};
 use crate::dynamics::{
     Derivatives, aba_derivatives_from_kinematics, crba_from_kinematics, integrate_jacobians,
     ltdl_factorize,
 };
+use crate::gpu::vjp::VjpWorld;
 use crate::math::{Vec3, Vec6, ang, lin, motion_cross, spatial};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
@@ -99,6 +100,16 @@ pub struct StepJacobians {
     /// The restitution rows of the step: (row, coefficient).
     impacts: Vec<(usize, f64)>,
     wrt_q_work: QWork,
+    /// Recorded for reverse mode ([`Simulator::step_for_vjp`]): `dv_dv`
+    /// and `dv_dtau` hold the free parts `∂v_f/∂(v, τ)`, `dv_dmu` and the
+    /// `q⁺` matrices are not formed, and the contact stage (`problem`,
+    /// `lambda`, `c`, the factorized sensitivity) is kept for
+    /// [`Self::vjp`].
+    reverse: bool,
+    /// Rows of the step's contact problem.
+    m: usize,
+    problem: ContactProblem,
+    lambda: Vec<f64>,
 }
 
 /// The largest relative residual of the linearized mode equations along
@@ -152,14 +163,7 @@ impl Simulator {
         tau: &[f64],
         out: &mut StepJacobians,
     ) -> Result<StepReport, SimError> {
-        if self.model.medium.is_active() {
-            return Err(SimError::InvalidParameter {
-                name: "medium",
-                reason: "the derivatives of the fluid forces are not written: \
-                         step Jacobians need a model without an active medium"
-                    .into(),
-            });
-        }
+        check_differentiable(&self.model)?;
         // (Kept in `out`'s buffers: no allocation once they have grown.)
         let mut v0 = std::mem::take(&mut out.v0);
         if v0.len() != state.v.len() {
@@ -168,7 +172,7 @@ impl Simulator {
         v0.copy_from(&state.v);
         let result = self
             .step(state, tau)
-            .and_then(|report| self.step_jacobians(&v0, out, None).map(|()| report));
+            .and_then(|report| self.step_jacobians(&v0, out, false, 0.0).map(|()| report));
         out.v0 = v0;
         result
     }
@@ -194,29 +198,46 @@ impl Simulator {
     ) -> Result<StepReport, SimError> {
         check_vec("w_v", w_v, self.model.nv)?;
         check_vec("w_q", w_q, self.model.nv)?;
+        check_differentiable(&self.model)?;
         let v0 = state.v.clone();
-        if self.model.medium.is_active() {
-            return Err(SimError::InvalidParameter {
-                name: "medium",
-                reason: "the derivatives of the fluid forces are not written: \
-                         step derivatives need a model without an active medium"
-                    .into(),
-            });
-        }
         let report = self.step(state, tau)?;
-        self.step_jacobians(&v0, work, Some((w_v, w_q, out)))?;
+        self.step_jacobians(&v0, work, true, 0.0)?;
+        work.vjp(w_v, w_q, out)?;
+        Ok(report)
+    }
+
+    /// [`Self::step`] from `state` with torques `tau`, recording into `out`
+    /// what the step's vector–Jacobian product needs, for later
+    /// ([`StepJacobians::vjp`], any number of times): backpropagation
+    /// through a trajectory keeps one record per step. The contact stage
+    /// is kept for its transposed solve rather than applied to every
+    /// direction (`∂v⁺/∂q` is formed, as in [`Self::step_with_vjp`]).
+    pub fn step_for_vjp(
+        &mut self,
+        state: &mut State,
+        tau: &[f64],
+        out: &mut StepJacobians,
+    ) -> Result<StepReport, SimError> {
+        check_differentiable(&self.model)?;
+        let v0 = state.v.clone();
+        let report = self.step(state, tau)?;
+        self.step_jacobians(&v0, out, true, 0.0)?;
         Ok(report)
     }
 
     /// The Jacobians of the step just taken from velocity `v0` (the
-    /// simulator's data still at its start), or (`adjoint`)
-    /// their product with the adjoints.
-    fn step_jacobians(
+    /// simulator's data still at its start), or (`reverse`) the record of
+    /// [`Self::step_for_vjp`]. The contact modes are read off the solution
+    /// at `accuracy` ([`ContactSensitivity::factorize_at_accuracy`]: 0 for
+    /// the f64 solvers, the residual of an f32 GPU solve).
+    pub(crate) fn step_jacobians(
         &mut self,
         v0: &DVector<f64>,
         out: &mut StepJacobians,
-        adjoint: Option<(&[f64], &[f64], &mut StepVjp)>,
+        reverse: bool,
+        accuracy: f64,
     ) -> Result<(), SimError> {
+        out.reverse = reverse;
         let model = self.model.clone();
         let (nv, dt) = (model.nv, self.params.dt);
         for mat in [
@@ -247,6 +268,7 @@ impl Simulator {
         // λ. Their q̈ is the step's `(v⁺ − v)/dt`; `data` holds the step's
         // kinematics at (q, v) and the factorization of M̃.
         let m = self.problem.m();
+        out.m = m;
         if m == 0 {
             // (The step skipped stage 3: no mass matrix to reuse.)
             crba_from_kinematics(&model, &mut self.data);
@@ -288,8 +310,14 @@ impl Simulator {
             out.c.resize(m, 0.0);
             problem.contact_velocity(self.solution.lambda.as_slice(), &mut out.c);
             out.sensitivity
-                .factorize(problem, self.solution.lambda.as_slice(), &out.c)
+                .factorize_at_accuracy(problem, self.solution.lambda.as_slice(), &out.c, accuracy)
                 .map_err(SimError::Problem)?;
+            if reverse {
+                out.problem.clone_from(problem);
+                out.lambda.clear();
+                out.lambda
+                    .extend_from_slice(self.solution.lambda.as_slice());
+            }
             // ∂λ/∂μ, then ∂v⁺/∂μ = M̃⁻¹ Jᵀ ∂λ/∂μ (v_f does not depend on μ).
             let nc = problem.nc();
             out.sensitivity
@@ -315,7 +343,7 @@ impl Simulator {
                 out.rows = DMatrix::zeros(m, nv);
             }
             // (Reverse mode: only ∂v⁺/∂q is formed, below.)
-            let forward = if adjoint.is_some() { 0 } else { 2 };
+            let forward = if reverse { 0 } else { 2 };
             if forward > 0 {
                 out.dv_dmu.gemm(1.0, &out.minv_jt, &out.dl_dmu, 1.0);
             }
@@ -358,8 +386,7 @@ impl Simulator {
             }
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
-        if let Some((w_v, w_q, vjp)) = adjoint {
-            self.reverse(w_v, w_q, out, vjp);
+        if reverse {
             return Ok(());
         }
         // jv is ∂(q ⊕ v dt)/∂v, dt included.
@@ -377,52 +404,132 @@ impl Simulator {
     }
 }
 
-impl Simulator {
-    /// The reverse pass of [`Self::step_with_vjp`], after
-    /// [`Self::step_jacobians`] left in `out` the free parts
-    /// `∂v_f/∂v = out.dv_dv`, `∂v_f/∂τ = out.dv_dtau`, the whole
-    /// `∂v⁺/∂q` (where `wrt_q`), `∂λ/∂μ` and the factorized sensitivity:
+impl StepJacobians {
+    /// Whether this is a record of [`Simulator::step_for_vjp`] (reverse
+    /// mode) rather than the Jacobians of [`Simulator::step_with_jacobians`].
+    pub fn is_reverse_record(&self) -> bool {
+        self.reverse
+    }
+
+    /// The vector–Jacobian product of the recorded step: given the
+    /// adjoints `w_v` of `v⁺` and `w_q` of `q⁺` (nv each, `q⁺` in the
+    /// tangent space), `out` receives `wᵀ ∂(v⁺, q⁺)/∂x` for `x` = `q`, `v`,
+    /// `τ`, `μ`. Works on both kinds of record: from full Jacobians by
+    /// transposed products, from a reverse record by the contact stage's
+    /// transposed solve ([`Self::vjp_start`], `ḡ = Λᵀλ̄`,
+    /// [`Self::vjp_finish`]). The record is kept: call it again with other
+    /// adjoints.
+    pub fn vjp(&mut self, w_v: &[f64], w_q: &[f64], out: &mut StepVjp) -> Result<(), SimError> {
+        let (w_bar, lambda_bar) = self.vjp_start(w_v, w_q)?;
+        let g_bar = self.contact_adjoint(&lambda_bar);
+        self.vjp_finish(w_q, &w_bar, &lambda_bar, &g_bar, out);
+        Ok(())
+    }
+
+    /// The contact stage's transposed solve on the CPU, in f64:
+    /// `ḡ = Λᵀ λ̄ = −D_cᵀ A⁻ᵀ λ̄` (empty for an empty `lambda_bar`).
+    pub fn contact_adjoint(&mut self, lambda_bar: &DVector<f64>) -> Vec<f64> {
+        let mut g_bar = lambda_bar.as_slice().to_vec();
+        if !g_bar.is_empty() {
+            self.sensitivity.apply_transpose(&mut g_bar);
+        }
+        g_bar
+    }
+
+    /// The first half of [`Self::vjp`]: `w̄ = w_v + J_⊕ᵀ w_q` and, for a
+    /// reverse record with contacts, the impulses' adjoint
+    /// `λ̄ = J M̃⁻¹ w̄` (empty otherwise).
+    pub fn vjp_start(
+        &self,
+        w_v: &[f64],
+        w_q: &[f64],
+    ) -> Result<(DVector<f64>, DVector<f64>), SimError> {
+        let nv = self.dv_dv.nrows();
+        check_vec("w_v", w_v, nv)?;
+        check_vec("w_q", w_q, nv)?;
+        let mut w_bar = DVector::from_column_slice(w_v);
+        w_bar.gemv_tr(1.0, &self.jv, &DVector::from_column_slice(w_q), 1.0);
+        let lambda_bar = if self.reverse && self.m > 0 {
+            self.minv_jt.tr_mul(&w_bar)
+        } else {
+            DVector::zeros(0)
+        };
+        Ok((w_bar, lambda_bar))
+    }
+
+    /// The contact stage of a reverse record with contacts, with the
+    /// impulses' adjoint `lambda_bar` of [`Self::vjp_start`], for the GPU's
+    /// batched transposed solve ([`crate::gpu::GpuContactVjp`]).
+    pub fn contact_stage<'a>(&'a self, lambda_bar: &'a [f64]) -> Option<VjpWorld<'a>> {
+        (self.reverse && self.m > 0).then_some(VjpWorld {
+            problem: &self.problem,
+            lambda: &self.lambda,
+            c: &self.c,
+            modes: &self.sensitivity.modes,
+            lambda_bar,
+        })
+    }
+
+    /// The second half of [`Self::vjp`], given the free velocity's adjoint
+    /// `g_bar = Λᵀ λ̄` (computed on the CPU or the GPU; empty where
+    /// `lambda_bar` is):
     ///
     /// ```text
-    /// w̄ = w_v + J_⊕ᵀ w_q            λ̄ = J M̃⁻¹ w̄          ḡ = Λᵀ λ̄
     /// v̄_f = w̄ + Jᵀ ḡ               v̄ = (∂v_f/∂v)ᵀ v̄_f + Eᵀ ḡ
     /// τ̄ = (∂v_f/∂τ)ᵀ v̄_f            μ̄ = (∂λ/∂μ)ᵀ λ̄
     /// q̄ = (Ad(exp(v⁺dt))⁻¹)ᵀ w_q + (∂v⁺/∂q)ᵀ w̄
     /// ```
-    fn reverse(&self, w_v: &[f64], w_q: &[f64], out: &mut StepJacobians, vjp: &mut StepVjp) {
-        let nv = self.model.nv;
-        let (w_v, w_q) = (
-            DVector::from_column_slice(w_v),
-            DVector::from_column_slice(w_q),
-        );
-        let w_bar = &w_v + out.jv.tr_mul(&w_q);
-        let m = self.problem.m();
+    ///
+    /// (from full Jacobians: `v̄ = (∂v⁺/∂v)ᵀ w̄`, and so on).
+    pub fn vjp_finish(
+        &self,
+        w_q: &[f64],
+        w_bar: &DVector<f64>,
+        lambda_bar: &DVector<f64>,
+        g_bar: &[f64],
+        out: &mut StepVjp,
+    ) {
         let mut v_f_bar = w_bar.clone();
-        vjp.v = DVector::zeros(nv);
-        vjp.mu = DVector::zeros(self.contacts.len());
-        if m > 0 {
-            let t = TreeDelassus::new(&self.model, &self.data, &self.jacobian, &self.tree_work);
-            let j = &self.jacobian.jacobian;
-            let mut minv_w = w_bar.clone();
-            t.mass_solve(minv_w.as_mut_slice());
-            let lambda_bar = j * &minv_w;
-            let mut g_bar = lambda_bar.clone();
-            out.sensitivity.apply_transpose(g_bar.as_mut_slice());
-            v_f_bar.gemv_tr(1.0, j, &g_bar, 1.0);
-            for &(row, e) in &out.impacts {
-                vjp.v.axpy(e * g_bar[row], &j.row(row).transpose(), 1.0);
+        let nc = match (self.reverse, self.m) {
+            (true, 0) => 0,
+            (true, _) => self.dl_dmu.ncols(),
+            (false, _) => self.dv_dmu.ncols(),
+        };
+        out.v = DVector::zeros(w_bar.len());
+        out.mu = DVector::zeros(nc);
+        if self.reverse && self.m > 0 && g_bar.len() == self.m {
+            let g_bar = DVector::from_column_slice(g_bar);
+            v_f_bar.gemv(1.0, &self.jt, &g_bar, 1.0);
+            for &(row, e) in &self.impacts {
+                out.v.axpy(e * g_bar[row], &self.jt.column(row), 1.0);
             }
-            vjp.mu.gemv_tr(1.0, &out.dl_dmu, &lambda_bar, 0.0);
+            out.mu.gemv_tr(1.0, &self.dl_dmu, lambda_bar, 0.0);
+        } else if !self.reverse {
+            out.mu.gemv_tr(1.0, &self.dv_dmu, w_bar, 0.0);
         }
-        vjp.v.gemv_tr(1.0, &out.dv_dv, &v_f_bar, 1.0);
-        vjp.tau = out.dv_dtau.tr_mul(&v_f_bar);
-        vjp.wrt_q = out.wrt_q;
-        vjp.q_residual = out.q_residual;
-        vjp.q = out.jq.tr_mul(&w_q);
-        if out.wrt_q {
-            vjp.q.gemv_tr(1.0, &out.dv_dq, &w_bar, 1.0);
+        out.v.gemv_tr(1.0, &self.dv_dv, &v_f_bar, 1.0);
+        out.tau = self.dv_dtau.tr_mul(&v_f_bar);
+        out.wrt_q = self.wrt_q;
+        out.q_residual = self.q_residual;
+        out.q = self.jq.tr_mul(&DVector::from_column_slice(w_q));
+        if self.wrt_q {
+            out.q.gemv_tr(1.0, &self.dv_dq, w_bar, 1.0);
         }
     }
+}
+
+/// Step derivatives are written for every model but one whose medium is
+/// active (the fluid forces' derivatives are not).
+pub(crate) fn check_differentiable(model: &Model) -> Result<(), SimError> {
+    if model.medium.is_active() {
+        return Err(SimError::InvalidParameter {
+            name: "medium",
+            reason: "the derivatives of the fluid forces are not written: \
+                     step derivatives need a model without an active medium"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// The vector–Jacobian product of one step ([`Simulator::step_with_vjp`]):

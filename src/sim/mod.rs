@@ -62,6 +62,7 @@ pub use crate::counters::{Stage, StageTimes};
 
 mod gradients;
 mod trajectory;
+pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 use std::time::Instant;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
