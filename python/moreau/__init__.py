@@ -7,6 +7,6 @@ out. Bad input raises ``ValueError`` (or ``FileNotFoundError``) naming the
 culprit and leaves the object as it was.
 """
 
-from ._moreau import BatchSim, Model, Simulator, load, scene, scene_names, solve
+from ._moreau import BatchSim, Model, Simulator, Tape, load, scene, scene_names, solve
 
-__all__ = ["BatchSim", "Model", "Simulator", "load", "scene", "scene_names", "solve"]
+__all__ = ["BatchSim", "Model", "Simulator", "Tape", "load", "scene", "scene_names", "solve"]

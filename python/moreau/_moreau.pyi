@@ -104,6 +104,12 @@ class Simulator:
     ) -> dict[str, Any]:
         """One step with the vector-Jacobian product of (w_v, w_q)."""
 
+class Tape:
+    """The record of one BatchSim.step_for_vjp (opaque)."""
+
+    @property
+    def nworlds(self) -> int: ...
+
 class BatchSim:
     """Many worlds of one model, stepped together."""
 
@@ -154,3 +160,7 @@ class BatchSim:
     def model(self) -> Model: ...
     def step_with_jacobians(self, tau: FloatArray) -> dict[str, Any]:
         """One step under torques (nworlds, nv) with each world's step Jacobians (nworlds, nv, nv)."""
+    def step_for_vjp(self, tau: FloatArray) -> Tape:
+        """One step under torques (nworlds, nv), recording each world's step for `vjp`."""
+    def vjp(self, tape: Tape, w_v: FloatArray, w_q: FloatArray) -> dict[str, Any]:
+        """The recorded step's vector-Jacobian products (q, v, tau, mu, wrt_q, q_residual, gpu_fallbacks)."""

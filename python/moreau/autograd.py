@@ -3,11 +3,13 @@
 ``step(batch, q, v, tau)`` steps every world of a :class:`moreau.BatchSim`
 from the states ``(q, v)`` (CPU tensors (nworlds, nq), (nworlds, nv))
 under joint torques ``tau`` (nworlds, nv) and returns ``(q⁺, v⁺)`` as
-tensors on the autograd graph: its backward applies the transposed step
-Jacobians of each world (``BatchSim.step_with_jacobians``, computed by the
-forward step in parallel on the CPU backends), so a loss over a rollout of
-many steps and worlds back-propagates to the torques, the initial state
-and, through them, to a policy's parameters::
+tensors on the autograd graph. The forward step records each world's step
+(``BatchSim.step_for_vjp``) and the backward applies its transpose to the
+adjoints, all worlds at once (``BatchSim.vjp``: reverse mode, in parallel
+on "cpu"; on "gpu" the impulses are the f32 kernel's and the contact
+stages' transposed solves run in one GPU dispatch), so a loss over a
+rollout of many steps and worlds back-propagates to the torques, the
+initial state and, through them, to a policy's parameters::
 
     import torch, moreau
     from moreau.autograd import step
@@ -25,7 +27,10 @@ that of its coordinates along the configuration manifold (a change of a
 quaternion's norm has none). Where a world's step has no derivative with
 respect to ``q`` (``wrt_q`` false: contact features without written
 derivatives), backward raises rather than return a wrong gradient. The
-computation is in float64; the returned tensors are float64 on the CPU.
+computation is in float64 (but for the GPU backend's f32 solves); the
+returned tensors are float64 on the CPU. A tape holds each step's
+contact problem and derivatives (a few nv × nv and m × m matrices per world
+and step) until the graph is freed.
 """
 
 from __future__ import annotations
@@ -59,40 +64,39 @@ class _Step(torch.autograd.Function):
     def forward(ctx, q, v, tau, batch, model):
         qn, vn, tn = _array(q), _array(v), _array(tau)
         batch.set_states(qn, vn)
-        jac = batch.step_with_jacobians(tn)
+        tape = batch.step_for_vjp(tn)
         _raise_on_failure(batch)
         q1, v1 = batch.q, batch.v
         _, d_in = model.configuration_charts(qn)
         c_out, _ = model.configuration_charts(q1)
-        ctx.jac, ctx.d_in, ctx.c_out = jac, d_in, c_out
+        ctx.batch, ctx.tape, ctx.d_in, ctx.c_out = batch, tape, d_in, c_out
         return torch.from_numpy(q1), torch.from_numpy(v1)
 
     @staticmethod
     def backward(ctx, gq, gv):
-        jac = ctx.jac
         gq = gq.detach().cpu().numpy().astype(np.float64)
-        gv = gv.detach().cpu().numpy().astype(np.float64)
+        gv = np.ascontiguousarray(gv.detach().cpu().numpy(), dtype=np.float64)
         # q⁺'s coordinates -> its tangent space.
-        gq_t = _transpose_apply(ctx.c_out, gq)
-        g_tau = _transpose_apply(jac["dq_dtau"], gq_t) + _transpose_apply(jac["dv_dtau"], gv)
-        g_v = _transpose_apply(jac["dq_dv"], gq_t) + _transpose_apply(jac["dv_dv"], gv)
+        gq_t = np.ascontiguousarray(_transpose_apply(ctx.c_out, gq))
+        # Reverse mode through the recorded step, all worlds at once (the
+        # contact stages' transposed solves in one GPU dispatch on "gpu").
+        out = ctx.batch.vjp(ctx.tape, gv, gq_t)
         g_q = None
         if ctx.needs_input_grad[0]:
             nonzero = (np.abs(gq_t).max(axis=1) > 0) | (np.abs(gv).max(axis=1) > 0)
-            missing = np.flatnonzero(~jac["wrt_q"] & nonzero)
+            missing = np.flatnonzero(~out["wrt_q"] & nonzero)
             if len(missing):
                 raise RuntimeError(
                     f"world {missing[0]}'s step has no derivative with respect to q "
                     "(a contact whose features have no written derivatives)"
                 )
-            h = _transpose_apply(jac["dq_dq"], gq_t) + _transpose_apply(jac["dv_dq"], gv)
-            g_q = torch.from_numpy(_transpose_apply(ctx.d_in, np.nan_to_num(h)))
-        return g_q, torch.from_numpy(g_v), torch.from_numpy(g_tau), None, None
+            g_q = torch.from_numpy(_transpose_apply(ctx.d_in, np.nan_to_num(out["q"])))
+        return g_q, torch.from_numpy(out["v"]), torch.from_numpy(out["tau"]), None, None
 
 
 def step(batch, q: torch.Tensor, v: torch.Tensor, tau: torch.Tensor, model=None):
-    """One differentiable step of every world of ``batch`` (a CPU-backend
-    :class:`moreau.BatchSim` of ``model``) from ``(q, v)`` under joint
+    """One differentiable step of every world of ``batch`` (a
+    :class:`moreau.BatchSim` of ``model``, any backend) from ``(q, v)`` under joint
     torques ``tau``: returns ``(q⁺, v⁺)`` (float64 tensors). The batch's
     worlds are left in the new states."""
     if model is None:

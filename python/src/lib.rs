@@ -8,7 +8,7 @@
 //! raises `ValueError` (or `FileNotFoundError`) naming the culprit and
 //! leaves the object as it was; long calls (a batch step) release the GIL.
 
-use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch};
+use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch, BatchTape};
 use moreau::contact::{ContactProblem, SolverKind};
 use moreau::dynamics::{
     COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
@@ -558,6 +558,25 @@ impl Simulator {
     }
 }
 
+/// The record of one `BatchSim.step_for_vjp`: each world's step, kept for
+/// `BatchSim.vjp` (any number of times). Opaque.
+#[pyclass(module = "moreau._moreau", unsendable)]
+pub struct Tape {
+    tape: BatchTape,
+}
+
+#[pymethods]
+impl Tape {
+    /// Number of worlds recorded.
+    #[getter]
+    fn nworlds(&self) -> usize {
+        self.tape.nworlds()
+    }
+    fn __repr__(&self) -> String {
+        format!("Tape(nworlds={})", self.tape.nworlds())
+    }
+}
+
 /// Many worlds of one model, stepped together.
 #[pyclass(module = "moreau._moreau", unsendable)]
 pub struct BatchSim {
@@ -753,8 +772,9 @@ impl BatchSim {
     }
 
     /// One step of every world under joint torques `tau` (nworlds, nv),
-    /// each world also computing the Jacobians of its step (on the CPU
-    /// backends, in parallel on "cpu"; the GIL is released): a dict of
+    /// each world also computing the Jacobians of its step (in parallel
+    /// except on "cpu1"; on "gpu" at the f32 kernel's impulses, in f64 on
+    /// the host; the GIL is released): a dict of
     /// (nworlds, nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`,
     /// `dq_dv`, `dq_dtau` (`q` in the tangent space: see
     /// `Model.configuration_charts`), and (nworlds,) `wrt_q` (false: that
@@ -808,6 +828,67 @@ impl BatchSim {
         }
         d.set_item("wrt_q", PyArray1::from_vec(py, wrt_q))?;
         d.set_item("q_residual", PyArray1::from_vec(py, residual))?;
+        Ok(d)
+    }
+
+    /// One step of every world under joint torques `tau` (nworlds, nv),
+    /// each world recording what its step's vector–Jacobian product needs
+    /// (the GIL is released): returns the `Tape` of this step, for
+    /// `vjp`. A failed world (in `failures`) keeps its state and records
+    /// nothing.
+    fn step_for_vjp(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<Tape> {
+        let a = self.actions("tau", &tau, self.nv)?;
+        let batch = &mut self.batch;
+        let (report, tape) = py
+            .detach(|| batch.step_for_vjp(&a, None))
+            .map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+        Ok(Tape { tape })
+    }
+
+    /// The vector–Jacobian products of the step recorded in `tape` (by
+    /// this batch's `step_for_vjp`) with the adjoints `w_v` of `v⁺` and
+    /// `w_q` of `q⁺` (nworlds, nv each; `q⁺` in the tangent space, see
+    /// `Model.configuration_charts`): a dict of (nworlds, nv) arrays `q`,
+    /// `v`, `tau` (`wᵀ ∂(v⁺, q⁺)/∂x`), a list `mu` (per world, one entry per
+    /// contact of its step), (nworlds,) `wrt_q` and `q_residual` (see
+    /// `step_with_jacobians`), and `gpu_fallbacks` (worlds whose contact
+    /// stage the GPU flagged and the CPU solved). On the GPU backend the
+    /// contact stages' transposed solves run in one GPU dispatch (f32);
+    /// on "cpu" in parallel. The GIL is released. A world that did not
+    /// step passes its adjoints through.
+    fn vjp<'py>(
+        &mut self,
+        py: Python<'py>,
+        tape: &mut Tape,
+        w_v: PyReadonlyArray2<'py, f64>,
+        w_q: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (n, nv) = (self.batch.nworlds(), self.nv);
+        let w_v = self.actions("w_v", &w_v, nv)?;
+        let w_q = self.actions("w_q", &w_q, nv)?;
+        let batch = &mut self.batch;
+        let tape = &mut tape.tape;
+        let out = py
+            .detach(|| batch.vjp(tape, &w_v, &w_q))
+            .map_err(value_error)?;
+        let d = PyDict::new(py);
+        d.set_item("q", array2(py, out.q, n, nv))?;
+        d.set_item("v", array2(py, out.v, n, nv))?;
+        d.set_item("tau", array2(py, out.tau, n, nv))?;
+        let mu: Vec<_> = out
+            .mu
+            .into_iter()
+            .map(|m| PyArray1::from_vec(py, m))
+            .collect();
+        d.set_item("mu", mu)?;
+        d.set_item("wrt_q", PyArray1::from_vec(py, out.wrt_q))?;
+        d.set_item("q_residual", PyArray1::from_vec(py, out.q_residual))?;
+        d.set_item("gpu_fallbacks", out.gpu_fallbacks)?;
         Ok(d)
     }
 
@@ -1239,6 +1320,7 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Model>()?;
     m.add_class::<Simulator>()?;
     m.add_class::<BatchSim>()?;
+    m.add_class::<Tape>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(scene, m)?)?;
     m.add_function(wrap_pyfunction!(scene_names, m)?)?;

@@ -725,16 +725,10 @@ impl BatchSim {
             }
         }
         // Second halves.
-        let finish = |(w, ((step, half), g_bar)): (
-            usize,
-            (
-                (
-                    &mut Option<StepJacobians>,
-                    &Option<(DVector<f64>, DVector<f64>)>,
-                ),
-                &Option<Vec<f64>>,
-            ),
-        )| {
+        let finish = |w: usize,
+                      step: &mut Option<StepJacobians>,
+                      half: &Option<(DVector<f64>, DVector<f64>)>,
+                      g_bar: &Option<Vec<f64>>| {
             let (wv, wq) = (&w_v[w * nv..(w + 1) * nv], &w_q[w * nv..(w + 1) * nv]);
             let mut out = StepVjp::default();
             match (step.as_mut(), half) {
@@ -753,13 +747,15 @@ impl BatchSim {
             }
             out
         };
-        let items = tape.steps.iter_mut().zip(&halves).zip(&g_bars).enumerate();
         let outs: Vec<StepVjp> = match self.backend {
-            Backend::CpuSingle => items.map(finish).collect(),
-            _ => items
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .map(finish)
+            Backend::CpuSingle => (tape.steps.iter_mut().zip(&halves).zip(&g_bars).enumerate())
+                .map(|(w, ((s, h), g))| finish(w, s, h, g))
+                .collect(),
+            _ => (tape.steps.par_iter_mut())
+                .zip(halves.par_iter())
+                .zip(g_bars.par_iter())
+                .enumerate()
+                .map(|(w, ((s, h), g))| finish(w, s, h, g))
                 .collect(),
         };
         let mut result = BatchVjp {
