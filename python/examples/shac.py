@@ -6,15 +6,24 @@ learned value at the window's end; the critic regresses TD(λ) targets of
 the windows' rewards.
 
 Tasks: the cart-pole swing-up on moreau's ``cartpole`` scene
-(:class:`CartPoleSwingUp`) and Gymnasium's HalfCheetah-v5 on
-``moreau.gym``'s model and reset, its reward written in torch
-(:class:`GymLocomotion`). All worlds run their episodes in step, each
-episode being ``episode steps / horizon`` windows. Used by
+(:class:`CartPoleSwingUp`), and Gymnasium's HalfCheetah-v5 and Ant-v5 on
+``moreau.gym``'s models and resets, their rewards written in torch
+(:class:`GymLocomotion`, :class:`GymAnt`; Ant's episodes end when it falls,
+and its window losses and value targets stop there). Policies on the Gym
+tasks are evaluated on ``moreau.gym``'s own environments (their rewards,
+terminations and time limits). All worlds run their episodes in step,
+each episode being ``episode steps / horizon`` windows. Used by
 ``python/tests/test_learning.py`` (a short cart-pole run in CI) and from
 the command line for longer ones::
 
     python python/examples/shac.py --task cartpole-swingup --windows 400
-    python python/examples/shac.py --task HalfCheetah-v5 --windows 500 --horizon 40 --num-envs 32
+    python python/examples/shac.py --task HalfCheetah-v5 --windows 2000 --horizon 10 --num-envs 64
+    python python/examples/shac.py --task Ant-v5 --windows 2000 --horizon 10 --num-envs 64
+
+``--gradient-norms`` trains nothing: it measures the gradient of a window's
+reward with respect to its actions against the horizon, for each contact
+model (``--solvers``), beside central differences of the same model's
+rollout (see :func:`window_gradients`).
 """
 
 from __future__ import annotations
@@ -61,9 +70,9 @@ class CartPoleSwingUp:
 
     obs_dim, act_dim, episode_steps, substeps = 5, 1, 250, 1
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, **sim):
         self.model = moreau.scene("cartpole")
-        self.batch = moreau.BatchSim(self.model, n, dt=0.02)
+        self.batch = moreau.BatchSim(self.model, n, dt=0.02, **sim)
 
     def initial_states(self, rng: np.random.Generator):
         n = self.batch.nworlds
@@ -80,6 +89,9 @@ class CartPoleSwingUp:
     def reward(self, q_before, q, v, a):
         return torch.cos(q[:, 1]) - 0.05 * q[:, 0] ** 2 - 1e-3 * a[:, 0] ** 2
 
+    def terminated(self, q, v):
+        return torch.zeros(len(q), dtype=torch.bool)
+
 
 class GymLocomotion:
     """A Gymnasium planar locomotion task on ``moreau.gym``'s model and reset
@@ -88,10 +100,11 @@ class GymLocomotion:
     episodes of 1000 steps, no termination: the task's definition, written
     in torch so that it is differentiable."""
 
-    def __init__(self, n: int, task_id: str = "HalfCheetah-v5", ctrl_weight: float = 0.1):
+    def __init__(self, n: int, task_id: str = "HalfCheetah-v5", ctrl_weight: float = 0.1, **sim):
         import moreau.gym
 
-        self.env = moreau.gym.make_vec(task_id, num_envs=n)
+        self.task_id = task_id
+        self.env = moreau.gym.make_vec(task_id, num_envs=n, **sim)
         self.model, self.batch = self.env.model, self.env.batch
         task = self.env.task
         self.substeps, self.dt, self.ctrl_weight = task.frame_skip, self.env.dt, ctrl_weight
@@ -117,8 +130,39 @@ class GymLocomotion:
     def reward(self, q_before, q, v, a):
         return (q[:, 0] - q_before[:, 0]) / self.dt - self.ctrl_weight * (a**2).sum(dim=1)
 
+    def terminated(self, q, v):
+        return torch.zeros(len(q), dtype=torch.bool)
 
-TASKS = {"cartpole-swingup": CartPoleSwingUp, "HalfCheetah-v5": GymLocomotion}
+
+class GymAnt(GymLocomotion):
+    """Gymnasium's Ant-v5 on ``moreau.gym``: observation ``q[2:], v``
+    (moreau's coordinates: the torso's height, quaternion and the joints;
+    velocities), reward ``(x⁺ − x)/dt + 1 (healthy) − 0.5 Σa²`` per
+    environment step of 5 physics steps, terminated when the torso's
+    height leaves [0.2, 1] m. The contact cost of Gymnasium's reward
+    (``5e-4 Σ clip(cfrc_ext)²``, about 1e-3 per step) is left out of the
+    differentiable reward; evaluation counts it (``moreau.gym``'s own
+    reward)."""
+
+    def __init__(self, n: int, **sim):
+        super().__init__(n, "Ant-v5", ctrl_weight=0.5, **sim)
+        self.obs_dim = self.model.nq - 2 + self.model.nv
+
+    def observe(self, q, v):
+        return torch.cat([q[:, 2:], v], dim=1)
+
+    def healthy(self, q):
+        return (q[:, 2] >= 0.2) & (q[:, 2] <= 1.0)
+
+    def reward(self, q_before, q, v, a):
+        forward = (q[:, 0] - q_before[:, 0]) / self.dt
+        return forward + self.healthy(q).double() - self.ctrl_weight * (a**2).sum(dim=1)
+
+    def terminated(self, q, v):
+        return ~self.healthy(q.detach())
+
+
+TASKS = {"cartpole-swingup": CartPoleSwingUp, "HalfCheetah-v5": GymLocomotion, "Ant-v5": GymAnt}
 
 
 @dataclass
@@ -140,8 +184,11 @@ def env_step(task, q, v, a):
 
 def evaluate(actor, cfg: Config, seed: int, n: int = 16) -> float:
     """Mean return of ``n`` fresh episodes with the deterministic policy
-    (``tanh`` of the actor's output)."""
+    (``tanh`` of the actor's output): on the Gym tasks, ``moreau.gym``'s
+    own episodes and rewards."""
     task = TASKS[cfg.task](n)
+    if isinstance(task, GymLocomotion):
+        return evaluate_gym(actor, task, seed)
     q, v = task.initial_states(np.random.default_rng(seed))
     total = torch.zeros(n, dtype=torch.float64)
     with torch.no_grad():
@@ -150,6 +197,24 @@ def evaluate(actor, cfg: Config, seed: int, n: int = 16) -> float:
             q1, v1 = env_step(task, q, v, a)
             total += task.reward(q, q1, v1, a)
             q, v = q1, v1
+    return float(total.mean())
+
+
+def evaluate_gym(actor, task: GymLocomotion, seed: int) -> float:
+    """Mean return of each world's first episode of ``moreau.gym``'s vector
+    environment under the deterministic policy, observing the worlds'
+    states as in training."""
+    env = task.env
+    env.reset(seed=seed)
+    n = env.num_envs
+    total, running = np.zeros(n), np.ones(n, dtype=bool)
+    with torch.no_grad():
+        while running.any():
+            obs = task.observe(torch.tensor(task.batch.q), torch.tensor(task.batch.v))
+            a = torch.tanh(actor(obs)).numpy()
+            _, r, terminated, truncated, _ = env.step(a)
+            total += np.where(running, r, 0.0)
+            running &= ~(terminated | truncated)
     return float(total.mean())
 
 
@@ -166,27 +231,40 @@ def train(cfg: Config, log=None) -> Result:
     start = time.perf_counter()
     q, v = task.initial_states(rng)
     elapsed = 0
+    alive = torch.ones(cfg.num_envs, dtype=torch.float64)
     for w in range(cfg.windows):
         if elapsed >= task.episode_steps:
             q, v = task.initial_states(rng)
             elapsed = 0
+            alive = torch.ones(cfg.num_envs, dtype=torch.float64)
+        elif (alive == 0).any():
+            # Fallen worlds start afresh (the others go on).
+            q_new, v_new = task.initial_states(rng)
+            fallen = (alive == 0)[:, None]
+            q, v = torch.where(fallen, q_new, q), torch.where(fallen, v_new, v)
+            alive = torch.ones(cfg.num_envs, dtype=torch.float64)
         q, v = q.detach(), v.detach()
         loss = torch.zeros((), dtype=torch.float64)
         discount = 1.0
-        observations, rewards = [task.observe(q, v).detach()], []
+        observations, rewards, masks, running = [task.observe(q, v).detach()], [], [], []
         for t in range(cfg.horizon):
+            running.append(alive.clone())
             mean = actor(task.observe(q, v))
             a = torch.tanh(mean + cfg.action_std * torch.randn_like(mean))
             q1, v1 = env_step(task, q, v, a)
-            r = task.reward(q, q1, v1, a)
+            # A world's window ends with its episode: no reward after it.
+            r = task.reward(q, q1, v1, a) * alive
+            alive = alive * (~task.terminated(q1, v1)).double()
             q, v = q1, v1
             loss = loss - discount * r.sum()
             discount *= cfg.gamma
             rewards.append(r.detach())
+            masks.append(alive.clone())
             observations.append(task.observe(q, v).detach())
         elapsed += cfg.horizon
-        # The value at the window's end (time-limit truncation bootstraps too).
-        loss = loss - discount * target(task.observe(q, v)).sum()
+        # The value at the window's end for the worlds still running
+        # (time-limit truncation bootstraps too).
+        loss = loss - discount * (alive * target(task.observe(q, v))[:, 0]).sum()
         loss = loss / (cfg.num_envs * cfg.horizon)
         actor_opt.zero_grad()
         loss.backward()
@@ -199,10 +277,14 @@ def train(cfg: Config, log=None) -> Result:
             targets = torch.zeros(cfg.horizon, cfg.num_envs, dtype=torch.float64)
             ahead = values[-1]
             for t in reversed(range(cfg.horizon)):
-                ahead = rewards[t] + cfg.gamma * ((1 - cfg.lam) * values[t + 1] + cfg.lam * ahead)
+                after = (1 - cfg.lam) * values[t + 1] + cfg.lam * ahead
+                ahead = rewards[t] + cfg.gamma * masks[t] * after
                 targets[t] = ahead
-        inputs = torch.cat(observations[:-1])
-        flat_targets = targets.reshape(-1)
+        # (The states of worlds whose episode ended in the window are not
+        # the critic's.)
+        keep = torch.cat(running) > 0
+        inputs = torch.cat(observations[:-1])[keep]
+        flat_targets = targets.reshape(-1)[keep]
         for _ in range(cfg.critic_iterations):
             critic_opt.zero_grad()
             critic_loss = ((critic(inputs)[:, 0] - flat_targets) ** 2).mean()
@@ -219,11 +301,18 @@ def train(cfg: Config, log=None) -> Result:
     return result
 
 
-def window_gradients(task, horizons, seed: int = 0, settle: int = 20):
+def window_gradients(task, horizons, seed: int = 0, settle: int = 20, eps: float = 1e-6):
     """The gradient of a window's total reward with respect to its actions
     (random, std 0.5) from a state that settled ``settle`` steps on the
     ground, for each horizon: ``(horizon, gradient norm, directional
-    derivative by autograd, by central differences)``."""
+    derivative by autograd, by central differences of step ``eps``)``.
+
+    Whatever solver the task's batch runs (its contact model), the
+    backward pass differentiates the NCP's modes at the impulses that
+    solver found (``moreau.contact`` sensitivity): the central differences
+    are those of the model's own rollout, so where they part from autograd
+    the model's impulses are not an NCP solution's (a relaxed or linearized
+    cone) or the rollout crossed a kink."""
     n = task.batch.nworlds
     q0, v0 = task.initial_states(np.random.default_rng(seed))
     zero = torch.zeros(n, task.act_dim, dtype=torch.float64)
@@ -247,10 +336,28 @@ def window_gradients(task, horizons, seed: int = 0, settle: int = 20):
         total(a).backward()
         g = a.grad.numpy()
         d = rng.standard_normal(actions.shape)
-        eps = 1e-6
         with torch.no_grad():
             fd = (total(torch.tensor(actions + eps * d)) - total(torch.tensor(actions - eps * d))).item() / (2 * eps)
         rows.append((h, float(np.linalg.norm(g)), float((g * d).sum()), fd))
+    return rows
+
+
+def gradient_norms(task_id: str, solvers, horizons, n: int = 4, print_rows: bool = True):
+    """:func:`window_gradients` for each contact model (``solvers``, each
+    at tolerance 1e-10 so that the differences see the model, not its
+    solver's stopping point): rows ``{solver, horizon, norm, autograd,
+    differences, relative difference}``, printed as they come."""
+    rows = []
+    if print_rows:
+        print(f"{task_id}: gradient of a window's total reward with respect to its actions ({n} worlds)")
+        print(f"{'model':>10} {'horizon':>8} {'norm':>11} {'autograd':>16} {'differences':>16} {'rel. diff':>10}")
+    for solver in solvers:
+        task = TASKS[task_id](n, solver=solver, tolerance=1e-10)
+        for h, norm, analytic, fd in window_gradients(task, horizons):
+            rel = abs(analytic - fd) / max(abs(fd), 1e-12)
+            rows.append(dict(solver=solver, horizon=h, norm=norm, autograd=analytic, differences=fd, relative=rel))
+            if print_rows:
+                print(f"{solver:>10} {h:8d} {norm:11.3e} {analytic:16.9e} {fd:16.9e} {rel:10.1e}", flush=True)
     return rows
 
 
@@ -267,12 +374,22 @@ def _main() -> None:
         action="store_true",
         help="train nothing: print the norm of a window's reward gradient against its horizon",
     )
+    p.add_argument(
+        "--solvers",
+        default="ncp-admm",
+        help="contact models (moreau's solvers) of --gradient-norms, comma-separated",
+    )
+    p.add_argument("--horizons", default="1,5,10,20,40", help="window lengths of --gradient-norms")
     args = p.parse_args()
     if args.gradient_norms:
-        print(f"{args.task}: gradient of a window's total reward with respect to its actions")
-        print(f"{'horizon':>8} {'norm':>12} {'autograd':>16} {'differences':>16}")
-        for h, norm, analytic, fd in window_gradients(TASKS[args.task](4), [1, 5, 10, 20, 40]):
-            print(f"{h:8d} {norm:12.4e} {analytic:16.9e} {fd:16.9e}")
+        rows = gradient_norms(args.task, args.solvers.split(","), [int(h) for h in args.horizons.split(",")])
+        if args.out:
+            import json
+            import pathlib
+
+            path = pathlib.Path(args.out)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"task": args.task, "rows": rows}, indent=1))
         return
     cfg = Config(task=args.task, windows=args.windows, num_envs=args.num_envs, horizon=args.horizon, seed=args.seed)
     torch.manual_seed(cfg.seed)
