@@ -55,12 +55,40 @@ class Config:
     action_std: float = 0.3  # exploration noise (reparameterized)
     hidden: int = 64
     seed: int = 0
+    # Observations standardized by running statistics of the training
+    # windows (actor and critic share them).
+    normalize_observations: bool = False
 
 
 def mlp(inputs: int, outputs: int, hidden: int) -> nn.Module:
     return nn.Sequential(
         nn.Linear(inputs, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(), nn.Linear(hidden, outputs)
     ).double()
+
+
+class RunningNormalizer(nn.Module):
+    """``(x − mean) / std`` by the running statistics of what
+    :meth:`update` was given (Chan et al.'s parallel update); the identity
+    until then. Differentiable in ``x``; its statistics are buffers."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        n, mean, var = len(x), x.mean(0), x.var(0, unbiased=False)
+        total = self.count + n
+        delta = mean - self.mean
+        m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
+        self.mean += delta * n / total
+        self.var = m2 / total
+        self.count = total
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / torch.sqrt(self.var + 1e-8)
 
 
 class CartPoleSwingUp:
@@ -222,8 +250,10 @@ def train(cfg: Config, log=None) -> Result:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     task = TASKS[cfg.task](cfg.num_envs)
-    actor = mlp(task.obs_dim, task.act_dim, cfg.hidden)
-    critic, target = mlp(task.obs_dim, 1, cfg.hidden), mlp(task.obs_dim, 1, cfg.hidden)
+    normalizer = RunningNormalizer(task.obs_dim) if cfg.normalize_observations else nn.Identity()
+    actor = nn.Sequential(normalizer, mlp(task.obs_dim, task.act_dim, cfg.hidden))
+    critic = nn.Sequential(normalizer, mlp(task.obs_dim, 1, cfg.hidden))
+    target = nn.Sequential(normalizer, mlp(task.obs_dim, 1, cfg.hidden))
     target.load_state_dict(critic.state_dict())
     actor_opt = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
     critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.critic_lr)
@@ -284,6 +314,8 @@ def train(cfg: Config, log=None) -> Result:
         # the critic's.)
         keep = torch.cat(running) > 0
         inputs = torch.cat(observations[:-1])[keep]
+        if cfg.normalize_observations:
+            normalizer.update(inputs)
         flat_targets = targets.reshape(-1)[keep]
         for _ in range(cfg.critic_iterations):
             critic_opt.zero_grad()
@@ -368,6 +400,9 @@ def _main() -> None:
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--horizon", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--normalize-observations", action="store_true", help="standardize observations by running statistics"
+    )
     p.add_argument("--out", default=None, help="write the curve (JSON) here")
     p.add_argument(
         "--gradient-norms",
@@ -391,7 +426,14 @@ def _main() -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"task": args.task, "rows": rows}, indent=1))
         return
-    cfg = Config(task=args.task, windows=args.windows, num_envs=args.num_envs, horizon=args.horizon, seed=args.seed)
+    cfg = Config(
+        task=args.task,
+        windows=args.windows,
+        num_envs=args.num_envs,
+        horizon=args.horizon,
+        seed=args.seed,
+        normalize_observations=args.normalize_observations,
+    )
     torch.manual_seed(cfg.seed)
     task = TASKS[cfg.task](1)
     before = evaluate(mlp(task.obs_dim, task.act_dim, cfg.hidden), cfg, seed=1000)
