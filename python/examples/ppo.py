@@ -27,6 +27,10 @@ both engines::
         --num-envs 16 --seeds 1,2,3 --out target/ppo-halfcheetah
     python python/examples/ppo.py --task HalfCheetah-v5 --out target/ppo-halfcheetah \\
         --cross-evaluate
+
+``--task cartpole-swingup --engines moreau`` trains on ``shac.py``'s
+cart-pole swing-up (moreau's task, not Gymnasium's), for the comparison
+with SHAC.
 """
 
 from __future__ import annotations
@@ -357,6 +361,13 @@ def _main() -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     def make(engine: str):
+        if args.task == "cartpole-swingup":
+            # (shac.py's task, beside this script: moreau only.)
+            from shac import SwingUpVectorEnv
+
+            if engine != "moreau":
+                raise SystemExit("cartpole-swingup is moreau's task: --engines moreau")
+            return SwingUpVectorEnv(args.num_envs)
         if engine == "moreau":
             return moreau.gym.make_vec(args.task, num_envs=args.num_envs)
         if engine == "mujoco":

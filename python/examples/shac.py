@@ -121,6 +121,66 @@ class CartPoleSwingUp:
         return torch.zeros(len(q), dtype=torch.bool)
 
 
+class SwingUpVectorEnv:
+    """The cart-pole swing-up (:class:`CartPoleSwingUp`: its dynamics,
+    reset, reward and 250-step episodes) as a Gymnasium-style vector
+    environment with NEXT_STEP autoreset, for ``ppo.py --task
+    cartpole-swingup``: the same task for the first-order and the
+    zeroth-order learner. Actions in [-1, 1]; observations
+    ``(x, sin θ, cos θ, ẋ, θ̇)``."""
+
+    def __init__(self, num_envs: int, **sim):
+        from gymnasium.spaces import Box
+        from gymnasium.vector import AutoresetMode
+
+        self.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+        self.task = CartPoleSwingUp(num_envs, **sim)
+        self.num_envs = num_envs
+        self.single_observation_space = Box(-np.inf, np.inf, (5,), np.float64)
+        self.single_action_space = Box(-1.0, 1.0, (1,), np.float32)
+        self._rng = np.random.default_rng()
+        self._elapsed = np.zeros(num_envs, dtype=np.int64)
+        self._needs_reset = np.zeros(num_envs, dtype=bool)
+
+    def _observe(self) -> np.ndarray:
+        q, v = torch.tensor(self.task.batch.q), torch.tensor(self.task.batch.v)
+        return self.task.observe(q, v).numpy()
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        q, v = self.task.initial_states(self._rng)
+        self.task.batch.set_states(q.numpy(), v.numpy())
+        self._elapsed[:] = 0
+        self._needs_reset[:] = False
+        return self._observe(), {}
+
+    def step(self, actions):
+        a = torch.tensor(np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0))
+        batch = self.task.batch
+        q0 = torch.tensor(batch.q)
+        batch.step(self.task.torques(a).numpy())
+        if batch.failures:
+            raise RuntimeError(f"world {batch.failures[0][0]}'s step failed: {batch.failures[0][1]}")
+        q, v = torch.tensor(batch.q), torch.tensor(batch.v)
+        reward = self.task.reward(q0, q, v, a).numpy()
+        self._elapsed += 1
+        truncated = self._elapsed >= self.task.episode_steps
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        # NEXT_STEP autoreset: the step after an episode's end resets it.
+        resetting = self._needs_reset
+        if resetting.any():
+            fresh_q, fresh_v = self.task.initial_states(self._rng)
+            q_all, v_all = batch.q, batch.v
+            q_all[resetting], v_all[resetting] = fresh_q.numpy()[resetting], fresh_v.numpy()[resetting]
+            batch.set_states(q_all, v_all)
+            self._elapsed[resetting] = 0
+            reward[resetting] = 0.0
+            truncated[resetting] = False
+        self._needs_reset = terminated | truncated
+        return self._observe(), reward, terminated, truncated, {}
+
+
 class GymLocomotion:
     """A Gymnasium planar locomotion task on ``moreau.gym``'s model and reset
     (HalfCheetah-v5): observation ``qpos[1:], qvel``, reward ``(x⁺ − x)/dt
