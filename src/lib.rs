@@ -24,6 +24,7 @@ pub mod envs;
 pub mod error;
 pub mod events;
 pub mod gpu;
+pub mod inverse;
 pub mod load;
 pub mod math;
 pub mod model;

@@ -456,6 +456,11 @@ impl Simulator {
         }
         &self.problem
     }
+    /// The free velocity `v_f` of the step prepared or taken last (the
+    /// velocity without contact impulses).
+    pub fn free_velocity(&self) -> &DVector<f64> {
+        &self.v_free
+    }
     /// Solution of the last step's contact problem.
     pub fn solution(&self) -> &ContactSolution {
         &self.solution
