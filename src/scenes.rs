@@ -341,6 +341,50 @@ pub fn pyramid() -> Result<Scene, ModelError> {
     })
 }
 
+/// A 4 kg box on `legs` telescopic legs (each a prismatic joint along z
+/// under the box, on a circle of radius 0.15 m, ending in a 2 cm ball),
+/// all feet 0.1 mm into the ground: a floating base with one actuated dof
+/// and one contact per leg, for measuring inverse dynamics against the
+/// number of contacts (`benches/inverse.rs`).
+pub fn legged(legs: usize) -> Result<Scene, ModelError> {
+    let mut b = ModelBuilder::new(&format!("legged-{legs}"));
+    ground(&mut b, Material::default())?;
+    let base = add_box(
+        &mut b,
+        "base",
+        4.0,
+        Vec3::new(0.4, 0.4, 0.1),
+        Material::default(),
+    )?;
+    for k in 0..legs {
+        let t = std::f64::consts::TAU * k as f64 / legs.max(1) as f64;
+        let leg = b.add_body(
+            &format!("leg{k}"),
+            base,
+            JointType::Prismatic(Vec3::z()),
+            SE3::from_translation(Vec3::new(0.15 * t.cos(), 0.15 * t.sin(), -0.05)),
+            Inertia::sphere(0.1, 0.02),
+        )?;
+        b.add_geometry(
+            &format!("foot{k}"),
+            leg,
+            SE3::from_translation(Vec3::new(0.0, 0.0, -0.2)),
+            Shape::Ball { radius: 0.02 },
+            Material::default(),
+        )?;
+    }
+    let model = Arc::new(b.build()?);
+    let mut q = DVector::zeros(model.nq);
+    free_q(&mut q, 0, Vec3::new(0.0, 0.0, 0.27 - 1e-4));
+    Ok(Scene {
+        name: format!("legged-{legs}"),
+        state: State::new(q, DVector::zeros(model.nv)),
+        model,
+        dt: 1e-3,
+        controller: None,
+    })
+}
+
 /// The falling cube of the event-based seed's comparison: a 1 kg, 0.2 m
 /// cube (μ = 0.4, restitution 0.3) released with its centre 0.5 m above the
 /// ground, tilted by 0.6 rad about (1, 2, 0.5), moving at 1 m/s along x
