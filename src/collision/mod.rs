@@ -15,7 +15,7 @@ pub use variation::{ContactGeometry, ContactVariation};
 use crate::dynamics::Data;
 use crate::error::SimError;
 use crate::math::{Mat3, SE3, Vec3, frame_from_normal};
-use crate::model::{Model, WORLD, combine_friction, combine_restitution};
+use crate::model::{Model, Shape as ModelShape, WORLD, combine_friction, combine_restitution};
 use parry3d_f64::bounding_volume::Aabb;
 use parry3d_f64::math::{Pose, Rotation, Vector as PVec};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
@@ -253,6 +253,16 @@ impl CollisionDetector {
                 }
                 let n = n / nn;
                 let frame = frame_from_normal(&n);
+                // A height field's manifolds are its triangles' (`b` is
+                // the world's): the cell's friction, and the triangle in
+                // the contact's identity.
+                let (mu, triangle) = match &gb.shape {
+                    ModelShape::HeightField(field) => {
+                        let (i, j) = field.cell_of_triangle(m.subshape2);
+                        (field.friction_at_cell(i, j).unwrap_or(mu), m.subshape2 + 1)
+                    }
+                    _ => (mu, 0),
+                };
                 for pt in &m.points {
                     if pt.dist > self.margin {
                         continue;
@@ -278,7 +288,7 @@ impl CollisionDetector {
                             geom_a: a as u32,
                             geom_b: b as u32,
                             feature_a: pt.fid1.0,
-                            feature_b: pt.fid2.0,
+                            feature_b: feature_on_triangle(triangle, pt.fid2.0),
                         },
                         geometry,
                     });
@@ -286,6 +296,17 @@ impl CollisionDetector {
             }
         }
         Ok(())
+    }
+}
+
+/// A contact's feature on `b`: parry's feature id, or for a height field's
+/// triangle `t − 1` (`t > 0`) the triangle and its feature (a vertex, edge
+/// or face of 3, with its kind in parry's two top bits) packed together.
+fn feature_on_triangle(t: u32, fid: u32) -> u32 {
+    if t == 0 {
+        fid
+    } else {
+        (t - 1).wrapping_mul(16) ^ ((fid >> 30) << 2) ^ (fid & 3)
     }
 }
 

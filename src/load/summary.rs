@@ -24,6 +24,21 @@ impl Shape {
             } => format!("cylinder r={radius} half-length={half_length}"),
             Shape::ConvexMesh { points } => format!("convex hull of {} vertices", points.len()),
             Shape::HalfSpace { normal: n } => format!("plane, normal {} {} {}", n.x, n.y, n.z),
+            Shape::HeightField(f) => {
+                let (lo, hi) = f.height_range();
+                format!(
+                    "height field {} × {} samples over {} × {} m, heights {lo} to {hi}{}",
+                    f.heights.nrows(),
+                    f.heights.ncols(),
+                    f.size[0],
+                    f.size[1],
+                    if f.cell_friction.is_some() {
+                        ", friction per cell"
+                    } else {
+                        ""
+                    }
+                )
+            }
         }
     }
 }

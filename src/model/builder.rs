@@ -4,7 +4,8 @@ use super::{Actuator, Frame, Geometry, JointSpec, JointType, Medium, Model, NO_D
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use parry3d_f64::math::Vector as PVec;
-use parry3d_f64::shape::SharedShape;
+use parry3d_f64::shape::{HeightFieldFlags, SharedShape};
+use parry3d_f64::utils::Array2;
 
 /// Surface properties of a geometry.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -142,7 +143,7 @@ fn pvec(v: &Vec3) -> PVec {
 
 /// Builds the parry collider for a shape; returns it with the transform from
 /// parry's shape frame to our geometry frame.
-fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelError> {
+pub(crate) fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelError> {
     let bad = |reason: String| {
         Err(ModelError::InvalidGeometry {
             geom: name.into(),
@@ -218,6 +219,28 @@ fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, SE3), ModelE
                 return bad("half-space normal is zero or not finite".into());
             }
             Ok((SharedShape::halfspace(pvec(&(normal / n))), SE3::identity()))
+        }
+        Shape::HeightField(field) => {
+            if let Err(reason) = field.check() {
+                return bad(reason);
+            }
+            // parry's grid is y-up, rows along its z and columns along its
+            // x: the cyclic rotation (x, y, z) ↦ (y, z, x) puts its rows
+            // along our x, its columns along our y and its heights on z.
+            let (nx, ny) = field.heights.shape();
+            let heights = Array2::new(nx, ny, field.heights.as_slice().to_vec());
+            let scale = PVec::new(field.size[1], 1.0, field.size[0]);
+            let ours_from_parry = SE3::from_rotation(Mat3::new(
+                0.0, 0.0, 1.0, //
+                1.0, 0.0, 0.0, //
+                0.0, 1.0, 0.0,
+            ));
+            let collider = SharedShape::heightfield_with_flags(
+                heights,
+                scale,
+                HeightFieldFlags::FIX_INTERNAL_EDGES,
+            );
+            Ok((collider, ours_from_parry))
         }
     }
 }
@@ -377,6 +400,12 @@ impl ModelBuilder {
             self.geometries.iter().map(|g| g.name.as_str()),
         )?;
         check_se3(|| format!("geometry `{name}`: placement"), &body_from_geom)?;
+        if body != WORLD && matches!(shape, Shape::HeightField(_)) {
+            return Err(ModelError::InvalidGeometry {
+                geom: name.into(),
+                reason: "a height field is terrain: attach it to the world (body 0)".into(),
+            });
+        }
         let m = &material;
         if !(m.friction.is_finite() && m.friction >= 0.0) {
             return Err(ModelError::InvalidGeometry {

@@ -12,10 +12,12 @@
 mod builder;
 pub mod mesh;
 pub mod mjcf;
+pub mod terrain;
 pub mod urdf;
 pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder};
+pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;
 
 use crate::math::{SE3, Vec3, Vec6, exp3, quat_from_slice, spatial};
@@ -221,7 +223,9 @@ impl Actuator {
 }
 
 /// Collision shapes. Capsules and cylinders are along the geometry's z axis;
-/// a half-space is `{x : n·x ≤ 0}` in the geometry frame (outward normal `n`).
+/// a half-space is `{x : n·x ≤ 0}` in the geometry frame (outward normal `n`);
+/// a height field is a surface `z = h(x, y)` over a rectangle of the
+/// geometry's xy plane (on the world only; see [`HeightField`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Shape {
     Ball { radius: f64 },
@@ -230,6 +234,7 @@ pub enum Shape {
     Cylinder { half_length: f64, radius: f64 },
     ConvexMesh { points: Vec<Vec3> },
     HalfSpace { normal: Vec3 },
+    HeightField(HeightField),
 }
 
 impl Shape {
@@ -241,6 +246,7 @@ impl Shape {
             Shape::Cylinder { .. } => "cylinder",
             Shape::ConvexMesh { .. } => "convex-mesh",
             Shape::HalfSpace { .. } => "half-space",
+            Shape::HeightField(_) => "height-field",
         }
     }
 }
