@@ -18,6 +18,7 @@
 pub mod batch;
 pub mod collision;
 pub mod contact;
+pub mod control;
 pub mod counters;
 pub mod dynamics;
 pub mod envs;

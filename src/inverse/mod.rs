@@ -183,6 +183,10 @@ pub struct InverseSolution {
     /// Gauss–Newton iterations (NCP), Lemke's pivots (Coulomb), or the
     /// QP solver's iterations summed over its stages.
     pub iterations: usize,
+    /// No-slip and two-stage: whether the second stage (least torques over
+    /// the first's solution set) was found empty by the QP solver and
+    /// the first stage's impulses kept (see `least_torques`).
+    pub second_stage_skipped: bool,
 }
 
 /// The reduced problem of one call (see the module doc).
@@ -424,9 +428,10 @@ impl InverseDynamics {
             .flat_map(|i| 3 * i..3 * i + 3)
             .chain((3 * r.nc..m).filter(|&k| c[k] > scale))
             .collect();
-        let (lambda, more) = self.least_torques(r, &lambda, &breaking, None, s, false)?;
+        let (lambda, more, skipped) = self.least_torques(r, &lambda, &breaking, None, s, false)?;
         let mut out = self.finish(r, lambda);
         out.iterations = iterations + more;
+        out.second_stage_skipped = skipped;
         let c = &r.g * &out.lambda + &r.g_vec;
         out.residual = (0..r.nc)
             .flat_map(|i| {
@@ -449,7 +454,11 @@ impl InverseDynamics {
     /// The second stage: over the impulses with the same `J_bᵀλ` as
     /// `lambda` (the same `c` and `v⁺`), zero on the `zero` rows, in the
     /// cones (`socp`: friction cones; else normals nonnegative), the ones of
-    /// the least `½‖dt (τ − τ_prev)‖² + ε‖λ‖²`.
+    /// the least `½‖dt (τ − τ_prev)‖² + ε‖λ‖²`. Where the QP solver
+    /// declares that set empty (stage I's impulses sit on it only to the
+    /// first QP's tolerance, and a degenerate set can be judged infeasible
+    /// at the second's), stage I's impulses are kept: returns
+    /// `(λ, iterations, skipped)`.
     fn least_torques(
         &self,
         r: &Reduced,
@@ -458,7 +467,7 @@ impl InverseDynamics {
         previous: Option<&DVector<f64>>,
         s: &InverseSettings,
         socp: bool,
-    ) -> Result<(DVector<f64>, usize), InverseError> {
+    ) -> Result<(DVector<f64>, usize, bool), InverseError> {
         let m = r.g.nrows();
         let dt = self.params.dt;
         // dt τ(λ) = f₀ − J_aᵀλ on the actuated dofs.
@@ -518,7 +527,11 @@ impl InverseDynamics {
         if neq == 0 {
             all.remove(0);
         }
-        let (mut x, iterations) = qp("second stage", &p, &q, &a, &b, &all)?;
+        let (mut x, iterations) = match qp("second stage", &p, &q, &a, &b, &all) {
+            Ok(x) => x,
+            Err(InverseError::Qp { .. }) => return Ok((lambda.clone(), 0, true)),
+            Err(e) => return Err(e),
+        };
         // Back onto the equalities exactly (the QP's are met to its tolerance).
         let a_eq = a.rows(0, neq).into_owned();
         if neq > 0 {
@@ -528,7 +541,7 @@ impl InverseDynamics {
                 x += a_eq.tr_mul(&ch.solve(&defect));
             }
         }
-        Ok((x, iterations))
+        Ok((x, iterations, false))
     }
 
     /// §4: the Stewart–Trinkle LCP on the settings' pyramid, by Lemke.
@@ -615,9 +628,11 @@ impl InverseDynamics {
             .previous_tau
             .clone()
             .unwrap_or_else(|| DVector::from_vec(zero));
-        let (lambda, more) = self.least_torques(r, &lambda, &[], Some(&previous), s, true)?;
+        let (lambda, more, skipped) =
+            self.least_torques(r, &lambda, &[], Some(&previous), s, true)?;
         let mut out = self.finish(r, lambda);
         out.iterations = iterations + more;
+        out.second_stage_skipped = skipped;
         out.residual = (0..r.nc)
             .map(|i| {
                 let l = &out.lambda;

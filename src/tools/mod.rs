@@ -9,4 +9,5 @@
 pub mod bench;
 pub mod events;
 pub mod inverse;
+pub mod locomotion;
 pub mod study;
