@@ -56,28 +56,22 @@ fn leg_inverse_kinematics_reaches_targets_forward_kinematics_confirms() {
     assert!((robot.standing_height - moreau::scenes::quadruped_standing_height()).abs() < 1e-12);
 }
 
-/// Two seconds at 0.3 m/s on flat ground (μ = 0.9, the default
-/// `ncp-admm` model). With the sensed inverse dynamics `ID(t−1)` the trot
-/// walks forward near the desired velocity without falling (it falls
-/// between 2 and 4 s: the 10 s walk the issue asks for is not reached
-/// yet). The no-slip and Coulomb feedforwards' figures are printed: their
-/// inverse dynamics fail on a share of the calls (four feet down make the
-/// no-slip impulses unbounded; Lemke's pivoting ends on a ray), where the
-/// PD acts alone.
+/// Ten seconds at 0.3 m/s on flat ground (μ = 0.9, the default
+/// `ncp-admm` model), torques limited to 3 N·m: with the no-slip and the
+/// Coulomb inverse-dynamics feedforwards the trot walks without falling
+/// near the desired velocity. Their inverse dynamics fail on a share of
+/// the calls (printed: four feet down can leave the no-slip impulses
+/// unbounded; Lemke's pivoting can end on a ray), where the PD acts alone.
 #[test]
-fn trot_walks_forward_on_flat_ground() {
+fn trot_walks_ten_seconds_on_flat_ground_with_no_slip_and_coulomb_feedforwards() {
     let robot = Quadruped::builtin().unwrap();
-    for ff in [
-        Feedforward::Sensed { lag: 1 },
-        Feedforward::Inverse(Formulation::NoSlip),
-        Feedforward::Inverse(Formulation::Coulomb),
-    ] {
+    for formulation in [Formulation::NoSlip, Formulation::Coulomb] {
         let cfg = WalkConfig {
-            duration: 2.0,
+            duration: 10.0,
             dt: 1e-3,
             solver: SolverKind::NcpAdmm,
             settings: TrotSettings {
-                feedforward: ff,
+                feedforward: Feedforward::Inverse(formulation),
                 ..TrotSettings::default()
             },
             terrain: Terrain::flat([20.0, 20.0], 0.9),
@@ -88,20 +82,18 @@ fn trot_walks_forward_on_flat_ground() {
         if let Some(why) = &r.last_feedforward_failure {
             println!("{:>10}: last feedforward failure: {why}", r.controller);
         }
-        if ff == (Feedforward::Sensed { lag: 1 }) {
-            assert!(r.fell_at.is_none(), "{} fell", r.controller);
-            assert!(
-                (r.mean_velocity - 0.3).abs() < 0.15,
-                "{}: mean velocity {}",
-                r.controller,
-                r.mean_velocity
-            );
-            assert_eq!(r.feedforward_failures, 0);
-            assert!(
-                r.feet_error < 0.02,
-                "feet {} m from their targets",
-                r.feet_error
-            );
-        }
+        assert!(r.fell_at.is_none(), "{} fell", r.controller);
+        assert!((r.duration - 10.0).abs() < 1e-6);
+        assert!(
+            (r.mean_velocity - 0.3).abs() < 0.1,
+            "{}: mean velocity {}",
+            r.controller,
+            r.mean_velocity
+        );
+        assert!(
+            r.feet_error < 0.02,
+            "feet {} m from their targets",
+            r.feet_error
+        );
     }
 }

@@ -321,7 +321,9 @@ pub struct TrotSettings {
     pub kd: f64,
     /// Raibert's foothold gain (s).
     pub raibert: f64,
-    /// Torque limit per joint (N·m; infinite: none).
+    /// Torque limit per joint (N·m): 3, about Solo-12's motors' peak
+    /// (and the RL task's limit). Without it the feedforwards' torque
+    /// spikes at touchdowns kick the trot over within seconds.
     pub tau_max: f64,
     pub feedforward: Feedforward,
     /// A feedforward with a torque above this (N·m) is discarded and
@@ -339,7 +341,7 @@ impl Default for TrotSettings {
             kp: 6.0,
             kd: 0.2,
             raibert: 0.1,
-            tau_max: f64::INFINITY,
+            tau_max: 3.0,
             feedforward: Feedforward::Inverse(Formulation::NoSlip),
             feedforward_limit: 20.0,
         }
