@@ -383,8 +383,6 @@ pub struct TrotController {
     sensed: VecDeque<DVector<f64>>,
     previous_tau: Option<DVector<f64>>,
     last: Reference,
-    detector: crate::collision::CollisionDetector,
-    contacts: Vec<crate::collision::Contact>,
     /// Each leg's current phase and where it started (see `update_phases`).
     phases: [(bool, f64, Vec3); 4],
     phases_set: bool,
@@ -409,8 +407,6 @@ impl TrotController {
         };
         let data = Data::new(&robot.model);
         let q_ik = robot.q_stand.clone();
-        let detector =
-            crate::collision::CollisionDetector::new(&robot.model, params.contact_margin);
         Ok(TrotController {
             robot,
             settings,
@@ -421,8 +417,6 @@ impl TrotController {
             sensed: VecDeque::new(),
             previous_tau: None,
             last: Reference::default(),
-            detector,
-            contacts: Vec::new(),
             phases: [(true, 0.0, Vec3::zeros()); 4],
             phases_set: false,
             feedforward_failures: 0,
@@ -630,12 +624,12 @@ impl TrotController {
         match self.settings.feedforward {
             Feedforward::None => None,
             Feedforward::Inverse(formulation) => {
-                self.consistent_accelerations(state, &mut a);
                 let inverse = self.inverse.as_mut().expect("built with the controller");
                 let accelerations: Vec<f64> = inverse.actuated().iter().map(|&k| a[k]).collect();
                 let settings = InverseSettings {
                     formulation,
                     previous_tau: self.previous_tau.clone(),
+                    consistent: true,
                     ..InverseSettings::default()
                 };
                 match inverse.solve(state, &accelerations, &settings) {
@@ -686,91 +680,6 @@ impl TrotController {
                 let mut tau = &m * &a - f;
                 tau.rows_mut(0, 6).fill(0.0);
                 Some(tau)
-            }
-        }
-    }
-
-    /// Makes the desired accelerations `a` (nv; the joints' entries set)
-    /// consistent with the feet that touch the ground not slipping: the
-    /// joint accelerations nearest the desired ones, with any base
-    /// acceleration, under which those feet's contact points stop within
-    /// the step (`J_f (v + dt a) + s = 0`, `s` the stabilization of the
-    /// simulator's normal rows). With two feet down the joints'
-    /// accelerations fix the base's and any are consistent; with four
-    /// they are not, and the no-slip problem would have no bounded
-    /// impulses. Writes the joints' entries of `a`.
-    fn consistent_accelerations(&mut self, state: &State, a: &mut DVector<f64>) {
-        let model = self.robot.model.clone();
-        let nv = model.nv;
-        forward_kinematics(&model, &mut self.data, state.q.as_slice());
-        self.contacts.clear();
-        if self
-            .detector
-            .detect(&model, &self.data, &mut self.contacts)
-            .is_err()
-        {
-            return;
-        }
-        let mut rows: Vec<DVector<f64>> = Vec::new();
-        let mut offsets: Vec<f64> = Vec::new();
-        let mut jac = nalgebra::DMatrix::zeros(6, nv);
-        for leg in &self.robot.legs {
-            // (The inverse dynamics' no-slip sees every contact within the
-            // simulator's margin; a foot that does not touch yet may still
-            // move along its normal.)
-            let Some(c) = self.contacts.iter().find(|c| c.geom_a == leg.foot_geom) else {
-                continue;
-            };
-            let touching = c.distance < 1e-3;
-            let body_from_point = self.data.world_from_body[leg.foot_body].act_inv_point(&c.point);
-            crate::dynamics::frame_jacobian(
-                &model,
-                &self.data,
-                leg.foot_body,
-                &crate::math::SE3::from_translation(body_from_point),
-                crate::dynamics::ReferenceFrame::LocalWorldAligned,
-                &mut jac,
-            );
-            // Its tangential directions, and the normal where it touches.
-            // (The normal's target velocity is the simulator's
-            // stabilization's, which pulls a penetrating contact out.)
-            let frame = c.frame;
-            let (phi, beta) = (c.distance, self.params.baumgarte);
-            let stabilization = if phi >= 0.0 { phi } else { beta * phi } / self.params.dt;
-            for axis in 0..if touching { 3 } else { 2 } {
-                let d = frame.column(axis);
-                rows.push((jac.rows(0, 3).transpose() * d).into_owned());
-                offsets.push(if axis == 2 { stabilization } else { 0.0 });
-            }
-        }
-        let m = rows.len();
-        if m == 0 {
-            return;
-        }
-        let dt = self.params.dt;
-        // KKT of min ½‖a_j − a*‖² + ½w‖a_b‖² s.t. J_f a = −J_f v / dt.
-        let w = 1e-6;
-        let n = nv + m;
-        let mut k = nalgebra::DMatrix::zeros(n, n);
-        let mut rhs = DVector::zeros(n);
-        for i in 0..nv {
-            let free = model.joint_type[model.dof_body[i]] == JointType::Free;
-            k[(i, i)] = if free { w } else { 1.0 };
-            rhs[i] = if free { 0.0 } else { a[i] };
-        }
-        for (r, row) in rows.iter().enumerate() {
-            for i in 0..nv {
-                k[(nv + r, i)] = row[i];
-                k[(i, nv + r)] = row[i];
-            }
-            k[(nv + r, nv + r)] = -1e-12;
-            rhs[nv + r] = -(row.dot(&state.v) + offsets[r]) / dt;
-        }
-        if let Some(x) = k.lu().solve(&rhs) {
-            for i in 0..nv {
-                if model.joint_type[model.dof_body[i]] != JointType::Free {
-                    a[i] = x[i];
-                }
             }
         }
     }

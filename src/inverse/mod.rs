@@ -147,6 +147,69 @@ pub struct InverseSettings {
     /// (m/s or rad/s, max norm) at which they stop.
     pub max_iterations: usize,
     pub tolerance: f64,
+    /// Replace the desired accelerations by the nearest under which the
+    /// contacts can stick (see [`consistent_velocities`]): with more
+    /// touching contacts than the unactuated dofs can follow (four feet
+    /// down), arbitrary joint accelerations ask the no-slip and the
+    /// Coulomb problems for unbounded internal impulses.
+    pub consistent: bool,
+}
+
+/// Contacts at or below this distance (m) touch: [`consistent_velocities`]
+/// holds their normal rows too.
+pub const TOUCHING: f64 = 1e-3;
+
+/// The actuated velocities `v⁺_a` nearest `v_a*` for which some velocity
+/// `x` of the unactuated dofs makes every contact's tangential velocity
+/// and every touching contact's normal velocity zero,
+/// `J_a v⁺_a + J_b x + s = 0` on those rows (`s` the stabilization): the
+/// KKT system of `min ½‖v⁺_a − v_a*‖² + ½‖x − v_b‖²` under those
+/// equalities, `v_b` the unactuated dofs' velocity now (so that the
+/// impulses need not swing the base to an arbitrary velocity).
+/// `touching`: (nc). Rows the others make redundant are handled by a tiny
+/// regularization; if the system cannot be solved, `v_a*` is returned.
+pub fn consistent_velocities(
+    j_a: &DMatrix<f64>,
+    j_b: &DMatrix<f64>,
+    s: &DVector<f64>,
+    touching: &[bool],
+    v_a: DVector<f64>,
+    v_b: &DVector<f64>,
+) -> DVector<f64> {
+    let (na, nb) = (j_a.ncols(), j_b.ncols());
+    let rows: Vec<usize> = (0..touching.len())
+        .flat_map(|i| {
+            let n = if touching[i] { 3 } else { 2 };
+            (0..n).map(move |k| 3 * i + k)
+        })
+        .collect();
+    let (nx, nr) = (na + nb, rows.len());
+    let mut k = DMatrix::zeros(nx + nr, nx + nr);
+    let mut rhs = DVector::zeros(nx + nr);
+    for i in 0..na {
+        k[(i, i)] = 1.0;
+        rhs[i] = v_a[i];
+    }
+    for i in 0..nb {
+        k[(na + i, na + i)] = 1.0;
+        rhs[na + i] = v_b[i];
+    }
+    for (r, &row) in rows.iter().enumerate() {
+        for c in 0..na {
+            k[(nx + r, c)] = j_a[(row, c)];
+            k[(c, nx + r)] = j_a[(row, c)];
+        }
+        for c in 0..nb {
+            k[(nx + r, na + c)] = j_b[(row, c)];
+            k[(na + c, nx + r)] = j_b[(row, c)];
+        }
+        k[(nx + r, nx + r)] = -1e-14;
+        rhs[nx + r] = -s[row];
+    }
+    match k.lu().solve(&rhs) {
+        Some(x) if x.iter().all(|v| v.is_finite()) => x.rows(0, na).into_owned(),
+        _ => v_a,
+    }
 }
 
 impl Default for InverseSettings {
@@ -157,6 +220,7 @@ impl Default for InverseSettings {
             regularization: 1e-10,
             max_iterations: 30,
             tolerance: 1e-11,
+            consistent: false,
         }
     }
 }
@@ -301,7 +365,7 @@ impl InverseDynamics {
                 .zip(accelerations)
                 .map(|(&k, &a)| state.v[k] + dt * a),
         );
-        let r = self.reduce(state, v_a)?;
+        let r = self.reduce(state, v_a, settings.consistent)?;
         let m = r.g.nrows();
         let mut out = match settings.formulation {
             Formulation::NoSlip | Formulation::Ncp => self.no_slip(&r, settings)?,
@@ -318,7 +382,12 @@ impl InverseDynamics {
     }
 
     /// The reduced problem at `state` with the actuated velocities `v_a`.
-    fn reduce(&mut self, state: &State, v_a: DVector<f64>) -> Result<Reduced, InverseError> {
+    fn reduce(
+        &mut self,
+        state: &State,
+        v_a: DVector<f64>,
+        consistent: bool,
+    ) -> Result<Reduced, InverseError> {
         let model = self.model.clone();
         let nv = model.nv;
         self.sim.clear_warm_start();
@@ -336,6 +405,22 @@ impl InverseDynamics {
             DMatrix::zeros(0, nv)
         };
         let (b, a) = (&self.passive, &self.actuated);
+        let j_b = DMatrix::from_fn(m, b.len(), |r, c| j[(r, b[c])]);
+        let j_a = DMatrix::from_fn(m, a.len(), |r, c| j[(r, a[c])]);
+        // s = g − J v_f, then g_b = J_b M̃_bb⁻¹ h_b + J_a v⁺_a + s.
+        let s = &problem.g - &j * &v_free;
+        let v_a = if consistent && m > 0 {
+            let touching: Vec<bool> = self
+                .sim
+                .contacts()
+                .iter()
+                .map(|c| c.distance <= TOUCHING)
+                .collect();
+            let v_b = DVector::from_iterator(b.len(), b.iter().map(|&k| state.v[k]));
+            consistent_velocities(&j_a, &j_b, &s, &touching, v_a, &v_b)
+        } else {
+            v_a
+        };
         let m_bb = DMatrix::from_fn(b.len(), b.len(), |r, c| m_tilde[(b[r], b[c])]);
         let m_bb = nalgebra::Cholesky::new(m_bb).ok_or(InverseError::SingularBase)?;
         let mv = &m_tilde * &v_free;
@@ -346,10 +431,6 @@ impl InverseDynamics {
                     .map(|(i, &k)| m_tilde[(b[r], k)] * v_a[i])
                     .sum::<f64>()
         });
-        let j_b = DMatrix::from_fn(m, b.len(), |r, c| j[(r, b[c])]);
-        let j_a = DMatrix::from_fn(m, a.len(), |r, c| j[(r, a[c])]);
-        // s = g − J v_f, then g_b = J_b M̃_bb⁻¹ h_b + J_a v⁺_a + s.
-        let s = &problem.g - &j * &v_free;
         let g_vec = &j_b * m_bb.solve(&h_b) + &j_a * &v_a + s;
         let g = &j_b * m_bb.solve(&j_b.transpose());
         let g = (&g + g.transpose()) * 0.5;
@@ -408,26 +489,49 @@ impl InverseDynamics {
             return Ok(self.finish(r, DVector::zeros(0)));
         }
         let rows = Self::unilateral_rows(r);
-        let mut a = DMatrix::zeros(rows.len(), m);
-        for (k, &row) in rows.iter().enumerate() {
-            a[(k, row)] = -1.0;
-        }
-        let (lambda, iterations) = qp(
-            "no-slip stage I",
-            &regularized(&r.g, s.regularization),
-            &r.g_vec,
-            &a,
-            &DVector::zeros(rows.len()),
-            &[SupportedConeT::NonnegativeConeT(rows.len())],
-        )?;
-        let c = &r.g * &lambda + &r.g_vec;
-        // Breaking blocks (a positive normal velocity) keep zero impulses.
+        // Stage I, then again without the contacts it finds breaking (a
+        // positive normal velocity): c_T = 0 holds at every contact of
+        // the QP, so a breaking one could carry a tangential impulse
+        // without a normal one (and the least-torque set below, which
+        // zeroes breaking blocks, would be empty). Until the breaking set
+        // stops growing (it only grows; at most nc rounds).
         let scale = 1e-9 * r.g_vec.amax().max(1.0);
-        let breaking: Vec<usize> = (0..r.nc)
-            .filter(|&i| c[3 * i + 2] > scale)
-            .flat_map(|i| 3 * i..3 * i + 3)
-            .chain((3 * r.nc..m).filter(|&k| c[k] > scale))
-            .collect();
+        let mut breaking: Vec<usize> = Vec::new();
+        let mut iterations = 0;
+        let lambda = loop {
+            let nz = breaking.len();
+            let mut a = DMatrix::zeros(nz + rows.len(), m);
+            for (k, &row) in breaking.iter().enumerate() {
+                a[(k, row)] = 1.0;
+            }
+            for (k, &row) in rows.iter().enumerate() {
+                a[(nz + k, row)] = -1.0;
+            }
+            let mut cones = vec![SupportedConeT::ZeroConeT(nz)];
+            cones.push(SupportedConeT::NonnegativeConeT(rows.len()));
+            if nz == 0 {
+                cones.remove(0);
+            }
+            let (lambda, its) = qp(
+                "no-slip stage I",
+                &regularized(&r.g, s.regularization),
+                &r.g_vec,
+                &a,
+                &DVector::zeros(nz + rows.len()),
+                &cones,
+            )?;
+            iterations += its;
+            let c = &r.g * &lambda + &r.g_vec;
+            let now: Vec<usize> = (0..r.nc)
+                .filter(|&i| c[3 * i + 2] > scale || breaking.contains(&(3 * i + 2)))
+                .flat_map(|i| 3 * i..3 * i + 3)
+                .chain((3 * r.nc..m).filter(|&k| c[k] > scale || breaking.contains(&k)))
+                .collect();
+            if now.len() == breaking.len() {
+                break lambda;
+            }
+            breaking = now;
+        };
         let (lambda, more, skipped) = self.least_torques(r, &lambda, &breaking, None, s, false)?;
         let mut out = self.finish(r, lambda);
         out.iterations = iterations + more;
@@ -509,6 +613,18 @@ impl InverseDynamics {
             let n = Self::unilateral_rows(r).len();
             (n, vec![SupportedConeT::NonnegativeConeT(n)])
         };
+        // Stage I's impulses meet its cones to its tolerance only: put them
+        // in (normals ≥ 0, the zero rows zero) so that the set holds them
+        // exactly, as an interior-point solver needs of a set this thin.
+        let mut inside = lambda.clone();
+        if !socp {
+            for k in Self::unilateral_rows(r) {
+                inside[k] = inside[k].max(0.0);
+            }
+        }
+        for &k in zero {
+            inside[k] = 0.0;
+        }
         let mut a = DMatrix::zeros(neq + cones_rows, m);
         let mut b = DVector::zeros(neq + cones_rows);
         for (row, &k) in range.iter().enumerate() {
@@ -516,7 +632,7 @@ impl InverseDynamics {
             for c in 0..m {
                 a[(row, c)] = uk[c];
             }
-            b[row] = uk.dot(lambda);
+            b[row] = uk.dot(&inside);
         }
         for (i, &k) in zero.iter().enumerate() {
             a[(range.len() + i, k)] = 1.0;
@@ -529,7 +645,7 @@ impl InverseDynamics {
         }
         let (mut x, iterations) = match qp("second stage", &p, &q, &a, &b, &all) {
             Ok(x) => x,
-            Err(InverseError::Qp { .. }) => return Ok((lambda.clone(), 0, true)),
+            Err(InverseError::Qp { .. }) => return Ok((inside, 0, true)),
             Err(e) => return Err(e),
         };
         // Back onto the equalities exactly (the QP's are met to its tolerance).
