@@ -142,3 +142,77 @@ fn compare_events_prints_the_tables_and_writes_json_and_plot() {
     assert!(svg.contains("<svg") && svg.contains("event-rk4"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `moreau compare locomotion --quick`: every controller and contact
+/// model walks (3 s each), the tables are printed and the JSON and plots
+/// written; the figures that show what works are checked: the sensed
+/// inverse dynamics tracks the velocity on flat ground, every contact
+/// model's walk stays up on flat ground, and only the NCP solver's
+/// impulses meet the NCP criterion to 1e-9 on the bumps.
+#[test]
+fn compare_locomotion_quick_prints_the_tables_and_writes_json_and_plots() {
+    let dir = std::env::temp_dir().join(format!("moreau-cli-locomotion-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_moreau"))
+        .args(["compare", "locomotion", "--quick", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("run moreau compare locomotion");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "moreau compare locomotion failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    for name in [
+        "pd",
+        "no-slip",
+        "coulomb",
+        "two-stage",
+        "ncp",
+        "id(t-1)",
+        "id(t-2)",
+        "lcp-pgs",
+        "ccp-admm",
+        "raisim",
+        "ncp-admm",
+    ] {
+        assert!(stdout.contains(name), "{name} missing");
+    }
+    for file in ["controllers.svg", "contact_models.svg"] {
+        assert!(
+            std::fs::metadata(dir.join(file)).unwrap().len() > 1000,
+            "{file}"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("locomotion.json")).unwrap())
+            .unwrap();
+    let controllers = json["controllers"].as_array().unwrap();
+    assert_eq!(controllers.len(), 3 * 7);
+    let models = json["contact_models"].as_array().unwrap();
+    assert_eq!(models.len(), 2 * 4);
+    for w in controllers {
+        if w["controller"] == "id(t-1)" && w["terrain"].as_str().unwrap().starts_with("flat") {
+            assert!(w["fell_at"].is_null(), "{w}");
+            let v = w["mean_velocity"].as_f64().unwrap();
+            assert!((v - 0.3).abs() < 0.15, "id(t-1) walked at {v} m/s");
+        }
+    }
+    for w in models {
+        if w["terrain"].as_str().unwrap().starts_with("flat") {
+            assert!(w["fell_at"].is_null(), "{}", w["solver"]);
+        }
+        if w["terrain"].as_str().unwrap().starts_with("bumpy") {
+            let eps = w["median_ncp_criterion"].as_f64().unwrap();
+            let ncp = w["solver"] == "ncp-admm";
+            assert_eq!(
+                eps < 1e-9,
+                ncp,
+                "{}: median NCP criterion {eps}",
+                w["solver"]
+            );
+        }
+    }
+}

@@ -350,3 +350,231 @@ pub fn contact_models(
     }
     Ok(out)
 }
+
+/// Everything `moreau compare locomotion` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocomotionReport {
+    pub quick: bool,
+    pub duration: f64,
+    pub dt: f64,
+    pub desired_velocity: f64,
+    /// The controller comparison ([`controllers`]).
+    pub controllers: Vec<WalkResult>,
+    /// The contact models' effect ([`contact_models`]).
+    pub contact_models: Vec<WalkResult>,
+    pub wall_s: f64,
+}
+
+/// Runs both experiments on the built-in quadruped: 10 s walks, or 3 s
+/// with `quick`.
+pub fn compare_locomotion(
+    quick: bool,
+    progress: &dyn Fn(&str),
+) -> Result<LocomotionReport, ControlError> {
+    let start = std::time::Instant::now();
+    let robot = Quadruped::builtin()?;
+    let exp = Experiment {
+        duration: if quick { 3.0 } else { 10.0 },
+        dt: 1e-3,
+        record_every: 20,
+    };
+    let controllers = controllers(&robot, &exp, &Feedforward::ALL, progress)?;
+    let solvers = [
+        SolverKind::LcpPgs,
+        SolverKind::CcpAdmm,
+        SolverKind::Raisim,
+        SolverKind::NcpAdmm,
+    ];
+    let contact_models = contact_models(&robot, &exp, &solvers, progress)?;
+    Ok(LocomotionReport {
+        quick,
+        duration: exp.duration,
+        dt: exp.dt,
+        desired_velocity: TrotSettings::default().velocity[0],
+        controllers,
+        contact_models,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn row(r: &WalkResult, by: &str) -> String {
+    format!(
+        "{:34} {:>10} {:>9} {:>8.3} {:>8.3} {:>8.4} {:>8.4} {:>9.0} {:>7.3} {:>9.0} {:>9} {:>9.1e}\n",
+        r.terrain,
+        by,
+        r.fell_at.map_or("no".to_string(), |t| format!("{t:.2} s")),
+        r.mean_velocity,
+        r.velocity_error,
+        r.height_error,
+        r.feet_error,
+        r.torque_rate,
+        r.torque_rms,
+        r.mean_controller_seconds * 1e6,
+        r.feedforward_failures,
+        r.median_ncp_criterion
+    )
+}
+
+/// The report's tables.
+pub fn render(r: &LocomotionReport) -> String {
+    let header = |by: &str| {
+        format!(
+            "{:34} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>9} {:>9}\n",
+            "terrain",
+            by,
+            "fell",
+            "v (m/s)",
+            "v err",
+            "z err",
+            "feet err",
+            "dτ/dt",
+            "τ rms",
+            "µs/call",
+            "ff fails",
+            "NCP ε"
+        )
+    };
+    let mut s = format!(
+        "Trot at {} m/s on the built-in quadruped, {} s per walk, dt = {} s ({:.0} s wall)\n\n",
+        r.desired_velocity, r.duration, r.dt, r.wall_s
+    );
+    s.push_str("Controllers (PD + feedforward; simulator: ncp-admm)\n");
+    s.push_str(&header("controller"));
+    for w in &r.controllers {
+        s.push_str(&row(w, &w.controller));
+    }
+    s.push_str("\nController time (µs per call) against the contacts its inverse dynamics saw (all terrains)\n");
+    let mut by: BTreeMap<(String, usize), (usize, f64)> = BTreeMap::new();
+    for w in &r.controllers {
+        for &(nc, n, mean, _) in &w.time_by_contacts {
+            let e = by.entry((w.controller.clone(), nc)).or_insert((0, 0.0));
+            e.0 += n;
+            e.1 += mean * n as f64;
+        }
+    }
+    let mut last = String::new();
+    for ((c, nc), (n, total)) in &by {
+        if *c != last {
+            s.push_str(&format!("\n{c:>10}:"));
+            last = c.clone();
+        }
+        s.push_str(&format!(
+            "  {nc} contacts {:.0} ({n} calls)",
+            total / *n as f64 * 1e6
+        ));
+    }
+    s.push_str("\n\nContact models (no-slip feedforward)\n");
+    s.push_str(&header("model"));
+    for w in &r.contact_models {
+        s.push_str(&row(w, &w.solver));
+    }
+    s
+}
+
+/// Writes `locomotion.json`, `contact_models.svg` (base velocity and the
+/// NCP criterion over time for each contact model, flat and bumpy) and
+/// `controllers.svg` (base velocity over time on each terrain for each
+/// controller) into `dir`.
+pub fn write_locomotion(
+    r: &LocomotionReport,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, crate::tools::study::report::ReportError> {
+    use plotters::prelude::*;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let json = dir.join("locomotion.json");
+    std::fs::write(&json, serde_json::to_string_pretty(r)?)
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    let colors = crate::tools::study::report::plots::COLORS;
+    type Pick = fn(&WalkSample) -> f64;
+    let draw = |path: &std::path::Path,
+                runs: &[WalkResult],
+                label: fn(&WalkResult) -> String,
+                panels: &[(&str, Pick, bool)]|
+     -> Result<(), crate::tools::study::report::ReportError> {
+        let mut terrains: Vec<String> = Vec::new();
+        for w in runs {
+            if !terrains.contains(&w.terrain) {
+                terrains.push(w.terrain.clone());
+            }
+        }
+        let root = SVGBackend::new(
+            path,
+            (600 * terrains.len() as u32, 380 * panels.len() as u32),
+        )
+        .into_drawing_area();
+        root.fill(&WHITE)?;
+        let areas = root.split_evenly((panels.len(), terrains.len()));
+        for (p, &(what, pick, log)) in panels.iter().enumerate() {
+            for (t, terrain) in terrains.iter().enumerate() {
+                let area = &areas[p * terrains.len() + t];
+                let value = |s: &WalkSample| {
+                    let v = pick(s);
+                    if log { v.max(1e-16).log10() } else { v }
+                };
+                let here: Vec<&WalkResult> =
+                    runs.iter().filter(|w| &w.terrain == terrain).collect();
+                let (lo, hi) = here
+                    .iter()
+                    .flat_map(|w| w.samples.iter().map(value))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                        (a.min(v), b.max(v))
+                    });
+                let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
+                let pad = 0.05 * (hi - lo).max(1e-9);
+                let mut chart = ChartBuilder::on(area)
+                    .caption(format!("{terrain}: {what}"), ("sans-serif", 16))
+                    .margin(10)
+                    .x_label_area_size(35)
+                    .y_label_area_size(55)
+                    .build_cartesian_2d(0.0..r.duration, (lo - pad)..(hi + pad))?;
+                chart
+                    .configure_mesh()
+                    .x_desc("time (s)")
+                    .y_desc(what)
+                    .draw()?;
+                for (k, w) in here.iter().enumerate() {
+                    let color = colors[k % colors.len()];
+                    chart
+                        .draw_series(LineSeries::new(
+                            w.samples.iter().map(|s| (s.t, value(s))),
+                            color.stroke_width(1),
+                        ))?
+                        .label(label(w))
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                        });
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::LowerRight)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .draw()?;
+            }
+        }
+        root.present()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(())
+    };
+    let models = dir.join("contact_models.svg");
+    draw(
+        &models,
+        &r.contact_models,
+        |w| w.solver.clone(),
+        &[
+            ("base velocity (m/s)", |s| s.velocity, false),
+            ("log10 NCP criterion", |s| s.ncp_criterion, true),
+        ],
+    )?;
+    let ctrl = dir.join("controllers.svg");
+    draw(
+        &ctrl,
+        &r.controllers,
+        |w| w.controller.clone(),
+        &[
+            ("base velocity (m/s)", |s| s.velocity, false),
+            ("base height (m)", |s| s.height, false),
+        ],
+    )?;
+    Ok(vec![json, models, ctrl])
+}

@@ -35,7 +35,7 @@ use moreau::tools::bench::batch::SceneBenchConfig;
 use moreau::tools::study::{self, report};
 use nalgebra::DVector;
 use run::{load_scene, run};
-use show::{compare, compare_events, info, inspect};
+use show::{compare, compare_events, compare_locomotion, info, inspect};
 use solve::solve;
 use std::io::Write;
 use std::path::PathBuf;
@@ -343,6 +343,21 @@ enum CompareWhat {
         #[arg(long, default_value = "compare-events-out")]
         out: PathBuf,
     },
+    /// The trot controller on the built-in quadruped: every feedforward
+    /// (PD alone, the no-slip, Coulomb, two-stage and NCP inverse
+    /// dynamics, ID(t-1), ID(t-2)) on flat ground with μ = 0.1 and μ = ∞
+    /// and on rough terrain; then the no-slip controller on each contact
+    /// model (lcp-pgs, ccp-admm, raisim, ncp-admm), flat (μ = 0.9) and
+    /// bumpy (μ = 0.3). Prints the tables; writes locomotion.json,
+    /// controllers.svg and contact_models.svg to --out.
+    Locomotion {
+        /// Output folder (created if missing).
+        #[arg(long, default_value = "compare-locomotion-out")]
+        out: PathBuf,
+        /// 3 s walks instead of 10 s.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 /// How to load a robot file.
@@ -500,6 +515,10 @@ fn main() -> ExitCode {
             what: Some(CompareWhat::Events { out }),
             ..
         } => compare_events(&out),
+        Command::Compare {
+            what: Some(CompareWhat::Locomotion { out, quick }),
+            ..
+        } => compare_locomotion(&out, quick),
         Command::Compare { out, quick, .. } => compare(&out, quick),
         Command::Inspect { file, options } => inspect(&file, &options),
         Command::Info => info(),

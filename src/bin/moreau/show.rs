@@ -129,3 +129,16 @@ pub(crate) fn compare_events(out: &std::path::Path) -> Result<(), AnyError> {
     }
     Ok(())
 }
+
+/// `moreau compare locomotion`: the trot controllers and the contact
+/// models on the quadruped.
+pub(crate) fn compare_locomotion(out: &std::path::Path, quick: bool) -> Result<(), AnyError> {
+    use moreau::tools::locomotion;
+    let report = locomotion::compare_locomotion(quick, &|what: &str| eprintln!("walking: {what}"))
+        .map_err(|e| e.to_string())?;
+    say!("{}", locomotion::render(&report));
+    for path in locomotion::write_locomotion(&report, out).map_err(|e| e.to_string())? {
+        say!("wrote {}", path.display());
+    }
+    Ok(())
+}
