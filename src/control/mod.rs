@@ -119,11 +119,23 @@ impl Quadruped {
                 .position(|g| g.name == foot)
                 .ok_or_else(|| bad(format!("no geometry named `{foot}`")))?;
             let g = &model.geometries[foot_geom];
-            let Shape::Ball { radius } = g.shape else {
-                return Err(bad(format!(
-                    "foot `{foot}` is a {}, not a sphere",
-                    g.shape.name()
-                )));
+            // A sphere, or a convex mesh taken as the sphere about its
+            // vertices' centroid through their mean distance (the rounded
+            // feet of robot files).
+            let (centre, radius) = match &g.shape {
+                Shape::Ball { radius } => (Vec3::zeros(), *radius),
+                Shape::ConvexMesh { points } => {
+                    let c = points.iter().sum::<Vec3>() / points.len() as f64;
+                    let r =
+                        points.iter().map(|p| (p - c).norm()).sum::<f64>() / points.len() as f64;
+                    (c, r)
+                }
+                other => {
+                    return Err(bad(format!(
+                        "foot `{foot}` is a {}, not a sphere or a rounded mesh",
+                        other.name()
+                    )));
+                }
             };
             let mut chain = Vec::new();
             let mut b = g.body;
@@ -148,7 +160,7 @@ impl Quadruped {
             }
             chain.reverse();
             let bodies = [chain[0], chain[1], chain[2]];
-            let foot_offset = g.body_from_geom.translation;
+            let foot_offset = g.body_from_geom.act_point(&centre);
             let nominal = data.world_from_body[g.body].act_point(&foot_offset);
             legs.push(Leg {
                 name: foot.to_string(),
@@ -173,6 +185,34 @@ impl Quadruped {
             q_stand: q,
             standing_height,
         })
+    }
+
+    /// Solo-12 as example-robot-data describes it (`solo12.urdf`, loaded
+    /// with a free base): its feet are the `*_FOOT` meshes, its standing
+    /// posture the SRDF's (hips ±0.1, front knees bent back, hind knees
+    /// forward).
+    pub fn solo12(model: Arc<Model>) -> Result<Self, ControlError> {
+        let mut q = model.neutral_configuration();
+        for b in 1..model.nbodies {
+            let name = &model.joint_name[b];
+            let (front, left) = (name.starts_with('F'), name.get(1..2) == Some("L"));
+            let angle = match name.get(3..) {
+                Some("HAA") => Some(if left { 0.1 } else { -0.1 }),
+                Some("HFE") => Some(if front { 0.8 } else { -0.8 }),
+                Some("KFE") => Some(if front { -1.6 } else { 1.6 }),
+                _ => None,
+            };
+            if let Some(x) = angle {
+                q[model.joint_idx_q[b]] = x;
+            }
+        }
+        let feet = [
+            "FL_FOOT/collision0",
+            "FR_FOOT/collision0",
+            "HL_FOOT/collision0",
+            "HR_FOOT/collision0",
+        ];
+        Self::new(model, feet, &q)
     }
 
     /// The built-in quadruped ([`crate::scenes::quadruped_model`]).
