@@ -161,3 +161,46 @@ fn trot_walks_solo12_from_example_robot_data() {
         }
     }
 }
+
+/// Bad settings and states are errors that say what is wrong.
+#[test]
+fn trot_controller_refuses_bad_settings_and_states() {
+    use moreau::control::TrotController;
+    use moreau::sim::{SimParams, State};
+    let robot = Quadruped::builtin().unwrap();
+    let bad = |settings: TrotSettings| {
+        TrotController::new(robot.clone(), SimParams::default(), settings)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let mut s = TrotSettings::default();
+    s.gait.duty = 1.0;
+    assert!(bad(s).contains("duty factor"));
+    let mut s = TrotSettings::default();
+    s.velocity[0] = f64::NAN;
+    assert!(bad(s).contains("finite"));
+    let s = TrotSettings {
+        feedforward: Feedforward::Sensed { lag: 3 },
+        ..TrotSettings::default()
+    };
+    assert!(bad(s).contains("lag"));
+    assert!(
+        Feedforward::parse("magic")
+            .unwrap_err()
+            .to_string()
+            .contains("id(t-1)")
+    );
+    let mut ctrl =
+        TrotController::new(robot.clone(), SimParams::default(), TrotSettings::default()).unwrap();
+    let nv = robot.model.nv;
+    let mut state = State::new(robot.q_stand.clone(), nalgebra::DVector::zeros(nv));
+    state.v[7] = f64::NAN;
+    let mut tau = vec![0.0; nv];
+    let e = ctrl.control(&state, &mut tau).unwrap_err().to_string();
+    assert!(e.contains("not finite") || e.contains("NaN"), "{e}");
+    state.v[7] = 0.0;
+    let e = ctrl.control(&state, &mut tau[..5]).unwrap_err().to_string();
+    assert!(e.contains("tau"), "{e}");
+    assert!(ctrl.control(&state, &mut tau).is_ok());
+}

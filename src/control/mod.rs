@@ -388,6 +388,53 @@ impl Default for TrotSettings {
     }
 }
 
+impl TrotSettings {
+    /// Why these settings cannot drive a controller, if they cannot.
+    pub fn check(&self) -> Result<(), ControlError> {
+        let bad = |what: &str, value: String| {
+            Err(ControlError::Model(format!(
+                "trot settings: {what} {value}"
+            )))
+        };
+        let g = &self.gait;
+        if !(g.period.is_finite() && g.period > 0.0) {
+            return bad("gait period must be positive, got", g.period.to_string());
+        }
+        if !(g.duty > 0.0 && g.duty < 1.0) {
+            return bad("duty factor must be in (0, 1), got", g.duty.to_string());
+        }
+        let finite = [
+            g.swing_height,
+            self.velocity[0],
+            self.velocity[1],
+            self.kp,
+            self.kd,
+            self.raibert,
+        ]
+        .iter()
+        .chain(g.offsets.iter())
+        .all(|x| x.is_finite());
+        if !finite {
+            return bad("must all be finite:", format!("{self:?}"));
+        }
+        if !(self.tau_max > 0.0 && self.feedforward_limit > 0.0) {
+            return bad(
+                "torque limits must be positive, got",
+                format!("{} and {}", self.tau_max, self.feedforward_limit),
+            );
+        }
+        if let Feedforward::Sensed { lag } = self.feedforward
+            && !(1..=2).contains(&lag)
+        {
+            return bad(
+                "sensed feedforward lag must be 1 or 2, got",
+                lag.to_string(),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// The joint references at one instant: angles, rates, accelerations
 /// (each 12, legs in order, hip to knee), and the foot targets.
 #[derive(Clone, Debug, Default)]
@@ -439,6 +486,8 @@ impl TrotController {
         params: SimParams,
         settings: TrotSettings,
     ) -> Result<Self, ControlError> {
+        settings.check()?;
+        params.validate()?;
         let inverse = match settings.feedforward {
             Feedforward::Inverse(_) => {
                 Some(InverseDynamics::new(robot.model.clone(), params, None)?)
@@ -622,6 +671,15 @@ impl TrotController {
         let start = std::time::Instant::now();
         let model = self.robot.model.clone();
         let nv = model.nv;
+        crate::sim::check_state(&model, state)?;
+        if tau.len() != nv {
+            return Err(SimError::DimensionMismatch {
+                what: "tau",
+                got: tau.len(),
+                expected: nv,
+            }
+            .into());
+        }
         let r = self.reference(state.t, state);
         tau.fill(0.0);
         let mut report = ControlReport::default();

@@ -376,7 +376,7 @@ pub fn compare_locomotion(
     let exp = Experiment {
         duration: if quick { 3.0 } else { 10.0 },
         dt: 1e-3,
-        record_every: 20,
+        record_every: if quick { 20 } else { 50 },
     };
     let controllers = controllers(&robot, &exp, &Feedforward::ALL, progress)?;
     let solvers = [
@@ -482,7 +482,7 @@ pub fn write_locomotion(
     use plotters::prelude::*;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let json = dir.join("locomotion.json");
-    std::fs::write(&json, serde_json::to_string_pretty(r)?)
+    std::fs::write(&json, serde_json::to_string(r)?)
         .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
     let colors = crate::tools::study::report::plots::COLORS;
     type Pick = fn(&WalkSample) -> f64;
