@@ -28,9 +28,9 @@ both engines::
     python python/examples/ppo.py --task HalfCheetah-v5 --out target/ppo-halfcheetah \\
         --cross-evaluate
 
-``--task cartpole-swingup --engines moreau`` trains on ``shac.py``'s
-cart-pole swing-up (moreau's task, not Gymnasium's), for the comparison
-with SHAC.
+``--task cartpole-swingup`` and ``--task quadruped-walk`` (with
+``--engines moreau``) train on ``shac.py``'s tasks (moreau's, not
+Gymnasium's), for the comparison with SHAC.
 """
 
 from __future__ import annotations
@@ -361,13 +361,13 @@ def _main() -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     def make(engine: str):
-        if args.task == "cartpole-swingup":
-            # (shac.py's task, beside this script: moreau only.)
-            from shac import SwingUpVectorEnv
+        if args.task in ("cartpole-swingup", "quadruped-walk"):
+            # (shac.py's tasks, beside this script: moreau only.)
+            from shac import TASKS, TaskVectorEnv
 
             if engine != "moreau":
-                raise SystemExit("cartpole-swingup is moreau's task: --engines moreau")
-            return SwingUpVectorEnv(args.num_envs)
+                raise SystemExit(f"{args.task} is moreau's task: --engines moreau")
+            return TaskVectorEnv(TASKS[args.task](args.num_envs))
         if engine == "moreau":
             return moreau.gym.make_vec(args.task, num_envs=args.num_envs)
         if engine == "mujoco":

@@ -6,7 +6,8 @@ learned value at the window's end; the critic regresses TD(λ) targets of
 the windows' rewards.
 
 Tasks: the cart-pole swing-up on moreau's ``cartpole`` scene
-(:class:`CartPoleSwingUp`), and Gymnasium's HalfCheetah-v5 and Ant-v5 on
+(:class:`CartPoleSwingUp`), the quadruped walking on moreau's
+``quadruped`` scene (:class:`QuadrupedWalk`), and Gymnasium's HalfCheetah-v5 and Ant-v5 on
 ``moreau.gym``'s models and resets, their rewards written in torch
 (:class:`GymLocomotion`, :class:`GymAnt`; Ant's episodes end when it falls,
 and its window losses and value targets stop there). Policies on the Gym
@@ -17,6 +18,7 @@ each episode being ``episode steps / horizon`` windows. Used by
 the command line for longer ones::
 
     python python/examples/shac.py --task cartpole-swingup --windows 400
+    python python/examples/shac.py --task quadruped-walk --windows 1000 --horizon 10 --num-envs 64
     python python/examples/shac.py --task HalfCheetah-v5 --windows 2000 --horizon 10 --num-envs 64
     python python/examples/shac.py --task Ant-v5 --windows 2000 --horizon 10 --num-envs 64
 
@@ -96,7 +98,7 @@ class CartPoleSwingUp:
     a force of at most 10 N on the cart; reward ``cos θ − 0.05 x² − 0.001
     a²`` per step of 0.02 s, episodes of 250 steps (5 s)."""
 
-    obs_dim, act_dim, episode_steps, substeps = 5, 1, 250, 1
+    obs_dim, act_dim, episode_steps, substeps, dt = 5, 1, 250, 1, 0.02
 
     def __init__(self, n: int, **sim):
         self.model = moreau.scene("cartpole")
@@ -111,7 +113,7 @@ class CartPoleSwingUp:
     def observe(self, q, v):
         return torch.stack([q[:, 0], torch.sin(q[:, 1]), torch.cos(q[:, 1]), v[:, 0], v[:, 1]], dim=1)
 
-    def torques(self, a):
+    def torques(self, a, q, v):
         return torch.cat([10.0 * a, torch.zeros_like(a)], dim=1)
 
     def reward(self, q_before, q, v, a):
@@ -121,26 +123,25 @@ class CartPoleSwingUp:
         return torch.zeros(len(q), dtype=torch.bool)
 
 
-class SwingUpVectorEnv:
-    """The cart-pole swing-up (:class:`CartPoleSwingUp`: its dynamics,
-    reset, reward and 250-step episodes) as a Gymnasium-style vector
-    environment with NEXT_STEP autoreset, for ``ppo.py --task
-    cartpole-swingup``: the same task for the first-order and the
-    zeroth-order learner. Actions in [-1, 1]; observations
-    ``(x, sin θ, cos θ, ẋ, θ̇)``."""
+class TaskVectorEnv:
+    """One of this file's tasks (its dynamics, reset, reward, termination
+    and episode length) as a Gymnasium-style vector environment with
+    NEXT_STEP autoreset, for ``ppo.py --task cartpole-swingup`` and
+    ``--task quadruped-walk``: the same task for the first-order and the
+    zeroth-order learner. Actions in [-1, 1]."""
 
-    def __init__(self, num_envs: int, **sim):
+    def __init__(self, task):
         from gymnasium.spaces import Box
         from gymnasium.vector import AutoresetMode
 
         self.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
-        self.task = CartPoleSwingUp(num_envs, **sim)
-        self.num_envs = num_envs
-        self.single_observation_space = Box(-np.inf, np.inf, (5,), np.float64)
-        self.single_action_space = Box(-1.0, 1.0, (1,), np.float32)
+        self.task = task
+        self.num_envs = task.batch.nworlds
+        self.single_observation_space = Box(-np.inf, np.inf, (task.obs_dim,), np.float64)
+        self.single_action_space = Box(-1.0, 1.0, (task.act_dim,), np.float32)
         self._rng = np.random.default_rng()
-        self._elapsed = np.zeros(num_envs, dtype=np.int64)
-        self._needs_reset = np.zeros(num_envs, dtype=bool)
+        self._elapsed = np.zeros(self.num_envs, dtype=np.int64)
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
 
     def _observe(self) -> np.ndarray:
         q, v = torch.tensor(self.task.batch.q), torch.tensor(self.task.batch.v)
@@ -158,15 +159,13 @@ class SwingUpVectorEnv:
     def step(self, actions):
         a = torch.tensor(np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0))
         batch = self.task.batch
-        q0 = torch.tensor(batch.q)
-        batch.step(self.task.torques(a).numpy())
-        if batch.failures:
-            raise RuntimeError(f"world {batch.failures[0][0]}'s step failed: {batch.failures[0][1]}")
-        q, v = torch.tensor(batch.q), torch.tensor(batch.v)
-        reward = self.task.reward(q0, q, v, a).numpy()
+        q0, v0 = torch.tensor(batch.q), torch.tensor(batch.v)
+        with torch.no_grad():
+            q, v = env_step(self.task, q0, v0, a, differentiable=False)
+            reward = self.task.reward(q0, q, v, a).numpy()
+            terminated = self.task.terminated(q, v).numpy()
         self._elapsed += 1
-        truncated = self._elapsed >= self.task.episode_steps
-        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = (self._elapsed >= self.task.episode_steps) & ~terminated
         # NEXT_STEP autoreset: the step after an episode's end resets it.
         resetting = self._needs_reset
         if resetting.any():
@@ -176,9 +175,86 @@ class SwingUpVectorEnv:
             batch.set_states(q_all, v_all)
             self._elapsed[resetting] = 0
             reward[resetting] = 0.0
+            terminated[resetting] = False
             truncated[resetting] = False
         self._needs_reset = terminated | truncated
         return self._observe(), reward, terminated, truncated, {}
+
+
+class QuadrupedWalk:
+    """moreau's quadruped (the ``quadruped`` scene: Solo-12's proportions,
+    12 joints, spherical feet, μ = 0.8) walking forward along world x: the
+    Rust task ``quadruped-walk`` (``src/envs/quadruped.rs``) in torch, so
+    that it is differentiable, without its gait clock (the policies here
+    are MLPs on the state).
+
+    - Reset: the standing posture, joint angles ± 0.1 rad, the base 3 cm
+      above standing height, joint rates U(−0.1, 0.1).
+    - Observation (34): base height, gravity in the base frame, the base's
+      linear and angular velocity (base frame), joint angles minus the
+      standing posture, joint rates.
+    - Action (12): PD targets ``q_stand + 0.5 a``; at every physics step
+      ``τ = clamp(8 (q_ref − q) − 0.3 q̇, ±3 N·m)``.
+    - Reward per step of 0.02 s: forward velocity of the base ``+ 0.5 up_z
+      + 0.5 − 0.002 P`` (``up_z``: the base's z axis along world z; ``P``:
+      mean mechanical power ``Σ|τ q̇|`` over the step, W).
+    - Terminated: base height < 0.12 m or ``up_z < 0.5``; episodes of 150
+      steps (3 s).
+
+    The physics step is ``dt`` (2 ms, 10 per environment step; the Rust
+    task steps 1 ms): the cost of a differentiable window is proportional
+    to its physics steps."""
+
+    obs_dim, act_dim, episode_steps = 34, 12, 150
+    kp, kd, tau_max, action_scale, energy_cost = 8.0, 0.3, 3.0, 0.5, 0.002
+
+    def __init__(self, n: int, dt: float = 0.002, **sim):
+        self.model = moreau.scene("quadruped")
+        self.dt = 0.02
+        self.substeps = round(self.dt / dt)
+        self.batch = moreau.BatchSim(self.model, n, dt=dt, **sim)
+        q0 = np.asarray(self.model.q0)
+        self.z_stand = q0[2] - 0.1  # (the scene drops the robot from 0.1 m)
+        self.q_stand = q0.copy()
+        self.q_stand[2] = self.z_stand
+        self.joints = torch.tensor(self.q_stand[7:])
+        self.work = None  # Σ|τ q̇| dt over the last environment step
+
+    def initial_states(self, rng: np.random.Generator):
+        n = self.batch.nworlds
+        q = np.tile(self.q_stand, (n, 1))
+        q[:, 7:] += rng.uniform(-0.1, 0.1, (n, 12))
+        q[:, 2] += 0.03
+        v = np.zeros((n, 18))
+        v[:, 6:] = rng.uniform(-0.1, 0.1, (n, 12))
+        return torch.tensor(q), torch.tensor(v)
+
+    @staticmethod
+    def _base_z_row(q):
+        """The third row of the base's rotation (world z in the base frame)."""
+        x, y, z, w = q[:, 3], q[:, 4], q[:, 5], q[:, 6]
+        return torch.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], dim=1)
+
+    def observe(self, q, v):
+        gravity = -self._base_z_row(q)
+        return torch.cat([q[:, 2:3], gravity, v[:, :6], q[:, 7:] - self.joints, v[:, 6:]], dim=1)
+
+    def torques(self, a, q, v):
+        q_ref = self.joints + self.action_scale * a
+        tau = torch.clamp(self.kp * (q_ref - q[:, 7:]) - self.kd * v[:, 6:], -self.tau_max, self.tau_max)
+        return torch.cat([torch.zeros_like(tau[:, :6]), tau], dim=1)
+
+    def power(self, tau, v):
+        return (tau[:, 6:] * v[:, 6:]).abs().sum(dim=1)
+
+    def reward(self, q_before, q, v, a):
+        forward = (q[:, 0] - q_before[:, 0]) / self.dt
+        up_z = self._base_z_row(q)[:, 2]
+        return forward + 0.5 * up_z + 0.5 - self.energy_cost * self.work / self.dt
+
+    def terminated(self, q, v):
+        q = q.detach()
+        return (q[:, 2] < 0.12) | (self._base_z_row(q)[:, 2] < 0.5)
 
 
 class GymLocomotion:
@@ -212,7 +288,7 @@ class GymLocomotion:
     def observe(self, q, v):
         return torch.cat([q[:, 1:], v], dim=1)
 
-    def torques(self, a):
+    def torques(self, a, q, v):
         return a @ self.gains.T
 
     def reward(self, q_before, q, v, a):
@@ -250,7 +326,12 @@ class GymAnt(GymLocomotion):
         return ~self.healthy(q.detach())
 
 
-TASKS = {"cartpole-swingup": CartPoleSwingUp, "HalfCheetah-v5": GymLocomotion, "Ant-v5": GymAnt}
+TASKS = {
+    "cartpole-swingup": CartPoleSwingUp,
+    "quadruped-walk": QuadrupedWalk,
+    "HalfCheetah-v5": GymLocomotion,
+    "Ant-v5": GymAnt,
+}
 
 
 @dataclass
@@ -261,12 +342,27 @@ class Result:
     curve: list = field(default_factory=list)
 
 
-def env_step(task, q, v, a):
-    """One environment step: ``substeps`` differentiable physics steps under
-    the action's torques."""
-    tau = task.torques(a)
+def env_step(task, q, v, a, differentiable: bool = True):
+    """One environment step: ``substeps`` physics steps under the action's
+    torques (a PD task's recomputed at every physics step), differentiable
+    (``moreau.autograd.step``) or plain (``BatchSim.step`` from the worlds'
+    states, ``q`` and ``v`` being theirs). Tasks with a ``power`` get the
+    step's mechanical work ``Σ P h`` in ``task.work``."""
+    h = task.dt / task.substeps
+    work = 0.0
     for _ in range(task.substeps):
-        q, v = step(task.batch, q, v, tau, task.model)
+        tau = task.torques(a, q, v)
+        if differentiable:
+            q, v = step(task.batch, q, v, tau, task.model)
+        else:
+            task.batch.step(np.ascontiguousarray(tau.numpy()))
+            if task.batch.failures:
+                world, why = task.batch.failures[0]
+                raise RuntimeError(f"world {world}'s step failed: {why}")
+            q, v = torch.tensor(task.batch.q), torch.tensor(task.batch.v)
+        if hasattr(task, "power"):
+            work = work + task.power(tau, v) * h
+    task.work = work
     return q, v
 
 
@@ -279,11 +375,13 @@ def evaluate(actor, cfg: Config, seed: int, n: int = 16) -> float:
         return evaluate_gym(actor, task, seed)
     q, v = task.initial_states(np.random.default_rng(seed))
     total = torch.zeros(n, dtype=torch.float64)
+    alive = torch.ones(n, dtype=torch.bool)
     with torch.no_grad():
         for _ in range(task.episode_steps):
             a = torch.tanh(actor(task.observe(q, v)))
             q1, v1 = env_step(task, q, v, a)
-            total += task.reward(q, q1, v1, a)
+            total += torch.where(alive, task.reward(q, q1, v1, a), 0.0)
+            alive &= ~task.terminated(q1, v1)
             q, v = q1, v1
     return float(total.mean())
 
