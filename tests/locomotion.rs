@@ -15,6 +15,21 @@ use std::sync::Arc;
 
 mod common;
 
+/// A walk of `duration` seconds on flat ground (μ = 0.9) with `ff`.
+fn flat_walk(ff: Feedforward, duration: f64) -> WalkConfig {
+    WalkConfig {
+        duration,
+        dt: 1e-3,
+        solver: SolverKind::NcpAdmm,
+        settings: TrotSettings {
+            feedforward: ff,
+            ..TrotSettings::default()
+        },
+        terrain: Terrain::flat([20.0, 20.0], 0.9),
+        record_every: 100,
+    }
+}
+
 fn print(r: &WalkResult) {
     println!(
         "{:>10} {:>10}: walked {:.2} s{}, mean velocity {:.3} m/s (per-period RMS error {:.3}), height error {:.4} m, feet error {:.4} m, torque rate {:.1} N·m/s, torque RMS {:.3} N·m, controller {:.1} µs/call, {} feedforward failures, median NCP criterion {:.1e}",
@@ -69,17 +84,7 @@ fn leg_inverse_kinematics_reaches_targets_forward_kinematics_confirms() {
 fn trot_walks_ten_seconds_on_flat_ground_with_no_slip_and_coulomb_feedforwards() {
     let robot = Quadruped::builtin().unwrap();
     for formulation in [Formulation::NoSlip, Formulation::Coulomb] {
-        let cfg = WalkConfig {
-            duration: 10.0,
-            dt: 1e-3,
-            solver: SolverKind::NcpAdmm,
-            settings: TrotSettings {
-                feedforward: Feedforward::Inverse(formulation),
-                ..TrotSettings::default()
-            },
-            terrain: Terrain::flat([20.0, 20.0], 0.9),
-            record_every: 100,
-        };
+        let cfg = flat_walk(Feedforward::Inverse(formulation), 10.0);
         let r = walk(&robot, &cfg).unwrap();
         print(&r);
         if let Some(why) = &r.last_feedforward_failure {
@@ -134,17 +139,7 @@ fn trot_walks_solo12_from_example_robot_data() {
         Feedforward::Inverse(Formulation::NoSlip),
         Feedforward::Inverse(Formulation::Coulomb),
     ] {
-        let cfg = WalkConfig {
-            duration: 5.0,
-            dt: 1e-3,
-            solver: SolverKind::NcpAdmm,
-            settings: TrotSettings {
-                feedforward: ff,
-                ..TrotSettings::default()
-            },
-            terrain: Terrain::flat([20.0, 20.0], 0.9),
-            record_every: 100,
-        };
+        let cfg = flat_walk(ff, 5.0);
         let r = walk(&robot, &cfg).unwrap();
         print(&r);
         if let Some(why) = &r.last_feedforward_failure {

@@ -281,6 +281,42 @@ pub struct Experiment {
     pub record_every: usize,
 }
 
+/// Every `(contact model, feedforward)` of `setups` on each terrain.
+fn walks(
+    robot: &Quadruped,
+    exp: &Experiment,
+    terrains: &[NamedTerrain],
+    setups: &[(SolverKind, Feedforward)],
+    progress: &dyn Fn(&str),
+) -> Result<Vec<WalkResult>, ControlError> {
+    let mut out = Vec::new();
+    for t in terrains {
+        for &(solver, feedforward) in setups {
+            progress(&format!(
+                "{} on {} with {}",
+                feedforward.name(),
+                t.name,
+                solver.name()
+            ));
+            let cfg = WalkConfig {
+                duration: exp.duration,
+                dt: exp.dt,
+                solver,
+                settings: TrotSettings {
+                    feedforward,
+                    ..TrotSettings::default()
+                },
+                terrain: t.terrain.clone(),
+                record_every: exp.record_every,
+            };
+            let mut r = walk(robot, &cfg)?;
+            r.terrain = t.name.clone();
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
 /// The controller comparison: every feedforward of `feedforwards` on each
 /// of the three terrains, on the simulator's default contact model.
 pub fn controllers(
@@ -294,27 +330,11 @@ pub fn controllers(
         flat("flat, μ = ∞", 1e6),
         rough("rough, 3 cm, μ ~ U(0.1, 1.5)", 0.03, (0.1, 1.5), 7)?,
     ];
-    let mut out = Vec::new();
-    for t in &terrains {
-        for &ff in feedforwards {
-            progress(&format!("{} on {}", ff.name(), t.name));
-            let cfg = WalkConfig {
-                duration: exp.duration,
-                dt: exp.dt,
-                solver: SolverKind::NcpAdmm,
-                settings: TrotSettings {
-                    feedforward: ff,
-                    ..TrotSettings::default()
-                },
-                terrain: t.terrain.clone(),
-                record_every: exp.record_every,
-            };
-            let mut r = walk(robot, &cfg)?;
-            r.terrain = t.name.clone();
-            out.push(r);
-        }
-    }
-    Ok(out)
+    let setups: Vec<_> = feedforwards
+        .iter()
+        .map(|&f| (SolverKind::NcpAdmm, f))
+        .collect();
+    walks(robot, exp, &terrains, &setups, progress)
 }
 
 /// The contact models' effect: the no-slip-feedforward controller on each
@@ -331,24 +351,9 @@ pub fn contact_models(
         flat("flat, μ = 0.9", 0.9),
         rough("bumpy, 0.1 leg length, μ = 0.3", 0.1 * leg, (0.3, 0.3), 11)?,
     ];
-    let mut out = Vec::new();
-    for t in &terrains {
-        for &solver in solvers {
-            progress(&format!("{} on {}", solver.name(), t.name));
-            let cfg = WalkConfig {
-                duration: exp.duration,
-                dt: exp.dt,
-                solver,
-                settings: TrotSettings::default(),
-                terrain: t.terrain.clone(),
-                record_every: exp.record_every,
-            };
-            let mut r = walk(robot, &cfg)?;
-            r.terrain = t.name.clone();
-            out.push(r);
-        }
-    }
-    Ok(out)
+    let no_slip = TrotSettings::default().feedforward;
+    let setups: Vec<_> = solvers.iter().map(|&s| (s, no_slip)).collect();
+    walks(robot, exp, &terrains, &setups, progress)
 }
 
 /// Everything `moreau compare locomotion` measured.
