@@ -10,7 +10,7 @@ use moreau::dynamics::{Data, forward_kinematics};
 use moreau::inverse::Formulation;
 use moreau::math::Vec3;
 use moreau::model::Terrain;
-use moreau::tools::locomotion::{WalkConfig, WalkResult, walk};
+use moreau::tools::locomotion::{WalkConfig, WalkResult, table_header, walk};
 use std::sync::Arc;
 
 mod common;
@@ -30,23 +30,12 @@ fn flat_walk(ff: Feedforward, duration: f64) -> WalkConfig {
     }
 }
 
+/// The walk's figures, as `moreau compare locomotion` prints them.
 fn print(r: &WalkResult) {
-    println!(
-        "{:>10} {:>10}: walked {:.2} s{}, mean velocity {:.3} m/s (per-period RMS error {:.3}), height error {:.4} m, feet error {:.4} m, torque rate {:.1} N·m/s, torque RMS {:.3} N·m, controller {:.1} µs/call, {} feedforward failures, median NCP criterion {:.1e}",
-        r.controller,
-        r.solver,
-        r.duration,
-        r.fell_at
-            .map_or(String::new(), |t| format!(" (fell at {t:.2} s)")),
-        r.mean_velocity,
-        r.velocity_error,
-        r.height_error,
-        r.feet_error,
-        r.torque_rate,
-        r.torque_rms,
-        r.mean_controller_seconds * 1e6,
-        r.feedforward_failures,
-        r.median_ncp_criterion
+    print!(
+        "{}{}",
+        table_header("controller"),
+        r.table_row(&r.controller)
     );
 }
 

@@ -515,7 +515,7 @@ impl TrotController {
 
     /// The base's heading rotation (yaw only) and its velocity in the
     /// heading frame.
-    fn heading(state: &State) -> (Mat3, Vec3) {
+    pub fn heading(state: &State) -> (Mat3, Vec3) {
         let rot = quat_from_slice(&state.q.as_slice()[3..7])
             .to_rotation_matrix()
             .into_inner();

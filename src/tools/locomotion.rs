@@ -169,11 +169,7 @@ pub fn walk(robot: &Quadruped, cfg: &WalkConfig) -> Result<WalkResult, ControlEr
         let height = z - ground;
         height_sq += (height - robot.standing_height).powi(2);
         height_n += 1;
-        let rot = crate::math::quat_from_slice(&state.q.as_slice()[3..7]);
-        let v_world = rot * crate::math::Vec3::new(state.v[0], state.v[1], state.v[2]);
-        let heading = rot * crate::math::Vec3::x();
-        let h = crate::math::Vec3::new(heading.x, heading.y, 0.0).normalize();
-        let velocity = v_world.dot(&h);
+        let velocity = TrotController::heading(&state).1.x;
         if k % cfg.record_every == 0 {
             samples.push(WalkSample {
                 t: state.t,
@@ -402,51 +398,58 @@ pub fn compare_locomotion(
     })
 }
 
-fn row(r: &WalkResult, by: &str) -> String {
+impl WalkResult {
+    /// The walk as a row of [`table_header`]'s table, `by` in its second
+    /// column (the controller or the contact model).
+    pub fn table_row(&self, by: &str) -> String {
+        format!(
+            "{:34} {:>10} {:>9} {:>8.3} {:>8.3} {:>8.4} {:>8.4} {:>9.0} {:>7.3} {:>9.0} {:>9} {:>9.1e}\n",
+            self.terrain,
+            by,
+            self.fell_at
+                .map_or("no".to_string(), |t| format!("{t:.2} s")),
+            self.mean_velocity,
+            self.velocity_error,
+            self.height_error,
+            self.feet_error,
+            self.torque_rate,
+            self.torque_rms,
+            self.mean_controller_seconds * 1e6,
+            self.feedforward_failures,
+            self.median_ncp_criterion
+        )
+    }
+}
+
+/// The header of [`WalkResult::table_row`]'s rows.
+pub fn table_header(by: &str) -> String {
     format!(
-        "{:34} {:>10} {:>9} {:>8.3} {:>8.3} {:>8.4} {:>8.4} {:>9.0} {:>7.3} {:>9.0} {:>9} {:>9.1e}\n",
-        r.terrain,
+        "{:34} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>9} {:>9}\n",
+        "terrain",
         by,
-        r.fell_at.map_or("no".to_string(), |t| format!("{t:.2} s")),
-        r.mean_velocity,
-        r.velocity_error,
-        r.height_error,
-        r.feet_error,
-        r.torque_rate,
-        r.torque_rms,
-        r.mean_controller_seconds * 1e6,
-        r.feedforward_failures,
-        r.median_ncp_criterion
+        "fell",
+        "v (m/s)",
+        "v err",
+        "z err",
+        "feet err",
+        "dτ/dt",
+        "τ rms",
+        "µs/call",
+        "ff fails",
+        "NCP ε"
     )
 }
 
 /// The report's tables.
 pub fn render(r: &LocomotionReport) -> String {
-    let header = |by: &str| {
-        format!(
-            "{:34} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9} {:>9} {:>9}\n",
-            "terrain",
-            by,
-            "fell",
-            "v (m/s)",
-            "v err",
-            "z err",
-            "feet err",
-            "dτ/dt",
-            "τ rms",
-            "µs/call",
-            "ff fails",
-            "NCP ε"
-        )
-    };
     let mut s = format!(
         "Trot at {} m/s on the built-in quadruped, {} s per walk, dt = {} s ({:.0} s wall)\n\n",
         r.desired_velocity, r.duration, r.dt, r.wall_s
     );
     s.push_str("Controllers (PD + feedforward; simulator: ncp-admm)\n");
-    s.push_str(&header("controller"));
+    s.push_str(&table_header("controller"));
     for w in &r.controllers {
-        s.push_str(&row(w, &w.controller));
+        s.push_str(&w.table_row(&w.controller));
     }
     s.push_str("\nController time (µs per call) against the contacts its inverse dynamics saw (all terrains)\n");
     let mut by: BTreeMap<(String, usize), (usize, f64)> = BTreeMap::new();
@@ -469,9 +472,9 @@ pub fn render(r: &LocomotionReport) -> String {
         ));
     }
     s.push_str("\n\nContact models (no-slip feedforward)\n");
-    s.push_str(&header("model"));
+    s.push_str(&table_header("model"));
     for w in &r.contact_models {
-        s.push_str(&row(w, &w.solver));
+        s.push_str(&w.table_row(&w.solver));
     }
     s
 }
