@@ -19,6 +19,10 @@ struct Params {
     rho: f32,          // ADMM: initial rho (<= 0: 0.1 L)
     chunk: u32,        // per problem and dispatch: PGS iterations, ADMM loop budget
     canary: u32,       // trip count of the canary loop (16)
+    lanes: u32,        // PGS main_lanes: lanes per problem (a power of two)
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 struct Problem {

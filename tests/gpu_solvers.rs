@@ -540,7 +540,8 @@ fn bad_problems_are_flagged_and_the_rest_solved() {
     let runs = GPU_KINDS
         .iter()
         .map(|&k| (k, Decomposition::Invocation))
-        .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Workgroup)));
+        .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Workgroup)))
+        .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Lane)));
     for (kind, decomposition) in runs {
         let cap = BatchCapacity::uniform(batch.len(), 8);
         let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, decomposition).unwrap();
@@ -791,6 +792,7 @@ fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
     for (kind, decomposition, chunk) in [
         (SolverKind::NcpPgs, Decomposition::Invocation, 1 << 16),
         (SolverKind::NcpPgs, Decomposition::Workgroup, 1 << 16),
+        (SolverKind::NcpPgs, Decomposition::Lane, 1 << 16),
         (SolverKind::NcpAdmm, Decomposition::Invocation, 1 << 30),
     ] {
         let mut gpu =
@@ -845,15 +847,18 @@ const WG_REL: f64 = 1e-5;
 const WG_REL_STEP: f64 = 1e-4;
 
 #[test]
-fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
+fn workgroup_and_lane_decompositions_match_the_cpu_twins_and_the_invocation_kernels() {
     let Some(ctx) = context() else { return };
     let random = random_batch();
     let scenes: Vec<_> = harvested(false).into_iter().map(|(_, p)| p).collect();
-    for kind in PGS_KINDS {
+    for (kind, wd) in PGS_KINDS
+        .iter()
+        .flat_map(|&k| [(k, Decomposition::Workgroup), (k, Decomposition::Lane)])
+    {
         cross_check_with(
             &ctx,
             kind,
-            Decomposition::Workgroup,
+            wd,
             &random,
             "random",
             TOL_GPU,
@@ -862,7 +867,7 @@ fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
         cross_check_with(
             &ctx,
             kind,
-            Decomposition::Workgroup,
+            wd,
             &scenes,
             "scenes",
             TOL_SCENES,
@@ -879,8 +884,8 @@ fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
             // chunks, and suspended after every sweep (one per dispatch).
             for (d, chunk) in [
                 (Decomposition::Invocation, None),
-                (Decomposition::Workgroup, None),
-                (Decomposition::Workgroup, Some(1)),
+                (wd, None),
+                (wd, Some(1)),
             ] {
                 let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, d).unwrap();
                 assert_eq!(gpu.decomposition(), d);
@@ -905,20 +910,23 @@ fn workgroup_decomposition_matches_the_cpu_twins_and_the_invocation_kernels() {
                 iterations = iterations.max(d);
                 assert!(
                     d <= 1,
-                    "{label} {} problem {i}: {} iterations (invocation), {} (workgroup)",
+                    "{label} {} problem {i}: {} iterations (invocation), {} ({})",
                     kind.name(),
                     a.result.iterations,
-                    b.result.iterations
+                    b.result.iterations,
+                    wd.name()
                 );
             }
             eprintln!(
-                "{label} {:9}: workgroup vs invocation: worst relative λ difference {worst:.3e} (×WG_REL/WG_REL_STEP where the iteration counts differ) at problem {worst_at}, largest iteration difference {iterations}",
-                kind.name()
+                "{label} {:9}: {} vs invocation: worst relative λ difference {worst:.3e} (×WG_REL/WG_REL_STEP where the iteration counts differ) at problem {worst_at}, largest iteration difference {iterations}",
+                kind.name(),
+                wd.name()
             );
             assert!(
                 worst <= WG_REL,
-                "{label} {}: workgroup and invocation kernels differ by {worst:e} at problem {worst_at}",
-                kind.name()
+                "{label} {}: {} and invocation kernels differ by {worst:e} at problem {worst_at}",
+                kind.name(),
+                wd.name()
             );
         }
     }
@@ -1122,8 +1130,8 @@ fn workgroup_dispatch_covers_batches_past_one_grid_dimension() {
         );
         outs.push(out);
     }
-    for i in 0..n {
-        let (a, b) = (outs[0].problem(i), outs[1].problem(i));
+    for (i, k) in (0..n).flat_map(|i| (1..outs.len()).map(move |k| (i, k))) {
+        let (a, b) = (outs[0].problem(i), outs[k].problem(i));
         assert!(b.converged(), "problem {i}: {:?}", b.result);
         assert!(
             a.result.iterations.abs_diff(b.result.iterations) <= 1,

@@ -106,6 +106,7 @@ impl BatchKernel for AdmmKernel {
             rho: settings.rho.unwrap_or(0.0) as f32,
             chunk: 1,
             canary: CANARY,
+            ..Default::default()
         }
     }
 

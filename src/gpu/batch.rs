@@ -126,6 +126,11 @@ pub struct GpuParams {
     pub chunk: u32,
     /// A loop count (16) whose shortfall reveals a driver's loop limiter.
     pub canary: u32,
+    /// PGS, one lane per contact ([`super::Decomposition::Lane`]): lanes
+    /// per problem, a power of two dividing the workgroup (set by the solver
+    /// from the batch's largest problem); unused by the other entry points.
+    pub lanes: u32,
+    pub _pad: [u32; 3],
 }
 
 /// One problem's header.
@@ -224,7 +229,7 @@ pub const STATE_RUNNING: u32 = 1;
 /// `GpuResult::state` of a finished problem.
 pub const STATE_DONE: u32 = 2;
 
-const _: () = assert!(std::mem::size_of::<GpuParams>() == 32);
+const _: () = assert!(std::mem::size_of::<GpuParams>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);
@@ -333,7 +338,7 @@ impl BatchCapacity {
     /// Bytes read back after a solve: λ, c and the results.
     pub fn readback_bytes(&self) -> u64 {
         let b = self.buffer_bytes(0);
-        b[4].1 + b[5].1 + b[6].1
+        b[4].1 + b[5].1 + b[6].1 + READBACK_TAIL_BYTES
     }
 
     /// Device bytes of the buffers a solver of `kernel` allocates (ADMM adds
@@ -344,13 +349,20 @@ impl BatchCapacity {
             .iter()
             .map(|(_, b)| b)
             .sum();
-        // The running counter, the readback of λ, c and results, and the counter's readback.
-        bound + RUNNING_COUNTER_BYTES + self.readback_bytes() + RUNNING_COUNTER_BYTES
+        // The running counter, the readback of λ, c, results, the counter
+        // and the timestamps, and the timestamps' resolve buffer.
+        bound + RUNNING_COUNTER_BYTES + self.readback_bytes() + 8 * ROUND_TIMESTAMPS as u64
     }
 }
 
 /// Bytes of the `running_count` atomic (binding 8), and of its readback.
 pub(crate) const RUNNING_COUNTER_BYTES: u64 = std::mem::size_of::<u32>() as u64;
+/// GPU timestamps one round of a solve writes at most: the beginning and
+/// end of its two compute passes and of its readback copies.
+pub(crate) const ROUND_TIMESTAMPS: u32 = 6;
+/// What the readback holds after λ, c and the results: the running counter
+/// (padded to 8 bytes) and the round's timestamps (u64 ticks).
+pub(crate) const READBACK_TAIL_BYTES: u64 = 8 + 8 * ROUND_TIMESTAMPS as u64;
 
 /// A batch packed on the host, ready to upload. Reuse it across steps
 /// ([`HostBatch::clear`] keeps the allocations), so that packing does not

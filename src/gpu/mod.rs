@@ -66,7 +66,9 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
     flag_names,
 };
-pub use solver::{Decomposition, GpuSolver, Submission, check_kernel, gpu_solvers};
+pub use solver::{
+    Decomposition, DeviceTimes, GpuSolver, Submission, check_kernel, gpu_solvers,
+};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
@@ -222,6 +224,13 @@ pub struct GpuContext {
     pub limits: wgpu::Limits,
     /// Every adapter found, in enumeration order.
     pub adapters: Vec<AdapterSummary>,
+    /// The device times compute passes with timestamp queries
+    /// (`wgpu::Features::TIMESTAMP_QUERY`, requested where the adapter has it).
+    pub timestamps: bool,
+    /// ... and copies too (`TIMESTAMP_QUERY_INSIDE_ENCODERS`).
+    pub timestamps_in_encoders: bool,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period_ns: f64,
     sink: Arc<Mutex<ErrorSink>>,
 }
 
@@ -317,9 +326,13 @@ impl GpuContext {
             limits.max_compute_workgroup_size_x as u64,
             kernel::max_workgroup_size() as u64,
         )?;
+        // Timestamp queries where the adapter has them (GPU timings are
+        // reported beside wall times; nothing depends on them).
+        let features = adapter.features()
+            & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS);
         let desc = wgpu::DeviceDescriptor {
             label: Some("moreau"),
-            required_features: wgpu::Features::empty(),
+            required_features: features,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
@@ -348,12 +361,18 @@ impl GpuContext {
                 }
             }));
         }
+        let timestamps = features.contains(wgpu::Features::TIMESTAMP_QUERY);
+        let timestamp_period_ns = queue.get_timestamp_period() as f64;
         Ok(GpuContext {
             device,
             queue,
             adapter: chosen,
             limits,
             adapters: infos,
+            timestamps,
+            timestamps_in_encoders: timestamps
+                && features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
+            timestamp_period_ns,
             sink,
         })
     }

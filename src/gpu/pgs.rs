@@ -32,7 +32,9 @@
 
 use super::Decomposition;
 use super::batch::{BatchCapacity, CANARY, GpuParams, tri};
-use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
+use super::kernel::{
+    AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, WorkgroupLayout,
+};
 use super::shader::WgslConst;
 use crate::contact::solvers::raisim;
 use crate::contact::{KernelModel, SolverSettings};
@@ -55,6 +57,34 @@ pub const WG_WORKGROUP_BYTES: u64 = 4
     + 32
     + 4;
 const _: () = assert!(WG_WORKGROUP_BYTES <= 16384);
+/// Invocations per workgroup of `main_lanes` (WGSL `LC_LANES`): one lane
+/// per contact, `LC_LANES / S` problems of `S` lanes each.
+pub const LC_LANES: u32 = 64;
+/// Rows of λ and c `main_lanes` keeps in workgroup memory, shared by the
+/// problems of a workgroup (WGSL `LC_ROWS`): a problem of `S` lanes may
+/// have up to `LC_ROWS · S / LC_LANES` rows, and at most `LC_ROWS` (341
+/// contacts) with `S = LC_LANES`.
+pub const LC_ROWS: usize = 1024;
+/// Workgroup memory of `main_lanes`, in bytes: λ and c, the double-buffered
+/// Δλ of each problem, and the reductions (WGSL `lc_*`), under WebGPU's
+/// default 16 KiB.
+pub const LC_WORKGROUP_BYTES: u64 =
+    4 * 2 * LC_ROWS as u64 + 16 * 2 * LC_LANES as u64 + (16 + 4 + 4 + 32 + 4) * LC_LANES as u64 + 4;
+const _: () = assert!(LC_WORKGROUP_BYTES <= 16384);
+
+/// Lanes per problem of `main_lanes` for a batch: the smallest power of
+/// two that gives each contact of its largest problem a lane (capped at
+/// [`LC_LANES`]), doubled while the rows of its largest problem do not fit
+/// the share of workgroup memory that leaves each problem.
+pub fn lanes_per_problem(batch: BatchShape) -> u32 {
+    let mut s = (batch.max_contacts.max(1) as u32)
+        .next_power_of_two()
+        .min(LC_LANES);
+    while s < LC_LANES && batch.max_rows > LC_ROWS * s as usize / LC_LANES as usize {
+        s *= 2;
+    }
+    s
+}
 /// Angular tolerance of RaiSim's 1-D search: the CPU's 1e-12 rad is below
 /// f32's resolution of an angle.
 pub const RAISIM_THETA_TOLERANCE: f64 = 1e-6;
@@ -62,9 +92,6 @@ pub const RAISIM_THETA_TOLERANCE: f64 = 1e-6;
 /// has its impulse relaxed geometrically towards 0, which f32 cannot follow
 /// below ~1e-38 as f64 does (both precisions then agree it is open).
 pub const RAISIM_FLUSH: f64 = 1e-30;
-/// Iterations per dispatch on a real GPU (bounded so that a long solve
-/// never trips a driver's watchdog).
-pub const GPU_CHUNK_ITERATIONS: u32 = 256;
 
 /// The PGS kernel (`shaders/pgs.wgsl`).
 pub struct PgsKernel;
@@ -84,6 +111,9 @@ impl BatchKernel for PgsKernel {
             WgslConst::u32("LANES", LANES),
             WgslConst::u32("WG_MAX_ROWS", 3 * WG_MAX_CONTACTS as u32),
             WgslConst::u32("WG_G_CACHE", tri(WG_G_CACHE_ROWS) as u32),
+            WgslConst::u32("LC_LANES", LC_LANES),
+            WgslConst::u32("LC_ROWS", LC_ROWS as u32),
+            WgslConst::u32("LC_DELTAS", 2 * LC_LANES),
             WgslConst::f32("RAISIM_ALPHA_0", raisim::ALPHA_0),
             WgslConst::f32("RAISIM_ALPHA_MIN", raisim::ALPHA_MIN),
             WgslConst::f32("RAISIM_ALPHA_DECAY", raisim::ALPHA_DECAY),
@@ -101,6 +131,7 @@ impl BatchKernel for PgsKernel {
         Some(match decomposition {
             Decomposition::Invocation => "main",
             Decomposition::Workgroup => "main_workgroup",
+            Decomposition::Lane => "main_lanes",
         })
     }
 
@@ -108,6 +139,7 @@ impl BatchKernel for PgsKernel {
         match decomposition {
             Decomposition::Invocation => None,
             Decomposition::Workgroup => Some(3 * WG_MAX_CONTACTS),
+            Decomposition::Lane => Some(LC_ROWS),
         }
     }
 
@@ -115,6 +147,7 @@ impl BatchKernel for PgsKernel {
         match decomposition {
             Decomposition::Invocation => WORKGROUP_SIZE,
             Decomposition::Workgroup => LANES,
+            Decomposition::Lane => LC_LANES,
         }
     }
 
@@ -122,6 +155,7 @@ impl BatchKernel for PgsKernel {
         match decomposition {
             Decomposition::Invocation => 0,
             Decomposition::Workgroup => WG_WORKGROUP_BYTES,
+            Decomposition::Lane => LC_WORKGROUP_BYTES,
         }
     }
 
@@ -135,6 +169,7 @@ impl BatchKernel for PgsKernel {
             rho: 0.0,
             chunk: 1,
             canary: CANARY,
+            ..Default::default()
         }
     }
 
@@ -144,7 +179,7 @@ impl BatchKernel for PgsKernel {
 
     /// Iterations per dispatch: on a CPU adapter, as many as the loop
     /// budget allows for the batch's largest problem (at least 1); on a
-    /// GPU, [`GPU_CHUNK_ITERATIONS`].
+    /// GPU, the iteration cap of the batch (one dispatch: no loop limiter).
     fn chunk(
         &self,
         adapter: AdapterClass,
@@ -154,17 +189,20 @@ impl BatchKernel for PgsKernel {
         batch: BatchShape,
     ) -> u32 {
         if adapter == AdapterClass::Gpu {
-            return GPU_CHUNK_ITERATIONS;
+            // No loop limiter: the whole solve in one dispatch.
+            return batch.max_iterations.clamp(1, u32::MAX as u64) as u32;
         }
         // Local updates per sweep: the contacts', and the unilateral rows'
         // (cheaper; counted as contacts).
         let m = batch.max_rows as u64;
         let nc = batch.max_local_updates as u64;
+        let lanes = lanes_per_problem(batch) as u64;
         // Rows of c one invocation computes, and loop iterations of one
         // (G + R)λ product over them, unrolled by 4.
         let rows = match decomposition {
             Decomposition::Invocation => m,
             Decomposition::Workgroup => m.div_ceil(LANES as u64),
+            Decomposition::Lane => 3 * (batch.max_contacts as u64).div_ceil(lanes) + m.div_ceil(lanes),
         };
         let mv = rows * (m / 4 + 8) + 8;
         let facets = if model == KernelModel::Lcp && settings.pyramid_facets != 4 {
@@ -178,21 +216,62 @@ impl BatchKernel for PgsKernel {
         } else {
             0
         };
+        let local = 8 + 4 * facets + search;
         let (fixed, per_iteration) = match decomposition {
-            Decomposition::Invocation => (3 * mv + 4 * nc, mv + nc * (8 + 4 * facets + search)),
+            Decomposition::Invocation => (3 * mv + 4 * nc, mv + nc * local),
             // Lane 0 makes every local update; each lane updates its rows
             // of c after each contact (3 columns) and reduces the residuals.
             Decomposition::Workgroup => (
                 3 * mv + tri(m as usize) as u64 / LANES as u64 + 2 * nc + 64,
-                mv + nc * (8 + 4 * facets + search + 4 * rows + 2) + 2 * LANES as u64,
+                mv + nc * (local + 4 * rows + 2) + 2 * LANES as u64,
             ),
+            // A lane makes the local updates of its own contacts, updates
+            // its own rows of c after each local update of its problem (3
+            // columns each), and takes part in the reductions (its
+            // problem's lanes, the workgroup's problems); every lane runs
+            // the block test of the whole problem when it starts.
+            Decomposition::Lane => {
+                let problems = LC_LANES as u64 / lanes;
+                (
+                    3 * mv + 2 * rows + 2 * nc + 4 * problems + 64,
+                    mv + nc * (4 * rows + 2) + nc.div_ceil(lanes) * local
+                        + 2 * (rows + lanes)
+                        + 3 * problems
+                        + 16,
+                )
+            }
         };
         (CPU_ADAPTER_LOOP_BUDGET.saturating_sub(fixed) / per_iteration.max(1)).clamp(1, 1 << 16)
             as u32
     }
 
-    /// Every running problem advances by `chunk` iterations per dispatch.
+    /// Every running problem advances by `chunk` iterations per dispatch;
+    /// a chunk that covers the iteration cap ends every solve in one.
     fn max_dispatches(&self, batch: BatchShape, chunk: u32) -> u64 {
-        2 + batch.max_iterations.div_ceil(chunk as u64)
+        if chunk as u64 >= batch.max_iterations {
+            1
+        } else {
+            2 + batch.max_iterations.div_ceil(chunk as u64)
+        }
+    }
+
+    fn layout(&self, decomposition: Decomposition, batch: BatchShape) -> WorkgroupLayout {
+        match decomposition {
+            Decomposition::Invocation => WorkgroupLayout {
+                lanes_per_problem: 1,
+                problems_per_workgroup: WORKGROUP_SIZE,
+            },
+            Decomposition::Workgroup => WorkgroupLayout {
+                lanes_per_problem: LANES,
+                problems_per_workgroup: 1,
+            },
+            Decomposition::Lane => {
+                let lanes = lanes_per_problem(batch);
+                WorkgroupLayout {
+                    lanes_per_problem: lanes,
+                    problems_per_workgroup: LC_LANES / lanes,
+                }
+            }
+        }
     }
 }

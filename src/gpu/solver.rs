@@ -5,9 +5,10 @@
 //! can work while the device solves.
 
 use super::batch::{
-    BatchCapacity, BatchOutput, GpuContact, GpuProblem, GpuResult, RUNNING_COUNTER_BYTES,
+    BatchCapacity, BatchOutput, GpuContact, GpuProblem, GpuResult, READBACK_TAIL_BYTES,
+    ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES,
 };
-use super::kernel::{self, AdapterClass, BatchKernel, BatchShape};
+use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, WorkgroupLayout};
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
 use crate::contact::{ContactProblem, Kernel, KernelModel, SolverKind, SolverSettings};
 use crate::counters::{Stage, StageTimes};
@@ -40,15 +41,26 @@ pub enum Decomposition {
     /// λ, c (and G, up to [`super::pgs::WG_G_CACHE_ROWS`] rows) in workgroup
     /// memory: the PGS kernels, up to [`super::pgs::WG_MAX_CONTACTS`] contacts per problem.
     Workgroup,
+    /// One lane per contact: a workgroup of [`super::pgs::LC_LANES`]
+    /// invocations holds several problems side by side, each lane owning
+    /// its contact's rows of λ and c (in workgroup memory) and making its
+    /// local updates, Δλ shared through workgroup memory: the PGS kernels,
+    /// up to [`super::pgs::LC_ROWS`] rows per problem.
+    Lane,
 }
 
 impl Decomposition {
-    pub const ALL: [Decomposition; 2] = [Decomposition::Invocation, Decomposition::Workgroup];
+    pub const ALL: [Decomposition; 3] = [
+        Decomposition::Invocation,
+        Decomposition::Workgroup,
+        Decomposition::Lane,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Decomposition::Invocation => "invocation",
             Decomposition::Workgroup => "workgroup",
+            Decomposition::Lane => "lane",
         }
     }
 
@@ -87,18 +99,65 @@ impl Decomposition {
 
 impl std::str::FromStr for Decomposition {
     type Err = String;
-    /// `invocation` or `workgroup`.
+    /// `invocation`, `workgroup` or `lane`.
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| format!("unknown decomposition `{s}` (invocation, workgroup)"))
+        Self::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| {
+            format!(
+                "unknown decomposition `{s}` ({})",
+                Self::ALL.map(|d| d.name()).join(", ")
+            )
+        })
     }
 }
 
-/// Dispatches per round before the host checks whether problems remain.
+/// Dispatches of the first round on a CPU adapter, and the most of any
+/// round, before the host checks whether problems remain (a GPU adapter,
+/// whose chunks cover whole solves, starts with one).
 const FIRST_ROUND: u32 = 4;
 const MAX_ROUND: u32 = 64;
+
+/// What the device's timestamp queries measured of one solve (all zero
+/// where the adapter has no timestamp queries), and how many round trips it took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DeviceTimes {
+    /// Whether the compute passes were timed on the device.
+    pub measured: bool,
+    /// Device time of the solve's compute passes.
+    pub solve: std::time::Duration,
+    /// Device time of the copies into the readback buffer (where the
+    /// adapter times copies, `TIMESTAMP_QUERY_INSIDE_ENCODERS`).
+    pub readback: std::time::Duration,
+    /// Dispatches, submissions and buffer maps of the solve.
+    pub dispatches: u64,
+    pub submits: u32,
+    pub maps: u32,
+}
+
+impl DeviceTimes {
+    pub fn accumulate(&mut self, o: &DeviceTimes) {
+        self.measured |= o.measured;
+        self.solve += o.solve;
+        self.readback += o.readback;
+        self.dispatches += o.dispatches;
+        self.submits += o.submits;
+        self.maps += o.maps;
+    }
+}
+
+/// The timestamps one round wrote (indices into the query set, in order).
+#[derive(Clone, Copy, Debug, Default)]
+struct RoundStamps {
+    /// Compute passes timed (2 timestamps each, from index 0).
+    passes: u32,
+    /// Whether the readback copies were timed (the 2 timestamps after the passes').
+    copies: bool,
+}
+
+impl RoundStamps {
+    fn count(&self) -> u32 {
+        2 * self.passes + 2 * self.copies as u32
+    }
+}
 
 /// A submitted batch, to be passed to [`GpuSolver::wait`].
 #[must_use = "a submission must be waited for"]
@@ -108,12 +167,14 @@ pub struct Submission {
     /// Blocks of 3 rows uploaded (λ and c have 3 floats per block).
     blocks: usize,
     mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    stamps: RoundStamps,
     started: Instant,
     /// Dispatches so far, dispatches of the next round, and the most any
     /// batch can need.
     dispatches: u64,
     round: u32,
     max_dispatches: u64,
+    grid: (u32, u32),
 }
 
 struct Buffers {
@@ -126,8 +187,11 @@ struct Buffers {
     results: wgpu::Buffer,
     work: wgpu::Buffer,
     active: wgpu::Buffer,
+    /// λ, c and the results, then the running counter and the round's
+    /// timestamps ([`READBACK_TAIL_BYTES`]): one map per round.
     readback: wgpu::Buffer,
-    active_readback: wgpu::Buffer,
+    /// Timestamp queries and their resolve buffer (adapters that have them).
+    timer: Option<(wgpu::QuerySet, wgpu::Buffer)>,
 }
 
 /// A batched GPU contact solver for one [`SolverKind`] and one [`BatchCapacity`].
@@ -151,6 +215,8 @@ pub struct GpuSolver {
     /// mapped: transfer, solve, copy back), `Download` (copying out of the
     /// mapped readback).
     timings: StageTimes,
+    /// Device times and round trips of the last solve.
+    device_times: DeviceTimes,
     host_batch: HostBatch,
     chunk_override: Option<u32>,
     /// Initial results of a batch with per-problem initial ρ (reused).
@@ -224,7 +290,8 @@ impl GpuSolver {
         let per_dim = limits.max_compute_workgroups_per_dimension as u64;
         let max_problems = match decomposition {
             Decomposition::Invocation => per_dim * kernel.workgroup_size() as u64,
-            Decomposition::Workgroup => per_dim * per_dim,
+            // One problem per workgroup at the least, on a 2-D grid.
+            Decomposition::Workgroup | Decomposition::Lane => per_dim * per_dim,
         };
         if p > max_problems {
             return Err(GpuError::DispatchCapacity {
@@ -278,16 +345,25 @@ impl GpuSolver {
                 RUNNING_COUNTER_BYTES,
                 storage | wgpu::BufferUsages::COPY_SRC,
             ),
-            active_readback: buffer(
-                "active readback",
-                RUNNING_COUNTER_BYTES,
-                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            ),
             readback: buffer(
                 "readback",
                 capacity.readback_bytes(),
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             ),
+            timer: ctx.timestamps.then(|| {
+                (
+                    device.create_query_set(&wgpu::QuerySetDescriptor {
+                        label: Some("contact solve timestamps"),
+                        ty: wgpu::QueryType::Timestamp,
+                        count: ROUND_TIMESTAMPS,
+                    }),
+                    buffer(
+                        "timestamps resolve",
+                        8 * ROUND_TIMESTAMPS as u64,
+                        wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    ),
+                )
+            }),
         };
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(kind.name()),
@@ -365,6 +441,7 @@ impl GpuSolver {
             declared_nl: Vec::new(),
             pending: false,
             timings: StageTimes::default(),
+            device_times: DeviceTimes::default(),
             host_batch: HostBatch::for_capacity(&capacity),
             chunk_override: None,
             start_results: Vec::new(),
@@ -400,6 +477,11 @@ impl GpuSolver {
         self.timings
     }
 
+    /// Device times (timestamp queries) and round trips of the last completed solve.
+    pub fn last_device_times(&self) -> DeviceTimes {
+        self.device_times
+    }
+
     /// An empty [`HostBatch`] for this solver's per-problem capacity.
     pub fn new_batch(&self) -> HostBatch {
         HostBatch::for_capacity(&self.capacity)
@@ -428,54 +510,102 @@ impl GpuSolver {
         })
     }
 
-    /// Encodes `dispatches` dispatches of the kernel, the last one after the
-    /// `active` counter is cleared, and the copy of that counter for readback.
-    fn encode_round(&self, encoder: &mut wgpu::CommandEncoder, n: usize, dispatches: u32) {
-        let (x, y) = match self.decomposition {
-            Decomposition::Invocation => ((n as u32).div_ceil(self.kernel.workgroup_size()), 1),
-            Decomposition::Workgroup => {
-                // One workgroup per problem, on a grid when n exceeds one dimension.
-                let per_dim = self.ctx.limits.max_compute_workgroups_per_dimension.max(1);
-                let x = (n as u32).min(per_dim);
-                (x, (n as u32).div_ceil(x.max(1)))
-            }
-        };
+    /// The workgroup grid of a dispatch over `n` problems laid out as
+    /// `layout` says: one dimension while it suffices, else a grid whose
+    /// workgroups past the batch find no problem.
+    fn grid(&self, n: usize, layout: WorkgroupLayout) -> (u32, u32) {
+        let groups = (n as u64).div_ceil(layout.problems_per_workgroup.max(1) as u64);
+        let per_dim = (self.ctx.limits.max_compute_workgroups_per_dimension.max(1)) as u64;
+        let x = groups.min(per_dim);
+        (x as u32, groups.div_ceil(x.max(1)) as u32)
+    }
+
+    /// Encodes one round: `dispatches` dispatches of the kernel (the last
+    /// one after the `active` counter is cleared), then the copies of λ, c,
+    /// the results (`vec_bytes`, `res_bytes`), the counter and the round's
+    /// timestamps into the readback.
+    fn encode_round(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        grid: (u32, u32),
+        dispatches: u32,
+        (vec_bytes, res_bytes): (u64, u64),
+    ) -> RoundStamps {
         let b = &self.buffers;
-        for last in [false, true] {
-            if last {
+        let mut stamps = RoundStamps::default();
+        let passes: &[(bool, u32)] = if dispatches > 1 {
+            &[(false, dispatches - 1), (true, 1)]
+        } else {
+            &[(true, 1)]
+        };
+        for &(clear, count) in passes {
+            if clear {
                 encoder.clear_buffer(&b.active, 0, None);
             }
+            let timestamp_writes =
+                b.timer
+                    .as_ref()
+                    .map(|(set, _)| wgpu::ComputePassTimestampWrites {
+                        query_set: set,
+                        beginning_of_pass_write_index: Some(2 * stamps.passes),
+                        end_of_pass_write_index: Some(2 * stamps.passes + 1),
+                    });
+            stamps.passes += timestamp_writes.is_some() as u32;
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(self.kind.name()),
-                timestamp_writes: None,
+                timestamp_writes,
             });
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &self.bind_group, &[]);
-            let count = if last { 1 } else { dispatches - 1 };
             for _ in 0..count {
-                pass.dispatch_workgroups(x, y, 1);
+                pass.dispatch_workgroups(grid.0, grid.1, 1);
             }
         }
-        encoder.copy_buffer_to_buffer(&b.active, 0, &b.active_readback, 0, RUNNING_COUNTER_BYTES);
+        let timed_copies = self.ctx.timestamps_in_encoders && b.timer.is_some();
+        if let (true, Some((set, _))) = (timed_copies, &b.timer) {
+            encoder.write_timestamp(set, 2 * stamps.passes);
+        }
+        if vec_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&b.lambda, 0, &b.readback, 0, vec_bytes);
+            encoder.copy_buffer_to_buffer(&b.c, 0, &b.readback, vec_bytes, vec_bytes);
+        }
+        if res_bytes > 0 {
+            encoder.copy_buffer_to_buffer(&b.results, 0, &b.readback, 2 * vec_bytes, res_bytes);
+        }
+        let tail = 2 * vec_bytes + res_bytes;
+        encoder.copy_buffer_to_buffer(&b.active, 0, &b.readback, tail, RUNNING_COUNTER_BYTES);
+        if let (true, Some((set, _))) = (timed_copies, &b.timer) {
+            encoder.write_timestamp(set, 2 * stamps.passes + 1);
+            stamps.copies = true;
+        }
+        if let Some((set, resolve)) = &b.timer {
+            let count = stamps.count();
+            if count > 0 {
+                encoder.resolve_query_set(set, 0..count, resolve, 0);
+                encoder.copy_buffer_to_buffer(resolve, 0, &b.readback, tail + 8, 8 * count as u64);
+            }
+        }
+        stamps
     }
 
-    /// Submits `encoder` and maps the `active` counter's readback.
+    /// Submits `encoder` and maps the readback's first `bytes`.
     fn submit_round(
-        &self,
+        &mut self,
         encoder: wgpu::CommandEncoder,
+        bytes: u64,
     ) -> (
         wgpu::SubmissionIndex,
         mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
     ) {
         let index = self.ctx.queue.submit(Some(encoder.finish()));
         let (tx, rx) = mpsc::channel();
-        self.buffers.active_readback.map_async(
-            wgpu::MapMode::Read,
-            0..RUNNING_COUNTER_BYTES,
-            move |r| {
+        self.buffers
+            .readback
+            .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
                 let _ = tx.send(r);
-            },
-        );
+            });
+        self.device_times.submits += 1;
+        self.device_times.maps += 1;
         (index, rx)
     }
 
@@ -506,9 +636,20 @@ impl GpuSolver {
         }
     }
 
-    /// Uploads `batch` and submits the first round of its solve; the host
-    /// may work until [`Self::wait`], which runs the remaining rounds.
-    /// Refuses a batch over capacity (naming the excess) before anything is uploaded.
+    /// Bytes of λ (and of c) and of the results of `problems` problems
+    /// of `blocks` blocks, as the readback holds them.
+    fn readback_layout(problems: usize, blocks: usize) -> (u64, u64) {
+        (
+            (3 * blocks * std::mem::size_of::<f32>()) as u64,
+            (problems * std::mem::size_of::<GpuResult>()) as u64,
+        )
+    }
+
+    /// Uploads `batch` and submits the first round of its solve (with the
+    /// copies of its results: a batch whose solves end in that round needs
+    /// no other submission and one map); the host may work until
+    /// [`Self::wait`], which runs the remaining rounds. Refuses a batch
+    /// over capacity (naming the excess) before anything is uploaded.
     pub fn submit(
         &mut self,
         batch: &HostBatch,
@@ -544,6 +685,8 @@ impl GpuSolver {
                 .unwrap_or(0),
         };
         let chunk = self.chunk(shape, settings);
+        let layout = self.kernel.layout(self.decomposition, shape);
+        let grid = self.grid(n, layout);
         let q = &self.ctx.queue;
         let b = &self.buffers;
         let write = |buf: &wgpu::Buffer, bytes: &[u8]| {
@@ -554,6 +697,7 @@ impl GpuSolver {
         let params = super::GpuParams {
             num_problems: n as u32,
             chunk,
+            lanes: layout.lanes_per_problem,
             ..self.kernel.params(self.model, settings)
         };
         write(&b.params, bytemuck::bytes_of(&params));
@@ -584,11 +728,20 @@ impl GpuSolver {
             encoder.clear_buffer(&b.results, 0, None);
         }
         let max_dispatches = self.kernel.max_dispatches(shape, chunk);
-        let round = FIRST_ROUND.min(max_dispatches as u32).max(1);
-        if n > 0 {
-            self.encode_round(&mut encoder, n, round);
-        }
-        let (index, mapped) = self.submit_round(encoder);
+        let first = match self.adapter_class() {
+            AdapterClass::Gpu => 1,
+            AdapterClass::Cpu => FIRST_ROUND,
+        };
+        let round = first.min(max_dispatches as u32).max(1);
+        let blocks = batch.blocks();
+        let bytes = Self::readback_layout(n, blocks);
+        let stamps = if n > 0 {
+            self.encode_round(&mut encoder, grid, round, bytes)
+        } else {
+            RoundStamps::default()
+        };
+        self.device_times = DeviceTimes::default();
+        let (index, mapped) = self.submit_round(encoder, 2 * bytes.0 + bytes.1 + READBACK_TAIL_BYTES);
         self.headers.clear();
         self.headers.extend_from_slice(&batch.problems);
         self.declared_nc.clear();
@@ -601,13 +754,40 @@ impl GpuSolver {
         Ok(Submission {
             index,
             problems: n,
-            blocks: batch.blocks(),
+            blocks,
             mapped,
+            stamps,
             started: Instant::now(),
             dispatches: if n > 0 { round as u64 } else { 0 },
             round,
             max_dispatches,
+            grid,
         })
+    }
+
+    /// Adds a round's timestamps (read from the readback's tail) to the device times.
+    fn add_stamps(&mut self, tail: &[u8], stamps: RoundStamps) {
+        if self.buffers.timer.is_none() {
+            return;
+        }
+        let tick = |i: u32| {
+            let o = 8 + 8 * i as usize;
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&tail[o..o + 8]);
+            u64::from_le_bytes(w)
+        };
+        let period = self.ctx.timestamp_period_ns;
+        let span = |a: u32| {
+            let ns = tick(a + 1).saturating_sub(tick(a)) as f64 * period;
+            std::time::Duration::from_nanos(ns as u64)
+        };
+        for p in 0..stamps.passes {
+            self.device_times.solve += span(2 * p);
+        }
+        if stamps.copies {
+            self.device_times.readback += span(2 * stamps.passes);
+        }
+        self.device_times.measured = stamps.passes > 0;
     }
 
     /// Runs the remaining rounds of `submission` and reads its results into
@@ -615,27 +795,51 @@ impl GpuSolver {
     pub fn wait(&mut self, submission: Submission, out: &mut BatchOutput) -> Result<(), GpuError> {
         self.pending = false;
         let n = submission.problems;
+        let (vec_bytes, res_bytes) = Self::readback_layout(n, submission.blocks);
+        let data = 2 * vec_bytes + res_bytes;
+        let total = data + READBACK_TAIL_BYTES;
         let mut index = submission.index;
         let mut mapped = submission.mapped;
+        let mut stamps = submission.stamps;
         let mut dispatches = submission.dispatches;
         let mut round = submission.round;
+        out.lambda.clear();
+        out.c.clear();
+        out.results.clear();
         loop {
-            let waited = self.wait_for(index, &mapped, "solving");
-            let active = match waited {
-                Ok(()) => {
-                    let a = {
-                        let view = self
-                            .buffers
-                            .active_readback
-                            .get_mapped_range(0..RUNNING_COUNTER_BYTES)
-                            .map_err(|e| GpuError::Map(e.to_string()));
-                        view.map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]))
-                    };
-                    self.buffers.active_readback.unmap();
-                    a?
+            self.wait_for(index, &mapped, "solving")?;
+            let active = {
+                let view = self
+                    .buffers
+                    .readback
+                    .get_mapped_range(0..total)
+                    .map_err(|e| GpuError::Map(e.to_string()));
+                let view = match view {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.buffers.readback.unmap();
+                        return Err(e);
+                    }
+                };
+                let bytes: &[u8] = &view;
+                let tail = &bytes[data as usize..];
+                let active = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+                self.add_stamps(tail, stamps);
+                if active == 0 || n == 0 {
+                    self.timings.set(Stage::Solve, submission.started.elapsed());
+                    let started = Instant::now();
+                    let v = vec_bytes as usize;
+                    out.lambda
+                        .extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
+                    out.c.extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
+                    out.results.extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(
+                        &bytes[2 * v..data as usize],
+                    ));
+                    self.timings.set(Stage::Download, started.elapsed());
                 }
-                Err(e) => return Err(e),
+                active
             };
+            self.buffers.readback.unmap();
             if active == 0 || n == 0 {
                 break;
             }
@@ -655,59 +859,11 @@ impl GpuSolver {
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                         label: Some("contact solve round"),
                     });
-            self.encode_round(&mut encoder, n, this);
+            stamps = self.encode_round(&mut encoder, submission.grid, this, (vec_bytes, res_bytes));
             dispatches += this as u64;
-            (index, mapped) = self.submit_round(encoder);
+            (index, mapped) = self.submit_round(encoder, total);
         }
-        // Copy the results back.
-        let m = 3 * submission.blocks;
-        let vec_bytes = (m * std::mem::size_of::<f32>()) as u64;
-        let res_bytes = (n * std::mem::size_of::<GpuResult>()) as u64;
-        let total = 2 * vec_bytes + res_bytes;
-        let b = &self.buffers;
-        let mut encoder = self
-            .ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("contact readback"),
-            });
-        if vec_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&b.lambda, 0, &b.readback, 0, vec_bytes);
-            encoder.copy_buffer_to_buffer(&b.c, 0, &b.readback, vec_bytes, vec_bytes);
-        }
-        if res_bytes > 0 {
-            encoder.copy_buffer_to_buffer(&b.results, 0, &b.readback, 2 * vec_bytes, res_bytes);
-        }
-        let index = self.ctx.queue.submit(Some(encoder.finish()));
-        out.lambda.clear();
-        out.c.clear();
-        out.results.clear();
-        if total > 0 {
-            let (tx, rx) = mpsc::channel();
-            b.readback
-                .map_async(wgpu::MapMode::Read, 0..total, move |r| {
-                    let _ = tx.send(r);
-                });
-            self.wait_for(index, &rx, "reading back")?;
-            self.timings.set(Stage::Solve, submission.started.elapsed());
-            let started = Instant::now();
-            {
-                let view = b
-                    .readback
-                    .get_mapped_range(0..total)
-                    .map_err(|e| GpuError::Map(e.to_string()))?;
-                let bytes: &[u8] = &view;
-                let v = vec_bytes as usize;
-                out.lambda
-                    .extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
-                out.c
-                    .extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
-                out.results
-                    .extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(&bytes[2 * v..]));
-            }
-            b.readback.unmap();
-            self.timings.set(Stage::Download, started.elapsed());
-        }
+        self.device_times.dispatches = dispatches;
         out.headers.clear();
         out.headers.extend_from_slice(&self.headers);
         out.declared_nc.clear();
