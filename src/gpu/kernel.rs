@@ -11,7 +11,8 @@ use super::batch::{BatchCapacity, GpuParams};
 use super::shader::WgslConst;
 use crate::contact::{Kernel, KernelModel, SolverSettings};
 
-/// What a solver's dispatches run on: the loop limits differ.
+/// Whether a solver's dispatches must stay under a driver's loop limit
+/// ([`super::GpuContext::loop_limit`], probed when the context is created).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdapterClass {
     /// A real GPU (whose driver's watchdog dislikes long dispatches).

@@ -167,6 +167,8 @@ pub struct AdapterSummary {
     pub backend: wgpu::Backend,
     pub driver: String,
     pub driver_info: String,
+    /// The adapter's subgroup (warp, wavefront, SIMD width) sizes, smallest and largest.
+    pub subgroup_sizes: (u32, u32),
 }
 
 impl std::fmt::Display for AdapterSummary {
@@ -186,6 +188,7 @@ fn summary(info: &wgpu::AdapterInfo) -> AdapterSummary {
         backend: info.backend,
         driver: info.driver.clone(),
         driver_info: info.driver_info.clone(),
+        subgroup_sizes: (info.subgroup_min_size, info.subgroup_max_size),
     }
 }
 
@@ -231,6 +234,12 @@ pub struct GpuContext {
     pub timestamps_in_encoders: bool,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period_ns: f64,
+    /// The loop iterations after which the driver stops an invocation's
+    /// loops, where it does (Mesa's lavapipe: 65 535), found by
+    /// [`probe_loop_limit`] when the context is created; the kernels then
+    /// split solves into chunks under it. `None`: no limit found, each
+    /// solve runs in one dispatch.
+    pub loop_limit: Option<u32>,
     sink: Arc<Mutex<ErrorSink>>,
 }
 
@@ -363,6 +372,7 @@ impl GpuContext {
         }
         let timestamps = features.contains(wgpu::Features::TIMESTAMP_QUERY);
         let timestamp_period_ns = queue.get_timestamp_period() as f64;
+        let loop_limit = probe_loop_limit(&device, &queue)?;
         Ok(GpuContext {
             device,
             queue,
@@ -373,6 +383,7 @@ impl GpuContext {
             timestamps_in_encoders: timestamps
                 && features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS),
             timestamp_period_ns,
+            loop_limit,
             sink,
         })
     }
@@ -413,6 +424,109 @@ impl GpuContext {
     }
 }
 
+/// Loop iterations [`probe_loop_limit`] asks one invocation for.
+pub const LOOP_PROBE_ITERATIONS: u32 = 200_000;
+
+/// Runs one invocation of a loop of [`LOOP_PROBE_ITERATIONS`] iterations
+/// (its trip count read from a buffer, so that no compiler folds it) and
+/// returns how many ran, if fewer: the driver's loop limit (Mesa's
+/// llvmpipe / lavapipe stops every loop of an invocation after 65 535
+/// iterations in all). `None`: the loop ran to its end.
+pub fn probe_loop_limit(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Option<u32>, GpuError> {
+    const SOURCE: &str = "
+@group(0) @binding(0) var<storage, read_write> io: array<u32, 2>;
+@compute @workgroup_size(1)
+fn main() {
+    let n = io[0];
+    var k = 0u;
+    loop {
+        if (k >= n) {
+            break;
+        }
+        k += 1u;
+    }
+    io[1] = k;
+}
+";
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("loop limit probe"),
+        source: wgpu::ShaderSource::Wgsl(SOURCE.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("loop limit probe"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    });
+    let io = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("loop limit probe"),
+        size: 8,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("loop limit probe readback"),
+        size: 8,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("loop limit probe"),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[wgpu::BindGroupEntry {
+            binding: 0,
+            resource: io.as_entire_binding(),
+        }],
+    });
+    queue.write_buffer(&io, 0, bytemuck::cast_slice(&[LOOP_PROBE_ITERATIONS, 0u32]));
+    let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+        label: Some("loop limit probe"),
+    });
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("loop limit probe"),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(1, 1, 1);
+    }
+    encoder.copy_buffer_to_buffer(&io, 0, &readback, 0, 8);
+    let index = queue.submit(Some(encoder.finish()));
+    if let Some(e) = pollster::block_on(validation.pop()) {
+        return Err(wgpu_error("probing the driver's loop limit", e));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    readback.map_async(wgpu::MapMode::Read, 0..8, move |r| {
+        let _ = tx.send(r);
+    });
+    device
+        .poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        })
+        .map_err(|e| GpuError::Gpu {
+            during: "probing the driver's loop limit".into(),
+            reason: e.to_string(),
+        })?;
+    match rx.recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(GpuError::Map(e.to_string())),
+        Err(_) => return Err(GpuError::Map("the map callback was dropped".into())),
+    }
+    let ran = {
+        let view = readback
+            .get_mapped_range(0..8)
+            .map_err(|e| GpuError::Map(e.to_string()))?;
+        u32::from_le_bytes([view[4], view[5], view[6], view[7]])
+    };
+    readback.unmap();
+    Ok((ran < LOOP_PROBE_ITERATIONS).then_some(ran))
+}
+
 /// Maps a wgpu error to ours.
 pub(crate) fn wgpu_error(during: &str, e: wgpu::Error) -> GpuError {
     match e {
@@ -438,6 +552,7 @@ mod tests {
             backend: b,
             driver: String::new(),
             driver_info: String::new(),
+            subgroup_sizes: (32, 32),
         }
     }
 

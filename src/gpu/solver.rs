@@ -487,9 +487,10 @@ impl GpuSolver {
         HostBatch::for_capacity(&self.capacity)
     }
 
-    /// What the batch's dispatches run on.
+    /// Whether the batch's dispatches must stay under a driver's loop limit
+    /// (found when the context was created, [`GpuContext::loop_limit`]).
     fn adapter_class(&self) -> AdapterClass {
-        if self.ctx.adapter.device_type == wgpu::DeviceType::Cpu {
+        if self.ctx.loop_limit.is_some() {
             AdapterClass::Cpu
         } else {
             AdapterClass::Gpu

@@ -32,7 +32,7 @@ pub(crate) fn bench_solve(
         }
     );
     say!(
-        "{:>8} {:>7} {:>10} {:>13} {:>13} {:>8} {:>13} {:>8} {:>10} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
+        "{:>8} {:>7} {:>10} {:>13} {:>13} {:>8} {:>13} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>8}",
         "contacts",
         "batch",
         "decomp",
@@ -44,6 +44,9 @@ pub(crate) fn bench_solve(
         "upload ms",
         "solve ms",
         "dl ms",
+        "dev ms",
+        "ns/update",
+        "disp",
         "it GPU",
         "it CPU",
         "B/problem",
@@ -57,7 +60,7 @@ pub(crate) fn bench_solve(
             r.decomposition.name()
         ),
         None => say!(
-            "{:>8} {:>7} {:>10} {:>13.0} {:>13.0} {:>8.2} {:>13} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>8.1} {:>8.1} {:>10} {:>8}",
+            "{:>8} {:>7} {:>10} {:>13.0} {:>13.0} {:>8.2} {:>13} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>10} {:>9} {:>5} {:>8.1} {:>8.1} {:>10} {:>8}",
             r.contacts,
             r.batch,
             r.decomposition.name(),
@@ -70,6 +73,10 @@ pub(crate) fn bench_solve(
             r.upload_ms,
             r.solve_ms,
             r.download_ms,
+            r.device_solve_ms.map_or("-".into(), |x| format!("{x:.3}")),
+            r.device_ns_per_serial_update
+                .map_or("-".into(), |x| format!("{x:.0}")),
+            r.dispatches,
             r.mean_iterations_gpu,
             r.mean_iterations_cpu,
             r.gpu_bytes_per_problem,

@@ -51,6 +51,40 @@ pub(crate) fn info() -> Result<(), AnyError> {
         "  max_compute_invocations_per_workgroup {}",
         l.max_compute_invocations_per_workgroup
     );
+    say!(
+        "  max_compute_workgroup_storage_size   {} bytes",
+        l.max_compute_workgroup_storage_size
+    );
+    say!(
+        "subgroup sizes: {} to {}",
+        ctx.adapter.subgroup_sizes.0, ctx.adapter.subgroup_sizes.1
+    );
+    say!(
+        "timestamp queries: {}",
+        match (ctx.timestamps, ctx.timestamps_in_encoders) {
+            (true, true) => format!(
+                "passes and copies ({} ns per tick): moreau bench solve and moreau bench report device times",
+                ctx.timestamp_period_ns
+            ),
+            (true, false) => format!(
+                "passes only ({} ns per tick): device times of the solves, not of the copies",
+                ctx.timestamp_period_ns
+            ),
+            _ => "none: only wall times are reported".into(),
+        }
+    );
+    say!(
+        "driver loop limit: {}",
+        match ctx.loop_limit {
+            Some(n) => format!(
+                "an invocation's loops stop after {n} iterations (probed): solves are split into chunks under it"
+            ),
+            None => format!(
+                "none ({} iterations ran, probed): each solve runs in one dispatch",
+                moreau::gpu::LOOP_PROBE_ITERATIONS
+            ),
+        }
+    );
     say!("GPU solvers: {}", moreau::gpu::gpu_solvers());
     for nc in [4, 12, 48] {
         let cap = BatchCapacity::uniform(65_536, nc);

@@ -101,9 +101,25 @@ pub struct BenchRow {
     /// GPU over one CPU core (f32).
     pub ratio_f32: Option<f64>,
     pub mean_iterations_cpu_f32: Option<f64>,
+    /// Wall times of the fastest repeat: packing and upload, from
+    /// submission to the mapped readback, copying out of the readback.
     pub upload_ms: f64,
     pub solve_ms: f64,
     pub download_ms: f64,
+    /// Device time of the solve's compute passes and of its readback copies
+    /// (timestamp queries; `None` where the adapter has none).
+    pub device_solve_ms: Option<f64>,
+    pub device_readback_ms: Option<f64>,
+    /// Dispatches, submissions and readback maps of one solve.
+    pub dispatches: u64,
+    pub submits: u32,
+    pub maps: u32,
+    /// The longest chain of dependent local updates of the batch (Gauss-Seidel:
+    /// iterations × contacts of its longest solve; ADMM: its iterations), and
+    /// the device time per link of that chain: the solve's distance from
+    /// the dependency floor, whatever the latency of one local update.
+    pub serial_updates: u64,
+    pub device_ns_per_serial_update: Option<f64>,
     pub mean_iterations_gpu: f64,
     pub mean_iterations_cpu: f64,
     pub gpu_bytes_per_problem: u64,
@@ -224,6 +240,13 @@ pub fn run(
                     row.upload_ms = tm.get(Stage::Upload).as_secs_f64() * 1e3;
                     row.solve_ms = tm.get(Stage::Solve).as_secs_f64() * 1e3;
                     row.download_ms = tm.get(Stage::Download).as_secs_f64() * 1e3;
+                    let dt = solver.last_device_times();
+                    row.device_solve_ms = dt.measured.then(|| dt.solve.as_secs_f64() * 1e3);
+                    row.device_readback_ms = (dt.measured && ctx.timestamps_in_encoders)
+                        .then(|| dt.readback.as_secs_f64() * 1e3);
+                    row.dispatches = dt.dispatches;
+                    row.submits = dt.submits;
+                    row.maps = dt.maps;
                 }
             }
             row.host_rss_growth_kib = match (rss0, rss_kib()) {
@@ -235,6 +258,15 @@ pub fn run(
             row.ratio_f32 = f32_twin.map(|t| row.gpu_problems_per_s / t.0);
             row.mean_iterations_gpu =
                 out.results.iter().map(|r| r.iterations as f64).sum::<f64>() / n.max(1) as f64;
+            let longest = out.results.iter().map(|r| r.iterations as u64).max().unwrap_or(0);
+            row.serial_updates = match kernel {
+                crate::contact::Kernel::Pgs => longest * nc as u64,
+                crate::contact::Kernel::Admm => longest,
+            };
+            row.device_ns_per_serial_update = row
+                .device_solve_ms
+                .filter(|_| row.serial_updates > 0)
+                .map(|ms| ms * 1e6 / row.serial_updates as f64);
             each(&row);
             rows.push(row);
         }

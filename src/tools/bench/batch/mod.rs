@@ -193,6 +193,16 @@ pub struct BenchRun {
     pub first_failure: Option<String>,
     /// Times the GPU buffers grew (during warm-up and timed steps).
     pub gpu_buffer_growths: usize,
+    /// GPU backend, per batch step: the device time of the solves' compute
+    /// passes and of their readback copies (timestamp queries; `None`
+    /// where the adapter has none), inside the `solve` stage's wall time.
+    pub device_solve_s: Option<f64>,
+    pub device_readback_s: Option<f64>,
+    /// GPU backend, per batch step: dispatches, queue submissions and
+    /// readback maps of the contact solves.
+    pub dispatches_per_step: f64,
+    pub submits_per_step: f64,
+    pub maps_per_step: f64,
     pub memory: Memory,
 }
 
@@ -812,6 +822,15 @@ fn measure(
         &world,
     );
     row.stage_shares = row.stage_seconds.shares();
+    if backend == Backend::Gpu {
+        let d = &batch.times.device;
+        let k = 1.0 / cfg.steps as f64;
+        row.device_solve_s = d.measured.then(|| d.solve.as_secs_f64() * k);
+        row.device_readback_s = d.measured.then(|| d.readback.as_secs_f64() * k);
+        row.dispatches_per_step = d.dispatches as f64 * k;
+        row.submits_per_step = d.submits as f64 * k;
+        row.maps_per_step = d.maps as f64 * k;
+    }
     row.world_stage_seconds = world.scaled(1.0 / cfg.steps as f64);
     row.contacts_per_world /= (n * cfg.steps) as f64;
     row.iterations_per_solve /= row.solves.max(1) as f64;

@@ -95,6 +95,22 @@ pub fn render(report: &BenchReport) -> String {
                     .host_rss_growth_kib
                     .map_or("-".into(), |k| k.to_string()),
             );
+            if r.backend == Backend::Gpu.name() {
+                let solve = r.stage_seconds.get(Stage::Solve);
+                let _ = writeln!(
+                    s,
+                    "{:>13} GPU per step: solve {:.3} ms wall, {} on the device ({} readback copies); {:.1} dispatches, {:.1} submits, {:.1} maps",
+                    "",
+                    solve * 1e3,
+                    r.device_solve_s
+                        .map_or("not timed".into(), |d| format!("{:.3} ms", d * 1e3)),
+                    r.device_readback_s
+                        .map_or("-".into(), |d| format!("{:.3} ms", d * 1e3)),
+                    r.dispatches_per_step,
+                    r.submits_per_step,
+                    r.maps_per_step,
+                );
+            }
             if r.failed > 0 {
                 let _ = writeln!(
                     s,
