@@ -223,6 +223,8 @@ pub struct BatchTimes {
     pub cpu_step: Duration,
     /// The GPU path's own stages: `Pack`, `Upload`, `Solve`, `Download`.
     pub gpu: StageTimes,
+    /// The GPU solves' device times (timestamp queries) and round trips.
+    pub device: crate::gpu::DeviceTimes,
     pub total: Duration,
 }
 
@@ -232,6 +234,7 @@ impl BatchTimes {
         self.finish += o.finish;
         self.cpu_step += o.cpu_step;
         self.gpu.accumulate(&o.gpu);
+        self.device.accumulate(&o.device);
         self.total += o.total;
     }
 }
@@ -1024,6 +1027,7 @@ fn complete_chunk(
     if let Some(sub) = submission {
         lane.solver.wait(sub, &mut lane.out)?;
         times.gpu.accumulate(&lane.solver.last_timings());
+        times.device.accumulate(&lane.solver.last_device_times());
         for (k, &w) in lane.world_of.iter().enumerate() {
             let p = lane.out.problem(k);
             let world = &mut worlds[w];
