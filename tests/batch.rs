@@ -317,11 +317,12 @@ fn pipelined_gpu_chunks_give_the_same_worlds() {
     }
 }
 
-/// The GPU backend with one workgroup per world's problem steps the standing
-/// quadruped like one invocation per problem and like the CPU (NCP-PGS),
-/// and refuses a solver without a workgroup kernel by name.
+/// The GPU backend with one workgroup per world's problem, and with one
+/// lane per contact, steps the standing quadruped like one invocation per
+/// problem and like the CPU (NCP-PGS), and refuses a solver without such a
+/// kernel by name.
 #[test]
-fn workgroup_decomposition_steps_worlds_like_the_invocation_kernels() {
+fn workgroup_and_lane_decompositions_step_worlds_like_the_invocation_kernels() {
     use moreau::contact::SolverKind;
     use moreau::gpu::Decomposition;
     let scene = scenes::scene("quadruped").unwrap();
@@ -331,6 +332,7 @@ fn workgroup_decomposition_steps_worlds_like_the_invocation_kernels() {
         (Backend::CpuSingle, Decomposition::Invocation),
         (Backend::Gpu, Decomposition::Invocation),
         (Backend::Gpu, Decomposition::Workgroup),
+        (Backend::Gpu, Decomposition::Lane),
     ] {
         let mut options = BatchOptions {
             backend,
@@ -354,22 +356,26 @@ fn workgroup_decomposition_steps_worlds_like_the_invocation_kernels() {
         );
         runs.push(batch);
     }
-    let d = max_q_difference(&runs[1], &runs[2]);
-    println!(
-        "workgroup vs invocation: max |Δq| = {d:.3e}; vs cpu1 {:.3e}",
-        max_q_difference(&runs[0], &runs[2])
-    );
-    assert!(d <= 1e-6, "{d:e}");
-    assert!(max_q_difference(&runs[0], &runs[2]) <= 1e-5);
-    let options = BatchOptions {
-        backend: Backend::Gpu,
-        gpu_decomposition: Decomposition::Workgroup,
-        ..Default::default()
-    };
-    if let Err(e) = BatchSim::new(scene.model.clone(), &scene.state, 1, &options) {
-        assert!(e.to_string().contains("ncp-admm"), "{e}");
-    } else {
-        panic!("ncp-admm has no workgroup kernel");
+    for (k, name) in [(2, "workgroup"), (3, "lane")] {
+        let d = max_q_difference(&runs[1], &runs[k]);
+        println!(
+            "{name} vs invocation: max |Δq| = {d:.3e}; vs cpu1 {:.3e}",
+            max_q_difference(&runs[0], &runs[k])
+        );
+        assert!(d <= 1e-6, "{name}: {d:e}");
+        assert!(max_q_difference(&runs[0], &runs[k]) <= 1e-5, "{name}");
+    }
+    for decomposition in [Decomposition::Workgroup, Decomposition::Lane] {
+        let options = BatchOptions {
+            backend: Backend::Gpu,
+            gpu_decomposition: decomposition,
+            ..Default::default()
+        };
+        if let Err(e) = BatchSim::new(scene.model.clone(), &scene.state, 1, &options) {
+            assert!(e.to_string().contains("ncp-admm"), "{e}");
+        } else {
+            panic!("ncp-admm has no {} kernel", decomposition.name());
+        }
     }
 }
 

@@ -655,6 +655,19 @@ fn batches_over_capacity_are_refused_before_dispatch_and_solvers_without_kernel_
     .err()
     .unwrap();
     assert!(e.to_string().contains("over by 1"), "{e}");
+    // The lane decomposition: at most 1024 rows (341 contacts) per problem.
+    let e = GpuSolver::with_decomposition(
+        &ctx,
+        SolverKind::NcpPgs,
+        BatchCapacity::uniform(1, 342),
+        Decomposition::Lane,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string().contains("lane") && e.to_string().contains("over by 2"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -855,24 +868,8 @@ fn workgroup_and_lane_decompositions_match_the_cpu_twins_and_the_invocation_kern
         .iter()
         .flat_map(|&k| [(k, Decomposition::Workgroup), (k, Decomposition::Lane)])
     {
-        cross_check_with(
-            &ctx,
-            kind,
-            wd,
-            &random,
-            "random",
-            TOL_GPU,
-            5000,
-        );
-        cross_check_with(
-            &ctx,
-            kind,
-            wd,
-            &scenes,
-            "scenes",
-            TOL_SCENES,
-            5000,
-        );
+        cross_check_with(&ctx, kind, wd, &random, "random", TOL_GPU, 5000);
+        cross_check_with(&ctx, kind, wd, &scenes, "scenes", TOL_SCENES, 5000);
         for (label, problems, tol) in [
             ("random", &random, TOL_GPU),
             ("scenes", &scenes, TOL_SCENES),
@@ -882,11 +879,7 @@ fn workgroup_and_lane_decompositions_match_the_cpu_twins_and_the_invocation_kern
             let mut outs = Vec::new();
             // The invocation kernel; the workgroup kernel with the automatic
             // chunks, and suspended after every sweep (one per dispatch).
-            for (d, chunk) in [
-                (Decomposition::Invocation, None),
-                (wd, None),
-                (wd, Some(1)),
-            ] {
+            for (d, chunk) in [(Decomposition::Invocation, None), (wd, None), (wd, Some(1))] {
                 let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, d).unwrap();
                 assert_eq!(gpu.decomposition(), d);
                 gpu.set_chunk(chunk);
@@ -1043,15 +1036,18 @@ fn the_f32_cpu_twin_follows_the_gpu_kernels() {
     }
 }
 
-/// `moreau bench solve` measures both decompositions of a PGS solver and
-/// the f32 CPU twin, and only the invocation kernel of ADMM.
+/// `moreau bench solve` measures the three decompositions of a PGS solver
+/// and the f32 CPU twin, and only the invocation kernel of ADMM; where the
+/// adapter has timestamp queries, each row has the device time of its
+/// solve (within its wall time) and its distance from the dependency
+/// floor, and a one-round solve is one submission and one map.
 #[test]
-fn bench_solve_reports_both_decompositions_and_both_cpu_precisions() {
-    let Some(_ctx) = context() else { return };
+fn bench_solve_reports_every_decomposition_both_cpu_precisions_and_device_times() {
+    let Some(ctx) = context() else { return };
     let bin = env!("CARGO_BIN_EXE_moreau");
     let dir = std::env::temp_dir().join(format!("moreau-bench-solve-{}", std::process::id()));
     for (solver, expected) in [
-        ("ncp-pgs", vec!["invocation", "workgroup"]),
+        ("ncp-pgs", vec!["invocation", "lane", "workgroup"]),
         ("ncp-admm", vec!["invocation"]),
     ] {
         let out = std::process::Command::new(bin)
@@ -1093,6 +1089,28 @@ fn bench_solve_reports_both_decompositions_and_both_cpu_precisions() {
                 solver == "ncp-pgs",
                 "{r}"
             );
+            let dispatches = r["dispatches"].as_u64().unwrap();
+            let submits = r["submits"].as_u64().unwrap();
+            assert!(dispatches >= 1 && submits >= 1, "{r}");
+            assert_eq!(
+                r["maps"].as_u64(),
+                Some(submits),
+                "one map per submission: {r}"
+            );
+            if ctx.timestamps {
+                let device = r["device_solve_ms"].as_f64().unwrap();
+                let wall = r["solve_ms"].as_f64().unwrap();
+                assert!(device > 0.0 && device <= wall, "{r}");
+                let per = r["device_ns_per_serial_update"].as_f64().unwrap();
+                let serial = r["serial_updates"].as_u64().unwrap();
+                assert_eq!(serial, if solver == "ncp-pgs" { 30 } else { 10 }, "{r}");
+                assert!(
+                    (per * serial as f64 * 1e-6 - device).abs() <= 1e-9 * device.max(1.0),
+                    "{r}"
+                );
+            } else {
+                assert!(r["device_solve_ms"].is_null(), "{r}");
+            }
         }
         assert!(dir.join("bench_solve.svg").exists());
     }

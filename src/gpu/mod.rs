@@ -40,13 +40,17 @@
 //! ```
 //!
 //! The kernels run one invocation per problem, or (the PGS kernels, by
-//! [`GpuSolver::with_decomposition`]) one workgroup per problem
-//! ([`Decomposition`]). They split a solve across dispatches (PGS: a chunk
-//! of sweeps; ADMM: steps of a state machine within a loop budget), because
-//! Mesa's lavapipe, the CI's device, stops every loop of an invocation past
-//! 65 535 iterations, and because a real GPU's watchdog dislikes long
-//! dispatches; a canary loop flags a problem whose dispatch hit such a
-//! limit ([`FLAG_LOOP_LIMIT`]). The design choices (layout, decomposition,
+//! [`GpuSolver::with_decomposition`]) one workgroup per problem or one lane
+//! per contact with several problems per workgroup ([`Decomposition`]).
+//! Where the driver stops an invocation's loops (Mesa's lavapipe, the CI's
+//! device, past 65 535 iterations; probed when the context is created,
+//! [`GpuContext::loop_limit`]) they split a solve across dispatches (PGS:
+//! a chunk of sweeps; ADMM: steps of a state machine within a loop
+//! budget), and a canary loop flags a problem whose dispatch hit the limit
+//! anyway ([`FLAG_LOOP_LIMIT`]); elsewhere a solve is one dispatch. A
+//! round of dispatches and its readback are one submission and one map;
+//! timestamp queries time it on the device where the adapter has them
+//! ([`DeviceTimes`]). The design choices (layout, decomposition,
 //! who factorizes `G + R + ρI`) and the measured f32 limits are recorded in
 //! `shaders/README.md`; [`crate::tools::bench::solve`] measures throughput
 //! against one CPU core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau
@@ -66,9 +70,7 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, ProblemOutput,
     flag_names,
 };
-pub use solver::{
-    Decomposition, DeviceTimes, GpuSolver, Submission, check_kernel, gpu_solvers,
-};
+pub use solver::{Decomposition, DeviceTimes, GpuSolver, Submission, check_kernel, gpu_solvers};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;
@@ -131,16 +133,23 @@ pub enum GpuError {
         available: String,
     },
     #[error(
-        "`{solver}` has no workgroup-per-problem kernel (the PGS kernels do: {pgs_solvers}); use the invocation decomposition",
+        "`{solver}` has no kernel for the {decomposition} decomposition (the PGS kernels do: {pgs_solvers}); use the invocation decomposition",
         pgs_solvers = crate::contact::SolverKind::names_where(|s| matches!(s.gpu, Some((crate::contact::Kernel::Pgs, _))))
     )]
-    NoWorkgroupKernel { solver: &'static str },
+    NoWorkgroupKernel {
+        solver: &'static str,
+        decomposition: &'static str,
+    },
     #[error(
-        "the workgroup decomposition holds at most {max_rows} rows per problem in workgroup memory ({} contacts; 3 rows per contact, 1 per unilateral row); the capacity asks for {got} (over by {})",
+        "the {decomposition} decomposition holds at most {max_rows} rows per problem in workgroup memory ({} contacts; 3 rows per contact, 1 per unilateral row); the capacity asks for {got} (over by {})",
         max_rows / 3,
         got - max_rows
     )]
-    WorkgroupCapacity { max_rows: usize, got: usize },
+    WorkgroupCapacity {
+        decomposition: &'static str,
+        max_rows: usize,
+        got: usize,
+    },
     #[error(
         "capacity of {problems} problems exceeds the {max} one dispatch of adapter `{adapter}` can address ({decomposition} decomposition)"
     )]
@@ -432,7 +441,10 @@ pub const LOOP_PROBE_ITERATIONS: u32 = 200_000;
 /// returns how many ran, if fewer: the driver's loop limit (Mesa's
 /// llvmpipe / lavapipe stops every loop of an invocation after 65 535
 /// iterations in all). `None`: the loop ran to its end.
-pub fn probe_loop_limit(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Option<u32>, GpuError> {
+pub fn probe_loop_limit(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+) -> Result<Option<u32>, GpuError> {
     const SOURCE: &str = "
 @group(0) @binding(0) var<storage, read_write> io: array<u32, 2>;
 @compute @workgroup_size(1)
@@ -464,7 +476,9 @@ fn main() {
     let io = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("loop limit probe"),
         size: 8,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
     let readback = device.create_buffer(&wgpu::BufferDescriptor {

@@ -18,12 +18,15 @@
 //! of `−1e-12·scaleᵏ`. The CCP step size, the largest eigenvalue of each
 //! contact block, is computed in closed form.
 //!
-//! Two entry points, one per [`super::Decomposition`]: `main`, one
-//! invocation per problem, and `main_workgroup`, one workgroup of [`LANES`]
+//! Three entry points, one per [`super::Decomposition`]: `main`, one
+//! invocation per problem; `main_workgroup`, one workgroup of [`LANES`]
 //! invocations per problem (λ, c and, up to [`WG_G_CACHE_ROWS`] rows, G in
 //! workgroup memory; lane 0 makes the local updates, every lane updates its
-//! rows of `c`). Both make the same floating-point operations in the same
-//! order on each row.
+//! rows of `c`); and `main_lanes`, one lane per contact ([`LC_LANES`]
+//! invocations hold [`lanes_per_problem`] lanes for each of several
+//! problems; a lane makes its contacts' local updates and alone updates
+//! their rows of `c`). All three make the same floating-point operations in
+//! the same order on each row.
 //!
 //! Bindings (group 0), shared with [`super::admm`]: 0 `GpuParams`
 //! (uniform), 1 `GpuProblem`s, 2 packed lower triangles of G, 3
@@ -202,7 +205,9 @@ impl BatchKernel for PgsKernel {
         let rows = match decomposition {
             Decomposition::Invocation => m,
             Decomposition::Workgroup => m.div_ceil(LANES as u64),
-            Decomposition::Lane => 3 * (batch.max_contacts as u64).div_ceil(lanes) + m.div_ceil(lanes),
+            Decomposition::Lane => {
+                3 * (batch.max_contacts as u64).div_ceil(lanes) + m.div_ceil(lanes)
+            }
         };
         let mv = rows * (m / 4 + 8) + 8;
         let facets = if model == KernelModel::Lcp && settings.pyramid_facets != 4 {
@@ -234,7 +239,8 @@ impl BatchKernel for PgsKernel {
                 let problems = LC_LANES as u64 / lanes;
                 (
                     3 * mv + 2 * rows + 2 * nc + 4 * problems + 64,
-                    mv + nc * (4 * rows + 2) + nc.div_ceil(lanes) * local
+                    mv + nc * (4 * rows + 2)
+                        + nc.div_ceil(lanes) * local
                         + 2 * (rows + lanes)
                         + 3 * problems
                         + 16,
@@ -272,6 +278,41 @@ impl BatchKernel for PgsKernel {
                     problems_per_workgroup: LC_LANES / lanes,
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(max_contacts: usize, max_rows: usize) -> BatchShape {
+        BatchShape {
+            max_contacts,
+            max_rows,
+            max_local_updates: max_contacts,
+            max_iterations: 100,
+        }
+    }
+
+    #[test]
+    fn lanes_per_problem_gives_each_contact_a_lane_and_each_problem_its_rows() {
+        // A lane per contact, rounded up to a power of two.
+        assert_eq!(lanes_per_problem(shape(0, 0)), 1);
+        assert_eq!(lanes_per_problem(shape(1, 3)), 1);
+        assert_eq!(lanes_per_problem(shape(4, 12)), 4);
+        assert_eq!(lanes_per_problem(shape(12, 36)), 16);
+        assert_eq!(lanes_per_problem(shape(48, 144)), 64);
+        // More contacts than lanes: every lane holds several.
+        assert_eq!(lanes_per_problem(shape(300, 900)), LC_LANES);
+        // Rows past a problem's share of workgroup memory (1024 rows over
+        // 64 / S problems) take more lanes: 1 contact with 40 unilateral rows
+        // needs 43 rows, more than the 16 of S = 1.
+        assert_eq!(lanes_per_problem(shape(1, 43)), 4);
+        for s in [1u32, 2, 4, 8, 16, 32, 64] {
+            let rows = LC_ROWS * s as usize / LC_LANES as usize;
+            assert_eq!(lanes_per_problem(shape(1, rows)), s);
+            assert_eq!(LC_LANES % s, 0);
         }
     }
 }

@@ -84,10 +84,12 @@ impl Decomposition {
             .entry_point(self)
             .ok_or(GpuError::NoWorkgroupKernel {
                 solver: kind.name(),
+                decomposition: self.name(),
             })?;
         match kernel.max_rows(self) {
             Some(max) if capacity.max_rows_per_problem() > max => {
                 Err(GpuError::WorkgroupCapacity {
+                    decomposition: self.name(),
                     max_rows: max,
                     got: capacity.max_rows_per_problem(),
                 })
@@ -101,12 +103,15 @@ impl std::str::FromStr for Decomposition {
     type Err = String;
     /// `invocation`, `workgroup` or `lane`.
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| {
-            format!(
-                "unknown decomposition `{s}` ({})",
-                Self::ALL.map(|d| d.name()).join(", ")
-            )
-        })
+        Self::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown decomposition `{s}` ({})",
+                    Self::ALL.map(|d| d.name()).join(", ")
+                )
+            })
     }
 }
 
@@ -211,9 +216,9 @@ pub struct GpuSolver {
     declared_nl: Vec<u32>,
     pending: bool,
     /// Host-side times of the last solve: `Upload` (packing into wgpu's
-    /// staging and encoding), `Solve` (from submit to the readback being
-    /// mapped: transfer, solve, copy back), `Download` (copying out of the
-    /// mapped readback).
+    /// staging and encoding), `Solve` (from the submission to the readback
+    /// being mapped: transfer, solve, copy back), `Download` (copying out
+    /// of the mapped readback).
     timings: StageTimes,
     /// Device times and round trips of the last solve.
     device_times: DeviceTimes,
@@ -741,8 +746,6 @@ impl GpuSolver {
         } else {
             RoundStamps::default()
         };
-        self.device_times = DeviceTimes::default();
-        let (index, mapped) = self.submit_round(encoder, 2 * bytes.0 + bytes.1 + READBACK_TAIL_BYTES);
         self.headers.clear();
         self.headers.extend_from_slice(&batch.problems);
         self.declared_nc.clear();
@@ -752,13 +755,19 @@ impl GpuSolver {
         self.pending = true;
         self.timings = StageTimes::default();
         self.timings.set(Stage::Upload, started.elapsed());
+        // The solve's wall time starts at the submission (a CPU adapter
+        // may run the work inside `submit`).
+        let solve_started = Instant::now();
+        self.device_times = DeviceTimes::default();
+        let (index, mapped) =
+            self.submit_round(encoder, 2 * bytes.0 + bytes.1 + READBACK_TAIL_BYTES);
         Ok(Submission {
             index,
             problems: n,
             blocks,
             mapped,
             stamps,
-            started: Instant::now(),
+            started: solve_started,
             dispatches: if n > 0 { round as u64 } else { 0 },
             round,
             max_dispatches,
@@ -832,10 +841,12 @@ impl GpuSolver {
                     let v = vec_bytes as usize;
                     out.lambda
                         .extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
-                    out.c.extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
-                    out.results.extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(
-                        &bytes[2 * v..data as usize],
-                    ));
+                    out.c
+                        .extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
+                    out.results
+                        .extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(
+                            &bytes[2 * v..data as usize],
+                        ));
                     self.timings.set(Stage::Download, started.elapsed());
                 }
                 active

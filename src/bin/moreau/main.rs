@@ -108,9 +108,10 @@ enum BenchWhat {
         #[arg(long, default_value_t = 3)]
         repeats: usize,
         /// GPU decompositions to compare: invocation (one invocation per
-        /// problem, every solver) and workgroup (one workgroup per problem,
-        /// the PGS solvers).
-        #[arg(long, value_delimiter = ',', value_parser = parse_decomposition, default_value = "invocation,workgroup")]
+        /// problem, every solver), workgroup (one workgroup per problem, the
+        /// PGS solvers) and lane (one lane per contact, several problems per
+        /// workgroup, the PGS solvers).
+        #[arg(long, value_delimiter = ',', value_parser = parse_decomposition, default_value = "invocation,workgroup,lane")]
         decomposition: Vec<moreau::gpu::Decomposition>,
         /// Output folder.
         #[arg(long, default_value = "bench-solve-out")]
@@ -293,8 +294,9 @@ enum Command {
         /// (one chunk on the GPU while the host prepares the next).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         pipeline: u64,
-        /// GPU: invocation (one invocation per world's problem) or workgroup
-        /// (one workgroup per problem; PGS solvers only).
+        /// GPU: invocation (one invocation per world's problem), workgroup
+        /// (one workgroup per problem) or lane (one lane per contact); the
+        /// last two for the PGS solvers only.
         #[arg(long, value_parser = parse_decomposition, default_value = "invocation")]
         decomposition: moreau::gpu::Decomposition,
         /// JSON report; the plot is written next to it (same name, .svg).
