@@ -57,7 +57,8 @@ pub(crate) fn info() -> Result<(), AnyError> {
     );
     say!(
         "subgroup sizes: {} to {}",
-        ctx.adapter.subgroup_sizes.0, ctx.adapter.subgroup_sizes.1
+        ctx.adapter.subgroup_sizes.0,
+        ctx.adapter.subgroup_sizes.1
     );
     say!(
         "timestamp queries: {}",

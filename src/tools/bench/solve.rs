@@ -258,7 +258,12 @@ pub fn run(
             row.ratio_f32 = f32_twin.map(|t| row.gpu_problems_per_s / t.0);
             row.mean_iterations_gpu =
                 out.results.iter().map(|r| r.iterations as f64).sum::<f64>() / n.max(1) as f64;
-            let longest = out.results.iter().map(|r| r.iterations as u64).max().unwrap_or(0);
+            let longest = out
+                .results
+                .iter()
+                .map(|r| r.iterations as u64)
+                .max()
+                .unwrap_or(0);
             row.serial_updates = match kernel {
                 crate::contact::Kernel::Pgs => longest * nc as u64,
                 crate::contact::Kernel::Admm => longest,
