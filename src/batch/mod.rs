@@ -27,6 +27,10 @@
 //!   the worlds are split into chunks and the GPU solves one while the host
 //!   prepares the next and finishes the previous.
 //!
+//! Memory: [`BatchSim::new`] estimates the host memory the worlds need
+//! ([`memory::HostEstimate`]) and refuses a batch over what is available
+//! ([`BatchError::HostMemory`]) before allocating anything per world.
+//!
 //! Bad input: actions of the wrong length are refused before anything
 //! moves. A world whose actions are not finite, or whose step fails (a
 //! solver error, a non-finite state), is left untouched and flagged in the
@@ -49,6 +53,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+
+pub mod memory;
+use memory::{Available, Bytes, HostEstimate};
 
 /// Where a batch's contact problems are solved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -124,6 +131,19 @@ pub enum BatchError {
     InitialState(SimError),
     #[error("world {world}: {error}")]
     Sim { world: usize, error: SimError },
+    #[error(
+        "{nworlds} worlds do not fit in this host's memory: an estimated {} per world, {} in all, over the {} available ({}); ask for fewer worlds (the estimate, deliberately generous, counts each world's simulator, workspaces and contact problem, and on the GPU backend its share of the host-side batch)",
+        Bytes(*.bytes_per_world as u128),
+        Bytes(*.total),
+        Bytes(.available.bytes as u128),
+        .available.source
+    )]
+    HostMemory {
+        nworlds: usize,
+        bytes_per_world: u64,
+        total: u128,
+        available: Available,
+    },
 }
 
 /// Why a world did not step; its state is unchanged.
@@ -368,7 +388,10 @@ pub struct BatchSim {
 impl BatchSim {
     /// `nworlds` copies of `model` at `initial`, stepped by `options.backend`.
     /// The GPU backend needs an adapter and a GPU kernel for the solver:
-    /// without them this is an error that says why.
+    /// without them this is an error that says why. A batch whose estimated
+    /// memory is over what the host has available is refused
+    /// ([`BatchError::HostMemory`], see [`memory`]) before anything is
+    /// allocated per world.
     pub fn new(
         model: Arc<Model>,
         initial: &State,
@@ -378,15 +401,20 @@ impl BatchSim {
         if nworlds == 0 {
             return Err(BatchError::NoWorlds);
         }
+        let tol = options.params.solver_settings.tolerance;
+        if options.backend == Backend::Gpu && tol < GPU_MIN_TOLERANCE {
+            return Err(BatchError::GpuTolerance {
+                tolerance: tol,
+                min: GPU_MIN_TOLERANCE,
+            });
+        }
+        // The memory the worlds need, checked before anything is allocated
+        // per world (this also refuses a bad initial state).
+        let estimate = HostEstimate::for_batch(&model, initial, options)?;
+        let available = memory::available_memory();
+        estimate.check(nworlds, available)?;
         let gpu = match options.backend {
             Backend::Gpu => {
-                let tol = options.params.solver_settings.tolerance;
-                if tol < GPU_MIN_TOLERANCE {
-                    return Err(BatchError::GpuTolerance {
-                        tolerance: tol,
-                        min: GPU_MIN_TOLERANCE,
-                    });
-                }
                 // Joint-limit rows: at most one per side of each limited joint.
                 let max_nl = 2 * model.limited_joints().count();
                 let mut max_nc = options.max_contacts_per_world.max(1);
@@ -401,6 +429,15 @@ impl BatchSim {
                 }
                 let first = options.initial_contacts_per_world.clamp(1, max_nc);
                 let ctx = GpuContext::new()?;
+                // An adapter on the host's memory holds the device buffers there too.
+                if matches!(
+                    ctx.adapter.device_type,
+                    wgpu::DeviceType::Cpu | wgpu::DeviceType::IntegratedGpu
+                ) {
+                    estimate
+                        .with_shared_device_memory(options)
+                        .check(nworlds, available)?;
+                }
                 let chunks = options.pipeline_chunks.clamp(1, nworlds);
                 let per_chunk = nworlds.div_ceil(chunks);
                 let capacity = BatchCapacity {
@@ -450,12 +487,6 @@ impl BatchSim {
                 record: Record::Nothing,
                 v0: DVector::zeros(model.nv),
             });
-        }
-        // Refuse a bad initial state now rather than at every step.
-        if let Err(error) = Simulator::new(model.clone(), options.params)
-            .and_then(|mut s| s.energy(initial).map(|_| ()))
-        {
-            return Err(BatchError::InitialState(error));
         }
         Ok(BatchSim {
             model,

@@ -39,7 +39,10 @@
 //!
 //! A (backend, size) whose time, extrapolated from the same backend's
 //! smaller sizes, would exceed [`SceneBenchConfig::budget`] is skipped, and
-//! so are the larger sizes after it; the report says so. Without a GPU
+//! so are the larger sizes after it; the report says so. A size whose
+//! worlds would not fit in the host's memory ends the benchmark with the
+//! batch's error ([`BatchError::HostMemory`]: worlds, bytes per world,
+//! total, available) before anything is allocated for it. Without a GPU
 //! adapter the GPU backend is dropped with a note, unless it was the only
 //! backend asked for ([`BenchError::GpuUnavailable`]).
 
@@ -614,9 +617,13 @@ pub fn run(
         }
     }
 
-    let per_run = |n: usize| (n * (cfg.warmup + cfg.steps)) as u64;
-    let total: u64 =
-        envs.iter().map(|&n| per_run(n)).sum::<u64>() * (backends.len() * loaded.len()) as u64;
+    // Saturating: an absurd batch size is refused by the batch (its memory
+    // estimate, before anything is allocated), not overflowed here.
+    let per_run = |n: usize| (n as u64).saturating_mul((cfg.warmup + cfg.steps) as u64);
+    let total: u64 = envs
+        .iter()
+        .fold(0u64, |t, &n| t.saturating_add(per_run(n)))
+        .saturating_mul((backends.len() * loaded.len()) as u64);
     event(BenchEvent::Start { world_steps: total });
 
     let threads = rayon::current_num_threads();
