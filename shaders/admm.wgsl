@@ -97,24 +97,24 @@ fn evaluate(pr: Problem, st: ptr<function, SolveResult>) -> vec4<f32> {
 fn row_times_work(pr: Problem, i: u32, base: u32) -> f32 {
     let M = rows(pr);
     var s = compliance(pr, i) * work[base + i];
-    let row = pr.delassus_offset + i * (i + 1u) / 2u;
+    let row = i * (i + 1u) / 2u;
     var j = 0u;
     for (; j + 4u <= i + 1u; j += 4u) {
-        s += delassus[row + j] * work[base + j] + delassus[row + j + 1u] * work[base + j + 1u]
-            + delassus[row + j + 2u] * work[base + j + 2u] + delassus[row + j + 3u] * work[base + j + 3u];
+        s += gtri(pr, row + j) * work[base + j] + gtri(pr, row + j + 1u) * work[base + j + 1u]
+            + gtri(pr, row + j + 2u) * work[base + j + 2u] + gtri(pr, row + j + 3u) * work[base + j + 3u];
     }
     for (; j <= i; j++) {
-        s += delassus[row + j] * work[base + j];
+        s += gtri(pr, row + j) * work[base + j];
     }
     j = i + 1u;
     for (; j + 4u <= M; j += 4u) {
-        s += delassus[pr.delassus_offset + j * (j + 1u) / 2u + i] * work[base + j]
-            + delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + i] * work[base + j + 1u]
-            + delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + i] * work[base + j + 2u]
-            + delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + i] * work[base + j + 3u];
+        s += gtri(pr, j * (j + 1u) / 2u + i) * work[base + j]
+            + gtri(pr, (j + 1u) * (j + 2u) / 2u + i) * work[base + j + 1u]
+            + gtri(pr, (j + 2u) * (j + 3u) / 2u + i) * work[base + j + 2u]
+            + gtri(pr, (j + 3u) * (j + 4u) / 2u + i) * work[base + j + 3u];
     }
     for (; j < M; j++) {
-        s += delassus[pr.delassus_offset + j * (j + 1u) / 2u + i] * work[base + j];
+        s += gtri(pr, j * (j + 1u) / 2u + i) * work[base + j];
     }
     return s;
 }

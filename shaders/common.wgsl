@@ -35,7 +35,7 @@ struct Problem {
     flags: u32,
     delassus_scale: f32, // max |G_ij|
     nl: u32,             // unilateral rows, after the contacts' 3 nc
-    pad0: u32,
+    delassus_stride: u32, // words between consecutive elements of G (1: packed; interleaved: the problems of its size class)
     pad1: u32,
     pad2: u32,
 }
@@ -86,11 +86,18 @@ fn rows(pr: Problem) -> u32 {
     return 3u * pr.nc + pr.nl;
 }
 
-// G[i][j] from the packed lower triangle.
+// Element t of the problem's lower triangle of G (row-major, G[a][b] at
+// t = a(a+1)/2 + b), packed (stride 1) or interleaved with the problems of
+// its size class (stride: their number), see src/gpu/batch.rs.
+fn gtri(pr: Problem, t: u32) -> f32 {
+    return delassus[pr.delassus_offset + t * pr.delassus_stride];
+}
+
+// G[i][j] from the lower triangle.
 fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
     let a = max(i, j);
     let b = min(i, j);
-    return delassus[pr.delassus_offset + a * (a + 1u) / 2u + b];
+    return gtri(pr, a * (a + 1u) / 2u + b);
 }
 
 fn free_velocity(pr: Problem, k: u32) -> f32 {
@@ -163,26 +170,26 @@ fn contact_velocity(pr: Problem) {
     let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < M; i++) {
         var s = free_velocity(pr, i) + compliance(pr, i) * lambda[V0 + i];
-        let row = pr.delassus_offset + i * (i + 1u) / 2u;
+        let row = i * (i + 1u) / 2u;
         // Row i of the triangle (j <= i), contiguous.
         var j = 0u;
         for (; j + 4u <= i + 1u; j += 4u) {
-            s += delassus[row + j] * lambda[V0 + j] + delassus[row + j + 1u] * lambda[V0 + j + 1u]
-                + delassus[row + j + 2u] * lambda[V0 + j + 2u] + delassus[row + j + 3u] * lambda[V0 + j + 3u];
+            s += gtri(pr, row + j) * lambda[V0 + j] + gtri(pr, row + j + 1u) * lambda[V0 + j + 1u]
+                + gtri(pr, row + j + 2u) * lambda[V0 + j + 2u] + gtri(pr, row + j + 3u) * lambda[V0 + j + 3u];
         }
         for (; j <= i; j++) {
-            s += delassus[row + j] * lambda[V0 + j];
+            s += gtri(pr, row + j) * lambda[V0 + j];
         }
         // Column i below the diagonal (j > i).
         j = i + 1u;
         for (; j + 4u <= M; j += 4u) {
-            s += delassus[pr.delassus_offset + j * (j + 1u) / 2u + i] * lambda[V0 + j]
-                + delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + i] * lambda[V0 + j + 1u]
-                + delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + i] * lambda[V0 + j + 2u]
-                + delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + i] * lambda[V0 + j + 3u];
+            s += gtri(pr, j * (j + 1u) / 2u + i) * lambda[V0 + j]
+                + gtri(pr, (j + 1u) * (j + 2u) / 2u + i) * lambda[V0 + j + 1u]
+                + gtri(pr, (j + 2u) * (j + 3u) / 2u + i) * lambda[V0 + j + 2u]
+                + gtri(pr, (j + 3u) * (j + 4u) / 2u + i) * lambda[V0 + j + 3u];
         }
         for (; j < M; j++) {
-            s += delassus[pr.delassus_offset + j * (j + 1u) / 2u + i] * lambda[V0 + j];
+            s += gtri(pr, j * (j + 1u) / 2u + i) * lambda[V0 + j];
         }
         cvel[V0 + i] = s;
     }

@@ -247,26 +247,26 @@ fn initial(pr: Problem, i: u32, w: vec3<f32>) -> vec3<f32> {
 fn add_column(pr: Problem, k: u32, dr: f32, M: u32) {
     let V0 = 3u * pr.contact_offset;
     cvel[V0 + k] += compliance(pr, k) * dr;
-    let row = pr.delassus_offset + k * (k + 1u) / 2u;
+    let row = k * (k + 1u) / 2u;
     var j = 0u;
     for (; j + 4u <= k + 1u; j += 4u) {
-        cvel[V0 + j] += delassus[row + j] * dr;
-        cvel[V0 + j + 1u] += delassus[row + j + 1u] * dr;
-        cvel[V0 + j + 2u] += delassus[row + j + 2u] * dr;
-        cvel[V0 + j + 3u] += delassus[row + j + 3u] * dr;
+        cvel[V0 + j] += gtri(pr, row + j) * dr;
+        cvel[V0 + j + 1u] += gtri(pr, row + j + 1u) * dr;
+        cvel[V0 + j + 2u] += gtri(pr, row + j + 2u) * dr;
+        cvel[V0 + j + 3u] += gtri(pr, row + j + 3u) * dr;
     }
     for (; j <= k; j++) {
-        cvel[V0 + j] += delassus[row + j] * dr;
+        cvel[V0 + j] += gtri(pr, row + j) * dr;
     }
     j = k + 1u;
     for (; j + 4u <= M; j += 4u) {
-        cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
-        cvel[V0 + j + 1u] += delassus[pr.delassus_offset + (j + 1u) * (j + 2u) / 2u + k] * dr;
-        cvel[V0 + j + 2u] += delassus[pr.delassus_offset + (j + 2u) * (j + 3u) / 2u + k] * dr;
-        cvel[V0 + j + 3u] += delassus[pr.delassus_offset + (j + 3u) * (j + 4u) / 2u + k] * dr;
+        cvel[V0 + j] += gtri(pr, j * (j + 1u) / 2u + k) * dr;
+        cvel[V0 + j + 1u] += gtri(pr, (j + 1u) * (j + 2u) / 2u + k) * dr;
+        cvel[V0 + j + 2u] += gtri(pr, (j + 2u) * (j + 3u) / 2u + k) * dr;
+        cvel[V0 + j + 3u] += gtri(pr, (j + 3u) * (j + 4u) / 2u + k) * dr;
     }
     for (; j < M; j++) {
-        cvel[V0 + j] += delassus[pr.delassus_offset + j * (j + 1u) / 2u + k] * dr;
+        cvel[V0 + j] += gtri(pr, j * (j + 1u) / 2u + k) * dr;
     }
 }
 
@@ -462,7 +462,7 @@ fn wg_tri(pr: Problem, cached: bool, t: u32) -> f32 {
     if (cached) {
         return wg_g[t];
     }
-    return delassus[pr.delassus_offset + t];
+    return gtri(pr, t);
 }
 
 // c_j = g_j + R_j λ_j + Σ_k G_jk λ_k, exactly (the row of contact_velocity).
@@ -686,7 +686,7 @@ fn main_workgroup(
     if (cached) {
         let n = M * (M + 1u) / 2u;
         for (var t = lane; t < n; t += LANES) {
-            wg_g[t] = delassus[pr.delassus_offset + t];
+            wg_g[t] = gtri(pr, t);
         }
     }
     workgroupBarrier();
@@ -827,25 +827,24 @@ var<workgroup> lc_word: u32;
 // c_i of the problem in the slot at `base`, exactly (as wg_row_velocity).
 fn lc_row_velocity(pr: Problem, base: u32, i: u32, M: u32) -> f32 {
     var s = free_velocity(pr, i) + compliance(pr, i) * lc_lambda[base + i];
-    let row = pr.delassus_offset + i * (i + 1u) / 2u;
+    let row = i * (i + 1u) / 2u;
     var j = 0u;
     for (; j + 4u <= i + 1u; j += 4u) {
-        s += delassus[row + j] * lc_lambda[base + j] + delassus[row + j + 1u] * lc_lambda[base + j + 1u]
-            + delassus[row + j + 2u] * lc_lambda[base + j + 2u] + delassus[row + j + 3u] * lc_lambda[base + j + 3u];
+        s += gtri(pr, row + j) * lc_lambda[base + j] + gtri(pr, row + j + 1u) * lc_lambda[base + j + 1u]
+            + gtri(pr, row + j + 2u) * lc_lambda[base + j + 2u] + gtri(pr, row + j + 3u) * lc_lambda[base + j + 3u];
     }
     for (; j <= i; j++) {
-        s += delassus[row + j] * lc_lambda[base + j];
+        s += gtri(pr, row + j) * lc_lambda[base + j];
     }
-    let G0 = pr.delassus_offset;
     j = i + 1u;
     for (; j + 4u <= M; j += 4u) {
-        s += delassus[G0 + j * (j + 1u) / 2u + i] * lc_lambda[base + j]
-            + delassus[G0 + (j + 1u) * (j + 2u) / 2u + i] * lc_lambda[base + j + 1u]
-            + delassus[G0 + (j + 2u) * (j + 3u) / 2u + i] * lc_lambda[base + j + 2u]
-            + delassus[G0 + (j + 3u) * (j + 4u) / 2u + i] * lc_lambda[base + j + 3u];
+        s += gtri(pr, j * (j + 1u) / 2u + i) * lc_lambda[base + j]
+            + gtri(pr, (j + 1u) * (j + 2u) / 2u + i) * lc_lambda[base + j + 1u]
+            + gtri(pr, (j + 2u) * (j + 3u) / 2u + i) * lc_lambda[base + j + 2u]
+            + gtri(pr, (j + 3u) * (j + 4u) / 2u + i) * lc_lambda[base + j + 3u];
     }
     for (; j < M; j++) {
-        s += delassus[G0 + j * (j + 1u) / 2u + i] * lc_lambda[base + j];
+        s += gtri(pr, j * (j + 1u) / 2u + i) * lc_lambda[base + j];
     }
     return s;
 }

@@ -1159,3 +1159,110 @@ fn workgroup_dispatch_covers_batches_past_one_grid_dimension() {
         assert!(d <= 1e-6, "problem {i}: λ differs by {d:e}");
     }
 }
+
+/// A batch whose sizes repeat (classes of several problems), some with
+/// unilateral rows, in shuffled order.
+fn repeated_sizes_batch() -> Vec<ContactProblem> {
+    use moreau::tools::bench::solve::random_mixed_problem;
+    let mut rng = Lcg(31);
+    let mut problems = Vec::new();
+    for k in 0..40u64 {
+        let nc = [1, 4, 12, 4, 7, 12, 1, 4][(rng.next() * 8.0) as usize % 8];
+        let nl = if k % 5 == 0 { 2 } else { 0 };
+        problems.push(random_mixed_problem(100 + k, nc, nl));
+    }
+    problems
+}
+
+/// `HostBatch::interleave_into` puts element t of each problem's triangle
+/// at `offset + t·stride`, the problems of one size side by side, and moves
+/// no other data.
+#[test]
+fn interleaving_places_each_triangle_by_size_class() {
+    use moreau::gpu::HostBatch;
+    let problems = repeated_sizes_batch();
+    let mut batch = HostBatch::new(64);
+    for p in &problems {
+        batch.push(p, 100, 1e-6);
+    }
+    let (mut headers, mut g) = (Vec::new(), Vec::new());
+    batch.interleave_into(&mut headers, &mut g);
+    assert_eq!(g.len(), batch.delassus_floats());
+    let mut seen = vec![false; g.len()];
+    for (i, (h, p)) in headers.iter().zip(&problems).enumerate() {
+        let m = p.m();
+        let same = problems.iter().filter(|q| q.m() == m).count();
+        assert_eq!(h.delassus_stride as usize, same, "problem {i}");
+        for a in 0..m {
+            for b in 0..=a {
+                let t = a * (a + 1) / 2 + b;
+                let at = h.delassus_offset as usize + t * h.delassus_stride as usize;
+                assert_eq!(g[at], p.delassus[(a, b)] as f32, "problem {i}, G[{a}][{b}]");
+                assert!(!seen[at], "word {at} written twice");
+                seen[at] = true;
+            }
+        }
+        assert_eq!((h.nc, h.nl), (p.nc() as u32, p.nl() as u32), "problem {i}");
+    }
+    assert!(seen.iter().all(|&s| s), "every word of G placed");
+    // Consecutive problems of a class are consecutive words.
+    let fours: Vec<_> = headers
+        .iter()
+        .zip(&problems)
+        .filter(|(_, p)| p.nc() == 4 && p.nl() == 0)
+        .collect();
+    for w in fours.windows(2) {
+        assert_eq!(w[1].0.delassus_offset, w[0].0.delassus_offset + 1);
+    }
+}
+
+/// Every kernel and decomposition gives the same solves with G interleaved
+/// by size class as packed: the same operations on the same numbers, read
+/// from other addresses.
+#[test]
+fn interleaved_layout_solves_like_the_packed_one() {
+    use moreau::gpu::Layout;
+    let Some(ctx) = context() else { return };
+    let problems = repeated_sizes_batch();
+    let s = settings(TOL_GPU, 2000);
+    for kind in GPU_KINDS {
+        for d in Decomposition::ALL {
+            let cap = BatchCapacity::for_problems(&problems);
+            let Ok(mut gpu) = GpuSolver::with_decomposition(&ctx, kind, cap, d) else {
+                continue;
+            };
+            let mut outs = Vec::new();
+            for layout in Layout::ALL {
+                gpu.set_layout(layout);
+                assert_eq!(gpu.layout(), layout);
+                let mut out = BatchOutput::default();
+                gpu.solve(&problems, &s, &mut out).unwrap();
+                outs.push(out);
+            }
+            let mut worst = 0.0f32;
+            for i in 0..problems.len() {
+                let (a, b) = (outs[0].problem(i), outs[1].problem(i));
+                assert!(
+                    a.converged() && b.converged(),
+                    "{} {} problem {i}",
+                    kind.name(),
+                    d.name()
+                );
+                assert_eq!(
+                    a.result.iterations,
+                    b.result.iterations,
+                    "{} {} problem {i}",
+                    kind.name(),
+                    d.name()
+                );
+                worst = worst.max(max_abs_diff(a.lambda, b.lambda));
+            }
+            eprintln!(
+                "{:9} {:10}: interleaved vs packed: largest |Δλ| {worst:e}",
+                kind.name(),
+                d.name()
+            );
+            assert!(worst <= 1e-6, "{} {}: {worst:e}", kind.name(), d.name());
+        }
+    }
+}

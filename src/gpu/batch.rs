@@ -137,7 +137,7 @@ pub struct GpuParams {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuProblem {
-    /// First f32 of the packed lower triangle of G in `delassus`.
+    /// First f32 of the lower triangle of G in `delassus`.
     pub delassus_offset: u32,
     /// First block in `contacts` (and `3·contact_offset` in `lambda`, `c`).
     pub contact_offset: u32,
@@ -154,7 +154,11 @@ pub struct GpuProblem {
     pub delassus_scale: f32,
     /// Unilateral rows uploaded, after the contacts' `3·nc` (0 when flagged).
     pub nl: u32,
-    pub _pad: [u32; 3],
+    /// Words between consecutive elements of G's triangle: 1 as packed by
+    /// [`HostBatch`]; the number of problems of its size class where the
+    /// solver interleaves them ([`Layout::Interleaved`]).
+    pub delassus_stride: u32,
+    pub _pad: [u32; 2],
 }
 
 impl GpuProblem {
@@ -165,6 +169,44 @@ impl GpuProblem {
     /// Blocks of 3 rows in `contacts` (and `3·blocks` floats of λ, c): `nc + ⌈nl/3⌉`.
     pub fn blocks(&self) -> usize {
         blocks(self.nc as usize, self.nl as usize)
+    }
+}
+
+/// How the triangles of G sit in the `delassus` buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// Problem after problem, each triangle contiguous (as [`HostBatch`]
+    /// packs them): one invocation per problem reads words `m(m+1)/2`
+    /// apart from its neighbour's.
+    #[default]
+    Packed,
+    /// Structure of arrays per size class: the problems of one size `m`
+    /// (in batch order) side by side, element `t` of the `j`-th of `K` at
+    /// `base + j + t·K`, so that consecutive invocations read consecutive
+    /// words. The same bytes; the solver rearranges them before uploading.
+    Interleaved,
+}
+
+impl Layout {
+    pub const ALL: [Layout; 2] = [Layout::Packed, Layout::Interleaved];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Packed => "packed",
+            Layout::Interleaved => "interleaved",
+        }
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+    /// `packed` or `interleaved`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| format!("unknown layout `{s}` (packed, interleaved)"))
     }
 }
 
@@ -464,6 +506,52 @@ impl HostBatch {
         self.delassus.len()
     }
 
+    /// The batch's headers and triangles of G with G interleaved by size
+    /// class ([`Layout::Interleaved`]), into `problems` and `delassus`
+    /// (reused). Size classes are ordered by their first problem; a problem
+    /// without rows (or flagged) keeps its offset and stride 1.
+    pub fn interleave_into(&self, problems: &mut Vec<GpuProblem>, delassus: &mut Vec<f32>) {
+        problems.clear();
+        problems.extend_from_slice(&self.problems);
+        delassus.clear();
+        delassus.resize(self.delassus.len(), 0.0);
+        // (m, problems in the class, first word, problems placed so far)
+        let mut classes: Vec<(usize, usize, usize, usize)> = Vec::new();
+        let class_of = |classes: &[(usize, usize, usize, usize)], m: usize| {
+            classes.iter().position(|c| c.0 == m)
+        };
+        for h in &self.problems {
+            let m = h.m();
+            if m == 0 {
+                continue;
+            }
+            match class_of(&classes, m) {
+                Some(c) => classes[c].1 += 1,
+                None => classes.push((m, 1, 0, 0)),
+            }
+        }
+        let mut base = 0;
+        for c in &mut classes {
+            c.2 = base;
+            base += c.1 * tri(c.0);
+        }
+        for h in problems.iter_mut() {
+            let m = h.m();
+            let Some(c) = (m > 0).then(|| class_of(&classes, m)).flatten() else {
+                continue;
+            };
+            let (_, count, first, placed) = &mut classes[c];
+            let src = &self.delassus[h.delassus_offset as usize..][..tri(m)];
+            let at = *first + *placed;
+            for (t, &x) in src.iter().enumerate() {
+                delassus[at + t * *count] = x;
+            }
+            h.delassus_offset = at as u32;
+            h.delassus_stride = *count as u32;
+            *placed += 1;
+        }
+    }
+
     fn flagged(
         &mut self,
         (nc, nl): (usize, usize),
@@ -481,7 +569,8 @@ impl HostBatch {
             flags,
             delassus_scale: 0.0,
             nl: 0,
-            _pad: [0; 3],
+            delassus_stride: 1,
+            _pad: [0; 2],
         });
         self.declared_nc.push(nc.min(u32::MAX as usize) as u32);
         self.declared_nl.push(nl.min(u32::MAX as usize) as u32);
@@ -500,7 +589,8 @@ impl HostBatch {
             flags: 0,
             delassus_scale: 0.0,
             nl: nl as u32,
-            _pad: [0; 3],
+            delassus_stride: 1,
+            _pad: [0; 2],
         });
         self.declared_nc.push(nc as u32);
         self.declared_nl.push(nl as u32);

@@ -5,7 +5,7 @@
 //! can work while the device solves.
 
 use super::batch::{
-    BatchCapacity, BatchOutput, GpuContact, GpuProblem, GpuResult, READBACK_TAIL_BYTES,
+    BatchCapacity, BatchOutput, GpuContact, GpuProblem, GpuResult, Layout, READBACK_TAIL_BYTES,
     ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES,
 };
 use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, WorkgroupLayout};
@@ -226,6 +226,9 @@ pub struct GpuSolver {
     chunk_override: Option<u32>,
     /// Initial results of a batch with per-problem initial ρ (reused).
     start_results: Vec<GpuResult>,
+    layout: Layout,
+    /// The headers and G of the batch in flight, interleaved (reused).
+    interleaved: (Vec<GpuProblem>, Vec<f32>),
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -450,6 +453,8 @@ impl GpuSolver {
             host_batch: HostBatch::for_capacity(&capacity),
             chunk_override: None,
             start_results: Vec::new(),
+            layout: Layout::Packed,
+            interleaved: (Vec::new(), Vec::new()),
         })
     }
 
@@ -459,6 +464,18 @@ impl GpuSolver {
 
     pub fn decomposition(&self) -> Decomposition {
         self.decomposition
+    }
+
+    /// How G is laid out on the device (packed problem after problem by
+    /// default); the batch the caller packs is the same either way.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Lays G out as `layout` says in the solves that follow (the device
+    /// buffers are the same size).
+    pub fn set_layout(&mut self, layout: Layout) {
+        self.layout = layout;
     }
 
     pub fn capacity(&self) -> BatchCapacity {
@@ -707,8 +724,15 @@ impl GpuSolver {
             ..self.kernel.params(self.model, settings)
         };
         write(&b.params, bytemuck::bytes_of(&params));
-        write(&b.problems, bytemuck::cast_slice(&batch.problems));
-        write(&b.delassus, bytemuck::cast_slice(&batch.delassus));
+        if self.layout == Layout::Interleaved {
+            let (problems, delassus) = &mut self.interleaved;
+            batch.interleave_into(problems, delassus);
+            write(&b.problems, bytemuck::cast_slice(problems));
+            write(&b.delassus, bytemuck::cast_slice(delassus));
+        } else {
+            write(&b.problems, bytemuck::cast_slice(&batch.problems));
+            write(&b.delassus, bytemuck::cast_slice(&batch.delassus));
+        }
         write(
             &b.contacts,
             bytemuck::cast_slice::<GpuContact, u8>(&batch.contacts),
