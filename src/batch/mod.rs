@@ -202,8 +202,11 @@ pub struct BatchOptions {
     /// the next and finishes the previous. 1: no overlap (one dispatch).
     pub pipeline_chunks: usize,
     /// GPU: how the problems map onto the device
-    /// ([`crate::gpu::Decomposition`]; `Workgroup` for the PGS solvers only).
+    /// ([`crate::gpu::Decomposition`]; `Workgroup` and `Lane` for the PGS
+    /// solvers only).
     pub gpu_decomposition: Decomposition,
+    /// GPU: how G is laid out on the device ([`crate::gpu::Layout`]).
+    pub gpu_layout: crate::gpu::Layout,
 }
 
 /// The smallest solver tolerance the GPU backend accepts: its kernels work
@@ -224,6 +227,7 @@ impl Default for BatchOptions {
             initial_contacts_per_world: 8,
             pipeline_chunks: 1,
             gpu_decomposition: Decomposition::Invocation,
+            gpu_layout: crate::gpu::Layout::Packed,
         }
     }
 }
@@ -447,13 +451,15 @@ impl BatchSim {
                 };
                 let mut lanes = Vec::new();
                 for _ in 0..chunks.min(2) {
+                    let mut solver = GpuSolver::with_decomposition(
+                        &ctx,
+                        options.params.solver,
+                        capacity,
+                        options.gpu_decomposition,
+                    )?;
+                    solver.set_layout(options.gpu_layout);
                     lanes.push(GpuLane {
-                        solver: GpuSolver::with_decomposition(
-                            &ctx,
-                            options.params.solver,
-                            capacity,
-                            options.gpu_decomposition,
-                        )?,
+                        solver,
                         batch: HostBatch::for_capacity(&capacity),
                         out: BatchOutput::default(),
                         world_of: Vec::with_capacity(per_chunk),
@@ -1034,12 +1040,14 @@ fn submit_chunk(
             ..old
         };
         let ctx = lane.solver.context().clone();
+        let layout = lane.solver.layout();
         lane.solver = GpuSolver::with_decomposition(
             &ctx,
             lane.solver.kind(),
             capacity,
             lane.solver.decomposition(),
         )?;
+        lane.solver.set_layout(layout);
         *grew = Some(capacity);
     }
     let settings = worlds[lane.world_of[0]].sim.params.solver_settings;

@@ -32,10 +32,10 @@ pub(crate) fn bench_solve(
         }
     );
     say!(
-        "{:>8} {:>7} {:>10} {:>13} {:>13} {:>8} {:>13} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>8}",
+        "{:>8} {:>7} {:>22} {:>13} {:>13} {:>8} {:>13} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9} {:>5} {:>8} {:>8} {:>10} {:>8}",
         "contacts",
         "batch",
-        "decomp",
+        "decomp/layout",
         "GPU prob/s",
         "CPU64 prob/s",
         "ratio64",
@@ -54,16 +54,16 @@ pub(crate) fn bench_solve(
     );
     let rows = run(&ctx, &cfg, |r| match &r.skipped {
         Some(why) => say!(
-            "{:>8} {:>7} {:>10} skipped: {why}",
+            "{:>8} {:>7} {:>22} skipped: {why}",
             r.contacts,
             r.batch,
-            r.decomposition.name()
+            format!("{}/{}", r.decomposition.name(), r.layout.name())
         ),
         None => say!(
-            "{:>8} {:>7} {:>10} {:>13.0} {:>13.0} {:>8.2} {:>13} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>10} {:>9} {:>5} {:>8.1} {:>8.1} {:>10} {:>8}",
+            "{:>8} {:>7} {:>22} {:>13.0} {:>13.0} {:>8.2} {:>13} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>10} {:>9} {:>5} {:>8.1} {:>8.1} {:>10} {:>8}",
             r.contacts,
             r.batch,
-            r.decomposition.name(),
+            format!("{}/{}", r.decomposition.name(), r.layout.name()),
             r.gpu_problems_per_s,
             r.cpu_problems_per_s,
             r.ratio,

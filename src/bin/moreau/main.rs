@@ -64,6 +64,10 @@ fn parse_decomposition(s: &str) -> Result<moreau::gpu::Decomposition, String> {
     s.parse()
 }
 
+fn parse_layout(s: &str) -> Result<moreau::gpu::Layout, String> {
+    s.parse()
+}
+
 fn parse_backend(name: &str) -> Result<Backend, String> {
     name.parse()
         .map_err(|e: moreau::batch::BatchError| e.to_string())
@@ -113,6 +117,10 @@ enum BenchWhat {
         /// workgroup, the PGS solvers).
         #[arg(long, value_delimiter = ',', value_parser = parse_decomposition, default_value = "invocation,workgroup,lane")]
         decomposition: Vec<moreau::gpu::Decomposition>,
+        /// Layouts of G to compare: packed (problem after problem) and
+        /// interleaved (the problems of one size side by side).
+        #[arg(long, value_delimiter = ',', value_parser = parse_layout, default_value = "packed")]
+        layout: Vec<moreau::gpu::Layout>,
         /// Output folder.
         #[arg(long, default_value = "bench-solve-out")]
         out: PathBuf,
@@ -299,6 +307,9 @@ enum Command {
         /// last two for the PGS solvers only.
         #[arg(long, value_parser = parse_decomposition, default_value = "invocation")]
         decomposition: moreau::gpu::Decomposition,
+        /// GPU: G packed problem after problem, or interleaved by size class.
+        #[arg(long, value_parser = parse_layout, default_value = "packed")]
+        layout: moreau::gpu::Layout,
         /// JSON report; the plot is written next to it (same name, .svg).
         #[arg(long, default_value = "bench-out/bench.json")]
         out: PathBuf,
@@ -455,6 +466,7 @@ fn main() -> ExitCode {
                     tol,
                     repeats,
                     decomposition,
+                    layout,
                     out,
                 }),
             ..
@@ -468,6 +480,7 @@ fn main() -> ExitCode {
                 repeats,
                 cpu_sample: 32,
                 decompositions: decomposition,
+                layouts: layout,
             },
             &out,
         ),
@@ -485,6 +498,7 @@ fn main() -> ExitCode {
             max_iter,
             pipeline,
             decomposition,
+            layout,
             out,
         } => bench(
             SceneBenchConfig {
@@ -500,6 +514,7 @@ fn main() -> ExitCode {
                 max_iterations: max_iter,
                 pipeline_chunks: pipeline as usize,
                 decomposition,
+                layout,
             },
             &out,
         ),

@@ -8,15 +8,18 @@
 //! PGS solvers, the kernel's f32 twin ([`crate::gpu::cpu_f32`]) on the same
 //! packed batch. All get the same iteration cap and tolerance
 //! (fixed-iteration runs use a tolerance of 1e-30, never reached). Each
-//! point runs every requested [`Decomposition`] the solver has. Timings are host-side: upload
+//! point runs every requested [`Decomposition`] the solver has, with each
+//! requested [`Layout`] of G. Wall times are host-side: upload
 //! (packing into wgpu's staging buffers and encoding), solve (submit to
 //! results mapped: transfers, dispatches and the round trips between
-//! rounds) and download (copy out of the mapped readback).
+//! rounds) and download (copy out of the mapped readback); where the
+//! adapter has timestamp queries, the device time of the solve's passes
+//! and copies is reported beside them.
 
 use crate::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
 use crate::counters::Stage;
 use crate::gpu::{
-    BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch,
+    BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch, Layout,
     check_kernel, cpu_f32,
 };
 use nalgebra::{DMatrix, DVector};
@@ -75,6 +78,8 @@ pub struct BenchConfig {
     pub cpu_sample: usize,
     /// The GPU decompositions to measure (those the solver lacks are skipped).
     pub decompositions: Vec<Decomposition>,
+    /// The layouts of G to measure.
+    pub layouts: Vec<Layout>,
 }
 
 /// One point: a solver, a problem size, a batch size.
@@ -84,6 +89,7 @@ pub struct BenchRow {
     pub driver: String,
     pub solver: String,
     pub decomposition: Decomposition,
+    pub layout: Layout,
     pub gpu_precision: &'static str,
     pub cpu_precision: &'static str,
     pub contacts: usize,
@@ -178,19 +184,26 @@ pub fn run(
         } else {
             None
         };
+        let layouts = if cfg.layouts.is_empty() {
+            vec![Layout::Packed]
+        } else {
+            cfg.layouts.clone()
+        };
         let points = cfg.batches.iter().flat_map(|&n| {
+            let layouts = &layouts;
             cfg.decompositions
                 .iter()
                 .filter(|d| d.check(cfg.kind, &BatchCapacity::uniform(1, nc)).is_ok())
-                .map(move |&d| (n, d))
+                .flat_map(move |&d| layouts.iter().map(move |&l| (n, d, l)))
         });
-        for (n, decomposition) in points {
+        for (n, decomposition, layout) in points {
             let cap = BatchCapacity::uniform(n, nc);
             let mut row = BenchRow {
                 device: ctx.adapter.name.clone(),
                 driver: format!("{} {}", ctx.adapter.driver, ctx.adapter.driver_info),
                 solver: cfg.kind.name().into(),
                 decomposition,
+                layout,
                 gpu_precision: "f32",
                 cpu_precision: "f64",
                 contacts: nc,
@@ -222,6 +235,7 @@ pub fn run(
                 }
                 Err(e) => return Err(e),
             };
+            solver.set_layout(layout);
             let mut batch = solver.new_batch();
             for k in 0..n {
                 batch.push(&pool[k % pool.len()], settings.max_iterations, tolerance);

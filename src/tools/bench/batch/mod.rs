@@ -85,6 +85,8 @@ pub struct SceneBenchConfig {
     pub pipeline_chunks: usize,
     /// GPU: [`BatchOptions::gpu_decomposition`].
     pub decomposition: Decomposition,
+    /// GPU: [`BatchOptions::gpu_layout`].
+    pub layout: crate::gpu::Layout,
 }
 
 impl Default for SceneBenchConfig {
@@ -106,6 +108,7 @@ impl Default for SceneBenchConfig {
             max_iterations: o.params.solver_settings.max_iterations,
             pipeline_chunks: o.pipeline_chunks,
             decomposition: o.gpu_decomposition,
+            layout: o.gpu_layout,
         }
     }
 }
@@ -252,8 +255,10 @@ pub struct BenchSettings {
     pub budget_s: f64,
     /// GPU: chunks of worlds per step, pipelined (1: one dispatch).
     pub pipeline_chunks: usize,
-    /// GPU: one invocation or one workgroup per problem.
+    /// GPU: one invocation or one workgroup per problem, or one lane per contact.
     pub decomposition: Decomposition,
+    /// GPU: G packed problem after problem, or interleaved by size class.
+    pub layout: crate::gpu::Layout,
     pub envs: Vec<usize>,
     pub backends: Vec<String>,
     pub actions: String,
@@ -713,6 +718,7 @@ pub fn run(
             budget_s: cfg.budget.as_secs_f64(),
             pipeline_chunks: cfg.pipeline_chunks,
             decomposition: cfg.decomposition,
+            layout: cfg.layout,
             envs,
             backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
             actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the calling thread".into(),
@@ -759,6 +765,7 @@ fn measure(
         params: p,
         pipeline_chunks: cfg.pipeline_chunks.max(1),
         gpu_decomposition: cfg.decomposition,
+        gpu_layout: cfg.layout,
         ..Default::default()
     };
     let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;
