@@ -1266,3 +1266,47 @@ fn interleaved_layout_solves_like_the_packed_one() {
         }
     }
 }
+
+/// Packing on all cores (`HostBatch::push_all`, as `BatchSim` packs) gives
+/// the batch that pushing the problems one by one gives, flags included.
+#[test]
+fn packing_in_parallel_equals_packing_one_by_one() {
+    use moreau::gpu::HostBatch;
+    let mut problems = repeated_sizes_batch();
+    let mut nan = problems[3].clone();
+    nan.g[0] = f64::NAN;
+    problems.insert(5, nan);
+    let mut rng = Lcg(41);
+    problems.insert(9, random_problem(&mut rng, 20));
+    let items: Vec<_> = problems
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p, 100 + i, 1e-6))
+        .collect();
+    let mut one_by_one = HostBatch::new(16);
+    for &(p, it, tol) in &items {
+        one_by_one.push(p, it, tol);
+    }
+    let mut all = HostBatch::new(16);
+    all.push(&problems[0], 7, 1e-5);
+    let first = all.push_all(&items);
+    assert_eq!(first, 1);
+    let mut expected = HostBatch::new(16);
+    expected.push(&problems[0], 7, 1e-5);
+    for &(p, it, tol) in &items {
+        expected.push(p, it, tol);
+    }
+    assert_eq!(all, expected);
+    assert_eq!(all.len(), problems.len() + 1);
+    let mut out = BatchOutput::default();
+    moreau::gpu::cpu_f32::solve_batch_f32(
+        SolverKind::NcpPgs,
+        &one_by_one,
+        &settings(1e-5, 500),
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(out.problem(5).flags(), FLAG_INVALID);
+    assert_eq!(out.problem(9).flags(), FLAG_OVER_CAPACITY);
+    assert!(out.problem(10).converged());
+}

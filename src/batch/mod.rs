@@ -1009,18 +1009,25 @@ fn submit_chunk(
     let t = Instant::now();
     lane.batch.clear();
     lane.world_of.clear();
-    for w in range {
+    // Contacts or joint-limit rows to solve.
+    lane.world_of.extend(range.filter(|&w| {
         let world = &worlds[w];
-        // Contacts or joint-limit rows to solve.
-        if world.step.contacts().is_some() && world.sim.problem().m() > 0 {
+        world.step.contacts().is_some() && world.sim.problem().m() > 0
+    }));
+    let problems: Vec<_> = lane
+        .world_of
+        .iter()
+        .map(|&w| {
+            let world = &worlds[w];
             let s = &world.sim.params.solver_settings;
-            let k = lane
-                .batch
-                .push(world.sim.problem(), s.max_iterations, s.tolerance);
-            if let Some(rho) = world.sim.warm_rho() {
-                lane.batch.set_initial_rho(k, rho);
-            }
-            lane.world_of.push(w);
+            (world.sim.problem(), s.max_iterations, s.tolerance)
+        })
+        .collect();
+    // Validated and converted to f32 on all cores.
+    lane.batch.push_all(&problems);
+    for (k, &w) in lane.world_of.iter().enumerate() {
+        if let Some(rho) = worlds[w].sim.warm_rho() {
+            lane.batch.set_initial_rho(k, rho);
         }
     }
     times.gpu.add(Stage::Pack, t.elapsed());
@@ -1067,46 +1074,57 @@ fn complete_chunk(
         lane.solver.wait(sub, &mut lane.out)?;
         times.gpu.accumulate(&lane.solver.last_timings());
         times.device.accumulate(&lane.solver.last_device_times());
-        for (k, &w) in lane.world_of.iter().enumerate() {
-            let p = lane.out.problem(k);
-            let world = &mut worlds[w];
-            if p.flags() != 0 {
-                world.fallback = Some(format!(
-                    "GPU flagged its problem of {} contacts and {} limit rows: {}",
-                    p.nc,
-                    p.nl,
-                    crate::gpu::flag_names(p.flags()).join(", ")
-                ));
-                continue;
-            }
-            world.lambda.clear();
-            world.lambda.extend(p.lambda.iter().map(|&x| x as f64));
-            let r = p.result;
-            world.stats = SolverStats {
-                iterations: r.iterations as usize,
-                converged: p.converged(),
-                residuals: crate::contact::Residuals {
-                    primal: r.primal as f64,
-                    dual: r.dual as f64,
-                    complementarity: r.complementarity as f64,
-                    eps_abs: r.eps_abs as f64,
-                },
-                rho: r.rho as f64,
-                factorizations: r.factorizations as usize,
-                ..Default::default()
-            };
-        }
     }
     let t = Instant::now();
-    worlds[range].par_iter_mut().for_each(|world| {
-        if world.fallback.is_some() {
-            finish_on_cpu(world);
-        } else {
-            finish_with_lambda(world);
-        }
-    });
+    // Each world takes its impulses (flagged problems go back to the CPU)
+    // and finishes, on all cores; `world_of` is increasing.
+    let (out, world_of) = (&lane.out, &lane.world_of);
+    let first = range.start;
+    worlds[range]
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(i, world)| {
+            if let Ok(k) = world_of.binary_search(&(first + i)) {
+                take_impulses(world, out.problem(k));
+            }
+            if world.fallback.is_some() {
+                finish_on_cpu(world);
+            } else {
+                finish_with_lambda(world);
+            }
+        });
     times.finish += t.elapsed();
     Ok(())
+}
+
+/// A world's share of a GPU batch's results: its impulses and stats, or,
+/// where the GPU flagged its problem, why it falls back to the CPU.
+fn take_impulses(world: &mut World, p: crate::gpu::ProblemOutput<'_>) {
+    if p.flags() != 0 {
+        world.fallback = Some(format!(
+            "GPU flagged its problem of {} contacts and {} limit rows: {}",
+            p.nc,
+            p.nl,
+            crate::gpu::flag_names(p.flags()).join(", ")
+        ));
+        return;
+    }
+    world.lambda.clear();
+    world.lambda.extend(p.lambda.iter().map(|&x| x as f64));
+    let r = p.result;
+    world.stats = SolverStats {
+        iterations: r.iterations as usize,
+        converged: p.converged(),
+        residuals: crate::contact::Residuals {
+            primal: r.primal as f64,
+            dual: r.dual as f64,
+            complementarity: r.complementarity as f64,
+            eps_abs: r.eps_abs as f64,
+        },
+        rho: r.rho as f64,
+        factorizations: r.factorizations as usize,
+        ..Default::default()
+    };
 }
 
 /// One whole CPU step of a world that is not out of this step.

@@ -409,7 +409,7 @@ pub(crate) const READBACK_TAIL_BYTES: u64 = 8 + 8 * ROUND_TIMESTAMPS as u64;
 /// A batch packed on the host, ready to upload. Reuse it across steps
 /// ([`HostBatch::clear`] keeps the allocations), so that packing does not
 /// allocate once it has reached its working size.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct HostBatch {
     pub(crate) problems: Vec<GpuProblem>,
     pub(crate) delassus: Vec<f32>,
@@ -597,71 +597,85 @@ impl HostBatch {
         self.work_floats += admm_work(m);
     }
 
-    /// Sets the last problem's `delassus_scale` from its uploaded triangle.
-    fn set_scale(&mut self) {
-        if let Some(h) = self.problems.last_mut() {
-            let a = h.delassus_offset as usize;
-            h.delassus_scale = self.delassus[a..]
-                .iter()
-                .fold(0.0f32, |m, x| m.max(x.abs()));
+    /// Why `p` cannot be uploaded ([`FLAG_OVER_CAPACITY`], [`FLAG_INVALID`]), or 0.
+    fn refusal(&self, p: &ContactProblem, tolerance: f64) -> u32 {
+        if p.nc() > self.max_contacts_per_problem || p.nl() > self.max_unilateral_rows_per_problem {
+            return FLAG_OVER_CAPACITY;
         }
+        let bad_tol = !(tolerance.is_finite() && tolerance > 0.0);
+        if p.validate().is_err() || bad_tol || !fits_f32(p) {
+            return FLAG_INVALID;
+        }
+        0
     }
 
     /// Appends a problem (validated: a problem that fails
     /// [`ContactProblem::validate`] or has too many contacts or unilateral
     /// rows is flagged and not uploaded). Returns its index in the batch.
     pub fn push(&mut self, p: &ContactProblem, max_iterations: usize, tolerance: f64) -> usize {
-        let (nc, nl) = (p.nc(), p.nl());
-        if nc > self.max_contacts_per_problem || nl > self.max_unilateral_rows_per_problem {
-            return self.flagged((nc, nl), FLAG_OVER_CAPACITY, max_iterations, tolerance);
-        }
-        let bad_tol = !(tolerance.is_finite() && tolerance > 0.0);
-        if p.validate().is_err() || bad_tol || !fits_f32(p) {
-            return self.flagged((nc, nl), FLAG_INVALID, max_iterations, tolerance);
-        }
-        self.header(nc, nl, max_iterations, tolerance);
-        let m = p.m();
-        for i in 0..m {
-            for j in 0..=i {
-                // The symmetric part (validate accepted asymmetry up to 1e-9·max|G|).
-                let v = 0.5 * (p.delassus[(i, j)] + p.delassus[(j, i)]);
-                self.delassus.push(v as f32);
-            }
-        }
-        self.set_scale();
-        for i in 0..nc {
-            let k = 3 * i;
-            self.contacts.push(GpuContact {
-                g_mu: [
-                    p.g[k] as f32,
-                    p.g[k + 1] as f32,
-                    p.g[k + 2] as f32,
-                    p.mu[i] as f32,
-                ],
-                compliance: [
-                    p.compliance[k] as f32,
-                    p.compliance[k + 1] as f32,
-                    p.compliance[k + 2] as f32,
-                    0.0,
-                ],
-            });
-        }
-        // The unilateral rows, three to a block (unused lanes 0).
-        for j in 0..nl.div_ceil(3) {
-            let mut block = GpuContact::default();
-            for r in 0..3 {
-                let k = 3 * nc + 3 * j + r;
-                if k < m {
-                    block.g_mu[r] = p.g[k] as f32;
-                    block.compliance[r] = p.compliance[k] as f32;
-                }
-            }
-            self.contacts.push(block);
-        }
-        self.unilateral_rows += 3 * nl.div_ceil(3);
-        self.lambda.extend(p.warm_start.iter().map(|&x| x as f32));
-        self.lambda.resize(3 * self.contacts.len(), 0.0);
+        let flags = self.refusal(p, tolerance);
+        self.append(&[(p, max_iterations, tolerance)], &[flags]);
         self.problems.len() - 1
+    }
+
+    /// Appends `problems` (each with its iteration cap and tolerance) as
+    /// [`Self::push`] would one after the other, validating and converting
+    /// them on all cores (rayon): the headers' offsets are laid out first,
+    /// then each problem fills its own slices. Returns the first index.
+    pub fn push_all(&mut self, problems: &[(&ContactProblem, usize, f64)]) -> usize {
+        use rayon::prelude::*;
+        let first = self.problems.len();
+        let flags: Vec<u32> = problems
+            .par_iter()
+            .map(|(p, _, tol)| self.refusal(p, *tol))
+            .collect();
+        self.append(problems, &flags);
+        first
+    }
+
+    /// Appends `problems` whose refusals (0: none) are `flags`: headers and
+    /// offsets serially, the triangles, blocks and warm starts in parallel.
+    fn append(&mut self, problems: &[(&ContactProblem, usize, f64)], flags: &[u32]) {
+        use rayon::prelude::*;
+        let h0 = self.problems.len();
+        let (d0, c0) = (self.delassus.len(), self.contacts.len());
+        for (&(p, max_iterations, tolerance), &f) in problems.iter().zip(flags) {
+            let (nc, nl) = (p.nc(), p.nl());
+            if f != 0 {
+                self.flagged((nc, nl), f, max_iterations, tolerance);
+                continue;
+            }
+            self.header(nc, nl, max_iterations, tolerance);
+            let h = self.problems.last_mut().expect("a header was pushed");
+            // The header's offsets, for the totals; the data come below.
+            self.unilateral_rows += 3 * nl.div_ceil(3);
+            let m = h.m();
+            let blocks = h.blocks();
+            self.delassus.resize(self.delassus.len() + tri(m), 0.0);
+            self.contacts
+                .resize(self.contacts.len() + blocks, GpuContact::default());
+        }
+        self.lambda.resize(3 * self.contacts.len(), 0.0);
+        // Each problem's slices, then filled on all cores.
+        let mut delassus = &mut self.delassus[d0..];
+        let mut contacts = &mut self.contacts[c0..];
+        let mut lambda = &mut self.lambda[3 * c0..];
+        let mut parts = Vec::with_capacity(problems.len());
+        for (h, &(p, _, _)) in self.problems[h0..].iter_mut().zip(problems) {
+            let (tri_len, blocks) = (tri(h.m()), h.blocks());
+            let (g, rest) = std::mem::take(&mut delassus).split_at_mut(tri_len);
+            delassus = rest;
+            let (b, rest) = std::mem::take(&mut contacts).split_at_mut(blocks);
+            contacts = rest;
+            let (l, rest) = std::mem::take(&mut lambda).split_at_mut(3 * blocks);
+            lambda = rest;
+            parts.push((h, p, g, b, l));
+        }
+        parts.into_par_iter().for_each(|(h, p, g, b, l)| {
+            if h.flags == 0 {
+                h.delassus_scale = fill(p, g, b, l);
+            }
+        });
     }
 
     /// Refuses a batch over `cap`, naming the excess.
@@ -694,6 +708,59 @@ impl HostBatch {
         }
         Ok(())
     }
+}
+
+/// Writes a valid problem's data in f32: the lower triangle of the
+/// symmetric part of G into `tri` (row-major), its contacts' `g, μ, R` and
+/// then its unilateral rows' three to a block into `blocks`, its warm start
+/// into `lambda` (the unused rows of the last block 0); returns `max |G_ij|`.
+fn fill(p: &ContactProblem, tri: &mut [f32], blocks: &mut [GpuContact], lambda: &mut [f32]) -> f32 {
+    let (nc, m) = (p.nc(), p.m());
+    let mut t = 0;
+    let mut scale = 0.0f32;
+    for i in 0..m {
+        for j in 0..=i {
+            // The symmetric part (validate accepted asymmetry up to 1e-9·max|G|).
+            let v = (0.5 * (p.delassus[(i, j)] + p.delassus[(j, i)])) as f32;
+            tri[t] = v;
+            scale = scale.max(v.abs());
+            t += 1;
+        }
+    }
+    for (i, b) in blocks[..nc].iter_mut().enumerate() {
+        let k = 3 * i;
+        *b = GpuContact {
+            g_mu: [
+                p.g[k] as f32,
+                p.g[k + 1] as f32,
+                p.g[k + 2] as f32,
+                p.mu[i] as f32,
+            ],
+            compliance: [
+                p.compliance[k] as f32,
+                p.compliance[k + 1] as f32,
+                p.compliance[k + 2] as f32,
+                0.0,
+            ],
+        };
+    }
+    // The unilateral rows, three to a block (unused lanes 0).
+    for (j, b) in blocks[nc..].iter_mut().enumerate() {
+        *b = GpuContact::default();
+        for r in 0..3 {
+            let k = 3 * nc + 3 * j + r;
+            if k < m {
+                b.g_mu[r] = p.g[k] as f32;
+                b.compliance[r] = p.compliance[k] as f32;
+            }
+        }
+    }
+    for (l, &w) in lambda.iter_mut().zip(p.warm_start.iter()) {
+        *l = w as f32;
+    }
+    let given = p.warm_start.len().min(lambda.len());
+    lambda[given..].fill(0.0);
+    scale
 }
 
 /// Whether every value of `p` fits in f32 (no overflow to infinity).
