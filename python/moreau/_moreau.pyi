@@ -121,7 +121,14 @@ class BatchSim:
         dt: Optional[float] = None,
         solver: str = "ncp-admm",
         tolerance: float = 1e-6,
-    ) -> None: ...
+        decomposition: str = "invocation",
+        layout: str = "packed",
+        pipeline: int = 1,
+    ) -> None:
+        """GPU backend: `decomposition` (invocation, workgroup or lane: one
+        invocation per problem, one workgroup per problem, one lane per
+        contact), `layout` of G (packed or interleaved by size class) and
+        `pipeline` chunks of worlds per step."""
     @property
     def nworlds(self) -> int: ...
     def step(self, tau: FloatArray) -> int:

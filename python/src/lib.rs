@@ -698,7 +698,8 @@ impl BatchSim {
 #[pymethods]
 impl BatchSim {
     #[new]
-    #[pyo3(signature = (model, nworlds, backend="cpu", dt=None, solver="ncp-admm", tolerance=1e-6))]
+    #[pyo3(signature = (model, nworlds, backend="cpu", dt=None, solver="ncp-admm", tolerance=1e-6, decomposition="invocation", layout="packed", pipeline=1))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Model,
         nworlds: usize,
@@ -706,10 +707,19 @@ impl BatchSim {
         dt: Option<f64>,
         solver: &str,
         tolerance: f64,
+        decomposition: &str,
+        layout: &str,
+        pipeline: usize,
     ) -> PyResult<Self> {
+        if pipeline == 0 {
+            return Err(value_error("pipeline must be at least 1 chunk"));
+        }
         let options = BatchOptions {
             backend: backend.parse::<Backend>().map_err(value_error)?,
             params: params(model, dt, solver, tolerance)?,
+            gpu_decomposition: decomposition.parse().map_err(value_error)?,
+            gpu_layout: layout.parse().map_err(value_error)?,
+            pipeline_chunks: pipeline,
             ..Default::default()
         };
         let initial = State::new(model.q0.clone(), model.v0.clone());
