@@ -55,6 +55,7 @@ fn gpu_solvers(c: &mut Criterion) {
                 let tag = match d {
                     Decomposition::Invocation => "gpu-f32",
                     Decomposition::Workgroup => "gpu-f32-wg",
+                    Decomposition::Lane => "gpu-f32-lane",
                 };
                 group.throughput(Throughput::Elements(batch as u64));
                 group.bench_function(format!("{}/{tag}/nc{nc}/batch{batch}", kind.name()), |b| {
