@@ -1038,15 +1038,19 @@ fn submit_chunk(
         lane.batch.check_capacity(&lane.solver.capacity())
     {
         let old = lane.solver.capacity();
-        let grow = |need: usize, have: usize| if need > have { need + need / 2 } else { have };
-        let capacity = BatchCapacity {
-            problems: grow(lane.batch.len(), old.problems),
-            contacts: grow(lane.batch.contacts(), old.contacts),
-            unilateral_rows: grow(lane.batch.unilateral_rows(), old.unilateral_rows),
-            delassus_floats: grow(lane.batch.delassus_floats(), old.delassus_floats),
+        let need = BatchCapacity {
+            problems: lane.batch.len(),
+            contacts: lane.batch.contacts(),
+            unilateral_rows: lane.batch.unilateral_rows(),
+            delassus_floats: lane.batch.delassus_floats(),
             ..old
         };
         let ctx = lane.solver.context().clone();
+        let (kind, decomposition) = (lane.solver.kind(), lane.solver.decomposition());
+        let capacity = grown_capacity(&old, &need, |c| {
+            crate::gpu::check_capacity(&ctx.limits, &ctx.adapter.name, kind, c, decomposition)
+                .is_ok()
+        });
         let layout = lane.solver.layout();
         lane.solver = GpuSolver::with_decomposition(
             &ctx,
@@ -1059,6 +1063,33 @@ fn submit_chunk(
     }
     let settings = worlds[lane.world_of[0]].sim.params.solver_settings;
     Ok(Some(lane.solver.submit(&lane.batch, &settings)?))
+}
+
+/// The capacity a GPU lane grows to for a batch that needs `need`: half
+/// again what it needs in each count it outgrew (so that the next steps
+/// rarely grow it again), or exactly what it needs where half again would
+/// not fit the device (`fits`: its binding and buffer limits).
+fn grown_capacity(
+    old: &BatchCapacity,
+    need: &BatchCapacity,
+    fits: impl Fn(&BatchCapacity) -> bool,
+) -> BatchCapacity {
+    let sized = |extra: bool| {
+        let grow = |need: usize, have: usize| match (need > have, extra) {
+            (true, true) => need + need / 2,
+            (true, false) => need,
+            (false, _) => have,
+        };
+        BatchCapacity {
+            problems: grow(need.problems, old.problems),
+            contacts: grow(need.contacts, old.contacts),
+            unilateral_rows: grow(need.unilateral_rows, old.unilateral_rows),
+            delassus_floats: grow(need.delassus_floats, old.delassus_floats),
+            ..*old
+        }
+    };
+    let roomy = sized(true);
+    if fits(&roomy) { roomy } else { sized(false) }
 }
 
 /// Waits for a lane's submission, hands each world its impulses (flagged
@@ -1218,4 +1249,44 @@ fn finish_on_cpu(world: &mut World) {
 /// The solver kinds the GPU backend can run.
 pub fn gpu_solver_available(kind: SolverKind) -> bool {
     crate::gpu::check_kernel(kind).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_buffers_grow_by_half_unless_that_would_not_fit_the_device() {
+        let old = BatchCapacity::uniform(100, 8);
+        let need = BatchCapacity {
+            problems: 150,
+            delassus_floats: 150 * 300,
+            ..old
+        };
+        // Room to spare: half again what is needed, in the counts outgrown.
+        let roomy = grown_capacity(&old, &need, |_| true);
+        assert_eq!(roomy.problems, 225);
+        assert_eq!(roomy.delassus_floats, 225 * 300);
+        assert_eq!(roomy.contacts, old.contacts);
+        // Half again over the device's limit: exactly what is needed.
+        let limit = 200 * 300;
+        let tight = grown_capacity(&old, &need, |c| c.delassus_floats <= limit);
+        assert_eq!(tight.problems, 150);
+        assert_eq!(tight.delassus_floats, 150 * 300);
+        // With real limits: a binding limit between the need and half again.
+        let mut limits = wgpu::Limits::default();
+        limits.max_storage_buffer_binding_size = 4 * 200 * 300;
+        let fits = |c: &BatchCapacity| {
+            crate::gpu::check_capacity(
+                &limits,
+                "test",
+                crate::contact::SolverKind::NcpPgs,
+                c,
+                Decomposition::Invocation,
+            )
+            .is_ok()
+        };
+        assert!(!fits(&roomy) && fits(&need));
+        assert_eq!(grown_capacity(&old, &need, fits), tight);
+    }
 }

@@ -70,7 +70,9 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, Layout,
     ProblemOutput, flag_names,
 };
-pub use solver::{Decomposition, DeviceTimes, GpuSolver, Submission, check_kernel, gpu_solvers};
+pub use solver::{
+    Decomposition, DeviceTimes, GpuSolver, Submission, check_capacity, check_kernel, gpu_solvers,
+};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;

@@ -249,6 +249,81 @@ fn padded(bytes: u64) -> u64 {
     bytes.max(16).div_ceil(16) * 16
 }
 
+/// Whether a solver of `kind` with `capacity` and `decomposition` fits an
+/// adapter's `limits` (named `adapter` in the errors), checked before
+/// anything is allocated: every buffer under the binding and buffer size
+/// limits (the readback under the buffer size), the problems within one
+/// dispatch's grid, the workgroup memory of the entry point. Returns the
+/// entry point.
+pub fn check_capacity(
+    limits: &wgpu::Limits,
+    adapter: &str,
+    kind: SolverKind,
+    capacity: &BatchCapacity,
+    decomposition: Decomposition,
+) -> Result<&'static str, GpuError> {
+    let entry_point = decomposition.check(kind, capacity)?;
+    let (kernel_kind, _) = check_kernel(kind)?;
+    let kernel = kernel::of(kernel_kind);
+    let p = capacity.problems as u64;
+    let sizes = capacity.buffer_bytes(kernel.work_floats(capacity));
+    let too_large = |what, bytes: u64, limit_name, limit: u64| {
+        (padded(bytes) > limit).then(|| GpuError::CapacityTooLarge {
+            what,
+            bytes: padded(bytes),
+            limit_name,
+            limit,
+            adapter: adapter.to_string(),
+        })
+    };
+    for (what, bytes) in sizes {
+        for (limit_name, limit) in [
+            (
+                "max_storage_buffer_binding_size",
+                limits.max_storage_buffer_binding_size,
+            ),
+            ("max_buffer_size", limits.max_buffer_size),
+        ] {
+            if let Some(e) = too_large(what, bytes, limit_name, limit) {
+                return Err(e);
+            }
+        }
+    }
+    if let Some(e) = too_large(
+        "readback",
+        capacity.readback_bytes(),
+        "max_buffer_size",
+        limits.max_buffer_size,
+    ) {
+        return Err(e);
+    }
+    let per_dim = limits.max_compute_workgroups_per_dimension as u64;
+    let max_problems = match decomposition {
+        Decomposition::Invocation => per_dim * kernel.workgroup_size() as u64,
+        // One problem per workgroup at the least, on a 2-D grid.
+        Decomposition::Workgroup | Decomposition::Lane => per_dim * per_dim,
+    };
+    if p > max_problems {
+        return Err(GpuError::DispatchCapacity {
+            problems: p,
+            max: max_problems,
+            adapter: adapter.to_string(),
+            decomposition: decomposition.name(),
+        });
+    }
+    let needed = kernel.workgroup_memory(decomposition);
+    let got = limits.max_compute_workgroup_storage_size as u64;
+    if got < needed {
+        return Err(GpuError::InsufficientLimit {
+            adapter: adapter.to_string(),
+            what: "max_compute_workgroup_storage_size",
+            got,
+            needed,
+        });
+    }
+    Ok(entry_point)
+}
+
 impl GpuSolver {
     /// Compiles `kind`'s kernel (one invocation per problem) and allocates
     /// buffers for `capacity`. Fails if `kind` has no GPU kernel, if a
@@ -270,55 +345,16 @@ impl GpuSolver {
         capacity: BatchCapacity,
         decomposition: Decomposition,
     ) -> Result<Self, GpuError> {
-        let entry_point = decomposition.check(kind, &capacity)?;
+        let entry_point = check_capacity(
+            &ctx.limits,
+            &ctx.adapter.name,
+            kind,
+            &capacity,
+            decomposition,
+        )?;
         let (kernel_kind, model) = check_kernel(kind)?;
         let kernel = kernel::of(kernel_kind);
-        let p = capacity.problems as u64;
         let sizes = capacity.buffer_bytes(kernel.work_floats(&capacity));
-        let limits = &ctx.limits;
-        for (what, bytes) in sizes {
-            for (limit_name, limit) in [
-                (
-                    "max_storage_buffer_binding_size",
-                    limits.max_storage_buffer_binding_size,
-                ),
-                ("max_buffer_size", limits.max_buffer_size),
-            ] {
-                if padded(bytes) > limit {
-                    return Err(GpuError::CapacityTooLarge {
-                        what,
-                        bytes: padded(bytes),
-                        limit_name,
-                        limit,
-                        adapter: ctx.adapter.name.clone(),
-                    });
-                }
-            }
-        }
-        let per_dim = limits.max_compute_workgroups_per_dimension as u64;
-        let max_problems = match decomposition {
-            Decomposition::Invocation => per_dim * kernel.workgroup_size() as u64,
-            // One problem per workgroup at the least, on a 2-D grid.
-            Decomposition::Workgroup | Decomposition::Lane => per_dim * per_dim,
-        };
-        if p > max_problems {
-            return Err(GpuError::DispatchCapacity {
-                problems: p,
-                max: max_problems,
-                adapter: ctx.adapter.name.clone(),
-                decomposition: decomposition.name(),
-            });
-        }
-        let needed = kernel.workgroup_memory(decomposition);
-        let got = limits.max_compute_workgroup_storage_size as u64;
-        if got < needed {
-            return Err(GpuError::InsufficientLimit {
-                adapter: ctx.adapter.name.clone(),
-                what: "max_compute_workgroup_storage_size",
-                got,
-                needed,
-            });
-        }
         let device = &ctx.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
