@@ -1185,11 +1185,17 @@ fn interleaving_places_each_triangle_by_size_class() {
     for p in &problems {
         batch.push(p, 100, 1e-6);
     }
-    let (mut headers, mut g) = (Vec::new(), Vec::new());
-    batch.interleave_into(&mut headers, &mut g);
+    let (mut headers, mut g, mut order) = (Vec::new(), Vec::new(), Vec::new());
+    batch.interleave_into(&mut headers, &mut g, &mut order);
     assert_eq!(g.len(), batch.delassus_floats());
+    // A permutation that sorts the problems by size class, stably.
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..problems.len() as u32).collect::<Vec<_>>());
     let mut seen = vec![false; g.len()];
-    for (i, (h, p)) in headers.iter().zip(&problems).enumerate() {
+    for (k, h) in headers.iter().enumerate() {
+        let i = order[k] as usize;
+        let p = &problems[i];
         let m = p.m();
         let same = problems.iter().filter(|q| q.m() == m).count();
         assert_eq!(h.delassus_stride as usize, same, "problem {i}");
@@ -1203,17 +1209,14 @@ fn interleaving_places_each_triangle_by_size_class() {
             }
         }
         assert_eq!((h.nc, h.nl), (p.nc() as u32, p.nl() as u32), "problem {i}");
+        // Within a class, batch order is kept and the members are
+        // consecutive words.
+        if k > 0 && headers[k - 1].m() == h.m() {
+            assert!(order[k - 1] < order[k]);
+            assert_eq!(h.delassus_offset, headers[k - 1].delassus_offset + 1);
+        }
     }
     assert!(seen.iter().all(|&s| s), "every word of G placed");
-    // Consecutive problems of a class are consecutive words.
-    let fours: Vec<_> = headers
-        .iter()
-        .zip(&problems)
-        .filter(|(_, p)| p.nc() == 4 && p.nl() == 0)
-        .collect();
-    for w in fours.windows(2) {
-        assert_eq!(w[1].0.delassus_offset, w[0].0.delassus_offset + 1);
-    }
 }
 
 /// Every kernel and decomposition gives the same solves with G interleaved
@@ -1265,6 +1268,24 @@ fn interleaved_layout_solves_like_the_packed_one() {
             assert!(worst <= 1e-6, "{} {}: {worst:e}", kind.name(), d.name());
         }
     }
+    // ADMM started from per-problem ρ (as BatchSim warm-starts it): each
+    // problem keeps its own ρ when the uploaded order is by size class.
+    let cap = BatchCapacity::for_problems(&problems);
+    let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpAdmm, cap).unwrap();
+    let mut batch = gpu.new_batch();
+    for (k, p) in problems.iter().enumerate() {
+        batch.push(p, s.max_iterations, s.tolerance);
+        batch.set_initial_rho(k, 0.05 * (1 + k % 7) as f64);
+    }
+    let mut outs = Vec::new();
+    for layout in Layout::ALL {
+        gpu.set_layout(layout);
+        let mut out = BatchOutput::default();
+        gpu.solve_batch(&batch, &s, &mut out).unwrap();
+        outs.push(out);
+    }
+    assert_eq!(outs[0].results, outs[1].results);
+    assert_eq!(outs[0].lambda, outs[1].lambda);
 }
 
 /// Packing on all cores (`HostBatch::push_all`, as `BatchSim` packs) gives

@@ -507,12 +507,18 @@ impl HostBatch {
     }
 
     /// The batch's headers and triangles of G with G interleaved by size
-    /// class ([`Layout::Interleaved`]), into `problems` and `delassus`
-    /// (reused). Size classes are ordered by their first problem; a problem
-    /// without rows (or flagged) keeps its offset and stride 1.
-    pub fn interleave_into(&self, problems: &mut Vec<GpuProblem>, delassus: &mut Vec<f32>) {
-        problems.clear();
-        problems.extend_from_slice(&self.problems);
+    /// class ([`Layout::Interleaved`]), into `problems`, `delassus` and
+    /// `order` (reused). The headers come sorted by size class (classes in
+    /// order of first appearance, each class's problems in batch order,
+    /// problems without rows or flagged last): `problems[k]` is problem
+    /// `order[k]` of the batch, so that consecutive invocations solve
+    /// consecutive members of a class and read consecutive words of G.
+    pub fn interleave_into(
+        &self,
+        problems: &mut Vec<GpuProblem>,
+        delassus: &mut Vec<f32>,
+        order: &mut Vec<u32>,
+    ) {
         delassus.clear();
         delassus.resize(self.delassus.len(), 0.0);
         // (m, problems in the class, first word, problems placed so far)
@@ -535,20 +541,29 @@ impl HostBatch {
             c.2 = base;
             base += c.1 * tri(c.0);
         }
-        for h in problems.iter_mut() {
+        // Stable sort by class; the problems without rows last.
+        order.clear();
+        order.extend(0..self.problems.len() as u32);
+        order.sort_by_key(|&i| {
+            let m = self.problems[i as usize].m();
+            class_of(&classes, m).unwrap_or(usize::MAX)
+        });
+        problems.clear();
+        for &i in order.iter() {
+            let mut h = self.problems[i as usize];
             let m = h.m();
-            let Some(c) = (m > 0).then(|| class_of(&classes, m)).flatten() else {
-                continue;
-            };
-            let (_, count, first, placed) = &mut classes[c];
-            let src = &self.delassus[h.delassus_offset as usize..][..tri(m)];
-            let at = *first + *placed;
-            for (t, &x) in src.iter().enumerate() {
-                delassus[at + t * *count] = x;
+            if let Some(c) = (m > 0).then(|| class_of(&classes, m)).flatten() {
+                let (_, count, first, placed) = &mut classes[c];
+                let src = &self.delassus[h.delassus_offset as usize..][..tri(m)];
+                let at = *first + *placed;
+                for (t, &x) in src.iter().enumerate() {
+                    delassus[at + t * *count] = x;
+                }
+                h.delassus_offset = at as u32;
+                h.delassus_stride = *count as u32;
+                *placed += 1;
             }
-            h.delassus_offset = at as u32;
-            h.delassus_stride = *count as u32;
-            *placed += 1;
+            problems.push(h);
         }
     }
 

@@ -227,8 +227,10 @@ pub struct GpuSolver {
     /// Initial results of a batch with per-problem initial ρ (reused).
     start_results: Vec<GpuResult>,
     layout: Layout,
-    /// The headers and G of the batch in flight, interleaved (reused).
+    /// The headers and G of the batch in flight, interleaved, and the
+    /// batch index of each uploaded header (empty when packed; reused).
     interleaved: (Vec<GpuProblem>, Vec<f32>),
+    order: Vec<u32>,
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -491,6 +493,7 @@ impl GpuSolver {
             start_results: Vec::new(),
             layout: Layout::Packed,
             interleaved: (Vec::new(), Vec::new()),
+            order: Vec::new(),
         })
     }
 
@@ -760,9 +763,10 @@ impl GpuSolver {
             ..self.kernel.params(self.model, settings)
         };
         write(&b.params, bytemuck::bytes_of(&params));
+        self.order.clear();
         if self.layout == Layout::Interleaved {
             let (problems, delassus) = &mut self.interleaved;
-            batch.interleave_into(problems, delassus);
+            batch.interleave_into(problems, delassus, &mut self.order);
             write(&b.problems, bytemuck::cast_slice(problems));
             write(&b.delassus, bytemuck::cast_slice(delassus));
         } else {
@@ -786,8 +790,10 @@ impl GpuSolver {
             let start = &mut self.start_results;
             start.clear();
             start.resize(n, GpuResult::default());
-            for (r, &rho) in start.iter_mut().zip(&batch.initial_rho) {
-                r.rho = rho;
+            for (k, r) in start.iter_mut().enumerate() {
+                // The uploaded header k is the batch's problem order[k].
+                let i = self.order.get(k).map_or(k, |&i| i as usize);
+                r.rho = batch.initial_rho.get(i).copied().unwrap_or(0.0);
             }
             q.write_buffer(&b.results, 0, bytemuck::cast_slice(start));
         } else {
@@ -903,10 +909,16 @@ impl GpuSolver {
                         .extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
                     out.c
                         .extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
-                    out.results
-                        .extend_from_slice(bytemuck::cast_slice::<u8, GpuResult>(
-                            &bytes[2 * v..data as usize],
-                        ));
+                    let results: &[GpuResult] = bytemuck::cast_slice(&bytes[2 * v..data as usize]);
+                    if self.order.is_empty() {
+                        out.results.extend_from_slice(results);
+                    } else {
+                        // Back from the uploaded (size-class) order to the batch's.
+                        out.results.resize(n, GpuResult::default());
+                        for (r, &i) in results.iter().zip(&self.order) {
+                            out.results[i as usize] = *r;
+                        }
+                    }
                     self.timings.set(Stage::Download, started.elapsed());
                 }
                 active
