@@ -15,10 +15,10 @@ use crate::contact::{Kernel, KernelModel, SolverSettings};
 /// ([`super::GpuContext::loop_limit`], probed when the context is created).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdapterClass {
-    /// A real GPU (whose driver's watchdog dislikes long dispatches).
+    /// No loop limit was found: a solve runs in one dispatch.
     Gpu,
-    /// A CPU adapter such as Mesa's lavapipe, which stops every loop of an
-    /// invocation past 65 535 iterations (see [`CPU_ADAPTER_LOOP_BUDGET`]).
+    /// The driver stops an invocation's loops (Mesa's lavapipe, past 65 535
+    /// iterations; see [`CPU_ADAPTER_LOOP_BUDGET`]): solves are chunked.
     Cpu,
 }
 
