@@ -1274,8 +1274,10 @@ mod tests {
         assert_eq!(tight.problems, 150);
         assert_eq!(tight.delassus_floats, 150 * 300);
         // With real limits: a binding limit between the need and half again.
-        let mut limits = wgpu::Limits::default();
-        limits.max_storage_buffer_binding_size = 4 * 200 * 300;
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: 4 * 200 * 300,
+            ..Default::default()
+        };
         let fits = |c: &BatchCapacity| {
             crate::gpu::check_capacity(
                 &limits,

@@ -255,9 +255,9 @@ pub fn run(
                     row.solve_ms = tm.get(Stage::Solve).as_secs_f64() * 1e3;
                     row.download_ms = tm.get(Stage::Download).as_secs_f64() * 1e3;
                     let dt = solver.last_device_times();
-                    row.device_solve_ms = dt.measured.then(|| dt.solve.as_secs_f64() * 1e3);
+                    row.device_solve_ms = dt.measured.then_some(dt.solve.as_secs_f64() * 1e3);
                     row.device_readback_ms = (dt.measured && ctx.timestamps_in_encoders)
-                        .then(|| dt.readback.as_secs_f64() * 1e3);
+                        .then_some(dt.readback.as_secs_f64() * 1e3);
                     row.dispatches = dt.dispatches;
                     row.submits = dt.submits;
                     row.maps = dt.maps;

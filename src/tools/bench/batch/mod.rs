@@ -839,8 +839,8 @@ fn measure(
     if backend == Backend::Gpu {
         let d = &batch.times.device;
         let k = 1.0 / cfg.steps as f64;
-        row.device_solve_s = d.measured.then(|| d.solve.as_secs_f64() * k);
-        row.device_readback_s = d.measured.then(|| d.readback.as_secs_f64() * k);
+        row.device_solve_s = d.measured.then_some(d.solve.as_secs_f64() * k);
+        row.device_readback_s = d.measured.then_some(d.readback.as_secs_f64() * k);
         row.dispatches_per_step = d.dispatches as f64 * k;
         row.submits_per_step = d.submits as f64 * k;
         row.maps_per_step = d.maps as f64 * k;
