@@ -528,11 +528,7 @@ fn main() {
             during: "probing the driver's loop limit".into(),
             reason: e.to_string(),
         })?;
-    match rx.recv() {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(GpuError::Map(e.to_string())),
-        Err(_) => return Err(GpuError::Map("the map callback was dropped".into())),
-    }
+    map_outcome(&rx)?;
     let ran = {
         let view = readback
             .get_mapped_range(0..8)
@@ -541,6 +537,18 @@ fn main() {
     };
     readback.unmap();
     Ok((ran < LOOP_PROBE_ITERATIONS).then_some(ran))
+}
+
+/// The outcome of a `map_async` whose callback sends into `rx` (after the
+/// device was polled).
+pub(crate) fn map_outcome(
+    rx: &std::sync::mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+) -> Result<(), GpuError> {
+    match rx.recv() {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(GpuError::Map(e.to_string())),
+        Err(_) => Err(GpuError::Map("the map callback was dropped".into())),
+    }
 }
 
 /// Maps a wgpu error to ours.

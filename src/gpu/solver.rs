@@ -691,11 +691,7 @@ impl GpuSolver {
             during: during.into(),
             reason: e.to_string(),
         })?;
-        match mapped.recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(GpuError::Map(e.to_string())),
-            Err(_) => Err(GpuError::Map("the map callback was dropped".into())),
-        }
+        super::map_outcome(mapped)
     }
 
     /// Bytes of λ (and of c) and of the results of `problems` problems

@@ -496,11 +496,7 @@ impl GpuContactVjp {
             during: "running the contact VJP".into(),
             reason: e.to_string(),
         })?;
-        match rx.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(GpuError::Map(e.to_string())),
-            Err(_) => return Err(GpuError::Map("the map callback was dropped".into())),
-        }
+        super::map_outcome(&rx)?;
         {
             let view = readback
                 .get_mapped_range(0..out_bytes)
