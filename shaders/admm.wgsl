@@ -1,9 +1,17 @@
 // Batched ADMM on the contact problem, the f32 twin of
 // src/contact/solvers/admm.rs (ncp-admm: de Saxce fixed point, adaptive rho by
 // residual balancing, cold restart on divergence, best iterate on the cap;
-// ccp-admm: fixed rho, no correction). One invocation per problem; the kernel
-// factorizes G + R + rho I itself (Cholesky of the packed lower triangle, in
-// `work`) each time rho changes.
+// ccp-admm: fixed rho, no correction). The kernel factorizes G + R + rho I
+// itself (Cholesky of the packed lower triangle) each time rho changes.
+//
+// Two entry points, one per decomposition, that make the same floating-point
+// operations in the same order on every row, so that they return the same
+// iterates:
+//   main            one invocation per problem (Decomposition::Invocation);
+//   main_workgroup  one workgroup of WA_LANES invocations per problem
+//                   (Decomposition::Workgroup): the mat-vecs, the factor's
+//                   columns and the triangular solves spread over the lanes,
+//                   the factor (and G, when both fit) in workgroup memory.
 //
 // A solve is a state machine whose state lives in `results` and `work`, so
 // that it can suspend at the end of a dispatch and resume in the next: each
@@ -17,15 +25,21 @@
 //            rho, which goes back to FACTOR)
 //   FINAL    best iterate if the cap was reached, residuals, done
 //
-// Unilateral rows (after the contacts' 3 nc) are projected onto R+ and have
-// no de Saxce correction (s = 0), as in admm.rs.
+// A problem's unknowns come in units: its nc contacts (3 rows each, a
+// friction cone) then its nl unilateral rows (1 row each, R+, no de Saxce
+// correction: s = 0, as in admm.rs). Every per-row and per-unit function
+// below takes (first, stride) and works on units first, first + stride, ...:
+// (0, 1) in `main`, (lane, WA_LANES) in `main_workgroup`, where a lane owns
+// its units' rows and alone writes them.
 //
-// Scratch per problem in `work`, from pr.work_offset, m = 3 nc + nl:
-//   x, z_prev, u, s, tmp, best (m each), then the factor L (m(m+1)/2).
-// z is `lambda`, the velocity A z + b is `cvel`.
+// Scratch per problem in `work`, from pr.work_offset, m = 3 nc + nl rows:
+// ADMM_SLOTS vectors of m (x, z_prev, u, s, tmp, best, z, c, y), then the
+// factor L (m(m+1)/2, packed lower triangle by rows). z and c are copied to
+// `lambda` and `cvel` at the end of each dispatch.
 
-// WORKGROUP_SIZE, RHO_*, DIVERGENCE_FACTOR and POWER_ITERATIONS are generated
-// from Rust (src/gpu/admm.rs, src/contact/solvers/admm.rs).
+// WORKGROUP_SIZE, WA_LANES, ADMM_SLOTS, RHO_*, DIVERGENCE_FACTOR and
+// POWER_ITERATIONS are generated from Rust (src/gpu/admm.rs,
+// src/contact/solvers/admm.rs).
 
 const PHASE_POWER: u32 = 3u;
 const PHASE_ATTEMPT: u32 = 4u;
@@ -39,197 +53,661 @@ const U: u32 = 2u;
 const S: u32 = 3u;
 const TMP: u32 = 4u;
 const BEST: u32 = 5u;
+const Z: u32 = 6u;
+const C: u32 = 7u;
+const Y: u32 = 8u;
+
+// Floats of workgroup memory main_workgroup keeps the factor (and G) in:
+// set per pipeline by the host (src/gpu/admm.rs), 1 for `main`, which never
+// touches it.
+override WA_CACHE: u32 = 1u;
+var<workgroup> wa_cache: array<f32, WA_CACHE>;
+
+// Where the factor and G are read from: workgroup memory (true) or storage.
+struct Cache {
+    l: bool,
+    g: bool,
+}
+
+fn tri(n: u32) -> u32 {
+    return n * (n + 1u) / 2u;
+}
 
 fn wk(pr: Problem, v: u32, k: u32) -> u32 {
     return pr.work_offset + v * rows(pr) + k;
 }
 
-fn lidx(pr: Problem, i: u32, j: u32) -> u32 {
-    return pr.work_offset + 6u * rows(pr) + i * (i + 1u) / 2u + j;
+fn wv(pr: Problem, v: u32, k: u32) -> f32 {
+    return work[wk(pr, v, k)];
 }
 
-// z = P_C(tmp): the friction cones, then R+ for the unilateral rows.
-fn project_tmp(pr: Problem) {
-    for (var i = 0u; i < pr.nc; i++) {
-        let k = wk(pr, TMP, 3u * i);
-        let v = vec3<f32>(work[k], work[k + 1u], work[k + 2u]);
-        set_lambda(pr, i, project_cone(friction(pr, i), v));
+fn units(pr: Problem) -> u32 {
+    return pr.nc + pr.nl;
+}
+
+// First row of unit u: 3u for a contact, 3 nc + (u - nc) for a unilateral row.
+fn unit_row(pr: Problem, u: u32) -> u32 {
+    if (u < pr.nc) {
+        return 3u * u;
     }
-    let V0 = 3u * pr.contact_offset;
-    for (var k = 3u * pr.nc; k < rows(pr); k++) {
-        lambda[V0 + k] = project_unilateral(work[wk(pr, TMP, k)]);
+    return 2u * pr.nc + u;
+}
+
+fn unit_len(pr: Problem, u: u32) -> u32 {
+    return select(1u, 3u, u < pr.nc);
+}
+
+// Element t of G's packed triangle (gtri), from the cache when it holds G
+// (after the factor).
+fn g_at(pr: Problem, ca: Cache, t: u32) -> f32 {
+    if (ca.g) {
+        return wa_cache[tri(rows(pr)) + t];
+    }
+    return gtri(pr, t);
+}
+
+fn g_sym(pr: Problem, ca: Cache, i: u32, j: u32) -> f32 {
+    let a = max(i, j);
+    let b = min(i, j);
+    return g_at(pr, ca, tri(a) + b);
+}
+
+// Element t of the factor's packed triangle (L[i][j] at t = tri(i) + j).
+fn l_at(pr: Problem, ca: Cache, t: u32) -> f32 {
+    if (ca.l) {
+        return wa_cache[t];
+    }
+    return work[pr.work_offset + ADMM_SLOTS * rows(pr) + t];
+}
+
+fn l_put(pr: Problem, ca: Cache, t: u32, v: f32) {
+    if (ca.l) {
+        wa_cache[t] = v;
+    } else {
+        work[pr.work_offset + ADMM_SLOTS * rows(pr) + t] = v;
     }
 }
 
-// c = A z + b, s = s(c), residuals; remembers z if it is the best so far.
-fn evaluate(pr: Problem, st: ptr<function, SolveResult>) -> vec4<f32> {
+// Σ_j (G + R)_ij work[base + j], unrolled by 4.
+fn row_times(pr: Problem, ca: Cache, i: u32, base: u32) -> f32 {
     let M = rows(pr);
+    var s = compliance(pr, i) * work[base + i];
+    let row = tri(i);
+    var j = 0u;
+    for (; j + 4u <= i + 1u; j += 4u) {
+        s += g_at(pr, ca, row + j) * work[base + j] + g_at(pr, ca, row + j + 1u) * work[base + j + 1u]
+            + g_at(pr, ca, row + j + 2u) * work[base + j + 2u] + g_at(pr, ca, row + j + 3u) * work[base + j + 3u];
+    }
+    for (; j <= i; j++) {
+        s += g_at(pr, ca, row + j) * work[base + j];
+    }
+    j = i + 1u;
+    for (; j + 4u <= M; j += 4u) {
+        s += g_at(pr, ca, tri(j) + i) * work[base + j] + g_at(pr, ca, tri(j + 1u) + i) * work[base + j + 1u]
+            + g_at(pr, ca, tri(j + 2u) + i) * work[base + j + 2u] + g_at(pr, ca, tri(j + 3u) + i) * work[base + j + 3u];
+    }
+    for (; j < M; j++) {
+        s += g_at(pr, ca, tri(j) + i) * work[base + j];
+    }
+    return s;
+}
+
+// --- Per-unit work: units first, first + stride, ... -------------------------
+
+// ZPREV = U = S = BEST = 0 and TMP = the warm start, then z = P_C(tmp).
+fn fresh_units(pr: Problem, first: u32, stride: u32) {
     let V0 = 3u * pr.contact_offset;
-    contact_velocity(pr);
-    for (var i = 0u; i < pr.nc; i++) {
-        var s = vec3<f32>(0.0);
-        if (params.model == MODEL_NCP) {
-            s = de_saxce(friction(pr, i), get_c(pr, i));
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, ZPREV, k)] = 0.0;
+            work[wk(pr, U, k)] = 0.0;
+            work[wk(pr, S, k)] = 0.0;
+            work[wk(pr, TMP, k)] = lambda[V0 + k];
+            work[wk(pr, BEST, k)] = 0.0;
         }
-        let k = wk(pr, S, 3u * i);
-        work[k] = s.x;
-        work[k + 1u] = s.y;
-        work[k + 2u] = s.z;
+        project_unit(pr, u);
     }
-    for (var k = 3u * pr.nc; k < M; k++) {
-        work[wk(pr, S, k)] = 0.0; // no correction on the unilateral rows
+}
+
+// z = P_C(tmp) on unit u: its friction cone, or R+.
+fn project_unit(pr: Problem, u: u32) {
+    let r = unit_row(pr, u);
+    if (u < pr.nc) {
+        let v = vec3<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u), wv(pr, TMP, r + 2u));
+        let p = project_cone(friction(pr, u), v);
+        work[wk(pr, Z, r)] = p.x;
+        work[wk(pr, Z, r + 1u)] = p.y;
+        work[wk(pr, Z, r + 2u)] = p.z;
+    } else {
+        work[wk(pr, Z, r)] = project_unilateral(wv(pr, TMP, r));
     }
-    let r = problem_residuals(pr);
-    if (r.w < (*st).best_eps) {
-        (*st).best_eps = r.w;
-        for (var k = 0u; k < M; k++) {
-            work[wk(pr, BEST, k)] = lambda[V0 + k];
+}
+
+fn project_units(pr: Problem, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        project_unit(pr, u);
+    }
+}
+
+// dst = value on the units' rows.
+fn fill_units(pr: Problem, dst: u32, value: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, dst, k)] = value;
         }
     }
+}
+
+// dst = src / d on the units' rows (d = 1: a copy).
+fn divide_units(pr: Problem, src: u32, dst: u32, d: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, dst, k)] = wv(pr, src, k) / d;
+        }
+    }
+}
+
+// v *= a on the units' rows.
+fn scale_units(pr: Problem, v: u32, a: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, v, k)] *= a;
+        }
+    }
+}
+
+// c = (G + R) z + b on the units' rows, s = s(c) (de Saxce for the NCP's
+// contacts, else 0); returns the units' largest residuals of (z, c).
+fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> {
+    var r = vec4<f32>(0.0);
+    let zb = wk(pr, Z, 0u);
+    for (var u = first; u < units(pr); u += stride) {
+        let r0 = unit_row(pr, u);
+        for (var k = r0; k < r0 + unit_len(pr, u); k++) {
+            work[wk(pr, C, k)] = row_times(pr, ca, k, zb) + free_velocity(pr, k);
+        }
+        var ru: vec4<f32>;
+        if (u < pr.nc) {
+            let c = vec3<f32>(wv(pr, C, r0), wv(pr, C, r0 + 1u), wv(pr, C, r0 + 2u));
+            let z = vec3<f32>(wv(pr, Z, r0), wv(pr, Z, r0 + 1u), wv(pr, Z, r0 + 2u));
+            let mu = friction(pr, u);
+            var s = vec3<f32>(0.0);
+            if (params.model == MODEL_NCP) {
+                s = de_saxce(mu, c);
+            }
+            work[wk(pr, S, r0)] = s.x;
+            work[wk(pr, S, r0 + 1u)] = s.y;
+            work[wk(pr, S, r0 + 2u)] = s.z;
+            ru = contact_residuals(params.model, params.facets, mu, z, c);
+        } else {
+            work[wk(pr, S, r0)] = 0.0;
+            ru = unilateral_residuals(wv(pr, Z, r0), wv(pr, C, r0));
+        }
+        r = vec4<f32>(nan_max(r.x, ru.x), nan_max(r.y, ru.y), nan_max(r.z, ru.z), nan_max(r.w, ru.w));
+    }
+    return r;
+}
+
+// u = -(c + s) / rho on the units' rows (the dual of a fresh attempt).
+fn dual_start_units(pr: Problem, rho: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, U, k)] = -(wv(pr, C, k) + wv(pr, S, k)) / rho;
+        }
+    }
+}
+
+// The power iteration's start vector (not normalized).
+fn power_start_units(pr: Problem, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var i = r; i < r + unit_len(pr, u); i++) {
+            work[wk(pr, X, i)] = 1.0 + 0.5 * f32((i * 7919u) % 13u) / 13.0;
+        }
+    }
+}
+
+// tmp = (G + R) x on the units' rows.
+fn power_units(pr: Problem, ca: Cache, first: u32, stride: u32) {
+    let xb = wk(pr, X, 0u);
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var i = r; i < r + unit_len(pr, u); i++) {
+            work[wk(pr, TMP, i)] = row_times(pr, ca, i, xb);
+        }
+    }
+}
+
+// Σ v_k² over all rows in order (one invocation).
+fn squared_norm(pr: Problem, v: u32) -> f32 {
+    var n = 0.0;
+    for (var k = 0u; k < rows(pr); k++) {
+        let t = wv(pr, v, k);
+        n += t * t;
+    }
+    return n;
+}
+
+// The right-hand side of the x-update, x = -(b + s) + rho (z - u).
+fn rhs_units(pr: Problem, rho: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, X, k)] = -(free_velocity(pr, k) + wv(pr, S, k)) + rho * (wv(pr, Z, k) - wv(pr, U, k));
+        }
+    }
+}
+
+// z_prev = z, tmp = alpha x + (1 - alpha) z + u, z = P_C(tmp), u = tmp - z
+// (u + x̂ − z⁺ with tmp = x̂ + u).
+fn relax_project_units(pr: Problem, alpha: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        let n = unit_len(pr, u);
+        for (var k = r; k < r + n; k++) {
+            let zk = wv(pr, Z, k);
+            work[wk(pr, ZPREV, k)] = zk;
+            work[wk(pr, TMP, k)] = alpha * wv(pr, X, k) + (1.0 - alpha) * zk + wv(pr, U, k);
+        }
+        project_unit(pr, u);
+        for (var k = r; k < r + n; k++) {
+            work[wk(pr, U, k)] = wv(pr, TMP, k) - wv(pr, Z, k);
+        }
+    }
+}
+
+// The maxima residual balancing needs over the units' rows:
+// (|x − z|, |z − z_prev|, |z|, |x|) and (|b|, |u|, 0, 0).
+struct Balance {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
+fn balance_units(pr: Problem, first: u32, stride: u32) -> Balance {
+    var a = vec4<f32>(0.0);
+    var b = vec4<f32>(0.0);
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            let zk = wv(pr, Z, k);
+            let xk = wv(pr, X, k);
+            a = vec4<f32>(nan_max(a.x, abs(xk - zk)), nan_max(a.y, abs(zk - wv(pr, ZPREV, k))), nan_max(a.z, abs(zk)), nan_max(a.w, abs(xk)));
+            b = vec4<f32>(nan_max(b.x, abs(free_velocity(pr, k))), nan_max(b.y, abs(wv(pr, U, k))), 0.0, 0.0);
+        }
+    }
+    return Balance(a, b);
+}
+
+// lambda = z and cvel = c on the units' rows.
+fn store_units(pr: Problem, first: u32, stride: u32) {
+    let V0 = 3u * pr.contact_offset;
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            lambda[V0 + k] = wv(pr, Z, k);
+            cvel[V0 + k] = wv(pr, C, k);
+        }
+    }
+}
+
+// --- The factor: column j (left-looking), in two passes ---------------------
+
+// Pass 1: L[i][j] = (G + R + rho I)_ij − Σ_{k<j} L_ik L_jk on the units'
+// rows i >= j (row j holds the pivot's square until pass 2).
+fn factor_units(pr: Problem, ca: Cache, j: u32, rho: f32, first: u32, stride: u32) {
+    let b = tri(j);
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var i = max(r, j); i < r + unit_len(pr, u); i++) {
+            let a = tri(i);
+            var s = 0.0;
+            var k = 0u;
+            for (; k + 4u <= j; k += 4u) {
+                s += l_at(pr, ca, a + k) * l_at(pr, ca, b + k) + l_at(pr, ca, a + k + 1u) * l_at(pr, ca, b + k + 1u)
+                    + l_at(pr, ca, a + k + 2u) * l_at(pr, ca, b + k + 2u) + l_at(pr, ca, a + k + 3u) * l_at(pr, ca, b + k + 3u);
+            }
+            for (; k < j; k++) {
+                s += l_at(pr, ca, a + k) * l_at(pr, ca, b + k);
+            }
+            var g = g_sym(pr, ca, i, j);
+            if (i == j) {
+                g += compliance(pr, j) + rho;
+            }
+            l_put(pr, ca, a + j, g - s);
+        }
+    }
+}
+
+// Pass 2, with ljj = sqrt of the pivot: L[j][j] = ljj, L[i][j] /= ljj below.
+fn factor_scale_units(pr: Problem, ca: Cache, j: u32, ljj: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        for (var i = max(r, j); i < r + unit_len(pr, u); i++) {
+            let t = tri(i) + j;
+            if (i == j) {
+                l_put(pr, ca, t, ljj);
+            } else {
+                l_put(pr, ca, t, l_at(pr, ca, t) / ljj);
+            }
+        }
+    }
+}
+
+// Whether a pivot factorizes.
+fn pivot_ok(d: f32) -> bool {
+    return d > 0.0 && is_finite(d);
+}
+
+// --- x <- (L Lᵀ)⁻¹ x, by columns, one unit (diagonal block) at a time ------
+//
+// Forward, unit v with rows r..r+n: its block's y (from x, final once the
+// units before v are done) is computed by every invocation alike; its owner
+// stores it in Y; the rows i >= r + n subtract L[i][r..r+n] y, column by
+// column. Backward, units in reverse: the block's z from y, stored in X by
+// its owner; rows i < r subtract L[r..r+n][i] z, last column first. Every
+// row sees the same subtractions in the same order as in one invocation.
+
+// The forward block of unit v: y in .xyz (n of them).
+fn forward_block(pr: Problem, ca: Cache, r: u32, n: u32) -> vec3<f32> {
+    var y = vec3<f32>(0.0);
+    y.x = wv(pr, X, r) / l_at(pr, ca, tri(r) + r);
+    if (n == 3u) {
+        let a1 = tri(r + 1u);
+        let a2 = tri(r + 2u);
+        y.y = (wv(pr, X, r + 1u) - l_at(pr, ca, a1 + r) * y.x) / l_at(pr, ca, a1 + r + 1u);
+        y.z = ((wv(pr, X, r + 2u) - l_at(pr, ca, a2 + r) * y.x) - l_at(pr, ca, a2 + r + 1u) * y.y) / l_at(pr, ca, a2 + r + 2u);
+    }
+    return y;
+}
+
+// x_i -= L[i][r..r+n] y, column by column.
+fn forward_row(pr: Problem, ca: Cache, i: u32, r: u32, n: u32, y: vec3<f32>) {
+    let a = tri(i) + r;
+    var x = wv(pr, X, i) - l_at(pr, ca, a) * y.x;
+    if (n == 3u) {
+        x = (x - l_at(pr, ca, a + 1u) * y.y) - l_at(pr, ca, a + 2u) * y.z;
+    }
+    work[wk(pr, X, i)] = x;
+}
+
+fn forward_unit(pr: Problem, ca: Cache, v: u32, owner: bool, first: u32, stride: u32) {
+    let r = unit_row(pr, v);
+    let n = unit_len(pr, v);
+    let y = forward_block(pr, ca, r, n);
+    if (owner) {
+        work[wk(pr, Y, r)] = y.x;
+        if (n == 3u) {
+            work[wk(pr, Y, r + 1u)] = y.y;
+            work[wk(pr, Y, r + 2u)] = y.z;
+        }
+    }
+    // The units after v (those of this invocation).
+    var u = first;
+    if (v + 1u > first) {
+        u = first + ((v + 1u - first + stride - 1u) / stride) * stride;
+    }
+    for (; u < units(pr); u += stride) {
+        let r0 = unit_row(pr, u);
+        forward_row(pr, ca, r0, r, n, y);
+        if (u < pr.nc) {
+            forward_row(pr, ca, r0 + 1u, r, n, y);
+            forward_row(pr, ca, r0 + 2u, r, n, y);
+        }
+    }
+}
+
+// The backward block of unit v: z in .xyz (n of them).
+fn backward_block(pr: Problem, ca: Cache, r: u32, n: u32) -> vec3<f32> {
+    var z = vec3<f32>(0.0);
+    if (n == 3u) {
+        let a1 = tri(r + 1u);
+        let a2 = tri(r + 2u);
+        z.z = wv(pr, Y, r + 2u) / l_at(pr, ca, a2 + r + 2u);
+        z.y = (wv(pr, Y, r + 1u) - l_at(pr, ca, a2 + r + 1u) * z.z) / l_at(pr, ca, a1 + r + 1u);
+        z.x = ((wv(pr, Y, r) - l_at(pr, ca, a2 + r) * z.z) - l_at(pr, ca, a1 + r) * z.y) / l_at(pr, ca, tri(r) + r);
+    } else {
+        z.x = wv(pr, Y, r) / l_at(pr, ca, tri(r) + r);
+    }
+    return z;
+}
+
+// y_i -= L[r..r+n][i] z, last column first.
+fn backward_row(pr: Problem, ca: Cache, i: u32, r: u32, n: u32, z: vec3<f32>) {
+    var y = wv(pr, Y, i);
+    if (n == 3u) {
+        y = (y - l_at(pr, ca, tri(r + 2u) + i) * z.z) - l_at(pr, ca, tri(r + 1u) + i) * z.y;
+    }
+    work[wk(pr, Y, i)] = y - l_at(pr, ca, tri(r) + i) * z.x;
+}
+
+fn backward_unit(pr: Problem, ca: Cache, v: u32, owner: bool, first: u32, stride: u32) {
+    let r = unit_row(pr, v);
+    let n = unit_len(pr, v);
+    let z = backward_block(pr, ca, r, n);
+    if (owner) {
+        work[wk(pr, X, r)] = z.x;
+        if (n == 3u) {
+            work[wk(pr, X, r + 1u)] = z.y;
+            work[wk(pr, X, r + 2u)] = z.z;
+        }
+    }
+    // The units before v (those of this invocation).
+    for (var u = first; u < v; u += stride) {
+        let r0 = unit_row(pr, u);
+        backward_row(pr, ca, r0, r, n, z);
+        if (u < pr.nc) {
+            backward_row(pr, ca, r0 + 1u, r, n, z);
+            backward_row(pr, ca, r0 + 2u, r, n, z);
+        }
+    }
+}
+
+// --- The state machine's scalar logic, shared by both entry points ----------
+
+fn rho_cold(st: SolveResult) -> f32 {
+    return 0.1 * st.scale;
+}
+
+fn set_residuals(st: ptr<function, SolveResult>, r: vec4<f32>) {
     (*st).eps_abs = r.w;
     (*st).primal = r.x;
     (*st).dual = r.y;
     (*st).complementarity = r.z;
-    return r;
 }
 
-// Σ_j (G + R)_ij work[base + j], unrolled by 4.
-fn row_times_work(pr: Problem, i: u32, base: u32) -> f32 {
-    let M = rows(pr);
-    var s = compliance(pr, i) * work[base + i];
-    let row = i * (i + 1u) / 2u;
-    var j = 0u;
-    for (; j + 4u <= i + 1u; j += 4u) {
-        s += gtri(pr, row + j) * work[base + j] + gtri(pr, row + j + 1u) * work[base + j + 1u]
-            + gtri(pr, row + j + 2u) * work[base + j + 2u] + gtri(pr, row + j + 3u) * work[base + j + 3u];
+// Records an evaluation; true when z is the best iterate so far (to be
+// copied to BEST).
+fn record(st: ptr<function, SolveResult>, r: vec4<f32>) -> bool {
+    set_residuals(st, r);
+    if (r.w < (*st).best_eps) {
+        (*st).best_eps = r.w;
+        return true;
     }
-    for (; j <= i; j++) {
-        s += gtri(pr, row + j) * work[base + j];
-    }
-    j = i + 1u;
-    for (; j + 4u <= M; j += 4u) {
-        s += gtri(pr, j * (j + 1u) / 2u + i) * work[base + j]
-            + gtri(pr, (j + 1u) * (j + 2u) / 2u + i) * work[base + j + 1u]
-            + gtri(pr, (j + 2u) * (j + 3u) / 2u + i) * work[base + j + 2u]
-            + gtri(pr, (j + 3u) * (j + 4u) / 2u + i) * work[base + j + 3u];
-    }
-    for (; j < M; j++) {
-        s += gtri(pr, j * (j + 1u) / 2u + i) * work[base + j];
-    }
-    return s;
+    return false;
 }
 
-// Σ_{k<n} L_ik L_jk (rows i and j of the factor), unrolled by 4.
-fn factor_dot(pr: Problem, i: u32, j: u32, n: u32) -> f32 {
-    let a = lidx(pr, i, 0u);
-    let b = lidx(pr, j, 0u);
-    var s = 0.0;
-    var k = 0u;
-    for (; k + 4u <= n; k += 4u) {
-        s += work[a + k] * work[b + k] + work[a + k + 1u] * work[b + k + 1u]
-            + work[a + k + 2u] * work[b + k + 2u] + work[a + k + 3u] * work[b + k + 3u];
+// After FRESH's evaluation: done if the warm start solves the problem, else
+// on to the power iteration.
+fn fresh_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
+    if (eps <= pr.tolerance) {
+        // (st.rho: the problem's initial rho from the host, or 0.)
+        (*st).rho = select(max(params.rho, 0.0), (*st).rho, (*st).rho > 0.0);
+        (*st).state = STATE_DONE;
+        return;
     }
-    for (; k < n; k++) {
-        s += work[a + k] * work[b + k];
-    }
-    return s;
+    (*st).scale = 0.0;
+    (*st).step = 0u;
+    (*st).state = PHASE_POWER;
 }
 
-// Column j of L (left-looking); false on a non-positive pivot.
-fn factor_column(pr: Problem, j: u32, rho: f32) -> bool {
-    let M = rows(pr);
-    let d = gsym(pr, j, j) + compliance(pr, j) + rho - factor_dot(pr, j, j, j);
-    if (!(d > 0.0) || !is_finite(d)) {
+// After a power iteration whose product has norm nrm: true when x is to be
+// replaced by tmp / nrm. After the last one, rho and on to ATTEMPT (the
+// caller then restores tmp = z, the projected guess the power iteration
+// overwrote).
+fn power_iterated(st: ptr<function, SolveResult>, nrm: f32) -> bool {
+    (*st).step += 1u;
+    var divide = false;
+    if (!(nrm > 0.0)) {
+        (*st).scale = 0.0;
+        (*st).step = POWER_ITERATIONS;
+    } else {
+        (*st).scale = nrm;
+        divide = true;
+    }
+    if ((*st).step >= POWER_ITERATIONS) {
+        if (!((*st).scale > 0.0)) {
+            (*st).scale = 1.0;
+        }
+        // The problem's initial rho (st.rho, set by the host and untouched
+        // until here), else the batch's, else a cold one.
+        let warm = (*st).rho;
+        let lo = RHO_RANGE_MIN * (*st).scale;
+        let hi = RHO_RANGE_MAX * (*st).scale;
+        (*st).rho = rho_cold(*st);
+        if (warm > 0.0 && is_finite(warm)) {
+            (*st).rho = clamp(warm, lo, hi);
+        } else if (params.rho > 0.0 && is_finite(params.rho)) {
+            (*st).rho = clamp(params.rho, lo, hi);
+        }
+        (*st).attempt = 0u;
+        (*st).state = PHASE_ATTEMPT;
+    }
+    return divide;
+}
+
+// After ATTEMPT's evaluation: done if it already solves, else factorize.
+fn attempt_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
+    (*st).start_eps = eps;
+    if (eps <= pr.tolerance) {
+        (*st).state = STATE_DONE;
+        return;
+    }
+    (*st).rho_prev = 0.0;
+    (*st).step = 0u;
+    (*st).last_update = (*st).iterations;
+    (*st).state = PHASE_FACTOR;
+}
+
+// After column st.step of the factor (ok: its pivot was positive). Returns
+// the factor by which to rescale u (0: none).
+fn factor_column_done(pr: Problem, st: ptr<function, SolveResult>, ok: bool) -> f32 {
+    if (ok) {
+        (*st).step += 1u;
+        if ((*st).step == rows(pr)) {
+            (*st).factorizations += 1u;
+            var rescale = 0.0;
+            if ((*st).rho_prev > 0.0) {
+                // An adaptive change of rho: rescale the scaled dual.
+                rescale = (*st).rho_prev / (*st).rho;
+                (*st).last_update = (*st).iterations;
+            }
+            (*st).rho_prev = 0.0;
+            (*st).state = PHASE_ITERATE;
+            return rescale;
+        }
+    } else if ((*st).rho_prev > 0.0) {
+        // f32 could not factorize at the new rho: go back to the previous
+        // one (which factorized) and stop adapting.
+        (*st).factorizations += 1u;
+        (*st).rho = (*st).rho_prev;
+        (*st).rho_prev = 0.0;
+        (*st).adapt = 0u;
+        (*st).step = 0u;
+    } else {
+        (*st).flags = FLAG_NOT_PSD;
+        (*st).state = STATE_DONE;
+    }
+    return 0.0;
+}
+
+// After an iteration's evaluation: done, restart, final, or go on; true when
+// rho is to be balanced (the caller then calls `balance`).
+fn iteration_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) -> bool {
+    if (eps <= pr.tolerance) {
+        (*st).state = STATE_DONE;
         return false;
     }
-    let ljj = sqrt(d);
-    work[lidx(pr, j, j)] = ljj;
-    for (var i = j + 1u; i < M; i++) {
-        work[lidx(pr, i, j)] = (gsym(pr, i, j) - factor_dot(pr, i, j, j)) / ljj;
-    }
-    return true;
-}
-
-// x <- (L Lᵀ)⁻¹ x.
-fn cholesky_solve(pr: Problem) {
-    let M = rows(pr);
-    let x = wk(pr, X, 0u);
-    for (var i = 0u; i < M; i++) {
-        let a = lidx(pr, i, 0u);
-        var s = work[x + i];
-        var k = 0u;
-        for (; k + 4u <= i; k += 4u) {
-            s -= work[a + k] * work[x + k] + work[a + k + 1u] * work[x + k + 1u]
-                + work[a + k + 2u] * work[x + k + 2u] + work[a + k + 3u] * work[x + k + 3u];
+    if (params.model == MODEL_NCP && (!is_finite(eps) || eps > DIVERGENCE_FACTOR * max((*st).start_eps, pr.tolerance))) {
+        if ((*st).attempt == 0u) {
+            (*st).attempt = 1u;
+            (*st).state = PHASE_ATTEMPT;
+        } else {
+            (*st).state = PHASE_FINAL;
         }
-        for (; k < i; k++) {
-            s -= work[a + k] * work[x + k];
+        return false;
+    }
+    return (*st).adapt != 0u && (*st).iterations - (*st).last_update >= RHO_MIN_INTERVAL;
+}
+
+// Residual balancing of rho from the maxima m (see balance_units); a change
+// goes back to FACTOR.
+fn balance(st: ptr<function, SolveResult>, m: Balance) {
+    let rho = (*st).rho;
+    let rp = m.a.x / max(max(m.a.z, m.a.w), 1e-30);
+    let rd = rho * m.a.y / max(max(m.b.x, rho * m.b.y), 1e-30);
+    // A stalled z (rd = 0) with x != z calls for a larger rho.
+    var ratio = 1.0;
+    var big = false;
+    if (rd > 0.0) {
+        ratio = rp / rd;
+    } else if (rp > 0.0) {
+        big = true;
+    }
+    if (big || ratio > RHO_RATIO || ratio < 1.0 / RHO_RATIO) {
+        var new_rho = rho * RHO_MAX_STEP;
+        if (!big) {
+            new_rho = clamp(rho * sqrt(ratio), rho / RHO_MAX_STEP, rho * RHO_MAX_STEP);
         }
-        work[x + i] = s / work[a + i];
-    }
-    for (var ii = 0u; ii < M; ii++) {
-        let i = M - 1u - ii;
-        var s = work[x + i];
-        var k = i + 1u;
-        for (; k + 4u <= M; k += 4u) {
-            s -= work[lidx(pr, k, i)] * work[x + k] + work[lidx(pr, k + 1u, i)] * work[x + k + 1u]
-                + work[lidx(pr, k + 2u, i)] * work[x + k + 2u] + work[lidx(pr, k + 3u, i)] * work[x + k + 3u];
+        new_rho = clamp(new_rho, RHO_RANGE_MIN * (*st).scale, RHO_RANGE_MAX * (*st).scale);
+        if (new_rho != rho) {
+            (*st).rho_prev = rho;
+            (*st).rho = new_rho;
+            (*st).step = 0u;
+            (*st).state = PHASE_FACTOR;
         }
-        for (; k < M; k++) {
-            s -= work[lidx(pr, k, i)] * work[x + k];
-        }
-        work[x + i] = s / work[lidx(pr, i, i)];
     }
 }
 
-fn inf_norm_lambda(pr: Problem) -> f32 {
-    let V0 = 3u * pr.contact_offset;
-    var a = 0.0;
-    for (var k = 0u; k < rows(pr); k++) {
-        a = nan_max(a, abs(lambda[V0 + k]));
-    }
-    return a;
+// FINAL: whether to fall back on the best iterate (`!(a <= b)` so that a NaN
+// final residual also falls back).
+fn final_takes_best(st: SolveResult) -> bool {
+    return is_finite(st.best_eps) && !(st.eps_abs <= st.best_eps);
 }
 
-fn inf_norm_work(pr: Problem, v: u32) -> f32 {
-    var a = 0.0;
-    for (var k = 0u; k < rows(pr); k++) {
-        a = nan_max(a, abs(work[wk(pr, v, k)]));
+fn final_flags(st: ptr<function, SolveResult>) {
+    if ((*st).flags == 0u && !is_finite((*st).eps_abs)) {
+        (*st).flags = FLAG_DIVERGED;
     }
-    return a;
+    (*st).state = STATE_DONE;
 }
 
-fn inf_norm_b(pr: Problem) -> f32 {
-    var a = 0.0;
-    for (var k = 0u; k < rows(pr); k++) {
-        a = nan_max(a, abs(free_velocity(pr, k)));
-    }
-    return a;
-}
-
-// Loop iterations of the next step (for the dispatch's budget).
+// Loop iterations of the next step of `main` (for the dispatch's budget).
 fn step_cost(pr: Problem, st: SolveResult) -> u32 {
     let m = rows(pr);
     let mv = m * (m / 4u + 8u) + 8u;
+    let tri_solve = units(pr) * (units(pr) + 4u) + 8u;
     switch st.state {
         case 3u: { // PHASE_POWER
             return mv + 4u * m;
         }
         case 5u: { // PHASE_FACTOR
-            return (m - st.step) * (st.step / 4u + 8u) + 8u;
+            return (m - st.step) * (st.step / 4u + 8u) + 2u * units(pr) + 8u;
         }
         case 6u: { // PHASE_ITERATE
-            return 2u * mv + 20u * m;
+            return mv + tri_solve + 20u * m;
         }
         default: {
-            return mv + 10u * m;
+            return mv + 10u * m + units(pr);
         }
     }
 }
 
-fn rho_cold(st: SolveResult) -> f32 {
-    return 0.1 * st.scale;
-}
+// --- One invocation per problem ---------------------------------------------
 
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -240,12 +718,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var st = results[index];
     let pr = problems[index];
     let M = rows(pr);
-    let V0 = 3u * pr.contact_offset;
-    let tol = pr.tolerance;
-    let corrected = params.model == MODEL_NCP;
+    let ca = Cache(false, false);
     let alpha = params.omega;
     var budget = params.chunk;
     var first = true;
+    var refused = false;
     loop {
         if (st.state == STATE_DONE) {
             break;
@@ -258,6 +735,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         budget -= min(cost, budget);
 
         if (st.state == STATE_FRESH) {
+            refused = true;
             if (pr.flags != 0u) {
                 st.flags = pr.flags;
                 st.state = STATE_DONE;
@@ -272,127 +750,51 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 st.state = STATE_DONE;
                 break;
             }
-            for (var k = 0u; k < M; k++) {
-                work[wk(pr, ZPREV, k)] = 0.0;
-                work[wk(pr, U, k)] = 0.0;
-                work[wk(pr, S, k)] = 0.0;
-                work[wk(pr, TMP, k)] = lambda[V0 + k];
-                work[wk(pr, BEST, k)] = 0.0;
-            }
+            refused = false;
             st.best_eps = 3.4e38;
             st.adapt = params.adaptive_rho;
             // A warm start that already solves the problem costs one evaluation.
-            project_tmp(pr);
-            let res = evaluate(pr, &st);
-            if (res.w <= tol) {
-                // (st.rho: the problem's initial rho from the host, or 0.)
-                st.rho = select(max(params.rho, 0.0), st.rho, st.rho > 0.0);
-                st.state = STATE_DONE;
-                break;
+            fresh_units(pr, 0u, 1u);
+            if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
+                divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
-            // Power iteration start vector (not symmetric, so that it is
-            // unlikely to be an eigenvector of a smaller eigenvalue).
-            var n0 = 0.0;
-            for (var i = 0u; i < M; i++) {
-                let v = 1.0 + 0.5 * f32((i * 7919u) % 13u) / 13.0;
-                work[wk(pr, X, i)] = v;
-                n0 += v * v;
+            fresh_evaluated(pr, &st, st.eps_abs);
+            if (st.state == PHASE_POWER) {
+                power_start_units(pr, 0u, 1u);
+                divide_units(pr, X, X, sqrt(squared_norm(pr, X)), 0u, 1u);
             }
-            n0 = sqrt(n0);
-            for (var i = 0u; i < M; i++) {
-                work[wk(pr, X, i)] /= n0;
-            }
-            st.scale = 0.0;
-            st.step = 0u;
-            st.state = PHASE_POWER;
         } else if (st.state == PHASE_POWER) {
-            var nrm = 0.0;
-            let xb = wk(pr, X, 0u);
-            for (var i = 0u; i < M; i++) {
-                let t = row_times_work(pr, i, xb);
-                work[wk(pr, TMP, i)] = t;
-                nrm += t * t;
+            power_units(pr, ca, 0u, 1u);
+            let nrm = sqrt(squared_norm(pr, TMP));
+            if (power_iterated(&st, nrm)) {
+                divide_units(pr, TMP, X, nrm, 0u, 1u);
             }
-            nrm = sqrt(nrm);
-            st.step += 1u;
-            if (!(nrm > 0.0)) {
-                st.scale = 0.0;
-                st.step = POWER_ITERATIONS;
-            } else {
-                st.scale = nrm;
-                for (var i = 0u; i < M; i++) {
-                    work[wk(pr, X, i)] = work[wk(pr, TMP, i)] / nrm;
-                }
-            }
-            if (st.step >= POWER_ITERATIONS) {
-                if (!(st.scale > 0.0)) {
-                    st.scale = 1.0;
-                }
-                // The problem's initial rho (st.rho, set by the host and
-                // untouched until here), else the batch's, else a cold one.
-                let warm = st.rho;
-                st.rho = rho_cold(st);
-                if (warm > 0.0 && is_finite(warm)) {
-                    st.rho = clamp(warm, RHO_RANGE_MIN * st.scale, RHO_RANGE_MAX * st.scale);
-                } else if (params.rho > 0.0 && is_finite(params.rho)) {
-                    st.rho = clamp(params.rho, RHO_RANGE_MIN * st.scale, RHO_RANGE_MAX * st.scale);
-                }
-                // The power iteration used tmp: restore the projected guess.
-                for (var k = 0u; k < M; k++) {
-                    work[wk(pr, TMP, k)] = lambda[V0 + k];
-                }
-                st.attempt = 0u;
-                st.state = PHASE_ATTEMPT;
+            if (st.state == PHASE_ATTEMPT) {
+                divide_units(pr, Z, TMP, 1.0, 0u, 1u);
             }
         } else if (st.state == PHASE_ATTEMPT) {
             if (st.attempt > 0u) {
                 // The warm-started run diverged: restart cold.
                 st.rho = rho_cold(st);
-                for (var k = 0u; k < M; k++) {
-                    work[wk(pr, TMP, k)] = 0.0;
-                }
+                fill_units(pr, TMP, 0.0, 0u, 1u);
             }
-            project_tmp(pr);
-            let res = evaluate(pr, &st);
-            for (var k = 0u; k < M; k++) {
-                work[wk(pr, U, k)] = -(cvel[V0 + k] + work[wk(pr, S, k)]) / st.rho;
+            project_units(pr, 0u, 1u);
+            if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
+                divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
-            st.start_eps = res.w;
-            if (res.w <= tol) {
-                st.state = STATE_DONE;
-                break;
-            }
-            st.rho_prev = 0.0;
-            st.step = 0u;
-            st.last_update = st.iterations;
-            st.state = PHASE_FACTOR;
+            dual_start_units(pr, st.rho, 0u, 1u);
+            attempt_evaluated(pr, &st, st.eps_abs);
         } else if (st.state == PHASE_FACTOR) {
-            if (factor_column(pr, st.step, st.rho)) {
-                st.step += 1u;
-                if (st.step == M) {
-                    st.factorizations += 1u;
-                    if (st.rho_prev > 0.0) {
-                        // An adaptive change of rho: rescale the scaled dual.
-                        for (var k = 0u; k < M; k++) {
-                            work[wk(pr, U, k)] *= st.rho_prev / st.rho;
-                        }
-                        st.last_update = st.iterations;
-                    }
-                    st.rho_prev = 0.0;
-                    st.state = PHASE_ITERATE;
-                }
-            } else if (st.rho_prev > 0.0) {
-                // f32 could not factorize at the new rho: go back to the
-                // previous one (which factorized) and stop adapting.
-                st.factorizations += 1u;
-                st.rho = st.rho_prev;
-                st.rho_prev = 0.0;
-                st.adapt = 0u;
-                st.step = 0u;
-            } else {
-                st.flags = FLAG_NOT_PSD;
-                st.state = STATE_DONE;
-                break;
+            let j = st.step;
+            factor_units(pr, ca, j, st.rho, 0u, 1u);
+            let d = l_at(pr, ca, tri(j) + j);
+            let ok = pivot_ok(d);
+            if (ok) {
+                factor_scale_units(pr, ca, j, sqrt(d), 0u, 1u);
+            }
+            let rescale = factor_column_done(pr, &st, ok);
+            if (rescale > 0.0) {
+                scale_units(pr, U, rescale, 0u, 1u);
             }
         } else if (st.state == PHASE_ITERATE) {
             if (st.iterations >= pr.max_iterations) {
@@ -400,89 +802,298 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             st.iterations += 1u;
-            let rho = st.rho;
-            for (var k = 0u; k < M; k++) {
-                work[wk(pr, X, k)] = -(free_velocity(pr, k) + work[wk(pr, S, k)]) + rho * (lambda[V0 + k] - work[wk(pr, U, k)]);
+            rhs_units(pr, st.rho, 0u, 1u);
+            for (var v = 0u; v < units(pr); v++) {
+                forward_unit(pr, ca, v, true, 0u, 1u);
             }
-            cholesky_solve(pr);
-            for (var k = 0u; k < M; k++) {
-                let zk = lambda[V0 + k];
-                work[wk(pr, ZPREV, k)] = zk;
-                work[wk(pr, TMP, k)] = alpha * work[wk(pr, X, k)] + (1.0 - alpha) * zk + work[wk(pr, U, k)];
+            for (var vv = units(pr); vv > 0u; vv--) {
+                backward_unit(pr, ca, vv - 1u, true, 0u, 1u);
             }
-            project_tmp(pr);
-            for (var k = 0u; k < M; k++) {
-                // u + x̂ − z⁺, with tmp = x̂ + u.
-                work[wk(pr, U, k)] = work[wk(pr, TMP, k)] - lambda[V0 + k];
+            relax_project_units(pr, alpha, 0u, 1u);
+            if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
+                divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
-            let res = evaluate(pr, &st);
-            let eps = res.w;
-            if (eps <= tol) {
+            if (iteration_evaluated(pr, &st, st.eps_abs)) {
+                balance(&st, balance_units(pr, 0u, 1u));
+            }
+        } else {
+            // PHASE_FINAL: the best iterate seen, with its own velocity and residuals.
+            if (final_takes_best(st)) {
+                divide_units(pr, BEST, Z, 1.0, 0u, 1u);
+                set_residuals(&st, evaluate_units(pr, ca, 0u, 1u));
+            }
+            final_flags(&st);
+        }
+    }
+    if (!refused) {
+        store_units(pr, 0u, 1u);
+    }
+    if (loop_limit_reached()) {
+        st.flags |= FLAG_LOOP_LIMIT;
+        st.state = STATE_DONE;
+    }
+    results[index] = st;
+    if (st.state != STATE_DONE) {
+        atomicAdd(&running_count, 1u);
+    }
+}
+
+// --- One workgroup per problem ----------------------------------------------
+//
+// WA_LANES invocations share a problem; lane t owns units t, t + WA_LANES, ...
+// Every invocation holds the same copy of the solve's state (`st`): it is
+// read once through workgroupUniformLoad and then changed only by values
+// that are themselves uniform (reduced over the workgroup and read through
+// workgroupUniformLoad), so that every barrier is in uniform control flow.
+// The vectors stay in `work` (storage), hence wa_sync's storage barrier
+// between passes; the factor lives in wa_cache when its triangle fits
+// (copied in at the start of a dispatch and back at its end), and G after it
+// when both fit.
+
+var<workgroup> wa_red: array<vec4<f32>, WA_LANES>;
+var<workgroup> wa_state: SolveResult;
+var<workgroup> wa_word: vec4<f32>;
+var<workgroup> wa_limit: atomic<u32>;
+
+fn wa_sync() {
+    storageBarrier();
+    workgroupBarrier();
+}
+
+// nan_max of v over the workgroup, uniform.
+fn wa_max(lane: u32, v: vec4<f32>) -> vec4<f32> {
+    wa_red[lane] = v;
+    workgroupBarrier();
+    for (var h = WA_LANES / 2u; h > 0u; h >>= 1u) {
+        if (lane < h) {
+            let a = wa_red[lane];
+            let b = wa_red[lane + h];
+            wa_red[lane] = vec4<f32>(nan_max(a.x, b.x), nan_max(a.y, b.y), nan_max(a.z, b.z), nan_max(a.w, b.w));
+        }
+        workgroupBarrier();
+    }
+    return workgroupUniformLoad(&wa_red[0]);
+}
+
+// Lane 0's v, uniform.
+fn wa_lane0(lane: u32, v: f32) -> f32 {
+    if (lane == 0u) {
+        wa_word.x = v;
+    }
+    return workgroupUniformLoad(&wa_word).x;
+}
+
+// Evaluates z (after a sync) and records it, copying it to BEST if it is the
+// best so far.
+fn wa_evaluate(pr: Problem, ca: Cache, lane: u32, st: ptr<function, SolveResult>) {
+    wa_sync();
+    let r = wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES));
+    if (record(st, r)) {
+        divide_units(pr, Z, BEST, 1.0, lane, WA_LANES);
+    }
+}
+
+// The squared norm of v over all rows, summed in order by lane 0 (as `main`
+// does), uniform.
+fn wa_squared_norm(pr: Problem, lane: u32, v: u32) -> f32 {
+    wa_sync();
+    var n = 0.0;
+    if (lane == 0u) {
+        n = squared_norm(pr, v);
+    }
+    return wa_lane0(lane, n);
+}
+
+// Loop iterations of the next step of one lane of `main_workgroup`.
+fn wa_step_cost(pr: Problem, st: SolveResult) -> u32 {
+    let m = rows(pr);
+    let own = 3u * ((units(pr) + WA_LANES - 1u) / WA_LANES);
+    let mv = own * (m / 4u + 8u) + 8u;
+    let reduce = 4u * WA_LANES;
+    switch st.state {
+        case 3u: { // PHASE_POWER
+            return mv + m + reduce;
+        }
+        case 5u: { // PHASE_FACTOR
+            return own * (st.step / 4u + 8u) + reduce;
+        }
+        case 6u: { // PHASE_ITERATE
+            return mv + 2u * units(pr) * (own + 8u) + 20u * own + 2u * reduce;
+        }
+        default: {
+            return mv + 10u * own + m + 2u * reduce;
+        }
+    }
+}
+
+@compute @workgroup_size(WA_LANES)
+fn main_workgroup(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let index = wid.x + wid.y * nwg.x;
+    if (index >= params.num_problems) {
+        return;
+    }
+    let pr = problems[index];
+    if (lane == 0u) {
+        wa_state = results[index];
+        atomicStore(&wa_limit, 0u);
+    }
+    var st = workgroupUniformLoad(&wa_state);
+    if (st.state == STATE_DONE) {
+        return;
+    }
+    let M = rows(pr);
+    let T = tri(M);
+    let ca = Cache(T <= WA_CACHE, 2u * T <= WA_CACHE);
+    let L0 = pr.work_offset + ADMM_SLOTS * M;
+    if (ca.l) {
+        for (var t = lane; t < T; t += WA_LANES) {
+            wa_cache[t] = work[L0 + t];
+        }
+    }
+    if (ca.g) {
+        for (var t = lane; t < T; t += WA_LANES) {
+            wa_cache[T + t] = gtri(pr, t);
+        }
+    }
+    let alpha = params.omega;
+    var budget = params.chunk;
+    var first = true;
+    var refused = false;
+    loop {
+        if (st.state == STATE_DONE) {
+            break;
+        }
+        let cost = wa_step_cost(pr, st);
+        if (!first && cost > budget) {
+            break;
+        }
+        first = false;
+        budget -= min(cost, budget);
+        wa_sync();
+
+        if (st.state == STATE_FRESH) {
+            // The contacts' blocks, checked in parallel.
+            var bad = 0.0;
+            for (var i = lane; i < pr.nc; i += WA_LANES) {
+                if (!block_psd(pr, i)) {
+                    bad = 1.0;
+                }
+            }
+            bad = wa_max(lane, vec4<f32>(bad, 0.0, 0.0, 0.0)).x;
+            refused = true;
+            if (pr.flags != 0u) {
+                st.flags = pr.flags;
                 st.state = STATE_DONE;
                 break;
             }
-            if (corrected && (!is_finite(eps) || eps > DIVERGENCE_FACTOR * max(st.start_eps, tol))) {
-                if (st.attempt == 0u) {
-                    st.attempt = 1u;
-                    st.state = PHASE_ATTEMPT;
-                } else {
-                    st.state = PHASE_FINAL;
-                }
+            if (bad != 0.0) {
+                st.flags = FLAG_NOT_PSD;
+                st.state = STATE_DONE;
+                break;
+            }
+            if (M == 0u) {
+                st.state = STATE_DONE;
+                break;
+            }
+            refused = false;
+            st.best_eps = 3.4e38;
+            st.adapt = params.adaptive_rho;
+            fresh_units(pr, lane, WA_LANES);
+            wa_evaluate(pr, ca, lane, &st);
+            fresh_evaluated(pr, &st, st.eps_abs);
+            if (st.state == PHASE_POWER) {
+                power_start_units(pr, lane, WA_LANES);
+                let n0 = sqrt(wa_squared_norm(pr, lane, X));
+                divide_units(pr, X, X, n0, lane, WA_LANES);
+            }
+        } else if (st.state == PHASE_POWER) {
+            power_units(pr, ca, lane, WA_LANES);
+            let nrm = sqrt(wa_squared_norm(pr, lane, TMP));
+            if (power_iterated(&st, nrm)) {
+                divide_units(pr, TMP, X, nrm, lane, WA_LANES);
+            }
+            if (st.state == PHASE_ATTEMPT) {
+                divide_units(pr, Z, TMP, 1.0, lane, WA_LANES);
+            }
+        } else if (st.state == PHASE_ATTEMPT) {
+            if (st.attempt > 0u) {
+                st.rho = rho_cold(st);
+                fill_units(pr, TMP, 0.0, lane, WA_LANES);
+            }
+            project_units(pr, lane, WA_LANES);
+            wa_evaluate(pr, ca, lane, &st);
+            dual_start_units(pr, st.rho, lane, WA_LANES);
+            attempt_evaluated(pr, &st, st.eps_abs);
+        } else if (st.state == PHASE_FACTOR) {
+            let j = st.step;
+            factor_units(pr, ca, j, st.rho, lane, WA_LANES);
+            wa_sync();
+            var d = 0.0;
+            if (lane == 0u) {
+                d = l_at(pr, ca, tri(j) + j);
+            }
+            d = wa_lane0(lane, d);
+            let ok = pivot_ok(d);
+            if (ok) {
+                factor_scale_units(pr, ca, j, sqrt(d), lane, WA_LANES);
+            }
+            let rescale = factor_column_done(pr, &st, ok);
+            if (rescale > 0.0) {
+                scale_units(pr, U, rescale, lane, WA_LANES);
+            }
+        } else if (st.state == PHASE_ITERATE) {
+            if (st.iterations >= pr.max_iterations) {
+                st.state = PHASE_FINAL;
                 continue;
             }
-            if (st.adapt != 0u && st.iterations - st.last_update >= RHO_MIN_INTERVAL) {
-                var rp = 0.0;
-                var rd = 0.0;
-                for (var k = 0u; k < M; k++) {
-                    let zk = lambda[V0 + k];
-                    rp = max(rp, abs(work[wk(pr, X, k)] - zk));
-                    rd = max(rd, abs(zk - work[wk(pr, ZPREV, k)]));
-                }
-                rp = rp / max(max(inf_norm_lambda(pr), inf_norm_work(pr, X)), 1e-30);
-                rd = rho * rd / max(max(inf_norm_b(pr), rho * inf_norm_work(pr, U)), 1e-30);
-                // A stalled z (rd = 0) with x != z calls for a larger rho.
-                var ratio = 1.0;
-                var big = false;
-                if (rd > 0.0) {
-                    ratio = rp / rd;
-                } else if (rp > 0.0) {
-                    big = true;
-                }
-                if (big || ratio > RHO_RATIO || ratio < 1.0 / RHO_RATIO) {
-                    var new_rho = rho * RHO_MAX_STEP;
-                    if (!big) {
-                        new_rho = clamp(rho * sqrt(ratio), rho / RHO_MAX_STEP, rho * RHO_MAX_STEP);
-                    }
-                    new_rho = clamp(new_rho, RHO_RANGE_MIN * st.scale, RHO_RANGE_MAX * st.scale);
-                    if (new_rho != rho) {
-                        st.rho_prev = rho;
-                        st.rho = new_rho;
-                        st.step = 0u;
-                        st.state = PHASE_FACTOR;
-                    }
-                }
+            st.iterations += 1u;
+            rhs_units(pr, st.rho, lane, WA_LANES);
+            let nu = units(pr);
+            for (var v = 0u; v < nu; v++) {
+                wa_sync();
+                forward_unit(pr, ca, v, v % WA_LANES == lane, lane, WA_LANES);
+            }
+            for (var vv = nu; vv > 0u; vv--) {
+                wa_sync();
+                backward_unit(pr, ca, vv - 1u, (vv - 1u) % WA_LANES == lane, lane, WA_LANES);
+            }
+            wa_sync();
+            relax_project_units(pr, alpha, lane, WA_LANES);
+            wa_evaluate(pr, ca, lane, &st);
+            if (iteration_evaluated(pr, &st, st.eps_abs)) {
+                let b = balance_units(pr, lane, WA_LANES);
+                balance(&st, Balance(wa_max(lane, b.a), wa_max(lane, b.b)));
             }
         } else {
-            // PHASE_FINAL (`!(a <= b)` so that a NaN final residual also falls back).
-            if (is_finite(st.best_eps) && !(st.eps_abs <= st.best_eps)) {
-                // Return the best iterate seen, with its own velocity and residuals.
-                for (var k = 0u; k < M; k++) {
-                    lambda[V0 + k] = work[wk(pr, BEST, k)];
-                }
-                contact_velocity(pr);
-                let r = problem_residuals(pr);
-                st.eps_abs = r.w;
-                st.primal = r.x;
-                st.dual = r.y;
-                st.complementarity = r.z;
+            if (final_takes_best(st)) {
+                divide_units(pr, BEST, Z, 1.0, lane, WA_LANES);
+                wa_sync();
+                set_residuals(&st, wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES)));
             }
-            if (st.flags == 0u && !is_finite(st.eps_abs)) {
-                st.flags = FLAG_DIVERGED;
-            }
-            st.state = STATE_DONE;
+            final_flags(&st);
+        }
+    }
+    wa_sync();
+    if (!refused) {
+        store_units(pr, lane, WA_LANES);
+    }
+    if (ca.l && st.state != STATE_DONE) {
+        for (var t = lane; t < T; t += WA_LANES) {
+            work[L0 + t] = wa_cache[t];
         }
     }
     if (loop_limit_reached()) {
+        atomicOr(&wa_limit, 1u);
+    }
+    workgroupBarrier();
+    if (lane != 0u) {
+        return;
+    }
+    if (atomicLoad(&wa_limit) != 0u) {
         st.flags |= FLAG_LOOP_LIMIT;
         st.state = STATE_DONE;
     }

@@ -200,20 +200,25 @@ fn contact_velocity(pr: Problem) {
 // minor compared with -1e-6 scale^k: f32 rounding). The unilateral rows'
 // diagonal is checked by the host (ContactProblem::validate).
 fn blocks_psd(pr: Problem) -> bool {
-    let scale = pr.delassus_scale;
     for (var i = 0u; i < pr.nc; i++) {
-        let w = block(pr, i);
-        let m01 = w[0][0] * w[1][1] - w[0][1] * w[0][1];
-        let m02 = w[0][0] * w[2][2] - w[0][2] * w[0][2];
-        let m12 = w[1][1] * w[2][2] - w[1][2] * w[1][2];
-        let e1 = -1e-6 * scale;
-        let e2 = e1 * scale;
-        let e3 = e2 * scale;
-        if (w[0][0] < e1 || w[1][1] < e1 || w[2][2] < e1 || m01 < e2 || m02 < e2 || m12 < e2 || determinant(w) < e3) {
+        if (!block_psd(pr, i)) {
             return false;
         }
     }
     return true;
+}
+
+// Whether contact i's block passes that test.
+fn block_psd(pr: Problem, i: u32) -> bool {
+    let scale = pr.delassus_scale;
+    let w = block(pr, i);
+    let m01 = w[0][0] * w[1][1] - w[0][1] * w[0][1];
+    let m02 = w[0][0] * w[2][2] - w[0][2] * w[0][2];
+    let m12 = w[1][1] * w[2][2] - w[1][2] * w[1][2];
+    let e1 = -1e-6 * scale;
+    let e2 = e1 * scale;
+    let e3 = e2 * scale;
+    return !(w[0][0] < e1 || w[1][1] < e1 || w[2][2] < e1 || m01 < e2 || m02 < e2 || m12 < e2 || determinant(w) < e3);
 }
 
 // Mesa's llvmpipe / lavapipe (22.x) counts every loop iteration of an

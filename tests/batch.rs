@@ -319,8 +319,8 @@ fn pipelined_gpu_chunks_give_the_same_worlds() {
 
 /// The GPU backend with one workgroup per world's problem, and with one
 /// lane per contact, steps the standing quadruped like one invocation per
-/// problem and like the CPU (NCP-PGS), and refuses a solver without such a
-/// kernel by name.
+/// problem and like the CPU (NCP-PGS, and NCP-ADMM's workgroup kernel), and
+/// refuses a solver without such a kernel by name.
 #[test]
 fn workgroup_and_lane_decompositions_step_worlds_like_the_invocation_kernels() {
     use moreau::contact::SolverKind;
@@ -365,17 +365,36 @@ fn workgroup_and_lane_decompositions_step_worlds_like_the_invocation_kernels() {
         assert!(d <= 1e-6, "{name}: {d:e}");
         assert!(max_q_difference(&runs[0], &runs[k]) <= 1e-5, "{name}");
     }
-    for decomposition in [Decomposition::Workgroup, Decomposition::Lane] {
-        let options = BatchOptions {
+    // ncp-admm (the default solver): one workgroup per problem steps the
+    // worlds as one invocation per problem does; it has no lane kernel.
+    let mut admm = Vec::new();
+    for decomposition in [Decomposition::Invocation, Decomposition::Workgroup] {
+        let mut options = BatchOptions {
             backend: Backend::Gpu,
             gpu_decomposition: decomposition,
             ..Default::default()
         };
-        if let Err(e) = BatchSim::new(scene.model.clone(), &scene.state, 1, &options) {
-            assert!(e.to_string().contains("ncp-admm"), "{e}");
-        } else {
-            panic!("ncp-admm has no {} kernel", decomposition.name());
-        }
+        options.params.dt = scene.dt;
+        let Some(mut batch) = spread_batch(&scene, n, &options) else {
+            return;
+        };
+        step_controlled(&mut batch, &scene, 300, |r| {
+            assert!(r.failed.is_empty() && r.fallbacks.is_empty(), "{r:?}");
+        });
+        admm.push(batch);
+    }
+    let d = max_q_difference(&admm[0], &admm[1]);
+    println!("ncp-admm workgroup vs invocation: max |Δq| = {d:.3e}");
+    assert!(d <= 1e-6, "ncp-admm workgroup: {d:e}");
+    let options = BatchOptions {
+        backend: Backend::Gpu,
+        gpu_decomposition: Decomposition::Lane,
+        ..Default::default()
+    };
+    if let Err(e) = BatchSim::new(scene.model.clone(), &scene.state, 1, &options) {
+        assert!(e.to_string().contains("ncp-admm"), "{e}");
+    } else {
+        panic!("ncp-admm has no lane kernel");
     }
 }
 

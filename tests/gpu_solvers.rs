@@ -42,7 +42,7 @@ const REL_LAMBDA: f64 = 1e-3;
 /// stops at its own tolerance: the gap is the tolerance's, not f32's).
 const REL_REFERENCE: f64 = 1e-2;
 
-/// The kernels with a workgroup-per-problem entry point.
+/// The kernels with workgroup-per-problem and lane-per-contact entry points.
 const PGS_KINDS: [SolverKind; 5] = [
     SolverKind::LcpPgs,
     SolverKind::CcpPgs,
@@ -50,6 +50,9 @@ const PGS_KINDS: [SolverKind; 5] = [
     SolverKind::RaisimDs,
     SolverKind::NcpPgs,
 ];
+
+/// The kernels with a workgroup-per-problem entry point but no lane one.
+const ADMM_KINDS: [SolverKind; 2] = [SolverKind::CcpAdmm, SolverKind::NcpAdmm];
 
 const GPU_KINDS: [SolverKind; 7] = [
     SolverKind::LcpPgs,
@@ -541,7 +544,8 @@ fn bad_problems_are_flagged_and_the_rest_solved() {
         .iter()
         .map(|&k| (k, Decomposition::Invocation))
         .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Workgroup)))
-        .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Lane)));
+        .chain(PGS_KINDS.iter().map(|&k| (k, Decomposition::Lane)))
+        .chain(ADMM_KINDS.iter().map(|&k| (k, Decomposition::Workgroup)));
     for (kind, decomposition) in runs {
         let cap = BatchCapacity::uniform(batch.len(), 8);
         let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, decomposition).unwrap();
@@ -622,19 +626,28 @@ fn batches_over_capacity_are_refused_before_dispatch_and_solvers_without_kernel_
         .err()
         .unwrap();
     assert!(matches!(e, GpuError::UnsupportedSolver { .. }), "{e}");
-    // The workgroup decomposition: PGS kernels only, at most 64 contacts per problem.
+    // The lane decomposition: PGS kernels only.
     let e = GpuSolver::with_decomposition(
         &ctx,
         SolverKind::NcpAdmm,
         BatchCapacity::uniform(1, 4),
-        Decomposition::Workgroup,
+        Decomposition::Lane,
     )
     .err()
     .unwrap();
     assert!(
-        e.to_string().contains("ncp-admm") && e.to_string().contains("invocation"),
+        e.to_string().contains("ncp-admm") && e.to_string().contains("lane"),
         "{e}"
     );
+    // The workgroup decomposition: at most 64 contacts per problem for PGS,
+    // no limit for ADMM (its vectors stay in storage).
+    GpuSolver::with_decomposition(
+        &ctx,
+        SolverKind::NcpAdmm,
+        BatchCapacity::uniform(1, 400),
+        Decomposition::Workgroup,
+    )
+    .unwrap();
     let e = GpuSolver::with_decomposition(
         &ctx,
         SolverKind::NcpPgs,
@@ -791,8 +804,10 @@ fn a_lost_device_is_an_error() {
 
 /// With chunks far beyond the loop limiter of a software adapter (Mesa's
 /// lavapipe counts 65 535 loop iterations per invocation), a solve is either
-/// flagged `FLAG_LOOP_LIMIT` by the kernels' canary loop, or (a driver or GPU
-/// without such a limit) correct: never silently wrong.
+/// flagged `FLAG_LOOP_LIMIT` (by the kernels' canary loop, or by the host
+/// when a cut workgroup never recorded its problem's end, as ADMM's
+/// workgroup kernel's does on lavapipe), or (a driver or GPU without such a
+/// limit) correct: never silently wrong.
 #[test]
 fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
     let Some(ctx) = context() else { return };
@@ -807,6 +822,7 @@ fn a_driver_loop_limit_is_flagged_not_returned_as_a_solution() {
         (SolverKind::NcpPgs, Decomposition::Workgroup, 1 << 16),
         (SolverKind::NcpPgs, Decomposition::Lane, 1 << 16),
         (SolverKind::NcpAdmm, Decomposition::Invocation, 1 << 30),
+        (SolverKind::NcpAdmm, Decomposition::Workgroup, 1 << 30),
     ] {
         let mut gpu =
             GpuSolver::with_decomposition(&ctx, kind, BatchCapacity::uniform(3, 64), decomposition)
@@ -868,60 +884,96 @@ fn workgroup_and_lane_decompositions_match_the_cpu_twins_and_the_invocation_kern
         .iter()
         .flat_map(|&k| [(k, Decomposition::Workgroup), (k, Decomposition::Lane)])
     {
-        cross_check_with(&ctx, kind, wd, &random, "random", TOL_GPU, 5000);
-        cross_check_with(&ctx, kind, wd, &scenes, "scenes", TOL_SCENES, 5000);
-        for (label, problems, tol) in [
-            ("random", &random, TOL_GPU),
-            ("scenes", &scenes, TOL_SCENES),
-        ] {
-            let cap = BatchCapacity::uniform(problems.len(), 64);
-            let s = settings(tol, 5000);
-            let mut outs = Vec::new();
-            // The invocation kernel; the workgroup kernel with the automatic
-            // chunks, and suspended after every sweep (one per dispatch).
-            for (d, chunk) in [(Decomposition::Invocation, None), (wd, None), (wd, Some(1))] {
-                let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, d).unwrap();
-                assert_eq!(gpu.decomposition(), d);
-                gpu.set_chunk(chunk);
-                let mut out = BatchOutput::default();
-                gpu.solve(problems, &s, &mut out).unwrap();
-                outs.push(out);
+        matches_the_twins_and_the_invocation_kernel(&ctx, kind, wd, &random, &scenes);
+    }
+}
+
+/// ADMM's workgroup kernel (the mat-vecs, the factor's columns and the
+/// triangular solves spread over the lanes, the factor and G in workgroup
+/// memory when they fit) against the CPU twins and the invocation kernel.
+/// The random batch has problems of 1 to 64 contacts: the factor cached
+/// with and without G, and neither.
+#[test]
+fn admm_workgroup_kernel_matches_the_cpu_twins_and_the_invocation_kernel() {
+    let Some(ctx) = context() else { return };
+    let random = random_batch();
+    let scenes: Vec<_> = harvested(false).into_iter().map(|(_, p)| p).collect();
+    for kind in ADMM_KINDS {
+        matches_the_twins_and_the_invocation_kernel(
+            &ctx,
+            kind,
+            Decomposition::Workgroup,
+            &random,
+            &scenes,
+        );
+    }
+}
+
+fn matches_the_twins_and_the_invocation_kernel(
+    ctx: &GpuContext,
+    kind: SolverKind,
+    wd: Decomposition,
+    random: &[ContactProblem],
+    scenes: &[ContactProblem],
+) {
+    cross_check_with(ctx, kind, wd, random, "random", TOL_GPU, 5000);
+    cross_check_with(ctx, kind, wd, scenes, "scenes", TOL_SCENES, 5000);
+    for (label, problems, tol) in [("random", random, TOL_GPU), ("scenes", scenes, TOL_SCENES)] {
+        let cap = BatchCapacity::uniform(problems.len(), 64);
+        let s = settings(tol, 5000);
+        let mut outs = Vec::new();
+        // The invocation kernel; the workgroup kernel with the automatic
+        // chunks, and suspended after every sweep (PGS) or step (ADMM):
+        // one per dispatch.
+        for (d, chunk) in [(Decomposition::Invocation, None), (wd, None), (wd, Some(1))] {
+            let mut gpu = GpuSolver::with_decomposition(ctx, kind, cap, d).unwrap();
+            assert_eq!(gpu.decomposition(), d);
+            gpu.set_chunk(chunk);
+            let mut out = BatchOutput::default();
+            gpu.solve(problems, &s, &mut out).unwrap();
+            outs.push(out);
+        }
+        let (mut worst, mut worst_at, mut iterations) = (0.0f64, 0, 0);
+        for (i, b) in (0..problems.len()).flat_map(|i| [(i, 1), (i, 2)]) {
+            let (a, b) = (outs[0].problem(i), outs[b].problem(i));
+            let (la, lb) = (a.lambda_f64(), b.lambda_f64());
+            let d = a.result.iterations.abs_diff(b.result.iterations);
+            // One iteration more (a stopping test tipped by f32
+            // rounding) moves λ by that iteration's step: judged
+            // against WG_REL_STEP instead.
+            let rel = (&la - &lb).norm() / la.norm().max(1e-30)
+                * if d == 0 { 1.0 } else { WG_REL / WG_REL_STEP };
+            if rel > worst {
+                (worst, worst_at) = (rel, i);
             }
-            let (mut worst, mut worst_at, mut iterations) = (0.0f64, 0, 0);
-            for (i, b) in (0..problems.len()).flat_map(|i| [(i, 1), (i, 2)]) {
-                let (a, b) = (outs[0].problem(i), outs[b].problem(i));
-                let (la, lb) = (a.lambda_f64(), b.lambda_f64());
-                let d = a.result.iterations.abs_diff(b.result.iterations);
-                // One iteration more (a stopping test tipped by f32
-                // rounding) moves λ by that iteration's step: judged
-                // against WG_REL_STEP instead.
-                let rel = (&la - &lb).norm() / la.norm().max(1e-30)
-                    * if d == 0 { 1.0 } else { WG_REL / WG_REL_STEP };
-                if rel > worst {
-                    (worst, worst_at) = (rel, i);
-                }
-                iterations = iterations.max(d);
-                assert!(
-                    d <= 1,
-                    "{label} {} problem {i}: {} iterations (invocation), {} ({})",
-                    kind.name(),
-                    a.result.iterations,
-                    b.result.iterations,
-                    wd.name()
-                );
-            }
-            eprintln!(
-                "{label} {:9}: {} vs invocation: worst relative λ difference {worst:.3e} (×WG_REL/WG_REL_STEP where the iteration counts differ) at problem {worst_at}, largest iteration difference {iterations}",
+            iterations = iterations.max(d);
+            assert!(
+                d <= 1,
+                "{label} {} problem {i}: {} iterations (invocation), {} ({})",
                 kind.name(),
+                a.result.iterations,
+                b.result.iterations,
                 wd.name()
             );
-            assert!(
-                worst <= WG_REL,
-                "{label} {}: {} and invocation kernels differ by {worst:e} at problem {worst_at}",
+            assert_eq!(
+                a.result.factorizations,
+                b.result.factorizations,
+                "{label} {} problem {i}: factorizations (invocation, {})",
                 kind.name(),
                 wd.name()
             );
         }
+        eprintln!(
+            "{label} {:9}: {} vs invocation: worst relative λ difference {worst:.3e} (×WG_REL/WG_REL_STEP where the iteration counts differ) at problem {worst_at}, largest iteration difference {iterations}",
+            kind.name(),
+            wd.name()
+        );
+        assert!(
+            worst <= WG_REL,
+            "{label} {}: {} and invocation kernels differ by {worst:e} at problem {worst_at}",
+            kind.name(),
+            wd.name()
+        );
     }
 }
 
@@ -1048,7 +1100,7 @@ fn bench_solve_reports_every_decomposition_both_cpu_precisions_and_device_times(
     let dir = std::env::temp_dir().join(format!("moreau-bench-solve-{}", std::process::id()));
     for (solver, expected) in [
         ("ncp-pgs", vec!["invocation", "lane", "workgroup"]),
-        ("ncp-admm", vec!["invocation"]),
+        ("ncp-admm", vec!["invocation", "workgroup"]),
     ] {
         let out = std::process::Command::new(bin)
             .args(["bench", "solve", "--solver", solver, "--batch", "1,8"])

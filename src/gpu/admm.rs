@@ -1,9 +1,19 @@
 //! Batched ADMM (`shaders/admm.wgsl`): the f32 twins of `ncp-admm` and
-//! `ccp-admm` ([`crate::contact::solvers::AdmmSolver`]), one invocation per
-//! problem, the same iteration as the CPU core (relaxed x-update, cone
-//! projection, de Saxcé correction held fixed within an iteration for the
-//! NCP, warm start of the dual, cold restart when a corrected run diverges,
-//! best iterate returned on the cap, residual balancing of ρ for `ncp-admm`).
+//! `ccp-admm` ([`crate::contact::solvers::AdmmSolver`]), the same iteration
+//! as the CPU core (relaxed x-update, cone projection, de Saxcé correction
+//! held fixed within an iteration for the NCP, warm start of the dual, cold
+//! restart when a corrected run diverges, best iterate returned on the cap,
+//! residual balancing of ρ for `ncp-admm`).
+//!
+//! Two entry points, one per [`Decomposition`]: `main`, one invocation per
+//! problem; `main_workgroup`, one workgroup of [`WA_LANES`] invocations per
+//! problem, each lane owning the rows of its units (contacts, unilateral
+//! rows): the mat-vecs row-parallel, each column of the factor row-parallel,
+//! the triangular solves by columns (one barrier per unit), the factor in
+//! workgroup memory when its triangle fits [`WA_CACHE`] floats (88 rows)
+//! and G after it when both fit (62 rows). Both run the same per-row and
+//! per-unit functions, in the same order on every row, so they return the
+//! same iterates (`tests/gpu_solvers.rs` checks it).
 //!
 //! **Who factorizes `G + R + ρI`: the kernel**, in its scratch (dense
 //! Cholesky of the packed lower triangle, `m³/6` flops), each time ρ
@@ -22,11 +32,12 @@
 //! still meets a non-positive pivot, the kernel keeps the previous ρ and stops
 //! adapting (the CPU would report the problem as not PSD).
 //!
-//! Bindings: as [`super::pgs`], plus 7 the scratch (`6m + m(m+1)/2` f32 per problem).
+//! Bindings: as [`super::pgs`], plus 7 the scratch ([`ADMM_SLOTS`]`·m +
+//! m(m+1)/2` f32 per problem: the iterate's vectors, then the factor).
 
 use super::Decomposition;
-use super::batch::{BatchCapacity, CANARY, GpuParams};
-use super::kernel::{AdapterClass, BatchKernel, BatchShape};
+use super::batch::{ADMM_SLOTS, BatchCapacity, CANARY, GpuParams};
+use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
 use super::shader::WgslConst;
 use crate::contact::solvers::admm;
 use crate::contact::{KernelModel, SolverSettings};
@@ -47,6 +58,19 @@ pub const RHO_RANGE_MIN: f64 = 1e-4;
 pub const CPU_ADAPTER_ADMM_BUDGET: u32 = 8_000;
 /// Loop budget per problem and dispatch on a GPU.
 pub const GPU_ADMM_BUDGET: u32 = 1 << 24;
+/// Invocations per workgroup of `main_workgroup` (WGSL `WA_LANES`): one
+/// warp of an NVIDIA GPU, so that its barriers are cheap.
+pub const WA_LANES: u32 = 32;
+/// Workgroup memory of `main_workgroup` besides the cache: the reduction
+/// (`wa_red`), the broadcast state and word, the loop-limit flag.
+const WA_OTHER_BYTES: u64 = 16 * WA_LANES as u64 + 80 + 16 + 4;
+/// Floats of `main_workgroup`'s cache (WGSL override `WA_CACHE`): the
+/// factor's triangle when it fits (`m ≤ 88`), G's after it when both fit
+/// (`m ≤ 62`), within WebGPU's default 16 KiB of workgroup memory.
+pub const WA_CACHE: u64 = (16384 - WA_OTHER_BYTES) / 4;
+/// Workgroup memory of `main_workgroup`, in bytes.
+pub const WA_WORKGROUP_BYTES: u64 = 4 * WA_CACHE + WA_OTHER_BYTES;
+const _: () = assert!(WA_WORKGROUP_BYTES <= 16384);
 
 /// The ADMM kernel (`shaders/admm.wgsl`).
 pub struct AdmmKernel;
@@ -63,6 +87,8 @@ impl BatchKernel for AdmmKernel {
     fn constants(&self) -> Vec<WgslConst> {
         vec![
             WgslConst::u32("WORKGROUP_SIZE", WORKGROUP_SIZE),
+            WgslConst::u32("WA_LANES", WA_LANES),
+            WgslConst::u32("ADMM_SLOTS", ADMM_SLOTS as u32),
             WgslConst::f32("RHO_RATIO", admm::RHO_RATIO),
             WgslConst::f32("DIVERGENCE_FACTOR", admm::DIVERGENCE_FACTOR),
             WgslConst::u32("RHO_MIN_INTERVAL", admm::RHO_MIN_INTERVAL as u32),
@@ -78,19 +104,37 @@ impl BatchKernel for AdmmKernel {
     }
 
     fn entry_point(&self, decomposition: Decomposition) -> Option<&'static str> {
-        (decomposition == Decomposition::Invocation).then_some("main")
+        match decomposition {
+            Decomposition::Invocation => Some("main"),
+            Decomposition::Workgroup => Some("main_workgroup"),
+            Decomposition::Lane => None,
+        }
     }
 
     fn max_rows(&self, _decomposition: Decomposition) -> Option<usize> {
         None
     }
 
-    fn invocations_per_workgroup(&self, _decomposition: Decomposition) -> u32 {
-        WORKGROUP_SIZE
+    fn invocations_per_workgroup(&self, decomposition: Decomposition) -> u32 {
+        match decomposition {
+            Decomposition::Workgroup => WA_LANES,
+            _ => WORKGROUP_SIZE,
+        }
     }
 
-    fn workgroup_memory(&self, _decomposition: Decomposition) -> u64 {
-        0
+    fn workgroup_memory(&self, decomposition: Decomposition) -> u64 {
+        match decomposition {
+            Decomposition::Workgroup => WA_WORKGROUP_BYTES,
+            _ => 0,
+        }
+    }
+
+    /// `main_workgroup` sizes its cache; `main` leaves it at 1 float.
+    fn overrides(&self, decomposition: Decomposition) -> Vec<(&'static str, f64)> {
+        match decomposition {
+            Decomposition::Workgroup => vec![("WA_CACHE", WA_CACHE as f64)],
+            _ => Vec::new(),
+        }
     }
 
     /// As on the CPU, `ccp-admm` never adapts ρ, and `ncp-admm` adapts it
@@ -114,18 +158,21 @@ impl BatchKernel for AdmmKernel {
         capacity.admm_work_floats()
     }
 
-    /// A loop budget (its steps have unequal costs).
+    /// A loop budget (its steps have unequal costs). On a CPU adapter, the
+    /// lanes of `main_workgroup` are all in the same step, so each may
+    /// spend the driver's whole budget.
     fn chunk(
         &self,
         adapter: AdapterClass,
-        _decomposition: Decomposition,
+        decomposition: Decomposition,
         _model: KernelModel,
         _settings: &SolverSettings,
         _batch: BatchShape,
     ) -> u32 {
-        match adapter {
-            AdapterClass::Cpu => CPU_ADAPTER_ADMM_BUDGET,
-            AdapterClass::Gpu => GPU_ADMM_BUDGET,
+        match (adapter, decomposition) {
+            (AdapterClass::Gpu, _) => GPU_ADMM_BUDGET,
+            (AdapterClass::Cpu, Decomposition::Workgroup) => CPU_ADAPTER_LOOP_BUDGET as u32,
+            (AdapterClass::Cpu, _) => CPU_ADAPTER_ADMM_BUDGET,
         }
     }
 

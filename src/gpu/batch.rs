@@ -11,7 +11,7 @@
 //! | `contacts`  | [`GpuContact`]     | `b = nc + ⌈nl/3⌉` blocks of 3 rows (32 B each: g, μ, R): the contacts, then the unilateral rows three to a block | `contact_offset` |
 //! | `lambda`, `c` | f32              | `3b` (row `k` at `3·contact_offset + k`; warm start in, λ out; c out; the last `3b − m` unused) | `3·contact_offset` |
 //! | `results`   | [`GpuResult`]      | 1 (80 B)                       | problem index    |
-//! | `work` (ADMM) | f32              | `6m + m(m+1)/2` (x, z_prev, u, s, tmp, best, Cholesky factor) | `work_offset` |
+//! | `work` (ADMM) | f32              | `9m + m(m+1)/2` (x, z_prev, u, s, tmp, best, z, c, y, Cholesky factor) | `work_offset` |
 //!
 //! Why the unilateral rows live in `contacts`, three to a block: row `k` of
 //! a problem, contact row or unilateral row alike, then has its `g` and `R`
@@ -54,6 +54,10 @@ pub const FLAG_DIVERGED: u32 = 4;
 pub const FLAG_OVER_CAPACITY: u32 = 8;
 /// Flag: the driver's per-invocation loop limit was reached during a
 /// dispatch (Mesa's llvmpipe / lavapipe), so the results cannot be trusted.
+/// The kernels detect it with a canary loop; the host also sets it on a
+/// problem whose state the kernel never marked finished although no
+/// problem was left running (seen on lavapipe when the limit cuts a
+/// workgroup kernel's loops, whose barriers then no longer pair up).
 pub const FLAG_LOOP_LIMIT: u32 = 16;
 
 /// A problem flag: its bit, its name in messages and its WGSL constant.
@@ -282,10 +286,14 @@ pub fn tri(m: usize) -> usize {
     m * (m + 1) / 2
 }
 
+/// Vectors of `m` floats in a problem's ADMM scratch (x, z_prev, u, s,
+/// tmp, best, z, c, y: WGSL `ADMM_SLOTS`), before the factor.
+pub const ADMM_SLOTS: usize = 9;
+
 /// ADMM scratch floats for a problem of `m` unknowns.
 #[inline]
 pub fn admm_work(m: usize) -> usize {
-    6 * m + tri(m)
+    ADMM_SLOTS * m + tri(m)
 }
 
 /// Sizes fixed when a solver is created.
@@ -353,9 +361,9 @@ impl BatchCapacity {
         self.contacts + self.unilateral_rows.div_ceil(3)
     }
 
-    /// Scratch floats ADMM needs at most: `Σ 6m + m(m+1)/2`.
+    /// Scratch floats ADMM needs at most: `Σ ADMM_SLOTS·m + m(m+1)/2`.
     pub fn admm_work_floats(&self) -> usize {
-        6 * 3 * self.blocks() + self.delassus_floats
+        ADMM_SLOTS * 3 * self.blocks() + self.delassus_floats
     }
 
     /// The storage a solver binds for this capacity, with `work_floats` f32

@@ -63,6 +63,11 @@ pub trait BatchKernel: Sync {
     fn invocations_per_workgroup(&self, decomposition: Decomposition) -> u32;
     /// Workgroup memory `decomposition`'s entry point declares, in bytes.
     fn workgroup_memory(&self, decomposition: Decomposition) -> u64;
+    /// Values of the WGSL `override` constants of `decomposition`'s
+    /// pipeline (none: their defaults).
+    fn overrides(&self, _decomposition: Decomposition) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
     /// The batch-wide parameters (`num_problems` and `chunk` are set by the solver).
     fn params(&self, model: KernelModel, settings: &SolverSettings) -> GpuParams;
     /// f32 of scratch (`work`, binding 7) it needs for `capacity`.

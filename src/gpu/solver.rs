@@ -5,8 +5,8 @@
 //! can work while the device solves.
 
 use super::batch::{
-    BatchCapacity, BatchOutput, GpuContact, GpuProblem, GpuResult, Layout, READBACK_TAIL_BYTES,
-    ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES,
+    BatchCapacity, BatchOutput, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult, Layout,
+    READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE,
 };
 use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, WorkgroupLayout};
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
@@ -437,12 +437,16 @@ impl GpuSolver {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
+        let overrides = kernel.overrides(decomposition);
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(kind.name()),
             layout: Some(&pipeline_layout),
             module: &module,
             entry_point: Some(entry_point),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &overrides,
+                ..Default::default()
+            },
             cache: None,
         });
         let b = &buffers;
@@ -914,6 +918,11 @@ impl GpuSolver {
                         for (r, &i) in results.iter().zip(&self.order) {
                             out.results[i as usize] = *r;
                         }
+                    }
+                    // None running, yet not finished: the kernel never
+                    // recorded this problem's end (a cut dispatch).
+                    for r in out.results.iter_mut().filter(|r| r.state != STATE_DONE) {
+                        r.flags |= FLAG_LOOP_LIMIT;
                     }
                     self.timings.set(Stage::Download, started.elapsed());
                 }
