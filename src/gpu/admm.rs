@@ -64,13 +64,21 @@ pub const WA_LANES: u32 = 32;
 /// Workgroup memory of `main_workgroup` besides the cache: the reduction
 /// (`wa_red`), the broadcast state and word, the loop-limit flag.
 const WA_OTHER_BYTES: u64 = 16 * WA_LANES as u64 + 80 + 16 + 4;
-/// Floats of `main_workgroup`'s cache (WGSL override `WA_CACHE`): the
-/// factor's triangle when it fits (`m ≤ 88`), G's after it when both fit
-/// (`m ≤ 62`), within WebGPU's default 16 KiB of workgroup memory.
+/// The most floats of `main_workgroup`'s cache (WGSL override `WA_CACHE`):
+/// the factor's triangle when it fits (`m ≤ 88`), G's after it when both
+/// fit (`m ≤ 62`), within WebGPU's default 16 KiB of workgroup memory.
 pub const WA_CACHE: u64 = (16384 - WA_OTHER_BYTES) / 4;
-/// Workgroup memory of `main_workgroup`, in bytes.
+/// Workgroup memory of `main_workgroup` at its largest, in bytes.
 pub const WA_WORKGROUP_BYTES: u64 = 4 * WA_CACHE + WA_OTHER_BYTES;
 const _: () = assert!(WA_WORKGROUP_BYTES <= 16384);
+
+/// `main_workgroup`'s cache for problems of at most `max_rows` rows: the
+/// factor's and G's triangles (`m(m + 1)` floats) or [`WA_CACHE`],
+/// whichever is smaller, so that small problems leave workgroup memory to
+/// more resident workgroups.
+pub fn wa_cache_floats(max_rows: usize) -> u64 {
+    ((max_rows * (max_rows + 1)) as u64).clamp(1, WA_CACHE)
+}
 
 /// The ADMM kernel (`shaders/admm.wgsl`).
 pub struct AdmmKernel;
@@ -122,17 +130,18 @@ impl BatchKernel for AdmmKernel {
         }
     }
 
-    fn workgroup_memory(&self, decomposition: Decomposition) -> u64 {
+    fn workgroup_memory(&self, decomposition: Decomposition, max_rows: usize) -> u64 {
         match decomposition {
-            Decomposition::Workgroup => WA_WORKGROUP_BYTES,
+            Decomposition::Workgroup => 4 * wa_cache_floats(max_rows) + WA_OTHER_BYTES,
             _ => 0,
         }
     }
 
-    /// `main_workgroup` sizes its cache; `main` leaves it at 1 float.
-    fn overrides(&self, decomposition: Decomposition) -> Vec<(&'static str, f64)> {
+    /// `main_workgroup` sizes its cache for the capacity's largest problem
+    /// ([`wa_cache_floats`]); `main` leaves it at 1 float.
+    fn overrides(&self, decomposition: Decomposition, max_rows: usize) -> Vec<(&'static str, f64)> {
         match decomposition {
-            Decomposition::Workgroup => vec![("WA_CACHE", WA_CACHE as f64)],
+            Decomposition::Workgroup => vec![("WA_CACHE", wa_cache_floats(max_rows) as f64)],
             _ => Vec::new(),
         }
     }

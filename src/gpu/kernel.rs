@@ -61,11 +61,16 @@ pub trait BatchKernel: Sync {
     fn max_rows(&self, decomposition: Decomposition) -> Option<usize>;
     /// Invocations per workgroup of `decomposition`'s entry point.
     fn invocations_per_workgroup(&self, decomposition: Decomposition) -> u32;
-    /// Workgroup memory `decomposition`'s entry point declares, in bytes.
-    fn workgroup_memory(&self, decomposition: Decomposition) -> u64;
+    /// Workgroup memory `decomposition`'s entry point declares, in bytes,
+    /// for problems of at most `max_rows` rows.
+    fn workgroup_memory(&self, decomposition: Decomposition, max_rows: usize) -> u64;
     /// Values of the WGSL `override` constants of `decomposition`'s
-    /// pipeline (none: their defaults).
-    fn overrides(&self, _decomposition: Decomposition) -> Vec<(&'static str, f64)> {
+    /// pipeline for problems of at most `max_rows` rows (none: their defaults).
+    fn overrides(
+        &self,
+        _decomposition: Decomposition,
+        _max_rows: usize,
+    ) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
     /// The batch-wide parameters (`num_problems` and `chunk` are set by the solver).

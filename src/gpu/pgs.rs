@@ -154,7 +154,7 @@ impl BatchKernel for PgsKernel {
         }
     }
 
-    fn workgroup_memory(&self, decomposition: Decomposition) -> u64 {
+    fn workgroup_memory(&self, decomposition: Decomposition, _max_rows: usize) -> u64 {
         match decomposition {
             Decomposition::Invocation => 0,
             Decomposition::Workgroup => WG_WORKGROUP_BYTES,

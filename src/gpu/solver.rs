@@ -313,7 +313,7 @@ pub fn check_capacity(
             decomposition: decomposition.name(),
         });
     }
-    let needed = kernel.workgroup_memory(decomposition);
+    let needed = kernel.workgroup_memory(decomposition, capacity.max_rows_per_problem());
     let got = limits.max_compute_workgroup_storage_size as u64;
     if got < needed {
         return Err(GpuError::InsufficientLimit {
@@ -437,7 +437,7 @@ impl GpuSolver {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let overrides = kernel.overrides(decomposition);
+        let overrides = kernel.overrides(decomposition, capacity.max_rows_per_problem());
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(kind.name()),
             layout: Some(&pipeline_layout),
