@@ -73,8 +73,14 @@ fn tri(n: u32) -> u32 {
     return n * (n + 1u) / 2u;
 }
 
+// Index of row k of scratch vector v (strided like G: see vidx).
 fn wk(pr: Problem, v: u32, k: u32) -> u32 {
-    return pr.work_offset + v * rows(pr) + k;
+    return pr.work_offset + (v * rows(pr) + k) * pr.stride;
+}
+
+// Index of element t of the factor's triangle in the scratch.
+fn lk(pr: Problem, t: u32) -> u32 {
+    return pr.work_offset + (ADMM_SLOTS * rows(pr) + t) * pr.stride;
 }
 
 fn wv(pr: Problem, v: u32, k: u32) -> f32 {
@@ -117,37 +123,37 @@ fn l_at(pr: Problem, ca: Cache, t: u32) -> f32 {
     if (ca.l) {
         return wa_cache[t];
     }
-    return work[pr.work_offset + ADMM_SLOTS * rows(pr) + t];
+    return work[lk(pr, t)];
 }
 
 fn l_put(pr: Problem, ca: Cache, t: u32, v: f32) {
     if (ca.l) {
         wa_cache[t] = v;
     } else {
-        work[pr.work_offset + ADMM_SLOTS * rows(pr) + t] = v;
+        work[lk(pr, t)] = v;
     }
 }
 
-// Σ_j (G + R)_ij work[base + j], unrolled by 4.
-fn row_times(pr: Problem, ca: Cache, i: u32, base: u32) -> f32 {
+// Σ_j (G + R)_ij v_j for scratch vector v, unrolled by 4.
+fn row_times(pr: Problem, ca: Cache, i: u32, v: u32) -> f32 {
     let M = rows(pr);
-    var s = compliance(pr, i) * work[base + i];
+    var s = compliance(pr, i) * wv(pr, v, i);
     let row = tri(i);
     var j = 0u;
     for (; j + 4u <= i + 1u; j += 4u) {
-        s += g_at(pr, ca, row + j) * work[base + j] + g_at(pr, ca, row + j + 1u) * work[base + j + 1u]
-            + g_at(pr, ca, row + j + 2u) * work[base + j + 2u] + g_at(pr, ca, row + j + 3u) * work[base + j + 3u];
+        s += g_at(pr, ca, row + j) * wv(pr, v, j) + g_at(pr, ca, row + j + 1u) * wv(pr, v, j + 1u)
+            + g_at(pr, ca, row + j + 2u) * wv(pr, v, j + 2u) + g_at(pr, ca, row + j + 3u) * wv(pr, v, j + 3u);
     }
     for (; j <= i; j++) {
-        s += g_at(pr, ca, row + j) * work[base + j];
+        s += g_at(pr, ca, row + j) * wv(pr, v, j);
     }
     j = i + 1u;
     for (; j + 4u <= M; j += 4u) {
-        s += g_at(pr, ca, tri(j) + i) * work[base + j] + g_at(pr, ca, tri(j + 1u) + i) * work[base + j + 1u]
-            + g_at(pr, ca, tri(j + 2u) + i) * work[base + j + 2u] + g_at(pr, ca, tri(j + 3u) + i) * work[base + j + 3u];
+        s += g_at(pr, ca, tri(j) + i) * wv(pr, v, j) + g_at(pr, ca, tri(j + 1u) + i) * wv(pr, v, j + 1u)
+            + g_at(pr, ca, tri(j + 2u) + i) * wv(pr, v, j + 2u) + g_at(pr, ca, tri(j + 3u) + i) * wv(pr, v, j + 3u);
     }
     for (; j < M; j++) {
-        s += g_at(pr, ca, tri(j) + i) * work[base + j];
+        s += g_at(pr, ca, tri(j) + i) * wv(pr, v, j);
     }
     return s;
 }
@@ -156,14 +162,13 @@ fn row_times(pr: Problem, ca: Cache, i: u32, base: u32) -> f32 {
 
 // ZPREV = U = S = BEST = 0 and TMP = the warm start, then z = P_C(tmp).
 fn fresh_units(pr: Problem, first: u32, stride: u32) {
-    let V0 = 3u * pr.contact_offset;
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
         for (var k = r; k < r + unit_len(pr, u); k++) {
             work[wk(pr, ZPREV, k)] = 0.0;
             work[wk(pr, U, k)] = 0.0;
             work[wk(pr, S, k)] = 0.0;
-            work[wk(pr, TMP, k)] = lambda[V0 + k];
+            work[wk(pr, TMP, k)] = lambda[vidx(pr, k)];
             work[wk(pr, BEST, k)] = 0.0;
         }
         project_unit(pr, u);
@@ -224,11 +229,10 @@ fn scale_units(pr: Problem, v: u32, a: f32, first: u32, stride: u32) {
 // contacts, else 0); returns the units' largest residuals of (z, c).
 fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
-    let zb = wk(pr, Z, 0u);
     for (var u = first; u < units(pr); u += stride) {
         let r0 = unit_row(pr, u);
         for (var k = r0; k < r0 + unit_len(pr, u); k++) {
-            work[wk(pr, C, k)] = row_times(pr, ca, k, zb) + free_velocity(pr, k);
+            work[wk(pr, C, k)] = row_times(pr, ca, k, Z) + free_velocity(pr, k);
         }
         var ru: vec4<f32>;
         if (u < pr.nc) {
@@ -274,11 +278,10 @@ fn power_start_units(pr: Problem, first: u32, stride: u32) {
 
 // tmp = (G + R) x on the units' rows.
 fn power_units(pr: Problem, ca: Cache, first: u32, stride: u32) {
-    let xb = wk(pr, X, 0u);
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
         for (var i = r; i < r + unit_len(pr, u); i++) {
-            work[wk(pr, TMP, i)] = row_times(pr, ca, i, xb);
+            work[wk(pr, TMP, i)] = row_times(pr, ca, i, X);
         }
     }
 }
@@ -345,12 +348,11 @@ fn balance_units(pr: Problem, first: u32, stride: u32) -> Balance {
 
 // lambda = z and cvel = c on the units' rows.
 fn store_units(pr: Problem, first: u32, stride: u32) {
-    let V0 = 3u * pr.contact_offset;
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
         for (var k = r; k < r + unit_len(pr, u); k++) {
-            lambda[V0 + k] = wv(pr, Z, k);
-            cvel[V0 + k] = wv(pr, C, k);
+            lambda[vidx(pr, k)] = wv(pr, Z, k);
+            cvel[vidx(pr, k)] = wv(pr, C, k);
         }
     }
 }
@@ -948,10 +950,9 @@ fn main_workgroup(
     let M = rows(pr);
     let T = tri(M);
     let ca = Cache(T <= WA_CACHE, 2u * T <= WA_CACHE);
-    let L0 = pr.work_offset + ADMM_SLOTS * M;
     if (ca.l) {
         for (var t = lane; t < T; t += WA_LANES) {
-            wa_cache[t] = work[L0 + t];
+            wa_cache[t] = work[lk(pr, t)];
         }
     }
     if (ca.g) {
@@ -1083,7 +1084,7 @@ fn main_workgroup(
     }
     if (ca.l && st.state != STATE_DONE) {
         for (var t = lane; t < T; t += WA_LANES) {
-            work[L0 + t] = wa_cache[t];
+            work[lk(pr, t)] = wa_cache[t];
         }
     }
     if (loop_limit_reached()) {

@@ -35,8 +35,8 @@ struct Problem {
     flags: u32,
     delassus_scale: f32, // max |G_ij|
     nl: u32,             // unilateral rows, after the contacts' 3 nc
-    delassus_stride: u32, // words between consecutive elements of G (1: packed; interleaved: the problems of its size class)
-    pad1: u32,
+    stride: u32,          // words between consecutive elements of G, λ/c rows, blocks and scratch (1: packed; interleaved: the problems of its size class)
+    vector_offset: u32,   // row 0 of its λ and c (packed: 3 contact_offset)
     pad2: u32,
 }
 
@@ -90,7 +90,18 @@ fn rows(pr: Problem) -> u32 {
 // t = a(a+1)/2 + b), packed (stride 1) or interleaved with the problems of
 // its size class (stride: their number), see src/gpu/batch.rs.
 fn gtri(pr: Problem, t: u32) -> f32 {
-    return delassus[pr.delassus_offset + t * pr.delassus_stride];
+    return delassus[pr.delassus_offset + t * pr.stride];
+}
+
+// Index of row k of the problem's λ and c (in `lambda` and `cvel`).
+fn vidx(pr: Problem, k: u32) -> u32 {
+    return pr.vector_offset + k * pr.stride;
+}
+
+// Block b of the problem's contacts (contact b, or after the contacts three
+// unilateral rows).
+fn block_at(pr: Problem, b: u32) -> Contact {
+    return contacts[pr.contact_offset + b * pr.stride];
 }
 
 // G[i][j] from the lower triangle.
@@ -101,41 +112,38 @@ fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
 }
 
 fn free_velocity(pr: Problem, k: u32) -> f32 {
-    return contacts[pr.contact_offset + k / 3u].g_mu[k % 3u];
+    return block_at(pr, k / 3u).g_mu[k % 3u];
 }
 
 fn compliance(pr: Problem, k: u32) -> f32 {
-    return contacts[pr.contact_offset + k / 3u].compliance[k % 3u];
+    return block_at(pr, k / 3u).compliance[k % 3u];
 }
 
 fn friction(pr: Problem, i: u32) -> f32 {
-    return contacts[pr.contact_offset + i].g_mu.w;
+    return block_at(pr, i).g_mu.w;
 }
 
 fn get_lambda(pr: Problem, i: u32) -> vec3<f32> {
-    let V0 = 3u * pr.contact_offset;
-    let k = V0 + 3u * i;
-    return vec3<f32>(lambda[k], lambda[k + 1u], lambda[k + 2u]);
+    let k = 3u * i;
+    return vec3<f32>(lambda[vidx(pr, k)], lambda[vidx(pr, k + 1u)], lambda[vidx(pr, k + 2u)]);
 }
 
 fn set_lambda(pr: Problem, i: u32, v: vec3<f32>) {
-    let V0 = 3u * pr.contact_offset;
-    let k = V0 + 3u * i;
-    lambda[k] = v.x;
-    lambda[k + 1u] = v.y;
-    lambda[k + 2u] = v.z;
+    let k = 3u * i;
+    lambda[vidx(pr, k)] = v.x;
+    lambda[vidx(pr, k + 1u)] = v.y;
+    lambda[vidx(pr, k + 2u)] = v.z;
 }
 
 fn get_c(pr: Problem, i: u32) -> vec3<f32> {
-    let V0 = 3u * pr.contact_offset;
-    let k = V0 + 3u * i;
-    return vec3<f32>(cvel[k], cvel[k + 1u], cvel[k + 2u]);
+    let k = 3u * i;
+    return vec3<f32>(cvel[vidx(pr, k)], cvel[vidx(pr, k + 1u)], cvel[vidx(pr, k + 2u)]);
 }
 
 // The 3x3 block W_i = G_ii + R_i of contact i (symmetric).
 fn block(pr: Problem, i: u32) -> mat3x3<f32> {
     let k = 3u * i;
-    let r = contacts[pr.contact_offset + i].compliance;
+    let r = block_at(pr, i).compliance;
     let a00 = gsym(pr, k, k) + r.x;
     let a11 = gsym(pr, k + 1u, k + 1u) + r.y;
     let a22 = gsym(pr, k + 2u, k + 2u) + r.z;
@@ -153,10 +161,9 @@ fn problem_residuals(pr: Problem) -> vec4<f32> {
         let ri = contact_residuals(params.model, params.facets, friction(pr, i), get_lambda(pr, i), get_c(pr, i));
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
-    let V0 = 3u * pr.contact_offset;
     let M = rows(pr);
     for (var k = 3u * pr.nc; k < M; k++) {
-        let ri = unilateral_residuals(lambda[V0 + k], cvel[V0 + k]);
+        let ri = unilateral_residuals(lambda[vidx(pr, k)], cvel[vidx(pr, k)]);
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
     return r;
@@ -167,31 +174,30 @@ fn problem_residuals(pr: Problem) -> vec4<f32> {
 // per-invocation limit (see shaders/README.md).
 fn contact_velocity(pr: Problem) {
     let M = rows(pr);
-    let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < M; i++) {
-        var s = free_velocity(pr, i) + compliance(pr, i) * lambda[V0 + i];
+        var s = free_velocity(pr, i) + compliance(pr, i) * lambda[vidx(pr, i)];
         let row = i * (i + 1u) / 2u;
         // Row i of the triangle (j <= i), contiguous.
         var j = 0u;
         for (; j + 4u <= i + 1u; j += 4u) {
-            s += gtri(pr, row + j) * lambda[V0 + j] + gtri(pr, row + j + 1u) * lambda[V0 + j + 1u]
-                + gtri(pr, row + j + 2u) * lambda[V0 + j + 2u] + gtri(pr, row + j + 3u) * lambda[V0 + j + 3u];
+            s += gtri(pr, row + j) * lambda[vidx(pr, j)] + gtri(pr, row + j + 1u) * lambda[vidx(pr, j + 1u)]
+                + gtri(pr, row + j + 2u) * lambda[vidx(pr, j + 2u)] + gtri(pr, row + j + 3u) * lambda[vidx(pr, j + 3u)];
         }
         for (; j <= i; j++) {
-            s += gtri(pr, row + j) * lambda[V0 + j];
+            s += gtri(pr, row + j) * lambda[vidx(pr, j)];
         }
         // Column i below the diagonal (j > i).
         j = i + 1u;
         for (; j + 4u <= M; j += 4u) {
-            s += gtri(pr, j * (j + 1u) / 2u + i) * lambda[V0 + j]
-                + gtri(pr, (j + 1u) * (j + 2u) / 2u + i) * lambda[V0 + j + 1u]
-                + gtri(pr, (j + 2u) * (j + 3u) / 2u + i) * lambda[V0 + j + 2u]
-                + gtri(pr, (j + 3u) * (j + 4u) / 2u + i) * lambda[V0 + j + 3u];
+            s += gtri(pr, j * (j + 1u) / 2u + i) * lambda[vidx(pr, j)]
+                + gtri(pr, (j + 1u) * (j + 2u) / 2u + i) * lambda[vidx(pr, j + 1u)]
+                + gtri(pr, (j + 2u) * (j + 3u) / 2u + i) * lambda[vidx(pr, j + 2u)]
+                + gtri(pr, (j + 3u) * (j + 4u) / 2u + i) * lambda[vidx(pr, j + 3u)];
         }
         for (; j < M; j++) {
-            s += gtri(pr, j * (j + 1u) / 2u + i) * lambda[V0 + j];
+            s += gtri(pr, j * (j + 1u) / 2u + i) * lambda[vidx(pr, j)];
         }
-        cvel[V0 + i] = s;
+        cvel[vidx(pr, i)] = s;
     }
 }
 

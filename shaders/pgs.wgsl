@@ -245,28 +245,27 @@ fn initial(pr: Problem, i: u32, w: vec3<f32>) -> vec3<f32> {
 // symmetric G (row k of the triangle, then down column k; unrolled by 4,
 // see contact_velocity).
 fn add_column(pr: Problem, k: u32, dr: f32, M: u32) {
-    let V0 = 3u * pr.contact_offset;
-    cvel[V0 + k] += compliance(pr, k) * dr;
+    cvel[vidx(pr, k)] += compliance(pr, k) * dr;
     let row = k * (k + 1u) / 2u;
     var j = 0u;
     for (; j + 4u <= k + 1u; j += 4u) {
-        cvel[V0 + j] += gtri(pr, row + j) * dr;
-        cvel[V0 + j + 1u] += gtri(pr, row + j + 1u) * dr;
-        cvel[V0 + j + 2u] += gtri(pr, row + j + 2u) * dr;
-        cvel[V0 + j + 3u] += gtri(pr, row + j + 3u) * dr;
+        cvel[vidx(pr, j)] += gtri(pr, row + j) * dr;
+        cvel[vidx(pr, j + 1u)] += gtri(pr, row + j + 1u) * dr;
+        cvel[vidx(pr, j + 2u)] += gtri(pr, row + j + 2u) * dr;
+        cvel[vidx(pr, j + 3u)] += gtri(pr, row + j + 3u) * dr;
     }
     for (; j <= k; j++) {
-        cvel[V0 + j] += gtri(pr, row + j) * dr;
+        cvel[vidx(pr, j)] += gtri(pr, row + j) * dr;
     }
     j = k + 1u;
     for (; j + 4u <= M; j += 4u) {
-        cvel[V0 + j] += gtri(pr, j * (j + 1u) / 2u + k) * dr;
-        cvel[V0 + j + 1u] += gtri(pr, (j + 1u) * (j + 2u) / 2u + k) * dr;
-        cvel[V0 + j + 2u] += gtri(pr, (j + 2u) * (j + 3u) / 2u + k) * dr;
-        cvel[V0 + j + 3u] += gtri(pr, (j + 3u) * (j + 4u) / 2u + k) * dr;
+        cvel[vidx(pr, j)] += gtri(pr, j * (j + 1u) / 2u + k) * dr;
+        cvel[vidx(pr, j + 1u)] += gtri(pr, (j + 1u) * (j + 2u) / 2u + k) * dr;
+        cvel[vidx(pr, j + 2u)] += gtri(pr, (j + 2u) * (j + 3u) / 2u + k) * dr;
+        cvel[vidx(pr, j + 3u)] += gtri(pr, (j + 3u) * (j + 4u) / 2u + k) * dr;
     }
     for (; j < M; j++) {
-        cvel[V0 + j] += gtri(pr, j * (j + 1u) / 2u + k) * dr;
+        cvel[vidx(pr, j)] += gtri(pr, j * (j + 1u) / 2u + k) * dr;
     }
 }
 
@@ -287,7 +286,6 @@ fn unilateral_step(w: f32, l: f32, c: f32) -> f32 {
 fn sweep(pr: Problem, alpha: f32) -> f32 {
     var local_max = 0.0;
     let M = rows(pr);
-    let V0 = 3u * pr.contact_offset;
     for (var i = 0u; i < pr.nc; i++) {
         let old = get_lambda(pr, i);
         var corr = 0.0;
@@ -311,18 +309,18 @@ fn sweep(pr: Problem, alpha: f32) -> f32 {
         if (!(w > 0.0)) {
             continue;
         }
-        let old = lambda[V0 + k];
-        let upd = unilateral_step(w, old, cvel[V0 + k]);
+        let old = lambda[vidx(pr, k)];
+        let upd = unilateral_step(w, old, cvel[vidx(pr, k)]);
         let d = upd - old;
         local_max = nan_max(local_max, abs(w * d));
         if (d == 0.0) {
             continue;
         }
-        lambda[V0 + k] = upd;
+        lambda[vidx(pr, k)] = upd;
         add_column(pr, k, d, M);
     }
     for (var k = 0u; k < M; k++) {
-        if (!is_finite(cvel[V0 + k]) || !is_finite(lambda[V0 + k])) {
+        if (!is_finite(cvel[vidx(pr, k)]) || !is_finite(lambda[vidx(pr, k)])) {
             return bitcast<f32>(0x7fc00000u);
         }
     }
@@ -366,9 +364,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         for (var i = 0u; i < pr.nc; i++) {
             set_lambda(pr, i, initial(pr, i, get_lambda(pr, i)));
         }
-        let V0 = 3u * pr.contact_offset;
         for (var k = 3u * pr.nc; k < M; k++) {
-            lambda[V0 + k] = project_unilateral(lambda[V0 + k]);
+            lambda[vidx(pr, k)] = project_unilateral(lambda[vidx(pr, k)]);
         }
         st.iterations = 0u;
         st.eps_abs = bitcast<f32>(0x7f800000u); // RaiSim: no correction yet
@@ -636,10 +633,9 @@ fn wg_broadcast_f32(lane: u32, v: f32) -> f32 {
 
 // λ and c from workgroup memory back to the batch's buffers.
 fn wg_store(pr: Problem, lane: u32, M: u32) {
-    let V0 = 3u * pr.contact_offset;
     for (var j = lane; j < M; j += LANES) {
-        lambda[V0 + j] = wg_lambda[j];
-        cvel[V0 + j] = wg_c[j];
+        lambda[vidx(pr, j)] = wg_lambda[j];
+        cvel[vidx(pr, j)] = wg_c[j];
     }
 }
 
@@ -679,9 +675,8 @@ fn main_workgroup(
     if (lane == 0u) {
         atomicStore(&wg_limit, 0u);
     }
-    let V0 = 3u * pr.contact_offset;
     for (var j = lane; j < M; j += LANES) {
-        wg_lambda[j] = lambda[V0 + j];
+        wg_lambda[j] = lambda[vidx(pr, j)];
     }
     if (cached) {
         let n = M * (M + 1u) / 2u;
@@ -1065,11 +1060,10 @@ fn main_lanes(
             local_max = st.eps_abs;
         }
     }
-    let V0 = 3u * pr.contact_offset;
     if (l.live != 0u) {
         for (var i = l.t; i < pr.nc; i += l.S) {
             let k = 3u * i;
-            var w = vec3<f32>(lambda[V0 + k], lambda[V0 + k + 1u], lambda[V0 + k + 2u]);
+            var w = vec3<f32>(lambda[vidx(pr, k)], lambda[vidx(pr, k + 1u)], lambda[vidx(pr, k + 2u)]);
             if (fresh) {
                 w = initial(pr, i, w);
             }
@@ -1078,7 +1072,7 @@ fn main_lanes(
             lc_lambda[l.base + k + 2u] = w.z;
         }
         for (var k = 3u * pr.nc + l.t; k < M; k += l.S) {
-            var w = lambda[V0 + k];
+            var w = lambda[vidx(pr, k)];
             if (fresh) {
                 w = project_unilateral(w);
             }
@@ -1156,13 +1150,13 @@ fn main_lanes(
     for (var i = l.t; i < pr.nc; i += l.S) {
         for (var r = 0u; r < 3u; r++) {
             let k = 3u * i + r;
-            lambda[V0 + k] = lc_lambda[l.base + k];
-            cvel[V0 + k] = lc_c[l.base + k];
+            lambda[vidx(pr, k)] = lc_lambda[l.base + k];
+            cvel[vidx(pr, k)] = lc_c[l.base + k];
         }
     }
     for (var k = 3u * pr.nc + l.t; k < M; k += l.S) {
-        lambda[V0 + k] = lc_lambda[l.base + k];
-        cvel[V0 + k] = lc_c[l.base + k];
+        lambda[vidx(pr, k)] = lc_lambda[l.base + k];
+        cvel[vidx(pr, k)] = lc_c[l.base + k];
     }
     if (l.t != 0u) {
         return;

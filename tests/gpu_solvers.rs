@@ -1227,48 +1227,114 @@ fn repeated_sizes_batch() -> Vec<ContactProblem> {
 }
 
 /// `HostBatch::interleave_into` puts element t of each problem's triangle
-/// at `offset + t·stride`, the problems of one size side by side, and moves
-/// no other data.
+/// of G, row r of its warm start, its block b and element t of its ADMM
+/// scratch at `offset + t·stride` (resp. `r·stride`, `b·stride`), the
+/// problems of one size side by side, every word once; `gather_vectors`
+/// brings the rows back to the packed layout.
 #[test]
-fn interleaving_places_each_triangle_by_size_class() {
-    use moreau::gpu::HostBatch;
-    let problems = repeated_sizes_batch();
+fn interleaving_places_each_array_by_size_class() {
+    use moreau::gpu::{HostBatch, InterleavedBatch};
+    let mut problems = repeated_sizes_batch();
+    let mut rng = Lcg(5);
+    for p in &mut problems {
+        for x in p.warm_start.iter_mut() {
+            *x = rng.next();
+        }
+    }
     let mut batch = HostBatch::new(64);
     for p in &problems {
         batch.push(p, 100, 1e-6);
     }
-    let (mut headers, mut g, mut order) = (Vec::new(), Vec::new(), Vec::new());
-    batch.interleave_into(&mut headers, &mut g, &mut order);
-    assert_eq!(g.len(), batch.delassus_floats());
+    let mut inter = InterleavedBatch::default();
+    batch.interleave_into(&mut inter);
+    let (headers, order) = (&inter.problems, &inter.order);
+    assert_eq!(inter.delassus.len(), batch.delassus_floats());
+    assert_eq!(inter.contacts.len(), batch.blocks());
+    assert_eq!(inter.lambda.len(), 3 * batch.blocks());
     // A permutation that sorts the problems by size class, stably.
     let mut sorted = order.clone();
     sorted.sort_unstable();
     assert_eq!(sorted, (0..problems.len() as u32).collect::<Vec<_>>());
-    let mut seen = vec![false; g.len()];
+    let mut seen_g = vec![false; inter.delassus.len()];
+    let mut seen_blocks = vec![false; inter.contacts.len()];
+    let mut seen_work = vec![false; batch.work_floats()];
+    let mut mark = |seen: &mut Vec<bool>, at: usize, what: &str| {
+        assert!(!seen[at], "{what}: word {at} written twice");
+        seen[at] = true;
+    };
     for (k, h) in headers.iter().enumerate() {
         let i = order[k] as usize;
         let p = &problems[i];
-        let m = p.m();
+        let (m, s) = (p.m(), h.stride as usize);
         let same = problems.iter().filter(|q| q.m() == m).count();
-        assert_eq!(h.delassus_stride as usize, same, "problem {i}");
+        assert_eq!(s, same, "problem {i}");
         for a in 0..m {
             for b in 0..=a {
                 let t = a * (a + 1) / 2 + b;
-                let at = h.delassus_offset as usize + t * h.delassus_stride as usize;
-                assert_eq!(g[at], p.delassus[(a, b)] as f32, "problem {i}, G[{a}][{b}]");
-                assert!(!seen[at], "word {at} written twice");
-                seen[at] = true;
+                let at = h.delassus_offset as usize + t * s;
+                assert_eq!(
+                    inter.delassus[at],
+                    p.delassus[(a, b)] as f32,
+                    "problem {i}, G[{a}][{b}]"
+                );
+                mark(&mut seen_g, at, "G");
             }
+        }
+        for b in 0..h.blocks() {
+            let at = h.contact_offset as usize + b * s;
+            mark(&mut seen_blocks, at, "blocks");
+            let block = &inter.contacts[at];
+            for r in (3 * b..3 * b + 3).filter(|&r| r < m) {
+                assert_eq!(block.g_mu[r % 3], p.g[r] as f32, "problem {i}, g[{r}]");
+                assert_eq!(
+                    block.compliance[r % 3],
+                    p.compliance[r] as f32,
+                    "problem {i}, R[{r}]"
+                );
+            }
+            if b < p.nc() {
+                assert_eq!(block.g_mu[3], p.mu[b] as f32, "problem {i}, mu[{b}]");
+            }
+        }
+        for r in 0..m {
+            let at = h.vector_offset as usize + r * s;
+            assert_eq!(
+                inter.lambda[at], p.warm_start[r] as f32,
+                "problem {i}, λ[{r}]"
+            );
+        }
+        for t in 0..9 * m + m * (m + 1) / 2 {
+            mark(&mut seen_work, h.work_offset as usize + t * s, "work");
         }
         assert_eq!((h.nc, h.nl), (p.nc() as u32, p.nl() as u32), "problem {i}");
         // Within a class, batch order is kept and the members are
         // consecutive words.
         if k > 0 && headers[k - 1].m() == h.m() {
             assert!(order[k - 1] < order[k]);
-            assert_eq!(h.delassus_offset, headers[k - 1].delassus_offset + 1);
+            for (a, b) in [
+                (h.delassus_offset, headers[k - 1].delassus_offset),
+                (h.contact_offset, headers[k - 1].contact_offset),
+                (h.vector_offset, headers[k - 1].vector_offset),
+                (h.work_offset, headers[k - 1].work_offset),
+            ] {
+                assert_eq!(a, b + 1, "problem {i}");
+            }
         }
     }
-    assert!(seen.iter().all(|&s| s), "every word of G placed");
+    assert!(seen_g.iter().all(|&s| s), "every word of G placed");
+    assert!(seen_blocks.iter().all(|&s| s), "every block placed");
+    assert!(seen_work.iter().all(|&s| s), "the scratch tiled");
+    // And back: the warm starts in the packed layout.
+    let mut packed = vec![f32::NAN; inter.lambda.len()];
+    inter.gather_vectors(batch.headers(), &inter.lambda, &mut packed);
+    for (h, p) in batch.headers().iter().zip(&problems) {
+        for r in 0..p.m() {
+            assert_eq!(
+                packed[3 * h.contact_offset as usize + r],
+                p.warm_start[r] as f32
+            );
+        }
+    }
 }
 
 /// Every kernel and decomposition gives the same solves with G interleaved

@@ -143,14 +143,15 @@ pub struct GpuParams {
 pub struct GpuProblem {
     /// First f32 of the lower triangle of G in `delassus`.
     pub delassus_offset: u32,
-    /// First block in `contacts` (and `3·contact_offset` in `lambda`, `c`).
+    /// First block in `contacts` (block `b` at `contact_offset + b·stride`).
     pub contact_offset: u32,
     /// Contacts uploaded (0 when the problem is flagged by the host).
     pub nc: u32,
     pub max_iterations: u32,
     /// Target `ε_abs`.
     pub tolerance: f32,
-    /// First f32 of the ADMM scratch in `work`.
+    /// First f32 of the ADMM scratch in `work` (element `t` at
+    /// `work_offset + t·stride`).
     pub work_offset: u32,
     /// Host flags (non-zero: the kernel skips the problem).
     pub flags: u32,
@@ -158,11 +159,15 @@ pub struct GpuProblem {
     pub delassus_scale: f32,
     /// Unilateral rows uploaded, after the contacts' `3·nc` (0 when flagged).
     pub nl: u32,
-    /// Words between consecutive elements of G's triangle: 1 as packed by
+    /// Words between consecutive elements of each of the problem's arrays
+    /// (G's triangle, λ and c rows, blocks, ADMM scratch): 1 as packed by
     /// [`HostBatch`]; the number of problems of its size class where the
     /// solver interleaves them ([`Layout::Interleaved`]).
-    pub delassus_stride: u32,
-    pub _pad: [u32; 2],
+    pub stride: u32,
+    /// Row 0 of its λ and c in `lambda` and `cvel` (row `k` at
+    /// `vector_offset + k·stride`): `3·contact_offset` when packed.
+    pub vector_offset: u32,
+    pub _pad: [u32; 1],
 }
 
 impl GpuProblem {
@@ -440,6 +445,37 @@ pub struct HostBatch {
     max_unilateral_rows_per_problem: usize,
 }
 
+/// A [`HostBatch`] rearranged by size class, as the solver uploads it
+/// with [`Layout::Interleaved`] ([`HostBatch::interleave_into`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InterleavedBatch {
+    /// The headers in upload order, with interleaved offsets and strides.
+    pub problems: Vec<GpuProblem>,
+    pub delassus: Vec<f32>,
+    pub contacts: Vec<GpuContact>,
+    /// The warm starts.
+    pub lambda: Vec<f32>,
+    /// The batch index of each uploaded header.
+    pub order: Vec<u32>,
+}
+
+impl InterleavedBatch {
+    /// Rows of λ or c as the device holds them (`device`, interleaved)
+    /// back into the batch's packed layout (`packed`, 3 floats per block),
+    /// `headers` being the batch's own (packed) headers.
+    pub fn gather_vectors(&self, headers: &[GpuProblem], device: &[f32], packed: &mut [f32]) {
+        for (h, &i) in self.problems.iter().zip(&self.order) {
+            let p = &headers[i as usize];
+            let (at, stride) = (h.vector_offset as usize, h.stride as usize);
+            let rows = 3 * p.blocks();
+            let dst = &mut packed[3 * p.contact_offset as usize..][..rows];
+            for (r, x) in dst.iter_mut().enumerate() {
+                *x = device[at + r * stride];
+            }
+        }
+    }
+}
+
 impl HostBatch {
     /// An empty batch whose problems may have up to `max_contacts_per_problem`
     /// contacts (larger ones are flagged [`FLAG_OVER_CAPACITY`]) and any
@@ -514,64 +550,104 @@ impl HostBatch {
         self.delassus.len()
     }
 
-    /// The batch's headers and triangles of G with G interleaved by size
-    /// class ([`Layout::Interleaved`]), into `problems`, `delassus` and
-    /// `order` (reused). The headers come sorted by size class (classes in
+    /// The problems' headers, packed (stride 1), in batch order.
+    pub fn headers(&self) -> &[GpuProblem] {
+        &self.problems
+    }
+
+    /// ADMM scratch floats of the problems so far.
+    pub fn work_floats(&self) -> usize {
+        self.work_floats
+    }
+
+    /// The batch rearranged by size class ([`Layout::Interleaved`]) into
+    /// `out` (reused). The headers come sorted by size class (classes in
     /// order of first appearance, each class's problems in batch order,
-    /// problems without rows or flagged last): `problems[k]` is problem
-    /// `order[k]` of the batch, so that consecutive invocations solve
-    /// consecutive members of a class and read consecutive words of G.
-    pub fn interleave_into(
-        &self,
-        problems: &mut Vec<GpuProblem>,
-        delassus: &mut Vec<f32>,
-        order: &mut Vec<u32>,
-    ) {
-        delassus.clear();
-        delassus.resize(self.delassus.len(), 0.0);
-        // (m, problems in the class, first word, problems placed so far)
-        let mut classes: Vec<(usize, usize, usize, usize)> = Vec::new();
-        let class_of = |classes: &[(usize, usize, usize, usize)], m: usize| {
-            classes.iter().position(|c| c.0 == m)
-        };
+    /// problems without rows or flagged last): `out.problems[k]` is problem
+    /// `out.order[k]` of the batch. Within a class of `K` problems, every
+    /// array is interleaved: element `t` of the `j`-th member's triangle of
+    /// G, row `r` of its λ (and of c, on the device), its block `b` and
+    /// element `t` of its ADMM scratch sit at the class's base plus `j +
+    /// t·K` (resp. `r·K`, `b·K`), so that consecutive invocations, which
+    /// solve consecutive members, read consecutive words.
+    pub fn interleave_into(&self, out: &mut InterleavedBatch) {
+        out.delassus.clear();
+        out.delassus.resize(self.delassus.len(), 0.0);
+        out.contacts.clear();
+        out.contacts
+            .resize(self.contacts.len(), GpuContact::default());
+        out.lambda.clear();
+        out.lambda.resize(self.lambda.len(), 0.0);
+        // Each class: its rows m, its members, and the first word of its
+        // region in G, in the blocks and in the scratch.
+        struct Class {
+            m: usize,
+            count: usize,
+            g: usize,
+            block: usize,
+            work: usize,
+            placed: usize,
+        }
+        let mut classes: Vec<Class> = Vec::new();
+        let class_of = |classes: &[Class], m: usize| classes.iter().position(|c| c.m == m);
         for h in &self.problems {
             let m = h.m();
             if m == 0 {
                 continue;
             }
             match class_of(&classes, m) {
-                Some(c) => classes[c].1 += 1,
-                None => classes.push((m, 1, 0, 0)),
+                Some(c) => classes[c].count += 1,
+                None => classes.push(Class {
+                    m,
+                    count: 1,
+                    g: 0,
+                    block: 0,
+                    work: 0,
+                    placed: 0,
+                }),
             }
         }
-        let mut base = 0;
+        let (mut g, mut block, mut work) = (0, 0, 0);
         for c in &mut classes {
-            c.2 = base;
-            base += c.1 * tri(c.0);
+            (c.g, c.block, c.work) = (g, block, work);
+            g += c.count * tri(c.m);
+            // Every problem of m rows has ⌈m/3⌉ blocks, whatever its nc.
+            block += c.count * c.m.div_ceil(3);
+            work += c.count * admm_work(c.m);
         }
         // Stable sort by class; the problems without rows last.
-        order.clear();
-        order.extend(0..self.problems.len() as u32);
-        order.sort_by_key(|&i| {
+        out.order.clear();
+        out.order.extend(0..self.problems.len() as u32);
+        out.order.sort_by_key(|&i| {
             let m = self.problems[i as usize].m();
             class_of(&classes, m).unwrap_or(usize::MAX)
         });
-        problems.clear();
-        for &i in order.iter() {
+        out.problems.clear();
+        for &i in out.order.iter() {
             let mut h = self.problems[i as usize];
             let m = h.m();
             if let Some(c) = (m > 0).then(|| class_of(&classes, m)).flatten() {
-                let (_, count, first, placed) = &mut classes[c];
+                let c = &mut classes[c];
+                let (k, j) = (c.count, c.placed);
                 let src = &self.delassus[h.delassus_offset as usize..][..tri(m)];
-                let at = *first + *placed;
                 for (t, &x) in src.iter().enumerate() {
-                    delassus[at + t * *count] = x;
+                    out.delassus[c.g + j + t * k] = x;
                 }
-                h.delassus_offset = at as u32;
-                h.delassus_stride = *count as u32;
-                *placed += 1;
+                let b0 = h.contact_offset as usize;
+                for b in 0..h.blocks() {
+                    out.contacts[c.block + j + b * k] = self.contacts[b0 + b];
+                }
+                for r in 0..3 * h.blocks() {
+                    out.lambda[3 * c.block + j + r * k] = self.lambda[3 * b0 + r];
+                }
+                h.delassus_offset = (c.g + j) as u32;
+                h.contact_offset = (c.block + j) as u32;
+                h.vector_offset = (3 * c.block + j) as u32;
+                h.work_offset = (c.work + j) as u32;
+                h.stride = k as u32;
+                c.placed += 1;
             }
-            problems.push(h);
+            out.problems.push(h);
         }
     }
 
@@ -592,8 +668,9 @@ impl HostBatch {
             flags,
             delassus_scale: 0.0,
             nl: 0,
-            delassus_stride: 1,
-            _pad: [0; 2],
+            stride: 1,
+            vector_offset: 3 * self.contacts.len() as u32,
+            _pad: [0; 1],
         });
         self.declared_nc.push(nc.min(u32::MAX as usize) as u32);
         self.declared_nl.push(nl.min(u32::MAX as usize) as u32);
@@ -612,8 +689,9 @@ impl HostBatch {
             flags: 0,
             delassus_scale: 0.0,
             nl: nl as u32,
-            delassus_stride: 1,
-            _pad: [0; 2],
+            stride: 1,
+            vector_offset: 3 * self.contacts.len() as u32,
+            _pad: [0; 1],
         });
         self.declared_nc.push(nc as u32);
         self.declared_nl.push(nl as u32);

@@ -67,8 +67,8 @@ pub mod vjp;
 
 pub use batch::{
     BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
-    FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, Layout,
-    ProblemOutput, flag_names,
+    FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch,
+    Layout, ProblemOutput, flag_names,
 };
 pub use solver::{
     Decomposition, DeviceTimes, GpuSolver, Submission, check_capacity, check_kernel, gpu_solvers,

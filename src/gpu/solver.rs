@@ -5,8 +5,9 @@
 //! can work while the device solves.
 
 use super::batch::{
-    BatchCapacity, BatchOutput, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult, Layout,
-    READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE,
+    BatchCapacity, BatchOutput, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult,
+    InterleavedBatch, Layout, READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES,
+    STATE_DONE,
 };
 use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, WorkgroupLayout};
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
@@ -227,10 +228,9 @@ pub struct GpuSolver {
     /// Initial results of a batch with per-problem initial ρ (reused).
     start_results: Vec<GpuResult>,
     layout: Layout,
-    /// The headers and G of the batch in flight, interleaved, and the
-    /// batch index of each uploaded header (empty when packed; reused).
-    interleaved: (Vec<GpuProblem>, Vec<f32>),
-    order: Vec<u32>,
+    /// The batch in flight, interleaved, with the batch index of each
+    /// uploaded header (`order` empty when packed; reused).
+    interleaved: InterleavedBatch,
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -496,8 +496,7 @@ impl GpuSolver {
             chunk_override: None,
             start_results: Vec::new(),
             layout: Layout::Packed,
-            interleaved: (Vec::new(), Vec::new()),
-            order: Vec::new(),
+            interleaved: InterleavedBatch::default(),
         })
     }
 
@@ -763,21 +762,26 @@ impl GpuSolver {
             ..self.kernel.params(self.model, settings)
         };
         write(&b.params, bytemuck::bytes_of(&params));
-        self.order.clear();
-        if self.layout == Layout::Interleaved {
-            let (problems, delassus) = &mut self.interleaved;
-            batch.interleave_into(problems, delassus, &mut self.order);
-            write(&b.problems, bytemuck::cast_slice(problems));
-            write(&b.delassus, bytemuck::cast_slice(delassus));
+        self.interleaved.order.clear();
+        let (problems, delassus, contacts, lambda) = if self.layout == Layout::Interleaved {
+            let i = &mut self.interleaved;
+            batch.interleave_into(i);
+            (&i.problems, &i.delassus, &i.contacts, &i.lambda)
         } else {
-            write(&b.problems, bytemuck::cast_slice(&batch.problems));
-            write(&b.delassus, bytemuck::cast_slice(&batch.delassus));
-        }
+            (
+                &batch.problems,
+                &batch.delassus,
+                &batch.contacts,
+                &batch.lambda,
+            )
+        };
+        write(&b.problems, bytemuck::cast_slice(problems));
+        write(&b.delassus, bytemuck::cast_slice(delassus));
         write(
             &b.contacts,
-            bytemuck::cast_slice::<GpuContact, u8>(&batch.contacts),
+            bytemuck::cast_slice::<GpuContact, u8>(contacts),
         );
-        write(&b.lambda, bytemuck::cast_slice(&batch.lambda));
+        write(&b.lambda, bytemuck::cast_slice(lambda));
         let mut encoder = self
             .ctx
             .device
@@ -792,7 +796,7 @@ impl GpuSolver {
             start.resize(n, GpuResult::default());
             for (k, r) in start.iter_mut().enumerate() {
                 // The uploaded header k is the batch's problem order[k].
-                let i = self.order.get(k).map_or(k, |&i| i as usize);
+                let i = self.interleaved.order.get(k).map_or(k, |&i| i as usize);
                 r.rho = batch.initial_rho.get(i).copied().unwrap_or(0.0);
             }
             q.write_buffer(&b.results, 0, bytemuck::cast_slice(start));
@@ -905,18 +909,26 @@ impl GpuSolver {
                     self.timings.set(Stage::Solve, submission.started.elapsed());
                     let started = Instant::now();
                     let v = vec_bytes as usize;
-                    out.lambda
-                        .extend_from_slice(bytemuck::cast_slice(&bytes[..v]));
-                    out.c
-                        .extend_from_slice(bytemuck::cast_slice(&bytes[v..2 * v]));
+                    let (lambda, c): (&[f32], &[f32]) = (
+                        bytemuck::cast_slice(&bytes[..v]),
+                        bytemuck::cast_slice(&bytes[v..2 * v]),
+                    );
                     let results: &[GpuResult] = bytemuck::cast_slice(&bytes[2 * v..data as usize]);
-                    if self.order.is_empty() {
+                    let i = &self.interleaved;
+                    if i.order.is_empty() {
+                        out.lambda.extend_from_slice(lambda);
+                        out.c.extend_from_slice(c);
                         out.results.extend_from_slice(results);
                     } else {
-                        // Back from the uploaded (size-class) order to the batch's.
+                        // Back from the uploaded (size-class) order and
+                        // interleaving to the batch's.
+                        out.lambda.resize(lambda.len(), 0.0);
+                        out.c.resize(c.len(), 0.0);
+                        i.gather_vectors(&self.headers, lambda, &mut out.lambda);
+                        i.gather_vectors(&self.headers, c, &mut out.c);
                         out.results.resize(n, GpuResult::default());
-                        for (r, &i) in results.iter().zip(&self.order) {
-                            out.results[i as usize] = *r;
+                        for (r, &k) in results.iter().zip(&i.order) {
+                            out.results[k as usize] = *r;
                         }
                     }
                     // None running, yet not finished: the kernel never
