@@ -1258,7 +1258,7 @@ fn interleaving_places_each_array_by_size_class() {
     let mut seen_g = vec![false; inter.delassus.len()];
     let mut seen_blocks = vec![false; inter.contacts.len()];
     let mut seen_work = vec![false; batch.work_floats()];
-    let mut mark = |seen: &mut Vec<bool>, at: usize, what: &str| {
+    let mark = |seen: &mut Vec<bool>, at: usize, what: &str| {
         assert!(!seen[at], "{what}: word {at} written twice");
         seen[at] = true;
     };
