@@ -19,10 +19,13 @@ struct Params {
     rho: f32,          // ADMM: initial rho (<= 0: 0.1 L)
     chunk: u32,        // per problem and dispatch: PGS iterations, ADMM loop budget
     canary: u32,       // trip count of the canary loop (16)
-    lanes: u32,        // PGS main_lanes: lanes per problem (a power of two)
+    segments: u32,     // PGS main_lanes: segments in use
     pad0: u32,
     pad1: u32,
     pad2: u32,
+    // PGS main_lanes: runs of problems with the same lanes per problem,
+    // (first workgroup, first problem, problems, lanes per problem).
+    segment: array<vec4<u32>, LANE_SEGMENTS>,
 }
 
 struct Problem {

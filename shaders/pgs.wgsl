@@ -771,8 +771,9 @@ fn main_workgroup(
 // ---------------------------------------------------------------------------
 // One lane per contact (`Decomposition::Lane`, entry point `main_lanes`):
 // a workgroup of LC_LANES invocations holds LC_LANES / S problems side by
-// side, S = params.lanes lanes each (a power of two chosen by the host from
-// the batch's largest problem). Lane t of a problem owns its contacts
+// side, S lanes each (a power of two chosen by the host per problem; the
+// host uploads the problems sorted by S, in segments of equal S, and a
+// workgroup takes the S of its segment, params.segment). Lane t of a problem owns its contacts
 // i ≡ t (mod S) and its unilateral rows u ≡ t (mod S): their λ and c rows
 // (in workgroup memory, LC_ROWS rows shared by the problems of the
 // workgroup) are read and written by that lane alone, except λ, which
@@ -1021,12 +1022,22 @@ fn main_lanes(
     @builtin(local_invocation_index) lane: u32,
 ) {
     var l: Lc;
-    l.S = clamp(params.lanes, 1u, LC_LANES);
+    // This workgroup's segment: the last that starts at or before it.
+    let w = wid.x + wid.y * nwg.x;
+    var q = 0u;
+    for (var k = 1u; k < min(params.segments, LANE_SEGMENTS); k++) {
+        if (w >= params.segment[k].x) {
+            q = k;
+        }
+    }
+    let seg = params.segment[q];
+    l.S = clamp(seg.w, 1u, LC_LANES);
     let P = LC_LANES / l.S;
     l.slot = lane / l.S;
     l.t = lane % l.S;
     l.base = l.slot * (LC_ROWS / P);
-    l.index = (wid.x + wid.y * nwg.x) * P + l.slot;
+    l.index = seg.y + (w - min(w, seg.x)) * P + l.slot;
+    let end = min(seg.y + seg.z, params.num_problems);
     l.live = 0u;
     var pr: Problem;
     var M = 0u;
@@ -1034,7 +1045,7 @@ fn main_lanes(
     var it = 0u;
     // RaiSim's last correction (none yet before the first sweep).
     var local_max = bitcast<f32>(0x7f800000u);
-    if (l.index < params.num_problems && l.slot < P) {
+    if (l.index < end && w >= seg.x && l.slot < P) {
         pr = problems[l.index];
         M = rows(pr);
         let st = results[l.index];

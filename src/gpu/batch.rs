@@ -130,12 +130,19 @@ pub struct GpuParams {
     pub chunk: u32,
     /// A loop count (16) whose shortfall reveals a driver's loop limiter.
     pub canary: u32,
-    /// PGS, one lane per contact ([`super::Decomposition::Lane`]): lanes
-    /// per problem, a power of two dividing the workgroup (set by the solver
-    /// from the batch's largest problem); unused by the other entry points.
-    pub lanes: u32,
+    /// PGS, one lane per contact ([`super::Decomposition::Lane`]): how many
+    /// of `segment` are in use; unused by the other entry points.
+    pub segments: u32,
     pub _pad: [u32; 3],
+    /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
+    /// uploaded problems with the same lanes per problem, each `[first
+    /// workgroup, first problem, problems, lanes per problem]`.
+    pub segment: [[u32; 4]; LANE_SEGMENTS],
 }
+
+/// The most segments of the lane kernel: one per power of two of lanes
+/// per problem from 1 to 64 (WGSL `LANE_SEGMENTS`).
+pub const LANE_SEGMENTS: usize = 8;
 
 /// One problem's header.
 #[repr(C)]
@@ -280,7 +287,7 @@ pub const STATE_RUNNING: u32 = 1;
 /// `GpuResult::state` of a finished problem.
 pub const STATE_DONE: u32 = 2;
 
-const _: () = assert!(std::mem::size_of::<GpuParams>() == 48);
+const _: () = assert!(std::mem::size_of::<GpuParams>() == 48 + 16 * LANE_SEGMENTS);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);

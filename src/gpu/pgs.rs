@@ -23,9 +23,10 @@
 //! invocations per problem (λ, c and, up to [`WG_G_CACHE_ROWS`] rows, G in
 //! workgroup memory; lane 0 makes the local updates, every lane updates its
 //! rows of `c`); and `main_lanes`, one lane per contact ([`LC_LANES`]
-//! invocations hold [`lanes_per_problem`] lanes for each of several
+//! invocations hold [`lanes_for`] lanes for each of several
 //! problems; a lane makes its contacts' local updates and alone updates
-//! their rows of `c`). All three make the same floating-point operations in
+//! their rows of `c`; problems uploaded in segments of equal lanes,
+//! [`lane_segments`]). All three make the same floating-point operations in
 //! the same order on each row.
 //!
 //! Bindings (group 0), shared with [`super::admm`]: 0 `GpuParams`
@@ -34,7 +35,7 @@
 //! 7 ADMM scratch (unused here).
 
 use super::Decomposition;
-use super::batch::{BatchCapacity, CANARY, GpuParams, tri};
+use super::batch::{BatchCapacity, CANARY, GpuParams, GpuProblem, LANE_SEGMENTS, tri};
 use super::kernel::{
     AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, WorkgroupLayout,
 };
@@ -75,18 +76,69 @@ pub const LC_WORKGROUP_BYTES: u64 =
     4 * 2 * LC_ROWS as u64 + 16 * 2 * LC_LANES as u64 + (16 + 4 + 4 + 32 + 4) * LC_LANES as u64 + 4;
 const _: () = assert!(LC_WORKGROUP_BYTES <= 16384);
 
-/// Lanes per problem of `main_lanes` for a batch: the smallest power of
-/// two that gives each contact of its largest problem a lane (capped at
-/// [`LC_LANES`]), doubled while the rows of its largest problem do not fit
-/// the share of workgroup memory that leaves each problem.
+/// Lanes per problem of `main_lanes` for a batch: those of its largest
+/// problem ([`lanes_for`]), the most any of its problems gets.
 pub fn lanes_per_problem(batch: BatchShape) -> u32 {
-    let mut s = (batch.max_contacts.max(1) as u32)
-        .next_power_of_two()
-        .min(LC_LANES);
-    while s < LC_LANES && batch.max_rows > LC_ROWS * s as usize / LC_LANES as usize {
+    lanes_for(batch.max_contacts, batch.max_rows)
+}
+
+/// Lanes per problem of `main_lanes` for a problem of `contacts` contacts
+/// and `rows` rows: the smallest power of two that gives each contact a
+/// lane (capped at [`LC_LANES`]), doubled while its rows do not fit the
+/// share of workgroup memory that leaves each problem.
+pub fn lanes_for(contacts: usize, rows: usize) -> u32 {
+    let mut s = (contacts.max(1) as u32).next_power_of_two().min(LC_LANES);
+    while s < LC_LANES && rows > LC_ROWS * s as usize / LC_LANES as usize {
         s *= 2;
     }
     s
+}
+
+/// How `main_lanes` lays a batch on workgroups: `headers` (with `order`,
+/// the batch index of each, empty for the identity) sorted stably by
+/// their lanes per problem into `sorted` and `sorted_order`, and the runs
+/// of equal lanes as `GpuParams::segment`s. A batch of 4- and 12-contact
+/// problems gives the 4-contact ones 4 lanes each (16 to a workgroup)
+/// where one batch-wide count would give every problem 16.
+pub fn lane_segments(
+    headers: &[GpuProblem],
+    order: &[u32],
+    sorted: &mut Vec<GpuProblem>,
+    sorted_order: &mut Vec<u32>,
+) -> LaneSegments {
+    let lanes = |h: &GpuProblem| lanes_for(h.nc as usize, h.m());
+    let mut idx: Vec<usize> = (0..headers.len()).collect();
+    idx.sort_by_key(|&k| lanes(&headers[k]));
+    sorted.clear();
+    sorted.extend(idx.iter().map(|&k| headers[k]));
+    sorted_order.clear();
+    sorted_order.extend(
+        idx.iter()
+            .map(|&k| order.get(k).copied().unwrap_or(k as u32)),
+    );
+    let mut out = LaneSegments::default();
+    let mut k = 0;
+    while k < sorted.len() {
+        let s = lanes(&sorted[k]);
+        let count = sorted[k..].iter().take_while(|h| lanes(h) == s).count();
+        let q = out.count as usize;
+        out.segment[q] = [out.workgroups as u32, k as u32, count as u32, s];
+        out.count += 1;
+        out.workgroups += count.div_ceil((LC_LANES / s) as usize) as u64;
+        k += count;
+    }
+    out
+}
+
+/// The segments of a batch for `main_lanes` ([`lane_segments`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaneSegments {
+    /// Segments in use (`GpuParams::segments`).
+    pub count: u32,
+    /// `[first workgroup, first problem, problems, lanes per problem]`.
+    pub segment: [[u32; 4]; LANE_SEGMENTS],
+    /// Workgroups of the dispatch.
+    pub workgroups: u64,
 }
 /// Angular tolerance of RaiSim's 1-D search: the CPU's 1e-12 rad is below
 /// f32's resolution of an angle.
@@ -314,5 +366,58 @@ mod tests {
             assert_eq!(lanes_per_problem(shape(1, rows)), s);
             assert_eq!(LC_LANES % s, 0);
         }
+    }
+
+    #[test]
+    fn lane_segments_sort_problems_by_their_lanes_and_cover_them_once() {
+        let header = |nc: u32, nl: u32| GpuProblem {
+            nc,
+            nl,
+            ..Default::default()
+        };
+        // Batch order: 12, 4, 1, 4, 0 (flagged), 12, 4, 1 contacts, and one
+        // of 1 contact with 40 unilateral rows (4 lanes for its rows).
+        let headers = [
+            header(12, 0),
+            header(4, 0),
+            header(1, 0),
+            header(4, 0),
+            header(0, 0),
+            header(12, 0),
+            header(4, 0),
+            header(1, 0),
+            header(1, 40),
+        ];
+        let (mut sorted, mut order) = (Vec::new(), Vec::new());
+        let seg = lane_segments(&headers, &[], &mut sorted, &mut order);
+        // Stable by lanes: 1 lane (problems 2, 4, 7), 4 lanes (1, 3, 6, 8),
+        // 16 lanes (0, 5).
+        assert_eq!(order, [2, 4, 7, 1, 3, 6, 8, 0, 5]);
+        for (h, &i) in sorted.iter().zip(&order) {
+            assert_eq!(*h, headers[i as usize]);
+        }
+        assert_eq!(seg.count, 3);
+        // [first workgroup, first problem, problems, lanes]: 64 problems of
+        // 1 lane fit a workgroup, 16 of 4, 4 of 16.
+        assert_eq!(seg.segment[0], [0, 0, 3, 1]);
+        assert_eq!(seg.segment[1], [1, 3, 4, 4]);
+        assert_eq!(seg.segment[2], [2, 7, 2, 16]);
+        assert_eq!(seg.workgroups, 3);
+        // With an order (an interleaved upload), the batch indices follow.
+        let given: Vec<u32> = (0..headers.len() as u32).rev().collect();
+        lane_segments(&headers, &given, &mut sorted, &mut order);
+        assert_eq!(order, [6, 4, 1, 7, 5, 2, 0, 8, 3]);
+        // Every power of two at once: 7 segments, within LANE_SEGMENTS.
+        let all: Vec<GpuProblem> = (0..7).map(|k| header(1 << k, 0)).collect();
+        let seg = lane_segments(&all, &[], &mut sorted, &mut order);
+        assert_eq!(seg.count, 7);
+        assert!(seg.count as usize <= LANE_SEGMENTS);
+        assert_eq!(seg.workgroups, 7);
+        // Many small problems: ceil(100 / 64) workgroups.
+        let many = vec![header(1, 0); 100];
+        assert_eq!(
+            lane_segments(&many, &[], &mut sorted, &mut order).workgroups,
+            2
+        );
     }
 }

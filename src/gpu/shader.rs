@@ -7,7 +7,7 @@
 //! naga, reads each generated constant back, and checks the WGSL structs'
 //! sizes against their `#[repr(C)]` twins.
 
-use super::batch::{FLAGS, STATE_DONE, STATE_FRESH, STATE_RUNNING};
+use super::batch::{FLAGS, LANE_SEGMENTS, STATE_DONE, STATE_FRESH, STATE_RUNNING};
 use super::kernel::BatchKernel;
 use crate::contact::KernelModel;
 use std::fmt::Write;
@@ -64,6 +64,7 @@ pub fn shared_constants() -> Vec<WgslConst> {
         WgslConst::u32("STATE_FRESH", STATE_FRESH),
         WgslConst::u32("STATE_RUNNING", STATE_RUNNING),
         WgslConst::u32("STATE_DONE", STATE_DONE),
+        WgslConst::u32("LANE_SEGMENTS", LANE_SEGMENTS as u32),
     ];
     c.extend(
         KernelModel::ALL

@@ -9,7 +9,7 @@ use super::batch::{
     InterleavedBatch, Layout, READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES,
     STATE_DONE,
 };
-use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, WorkgroupLayout};
+use super::kernel::{self, AdapterClass, BatchKernel, BatchShape};
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
 use crate::contact::{ContactProblem, Kernel, KernelModel, SolverKind, SolverSettings};
 use crate::counters::{Stage, StageTimes};
@@ -228,9 +228,22 @@ pub struct GpuSolver {
     /// Initial results of a batch with per-problem initial ρ (reused).
     start_results: Vec<GpuResult>,
     layout: Layout,
-    /// The batch in flight, interleaved, with the batch index of each
-    /// uploaded header (`order` empty when packed; reused).
+    /// The batch in flight, interleaved (when the layout says so; reused).
     interleaved: InterleavedBatch,
+    /// The headers uploaded when they are reordered (by size class, or by
+    /// lanes per problem for the lane kernel) and the batch index of each
+    /// (`upload_order` empty: the batch's own headers, in its order).
+    upload_headers: Vec<GpuProblem>,
+    upload_order: Vec<u32>,
+}
+
+/// The workgroup grid of a dispatch of `groups` workgroups: one dimension
+/// while it suffices (`per_dim`, the device's limit), else a grid whose
+/// rows cover them.
+fn grid_of(groups: u64, per_dim: u32) -> (u32, u32) {
+    let per_dim = per_dim.max(1) as u64;
+    let x = groups.min(per_dim);
+    (x as u32, groups.div_ceil(x.max(1)) as u32)
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -497,6 +510,8 @@ impl GpuSolver {
             start_results: Vec::new(),
             layout: Layout::Packed,
             interleaved: InterleavedBatch::default(),
+            upload_headers: Vec::new(),
+            upload_order: Vec::new(),
         })
     }
 
@@ -573,16 +588,6 @@ impl GpuSolver {
                 batch,
             )
         })
-    }
-
-    /// The workgroup grid of a dispatch over `n` problems laid out as
-    /// `layout` says: one dimension while it suffices, else a grid whose
-    /// workgroups past the batch find no problem.
-    fn grid(&self, n: usize, layout: WorkgroupLayout) -> (u32, u32) {
-        let groups = (n as u64).div_ceil(layout.problems_per_workgroup.max(1) as u64);
-        let per_dim = (self.ctx.limits.max_compute_workgroups_per_dimension.max(1)) as u64;
-        let x = groups.min(per_dim);
-        (x as u32, groups.div_ceil(x.max(1)) as u32)
     }
 
     /// Encodes one round: `dispatches` dispatches of the kernel (the last
@@ -746,8 +751,6 @@ impl GpuSolver {
                 .unwrap_or(0),
         };
         let chunk = self.chunk(shape, settings);
-        let layout = self.kernel.layout(self.decomposition, shape);
-        let grid = self.grid(n, layout);
         let q = &self.ctx.queue;
         let b = &self.buffers;
         let write = |buf: &wgpu::Buffer, bytes: &[u8]| {
@@ -755,17 +758,13 @@ impl GpuSolver {
                 q.write_buffer(buf, 0, bytes);
             }
         };
-        let params = super::GpuParams {
-            num_problems: n as u32,
-            chunk,
-            lanes: layout.lanes_per_problem,
-            ..self.kernel.params(self.model, settings)
-        };
-        write(&b.params, bytemuck::bytes_of(&params));
         self.interleaved.order.clear();
-        let (problems, delassus, contacts, lambda) = if self.layout == Layout::Interleaved {
-            let i = &mut self.interleaved;
-            batch.interleave_into(i);
+        if self.layout == Layout::Interleaved {
+            batch.interleave_into(&mut self.interleaved);
+        }
+        let grid_limit = self.ctx.limits.max_compute_workgroups_per_dimension;
+        let (mut problems, delassus, contacts, lambda) = if self.layout == Layout::Interleaved {
+            let i = &self.interleaved;
             (&i.problems, &i.delassus, &i.contacts, &i.lambda)
         } else {
             (
@@ -775,6 +774,32 @@ impl GpuSolver {
                 &batch.lambda,
             )
         };
+        self.upload_order.clone_from(&self.interleaved.order);
+        let mut params = super::GpuParams {
+            num_problems: n as u32,
+            chunk,
+            ..self.kernel.params(self.model, settings)
+        };
+        let groups = if self.decomposition == Decomposition::Lane {
+            // Sorted by lanes per problem, in segments of equal lanes.
+            let seg = super::pgs::lane_segments(
+                problems,
+                &self.interleaved.order,
+                &mut self.upload_headers,
+                &mut self.upload_order,
+            );
+            problems = &self.upload_headers;
+            (params.segments, params.segment) = (seg.count, seg.segment);
+            seg.workgroups
+        } else {
+            let per = self
+                .kernel
+                .layout(self.decomposition, shape)
+                .problems_per_workgroup;
+            (n as u64).div_ceil(per.max(1) as u64)
+        };
+        let grid = grid_of(groups, grid_limit);
+        write(&b.params, bytemuck::bytes_of(&params));
         write(&b.problems, bytemuck::cast_slice(problems));
         write(&b.delassus, bytemuck::cast_slice(delassus));
         write(
@@ -796,7 +821,7 @@ impl GpuSolver {
             start.resize(n, GpuResult::default());
             for (k, r) in start.iter_mut().enumerate() {
                 // The uploaded header k is the batch's problem order[k].
-                let i = self.interleaved.order.get(k).map_or(k, |&i| i as usize);
+                let i = self.upload_order.get(k).map_or(k, |&i| i as usize);
                 r.rho = batch.initial_rho.get(i).copied().unwrap_or(0.0);
             }
             q.write_buffer(&b.results, 0, bytemuck::cast_slice(start));
@@ -918,16 +943,19 @@ impl GpuSolver {
                     if i.order.is_empty() {
                         out.lambda.extend_from_slice(lambda);
                         out.c.extend_from_slice(c);
-                        out.results.extend_from_slice(results);
                     } else {
-                        // Back from the uploaded (size-class) order and
-                        // interleaving to the batch's.
+                        // Back from the interleaving to the batch's layout.
                         out.lambda.resize(lambda.len(), 0.0);
                         out.c.resize(c.len(), 0.0);
                         i.gather_vectors(&self.headers, lambda, &mut out.lambda);
                         i.gather_vectors(&self.headers, c, &mut out.c);
+                    }
+                    if self.upload_order.is_empty() {
+                        out.results.extend_from_slice(results);
+                    } else {
+                        // Back from the upload order to the batch's.
                         out.results.resize(n, GpuResult::default());
-                        for (r, &k) in results.iter().zip(&i.order) {
+                        for (r, &k) in results.iter().zip(&self.upload_order) {
                             out.results[k as usize] = *r;
                         }
                     }
