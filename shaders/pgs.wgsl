@@ -433,9 +433,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 // way. Every control decision is read through workgroupUniformLoad, so that
 // the barriers stay in uniform control flow.
 
-// LANES invocations per problem; WG_MAX_ROWS rows of the largest problem
-// (the host refuses larger capacities); WG_G_CACHE floats of G cached in
-// workgroup memory (the triangle of its first rows). All generated.
+// LANES invocations per problem (generated); WG_MAX_ROWS rows of the largest
+// problem (the host refuses larger capacities); WG_G_CACHE floats of G
+// cached in workgroup memory (the triangle of its first rows). The last two
+// are set per pipeline by the host from the capacity (src/gpu/pgs.rs
+// wg_sizes); the other entry points never touch these arrays.
+override WG_MAX_ROWS: u32 = 1u;
+override WG_G_CACHE: u32 = 1u;
 
 struct WgSummary {
     res: vec4<f32>,

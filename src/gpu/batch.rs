@@ -294,7 +294,7 @@ const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);
 
 /// `m(m+1)/2`.
 #[inline]
-pub fn tri(m: usize) -> usize {
+pub const fn tri(m: usize) -> usize {
     m * (m + 1) / 2
 }
 

@@ -52,15 +52,40 @@ pub const WG_MAX_CONTACTS: usize = 64;
 /// Rows of G up to which `main_workgroup` keeps the triangle in workgroup
 /// memory (WGSL `WG_G_CACHE` = 80·81/2 floats: 26 contacts).
 pub const WG_G_CACHE_ROWS: usize = 80;
-/// Workgroup memory of `main_workgroup`, in bytes: λ, c, the cached
-/// triangle, the reductions (WGSL `wg_*`), under WebGPU's default 16 KiB.
-pub const WG_WORKGROUP_BYTES: u64 = 4
-    * (2 * 3 * WG_MAX_CONTACTS as u64 + (WG_G_CACHE_ROWS * (WG_G_CACHE_ROWS + 1) / 2) as u64)
-    + 16
-    + (16 + 4) * LANES as u64
-    + 32
-    + 4;
+/// Workgroup memory of `main_workgroup` besides λ, c and the cached
+/// triangle: the reductions (WGSL `wg_*`).
+const WG_OTHER_BYTES: u64 = 16 + (16 + 4) * LANES as u64 + 32 + 4;
+/// Workgroup memory of `main_workgroup` at its largest, in bytes: λ, c, the
+/// cached triangle and the reductions, under WebGPU's default 16 KiB.
+pub const WG_WORKGROUP_BYTES: u64 = wg_workgroup_bytes(3 * WG_MAX_CONTACTS);
 const _: () = assert!(WG_WORKGROUP_BYTES <= 16384);
+
+/// `main_workgroup`'s rows of λ and c and floats of cached G (WGSL
+/// overrides `WG_MAX_ROWS`, `WG_G_CACHE`) for a capacity whose largest
+/// problem has `max_rows` rows: no more than it needs, so that small
+/// problems leave workgroup memory to more resident workgroups.
+pub const fn wg_sizes(max_rows: usize) -> (usize, usize) {
+    let rows = if max_rows < 3 * WG_MAX_CONTACTS {
+        max_rows
+    } else {
+        3 * WG_MAX_CONTACTS
+    };
+    let cache = if rows < WG_G_CACHE_ROWS {
+        tri(rows)
+    } else {
+        tri(WG_G_CACHE_ROWS)
+    };
+    (
+        if rows > 1 { rows } else { 1 },
+        if cache > 1 { cache } else { 1 },
+    )
+}
+
+/// Workgroup memory of `main_workgroup` for problems of at most `max_rows` rows.
+pub const fn wg_workgroup_bytes(max_rows: usize) -> u64 {
+    let (rows, cache) = wg_sizes(max_rows);
+    4 * (2 * rows + cache) as u64 + WG_OTHER_BYTES
+}
 /// Invocations per workgroup of `main_lanes` (WGSL `LC_LANES`): one lane
 /// per contact, `LC_LANES / S` problems of `S` lanes each.
 pub const LC_LANES: u32 = 64;
@@ -164,8 +189,6 @@ impl BatchKernel for PgsKernel {
         vec![
             WgslConst::u32("WORKGROUP_SIZE", WORKGROUP_SIZE),
             WgslConst::u32("LANES", LANES),
-            WgslConst::u32("WG_MAX_ROWS", 3 * WG_MAX_CONTACTS as u32),
-            WgslConst::u32("WG_G_CACHE", tri(WG_G_CACHE_ROWS) as u32),
             WgslConst::u32("LC_LANES", LC_LANES),
             WgslConst::u32("LC_ROWS", LC_ROWS as u32),
             WgslConst::u32("LC_DELTAS", 2 * LC_LANES),
@@ -206,11 +229,23 @@ impl BatchKernel for PgsKernel {
         }
     }
 
-    fn workgroup_memory(&self, decomposition: Decomposition, _max_rows: usize) -> u64 {
+    fn workgroup_memory(&self, decomposition: Decomposition, max_rows: usize) -> u64 {
         match decomposition {
             Decomposition::Invocation => 0,
-            Decomposition::Workgroup => WG_WORKGROUP_BYTES,
+            Decomposition::Workgroup => wg_workgroup_bytes(max_rows),
             Decomposition::Lane => LC_WORKGROUP_BYTES,
+        }
+    }
+
+    /// `main_workgroup` sizes λ, c and the cache of G for the capacity's
+    /// largest problem ([`wg_sizes`]); the other entry points leave them at 1.
+    fn overrides(&self, decomposition: Decomposition, max_rows: usize) -> Vec<(&'static str, f64)> {
+        match decomposition {
+            Decomposition::Workgroup => {
+                let (rows, cache) = wg_sizes(max_rows);
+                vec![("WG_MAX_ROWS", rows as f64), ("WG_G_CACHE", cache as f64)]
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -419,5 +454,25 @@ mod tests {
             lane_segments(&many, &[], &mut sorted, &mut order).workgroups,
             2
         );
+    }
+
+    #[test]
+    fn workgroup_memory_follows_the_capacity() {
+        use crate::gpu::admm::{WA_CACHE, wa_cache_floats};
+        // main_workgroup: λ and c of the largest problem, its triangle up to 80 rows.
+        assert_eq!(wg_sizes(0), (1, 1));
+        assert_eq!(wg_sizes(36), (36, tri(36)));
+        assert_eq!(
+            wg_sizes(3 * WG_MAX_CONTACTS),
+            (3 * WG_MAX_CONTACTS, tri(WG_G_CACHE_ROWS))
+        );
+        assert_eq!(wg_sizes(10_000), wg_sizes(3 * WG_MAX_CONTACTS));
+        assert_eq!(wg_workgroup_bytes(10_000), WG_WORKGROUP_BYTES);
+        // 12 contacts: 3.6 KiB instead of 15.2.
+        assert_eq!(wg_workgroup_bytes(36), 4 * (2 * 36 + 666) + WG_OTHER_BYTES);
+        // ADMM's main_workgroup: the factor and G for 12 contacts, capped.
+        assert_eq!(wa_cache_floats(36), 36 * 37);
+        assert_eq!(wa_cache_floats(0), 1);
+        assert_eq!(wa_cache_floats(1000), WA_CACHE);
     }
 }
