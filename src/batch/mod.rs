@@ -691,7 +691,7 @@ impl BatchSim {
     /// `q⁺` (nworlds × nv each, flat; `q⁺` in the tangent space): reverse
     /// mode, batched. The contact stage's transposed solves `ḡ = Λᵀ λ̄`
     /// run in one dispatch of the GPU kernel on the GPU backend
-    /// ([`crate::gpu::GpuContactVjp`], f32; a world it flags is solved on
+    /// ([`crate::gpu::vjp::GpuContactVjp`], f32; a world it flags is solved on
     /// the CPU and listed), in parallel on `cpu`, one after the other on
     /// `cpu1`. A world without a record (it sat the step out) passes its
     /// adjoints through (`q̄ = w_q`, `v̄ = w_v`, `τ̄ = 0`).

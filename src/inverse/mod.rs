@@ -34,7 +34,7 @@
 //! - [`Formulation::Coulomb`] (§4): Coulomb friction on the friction
 //!   pyramid of the settings (the `lcp-pgs` model: a polygon of inradius
 //!   `μ λ_N`), maximum dissipation over it, as the Stewart–Trinkle LCP in
-//!   `(λ_N, β, γ)`, solved by Lemke's algorithm ([`crate::contact::lemke`]).
+//!   `(λ_N, β, γ)`, solved by Lemke's algorithm ([`mod@crate::contact::lemke`]).
 //!   Indeterminate impulses are those Lemke's pivoting reaches.
 //! - [`Formulation::TwoStage`] (§5, convex, no normal complementarity):
 //!   stage I `min ½λᵀG_bλ + g_bᵀλ, λ ∈ K_μ` (the second-order cones: the
@@ -141,7 +141,7 @@ pub struct InverseSettings {
     /// Two-stage: the torques stage II stays near (nv; zero if none).
     pub previous_tau: Option<DVector<f64>>,
     /// The QPs' regularization `ε`, relative to the largest diagonal
-    /// entry of their quadratic form (see [`regularized`]).
+    /// entry of their quadratic form.
     pub regularization: f64,
     /// NCP: Gauss–Newton iterations at most, and the velocity residual
     /// (m/s or rad/s, max norm) at which they stop.

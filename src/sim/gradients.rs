@@ -459,7 +459,7 @@ impl StepJacobians {
 
     /// The contact stage of a reverse record with contacts, with the
     /// impulses' adjoint `lambda_bar` of [`Self::vjp_start`], for the GPU's
-    /// batched transposed solve ([`crate::gpu::GpuContactVjp`]).
+    /// batched transposed solve ([`crate::gpu::vjp::GpuContactVjp`]).
     pub fn contact_stage<'a>(&'a self, lambda_bar: &'a [f64]) -> Option<VjpWorld<'a>> {
         (self.reverse && self.m > 0).then_some(VjpWorld {
             problem: &self.problem,
