@@ -75,6 +75,36 @@ def test_batch_worlds_match_a_single_world():
     assert batch.q[1, 0] == pytest.approx(single.q[0] + 0.5, abs=1e-6)
 
 
+def test_gpu_admm_with_a_workgroup_per_problem_steps_worlds_alike():
+    """ncp-admm (the default solver) with one workgroup per problem steps
+    dropped quadrupeds as with one invocation per problem (the same
+    per-row operations: the same bits on lavapipe), with G and the vectors
+    interleaved or packed; it has no lane kernel (a ValueError naming it)."""
+    m = moreau.scene("quadruped")
+    runs = []
+    for decomposition, layout in [("invocation", "packed"), ("workgroup", "interleaved")]:
+        try:
+            batch = moreau.BatchSim(
+                m, 3, backend="gpu", tolerance=1e-6,
+                decomposition=decomposition, layout=layout,
+            )
+        except ValueError as e:
+            if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
+                raise
+            pytest.skip(f"no GPU adapter: {e}")
+        for w in range(3):
+            q = m.q0.copy()
+            q[2] += 0.01 * w
+            batch.set_state(w, q, m.v0)
+        for _ in range(60):
+            batch.step(np.zeros((3, m.nv)))
+        assert not batch.failures
+        runs.append(batch.q.copy())
+    np.testing.assert_allclose(runs[1], runs[0], atol=1e-6)
+    with pytest.raises(ValueError, match="ncp-admm"):
+        moreau.BatchSim(m, 1, backend="gpu", decomposition="lane")
+
+
 def test_gpu_decompositions_and_layouts_step_worlds_alike():
     """The GPU backend's decompositions and layouts of G, chosen from
     Python, step dropped quadrupeds alike (f32 solves of the same sweeps);
