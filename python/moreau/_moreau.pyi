@@ -127,8 +127,8 @@ class BatchSim:
     ) -> None:
         """GPU backend: `decomposition` (invocation, workgroup or lane: one
         invocation per problem, one workgroup per problem, one lane per
-        contact), `layout` of G (packed or interleaved by size class) and
-        `pipeline` chunks of worlds per step."""
+        contact for the PGS solvers), `layout` of the batch (packed or
+        interleaved by size class) and `pipeline` chunks of worlds per step."""
     @property
     def nworlds(self) -> int: ...
     def step(self, tau: FloatArray) -> int:

@@ -112,13 +112,14 @@ enum BenchWhat {
         #[arg(long, default_value_t = 3)]
         repeats: usize,
         /// GPU decompositions to compare: invocation (one invocation per
-        /// problem, every solver), workgroup (one workgroup per problem, the
-        /// PGS solvers) and lane (one lane per contact, several problems per
-        /// workgroup, the PGS solvers).
+        /// problem, every solver), workgroup (one workgroup per problem,
+        /// every solver) and lane (one lane per contact, several problems
+        /// per workgroup, the PGS solvers); a solver's missing ones are skipped.
         #[arg(long, value_delimiter = ',', value_parser = parse_decomposition, default_value = "invocation,workgroup,lane")]
         decomposition: Vec<moreau::gpu::Decomposition>,
-        /// Layouts of G to compare: packed (problem after problem) and
-        /// interleaved (the problems of one size side by side).
+        /// Layouts to compare: packed (problem after problem) and
+        /// interleaved (the problems of one size side by side in G, λ, c,
+        /// the contact blocks and ADMM's scratch).
         #[arg(long, value_delimiter = ',', value_parser = parse_layout, default_value = "packed")]
         layout: Vec<moreau::gpu::Layout>,
         /// Output folder.
@@ -303,11 +304,12 @@ enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         pipeline: u64,
         /// GPU: invocation (one invocation per world's problem), workgroup
-        /// (one workgroup per problem) or lane (one lane per contact); the
-        /// last two for the PGS solvers only.
+        /// (one workgroup per problem) or lane (one lane per contact, the
+        /// PGS solvers only).
         #[arg(long, value_parser = parse_decomposition, default_value = "invocation")]
         decomposition: moreau::gpu::Decomposition,
-        /// GPU: G packed problem after problem, or interleaved by size class.
+        /// GPU: the batch packed problem after problem, or interleaved by
+        /// size class (G, λ, c, the contact blocks, ADMM's scratch).
         #[arg(long, value_parser = parse_layout, default_value = "packed")]
         layout: moreau::gpu::Layout,
         /// JSON report; the plot is written next to it (same name, .svg).
