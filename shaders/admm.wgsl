@@ -32,7 +32,8 @@
 // (0, 1) in `main`, (lane, WA_LANES) in `main_workgroup`, where a lane owns
 // its units' rows and alone writes them.
 //
-// Scratch per problem in `work`, from pr.work_offset, m = 3 nc + nl rows:
+// Scratch per problem in `work`, element t at pr.work_offset + t·pr.stride
+// (interleaved with its size class, or packed), m = 3 nc + nl rows:
 // ADMM_SLOTS vectors of m (x, z_prev, u, s, tmp, best, z, c, y), then the
 // factor L (m(m+1)/2, packed lower triangle by rows). z and c are copied to
 // `lambda` and `cvel` at the end of each dispatch.
