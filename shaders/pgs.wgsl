@@ -777,7 +777,8 @@ fn main_workgroup(
 // a workgroup of LC_LANES invocations holds LC_LANES / S problems side by
 // side, S lanes each (a power of two chosen by the host per problem; the
 // host uploads the problems sorted by S, in segments of equal S, and a
-// workgroup takes the S of its segment, params.segment). Lane t of a problem owns its contacts
+// workgroup takes the S of its segment, params.segment). Lane t of a
+// problem owns its contacts
 // i ≡ t (mod S) and its unilateral rows u ≡ t (mod S): their λ and c rows
 // (in workgroup memory, LC_ROWS rows shared by the problems of the
 // workgroup) are read and written by that lane alone, except λ, which
@@ -1027,10 +1028,10 @@ fn main_lanes(
 ) {
     var l: Lc;
     // This workgroup's segment: the last that starts at or before it.
-    let w = wid.x + wid.y * nwg.x;
+    let group = wid.x + wid.y * nwg.x;
     var q = 0u;
     for (var k = 1u; k < min(params.segments, LANE_SEGMENTS); k++) {
-        if (w >= params.segment[k].x) {
+        if (group >= params.segment[k].x) {
             q = k;
         }
     }
@@ -1040,7 +1041,7 @@ fn main_lanes(
     l.slot = lane / l.S;
     l.t = lane % l.S;
     l.base = l.slot * (LC_ROWS / P);
-    l.index = seg.y + (w - min(w, seg.x)) * P + l.slot;
+    l.index = seg.y + (group - min(group, seg.x)) * P + l.slot;
     let end = min(seg.y + seg.z, params.num_problems);
     l.live = 0u;
     var pr: Problem;
@@ -1049,7 +1050,7 @@ fn main_lanes(
     var it = 0u;
     // RaiSim's last correction (none yet before the first sweep).
     var local_max = bitcast<f32>(0x7f800000u);
-    if (l.index < end && w >= seg.x && l.slot < P) {
+    if (l.index < end && group >= seg.x && l.slot < P) {
         pr = problems[l.index];
         M = rows(pr);
         let st = results[l.index];
