@@ -512,6 +512,34 @@ fn backward_unit(pr: Problem, ca: Cache, v: u32, owner: bool, first: u32, stride
 
 // --- The state machine's scalar logic, shared by both entry points ----------
 
+// Whether the dispatch's loop budget covers a step of this cost (always the
+// first step of a dispatch); spends it.
+fn spend(budget: ptr<function, u32>, first: ptr<function, bool>, cost: u32) -> bool {
+    if (!*first && cost > *budget) {
+        return false;
+    }
+    *first = false;
+    *budget -= min(cost, *budget);
+    return true;
+}
+
+// FRESH's checks: a problem flagged by the host, with a block that is not
+// PSD (psd: the caller's test of the blocks) or without rows is done
+// (true); otherwise the solve's state is initialized (false).
+fn fresh_refused(pr: Problem, st: ptr<function, SolveResult>, psd: bool) -> bool {
+    if (pr.flags != 0u) {
+        (*st).flags = pr.flags;
+    } else if (!psd) {
+        (*st).flags = FLAG_NOT_PSD;
+    } else if (rows(pr) != 0u) {
+        (*st).best_eps = 3.4e38;
+        (*st).adapt = params.adaptive_rho;
+        return false;
+    }
+    (*st).state = STATE_DONE;
+    return true;
+}
+
 fn rho_cold(st: SolveResult) -> f32 {
     return 0.1 * st.scale;
 }
@@ -720,7 +748,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var st = results[index];
     let pr = problems[index];
-    let M = rows(pr);
     let ca = Cache(false, false);
     let alpha = params.omega;
     var budget = params.chunk;
@@ -730,32 +757,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if (st.state == STATE_DONE) {
             break;
         }
-        let cost = step_cost(pr, st);
-        if (!first && cost > budget) {
+        if (!spend(&budget, &first, step_cost(pr, st))) {
             break;
         }
-        first = false;
-        budget -= min(cost, budget);
 
         if (st.state == STATE_FRESH) {
-            refused = true;
-            if (pr.flags != 0u) {
-                st.flags = pr.flags;
-                st.state = STATE_DONE;
+            refused = fresh_refused(pr, &st, blocks_psd(pr));
+            if (refused) {
                 break;
             }
-            if (!blocks_psd(pr)) {
-                st.flags = FLAG_NOT_PSD;
-                st.state = STATE_DONE;
-                break;
-            }
-            if (M == 0u) {
-                st.state = STATE_DONE;
-                break;
-            }
-            refused = false;
-            st.best_eps = 3.4e38;
-            st.adapt = params.adaptive_rho;
             // A warm start that already solves the problem costs one evaluation.
             fresh_units(pr, 0u, 1u);
             if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
@@ -969,12 +979,9 @@ fn main_workgroup(
         if (st.state == STATE_DONE) {
             break;
         }
-        let cost = wa_step_cost(pr, st);
-        if (!first && cost > budget) {
+        if (!spend(&budget, &first, wa_step_cost(pr, st))) {
             break;
         }
-        first = false;
-        budget -= min(cost, budget);
         wa_sync();
 
         if (st.state == STATE_FRESH) {
@@ -986,24 +993,10 @@ fn main_workgroup(
                 }
             }
             bad = wa_max(lane, vec4<f32>(bad, 0.0, 0.0, 0.0)).x;
-            refused = true;
-            if (pr.flags != 0u) {
-                st.flags = pr.flags;
-                st.state = STATE_DONE;
+            refused = fresh_refused(pr, &st, bad == 0.0);
+            if (refused) {
                 break;
             }
-            if (bad != 0.0) {
-                st.flags = FLAG_NOT_PSD;
-                st.state = STATE_DONE;
-                break;
-            }
-            if (M == 0u) {
-                st.state = STATE_DONE;
-                break;
-            }
-            refused = false;
-            st.best_eps = 3.4e38;
-            st.adapt = params.adaptive_rho;
             fresh_units(pr, lane, WA_LANES);
             wa_evaluate(pr, ca, lane, &st);
             fresh_evaluated(pr, &st, st.eps_abs);

@@ -75,6 +75,18 @@ def test_batch_worlds_match_a_single_world():
     assert batch.q[1, 0] == pytest.approx(single.q[0] + 0.5, abs=1e-6)
 
 
+def _drop_and_step(batch, m, n, steps):
+    """Drops world w of `n` from 0.01 w above the model's posture and steps
+    them all `steps` times without torques."""
+    for w in range(n):
+        q = m.q0.copy()
+        q[2] += 0.01 * w
+        batch.set_state(w, q, m.v0)
+    tau = np.zeros((n, m.nv))
+    for _ in range(steps):
+        batch.step(tau)
+
+
 def test_gpu_admm_with_a_workgroup_per_problem_steps_worlds_alike():
     """ncp-admm (the default solver) with one workgroup per problem steps
     dropped quadrupeds as with one invocation per problem (the same
@@ -92,12 +104,7 @@ def test_gpu_admm_with_a_workgroup_per_problem_steps_worlds_alike():
             if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
                 raise
             pytest.skip(f"no GPU adapter: {e}")
-        for w in range(3):
-            q = m.q0.copy()
-            q[2] += 0.01 * w
-            batch.set_state(w, q, m.v0)
-        for _ in range(60):
-            batch.step(np.zeros((3, m.nv)))
+        _drop_and_step(batch, m, 3, 60)
         assert not batch.failures
         runs.append(batch.q.copy())
     np.testing.assert_allclose(runs[1], runs[0], atol=1e-6)
@@ -125,13 +132,7 @@ def test_gpu_decompositions_and_layouts_step_worlds_alike():
             if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
                 raise
             pytest.skip(f"no GPU adapter: {e}")
-        for w in range(4):
-            q = m.q0.copy()
-            q[2] += 0.01 * w
-            batch.set_state(w, q, m.v0)
-        tau = np.zeros((4, m.nv))
-        for _ in range(100):
-            batch.step(tau)
+        _drop_and_step(batch, m, 4, 100)
         assert not batch.failures
         runs.append(batch.q.copy())
     for q in runs[1:]:

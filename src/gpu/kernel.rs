@@ -88,28 +88,15 @@ pub trait BatchKernel: Sync {
     ) -> u32;
     /// The most dispatches a batch can need with that chunk (a guard against a runaway loop).
     fn max_dispatches(&self, batch: BatchShape, chunk: u32) -> u64;
-    /// How `decomposition`'s entry point lays out `batch`'s problems on its
-    /// workgroups.
-    fn layout(&self, decomposition: Decomposition, _batch: BatchShape) -> WorkgroupLayout {
+    /// Problems per workgroup of `decomposition`'s entry point: the
+    /// workgroup's invocations with one per problem, else one (the lane
+    /// kernel's vary with its segments: `pgs::lane_segments`).
+    fn problems_per_workgroup(&self, decomposition: Decomposition) -> u32 {
         match decomposition {
-            Decomposition::Invocation => WorkgroupLayout {
-                lanes_per_problem: 1,
-                problems_per_workgroup: self.workgroup_size(),
-            },
-            _ => WorkgroupLayout {
-                lanes_per_problem: self.invocations_per_workgroup(decomposition),
-                problems_per_workgroup: 1,
-            },
+            Decomposition::Invocation => self.workgroup_size(),
+            _ => 1,
         }
     }
-}
-
-/// Problems per workgroup and invocations per problem of one dispatch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WorkgroupLayout {
-    /// Invocations that share one problem (`GpuParams::lanes` of the lane kernel).
-    pub lanes_per_problem: u32,
-    pub problems_per_workgroup: u32,
 }
 
 /// The implementation of `kernel`.

@@ -36,9 +36,7 @@
 
 use super::Decomposition;
 use super::batch::{BatchCapacity, CANARY, GpuParams, GpuProblem, LANE_SEGMENTS, tri};
-use super::kernel::{
-    AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, WorkgroupLayout,
-};
+use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
 use super::shader::WgslConst;
 use crate::contact::solvers::raisim;
 use crate::contact::{KernelModel, SolverSettings};
@@ -345,26 +343,6 @@ impl BatchKernel for PgsKernel {
             1
         } else {
             2 + batch.max_iterations.div_ceil(chunk as u64)
-        }
-    }
-
-    fn layout(&self, decomposition: Decomposition, batch: BatchShape) -> WorkgroupLayout {
-        match decomposition {
-            Decomposition::Invocation => WorkgroupLayout {
-                lanes_per_problem: 1,
-                problems_per_workgroup: WORKGROUP_SIZE,
-            },
-            Decomposition::Workgroup => WorkgroupLayout {
-                lanes_per_problem: LANES,
-                problems_per_workgroup: 1,
-            },
-            Decomposition::Lane => {
-                let lanes = lanes_per_problem(batch);
-                WorkgroupLayout {
-                    lanes_per_problem: lanes,
-                    problems_per_workgroup: LC_LANES / lanes,
-                }
-            }
         }
     }
 }

@@ -792,10 +792,7 @@ impl GpuSolver {
             (params.segments, params.segment) = (seg.count, seg.segment);
             seg.workgroups
         } else {
-            let per = self
-                .kernel
-                .layout(self.decomposition, shape)
-                .problems_per_workgroup;
+            let per = self.kernel.problems_per_workgroup(self.decomposition);
             (n as u64).div_ceil(per.max(1) as u64)
         };
         let grid = grid_of(groups, grid_limit);
