@@ -30,6 +30,10 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
     for i in (1..model.nbodies).rev() {
         let iv = model.joint_idx_v[i];
         let nvj = model.joint_type[i].nv();
+        let p = model.body_parent[i];
+        // A child of the world passes nothing on: its joint's D⁻¹, U and u
+        // are all the forward pass needs.
+        let passes_on = p != 0;
         let mut ia = data.body_inertia_6[i];
         let mut pa = data.articulated_bias[i];
         let c = data.body_bias_acceleration[i];
@@ -43,8 +47,15 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
                 data.dof_u[iv] = u;
                 data.dof_bias[iv] = ub;
                 data.joint_d_inv[i][(0, 0)] = dinv;
-                ia -= u * u.transpose() * dinv;
-                pa += ia * c + u * (dinv * ub);
+                if passes_on {
+                    // Iᴬ − U D⁻¹ Uᵀ, in place.
+                    for col in 0..6 {
+                        for row in 0..6 {
+                            ia[(row, col)] -= u[row] * u[col] * dinv;
+                        }
+                    }
+                    pa += ia * c + u * (dinv * ub);
+                }
             }
             n => {
                 let mut d = Mat6::identity();
@@ -66,6 +77,9 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
                     .map(|ch| ch.inverse())
                     .unwrap_or_else(|| Mat6::repeat(f64::NAN));
                 data.joint_d_inv[i] = dinv;
+                if !passes_on {
+                    continue;
+                }
                 let mut udinv_u = Vec6::zeros();
                 for a in 0..n {
                     let mut w = Vec6::zeros();
@@ -75,14 +89,18 @@ pub fn aba_from_kinematics(model: &Model, data: &mut Data, tau: &[f64]) {
                         wu += dinv[(a, b)] * data.dof_bias[iv + b];
                     }
                     // w = U D⁻¹ e_a ; subtract (U D⁻¹)_a U_aᵀ
-                    ia -= w * data.dof_u[iv + a].transpose();
+                    let ua = data.dof_u[iv + a];
+                    for col in 0..6 {
+                        for row in 0..6 {
+                            ia[(row, col)] -= w[row] * ua[col];
+                        }
+                    }
                     udinv_u += data.dof_u[iv + a] * wu;
                 }
                 pa += ia * c + udinv_u;
             }
         }
-        let p = model.body_parent[i];
-        if p != 0 {
+        if passes_on {
             data.body_inertia_6[p] += ia;
             data.articulated_bias[p] += pa;
         }

@@ -55,7 +55,7 @@ use crate::error::SimError;
 use crate::math::Vec3;
 use crate::model::{JointType, Model};
 use nalgebra::DVector;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 pub use crate::counters::{Stage, StageTimes};
@@ -299,7 +299,7 @@ pub struct Simulator {
     solver_kind: SolverKind,
     /// Previous step's impulses by contact identity, in world coordinates
     /// (robust to a change of tangent basis).
-    warm: HashMap<ContactKey, Vec3>,
+    warm: FxHashMap<ContactKey, Vec3>,
     last_rho: Option<f64>,
     /// The generalized forces of the step (applied, actuators, springs,
     /// explicit part of the damping).
@@ -373,7 +373,7 @@ impl Simulator {
             solution: ContactSolution::default(),
             solver: params.solver.build(),
             solver_kind: params.solver,
-            warm: HashMap::new(),
+            warm: FxHashMap::default(),
             last_rho: None,
             tau: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
