@@ -30,8 +30,9 @@ pub fn crba_from_kinematics(model: &Model, data: &mut Data) {
         }
         let p = model.body_parent[i];
         if p != 0 {
-            let yi = data.body_inertia_6[i];
-            data.body_inertia_6[p] += yi;
+            // Parents precede children: add in place, without a copy.
+            let (parents, rest) = data.body_inertia_6.split_at_mut(i);
+            parents[p] += &rest[0];
         }
     }
     for (k, &arm) in data.dof_armature.iter().enumerate() {
