@@ -75,6 +75,17 @@ def test_batch_worlds_match_a_single_world():
     assert batch.q[1, 0] == pytest.approx(single.q[0] + 0.5, abs=1e-6)
 
 
+def _gpu_batch(m, n, **options):
+    """A GPU-backend batch of `n` worlds of `m`, or a skip when there is no
+    adapter (a failure with MOREAU_REQUIRE_GPU=1)."""
+    try:
+        return moreau.BatchSim(m, n, backend="gpu", **options)
+    except ValueError as e:
+        if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
+            raise
+        pytest.skip(f"no GPU adapter: {e}")
+
+
 def _drop_and_step(batch, m, n, steps):
     """Drops world w of `n` from 0.01 w above the model's posture and steps
     them all `steps` times without torques."""
@@ -95,15 +106,9 @@ def test_gpu_admm_with_a_workgroup_per_problem_steps_worlds_alike():
     m = moreau.scene("quadruped")
     runs = []
     for decomposition, layout in [("invocation", "packed"), ("workgroup", "interleaved")]:
-        try:
-            batch = moreau.BatchSim(
-                m, 3, backend="gpu", tolerance=1e-6,
-                decomposition=decomposition, layout=layout,
-            )
-        except ValueError as e:
-            if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
-                raise
-            pytest.skip(f"no GPU adapter: {e}")
+        batch = _gpu_batch(
+            m, 3, tolerance=1e-6, decomposition=decomposition, layout=layout,
+        )
         _drop_and_step(batch, m, 3, 60)
         assert not batch.failures
         runs.append(batch.q.copy())
@@ -123,15 +128,10 @@ def test_gpu_decompositions_and_layouts_step_worlds_alike():
         ("lane", "interleaved", 2),
         ("workgroup", "packed", 1),
     ]:
-        try:
-            batch = moreau.BatchSim(
-                m, 4, backend="gpu", solver="ncp-pgs", tolerance=1e-6,
-                decomposition=decomposition, layout=layout, pipeline=pipeline,
-            )
-        except ValueError as e:
-            if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
-                raise
-            pytest.skip(f"no GPU adapter: {e}")
+        batch = _gpu_batch(
+            m, 4, solver="ncp-pgs", tolerance=1e-6,
+            decomposition=decomposition, layout=layout, pipeline=pipeline,
+        )
         _drop_and_step(batch, m, 4, 100)
         assert not batch.failures
         runs.append(batch.q.copy())
