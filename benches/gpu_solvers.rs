@@ -1,5 +1,5 @@
 //! Criterion benches of the batched GPU solvers: batches of random
-//! well-posed problems (`moreau::tools::bench::solve::random_problem`), 4 / 12 / 48
+//! well-posed problems (`moreau::contact::random::random_problem`), 4 / 12 / 48
 //! contacts, a fixed 50 iterations, cold starts; one iteration of the bench
 //! is upload + solve + download of the whole batch (throughput is reported
 //! in problems), for each decomposition the solver has (`gpu-f32` one
@@ -15,7 +15,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use moreau::contact::{ContactSolution, SolverKind, SolverSettings};
 use moreau::gpu::{BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuSolver, HostBatch};
-use moreau::tools::bench::solve::random_problem;
+use moreau::contact::random::random_problem;
 use std::hint::black_box;
 use std::time::Duration;
 

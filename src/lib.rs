@@ -8,22 +8,21 @@
 //!
 //! The pipeline, module by module, in the order data flows through it:
 //! [`math`] → [`model`] → [`dynamics`] → [`collision`] → [`contact`] → [`sim`]
-//! → [`batch`] (with [`gpu`]) → [`envs`]; [`events`] simulates the same
-//! models event by event beside [`sim`]'s time stepping; [`load`] reads robot files
+//! → [`batch`] (with [`gpu`]) → [`envs`]; [`inverse`] solves inverse
+//! dynamics with rigid contact on [`sim`]'s step; [`load`] reads robot files
 //! (the model layer's readers, then the collision layer's passes);
 //! [`counters`] times the stages; [`scenes`] builds the named example
-//! worlds; [`tools`] holds the seed study, the benchmark drivers and what
-//! the command line needs, on top of the core.
+//! worlds. The experiments, the benchmark drivers and the `moreau` command
+//! line live in the `moreau-lab` crate of the workspace (`lab/`), which
+//! depends on this one and never the other way round.
 
 pub mod batch;
 pub mod collision;
 pub mod contact;
-pub mod control;
 pub mod counters;
 pub mod dynamics;
 pub mod envs;
 pub mod error;
-pub mod events;
 pub mod gpu;
 pub mod inverse;
 pub mod load;
@@ -31,7 +30,6 @@ pub mod math;
 pub mod model;
 pub mod scenes;
 pub mod sim;
-pub mod tools;
 
 pub use error::{ModelError, ProblemError, SimError};
 pub use model::{Model, ModelBuilder};

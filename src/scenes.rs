@@ -15,8 +15,10 @@
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use crate::model::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
-use crate::sim::State;
-use nalgebra::DVector;
+use crate::contact::{ContactProblem, SolverKind, SolverSettings};
+use crate::error::SimError;
+use crate::sim::{SimParams, Simulator, State, StepReport};
+use nalgebra::{DVector, Quaternion, UnitQuaternion};
 use std::sync::Arc;
 
 /// Names accepted by [`scene`].
@@ -771,4 +773,113 @@ pub fn from_loaded(loaded: &crate::load::LoadedModel, passive: bool) -> Result<S
         dt: loaded.timestep.unwrap_or(1e-3),
         controller,
     })
+}
+
+// Contact problems met along a scene's trajectory: realistic problems for
+// the solver tests, the benches and the seed study.
+
+/// An external force on the first body (a free-floating root): world-frame
+/// force through its frame origin, as a function of time.
+pub type Push<'a> = &'a dyn Fn(f64) -> Vec3;
+
+/// Adds the generalized force of a world-frame force `f` through the origin of
+/// free body 1 (its joint velocity is the body-frame twist, linear first).
+pub fn push_first_body(state: &State, f: Vec3, tau: &mut [f64]) {
+    let q = &state.q;
+    let rot = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
+    let fb = rot.inverse() * f;
+    for k in 0..3 {
+        tau[k] += fb[k];
+    }
+}
+
+
+/// Contact problems met along a trajectory (for solver-level comparisons),
+/// with the simulator's warm starts in them.
+pub fn harvest(
+    scene: &Scene,
+    params: SimParams,
+    steps: usize,
+    every: usize,
+    push: Option<Push>,
+) -> Result<Vec<ContactProblem>, SimError> {
+    let mut out = Vec::new();
+    drive(scene, params, steps, push, |sim, _, report, k| {
+        if report.nc > 0 && (k + 1) % every.max(1) == 0 {
+            out.push(sim.problem_with_delassus().clone());
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Steps `scene` `steps` times under its controller and the optional push
+/// (refused unless body 1 is a free-floating root), calling `each` after
+/// every step with the simulator, the new state, the step's report and the
+/// step index.
+pub fn drive(
+    scene: &Scene,
+    params: SimParams,
+    steps: usize,
+    push: Option<Push>,
+    mut each: impl FnMut(&mut Simulator, &State, StepReport, usize) -> Result<(), SimError>,
+) -> Result<(), SimError> {
+    if push.is_some()
+        && !matches!(
+            scene.model.joint_type.get(1),
+            Some(JointType::Free)
+        )
+    {
+        return Err(SimError::InvalidParameter {
+            name: "push",
+            reason: format!("scene `{}`: body 1 is not a free-floating root", scene.name),
+        });
+    }
+    let mut sim = Simulator::new(scene.model.clone(), params)?;
+    let mut state = scene.state.clone();
+    let mut tau = DVector::zeros(scene.model.nv);
+    for k in 0..steps {
+        scene.control(&state, tau.as_mut_slice());
+        if let Some(f) = push {
+            push_first_body(&state, f(state.t), tau.as_mut_slice());
+        }
+        let report = sim.step(&mut state, tau.as_slice())?;
+        each(&mut sim, &state, report, k)?;
+    }
+    Ok(())
+}
+
+
+/// The stacked cubes' contact problem for `top / bottom = ratio` (a 1e-3 kg
+/// bottom cube, as in the study's 1e3 kg on 1e-3 kg at ratio 1e6), taken
+/// after 20 steps of NCP-ADMM so that both contact sets are loaded; cold.
+pub fn stacked_cubes_problem(ratio: f64) -> Result<ContactProblem, SimError> {
+    let bottom = 1e-3;
+    let scene = cube_stack_masses(bottom, bottom * ratio).map_err(|e| {
+        SimError::InvalidParameter {
+            name: "ratio",
+            reason: e.to_string(),
+        }
+    })?;
+    // The plain ADMM of the catalog (as the GPU kernels run it) builds the
+    // fixture, whatever the CPU solver's polish does to the last digits.
+    let p = SimParams {
+        dt: scene.dt,
+        solver: SolverKind::NcpAdmm,
+        solver_settings: SolverSettings {
+            tolerance: 1e-8,
+            max_iterations: 10_000,
+            polish: false,
+            stall_guard: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut problems = harvest(&scene, p, 20, 20, None)?;
+    let mut problem = problems.pop().ok_or(SimError::InvalidParameter {
+        name: "ratio",
+        reason: "the stacked cubes made no contact".into(),
+    })?;
+    problem.warm_start.fill(0.0);
+    Ok(problem)
 }

@@ -373,27 +373,3 @@ fn nan_impulses_never_look_converged() {
     assert!(r.eps_abs.is_nan(), "{r:?}");
 }
 
-#[test]
-fn the_command_line_reports_errors_without_panicking() {
-    let bin = env!("CARGO_BIN_EXE_moreau");
-    let out = std::process::Command::new(bin)
-        .args(["run", "no-such-scene"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown scene `no-such-scene`"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let out = std::process::Command::new(bin)
-        .args(["run", "cube-resting", "--solver", "magic"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown solver `magic`"));
-    let out = std::process::Command::new(bin)
-        .args(["run", "cube-resting", "--dt=-1"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("dt"));
-}

@@ -19,7 +19,7 @@ fn harvest(scene: &moreau::scenes::Scene, steps: usize) -> ContactProblem {
         dt: scene.dt,
         ..Default::default()
     };
-    moreau::tools::study::harvest(scene, params, steps, steps, None)
+    moreau::scenes::harvest(scene, params, steps, steps, None)
         .unwrap()
         .pop()
         .expect("a contact problem")

@@ -20,7 +20,7 @@ use moreau::gpu::{
 };
 use moreau::math::Vec3;
 use moreau::model::JointSpec;
-use moreau::tools::bench::solve::random_mixed_problem;
+use moreau::contact::random::random_mixed_problem;
 use moreau::{State, sim::SimParams};
 use std::sync::Arc;
 

@@ -328,7 +328,7 @@ fn harvested(warm: bool) -> Vec<(String, ContactProblem)> {
         };
         params.solver_settings.polish = false;
         params.solver_settings.stall_guard = false;
-        let problems = moreau::tools::study::harvest(&scene, params, steps, every, None).unwrap();
+        let problems = moreau::scenes::harvest(&scene, params, steps, every, None).unwrap();
         assert!(problems.len() >= 3, "{name}: expected contacts");
         for (k, mut p) in problems.into_iter().enumerate() {
             if !warm {
@@ -340,7 +340,7 @@ fn harvested(warm: bool) -> Vec<(String, ContactProblem)> {
     if !warm {
         out.push((
             "stack 1:1".into(),
-            moreau::tools::study::stacked_cubes_problem(1.0).unwrap(),
+            moreau::scenes::stacked_cubes_problem(1.0).unwrap(),
         ));
     }
     out
@@ -368,7 +368,7 @@ fn ill_conditioned_stacks_behave_like_the_cpu() {
     let ratios = [1e3, 1e6];
     let problems: Vec<_> = ratios
         .iter()
-        .map(|&r| moreau::tools::study::stacked_cubes_problem(r).unwrap())
+        .map(|&r| moreau::scenes::stacked_cubes_problem(r).unwrap())
         .collect();
     let s = settings(TOL_SCENES, 2000);
     for kind in GPU_KINDS {
@@ -707,83 +707,6 @@ fn split_submit_wait_gives_the_same_results() {
     assert_eq!(out.results, reference.results);
 }
 
-/// `moreau solve --device gpu` prints the CPU path's JSON lines, with the
-/// same λ within the stated tolerance; `moreau info` names the adapter.
-#[test]
-fn cli_solves_problem_files_on_the_gpu_and_lists_adapters() {
-    let Some(ctx) = context() else { return };
-    let bin = env!("CARGO_BIN_EXE_moreau");
-    let dir = std::env::temp_dir().join(format!("moreau-gpu-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("problems.json");
-    let run = std::process::Command::new(bin)
-        .args(["run", "cube-sliding", "--steps", "40", "--dump-every", "10"])
-        .arg("--dump-problems")
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let solve = |device: &str| {
-        let out = std::process::Command::new(bin)
-            .arg("solve")
-            .arg(&file)
-            .args(["--solver", "ncp-pgs", "--tol", "1e-6", "--device", device])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{device}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .collect::<Vec<_>>()
-    };
-    let (gpu, cpu) = (solve("gpu"), solve("cpu"));
-    assert_eq!(gpu.len(), cpu.len());
-    assert!(gpu.len() >= 3);
-    for (g, c) in gpu.iter().zip(&cpu) {
-        let keys =
-            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        assert_eq!(keys(g), keys(c));
-        let lam = |v: &serde_json::Value| {
-            DVector::from_iterator(
-                v["nc"].as_u64().unwrap() as usize * 3,
-                v["lambda"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_f64().unwrap()),
-            )
-        };
-        let rel = (lam(g) - lam(c)).norm() / lam(c).norm();
-        assert!(
-            rel < REL_LAMBDA,
-            "problem {}: relative λ difference {rel:e}",
-            g["problem"]
-        );
-        assert!(g["converged"].as_bool().unwrap());
-        assert!(g["eps_abs"].as_f64().unwrap() <= 1e-5);
-    }
-    let info = std::process::Command::new(bin)
-        .arg("info")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&info.stdout);
-    assert!(info.status.success());
-    assert!(
-        text.contains("chosen: ") && text.contains(&ctx.adapter.name),
-        "{text}"
-    );
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
 /// A lost device is an error the caller can handle, not a panic.
 #[test]
 fn a_lost_device_is_an_error() {
@@ -1088,87 +1011,6 @@ fn the_f32_cpu_twin_follows_the_gpu_kernels() {
     }
 }
 
-/// `moreau bench solve` measures the three decompositions of a PGS solver
-/// and the f32 CPU twin, and only the invocation kernel of ADMM; where the
-/// adapter has timestamp queries, each row has the device time of its
-/// solve (within its wall time) and its distance from the dependency
-/// floor, and a one-round solve is one submission and one map.
-#[test]
-fn bench_solve_reports_every_decomposition_both_cpu_precisions_and_device_times() {
-    let Some(ctx) = context() else { return };
-    let bin = env!("CARGO_BIN_EXE_moreau");
-    let dir = std::env::temp_dir().join(format!("moreau-bench-solve-{}", std::process::id()));
-    for (solver, expected) in [
-        ("ncp-pgs", vec!["invocation", "lane", "workgroup"]),
-        ("ncp-admm", vec!["invocation", "workgroup"]),
-    ] {
-        let out = std::process::Command::new(bin)
-            .args(["bench", "solve", "--solver", solver, "--batch", "1,8"])
-            .args([
-                "--contacts",
-                "3",
-                "--iterations",
-                "10",
-                "--repeats",
-                "1",
-                "--out",
-            ])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = std::fs::read_to_string(dir.join("bench_solve.json")).unwrap();
-        let rows: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
-        let mut got: Vec<&str> = rows
-            .iter()
-            .map(|r| r["decomposition"].as_str().unwrap())
-            .collect();
-        assert_eq!(rows.len(), 2 * expected.len(), "{solver}: {text}");
-        got.dedup();
-        got.sort();
-        got.dedup();
-        assert_eq!(got, expected, "{solver}");
-        for r in &rows {
-            assert!(r["skipped"].is_null(), "{r}");
-            assert!(r["gpu_problems_per_s"].as_f64().unwrap() > 0.0);
-            assert_eq!(r["mean_iterations_gpu"].as_f64().unwrap(), 10.0, "{r}");
-            assert_eq!(
-                r["cpu_f32_problems_per_s"].is_number(),
-                solver == "ncp-pgs",
-                "{r}"
-            );
-            let dispatches = r["dispatches"].as_u64().unwrap();
-            let submits = r["submits"].as_u64().unwrap();
-            assert!(dispatches >= 1 && submits >= 1, "{r}");
-            assert_eq!(
-                r["maps"].as_u64(),
-                Some(submits),
-                "one map per submission: {r}"
-            );
-            if ctx.timestamps {
-                let device = r["device_solve_ms"].as_f64().unwrap();
-                let wall = r["solve_ms"].as_f64().unwrap();
-                assert!(device > 0.0 && device <= wall, "{r}");
-                let per = r["device_ns_per_serial_update"].as_f64().unwrap();
-                let serial = r["serial_updates"].as_u64().unwrap();
-                assert_eq!(serial, if solver == "ncp-pgs" { 30 } else { 10 }, "{r}");
-                assert!(
-                    (per * serial as f64 * 1e-6 - device).abs() <= 1e-9 * device.max(1.0),
-                    "{r}"
-                );
-            } else {
-                assert!(r["device_solve_ms"].is_null(), "{r}");
-            }
-        }
-        assert!(dir.join("bench_solve.svg").exists());
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
 /// More problems than one dispatch dimension holds (65 535 workgroups): the
 /// workgroup decomposition lays them on a grid and solves every one, the
 /// last ones included, as the invocation kernel does.
@@ -1215,7 +1057,7 @@ fn workgroup_dispatch_covers_batches_past_one_grid_dimension() {
 /// A batch whose sizes repeat (classes of several problems), some with
 /// unilateral rows, in shuffled order.
 fn repeated_sizes_batch() -> Vec<ContactProblem> {
-    use moreau::tools::bench::solve::random_mixed_problem;
+    use moreau::contact::random::random_mixed_problem;
     let mut rng = Lcg(31);
     let mut problems = Vec::new();
     for k in 0..40u64 {

@@ -388,7 +388,7 @@ fn writer_refuses_non_finite_problems_instead_of_writing_null() {
 /// `3·nc + nl` is refused naming both.
 #[test]
 fn unilateral_rows_round_trip_and_are_solved() {
-    use moreau::tools::bench::solve::random_mixed_problem;
+    use moreau::contact::random::random_mixed_problem;
     let problems: Vec<_> = (0..6)
         .map(|k| random_mixed_problem(k, k as usize % 3, 1 + k as usize % 4))
         .collect();

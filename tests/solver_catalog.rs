@@ -36,7 +36,7 @@ fn harvested() -> Vec<ContactProblem> {
             _ => scenes::scene(name).unwrap(),
         };
         // The last step's problem.
-        let mut p = moreau::tools::study::harvest(&scene, SimParams::default(), steps, steps, None)
+        let mut p = moreau::scenes::harvest(&scene, SimParams::default(), steps, steps, None)
             .unwrap()
             .pop()
             .unwrap_or_default();

@@ -16,7 +16,7 @@ fn harvest(name: &str, steps: usize, every: usize) -> Vec<moreau::contact::Conta
         dt: scene.dt,
         ..Default::default()
     };
-    moreau::tools::study::harvest(&scene, params, steps, every, None).unwrap()
+    moreau::scenes::harvest(&scene, params, steps, every, None).unwrap()
 }
 
 #[test]
@@ -205,7 +205,7 @@ fn per_contact_solvers_on_the_block_coupling_equal_the_dense_ones() {
         dt: grid.dt,
         ..Default::default()
     };
-    problems.extend(moreau::tools::study::harvest(&grid, params, 200, 10, None).unwrap());
+    problems.extend(moreau::scenes::harvest(&grid, params, 200, 10, None).unwrap());
     let mut coupled_blocks = (0, 0);
     for (k, p) in problems.iter().enumerate() {
         p.validate().unwrap();

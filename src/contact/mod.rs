@@ -11,6 +11,7 @@ pub mod delassus;
 pub mod io;
 pub mod lemke;
 pub mod linalg;
+pub mod random;
 pub(crate) mod problem;
 pub mod sensitivity;
 pub mod solvers;

@@ -52,7 +52,7 @@
 //! timestamp queries time it on the device where the adapter has them
 //! ([`DeviceTimes`]). The design choices (layout, decomposition,
 //! who factorizes `G + R + ρI`) and the measured f32 limits are recorded in
-//! `shaders/README.md`; [`crate::tools::bench::solve`] measures throughput
+//! `shaders/README.md`; the lab's `bench::solve` measures throughput
 //! against one CPU core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau
 //! bench solve`).
 
@@ -180,6 +180,14 @@ pub struct AdapterSummary {
     pub driver_info: String,
     /// The adapter's subgroup (warp, wavefront, SIMD width) sizes, smallest and largest.
     pub subgroup_sizes: (u32, u32),
+}
+
+impl AdapterSummary {
+    /// A CPU (software) adapter such as Mesa's lavapipe: its timings check
+    /// the GPU path, they are not GPU figures.
+    pub fn is_software(&self) -> bool {
+        self.device_type == wgpu::DeviceType::Cpu
+    }
 }
 
 impl std::fmt::Display for AdapterSummary {

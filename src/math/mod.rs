@@ -8,6 +8,10 @@
 //!   (`p_a = R p_b + t`);
 //! - quaternions in configuration vectors are stored `(x, y, z, w)`.
 
+mod rng;
+
+pub use rng::Rng;
+
 use nalgebra::{Matrix3, Matrix6, Quaternion, UnitQuaternion, Vector3, Vector6};
 
 pub type Vec3 = Vector3<f64>;

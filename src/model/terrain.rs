@@ -250,7 +250,7 @@ impl Terrain {
                 "{nx} × {ny} samples is over the limit of {MAX_SAMPLES}: a coarser resolution or a smaller size"
             )));
         }
-        let mut rng = crate::envs::Rng::new(s.seed);
+        let mut rng = crate::math::Rng::new(s.seed);
         // Bump heights on the coarse grid, one more knot than needed.
         let knots = |len: f64| (len / s.bump_spacing).ceil() as usize + 2;
         let (kx, ky) = (knots(s.size[0]), knots(s.size[1]));

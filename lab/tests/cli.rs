@@ -1,0 +1,235 @@
+//! `moreau run` writes the trajectory it promises, in CSV and JSON.
+
+#[test]
+fn run_writes_csv_and_json_trajectories() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("traj.csv");
+    let out = std::process::Command::new(bin)
+        .args([
+            "run",
+            "cube-sliding",
+            "--steps",
+            "50",
+            "--out",
+            csv.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains("50 steps") && summary.contains("time per stage"),
+        "{summary}"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 52, "header + initial state + 50 steps");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header.len(), 1 + 7 + 6 + 5);
+    assert_eq!(
+        &header[header.len() - 5..],
+        &["kinetic", "potential", "nc", "eps_abs", "iterations"]
+    );
+    let last: Vec<f64> = lines[51].split(',').map(|x| x.parse().unwrap()).collect();
+    assert!((last[0] - 0.05).abs() < 1e-12, "time column");
+    assert_eq!(last[header.len() - 3], 4.0, "four contacts while sliding");
+
+    let json = dir.join("traj.json");
+    let out = std::process::Command::new(bin)
+        .args([
+            "run",
+            "ball-drop",
+            "--steps",
+            "20",
+            "--solver",
+            "ncp-pgs",
+            "--out",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["solver"], "ncp-pgs");
+    let traj = doc["trajectory"].as_array().unwrap();
+    assert_eq!(traj.len(), 21);
+    assert_eq!(traj[20]["q"].as_array().unwrap().len(), 7);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `moreau run --dump-problems` writes the problems a run met; `moreau solve`
+/// reads them back and solves them, with residuals recomputed from its own λ.
+#[test]
+fn dumped_problems_are_solved_by_moreau_solve() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-cli-solve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = dir.join("tmp.json");
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-sliding", "--steps", "20", "--dump-problems"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = moreau_solve(&dump, &["--solver", "ncp-pgs", "--tol", "1e-9"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 20, "the cube touches the floor at every step");
+    let mut worst = 0.0f64;
+    for (i, line) in lines.iter().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["problem"], i);
+        assert_eq!(v["solver"], "ncp-pgs");
+        let nc = v["nc"].as_u64().unwrap() as usize;
+        assert_eq!(v["lambda"].as_array().unwrap().len(), 3 * nc);
+        assert_eq!(v["c"].as_array().unwrap().len(), 3 * nc);
+        assert_eq!(v["converged"], true, "{line}");
+        let eps = v["eps_abs"].as_f64().unwrap();
+        assert!(eps <= 1e-8, "{line}");
+        for k in ["eps_p", "eps_d", "eps_c", "time_us", "iterations"] {
+            assert!(v[k].as_f64().is_some(), "{k} in {line}");
+        }
+        worst = worst.max(eps);
+    }
+    println!("{} problems solved, worst eps_abs {worst:.2e}", lines.len());
+
+    // A malformed file: non-zero exit, the file named on stderr, nothing solved.
+    let bad = dir.join("malformed.json");
+    std::fs::write(&bad, "[{\"G\": [[1]], \"g\": [1,").unwrap();
+    let out = moreau_solve(&bad, &["--solver", "ncp-pgs"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("malformed file: {}", stderr.trim());
+    assert!(!out.status.success());
+    assert!(stderr.contains("malformed.json"), "{stderr}");
+    assert!(out.stdout.is_empty());
+
+    // A batch whose second problem is invalid is refused before any solve.
+    let text = std::fs::read_to_string(&dump).unwrap();
+    let mut problems: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    problems[1]["mu"][0] = serde_json::json!(-1.0);
+    std::fs::write(&bad, serde_json::to_string(&problems).unwrap()).unwrap();
+    let out = moreau_solve(&bad, &["--solver", "ncp-admm"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("invalid problem: {}", stderr.trim());
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("problem 1") && stderr.contains("mu"),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is solved before all problems are valid"
+    );
+
+    // A solver without a GPU kernel is refused on the GPU, by name
+    // (tests/gpu_solvers.rs checks the GPU path itself).
+    let out = moreau_solve(&dump, &["--solver", "staggered", "--device", "gpu"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`staggered` has no GPU kernel"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Runs `moreau solve FILE ARGS...`.
+fn moreau_solve(file: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_moreau"))
+        .arg("solve")
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `moreau grad` computes the step Jacobians along a trajectory, checks them
+/// against central differences (the worst difference it prints is small)
+/// and writes them with the states.
+#[test]
+fn grad_checks_and_writes_the_step_jacobians() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-grad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("grad.json");
+    let out = std::process::Command::new(bin)
+        .args([
+            "grad",
+            "cube-sliding",
+            "--steps",
+            "20",
+            "--fd",
+            "10",
+            "--eps",
+            "1e-4",
+            "--out",
+            json.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let worst: f64 = stdout
+        .split("worst relative difference over 2 steps ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(worst < 1e-5, "{stdout}");
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    let m = rows[5]["dv_dtau"].as_array().unwrap();
+    assert_eq!((m.len(), m[0].as_array().unwrap().len()), (6, 6));
+    assert_eq!(rows[5]["nc"], 4);
+    // A bad argument is refused with a message, not a panic.
+    let bad = std::process::Command::new(bin)
+        .args(["grad", "no-such-scene"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no-such-scene"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_command_line_reports_errors_without_panicking() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let out = std::process::Command::new(bin)
+        .args(["run", "no-such-scene"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown scene `no-such-scene`"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-resting", "--solver", "magic"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown solver `magic`"));
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-resting", "--dt=-1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dt"));
+}
