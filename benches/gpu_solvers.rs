@@ -13,9 +13,9 @@
 //! `cargo bench --bench gpu_solvers`; one solver: `cargo bench --bench gpu_solvers -- ncp-admm`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use moreau::contact::random::random_problem;
 use moreau::contact::{ContactSolution, SolverKind, SolverSettings};
 use moreau::gpu::{BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuSolver, HostBatch};
-use moreau::contact::random::random_problem;
 use std::hint::black_box;
 use std::time::Duration;
 

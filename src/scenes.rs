@@ -12,11 +12,11 @@
 //! | `quadruped` | 12-dof quadruped with Solo-12's proportions, held standing by a PD controller, dropped from 0.1 m above its standing height |
 //! | `arm` | 7-dof arm, fixed base, PD-held at a nominal posture |
 
+use crate::contact::{ContactProblem, SolverKind, SolverSettings};
 use crate::error::ModelError;
+use crate::error::SimError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use crate::model::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
-use crate::contact::{ContactProblem, SolverKind, SolverSettings};
-use crate::error::SimError;
 use crate::sim::{SimParams, Simulator, State, StepReport};
 use nalgebra::{DVector, Quaternion, UnitQuaternion};
 use std::sync::Arc;
@@ -793,7 +793,6 @@ pub fn push_first_body(state: &State, f: Vec3, tau: &mut [f64]) {
     }
 }
 
-
 /// Contact problems met along a trajectory (for solver-level comparisons),
 /// with the simulator's warm starts in them.
 pub fn harvest(
@@ -824,12 +823,7 @@ pub fn drive(
     push: Option<Push>,
     mut each: impl FnMut(&mut Simulator, &State, StepReport, usize) -> Result<(), SimError>,
 ) -> Result<(), SimError> {
-    if push.is_some()
-        && !matches!(
-            scene.model.joint_type.get(1),
-            Some(JointType::Free)
-        )
-    {
+    if push.is_some() && !matches!(scene.model.joint_type.get(1), Some(JointType::Free)) {
         return Err(SimError::InvalidParameter {
             name: "push",
             reason: format!("scene `{}`: body 1 is not a free-floating root", scene.name),
@@ -849,18 +843,16 @@ pub fn drive(
     Ok(())
 }
 
-
 /// The stacked cubes' contact problem for `top / bottom = ratio` (a 1e-3 kg
 /// bottom cube, as in the study's 1e3 kg on 1e-3 kg at ratio 1e6), taken
 /// after 20 steps of NCP-ADMM so that both contact sets are loaded; cold.
 pub fn stacked_cubes_problem(ratio: f64) -> Result<ContactProblem, SimError> {
     let bottom = 1e-3;
-    let scene = cube_stack_masses(bottom, bottom * ratio).map_err(|e| {
-        SimError::InvalidParameter {
+    let scene =
+        cube_stack_masses(bottom, bottom * ratio).map_err(|e| SimError::InvalidParameter {
             name: "ratio",
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     // The plain ADMM of the catalog (as the GPU kernels run it) builds the
     // fixture, whatever the CPU solver's polish does to the last digits.
     let p = SimParams {

@@ -372,4 +372,3 @@ fn nan_impulses_never_look_converged() {
     );
     assert!(r.eps_abs.is_nan(), "{r:?}");
 }
-

@@ -224,7 +224,10 @@ fn the_estimate_covers_what_stepped_worlds_hold() {
         ] {
             let loaded =
                 moreau::load::load_model_file(&path, &moreau::load::LoadOptions::default());
-            if let Some(scene) = loaded.ok().and_then(|l| scenes::from_loaded(&l, false).ok()) {
+            if let Some(scene) = loaded
+                .ok()
+                .and_then(|l| scenes::from_loaded(&l, false).ok())
+            {
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();
                 cases.push((name, scene, 300));
             }
@@ -257,4 +260,3 @@ fn the_estimate_covers_what_stepped_worlds_hold() {
         }
     }
 }
-

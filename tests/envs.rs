@@ -4,8 +4,7 @@
 
 use moreau::batch::Backend;
 use moreau::envs::{
-    BoxPush, CartPoleSwingUp, EnvError, QuadrupedWalk, Rng, StepResult, Task, VecEnv,
-    VecEnvOptions,
+    BoxPush, CartPoleSwingUp, EnvError, QuadrupedWalk, Rng, StepResult, Task, VecEnv, VecEnvOptions,
 };
 use std::time::Instant;
 

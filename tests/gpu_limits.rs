@@ -10,6 +10,7 @@
 mod common;
 
 use moreau::batch::{Backend, BatchOptions, BatchSim};
+use moreau::contact::random::random_mixed_problem;
 use moreau::contact::{
     ContactProblem, ContactSolution, SolverKind, SolverSettings, model_residuals,
 };
@@ -20,7 +21,6 @@ use moreau::gpu::{
 };
 use moreau::math::Vec3;
 use moreau::model::JointSpec;
-use moreau::contact::random::random_mixed_problem;
 use moreau::{State, sim::SimParams};
 use std::sync::Arc;
 

@@ -30,12 +30,12 @@
 
 use clap::Parser;
 use moreau::batch::Backend;
+use moreau::envs::{BoxPush, CartPoleSwingUp, QuadrupedWalk, Task, VecEnv, VecEnvOptions};
+use moreau::sim::State;
 use moreau_lab::ars::LinearPolicy;
 use moreau_lab::ars::{
     Ars, ArsConfig, IterationReport, plot_learning_curve, random_policy_returns,
 };
-use moreau::envs::{BoxPush, CartPoleSwingUp, QuadrupedWalk, Task, VecEnv, VecEnvOptions};
-use moreau::sim::State;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

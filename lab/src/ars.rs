@@ -17,8 +17,8 @@
 //! The same batch also runs `eval_worlds` episodes of `M` itself (not
 //! perturbed, not used for the update): the learning curve.
 
-use moreau::envs::{EnvError, Rng, Task, VecEnv, VecEnvOptions, world_seed};
 use moreau::batch::Backend;
+use moreau::envs::{EnvError, Rng, Task, VecEnv, VecEnvOptions, world_seed};
 use std::time::Instant;
 
 /// Settings of [`Ars`]; the defaults suit the cart-pole swing-up.

@@ -18,11 +18,11 @@
 //!   `ncp-admm`), flat with μ = 0.9 and bumpy (bumps of 0.1 leg length)
 //!   with μ = 0.3.
 
-use moreau::contact::SolverKind;
-use moreau::contact::criteria::ncp_residuals;
 use crate::control::{
     ControlError, Feedforward, Quadruped, TrotController, TrotSettings, base_posture,
 };
+use moreau::contact::SolverKind;
+use moreau::contact::criteria::ncp_residuals;
 use moreau::model::Terrain;
 use moreau::model::terrain::RoughTerrain;
 use moreau::sim::{SimParams, Simulator, State};

@@ -5,11 +5,11 @@
 //! and the falling cube, whose resting pose time-stepping and event-based
 //! agree on as their steps shrink.
 
-use moreau_lab::events::{EventKind, EventParams, EventSim, SmoothIntegrator};
 use moreau::math::{Inertia, SE3, Vec3};
 use moreau::model::{JointType, ModelBuilder, WORLD};
 use moreau::scenes;
 use moreau::sim::{SimParams, Simulator, State};
+use moreau_lab::events::{EventKind, EventParams, EventSim, SmoothIntegrator};
 use nalgebra::DVector;
 use std::sync::Arc;
 

@@ -5,11 +5,11 @@
 //! the walks is printed so that a regression shows.
 
 use moreau::contact::SolverKind;
-use moreau_lab::control::{Feedforward, Quadruped, TrotSettings};
 use moreau::dynamics::{Data, forward_kinematics};
 use moreau::inverse::Formulation;
 use moreau::math::Vec3;
 use moreau::model::Terrain;
+use moreau_lab::control::{Feedforward, Quadruped, TrotSettings};
 use moreau_lab::locomotion::{WalkConfig, WalkResult, table_header, walk};
 use std::sync::Arc;
 
@@ -152,8 +152,8 @@ fn trot_walks_solo12_from_example_robot_data() {
 /// Bad settings and states are errors that say what is wrong.
 #[test]
 fn trot_controller_refuses_bad_settings_and_states() {
-    use moreau_lab::control::TrotController;
     use moreau::sim::{SimParams, State};
+    use moreau_lab::control::TrotController;
     let robot = Quadruped::builtin().unwrap();
     let bad = |settings: TrotSettings| {
         TrotController::new(robot.clone(), SimParams::default(), settings)

@@ -569,7 +569,7 @@ def _main() -> None:
     )
     p.add_argument(
         "--solvers",
-        default="ncp-admm",
+        default=moreau.DEFAULT_SOLVER,
         help="contact models (moreau's solvers) of --gradient-norms, comma-separated",
     )
     p.add_argument("--horizons", default="1,5,10,20,40", help="window lengths of --gradient-norms")

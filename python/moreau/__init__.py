@@ -7,6 +7,32 @@ out. Bad input raises ``ValueError`` (or ``FileNotFoundError``) naming the
 culprit and leaves the object as it was.
 """
 
-from ._moreau import BatchSim, Model, Simulator, Tape, load, scene, scene_names, solve
+from ._moreau import (
+    BATCH_DEFAULT_TOLERANCE,
+    DEFAULT_MAX_ITERATIONS,
+    DEFAULT_SOLVER,
+    DEFAULT_TOLERANCE,
+    BatchSim,
+    Model,
+    Simulator,
+    Tape,
+    load,
+    scene,
+    scene_names,
+    solve,
+)
 
-__all__ = ["BatchSim", "Model", "Simulator", "Tape", "load", "scene", "scene_names", "solve"]
+__all__ = [
+    "BATCH_DEFAULT_TOLERANCE",
+    "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_SOLVER",
+    "DEFAULT_TOLERANCE",
+    "BatchSim",
+    "Model",
+    "Simulator",
+    "Tape",
+    "load",
+    "scene",
+    "scene_names",
+    "solve",
+]

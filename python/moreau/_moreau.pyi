@@ -7,6 +7,15 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 
+DEFAULT_SOLVER: str
+"""The solver used where none is named (the library's `SolverKind::DEFAULT`)."""
+DEFAULT_TOLERANCE: float
+"""The default tolerance on eps_abs of one world's solve (`Simulator`, `solve`)."""
+BATCH_DEFAULT_TOLERANCE: float
+"""The default tolerance of a `BatchSim`: the smallest the GPU's f32 kernels accept."""
+DEFAULT_MAX_ITERATIONS: int
+"""The default iteration cap of a solve."""
+
 class Model:
     """A model with where it starts (configuration, velocity, time step)."""
 
@@ -58,9 +67,9 @@ def solve(
     g_matrix: FloatArray,
     g: FloatArray,
     mu: FloatArray,
-    solver: str = "ncp-admm",
-    tolerance: float = 1e-8,
-    max_iterations: int = 1000,
+    solver: str = ...,  # DEFAULT_SOLVER
+    tolerance: float = ...,  # DEFAULT_TOLERANCE
+    max_iterations: int = ...,  # DEFAULT_MAX_ITERATIONS
     device: str = "cpu",
 ) -> dict[str, Any]:
     """Solves one contact problem (G (m, m), g (m,), mu (nc,)) or a batch of B of one size
@@ -74,8 +83,8 @@ class Simulator:
         self,
         model: Model,
         dt: Optional[float] = None,
-        solver: str = "ncp-admm",
-        tolerance: float = 1e-8,
+        solver: str = ...,  # DEFAULT_SOLVER
+        tolerance: float = ...,  # DEFAULT_TOLERANCE
     ) -> None: ...
     def step(
         self, tau: Optional[FloatArray] = None, ctrl: Optional[FloatArray] = None
@@ -119,8 +128,8 @@ class BatchSim:
         nworlds: int,
         backend: str = "cpu",
         dt: Optional[float] = None,
-        solver: str = "ncp-admm",
-        tolerance: float = 1e-6,
+        solver: str = ...,  # DEFAULT_SOLVER
+        tolerance: float = ...,  # BATCH_DEFAULT_TOLERANCE
         decomposition: str = "invocation",
         layout: str = "packed",
         pipeline: int = 1,

@@ -8,8 +8,8 @@
 //! raises `ValueError` (or `FileNotFoundError`) naming the culprit and
 //! leaves the object as it was; long calls (a batch step) release the GIL.
 
-use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch, BatchTape};
-use moreau::contact::{ContactProblem, SolverKind};
+use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch, BatchTape, GPU_MIN_TOLERANCE};
+use moreau::contact::{ContactProblem, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
 use moreau::dynamics::{
     COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
     configuration_charts, forward_kinematics, forward_velocity, subtree_coms,
@@ -379,7 +379,7 @@ pub struct Simulator {
 #[pymethods]
 impl Simulator {
     #[new]
-    #[pyo3(signature = (model, dt=None, solver="ncp-admm", tolerance=1e-8))]
+    #[pyo3(signature = (model, dt=None, solver=SolverKind::DEFAULT.name(), tolerance=DEFAULT_TOLERANCE))]
     fn new(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyResult<Self> {
         let p = params(model, dt, solver, tolerance)?;
         let sim = CoreSim::new(model.model.clone(), p).map_err(value_error)?;
@@ -698,7 +698,7 @@ impl BatchSim {
 #[pymethods]
 impl BatchSim {
     #[new]
-    #[pyo3(signature = (model, nworlds, backend="cpu", dt=None, solver="ncp-admm", tolerance=1e-6, decomposition="invocation", layout="packed", pipeline=1))]
+    #[pyo3(signature = (model, nworlds, backend="cpu", dt=None, solver=SolverKind::DEFAULT.name(), tolerance=GPU_MIN_TOLERANCE, decomposition="invocation", layout="packed", pipeline=1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         model: &Model,
@@ -1200,7 +1200,7 @@ fn problem_at(
 /// `ValueError` naming it; no GPU adapter raises `RuntimeError`. The GIL
 /// is released while it solves.
 #[pyfunction]
-#[pyo3(signature = (g_matrix, g, mu, solver="ncp-admm", tolerance=1e-8, max_iterations=1000, device="cpu"))]
+#[pyo3(signature = (g_matrix, g, mu, solver=SolverKind::DEFAULT.name(), tolerance=DEFAULT_TOLERANCE, max_iterations=DEFAULT_MAX_ITERATIONS, device="cpu"))]
 #[allow(clippy::too_many_arguments)]
 fn solve<'py>(
     py: Python<'py>,
@@ -1335,5 +1335,10 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scene, m)?)?;
     m.add_function(wrap_pyfunction!(scene_names, m)?)?;
     m.add_function(wrap_pyfunction!(solve, m)?)?;
+    // The defaults, from the library's catalog (the stubs say `...`).
+    m.add("DEFAULT_SOLVER", SolverKind::DEFAULT.name())?;
+    m.add("DEFAULT_TOLERANCE", DEFAULT_TOLERANCE)?;
+    m.add("BATCH_DEFAULT_TOLERANCE", GPU_MIN_TOLERANCE)?;
+    m.add("DEFAULT_MAX_ITERATIONS", DEFAULT_MAX_ITERATIONS)?;
     Ok(())
 }

@@ -11,8 +11,8 @@ pub mod delassus;
 pub mod io;
 pub mod lemke;
 pub mod linalg;
-pub mod random;
 pub(crate) mod problem;
+pub mod random;
 pub mod sensitivity;
 pub mod solvers;
 pub mod tree;
@@ -29,7 +29,7 @@ pub use lemke::{LemkeError, LemkeSettings, LemkeSolution, lemke};
 pub use problem::{BlockCoupling, ContactProblem, CouplingWork, block_rows};
 pub use sensitivity::{ContactMode, ContactSensitivity};
 pub use solvers::{
-    Algorithm, ContactSolution, ContactSolver, Kernel, KernelModel, Law, SolverKind,
-    SolverSettings, SolverSpec, SolverStats,
+    Algorithm, ContactSolution, ContactSolver, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, Kernel,
+    KernelModel, Law, SolverKind, SolverSettings, SolverSpec, SolverStats,
 };
 pub use tree::{TreeDelassus, TreeFactor, TreeWork};

@@ -539,3 +539,18 @@ impl ContactSensitivity {
         }
     }
 }
+
+/// One world's contact stage at its solution, and the adjoint of its
+/// impulses.
+#[derive(Clone, Copy, Debug)]
+pub struct VjpWorld<'a> {
+    /// The problem with its dense `G` (and compliance `R`, and `μ`).
+    pub problem: &'a ContactProblem,
+    pub lambda: &'a [f64],
+    /// `c = (G + R)λ + g` at the solution.
+    pub c: &'a [f64],
+    /// The mode of each contact, then of each limit row (as
+    /// [`ContactSensitivity::modes`]).
+    pub modes: &'a [ContactMode],
+    pub lambda_bar: &'a [f64],
+}

@@ -21,7 +21,8 @@
 
 use super::shader::WgslConst;
 use super::{GpuContext, GpuError};
-use crate::contact::{ContactMode, ContactProblem};
+use crate::contact::ContactMode;
+pub use crate::contact::sensitivity::VjpWorld;
 use bytemuck::{Pod, Zeroable};
 use std::sync::mpsc;
 
@@ -45,22 +46,10 @@ fn mode_number(mode: ContactMode) -> u32 {
     }
 }
 
-/// One world's contact stage at its solution, and the adjoint of its
-/// impulses.
-#[derive(Clone, Copy, Debug)]
-pub struct VjpWorld<'a> {
-    /// The problem with its dense `G` (and compliance `R`, and `μ`).
-    pub problem: &'a ContactProblem,
-    pub lambda: &'a [f64],
-    /// `c = (G + R)λ + g` at the solution.
-    pub c: &'a [f64],
-    /// The mode of each contact, then of each limit row (as
-    /// `ContactSensitivity::modes`).
-    pub modes: &'a [ContactMode],
-    pub lambda_bar: &'a [f64],
-}
-
+// The world's checks and `G + R` for the kernel's packing (the type is the
+// contact layer's: `contact::sensitivity::VjpWorld`).
 impl VjpWorld<'_> {
+    /// Refuses a world whose arrays do not have the problem's sizes.
     fn check(&self, index: usize) -> Result<(), GpuError> {
         let (m, nc) = (self.problem.m(), self.problem.nc());
         let bad = |what: &'static str, got: usize, expected: usize| {

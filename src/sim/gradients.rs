@@ -43,12 +43,12 @@
 
 use super::{SimError, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
+use crate::contact::sensitivity::VjpWorld;
 use crate::contact::{ContactProblem, ContactSensitivity};
 use crate::dynamics::{
     Derivatives, aba_derivatives_from_kinematics, crba_from_kinematics, integrate_jacobians,
     ltdl_factorize,
 };
-use crate::gpu::vjp::VjpWorld;
 use crate::math::{Vec3, Vec6, ang, lin, motion_cross, spatial};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};

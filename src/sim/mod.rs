@@ -150,7 +150,7 @@ impl Default for SimParams {
     fn default() -> Self {
         SimParams {
             dt: 1e-3,
-            solver: SolverKind::NcpAdmm,
+            solver: SolverKind::DEFAULT,
             solver_settings: SolverSettings::default(),
             baumgarte: 0.2,
             contact_margin: 5e-3,

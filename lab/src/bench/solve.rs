@@ -16,13 +16,13 @@
 //! adapter has timestamp queries, the device time of the solve's passes
 //! and copies is reported beside them.
 
+use moreau::contact::random::random_problem;
 use moreau::contact::{ContactSolution, SolverKind, SolverSettings};
 use moreau::counters::Stage;
 use moreau::gpu::{
     BatchCapacity, BatchOutput, Decomposition, GpuContext, GpuError, GpuSolver, HostBatch, Layout,
     check_kernel, cpu_f32,
 };
-use moreau::contact::random::random_problem;
 use std::time::Instant;
 
 /// What to measure.

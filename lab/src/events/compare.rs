@@ -4,10 +4,10 @@
 //! `events.svg`.
 
 use crate::events::{EventKind, EventParams, EventSim, SmoothIntegrator};
+use crate::study::report::ReportError;
 use moreau::math::{Vec3, quat_from_slice};
 use moreau::scenes;
 use moreau::sim::{SimParams, Simulator, State};
-use crate::study::report::ReportError;
 use plotters::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};

@@ -9,15 +9,15 @@
 //! (so not along a symmetry axis of the 4-facet pyramid); dragged by a force
 //! through its centre growing at 20 N/s; a light cube under a heavy one.
 
-pub use moreau::scenes::{Push, harvest, stacked_cubes_problem};
-use moreau::scenes::drive;
 use moreau::contact::{
     ContactModel, ContactSolution, ContactSolver, SolverKind, SolverSettings, contact_power,
     model_residuals, ncp_residuals, physics,
 };
 use moreau::error::{ModelError, SimError};
 use moreau::math::Vec3;
+use moreau::scenes::drive;
 use moreau::scenes::{self, Scene};
+pub use moreau::scenes::{Push, harvest, stacked_cubes_problem};
 use moreau::sim::SimParams;
 use nalgebra::{Quaternion, UnitQuaternion};
 use std::time::Instant;

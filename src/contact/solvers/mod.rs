@@ -100,11 +100,20 @@ impl SolverSettings {
     }
 }
 
+/// The default tolerance on `ε_abs` of one world's solve (`Simulator`,
+/// `moreau run`, `moreau solve`, `moreau.Simulator`, `moreau.solve`). Batches
+/// default to [`crate::batch::GPU_MIN_TOLERANCE`] instead, so that every
+/// backend, the f32 GPU kernels included, runs the same settings.
+pub const DEFAULT_TOLERANCE: f64 = 1e-8;
+
+/// The default iteration cap of a solve.
+pub const DEFAULT_MAX_ITERATIONS: usize = 1000;
+
 impl Default for SolverSettings {
     fn default() -> Self {
         SolverSettings {
-            max_iterations: 1000,
-            tolerance: 1e-8,
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+            tolerance: DEFAULT_TOLERANCE,
             over_relaxation: 1.0,
             rho: None,
             adaptive_rho: true,
@@ -379,6 +388,12 @@ impl SolverKind {
             ),
         }
     }
+
+    /// The solver used where none is named: the NCP (Signorini, Coulomb,
+    /// maximum dissipation) by ADMM, finished by the active-set polish and
+    /// Newton steps. The command line, the Python bindings and `SimParams`
+    /// all read it.
+    pub const DEFAULT: SolverKind = SolverKind::NcpAdmm;
 
     pub fn name(&self) -> &'static str {
         self.spec().name

@@ -932,7 +932,12 @@ mod tests {
     use super::{Measured, estimate};
 
     fn m(nworlds: usize, setup_s: f64, timed_s: f64, fixed_s: f64) -> Measured {
-        Measured { nworlds, setup_s, timed_s, fixed_s }
+        Measured {
+            nworlds,
+            setup_s,
+            timed_s,
+            fixed_s,
+        }
     }
 
     #[test]

@@ -24,9 +24,12 @@ use bench::{bench, bench_solve};
 use clap::{Parser, Subcommand, ValueEnum};
 use grad::grad;
 use indicatif::{ProgressBar, ProgressStyle};
-use moreau::batch::Backend;
+use moreau::batch::{Backend, GPU_MIN_TOLERANCE};
 use moreau::contact::io::{ProblemWriter, read_problems};
-use moreau::contact::{ContactSolution, Evaluation, SolverKind, SolverSettings, evaluate};
+use moreau::contact::{
+    ContactSolution, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, Evaluation, SolverKind,
+    SolverSettings, evaluate,
+};
 use moreau::counters::{Stage, StageTimes};
 use moreau::load::{LoadOptions, ModelFormat, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
@@ -148,13 +151,13 @@ enum Command {
         #[arg(long)]
         dt: Option<f64>,
         /// Contact solver.
-        #[arg(long, default_value = "ncp-admm", help = solver_help())]
+        #[arg(long, default_value = SolverKind::DEFAULT.name(), help = solver_help())]
         solver: String,
         /// Solver tolerance on eps_abs.
-        #[arg(long, visible_alias = "tol", default_value_t = 1e-8)]
+        #[arg(long, visible_alias = "tol", default_value_t = DEFAULT_TOLERANCE)]
         tolerance: f64,
         /// Solver iteration cap.
-        #[arg(long, visible_alias = "max-iter", default_value_t = 1000)]
+        #[arg(long, visible_alias = "max-iter", default_value_t = DEFAULT_MAX_ITERATIONS)]
         max_iterations: usize,
         /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
@@ -226,10 +229,10 @@ enum Command {
         #[arg(long, value_parser = parse_solver, help = solver_help())]
         solver: SolverKind,
         /// Solver tolerance on eps_abs.
-        #[arg(long, visible_alias = "tolerance", default_value_t = 1e-8)]
+        #[arg(long, visible_alias = "tolerance", default_value_t = DEFAULT_TOLERANCE)]
         tol: f64,
         /// Solver iteration cap.
-        #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
+        #[arg(long, visible_alias = "max-iterations", default_value_t = DEFAULT_MAX_ITERATIONS)]
         max_iter: usize,
         /// ncp-admm: no active-set polish (see the solver catalog).
         #[arg(long)]
@@ -291,13 +294,13 @@ enum Command {
         #[arg(long, default_value_t = 60.0)]
         budget: f64,
         /// Contact solver.
-        #[arg(long, value_parser = parse_solver, default_value = "ncp-admm", help = solver_help())]
+        #[arg(long, value_parser = parse_solver, default_value = SolverKind::DEFAULT.name(), help = solver_help())]
         solver: SolverKind,
         /// Solver tolerance on eps_abs (at least 1e-6 for the GPU's f32 kernels).
-        #[arg(long, visible_alias = "tolerance", default_value_t = 1e-6)]
+        #[arg(long, visible_alias = "tolerance", default_value_t = GPU_MIN_TOLERANCE)]
         tol: f64,
         /// Solver iteration cap.
-        #[arg(long, visible_alias = "max-iterations", default_value_t = 1000)]
+        #[arg(long, visible_alias = "max-iterations", default_value_t = DEFAULT_MAX_ITERATIONS)]
         max_iter: usize,
         /// GPU: split each step into this many chunks of worlds, pipelined
         /// (one chunk on the GPU while the host prepares the next).
