@@ -8,13 +8,14 @@
 //! raises `ValueError` (or `FileNotFoundError`) naming the culprit and
 //! leaves the object as it was; long calls (a batch step) release the GIL.
 
+use moreau::batch::solve::{SolveError, SolvedProblem, solve_problems};
 use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch, BatchTape, GPU_MIN_TOLERANCE};
 use moreau::contact::{ContactProblem, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
 use moreau::dynamics::{
     COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
     configuration_charts, forward_kinematics, forward_velocity, subtree_coms,
 };
-use moreau::gpu::{BatchCapacity, BatchOutput, GpuContext, GpuSolver, flag_names};
+use moreau::gpu::GpuError;
 use moreau::math::{SE3, Vec3};
 use moreau::sim::{
     SimParams, Simulator as CoreSim, Stage, StageTimes, State, StepJacobians, StepVjp,
@@ -29,7 +30,6 @@ use numpy::{
 use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The coordinate charts `(c, d)` of `Model.configuration_charts`.
@@ -1239,85 +1239,56 @@ fn solve<'py>(
         max_iterations,
         ..Default::default()
     };
-    // Per problem: λ, c, iterations, converged, eps_abs.
-    type Solved = (Vec<f64>, Vec<f64>, usize, bool, f64);
-    let solved: Vec<Solved> = match device {
-        "cpu" => py
-            .detach(|| {
-                problems
-                    .par_iter()
-                    .enumerate()
-                    .map(|(k, p)| {
-                        let mut s = moreau::contact::ContactSolution::default();
-                        kind.build()
-                            .solve(p, &settings, &mut s)
-                            .map_err(|e| match batched {
-                                Some(_) => format!("problem {k}: {e}"),
-                                None => e.to_string(),
-                            })?;
-                        Ok((
-                            s.lambda.as_slice().to_vec(),
-                            s.c.as_slice().to_vec(),
-                            s.stats.iterations,
-                            s.stats.converged,
-                            s.stats.residuals.eps_abs,
-                        ))
-                    })
-                    .collect::<Result<Vec<_>, String>>()
-            })
-            .map_err(value_error)?,
-        "gpu" => {
-            let ctx = GpuContext::new()
-                .map_err(|e| PyRuntimeError::new_err(format!("device=\"gpu\": {e}")))?;
-            let mut gpu = GpuSolver::new(&ctx, kind, BatchCapacity::for_problems(&problems))
-                .map_err(|e| value_error(format!("device=\"gpu\": {e}")))?;
-            let mut out = BatchOutput::default();
-            py.detach(|| gpu.solve(&problems, &settings, &mut out))
-                .map_err(|e| value_error(format!("device=\"gpu\": {e}")))?;
-            (0..problems.len())
-                .map(|k| {
-                    let p = out.problem(k);
-                    if p.flags() != 0 {
-                        let names = flag_names(p.flags());
-                        return Err(value_error(format!(
-                            "{}flagged by the GPU solver: {}",
-                            batched.map_or(String::new(), |_| format!("problem {k}: ")),
-                            names.join(", ")
-                        )));
-                    }
-                    Ok((
-                        p.lambda.iter().map(|&x| f64::from(x)).collect(),
-                        p.c.iter().map(|&x| f64::from(x)).collect(),
-                        p.result.iterations as usize,
-                        p.converged(),
-                        f64::from(p.result.eps_abs),
-                    ))
-                })
-                .collect::<PyResult<_>>()?
-        }
+    let backend = match device {
+        "cpu" => Backend::CpuParallel,
+        "gpu" => Backend::Gpu,
         other => {
             return Err(value_error(format!(
                 "unknown device {other:?}: \"cpu\" or \"gpu\""
             )));
         }
     };
+    let prefix = |k: usize| batched.map_or(String::new(), |_| format!("problem {k}: "));
+    let solved = py
+        .detach(|| solve_problems(&problems, kind, &settings, backend))
+        .map_err(|e| match e {
+            SolveError::Problem { index, error } => {
+                value_error(format!("{}{error}", prefix(index)))
+            }
+            SolveError::Gpu(e @ (GpuError::NoAdapter | GpuError::NoMatchingAdapter { .. })) => {
+                PyRuntimeError::new_err(format!("device=\"gpu\": {e}"))
+            }
+            SolveError::Gpu(e) => value_error(format!("device=\"gpu\": {e}")),
+            SolveError::Flagged(flagged) => {
+                let (k, names) = &flagged[0];
+                value_error(format!(
+                    "{}flagged by the GPU solver: {}",
+                    prefix(*k),
+                    names.join(", ")
+                ))
+            }
+        })?;
     let d = PyDict::new(py);
     if batched.is_none() {
-        let (lambda, c, iterations, converged, eps) = &solved[0];
-        d.set_item("lambda", PyArray1::from_slice(py, lambda))?;
-        d.set_item("c", PyArray1::from_slice(py, c))?;
-        d.set_item("iterations", *iterations)?;
-        d.set_item("converged", *converged)?;
-        d.set_item("eps_abs", *eps)?;
+        let s = &solved[0];
+        d.set_item("lambda", PyArray1::from_slice(py, &s.lambda))?;
+        d.set_item("c", PyArray1::from_slice(py, &s.c))?;
+        d.set_item("iterations", s.iterations)?;
+        d.set_item("converged", s.converged)?;
+        d.set_item("eps_abs", s.residuals.eps_abs)?;
     } else {
         let (b, m) = (solved.len(), gv.shape()[1]);
-        let flat =
-            |pick: fn(&Solved) -> &Vec<f64>| solved.iter().flat_map(|s| pick(s).clone()).collect();
-        d.set_item("lambda", array2(py, flat(|s| &s.0), b, m))?;
-        d.set_item("c", array2(py, flat(|s| &s.1), b, m))?;
-        let iterations: Vec<usize> = solved.iter().map(|s| s.2).collect();
-        let converged: Vec<bool> = solved.iter().map(|s| s.3).collect();
-        let eps: Vec<f64> = solved.iter().map(|s| s.4).collect();
+        let flat = |pick: fn(&SolvedProblem) -> &Vec<f64>| {
+            solved
+                .iter()
+                .flat_map(|s| pick(s).iter().copied())
+                .collect()
+        };
+        d.set_item("lambda", array2(py, flat(|s| &s.lambda), b, m))?;
+        d.set_item("c", array2(py, flat(|s| &s.c), b, m))?;
+        let iterations: Vec<usize> = solved.iter().map(|s| s.iterations).collect();
+        let converged: Vec<bool> = solved.iter().map(|s| s.converged).collect();
+        let eps: Vec<f64> = solved.iter().map(|s| s.residuals.eps_abs).collect();
         d.set_item("iterations", PyArray1::from_vec(py, iterations))?;
         d.set_item("converged", PyArray1::from_vec(py, converged))?;
         d.set_item("eps_abs", PyArray1::from_vec(py, eps))?;

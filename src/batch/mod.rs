@@ -55,6 +55,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 pub mod memory;
+pub mod solve;
 use memory::{Available, Bytes, HostEstimate};
 
 /// Where a batch's contact problems are solved.

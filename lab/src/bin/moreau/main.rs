@@ -27,8 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use moreau::batch::{Backend, GPU_MIN_TOLERANCE};
 use moreau::contact::io::{ProblemWriter, read_problems};
 use moreau::contact::{
-    ContactSolution, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, Evaluation, SolverKind,
-    SolverSettings, evaluate,
+    DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, Evaluation, SolverKind, SolverSettings, evaluate,
 };
 use moreau::counters::{Stage, StageTimes};
 use moreau::load::{LoadOptions, ModelFormat, load_model_file};
