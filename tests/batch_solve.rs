@@ -10,7 +10,9 @@ use moreau::contact::{SolverKind, SolverSettings};
 use moreau::gpu::GpuContext;
 
 fn problems() -> Vec<moreau::contact::ContactProblem> {
-    (0..24).map(|k| random_problem(k + 1, 1 + (k as usize % 6))).collect()
+    (0..24)
+        .map(|k| random_problem(k + 1, 1 + (k as usize % 6)))
+        .collect()
 }
 
 #[test]
@@ -24,7 +26,12 @@ fn all_cores_give_one_cores_results_bit_for_bit() {
         for (k, (a, b)) in one.iter().zip(&all).enumerate() {
             assert_eq!(a.lambda, b.lambda, "{} problem {k}", kind.name());
             assert_eq!(a.iterations, b.iterations);
-            assert!(a.converged, "{} problem {k}: {:?}", kind.name(), a.residuals);
+            assert!(
+                a.converged,
+                "{} problem {k}: {:?}",
+                kind.name(),
+                a.residuals
+            );
             assert!(a.residuals.eps_abs <= settings.tolerance);
         }
     }

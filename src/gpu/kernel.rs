@@ -6,10 +6,10 @@
 //! Which solver runs on which kernel is said once, in the solver catalog
 //! ([`crate::contact::SolverKind::spec`]).
 
-use super::Decomposition;
+use super::GpuError;
 use super::batch::{BatchCapacity, GpuParams};
 use super::shader::WgslConst;
-use crate::contact::{Kernel, KernelModel, SolverSettings};
+use crate::contact::{Kernel, KernelModel, SolverKind, SolverSettings};
 
 /// Whether a solver's dispatches must stay under a driver's loop limit
 /// ([`super::GpuContext::loop_limit`], probed when the context is created).
@@ -120,4 +120,104 @@ pub fn max_workgroup_size() -> u32 {
         })
         .max()
         .unwrap_or(1)
+}
+
+/// The solvers with a GPU kernel, comma-separated.
+pub fn gpu_solvers() -> String {
+    SolverKind::names_where(|s| s.gpu.is_some())
+}
+
+/// The kernel that runs `kind` and the model it is given; refuses a solver
+/// without a GPU kernel.
+pub fn check_kernel(kind: SolverKind) -> Result<(Kernel, KernelModel), GpuError> {
+    kind.spec().gpu.ok_or_else(|| GpuError::UnsupportedSolver {
+        solver: kind.name(),
+        available: gpu_solvers(),
+    })
+}
+
+/// How a batch's problems map onto the device's invocations
+/// (`shaders/README.md`, "Decomposition").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decomposition {
+    /// One invocation solves one whole problem (every kernel).
+    #[default]
+    Invocation,
+    /// One workgroup of [`super::pgs::LANES`] invocations solves one problem, its
+    /// λ, c (and G, up to [`super::pgs::WG_G_CACHE_ROWS`] rows) in workgroup
+    /// memory: the PGS kernels, up to [`super::pgs::WG_MAX_CONTACTS`] contacts per problem.
+    Workgroup,
+    /// One lane per contact: a workgroup of [`super::pgs::LC_LANES`]
+    /// invocations holds several problems side by side, each lane owning
+    /// its contact's rows of λ and c (in workgroup memory) and making its
+    /// local updates, Δλ shared through workgroup memory: the PGS kernels,
+    /// up to [`super::pgs::LC_ROWS`] rows per problem.
+    Lane,
+}
+
+impl Decomposition {
+    pub const ALL: [Decomposition; 3] = [
+        Decomposition::Invocation,
+        Decomposition::Workgroup,
+        Decomposition::Lane,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Decomposition::Invocation => "invocation",
+            Decomposition::Workgroup => "workgroup",
+            Decomposition::Lane => "lane",
+        }
+    }
+
+    /// The most rows (`3·nc + nl`) one problem of `kind` may have under
+    /// this decomposition (`None`: no limit but the device's memory).
+    pub fn max_rows(self, kind: SolverKind) -> Result<Option<usize>, GpuError> {
+        let (k, _) = check_kernel(kind)?;
+        Ok(of(k).max_rows(self))
+    }
+
+    /// The entry point of `kind`'s kernel for this decomposition; refuses
+    /// a decomposition the kernel or `capacity` does not fit.
+    pub fn check(
+        self,
+        kind: SolverKind,
+        capacity: &BatchCapacity,
+    ) -> Result<&'static str, GpuError> {
+        let (k, _) = check_kernel(kind)?;
+        let kernel = of(k);
+        let entry = kernel
+            .entry_point(self)
+            .ok_or(GpuError::NoWorkgroupKernel {
+                solver: kind.name(),
+                decomposition: self.name(),
+            })?;
+        match kernel.max_rows(self) {
+            Some(max) if capacity.max_rows_per_problem() > max => {
+                Err(GpuError::WorkgroupCapacity {
+                    decomposition: self.name(),
+                    max_rows: max,
+                    got: capacity.max_rows_per_problem(),
+                })
+            }
+            _ => Ok(entry),
+        }
+    }
+}
+
+impl std::str::FromStr for Decomposition {
+    type Err = String;
+    /// `invocation`, `workgroup` or `lane`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown decomposition `{s}` ({})",
+                    Self::ALL.map(|d| d.name()).join(", ")
+                )
+            })
+    }
 }

@@ -70,9 +70,8 @@ pub use batch::{
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch,
     Layout, ProblemOutput, flag_names,
 };
-pub use solver::{
-    Decomposition, DeviceTimes, GpuSolver, Submission, check_capacity, check_kernel, gpu_solvers,
-};
+pub use kernel::{Decomposition, check_kernel, gpu_solvers};
+pub use solver::{DeviceTimes, GpuSolver, Submission, check_capacity};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;

@@ -1,0 +1,250 @@
+//! The GPU backend's step: the worlds' contact problems packed into one
+//! batch (or pipelined chunks), solved by the kernels while the host
+//! prepares the next chunk, and the impulses taken back into each world.
+
+use super::*;
+
+/// One GPU solver with its host batch: a chunk of worlds in flight.
+pub(super) struct GpuLane {
+    pub(super) solver: GpuSolver,
+    pub(super) batch: HostBatch,
+    pub(super) out: BatchOutput,
+    /// World of each problem in the batch.
+    pub(super) world_of: Vec<usize>,
+}
+
+pub(super) struct GpuState {
+    /// One lane, or two when the step is pipelined in chunks (one chunk on
+    /// the GPU while the host prepares or finishes another).
+    pub(super) lanes: Vec<GpuLane>,
+    /// Chunks the worlds are split into per step.
+    pub(super) chunks: usize,
+    /// (chunk, lane, submission) in flight during a step, oldest first
+    /// (kept to reuse its allocation).
+    pub(super) in_flight: std::collections::VecDeque<(usize, usize, Option<Submission>)>,
+    pub(super) grew: Option<BatchCapacity>,
+    /// The contact stage's VJP kernel, built at the first [`BatchSim::vjp`].
+    pub(super) vjp: Option<GpuContactVjp>,
+}
+
+/// Host stages 1 to 3 of the worlds not out of this step.
+fn prepare_worlds(worlds: &mut [World]) {
+    worlds.par_iter_mut().for_each(|world| {
+        if world.step.is_stepping() {
+            if world.jacobians.is_some() {
+                world.v0.copy_from(&world.state.v);
+            }
+            let input = if world.controls {
+                Actuation::Controls(&world.ctrl)
+            } else {
+                Actuation::Torques(&world.tau)
+            };
+            world.step = match world.sim.prepare_with(&world.state, input) {
+                Ok(contacts) => WorldStep::Stepping { contacts },
+                Err(e) => WorldStep::Failed(e.into()),
+            };
+        }
+    });
+}
+
+/// Packs the problems of `worlds[range]` into the lane (growing its buffers
+/// if they do not fit) and submits them; `None` when no world has contacts.
+fn submit_chunk(
+    lane: &mut GpuLane,
+    worlds: &[World],
+    range: std::ops::Range<usize>,
+    grew: &mut Option<BatchCapacity>,
+    times: &mut BatchTimes,
+) -> Result<Option<Submission>, BatchError> {
+    let t = Instant::now();
+    lane.batch.clear();
+    lane.world_of.clear();
+    // Contacts or joint-limit rows to solve.
+    lane.world_of.extend(range.filter(|&w| {
+        let world = &worlds[w];
+        world.step.contacts().is_some() && world.sim.problem().m() > 0
+    }));
+    let problems: Vec<_> = lane
+        .world_of
+        .iter()
+        .map(|&w| {
+            let world = &worlds[w];
+            let s = &world.sim.params.solver_settings;
+            (world.sim.problem(), s.max_iterations, s.tolerance)
+        })
+        .collect();
+    // Validated and converted to f32 on all cores.
+    lane.batch.push_all(&problems);
+    for (k, &w) in lane.world_of.iter().enumerate() {
+        if let Some(rho) = worlds[w].sim.warm_rho() {
+            lane.batch.set_initial_rho(k, rho);
+        }
+    }
+    times.gpu.add(Stage::Pack, t.elapsed());
+    if lane.batch.is_empty() {
+        return Ok(None);
+    }
+    if let Err(GpuError::CapacityExceeded { .. }) =
+        lane.batch.check_capacity(&lane.solver.capacity())
+    {
+        let old = lane.solver.capacity();
+        let need = BatchCapacity {
+            problems: lane.batch.len(),
+            contacts: lane.batch.contacts(),
+            unilateral_rows: lane.batch.unilateral_rows(),
+            delassus_floats: lane.batch.delassus_floats(),
+            ..old
+        };
+        let ctx = lane.solver.context().clone();
+        let (kind, decomposition) = (lane.solver.kind(), lane.solver.decomposition());
+        let capacity = grown_capacity(&old, &need, |c| {
+            crate::gpu::check_capacity(&ctx.limits, &ctx.adapter.name, kind, c, decomposition)
+                .is_ok()
+        });
+        let layout = lane.solver.layout();
+        lane.solver = GpuSolver::with_decomposition(
+            &ctx,
+            lane.solver.kind(),
+            capacity,
+            lane.solver.decomposition(),
+        )?;
+        lane.solver.set_layout(layout);
+        *grew = Some(capacity);
+    }
+    let settings = worlds[lane.world_of[0]].sim.params.solver_settings;
+    Ok(Some(lane.solver.submit(&lane.batch, &settings)?))
+}
+
+/// The capacity a GPU lane grows to for a batch that needs `need`: half
+/// again what it needs in each count it outgrew (so that the next steps
+/// rarely grow it again), or exactly what it needs where half again would
+/// not fit the device (`fits`: its binding and buffer limits).
+pub(super) fn grown_capacity(
+    old: &BatchCapacity,
+    need: &BatchCapacity,
+    fits: impl Fn(&BatchCapacity) -> bool,
+) -> BatchCapacity {
+    let sized = |extra: bool| {
+        let grow = |need: usize, have: usize| match (need > have, extra) {
+            (true, true) => need + need / 2,
+            (true, false) => need,
+            (false, _) => have,
+        };
+        BatchCapacity {
+            problems: grow(need.problems, old.problems),
+            contacts: grow(need.contacts, old.contacts),
+            unilateral_rows: grow(need.unilateral_rows, old.unilateral_rows),
+            delassus_floats: grow(need.delassus_floats, old.delassus_floats),
+            ..*old
+        }
+    };
+    let roomy = sized(true);
+    if fits(&roomy) { roomy } else { sized(false) }
+}
+
+/// Waits for a lane's submission, hands each world its impulses (flagged
+/// problems go back to the CPU) and finishes the worlds of `range`.
+fn complete_chunk(
+    lane: &mut GpuLane,
+    submission: Option<Submission>,
+    worlds: &mut [World],
+    range: std::ops::Range<usize>,
+    times: &mut BatchTimes,
+) -> Result<(), BatchError> {
+    if let Some(sub) = submission {
+        lane.solver.wait(sub, &mut lane.out)?;
+        times.gpu.accumulate(&lane.solver.last_timings());
+        times.device.accumulate(&lane.solver.last_device_times());
+    }
+    let t = Instant::now();
+    // Each world takes its impulses (flagged problems go back to the CPU)
+    // and finishes, on all cores; `world_of` is increasing.
+    let (out, world_of) = (&lane.out, &lane.world_of);
+    let first = range.start;
+    worlds[range]
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(i, world)| {
+            if let Ok(k) = world_of.binary_search(&(first + i)) {
+                take_impulses(world, out.problem(k));
+            }
+            if world.fallback.is_some() {
+                finish_on_cpu(world);
+            } else {
+                finish_with_lambda(world);
+            }
+        });
+    times.finish += t.elapsed();
+    Ok(())
+}
+
+/// A world's share of a GPU batch's results: its impulses and stats, or,
+/// where the GPU flagged its problem, why it falls back to the CPU.
+fn take_impulses(world: &mut World, p: crate::gpu::ProblemOutput<'_>) {
+    if p.flags() != 0 {
+        world.fallback = Some(format!(
+            "GPU flagged its problem of {} contacts and {} limit rows: {}",
+            p.nc,
+            p.nl,
+            crate::gpu::flag_names(p.flags()).join(", ")
+        ));
+        return;
+    }
+    world.lambda.clear();
+    world.lambda.extend(p.lambda.iter().map(|&x| x as f64));
+    let r = p.result;
+    world.stats = SolverStats {
+        iterations: r.iterations as usize,
+        converged: p.converged(),
+        residuals: crate::contact::Residuals {
+            primal: r.primal as f64,
+            dual: r.dual as f64,
+            complementarity: r.complementarity as f64,
+            eps_abs: r.eps_abs as f64,
+        },
+        rho: r.rho as f64,
+        factorizations: r.factorizations as usize,
+        ..Default::default()
+    };
+}
+
+impl BatchSim {
+    /// The GPU step, in `chunks` chunks of worlds over one or two lanes:
+    /// prepare chunk k (host, all cores), pack and submit it, then wait for
+    /// chunk k − 1 and finish it while chunk k is on the GPU.
+    pub(super) fn step_on_gpu(&mut self, times: &mut BatchTimes) -> Result<(), BatchError> {
+        let gpu = self.gpu.as_mut().expect("the GPU backend has a solver");
+        let n = self.worlds.len();
+        let chunks = gpu.chunks;
+        let range = |k: usize| (k * n / chunks)..((k + 1) * n / chunks);
+        gpu.grew = None;
+        let in_flight = &mut gpu.in_flight;
+        in_flight.clear();
+        for k in 0..chunks {
+            let lane = k % gpu.lanes.len();
+            let t = Instant::now();
+            prepare_worlds(&mut self.worlds[range(k)]);
+            times.prepare += t.elapsed();
+            // The lane must be free: finish what it still holds.
+            while let Some(&(_, l, _)) = in_flight.front() {
+                if l != lane && in_flight.len() < gpu.lanes.len() {
+                    break;
+                }
+                let (c, l, sub) = in_flight.pop_front().expect("non-empty");
+                complete_chunk(&mut gpu.lanes[l], sub, &mut self.worlds, range(c), times)?;
+            }
+            let sub = submit_chunk(
+                &mut gpu.lanes[lane],
+                &self.worlds,
+                range(k),
+                &mut gpu.grew,
+                times,
+            )?;
+            in_flight.push_back((k, lane, sub));
+        }
+        while let Some((c, l, sub)) = in_flight.pop_front() {
+            complete_chunk(&mut gpu.lanes[l], sub, &mut self.worlds, range(c), times)?;
+        }
+        Ok(())
+    }
+}
