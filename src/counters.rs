@@ -1,7 +1,9 @@
 //! Where time goes: one vocabulary of stages for every layer (a single
-//! world's step, a batch's, the GPU solver's, the benchmarks'), and one
+//! world's step, a batch's, the GPU solver's, the benchmarks'), one
 //! container of per-stage values, [`Timings`], as wall time
-//! ([`StageTimes`]) or seconds and shares in reports ([`StageSeconds`]).
+//! ([`StageTimes`]) or seconds and shares in reports ([`StageSeconds`]),
+//! and the timers that nest them: a batch step's ([`BatchTimes`]: its host
+//! sections, its GPU path's stages, and its solves' [`DeviceTimes`]).
 
 use std::time::{Duration, Instant};
 
@@ -153,6 +155,65 @@ impl serde::Serialize for StageSeconds {
             m.serialize_entry(stage.name(), &v)?;
         }
         m.end()
+    }
+}
+
+/// What the device's timestamp queries measured of one solve (all zero
+/// where the adapter has no timestamp queries), and how many round trips it took.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DeviceTimes {
+    /// Whether the compute passes were timed on the device.
+    pub measured: bool,
+    /// Device time of the solve's compute passes.
+    pub solve: std::time::Duration,
+    /// Device time of the copies into the readback buffer (where the
+    /// adapter times copies, `TIMESTAMP_QUERY_INSIDE_ENCODERS`).
+    pub readback: std::time::Duration,
+    /// Dispatches, submissions and buffer maps of the solve.
+    pub dispatches: u64,
+    pub submits: u32,
+    pub maps: u32,
+}
+
+impl DeviceTimes {
+    pub fn accumulate(&mut self, o: &DeviceTimes) {
+        self.measured |= o.measured;
+        self.solve += o.solve;
+        self.readback += o.readback;
+        self.dispatches += o.dispatches;
+        self.submits += o.submits;
+        self.maps += o.maps;
+    }
+}
+
+/// Wall time of one batch step: the host's parallel sections, each of
+/// which runs several stages of every world at once (the worlds' own stage
+/// times are in [`Simulator::times`]), and the GPU solver's stages.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BatchTimes {
+    /// Stages `FreeDynamics`, `Collision` and `Delassus` of all worlds
+    /// (GPU backend; the CPU backends time whole steps in `cpu_step`).
+    pub prepare: Duration,
+    /// `VelocityUpdate` and `Integrate` of all worlds, and the CPU solves of
+    /// problems the GPU flagged (GPU backend).
+    pub finish: Duration,
+    /// Whole steps of the CPU backends.
+    pub cpu_step: Duration,
+    /// The GPU path's own stages: `Pack`, `Upload`, `Solve`, `Download`.
+    pub gpu: StageTimes,
+    /// The GPU solves' device times (timestamp queries) and round trips.
+    pub device: DeviceTimes,
+    pub total: Duration,
+}
+
+impl BatchTimes {
+    pub fn accumulate(&mut self, o: &BatchTimes) {
+        self.prepare += o.prepare;
+        self.finish += o.finish;
+        self.cpu_step += o.cpu_step;
+        self.gpu.accumulate(&o.gpu);
+        self.device.accumulate(&o.device);
+        self.total += o.total;
     }
 }
 

@@ -37,7 +37,8 @@
 //! [`BatchStepReport`]; the others step normally.
 
 use crate::contact::{SolverKind, SolverStats};
-use crate::counters::{Stage, StageTimes};
+
+use crate::counters::{BatchTimes, Stage};
 use crate::error::SimError;
 use crate::gpu::vjp::GpuContactVjp;
 use crate::gpu::{
@@ -51,7 +52,7 @@ use rayon::prelude::*;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use thiserror::Error;
 
 pub mod memory;
@@ -237,37 +238,6 @@ impl Default for BatchOptions {
             gpu_decomposition: Decomposition::Invocation,
             gpu_layout: crate::gpu::Layout::Packed,
         }
-    }
-}
-
-/// Wall time of one batch step: the host's parallel sections, each of
-/// which runs several stages of every world at once (the worlds' own stage
-/// times are in [`Simulator::times`]), and the GPU solver's stages.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BatchTimes {
-    /// Stages `FreeDynamics`, `Collision` and `Delassus` of all worlds
-    /// (GPU backend; the CPU backends time whole steps in `cpu_step`).
-    pub prepare: Duration,
-    /// `VelocityUpdate` and `Integrate` of all worlds, and the CPU solves of
-    /// problems the GPU flagged (GPU backend).
-    pub finish: Duration,
-    /// Whole steps of the CPU backends.
-    pub cpu_step: Duration,
-    /// The GPU path's own stages: `Pack`, `Upload`, `Solve`, `Download`.
-    pub gpu: StageTimes,
-    /// The GPU solves' device times (timestamp queries) and round trips.
-    pub device: crate::gpu::DeviceTimes,
-    pub total: Duration,
-}
-
-impl BatchTimes {
-    pub fn accumulate(&mut self, o: &BatchTimes) {
-        self.prepare += o.prepare;
-        self.finish += o.finish;
-        self.cpu_step += o.cpu_step;
-        self.gpu.accumulate(&o.gpu);
-        self.device.accumulate(&o.device);
-        self.total += o.total;
     }
 }
 

@@ -50,7 +50,7 @@
 //! anyway ([`FLAG_LOOP_LIMIT`]); elsewhere a solve is one dispatch. A
 //! round of dispatches and its readback are one submission and one map;
 //! timestamp queries time it on the device where the adapter has them
-//! ([`DeviceTimes`]). The design choices (layout, decomposition,
+//! ([`crate::counters::DeviceTimes`]). The design choices (layout, decomposition,
 //! who factorizes `G + R + ρI`) and the measured f32 limits are recorded in
 //! `shaders/README.md`; the lab's `bench::solve` measures throughput
 //! against one CPU core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau
@@ -71,7 +71,8 @@ pub use batch::{
     Layout, ProblemOutput, flag_names,
 };
 pub use kernel::{Decomposition, check_kernel, gpu_solvers};
-pub use solver::{DeviceTimes, GpuSolver, Submission, check_capacity};
+
+pub use solver::{GpuSolver, Submission, check_capacity};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;

@@ -12,7 +12,7 @@ use super::batch::{
 use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, Decomposition, check_kernel};
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
 use crate::contact::{ContactProblem, KernelModel, SolverKind, SolverSettings};
-use crate::counters::{Stage, StageTimes};
+use crate::counters::{DeviceTimes, Stage, StageTimes};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -21,34 +21,6 @@ use std::time::Instant;
 /// whose chunks cover whole solves, starts with one).
 const FIRST_ROUND: u32 = 4;
 const MAX_ROUND: u32 = 64;
-
-/// What the device's timestamp queries measured of one solve (all zero
-/// where the adapter has no timestamp queries), and how many round trips it took.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct DeviceTimes {
-    /// Whether the compute passes were timed on the device.
-    pub measured: bool,
-    /// Device time of the solve's compute passes.
-    pub solve: std::time::Duration,
-    /// Device time of the copies into the readback buffer (where the
-    /// adapter times copies, `TIMESTAMP_QUERY_INSIDE_ENCODERS`).
-    pub readback: std::time::Duration,
-    /// Dispatches, submissions and buffer maps of the solve.
-    pub dispatches: u64,
-    pub submits: u32,
-    pub maps: u32,
-}
-
-impl DeviceTimes {
-    pub fn accumulate(&mut self, o: &DeviceTimes) {
-        self.measured |= o.measured;
-        self.solve += o.solve;
-        self.readback += o.readback;
-        self.dispatches += o.dispatches;
-        self.submits += o.submits;
-        self.maps += o.maps;
-    }
-}
 
 /// The timestamps one round wrote (indices into the query set, in order).
 #[derive(Clone, Copy, Debug, Default)]

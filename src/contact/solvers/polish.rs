@@ -35,9 +35,9 @@
 //! one `k × k` factorization (`k ≤ m`).
 
 use super::admm::Delassus;
-use crate::contact::TreeDelassus;
 use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
+use crate::contact::{ContactMode, TreeDelassus};
 use nalgebra::DMatrix;
 
 /// Reusable buffers (no allocation once grown).
@@ -46,7 +46,10 @@ pub(crate) struct PolishWork {
     /// The Newton finisher's buffers (tried when the polish fails).
     pub(crate) newton: super::newton::NewtonWork,
     /// The mode of each contact.
-    modes: Vec<Mode>,
+    modes: Vec<ContactMode>,
+    /// Each sliding contact's friction direction (unit, in its tangent
+    /// plane: `λ_T = μ λ_N t`); unread for the others.
+    directions: Vec<[f64; 2]>,
     /// Whether each unilateral row is active.
     active: Vec<bool>,
     /// The unknowns of the current system.
@@ -84,15 +87,6 @@ pub(crate) struct PolishWork {
 const REGULARIZATION: f64 = 1e-6;
 /// Iterative refinements of each solve.
 const REFINEMENTS: usize = 3;
-
-/// A contact's mode.
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Breaking,
-    Sticking,
-    /// Sliding with friction along `μ (t1, t2)` per unit normal impulse.
-    Sliding([f64; 2]),
-}
 
 #[derive(Clone, Copy)]
 enum Unknown {
@@ -133,18 +127,21 @@ pub(crate) fn polish(
     }
     let zero = 1e-12 * scale;
     work.modes.clear();
+    work.directions.clear();
     for (i, &mu_i) in mu.iter().enumerate() {
         let l = get3(z, i);
         let lt = l[0].hypot(l[1]);
-        work.modes.push(if l[2] <= zero {
-            Mode::Breaking
+        let (mode, direction) = if l[2] <= zero {
+            (ContactMode::Breaking, [0.0; 2])
         } else if mu_i > 0.0 && lt < mu_i * l[2] * (1.0 - 1e-9) {
-            Mode::Sticking
+            (ContactMode::Sticking, [0.0; 2])
         } else if lt > 0.0 {
-            Mode::Sliding([l[0] / lt, l[1] / lt])
+            (ContactMode::Sliding, [l[0] / lt, l[1] / lt])
         } else {
-            Mode::Sliding([0.0, 0.0])
-        });
+            (ContactMode::Sliding, [0.0, 0.0])
+        };
+        work.modes.push(mode);
+        work.directions.push(direction);
     }
     work.active.clear();
     work.active.extend((3 * nc..m).map(|k| z[k] > zero));
@@ -189,14 +186,14 @@ fn solve_modes(
     work.equations.clear();
     for (i, mode) in work.modes.iter().enumerate() {
         match mode {
-            Mode::Breaking => {}
-            Mode::Sticking => {
+            ContactMode::Breaking => {}
+            ContactMode::Sticking => {
                 for r in 0..3 {
                     work.unknowns.push(Unknown::Row(3 * i + r));
                     work.equations.push(3 * i + r);
                 }
             }
-            Mode::Sliding(_) => {
+            ContactMode::Sliding => {
                 work.unknowns.push(Unknown::Sliding(i));
                 work.equations.push(3 * i + 2);
             }
@@ -231,7 +228,8 @@ fn solve_modes(
         match *u {
             Unknown::Row(r) => candidate[r] = work.y[j],
             Unknown::Sliding(i) => {
-                if let Mode::Sliding(t) = work.modes[i] {
+                if work.modes[i] == ContactMode::Sliding {
+                    let t = work.directions[i];
                     candidate[3 * i] = mu[i] * t[0] * work.y[j];
                     candidate[3 * i + 1] = mu[i] * t[1] * work.y[j];
                     candidate[3 * i + 2] = work.y[j];
@@ -246,10 +244,11 @@ fn solve_modes(
 fn column(work: &PolishWork, mu: &[f64], j: usize) -> (usize, [f64; 3]) {
     match work.unknowns[j] {
         Unknown::Row(r) => (r, [1.0, 0.0, 0.0]),
-        Unknown::Sliding(i) => match work.modes[i] {
-            Mode::Sliding(t) => (3 * i, [mu[i] * t[0], mu[i] * t[1], 1.0]),
-            _ => unreachable!("a sliding unknown belongs to a sliding contact"),
-        },
+        Unknown::Sliding(i) => {
+            debug_assert!(work.modes[i] == ContactMode::Sliding);
+            let t = work.directions[i];
+            (3 * i, [mu[i] * t[0], mu[i] * t[1], 1.0])
+        }
     }
 }
 
@@ -511,33 +510,36 @@ fn woodbury_solve(work: &mut PolishWork, t: &TreeDelassus, nv: usize) {
 fn revise_modes(work: &mut PolishWork, mu: &[f64], lambda: &[f64]) -> bool {
     let nc = mu.len();
     let mut changed = false;
-    for (i, mode) in work.modes.iter_mut().enumerate() {
+    for (i, (mode, direction)) in work.modes.iter_mut().zip(&mut work.directions).enumerate() {
         let l = get3(lambda, i);
         let c = get3(&work.c, i);
-        let new = match *mode {
-            Mode::Breaking if c[2] < 0.0 => Mode::Sticking,
-            Mode::Breaking => Mode::Breaking,
-            _ if l[2] < 0.0 => Mode::Breaking,
-            Mode::Sticking => {
+        let t = *direction;
+        let (new, new_direction) = match *mode {
+            ContactMode::Breaking if c[2] < 0.0 => (ContactMode::Sticking, t),
+            ContactMode::Breaking => (ContactMode::Breaking, t),
+            _ if l[2] < 0.0 => (ContactMode::Breaking, t),
+            ContactMode::Sticking => {
                 let lt = l[0].hypot(l[1]);
                 if lt > mu[i] * l[2] && lt > 0.0 {
-                    Mode::Sliding([l[0] / lt, l[1] / lt])
+                    (ContactMode::Sliding, [l[0] / lt, l[1] / lt])
                 } else {
-                    Mode::Sticking
+                    (ContactMode::Sticking, t)
                 }
             }
-            Mode::Sliding(t) => {
+            ContactMode::Sliding => {
                 // Maximum dissipation: friction against the sliding velocity.
                 let ct = c[0].hypot(c[1]);
                 if ct > 0.0 {
-                    Mode::Sliding([-c[0] / ct, -c[1] / ct])
+                    (ContactMode::Sliding, [-c[0] / ct, -c[1] / ct])
                 } else {
-                    Mode::Sliding(t)
+                    (ContactMode::Sliding, t)
                 }
             }
         };
-        changed |= new != *mode;
+        // A sliding contact whose direction turned has changed too.
+        changed |= new != *mode || (new == ContactMode::Sliding && new_direction != t);
         *mode = new;
+        *direction = new_direction;
     }
     for (l, on) in work.active.iter_mut().enumerate() {
         let k = 3 * nc + l;

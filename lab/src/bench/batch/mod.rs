@@ -46,9 +46,9 @@
 //! adapter the GPU backend is dropped with a note, unless it was the only
 //! backend asked for ([`BenchError::GpuUnavailable`]).
 
-use moreau::batch::{Backend, BatchError, BatchOptions, BatchSim, BatchTimes, GPU_MIN_TOLERANCE};
+use moreau::batch::{Backend, BatchError, BatchOptions, BatchSim, GPU_MIN_TOLERANCE};
 use moreau::contact::SolverKind;
-use moreau::counters::{Stage, StageSeconds, StageTimes};
+use moreau::counters::{BatchTimes, Stage, StageSeconds, StageTimes};
 use moreau::gpu::Decomposition;
 use moreau::scenes::{self, Scene};
 use moreau::sim::{SimParams, Simulator, State};
