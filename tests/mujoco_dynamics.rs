@@ -1,5 +1,7 @@
 //! Gymnasium's MuJoCo models simulated by moreau against MuJoCo 4.0 on the
-//! same files: the mass matrix with armature, contact-free trajectories
+//! same files, stage by stage (as MuJoCo Warp tests each stage of
+//! `mj_forward` against C MuJoCo): CRBA's mass matrix with armature, RNEA's
+//! bias forces, ABA's accelerations; then contact-free trajectories
 //! under the same controls (MuJoCo's Euler integrator, implicit in the
 //! joint damping like moreau's step), the fluid forces of the swimmer,
 //! joint limits, and the passive robots settling on the floor.
@@ -9,7 +11,7 @@
 
 mod common;
 
-use moreau::dynamics::{Data, crba, fluid_forces, forward_kinematics, forward_velocity};
+use moreau::dynamics::{Data, aba, crba, fluid_forces, forward_kinematics, forward_velocity, rnea};
 use moreau::model::mjcf::MjcfModel;
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
@@ -54,12 +56,24 @@ struct Trajectory {
     qvel_init: Vec<f64>,
     /// `qfrc_passive` at the initial state (springs, damping `−D v`, fluid).
     qfrc_passive: Vec<f64>,
+    /// `mj_forward`'s stages at the initial state, with the first controls.
+    at_init: AtInit,
     ctrl: Vec<Vec<f64>>,
     /// After each step.
     qpos: Vec<Vec<f64>>,
     qvel: Vec<Vec<f64>>,
     /// The first step at which MuJoCo had a joint-limit constraint row.
     first_limit_step: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct AtInit {
+    /// `C(q, v)v + g(q)`: RNEA with zero acceleration.
+    qfrc_bias: Vec<f64>,
+    qfrc_actuator: Vec<f64>,
+    qfrc_passive: Vec<f64>,
+    /// `M⁻¹(qfrc_passive + qfrc_actuator − qfrc_bias)` (no constraints).
+    qacc: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -94,7 +108,7 @@ fn load(file: &str) -> Option<MjcfModel> {
 }
 
 #[test]
-fn mass_matrix_with_armature_equals_mujocos_full_m() {
+fn crba_mass_matrix_with_armature_equals_mujocos_full_m() {
     let r = reference();
     for m in &r.mass_matrix {
         let Some(loaded) = load(&m.file) else { return };
@@ -376,5 +390,66 @@ fn passive_robots_settle_like_mujocos() {
             run.torso_height_final
         );
         assert!(report.nc.abs_diff(run.ncon) <= 2, "{}", s.file);
+    }
+}
+
+/// The initial states of the trajectories with MuJoCo's stages at them
+/// (`at_init`). These files have hinges and slides only, so `v` is `qvel`.
+fn stage_cases() -> Vec<(MjcfModel, Trajectory)> {
+    let r = reference();
+    let mut cases = Vec::new();
+    for t in r.trajectories {
+        let Some(loaded) = load(&t.file) else {
+            return Vec::new();
+        };
+        assert_eq!(loaded.model.nq, loaded.model.nv, "{}", t.file);
+        cases.push((loaded, t));
+    }
+    cases
+}
+
+/// RNEA with zero acceleration is MuJoCo's `qfrc_bias` (gravity, Coriolis
+/// and centrifugal forces) at the same state.
+#[test]
+fn rnea_bias_forces_equal_mujocos_qfrc_bias() {
+    for (loaded, t) in stage_cases() {
+        let model = &loaded.model;
+        let mut data = Data::new(model);
+        let q = loaded.q_from_mujoco(&t.qpos_init).unwrap();
+        let zero = vec![0.0; model.nv];
+        let b = rnea(model, &mut data, q.as_slice(), &t.qvel_init, &zero);
+        let want = &t.at_init.qfrc_bias;
+        let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+        let worst = (0..model.nv).fold(0.0f64, |m, k| m.max((b[k] - want[k]).abs()));
+        println!(
+            "{}: |b − qfrc_bias|max = {worst:.2e} (max |b| {scale:.2})",
+            t.file
+        );
+        assert!(worst <= 1e-10 * scale, "{}: {worst:e}", t.file);
+    }
+}
+
+/// ABA under MuJoCo's own generalized forces (`qfrc_passive +
+/// qfrc_actuator`) gives MuJoCo's `qacc`: the articulated-body recursion,
+/// the armature and the bias forces together, with the force stages taken
+/// from MuJoCo so that only ABA is judged.
+#[test]
+fn aba_accelerations_equal_mujocos_qacc() {
+    for (loaded, t) in stage_cases() {
+        let model = &loaded.model;
+        let mut data = Data::new(model);
+        let q = loaded.q_from_mujoco(&t.qpos_init).unwrap();
+        let tau: Vec<f64> = (0..model.nv)
+            .map(|k| t.at_init.qfrc_passive[k] + t.at_init.qfrc_actuator[k])
+            .collect();
+        let a = aba(model, &mut data, q.as_slice(), &t.qvel_init, &tau);
+        let want = &t.at_init.qacc;
+        let scale = want.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+        let worst = (0..model.nv).fold(0.0f64, |m, k| m.max((a[k] - want[k]).abs()));
+        println!(
+            "{}: |a − qacc|max = {worst:.2e} (max |qacc| {scale:.2})",
+            t.file
+        );
+        assert!(worst <= 1e-9 * scale, "{}: {worst:e}", t.file);
     }
 }

@@ -3,26 +3,16 @@
 //! by the lab's `tests/readme.rs`, the Python blocks by
 //! `python/tests/test_readme.py`.)
 
+mod common;
+
+use common::code_blocks as blocks;
+
 mod readme {
     include!("../examples/readme.rs");
 
     pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         main()
     }
-}
-
-/// The fenced blocks of `text` whose info string is `lang`.
-fn blocks(text: &str, lang: &str) -> Vec<String> {
-    let fence = format!("```{lang}\n");
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find(&fence) {
-        let body = &rest[start + fence.len()..];
-        let end = body.find("```").expect("a closed code block");
-        out.push(body[..end].to_string());
-        rest = &body[end + 3..];
-    }
-    out
 }
 
 #[test]

@@ -5,21 +5,12 @@
 //! runs: `scripts/test` is `.ci/run`'s test command, and the `pip install`
 //! line is the one `scripts/python-tests` installs the package with.
 
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::code_blocks as blocks;
 use std::path::Path;
 use std::process::Command;
-
-fn blocks(text: &str, lang: &str) -> Vec<String> {
-    let fence = format!("```{lang}\n");
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find(&fence) {
-        let body = &rest[start + fence.len()..];
-        let end = body.find("```").expect("a closed code block");
-        out.push(body[..end].to_string());
-        rest = &body[end + 3..];
-    }
-    out
-}
 
 #[test]
 fn every_readme_command_runs_as_written() {

@@ -11,6 +11,7 @@ pub mod delassus;
 pub mod io;
 pub mod lemke;
 pub mod linalg;
+pub mod operator;
 pub(crate) mod problem;
 pub mod random;
 pub mod sensitivity;
@@ -26,6 +27,7 @@ pub use delassus::{
     delassus_dense, delassus_ltdl, delassus_ltdl_coupled,
 };
 pub use lemke::{LemkeError, LemkeSettings, LemkeSolution, lemke};
+pub use operator::{Delassus, DelassusOperator};
 pub use problem::{BlockCoupling, ContactProblem, CouplingWork, block_rows};
 pub use sensitivity::{ContactMode, ContactSensitivity};
 pub use solvers::{

@@ -36,7 +36,9 @@ use std::cell::RefCell;
 /// `G = J M⁻¹ Jᵀ` by its factors: the constraint Jacobian and the factorized
 /// mass matrix of one step (borrowed from the simulator).
 pub struct TreeDelassus<'a> {
-    model: &'a Model,
+    /// Each dof's parent dof (`Model::dof_parent`): the tree, all of the
+    /// model the operator needs.
+    parent: &'a [usize],
     /// `M` (with armature and implicit damping: the matrix `ltdl` factors).
     mass: &'a DMatrix<f64>,
     ltdl: &'a DMatrix<f64>,
@@ -72,7 +74,7 @@ impl<'a> TreeDelassus<'a> {
                 .all(|(i, &k)| model.dof_parent[k] == s.get(i + 1).copied().unwrap_or(NO_DOF))
         });
         TreeDelassus {
-            model,
+            parent: &model.dof_parent,
             mass: &data.mass_matrix,
             ltdl: &data.ltdl,
             jac,
@@ -88,7 +90,7 @@ impl<'a> TreeDelassus<'a> {
 
     /// Number of dofs.
     pub fn nv(&self) -> usize {
-        self.model.nv
+        self.parent.len()
     }
 
     /// Whether `K` keeps the tree's pattern (see the module notes).
@@ -139,7 +141,7 @@ impl<'a> TreeDelassus<'a> {
 
     /// `w ← M⁻¹ w`.
     pub fn mass_solve(&self, w: &mut [f64]) {
-        ltdl_solve_in_place(self.model, self.ltdl, w);
+        ltdl_solve_in_place(self.parent, self.ltdl, w);
     }
 
     /// `out += G z`.
@@ -177,10 +179,10 @@ impl<'a> TreeDelassus<'a> {
                     if yk == 0.0 {
                         continue;
                     }
-                    let mut a = self.model.dof_parent[k];
+                    let mut a = self.parent[k];
                     while a != NO_DOF {
                         y[a] -= l[(k, a)] * yk;
-                        a = self.model.dof_parent[a];
+                        a = self.parent[a];
                     }
                 }
                 for (s, &k) in support.iter().enumerate() {
@@ -271,7 +273,7 @@ impl TreeFactor {
         }
         self.chain = t.chain;
         if self.chain {
-            ltdl_factorize_in_place(t.model, &mut self.k);
+            ltdl_factorize_in_place(t.parent, &mut self.k);
             for i in 0..nv {
                 let p = self.k[(i, i)];
                 if !(p > 0.0) || !p.is_finite() {
@@ -294,7 +296,7 @@ impl TreeFactor {
         // x now holds Δ⁻¹ r; w = K⁻¹ Jᵀ Δ⁻¹ r.
         t.jt_mul(x, &mut self.w);
         if self.chain {
-            ltdl_solve_in_place(t.model, &self.k, &mut self.w);
+            ltdl_solve_in_place(t.parent, &self.k, &mut self.w);
         } else {
             cholesky_solve_in_place(self.k.as_slice(), nv, &mut self.w);
         }

@@ -251,7 +251,7 @@ fn ddq_from_rnea_derivatives(model: &Model, data: &Data, out: &mut Derivatives) 
     for j in 0..nv {
         out.column.fill(0.0);
         out.column[j] = 1.0;
-        ltdl_solve_in_place(model, &data.ltdl, &mut out.column);
+        ltdl_solve_in_place(&model.dof_parent, &data.ltdl, &mut out.column);
         out.ddq_dtau.column_mut(j).copy_from_slice(&out.column);
     }
     out.ddq_dq.gemm(-1.0, &out.ddq_dtau, &out.dtau_dq, 0.0);

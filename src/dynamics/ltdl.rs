@@ -9,63 +9,65 @@ use nalgebra::DMatrix;
 /// Factorizes `data.mass_matrix` into `data.ltdl` (L strictly below the diagonal, D on it).
 pub fn ltdl_factorize(model: &Model, data: &mut Data) {
     data.ltdl.copy_from(&data.mass_matrix);
-    ltdl_factorize_in_place(model, &mut data.ltdl);
+    ltdl_factorize_in_place(&model.dof_parent, &mut data.ltdl);
 }
 
 /// Factorizes in place a symmetric `h` (nv × nv) whose entries vanish
 /// between dofs that are not ancestor and descendant (the mass matrix's
 /// pattern, which the factorization keeps). Reads only the entries `(k, i)`
-/// with `i` an ancestor of `k` or `k` itself.
-pub fn ltdl_factorize_in_place(model: &Model, h: &mut DMatrix<f64>) {
-    for k in (0..model.nv).rev() {
+/// with `i` an ancestor of `k` or `k` itself. The tree is `parent`, each
+/// dof's parent dof ([`Model::dof_parent`], `NO_DOF` at a root): these
+/// primitives need nothing else of the model.
+pub fn ltdl_factorize_in_place(parent: &[usize], h: &mut DMatrix<f64>) {
+    for k in (0..parent.len()).rev() {
         let hkk = h[(k, k)];
-        let mut i = model.dof_parent[k];
+        let mut i = parent[k];
         while i != NO_DOF {
             let a = h[(k, i)] / hkk;
             let mut j = i;
             while j != NO_DOF {
                 h[(i, j)] -= a * h[(k, j)];
-                j = model.dof_parent[j];
+                j = parent[j];
             }
             h[(k, i)] = a;
-            i = model.dof_parent[i];
+            i = parent[i];
         }
     }
 }
 
 /// Solves `Lᵀ y = x` in place (leaf to root).
-pub fn ltdl_solve_lt_in_place(model: &Model, ltdl: &DMatrix<f64>, x: &mut [f64]) {
-    for k in (0..model.nv).rev() {
+pub fn ltdl_solve_lt_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64]) {
+    for k in (0..parent.len()).rev() {
         let xk = x[k];
         if xk == 0.0 {
             continue;
         }
-        let mut i = model.dof_parent[k];
+        let mut i = parent[k];
         while i != NO_DOF {
             x[i] -= ltdl[(k, i)] * xk;
-            i = model.dof_parent[i];
+            i = parent[i];
         }
     }
 }
 
 /// Solves `L y = x` in place (root to leaf).
-pub fn ltdl_solve_l_in_place(model: &Model, ltdl: &DMatrix<f64>, x: &mut [f64]) {
-    for k in 0..model.nv {
-        let mut i = model.dof_parent[k];
+pub fn ltdl_solve_l_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64]) {
+    for k in 0..parent.len() {
+        let mut i = parent[k];
         let mut s = x[k];
         while i != NO_DOF {
             s -= ltdl[(k, i)] * x[i];
-            i = model.dof_parent[i];
+            i = parent[i];
         }
         x[k] = s;
     }
 }
 
 /// Solves `M x = b` in place with the factorization in `data.ltdl`: O(nv · depth).
-pub fn ltdl_solve_in_place(model: &Model, ltdl: &DMatrix<f64>, x: &mut [f64]) {
-    ltdl_solve_lt_in_place(model, ltdl, x);
-    for k in 0..model.nv {
+pub fn ltdl_solve_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64]) {
+    ltdl_solve_lt_in_place(parent, ltdl, x);
+    for k in 0..parent.len() {
         x[k] /= ltdl[(k, k)];
     }
-    ltdl_solve_l_in_place(model, ltdl, x);
+    ltdl_solve_l_in_place(parent, ltdl, x);
 }

@@ -932,7 +932,11 @@ impl Simulator {
                 self.scratch[k] += s;
             }
         }
-        ltdl_solve_in_place(&self.model, &self.data.ltdl, self.scratch.as_mut_slice());
+        ltdl_solve_in_place(
+            &self.model.dof_parent,
+            &self.data.ltdl,
+            self.scratch.as_mut_slice(),
+        );
         self.v_next.copy_from(&self.v_free);
         self.v_next += &self.scratch;
     }

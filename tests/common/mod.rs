@@ -157,3 +157,18 @@ pub fn gymnasium(file: &str) -> Option<moreau::model::mjcf::MjcfModel> {
             .unwrap_or_else(|e| panic!("{file}: {e}")),
     )
 }
+
+/// The fenced code blocks of a Markdown `text` whose info string is
+/// `lang` (the README's blocks, which the tests run).
+pub fn code_blocks(text: &str, lang: &str) -> Vec<String> {
+    let fence = format!("```{lang}\n");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&fence) {
+        let body = &rest[start + fence.len()..];
+        let end = body.find("```").expect("a closed code block");
+        out.push(body[..end].to_string());
+        rest = &body[end + 3..];
+    }
+    out
+}

@@ -1010,7 +1010,7 @@ impl EventSim {
         }
         let lambda = &self.solution.lambda;
         let mut jt_l = self.jacobian.jacobian.tr_mul(lambda);
-        ltdl_solve_in_place(&model, &self.data.ltdl, jt_l.as_mut_slice());
+        ltdl_solve_in_place(&model.dof_parent, &self.data.ltdl, jt_l.as_mut_slice());
         y.v += jt_l;
         let normal_impulse = (0..nc).map(|i| lambda[3 * i + 2]).sum();
         self.events.push(Event {
@@ -1211,7 +1211,7 @@ impl EventSim {
             t,
         )?;
         let mut jt_f = self.jacobian.jacobian.tr_mul(&forces);
-        ltdl_solve_in_place(&model, &self.data.ltdl, jt_f.as_mut_slice());
+        ltdl_solve_in_place(&model.dof_parent, &self.data.ltdl, jt_f.as_mut_slice());
         let alpha = &self.delassus * &forces + &alpha_free;
         let held = held_contacts
             .iter()

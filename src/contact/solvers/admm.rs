@@ -69,10 +69,10 @@ use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverSt
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
 use crate::contact::criteria::{ContactModel, model_residuals, nan_max};
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place, lanczos_largest};
+use crate::contact::operator::{Delassus, DelassusOperator};
 use crate::contact::tree::{TreeDelassus, TreeFactor};
 use crate::contact::{ContactProblem, Residuals};
 use crate::error::ProblemError;
-use nalgebra::DMatrix;
 
 /// Residual-balancing trigger: adapt ρ when the normalized primal and dual
 /// residuals differ by more than this ratio.
@@ -88,29 +88,6 @@ pub(crate) const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
 
 /// Lanczos steps of the estimate of the largest eigenvalue of `A`.
 pub(crate) const LANCZOS_STEPS: usize = 10;
-
-/// The Delassus matrix `G` of a run: dense, or as the factors `J`, `M` of
-/// [`TreeDelassus`] (never formed).
-#[derive(Clone, Copy)]
-pub(crate) enum Delassus<'a> {
-    Dense(&'a DMatrix<f64>),
-    Tree(&'a TreeDelassus<'a>),
-}
-
-impl Delassus<'_> {
-    /// `c = (G + diag(d)) z + b`.
-    pub(crate) fn affine(&self, d: &[f64], b: &[f64], z: &[f64], c: &mut [f64]) {
-        match self {
-            Delassus::Dense(a) => affine(a, d, b, z, c),
-            Delassus::Tree(t) => {
-                for i in 0..b.len() {
-                    c[i] = b[i] + d[i] * z[i];
-                }
-                t.apply_add(z, c);
-            }
-        }
-    }
-}
 
 /// What distinguishes one ADMM problem from another.
 pub(crate) trait AdmmModel {
@@ -195,21 +172,6 @@ pub(crate) struct AdmmCore {
 
 fn inf_norm(v: &[f64]) -> f64 {
     v.iter().fold(0.0, |a, &x| nan_max(a, x.abs()))
-}
-
-/// `c = (a + diag(d)) z + b`.
-pub(crate) fn affine(a: &DMatrix<f64>, d: &[f64], b: &[f64], z: &[f64], c: &mut [f64]) {
-    for i in 0..b.len() {
-        c[i] = b[i] + d[i] * z[i];
-    }
-    for (j, &zj) in z.iter().enumerate() {
-        if zj == 0.0 {
-            continue;
-        }
-        for (ci, aij) in c.iter_mut().zip(a.column(j).iter()) {
-            *ci += aij * zj;
-        }
-    }
 }
 
 impl AdmmCore {

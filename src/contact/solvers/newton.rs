@@ -43,9 +43,9 @@
 //! contacts than dofs), and the regularized solve then takes a small step
 //! along the null space.
 
-use super::admm::Delassus;
 use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
+use crate::contact::operator::{Delassus, DelassusOperator};
 
 /// Newton steps per attempt (measured: the solves it finishes take 2 to 6).
 pub(crate) const NEWTON_STEPS: usize = 10;
@@ -113,7 +113,7 @@ pub(crate) fn newton(
     if m == 0 {
         return;
     }
-    dense(work, a, d, m);
+    a.dense_into(d, &mut work.a, &mut work.unit);
     for v in [
         &mut work.c,
         &mut work.c_trial,
@@ -244,27 +244,6 @@ fn attempt(
         }
     }
     false
-}
-
-/// `work.a = G + diag(d)`, dense.
-fn dense(work: &mut NewtonWork, a: &Delassus, d: &[f64], m: usize) {
-    work.a.clear();
-    match a {
-        Delassus::Dense(g) => work.a.extend_from_slice(g.as_slice()),
-        Delassus::Tree(t) => {
-            work.a.resize(m * m, 0.0);
-            work.unit.clear();
-            work.unit.resize(m, 0.0);
-            for j in 0..m {
-                work.unit[j] = 1.0;
-                t.apply_add(&work.unit, &mut work.a[j * m..(j + 1) * m]);
-                work.unit[j] = 0.0;
-            }
-        }
-    }
-    for k in 0..m {
-        work.a[k * m + k] += d[k];
-    }
 }
 
 /// `out = A x` (`A` column-major `m × m`).

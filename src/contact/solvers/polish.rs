@@ -34,9 +34,9 @@
 //! `ε_abs` ≈ 1e-4 long after the modes are settled. One polish there costs
 //! one `k × k` factorization (`k ≤ m`).
 
-use super::admm::Delassus;
 use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
+use crate::contact::operator::{Delassus, DelassusOperator};
 use crate::contact::{ContactMode, TreeDelassus};
 use nalgebra::DMatrix;
 

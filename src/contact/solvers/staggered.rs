@@ -17,11 +17,12 @@
 //! `SolverStats::iterations` counts alternations, `inner_iterations` the
 //! sub-problems' ADMM iterations.
 
-use super::admm::{AdmmCore, AdmmModel, AdmmOptions, Delassus};
+use super::admm::{AdmmCore, AdmmModel, AdmmOptions};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
 use crate::contact::criteria::{Residuals, nan_max, ncp_residuals};
 use crate::contact::linalg::reshape_zeroed;
+use crate::contact::operator::Delassus;
 use crate::error::ProblemError;
 use nalgebra::DMatrix;
 
