@@ -188,7 +188,7 @@ impl DeviceTimes {
 
 /// Wall time of one batch step: the host's parallel sections, each of
 /// which runs several stages of every world at once (the worlds' own stage
-/// times are in [`Simulator::times`]), and the GPU solver's stages.
+/// times are in [`crate::sim::Simulator::times`]), and the GPU solver's stages.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BatchTimes {
     /// Stages `FreeDynamics`, `Collision` and `Delassus` of all worlds
