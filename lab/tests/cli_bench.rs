@@ -253,10 +253,11 @@ fn bench_refuses_bad_arguments_clearly() {
 fn moreau_bench_refuses_a_hundred_million_worlds_with_the_sizes() {
     // Refused from the sizes, before anything is allocated (tests/capacity.rs
     // checks the library's refusal with a counting allocator).
-    let dir = std::env::temp_dir().join(format!("moreau-capacity-{}", std::process::id()));
+    let dir = out_dir("capacity");
+    let json = dir.join("bench.json");
     let t = std::time::Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moreau"))
-        .args([
+    let out = moreau(
+        &[
             "bench",
             "--envs",
             "100000000",
@@ -267,11 +268,11 @@ fn moreau_bench_refuses_a_hundred_million_worlds_with_the_sizes() {
             "--steps",
             "1",
             "--out",
-        ])
-        .arg(dir.join("bench.json"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let stderr = text(&out.stderr);
     println!("{:?}: {stderr}", t.elapsed());
     // An error exit, not an abort (a signal has no code).
     assert_eq!(out.status.code(), Some(1), "{:?}: {stderr}", out.status);
@@ -284,6 +285,6 @@ fn moreau_bench_refuses_a_hundred_million_worlds_with_the_sizes() {
     ] {
         assert!(stderr.contains(part), "`{part}` in {stderr}");
     }
-    assert!(!dir.join("bench.json").exists());
+    assert!(!json.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
