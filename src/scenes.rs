@@ -784,7 +784,7 @@ pub type Push<'a> = &'a dyn Fn(f64) -> Vec3;
 
 /// Adds the generalized force of a world-frame force `f` through the origin of
 /// free body 1 (its joint velocity is the body-frame twist, linear first).
-pub fn push_first_body(state: &State, f: Vec3, tau: &mut [f64]) {
+fn push_first_body(state: &State, f: Vec3, tau: &mut [f64]) {
     let q = &state.q;
     let rot = UnitQuaternion::from_quaternion(Quaternion::new(q[6], q[3], q[4], q[5]));
     let fb = rot.inverse() * f;

@@ -26,7 +26,7 @@ fn problems() -> Vec<(String, ContactProblem)> {
         .into_iter()
         .map(|(scene, steps)| {
             let params = study::params(SolverKind::NcpAdmm, scene.dt);
-            let p = study::harvest(&scene, params, steps, steps, None)
+            let p = moreau::scenes::harvest(&scene, params, steps, steps, None)
                 .unwrap()
                 .pop()
                 .expect("contacts");

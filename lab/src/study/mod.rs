@@ -17,7 +17,7 @@ use moreau::error::{ModelError, SimError};
 use moreau::math::Vec3;
 use moreau::scenes::drive;
 use moreau::scenes::{self, Scene};
-pub use moreau::scenes::{Push, harvest, stacked_cubes_problem};
+use moreau::scenes::{Push, harvest, stacked_cubes_problem};
 use moreau::sim::SimParams;
 use nalgebra::{Quaternion, UnitQuaternion};
 use std::time::Instant;
