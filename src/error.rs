@@ -59,6 +59,13 @@ pub enum SimError {
         index: usize,
         value: f64,
     },
+    #[error("{what}[{row}, {index}] is not finite ({value})")]
+    NonFiniteRow {
+        what: &'static str,
+        row: usize,
+        index: usize,
+        value: f64,
+    },
     #[error("q: the quaternion of joint `{body}` has norm {norm:e}; it must be close to 1")]
     BadQuaternion { body: String, norm: f64 },
     #[error("narrow phase does not support the pair `{geom_a}` / `{geom_b}`")]

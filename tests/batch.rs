@@ -184,7 +184,12 @@ fn bad_actions_flag_their_world_only() {
     println!("{:?}", r.failed);
     assert_eq!(r.failed.len(), 1);
     assert_eq!(r.failed[0].0, 1);
-    assert!(r.failed[0].1.to_string().contains("action 4 is not finite"));
+    // Refused once, by the world's simulator, as any step's input.
+    assert!(matches!(
+        r.failed[0].1,
+        moreau::error::SimError::NonFinite { what: "tau", index: 4, value } if value.is_nan()
+    ));
+    assert!(r.failed[0].1.to_string().contains("tau[4] is not finite"));
     assert_eq!(batch.state(1).unwrap().q, before.q, "untouched");
     assert!(batch.state(0).unwrap().t > 0.0 && batch.state(2).unwrap().t > 0.0);
     // Inactive worlds sit out, unreported, whatever their actions.
@@ -203,6 +208,40 @@ fn bad_actions_flag_their_world_only() {
     let e = batch.set_state(1, bad).unwrap_err();
     assert!(e.to_string().contains("quaternion"), "{e}");
     assert_eq!(batch.state(1).unwrap().q, before.q);
+    // Action gains: a non-finite gain is refused naming its world and dof,
+    // and nothing changes; a gain of 2 on action 1 is a torque of 2.
+    let mut gains = vec![1.0; 3 * nv];
+    gains[2 * nv + 5] = f64::NAN;
+    let e = batch.set_action_gains(gains.clone()).unwrap_err();
+    assert!(
+        e.to_string().contains("action gains[2, 5] is not finite"),
+        "{e}"
+    );
+    gains[2 * nv + 5] = 1.0;
+    gains[nv..2 * nv].fill(2.0);
+    batch.set_action_gains(gains).unwrap();
+    let mut same = BatchSim::new(
+        scene.model.clone(),
+        &scene.state,
+        3,
+        &BatchOptions::default(),
+    )
+    .unwrap();
+    for w in 0..3 {
+        // (Setting a state clears the warm start: both start cold.)
+        let s = batch.state(w).unwrap().clone();
+        batch.set_state(w, s.clone()).unwrap();
+        same.set_state(w, s).unwrap();
+    }
+    let a: Vec<f64> = (0..3 * nv).map(|k| 0.1 * (k % 7) as f64).collect();
+    let doubled: Vec<f64> = (0..3 * nv)
+        .map(|k| if k / nv == 1 { 2.0 * a[k] } else { a[k] })
+        .collect();
+    batch.step(&a).unwrap();
+    same.step(&doubled).unwrap();
+    for w in 0..3 {
+        assert_eq!(batch.state(w).unwrap(), same.state(w).unwrap(), "world {w}");
+    }
 }
 
 #[test]
@@ -444,11 +483,6 @@ fn controls_step_worlds_like_the_torques_they_stand_for() {
         ctrl[nu + 1] = f64::INFINITY;
         let r = by_ctrl.step_controls(&ctrl).unwrap();
         assert_eq!(r.failed.len(), 1);
-        assert!(
-            r.failed[0]
-                .1
-                .to_string()
-                .contains("control 1 is not finite")
-        );
+        assert!(r.failed[0].1.to_string().contains("ctrl[1] is not finite"));
     }
 }

@@ -19,7 +19,7 @@ use moreau::gpu::GpuError;
 use moreau::math::{SE3, Vec3};
 use moreau::sim::{
     SimParams, Simulator as CoreSim, Stage, StageTimes, State, StepJacobians, StepVjp,
-    actuator_forces,
+    actuator_forces, check_rows,
 };
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
@@ -324,8 +324,15 @@ fn matrix<'py>(py: Python<'py>, m: &nalgebra::DMatrix<f64>) -> Bound<'py, PyArra
     array2(py, rows, m.nrows(), m.ncols())
 }
 
-/// A (n, width) C-contiguous array, finite, as a flat slice.
-fn rows(what: &str, a: &PyReadonlyArray2<'_, f64>, n: usize, width: usize) -> PyResult<Vec<f64>> {
+/// A (n, width) array, in any memory order or strides, read row-major and
+/// refused (by the library's check, naming its row and column) if a value
+/// is not finite.
+fn rows(
+    what: &'static str,
+    a: &PyReadonlyArray2<'_, f64>,
+    n: usize,
+    width: usize,
+) -> PyResult<Vec<f64>> {
     let shape = a.shape();
     if shape != [n, width] {
         return Err(value_error(format!(
@@ -337,35 +344,25 @@ fn rows(what: &str, a: &PyReadonlyArray2<'_, f64>, n: usize, width: usize) -> Py
                 .join(", ")
         )));
     }
-    let s = a
-        .as_slice()
-        .map_err(|_| value_error(format!("{what}: the array must be C-contiguous")))?;
-    if let Some(k) = s.iter().position(|v| !v.is_finite()) {
-        return Err(value_error(format!(
-            "{what}[{}, {}] is not finite ({})",
-            k / width,
-            k % width,
-            s[k]
-        )));
-    }
-    Ok(s.to_vec())
+    let flat = flat(&a.as_array());
+    check_rows(what, &flat, width).map_err(value_error)?;
+    Ok(flat)
 }
 
-/// A vector argument of length `n`, finite.
-fn vector(what: &str, x: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<Vec<f64>> {
-    let s = x
-        .as_slice()
-        .map_err(|_| value_error(format!("{what}: the array must be contiguous")))?;
-    if s.len() != n {
-        return Err(value_error(format!(
-            "{what} has length {}, expected {n}",
-            s.len()
-        )));
+/// The values of an array in row-major (C) order, whatever its memory
+/// order or strides (a Fortran-ordered or sliced array is read as numpy
+/// indexes it, not as its memory lies).
+fn flat<D: numpy::ndarray::Dimension>(a: &numpy::ndarray::ArrayView<'_, f64, D>) -> Vec<f64> {
+    match a.as_slice() {
+        Some(s) => s.to_vec(),
+        None => a.iter().copied().collect(),
     }
-    if let Some(k) = s.iter().position(|v| !v.is_finite()) {
-        return Err(value_error(format!("{what}[{k}] is not finite ({})", s[k])));
-    }
-    Ok(s.to_vec())
+}
+
+/// A vector argument as a `Vec`, in index order whatever its strides; its
+/// length and values are checked where it enters the library.
+fn vector(x: &PyReadonlyArray1<'_, f64>) -> Vec<f64> {
+    flat(&x.as_array())
 }
 
 /// One world.
@@ -373,7 +370,6 @@ fn vector(what: &str, x: &PyReadonlyArray1<'_, f64>, n: usize) -> PyResult<Vec<f
 pub struct Simulator {
     sim: CoreSim,
     state: State,
-    nu: usize,
 }
 
 #[pymethods]
@@ -386,7 +382,6 @@ impl Simulator {
         Ok(Simulator {
             sim,
             state: State::new(model.q0.clone(), model.v0.clone()),
-            nu: model.model.nu(),
         })
     }
 
@@ -407,12 +402,12 @@ impl Simulator {
                 return Err(value_error("give tau or ctrl, not both"));
             }
             (None, Some(c)) => {
-                let c = vector("ctrl", &c, self.nu)?;
+                let c = vector(&c);
                 self.sim.step_controls(&mut self.state, &c)
             }
             (t, None) => {
                 let t = match t {
-                    Some(t) => vector("tau", &t, nv)?,
+                    Some(t) => vector(&t),
                     None => vec![0.0; nv],
                 };
                 self.sim.step(&mut self.state, &t)
@@ -443,7 +438,7 @@ impl Simulator {
         py: Python<'py>,
         tau: PyReadonlyArray1<'py, f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let tau = vector("tau", &tau, self.sim.model().nv)?;
+        let tau = vector(&tau);
         let mut jac = StepJacobians::default();
         self.sim
             .step_with_jacobians(&mut self.state, &tau, &mut jac)
@@ -477,9 +472,8 @@ impl Simulator {
         w_v: PyReadonlyArray1<'py, f64>,
         w_q: PyReadonlyArray1<'py, f64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let nv = self.sim.model().nv;
-        let tau = vector("tau", &tau, nv)?;
-        let (w_v, w_q) = (vector("w_v", &w_v, nv)?, vector("w_q", &w_q, nv)?);
+        let tau = vector(&tau);
+        let (w_v, w_q) = (vector(&w_v), vector(&w_q));
         let (mut work, mut out) = (StepJacobians::default(), StepVjp::default());
         self.sim
             .step_with_vjp(&mut self.state, &tau, (&w_v, &w_q), &mut work, &mut out)
@@ -506,7 +500,7 @@ impl Simulator {
     }
     #[setter]
     fn set_q(&mut self, q: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let q = vector("q", &q, self.sim.model().nq)?;
+        let q = vector(&q);
         let trial = State::new(DVector::from_vec(q), self.state.v.clone());
         self.sim.energy(&trial).map_err(value_error)?;
         self.state.q = trial.q;
@@ -519,8 +513,9 @@ impl Simulator {
     }
     #[setter]
     fn set_v(&mut self, v: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
-        let v = vector("v", &v, self.sim.model().nv)?;
-        self.state.v = DVector::from_vec(v);
+        let trial = State::new(self.state.q.clone(), DVector::from_vec(vector(&v)));
+        self.sim.check_state(&trial).map_err(value_error)?;
+        self.state.v = trial.v;
         Ok(())
     }
     /// Simulated time (s).
@@ -596,7 +591,7 @@ impl BatchSim {
     /// A (nworlds, width) C-contiguous array, finite, as a flat slice.
     fn actions(
         &self,
-        what: &str,
+        what: &'static str,
         a: &PyReadonlyArray2<'_, f64>,
         width: usize,
     ) -> PyResult<Vec<f64>> {
@@ -606,7 +601,7 @@ impl BatchSim {
     /// [`Self::actions`] of an optional argument.
     fn optional(
         &self,
-        what: &str,
+        what: &'static str,
         a: &Option<PyReadonlyArray2<'_, f64>>,
         width: usize,
     ) -> PyResult<Option<Vec<f64>>> {
@@ -1143,8 +1138,8 @@ impl BatchSim {
         q: PyReadonlyArray1<'_, f64>,
         v: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
-        let q = vector("q", &q, self.nq)?;
-        let v = vector("v", &v, self.nv)?;
+        let q = vector(&q);
+        let v = vector(&v);
         self.batch
             .set_state(
                 world,

@@ -195,6 +195,45 @@ def test_bad_input_raises_and_leaves_state_untouched(tmp_path):
         moreau.BatchSim(m, 2, backend="tpu")
     with pytest.raises(TypeError):
         batch.step(np.zeros((2, 6), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"v\[3\] is not finite"):
+        sim.v = np.array([0, 0, 0, math.nan, 0, 0], dtype=np.float64)
+    assert np.all(sim.v == 0.0)
+
+
+def test_arrays_in_any_memory_order_are_read_as_numpy_indexes_them():
+    # A Fortran-ordered or strided array holds the same values as its
+    # C-ordered copy; it must drive the same worlds and actuators.
+    m = moreau.load(gymnasium_asset("ant.xml"))
+    n = 3
+    ctrl = np.zeros((n, m.nu))
+    ctrl[1, 0] = 1.0
+    ctrl[2, m.nu - 1] = -0.5
+    wide = np.zeros((n, 2 * m.nu))
+    wide[:, ::2] = ctrl
+    tau = np.zeros((n, m.nv))
+    tau[2, 7] = 3.0
+    results = []
+    for c, t in [
+        (ctrl, tau),
+        (np.asfortranarray(ctrl), np.asfortranarray(tau)),
+        (wide[:, ::2], np.asfortranarray(tau)[:, :]),
+    ]:
+        batch = moreau.BatchSim(m, n)
+        batch.step_controls(c)
+        batch.step(t)
+        forces = batch.actuator_forces(c)
+        results.append((batch.q, batch.v, forces))
+    for q, v, f in results[1:]:
+        np.testing.assert_array_equal(q, results[0][0])
+        np.testing.assert_array_equal(v, results[0][1])
+        np.testing.assert_array_equal(f, results[0][2])
+    # The actuator of world 1 moved world 1, not world 0.
+    assert np.any(results[0][2][1] != 0.0) and np.all(results[0][2][0] == 0.0)
+    sim = moreau.Simulator(m)
+    sim.step(tau[2, ::-1][::-1])
+    ref = moreau.Simulator(m)
+    ref.step(np.ascontiguousarray(tau[2]))
+    np.testing.assert_array_equal(sim.q, ref.q)
 
 
 def test_step_jacobians_and_vjp_from_python():

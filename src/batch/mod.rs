@@ -134,8 +134,8 @@ pub enum BatchError {
     ModelStructure { world: usize },
     #[error("a tape of {got} worlds given to a batch of {nworlds}")]
     TapeSize { got: usize, nworlds: usize },
-    #[error("world {world}: action gain of dof {dof} is not finite")]
-    NonFiniteGain { world: usize, dof: usize },
+    #[error("{0}")]
+    Input(SimError),
     #[error("the initial state: {0}")]
     InitialState(SimError),
     #[error("world {world}: {error}")]
@@ -155,17 +155,6 @@ pub enum BatchError {
     },
 }
 
-/// Why a world did not step; its state is unchanged.
-#[derive(Debug, Clone, Error, PartialEq)]
-pub enum WorldFailure {
-    #[error("action {dof} is not finite ({value})")]
-    NonFiniteAction { dof: usize, value: f64 },
-    #[error("control {actuator} is not finite ({value})")]
-    NonFiniteControl { actuator: usize, value: f64 },
-    #[error("{0}")]
-    Sim(#[from] SimError),
-}
-
 /// Where a world stands in the current step.
 #[derive(Debug, Clone, PartialEq)]
 enum WorldStep {
@@ -174,7 +163,8 @@ enum WorldStep {
     /// Sitting out the step ([`BatchSim::step_active`]); not a failure.
     Inactive,
     /// Out of the step.
-    Failed(WorldFailure),
+    /// Out of the step, with why (its state is unchanged).
+    Failed(SimError),
 }
 
 impl WorldStep {
@@ -261,7 +251,7 @@ pub struct BatchStepReport {
     pub grew: Option<BatchCapacity>,
     /// Worlds that did not step (non-finite actions, a failed step), with
     /// why; their state is unchanged.
-    pub failed: Vec<(usize, WorldFailure)>,
+    pub failed: Vec<(usize, SimError)>,
     pub times: BatchTimes,
 }
 
@@ -517,12 +507,7 @@ impl BatchSim {
                 per_world: nv,
             });
         }
-        if let Some(k) = gains.iter().position(|g| !g.is_finite()) {
-            return Err(BatchError::NonFiniteGain {
-                world: k / nv.max(1),
-                dof: k % nv.max(1),
-            });
-        }
+        crate::sim::check_rows("action gains", &gains, nv).map_err(BatchError::Input)?;
         self.action_gain = Some(gains);
         Ok(())
     }
@@ -611,17 +596,9 @@ impl BatchSim {
             world.step = if active.is_some_and(|act| !act[w]) {
                 WorldStep::Inactive
             } else {
-                match a.iter().position(|x| !x.is_finite()) {
-                    Some(k) if controls => WorldStep::Failed(WorldFailure::NonFiniteControl {
-                        actuator: k,
-                        value: a[k],
-                    }),
-                    Some(k) => WorldStep::Failed(WorldFailure::NonFiniteAction {
-                        dof: k,
-                        value: a[k],
-                    }),
-                    None => WorldStep::Stepping { contacts: 0 },
-                }
+                // Non-finite actions are refused, once, by the world's
+                // simulator when it prepares the step (`tau` or `ctrl`).
+                WorldStep::Stepping { contacts: 0 }
             };
             world.controls = controls;
             // Kept (their buffers) when asked for, dropped otherwise.

@@ -341,6 +341,23 @@ pub fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), S
     Ok(())
 }
 
+/// [`check_vec`] of a batch-major array: `x` holds rows of `width` values
+/// (one per world); a non-finite value is refused naming its row and column
+/// (`what[row, column]`). Its length is the caller's to check.
+pub fn check_rows(what: &'static str, x: &[f64], width: usize) -> Result<(), SimError> {
+    for (row, r) in x.chunks(width.max(1)).enumerate() {
+        if let Err(SimError::NonFinite { index, value, .. }) = check_vec(what, r, r.len()) {
+            return Err(SimError::NonFiniteRow {
+                what,
+                row,
+                index,
+                value,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a state of `model` of the wrong size, with a non-finite value or
 /// a quaternion of norm near zero.
 pub fn check_state(model: &Model, state: &State) -> Result<(), SimError> {
