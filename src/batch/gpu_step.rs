@@ -41,7 +41,7 @@ fn prepare_worlds(worlds: &mut [World]) {
             };
             world.step = match world.sim.prepare_with(&world.state, input) {
                 Ok(contacts) => WorldStep::Stepping { contacts },
-                Err(e) => WorldStep::Failed(e.into()),
+                Err(e) => WorldStep::Failed(e),
             };
         }
     });

@@ -49,7 +49,7 @@ pub(super) fn record_derivatives(world: &mut World, accuracy: f64) {
         let reverse = world.record == Record::Tape;
         if let Err(e) = world.sim.step_jacobians(&world.v0, jac, reverse, accuracy) {
             world.jacobians = None;
-            world.step = WorldStep::Failed(e.into());
+            world.step = WorldStep::Failed(e);
         }
     }
 }

@@ -689,7 +689,7 @@ fn step_on_cpu(world: &mut World) {
             }
             WorldStep::Stepping { contacts: r.nc }
         }
-        Err(e) => WorldStep::Failed(e.into()),
+        Err(e) => WorldStep::Failed(e),
     };
 }
 
@@ -715,7 +715,7 @@ fn finish_with_lambda(world: &mut World) {
         Ok(_) => record_derivatives(world, accuracy),
         Err(e) => {
             world.jacobians = None;
-            world.step = WorldStep::Failed(e.into());
+            world.step = WorldStep::Failed(e);
         }
     }
 }
@@ -731,7 +731,7 @@ fn finish_on_cpu(world: &mut World) {
         }
         Err(e) => {
             world.jacobians = None;
-            world.step = WorldStep::Failed(e.into());
+            world.step = WorldStep::Failed(e);
         }
     }
 }

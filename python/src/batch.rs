@@ -1,0 +1,616 @@
+//! `BatchSim` and its `Tape`: many worlds.
+
+use moreau::Model as CoreModel;
+use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch, BatchTape, GPU_MIN_TOLERANCE};
+use moreau::contact::SolverKind;
+use moreau::dynamics::{
+    COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
+    forward_kinematics, forward_velocity, subtree_coms,
+};
+use moreau::math::{SE3, Vec3};
+use moreau::sim::{Simulator as CoreSim, State, actuator_forces};
+use nalgebra::DVector;
+use numpy::{PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrays::{array2, array3, rows, vector};
+use crate::model::Model;
+use crate::simulator::params;
+use crate::value_error;
+
+/// The record of one `BatchSim.step_for_vjp`: each world's step, kept for
+/// `BatchSim.vjp` (any number of times). Opaque.
+#[pyclass(module = "moreau._moreau", unsendable)]
+pub struct Tape {
+    tape: BatchTape,
+}
+
+#[pymethods]
+impl Tape {
+    /// Number of worlds recorded.
+    #[getter]
+    fn nworlds(&self) -> usize {
+        self.tape.nworlds()
+    }
+    fn __repr__(&self) -> String {
+        format!("Tape(nworlds={})", self.tape.nworlds())
+    }
+}
+
+/// Many worlds of one model, stepped together.
+#[pyclass(module = "moreau._moreau", unsendable)]
+pub struct BatchSim {
+    batch: CoreBatch,
+    /// The model it was made with (its `q0`, `v0` and `dt` included).
+    model: Model,
+    /// The worlds that failed in the last step, with why.
+    failures: Vec<(usize, String)>,
+    /// Kinematics workspace of `body_positions`.
+    data: Data,
+    nq: usize,
+    nv: usize,
+    nu: usize,
+}
+
+impl BatchSim {
+    /// A (nworlds, width) C-contiguous array, finite, as a flat slice.
+    fn actions(
+        &self,
+        what: &'static str,
+        a: &PyReadonlyArray2<'_, f64>,
+        width: usize,
+    ) -> PyResult<Vec<f64>> {
+        rows(what, a, self.batch.nworlds(), width)
+    }
+
+    /// [`Self::actions`] of an optional argument.
+    fn optional(
+        &self,
+        what: &'static str,
+        a: &Option<PyReadonlyArray2<'_, f64>>,
+        width: usize,
+    ) -> PyResult<Option<Vec<f64>>> {
+        a.as_ref().map(|a| self.actions(what, a, width)).transpose()
+    }
+
+    /// World positions (nworlds, 3) of the point `body_from_point` of
+    /// `body`, at each world's configuration or at `q` (nworlds × nq, flat).
+    fn positions<'py>(
+        &mut self,
+        py: Python<'py>,
+        body: usize,
+        body_from_point: &SE3,
+        q: Option<&[f64]>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let model = self.batch.model().clone();
+        let (n, nq) = (self.batch.nworlds(), self.nq);
+        let mut flat = Vec::with_capacity(3 * n);
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q.map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            forward_kinematics(&model, &mut self.data, qw);
+            let p = self.data.world_from_body[body].act_point(&body_from_point.translation);
+            flat.extend_from_slice(p.as_slice());
+        }
+        Ok(array2(py, flat, n, 3))
+    }
+
+    /// `each(world, model, data, subtree coms, out)` of every world, its
+    /// `out`s concatenated, after the kinematics (and the velocities when
+    /// `velocities`) at each world's state or at the given `q`, `v`.
+    fn per_world<'py>(
+        &mut self,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+        velocities: bool,
+        each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
+    ) -> PyResult<Vec<f64>> {
+        let q = self.optional("q", &q, self.nq)?;
+        let v = self.optional("v", &v, self.nv)?;
+        let model = self.batch.model().clone();
+        let (nq, nv) = (self.nq, self.nv);
+        let mut flat = Vec::new();
+        let (mut coms, mut out) = (Vec::new(), Vec::new());
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q
+                .as_ref()
+                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            forward_kinematics(&model, &mut self.data, qw);
+            if velocities {
+                let vw = v
+                    .as_ref()
+                    .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+                forward_velocity(&model, &mut self.data, vw);
+            }
+            subtree_coms(&model, &self.data, &mut coms);
+            each(w, &model, &self.data, &coms, &mut out)?;
+            flat.extend_from_slice(&out);
+        }
+        Ok(flat)
+    }
+
+    /// [`Self::per_world`] as a (nworlds, body frames, width) array.
+    fn per_body_frame<'py>(
+        &mut self,
+        py: Python<'py>,
+        width: usize,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+        velocities: bool,
+        each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let (n, k) = (
+            self.batch.nworlds(),
+            self.batch.model().body_frames().count(),
+        );
+        let flat = self.per_world(q, v, velocities, each)?;
+        Ok(array3(py, flat, n, k, width))
+    }
+
+    fn stacked<'py>(&self, py: Python<'py>, width: usize, q: bool) -> Bound<'py, PyArray2<f64>> {
+        let mut flat = Vec::with_capacity(self.batch.nworlds() * width);
+        for s in self.batch.states() {
+            flat.extend_from_slice(if q { s.q.as_slice() } else { s.v.as_slice() });
+        }
+        array2(py, flat, self.batch.nworlds(), width)
+    }
+}
+
+#[pymethods]
+impl BatchSim {
+    #[new]
+    #[pyo3(signature = (model, nworlds, backend="cpu", dt=None, solver=SolverKind::DEFAULT.name(), tolerance=GPU_MIN_TOLERANCE, decomposition="invocation", layout="packed", pipeline=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        model: &Model,
+        nworlds: usize,
+        backend: &str,
+        dt: Option<f64>,
+        solver: &str,
+        tolerance: f64,
+        decomposition: &str,
+        layout: &str,
+        pipeline: usize,
+    ) -> PyResult<Self> {
+        if pipeline == 0 {
+            return Err(value_error("pipeline must be at least 1 chunk"));
+        }
+        let options = BatchOptions {
+            backend: backend.parse::<Backend>().map_err(value_error)?,
+            params: params(model, dt, solver, tolerance)?,
+            gpu_decomposition: decomposition.parse().map_err(value_error)?,
+            gpu_layout: layout.parse().map_err(value_error)?,
+            pipeline_chunks: pipeline,
+            ..Default::default()
+        };
+        let initial = State::new(model.q0.clone(), model.v0.clone());
+        let batch = CoreBatch::new(model.model.clone(), &initial, nworlds, &options)
+            .map_err(value_error)?;
+        Ok(BatchSim {
+            batch,
+            model: model.clone(),
+            failures: Vec::new(),
+            data: Data::new(&model.model),
+            nq: model.model.nq,
+            nv: model.model.nv,
+            nu: model.model.nu(),
+        })
+    }
+
+    /// The model the worlds simulate.
+    #[getter]
+    fn model(&self) -> Model {
+        self.model.clone()
+    }
+
+    /// Number of worlds.
+    #[getter]
+    fn nworlds(&self) -> usize {
+        self.batch.nworlds()
+    }
+
+    /// One step of every world under joint torques `tau` (nworlds, nv).
+    /// Returns the number of contacts over all worlds. The GIL is released
+    /// while the worlds step. A world whose step fails keeps its state and
+    /// is listed in `failures`.
+    fn step(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
+        let a = self.actions("tau", &tau, self.nv)?;
+        let batch = &mut self.batch;
+        let report = py.detach(|| batch.step(&a)).map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+        Ok(report.contacts)
+    }
+
+    /// One step of every world under actuator controls `ctrl` (nworlds, nu).
+    fn step_controls(
+        &mut self,
+        py: Python<'_>,
+        ctrl: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<usize> {
+        let a = self.actions("ctrl", &ctrl, self.nu)?;
+        let batch = &mut self.batch;
+        let report = py.detach(|| batch.step_controls(&a)).map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+        Ok(report.contacts)
+    }
+
+    /// One step of every world under joint torques `tau` (nworlds, nv),
+    /// each world also computing the Jacobians of its step (in parallel
+    /// except on "cpu1"; on "gpu" at the f32 kernel's impulses, in f64 on
+    /// the host; the GIL is released): a dict of
+    /// (nworlds, nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`,
+    /// `dq_dv`, `dq_dtau` (`q` in the tangent space: see
+    /// `Model.configuration_charts`), and (nworlds,) `wrt_q` (false: that
+    /// world's `q` columns are not available) and `q_residual` (see
+    /// `Simulator.step_with_jacobians`). A failed world (in `failures`)
+    /// keeps its state and gets NaN Jacobians.
+    fn step_with_jacobians<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let a = self.actions("tau", &tau, self.nv)?;
+        let batch = &mut self.batch;
+        let report = py
+            .detach(|| batch.step_with_jacobians(&a, None))
+            .map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+        let (n, nv) = (self.batch.nworlds(), self.nv);
+        let names = ["dv_dq", "dv_dv", "dv_dtau", "dq_dq", "dq_dv", "dq_dtau"];
+        let mut flats: Vec<Vec<f64>> = vec![Vec::with_capacity(n * nv * nv); names.len()];
+        let (mut wrt_q, mut residual) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for w in 0..n {
+            let jac = self.batch.jacobians(w).map_err(value_error)?;
+            match jac {
+                Some(j) => {
+                    for (flat, m) in flats.iter_mut().zip([
+                        &j.dv_dq, &j.dv_dv, &j.dv_dtau, &j.dq_dq, &j.dq_dv, &j.dq_dtau,
+                    ]) {
+                        // Row-major: the transpose's column-major storage.
+                        flat.extend_from_slice(m.transpose().as_slice());
+                    }
+                    wrt_q.push(j.wrt_q);
+                    residual.push(j.q_residual);
+                }
+                None => {
+                    for flat in flats.iter_mut() {
+                        flat.extend(std::iter::repeat_n(f64::NAN, nv * nv));
+                    }
+                    wrt_q.push(false);
+                    residual.push(f64::NAN);
+                }
+            }
+        }
+        let d = PyDict::new(py);
+        for (name, flat) in names.iter().zip(flats) {
+            d.set_item(*name, array3(py, flat, n, nv, nv))?;
+        }
+        d.set_item("wrt_q", PyArray1::from_vec(py, wrt_q))?;
+        d.set_item("q_residual", PyArray1::from_vec(py, residual))?;
+        Ok(d)
+    }
+
+    /// One step of every world under joint torques `tau` (nworlds, nv),
+    /// each world recording what its step's vector–Jacobian product needs
+    /// (the GIL is released): returns the `Tape` of this step, for
+    /// `vjp`. A failed world (in `failures`) keeps its state and records
+    /// nothing.
+    fn step_for_vjp(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<Tape> {
+        let a = self.actions("tau", &tau, self.nv)?;
+        let batch = &mut self.batch;
+        let (report, tape) = py
+            .detach(|| batch.step_for_vjp(&a, None))
+            .map_err(value_error)?;
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+        Ok(Tape { tape })
+    }
+
+    /// The vector–Jacobian products of the step recorded in `tape` (by
+    /// this batch's `step_for_vjp`) with the adjoints `w_v` of `v⁺` and
+    /// `w_q` of `q⁺` (nworlds, nv each; `q⁺` in the tangent space, see
+    /// `Model.configuration_charts`): a dict of (nworlds, nv) arrays `q`,
+    /// `v`, `tau` (`wᵀ ∂(v⁺, q⁺)/∂x`), a list `mu` (per world, one entry per
+    /// contact of its step), (nworlds,) `wrt_q` and `q_residual` (see
+    /// `step_with_jacobians`), and `gpu_fallbacks` (worlds whose contact
+    /// stage the GPU flagged and the CPU solved). On the GPU backend the
+    /// contact stages' transposed solves run in one GPU dispatch (f32);
+    /// on "cpu" in parallel. The GIL is released. A world that did not
+    /// step passes its adjoints through.
+    fn vjp<'py>(
+        &mut self,
+        py: Python<'py>,
+        tape: &mut Tape,
+        w_v: PyReadonlyArray2<'py, f64>,
+        w_q: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (n, nv) = (self.batch.nworlds(), self.nv);
+        let w_v = self.actions("w_v", &w_v, nv)?;
+        let w_q = self.actions("w_q", &w_q, nv)?;
+        let batch = &mut self.batch;
+        let tape = &mut tape.tape;
+        let out = py
+            .detach(|| batch.vjp(tape, &w_v, &w_q))
+            .map_err(value_error)?;
+        let d = PyDict::new(py);
+        d.set_item("q", array2(py, out.q, n, nv))?;
+        d.set_item("v", array2(py, out.v, n, nv))?;
+        d.set_item("tau", array2(py, out.tau, n, nv))?;
+        let mu: Vec<_> = out
+            .mu
+            .into_iter()
+            .map(|m| PyArray1::from_vec(py, m))
+            .collect();
+        d.set_item("mu", mu)?;
+        d.set_item("wrt_q", PyArray1::from_vec(py, out.wrt_q))?;
+        d.set_item("q_residual", PyArray1::from_vec(py, out.q_residual))?;
+        d.set_item("gpu_fallbacks", out.gpu_fallbacks)?;
+        Ok(d)
+    }
+
+    /// The worlds whose last step failed (a diverged solve, a non-finite
+    /// state), as (world, why); they kept their state.
+    #[getter]
+    fn failures(&self) -> Vec<(usize, String)> {
+        self.failures.clone()
+    }
+
+    /// The worlds' configurations (nworlds, nq), a copy.
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.stacked(py, self.nq, true)
+    }
+
+    /// The worlds' velocities (nworlds, nv), a copy.
+    #[getter]
+    fn v<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.stacked(py, self.nv, false)
+    }
+
+    /// World-frame positions (nworlds, 3) of the origin of body `body`
+    /// (an index into `Model.body_names`) at each world's configuration
+    /// (MuJoCo's `xpos`).
+    fn body_positions<'py>(
+        &mut self,
+        py: Python<'py>,
+        body: usize,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let nbodies = self.batch.model().nbodies;
+        if body >= nbodies {
+            return Err(value_error(format!(
+                "body {body} does not exist (the model has {nbodies})"
+            )));
+        }
+        self.positions(py, body, &SE3::identity(), None)
+    }
+
+    /// World-frame positions (nworlds, 3) of the named frame `name` (a
+    /// file's body, including those welded into their parents) at each
+    /// world's configuration, or at the configurations `q` (nworlds, nq).
+    #[pyo3(signature = (name, q=None))]
+    fn frame_positions<'py>(
+        &mut self,
+        py: Python<'py>,
+        name: &str,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let Some(frame) = self
+            .batch
+            .model()
+            .frames
+            .iter()
+            .find(|f| f.name == name)
+            .cloned()
+        else {
+            return Err(value_error(format!("no frame named {name:?}")));
+        };
+        let given = self.optional("q", &q, self.nq)?;
+        self.positions(py, frame.body, &frame.body_from_frame, given.as_deref())
+    }
+
+    /// Each world's generalized constraint forces (nworlds, nv) in its last
+    /// step, `Jᵀλ/dt` (contacts and joint stops; MuJoCo's
+    /// `qfrc_constraint`).
+    fn constraint_forces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let n = self.batch.nworlds();
+        let mut flat = vec![0.0; n * self.nv];
+        for w in 0..n {
+            let sim = self.batch.simulator(w).map_err(value_error)?;
+            let m = sim.problem().m();
+            if m == 0 {
+                continue;
+            }
+            let (j, lambda, dt) = (
+                &sim.jacobian().jacobian,
+                &sim.solution().lambda,
+                sim.params.dt,
+            );
+            for k in 0..self.nv {
+                flat[w * self.nv + k] = (0..m).map(|r| j[(r, k)] * lambda[r]).sum::<f64>() / dt;
+            }
+        }
+        Ok(array2(py, flat, n, self.nv))
+    }
+
+    /// The centre of mass of each world's bodies (nworlds, 3), at each
+    /// world's configuration or at ``q`` (nworlds, nq).
+    #[pyo3(signature = (q=None))]
+    fn centers_of_mass<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let n = self.batch.nworlds();
+        let flat = self.per_world(q, None, false, |_, m, d, _, out| {
+            out.clear();
+            out.extend_from_slice(center_of_mass(m, d).as_slice());
+            Ok(())
+        })?;
+        Ok(array2(py, flat, n, 3))
+    }
+
+    /// Each body frame's inertia about the centre of mass of its top-level
+    /// body's subtree, in world orientation (MuJoCo's ``cinert``:
+    /// ``[Ixx, Iyy, Izz, Ixy, Ixz, Iyz, m·dx, m·dy, m·dz, m]``, ``d`` the
+    /// body's centre of mass from that point), (nworlds, body frames, 10),
+    /// at each world's configuration or at ``q`` (nworlds, nq). Rows:
+    /// ``Model.body_frame_names``.
+    #[pyo3(signature = (q=None))]
+    fn com_inertias<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        self.per_body_frame(py, COM_INERTIA, q, None, false, |_, m, d, c, out| {
+            com_inertias(m, d, c, out);
+            Ok(())
+        })
+    }
+
+    /// Each body frame's velocity ``[ω; v]`` in world orientation, ``v``
+    /// that of the body's point at the centre of mass of its top-level
+    /// body's subtree (MuJoCo's ``cvel``), (nworlds, body frames, 6), at
+    /// each world's state or at ``q`` (nworlds, nq) and ``v`` (nworlds, nv).
+    #[pyo3(signature = (q=None, v=None))]
+    fn com_velocities<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        self.per_body_frame(py, 6, q, v, true, |_, m, d, c, out| {
+            com_velocities(m, d, c, out);
+            Ok(())
+        })
+    }
+
+    /// The contact wrenches ``[torque; force]`` on each body frame in each
+    /// world's last step (impulse over ``dt``), about the centre of mass of
+    /// its top-level body's subtree at each world's configuration or at
+    /// ``q`` (nworlds, nq), in world orientation (MuJoCo's ``cfrc_ext``),
+    /// (nworlds, body frames, 6).
+    #[pyo3(signature = (q=None))]
+    fn com_external_forces<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let sims: Vec<&CoreSim> = (0..self.batch.nworlds())
+            .map(|w| self.batch.simulator(w).map_err(value_error))
+            .collect::<PyResult<_>>()?;
+        // (Borrowed apart from the kinematics workspace.)
+        let forces: Vec<Vec<(usize, Vec3, Vec3)>> = sims
+            .iter()
+            .map(|sim| {
+                let model = sim.model();
+                sim.contact_forces()
+                    .filter_map(|(g, p, f)| model.geometries[g].frame.map(|fr| (fr, p, f)))
+                    .collect()
+            })
+            .collect();
+        self.per_body_frame(py, 6, q, None, false, |w, m, _, c, out| {
+            com_wrenches(m, c, forces[w].iter().copied(), out);
+            Ok(())
+        })
+    }
+
+    /// The generalized forces of the actuators (nworlds, nv) under controls
+    /// ``ctrl`` (nworlds, nu), at each world's state or at ``q``, ``v``
+    /// (MuJoCo's ``qfrc_actuator``: clamped to the control and force ranges).
+    #[pyo3(signature = (ctrl, q=None, v=None))]
+    fn actuator_forces<'py>(
+        &self,
+        py: Python<'py>,
+        ctrl: PyReadonlyArray2<'py, f64>,
+        q: Option<PyReadonlyArray2<'py, f64>>,
+        v: Option<PyReadonlyArray2<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let ctrl = self.actions("ctrl", &ctrl, self.nu)?;
+        let q = self.optional("q", &q, self.nq)?;
+        let v = self.optional("v", &v, self.nv)?;
+        let model = self.batch.model();
+        let (n, nq, nv, nu) = (self.batch.nworlds(), self.nq, self.nv, self.nu);
+        let mut flat = vec![0.0; n * nv];
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q
+                .as_ref()
+                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            let vw = v
+                .as_ref()
+                .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+            actuator_forces(
+                model,
+                qw,
+                vw,
+                &ctrl[w * nu..(w + 1) * nu],
+                &mut flat[w * nv..(w + 1) * nv],
+            );
+        }
+        Ok(array2(py, flat, n, nv))
+    }
+
+    /// Sets every world's state: configurations `q` (nworlds, nq) and
+    /// velocities `v` (nworlds, nv). Checked first: on bad input no world
+    /// changes.
+    fn set_states(
+        &mut self,
+        q: PyReadonlyArray2<'_, f64>,
+        v: PyReadonlyArray2<'_, f64>,
+    ) -> PyResult<()> {
+        let q = self.actions("q", &q, self.nq)?;
+        let v = self.actions("v", &v, self.nv)?;
+        let (nq, nv) = (self.nq, self.nv);
+        let states: Vec<State> = (0..self.batch.nworlds())
+            .map(|w| {
+                State::new(
+                    DVector::from_column_slice(&q[w * nq..(w + 1) * nq]),
+                    DVector::from_column_slice(&v[w * nv..(w + 1) * nv]),
+                )
+            })
+            .collect();
+        // (Each world's state is checked before any is set.)
+        for (w, s) in states.iter().enumerate() {
+            self.batch
+                .simulator(w)
+                .map_err(value_error)?
+                .check_state(s)
+                .map_err(|e| value_error(format!("world {w}: {e}")))?;
+        }
+        for (w, s) in states.into_iter().enumerate() {
+            self.batch.set_state(w, s).map_err(value_error)?;
+        }
+        Ok(())
+    }
+
+    /// Sets world `world`'s state.
+    fn set_state(
+        &mut self,
+        world: usize,
+        q: PyReadonlyArray1<'_, f64>,
+        v: PyReadonlyArray1<'_, f64>,
+    ) -> PyResult<()> {
+        let q = vector(&q);
+        let v = vector(&v);
+        self.batch
+            .set_state(
+                world,
+                State::new(DVector::from_vec(q), DVector::from_vec(v)),
+            )
+            .map_err(value_error)
+    }
+}

@@ -1,0 +1,231 @@
+//! `Simulator`: one world.
+
+use moreau::contact::{DEFAULT_TOLERANCE, SolverKind};
+use moreau::sim::{
+    SimParams, Simulator as CoreSim, Stage, StageTimes, State, StepJacobians, StepVjp,
+};
+use nalgebra::DVector;
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrays::{matrix, vector};
+use crate::model::Model;
+use crate::value_error;
+
+/// Simulation parameters from keyword arguments.
+pub(crate) fn params(
+    model: &Model,
+    dt: Option<f64>,
+    solver: &str,
+    tolerance: f64,
+) -> PyResult<SimParams> {
+    let mut p = SimParams {
+        dt: dt.unwrap_or(model.dt),
+        solver: solver.parse::<SolverKind>().map_err(value_error)?,
+        ..Default::default()
+    };
+    p.solver_settings.tolerance = tolerance;
+    p.validate().map_err(value_error)?;
+    Ok(p)
+}
+
+/// A world step's stages and their wall times in seconds, as a dict.
+pub(crate) fn stage_seconds<'py>(
+    py: Python<'py>,
+    times: &StageTimes,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for stage in Stage::WORLD {
+        d.set_item(stage.name(), times.get(stage).as_secs_f64())?;
+    }
+    Ok(d)
+}
+
+/// One world.
+#[pyclass(module = "moreau._moreau", unsendable)]
+pub struct Simulator {
+    sim: CoreSim,
+    state: State,
+}
+
+#[pymethods]
+impl Simulator {
+    #[new]
+    #[pyo3(signature = (model, dt=None, solver=SolverKind::DEFAULT.name(), tolerance=DEFAULT_TOLERANCE))]
+    fn new(model: &Model, dt: Option<f64>, solver: &str, tolerance: f64) -> PyResult<Self> {
+        let p = params(model, dt, solver, tolerance)?;
+        let sim = CoreSim::new(model.model.clone(), p).map_err(value_error)?;
+        Ok(Simulator {
+            sim,
+            state: State::new(model.q0.clone(), model.v0.clone()),
+        })
+    }
+
+    /// One step under joint torques `tau` (nv,) or actuator controls
+    /// `ctrl` (nu,) (neither: zero torques). Returns a dict: `nc` contacts,
+    /// `nl` active joint limits, and where there were constraints the
+    /// solver's `iterations` and `converged`.
+    #[pyo3(signature = (tau=None, ctrl=None))]
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: Option<PyReadonlyArray1<'py, f64>>,
+        ctrl: Option<PyReadonlyArray1<'py, f64>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let nv = self.sim.model().nv;
+        let report = match (tau, ctrl) {
+            (Some(_), Some(_)) => {
+                return Err(value_error("give tau or ctrl, not both"));
+            }
+            (None, Some(c)) => {
+                let c = vector(&c);
+                self.sim.step_controls(&mut self.state, &c)
+            }
+            (t, None) => {
+                let t = match t {
+                    Some(t) => vector(&t),
+                    None => vec![0.0; nv],
+                };
+                self.sim.step(&mut self.state, &t)
+            }
+        }
+        .map_err(value_error)?;
+        let d = PyDict::new(py);
+        d.set_item("nc", report.nc)?;
+        d.set_item("nl", report.nl)?;
+        if let Some(s) = report.solver {
+            d.set_item("iterations", s.iterations)?;
+            d.set_item("converged", s.converged)?;
+            d.set_item("eps_abs", s.residuals.eps_abs)?;
+        }
+        d.set_item("times", stage_seconds(py, &report.times)?)?;
+        Ok(d)
+    }
+
+    /// One step under joint torques `tau` (nv,) with its Jacobians: a dict
+    /// of (nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`, `dq_dv`,
+    /// `dq_dtau` (`q` in the tangent space), (nv, nc) `dv_dmu` and
+    /// `dq_dmu`, and `wrt_q` (false: the `q` ones are not available, a
+    /// contact's features have no written derivatives) and `q_residual`
+    /// (above 1e-6: not differentiable in `q`, the least-squares
+    /// derivative). Use a tight `tolerance` (1e-10 or less).
+    fn step_with_jacobians<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tau = vector(&tau);
+        let mut jac = StepJacobians::default();
+        self.sim
+            .step_with_jacobians(&mut self.state, &tau, &mut jac)
+            .map_err(value_error)?;
+        let d = PyDict::new(py);
+        for (name, m) in [
+            ("dv_dq", &jac.dv_dq),
+            ("dv_dv", &jac.dv_dv),
+            ("dv_dtau", &jac.dv_dtau),
+            ("dq_dq", &jac.dq_dq),
+            ("dq_dv", &jac.dq_dv),
+            ("dq_dtau", &jac.dq_dtau),
+            ("dv_dmu", &jac.dv_dmu),
+            ("dq_dmu", &jac.dq_dmu),
+        ] {
+            d.set_item(name, matrix(py, m))?;
+        }
+        d.set_item("wrt_q", jac.wrt_q)?;
+        d.set_item("q_residual", jac.q_residual)?;
+        Ok(d)
+    }
+
+    /// One step under joint torques `tau` (nv,) with the vector–Jacobian
+    /// product of the adjoints `w_v` of `v⁺` and `w_q` of `q⁺` (nv each): a
+    /// dict of arrays `q`, `v`, `tau` (nv,) and `mu` (nc,), and `wrt_q`,
+    /// `q_residual` as in `step_with_jacobians`.
+    fn step_with_vjp<'py>(
+        &mut self,
+        py: Python<'py>,
+        tau: PyReadonlyArray1<'py, f64>,
+        w_v: PyReadonlyArray1<'py, f64>,
+        w_q: PyReadonlyArray1<'py, f64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tau = vector(&tau);
+        let (w_v, w_q) = (vector(&w_v), vector(&w_q));
+        let (mut work, mut out) = (StepJacobians::default(), StepVjp::default());
+        self.sim
+            .step_with_vjp(&mut self.state, &tau, (&w_v, &w_q), &mut work, &mut out)
+            .map_err(value_error)?;
+        let d = PyDict::new(py);
+        for (name, v) in [
+            ("q", &out.q),
+            ("v", &out.v),
+            ("tau", &out.tau),
+            ("mu", &out.mu),
+        ] {
+            d.set_item(name, PyArray1::from_slice(py, v.as_slice()))?;
+        }
+        d.set_item("wrt_q", out.wrt_q)?;
+        d.set_item("q_residual", out.q_residual)?;
+        Ok(d)
+    }
+
+    /// The configuration (nq,), a copy; assigning checks the shape, the
+    /// values and the quaternions' norms.
+    #[getter]
+    fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.state.q.as_slice())
+    }
+    #[setter]
+    fn set_q(&mut self, q: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let q = vector(&q);
+        let trial = State::new(DVector::from_vec(q), self.state.v.clone());
+        self.sim.energy(&trial).map_err(value_error)?;
+        self.state.q = trial.q;
+        Ok(())
+    }
+    /// The velocity (nv,), a copy.
+    #[getter]
+    fn v<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.state.v.as_slice())
+    }
+    #[setter]
+    fn set_v(&mut self, v: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+        let trial = State::new(self.state.q.clone(), DVector::from_vec(vector(&v)));
+        self.sim.check_state(&trial).map_err(value_error)?;
+        self.state.v = trial.v;
+        Ok(())
+    }
+    /// Simulated time (s).
+    #[getter]
+    fn t(&self) -> f64 {
+        self.state.t
+    }
+    /// Wall time (s) per stage of a step (`free_dynamics`, `collision`,
+    /// `delassus`, `solve`, `velocity_update`, `integrate`), summed over
+    /// the steps since the simulator was made or `reset_timers` was called.
+    #[getter]
+    fn stage_times<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stage_seconds(py, &self.sim.times)
+    }
+    /// Zeroes `stage_times`.
+    fn reset_timers(&mut self) {
+        self.sim.reset_timers();
+    }
+    /// The contacts of the last step: a list of dicts (`bodies`, `point`,
+    /// `normal`, `distance`).
+    fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let names = &self.sim.model().body_name;
+        self.sim
+            .contacts()
+            .iter()
+            .map(|c| {
+                let d = PyDict::new(py);
+                d.set_item("bodies", (names[c.body_a].clone(), names[c.body_b].clone()))?;
+                d.set_item("point", c.point.as_slice().to_vec())?;
+                d.set_item("normal", c.normal().as_slice().to_vec())?;
+                d.set_item("distance", c.distance)?;
+                Ok(d)
+            })
+            .collect()
+    }
+}
