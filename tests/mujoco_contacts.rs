@@ -165,7 +165,7 @@ fn delassus_stage_matches_mujoco_on_gymnasium_files() {
             .iter()
             .map(|c| matching(m, contacts, c).expect("the collision stage test passes"))
             .collect();
-        let ours: Vec<Contact> = order.iter().map(|&k| contacts[k].clone()).collect();
+        let ours: Vec<Contact> = order.iter().map(|&k| contacts[k]).collect();
         ltdl_factorize(model, data);
         let mut cj = ContactJacobian::default();
         contact_jacobian(model, data, &ours, &mut cj);

@@ -52,7 +52,7 @@ fn every_shader_parses_and_validates_with_naga() {
         .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
         .collect();
     files.sort();
-    let mut expected: Vec<String> = ["cone.wgsl", "common.wgsl", "vjp.wgsl"]
+    let mut expected: Vec<String> = ["cone.wgsl", "common.wgsl", "vjp.wgsl", "resident.wgsl"]
         .iter()
         .map(|s| s.to_string())
         .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
@@ -525,4 +525,25 @@ fn unilateral_residuals_and_projection_match_their_cpu_twins_on_a_grid() {
         &cases,
         |c| vec![c[0][0].max(0.0), c[0][1].max(0.0)],
     );
+}
+
+/// The resident step's WGSL validates with naga for the models' sizes
+/// (every scene's: the header only changes array lengths and bounds).
+#[test]
+fn the_resident_kernel_validates() {
+    use moreau::gpu::resident;
+    for name in moreau::scenes::SCENE_NAMES {
+        let scene = moreau::scenes::scene(name).unwrap();
+        parse(
+            &format!("resident.wgsl ({name})"),
+            &resident::source(&scene.model),
+        );
+    }
+    let text = std::fs::read_to_string(shaders_dir().join("resident.wgsl")).unwrap();
+    for name in ["NB", "NV", "NQ", "BODY_F32", "WORKGROUP"] {
+        assert!(
+            !text.contains(&format!("const {name}:")),
+            "{name} is generated"
+        );
+    }
 }

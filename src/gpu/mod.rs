@@ -61,6 +61,7 @@ pub mod batch;
 pub mod cpu_f32;
 pub mod kernel;
 pub mod pgs;
+pub mod resident;
 pub mod shader;
 mod solver;
 pub mod vjp;
