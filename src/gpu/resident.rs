@@ -46,12 +46,11 @@ pub enum ResidentError {
         index: usize,
         value: f64,
     },
-    #[error(
-        "{nworlds} resident worlds need {bytes} bytes in one buffer, over the device's {limit}"
-    )]
+    #[error("{nworlds} resident worlds need {needed} {what}, over the device's {limit}")]
     Capacity {
         nworlds: usize,
-        bytes: u64,
+        what: &'static str,
+        needed: u64,
         limit: u64,
     },
     #[error(transparent)]
@@ -175,10 +174,21 @@ impl ResidentBatch {
             .limits
             .max_storage_buffer_binding_size
             .min(ctx.limits.max_buffer_size);
+        let groups = nworlds.div_ceil(WORKGROUP as usize) as u64;
+        let max_groups = ctx.limits.max_compute_workgroups_per_dimension as u64;
+        if groups > max_groups {
+            return Err(ResidentError::Capacity {
+                nworlds,
+                what: "workgroups in one dispatch",
+                needed: groups,
+                limit: max_groups,
+            });
+        }
         if widest > limit {
             return Err(ResidentError::Capacity {
                 nworlds,
-                bytes: widest,
+                what: "bytes in one buffer",
+                needed: widest,
                 limit,
             });
         }
