@@ -231,6 +231,12 @@ fn models_the_slice_cannot_run_are_refused_naming_why() {
         .err()
         .unwrap();
     assert!(matches!(e, ResidentError::DimensionMismatch { .. }), "{e}");
+    // A batch over the device's capacity (6 GB of q, 4.7M workgroups) is
+    // refused before allocating.
+    let e = ResidentBatch::new(&ctx, &model, 1e-3, std::slice::from_ref(&s), 300_000_000)
+        .err()
+        .unwrap();
+    assert!(matches!(e, ResidentError::Capacity { .. }), "{e}");
     // Bad torques are refused before anything moves.
     let mut gpu = ResidentBatch::new(&ctx, &model, 1e-3, std::slice::from_ref(&s), 3).unwrap();
     let mut tau = vec![0.0; 3 * model.nv];

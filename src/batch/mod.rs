@@ -162,7 +162,6 @@ enum WorldStep {
     Stepping { contacts: usize },
     /// Sitting out the step ([`BatchSim::step_active`]); not a failure.
     Inactive,
-    /// Out of the step.
     /// Out of the step, with why (its state is unchanged).
     Failed(SimError),
 }
