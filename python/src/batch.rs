@@ -1,7 +1,9 @@
 //! `BatchSim` and its `Tape`: many worlds.
 
 use moreau::Model as CoreModel;
-use moreau::batch::{Backend, BatchOptions, BatchSim as CoreBatch, BatchTape, GPU_MIN_TOLERANCE};
+use moreau::batch::{
+    Backend, BatchOptions, BatchSim as CoreBatch, BatchStepReport, BatchTape, GPU_MIN_TOLERANCE,
+};
 use moreau::contact::SolverKind;
 use moreau::dynamics::{
     COM_INERTIA, Data, center_of_mass, com_inertias, com_velocities, com_wrenches,
@@ -54,6 +56,15 @@ pub struct BatchSim {
 }
 
 impl BatchSim {
+    /// Keeps the worlds that failed in `report`'s step, with why, for `failures`.
+    fn record_failures(&mut self, report: &BatchStepReport) {
+        self.failures = report
+            .failed
+            .iter()
+            .map(|(w, e)| (*w, e.to_string()))
+            .collect();
+    }
+
     /// A (nworlds, width) C-contiguous array, finite, as a flat slice.
     fn actions(
         &self,
@@ -217,11 +228,7 @@ impl BatchSim {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
         let report = py.detach(|| batch.step(&a)).map_err(value_error)?;
-        self.failures = report
-            .failed
-            .iter()
-            .map(|(w, e)| (*w, e.to_string()))
-            .collect();
+        self.record_failures(&report);
         Ok(report.contacts)
     }
 
@@ -234,11 +241,7 @@ impl BatchSim {
         let a = self.actions("ctrl", &ctrl, self.nu)?;
         let batch = &mut self.batch;
         let report = py.detach(|| batch.step_controls(&a)).map_err(value_error)?;
-        self.failures = report
-            .failed
-            .iter()
-            .map(|(w, e)| (*w, e.to_string()))
-            .collect();
+        self.record_failures(&report);
         Ok(report.contacts)
     }
 
@@ -262,11 +265,7 @@ impl BatchSim {
         let report = py
             .detach(|| batch.step_with_jacobians(&a, None))
             .map_err(value_error)?;
-        self.failures = report
-            .failed
-            .iter()
-            .map(|(w, e)| (*w, e.to_string()))
-            .collect();
+        self.record_failures(&report);
         let (n, nv) = (self.batch.nworlds(), self.nv);
         let names = ["dv_dq", "dv_dv", "dv_dtau", "dq_dq", "dq_dv", "dq_dtau"];
         let mut flats: Vec<Vec<f64>> = vec![Vec::with_capacity(n * nv * nv); names.len()];
@@ -313,11 +312,7 @@ impl BatchSim {
         let (report, tape) = py
             .detach(|| batch.step_for_vjp(&a, None))
             .map_err(value_error)?;
-        self.failures = report
-            .failed
-            .iter()
-            .map(|(w, e)| (*w, e.to_string()))
-            .collect();
+        self.record_failures(&report);
         Ok(Tape { tape })
     }
 

@@ -524,8 +524,21 @@ fn main() {
     if let Some(e) = pollster::block_on(validation.pop()) {
         return Err(wgpu_error("probing the driver's loop limit", e));
     }
+    let bytes = read_mapped(device, &readback, index, "probing the driver's loop limit")?;
+    let ran = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+    Ok((ran < LOOP_PROBE_ITERATIONS).then_some(ran))
+}
+
+/// The contents of `readback` (a `MAP_READ` buffer) once the submission
+/// `index` that fills it has run: maps it, waits, copies, unmaps.
+pub(crate) fn read_mapped(
+    device: &wgpu::Device,
+    readback: &wgpu::Buffer,
+    index: wgpu::SubmissionIndex,
+    during: &str,
+) -> Result<Vec<u8>, GpuError> {
     let (tx, rx) = std::sync::mpsc::channel();
-    readback.map_async(wgpu::MapMode::Read, 0..8, move |r| {
+    readback.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
     });
     device
@@ -534,18 +547,16 @@ fn main() {
             timeout: None,
         })
         .map_err(|e| GpuError::Gpu {
-            during: "probing the driver's loop limit".into(),
+            during: during.to_string(),
             reason: e.to_string(),
         })?;
     map_outcome(&rx)?;
-    let ran = {
-        let view = readback
-            .get_mapped_range(0..8)
-            .map_err(|e| GpuError::Map(e.to_string()))?;
-        u32::from_le_bytes([view[4], view[5], view[6], view[7]])
-    };
+    let bytes = readback
+        .get_mapped_range(..)
+        .map_err(|e| GpuError::Map(e.to_string()))?
+        .to_vec();
     readback.unmap();
-    Ok((ran < LOOP_PROBE_ITERATIONS).then_some(ran))
+    Ok(bytes)
 }
 
 /// The outcome of a `map_async` whose callback sends into `rx` (after the

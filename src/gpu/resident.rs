@@ -15,7 +15,7 @@
 //! Layout: world-minor (element `t` of world `w` at `t·N + w`) for `q`, `v`
 //! and `tau`, so that neighbouring invocations read neighbouring words.
 
-use super::{GpuContext, GpuError, map_outcome, wgpu_error};
+use super::{GpuContext, GpuError, read_mapped, wgpu_error};
 use crate::model::{JointType, Model};
 use crate::sim::State;
 use thiserror::Error;
@@ -361,13 +361,9 @@ impl ResidentBatch {
     /// state is the last finite one).
     pub fn states(&self) -> Result<(Vec<State>, Vec<usize>), ResidentError> {
         let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
-        let q = self.read_f32(&self.q, n * nq)?;
-        let v = self.read_f32(&self.v, n * nv)?;
-        let flags: Vec<u32> = self
-            .read_f32(&self.flags, n)?
-            .into_iter()
-            .map(f32::to_bits)
-            .collect();
+        let q: Vec<f32> = self.read(&self.q, n * nq)?;
+        let v: Vec<f32> = self.read(&self.v, n * nv)?;
+        let flags: Vec<u32> = self.read(&self.flags, n)?;
         let states = (0..n)
             .map(|w| {
                 State::new(
@@ -380,9 +376,15 @@ impl ResidentBatch {
         Ok((states, flagged))
     }
 
-    fn read_f32(&self, buffer: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, ResidentError> {
+    /// The first `len` words of `buffer`, as `T` (waits for the steps
+    /// submitted before).
+    fn read<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<T>, ResidentError> {
         let (device, queue) = (&self.ctx.device, &self.ctx.queue);
-        let bytes = (len * 4) as u64;
+        let bytes = (len * std::mem::size_of::<T>()) as u64;
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("resident readback"),
             size: bytes,
@@ -394,29 +396,9 @@ impl ResidentBatch {
         });
         encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, bytes);
         let index = queue.submit(Some(encoder.finish()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        readback.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map_err(|e| GpuError::Gpu {
-                during: "reading resident state".into(),
-                reason: e.to_string(),
-            })?;
-        map_outcome(&rx)?;
-        let out = {
-            let view = readback
-                .get_mapped_range(..)
-                .map_err(|e| GpuError::Map(e.to_string()))?;
-            bytemuck::cast_slice::<u8, f32>(&view).to_vec()
-        };
-        readback.unmap();
+        let out = read_mapped(device, &readback, index, "reading resident state")?;
         self.ctx.take_error("reading resident state")?;
-        Ok(out)
+        Ok(bytemuck::pod_collect_to_vec(&out))
     }
 }
 
