@@ -1,40 +1,58 @@
-// Resident worlds, smooth dynamics (issue 33, first slice): one invocation
-// per world steps it without the host, for trees of hinge, slide and fixed
-// joints: forward kinematics, body velocities, the articulated-body
-// algorithm in the world frame (armature, implicit damping, springs,
-// gravity), the free velocity and the integration `q⁺ = q + v⁺ dt`.
-// The CPU twin is the f64 code it mirrors line for line:
-// dynamics/kinematics.rs (`forward_kinematics`, `forward_velocity`),
-// dynamics/aba.rs (`aba_from_kinematics`), sim (`free_dynamics`).
+// Resident worlds, smooth dynamics (issue 33): one invocation per world
+// steps it without the host, for trees of hinge, slide and fixed joints:
+// the actuators' forces from the controls, springs, the fluid's drag,
+// forward kinematics, body velocities, the articulated-body algorithm in
+// the world frame (armature, implicit damping, gravity), the free
+// velocity, the joint-limit rows solved by projected Gauss–Seidel on
+// G = S M̃⁻¹ Sᵀ (M̃⁻¹ applied by the articulated-body recursion again,
+// reusing its factorization), the velocity update and the integration
+// `q⁺ = q + v⁺ dt`. The CPU twin is the f64 code it mirrors:
+// sim (`actuator_forces`, `free_dynamics`, `active_limits`, the limit rows
+// of `assemble_problem`, `velocity_update`), dynamics/kinematics.rs,
+// dynamics/aba.rs (`aba_from_kinematics`), dynamics/fluid.rs.
 //
 // Generated header (src/gpu/resident.rs): NB (bodies, world included), NV,
-// NQ, BODY_F32 (floats per body record), WORKGROUP.
+// NQ, NU (≥ 1), LROWS (limit rows' capacity, ≥ 1), LROWS_SQ, BODY_U32, BODY_F32,
+// ACT_WORDS, LIMIT_SWEEPS, WORKGROUP.
 //
-// Layout: world-minor (element t of world w at t·N + w) for q, v, tau, so
-// that neighbouring invocations read neighbouring words.
+// Layout: world-minor (element t of world w at t·N + w) for q, v, tau,
+// ctrl, so that neighbouring invocations read neighbouring words.
 
 struct Params {
     nworlds: u32,
     dt: f32,
-    _pad0: u32,
-    _pad1: u32,
+    // 0: `tau` are the joint torques; 1: `ctrl` drives the actuators.
+    controls: u32,
+    nu: u32,
     gravity: vec4<f32>,
+    // Limit margin, Baumgarte β, compliance α, the limit sweeps' tolerance.
+    limits: vec4<f32>,
+    // Fluid density, viscosity; then the wind (x, y, z) and 0.
+    medium: vec4<f32>,
+    wind: vec4<f32>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// Per body (world first): parent, joint type (0 fixed, 1 hinge, 2 slide),
-// q index, v index.
+// Per body (world first), BODY_U32 words: parent, joint type (0 fixed,
+// 1 hinge, 2 slide), q index, v index, limited (1: the joint has a range).
 @group(0) @binding(1) var<storage, read> body_u32: array<u32>;
 // Per body, BODY_F32 floats: joint placement rotation (9, column-major),
 // translation (3), axis (3), mass (1), com (3), rotational inertia about
 // the com (xx yy zz, then xy xz yz: 6), armature + dt·damping (1),
-// damping (1), stiffness (1), spring reference (1): 29 floats.
+// damping (1), stiffness (1), spring reference (1), effort limit (1),
+// range lower, upper (2), the fluid's box: principal axes (9,
+// column-major, body frame) and sides (3; zero: no drag).
 @group(0) @binding(2) var<storage, read> body_f32: array<f32>;
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
 @group(0) @binding(4) var<storage, read_write> v: array<f32>;
 @group(0) @binding(5) var<storage, read> tau: array<f32>;
 // Per world: 0 stepping; 1 its state became non-finite (then unchanged).
 @group(0) @binding(6) var<storage, read_write> flags: array<u32>;
+@group(0) @binding(7) var<storage, read> ctrl: array<f32>;
+// Per actuator, ACT_WORDS words: dof, q index, then as f32 bits: gear,
+// gain, bias (3: constant, length, velocity), control range (lo, hi),
+// force range (lo, hi); an open range is ±f32::MAX.
+@group(0) @binding(8) var<storage, read> actuators: array<u32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -50,6 +68,33 @@ struct M6 {
     bb: mat3x3<f32>,
 }
 
+// One world's work arrays (each invocation has its own).
+var<private> rot: array<mat3x3<f32>, NB>;
+var<private> pos: array<vec3<f32>, NB>;
+var<private> s: array<V6, NB>;        // the joint's world motion column (zero when fixed)
+var<private> vel: array<V6, NB>;
+var<private> c: array<V6, NB>;        // velocity-product acceleration
+var<private> ia: array<M6, NB>;       // articulated inertia
+var<private> pa: array<V6, NB>;       // articulated bias force
+var<private> u: array<V6, NB>;
+var<private> dinv: array<f32, NB>;
+var<private> ub: array<f32, NB>;
+var<private> acc: array<V6, NB>;
+var<private> ddq: array<f32, NV>;
+var<private> tau_w: array<f32, NV>;
+var<private> v_free: array<f32, NV>;
+// M̃⁻¹ f by the articulated-body recursion: f in, the result out.
+var<private> unit_f: array<f32, NV>;
+var<private> unit_p: array<V6, NB>;
+var<private> unit_b: array<f32, NB>;
+var<private> unit_a: array<V6, NB>;
+// The active limit rows: dof, sign (+1 lower, −1 upper), g, λ, G (LROWS²).
+var<private> row_dof: array<u32, LROWS>;
+var<private> row_sign: array<f32, LROWS>;
+var<private> row_g: array<f32, LROWS>;
+var<private> row_l: array<f32, LROWS>;
+var<private> row_gm: array<f32, LROWS_SQ>;
+
 fn skew(x: vec3<f32>) -> mat3x3<f32> {
     return mat3x3<f32>(vec3<f32>(0.0, x.z, -x.y), vec3<f32>(-x.z, 0.0, x.x), vec3<f32>(x.y, -x.x, 0.0));
 }
@@ -62,8 +107,8 @@ fn v6_add(x: V6, y: V6) -> V6 {
     return V6(x.l + y.l, x.a + y.a);
 }
 
-fn v6_scale(x: V6, s: f32) -> V6 {
-    return V6(x.l * s, x.a * s);
+fn v6_scale(x: V6, k: f32) -> V6 {
+    return V6(x.l * k, x.a * k);
 }
 
 fn v6_dot(x: V6, y: V6) -> f32 {
@@ -103,6 +148,10 @@ fn exp3(w: vec3<f32>) -> mat3x3<f32> {
     return mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0)) + k * a + (k * k) * b;
 }
 
+fn bu(i: u32, k: u32) -> u32 {
+    return body_u32[i * BODY_U32 + k];
+}
+
 fn bf(i: u32, k: u32) -> f32 {
     return body_f32[i * BODY_F32 + k];
 }
@@ -111,9 +160,54 @@ fn bvec(i: u32, k: u32) -> vec3<f32> {
     return vec3<f32>(bf(i, k), bf(i, k + 1u), bf(i, k + 2u));
 }
 
+fn bmat(i: u32, k: u32) -> mat3x3<f32> {
+    return mat3x3<f32>(bvec(i, k), bvec(i, k + 3u), bvec(i, k + 6u));
+}
+
+fn act_f(a: u32, k: u32) -> f32 {
+    return bitcast<f32>(actuators[a * ACT_WORDS + k]);
+}
+
 fn all_finite(x: f32) -> bool {
     // NaN fails both comparisons; ±inf fails the bound.
     return abs(x) <= 3.4e38;
+}
+
+// unit_f ← M̃⁻¹ unit_f: the articulated-body recursion with no velocity,
+// no gravity and the joint forces unit_f, reusing the factorization of
+// the step's backward pass (u, dinv).
+fn apply_inverse_inertia() {
+    let zero3 = vec3<f32>(0.0);
+    for (var i = 0u; i < NB; i++) {
+        unit_p[i] = V6(zero3, zero3);
+    }
+    for (var i = NB - 1u; i >= 1u; i--) {
+        let parent = bu(i, 0u);
+        let jtype = bu(i, 1u);
+        var p = unit_p[i];
+        if (jtype != 0u) {
+            let b = unit_f[bu(i, 3u)] - v6_dot(s[i], p);
+            unit_b[i] = b;
+            p = v6_add(p, v6_scale(u[i], dinv[i] * b));
+        }
+        if (parent != 0u) {
+            unit_p[parent] = v6_add(unit_p[parent], p);
+        }
+        if (i == 1u) {
+            break;
+        }
+    }
+    unit_a[0] = V6(zero3, zero3);
+    for (var i = 1u; i < NB; i++) {
+        let jtype = bu(i, 1u);
+        var a = unit_a[bu(i, 0u)];
+        if (jtype != 0u) {
+            let x = dinv[i] * (unit_b[i] - v6_dot(u[i], a));
+            unit_f[bu(i, 3u)] = x;
+            a = v6_add(a, v6_scale(s[i], x));
+        }
+        unit_a[i] = a;
+    }
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -124,33 +218,52 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let dt = params.dt;
-    var rot: array<mat3x3<f32>, NB>;
-    var pos: array<vec3<f32>, NB>;
-    var s: array<V6, NB>;        // the joint's world motion column (zero when fixed)
-    var vel: array<V6, NB>;
-    var c: array<V6, NB>;        // velocity-product acceleration
-    var ia: array<M6, NB>;       // articulated inertia
-    var pa: array<V6, NB>;       // articulated bias force
-    var u: array<V6, NB>;
-    var dinv: array<f32, NB>;
-    var ub: array<f32, NB>;
-    var acc: array<V6, NB>;
-    var ddq: array<f32, NV>;
-    var tau_w: array<f32, NV>;
     let zero3 = vec3<f32>(0.0);
     let zero6 = V6(zero3, zero3);
     let zero33 = mat3x3<f32>(zero3, zero3, zero3);
+    // The applied joint forces: torques, or the actuators' forces
+    // (actuator_forces: control and force ranges, gear, then each dof's
+    // effort limit).
+    for (var k = 0u; k < NV; k++) {
+        tau_w[k] = 0.0;
+    }
+    if (params.controls == 0u) {
+        for (var k = 0u; k < NV; k++) {
+            tau_w[k] = tau[k * n + w];
+        }
+    } else {
+        for (var a = 0u; a < params.nu; a++) {
+            let dof = actuators[a * ACT_WORDS];
+            let iq = actuators[a * ACT_WORDS + 1u];
+            let gear = act_f(a, 2u);
+            let uc = clamp(ctrl[a * n + w], act_f(a, 7u), act_f(a, 8u));
+            let length = gear * q[iq * n + w];
+            let speed = gear * v[dof * n + w];
+            let force = act_f(a, 3u) * uc + act_f(a, 4u) + act_f(a, 5u) * length + act_f(a, 6u) * speed;
+            tau_w[dof] += gear * clamp(force, act_f(a, 9u), act_f(a, 10u));
+        }
+        for (var i = 1u; i < NB; i++) {
+            if (bu(i, 1u) != 0u) {
+                let k = bu(i, 3u);
+                let e = bf(i, 29u);
+                tau_w[k] = clamp(tau_w[k], -e, e);
+            }
+        }
+    }
     rot[0] = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
     pos[0] = zero3;
     vel[0] = zero6;
+    let viscosity = params.medium.y;
+    let density = params.medium.x;
     // Forward kinematics, velocities, inertias (forward_kinematics,
-    // forward_velocity, the first loop of aba_from_kinematics).
+    // forward_velocity, the first loop of aba_from_kinematics), springs,
+    // damping and the fluid's wrench.
     for (var i = 1u; i < NB; i++) {
-        let parent = body_u32[4u * i];
-        let jtype = body_u32[4u * i + 1u];
-        let iq = body_u32[4u * i + 2u];
-        let iv = body_u32[4u * i + 3u];
-        let placement = mat3x3<f32>(bvec(i, 0u), bvec(i, 3u), bvec(i, 6u));
+        let parent = bu(i, 0u);
+        let jtype = bu(i, 1u);
+        let iq = bu(i, 2u);
+        let iv = bu(i, 3u);
+        let placement = bmat(i, 0u);
         let axis = bvec(i, 12u);
         var joint_rot = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
         var joint_pos = zero3;
@@ -182,7 +295,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             let vk = v[iv * n + w];
             vj = v6_scale(s[i], vk);
             // Springs (explicit) and damping (implicit: −D v here).
-            tau_w[iv] = tau[iv * n + w] - bf(i, 27u) * (qv - bf(i, 28u)) - bf(i, 26u) * vk;
+            tau_w[iv] = tau_w[iv] - bf(i, 27u) * (qv - bf(i, 28u)) - bf(i, 26u) * vk;
         }
         vel[i] = v6_add(vel[parent], vj);
         c[i] = motion_cross(vel[i], vj);
@@ -202,12 +315,37 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         );
         ia[i] = m6;
         pa[i] = force_cross(vel[i], m6_apply(m6, vel[i]));
+        // The fluid (fluid_forces): the inertia box's drag at the centre of
+        // mass, in its principal axes; an external wrench enters the bias
+        // force with a minus sign.
+        let sides = bvec(i, 41u);
+        if (sides.x + sides.y + sides.z > 0.0) {
+            let frame = rot[i] * bmat(i, 32u);
+            let lv = transpose(frame) * (vel[i].l + cross(vel[i].a, com) - params.wind.xyz);
+            let la = transpose(frame) * vel[i].a;
+            var f = zero3;
+            var t = zero3;
+            if (viscosity > 0.0) {
+                let d = (sides.x + sides.y + sides.z) / 3.0;
+                let pi = 3.141592653589793;
+                t -= la * (pi * d * d * d * viscosity);
+                f -= lv * (3.0 * pi * d * viscosity);
+            }
+            if (density > 0.0) {
+                let s4 = sides * sides * sides * sides;
+                f -= 0.5 * density * vec3<f32>(sides.y * sides.z, sides.z * sides.x, sides.x * sides.y) * abs(lv) * lv;
+                t -= density * sides * vec3<f32>(s4.y + s4.z, s4.z + s4.x, s4.x + s4.y) * abs(la) * la / 64.0;
+            }
+            let fw = frame * f;
+            let tw = frame * t;
+            pa[i] = V6(pa[i].l - fw, pa[i].a - (cross(com, fw) + tw));
+        }
     }
     // Backward pass (aba_from_kinematics).
     for (var i = NB - 1u; i >= 1u; i--) {
-        let parent = body_u32[4u * i];
-        let jtype = body_u32[4u * i + 1u];
-        let iv = body_u32[4u * i + 3u];
+        let parent = bu(i, 0u);
+        let jtype = bu(i, 1u);
+        let iv = bu(i, 3u);
         var m = ia[i];
         var p = pa[i];
         if (jtype != 0u) {
@@ -236,12 +374,12 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             break;
         }
     }
-    // Forward pass: accelerations.
+    // Forward pass: accelerations, and the free velocity.
     acc[0] = V6(-params.gravity.xyz, zero3);
     for (var i = 1u; i < NB; i++) {
-        let parent = body_u32[4u * i];
-        let jtype = body_u32[4u * i + 1u];
-        let iv = body_u32[4u * i + 3u];
+        let parent = bu(i, 0u);
+        let jtype = bu(i, 1u);
+        let iv = bu(i, 3u);
         var a = v6_add(acc[parent], c[i]);
         if (jtype != 0u) {
             let x = dinv[i] * (ub[i] - v6_dot(u[i], a));
@@ -250,19 +388,102 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         acc[i] = a;
     }
-    // Free velocity and integration, committed only if finite.
     var ok = true;
     var v_next: array<f32, NV>;
+    for (var k = 0u; k < NV; k++) {
+        v_free[k] = v[k * n + w] + dt * ddq[k];
+        v_next[k] = v_free[k];
+    }
+    // Joint limits (active_limits, assemble_problem): a row per stop that
+    // is within the margin or would be crossed at the free velocity,
+    // g = ±v_f + (d/dt if d ≥ 0, else β d/dt), λ ≥ 0 ⟂ (G + R)λ + g ≥ 0.
+    let margin = params.limits.x;
+    let beta = params.limits.y;
+    var nl = 0u;
+    for (var i = 1u; i < NB; i++) {
+        if (bu(i, 4u) == 0u) {
+            continue;
+        }
+        let dof = bu(i, 3u);
+        let qv = q[bu(i, 2u) * n + w];
+        for (var side = 0u; side < 2u; side++) {
+            var dist = qv - bf(i, 30u);
+            var sign = 1.0;
+            if (side == 1u) {
+                dist = bf(i, 31u) - qv;
+                sign = -1.0;
+            }
+            if ((dist < margin || dist + dt * sign * v_free[dof] < 0.0) && nl < LROWS) {
+                var stab = beta * dist / dt;
+                if (dist >= 0.0) {
+                    stab = dist / dt;
+                }
+                row_dof[nl] = dof;
+                row_sign[nl] = sign;
+                row_g[nl] = sign * v_free[dof] + stab;
+                row_l[nl] = 0.0;
+                nl++;
+            }
+        }
+    }
+    if (nl > 0u) {
+        // G's columns: column a is S M̃⁻¹ (sign_a e_dof_a).
+        for (var a = 0u; a < nl; a++) {
+            for (var k = 0u; k < NV; k++) {
+                unit_f[k] = 0.0;
+            }
+            unit_f[row_dof[a]] = row_sign[a];
+            apply_inverse_inertia();
+            for (var b = 0u; b < nl; b++) {
+                row_gm[b * LROWS + a] = row_sign[b] * unit_f[row_dof[b]];
+            }
+        }
+        // Compliance R = α diag(G).
+        for (var a = 0u; a < nl; a++) {
+            row_gm[a * LROWS + a] *= 1.0 + params.limits.z;
+        }
+        // Projected Gauss–Seidel on the 1-D rows until no impulse moves by
+        // more than the tolerance (in velocity units: |Δλ| G_aa).
+        for (var sweep = 0u; sweep < LIMIT_SWEEPS; sweep++) {
+            var moved = 0.0;
+            for (var a = 0u; a < nl; a++) {
+                var cv = row_g[a];
+                for (var b = 0u; b < nl; b++) {
+                    cv += row_gm[a * LROWS + b] * row_l[b];
+                }
+                let gaa = row_gm[a * LROWS + a];
+                if (gaa > 0.0) {
+                    let l = max(row_l[a] - cv / gaa, 0.0);
+                    moved = max(moved, abs(l - row_l[a]) * gaa);
+                    row_l[a] = l;
+                }
+            }
+            if (moved <= params.limits.w) {
+                break;
+            }
+        }
+        // v⁺ = v_f + M̃⁻¹ Sᵀ λ.
+        for (var k = 0u; k < NV; k++) {
+            unit_f[k] = 0.0;
+        }
+        for (var a = 0u; a < nl; a++) {
+            unit_f[row_dof[a]] += row_sign[a] * row_l[a];
+        }
+        apply_inverse_inertia();
+        for (var k = 0u; k < NV; k++) {
+            v_next[k] += unit_f[k];
+        }
+    }
+    // Integration, committed only if finite.
     var q_next: array<f32, NQ>;
     for (var k = 0u; k < NV; k++) {
-        v_next[k] = v[k * n + w] + dt * ddq[k];
         ok = ok && all_finite(v_next[k]);
     }
     for (var i = 1u; i < NB; i++) {
-        let jtype = body_u32[4u * i + 1u];
+        let jtype = bu(i, 1u);
         if (jtype != 0u) {
-            let iq = body_u32[4u * i + 2u];
-            let iv = body_u32[4u * i + 3u];
+            let iq = bu(i, 2u);
+            let iv = bu(i, 3u);
             q_next[iq] = q[iq * n + w] + dt * v_next[iv];
             ok = ok && all_finite(q_next[iq]);
         }

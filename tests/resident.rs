@@ -1,9 +1,11 @@
 //! Resident worlds (`gpu::resident`, f32 on the device) against their twin,
 //! the f64 CPU step of the same model: one step from random states and
 //! torques, and 100-step trajectories, on a tree of hinge, slide and fixed
-//! joints with armature, damping and springs; the models this slice cannot
-//! run are refused naming why; a world whose state overflows is flagged and
-//! the others step on.
+//! joints with armature, damping and springs, and on Gymnasium's
+//! contact-free tasks (actuators driven by random controls, joint limits
+//! hit, the swimmer's viscous fluid); the models the path cannot run are
+//! refused naming why; a world whose state overflows is flagged and the
+//! others step on.
 
 mod common;
 
@@ -112,13 +114,16 @@ fn random_states(model: &Model, n: usize, rng: &mut Rng) -> Vec<State> {
         .collect()
 }
 
-/// The CPU twin: the f64 simulator of the same model and time step.
-fn cpu_step(model: &Model, dt: f64, state: &mut State, tau: &[f64]) {
-    let params = SimParams {
+fn params(dt: f64) -> SimParams {
+    SimParams {
         dt,
         ..Default::default()
-    };
-    let mut sim = Simulator::new(Arc::new(model.clone()), params).unwrap();
+    }
+}
+
+/// The CPU twin: the f64 simulator of the same model and time step.
+fn cpu_step(model: &Model, dt: f64, state: &mut State, tau: &[f64]) {
+    let mut sim = Simulator::new(Arc::new(model.clone()), params(dt)).unwrap();
     let report = sim.step(state, tau).unwrap();
     assert_eq!(
         (report.nc, report.nl),
@@ -146,7 +151,7 @@ fn one_resident_step_matches_the_cpu_step_from_random_states() {
     let mut rng = Rng::new(7);
     let states = random_states(&model, n, &mut rng);
     let tau: Vec<f64> = (0..n * model.nv).map(|_| rng.range(-3.0, 3.0)).collect();
-    let mut gpu = ResidentBatch::new(&ctx, &model, dt, &states, n).unwrap();
+    let mut gpu = ResidentBatch::new(&ctx, &model, &params(dt), &states, n).unwrap();
     gpu.step(&tau).unwrap();
     let (got, flagged) = gpu.states().unwrap();
     assert!(flagged.is_empty());
@@ -180,7 +185,7 @@ fn resident_trajectories_follow_the_cpu_for_100_steps() {
             s
         })
         .collect();
-    let mut gpu = ResidentBatch::new(&ctx, &model, dt, &states, n).unwrap();
+    let mut gpu = ResidentBatch::new(&ctx, &model, &params(dt), &states, n).unwrap();
     let mut want = states.clone();
     let nv = model.nv;
     let mut tau = vec![0.0; n * nv];
@@ -211,34 +216,41 @@ fn models_the_slice_cannot_run_are_refused_naming_why() {
     let e = ResidentBatch::new(
         &ctx,
         &quadruped.model,
-        1e-3,
+        &params(1e-3),
         std::slice::from_ref(&quadruped.state),
         4,
     )
     .err()
     .unwrap();
     assert!(e.to_string().contains("is free"), "{e}");
-    if let Some(m) = common::gymnasium("inverted_pendulum.xml") {
+    if let Some(m) = common::gymnasium("hopper.xml") {
         let s = State::new(m.q0.clone(), DVector::zeros(m.model.nv));
-        let e = ResidentBatch::new(&ctx, &m.model, 0.02, &[s], 4)
+        let e = ResidentBatch::new(&ctx, &m.model, &params(0.002), &[s], 4)
             .err()
             .unwrap();
-        assert!(e.to_string().contains("has a range"), "{e}");
+        assert!(e.to_string().contains("can collide"), "{e}");
     }
     let model = tree();
     let s = State::new(DVector::zeros(model.nq), DVector::zeros(model.nv));
-    let e = ResidentBatch::new(&ctx, &model, 1e-3, &[s.clone(), s.clone()], 3)
+    let e = ResidentBatch::new(&ctx, &model, &params(1e-3), &[s.clone(), s.clone()], 3)
         .err()
         .unwrap();
     assert!(matches!(e, ResidentError::DimensionMismatch { .. }), "{e}");
     // A batch over the device's capacity (6 GB of q, 4.7M workgroups) is
     // refused before allocating.
-    let e = ResidentBatch::new(&ctx, &model, 1e-3, std::slice::from_ref(&s), 300_000_000)
-        .err()
-        .unwrap();
+    let e = ResidentBatch::new(
+        &ctx,
+        &model,
+        &params(1e-3),
+        std::slice::from_ref(&s),
+        300_000_000,
+    )
+    .err()
+    .unwrap();
     assert!(matches!(e, ResidentError::Capacity { .. }), "{e}");
     // Bad torques are refused before anything moves.
-    let mut gpu = ResidentBatch::new(&ctx, &model, 1e-3, std::slice::from_ref(&s), 3).unwrap();
+    let mut gpu =
+        ResidentBatch::new(&ctx, &model, &params(1e-3), std::slice::from_ref(&s), 3).unwrap();
     let mut tau = vec![0.0; 3 * model.nv];
     tau[model.nv + 2] = f64::NAN;
     let e = gpu.step(&tau).unwrap_err();
@@ -258,7 +270,8 @@ fn a_world_whose_state_overflows_is_flagged_and_the_others_step() {
     };
     let model = tree();
     let s = State::new(DVector::zeros(model.nq), DVector::zeros(model.nv));
-    let mut gpu = ResidentBatch::new(&ctx, &model, 1e-3, std::slice::from_ref(&s), 3).unwrap();
+    let mut gpu =
+        ResidentBatch::new(&ctx, &model, &params(1e-3), std::slice::from_ref(&s), 3).unwrap();
     let mut tau = vec![0.1; 3 * model.nv];
     // Finite in f32, but the light slider's q̈ overflows f32 in world 1.
     tau[model.nv + 4] = 3e38;
@@ -270,4 +283,144 @@ fn a_world_whose_state_overflows_is_flagged_and_the_others_step() {
         states[0].v != s.v && states[2].v != s.v,
         "the others stepped"
     );
+}
+
+/// Random states of a Gymnasium task around its `q0`, half of its limited
+/// joints within a few mm (or mrad) of a stop, inside or past it, moving
+/// into it; random controls up to 1.5× their ranges (clamped by the step).
+fn task_inputs(
+    m: &moreau::model::mjcf::MjcfModel,
+    n: usize,
+    rng: &mut Rng,
+) -> (Vec<State>, Vec<f64>) {
+    let model = &m.model;
+    let states = (0..n)
+        .map(|_| {
+            let mut q = m.q0.clone();
+            for x in q.iter_mut() {
+                *x += rng.range(-0.3, 0.3);
+            }
+            let mut v = DVector::from_fn(model.nv, |_, _| rng.range(-2.0, 2.0));
+            for (i, _, (lo, hi)) in model.limited_joints() {
+                let (iq, iv) = (model.joint_idx_q[i], model.joint_idx_v[i]);
+                q[iq] = q[iq].clamp(lo, hi);
+                if rng.range(0.0, 1.0) < 0.5 {
+                    let past = rng.range(-0.005, 0.005);
+                    if rng.range(0.0, 1.0) < 0.5 {
+                        q[iq] = lo - past;
+                        v[iv] = -v[iv].abs();
+                    } else {
+                        q[iq] = hi + past;
+                        v[iv] = v[iv].abs();
+                    }
+                }
+            }
+            State::new(q, v)
+        })
+        .collect();
+    let mut ctrl = Vec::with_capacity(n * model.nu());
+    for _ in 0..n {
+        for a in &model.actuators {
+            let (lo, hi) = a.ctrl_range.unwrap_or((-1.0, 1.0));
+            ctrl.push(rng.range(1.5 * lo, 1.5 * hi));
+        }
+    }
+    (states, ctrl)
+}
+
+/// Gymnasium's contact-free tasks: one resident step from random states
+/// under random controls, then 100 steps, against the f64 CPU step.
+#[test]
+fn gymnasium_contact_free_tasks_step_resident_as_on_the_cpu() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    for (file, seed) in [
+        ("inverted_pendulum.xml", 1),
+        ("inverted_double_pendulum.xml", 2),
+        ("reacher.xml", 3),
+        ("swimmer.xml", 4),
+    ] {
+        let Some(m) = common::gymnasium(file) else {
+            return;
+        };
+        let model = &m.model;
+        let dt = m.timestep.unwrap_or(0.002);
+        let n = 128;
+        let mut rng = Rng::new(seed);
+        let (states, ctrl) = task_inputs(&m, n, &mut rng);
+        let nu = model.nu();
+        assert!(nu > 0, "{file} has actuators");
+        let p = params(dt);
+        let mut gpu = ResidentBatch::new(&ctx, model, &p, &states, n).unwrap();
+        gpu.step_controls(&ctrl).unwrap();
+        let (got, flagged) = gpu.states().unwrap();
+        assert!(flagged.is_empty(), "{file}: {flagged:?}");
+        let shared = Arc::new(model.clone());
+        let mut sims: Vec<Simulator> = (0..n)
+            .map(|_| Simulator::new(shared.clone(), p).unwrap())
+            .collect();
+        let mut want = states.clone();
+        let mut limited_worlds = 0;
+        for (w, s) in want.iter_mut().enumerate() {
+            let r = sims[w]
+                .step_controls(s, &ctrl[w * nu..(w + 1) * nu])
+                .unwrap();
+            assert_eq!(r.nc, 0, "{file}: no contacts");
+            limited_worlds += usize::from(r.nl > 0);
+        }
+        let (dq, dv) = max_difference(&got, &want);
+        let (_, mv) = max_difference(&want, &states);
+        println!(
+            "{file}: one step, {n} worlds ({limited_worlds} at a stop): |Δq| = {dq:.1e}, |Δv| = {dv:.1e} (|v⁺ − v| up to {mv:.2})"
+        );
+        if model.limited_joints().next().is_some() {
+            assert!(
+                limited_worlds > n / 4,
+                "{file}: {limited_worlds} worlds at a stop"
+            );
+        }
+        assert!(
+            dq < 1e-6 && dv < 2e-5 * mv.max(1.0),
+            "{file}: {dq:e} {dv:e}"
+        );
+        if model.medium.is_active() {
+            // The fluid's drag is well above the agreement: without it the
+            // CPU step lands elsewhere.
+            let mut vacuum = model.clone();
+            vacuum.medium = Default::default();
+            let mut sim = Simulator::new(Arc::new(vacuum), p).unwrap();
+            let mut dry = states.clone();
+            for (w, s) in dry.iter_mut().enumerate() {
+                sim.step_controls(s, &ctrl[w * nu..(w + 1) * nu]).unwrap();
+            }
+            let (_, drag) = max_difference(&dry, &want);
+            println!("{file}: the fluid changes v⁺ by up to {drag:.1e}");
+            assert!(drag > 100.0 * dv, "{file}: drag {drag:e}, agreement {dv:e}");
+        }
+
+        // 100 steps from gentler states, under smooth controls.
+        let mut gpu = ResidentBatch::new(&ctx, model, &p, &states, n).unwrap();
+        let mut want = states.clone();
+        for s in sims.iter_mut() {
+            s.clear_warm_start();
+        }
+        let mut c = vec![0.0; n * nu];
+        for t in 0..100 {
+            for (k, x) in c.iter_mut().enumerate() {
+                *x = (0.1 * t as f64 + 0.9 * k as f64).sin();
+            }
+            gpu.step_controls(&c).unwrap();
+            for (w, s) in want.iter_mut().enumerate() {
+                sims[w].step_controls(s, &c[w * nu..(w + 1) * nu]).unwrap();
+            }
+        }
+        let (got, flagged) = gpu.states().unwrap();
+        assert!(flagged.is_empty(), "{file}: {flagged:?}");
+        let (dq, dv) = max_difference(&got, &want);
+        let (mq, _) = max_difference(&want, &states);
+        println!("{file}: 100 steps: |Δq| = {dq:.1e}, |Δv| = {dv:.1e} (moved {mq:.2})");
+        assert!(mq > 0.05, "{file}: the worlds moved");
+        assert!(dq < 1e-3 && dv < 1e-2, "{file}: {dq:e} {dv:e}");
+    }
 }

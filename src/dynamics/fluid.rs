@@ -24,6 +24,18 @@ fn principal(rotational: &Mat3) -> (Vec3, Mat3) {
     (eig.eigenvalues, eig.eigenvectors)
 }
 
+/// The sides `s_a = √(6 (I_b + I_c − I_a) / m)` of a body's inertia box
+/// and the principal axes they lie along (columns, body frame). The body
+/// must have a positive mass.
+pub fn inertia_box(inertia: &crate::math::Inertia) -> ([f64; 3], Mat3) {
+    let (moments, axes) = principal(&inertia.rotational);
+    let side = |a: usize| {
+        let (i, j) = ((a + 1) % 3, (a + 2) % 3);
+        ((moments[i] + moments[j] - moments[a]).max(1e-15) / inertia.mass * 6.0).sqrt()
+    };
+    ([side(0), side(1), side(2)], axes)
+}
+
 /// Adds the fluid's generalized forces at the state of `data` (after
 /// forward kinematics) with velocity `v` (nv) to `tau` (nv). Nothing
 /// when the medium is vacuum.
@@ -38,12 +50,7 @@ pub fn fluid_forces(model: &Model, data: &Data, v: &[f64], tau: &mut [f64]) {
         if !(mass > 0.0) || model.body_last_dof[b] == NO_DOF {
             continue;
         }
-        let (moments, axes) = principal(&inertia.rotational);
-        let side = |a: usize| {
-            let (i, j) = ((a + 1) % 3, (a + 2) % 3);
-            ((moments[i] + moments[j] - moments[a]).max(1e-15) / mass * 6.0).sqrt()
-        };
-        let s = [side(0), side(1), side(2)];
+        let (s, axes) = inertia_box(inertia);
         let pose = &data.world_from_body[b];
         let com = pose.rotation * inertia.com + pose.translation;
         // World rotation of the principal frame.

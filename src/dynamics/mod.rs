@@ -26,7 +26,7 @@ pub use derivatives::{
     integrate_jacobians, rnea_derivatives, rnea_derivatives_from_kinematics, se3_right_jacobian,
     so3_right_jacobian,
 };
-pub use fluid::fluid_forces;
+pub use fluid::{fluid_forces, inertia_box};
 pub use integrate::{
     configuration_charts, difference, integrate, normalize_configuration, quaternion_offsets,
     random_configuration,

@@ -537,6 +537,18 @@ pub(crate) fn read_mapped(
     index: wgpu::SubmissionIndex,
     during: &str,
 ) -> Result<Vec<u8>, GpuError> {
+    with_mapped(device, readback, index, during, |bytes| bytes.to_vec())
+}
+
+/// Waits for submission `index`, maps `readback` and gives its bytes to
+/// `read` (no copy), then unmaps it.
+pub(crate) fn with_mapped<T>(
+    device: &wgpu::Device,
+    readback: &wgpu::Buffer,
+    index: wgpu::SubmissionIndex,
+    during: &str,
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<T, GpuError> {
     let (tx, rx) = std::sync::mpsc::channel();
     readback.map_async(wgpu::MapMode::Read, .., move |r| {
         let _ = tx.send(r);
@@ -551,12 +563,14 @@ pub(crate) fn read_mapped(
             reason: e.to_string(),
         })?;
     map_outcome(&rx)?;
-    let bytes = readback
-        .get_mapped_range(..)
-        .map_err(|e| GpuError::Map(e.to_string()))?
-        .to_vec();
+    let out = {
+        let view = readback
+            .get_mapped_range(..)
+            .map_err(|e| GpuError::Map(e.to_string()))?;
+        read(&view)
+    };
     readback.unmap();
-    Ok(bytes)
+    Ok(out)
 }
 
 /// The outcome of a `map_async` whose callback sends into `rx` (after the

@@ -1,27 +1,40 @@
-//! Worlds that live on the GPU (issue 33, first slice): the state of every
-//! world stays in device buffers across steps and one dispatch steps them
-//! all, the host only uploading the joint torques of the step.
+//! Worlds that live on the GPU (issue 33): the state of every world stays
+//! in device buffers across steps and one dispatch steps them all, the
+//! host only uploading the step's torques or controls and reading back
+//! what it is asked for.
 //!
-//! This slice runs the smooth dynamics of contact-free trees of hinge,
-//! slide and fixed joints (`shaders/resident.wgsl`, one invocation per
-//! world): forward kinematics, the articulated-body algorithm in the world
-//! frame with armature, implicit damping, springs and gravity, the free
-//! velocity and `q⁺ = q + v⁺ dt`, in f32. Its twin is the f64 CPU step
-//! (`Simulator::step` of the same model, which for such a model is
-//! exactly that), compared in `tests/resident.rs`. A model it cannot run
-//! yet is refused, naming what: free and ball joints, joint limits,
-//! collision geometries, actuators, a fluid medium.
+//! The kernel (`shaders/resident.wgsl`, one invocation per world, f32)
+//! runs the whole step of contact-free trees of hinge, slide and fixed
+//! joints: the actuators' forces from the controls (gear, gain, affine
+//! bias, control and force ranges, effort limits), springs, the fluid's
+//! drag (MuJoCo's inertia box), forward kinematics, the articulated-body
+//! algorithm in the world frame with armature, implicit damping and
+//! gravity, the free velocity, the joint-limit rows (projected
+//! Gauss–Seidel on `G = S M̃⁻¹ Sᵀ`, whose columns the articulated-body
+//! recursion gives again from the same factorization), the velocity update
+//! and `q⁺ = q + v⁺ dt`. Its twin is the f64 CPU step (`Simulator::step`
+//! of the same model), compared in `tests/resident.rs`. A model it cannot
+//! run yet is refused, naming what: free and ball joints, collision
+//! geometries.
 //!
 //! Layout: world-minor (element `t` of world `w` at `t·N + w`) for `q`, `v`
 //! and `tau`, so that neighbouring invocations read neighbouring words.
 
-use super::{GpuContext, GpuError, read_mapped, wgpu_error};
-use crate::model::{JointType, Model};
-use crate::sim::State;
+use super::{GpuContext, GpuError, wgpu_error, with_mapped};
+use crate::error::SimError;
+use crate::model::{JointType, Model, NO_DOF};
+use crate::sim::{Actuation, SimParams, State};
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
-/// Floats per body record of the model buffer (see the shader).
-pub const BODY_F32: usize = 29;
+/// Words per body record of the model's u32 buffer (see the shader).
+pub const BODY_U32: usize = 5;
+/// Floats per body record of the model's f32 buffer (see the shader).
+pub const BODY_F32: usize = 44;
+/// Words per actuator record (see the shader).
+pub const ACT_WORDS: usize = 11;
+/// The most projected Gauss–Seidel sweeps of one step's joint-limit rows.
+pub const LIMIT_SWEEPS: u32 = 200;
 /// Invocations per workgroup.
 pub const WORKGROUP: u32 = 64;
 /// The largest tree the kernel is compiled for (bodies, world included):
@@ -54,6 +67,8 @@ pub enum ResidentError {
         limit: u64,
     },
     #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
     Gpu(#[from] GpuError),
 }
 
@@ -79,12 +94,6 @@ pub fn unsupported(model: &Model) -> Option<String> {
             }
             _ => {}
         }
-        if model.joint_range[i].is_some() {
-            return Some(format!(
-                "joint `{}` has a range (joint limits are not solved on the device yet)",
-                model.joint_name[i]
-            ));
-        }
     }
     let ng = model.geometries.len();
     for a in 0..ng {
@@ -97,25 +106,41 @@ pub fn unsupported(model: &Model) -> Option<String> {
             }
         }
     }
-    if !model.actuators.is_empty() {
-        return Some("it has actuators (controls are not on the device yet; give torques)".into());
-    }
-    if model.medium.density != 0.0 || model.medium.viscosity != 0.0 {
-        return Some("it moves in a fluid medium (fluid forces are not on the device yet)".into());
-    }
     None
 }
 
 /// The kernel's WGSL for `model`: a header of its sizes, then
 /// `shaders/resident.wgsl`.
 pub fn source(model: &Model) -> String {
+    let rows = limit_rows(model).max(1);
     format!(
-        "const NB: u32 = {}u;\nconst NV: u32 = {}u;\nconst NQ: u32 = {}u;\nconst BODY_F32: u32 = {BODY_F32}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
+        "const NB: u32 = {}u;\nconst NV: u32 = {}u;\nconst NQ: u32 = {}u;\nconst NU: u32 = {}u;\n\
+         const LROWS: u32 = {rows}u;\nconst LROWS_SQ: u32 = {}u;\nconst BODY_U32: u32 = {BODY_U32}u;\n\
+         const BODY_F32: u32 = {BODY_F32}u;\nconst ACT_WORDS: u32 = {ACT_WORDS}u;\n\
+         const LIMIT_SWEEPS: u32 = {LIMIT_SWEEPS}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
         model.nbodies,
         model.nv,
         model.nq,
+        model.nu().max(1),
+        rows * rows,
         include_str!("../../shaders/resident.wgsl")
     )
+}
+
+/// Whether the joint of body `i` gets limit rows (as `Simulator` does: a
+/// hinge or slide with a range).
+fn limited(model: &Model, i: usize) -> bool {
+    model.joint_range[i].is_some()
+        && matches!(
+            model.joint_type[i],
+            JointType::Revolute(_) | JointType::Prismatic(_)
+        )
+}
+
+/// The most joint-limit rows one world's step can have: one per side of
+/// each limited joint.
+pub fn limit_rows(model: &Model) -> usize {
+    2 * (1..model.nbodies).filter(|&i| limited(model, i)).count()
 }
 
 /// Many worlds of one model, their state on the GPU.
@@ -123,15 +148,23 @@ pub struct ResidentBatch {
     ctx: GpuContext,
     model: Model,
     nworlds: usize,
-    dt: f64,
+    params: SimParams,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
+    uniform: wgpu::Buffer,
+    uniform_words: [u32; 20],
     q: wgpu::Buffer,
     v: wgpu::Buffer,
     tau: wgpu::Buffer,
+    ctrl: wgpu::Buffer,
     flags: wgpu::Buffer,
-    /// Host staging for torques, world-minor f32 (kept: a step allocates nothing).
+    /// `q`, `v` and the flags, copied here to be read (kept: a step
+    /// allocates nothing on the device).
+    readback: wgpu::Buffer,
+    /// Host staging, world-minor f32 (kept: a step allocates nothing).
     staging: Vec<f32>,
+    /// Time spent waiting for the device in reads, since creation.
+    waited: Duration,
 }
 
 /// `x` (rows of `width` per world) world-minor, in f32.
@@ -145,13 +178,25 @@ fn world_minor(x: &[f64], nworlds: usize, width: usize, out: &mut Vec<f32>) {
     }
 }
 
+/// `f32::MAX` for an open bound, else the bound in f32.
+fn bound(x: f64) -> f32 {
+    if x.is_finite() {
+        x as f32
+    } else {
+        f32::MAX.copysign(x as f32)
+    }
+}
+
 impl ResidentBatch {
     /// `nworlds` worlds of `model` starting from `initial` (one state for
-    /// all, or one per world), stepped with time step `dt`.
+    /// all, or one per world), stepped with `params` (its `dt`, and for
+    /// the joint limits its `limit_margin`, `baumgarte`, `compliance` and
+    /// solver tolerance; the limit rows are always solved by projected
+    /// Gauss–Seidel).
     pub fn new(
         ctx: &GpuContext,
         model: &Model,
-        dt: f64,
+        params: &SimParams,
         initial: &[State],
         nworlds: usize,
     ) -> Result<Self, ResidentError> {
@@ -161,6 +206,7 @@ impl ResidentBatch {
                 reason,
             });
         }
+        params.validate()?;
         if initial.len() != 1 && initial.len() != nworlds {
             return Err(ResidentError::DimensionMismatch {
                 what: "initial states",
@@ -168,8 +214,7 @@ impl ResidentBatch {
                 expected: nworlds,
             });
         }
-        let (nq, nv) = (model.nq, model.nv);
-        let widest = (nq.max(nv) * nworlds * 4) as u64;
+        let (nq, nv, nu) = (model.nq, model.nv, model.nu().max(1));
         let limit = ctx
             .limits
             .max_storage_buffer_binding_size
@@ -184,12 +229,22 @@ impl ResidentBatch {
                 limit: max_groups,
             });
         }
+        let widest = (nq.max(nv).max(nu) as u64).saturating_mul(nworlds as u64 * 4);
         if widest > limit {
             return Err(ResidentError::Capacity {
                 nworlds,
                 what: "bytes in one buffer",
                 needed: widest,
                 limit,
+            });
+        }
+        let readback_bytes = ((nq + nv + 1) as u64).saturating_mul(nworlds as u64 * 4);
+        if readback_bytes > ctx.limits.max_buffer_size {
+            return Err(ResidentError::Capacity {
+                nworlds,
+                what: "bytes in the readback buffer",
+                needed: readback_bytes,
+                limit: ctx.limits.max_buffer_size,
             });
         }
         let mut q0 = Vec::with_capacity(nworlds * nq);
@@ -203,13 +258,13 @@ impl ResidentBatch {
             q0.extend(s.q.iter());
             v0.extend(s.v.iter());
         }
-        let (body_u32, body_f32) = model_records(model, dt);
+        let (body_u32, body_f32) = model_records(model, params.dt);
+        let actuator_words = actuator_records(model);
         let device = &ctx.device;
-        let source = source(model);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("resident step"),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
+            source: wgpu::ShaderSource::Wgsl(source(model).into()),
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some("resident step"),
@@ -219,56 +274,83 @@ impl ResidentBatch {
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
-        let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
+        let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
             use wgpu::util::DeviceExt;
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),
                 contents: bytes,
-                usage: wgpu::BufferUsages::STORAGE | extra,
+                usage,
             })
         };
-        let copy = wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
         let mut staging = Vec::new();
         world_minor(&q0, nworlds, nq, &mut staging);
-        let q = storage("resident q", bytemuck::cast_slice(&staging), copy);
+        let q = init("resident q", bytemuck::cast_slice(&staging), storage);
         world_minor(&v0, nworlds, nv, &mut staging);
-        let v = storage("resident v", bytemuck::cast_slice(&staging), copy);
-        staging.iter_mut().for_each(|x| *x = 0.0);
-        let tau = storage("resident tau", bytemuck::cast_slice(&staging), copy);
-        let flags = storage(
+        let v = init("resident v", bytemuck::cast_slice(&staging), storage);
+        let zeros = vec![0f32; nworlds * nv.max(nu)];
+        let tau = init(
+            "resident tau",
+            bytemuck::cast_slice(&zeros[..nworlds * nv]),
+            storage,
+        );
+        let ctrl = init(
+            "resident ctrl",
+            bytemuck::cast_slice(&zeros[..nworlds * nu]),
+            storage,
+        );
+        let flags = init(
             "resident flags",
             bytemuck::cast_slice(&vec![0u32; nworlds]),
-            copy,
+            storage,
         );
-        let bu = storage(
+        let bu = init(
             "resident bodies (u32)",
             bytemuck::cast_slice(&body_u32),
-            copy,
+            storage,
         );
-        let bf = storage(
+        let bf = init(
             "resident bodies (f32)",
             bytemuck::cast_slice(&body_f32),
-            copy,
+            storage,
+        );
+        let acts = init(
+            "resident actuators",
+            bytemuck::cast_slice(&actuator_words),
+            storage,
         );
         let g = model.gravity;
-        let params: [u32; 8] = [
+        let medium = model.medium;
+        let f = |x: f64| (x as f32).to_bits();
+        let uniform_words: [u32; 20] = [
             nworlds as u32,
-            (dt as f32).to_bits(),
+            f(params.dt),
+            0,
+            model.nu() as u32,
+            f(g.x),
+            f(g.y),
+            f(g.z),
+            0,
+            f(params.limit_margin),
+            f(params.baumgarte),
+            f(params.compliance),
+            f(params.solver_settings.tolerance),
+            f(medium.density),
+            f(medium.viscosity),
             0,
             0,
-            (g.x as f32).to_bits(),
-            (g.y as f32).to_bits(),
-            (g.z as f32).to_bits(),
+            f(medium.wind.x),
+            f(medium.wind.y),
+            f(medium.wind.z),
             0,
         ];
-        let uniform = {
-            use wgpu::util::DeviceExt;
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("resident params"),
-                contents: bytemuck::cast_slice(&params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
-        };
+        let uniform = init(
+            "resident params",
+            bytemuck::cast_slice(&uniform_words),
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        );
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("resident step"),
             layout: &pipeline.get_bind_group_layout(0),
@@ -280,11 +362,19 @@ impl ResidentBatch {
                 (4, &v),
                 (5, &tau),
                 (6, &flags),
+                (7, &ctrl),
+                (8, &acts),
             ]
             .map(|(binding, b)| wgpu::BindGroupEntry {
                 binding,
                 resource: b.as_entire_binding(),
             }),
+        });
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("resident readback"),
+            size: readback_bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         });
         if let Some(e) = pollster::block_on(validation.pop()) {
             return Err(wgpu_error("building the resident step", e).into());
@@ -293,14 +383,19 @@ impl ResidentBatch {
             ctx: ctx.clone(),
             model: model.clone(),
             nworlds,
-            dt,
+            params: *params,
             pipeline,
             bind_group,
+            uniform,
+            uniform_words,
             q,
             v,
             tau,
+            ctrl,
             flags,
+            readback,
             staging,
+            waited: Duration::ZERO,
         })
     }
 
@@ -308,8 +403,33 @@ impl ResidentBatch {
         self.nworlds
     }
 
-    pub fn dt(&self) -> f64 {
-        self.dt
+    pub fn params(&self) -> &SimParams {
+        &self.params
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// Time spent waiting for the device while reading state back, since
+    /// the batch was made (the rest of the calls' time is the host's).
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// Device bytes of the batch's buffers (state, inputs, model, readback).
+    pub fn device_bytes(&self) -> u64 {
+        [
+            &self.q,
+            &self.v,
+            &self.tau,
+            &self.ctrl,
+            &self.flags,
+            &self.readback,
+        ]
+        .iter()
+        .map(|b| b.size())
+        .sum()
     }
 
     /// One step of every world under joint torques `tau` (nworlds × nv,
@@ -317,31 +437,57 @@ impl ResidentBatch {
     /// finite. Returns when the step is submitted; reading the state
     /// waits for it.
     pub fn step(&mut self, tau: &[f64]) -> Result<(), ResidentError> {
-        let (n, nv) = (self.nworlds, self.model.nv);
-        if tau.len() != n * nv {
+        self.step_with(Actuation::Torques(tau))
+    }
+
+    /// One step of every world under the actuators' controls `ctrl`
+    /// (nworlds × nu), as [`crate::sim::actuator_forces`] turns them into
+    /// forces.
+    pub fn step_controls(&mut self, ctrl: &[f64]) -> Result<(), ResidentError> {
+        self.step_with(Actuation::Controls(ctrl))
+    }
+
+    /// One step of every world under torques or controls.
+    pub fn step_with(&mut self, input: Actuation<'_>) -> Result<(), ResidentError> {
+        let n = self.nworlds;
+        let (what, x, width, controls) = match input {
+            Actuation::Torques(t) => ("tau", t, self.model.nv, 0),
+            Actuation::Controls(c) => ("ctrl", c, self.model.nu(), 1),
+        };
+        if x.len() != n * width {
             return Err(ResidentError::DimensionMismatch {
-                what: "tau",
-                got: tau.len(),
-                expected: n * nv,
+                what,
+                got: x.len(),
+                expected: n * width,
             });
         }
-        if let Err(crate::error::SimError::NonFiniteRow {
+        if let Err(SimError::NonFiniteRow {
             row, index, value, ..
-        }) = crate::sim::check_rows("tau", tau, nv)
+        }) = crate::sim::check_rows(what, x, width)
         {
             return Err(ResidentError::NonFinite {
-                what: "tau",
+                what,
                 world: row,
                 index,
                 value,
             });
         }
-        world_minor(tau, n, nv, &mut self.staging);
-        let (device, queue) = (&self.ctx.device, &self.ctx.queue);
-        queue.write_buffer(&self.tau, 0, bytemuck::cast_slice(&self.staging));
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("resident step"),
-        });
+        let queue = &self.ctx.queue;
+        if self.uniform_words[2] != controls {
+            self.uniform_words[2] = controls;
+            queue.write_buffer(&self.uniform, 0, bytemuck::cast_slice(&self.uniform_words));
+        }
+        if width > 0 {
+            world_minor(x, n, width, &mut self.staging);
+            let target = if controls == 1 { &self.ctrl } else { &self.tau };
+            queue.write_buffer(target, 0, bytemuck::cast_slice(&self.staging));
+        }
+        let mut encoder = self
+            .ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("resident step"),
+            });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("resident step"),
@@ -356,57 +502,106 @@ impl ResidentBatch {
         Ok(())
     }
 
-    /// Every world's state, read back (waits for the submitted steps), and
-    /// the worlds flagged because their state became non-finite (their
-    /// state is the last finite one).
-    pub fn states(&self) -> Result<(Vec<State>, Vec<usize>), ResidentError> {
-        let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
-        let q: Vec<f32> = self.read(&self.q, n * nq)?;
-        let v: Vec<f32> = self.read(&self.v, n * nv)?;
-        let flags: Vec<u32> = self.read(&self.flags, n)?;
-        let states = (0..n)
-            .map(|w| {
-                State::new(
-                    nalgebra::DVector::from_iterator(nq, (0..nq).map(|t| q[t * n + w] as f64)),
-                    nalgebra::DVector::from_iterator(nv, (0..nv).map(|t| v[t * n + w] as f64)),
-                )
-            })
-            .collect();
-        let flagged = (0..n).filter(|&w| flags[w] != 0).collect();
-        Ok((states, flagged))
+    /// Sets world `w`'s state (validated) and clears its flag; the next
+    /// step starts from it.
+    pub fn set_state(&mut self, w: usize, state: &State) -> Result<(), ResidentError> {
+        if w >= self.nworlds {
+            return Err(ResidentError::DimensionMismatch {
+                what: "world index",
+                got: w,
+                expected: self.nworlds,
+            });
+        }
+        crate::sim::check_state(&self.model, state)?;
+        let (n, queue) = (self.nworlds as u64, &self.ctx.queue);
+        let write = |buffer: &wgpu::Buffer, t: usize, x: f32| {
+            queue.write_buffer(
+                buffer,
+                (t as u64 * n + w as u64) * 4,
+                bytemuck::bytes_of(&x),
+            );
+        };
+        for (t, &x) in state.q.iter().enumerate() {
+            write(&self.q, t, x as f32);
+        }
+        for (t, &x) in state.v.iter().enumerate() {
+            write(&self.v, t, x as f32);
+        }
+        queue.write_buffer(&self.flags, w as u64 * 4, bytemuck::bytes_of(&0u32));
+        Ok(())
     }
 
-    /// The first `len` words of `buffer`, as `T` (waits for the steps
-    /// submitted before).
-    fn read<T: bytemuck::Pod>(
-        &self,
-        buffer: &wgpu::Buffer,
-        len: usize,
-    ) -> Result<Vec<T>, ResidentError> {
+    /// Reads every world's `q` and `v` back into `states` (nworlds, their
+    /// sizes the model's; times untouched), waiting for the submitted
+    /// steps, and returns the worlds flagged because their state became
+    /// non-finite (their state is the last finite one).
+    pub fn read_states(&mut self, states: &mut [State]) -> Result<Vec<usize>, ResidentError> {
+        let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
+        if states.len() != n {
+            return Err(ResidentError::DimensionMismatch {
+                what: "states",
+                got: states.len(),
+                expected: n,
+            });
+        }
         let (device, queue) = (&self.ctx.device, &self.ctx.queue);
-        let bytes = (len * std::mem::size_of::<T>()) as u64;
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("resident readback"),
-            size: bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("resident readback"),
         });
-        encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, bytes);
+        let (bq, bv) = ((n * nq * 4) as u64, (n * nv * 4) as u64);
+        encoder.copy_buffer_to_buffer(&self.q, 0, &self.readback, 0, bq);
+        encoder.copy_buffer_to_buffer(&self.v, 0, &self.readback, bq, bv);
+        encoder.copy_buffer_to_buffer(&self.flags, 0, &self.readback, bq + bv, (n * 4) as u64);
         let index = queue.submit(Some(encoder.finish()));
-        let out = read_mapped(device, &readback, index, "reading resident state")?;
+        let wait = Instant::now();
+        let mut flagged = Vec::new();
+        let mut first = None;
+        with_mapped(
+            device,
+            &self.readback,
+            index,
+            "reading resident state",
+            |bytes| {
+                first.get_or_insert(wait.elapsed());
+                let words: &[f32] = bytemuck::cast_slice(bytes);
+                let (q, rest) = words.split_at(n * nq);
+                let (v, f) = rest.split_at(n * nv);
+                for (w, s) in states.iter_mut().enumerate() {
+                    for t in 0..nq {
+                        s.q[t] = q[t * n + w] as f64;
+                    }
+                    for t in 0..nv {
+                        s.v[t] = v[t * n + w] as f64;
+                    }
+                    if f[w].to_bits() != 0 {
+                        flagged.push(w);
+                    }
+                }
+            },
+        )?;
+        self.waited += first.unwrap_or_default();
         self.ctx.take_error("reading resident state")?;
-        Ok(bytemuck::pod_collect_to_vec(&out))
+        Ok(flagged)
+    }
+
+    /// Every world's state, read back (waits for the submitted steps), and
+    /// the worlds flagged because their state became non-finite.
+    pub fn states(&mut self) -> Result<(Vec<State>, Vec<usize>), ResidentError> {
+        let (nq, nv) = (self.model.nq, self.model.nv);
+        let mut states = vec![
+            State::new(nalgebra::DVector::zeros(nq), nalgebra::DVector::zeros(nv));
+            self.nworlds
+        ];
+        let flagged = self.read_states(&mut states)?;
+        Ok((states, flagged))
     }
 }
 
-/// The model buffers: per body `[parent, joint type, q index, v index]`
-/// and [`BODY_F32`] floats (see `shaders/resident.wgsl`).
+/// The model buffers: per body [`BODY_U32`] words and [`BODY_F32`] floats
+/// (see `shaders/resident.wgsl`).
 fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>) {
     let nb = model.nbodies;
-    let mut bu = vec![0u32; 4 * nb];
+    let mut bu = vec![0u32; BODY_U32 * nb];
     let mut bf = vec![0f32; BODY_F32 * nb];
     for i in 1..nb {
         let (jtype, axis) = match model.joint_type[i] {
@@ -414,10 +609,12 @@ fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>) {
             JointType::Prismatic(a) => (2, a),
             _ => (0, crate::math::Vec3::zeros()),
         };
-        bu[4 * i] = model.body_parent[i] as u32;
-        bu[4 * i + 1] = jtype;
-        bu[4 * i + 2] = model.joint_idx_q[i] as u32;
-        bu[4 * i + 3] = model.joint_idx_v[i] as u32;
+        let u = &mut bu[BODY_U32 * i..BODY_U32 * (i + 1)];
+        u[0] = model.body_parent[i] as u32;
+        u[1] = jtype;
+        u[2] = model.joint_idx_q[i] as u32;
+        u[3] = model.joint_idx_v[i] as u32;
+        u[4] = u32::from(limited(model, i));
         let r = &mut bf[BODY_F32 * i..BODY_F32 * (i + 1)];
         let p = &model.joint_placement[i];
         // Column-major rotation.
@@ -446,7 +643,43 @@ fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>) {
             r[26] = model.dof_damping[k] as f32;
             r[27] = model.dof_stiffness[k] as f32;
             r[28] = model.dof_springref[k] as f32;
+            r[29] = bound(model.dof_effort_limit[k]);
+        }
+        if let Some((lower, upper)) = model.joint_range[i] {
+            r[30] = bound(lower);
+            r[31] = bound(upper);
+        }
+        // The fluid's inertia box (dynamics::fluid_forces): none for a
+        // massless body or one without a dof.
+        if model.medium.is_active() && inertia.mass > 0.0 && model.body_last_dof[i] != NO_DOF {
+            let (sides, axes) = crate::dynamics::inertia_box(inertia);
+            for col in 0..3 {
+                for row in 0..3 {
+                    r[32 + 3 * col + row] = axes[(row, col)] as f32;
+                }
+                r[41 + col] = sides[col] as f32;
+            }
         }
     }
     (bu, bf)
+}
+
+/// The actuator buffer: per actuator [`ACT_WORDS`] words (see the shader).
+fn actuator_records(model: &Model) -> Vec<u32> {
+    let mut out = Vec::with_capacity(ACT_WORDS * model.nu().max(1));
+    for a in &model.actuators {
+        let (clo, chi) = a.ctrl_range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+        let (flo, fhi) = a.force_range.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+        out.push(a.dof as u32);
+        out.push(model.joint_idx_q[a.joint] as u32);
+        for x in [
+            a.gear, a.gain, a.bias[0], a.bias[1], a.bias[2], clo, chi, flo, fhi,
+        ] {
+            out.push(bound(x).to_bits());
+        }
+    }
+    if out.is_empty() {
+        out.resize(ACT_WORDS, 0);
+    }
+    out
 }
