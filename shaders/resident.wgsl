@@ -3,9 +3,9 @@
 // the actuators' forces from the controls, springs, the fluid's drag,
 // forward kinematics, body velocities, the articulated-body algorithm in
 // the world frame (armature, implicit damping, gravity), the free
-// velocity, the joint-limit rows solved by projected Gauss–Seidel on
-// G = S M̃⁻¹ Sᵀ (M̃⁻¹ applied by the articulated-body recursion again,
-// reusing its factorization), the velocity update and the integration
+// velocity, the joint-limit rows (an LCP on G = S M̃⁻¹ Sᵀ, M̃⁻¹ applied
+// by the articulated-body recursion again, reusing its factorization,
+// solved exactly by principal pivoting), the velocity update and the integration
 // `q⁺ = q + v⁺ dt`. The CPU twin is the f64 code it mirrors:
 // sim (`actuator_forces`, `free_dynamics`, `active_limits`, the limit rows
 // of `assemble_problem`, `velocity_update`), dynamics/kinematics.rs,
@@ -13,7 +13,7 @@
 //
 // Generated header (src/gpu/resident.rs): NB (bodies, world included), NV,
 // NQ, NU (≥ 1), LROWS (limit rows' capacity, ≥ 1), LROWS_SQ, BODY_U32, BODY_F32,
-// ACT_WORDS, LIMIT_SWEEPS, WORKGROUP.
+// ACT_WORDS, LIMIT_PIVOTS, WORKGROUP.
 //
 // Layout: world-minor (element t of world w at t·N + w) for q, v, tau,
 // ctrl, so that neighbouring invocations read neighbouring words.
@@ -46,13 +46,16 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
 @group(0) @binding(4) var<storage, read_write> v: array<f32>;
 @group(0) @binding(5) var<storage, read> tau: array<f32>;
-// Per world: 0 stepping; 1 its state became non-finite (then unchanged).
+// Per world, for its last step: 0 stepped; 1 its state would have become
+// non-finite (then unchanged).
 @group(0) @binding(6) var<storage, read_write> flags: array<u32>;
 @group(0) @binding(7) var<storage, read> ctrl: array<f32>;
 // Per actuator, ACT_WORDS words: dof, q index, then as f32 bits: gear,
 // gain, bias (3: constant, length, velocity), control range (lo, hi),
 // force range (lo, hi); an open range is ±f32::MAX.
 @group(0) @binding(8) var<storage, read> actuators: array<u32>;
+// Per world: 1 steps, 0 is left as it is (its inputs unread).
+@group(0) @binding(9) var<storage, read> stepping: array<u32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -94,6 +97,11 @@ var<private> row_sign: array<f32, LROWS>;
 var<private> row_g: array<f32, LROWS>;
 var<private> row_l: array<f32, LROWS>;
 var<private> row_gm: array<f32, LROWS_SQ>;
+// The pivoting's active set (1: λ free, 0: λ = 0), the active rows, and
+// the Cholesky factor of their block of G + R.
+var<private> row_in: array<u32, LROWS>;
+var<private> row_act: array<u32, LROWS>;
+var<private> row_chol: array<f32, LROWS_SQ>;
 
 fn skew(x: vec3<f32>) -> mat3x3<f32> {
     return mat3x3<f32>(vec3<f32>(0.0, x.z, -x.y), vec3<f32>(-x.z, 0.0, x.x), vec3<f32>(x.y, -x.x, 0.0));
@@ -210,11 +218,69 @@ fn apply_inverse_inertia() {
     }
 }
 
+// row_l ← the solution of the active rows' equations (G + R)_AA λ_A = −g_A,
+// 0 on the others; an active row whose pivot vanishes (a joint at both
+// stops, rigid) is left at 0.
+fn solve_active(nl: u32) {
+    var k = 0u;
+    for (var a = 0u; a < nl; a++) {
+        row_l[a] = 0.0;
+        if (row_in[a] == 1u) {
+            row_act[k] = a;
+            k++;
+        }
+    }
+    // Cholesky, lower triangle of row_chol (k × k, stride LROWS).
+    for (var i = 0u; i < k; i++) {
+        for (var j = 0u; j <= i; j++) {
+            var x = row_gm[row_act[i] * LROWS + row_act[j]];
+            for (var t = 0u; t < j; t++) {
+                x -= row_chol[i * LROWS + t] * row_chol[j * LROWS + t];
+            }
+            if (i == j) {
+                let scale = row_gm[row_act[i] * LROWS + row_act[i]];
+                if (x <= 1e-6 * scale) {
+                    x = 0.0;
+                } else {
+                    x = sqrt(x);
+                }
+                row_chol[i * LROWS + i] = x;
+            } else {
+                let d = row_chol[j * LROWS + j];
+                if (d > 0.0) {
+                    row_chol[i * LROWS + j] = x / d;
+                } else {
+                    row_chol[i * LROWS + j] = 0.0;
+                }
+            }
+        }
+    }
+    // L y = −g_A, then Lᵀ λ_A = y (in row_l via row_act), zero pivots skipped.
+    var y: array<f32, LROWS>;
+    for (var i = 0u; i < k; i++) {
+        var x = -row_g[row_act[i]];
+        for (var t = 0u; t < i; t++) {
+            x -= row_chol[i * LROWS + t] * y[t];
+        }
+        let d = row_chol[i * LROWS + i];
+        y[i] = select(0.0, x / d, d > 0.0);
+    }
+    for (var ii = 0u; ii < k; ii++) {
+        let i = k - 1u - ii;
+        var x = y[i];
+        for (var t = i + 1u; t < k; t++) {
+            x -= row_chol[t * LROWS + i] * row_l[row_act[t]];
+        }
+        let d = row_chol[i * LROWS + i];
+        row_l[row_act[i]] = select(0.0, x / d, d > 0.0);
+    }
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = gid.x;
     let n = params.nworlds;
-    if (w >= n) {
+    if (w >= n || stepping[w] == 0u) {
         return;
     }
     let dt = params.dt;
@@ -442,25 +508,37 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         for (var a = 0u; a < nl; a++) {
             row_gm[a * LROWS + a] *= 1.0 + params.limits.z;
         }
-        // Projected Gauss–Seidel on the 1-D rows until no impulse moves by
-        // more than the tolerance (in velocity units: |Δλ| G_aa).
-        for (var sweep = 0u; sweep < LIMIT_SWEEPS; sweep++) {
-            var moved = 0.0;
+        // The LCP λ ≥ 0 ⟂ (G + R)λ + g ≥ 0 solved exactly by Murty's
+        // least-index principal pivoting (finite for G + R positive
+        // definite): start from the rows with g < 0, solve the active
+        // rows' equations, move the first row that violates its sign
+        // (an active λ < 0, an inactive (G+R)λ + g < 0) across, repeat.
+        let tol = params.limits.w;
+        for (var a = 0u; a < nl; a++) {
+            row_in[a] = u32(row_g[a] < 0.0);
+        }
+        for (var pivot = 0u; pivot < LIMIT_PIVOTS; pivot++) {
+            solve_active(nl);
+            var flip = nl;
             for (var a = 0u; a < nl; a++) {
                 var cv = row_g[a];
                 for (var b = 0u; b < nl; b++) {
                     cv += row_gm[a * LROWS + b] * row_l[b];
                 }
-                let gaa = row_gm[a * LROWS + a];
-                if (gaa > 0.0) {
-                    let l = max(row_l[a] - cv / gaa, 0.0);
-                    moved = max(moved, abs(l - row_l[a]) * gaa);
-                    row_l[a] = l;
+                let bad_in = row_in[a] == 1u && row_l[a] * row_gm[a * LROWS + a] < -tol;
+                let bad_out = row_in[a] == 0u && cv < -tol;
+                if (bad_in || bad_out) {
+                    flip = a;
+                    break;
                 }
             }
-            if (moved <= params.limits.w) {
+            if (flip == nl) {
                 break;
             }
+            row_in[flip] = 1u - row_in[flip];
+        }
+        for (var a = 0u; a < nl; a++) {
+            row_l[a] = max(row_l[a], 0.0);
         }
         // v⁺ = v_f + M̃⁻¹ Sᵀ λ.
         for (var k = 0u; k < NV; k++) {
@@ -498,4 +576,5 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = 0u; k < NQ; k++) {
         q[k * n + w] = q_next[k];
     }
+    flags[w] = 0u;
 }

@@ -203,6 +203,11 @@ pub struct BatchTimes {
     pub gpu: StageTimes,
     /// The GPU solves' device times (timestamp queries) and round trips.
     pub device: DeviceTimes,
+    /// Resident worlds ([`crate::gpu::resident`]): the host's own time in
+    /// the steps (inputs packed and uploaded, the dispatch submitted, the
+    /// state unpacked), and the time it waited for the device.
+    pub resident_host: Duration,
+    pub resident_wait: Duration,
     pub total: Duration,
 }
 
@@ -213,6 +218,8 @@ impl BatchTimes {
         self.cpu_step += o.cpu_step;
         self.gpu.accumulate(&o.gpu);
         self.device.accumulate(&o.device);
+        self.resident_host += o.resident_host;
+        self.resident_wait += o.resident_wait;
         self.total += o.total;
     }
 }

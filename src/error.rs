@@ -85,6 +85,10 @@ pub enum SimError {
     InvalidParameter { name: &'static str, reason: String },
     #[error("Simulator::finish called without a successful Simulator::prepare")]
     NotPrepared,
+    #[error(
+        "the step on the GPU would have made the state non-finite; the world keeps its last state"
+    )]
+    DeviceNonFinite,
     #[error("the contact problem is invalid: {0}")]
     Problem(#[from] ProblemError),
 }

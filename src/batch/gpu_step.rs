@@ -27,6 +27,59 @@ pub(super) struct GpuState {
     pub(super) vjp: Option<GpuContactVjp>,
 }
 
+/// The host-prepared GPU path's solvers and batches for `nworlds` worlds
+/// of `model` on `ctx`.
+pub(super) fn host_prepared_gpu(
+    model: &Model,
+    options: &BatchOptions,
+    nworlds: usize,
+    ctx: &GpuContext,
+) -> Result<GpuState, BatchError> {
+    // Joint-limit rows: at most one per side of each limited joint.
+    let max_nl = 2 * model.limited_joints().count();
+    let mut max_nc = options.max_contacts_per_world.max(1);
+    // A decomposition that holds a bounded number of rows keeps room for
+    // the limit rows: fewer contacts go to the GPU (the rest is solved on
+    // the CPU and counted).
+    if let Some(rows) = options.gpu_decomposition.max_rows(options.params.solver)?
+        && 3 * max_nc + max_nl > rows
+        && rows >= max_nl + 3
+    {
+        max_nc = (rows - max_nl) / 3;
+    }
+    let first = options.initial_contacts_per_world.clamp(1, max_nc);
+    let chunks = options.pipeline_chunks.clamp(1, nworlds);
+    let per_chunk = nworlds.div_ceil(chunks);
+    let capacity = BatchCapacity {
+        max_contacts_per_problem: max_nc,
+        max_unilateral_rows_per_problem: max_nl,
+        ..BatchCapacity::uniform(per_chunk, first)
+    };
+    let mut lanes = Vec::new();
+    for _ in 0..chunks.min(2) {
+        let mut solver = GpuSolver::with_decomposition(
+            ctx,
+            options.params.solver,
+            capacity,
+            options.gpu_decomposition,
+        )?;
+        solver.set_layout(options.gpu_layout);
+        lanes.push(GpuLane {
+            solver,
+            batch: HostBatch::for_capacity(&capacity),
+            out: BatchOutput::default(),
+            world_of: Vec::with_capacity(per_chunk),
+        });
+    }
+    Ok(GpuState {
+        lanes,
+        chunks,
+        in_flight: Default::default(),
+        grew: None,
+        vjp: None,
+    })
+}
+
 /// Host stages 1 to 3 of the worlds not out of this step.
 fn prepare_worlds(worlds: &mut [World]) {
     worlds.par_iter_mut().for_each(|world| {
@@ -245,6 +298,74 @@ impl BatchSim {
         while let Some((c, l, sub)) = in_flight.pop_front() {
             complete_chunk(&mut gpu.lanes[l], sub, &mut self.worlds, range(c), times)?;
         }
+        Ok(())
+    }
+}
+
+impl BatchSim {
+    /// One step of the resident worlds: the inputs of the worlds in the
+    /// step uploaded (a world whose input is not finite is refused by its
+    /// own check and sits the step out), one dispatch, `q` and `v` read
+    /// back into the host states of the worlds that stepped.
+    pub(super) fn step_resident(&mut self, times: &mut BatchTimes) -> Result<(), BatchError> {
+        let start = Instant::now();
+        let Some(r) = self.resident.as_mut() else {
+            return Ok(());
+        };
+        let waited_before = r.waited();
+        let n = self.worlds.len();
+        let controls = self.worlds.first().is_some_and(|w| w.controls);
+        let (what, width) = if controls {
+            ("ctrl", self.model.nu())
+        } else {
+            ("tau", self.model.nv)
+        };
+        let inputs = &mut self.resident_inputs;
+        inputs.clear();
+        inputs.resize(n * width, 0.0);
+        let active = &mut self.resident_active;
+        active.clear();
+        for (w, world) in self.worlds.iter_mut().enumerate() {
+            let mut go = world.step.is_stepping();
+            if go {
+                let x = if controls { &world.ctrl } else { &world.tau };
+                match crate::sim::check_vec(what, x, width) {
+                    Ok(()) => inputs[w * width..(w + 1) * width].copy_from_slice(x),
+                    Err(e) => {
+                        world.step = WorldStep::Failed(e);
+                        go = false;
+                    }
+                }
+            }
+            active.push(go);
+        }
+        let input = if controls {
+            Actuation::Controls(inputs)
+        } else {
+            Actuation::Torques(inputs)
+        };
+        let mask = (!active.iter().all(|&a| a)).then_some(active.as_slice());
+        let resident = |e: crate::gpu::resident::ResidentError| BatchError::Resident(e.to_string());
+        r.step_active(input, mask).map_err(resident)?;
+        let dt = self.options.params.dt;
+        let worlds = &mut self.worlds;
+        r.read_raw(|w, q, v, flagged| {
+            if !active[w] {
+                return;
+            }
+            let world = &mut worlds[w];
+            if flagged {
+                world.step = WorldStep::Failed(SimError::DeviceNonFinite);
+                return;
+            }
+            world.state.q.iter_mut().zip(q).for_each(|(x, y)| *x = y);
+            world.state.v.iter_mut().zip(v).for_each(|(x, y)| *x = y);
+            world.state.t += dt;
+        })
+        .map_err(resident)?;
+        let waited = r.waited() - waited_before;
+        times.resident_wait += waited;
+        times.resident_host += start.elapsed().saturating_sub(waited);
         Ok(())
     }
 }

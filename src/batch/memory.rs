@@ -103,7 +103,7 @@ impl HostEstimate {
             f64s(rows).saturating_add(4096)
         };
         let mut gpu_host_bytes = 0;
-        if options.backend == super::Backend::Gpu {
+        if options.backend.uses_gpu() {
             let cap = one_problem(contacts, limit_rows);
             let packed: u64 = cap.buffer_bytes(0).iter().map(|(_, b)| b).sum();
             gpu_host_bytes = packed

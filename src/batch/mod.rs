@@ -11,7 +11,15 @@
 //!   other, with the f64 CPU solver: the reference for comparisons;
 //! - [`Backend::CpuParallel`]: the same code on rayon's threads, one world per
 //!   task;
-//! - [`Backend::Gpu`]: host stages on rayon's threads, the problems of all
+//! - [`Backend::Gpu`]: the worlds live on the GPU where the model allows it
+//!   ([`crate::gpu::resident`]: contact-free trees of hinge, slide and fixed
+//!   joints, with actuators, joint limits and a fluid): state and whole step
+//!   on the device, the host uploading the actions and reading `q`, `v`
+//!   back once per step. Elsewhere it runs the host-prepared path below and
+//!   says why ([`BatchSim::notice`]). It also leaves the device for that
+//!   path, saying so, when asked for what only the host path does: per-world
+//!   parameters or models, derivatives.
+//! - [`Backend::GpuSolve`]: host stages on rayon's threads, the problems of all
 //!   worlds with contacts packed into one batch and solved by one batched
 //!   WGSL kernel ([`crate::gpu::GpuSolver`], f32), the impulses read back and
 //!   the worlds finished on rayon's threads. Worlds without contacts skip
@@ -61,16 +69,20 @@ pub mod solve;
 mod gpu_step;
 mod gradients;
 
-use gpu_step::{GpuLane, GpuState};
+use gpu_step::{GpuState, host_prepared_gpu};
 use gradients::record_derivatives;
 pub use gradients::{BatchTape, BatchVjp};
 use memory::{Available, Bytes, HostEstimate};
 
-/// Where a batch's contact problems are solved.
+/// Where a batch's worlds are stepped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Backend {
-    /// One batched WGSL dispatch for all worlds (f32), host stages on all cores.
+    /// The worlds on the GPU (f32) where the model allows it, else as
+    /// [`Backend::GpuSolve`] (see the module doc).
     Gpu,
+    /// One batched WGSL dispatch for all worlds' contact problems (f32),
+    /// host stages on all cores.
+    GpuSolve,
     /// The f64 CPU path on all cores (rayon), one world per task.
     CpuParallel,
     /// The f64 CPU path on one core: the reference.
@@ -78,14 +90,24 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub const ALL: [Backend; 3] = [Backend::Gpu, Backend::CpuParallel, Backend::CpuSingle];
-    /// The name used on the command line: `gpu`, `cpu`, `cpu1`.
+    pub const ALL: [Backend; 4] = [
+        Backend::Gpu,
+        Backend::GpuSolve,
+        Backend::CpuParallel,
+        Backend::CpuSingle,
+    ];
+    /// The name used on the command line: `gpu`, `gpu-solve`, `cpu`, `cpu1`.
     pub fn name(self) -> &'static str {
         match self {
             Backend::Gpu => "gpu",
+            Backend::GpuSolve => "gpu-solve",
             Backend::CpuParallel => "cpu",
             Backend::CpuSingle => "cpu1",
         }
+    }
+    /// Whether the backend uses a GPU adapter.
+    pub fn uses_gpu(self) -> bool {
+        matches!(self, Backend::Gpu | Backend::GpuSolve)
     }
 }
 
@@ -108,7 +130,9 @@ impl FromStr for Backend {
 /// A batch that cannot be built or stepped.
 #[derive(Debug, Error)]
 pub enum BatchError {
-    #[error("unknown backend `{0}`; backends: gpu, cpu (all cores), cpu1 (one core)")]
+    #[error(
+        "unknown backend `{0}`; backends: gpu, gpu-solve (host-prepared, GPU solve), cpu (all cores), cpu1 (one core)"
+    )]
     UnknownBackend(String),
     #[error("the GPU backend is unavailable: {0}")]
     Gpu(#[from] GpuError),
@@ -136,6 +160,8 @@ pub enum BatchError {
     TapeSize { got: usize, nworlds: usize },
     #[error("{0}")]
     Input(SimError),
+    #[error("the resident GPU worlds: {0}")]
+    Resident(String),
     #[error("the initial state: {0}")]
     InitialState(SimError),
     #[error("world {world}: {error}")]
@@ -290,7 +316,15 @@ pub struct BatchSim {
     model: Arc<Model>,
     worlds: Vec<World>,
     backend: Backend,
+    options: BatchOptions,
     gpu: Option<GpuState>,
+    /// The worlds on the device ([`Backend::Gpu`] where the model allows).
+    resident: Option<crate::gpu::resident::ResidentBatch>,
+    /// Why [`Backend::Gpu`] runs the host-prepared path, if it does.
+    notice: Option<String>,
+    /// (nworlds, width) inputs of a resident step, and which worlds step.
+    resident_inputs: Vec<f64>,
+    resident_active: Vec<bool>,
     /// (nworlds, nv) action gains (actuator strength per world), or none.
     action_gain: Option<Vec<f64>>,
     /// Cumulated times since creation or [`Self::reset_times`].
@@ -314,7 +348,7 @@ impl BatchSim {
             return Err(BatchError::NoWorlds);
         }
         let tol = options.params.solver_settings.tolerance;
-        if options.backend == Backend::Gpu && tol < GPU_MIN_TOLERANCE {
+        if options.backend.uses_gpu() && tol < GPU_MIN_TOLERANCE {
             return Err(BatchError::GpuTolerance {
                 tolerance: tol,
                 min: GPU_MIN_TOLERANCE,
@@ -325,64 +359,42 @@ impl BatchSim {
         let estimate = HostEstimate::for_batch(&model, initial, options)?;
         let available = memory::available_memory();
         estimate.check(nworlds, available)?;
-        let gpu = match options.backend {
-            Backend::Gpu => {
-                // Joint-limit rows: at most one per side of each limited joint.
-                let max_nl = 2 * model.limited_joints().count();
-                let mut max_nc = options.max_contacts_per_world.max(1);
-                // A decomposition that holds a bounded number of rows keeps
-                // room for the limit rows: fewer contacts go to the GPU (the
-                // rest is solved on the CPU and counted).
-                if let Some(rows) = options.gpu_decomposition.max_rows(options.params.solver)?
-                    && 3 * max_nc + max_nl > rows
-                    && rows >= max_nl + 3
-                {
-                    max_nc = (rows - max_nl) / 3;
-                }
-                let first = options.initial_contacts_per_world.clamp(1, max_nc);
-                let ctx = GpuContext::new()?;
-                // An adapter on the host's memory holds the device buffers there too.
-                if matches!(
-                    ctx.adapter.device_type,
-                    wgpu::DeviceType::Cpu | wgpu::DeviceType::IntegratedGpu
-                ) {
-                    estimate
-                        .with_shared_device_memory(options)
-                        .check(nworlds, available)?;
-                }
-                let chunks = options.pipeline_chunks.clamp(1, nworlds);
-                let per_chunk = nworlds.div_ceil(chunks);
-                let capacity = BatchCapacity {
-                    max_contacts_per_problem: max_nc,
-                    max_unilateral_rows_per_problem: max_nl,
-                    ..BatchCapacity::uniform(per_chunk, first)
-                };
-                let mut lanes = Vec::new();
-                for _ in 0..chunks.min(2) {
-                    let mut solver = GpuSolver::with_decomposition(
-                        &ctx,
-                        options.params.solver,
-                        capacity,
-                        options.gpu_decomposition,
-                    )?;
-                    solver.set_layout(options.gpu_layout);
-                    lanes.push(GpuLane {
-                        solver,
-                        batch: HostBatch::for_capacity(&capacity),
-                        out: BatchOutput::default(),
-                        world_of: Vec::with_capacity(per_chunk),
-                    });
-                }
-                Some(GpuState {
-                    lanes,
-                    chunks,
-                    in_flight: Default::default(),
-                    grew: None,
-                    vjp: None,
-                })
+        let (mut gpu, mut resident, mut notice) = (None, None, None);
+        if options.backend.uses_gpu() {
+            let ctx = GpuContext::new()?;
+            // An adapter on the host's memory holds the device buffers there too.
+            if matches!(
+                ctx.adapter.device_type,
+                wgpu::DeviceType::Cpu | wgpu::DeviceType::IntegratedGpu
+            ) {
+                estimate
+                    .with_shared_device_memory(options)
+                    .check(nworlds, available)?;
             }
-            _ => None,
-        };
+            if options.backend == Backend::Gpu {
+                use crate::gpu::resident::{ResidentBatch, ResidentError};
+                match ResidentBatch::new(
+                    &ctx,
+                    &model,
+                    &options.params,
+                    std::slice::from_ref(initial),
+                    nworlds,
+                ) {
+                    Ok(r) => resident = Some(r),
+                    Err(ResidentError::Unsupported { reason, .. }) => {
+                        notice = Some(format!(
+                            "{}: not on the device ({reason}); the gpu backend runs the host-prepared path (gpu-solve)",
+                            model.name
+                        ))
+                    }
+                    Err(ResidentError::Gpu(e)) => return Err(e.into()),
+                    Err(e) => return Err(BatchError::Resident(e.to_string())),
+                }
+            }
+            if resident.is_none() {
+                gpu = Some(host_prepared_gpu(&model, options, nworlds, &ctx)?);
+            }
+        }
         let mut worlds = Vec::with_capacity(nworlds);
         for w in 0..nworlds {
             let sim = Simulator::new(model.clone(), options.params)
@@ -406,7 +418,12 @@ impl BatchSim {
             model,
             worlds,
             backend: options.backend,
+            options: options.clone(),
             gpu,
+            resident,
+            notice,
+            resident_inputs: Vec::new(),
+            resident_active: Vec::new(),
             action_gain: None,
             times: BatchTimes::default(),
         })
@@ -421,15 +438,53 @@ impl BatchSim {
     pub fn backend(&self) -> Backend {
         self.backend
     }
-    /// The GPU buffers' capacity now (GPU backend).
+    /// The host-prepared GPU path's buffers' capacity now (when it runs).
     pub fn gpu_capacity(&self) -> Option<BatchCapacity> {
         self.gpu.as_ref().map(|g| g.lanes[0].solver.capacity())
     }
-    /// The GPU adapter's name (GPU backend).
+    /// The GPU adapter's name (GPU backends).
     pub fn device_name(&self) -> Option<String> {
+        if let Some(r) = &self.resident {
+            return Some(r.context().adapter.name.clone());
+        }
         self.gpu
             .as_ref()
             .map(|g| g.lanes[0].solver.context().adapter.name.clone())
+    }
+    /// Whether the worlds live on the device ([`Backend::Gpu`] on a model
+    /// it can run, until asked for what only the host path does).
+    pub fn is_resident(&self) -> bool {
+        self.resident.is_some()
+    }
+    /// Device bytes of the resident worlds' buffers (when resident).
+    pub fn resident_device_bytes(&self) -> Option<u64> {
+        self.resident.as_ref().map(|r| r.device_bytes())
+    }
+    /// Why [`Backend::Gpu`] runs the host-prepared path, if it does: one
+    /// line naming the reason.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
+    }
+
+    /// Moves resident worlds to the host-prepared GPU path (their states
+    /// are on the host after every step), saying `why` in the notice.
+    fn leave_resident(&mut self, why: &str) -> Result<(), BatchError> {
+        let Some(r) = self.resident.take() else {
+            return Ok(());
+        };
+        let ctx = r.context().clone();
+        drop(r);
+        self.gpu = Some(host_prepared_gpu(
+            &self.model,
+            &self.options,
+            self.worlds.len(),
+            &ctx,
+        )?);
+        self.notice = Some(format!(
+            "{}: left the device ({why}); the gpu backend runs the host-prepared path (gpu-solve) from now on",
+            self.model.name
+        ));
+        Ok(())
     }
 
     fn world(&self, w: usize) -> Result<&World, BatchError> {
@@ -460,6 +515,11 @@ impl BatchSim {
             .sim
             .energy(&state)
             .map_err(|error| BatchError::Sim { world: w, error })?;
+        if let Some(r) = self.resident.as_mut() {
+            r.set_state(w, &state)
+                .map_err(|e| BatchError::Resident(e.to_string()))?;
+        }
+        let world = self.world_mut(w)?;
         world.state = state;
         world.sim.clear_warm_start();
         Ok(())
@@ -471,7 +531,12 @@ impl BatchSim {
     /// The simulation parameters of world `w`, for domain randomization
     /// (friction scale, compliance, solver settings). The solver kind must
     /// stay the batch's on the GPU backend (the kernel is compiled for it).
+    /// On the device ([`Backend::Gpu`]) every world steps with the batch's
+    /// parameters: asking for one world's moves the batch to the
+    /// host-prepared path, with a [`Self::notice`].
     pub fn params_mut(&mut self, w: usize) -> Result<&mut SimParams, BatchError> {
+        self.world(w)?;
+        self.leave_resident("per-world parameters live on the host")?;
         Ok(&mut self.world_mut(w)?.sim.params)
     }
     /// Gives world `w` its own model: same structure (`nq`, `nv`, bodies,
@@ -486,6 +551,8 @@ impl BatchSim {
         {
             return Err(BatchError::ModelStructure { world: w });
         }
+        self.world(w)?;
+        self.leave_resident("per-world models live on the host")?;
         let world = self.world_mut(w)?;
         let params = world.sim.params;
         world.sim =
@@ -559,6 +626,7 @@ impl BatchSim {
         if record != Record::Nothing {
             crate::sim::check_differentiable(&self.model)
                 .map_err(|error| BatchError::Sim { world: 0, error })?;
+            self.leave_resident("derivatives are taken on the host-prepared path")?;
         }
         let n = self.worlds.len();
         // Values per world: nu controls or nv torques.
@@ -627,7 +695,8 @@ impl BatchSim {
                 self.worlds.par_iter_mut().for_each(step_on_cpu);
                 times.cpu_step = t.elapsed();
             }
-            Backend::Gpu => self.step_on_gpu(&mut times)?,
+            Backend::Gpu if self.resident.is_some() => self.step_resident(&mut times)?,
+            Backend::Gpu | Backend::GpuSolve => self.step_on_gpu(&mut times)?,
         }
         times.total = start.elapsed();
         self.times.accumulate(&times);

@@ -88,7 +88,7 @@ pub fn solve_problems(
             out.iter_mut().for_each(|s| s.time_us = each);
             Ok(out)
         }
-        Backend::Gpu => {
+        Backend::Gpu | Backend::GpuSolve => {
             check_kernel(kind)?;
             let ctx = GpuContext::new()?;
             let mut gpu = GpuSolver::new(&ctx, kind, BatchCapacity::for_problems(problems))?;

@@ -9,9 +9,10 @@
 //! bias, control and force ranges, effort limits), springs, the fluid's
 //! drag (MuJoCo's inertia box), forward kinematics, the articulated-body
 //! algorithm in the world frame with armature, implicit damping and
-//! gravity, the free velocity, the joint-limit rows (projected
-//! Gauss–Seidel on `G = S M̃⁻¹ Sᵀ`, whose columns the articulated-body
-//! recursion gives again from the same factorization), the velocity update
+//! gravity, the free velocity, the joint-limit rows (the LCP on
+//! `G = S M̃⁻¹ Sᵀ`, whose columns the articulated-body recursion gives
+//! again from the same factorization, solved exactly by Murty's principal
+//! pivoting), the velocity update
 //! and `q⁺ = q + v⁺ dt`. Its twin is the f64 CPU step (`Simulator::step`
 //! of the same model), compared in `tests/resident.rs`. A model it cannot
 //! run yet is refused, naming what: free and ball joints, collision
@@ -33,8 +34,10 @@ pub const BODY_U32: usize = 5;
 pub const BODY_F32: usize = 44;
 /// Words per actuator record (see the shader).
 pub const ACT_WORDS: usize = 11;
-/// The most projected Gauss–Seidel sweeps of one step's joint-limit rows.
-pub const LIMIT_SWEEPS: u32 = 200;
+/// The most principal pivots of one step's joint-limit LCP per row
+/// capacity (Murty's method ends in far fewer on the small LCPs of joint
+/// stops; see the shader).
+pub const LIMIT_PIVOTS_PER_ROW: u32 = 4;
 /// Invocations per workgroup.
 pub const WORKGROUP: u32 = 64;
 /// The largest tree the kernel is compiled for (bodies, world included):
@@ -112,17 +115,21 @@ pub fn unsupported(model: &Model) -> Option<String> {
 /// The kernel's WGSL for `model`: a header of its sizes, then
 /// `shaders/resident.wgsl`.
 pub fn source(model: &Model) -> String {
-    let rows = limit_rows(model).max(1);
+    // At least 4: lavapipe compiled the kernel with 1- or 2-row arrays
+    // into code 7× slower (13 ms against 1.9 ms a step of 1 024 double
+    // pendulums, 2 cores), whatever the rows in use.
+    let rows = limit_rows(model).max(4);
     format!(
         "const NB: u32 = {}u;\nconst NV: u32 = {}u;\nconst NQ: u32 = {}u;\nconst NU: u32 = {}u;\n\
          const LROWS: u32 = {rows}u;\nconst LROWS_SQ: u32 = {}u;\nconst BODY_U32: u32 = {BODY_U32}u;\n\
          const BODY_F32: u32 = {BODY_F32}u;\nconst ACT_WORDS: u32 = {ACT_WORDS}u;\n\
-         const LIMIT_SWEEPS: u32 = {LIMIT_SWEEPS}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
+         const LIMIT_PIVOTS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
         model.nbodies,
         model.nv,
         model.nq,
         model.nu().max(1),
         rows * rows,
+        LIMIT_PIVOTS_PER_ROW * rows as u32 + 8,
         include_str!("../../shaders/resident.wgsl")
     )
 }
@@ -158,6 +165,10 @@ pub struct ResidentBatch {
     tau: wgpu::Buffer,
     ctrl: wgpu::Buffer,
     flags: wgpu::Buffer,
+    active: wgpu::Buffer,
+    /// Whether `active` holds all ones.
+    all_active: bool,
+    active_words: Vec<u32>,
     /// `q`, `v` and the flags, copied here to be read (kept: a step
     /// allocates nothing on the device).
     readback: wgpu::Buffer,
@@ -191,8 +202,8 @@ impl ResidentBatch {
     /// `nworlds` worlds of `model` starting from `initial` (one state for
     /// all, or one per world), stepped with `params` (its `dt`, and for
     /// the joint limits its `limit_margin`, `baumgarte`, `compliance` and
-    /// solver tolerance; the limit rows are always solved by projected
-    /// Gauss–Seidel).
+    /// solver tolerance; the limit rows are always solved by principal
+    /// pivoting, whatever `params.solver`).
     pub fn new(
         ctx: &GpuContext,
         model: &Model,
@@ -306,6 +317,11 @@ impl ResidentBatch {
             bytemuck::cast_slice(&vec![0u32; nworlds]),
             storage,
         );
+        let active = init(
+            "resident active",
+            bytemuck::cast_slice(&vec![1u32; nworlds]),
+            storage,
+        );
         let bu = init(
             "resident bodies (u32)",
             bytemuck::cast_slice(&body_u32),
@@ -364,6 +380,7 @@ impl ResidentBatch {
                 (6, &flags),
                 (7, &ctrl),
                 (8, &acts),
+                (9, &active),
             ]
             .map(|(binding, b)| wgpu::BindGroupEntry {
                 binding,
@@ -393,6 +410,9 @@ impl ResidentBatch {
             tau,
             ctrl,
             flags,
+            active,
+            all_active: true,
+            active_words: Vec::new(),
             readback,
             staging,
             waited: Duration::ZERO,
@@ -411,8 +431,10 @@ impl ResidentBatch {
         &self.ctx
     }
 
-    /// Time spent waiting for the device while reading state back, since
-    /// the batch was made (the rest of the calls' time is the host's).
+    /// Time spent waiting for the device while reading state back (from
+    /// the readback's submission, which on a software adapter runs the
+    /// queued steps, to its mapping), since the batch was made; the rest of
+    /// the calls' time is the host's.
     pub fn waited(&self) -> Duration {
         self.waited
     }
@@ -425,6 +447,7 @@ impl ResidentBatch {
             &self.tau,
             &self.ctrl,
             &self.flags,
+            &self.active,
             &self.readback,
         ]
         .iter()
@@ -449,6 +472,18 @@ impl ResidentBatch {
 
     /// One step of every world under torques or controls.
     pub fn step_with(&mut self, input: Actuation<'_>) -> Result<(), ResidentError> {
+        self.step_active(input, None)
+    }
+
+    /// One step of the worlds whose `active` entry is true (nworlds; `None`:
+    /// all) under torques or controls (nworlds rows; the inactive worlds'
+    /// rows are not read). Refused, and nothing moves, if an active
+    /// world's input is not finite.
+    pub fn step_active(
+        &mut self,
+        input: Actuation<'_>,
+        active: Option<&[bool]>,
+    ) -> Result<(), ResidentError> {
         let n = self.nworlds;
         let (what, x, width, controls) = match input {
             Actuation::Torques(t) => ("tau", t, self.model.nv, 0),
@@ -461,16 +496,26 @@ impl ResidentBatch {
                 expected: n * width,
             });
         }
-        if let Err(SimError::NonFiniteRow {
-            row, index, value, ..
-        }) = crate::sim::check_rows(what, x, width)
+        if let Some(a) = active
+            && a.len() != n
         {
-            return Err(ResidentError::NonFinite {
-                what,
-                world: row,
-                index,
-                value,
+            return Err(ResidentError::DimensionMismatch {
+                what: "active",
+                got: a.len(),
+                expected: n,
             });
+        }
+        let is_active = |w: usize| active.is_none_or(|a| a[w]);
+        for w in (0..n).filter(|&w| is_active(w)) {
+            let row = &x[w * width..(w + 1) * width];
+            if let Some(index) = row.iter().position(|v| !v.is_finite()) {
+                return Err(ResidentError::NonFinite {
+                    what,
+                    world: w,
+                    index,
+                    value: row[index],
+                });
+            }
         }
         let queue = &self.ctx.queue;
         if self.uniform_words[2] != controls {
@@ -478,9 +523,30 @@ impl ResidentBatch {
             queue.write_buffer(&self.uniform, 0, bytemuck::cast_slice(&self.uniform_words));
         }
         if width > 0 {
-            world_minor(x, n, width, &mut self.staging);
+            self.staging.clear();
+            self.staging.resize(n * width, 0.0);
+            for w in (0..n).filter(|&w| is_active(w)) {
+                for t in 0..width {
+                    self.staging[t * n + w] = x[w * width + t] as f32;
+                }
+            }
             let target = if controls == 1 { &self.ctrl } else { &self.tau };
             queue.write_buffer(target, 0, bytemuck::cast_slice(&self.staging));
+        }
+        match active {
+            Some(a) => {
+                self.active_words.clear();
+                self.active_words.extend(a.iter().map(|&x| u32::from(x)));
+                queue.write_buffer(&self.active, 0, bytemuck::cast_slice(&self.active_words));
+                self.all_active = false;
+            }
+            None if !self.all_active => {
+                self.active_words.clear();
+                self.active_words.resize(n, 1);
+                queue.write_buffer(&self.active, 0, bytemuck::cast_slice(&self.active_words));
+                self.all_active = true;
+            }
+            None => {}
         }
         let mut encoder = self
             .ctx
@@ -533,10 +599,11 @@ impl ResidentBatch {
 
     /// Reads every world's `q` and `v` back into `states` (nworlds, their
     /// sizes the model's; times untouched), waiting for the submitted
-    /// steps, and returns the worlds flagged because their state became
-    /// non-finite (their state is the last finite one).
+    /// steps, and returns the worlds whose last step was refused because
+    /// their state would have become non-finite (their state is the last
+    /// finite one).
     pub fn read_states(&mut self, states: &mut [State]) -> Result<Vec<usize>, ResidentError> {
-        let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
+        let n = self.nworlds;
         if states.len() != n {
             return Err(ResidentError::DimensionMismatch {
                 what: "states",
@@ -544,6 +611,25 @@ impl ResidentBatch {
                 expected: n,
             });
         }
+        let mut flagged = Vec::new();
+        self.read_raw(|w, q, v, flag| {
+            states[w].q.iter_mut().zip(q).for_each(|(x, y)| *x = y);
+            states[w].v.iter_mut().zip(v).for_each(|(x, y)| *x = y);
+            if flag {
+                flagged.push(w);
+            }
+        })?;
+        Ok(flagged)
+    }
+
+    /// Reads the state back (waiting for the submitted steps) and calls
+    /// `each(world, q, v, flagged)` for every world in order, `q` and `v`
+    /// its elements widened to f64.
+    pub fn read_raw(
+        &mut self,
+        mut each: impl FnMut(usize, &mut dyn Iterator<Item = f64>, &mut dyn Iterator<Item = f64>, bool),
+    ) -> Result<(), ResidentError> {
+        let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
         let (device, queue) = (&self.ctx.device, &self.ctx.queue);
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("resident readback"),
@@ -552,36 +638,31 @@ impl ResidentBatch {
         encoder.copy_buffer_to_buffer(&self.q, 0, &self.readback, 0, bq);
         encoder.copy_buffer_to_buffer(&self.v, 0, &self.readback, bq, bv);
         encoder.copy_buffer_to_buffer(&self.flags, 0, &self.readback, bq + bv, (n * 4) as u64);
-        let index = queue.submit(Some(encoder.finish()));
+        // The wait for the device starts at this submission: a software
+        // adapter (lavapipe) runs the queued steps inside it.
         let wait = Instant::now();
-        let mut flagged = Vec::new();
-        let mut first = None;
+        let index = queue.submit(Some(encoder.finish()));
+        let mut waited = None;
         with_mapped(
             device,
             &self.readback,
             index,
             "reading resident state",
             |bytes| {
-                first.get_or_insert(wait.elapsed());
+                waited.get_or_insert(wait.elapsed());
                 let words: &[f32] = bytemuck::cast_slice(bytes);
                 let (q, rest) = words.split_at(n * nq);
                 let (v, f) = rest.split_at(n * nv);
-                for (w, s) in states.iter_mut().enumerate() {
-                    for t in 0..nq {
-                        s.q[t] = q[t * n + w] as f64;
-                    }
-                    for t in 0..nv {
-                        s.v[t] = v[t * n + w] as f64;
-                    }
-                    if f[w].to_bits() != 0 {
-                        flagged.push(w);
-                    }
+                for w in 0..n {
+                    let mut qw = (0..nq).map(|t| q[t * n + w] as f64);
+                    let mut vw = (0..nv).map(|t| v[t * n + w] as f64);
+                    each(w, &mut qw, &mut vw, f[w].to_bits() != 0);
                 }
             },
         )?;
-        self.waited += first.unwrap_or_default();
+        self.waited += waited.unwrap_or_default();
         self.ctx.take_error("reading resident state")?;
-        Ok(flagged)
+        Ok(())
     }
 
     /// Every world's state, read back (waits for the submitted steps), and

@@ -209,6 +209,18 @@ pub struct BenchRun {
     pub dispatches_per_step: f64,
     pub submits_per_step: f64,
     pub maps_per_step: f64,
+    /// Whether the worlds lived on the device (the `gpu` backend on a model
+    /// the resident path runs); why not, for a `gpu` row that did not.
+    pub resident: bool,
+    pub notice: Option<String>,
+    /// The host's CPU time per world step, summed over its threads and
+    /// stages, packing included: resident, the host's own time in the
+    /// steps (inputs, submit, read back; not its wait for the device); the
+    /// host-prepared GPU path, the per-world stages' thread time plus the
+    /// batch's pack, upload and download sections; the CPU backends, the
+    /// per-world stages' thread time (the whole step). The benchmark's
+    /// controller (the actions) is not counted.
+    pub host_cpu_seconds_per_world_step: f64,
     pub memory: Memory,
 }
 
@@ -433,6 +445,7 @@ fn split(wall: f64, weights: &[f64]) -> Vec<f64> {
 /// per-world stage times (see the module doc).
 fn stages(
     backend: Backend,
+    resident: bool,
     steps: usize,
     wall: f64,
     actions: f64,
@@ -452,7 +465,13 @@ fn stages(
         }
     };
     match backend {
-        Backend::Gpu => {
+        Backend::Gpu if resident => {
+            // The host's own time (inputs, submit, read back), and its wait
+            // for the device.
+            s.set(Pack, bt.resident_host.as_secs_f64() * k);
+            s.set(Solve, bt.resident_wait.as_secs_f64() * k);
+        }
+        Backend::Gpu | Backend::GpuSolve => {
             spread(
                 bt.prepare.as_secs_f64(),
                 &[FreeDynamics, Collision, Delassus],
@@ -593,7 +612,7 @@ pub fn run(
 
     // The GPU: probe the adapter once, drop the backend if there is none.
     let mut gpu = GpuInfo {
-        requested: backends.contains(&Backend::Gpu),
+        requested: backends.iter().any(|b| b.uses_gpu()),
         ..Default::default()
     };
     if gpu.requested {
@@ -628,14 +647,14 @@ pub fn run(
                 }
             }
             Err(reason) => {
-                if backends.len() == 1 {
+                if backends.iter().all(|b| b.uses_gpu()) {
                     return Err(BenchError::GpuUnavailable(reason));
                 }
                 let n = format!("GPU backend unavailable: {reason}; running the CPU backends only");
                 event(BenchEvent::Note(&n));
                 notes.push(n);
                 gpu.unavailable_reason = Some(reason);
-                backends.retain(|b| *b != Backend::Gpu);
+                backends.retain(|b| !b.uses_gpu());
             }
         }
     }
@@ -666,12 +685,12 @@ pub fn run(
                     backend: backend.name().into(),
                     nworlds: n,
                     device: match backend {
-                        Backend::Gpu => gpu.device.clone().unwrap_or_default(),
+                        Backend::Gpu | Backend::GpuSolve => gpu.device.clone().unwrap_or_default(),
                         Backend::CpuParallel => format!("CPU, {threads} threads"),
                         Backend::CpuSingle => "CPU, 1 thread".into(),
                     },
                     precision: match backend {
-                        Backend::Gpu => "f32 solve, f64 host stages".into(),
+                        Backend::Gpu | Backend::GpuSolve => "f32 solve, f64 host stages".into(),
                         _ => "f64".into(),
                     },
                     steps: cfg.steps,
@@ -698,7 +717,9 @@ pub fn run(
                     )?;
                     let total = t.elapsed().as_secs_f64();
                     let fixed_s = match backend {
-                        Backend::Gpu => row.stage_seconds.get(Stage::Solve) * cfg.steps as f64,
+                        Backend::Gpu | Backend::GpuSolve => {
+                            row.stage_seconds.get(Stage::Solve) * cfg.steps as f64
+                        }
                         _ => 0.0,
                     };
                     measured[bi].push(Measured {
@@ -796,6 +817,9 @@ fn measure(
         ..Default::default()
     };
     let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;
+    if let Some(notice) = batch.notice() {
+        event(BenchEvent::Note(notice));
+    }
     for w in 0..n {
         batch
             .set_state(w, perturbed(scene, settled, w))
@@ -854,8 +878,15 @@ fn measure(
     row.wall_s = wall;
     row.steps_per_s = (n * cfg.steps) as f64 / wall;
     row.batch_steps_per_s = cfg.steps as f64 / wall;
+    // After the warm-up: a batch may have left the device (said in its notice).
+    row.resident = batch.is_resident();
+    row.notice = batch.notice().map(str::to_string);
+    if row.resident {
+        row.precision = "f32 whole step on the device (resident)".into();
+    }
     row.stage_seconds = stages(
         backend,
+        row.resident,
         cfg.steps,
         wall,
         action_time.as_secs_f64(),
@@ -863,7 +894,18 @@ fn measure(
         &world,
     );
     row.stage_shares = row.stage_seconds.shares();
-    if backend == Backend::Gpu {
+    let per_world_step = 1.0 / (n * cfg.steps) as f64;
+    let bt = &batch.times;
+    row.host_cpu_seconds_per_world_step = per_world_step
+        * if row.resident {
+            bt.resident_host.as_secs_f64()
+        } else if backend.uses_gpu() {
+            let g = bt.gpu.seconds();
+            world.total() + g.get(Stage::Pack) + g.get(Stage::Upload) + g.get(Stage::Download)
+        } else {
+            world.total()
+        };
+    if backend.uses_gpu() && !row.resident {
         let d = &batch.times.device;
         let k = 1.0 / cfg.steps as f64;
         row.device_solve_s = d.measured.then_some(d.solve.as_secs_f64() * k);
@@ -878,10 +920,12 @@ fn measure(
     if let Some(name) = batch.device_name() {
         row.device = name;
     }
-    let device = batch
-        .gpu_capacity()
-        .zip(cfg.solver.kernel())
-        .map(|(c, k)| c.device_bytes(k));
+    let device = batch.resident_device_bytes().or_else(|| {
+        batch
+            .gpu_capacity()
+            .zip(cfg.solver.kernel())
+            .map(|(c, k)| c.device_bytes(k))
+    });
     row.memory = Memory {
         host_bytes_per_world: match (rss0, rss1) {
             (Some(a), Some(b)) => Some((b - a) as f64 * 1024.0 / n as f64),

@@ -55,7 +55,7 @@ pub fn render(report: &BenchReport) -> String {
         let stage_heads: String = STAGE_HEADS.iter().map(|h| format!(" {h:>4}")).collect();
         let _ = writeln!(
             s,
-            "{:>7} {:>5} {:>11} {:>9} |{stage_heads} | {:>6} {:>6} {:>8} {:>4} {:>9} {:>8}",
+            "{:>7} {:>9} {:>11} {:>9} |{stage_heads} | {:>6} {:>6} {:>8} {:>4} {:>9} {:>8} {:>9}",
             "worlds",
             "back",
             "steps/s",
@@ -65,11 +65,12 @@ pub fn render(report: &BenchReport) -> String {
             "eps_abs",
             "fb",
             "host B/w",
-            "ΔRSS KiB"
+            "ΔRSS KiB",
+            "host µs/w"
         );
         for r in report.runs.iter().filter(|r| r.scene == sc.name) {
             if let Some(why) = &r.skipped {
-                let _ = writeln!(s, "{:>7} {:>5} skipped: {why}", r.nworlds, r.backend);
+                let _ = writeln!(s, "{:>7} {:>9} skipped: {why}", r.nworlds, r.backend);
                 continue;
             }
             let shares: String = r
@@ -79,7 +80,7 @@ pub fn render(report: &BenchReport) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "{:>7} {:>5} {:>11.0} {:>9.3} |{shares} | {:>6.2} {:>6.1} {:>8.1e} {:>4} {:>9} {:>8}",
+                "{:>7} {:>9} {:>11.0} {:>9.3} |{shares} | {:>6.2} {:>6.1} {:>8.1e} {:>4} {:>9} {:>8} {:>9.3}",
                 r.nworlds,
                 r.backend,
                 r.steps_per_s,
@@ -94,8 +95,17 @@ pub fn render(report: &BenchReport) -> String {
                 r.memory
                     .host_rss_growth_kib
                     .map_or("-".into(), |k| k.to_string()),
+                r.host_cpu_seconds_per_world_step * 1e6,
             );
-            if r.backend == Backend::Gpu.name() {
+            if r.resident {
+                let _ = writeln!(
+                    s,
+                    "{:>13} resident on the device: the host's own time {:.3} µs per world step (inputs, submit, state read back), {:.3} ms per step waiting for the device",
+                    "",
+                    r.host_cpu_seconds_per_world_step * 1e6,
+                    r.stage_seconds.get(Stage::Solve) * 1e3,
+                );
+            } else if r.backend == Backend::Gpu.name() || r.backend == Backend::GpuSolve.name() {
                 let solve = r.stage_seconds.get(Stage::Solve);
                 let _ = writeln!(
                     s,
@@ -134,7 +144,7 @@ pub fn render(report: &BenchReport) -> String {
     for q in report
         .ratios
         .iter()
-        .filter(|q| q.backend == "gpu" || largest(q))
+        .filter(|q| q.backend.starts_with("gpu") || largest(q))
     {
         if first {
             let _ = writeln!(s);
@@ -142,6 +152,7 @@ pub fn render(report: &BenchReport) -> String {
         }
         let name = match q.backend.as_str() {
             "gpu" => "GPU",
+            "gpu-solve" => "GPU solve (host-prepared)",
             "cpu" => "all cores",
             other => other,
         };
@@ -220,7 +231,8 @@ pub fn plot(report: &BenchReport, path: &Path) -> Result<(), String> {
                 "{} {}",
                 sc.name,
                 match b {
-                    Backend::Gpu => "GPU (f32 solve)",
+                    Backend::Gpu => "GPU",
+                    Backend::GpuSolve => "GPU solve, host-prepared",
                     Backend::CpuParallel => "CPU all cores (f64)",
                     Backend::CpuSingle => "CPU one core (f64)",
                 }
