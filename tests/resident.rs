@@ -424,3 +424,118 @@ fn gymnasium_contact_free_tasks_step_resident_as_on_the_cpu() {
         assert!(dq < 1e-3 && dv < 1e-2, "{file}: {dq:e} {dv:e}");
     }
 }
+
+/// `BatchSim` on the `gpu` backend: Gymnasium's swimmer lives on the
+/// device and steps as the CPU backend does; masked worlds do not move;
+/// a world with a NaN control sits the step out, flagged, and the others
+/// step; a reset lands on the device; asking for one world's parameters
+/// moves the batch to the host-prepared path, saying so, and it steps on
+/// from the same states; a model with free joints runs host-prepared and
+/// says why.
+#[test]
+fn batch_sim_runs_resident_on_the_gpu_backend() {
+    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    let Some(m) = common::gymnasium("swimmer.xml") else {
+        return;
+    };
+    let model = Arc::new(m.model.clone());
+    let (n, nu) = (8, model.nu());
+    let options = |backend| {
+        let mut o = BatchOptions {
+            backend,
+            ..Default::default()
+        };
+        o.params.dt = m.timestep.unwrap_or(0.01);
+        o
+    };
+    let initial = State::new(m.q0.clone(), DVector::zeros(model.nv));
+    let mut gpu = match BatchSim::new(model.clone(), &initial, n, &options(Backend::Gpu)) {
+        Ok(b) => b,
+        Err(e) => {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU backend required: {e}"
+            );
+            return;
+        }
+    };
+    assert!(gpu.is_resident() && gpu.notice().is_none());
+    let mut cpu = BatchSim::new(model.clone(), &initial, n, &options(Backend::CpuSingle)).unwrap();
+    let mut ctrl = vec![0.0; n * nu];
+    for t in 0..50 {
+        for (k, x) in ctrl.iter_mut().enumerate() {
+            *x = (0.2 * t as f64 + 0.7 * k as f64).sin();
+        }
+        let r = gpu.step_controls(&ctrl).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        cpu.step_controls(&ctrl).unwrap();
+    }
+    let diff = |a: &BatchSim, b: &BatchSim| {
+        a.states()
+            .zip(b.states())
+            .map(|(x, y)| (&x.q - &y.q).amax().max((&x.v - &y.v).amax()))
+            .fold(0.0, f64::max)
+    };
+    let d = diff(&gpu, &cpu);
+    assert!(d < 1e-4, "resident and CPU batches differ by {d:e}");
+    assert!((gpu.state(3).unwrap().t - cpu.state(3).unwrap().t).abs() < 1e-12);
+
+    // A mask, and a NaN control in world 2.
+    let before: Vec<State> = gpu.states().cloned().collect();
+    let mut active = vec![true; n];
+    active[5] = false;
+    ctrl[2 * nu] = f64::NAN;
+    ctrl[5 * nu] = f64::NAN; // not read: world 5 sits out
+    let r = gpu.step_controls_active(&ctrl, Some(&active)).unwrap();
+    assert_eq!(r.failed.len(), 1, "{:?}", r.failed);
+    assert_eq!(r.failed[0].0, 2);
+    assert!(
+        r.failed[0].1.to_string().contains("ctrl[0] is not finite"),
+        "{}",
+        r.failed[0].1
+    );
+    for w in [2, 5] {
+        assert_eq!(gpu.state(w).unwrap(), &before[w], "world {w} did not move");
+    }
+    assert!(gpu.state(0).unwrap().q != before[0].q, "world 0 stepped");
+
+    // A reset lands on the device: world 1 restarts from `initial`, as a
+    // fresh CPU world does.
+    gpu.set_state(1, initial.clone()).unwrap();
+    ctrl.iter_mut().for_each(|x| *x = 0.5);
+    gpu.step_controls(&ctrl).unwrap();
+    let mut fresh =
+        BatchSim::new(model.clone(), &initial, 1, &options(Backend::CpuSingle)).unwrap();
+    fresh.step_controls(&ctrl[..nu]).unwrap();
+    let (a, b) = (gpu.state(1).unwrap(), fresh.state(0).unwrap());
+    assert!((&a.v - &b.v).amax() < 1e-5, "{} {}", a.v, b.v);
+
+    // One world's parameters: the batch leaves the device, saying so.
+    let at: Vec<State> = gpu.states().cloned().collect();
+    gpu.params_mut(0).unwrap().baumgarte = 0.3;
+    assert!(!gpu.is_resident());
+    let notice = gpu.notice().unwrap();
+    assert!(
+        notice.contains("left the device") && notice.contains("per-world parameters"),
+        "{notice}"
+    );
+    assert_eq!(
+        gpu.states().cloned().collect::<Vec<_>>(),
+        at,
+        "the states carried over"
+    );
+    gpu.step_controls(&ctrl).unwrap();
+    assert!(gpu.state(0).unwrap().q != at[0].q);
+
+    // Free joints: host-prepared, with the reason.
+    let quadruped = moreau::scenes::scene("quadruped").unwrap();
+    let mut o = options(Backend::Gpu);
+    o.params.dt = quadruped.dt;
+    let b = BatchSim::new(quadruped.model.clone(), &quadruped.state, 2, &o).unwrap();
+    assert!(!b.is_resident());
+    let notice = b.notice().unwrap();
+    assert!(
+        notice.contains("is free") && notice.contains("gpu-solve"),
+        "{notice}"
+    );
+}

@@ -942,8 +942,8 @@ fn measure(
     Ok(())
 }
 
-/// GPU over one core and all cores over one core, at each batch size where
-/// both ran; `cpu1` at a smaller size stands in when it was skipped (its
+/// GPU over one core and over all cores, and all cores over one core, at
+/// each batch size where both ran; `cpu1` at a smaller size stands in when it was skipped (its
 /// throughput barely depends on the batch size), and the ratio says so.
 fn ratios(runs: &[BenchRun]) -> Vec<Ratio> {
     let done = |r: &&BenchRun| r.skipped.is_none() && r.steps_per_s > 0.0;
@@ -963,6 +963,22 @@ fn ratios(runs: &[BenchRun]) -> Vec<Ratio> {
                 nworlds: r.nworlds,
                 backend: r.backend.clone(),
                 over: "cpu1".into(),
+                over_nworlds: c.nworlds,
+                ratio: r.steps_per_s / c.steps_per_s,
+            });
+        }
+        // The GPU backends over all cores, at the same batch size.
+        if r.backend.starts_with("gpu")
+            && let Some(c) = runs
+                .iter()
+                .filter(done)
+                .find(|c| c.backend == "cpu" && c.scene == r.scene && c.nworlds == r.nworlds)
+        {
+            out.push(Ratio {
+                scene: r.scene.clone(),
+                nworlds: r.nworlds,
+                backend: r.backend.clone(),
+                over: "cpu".into(),
                 over_nworlds: c.nworlds,
                 ratio: r.steps_per_s / c.steps_per_s,
             });

@@ -158,7 +158,12 @@ pub fn render(report: &BenchReport) -> String {
         };
         let _ = writeln!(
             s,
-            "{name} over single core: ×{:.2} at {} worlds ({}){}",
+            "{name} over {}: ×{:.2} at {} worlds ({}){}",
+            if q.over == "cpu" {
+                "all cores"
+            } else {
+                "single core"
+            },
             q.ratio,
             q.nworlds,
             q.scene,
