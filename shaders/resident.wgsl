@@ -56,6 +56,9 @@ struct Params {
 @group(0) @binding(8) var<storage, read> actuators: array<u32>;
 // Per world: 1 steps, 0 is left as it is (its inputs unread).
 @group(0) @binding(9) var<storage, read> stepping: array<u32>;
+// The generalized constraint forces of the last step, Sᵀλ/dt (the joint
+// stops'; MuJoCo's qfrc_constraint), world-minor.
+@group(0) @binding(10) var<storage, read_write> qfrc: array<f32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -456,9 +459,11 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     var ok = true;
     var v_next: array<f32, NV>;
+    var impulse: array<f32, NV>;
     for (var k = 0u; k < NV; k++) {
         v_free[k] = v[k * n + w] + dt * ddq[k];
         v_next[k] = v_free[k];
+        impulse[k] = 0.0;
     }
     // Joint limits (active_limits, assemble_problem): a row per stop that
     // is within the margin or would be crossed at the free velocity,
@@ -547,6 +552,9 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         for (var a = 0u; a < nl; a++) {
             unit_f[row_dof[a]] += row_sign[a] * row_l[a];
         }
+        for (var k = 0u; k < NV; k++) {
+            impulse[k] = unit_f[k];
+        }
         apply_inverse_inertia();
         for (var k = 0u; k < NV; k++) {
             v_next[k] += unit_f[k];
@@ -572,6 +580,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     for (var k = 0u; k < NV; k++) {
         v[k * n + w] = v_next[k];
+        qfrc[k * n + w] = impulse[k] / dt;
     }
     for (var k = 0u; k < NQ; k++) {
         q[k * n + w] = q_next[k];

@@ -134,7 +134,11 @@ class BatchSim:
         layout: str = "packed",
         pipeline: int = 1,
     ) -> None:
-        """GPU backend: `decomposition` (invocation, workgroup or lane: one
+        """`backend`: "gpu" (the worlds on the device where the model allows:
+        contact-free trees of hinge, slide and fixed joints; else as
+        "gpu-solve", see `notice`), "gpu-solve" (host stages, batched GPU
+        contact solve), "cpu" (all cores) or "cpu1". Host-prepared GPU path:
+        `decomposition` (invocation, workgroup or lane: one
         invocation per problem, one workgroup per problem, one lane per
         contact for the PGS solvers), `layout` of the batch (packed or
         interleaved by size class) and `pipeline` chunks of worlds per step."""
@@ -147,6 +151,12 @@ class BatchSim:
     @property
     def failures(self) -> list[tuple[int, str]]:
         """The worlds whose last step failed, and why (they kept their state)."""
+    @property
+    def resident(self) -> bool:
+        """Whether the worlds live on the GPU (backend "gpu", whole step on the device)."""
+    @property
+    def notice(self) -> Optional[str]:
+        """Why backend "gpu" runs the host-prepared path ("gpu-solve"), if it does."""
     @property
     def q(self) -> FloatArray: ...
     @property

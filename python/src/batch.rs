@@ -365,6 +365,20 @@ impl BatchSim {
         self.failures.clone()
     }
 
+    /// Whether the worlds live on the GPU (backend "gpu" on a model the
+    /// resident path runs: the whole step on the device).
+    #[getter]
+    fn resident(&self) -> bool {
+        self.batch.is_resident()
+    }
+
+    /// Why backend "gpu" runs the host-prepared path ("gpu-solve"), if it
+    /// does: one line naming the reason.
+    #[getter]
+    fn notice(&self) -> Option<String> {
+        self.batch.notice().map(str::to_string)
+    }
+
     /// The worlds' configurations (nworlds, nq), a copy.
     #[getter]
     fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
@@ -423,21 +437,10 @@ impl BatchSim {
     /// `qfrc_constraint`).
     fn constraint_forces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let n = self.batch.nworlds();
-        let mut flat = vec![0.0; n * self.nv];
+        let mut flat = Vec::with_capacity(n * self.nv);
         for w in 0..n {
-            let sim = self.batch.simulator(w).map_err(value_error)?;
-            let m = sim.problem().m();
-            if m == 0 {
-                continue;
-            }
-            let (j, lambda, dt) = (
-                &sim.jacobian().jacobian,
-                &sim.solution().lambda,
-                sim.params.dt,
-            );
-            for k in 0..self.nv {
-                flat[w * self.nv + k] = (0..m).map(|r| j[(r, k)] * lambda[r]).sum::<f64>() / dt;
-            }
+            let f = self.batch.constraint_forces(w).map_err(value_error)?;
+            flat.extend_from_slice(f.as_slice());
         }
         Ok(array2(py, flat, n, self.nv))
     }

@@ -349,7 +349,7 @@ impl BatchSim {
         r.step_active(input, mask).map_err(resident)?;
         let dt = self.options.params.dt;
         let worlds = &mut self.worlds;
-        r.read_raw(|w, q, v, flagged| {
+        r.read_raw(|w, q, v, qfrc, flagged| {
             if !active[w] {
                 return;
             }
@@ -361,6 +361,10 @@ impl BatchSim {
             world.state.q.iter_mut().zip(q).for_each(|(x, y)| *x = y);
             world.state.v.iter_mut().zip(v).for_each(|(x, y)| *x = y);
             world.state.t += dt;
+            let f = world
+                .constraint_force
+                .get_or_insert_with(|| DVector::zeros(world.state.v.len()));
+            f.iter_mut().zip(qfrc).for_each(|(x, y)| *x = y);
         })
         .map_err(resident)?;
         let waited = r.waited() - waited_before;

@@ -300,6 +300,9 @@ struct World {
     record: Record,
     /// The velocity the step started from (kept when recording on the GPU).
     v0: DVector<f64>,
+    /// The generalized constraint forces of the last step when it ran on
+    /// the device (the host paths compute them from the world's simulator).
+    constraint_force: Option<DVector<f64>>,
 }
 
 /// What a step records for its derivatives.
@@ -412,6 +415,7 @@ impl BatchSim {
                 jacobians: None,
                 record: Record::Nothing,
                 v0: DVector::zeros(model.nv),
+                constraint_force: None,
             });
         }
         Ok(BatchSim {
@@ -524,7 +528,27 @@ impl BatchSim {
         world.sim.clear_warm_start();
         Ok(())
     }
-    /// The simulator of world `w` (its contacts, problem and timers).
+    /// World `w`'s generalized constraint forces in its last step, `Jᵀλ/dt`
+    /// (contacts and joint stops; MuJoCo's `qfrc_constraint`), nv; zero
+    /// before its first step or without constraints.
+    pub fn constraint_forces(&self, w: usize) -> Result<DVector<f64>, BatchError> {
+        let world = self.world(w)?;
+        if let Some(f) = &world.constraint_force {
+            return Ok(f.clone());
+        }
+        let (sim, nv) = (&world.sim, self.model.nv);
+        let m = sim.problem().m();
+        let mut f = DVector::zeros(nv);
+        if m > 0 {
+            let (j, lambda) = (&sim.jacobian().jacobian, &sim.solution().lambda);
+            for k in 0..nv {
+                f[k] = (0..m).map(|r| j[(r, k)] * lambda[r]).sum::<f64>() / sim.params.dt;
+            }
+        }
+        Ok(f)
+    }
+    /// The simulator of world `w` (its contacts, problem and timers; on the
+    /// device, [`Backend::Gpu`], it does not step: read the batch).
     pub fn simulator(&self, w: usize) -> Result<&Simulator, BatchError> {
         Ok(&self.world(w)?.sim)
     }
@@ -668,6 +692,9 @@ impl BatchSim {
                 WorldStep::Stepping { contacts: 0 }
             };
             world.controls = controls;
+            if world.step.is_stepping() {
+                world.constraint_force = None;
+            }
             // Kept (their buffers) when asked for, dropped otherwise.
             world.record = record;
             match (&mut world.jacobians, record != Record::Nothing) {

@@ -165,6 +165,7 @@ pub struct ResidentBatch {
     tau: wgpu::Buffer,
     ctrl: wgpu::Buffer,
     flags: wgpu::Buffer,
+    qfrc: wgpu::Buffer,
     active: wgpu::Buffer,
     /// Whether `active` holds all ones.
     all_active: bool,
@@ -249,7 +250,7 @@ impl ResidentBatch {
                 limit,
             });
         }
-        let readback_bytes = ((nq + nv + 1) as u64).saturating_mul(nworlds as u64 * 4);
+        let readback_bytes = ((nq + 2 * nv + 1) as u64).saturating_mul(nworlds as u64 * 4);
         if readback_bytes > ctx.limits.max_buffer_size {
             return Err(ResidentError::Capacity {
                 nworlds,
@@ -317,6 +318,11 @@ impl ResidentBatch {
             bytemuck::cast_slice(&vec![0u32; nworlds]),
             storage,
         );
+        let qfrc = init(
+            "resident constraint forces",
+            bytemuck::cast_slice(&zeros[..nworlds * nv]),
+            storage,
+        );
         let active = init(
             "resident active",
             bytemuck::cast_slice(&vec![1u32; nworlds]),
@@ -381,6 +387,7 @@ impl ResidentBatch {
                 (7, &ctrl),
                 (8, &acts),
                 (9, &active),
+                (10, &qfrc),
             ]
             .map(|(binding, b)| wgpu::BindGroupEntry {
                 binding,
@@ -410,6 +417,7 @@ impl ResidentBatch {
             tau,
             ctrl,
             flags,
+            qfrc,
             active,
             all_active: true,
             active_words: Vec::new(),
@@ -447,6 +455,7 @@ impl ResidentBatch {
             &self.tau,
             &self.ctrl,
             &self.flags,
+            &self.qfrc,
             &self.active,
             &self.readback,
         ]
@@ -612,7 +621,7 @@ impl ResidentBatch {
             });
         }
         let mut flagged = Vec::new();
-        self.read_raw(|w, q, v, flag| {
+        self.read_raw(|w, q, v, _, flag| {
             states[w].q.iter_mut().zip(q).for_each(|(x, y)| *x = y);
             states[w].v.iter_mut().zip(v).for_each(|(x, y)| *x = y);
             if flag {
@@ -623,11 +632,18 @@ impl ResidentBatch {
     }
 
     /// Reads the state back (waiting for the submitted steps) and calls
-    /// `each(world, q, v, flagged)` for every world in order, `q` and `v`
-    /// its elements widened to f64.
+    /// `each(world, q, v, qfrc, flagged)` for every world in order, `q`,
+    /// `v` and the last step's generalized constraint forces `qfrc` (the
+    /// joint stops' `Sᵀλ/dt`) widened to f64.
     pub fn read_raw(
         &mut self,
-        mut each: impl FnMut(usize, &mut dyn Iterator<Item = f64>, &mut dyn Iterator<Item = f64>, bool),
+        mut each: impl FnMut(
+            usize,
+            &mut dyn Iterator<Item = f64>,
+            &mut dyn Iterator<Item = f64>,
+            &mut dyn Iterator<Item = f64>,
+            bool,
+        ),
     ) -> Result<(), ResidentError> {
         let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
         let (device, queue) = (&self.ctx.device, &self.ctx.queue);
@@ -637,7 +653,8 @@ impl ResidentBatch {
         let (bq, bv) = ((n * nq * 4) as u64, (n * nv * 4) as u64);
         encoder.copy_buffer_to_buffer(&self.q, 0, &self.readback, 0, bq);
         encoder.copy_buffer_to_buffer(&self.v, 0, &self.readback, bq, bv);
-        encoder.copy_buffer_to_buffer(&self.flags, 0, &self.readback, bq + bv, (n * 4) as u64);
+        encoder.copy_buffer_to_buffer(&self.qfrc, 0, &self.readback, bq + bv, bv);
+        encoder.copy_buffer_to_buffer(&self.flags, 0, &self.readback, bq + 2 * bv, (n * 4) as u64);
         // The wait for the device starts at this submission: a software
         // adapter (lavapipe) runs the queued steps inside it.
         let wait = Instant::now();
@@ -652,11 +669,13 @@ impl ResidentBatch {
                 waited.get_or_insert(wait.elapsed());
                 let words: &[f32] = bytemuck::cast_slice(bytes);
                 let (q, rest) = words.split_at(n * nq);
-                let (v, f) = rest.split_at(n * nv);
+                let (v, rest) = rest.split_at(n * nv);
+                let (qfrc, f) = rest.split_at(n * nv);
                 for w in 0..n {
                     let mut qw = (0..nq).map(|t| q[t * n + w] as f64);
                     let mut vw = (0..nv).map(|t| v[t * n + w] as f64);
-                    each(w, &mut qw, &mut vw, f[w].to_bits() != 0);
+                    let mut cw = (0..nv).map(|t| qfrc[t * n + w] as f64);
+                    each(w, &mut qw, &mut vw, &mut cw, f[w].to_bits() != 0);
                 }
             },
         )?;
