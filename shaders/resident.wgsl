@@ -1,22 +1,25 @@
 // Resident worlds, smooth dynamics (issue 33): one invocation per world
-// steps it without the host, for trees of hinge, slide and fixed joints:
-// the actuators' forces from the controls, springs, the fluid's drag,
-// forward kinematics, body velocities, the articulated-body algorithm in
-// the world frame (armature, implicit damping, gravity), the free
-// velocity, the joint-limit rows (an LCP on G = S M̃⁻¹ Sᵀ, M̃⁻¹ applied
-// by the articulated-body recursion again, reusing its factorization,
-// solved exactly by principal pivoting), the velocity update and the integration
-// `q⁺ = q + v⁺ dt`. The CPU twin is the f64 code it mirrors:
+// steps it without the host, for trees of free, ball, hinge, slide and
+// fixed joints: the actuators' forces from the controls, springs, the
+// fluid's drag, forward kinematics, body velocities, the articulated-body
+// algorithm in the world frame (armature, implicit damping, gravity), the
+// free velocity, the joint-limit rows (an LCP on G = S M̃⁻¹ Sᵀ, M̃⁻¹
+// applied by the articulated-body recursion again, reusing its
+// factorization, solved exactly by principal pivoting), the velocity
+// update and the integration q⁺ = q ⊕ v⁺ dt (SE(3) and SO(3) exponentials,
+// quaternions normalized). The CPU twin is the f64 code it mirrors:
 // sim (`actuator_forces`, `free_dynamics`, `active_limits`, the limit rows
 // of `assemble_problem`, `velocity_update`), dynamics/kinematics.rs,
-// dynamics/aba.rs (`aba_from_kinematics`), dynamics/fluid.rs.
+// dynamics/aba.rs (`aba_from_kinematics`), dynamics/fluid.rs,
+// dynamics/integrate.rs.
 //
 // Generated header (src/gpu/resident.rs): NB (bodies, world included), NV,
-// NQ, NU (≥ 1), LROWS (limit rows' capacity, ≥ 1), LROWS_SQ, BODY_U32, BODY_F32,
+// NQ, NU (≥ 1), LROWS (limit rows' capacity, ≥ 4), LROWS_SQ, DINV (floats
+// of the joints' D⁻¹ blocks, Σ nv_j²), BODY_U32, BODY_F32, DOF_F32,
 // ACT_WORDS, LIMIT_PIVOTS, WORKGROUP.
 //
 // Layout: world-minor (element t of world w at t·N + w) for q, v, tau,
-// ctrl, so that neighbouring invocations read neighbouring words.
+// ctrl, qfrc, so that neighbouring invocations read neighbouring words.
 
 struct Params {
     nworlds: u32,
@@ -25,7 +28,7 @@ struct Params {
     controls: u32,
     nu: u32,
     gravity: vec4<f32>,
-    // Limit margin, Baumgarte β, compliance α, the limit sweeps' tolerance.
+    // Limit margin, Baumgarte β, compliance α, the limit solve's tolerance.
     limits: vec4<f32>,
     // Fluid density, viscosity; then the wind (x, y, z) and 0.
     medium: vec4<f32>,
@@ -34,14 +37,14 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> params: Params;
 // Per body (world first), BODY_U32 words: parent, joint type (0 fixed,
-// 1 hinge, 2 slide), q index, v index, limited (1: the joint has a range).
+// 1 hinge, 2 slide, 3 free, 4 ball), q index, v index, limited (1: a hinge
+// or slide with a range), the joint's dofs, the offset of its D⁻¹ block.
 @group(0) @binding(1) var<storage, read> body_u32: array<u32>;
 // Per body, BODY_F32 floats: joint placement rotation (9, column-major),
 // translation (3), axis (3), mass (1), com (3), rotational inertia about
-// the com (xx yy zz, then xy xz yz: 6), armature + dt·damping (1),
-// damping (1), stiffness (1), spring reference (1), effort limit (1),
-// range lower, upper (2), the fluid's box: principal axes (9,
-// column-major, body frame) and sides (3; zero: no drag).
+// the com (xx yy zz, then xy xz yz: 6), range lower, upper (2), the
+// fluid's box: principal axes (9, column-major, body frame) and sides (3;
+// zero: no drag).
 @group(0) @binding(2) var<storage, read> body_f32: array<f32>;
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
 @group(0) @binding(4) var<storage, read_write> v: array<f32>;
@@ -59,6 +62,9 @@ struct Params {
 // The generalized constraint forces of the last step, Sᵀλ/dt (the joint
 // stops'; MuJoCo's qfrc_constraint), world-minor.
 @group(0) @binding(10) var<storage, read_write> qfrc: array<f32>;
+// Per dof, DOF_F32 floats: armature + dt·damping, damping, stiffness,
+// spring reference, effort limit, the q index of its joint (an integer).
+@group(0) @binding(11) var<storage, read> dof_f32: array<f32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -77,22 +83,24 @@ struct M6 {
 // One world's work arrays (each invocation has its own).
 var<private> rot: array<mat3x3<f32>, NB>;
 var<private> pos: array<vec3<f32>, NB>;
-var<private> s: array<V6, NB>;        // the joint's world motion column (zero when fixed)
 var<private> vel: array<V6, NB>;
 var<private> c: array<V6, NB>;        // velocity-product acceleration
 var<private> ia: array<M6, NB>;       // articulated inertia
 var<private> pa: array<V6, NB>;       // articulated bias force
-var<private> u: array<V6, NB>;
-var<private> dinv: array<f32, NB>;
-var<private> ub: array<f32, NB>;
 var<private> acc: array<V6, NB>;
+var<private> s: array<V6, NV>;        // each dof's world motion column
+var<private> u: array<V6, NV>;        // U = Iᴬ S
+var<private> ub: array<f32, NV>;      // τ − Sᵀ pᴬ
+var<private> dinv: array<f32, DINV>;  // each joint's D⁻¹ block (row-major)
 var<private> ddq: array<f32, NV>;
 var<private> tau_w: array<f32, NV>;
 var<private> v_free: array<f32, NV>;
+// A joint's D (6×6, stride 6) and its Cholesky factor.
+var<private> dmat: array<f32, 36>;
 // M̃⁻¹ f by the articulated-body recursion: f in, the result out.
 var<private> unit_f: array<f32, NV>;
 var<private> unit_p: array<V6, NB>;
-var<private> unit_b: array<f32, NB>;
+var<private> unit_b: array<f32, NV>;
 var<private> unit_a: array<V6, NB>;
 // The active limit rows: dof, sign (+1 lower, −1 upper), g, λ, G (LROWS²).
 var<private> row_dof: array<u32, LROWS>;
@@ -130,6 +138,11 @@ fn m6_apply(m: M6, x: V6) -> V6 {
     return V6(m.aa * x.l + m.ab * x.a, m.ba * x.l + m.bb * x.a);
 }
 
+// m − x yᵀ (6×6).
+fn m6_sub_outer(m: M6, x: V6, y: V6) -> M6 {
+    return M6(m.aa - outer(x.l, y.l), m.ab - outer(x.l, y.a), m.ba - outer(x.a, y.l), m.bb - outer(x.a, y.a));
+}
+
 // Featherstone's crm(v) m.
 fn motion_cross(x: V6, m: V6) -> V6 {
     return V6(cross(x.a, m.l) + cross(x.l, m.a), cross(x.a, m.a));
@@ -139,6 +152,8 @@ fn motion_cross(x: V6, m: V6) -> V6 {
 fn force_cross(x: V6, f: V6) -> V6 {
     return V6(cross(x.a, f.l), cross(x.a, f.a) + cross(x.l, f.l));
 }
+
+const IDENTITY3 = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
 
 // Rodrigues, as math::exp3 (series near zero).
 fn exp3(w: vec3<f32>) -> mat3x3<f32> {
@@ -156,7 +171,68 @@ fn exp3(w: vec3<f32>) -> mat3x3<f32> {
         b = 2.0 * h * h;
     }
     let k = skew(w);
-    return mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0)) + k * a + (k * k) * b;
+    return IDENTITY3 + k * a + (k * k) * b;
+}
+
+// math::so3_left_jacobian: I + (1 − cos t)/t² [w]× + (t − sin t)/t³ [w]×².
+fn so3_left_jacobian(w: vec3<f32>) -> mat3x3<f32> {
+    let t2 = dot(w, w);
+    let t = sqrt(t2);
+    var a: f32;
+    var b: f32;
+    if (t < 1e-3) {
+        a = 0.5 - t2 / 24.0;
+    } else {
+        let h = sin(0.5 * t) / t;
+        a = 2.0 * h * h;
+    }
+    // (t − sin t)/t³ cancels in f32 below t ≈ 0.3: its series there.
+    if (t < 0.3) {
+        b = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0;
+    } else {
+        b = (t - sin(t)) / (t2 * t);
+    }
+    let k = skew(w);
+    return IDENTITY3 + k * a + (k * k) * b;
+}
+
+// The rotation of the unit quaternion (x, y, z, w) along qt (normalized
+// first, as math::quat_from_slice).
+fn quat_matrix(qt: vec4<f32>) -> mat3x3<f32> {
+    let n = normalize(qt);
+    let x = n.x;
+    let y = n.y;
+    let z = n.z;
+    let r = n.w;
+    return mat3x3<f32>(
+        vec3<f32>(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + r * z), 2.0 * (x * z - r * y)),
+        vec3<f32>(2.0 * (x * y - r * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z + r * x)),
+        vec3<f32>(2.0 * (x * z + r * y), 2.0 * (y * z - r * x), 1.0 - 2.0 * (x * x + y * y)),
+    );
+}
+
+// a ⊗ b for quaternions (x, y, z, w).
+fn quat_mul(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(
+        a.w * b.xyz + b.w * a.xyz + cross(a.xyz, b.xyz),
+        a.w * b.w - dot(a.xyz, b.xyz),
+    );
+}
+
+// math::quat_exp: the unit quaternion of rotation vector w.
+fn quat_exp(w: vec3<f32>) -> vec4<f32> {
+    let t2 = dot(w, w);
+    let t = sqrt(t2);
+    var cs: f32;
+    var sn: f32;
+    if (t < 1e-3) {
+        cs = 1.0 - t2 / 8.0;
+        sn = 0.5 - t2 / 48.0;
+    } else {
+        cs = cos(0.5 * t);
+        sn = sin(0.5 * t) / t;
+    }
+    return vec4<f32>(w * sn, cs);
 }
 
 fn bu(i: u32, k: u32) -> u32 {
@@ -175,6 +251,10 @@ fn bmat(i: u32, k: u32) -> mat3x3<f32> {
     return mat3x3<f32>(bvec(i, k), bvec(i, k + 3u), bvec(i, k + 6u));
 }
 
+fn df(k: u32, j: u32) -> f32 {
+    return dof_f32[k * DOF_F32 + j];
+}
+
 fn act_f(a: u32, k: u32) -> f32 {
     return bitcast<f32>(actuators[a * ACT_WORDS + k]);
 }
@@ -184,9 +264,74 @@ fn all_finite(x: f32) -> bool {
     return abs(x) <= 3.4e38;
 }
 
+// Column a of a joint's motion subspace in its body frame
+// (JointType::motion_column).
+fn local_column(jtype: u32, axis: vec3<f32>, a: u32) -> V6 {
+    let zero3 = vec3<f32>(0.0);
+    let k = a % 3u;
+    let e = vec3<f32>(f32(k == 0u), f32(k == 1u), f32(k == 2u));
+    switch jtype {
+        case 1u: {
+            return V6(zero3, axis);
+        }
+        case 2u: {
+            return V6(axis, zero3);
+        }
+        case 3u: {
+            if (a < 3u) {
+                return V6(e, zero3);
+            }
+            return V6(zero3, e);
+        }
+        default: {
+            return V6(zero3, e);
+        }
+    }
+}
+
+// dinv[off ..] ← D⁻¹ of the joint's n×n block in dmat (stride 6), by
+// Cholesky (a non-positive pivot gives NaN, which flags the world, as the
+// CPU poisons a failed factorization).
+fn invert_joint_block(n: u32, off: u32) {
+    for (var i = 0u; i < n; i++) {
+        for (var j = 0u; j <= i; j++) {
+            var x = dmat[i * 6u + j];
+            for (var t = 0u; t < j; t++) {
+                x -= dmat[i * 6u + t] * dmat[j * 6u + t];
+            }
+            if (i == j) {
+                dmat[i * 6u + i] = sqrt(x);
+            } else {
+                dmat[i * 6u + j] = x / dmat[j * 6u + j];
+            }
+        }
+    }
+    var y: array<f32, 6>;
+    for (var col = 0u; col < n; col++) {
+        for (var i = 0u; i < n; i++) {
+            var x = f32(i == col);
+            for (var t = 0u; t < i; t++) {
+                x -= dmat[i * 6u + t] * y[t];
+            }
+            y[i] = x / dmat[i * 6u + i];
+        }
+        for (var ii = 0u; ii < n; ii++) {
+            let i = n - 1u - ii;
+            var x = y[i];
+            for (var t = i + 1u; t < n; t++) {
+                x -= dmat[t * 6u + i] * y[t];
+            }
+            y[i] = x / dmat[i * 6u + i];
+        }
+        for (var i = 0u; i < n; i++) {
+            dinv[off + i * n + col] = y[i];
+        }
+    }
+}
+
 // unit_f ← M̃⁻¹ unit_f: the articulated-body recursion with no velocity,
 // no gravity and the joint forces unit_f, reusing the factorization of
-// the step's backward pass (u, dinv).
+// the step's backward pass (U, D⁻¹).
 fn apply_inverse_inertia() {
     let zero3 = vec3<f32>(0.0);
     for (var i = 0u; i < NB; i++) {
@@ -194,12 +339,19 @@ fn apply_inverse_inertia() {
     }
     for (var i = NB - 1u; i >= 1u; i--) {
         let parent = bu(i, 0u);
-        let jtype = bu(i, 1u);
+        let iv = bu(i, 3u);
+        let nj = bu(i, 5u);
+        let off = bu(i, 6u);
         var p = unit_p[i];
-        if (jtype != 0u) {
-            let b = unit_f[bu(i, 3u)] - v6_dot(s[i], p);
-            unit_b[i] = b;
-            p = v6_add(p, v6_scale(u[i], dinv[i] * b));
+        for (var a = 0u; a < nj; a++) {
+            unit_b[iv + a] = unit_f[iv + a] - v6_dot(s[iv + a], unit_p[i]);
+        }
+        for (var a = 0u; a < nj; a++) {
+            var x = 0.0;
+            for (var b = 0u; b < nj; b++) {
+                x += dinv[off + a * nj + b] * unit_b[iv + b];
+            }
+            p = v6_add(p, v6_scale(u[iv + a], x));
         }
         if (parent != 0u) {
             unit_p[parent] = v6_add(unit_p[parent], p);
@@ -210,12 +362,23 @@ fn apply_inverse_inertia() {
     }
     unit_a[0] = V6(zero3, zero3);
     for (var i = 1u; i < NB; i++) {
-        let jtype = bu(i, 1u);
+        let iv = bu(i, 3u);
+        let nj = bu(i, 5u);
+        let off = bu(i, 6u);
         var a = unit_a[bu(i, 0u)];
-        if (jtype != 0u) {
-            let x = dinv[i] * (unit_b[i] - v6_dot(u[i], a));
-            unit_f[bu(i, 3u)] = x;
-            a = v6_add(a, v6_scale(s[i], x));
+        var r: array<f32, 6>;
+        for (var k = 0u; k < nj; k++) {
+            r[k] = unit_b[iv + k] - v6_dot(u[iv + k], a);
+        }
+        for (var k = 0u; k < nj; k++) {
+            var x = 0.0;
+            for (var b = 0u; b < nj; b++) {
+                x += dinv[off + k * nj + b] * r[b];
+            }
+            unit_f[iv + k] = x;
+        }
+        for (var k = 0u; k < nj; k++) {
+            a = v6_add(a, v6_scale(s[iv + k], unit_f[iv + k]));
         }
         unit_a[i] = a;
     }
@@ -311,60 +474,64 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             let force = act_f(a, 3u) * uc + act_f(a, 4u) + act_f(a, 5u) * length + act_f(a, 6u) * speed;
             tau_w[dof] += gear * clamp(force, act_f(a, 9u), act_f(a, 10u));
         }
-        for (var i = 1u; i < NB; i++) {
-            if (bu(i, 1u) != 0u) {
-                let k = bu(i, 3u);
-                let e = bf(i, 29u);
-                tau_w[k] = clamp(tau_w[k], -e, e);
-            }
+        for (var k = 0u; k < NV; k++) {
+            let e = df(k, 4u);
+            tau_w[k] = clamp(tau_w[k], -e, e);
         }
     }
-    rot[0] = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
+    // Springs (explicit) and damping (implicit: −D v here, D·dt in the
+    // armature), as free_dynamics.
+    for (var k = 0u; k < NV; k++) {
+        let qk = q[u32(df(k, 5u)) * n + w];
+        tau_w[k] -= df(k, 2u) * (qk - df(k, 3u)) + df(k, 1u) * v[k * n + w];
+    }
+    rot[0] = IDENTITY3;
     pos[0] = zero3;
     vel[0] = zero6;
     let viscosity = params.medium.y;
     let density = params.medium.x;
     // Forward kinematics, velocities, inertias (forward_kinematics,
-    // forward_velocity, the first loop of aba_from_kinematics), springs,
-    // damping and the fluid's wrench.
+    // forward_velocity, the first loop of aba_from_kinematics) and the
+    // fluid's wrench.
     for (var i = 1u; i < NB; i++) {
         let parent = bu(i, 0u);
         let jtype = bu(i, 1u);
         let iq = bu(i, 2u);
         let iv = bu(i, 3u);
-        let placement = bmat(i, 0u);
+        let nj = bu(i, 5u);
         let axis = bvec(i, 12u);
-        var joint_rot = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
+        // joint_from_body (JointType::transform).
+        var joint_rot = IDENTITY3;
         var joint_pos = zero3;
-        var qv = 0.0;
-        if (jtype != 0u) {
-            qv = q[iq * n + w];
-        }
-        if (jtype == 1u) {
-            joint_rot = exp3(axis * qv);
-        } else if (jtype == 2u) {
-            joint_pos = axis * qv;
+        switch jtype {
+            case 1u: {
+                joint_rot = exp3(axis * q[iq * n + w]);
+            }
+            case 2u: {
+                joint_pos = axis * q[iq * n + w];
+            }
+            case 3u: {
+                joint_pos = vec3<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w]);
+                joint_rot = quat_matrix(vec4<f32>(q[(iq + 3u) * n + w], q[(iq + 4u) * n + w], q[(iq + 5u) * n + w], q[(iq + 6u) * n + w]));
+            }
+            case 4u: {
+                joint_rot = quat_matrix(vec4<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w], q[(iq + 3u) * n + w]));
+            }
+            default: {}
         }
         // parent_from_body = placement · joint; world_from_body = parent's · that.
+        let placement = bmat(i, 0u);
         let pfb_rot = placement * joint_rot;
         let pfb_pos = placement * joint_pos + bvec(i, 9u);
         rot[i] = rot[parent] * pfb_rot;
         pos[i] = rot[parent] * pfb_pos + pos[parent];
-        // The motion column in the world frame (act_motion).
-        var local = zero6;
-        if (jtype == 1u) {
-            local = V6(zero3, axis);
-        } else if (jtype == 2u) {
-            local = V6(axis, zero3);
-        }
-        let sw = rot[i] * local.a;
-        s[i] = V6(rot[i] * local.l + cross(pos[i], sw), sw);
+        // The motion columns in the world frame (act_motion) and the joint velocity.
         var vj = zero6;
-        if (jtype != 0u) {
-            let vk = v[iv * n + w];
-            vj = v6_scale(s[i], vk);
-            // Springs (explicit) and damping (implicit: −D v here).
-            tau_w[iv] = tau_w[iv] - bf(i, 27u) * (qv - bf(i, 28u)) - bf(i, 26u) * vk;
+        for (var a = 0u; a < nj; a++) {
+            let local = local_column(jtype, axis, a);
+            let sw = rot[i] * local.a;
+            s[iv + a] = V6(rot[i] * local.l + cross(pos[i], sw), sw);
+            vj = v6_add(vj, v6_scale(s[iv + a], v[(iv + a) * n + w]));
         }
         vel[i] = v6_add(vel[parent], vj);
         c[i] = motion_cross(vel[i], vj);
@@ -376,20 +543,15 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         let inertia_body = mat3x3<f32>(vec3<f32>(r6.x, r3.x, r3.y), vec3<f32>(r3.x, r6.y, r3.z), vec3<f32>(r3.y, r3.z, r6.z));
         let rotational = rot[i] * inertia_body * transpose(rot[i]);
         let mc = skew(com) * mass;
-        let m6 = M6(
-            mat3x3<f32>(vec3<f32>(mass, 0.0, 0.0), vec3<f32>(0.0, mass, 0.0), vec3<f32>(0.0, 0.0, mass)),
-            zero33 - mc,
-            mc,
-            rotational - skew(com) * mc,
-        );
+        let m6 = M6(IDENTITY3 * mass, zero33 - mc, mc, rotational - skew(com) * mc);
         ia[i] = m6;
         pa[i] = force_cross(vel[i], m6_apply(m6, vel[i]));
         // The fluid (fluid_forces): the inertia box's drag at the centre of
         // mass, in its principal axes; an external wrench enters the bias
         // force with a minus sign.
-        let sides = bvec(i, 41u);
+        let sides = bvec(i, 36u);
         if (sides.x + sides.y + sides.z > 0.0) {
-            let frame = rot[i] * bmat(i, 32u);
+            let frame = rot[i] * bmat(i, 27u);
             let lv = transpose(frame) * (vel[i].l + cross(vel[i].a, com) - params.wind.xyz);
             let la = transpose(frame) * vel[i].a;
             var f = zero3;
@@ -410,31 +572,40 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             pa[i] = V6(pa[i].l - fw, pa[i].a - (cross(com, fw) + tw));
         }
     }
-    // Backward pass (aba_from_kinematics).
+    // Backward pass (aba_from_kinematics): U = Iᴬ S, D = Sᵀ U + armature,
+    // Iᴬ − U D⁻¹ Uᵀ and pᴬ + Iᴬ c + U D⁻¹ (τ − Sᵀ pᴬ) passed to the parent.
     for (var i = NB - 1u; i >= 1u; i--) {
         let parent = bu(i, 0u);
-        let jtype = bu(i, 1u);
         let iv = bu(i, 3u);
+        let nj = bu(i, 5u);
+        let off = bu(i, 6u);
         var m = ia[i];
         var p = pa[i];
-        if (jtype != 0u) {
-            let ui = m6_apply(m, s[i]);
-            let d = 1.0 / (v6_dot(s[i], ui) + bf(i, 25u));
-            let b = tau_w[iv] - v6_dot(s[i], p);
-            u[i] = ui;
-            dinv[i] = d;
-            ub[i] = b;
-            if (parent != 0u) {
-                m = M6(
-                    m.aa - outer(ui.l, ui.l) * d,
-                    m.ab - outer(ui.l, ui.a) * d,
-                    m.ba - outer(ui.a, ui.l) * d,
-                    m.bb - outer(ui.a, ui.a) * d,
-                );
-                p = v6_add(p, v6_add(m6_apply(m, c[i]), v6_scale(ui, d * b)));
-            }
+        for (var a = 0u; a < nj; a++) {
+            u[iv + a] = m6_apply(m, s[iv + a]);
+            ub[iv + a] = tau_w[iv + a] - v6_dot(s[iv + a], p);
         }
+        for (var a = 0u; a < nj; a++) {
+            for (var b = 0u; b < nj; b++) {
+                dmat[a * 6u + b] = v6_dot(s[iv + a], u[iv + b]);
+            }
+            dmat[a * 6u + a] += df(iv + a, 0u);
+        }
+        invert_joint_block(nj, off);
         if (parent != 0u) {
+            var bias = zero6;
+            for (var a = 0u; a < nj; a++) {
+                var wa = zero6;
+                var wu = 0.0;
+                for (var b = 0u; b < nj; b++) {
+                    let d = dinv[off + a * nj + b];
+                    wa = v6_add(wa, v6_scale(u[iv + b], d));
+                    wu += d * ub[iv + b];
+                }
+                m = m6_sub_outer(m, wa, u[iv + a]);
+                bias = v6_add(bias, v6_scale(u[iv + a], wu));
+            }
+            p = v6_add(p, v6_add(m6_apply(m, c[i]), bias));
             let mp = ia[parent];
             ia[parent] = M6(mp.aa + m.aa, mp.ab + m.ab, mp.ba + m.ba, mp.bb + m.bb);
             pa[parent] = v6_add(pa[parent], p);
@@ -446,14 +617,23 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Forward pass: accelerations, and the free velocity.
     acc[0] = V6(-params.gravity.xyz, zero3);
     for (var i = 1u; i < NB; i++) {
-        let parent = bu(i, 0u);
-        let jtype = bu(i, 1u);
         let iv = bu(i, 3u);
-        var a = v6_add(acc[parent], c[i]);
-        if (jtype != 0u) {
-            let x = dinv[i] * (ub[i] - v6_dot(u[i], a));
-            ddq[iv] = x;
-            a = v6_add(a, v6_scale(s[i], x));
+        let nj = bu(i, 5u);
+        let off = bu(i, 6u);
+        var a = v6_add(acc[bu(i, 0u)], c[i]);
+        var r: array<f32, 6>;
+        for (var k = 0u; k < nj; k++) {
+            r[k] = ub[iv + k] - v6_dot(u[iv + k], a);
+        }
+        for (var k = 0u; k < nj; k++) {
+            var x = 0.0;
+            for (var b = 0u; b < nj; b++) {
+                x += dinv[off + k * nj + b] * r[b];
+            }
+            ddq[iv + k] = x;
+        }
+        for (var k = 0u; k < nj; k++) {
+            a = v6_add(a, v6_scale(s[iv + k], ddq[iv + k]));
         }
         acc[i] = a;
     }
@@ -478,10 +658,10 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         let dof = bu(i, 3u);
         let qv = q[bu(i, 2u) * n + w];
         for (var side = 0u; side < 2u; side++) {
-            var dist = qv - bf(i, 30u);
+            var dist = qv - bf(i, 25u);
             var sign = 1.0;
             if (side == 1u) {
-                dist = bf(i, 31u) - qv;
+                dist = bf(i, 26u) - qv;
                 sign = -1.0;
             }
             if ((dist < margin || dist + dt * sign * v_free[dof] < 0.0) && nl < LROWS) {
@@ -560,19 +740,48 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             v_next[k] += unit_f[k];
         }
     }
-    // Integration, committed only if finite.
-    var q_next: array<f32, NQ>;
+    // Integration (integrate): q ⊕ v⁺ dt, committed only if finite.
     for (var k = 0u; k < NV; k++) {
         ok = ok && all_finite(v_next[k]);
     }
+    var q_next: array<f32, NQ>;
     for (var i = 1u; i < NB; i++) {
         let jtype = bu(i, 1u);
-        if (jtype != 0u) {
-            let iq = bu(i, 2u);
-            let iv = bu(i, 3u);
-            q_next[iq] = q[iq * n + w] + dt * v_next[iv];
-            ok = ok && all_finite(q_next[iq]);
+        let iq = bu(i, 2u);
+        let iv = bu(i, 3u);
+        switch jtype {
+            case 1u, 2u: {
+                q_next[iq] = q[iq * n + w] + dt * v_next[iv];
+            }
+            case 3u: {
+                // p + R · (J_l(ω dt) v dt), quaternion ⊗ exp(ω dt).
+                let lin = vec3<f32>(v_next[iv], v_next[iv + 1u], v_next[iv + 2u]) * dt;
+                let ang = vec3<f32>(v_next[iv + 3u], v_next[iv + 4u], v_next[iv + 5u]) * dt;
+                let quat = vec4<f32>(q[(iq + 3u) * n + w], q[(iq + 4u) * n + w], q[(iq + 5u) * n + w], q[(iq + 6u) * n + w]);
+                let p = vec3<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w]) + quat_matrix(quat) * (so3_left_jacobian(ang) * lin);
+                let qn = normalize(quat_mul(normalize(quat), quat_exp(ang)));
+                q_next[iq] = p.x;
+                q_next[iq + 1u] = p.y;
+                q_next[iq + 2u] = p.z;
+                q_next[iq + 3u] = qn.x;
+                q_next[iq + 4u] = qn.y;
+                q_next[iq + 5u] = qn.z;
+                q_next[iq + 6u] = qn.w;
+            }
+            case 4u: {
+                let ang = vec3<f32>(v_next[iv], v_next[iv + 1u], v_next[iv + 2u]) * dt;
+                let quat = vec4<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w], q[(iq + 3u) * n + w]);
+                let qn = normalize(quat_mul(normalize(quat), quat_exp(ang)));
+                q_next[iq] = qn.x;
+                q_next[iq + 1u] = qn.y;
+                q_next[iq + 2u] = qn.z;
+                q_next[iq + 3u] = qn.w;
+            }
+            default: {}
         }
+    }
+    for (var k = 0u; k < NQ; k++) {
+        ok = ok && all_finite(q_next[k]);
     }
     if (!ok) {
         flags[w] = 1u;

@@ -1,8 +1,9 @@
 //! Resident worlds (`gpu::resident`, f32 on the device) against their twin,
 //! the f64 CPU step of the same model: one step from random states and
 //! torques, and 100-step trajectories, on a tree of hinge, slide and fixed
-//! joints with armature, damping and springs, and on Gymnasium's
-//! contact-free tasks (actuators driven by random controls, joint limits
+//! joints with armature, damping and springs, on floating robots in the
+//! air (free and ball joints: a test tree, the built-in quadruped,
+//! Gymnasium's ant and humanoid), and on Gymnasium's contact-free tasks (actuators driven by random controls, joint limits
 //! hit, the swimmer's viscous fluid); the models the path cannot run are
 //! refused naming why; a world whose state overflows is flagged and the
 //! others step on.
@@ -222,7 +223,7 @@ fn models_the_slice_cannot_run_are_refused_naming_why() {
     )
     .err()
     .unwrap();
-    assert!(e.to_string().contains("is free"), "{e}");
+    assert!(e.to_string().contains("can collide"), "{e}");
     if let Some(m) = common::gymnasium("hopper.xml") {
         let s = State::new(m.q0.clone(), DVector::zeros(m.model.nv));
         let e = ResidentBatch::new(&ctx, &m.model, &params(0.002), &[s], 4)
@@ -527,7 +528,7 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     gpu.step_controls(&ctrl).unwrap();
     assert!(gpu.state(0).unwrap().q != at[0].q);
 
-    // Free joints: host-prepared, with the reason.
+    // Contacts: host-prepared, with the reason.
     let quadruped = moreau::scenes::scene("quadruped").unwrap();
     let mut o = options(Backend::Gpu);
     o.params.dt = quadruped.dt;
@@ -535,7 +536,208 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     assert!(!b.is_resident());
     let notice = b.notice().unwrap();
     assert!(
-        notice.contains("is free") && notice.contains("gpu-solve"),
+        notice.contains("can collide") && notice.contains("gpu-solve"),
         "{notice}"
     );
+}
+
+/// `model` with no geometry that can collide (robots in the air).
+fn in_the_air(model: &Model) -> Model {
+    let mut m = model.clone();
+    for g in m.geometries.iter_mut() {
+        g.material.contype = 0;
+        g.material.conaffinity = 0;
+    }
+    m
+}
+
+/// A floating base on a free joint, a ball joint, a hinge after it, and
+/// a second ball joint on another branch.
+fn floating() -> Model {
+    let mut b = ModelBuilder::new("floating");
+    let inertia = |m: f64, c: [f64; 3], d: [f64; 3]| {
+        let mut i = Mat3::from_diagonal(&Vec3::new(d[0], d[1], d[2]));
+        i[(0, 2)] = 0.1 * d[0];
+        i[(2, 0)] = 0.1 * d[0];
+        Inertia::new(m, Vec3::new(c[0], c[1], c[2]), i)
+    };
+    let at = |t: [f64; 3], angle: f64| {
+        SE3::from_quaternion(
+            &UnitQuaternion::from_scaled_axis(Vec3::new(0.3, -0.5, 0.8).normalize() * angle),
+            Vec3::new(t[0], t[1], t[2]),
+        )
+    };
+    let base = b
+        .add_body(
+            "base",
+            0,
+            JointType::Free,
+            SE3::identity(),
+            inertia(3.0, [0.01, 0.02, 0.0], [0.05, 0.08, 0.1]),
+        )
+        .unwrap();
+    let shoulder = b
+        .add_body(
+            "shoulder",
+            base,
+            JointType::Spherical,
+            at([0.2, 0.0, 0.1], 0.4),
+            inertia(0.6, [0.0, 0.0, -0.15], [0.01, 0.012, 0.004]),
+        )
+        .unwrap();
+    let elbow = b
+        .add_body(
+            "elbow",
+            shoulder,
+            JointType::Revolute(Vec3::y()),
+            at([0.0, 0.0, -0.3], -0.2),
+            inertia(0.4, [0.0, 0.0, -0.12], [0.006, 0.006, 0.002]),
+        )
+        .unwrap();
+    b.add_body(
+        "hip",
+        base,
+        JointType::Spherical,
+        at([-0.2, 0.05, -0.1], 1.1),
+        inertia(0.8, [0.0, 0.05, -0.1], [0.02, 0.01, 0.015]),
+    )
+    .unwrap();
+    let spec = |damping: f64, armature: f64| JointSpec {
+        damping,
+        armature,
+        ..JointSpec::default()
+    };
+    b.set_joint_spec(shoulder, spec(0.2, 0.01)).unwrap();
+    b.set_joint_spec(elbow, spec(0.1, 0.02)).unwrap();
+    b.build().unwrap()
+}
+
+/// Random states around `q0` (±`spread`, quaternions renormalized, hinges
+/// and slides kept in their ranges) with velocities in ±`speed`.
+fn random_unit_states(
+    model: &Model,
+    q0: &DVector<f64>,
+    n: usize,
+    spread: f64,
+    speed: f64,
+    rng: &mut Rng,
+) -> Vec<State> {
+    (0..n)
+        .map(|_| {
+            let mut q = q0 + DVector::from_fn(model.nq, |_, _| rng.range(-spread, spread));
+            for i in 1..model.nbodies {
+                let k = model.joint_idx_q[i];
+                if let Some(o) = model.joint_type[i].quaternion_offset() {
+                    let mut quat = q.rows(k + o, 4).into_owned();
+                    quat.normalize_mut();
+                    q.rows_mut(k + o, 4).copy_from(&quat);
+                } else if let Some((lo, hi)) = model.joint_range[i] {
+                    q[k] = q[k].clamp(lo, hi);
+                }
+            }
+            let v = DVector::from_fn(model.nv, |_, _| rng.range(-speed, speed));
+            State::new(q, v)
+        })
+        .collect()
+}
+
+/// Free and ball joints: a floating tree with two ball joints, the
+/// built-in quadruped and Gymnasium's ant and humanoid in the air (their
+/// geometries made non-colliding), one step from random states and
+/// torques and 100 steps, against the f64 CPU step.
+#[test]
+fn floating_robots_in_the_air_step_resident_as_on_the_cpu() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let f = floating();
+    let mut q0 = DVector::zeros(f.nq);
+    q0[6] = 1.0;
+    q0[10] = 1.0;
+    q0[15] = 1.0;
+    // (model, q0, spread of q around it, dt)
+    let mut models = vec![(f, q0, 1.0, 2e-3), {
+        let q = moreau::scenes::scene("quadruped").unwrap();
+        (in_the_air(&q.model), q.state.q.clone(), 0.5, q.dt)
+    }];
+    for file in ["ant.xml", "humanoid.xml"] {
+        if let Some(m) = common::gymnasium(file) {
+            let dt = m.timestep.unwrap_or(0.002);
+            models.push((in_the_air(&m.model), m.q0.clone(), 0.3, dt));
+        }
+    }
+    for (model, q0, spread, dt) in &models {
+        assert!(
+            moreau::gpu::resident::unsupported(model).is_none(),
+            "{}",
+            model.name
+        );
+        let n = 32;
+        let mut rng = Rng::new(21);
+        let states = random_unit_states(model, q0, n, *spread, 1.0, &mut rng);
+        let tau: Vec<f64> = (0..n * model.nv).map(|_| rng.range(-1.0, 1.0)).collect();
+        let mut gpu = ResidentBatch::new(&ctx, model, &params(*dt), &states, n).unwrap();
+        gpu.step(&tau).unwrap();
+        let (got, flagged) = gpu.states().unwrap();
+        assert!(flagged.is_empty(), "{}: {flagged:?}", model.name);
+        let shared = Arc::new(model.clone());
+        let mut want = states.clone();
+        let mut sims: Vec<Simulator> = (0..n)
+            .map(|_| Simulator::new(shared.clone(), params(*dt)).unwrap())
+            .collect();
+        let mut at_stops = 0;
+        for (w, s) in want.iter_mut().enumerate() {
+            let r = sims[w]
+                .step(s, &tau[w * model.nv..(w + 1) * model.nv])
+                .unwrap();
+            assert_eq!(r.nc, 0);
+            at_stops += usize::from(r.nl > 0);
+        }
+        if model.limited_joints().next().is_some() {
+            // Joints clamped onto their stops: limit rows through the free base.
+            assert!(
+                at_stops > n / 4,
+                "{}: {at_stops} worlds at a stop",
+                model.name
+            );
+        }
+        let (dq, dv) = max_difference(&got, &want);
+        let (_, mv) = max_difference(&want, &states);
+        println!(
+            "{}: one step, {n} worlds: |Δq| = {dq:.1e}, |Δv| = {dv:.1e} (|v⁺ − v| up to {mv:.2})",
+            model.name
+        );
+        assert!(
+            dq < 1e-6 && dv < 1e-4 * mv.max(1.0),
+            "{}: {dq:e} {dv:e}",
+            model.name
+        );
+
+        let states = random_unit_states(model, q0, n, *spread, 0.25, &mut rng);
+        let mut gpu = ResidentBatch::new(&ctx, model, &params(*dt), &states, n).unwrap();
+        let mut want = states.clone();
+        sims.iter_mut().for_each(|s| s.clear_warm_start());
+        let mut t = vec![0.0; n * model.nv];
+        for step in 0..100 {
+            for (k, x) in t.iter_mut().enumerate() {
+                *x = 0.3 * (0.07 * step as f64 + 0.9 * k as f64).sin();
+            }
+            gpu.step(&t).unwrap();
+            for (w, s) in want.iter_mut().enumerate() {
+                sims[w]
+                    .step(s, &t[w * model.nv..(w + 1) * model.nv])
+                    .unwrap();
+            }
+        }
+        let (got, flagged) = gpu.states().unwrap();
+        assert!(flagged.is_empty(), "{}: {flagged:?}", model.name);
+        let (dq, dv) = max_difference(&got, &want);
+        let (mq, _) = max_difference(&want, &states);
+        println!(
+            "{}: 100 steps: |Δq| = {dq:.1e}, |Δv| = {dv:.1e} (moved {mq:.2})",
+            model.name
+        );
+        assert!(mq > 0.05, "{}: the worlds moved", model.name);
+        assert!(dq < 1e-3 && dv < 1e-2, "{}: {dq:e} {dv:e}", model.name);
+    }
 }

@@ -135,7 +135,7 @@ class BatchSim:
         pipeline: int = 1,
     ) -> None:
         """`backend`: "gpu" (the worlds on the device where the model allows:
-        contact-free trees of hinge, slide and fixed joints; else as
+        contact-free trees of free, ball, hinge, slide and fixed joints; else as
         "gpu-solve", see `notice`), "gpu-solve" (host stages, batched GPU
         contact solve), "cpu" (all cores) or "cpu1". Host-prepared GPU path:
         `decomposition` (invocation, workgroup or lane: one

@@ -12,8 +12,8 @@
 //! - [`Backend::CpuParallel`]: the same code on rayon's threads, one world per
 //!   task;
 //! - [`Backend::Gpu`]: the worlds live on the GPU where the model allows it
-//!   ([`crate::gpu::resident`]: contact-free trees of hinge, slide and fixed
-//!   joints, with actuators, joint limits and a fluid): state and whole step
+//!   ([`crate::gpu::resident`]: contact-free trees of free, ball, hinge,
+//!   slide and fixed joints, with actuators, joint limits and a fluid): state and whole step
 //!   on the device, the host uploading the actions and reading `q`, `v`
 //!   back once per step. Elsewhere it runs the host-prepared path below and
 //!   says why ([`BatchSim::notice`]). It also leaves the device for that

@@ -4,8 +4,8 @@
 //! what it is asked for.
 //!
 //! The kernel (`shaders/resident.wgsl`, one invocation per world, f32)
-//! runs the whole step of contact-free trees of hinge, slide and fixed
-//! joints: the actuators' forces from the controls (gear, gain, affine
+//! runs the whole step of contact-free trees of free, ball, hinge, slide
+//! and fixed joints: the actuators' forces from the controls (gear, gain, affine
 //! bias, control and force ranges, effort limits), springs, the fluid's
 //! drag (MuJoCo's inertia box), forward kinematics, the articulated-body
 //! algorithm in the world frame with armature, implicit damping and
@@ -13,10 +13,11 @@
 //! `G = S M̃⁻¹ Sᵀ`, whose columns the articulated-body recursion gives
 //! again from the same factorization, solved exactly by Murty's principal
 //! pivoting), the velocity update
-//! and `q⁺ = q + v⁺ dt`. Its twin is the f64 CPU step (`Simulator::step`
-//! of the same model), compared in `tests/resident.rs`. A model it cannot
-//! run yet is refused, naming what: free and ball joints, collision
-//! geometries.
+//! and `q⁺ = q ⊕ v⁺ dt` (the SE(3) and SO(3) exponentials, quaternions
+//! normalized). Its twin is the f64 CPU step (`Simulator::step` of the
+//! same model), compared in `tests/resident.rs`. A model it cannot run yet
+//! is refused, naming what: geometries that can collide (contacts are
+//! issue 34), a tree over [`MAX_BODIES`].
 //!
 //! Layout: world-minor (element `t` of world `w` at `t·N + w`) for `q`, `v`
 //! and `tau`, so that neighbouring invocations read neighbouring words.
@@ -29,9 +30,11 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Words per body record of the model's u32 buffer (see the shader).
-pub const BODY_U32: usize = 5;
+pub const BODY_U32: usize = 7;
 /// Floats per body record of the model's f32 buffer (see the shader).
-pub const BODY_F32: usize = 44;
+pub const BODY_F32: usize = 39;
+/// Floats per dof record (see the shader).
+pub const DOF_F32: usize = 6;
 /// Words per actuator record (see the shader).
 pub const ACT_WORDS: usize = 11;
 /// The most principal pivots of one step's joint-limit LCP per row
@@ -86,18 +89,6 @@ pub fn unsupported(model: &Model) -> Option<String> {
             model.nbodies
         ));
     }
-    for i in 1..model.nbodies {
-        match model.joint_type[i] {
-            JointType::Free | JointType::Spherical => {
-                return Some(format!(
-                    "joint `{}` is {} (hinge, slide and fixed joints only, so far)",
-                    model.joint_name[i],
-                    model.joint_type[i].name()
-                ));
-            }
-            _ => {}
-        }
-    }
     let ng = model.geometries.len();
     for a in 0..ng {
         for b in a + 1..ng {
@@ -121,17 +112,25 @@ pub fn source(model: &Model) -> String {
     let rows = limit_rows(model).max(4);
     format!(
         "const NB: u32 = {}u;\nconst NV: u32 = {}u;\nconst NQ: u32 = {}u;\nconst NU: u32 = {}u;\n\
-         const LROWS: u32 = {rows}u;\nconst LROWS_SQ: u32 = {}u;\nconst BODY_U32: u32 = {BODY_U32}u;\n\
-         const BODY_F32: u32 = {BODY_F32}u;\nconst ACT_WORDS: u32 = {ACT_WORDS}u;\n\
+         const LROWS: u32 = {rows}u;\nconst LROWS_SQ: u32 = {}u;\nconst DINV: u32 = {}u;\n\
+         const BODY_U32: u32 = {BODY_U32}u;\nconst BODY_F32: u32 = {BODY_F32}u;\nconst DOF_F32: u32 = {DOF_F32}u;\nconst ACT_WORDS: u32 = {ACT_WORDS}u;\n\
          const LIMIT_PIVOTS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
         model.nbodies,
         model.nv,
         model.nq,
         model.nu().max(1),
         rows * rows,
+        dinv_floats(model).max(1),
         LIMIT_PIVOTS_PER_ROW * rows as u32 + 8,
         include_str!("../../shaders/resident.wgsl")
     )
+}
+
+/// Floats of the joints' `D⁻¹` blocks: `Σ nv_j²`.
+fn dinv_floats(model: &Model) -> usize {
+    (1..model.nbodies)
+        .map(|i| model.joint_type[i].nv().pow(2))
+        .sum()
 }
 
 /// Whether the joint of body `i` gets limit rows (as `Simulator` does: a
@@ -270,7 +269,7 @@ impl ResidentBatch {
             q0.extend(s.q.iter());
             v0.extend(s.v.iter());
         }
-        let (body_u32, body_f32) = model_records(model, params.dt);
+        let (body_u32, body_f32, dof_f32) = model_records(model, params.dt);
         let actuator_words = actuator_records(model);
         let device = &ctx.device;
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -318,6 +317,7 @@ impl ResidentBatch {
             bytemuck::cast_slice(&vec![0u32; nworlds]),
             storage,
         );
+        let dofs = init("resident dofs", bytemuck::cast_slice(&dof_f32), storage);
         let qfrc = init(
             "resident constraint forces",
             bytemuck::cast_slice(&zeros[..nworlds * nv]),
@@ -388,6 +388,7 @@ impl ResidentBatch {
                 (8, &acts),
                 (9, &active),
                 (10, &qfrc),
+                (11, &dofs),
             ]
             .map(|(binding, b)| wgpu::BindGroupEntry {
                 binding,
@@ -697,24 +698,32 @@ impl ResidentBatch {
     }
 }
 
-/// The model buffers: per body [`BODY_U32`] words and [`BODY_F32`] floats
-/// (see `shaders/resident.wgsl`).
-fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>) {
+/// The model buffers: per body [`BODY_U32`] words and [`BODY_F32`]
+/// floats, per dof [`DOF_F32`] floats (see `shaders/resident.wgsl`).
+fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>, Vec<f32>) {
     let nb = model.nbodies;
     let mut bu = vec![0u32; BODY_U32 * nb];
     let mut bf = vec![0f32; BODY_F32 * nb];
+    let mut df = vec![0f32; DOF_F32 * model.nv.max(1)];
+    let mut dinv_offset = 0;
     for i in 1..nb {
         let (jtype, axis) = match model.joint_type[i] {
             JointType::Revolute(a) => (1, a),
             JointType::Prismatic(a) => (2, a),
-            _ => (0, crate::math::Vec3::zeros()),
+            JointType::Free => (3, crate::math::Vec3::zeros()),
+            JointType::Spherical => (4, crate::math::Vec3::zeros()),
+            JointType::Fixed => (0, crate::math::Vec3::zeros()),
         };
+        let nj = model.joint_type[i].nv();
         let u = &mut bu[BODY_U32 * i..BODY_U32 * (i + 1)];
         u[0] = model.body_parent[i] as u32;
         u[1] = jtype;
         u[2] = model.joint_idx_q[i] as u32;
         u[3] = model.joint_idx_v[i] as u32;
         u[4] = u32::from(limited(model, i));
+        u[5] = nj as u32;
+        u[6] = dinv_offset as u32;
+        dinv_offset += nj * nj;
         let r = &mut bf[BODY_F32 * i..BODY_F32 * (i + 1)];
         let p = &model.joint_placement[i];
         // Column-major rotation.
@@ -737,17 +746,9 @@ fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>) {
         r[22] = ri[(0, 1)] as f32;
         r[23] = ri[(0, 2)] as f32;
         r[24] = ri[(1, 2)] as f32;
-        if jtype != 0 {
-            let k = model.joint_idx_v[i];
-            r[25] = (model.dof_armature[k] + dt * model.dof_damping[k]) as f32;
-            r[26] = model.dof_damping[k] as f32;
-            r[27] = model.dof_stiffness[k] as f32;
-            r[28] = model.dof_springref[k] as f32;
-            r[29] = bound(model.dof_effort_limit[k]);
-        }
         if let Some((lower, upper)) = model.joint_range[i] {
-            r[30] = bound(lower);
-            r[31] = bound(upper);
+            r[25] = bound(lower);
+            r[26] = bound(upper);
         }
         // The fluid's inertia box (dynamics::fluid_forces): none for a
         // massless body or one without a dof.
@@ -755,13 +756,23 @@ fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>) {
             let (sides, axes) = crate::dynamics::inertia_box(inertia);
             for col in 0..3 {
                 for row in 0..3 {
-                    r[32 + 3 * col + row] = axes[(row, col)] as f32;
+                    r[27 + 3 * col + row] = axes[(row, col)] as f32;
                 }
-                r[41 + col] = sides[col] as f32;
+                r[36 + col] = sides[col] as f32;
             }
         }
     }
-    (bu, bf)
+    for k in 0..model.nv {
+        let d = &mut df[DOF_F32 * k..DOF_F32 * (k + 1)];
+        d[0] = (model.dof_armature[k] + dt * model.dof_damping[k]) as f32;
+        d[1] = model.dof_damping[k] as f32;
+        d[2] = model.dof_stiffness[k] as f32;
+        d[3] = model.dof_springref[k] as f32;
+        d[4] = bound(model.dof_effort_limit[k]);
+        // An integer well inside f32's exact range (nq < 2²⁴).
+        d[5] = model.joint_idx_q[model.dof_body[k]] as f32;
+    }
+    (bu, bf, df)
 }
 
 /// The actuator buffer: per actuator [`ACT_WORDS`] words (see the shader).
