@@ -33,6 +33,8 @@ struct Params {
     // Fluid density, viscosity; then the wind (x, y, z) and 0.
     medium: vec4<f32>,
     wind: vec4<f32>,
+    // x: 1 writes each stage's output to `stages`.
+    probe: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -65,6 +67,10 @@ struct Params {
 // Per dof, DOF_F32 floats: armature + dt·damping, damping, stiffness,
 // spring reference, effort limit, the q index of its joint (an integer).
 @group(0) @binding(11) var<storage, read> dof_f32: array<f32>;
+// Each stage's output, world-minor, when params.probe.x is 1: per body its
+// world rotation (9, column-major) and position (3), then v_f (NV) and
+// the generalized forces the dynamics saw (NV).
+@group(0) @binding(12) var<storage, read_write> stages: array<f32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -644,6 +650,20 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         v_free[k] = v[k * n + w] + dt * ddq[k];
         v_next[k] = v_free[k];
         impulse[k] = 0.0;
+    }
+    if (params.probe.x == 1u) {
+        for (var i = 0u; i < NB; i++) {
+            for (var col = 0u; col < 3u; col++) {
+                for (var row = 0u; row < 3u; row++) {
+                    stages[(12u * i + 3u * col + row) * n + w] = rot[i][col][row];
+                }
+                stages[(12u * i + 9u + col) * n + w] = pos[i][col];
+            }
+        }
+        for (var k = 0u; k < NV; k++) {
+            stages[(12u * NB + k) * n + w] = v_free[k];
+            stages[(12u * NB + NV + k) * n + w] = tau_w[k];
+        }
     }
     // Joint limits (active_limits, assemble_problem): a row per stop that
     // is within the margin or would be crossed at the free velocity,

@@ -741,3 +741,125 @@ fn floating_robots_in_the_air_step_resident_as_on_the_cpu() {
         assert!(dq < 1e-3 && dv < 1e-2, "{}: {dq:e} {dv:e}", model.name);
     }
 }
+
+/// Each stage against its f64 twin, on random states and controls of
+/// Gymnasium's contact-free tasks and of the ant and humanoid in the air:
+/// forward kinematics (every body's world rotation and position), the
+/// generalized forces the dynamics see (actuators, springs, explicit
+/// damping), the free velocity (ABA, fluid), the joint stops' constraint
+/// forces (the limit LCP), and the state after integration.
+#[test]
+fn each_stage_matches_its_cpu_twin() {
+    use moreau::dynamics::{Data, forward_kinematics};
+    use moreau::sim::actuator_forces;
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let files = [
+        ("inverted_pendulum.xml", false),
+        ("inverted_double_pendulum.xml", false),
+        ("reacher.xml", false),
+        ("swimmer.xml", false),
+        ("ant.xml", true),
+        ("humanoid.xml", true),
+    ];
+    for (file, air) in files {
+        let Some(mut m) = common::gymnasium(file) else {
+            return;
+        };
+        if air {
+            m.model = in_the_air(&m.model);
+        }
+        let model = &m.model;
+        let dt = m.timestep.unwrap_or(0.002);
+        let n = 32;
+        let mut rng = Rng::new(5);
+        let (states, ctrl) = if air {
+            let s = random_unit_states(model, &m.q0, n, 0.3, 1.0, &mut rng);
+            let c = (0..n * model.nu()).map(|_| rng.range(-1.5, 1.5)).collect();
+            (s, c)
+        } else {
+            task_inputs(&m, n, &mut rng)
+        };
+        let nu = model.nu();
+        let mut gpu =
+            ResidentBatch::with_stage_probe(&ctx, model, &params(dt), &states, n).unwrap();
+        gpu.step_controls(&ctrl).unwrap();
+        let stages = gpu.read_stages().unwrap();
+        let mut qfrc = vec![vec![0.0; model.nv]; n];
+        let mut after = states.clone();
+        let flagged = gpu.read_states(&mut after).unwrap();
+        assert!(flagged.is_empty());
+        gpu.read_raw(|w, _, _, f, _| qfrc[w].iter_mut().zip(f).for_each(|(x, y)| *x = y))
+            .unwrap();
+        let shared = Arc::new(model.clone());
+        let mut data = Data::new(model);
+        let mut worst = [0.0f64; 6];
+        let (mut scale_tau, mut scale_f, mut scale_dv, mut at_stops) = (0.0f64, 0.0f64, 0.0f64, 0);
+        for (w, start) in states.iter().enumerate() {
+            let got = &stages[w];
+            forward_kinematics(model, &mut data, start.q.as_slice());
+            for i in 0..model.nbodies {
+                let x = &data.world_from_body[i];
+                worst[0] = worst[0].max((got.body_rotation[i] - x.rotation).amax());
+                worst[0] = worst[0].max((got.body_position[i] - x.translation).amax());
+            }
+            let u = &ctrl[w * nu..(w + 1) * nu];
+            let mut tau = vec![0.0; model.nv];
+            actuator_forces(model, start.q.as_slice(), start.v.as_slice(), u, &mut tau);
+            for k in 0..model.nv {
+                let qk = start.q[model.joint_idx_q[model.dof_body[k]]];
+                tau[k] -= model.dof_stiffness[k] * (qk - model.dof_springref[k])
+                    + model.dof_damping[k] * start.v[k];
+                worst[1] = worst[1].max((got.tau[k] - tau[k]).abs());
+                scale_tau = scale_tau.max(tau[k].abs());
+            }
+            let mut sim = Simulator::new(shared.clone(), params(dt)).unwrap();
+            let mut s = start.clone();
+            let r = sim.step_controls(&mut s, u).unwrap();
+            at_stops += usize::from(r.nl > 0);
+            worst[2] = worst[2].max((&got.v_free - sim.free_velocity()).amax());
+            scale_dv = scale_dv.max((sim.free_velocity() - &start.v).amax());
+            let m_rows = sim.problem().m();
+            for k in 0..model.nv {
+                let f = (0..m_rows)
+                    .map(|r| sim.jacobian().jacobian[(r, k)] * sim.solution().lambda[r])
+                    .sum::<f64>()
+                    / dt;
+                worst[3] = worst[3].max((qfrc[w][k] - f).abs());
+                scale_f = scale_f.max(f.abs());
+            }
+            worst[4] = worst[4].max((&after[w].q - &s.q).amax());
+            worst[5] = worst[5].max((&after[w].v - &s.v).amax());
+        }
+        println!(
+            "{file}: kinematics {:.1e}, forces {:.1e} (of {scale_tau:.1}), v_f {:.1e} (|v_f − v| up to {scale_dv:.1}), stop forces {:.1e} (of {scale_f:.1}, {at_stops} worlds at a stop), q⁺ {:.1e}, v⁺ {:.1e}",
+            worst[0], worst[1], worst[2], worst[3], worst[4], worst[5]
+        );
+        assert!(worst[0] < 2e-6, "{file}: kinematics {:e}", worst[0]);
+        assert!(
+            worst[1] < 1e-6 * scale_tau.max(1.0),
+            "{file}: forces {:e}",
+            worst[1]
+        );
+        // f32: the velocity change dt·q̈ to a few 1e-6 of itself (1.3e-5
+        // on the humanoid: its ABA runs through 13 bodies of very unequal
+        // inertias).
+        let dv = 3e-5 * scale_dv.max(1.0);
+        assert!(worst[2] < dv, "{file}: v_f {:e}", worst[2]);
+        assert!(
+            worst[3] < 1e-4 * scale_f.max(1.0),
+            "{file}: stop forces {:e}",
+            worst[3]
+        );
+        assert!(
+            worst[4] < 1e-6 && worst[5] < 5e-5,
+            "{file}: {:e} {:e}",
+            worst[4],
+            worst[5]
+        );
+        if model.limited_joints().next().is_some() {
+            assert!(at_stops > 0 && scale_f > 0.0, "{file}: the limit stage ran");
+        }
+    }
+}

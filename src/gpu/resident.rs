@@ -158,7 +158,10 @@ pub struct ResidentBatch {
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     uniform: wgpu::Buffer,
-    uniform_words: [u32; 20],
+    uniform_words: [u32; 24],
+    /// Each stage's output of the last step (`with_stage_probe`), or a
+    /// placeholder word.
+    stages: wgpu::Buffer,
     q: wgpu::Buffer,
     v: wgpu::Buffer,
     tau: wgpu::Buffer,
@@ -176,6 +179,25 @@ pub struct ResidentBatch {
     staging: Vec<f32>,
     /// Time spent waiting for the device in reads, since creation.
     waited: Duration,
+}
+
+/// One world's stage outputs in a step (see [`ResidentBatch::read_stages`]).
+#[derive(Clone, Debug)]
+pub struct StageOutputs {
+    /// Forward kinematics: each body's world rotation and position (the
+    /// world first).
+    pub body_rotation: Vec<crate::math::Mat3>,
+    pub body_position: Vec<crate::math::Vec3>,
+    /// The generalized forces the dynamics saw (applied or actuators',
+    /// springs, explicit damping; the fluid's enters the bias instead).
+    pub tau: nalgebra::DVector<f64>,
+    /// The free velocity `v + dt·M̃⁻¹(τ − b)`, before the joint limits.
+    pub v_free: nalgebra::DVector<f64>,
+}
+
+/// Floats of one world's stage outputs: 12 per body, then `v_f` and `τ`.
+fn stage_width(model: &Model) -> usize {
+    12 * model.nbodies + 2 * model.nv
 }
 
 /// `x` (rows of `width` per world) world-minor, in f32.
@@ -210,6 +232,29 @@ impl ResidentBatch {
         params: &SimParams,
         initial: &[State],
         nworlds: usize,
+    ) -> Result<Self, ResidentError> {
+        Self::build(ctx, model, params, initial, nworlds, false)
+    }
+
+    /// [`Self::new`], the kernel also writing each stage's output for
+    /// [`Self::read_stages`] (the stage-by-stage comparison with the CPU).
+    pub fn with_stage_probe(
+        ctx: &GpuContext,
+        model: &Model,
+        params: &SimParams,
+        initial: &[State],
+        nworlds: usize,
+    ) -> Result<Self, ResidentError> {
+        Self::build(ctx, model, params, initial, nworlds, true)
+    }
+
+    fn build(
+        ctx: &GpuContext,
+        model: &Model,
+        params: &SimParams,
+        initial: &[State],
+        nworlds: usize,
+        probe: bool,
     ) -> Result<Self, ResidentError> {
         if let Some(reason) = unsupported(model) {
             return Err(ResidentError::Unsupported {
@@ -346,7 +391,7 @@ impl ResidentBatch {
         let g = model.gravity;
         let medium = model.medium;
         let f = |x: f64| (x as f32).to_bits();
-        let uniform_words: [u32; 20] = [
+        let uniform_words: [u32; 24] = [
             nworlds as u32,
             f(params.dt),
             0,
@@ -367,7 +412,21 @@ impl ResidentBatch {
             f(medium.wind.y),
             f(medium.wind.z),
             0,
+            u32::from(probe),
+            0,
+            0,
+            0,
         ];
+        let stage_floats = if probe {
+            stage_width(model) * nworlds
+        } else {
+            1
+        };
+        let stages = init(
+            "resident stage outputs",
+            bytemuck::cast_slice(&vec![0f32; stage_floats]),
+            storage,
+        );
         let uniform = init(
             "resident params",
             bytemuck::cast_slice(&uniform_words),
@@ -389,6 +448,7 @@ impl ResidentBatch {
                 (9, &active),
                 (10, &qfrc),
                 (11, &dofs),
+                (12, &stages),
             ]
             .map(|(binding, b)| wgpu::BindGroupEntry {
                 binding,
@@ -413,6 +473,7 @@ impl ResidentBatch {
             bind_group,
             uniform,
             uniform_words,
+            stages,
             q,
             v,
             tau,
@@ -683,6 +744,50 @@ impl ResidentBatch {
         self.waited += waited.unwrap_or_default();
         self.ctx.take_error("reading resident state")?;
         Ok(())
+    }
+
+    /// Each world's stage outputs of the last step (a batch made by
+    /// [`Self::with_stage_probe`]; waits for the submitted steps).
+    pub fn read_stages(&self) -> Result<Vec<StageOutputs>, ResidentError> {
+        let (n, nb, nv) = (self.nworlds, self.model.nbodies, self.model.nv);
+        let width = stage_width(&self.model);
+        if self.uniform_words[20] == 0 {
+            return Err(ResidentError::Unsupported {
+                model: self.model.name.clone(),
+                reason: "the batch was not made with_stage_probe".into(),
+            });
+        }
+        let (device, queue) = (&self.ctx.device, &self.ctx.queue);
+        let bytes = (n * width * 4) as u64;
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("resident stage readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("resident stage readback"),
+        });
+        encoder.copy_buffer_to_buffer(&self.stages, 0, &readback, 0, bytes);
+        let index = queue.submit(Some(encoder.finish()));
+        let out = with_mapped(device, &readback, index, "reading resident stages", |b| {
+            let x: &[f32] = bytemuck::cast_slice(b);
+            let at = |w: usize, t: usize| x[t * n + w] as f64;
+            (0..n)
+                .map(|w| StageOutputs {
+                    body_rotation: (0..nb)
+                        .map(|i| crate::math::Mat3::from_fn(|r, c| at(w, 12 * i + 3 * c + r)))
+                        .collect(),
+                    body_position: (0..nb)
+                        .map(|i| crate::math::Vec3::from_fn(|r, _| at(w, 12 * i + 9 + r)))
+                        .collect(),
+                    v_free: nalgebra::DVector::from_fn(nv, |k, _| at(w, 12 * nb + k)),
+                    tau: nalgebra::DVector::from_fn(nv, |k, _| at(w, 12 * nb + nv + k)),
+                })
+                .collect()
+        })?;
+        self.ctx.take_error("reading resident stages")?;
+        Ok(out)
     }
 
     /// Every world's state, read back (waits for the submitted steps), and
