@@ -587,6 +587,27 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         let off = bu(i, 6u);
         var m = ia[i];
         var p = pa[i];
+        if (nj == 1u) {
+            // A hinge or slide: D is a scalar (the common case, kept short).
+            let si = s[iv];
+            let ui = m6_apply(m, si);
+            let d = 1.0 / (v6_dot(si, ui) + df(iv, 0u));
+            let b = tau_w[iv] - v6_dot(si, p);
+            u[iv] = ui;
+            ub[iv] = b;
+            dinv[off] = d;
+            if (parent != 0u) {
+                m = m6_sub_outer(m, v6_scale(ui, d), ui);
+                p = v6_add(p, v6_add(m6_apply(m, c[i]), v6_scale(ui, d * b)));
+                let mp = ia[parent];
+                ia[parent] = M6(mp.aa + m.aa, mp.ab + m.ab, mp.ba + m.ba, mp.bb + m.bb);
+                pa[parent] = v6_add(pa[parent], p);
+            }
+            if (i == 1u) {
+                break;
+            }
+            continue;
+        }
         for (var a = 0u; a < nj; a++) {
             u[iv + a] = m6_apply(m, s[iv + a]);
             ub[iv + a] = tau_w[iv + a] - v6_dot(s[iv + a], p);
@@ -627,6 +648,12 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         let nj = bu(i, 5u);
         let off = bu(i, 6u);
         var a = v6_add(acc[bu(i, 0u)], c[i]);
+        if (nj == 1u) {
+            let x = dinv[off] * (ub[iv] - v6_dot(u[iv], a));
+            ddq[iv] = x;
+            acc[i] = v6_add(a, v6_scale(s[iv], x));
+            continue;
+        }
         var r: array<f32, 6>;
         for (var k = 0u; k < nj; k++) {
             r[k] = ub[iv + k] - v6_dot(u[iv + k], a);

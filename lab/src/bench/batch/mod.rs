@@ -90,13 +90,14 @@ pub struct SceneBenchConfig {
 }
 
 impl Default for SceneBenchConfig {
-    /// Quadruped and pyramid at 1, 16, 256 and 1024 worlds on every backend,
+    /// Quadruped, pyramid and cart-pole (contact-free: resident on the `gpu`
+    /// backend) at 1, 16, 256 and 1024 worlds on every backend,
     /// 50 timed steps after 5 warm-up steps, a minute per run at most, NCP
     /// ADMM to `ε_abs` 1e-6 (the batch default) within 1000 iterations.
     fn default() -> Self {
         let o = BatchOptions::default();
         SceneBenchConfig {
-            scenes: vec!["quadruped".into(), "pyramid".into()],
+            scenes: vec!["quadruped".into(), "pyramid".into(), "cartpole".into()],
             envs: vec![1, 16, 256, 1024],
             backends: Backend::ALL.to_vec(),
             steps: 50,

@@ -270,7 +270,7 @@ enum Command {
         what: Option<BenchWhat>,
         /// Scenes to run: built-in names (see `moreau scenes`) or robot files
         /// (.urdf, .xml/.mjcf; held at their loaded posture by a PD).
-        #[arg(long, value_delimiter = ',', default_values_t = ["quadruped".to_string(), "pyramid".to_string()])]
+        #[arg(long, value_delimiter = ',', default_values_t = ["quadruped".to_string(), "pyramid".to_string(), "cartpole".to_string()])]
         scene: Vec<String>,
         /// Batch sizes (worlds).
         #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 256, 1024])]
