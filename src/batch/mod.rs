@@ -473,17 +473,14 @@ impl BatchSim {
     /// Moves resident worlds to the host-prepared GPU path (their states
     /// are on the host after every step), saying `why` in the notice.
     fn leave_resident(&mut self, why: &str) -> Result<(), BatchError> {
-        let Some(r) = self.resident.take() else {
+        let Some(r) = self.resident.as_ref() else {
             return Ok(());
         };
-        let ctx = r.context().clone();
-        drop(r);
-        self.gpu = Some(host_prepared_gpu(
-            &self.model,
-            &self.options,
-            self.worlds.len(),
-            &ctx,
-        )?);
+        // Built before the device state goes: on failure the batch stays
+        // resident.
+        let gpu = host_prepared_gpu(&self.model, &self.options, self.worlds.len(), r.context())?;
+        self.resident = None;
+        self.gpu = Some(gpu);
         self.notice = Some(format!(
             "{}: left the device ({why}); the gpu backend runs the host-prepared path (gpu-solve) from now on",
             self.model.name
