@@ -51,8 +51,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> q: array<f32>;
 @group(0) @binding(4) var<storage, read_write> v: array<f32>;
 @group(0) @binding(5) var<storage, read> tau: array<f32>;
-// Per world, for its last step: 0 stepped; 1 its state would have become
-// non-finite (then unchanged).
+// Per world: 0 stepping; 1 its state would have become non-finite (then
+// unchanged, and the world does not step until the host clears the flag).
 @group(0) @binding(6) var<storage, read_write> flags: array<u32>;
 @group(0) @binding(7) var<storage, read> ctrl: array<f32>;
 // Per actuator, ACT_WORDS words: dof, q index, then as f32 bits: gear,
@@ -452,7 +452,7 @@ fn solve_active(nl: u32) {
 fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = gid.x;
     let n = params.nworlds;
-    if (w >= n || stepping[w] == 0u) {
+    if (w >= n || stepping[w] == 0u || flags[w] != 0u) {
         return;
     }
     let dt = params.dt;
@@ -841,5 +841,4 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = 0u; k < NQ; k++) {
         q[k * n + w] = q_next[k];
     }
-    flags[w] = 0u;
 }

@@ -480,6 +480,14 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     let d = diff(&gpu, &cpu);
     assert!(d < 1e-4, "resident and CPU batches differ by {d:e}");
     assert!((gpu.state(3).unwrap().t - cpu.state(3).unwrap().t).abs() < 1e-12);
+    // A frame skip: 4 steps under the same controls, one readback.
+    let t0 = gpu.state(0).unwrap().t;
+    gpu.step_controls_repeated(&ctrl, 4, None).unwrap();
+    cpu.step_controls_repeated(&ctrl, 4, None).unwrap();
+    let d = diff(&gpu, &cpu);
+    assert!(d < 1e-4, "after a frame skip: {d:e}");
+    let dt = m.timestep.unwrap_or(0.01);
+    assert!((gpu.state(0).unwrap().t - t0 - 4.0 * dt).abs() < 1e-12);
 
     // A mask, and a NaN control in world 2.
     let before: Vec<State> = gpu.states().cloned().collect();

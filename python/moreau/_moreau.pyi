@@ -144,10 +144,11 @@ class BatchSim:
         interleaved by size class) and `pipeline` chunks of worlds per step."""
     @property
     def nworlds(self) -> int: ...
-    def step(self, tau: FloatArray) -> int:
-        """One step of every world under torques (nworlds, nv)."""
-    def step_controls(self, ctrl: FloatArray) -> int:
-        """One step of every world under controls (nworlds, nu)."""
+    def step(self, tau: FloatArray, repeats: int = 1) -> int:
+        """One step (or `repeats`) of every world under torques (nworlds, nv)."""
+    def step_controls(self, ctrl: FloatArray, repeats: int = 1) -> int:
+        """One step (or `repeats`, a frame skip: on "gpu" one readback) of
+        every world under controls (nworlds, nu)."""
     @property
     def failures(self) -> list[tuple[int, str]]:
         """The worlds whose last step failed, and why (they kept their state)."""

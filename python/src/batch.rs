@@ -220,27 +220,42 @@ impl BatchSim {
         self.batch.nworlds()
     }
 
-    /// One step of every world under joint torques `tau` (nworlds, nv).
-    /// Returns the number of contacts over all worlds. The GIL is released
+    /// One step of every world under joint torques `tau` (nworlds, nv), or
+    /// `repeats` steps under the same torques. Returns the number of
+    /// contacts over all worlds (in the last step). The GIL is released
     /// while the worlds step. A world whose step fails keeps its state and
     /// is listed in `failures`.
-    fn step(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<usize> {
+    #[pyo3(signature = (tau, repeats=1))]
+    fn step(
+        &mut self,
+        py: Python<'_>,
+        tau: PyReadonlyArray2<'_, f64>,
+        repeats: usize,
+    ) -> PyResult<usize> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
-        let report = py.detach(|| batch.step(&a)).map_err(value_error)?;
+        let report = py
+            .detach(|| batch.step_repeated(&a, repeats, None))
+            .map_err(value_error)?;
         self.record_failures(&report);
         Ok(report.contacts)
     }
 
-    /// One step of every world under actuator controls `ctrl` (nworlds, nu).
+    /// One step of every world under actuator controls `ctrl` (nworlds, nu),
+    /// or `repeats` steps under the same controls (a frame skip: on the
+    /// device the state is read back once, after the last).
+    #[pyo3(signature = (ctrl, repeats=1))]
     fn step_controls(
         &mut self,
         py: Python<'_>,
         ctrl: PyReadonlyArray2<'_, f64>,
+        repeats: usize,
     ) -> PyResult<usize> {
         let a = self.actions("ctrl", &ctrl, self.nu)?;
         let batch = &mut self.batch;
-        let report = py.detach(|| batch.step_controls(&a)).map_err(value_error)?;
+        let report = py
+            .detach(|| batch.step_controls_repeated(&a, repeats, None))
+            .map_err(value_error)?;
         self.record_failures(&report);
         Ok(report.contacts)
     }

@@ -303,11 +303,15 @@ impl BatchSim {
 }
 
 impl BatchSim {
-    /// One step of the resident worlds: the inputs of the worlds in the
-    /// step uploaded (a world whose input is not finite is refused by its
-    /// own check and sits the step out), one dispatch, `q` and `v` read
-    /// back into the host states of the worlds that stepped.
-    pub(super) fn step_resident(&mut self, times: &mut BatchTimes) -> Result<(), BatchError> {
+    /// `repeats` steps of the resident worlds: the inputs of the worlds in
+    /// the step uploaded (a world whose input is not finite is refused by
+    /// its own check and sits the step out), one dispatch per step, `q` and
+    /// `v` read back once into the host states of the worlds that stepped.
+    pub(super) fn step_resident(
+        &mut self,
+        times: &mut BatchTimes,
+        repeats: usize,
+    ) -> Result<(), BatchError> {
         let start = Instant::now();
         let Some(r) = self.resident.as_mut() else {
             return Ok(());
@@ -346,7 +350,10 @@ impl BatchSim {
         };
         let mask = (!active.iter().all(|&a| a)).then_some(active.as_slice());
         let resident = |e: crate::gpu::resident::ResidentError| BatchError::Resident(e.to_string());
-        r.step_active(input, mask).map_err(resident)?;
+        // A world that failed in an earlier call steps again (as on the
+        // CPU); within this call one that fails sits out the rest.
+        r.clear_flags();
+        r.step_repeated(input, mask, repeats).map_err(resident)?;
         let dt = self.options.params.dt;
         let worlds = &mut self.worlds;
         r.read_raw(|w, q, v, qfrc, flagged| {
@@ -360,7 +367,7 @@ impl BatchSim {
             }
             world.state.q.iter_mut().zip(q).for_each(|(x, y)| *x = y);
             world.state.v.iter_mut().zip(v).for_each(|(x, y)| *x = y);
-            world.state.t += dt;
+            world.state.t += dt * repeats as f64;
             let f = world
                 .constraint_force
                 .get_or_insert_with(|| DVector::zeros(world.state.v.len()));

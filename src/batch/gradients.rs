@@ -69,7 +69,7 @@ impl BatchSim {
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(actions, false, active, Record::Jacobians)
+        self.step_inputs(actions, false, active, Record::Jacobians, 1)
     }
 
     /// Like [`Self::step_active`], each world recording what its step's
@@ -81,7 +81,7 @@ impl BatchSim {
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<(BatchStepReport, BatchTape), BatchError> {
-        let report = self.step_inputs(actions, false, active, Record::Tape)?;
+        let report = self.step_inputs(actions, false, active, Record::Tape, 1)?;
         let steps = self
             .worlds
             .iter_mut()

@@ -622,7 +622,32 @@ impl BatchSim {
         ctrl: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(ctrl, true, active, Record::Nothing)
+        self.step_inputs(ctrl, true, active, Record::Nothing, 1)
+    }
+
+    /// `repeats` steps of the worlds whose `active` entry is true (`None`:
+    /// all) under the same controls (nworlds, nu): a task's frame skip. On
+    /// the device ([`Backend::Gpu`]) the state is read back once, after
+    /// the last. A world that fails sits out the rest and keeps the state
+    /// it failed from; the report counts contacts and solves of the last
+    /// step and every failure.
+    pub fn step_controls_repeated(
+        &mut self,
+        ctrl: &[f64],
+        repeats: usize,
+        active: Option<&[bool]>,
+    ) -> Result<BatchStepReport, BatchError> {
+        self.step_inputs(ctrl, true, active, Record::Nothing, repeats)
+    }
+
+    /// [`Self::step_controls_repeated`] under joint torques (nworlds, nv).
+    pub fn step_repeated(
+        &mut self,
+        actions: &[f64],
+        repeats: usize,
+        active: Option<&[bool]>,
+    ) -> Result<BatchStepReport, BatchError> {
+        self.step_inputs(actions, false, active, Record::Nothing, repeats)
     }
 
     /// Like [`Self::step`], stepping only the worlds whose `active` entry is
@@ -633,17 +658,24 @@ impl BatchSim {
         actions: &[f64],
         active: Option<&[bool]>,
     ) -> Result<BatchStepReport, BatchError> {
-        self.step_inputs(actions, false, active, Record::Nothing)
+        self.step_inputs(actions, false, active, Record::Nothing, 1)
     }
 
-    /// Torques (nworlds, nv) or controls (nworlds, nu) for the active worlds.
+    /// Torques (nworlds, nv) or controls (nworlds, nu) for the active
+    /// worlds, `repeats` steps (at least 1; 1 when recording).
     fn step_inputs(
         &mut self,
         actions: &[f64],
         controls: bool,
         active: Option<&[bool]>,
         record: Record,
+        repeats: usize,
     ) -> Result<BatchStepReport, BatchError> {
+        if repeats == 0 {
+            return Err(BatchError::Resident(
+                "repeats must be at least 1 step".into(),
+            ));
+        }
         if record != Record::Nothing {
             crate::sim::check_differentiable(&self.model)
                 .map_err(|error| BatchError::Sim { world: 0, error })?;
@@ -709,18 +741,24 @@ impl BatchSim {
         }
         let mut times = BatchTimes::default();
         match self.backend {
-            Backend::CpuSingle => {
-                let t = Instant::now();
-                self.worlds.iter_mut().for_each(step_on_cpu);
-                times.cpu_step = t.elapsed();
+            Backend::Gpu if self.resident.is_some() => self.step_resident(&mut times, repeats)?,
+            _ => {
+                for _ in 0..repeats {
+                    match self.backend {
+                        Backend::CpuSingle => {
+                            let t = Instant::now();
+                            self.worlds.iter_mut().for_each(step_on_cpu);
+                            times.cpu_step += t.elapsed();
+                        }
+                        Backend::CpuParallel => {
+                            let t = Instant::now();
+                            self.worlds.par_iter_mut().for_each(step_on_cpu);
+                            times.cpu_step += t.elapsed();
+                        }
+                        Backend::Gpu | Backend::GpuSolve => self.step_on_gpu(&mut times)?,
+                    }
+                }
             }
-            Backend::CpuParallel => {
-                let t = Instant::now();
-                self.worlds.par_iter_mut().for_each(step_on_cpu);
-                times.cpu_step = t.elapsed();
-            }
-            Backend::Gpu if self.resident.is_some() => self.step_resident(&mut times)?,
-            Backend::Gpu | Backend::GpuSolve => self.step_on_gpu(&mut times)?,
         }
         times.total = start.elapsed();
         self.times.accumulate(&times);

@@ -549,11 +549,35 @@ impl ResidentBatch {
     /// One step of the worlds whose `active` entry is true (nworlds; `None`:
     /// all) under torques or controls (nworlds rows; the inactive worlds'
     /// rows are not read). Refused, and nothing moves, if an active
-    /// world's input is not finite.
+    /// world's input is not finite. A flagged world does not step (until
+    /// [`Self::clear_flags`] or [`Self::set_state`]).
     pub fn step_active(
         &mut self,
         input: Actuation<'_>,
         active: Option<&[bool]>,
+    ) -> Result<(), ResidentError> {
+        self.step_repeated(input, active, 1)
+    }
+
+    /// Clears every world's flag: the flagged worlds step again from their
+    /// last finite state.
+    pub fn clear_flags(&mut self) {
+        self.active_words.clear();
+        self.active_words.resize(self.nworlds, 0);
+        self.ctx
+            .queue
+            .write_buffer(&self.flags, 0, bytemuck::cast_slice(&self.active_words));
+        // `active_words` no longer mirrors the `active` buffer.
+        self.all_active = false;
+    }
+
+    /// [`Self::step_active`] `repeats` times under the same input, in one
+    /// submission.
+    pub fn step_repeated(
+        &mut self,
+        input: Actuation<'_>,
+        active: Option<&[bool]>,
+        repeats: usize,
     ) -> Result<(), ResidentError> {
         let n = self.nworlds;
         let (what, x, width, controls) = match input {
@@ -632,7 +656,9 @@ impl ResidentBatch {
             });
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &self.bind_group, &[]);
-            pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
+            for _ in 0..repeats {
+                pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
+            }
         }
         queue.submit(Some(encoder.finish()));
         self.ctx.take_error("a resident step")?;

@@ -454,11 +454,15 @@ class MoreauVectorEnv(VectorEnv):
         resetting = self._needs_reset.copy()
         position_before = self._position()
         failed = np.zeros(self.num_envs, dtype=bool)
-        for k in range(self.task.frame_skip):
-            if k == self.task.frame_skip - 1:
-                # (Only the last physics step's start state is read.)
+        # The frame skip in two calls (on the GPU, two readbacks): only the
+        # last physics step's start state is read.
+        skip = self.task.frame_skip
+        for repeats, last in ((skip - 1, False), (1, True)):
+            if repeats == 0:
+                continue
+            if last:
                 self._kinematics_q, self._kinematics_v = self.batch.q, self.batch.v
-            self.batch.step_controls(ctrl)
+            self.batch.step_controls(ctrl, repeats)
             for i, _why in self.batch.failures:
                 failed[i] = True
         self._ctrl = ctrl.copy()
