@@ -172,8 +172,8 @@ pub struct ResidentBatch {
     /// Whether `active` holds all ones.
     all_active: bool,
     active_words: Vec<u32>,
-    /// `q`, `v` and the flags, copied here to be read (kept: a step
-    /// allocates nothing on the device).
+    /// `q`, `v`, the constraint forces and the flags, copied here to be
+    /// read (kept: a step allocates nothing on the device).
     readback: wgpu::Buffer,
     /// Host staging, world-minor f32 (kept: a step allocates nothing).
     staging: Vec<f32>,
