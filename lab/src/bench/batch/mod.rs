@@ -671,6 +671,8 @@ pub fn run(
 
     let threads = rayon::current_num_threads();
     let mut runs: Vec<BenchRun> = Vec::new();
+    // The batches' notices (why `gpu` ran the host-prepared path), once each.
+    let mut notices: Vec<String> = Vec::new();
     for (scene, settled) in &loaded {
         let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); backends.len()];
         let mut skipping: Vec<Option<String>> = vec![None; backends.len()];
@@ -714,7 +716,15 @@ pub fn run(
                 } else {
                     let t = Instant::now();
                     measure(
-                        cfg, &params, scene, settled, backend, n, &mut row, &mut event,
+                        cfg,
+                        &params,
+                        scene,
+                        settled,
+                        backend,
+                        n,
+                        &mut row,
+                        &mut event,
+                        &mut notices,
                     )?;
                     let total = t.elapsed().as_secs_f64();
                     let fixed_s = match backend {
@@ -736,6 +746,7 @@ pub fn run(
         }
     }
 
+    notes.extend(notices);
     let skipped = runs.iter().filter(|r| r.skipped.is_some()).count();
     if skipped > 0 {
         notes.push(format!(
@@ -798,6 +809,7 @@ fn measure(
     n: usize,
     row: &mut BenchRun,
     event: &mut impl FnMut(BenchEvent),
+    notices: &mut Vec<String>,
 ) -> Result<(), BenchError> {
     let fail = |error: BatchError| BenchError::Batch {
         scene: scene.name.clone(),
@@ -818,8 +830,12 @@ fn measure(
         ..Default::default()
     };
     let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;
-    if let Some(notice) = batch.notice() {
+    // Said once per notice (it repeats for every size of a scene).
+    if let Some(notice) = batch.notice()
+        && !notices.iter().any(|n| n == notice)
+    {
         event(BenchEvent::Note(notice));
+        notices.push(notice.to_string());
     }
     for w in 0..n {
         batch
