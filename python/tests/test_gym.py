@@ -334,6 +334,8 @@ def test_contact_free_tasks_live_on_the_gpu_and_match_the_cpu(task):
             raise
         pytest.skip(f"no GPU adapter: {e}")
     assert gpu.batch.resident and gpu.batch.notice is None
+    with pytest.raises(ValueError, match="repeats"):
+        gpu.batch.step_controls(np.zeros((64, gpu.model.nu)), 0)
     cpu = mg.make_vec(task, 64, backend="cpu")
     o_gpu, _ = gpu.reset(seed=5)
     o_cpu, _ = cpu.reset(seed=5)

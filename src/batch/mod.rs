@@ -672,9 +672,10 @@ impl BatchSim {
         repeats: usize,
     ) -> Result<BatchStepReport, BatchError> {
         if repeats == 0 {
-            return Err(BatchError::Resident(
-                "repeats must be at least 1 step".into(),
-            ));
+            return Err(BatchError::Input(SimError::InvalidParameter {
+                name: "repeats",
+                reason: "must be at least 1 step".into(),
+            }));
         }
         if record != Record::Nothing {
             crate::sim::check_differentiable(&self.model)
