@@ -171,6 +171,8 @@ pub struct ResidentBatch {
     active: wgpu::Buffer,
     /// Whether `active` holds all ones.
     all_active: bool,
+    /// Whether the next step clears the flags first.
+    clear_flags: bool,
     active_words: Vec<u32>,
     /// `q`, `v`, the constraint forces and the flags, copied here to be
     /// read (kept: a step allocates nothing on the device).
@@ -200,11 +202,18 @@ fn stage_width(model: &Model) -> usize {
     12 * model.nbodies + 2 * model.nv
 }
 
-/// `x` (rows of `width` per world) world-minor, in f32.
-fn world_minor(x: &[f64], nworlds: usize, width: usize, out: &mut Vec<f32>) {
+/// `x` (rows of `width` per world) world-minor, in f32; the rows of the
+/// worlds `keep` rejects are zeros (not read).
+fn world_minor(
+    x: &[f64],
+    nworlds: usize,
+    width: usize,
+    keep: impl Fn(usize) -> bool,
+    out: &mut Vec<f32>,
+) {
     out.clear();
     out.resize(nworlds * width, 0.0);
-    for w in 0..nworlds {
+    for w in (0..nworlds).filter(|&w| keep(w)) {
         for t in 0..width {
             out[t * nworlds + w] = x[w * width + t] as f32;
         }
@@ -342,32 +351,24 @@ impl ResidentBatch {
             | wgpu::BufferUsages::COPY_DST
             | wgpu::BufferUsages::COPY_SRC;
         let mut staging = Vec::new();
-        world_minor(&q0, nworlds, nq, &mut staging);
+        world_minor(&q0, nworlds, nq, |_| true, &mut staging);
         let q = init("resident q", bytemuck::cast_slice(&staging), storage);
-        world_minor(&v0, nworlds, nv, &mut staging);
+        world_minor(&v0, nworlds, nv, |_| true, &mut staging);
         let v = init("resident v", bytemuck::cast_slice(&staging), storage);
-        let zeros = vec![0f32; nworlds * nv.max(nu)];
-        let tau = init(
-            "resident tau",
-            bytemuck::cast_slice(&zeros[..nworlds * nv]),
-            storage,
-        );
-        let ctrl = init(
-            "resident ctrl",
-            bytemuck::cast_slice(&zeros[..nworlds * nu]),
-            storage,
-        );
-        let flags = init(
-            "resident flags",
-            bytemuck::cast_slice(&vec![0u32; nworlds]),
-            storage,
-        );
+        // wgpu zero-initializes a buffer created without contents.
+        let zeroed = |label: &str, words: usize| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (words * 4) as u64,
+                usage: storage,
+                mapped_at_creation: false,
+            })
+        };
+        let tau = zeroed("resident tau", nworlds * nv);
+        let ctrl = zeroed("resident ctrl", nworlds * nu);
+        let flags = zeroed("resident flags", nworlds);
         let dofs = init("resident dofs", bytemuck::cast_slice(&dof_f32), storage);
-        let qfrc = init(
-            "resident constraint forces",
-            bytemuck::cast_slice(&zeros[..nworlds * nv]),
-            storage,
-        );
+        let qfrc = zeroed("resident constraint forces", nworlds * nv);
         let active = init(
             "resident active",
             bytemuck::cast_slice(&vec![1u32; nworlds]),
@@ -422,11 +423,7 @@ impl ResidentBatch {
         } else {
             1
         };
-        let stages = init(
-            "resident stage outputs",
-            bytemuck::cast_slice(&vec![0f32; stage_floats]),
-            storage,
-        );
+        let stages = zeroed("resident stage outputs", stage_floats);
         let uniform = init(
             "resident params",
             bytemuck::cast_slice(&uniform_words),
@@ -482,6 +479,7 @@ impl ResidentBatch {
             qfrc,
             active,
             all_active: true,
+            clear_flags: false,
             active_words: Vec::new(),
             readback,
             staging,
@@ -559,16 +557,10 @@ impl ResidentBatch {
         self.step_repeated(input, active, 1)
     }
 
-    /// Clears every world's flag: the flagged worlds step again from their
-    /// last finite state.
+    /// Clears every world's flag (on the device, before the next step): the
+    /// flagged worlds step again from their last finite state.
     pub fn clear_flags(&mut self) {
-        self.active_words.clear();
-        self.active_words.resize(self.nworlds, 0);
-        self.ctx
-            .queue
-            .write_buffer(&self.flags, 0, bytemuck::cast_slice(&self.active_words));
-        // `active_words` no longer mirrors the `active` buffer.
-        self.all_active = false;
+        self.clear_flags = true;
     }
 
     /// [`Self::step_active`] `repeats` times under the same input, in one
@@ -618,13 +610,7 @@ impl ResidentBatch {
             queue.write_buffer(&self.uniform, 0, bytemuck::cast_slice(&self.uniform_words));
         }
         if width > 0 {
-            self.staging.clear();
-            self.staging.resize(n * width, 0.0);
-            for w in (0..n).filter(|&w| is_active(w)) {
-                for t in 0..width {
-                    self.staging[t * n + w] = x[w * width + t] as f32;
-                }
-            }
+            world_minor(x, n, width, is_active, &mut self.staging);
             let target = if controls == 1 { &self.ctrl } else { &self.tau };
             queue.write_buffer(target, 0, bytemuck::cast_slice(&self.staging));
         }
@@ -649,6 +635,9 @@ impl ResidentBatch {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("resident step"),
             });
+        if std::mem::take(&mut self.clear_flags) {
+            encoder.clear_buffer(&self.flags, 0, None);
+        }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("resident step"),
