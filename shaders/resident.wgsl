@@ -71,6 +71,11 @@ struct Params {
 // world rotation (9, column-major) and position (3), then v_f (NV) and
 // the generalized forces the dynamics saw (NV).
 @group(0) @binding(12) var<storage, read_write> stages: array<f32>;
+// The limit LCP's scratch, world-minor: G + R (LROWS², stride LROWS), then
+// the Cholesky factor of its active block. In device memory, not the
+// thread's: NVIDIA's driver (580.159.04, H100) failed to build the kernel
+// with both in private memory for Gymnasium's humanoid (34 rows).
+@group(0) @binding(13) var<storage, read_write> lcp: array<f32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -108,17 +113,33 @@ var<private> unit_f: array<f32, NV>;
 var<private> unit_p: array<V6, NB>;
 var<private> unit_b: array<f32, NV>;
 var<private> unit_a: array<V6, NB>;
-// The active limit rows: dof, sign (+1 lower, −1 upper), g, λ, G (LROWS²).
+// The active limit rows: dof, sign (+1 lower, −1 upper), g, λ.
 var<private> row_dof: array<u32, LROWS>;
 var<private> row_sign: array<f32, LROWS>;
 var<private> row_g: array<f32, LROWS>;
 var<private> row_l: array<f32, LROWS>;
-var<private> row_gm: array<f32, LROWS_SQ>;
 // The pivoting's active set (1: λ free, 0: λ = 0), the active rows, and
 // the Cholesky factor of their block of G + R.
 var<private> row_in: array<u32, LROWS>;
 var<private> row_act: array<u32, LROWS>;
-var<private> row_chol: array<f32, LROWS_SQ>;
+// This invocation's world (for the scratch accessors below).
+var<private> world: u32;
+
+fn gm(k: u32) -> f32 {
+    return lcp[k * params.nworlds + world];
+}
+
+fn set_gm(k: u32, x: f32) {
+    lcp[k * params.nworlds + world] = x;
+}
+
+fn lc(k: u32) -> f32 {
+    return lcp[(LROWS_SQ + k) * params.nworlds + world];
+}
+
+fn set_lc(k: u32, x: f32) {
+    lcp[(LROWS_SQ + k) * params.nworlds + world] = x;
+}
 
 fn skew(x: vec3<f32>) -> mat3x3<f32> {
     return mat3x3<f32>(vec3<f32>(0.0, x.z, -x.y), vec3<f32>(-x.z, 0.0, x.x), vec3<f32>(x.y, -x.x, 0.0));
@@ -402,27 +423,27 @@ fn solve_active(nl: u32) {
             k++;
         }
     }
-    // Cholesky, lower triangle of row_chol (k × k, stride LROWS).
+    // Cholesky, lower triangle of the factor lc (k × k, stride LROWS).
     for (var i = 0u; i < k; i++) {
         for (var j = 0u; j <= i; j++) {
-            var x = row_gm[row_act[i] * LROWS + row_act[j]];
+            var x = gm(row_act[i] * LROWS + row_act[j]);
             for (var t = 0u; t < j; t++) {
-                x -= row_chol[i * LROWS + t] * row_chol[j * LROWS + t];
+                x -= lc(i * LROWS + t) * lc(j * LROWS + t);
             }
             if (i == j) {
-                let scale = row_gm[row_act[i] * LROWS + row_act[i]];
+                let scale = gm(row_act[i] * LROWS + row_act[i]);
                 if (x <= 1e-6 * scale) {
                     x = 0.0;
                 } else {
                     x = sqrt(x);
                 }
-                row_chol[i * LROWS + i] = x;
+                set_lc(i * LROWS + i, x);
             } else {
-                let d = row_chol[j * LROWS + j];
+                let d = lc(j * LROWS + j);
                 if (d > 0.0) {
-                    row_chol[i * LROWS + j] = x / d;
+                    set_lc(i * LROWS + j, x / d);
                 } else {
-                    row_chol[i * LROWS + j] = 0.0;
+                    set_lc(i * LROWS + j, 0.0);
                 }
             }
         }
@@ -432,18 +453,18 @@ fn solve_active(nl: u32) {
     for (var i = 0u; i < k; i++) {
         var x = -row_g[row_act[i]];
         for (var t = 0u; t < i; t++) {
-            x -= row_chol[i * LROWS + t] * y[t];
+            x -= lc(i * LROWS + t) * y[t];
         }
-        let d = row_chol[i * LROWS + i];
+        let d = lc(i * LROWS + i);
         y[i] = select(0.0, x / d, d > 0.0);
     }
     for (var ii = 0u; ii < k; ii++) {
         let i = k - 1u - ii;
         var x = y[i];
         for (var t = i + 1u; t < k; t++) {
-            x -= row_chol[t * LROWS + i] * row_l[row_act[t]];
+            x -= lc(t * LROWS + i) * row_l[row_act[t]];
         }
-        let d = row_chol[i * LROWS + i];
+        let d = lc(i * LROWS + i);
         row_l[row_act[i]] = select(0.0, x / d, d > 0.0);
     }
 }
@@ -455,6 +476,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (w >= n || stepping[w] == 0u || flags[w] != 0u) {
         return;
     }
+    world = w;
     let dt = params.dt;
     let zero3 = vec3<f32>(0.0);
     let zero6 = V6(zero3, zero3);
@@ -733,12 +755,12 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             unit_f[row_dof[a]] = row_sign[a];
             apply_inverse_inertia();
             for (var b = 0u; b < nl; b++) {
-                row_gm[b * LROWS + a] = row_sign[b] * unit_f[row_dof[b]];
+                set_gm(b * LROWS + a, row_sign[b] * unit_f[row_dof[b]]);
             }
         }
         // Compliance R = α diag(G).
         for (var a = 0u; a < nl; a++) {
-            row_gm[a * LROWS + a] *= 1.0 + params.limits.z;
+            set_gm(a * LROWS + a, gm(a * LROWS + a) * (1.0 + params.limits.z));
         }
         // The LCP λ ≥ 0 ⟂ (G + R)λ + g ≥ 0 solved exactly by Murty's
         // least-index principal pivoting (finite for G + R positive
@@ -755,9 +777,9 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             for (var a = 0u; a < nl; a++) {
                 var cv = row_g[a];
                 for (var b = 0u; b < nl; b++) {
-                    cv += row_gm[a * LROWS + b] * row_l[b];
+                    cv += gm(a * LROWS + b) * row_l[b];
                 }
-                let bad_in = row_in[a] == 1u && row_l[a] * row_gm[a * LROWS + a] < -tol;
+                let bad_in = row_in[a] == 1u && row_l[a] * gm(a * LROWS + a) < -tol;
                 let bad_out = row_in[a] == 0u && cv < -tol;
                 if (bad_in || bad_out) {
                     flip = a;

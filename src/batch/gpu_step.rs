@@ -329,20 +329,24 @@ impl BatchSim {
         inputs.resize(n * width, 0.0);
         let active = &mut self.resident_active;
         active.clear();
-        for (w, world) in self.worlds.iter_mut().enumerate() {
-            let mut go = world.step.is_stepping();
-            if go {
-                let x = if controls { &world.ctrl } else { &world.tau };
-                match crate::sim::check_vec(what, x, width) {
-                    Ok(()) => inputs[w * width..(w + 1) * width].copy_from_slice(x),
-                    Err(e) => {
-                        world.step = WorldStep::Failed(e);
-                        go = false;
+        active.resize(n, false);
+        self.worlds
+            .par_iter_mut()
+            .zip(inputs.par_chunks_mut(width.max(1)))
+            .zip(active.par_iter_mut())
+            .for_each(|((world, input), go)| {
+                *go = world.step.is_stepping();
+                if *go {
+                    let x = if controls { &world.ctrl } else { &world.tau };
+                    match crate::sim::check_vec(what, x, width) {
+                        Ok(()) => input.copy_from_slice(x),
+                        Err(e) => {
+                            world.step = WorldStep::Failed(e);
+                            *go = false;
+                        }
                     }
                 }
-            }
-            active.push(go);
-        }
+            });
         let input = if controls {
             Actuation::Controls(inputs)
         } else {
@@ -356,22 +360,30 @@ impl BatchSim {
         r.step_repeated(input, mask, repeats).map_err(resident)?;
         let dt = self.options.params.dt;
         let worlds = &mut self.worlds;
-        r.read_raw(|w, q, v, qfrc, flagged| {
-            if !active[w] {
-                return;
-            }
-            let world = &mut worlds[w];
-            if flagged {
-                world.step = WorldStep::Failed(SimError::DeviceNonFinite);
-                return;
-            }
-            world.state.q.iter_mut().zip(q).for_each(|(x, y)| *x = y);
-            world.state.v.iter_mut().zip(v).for_each(|(x, y)| *x = y);
-            world.state.t += dt * repeats as f64;
-            let f = world
-                .constraint_force
-                .get_or_insert_with(|| DVector::zeros(world.state.v.len()));
-            f.iter_mut().zip(qfrc).for_each(|(x, y)| *x = y);
+        let (nq, nv) = (self.model.nq, self.model.nv);
+        r.read_columns(|c| {
+            worlds.par_iter_mut().enumerate().for_each(|(w, world)| {
+                if !active[w] {
+                    return;
+                }
+                if c.flagged(w) {
+                    world.step = WorldStep::Failed(SimError::DeviceNonFinite);
+                    return;
+                }
+                for t in 0..nq {
+                    world.state.q[t] = c.q(w, t);
+                }
+                for t in 0..nv {
+                    world.state.v[t] = c.v(w, t);
+                }
+                world.state.t += dt * repeats as f64;
+                let f = world
+                    .constraint_force
+                    .get_or_insert_with(|| DVector::zeros(nv));
+                for t in 0..nv {
+                    f[t] = c.qfrc(w, t);
+                }
+            })
         })
         .map_err(resident)?;
         let waited = r.waited() - waited_before;

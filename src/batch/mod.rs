@@ -364,7 +364,7 @@ impl BatchSim {
         estimate.check(nworlds, available)?;
         let (mut gpu, mut resident, mut notice) = (None, None, None);
         if options.backend.uses_gpu() {
-            let ctx = GpuContext::new()?;
+            let mut ctx = GpuContext::new()?;
             // An adapter on the host's memory holds the device buffers there too.
             if matches!(
                 ctx.adapter.device_type,
@@ -389,6 +389,16 @@ impl BatchSim {
                             "{}: not on the device ({reason}); the gpu backend runs the host-prepared path (gpu-solve)",
                             model.name
                         ))
+                    }
+                    Err(e @ ResidentError::Kernel { .. }) => {
+                        // The failed build may have lost the device: the
+                        // host-prepared path gets a fresh one.
+                        notice = Some(format!(
+                            "{e}; the gpu backend runs the host-prepared path (gpu-solve)"
+                        ));
+                        if ctx.is_lost() {
+                            ctx = GpuContext::new()?;
+                        }
                     }
                     Err(ResidentError::Gpu(e)) => return Err(e.into()),
                     Err(e) => return Err(BatchError::Resident(e.to_string())),

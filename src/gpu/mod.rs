@@ -315,12 +315,48 @@ pub fn choose_adapter(infos: &[AdapterSummary], wanted: Option<&str>) -> Result<
 
 impl GpuContext {
     /// The adapter named by `MOREAU_ADAPTER`, or the best one found.
+    ///
+    /// One device per process and adapter: the first call makes it, later
+    /// calls share it (a lost device is replaced). Making and dropping a
+    /// device per batch, NVIDIA's Vulkan driver stopped listing its adapter
+    /// after about 28 in one process (H100, driver 580.159.04, 2026-11-26:
+    /// `moreau bench` over 4 scenes × 4 sizes × 2 GPU backends).
     pub fn new() -> Result<Self, GpuError> {
+        let wanted = std::env::var("MOREAU_ADAPTER").ok();
+        Self::shared(wanted.as_deref())
+    }
+
+    /// The process's context for `wanted` (see [`GpuContext::new`]), made on
+    /// first use.
+    pub fn shared(wanted: Option<&str>) -> Result<Self, GpuError> {
+        static SHARED: Mutex<Vec<(Option<String>, GpuContext)>> = Mutex::new(Vec::new());
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        shared.retain(|(_, ctx)| !ctx.is_lost());
+        if let Some((_, ctx)) = shared.iter().find(|(w, _)| w.as_deref() == wanted) {
+            return Ok(ctx.clone());
+        }
+        let ctx = Self::with_adapter(wanted)?;
+        shared.push((wanted.map(str::to_string), ctx.clone()));
+        Ok(ctx)
+    }
+
+    /// A context of its own, never shared (for a caller that may destroy
+    /// its device, as a test of device loss does).
+    pub fn unshared() -> Result<Self, GpuError> {
         let wanted = std::env::var("MOREAU_ADAPTER").ok();
         Self::with_adapter(wanted.as_deref())
     }
 
-    /// The first adapter whose name contains `wanted` (case-insensitive), or the best one.
+    /// Whether the device was lost (a lost device never comes back).
+    pub fn is_lost(&self) -> bool {
+        match self.sink.lock() {
+            Ok(s) => s.lost.is_some(),
+            Err(p) => p.into_inner().lost.is_some(),
+        }
+    }
+
+    /// A context of its own (not shared) on the first adapter whose name
+    /// contains `wanted` (case-insensitive), or on the best one.
     pub fn with_adapter(wanted: Option<&str>) -> Result<Self, GpuError> {
         let (_instance, adapters) = enumerate_adapters();
         let infos: Vec<AdapterSummary> = adapters.iter().map(|a| summary(&a.get_info())).collect();

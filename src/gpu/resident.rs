@@ -72,6 +72,14 @@ pub enum ResidentError {
         needed: u64,
         limit: u64,
     },
+    #[error(
+        "the driver of {adapter} could not build the resident kernel for model `{model}`: {reason}"
+    )]
+    Kernel {
+        model: String,
+        adapter: String,
+        reason: String,
+    },
     #[error(transparent)]
     Sim(#[from] SimError),
     #[error(transparent)]
@@ -126,6 +134,18 @@ pub fn source(model: &Model) -> String {
     )
 }
 
+/// Storage buffers the kernel binds.
+const STORAGE_BUFFERS: u32 = 13;
+
+/// Floats of the limit LCP's scratch: `G + R` and its factor per world
+/// (one word when the model has no limit rows).
+fn lcp_floats(model: &Model, nworlds: usize) -> usize {
+    match limit_rows(model) {
+        0 => 1,
+        rows => 2 * rows.max(4).pow(2) * nworlds,
+    }
+}
+
 /// Floats of the joints' `D⁻¹` blocks: `Σ nv_j²`.
 fn dinv_floats(model: &Model) -> usize {
     (1..model.nbodies)
@@ -149,6 +169,42 @@ pub fn limit_rows(model: &Model) -> usize {
     2 * (1..model.nbodies).filter(|&i| limited(model, i)).count()
 }
 
+/// The mapped readback of a resident batch, world-minor, widened to f64 on
+/// reading.
+pub struct Columns<'a> {
+    n: usize,
+    q: &'a [f32],
+    v: &'a [f32],
+    qfrc: &'a [f32],
+    flags: &'a [f32],
+}
+
+impl Columns<'_> {
+    pub fn nworlds(&self) -> usize {
+        self.n
+    }
+
+    /// `q[t]` of world `w`.
+    pub fn q(&self, w: usize, t: usize) -> f64 {
+        self.q[t * self.n + w] as f64
+    }
+
+    /// `v[t]` of world `w`.
+    pub fn v(&self, w: usize, t: usize) -> f64 {
+        self.v[t * self.n + w] as f64
+    }
+
+    /// The last step's generalized constraint force `t` of world `w`.
+    pub fn qfrc(&self, w: usize, t: usize) -> f64 {
+        self.qfrc[t * self.n + w] as f64
+    }
+
+    /// Whether world `w`'s state would have become non-finite.
+    pub fn flagged(&self, w: usize) -> bool {
+        self.flags[w].to_bits() != 0
+    }
+}
+
 /// Many worlds of one model, their state on the GPU.
 pub struct ResidentBatch {
     ctx: GpuContext,
@@ -162,6 +218,8 @@ pub struct ResidentBatch {
     /// Each stage's output of the last step (`with_stage_probe`), or a
     /// placeholder word.
     stages: wgpu::Buffer,
+    /// The limit LCP's scratch (see `lcp_floats`).
+    lcp: wgpu::Buffer,
     q: wgpu::Buffer,
     v: wgpu::Buffer,
     tau: wgpu::Buffer,
@@ -303,6 +361,25 @@ impl ResidentBatch {
                 limit,
             });
         }
+        let lcp_words = lcp_floats(model, nworlds);
+        if (lcp_words as u64).saturating_mul(4) > limit {
+            return Err(ResidentError::Capacity {
+                nworlds,
+                what: "bytes of joint-limit scratch (G and its factor per world)",
+                needed: (lcp_words as u64).saturating_mul(4),
+                limit,
+            });
+        }
+        let storage_buffers = ctx.limits.max_storage_buffers_per_shader_stage;
+        if storage_buffers < STORAGE_BUFFERS {
+            return Err(ResidentError::Unsupported {
+                model: model.name.clone(),
+                reason: format!(
+                    "the kernel binds {STORAGE_BUFFERS} storage buffers, {} allows {storage_buffers}",
+                    ctx.adapter.name
+                ),
+            });
+        }
         let readback_bytes = ((nq + 2 * nv + 1) as u64).saturating_mul(nworlds as u64 * 4);
         if readback_bytes > ctx.limits.max_buffer_size {
             return Err(ResidentError::Capacity {
@@ -326,6 +403,12 @@ impl ResidentBatch {
         let (body_u32, body_f32, dof_f32) = model_records(model, params.dt);
         let actuator_words = actuator_records(model);
         let device = &ctx.device;
+        // The kernel is built first and checked before any buffer is made:
+        // a driver that fails to build it loses the device (NVIDIA's, on
+        // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
+        // it would fail for that reason.
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("resident step"),
@@ -339,13 +422,33 @@ impl ResidentBatch {
             compilation_options: wgpu::PipelineCompilationOptions::default(),
             cache: None,
         });
+        let built = [validation, internal, oom]
+            .into_iter()
+            .map(|scope| pollster::block_on(scope.pop()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flatten()
+            .next();
+        let lost = ctx.take_error("building the resident kernel").err();
+        if let Some(reason) = built.map(|e| e.to_string()).or(lost.map(|e| e.to_string())) {
+            return Err(ResidentError::Kernel {
+                model: model.name.clone(),
+                adapter: ctx.adapter.name.clone(),
+                reason,
+            });
+        }
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        // Made empty and written through the queue (not mapped at creation,
+        // which panics inside wgpu when the device is gone).
         let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
-            use wgpu::util::DeviceExt;
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
-                contents: bytes,
+                size: bytes.len() as u64,
                 usage,
-            })
+                mapped_at_creation: false,
+            });
+            ctx.queue.write_buffer(&buffer, 0, bytes);
+            buffer
         };
         let storage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_DST
@@ -424,6 +527,7 @@ impl ResidentBatch {
             1
         };
         let stages = zeroed("resident stage outputs", stage_floats);
+        let lcp = zeroed("resident limit scratch", lcp_words);
         let uniform = init(
             "resident params",
             bytemuck::cast_slice(&uniform_words),
@@ -446,6 +550,7 @@ impl ResidentBatch {
                 (10, &qfrc),
                 (11, &dofs),
                 (12, &stages),
+                (13, &lcp),
             ]
             .map(|(binding, b)| wgpu::BindGroupEntry {
                 binding,
@@ -471,6 +576,7 @@ impl ResidentBatch {
             uniform,
             uniform_words,
             stages,
+            lcp,
             q,
             v,
             tau,
@@ -517,6 +623,7 @@ impl ResidentBatch {
             &self.flags,
             &self.qfrc,
             &self.active,
+            &self.lcp,
             &self.readback,
         ]
         .iter()
@@ -722,6 +829,23 @@ impl ResidentBatch {
             bool,
         ),
     ) -> Result<(), ResidentError> {
+        let (nq, nv) = (self.model.nq, self.model.nv);
+        self.read_columns(|c| {
+            for w in 0..c.nworlds() {
+                let mut qw = (0..nq).map(|t| c.q(w, t));
+                let mut vw = (0..nv).map(|t| c.v(w, t));
+                let mut fw = (0..nv).map(|t| c.qfrc(w, t));
+                each(w, &mut qw, &mut vw, &mut fw, c.flagged(w));
+            }
+        })
+    }
+
+    /// Reads the state back (waiting for the submitted steps) and hands
+    /// `read` the mapped columns, which it may read from many threads.
+    pub fn read_columns<R>(
+        &mut self,
+        read: impl FnOnce(&Columns<'_>) -> R,
+    ) -> Result<R, ResidentError> {
         let (n, nq, nv) = (self.nworlds, self.model.nq, self.model.nv);
         let (device, queue) = (&self.ctx.device, &self.ctx.queue);
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -737,6 +861,7 @@ impl ResidentBatch {
         let wait = Instant::now();
         let index = queue.submit(Some(encoder.finish()));
         let mut waited = None;
+        let mut out = None;
         with_mapped(
             device,
             &self.readback,
@@ -747,18 +872,24 @@ impl ResidentBatch {
                 let words: &[f32] = bytemuck::cast_slice(bytes);
                 let (q, rest) = words.split_at(n * nq);
                 let (v, rest) = rest.split_at(n * nv);
-                let (qfrc, f) = rest.split_at(n * nv);
-                for w in 0..n {
-                    let mut qw = (0..nq).map(|t| q[t * n + w] as f64);
-                    let mut vw = (0..nv).map(|t| v[t * n + w] as f64);
-                    let mut cw = (0..nv).map(|t| qfrc[t * n + w] as f64);
-                    each(w, &mut qw, &mut vw, &mut cw, f[w].to_bits() != 0);
-                }
+                let (qfrc, flags) = rest.split_at(n * nv);
+                out = Some(read(&Columns {
+                    n,
+                    q,
+                    v,
+                    qfrc,
+                    flags,
+                }));
             },
         )?;
         self.waited += waited.unwrap_or_default();
         self.ctx.take_error("reading resident state")?;
-        Ok(())
+        out.ok_or_else(|| {
+            ResidentError::Gpu(GpuError::Gpu {
+                during: "reading resident state".into(),
+                reason: "the readback buffer was not mapped".into(),
+            })
+        })
     }
 
     /// Each world's stage outputs of the last step (a batch made by
