@@ -6,6 +6,11 @@ import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
+ArrayIn = npt.ArrayLike
+"""An array argument: float64 arrays as they are; float32 and integer
+arrays, lists, torch CPU tensors and anything with ``__array__`` converted
+to float64, in any memory order or strides. Complex, boolean, string and
+object values raise TypeError."""
 
 DEFAULT_SOLVER: str
 """The solver used where none is named (the library's `SolverKind::DEFAULT`)."""
@@ -44,12 +49,12 @@ class Model:
     @property
     def body_frame_names(self) -> list[str]:
         """The file's bodies (MuJoCo's, world excluded): the rows of the com-based quantities."""
-    def to_mujoco(self, q: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def to_mujoco(self, q: ArrayIn, v: ArrayIn) -> tuple[FloatArray, FloatArray]:
         """MuJoCo's (qpos, qvel), each (n, ·), of states (q, v): quaternions (w, x, y, z),
         a free joint's linear velocity in the world frame."""
-    def configuration_charts(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def configuration_charts(self, q: ArrayIn) -> tuple[FloatArray, FloatArray]:
         """c (n, nq, nv) = d(q + delta)/d delta and d (n, nv, nq) = d(q' - q)/dq' at q (n, nq)."""
-    def from_mujoco(self, qpos: FloatArray, qvel: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def from_mujoco(self, qpos: ArrayIn, qvel: ArrayIn) -> tuple[FloatArray, FloatArray]:
         """The states (q, v) of MuJoCo's (qpos, qvel): the inverse of to_mujoco."""
 
 def load(
@@ -64,9 +69,9 @@ def scene_names() -> list[str]:
     """The built-in scenes' names."""
 
 def solve(
-    g_matrix: FloatArray,
-    g: FloatArray,
-    mu: FloatArray,
+    g_matrix: ArrayIn,
+    g: ArrayIn,
+    mu: ArrayIn,
     solver: str = ...,  # DEFAULT_SOLVER
     tolerance: float = ...,  # DEFAULT_TOLERANCE
     max_iterations: int = ...,  # DEFAULT_MAX_ITERATIONS
@@ -87,17 +92,17 @@ class Simulator:
         tolerance: float = ...,  # DEFAULT_TOLERANCE
     ) -> None: ...
     def step(
-        self, tau: Optional[FloatArray] = None, ctrl: Optional[FloatArray] = None
+        self, tau: Optional[ArrayIn] = None, ctrl: Optional[ArrayIn] = None
     ) -> dict[str, Any]:
         """One step under torques (nv,) or controls (nu,)."""
     @property
     def q(self) -> FloatArray: ...
     @q.setter
-    def q(self, q: FloatArray) -> None: ...
+    def q(self, q: ArrayIn) -> None: ...
     @property
     def v(self) -> FloatArray: ...
     @v.setter
-    def v(self, v: FloatArray) -> None: ...
+    def v(self, v: ArrayIn) -> None: ...
     @property
     def t(self) -> float: ...
     @property
@@ -106,10 +111,10 @@ class Simulator:
     def reset_timers(self) -> None: ...
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
-    def step_with_jacobians(self, tau: FloatArray) -> dict[str, Any]:
+    def step_with_jacobians(self, tau: ArrayIn) -> dict[str, Any]:
         """One step with its Jacobians (dv_dq, dv_dv, dv_dtau, dq_*, dv_dmu, ...)."""
     def step_with_vjp(
-        self, tau: FloatArray, w_v: FloatArray, w_q: FloatArray
+        self, tau: ArrayIn, w_v: ArrayIn, w_q: ArrayIn
     ) -> dict[str, Any]:
         """One step with the vector-Jacobian product of (w_v, w_q)."""
 
@@ -144,9 +149,9 @@ class BatchSim:
         interleaved by size class) and `pipeline` chunks of worlds per step."""
     @property
     def nworlds(self) -> int: ...
-    def step(self, tau: FloatArray, repeats: int = 1) -> int:
+    def step(self, tau: ArrayIn, repeats: int = 1) -> int:
         """One step (or `repeats`) of every world under torques (nworlds, nv)."""
-    def step_controls(self, ctrl: FloatArray, repeats: int = 1) -> int:
+    def step_controls(self, ctrl: ArrayIn, repeats: int = 1) -> int:
         """One step (or `repeats`, a frame skip: on "gpu" one readback) of
         every world under controls (nworlds, nu)."""
     @property
@@ -164,30 +169,30 @@ class BatchSim:
     def v(self) -> FloatArray: ...
     def body_positions(self, body: int) -> FloatArray:
         """World positions (nworlds, 3) of a body's origin."""
-    def frame_positions(self, name: str, q: Optional[FloatArray] = None) -> FloatArray:
+    def frame_positions(self, name: str, q: Optional[ArrayIn] = None) -> FloatArray:
         """World positions (nworlds, 3) of a named frame (a file's body)."""
     def constraint_forces(self) -> FloatArray:
         """Each world's generalized constraint forces (nworlds, nv) in its last step."""
-    def centers_of_mass(self, q: Optional[FloatArray] = None) -> FloatArray:
+    def centers_of_mass(self, q: Optional[ArrayIn] = None) -> FloatArray:
         """Each world's centre of mass (nworlds, 3)."""
-    def com_inertias(self, q: Optional[FloatArray] = None) -> FloatArray:
+    def com_inertias(self, q: Optional[ArrayIn] = None) -> FloatArray:
         """MuJoCo's cinert of the file's bodies (nworlds, bodies, 10)."""
-    def com_velocities(self, q: Optional[FloatArray] = None, v: Optional[FloatArray] = None) -> FloatArray:
+    def com_velocities(self, q: Optional[ArrayIn] = None, v: Optional[ArrayIn] = None) -> FloatArray:
         """MuJoCo's cvel of the file's bodies (nworlds, bodies, 6)."""
-    def com_external_forces(self, q: Optional[FloatArray] = None) -> FloatArray:
+    def com_external_forces(self, q: Optional[ArrayIn] = None) -> FloatArray:
         """MuJoCo's cfrc_ext of the file's bodies from the last step's contacts (nworlds, bodies, 6)."""
     def actuator_forces(
-        self, ctrl: FloatArray, q: Optional[FloatArray] = None, v: Optional[FloatArray] = None
+        self, ctrl: ArrayIn, q: Optional[ArrayIn] = None, v: Optional[ArrayIn] = None
     ) -> FloatArray:
         """MuJoCo's qfrc_actuator (nworlds, nv) under controls ctrl (nworlds, nu)."""
-    def set_state(self, world: int, q: FloatArray, v: FloatArray) -> None: ...
-    def set_states(self, q: FloatArray, v: FloatArray) -> None:
+    def set_state(self, world: int, q: ArrayIn, v: ArrayIn) -> None: ...
+    def set_states(self, q: ArrayIn, v: ArrayIn) -> None:
         """Every world's state from (nworlds, nq) and (nworlds, nv) arrays (all checked first)."""
     @property
     def model(self) -> Model: ...
-    def step_with_jacobians(self, tau: FloatArray) -> dict[str, Any]:
+    def step_with_jacobians(self, tau: ArrayIn) -> dict[str, Any]:
         """One step under torques (nworlds, nv) with each world's step Jacobians (nworlds, nv, nv)."""
-    def step_for_vjp(self, tau: FloatArray) -> Tape:
+    def step_for_vjp(self, tau: ArrayIn) -> Tape:
         """One step under torques (nworlds, nv), recording each world's step for `vjp`."""
-    def vjp(self, tape: Tape, w_v: FloatArray, w_q: FloatArray) -> dict[str, Any]:
+    def vjp(self, tape: Tape, w_v: ArrayIn, w_q: ArrayIn) -> dict[str, Any]:
         """The recorded step's vector-Jacobian products (q, v, tau, mu, wrt_q, q_residual, gpu_fallbacks)."""

@@ -1,13 +1,71 @@
 //! numpy arrays in and out: shapes, memory orders, and the library's checks.
 
 use moreau::sim::check_rows;
+use numpy::ndarray::{Dimension, Ix1, Ix2, IxDyn};
+use numpy::{PyArray, PyReadonlyArray};
 use numpy::{
     PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyUntypedArrayMethods,
 };
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::{Borrowed, FromPyObject};
 
 use crate::value_error;
+
+/// An array argument of f64 values: a float64 numpy array as it is, or
+/// anything numpy reads as an array of integers or floats (float32 and
+/// integer arrays, lists, torch CPU tensors, objects with `__array__`),
+/// converted to float64. Complex, boolean, string and object values are
+/// refused with a TypeError naming the dtype: a cast would drop the
+/// imaginary part, or read `True` as 1.0, without a word.
+pub(crate) struct Floats<'py, D: Dimension>(PyReadonlyArray<'py, f64, D>);
+
+/// A vector argument (see [`Floats`]).
+pub(crate) type Floats1<'py> = Floats<'py, Ix1>;
+/// A matrix argument, one row per world or sample (see [`Floats`]).
+pub(crate) type Floats2<'py> = Floats<'py, Ix2>;
+/// An array argument of any number of dimensions (see [`Floats`]).
+pub(crate) type FloatsDyn<'py> = Floats<'py, IxDyn>;
+
+impl<'py, D: Dimension> std::ops::Deref for Floats<'py, D> {
+    type Target = PyReadonlyArray<'py, f64, D>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<'a, 'py, D: Dimension + 'py> FromPyObject<'a, 'py> for Floats<'py, D> {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(a) = ob.cast::<PyArray<f64, D>>() {
+            return Ok(Self(a.readonly()));
+        }
+        let np = ob.py().import("numpy")?;
+        let a = np.call_method1("asarray", (ob,))?;
+        let dtype = a.getattr("dtype")?;
+        let kind: String = dtype.getattr("kind")?.extract()?;
+        if !matches!(kind.as_str(), "f" | "i" | "u") {
+            return Err(PyTypeError::new_err(format!(
+                "expected real numbers (a float or integer array, a list, a tensor), got dtype {}",
+                dtype.str()?
+            )));
+        }
+        let a = np.call_method1("asarray", (a, "float64"))?;
+        let ndim: usize = a.getattr("ndim")?.extract()?;
+        if let Some(want) = D::NDIM
+            && ndim != want
+        {
+            let shape = a.getattr("shape")?.str()?;
+            return Err(PyValueError::new_err(format!(
+                "expected a {want}-D array, got {ndim}-D (shape {shape})"
+            )));
+        }
+        Ok(Self(a.cast_into::<PyArray<f64, D>>()?.readonly()))
+    }
+}
 
 /// A row-major `rows × cols` buffer as a numpy array.
 pub(crate) fn array2(

@@ -12,11 +12,11 @@ use moreau::dynamics::{
 use moreau::math::{SE3, Vec3};
 use moreau::sim::{Simulator as CoreSim, State, actuator_forces};
 use nalgebra::DVector;
-use numpy::{PyArray1, PyArray2, PyArray3, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::{array2, array3, rows, vector};
+use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
 use crate::model::Model;
 use crate::simulator::params;
 use crate::value_error;
@@ -66,12 +66,7 @@ impl BatchSim {
     }
 
     /// A (nworlds, width) C-contiguous array, finite, as a flat slice.
-    fn actions(
-        &self,
-        what: &'static str,
-        a: &PyReadonlyArray2<'_, f64>,
-        width: usize,
-    ) -> PyResult<Vec<f64>> {
+    fn actions(&self, what: &'static str, a: &Floats2<'_>, width: usize) -> PyResult<Vec<f64>> {
         rows(what, a, self.batch.nworlds(), width)
     }
 
@@ -79,7 +74,7 @@ impl BatchSim {
     fn optional(
         &self,
         what: &'static str,
-        a: &Option<PyReadonlyArray2<'_, f64>>,
+        a: &Option<Floats2<'_>>,
         width: usize,
     ) -> PyResult<Option<Vec<f64>>> {
         a.as_ref().map(|a| self.actions(what, a, width)).transpose()
@@ -111,8 +106,8 @@ impl BatchSim {
     /// `velocities`) at each world's state or at the given `q`, `v`.
     fn per_world<'py>(
         &mut self,
-        q: Option<PyReadonlyArray2<'py, f64>>,
-        v: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
+        v: Option<Floats2<'py>>,
         velocities: bool,
         each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
     ) -> PyResult<Vec<f64>> {
@@ -145,8 +140,8 @@ impl BatchSim {
         &mut self,
         py: Python<'py>,
         width: usize,
-        q: Option<PyReadonlyArray2<'py, f64>>,
-        v: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
+        v: Option<Floats2<'py>>,
         velocities: bool,
         each: impl Fn(usize, &CoreModel, &Data, &[Vec3], &mut Vec<f64>) -> PyResult<()>,
     ) -> PyResult<Bound<'py, PyArray3<f64>>> {
@@ -226,12 +221,7 @@ impl BatchSim {
     /// while the worlds step. A world whose step fails keeps its state and
     /// is listed in `failures`.
     #[pyo3(signature = (tau, repeats=1))]
-    fn step(
-        &mut self,
-        py: Python<'_>,
-        tau: PyReadonlyArray2<'_, f64>,
-        repeats: usize,
-    ) -> PyResult<usize> {
+    fn step(&mut self, py: Python<'_>, tau: Floats2<'_>, repeats: usize) -> PyResult<usize> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
         let report = py
@@ -248,7 +238,7 @@ impl BatchSim {
     fn step_controls(
         &mut self,
         py: Python<'_>,
-        ctrl: PyReadonlyArray2<'_, f64>,
+        ctrl: Floats2<'_>,
         repeats: usize,
     ) -> PyResult<usize> {
         let a = self.actions("ctrl", &ctrl, self.nu)?;
@@ -273,7 +263,7 @@ impl BatchSim {
     fn step_with_jacobians<'py>(
         &mut self,
         py: Python<'py>,
-        tau: PyReadonlyArray2<'py, f64>,
+        tau: Floats2<'py>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
@@ -321,7 +311,7 @@ impl BatchSim {
     /// (the GIL is released): returns the `Tape` of this step, for
     /// `vjp`. A failed world (in `failures`) keeps its state and records
     /// nothing.
-    fn step_for_vjp(&mut self, py: Python<'_>, tau: PyReadonlyArray2<'_, f64>) -> PyResult<Tape> {
+    fn step_for_vjp(&mut self, py: Python<'_>, tau: Floats2<'_>) -> PyResult<Tape> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
         let (report, tape) = py
@@ -346,8 +336,8 @@ impl BatchSim {
         &mut self,
         py: Python<'py>,
         tape: &mut Tape,
-        w_v: PyReadonlyArray2<'py, f64>,
-        w_q: PyReadonlyArray2<'py, f64>,
+        w_v: Floats2<'py>,
+        w_q: Floats2<'py>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let (n, nv) = (self.batch.nworlds(), self.nv);
         let w_v = self.actions("w_v", &w_v, nv)?;
@@ -431,7 +421,7 @@ impl BatchSim {
         &mut self,
         py: Python<'py>,
         name: &str,
-        q: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let Some(frame) = self
             .batch
@@ -466,7 +456,7 @@ impl BatchSim {
     fn centers_of_mass<'py>(
         &mut self,
         py: Python<'py>,
-        q: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let n = self.batch.nworlds();
         let flat = self.per_world(q, None, false, |_, m, d, _, out| {
@@ -487,7 +477,7 @@ impl BatchSim {
     fn com_inertias<'py>(
         &mut self,
         py: Python<'py>,
-        q: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray3<f64>>> {
         self.per_body_frame(py, COM_INERTIA, q, None, false, |_, m, d, c, out| {
             com_inertias(m, d, c, out);
@@ -503,8 +493,8 @@ impl BatchSim {
     fn com_velocities<'py>(
         &mut self,
         py: Python<'py>,
-        q: Option<PyReadonlyArray2<'py, f64>>,
-        v: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
+        v: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray3<f64>>> {
         self.per_body_frame(py, 6, q, v, true, |_, m, d, c, out| {
             com_velocities(m, d, c, out);
@@ -521,7 +511,7 @@ impl BatchSim {
     fn com_external_forces<'py>(
         &mut self,
         py: Python<'py>,
-        q: Option<PyReadonlyArray2<'py, f64>>,
+        q: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray3<f64>>> {
         let sims: Vec<&CoreSim> = (0..self.batch.nworlds())
             .map(|w| self.batch.simulator(w).map_err(value_error))
@@ -549,9 +539,9 @@ impl BatchSim {
     fn actuator_forces<'py>(
         &self,
         py: Python<'py>,
-        ctrl: PyReadonlyArray2<'py, f64>,
-        q: Option<PyReadonlyArray2<'py, f64>>,
-        v: Option<PyReadonlyArray2<'py, f64>>,
+        ctrl: Floats2<'py>,
+        q: Option<Floats2<'py>>,
+        v: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let ctrl = self.actions("ctrl", &ctrl, self.nu)?;
         let q = self.optional("q", &q, self.nq)?;
@@ -580,11 +570,7 @@ impl BatchSim {
     /// Sets every world's state: configurations `q` (nworlds, nq) and
     /// velocities `v` (nworlds, nv). Checked first: on bad input no world
     /// changes.
-    fn set_states(
-        &mut self,
-        q: PyReadonlyArray2<'_, f64>,
-        v: PyReadonlyArray2<'_, f64>,
-    ) -> PyResult<()> {
+    fn set_states(&mut self, q: Floats2<'_>, v: Floats2<'_>) -> PyResult<()> {
         let q = self.actions("q", &q, self.nq)?;
         let v = self.actions("v", &v, self.nv)?;
         let (nq, nv) = (self.nq, self.nv);
@@ -611,12 +597,7 @@ impl BatchSim {
     }
 
     /// Sets world `world`'s state.
-    fn set_state(
-        &mut self,
-        world: usize,
-        q: PyReadonlyArray1<'_, f64>,
-        v: PyReadonlyArray1<'_, f64>,
-    ) -> PyResult<()> {
+    fn set_state(&mut self, world: usize, q: Floats1<'_>, v: Floats1<'_>) -> PyResult<()> {
         let q = vector(&q);
         let v = vector(&v);
         self.batch

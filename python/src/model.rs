@@ -3,12 +3,12 @@
 use moreau::dynamics::configuration_charts;
 use moreau::{Model as CoreModel, scenes};
 use nalgebra::DVector;
-use numpy::{PyArray1, PyArray2, PyArray3, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArray2, PyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-use crate::arrays::{array2, array3, rows};
+use crate::arrays::{Floats2, array2, array3, rows};
 use crate::value_error;
 
 /// The coordinate charts `(c, d)` of `Model.configuration_charts`.
@@ -33,8 +33,8 @@ impl Model {
     fn convert<'py>(
         &self,
         py: Python<'py>,
-        q: PyReadonlyArray2<'py, f64>,
-        v: PyReadonlyArray2<'py, f64>,
+        q: Floats2<'py>,
+        v: Floats2<'py>,
         to: bool,
     ) -> PyResult<Pair<'py>> {
         let m = &self.model;
@@ -150,11 +150,7 @@ impl Model {
     /// z, w)``): a gradient ``g`` with respect to coordinates is ``cᵀg`` in
     /// the tangent space, a tangent gradient ``h`` is ``dᵀh`` with respect
     /// to the coordinates. Identities for models without quaternions.
-    fn configuration_charts<'py>(
-        &self,
-        py: Python<'py>,
-        q: PyReadonlyArray2<'py, f64>,
-    ) -> PyResult<Charts<'py>> {
+    fn configuration_charts<'py>(&self, py: Python<'py>, q: Floats2<'py>) -> PyResult<Charts<'py>> {
         let m = &self.model;
         let n = q.shape()[0];
         let q = rows("q", &q, n, m.nq)?;
@@ -180,8 +176,8 @@ impl Model {
     fn to_mujoco<'py>(
         &self,
         py: Python<'py>,
-        q: PyReadonlyArray2<'py, f64>,
-        v: PyReadonlyArray2<'py, f64>,
+        q: Floats2<'py>,
+        v: Floats2<'py>,
     ) -> PyResult<Pair<'py>> {
         self.convert(py, q, v, true)
     }
@@ -191,8 +187,8 @@ impl Model {
     fn state_from_mujoco<'py>(
         &self,
         py: Python<'py>,
-        qpos: PyReadonlyArray2<'py, f64>,
-        qvel: PyReadonlyArray2<'py, f64>,
+        qpos: Floats2<'py>,
+        qvel: Floats2<'py>,
     ) -> PyResult<Pair<'py>> {
         self.convert(py, qpos, qvel, false)
     }

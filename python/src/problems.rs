@@ -5,12 +5,12 @@ use moreau::batch::solve::{SolveError, SolvedProblem, solve_problems};
 use moreau::contact::{ContactProblem, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
 use moreau::gpu::GpuError;
 use nalgebra::DVector;
-use numpy::{PyArray1, PyReadonlyArrayDyn};
+use numpy::PyArray1;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::array2;
+use crate::arrays::{FloatsDyn, array2};
 use crate::value_error;
 
 /// One problem of `solve`'s arguments (problem `k` of a batch, or the only one).
@@ -63,9 +63,9 @@ pub(crate) fn problem_at(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn solve<'py>(
     py: Python<'py>,
-    g_matrix: PyReadonlyArrayDyn<'py, f64>,
-    g: PyReadonlyArrayDyn<'py, f64>,
-    mu: PyReadonlyArrayDyn<'py, f64>,
+    g_matrix: FloatsDyn<'py>,
+    g: FloatsDyn<'py>,
+    mu: FloatsDyn<'py>,
     solver: &str,
     tolerance: f64,
     max_iterations: usize,

@@ -5,11 +5,11 @@ use moreau::sim::{
     SimParams, Simulator as CoreSim, Stage, StageTimes, State, StepJacobians, StepVjp,
 };
 use nalgebra::DVector;
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::{matrix, vector};
+use crate::arrays::{Floats1, matrix, vector};
 use crate::model::Model;
 use crate::value_error;
 
@@ -70,8 +70,8 @@ impl Simulator {
     fn step<'py>(
         &mut self,
         py: Python<'py>,
-        tau: Option<PyReadonlyArray1<'py, f64>>,
-        ctrl: Option<PyReadonlyArray1<'py, f64>>,
+        tau: Option<Floats1<'py>>,
+        ctrl: Option<Floats1<'py>>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let nv = self.sim.model().nv;
         let report = match (tau, ctrl) {
@@ -113,7 +113,7 @@ impl Simulator {
     fn step_with_jacobians<'py>(
         &mut self,
         py: Python<'py>,
-        tau: PyReadonlyArray1<'py, f64>,
+        tau: Floats1<'py>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let tau = vector(&tau);
         let mut jac = StepJacobians::default();
@@ -145,9 +145,9 @@ impl Simulator {
     fn step_with_vjp<'py>(
         &mut self,
         py: Python<'py>,
-        tau: PyReadonlyArray1<'py, f64>,
-        w_v: PyReadonlyArray1<'py, f64>,
-        w_q: PyReadonlyArray1<'py, f64>,
+        tau: Floats1<'py>,
+        w_v: Floats1<'py>,
+        w_q: Floats1<'py>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let tau = vector(&tau);
         let (w_v, w_q) = (vector(&w_v), vector(&w_q));
@@ -176,7 +176,7 @@ impl Simulator {
         PyArray1::from_slice(py, self.state.q.as_slice())
     }
     #[setter]
-    fn set_q(&mut self, q: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+    fn set_q(&mut self, q: Floats1<'_>) -> PyResult<()> {
         let q = vector(&q);
         let trial = State::new(DVector::from_vec(q), self.state.v.clone());
         self.sim.energy(&trial).map_err(value_error)?;
@@ -189,7 +189,7 @@ impl Simulator {
         PyArray1::from_slice(py, self.state.v.as_slice())
     }
     #[setter]
-    fn set_v(&mut self, v: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
+    fn set_v(&mut self, v: Floats1<'_>) -> PyResult<()> {
         let trial = State::new(self.state.q.clone(), DVector::from_vec(vector(&v)));
         self.sim.check_state(&trial).map_err(value_error)?;
         self.state.v = trial.v;

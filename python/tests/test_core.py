@@ -193,8 +193,12 @@ def test_bad_input_raises_and_leaves_state_untouched(tmp_path):
         batch.step(t)
     with pytest.raises(ValueError, match="backend"):
         moreau.BatchSim(m, 2, backend="tpu")
-    with pytest.raises(TypeError):
-        batch.step(np.zeros((2, 6), dtype=np.float32))
+    with pytest.raises(TypeError, match="complex128"):
+        batch.step(np.zeros((2, 6), dtype=complex))
+    with pytest.raises(TypeError, match="bool"):
+        batch.step(np.zeros((2, 6), dtype=bool))
+    with pytest.raises(ValueError, match=r"expected a 2-D array, got 1-D"):
+        batch.step(np.zeros(12))
     with pytest.raises(ValueError, match=r"v\[3\] is not finite"):
         sim.v = np.array([0, 0, 0, math.nan, 0, 0], dtype=np.float64)
     assert np.all(sim.v == 0.0)
@@ -234,6 +238,62 @@ def test_arrays_in_any_memory_order_are_read_as_numpy_indexes_them():
     ref = moreau.Simulator(m)
     ref.step(np.ascontiguousarray(tau[2]))
     np.testing.assert_array_equal(sim.q, ref.q)
+
+
+def test_float32_integer_list_and_tensor_arguments_read_as_float64():
+    # What RL code passes (torch's float32 tensors, lists, integer arrays)
+    # is converted, not refused: the same worlds as with float64 arrays
+    # of the same values (each exactly representable in every dtype).
+    import torch
+
+    m = moreau.load(gymnasium_asset("ant.xml"))
+    n = 3
+    ctrl = np.zeros((n, m.nu))
+    ctrl[1, 0] = 1.0
+    ctrl[2, m.nu - 1] = -0.5
+    tau = np.zeros((n, m.nv))
+    tau[2, 7] = 3.0
+    tau[0, 6] = -2.0
+    states = moreau.BatchSim(m, n)
+    q0, v0 = states.q, states.v
+    v0[:, 6:] = np.arange(n * (m.nv - 6)).reshape(n, -1) % 3 - 1.0
+
+    def run(convert):
+        batch = moreau.BatchSim(m, n)
+        batch.set_states(convert(q0), convert(v0))
+        batch.step_controls(convert(ctrl))
+        batch.step(convert(tau))
+        return batch.q, batch.v, batch.actuator_forces(convert(ctrl)), batch.frame_positions("torso", convert(q0))
+
+    reference = run(lambda a: a)
+    kinds = {
+        "float32": lambda a: a.astype(np.float32),
+        "list": lambda a: a.tolist(),
+        "torch float32": lambda a: torch.tensor(a, dtype=torch.float32),
+        "torch float64, transposed twice": lambda a: torch.tensor(a.T).T,
+        "Fortran float32": lambda a: np.asfortranarray(a, dtype=np.float32),
+    }
+    for name, convert in kinds.items():
+        for got, want in zip(run(convert), reference):
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-7 if "32" in name else 0, err_msg=name)
+    # Integer arrays: controls of whole numbers.
+    batch = moreau.BatchSim(m, n)
+    batch.set_states(q0, v0)
+    batch.step_controls((ctrl * 2).astype(np.int32))
+    ref = moreau.BatchSim(m, n)
+    ref.set_states(q0, v0)
+    ref.step_controls((ctrl * 2).astype(np.int32).astype(np.float64))
+    np.testing.assert_array_equal(batch.q, ref.q)
+    sim = moreau.Simulator(m)
+    sim.step(torch.tensor(tau[2], dtype=torch.float32))
+    sim_ref = moreau.Simulator(m)
+    sim_ref.step(tau[2])
+    np.testing.assert_array_equal(sim.q, sim_ref.q)
+    with pytest.raises(TypeError, match="complex"):
+        sim.step(np.zeros(m.nv, dtype=complex))
+    # A tensor that requires grad is refused by torch itself, by name.
+    with pytest.raises(RuntimeError, match="requires grad"):
+        sim.step(torch.zeros(m.nv, requires_grad=True))
 
 
 def test_step_jacobians_and_vjp_from_python():

@@ -264,6 +264,36 @@ def test_next_step_autoreset_and_reproducible_seeds():
     assert np.abs(a - c).max() > 0
 
 
+@pytest.mark.parametrize("task", ["InvertedDoublePendulum-v5", "Ant-v5"])
+def test_reset_mask_resets_only_the_masked_environments(task):
+    n = 6
+    env, fresh = mg.make_vec(task, n), mg.make_vec(task, n)
+    env.reset(seed=3)
+    first, _ = fresh.reset(seed=3)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        obs, *_ = env.step(rng.uniform(-0.5, 0.5, env.action_space.shape))
+    q, v = env.batch.q, env.batch.v
+    mask = np.array([True, False, True, False, False, True])
+    after, _ = env.reset(seed=3, options={"reset_mask": mask})
+    # The masked environments are as a fresh reset with the same seeds
+    # leaves them; the others keep their state and their last observation.
+    np.testing.assert_array_equal(after[mask], first[mask])
+    np.testing.assert_array_equal(after[~mask], obs[~mask])
+    np.testing.assert_array_equal(env.batch.q[~mask], q[~mask])
+    np.testing.assert_array_equal(env.batch.v[~mask], v[~mask])
+    assert np.abs(env.batch.q[mask] - q[mask]).max() > 0
+    # And step on as such: the same actions give the fresh batch's
+    # observations where they were reset.
+    a = rng.uniform(-0.5, 0.5, env.action_space.shape)
+    mine, *_ = env.step(a)
+    theirs, *_ = fresh.step(a)
+    np.testing.assert_allclose(mine[mask], theirs[mask], rtol=0, atol=1e-12)
+    for bad in [np.ones(n, dtype=int), np.ones(n + 1, dtype=bool), np.ones((n, 1), dtype=bool)]:
+        with pytest.raises(ValueError, match="reset_mask must be a boolean array"):
+            env.reset(options={"reset_mask": bad})
+
+
 def test_bad_input_raises():
     with pytest.raises(ValueError, match="unknown task 'Nope-v5'"):
         mg.make_vec("Nope-v5", 2)

@@ -430,16 +430,37 @@ class MoreauVectorEnv(VectorEnv):
         return self.task.observation(self, *self._state())
 
     def reset(self, *, seed=None, options=None):
+        """Resets every environment, or with ``options={"reset_mask": m}``
+        (a boolean array of shape (num_envs,)) those where ``m`` is true,
+        the others stepping on from their state (their observations are
+        returned unchanged). A seed (an int: ``seed + i`` for environment
+        ``i``; or one per environment) reseeds the environments reset."""
+        mask = np.ones(self.num_envs, dtype=bool)
+        if options is not None and "reset_mask" in options:
+            m = np.asarray(options["reset_mask"])
+            if m.dtype != np.bool_ or m.shape != (self.num_envs,):
+                raise ValueError(
+                    f"reset_mask must be a boolean array of shape ({self.num_envs},), "
+                    f"got dtype {m.dtype} and shape {m.shape}"
+                )
+            mask = m.copy()
         if seed is not None:
-            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else seed
+            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"{len(seeds)} seeds for {self.num_envs} environments")
-            self._rngs = [np.random.default_rng(s) for s in seeds]
-        for i in range(self.num_envs):
+            for i in np.flatnonzero(mask):
+                self._rngs[i] = np.random.default_rng(seeds[i])
+        reset = np.flatnonzero(mask)
+        for i in reset:
             self._reset_env(i)
-        self._needs_reset[:] = False
-        self._kinematics_q = self._kinematics_v = None
-        self._fresh[:] = True
+        self._needs_reset[mask] = False
+        if mask.all() or self._kinematics_q is None:
+            self._kinematics_q = self._kinematics_v = None
+        else:
+            # The kinematics of an environment just reset are its state's.
+            self._kinematics_q[reset] = self.batch.q[reset]
+            self._kinematics_v[reset] = self.batch.v[reset]
+        self._fresh[mask] = True
         return self._observe(), {}
 
     def step(self, actions):
