@@ -368,6 +368,7 @@ impl BatchSim {
                 }
                 if c.flagged(w) {
                     world.step = WorldStep::Failed(SimError::DeviceNonFinite);
+                    world.constraint_force = None;
                     return;
                 }
                 for t in 0..nq {

@@ -721,7 +721,14 @@ impl BatchSim {
         }
         let start = Instant::now();
         let gains = self.action_gain.as_deref();
-        for (w, world) in self.worlds.iter_mut().enumerate() {
+        // A resident step overwrites the constraint forces of the worlds
+        // it steps: their buffers are kept, not reallocated every step.
+        let resident = self.backend == Backend::Gpu && self.resident.is_some();
+        // On rayon's threads (but for `cpu1`, which keeps to one core): at
+        // 65 536 worlds a serial pass over them took milliseconds of a
+        // resident step (H100 host, 2026-11-26).
+        let serial = self.backend == Backend::CpuSingle;
+        let prepare = |(w, world): (usize, &mut World)| {
             let a = &actions[w * width..(w + 1) * width];
             world.fallback = None;
             world.step = if active.is_some_and(|act| !act[w]) {
@@ -732,7 +739,7 @@ impl BatchSim {
                 WorldStep::Stepping { contacts: 0 }
             };
             world.controls = controls;
-            if world.step.is_stepping() {
+            if world.step.is_stepping() && !resident {
                 world.constraint_force = None;
             }
             // Kept (their buffers) when asked for, dropped otherwise.
@@ -749,6 +756,11 @@ impl BatchSim {
                     world.tau[k] = a[k] * gains.map_or(1.0, |g| g[w * width + k]);
                 }
             }
+        };
+        if serial {
+            self.worlds.iter_mut().enumerate().for_each(prepare);
+        } else {
+            self.worlds.par_iter_mut().enumerate().for_each(prepare);
         }
         let mut times = BatchTimes::default();
         match self.backend {
@@ -773,31 +785,88 @@ impl BatchSim {
         }
         times.total = start.elapsed();
         self.times.accumulate(&times);
-        let mut report = BatchStepReport {
-            times,
-            grew: self.gpu.as_ref().and_then(|g| g.grew),
-            ..Default::default()
+        // Per thread, then merged, in world order (rayon's reduce keeps the
+        // order of its items; `par_iter_mut`: a world's simulator is Send,
+        // not Sync). A small tally, added to in place: moving the whole
+        // report through a fold cost `cpu1` a tenth of a cartpole step.
+        let tally = if serial {
+            let mut t = Tally::default();
+            for (w, world) in self.worlds.iter().enumerate() {
+                t.add(w, world);
+            }
+            t
+        } else {
+            self.worlds
+                .par_iter_mut()
+                .enumerate()
+                .fold(Tally::default, |mut t, (w, world)| {
+                    t.add(w, world);
+                    t
+                })
+                .reduce(Tally::default, Tally::merge)
         };
-        for (w, world) in self.worlds.iter().enumerate() {
-            match &world.step {
-                WorldStep::Stepping { contacts: nc } => {
-                    report.contacts += nc;
-                    report.max_contacts = report.max_contacts.max(*nc);
-                    if world.sim.problem().m() > 0 {
-                        report.worlds_solved += 1;
-                        report.iterations += world.stats.iterations;
-                        report.unconverged += usize::from(!world.stats.converged);
-                        report.max_eps_abs = report.max_eps_abs.max(world.stats.residuals.eps_abs);
-                    }
-                }
-                WorldStep::Failed(why) => report.failed.push((w, why.clone())),
-                WorldStep::Inactive => {}
-            }
-            if let Some(why) = &world.fallback {
-                report.fallbacks.push((w, why.clone()));
-            }
-        }
+        let report = BatchStepReport {
+            contacts: tally.contacts,
+            max_contacts: tally.max_contacts,
+            worlds_solved: tally.worlds_solved,
+            iterations: tally.iterations,
+            max_eps_abs: tally.max_eps_abs,
+            unconverged: tally.unconverged,
+            fallbacks: tally.fallbacks,
+            failed: tally.failed,
+            grew: self.gpu.as_ref().and_then(|g| g.grew),
+            times,
+        };
         Ok(report)
+    }
+}
+
+/// The worlds' outcomes of a step, summed (see `BatchStepReport`).
+#[derive(Default)]
+struct Tally {
+    contacts: usize,
+    max_contacts: usize,
+    worlds_solved: usize,
+    iterations: usize,
+    max_eps_abs: f64,
+    unconverged: usize,
+    fallbacks: Vec<(usize, String)>,
+    failed: Vec<(usize, SimError)>,
+}
+
+impl Tally {
+    fn add(&mut self, w: usize, world: &World) {
+        match &world.step {
+            // (A resident step solves on the device: the world's simulator
+            // holds no problem.)
+            WorldStep::Stepping { contacts: nc } => {
+                self.contacts += nc;
+                self.max_contacts = self.max_contacts.max(*nc);
+                if world.sim.problem().m() > 0 {
+                    self.worlds_solved += 1;
+                    self.iterations += world.stats.iterations;
+                    self.unconverged += usize::from(!world.stats.converged);
+                    self.max_eps_abs = self.max_eps_abs.max(world.stats.residuals.eps_abs);
+                }
+            }
+            WorldStep::Failed(why) => self.failed.push((w, why.clone())),
+            WorldStep::Inactive => {}
+        }
+        if let Some(why) = &world.fallback {
+            self.fallbacks.push((w, why.clone()));
+        }
+    }
+
+    fn merge(mut self, other: Tally) -> Tally {
+        self.contacts += other.contacts;
+        self.max_contacts = self.max_contacts.max(other.max_contacts);
+        self.worlds_solved += other.worlds_solved;
+        self.iterations += other.iterations;
+        self.unconverged += other.unconverged;
+        self.max_eps_abs = self.max_eps_abs.max(other.max_eps_abs);
+        self.failed.extend(other.failed);
+        self.fallbacks.extend(other.fallbacks);
+        self
     }
 }
 
