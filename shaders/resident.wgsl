@@ -16,7 +16,13 @@
 // Generated header (src/gpu/resident.rs): NB (bodies, world included), NV,
 // NQ, NU (≥ 1), LROWS (limit rows' capacity, ≥ 4), LROWS_SQ, DINV (floats
 // of the joints' D⁻¹ blocks, Σ nv_j²), BODY_U32, BODY_F32, DOF_F32,
-// ACT_WORDS, LIMIT_PIVOTS, WORKGROUP.
+// ACT_WORDS, LIMIT_PIVOTS, WORKGROUP, PER_WORLD, WORLD_PARAMS.
+//
+// PER_WORLD: every world has its own model records (body_f32, dof_f32,
+// actuators: world w's at w·size, world-major, so that one world's change
+// is one contiguous upload) and parameters (world_params); else one copy
+// for all and the uniform's parameters. The structure (body_u32, the
+// actuators' dof and q indices) is the batch's in both.
 //
 // Layout: world-minor (element t of world w at t·N + w) for q, v, tau,
 // ctrl, qfrc, so that neighbouring invocations read neighbouring words.
@@ -76,6 +82,10 @@ struct Params {
 // thread's: NVIDIA's driver (580.159.04, H100) failed to build the kernel
 // with both in private memory for Gymnasium's humanoid (34 rows).
 @group(0) @binding(13) var<storage, read_write> lcp: array<f32>;
+// Per world when PER_WORLD, WORLD_PARAMS floats each: dt, gravity (3),
+// limit margin, Baumgarte β, compliance α, the limit solve's tolerance,
+// fluid density, viscosity, wind (3). One word otherwise.
+@group(0) @binding(14) var<storage, read> world_params: array<f32>;
 
 // A spatial vector [linear; angular] (moreau's order).
 struct V6 {
@@ -267,6 +277,9 @@ fn bu(i: u32, k: u32) -> u32 {
 }
 
 fn bf(i: u32, k: u32) -> f32 {
+    if (PER_WORLD) {
+        return body_f32[(world * NB + i) * BODY_F32 + k];
+    }
     return body_f32[i * BODY_F32 + k];
 }
 
@@ -279,11 +292,29 @@ fn bmat(i: u32, k: u32) -> mat3x3<f32> {
 }
 
 fn df(k: u32, j: u32) -> f32 {
+    if (PER_WORLD) {
+        return dof_f32[(world * NV + k) * DOF_F32 + j];
+    }
     return dof_f32[k * DOF_F32 + j];
 }
 
+fn act_u(a: u32, k: u32) -> u32 {
+    if (PER_WORLD) {
+        return actuators[(world * NU + a) * ACT_WORDS + k];
+    }
+    return actuators[a * ACT_WORDS + k];
+}
+
 fn act_f(a: u32, k: u32) -> f32 {
-    return bitcast<f32>(actuators[a * ACT_WORDS + k]);
+    return bitcast<f32>(act_u(a, k));
+}
+
+// World parameter k (see world_params), or the batch's `batch_value`.
+fn wp(k: u32, batch_value: f32) -> f32 {
+    if (PER_WORLD) {
+        return world_params[world * WORLD_PARAMS + k];
+    }
+    return batch_value;
 }
 
 fn all_finite(x: f32) -> bool {
@@ -477,7 +508,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     world = w;
-    let dt = params.dt;
+    let dt = wp(0u, params.dt);
     let zero3 = vec3<f32>(0.0);
     let zero6 = V6(zero3, zero3);
     let zero33 = mat3x3<f32>(zero3, zero3, zero3);
@@ -493,8 +524,8 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     } else {
         for (var a = 0u; a < params.nu; a++) {
-            let dof = actuators[a * ACT_WORDS];
-            let iq = actuators[a * ACT_WORDS + 1u];
+            let dof = act_u(a, 0u);
+            let iq = act_u(a, 1u);
             let gear = act_f(a, 2u);
             let uc = clamp(ctrl[a * n + w], act_f(a, 7u), act_f(a, 8u));
             let length = gear * q[iq * n + w];
@@ -516,8 +547,8 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     rot[0] = IDENTITY3;
     pos[0] = zero3;
     vel[0] = zero6;
-    let viscosity = params.medium.y;
-    let density = params.medium.x;
+    let viscosity = wp(9u, params.medium.y);
+    let density = wp(8u, params.medium.x);
     // Forward kinematics, velocities, inertias (forward_kinematics,
     // forward_velocity, the first loop of aba_from_kinematics) and the
     // fluid's wrench.
@@ -580,7 +611,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         let sides = bvec(i, 36u);
         if (sides.x + sides.y + sides.z > 0.0) {
             let frame = rot[i] * bmat(i, 27u);
-            let lv = transpose(frame) * (vel[i].l + cross(vel[i].a, com) - params.wind.xyz);
+            let lv = transpose(frame) * (vel[i].l + cross(vel[i].a, com) - vec3<f32>(wp(10u, params.wind.x), wp(11u, params.wind.y), wp(12u, params.wind.z)));
             let la = transpose(frame) * vel[i].a;
             var f = zero3;
             var t = zero3;
@@ -664,7 +695,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
     // Forward pass: accelerations, and the free velocity.
-    acc[0] = V6(-params.gravity.xyz, zero3);
+    acc[0] = V6(-vec3<f32>(wp(1u, params.gravity.x), wp(2u, params.gravity.y), wp(3u, params.gravity.z)), zero3);
     for (var i = 1u; i < NB; i++) {
         let iv = bu(i, 3u);
         let nj = bu(i, 5u);
@@ -717,8 +748,8 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Joint limits (active_limits, assemble_problem): a row per stop that
     // is within the margin or would be crossed at the free velocity,
     // g = ±v_f + (d/dt if d ≥ 0, else β d/dt), λ ≥ 0 ⟂ (G + R)λ + g ≥ 0.
-    let margin = params.limits.x;
-    let beta = params.limits.y;
+    let margin = wp(4u, params.limits.x);
+    let beta = wp(5u, params.limits.y);
     var nl = 0u;
     for (var i = 1u; i < NB; i++) {
         if (bu(i, 4u) == 0u) {
@@ -760,14 +791,14 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         // Compliance R = α diag(G).
         for (var a = 0u; a < nl; a++) {
-            set_gm(a * LROWS + a, gm(a * LROWS + a) * (1.0 + params.limits.z));
+            set_gm(a * LROWS + a, gm(a * LROWS + a) * (1.0 + wp(6u, params.limits.z)));
         }
         // The LCP λ ≥ 0 ⟂ (G + R)λ + g ≥ 0 solved exactly by Murty's
         // least-index principal pivoting (finite for G + R positive
         // definite): start from the rows with g < 0, solve the active
         // rows' equations, move the first row that violates its sign
         // (an active λ < 0, an inactive (G+R)λ + g < 0) across, repeat.
-        let tol = params.limits.w;
+        let tol = wp(7u, params.limits.w);
         for (var a = 0u; a < nl; a++) {
             row_in[a] = u32(row_g[a] < 0.0);
         }

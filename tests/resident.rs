@@ -429,10 +429,10 @@ fn gymnasium_contact_free_tasks_step_resident_as_on_the_cpu() {
 /// `BatchSim` on the `gpu` backend: Gymnasium's swimmer lives on the
 /// device and steps as the CPU backend does; masked worlds do not move;
 /// a world with a NaN control sits the step out, flagged, and the others
-/// step; a reset lands on the device; asking for one world's parameters
-/// moves the batch to the host-prepared path, saying so, and it steps on
-/// from the same states; a model with free joints runs host-prepared and
-/// says why.
+/// step; a reset lands on the device; an invalid parameter of one world is
+/// refused at the step; a world model of another joint structure moves the
+/// batch to the host-prepared path, saying so, and it steps on from the
+/// same states; a model with contacts runs host-prepared and says why.
 #[test]
 fn batch_sim_runs_resident_on_the_gpu_backend() {
     use moreau::batch::{Backend, BatchOptions, BatchSim};
@@ -460,7 +460,11 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
             return;
         }
     };
-    assert!(gpu.is_resident() && gpu.notice().is_none());
+    assert!(
+        gpu.is_resident() && gpu.notice().is_none(),
+        "{:?}",
+        gpu.notice()
+    );
     let mut cpu = BatchSim::new(model.clone(), &initial, n, &options(Backend::CpuSingle)).unwrap();
     let mut ctrl = vec![0.0; n * nu];
     for t in 0..50 {
@@ -519,13 +523,30 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     let (a, b) = (gpu.state(1).unwrap(), fresh.state(0).unwrap());
     assert!((&a.v - &b.v).amax() < 1e-5, "{} {}", a.v, b.v);
 
-    // One world's parameters: the batch leaves the device, saying so.
+    // An invalid parameter of one world is refused at the step, naming
+    // the world, and nothing moves; corrected, the worlds step on.
     let at: Vec<State> = gpu.states().cloned().collect();
-    gpu.params_mut(0).unwrap().baumgarte = 0.3;
+    gpu.params_mut(3).unwrap().dt = -1.0;
+    let e = gpu.step_controls(&ctrl).unwrap_err().to_string();
+    assert!(e.contains("world 3") && e.contains("dt"), "{e}");
+    assert_eq!(gpu.states().cloned().collect::<Vec<_>>(), at);
+    gpu.params_mut(3).unwrap().dt = dt;
+    gpu.step_controls(&ctrl).unwrap();
+    assert!(gpu.is_resident() && gpu.notice().is_none());
+
+    // A world model whose limited joints differ from the batch's cannot
+    // share its kernel: the batch leaves the device, saying why.
+    let at: Vec<State> = gpu.states().cloned().collect();
+    let mut unlimited = model.as_ref().clone();
+    let j = (1..unlimited.nbodies)
+        .find(|&i| unlimited.joint_range[i].is_some())
+        .unwrap();
+    unlimited.joint_range[j] = None;
+    gpu.set_world_model(0, Arc::new(unlimited)).unwrap();
     assert!(!gpu.is_resident());
     let notice = gpu.notice().unwrap();
     assert!(
-        notice.contains("left the device") && notice.contains("per-world parameters"),
+        notice.contains("left the device") && notice.contains("joints differ"),
         "{notice}"
     );
     assert_eq!(
@@ -547,6 +568,122 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
         notice.contains("can collide") && notice.contains("gpu-solve"),
         "{notice}"
     );
+}
+
+/// Domain randomization on the device: every world of Gymnasium's swimmer
+/// (a fluid, joint stops) and double pendulum its own masses and inertias,
+/// damping, armature, gear, gravity, fluid density, `dt` and limit
+/// settings, through `BatchSim::set_world_model` and `params_mut`; the
+/// batch stays resident and steps as the CPU batch with the same worlds,
+/// one step from random states and 20 under smooth controls. The
+/// randomization moves the step far more than the agreement.
+#[test]
+fn each_world_its_own_model_and_parameters_on_the_device() {
+    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    for (file, seed) in [("swimmer.xml", 5), ("inverted_double_pendulum.xml", 6)] {
+        let Some(m) = common::gymnasium(file) else {
+            return;
+        };
+        let base = Arc::new(m.model.clone());
+        let dt = m.timestep.unwrap_or(0.01);
+        let n = 32;
+        let mut rng = Rng::new(seed);
+        let (states, ctrl) = task_inputs(&m, n, &mut rng);
+        let options = |backend| {
+            let mut o = BatchOptions {
+                backend,
+                ..Default::default()
+            };
+            o.params.dt = dt;
+            o
+        };
+        let make = |backend| BatchSim::new(base.clone(), &states[0], n, &options(backend));
+        let mut gpu = match make(Backend::Gpu) {
+            Ok(b) => b,
+            Err(e) => {
+                assert!(
+                    std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                    "GPU backend required: {e}"
+                );
+                return;
+            }
+        };
+        let mut cpu = make(Backend::CpuSingle).unwrap();
+        let mut plain = make(Backend::CpuSingle).unwrap();
+        let mut u = |lo: f64, hi: f64| lo + (hi - lo) * rng.uniform();
+        for w in 0..n {
+            let mut mw = base.as_ref().clone();
+            for b in mw.body_inertia.iter_mut().skip(1) {
+                let s = u(0.5, 2.0);
+                b.mass *= s;
+                b.rotational *= s;
+            }
+            for k in 0..mw.nv {
+                mw.dof_damping[k] = mw.dof_damping[k] * u(0.5, 2.0) + u(0.0, 0.05);
+                mw.dof_armature[k] += u(0.0, 0.02);
+            }
+            for a in mw.actuators.iter_mut() {
+                a.gear *= u(0.5, 1.5);
+            }
+            mw.gravity = Vec3::new(u(-1.0, 1.0), u(-1.0, 1.0), -9.81 * u(0.5, 1.5));
+            mw.medium.density *= u(0.5, 2.0);
+            let mw = Arc::new(mw);
+            let dt_w = dt * u(0.5, 1.5);
+            let (beta, margin) = (u(0.1, 0.5), u(0.0, 0.05));
+            for b in [&mut gpu, &mut cpu] {
+                b.set_world_model(w, mw.clone()).unwrap();
+                let p = b.params_mut(w).unwrap();
+                p.dt = dt_w;
+                p.baumgarte = beta;
+                p.limit_margin = margin;
+                b.set_state(w, states[w].clone()).unwrap();
+            }
+            plain.set_state(w, states[w].clone()).unwrap();
+        }
+        gpu.step_controls(&ctrl).unwrap();
+        cpu.step_controls(&ctrl).unwrap();
+        plain.step_controls(&ctrl).unwrap();
+        assert!(
+            gpu.is_resident() && gpu.notice().is_none(),
+            "{:?}",
+            gpu.notice()
+        );
+        let got: Vec<State> = gpu.states().cloned().collect();
+        let want: Vec<State> = cpu.states().cloned().collect();
+        let unrandomized: Vec<State> = plain.states().cloned().collect();
+        let (dq, dv) = max_difference(&got, &want);
+        let (_, mv) = max_difference(&want, &states);
+        let (rq, rv) = max_difference(&want, &unrandomized);
+        println!(
+            "{file}: one step, {n} randomized worlds: |Δq| = {dq:.1e}, |Δv| = {dv:.1e} (|v⁺ − v| up to {mv:.2}; the randomization moves q⁺ by {rq:.1e}, v⁺ by {rv:.1e})"
+        );
+        assert!(
+            dq < 1e-6 && dv < 2e-5 * mv.max(1.0),
+            "{file}: {dq:e} {dv:e}"
+        );
+        assert!(rq > 100.0 * dq && rv > 100.0 * dv, "{file}: {rq:e} {rv:e}");
+        for w in 0..n {
+            let (a, b) = (gpu.state(w).unwrap().t, cpu.state(w).unwrap().t);
+            assert!(
+                (a - b).abs() < 1e-12,
+                "{file}: world {w}: t {a} against {b}"
+            );
+        }
+        let mut c = vec![0.0; ctrl.len()];
+        for t in 0..20 {
+            for (k, x) in c.iter_mut().enumerate() {
+                *x = (0.1 * t as f64 + 0.9 * k as f64).sin();
+            }
+            gpu.step_controls(&c).unwrap();
+            cpu.step_controls(&c).unwrap();
+        }
+        let got: Vec<State> = gpu.states().cloned().collect();
+        let want: Vec<State> = cpu.states().cloned().collect();
+        let (dq, dv) = max_difference(&got, &want);
+        println!("{file}: 20 more steps: |Δq| = {dq:.1e}, |Δv| = {dv:.1e}");
+        assert!(dq < 1e-3 && dv < 1e-2, "{file}: {dq:e} {dv:e}");
+        assert!(gpu.is_resident());
+    }
 }
 
 /// `model` with no geometry that can collide (robots in the air).

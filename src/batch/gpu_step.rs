@@ -313,6 +313,40 @@ impl BatchSim {
         repeats: usize,
     ) -> Result<(), BatchError> {
         let start = Instant::now();
+        // Parameters changed through `params_mut` go to the device first;
+        // an invalid one is refused before anything moves.
+        if self.resident_dirty.iter().any(|&d| d) {
+            use crate::gpu::resident::ResidentError;
+            for w in 0..self.worlds.len() {
+                if !self.resident_dirty[w] {
+                    continue;
+                }
+                let Some(r) = self.resident.as_mut() else {
+                    break;
+                };
+                let sim = &self.worlds[w].sim;
+                match r.set_world(w, sim.model(), &sim.params) {
+                    Ok(()) => self.resident_dirty[w] = false,
+                    Err(ResidentError::Sim(error)) => {
+                        return Err(BatchError::Sim { world: w, error });
+                    }
+                    Err(ResidentError::Gpu(e)) => return Err(e.into()),
+                    Err(e) => self.leave_resident(&e.to_string())?,
+                }
+            }
+            if self.resident.is_none() {
+                // Left the device: this step runs on the host (which
+                // computes the constraint forces from the worlds' solves).
+                self.resident_dirty.fill(false);
+                for world in &mut self.worlds {
+                    world.constraint_force = None;
+                }
+                for _ in 0..repeats {
+                    self.step_on_gpu(times)?;
+                }
+                return Ok(());
+            }
+        }
         let Some(r) = self.resident.as_mut() else {
             return Ok(());
         };
@@ -358,7 +392,6 @@ impl BatchSim {
         // CPU); within this call one that fails sits out the rest.
         r.clear_flags();
         r.step_repeated(input, mask, repeats).map_err(resident)?;
-        let dt = self.options.params.dt;
         let worlds = &mut self.worlds;
         let (nq, nv) = (self.model.nq, self.model.nv);
         r.read_columns(|c| {
@@ -377,7 +410,7 @@ impl BatchSim {
                 for t in 0..nv {
                     world.state.v[t] = c.v(w, t);
                 }
-                world.state.t += dt * repeats as f64;
+                world.state.t += world.sim.params.dt * repeats as f64;
                 let f = world
                     .constraint_force
                     .get_or_insert_with(|| DVector::zeros(nv));

@@ -16,9 +16,10 @@
 //!   slide and fixed joints, with actuators, joint limits and a fluid): state and whole step
 //!   on the device, the host uploading the actions and reading `q`, `v`
 //!   back once per step. Elsewhere it runs the host-prepared path below and
-//!   says why ([`BatchSim::notice`]). It also leaves the device for that
-//!   path, saying so, when asked for what only the host path does: per-world
-//!   parameters or models, derivatives.
+//!   says why ([`BatchSim::notice`]). Per-world models and parameters
+//!   (domain randomization) stay on the device. It leaves the device for
+//!   that path, saying so, when asked for what only the host path does:
+//!   derivatives, or a world model of another joint structure.
 //! - [`Backend::GpuSolve`]: host stages on rayon's threads, the problems of all
 //!   worlds with contacts packed into one batch and solved by one batched
 //!   WGSL kernel ([`crate::gpu::GpuSolver`], f32), the impulses read back and
@@ -328,6 +329,9 @@ pub struct BatchSim {
     /// (nworlds, width) inputs of a resident step, and which worlds step.
     resident_inputs: Vec<f64>,
     resident_active: Vec<bool>,
+    /// Worlds whose parameters may have changed (`params_mut`) since the
+    /// device last had them.
+    resident_dirty: Vec<bool>,
     /// (nworlds, nv) action gains (actuator strength per world), or none.
     action_gain: Option<Vec<f64>>,
     /// Cumulated times since creation or [`Self::reset_times`].
@@ -438,6 +442,7 @@ impl BatchSim {
             notice,
             resident_inputs: Vec::new(),
             resident_active: Vec::new(),
+            resident_dirty: vec![false; nworlds],
             action_gain: None,
             times: BatchTimes::default(),
         })
@@ -565,9 +570,13 @@ impl BatchSim {
     /// On the device ([`Backend::Gpu`]) every world steps with the batch's
     /// parameters: asking for one world's moves the batch to the
     /// host-prepared path, with a [`Self::notice`].
+    /// (Resident worlds get the change at the next step: `dt`, the limit
+    /// rows' settings; an invalid change is refused then, naming the world.)
     pub fn params_mut(&mut self, w: usize) -> Result<&mut SimParams, BatchError> {
         self.world(w)?;
-        self.leave_resident("per-world parameters live on the host")?;
+        if self.resident.is_some() {
+            self.resident_dirty[w] = true;
+        }
         Ok(&mut self.world_mut(w)?.sim.params)
     }
     /// Gives world `w` its own model: same structure (`nq`, `nv`, bodies,
@@ -583,11 +592,20 @@ impl BatchSim {
             return Err(BatchError::ModelStructure { world: w });
         }
         self.world(w)?;
-        self.leave_resident("per-world models live on the host")?;
-        let world = self.world_mut(w)?;
-        let params = world.sim.params;
-        world.sim =
+        let params = self.world(w)?.sim.params;
+        let sim =
             Simulator::new(model, params).map_err(|error| BatchError::Sim { world: w, error })?;
+        // Resident worlds take their own model on the device when it has
+        // the batch's structure there too; else the batch leaves it.
+        if let Some(r) = self.resident.as_mut() {
+            use crate::gpu::resident::ResidentError;
+            match r.set_world(w, sim.model(), &params) {
+                Ok(()) => {}
+                Err(ResidentError::Gpu(e)) => return Err(e.into()),
+                Err(e) => self.leave_resident(&e.to_string())?,
+            }
+        }
+        self.world_mut(w)?.sim = sim;
         Ok(())
     }
     /// Per-world action gains, (nworlds, nv) flat: the torque on dof `k` of

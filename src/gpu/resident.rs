@@ -114,6 +114,12 @@ pub fn unsupported(model: &Model) -> Option<String> {
 /// The kernel's WGSL for `model`: a header of its sizes, then
 /// `shaders/resident.wgsl`.
 pub fn source(model: &Model) -> String {
+    source_for(model, false)
+}
+
+/// The kernel's source for `model`, with each world's own model records
+/// and parameters (`per_world`) or one copy for all.
+pub fn source_for(model: &Model, per_world: bool) -> String {
     // At least 4: lavapipe compiled the kernel with 1- or 2-row arrays
     // into code 7× slower (13 ms against 1.9 ms a step of 1 024 double
     // pendulums, 2 cores), whatever the rows in use.
@@ -122,7 +128,8 @@ pub fn source(model: &Model) -> String {
         "const NB: u32 = {}u;\nconst NV: u32 = {}u;\nconst NQ: u32 = {}u;\nconst NU: u32 = {}u;\n\
          const LROWS: u32 = {rows}u;\nconst LROWS_SQ: u32 = {}u;\nconst DINV: u32 = {}u;\n\
          const BODY_U32: u32 = {BODY_U32}u;\nconst BODY_F32: u32 = {BODY_F32}u;\nconst DOF_F32: u32 = {DOF_F32}u;\nconst ACT_WORDS: u32 = {ACT_WORDS}u;\n\
-         const LIMIT_PIVOTS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n{}",
+         const LIMIT_PIVOTS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n\
+         const PER_WORLD: bool = {per_world};\nconst WORLD_PARAMS: u32 = {WORLD_PARAMS}u;\n{}",
         model.nbodies,
         model.nv,
         model.nq,
@@ -134,8 +141,75 @@ pub fn source(model: &Model) -> String {
     )
 }
 
+/// The kernel for `model` (see [`source_for`]), checked: a driver that
+/// cannot build it gives [`ResidentError::Kernel`].
+fn kernel(
+    ctx: &GpuContext,
+    model: &Model,
+    per_world: bool,
+) -> Result<wgpu::ComputePipeline, ResidentError> {
+    let device = &ctx.device;
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("resident step"),
+        source: wgpu::ShaderSource::Wgsl(source_for(model, per_world).into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("resident step"),
+        layout: None,
+        module: &module,
+        entry_point: Some("step"),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    });
+    let built = [validation, internal, oom]
+        .into_iter()
+        .map(|scope| pollster::block_on(scope.pop()))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .next();
+    let lost = ctx.take_error("building the resident kernel").err();
+    match built.map(|e| e.to_string()).or(lost.map(|e| e.to_string())) {
+        Some(reason) => Err(ResidentError::Kernel {
+            model: model.name.clone(),
+            adapter: ctx.adapter.name.clone(),
+            reason,
+        }),
+        None => Ok(pipeline),
+    }
+}
+
 /// Storage buffers the kernel binds.
-const STORAGE_BUFFERS: u32 = 13;
+const STORAGE_BUFFERS: u32 = 14;
+
+/// Floats of one world's parameters in the per-world mode (see the
+/// kernel's `world_params`).
+const WORLD_PARAMS: usize = 13;
+
+/// One world's parameters for the per-world mode: dt, gravity, the limit
+/// rows' margin, Baumgarte β, compliance and tolerance, the fluid.
+fn world_params(model: &Model, params: &SimParams) -> [f32; WORLD_PARAMS] {
+    let (g, m) = (model.gravity, &model.medium);
+    [
+        params.dt,
+        g.x,
+        g.y,
+        g.z,
+        params.limit_margin,
+        params.baumgarte,
+        params.compliance,
+        params.solver_settings.tolerance,
+        m.density,
+        m.viscosity,
+        m.wind.x,
+        m.wind.y,
+        m.wind.z,
+    ]
+    .map(|x| x as f32)
+}
 
 /// Floats of the limit LCP's scratch: `G + R` and its factor per world
 /// (one word when the model has no limit rows).
@@ -205,6 +279,65 @@ impl Columns<'_> {
     }
 }
 
+/// The kernel's buffers, by binding.
+struct Bindings {
+    uniform: wgpu::Buffer,
+    body_u32: wgpu::Buffer,
+    /// The model records: one copy, or each world's (per-world mode).
+    body_f32: wgpu::Buffer,
+    q: wgpu::Buffer,
+    v: wgpu::Buffer,
+    tau: wgpu::Buffer,
+    flags: wgpu::Buffer,
+    ctrl: wgpu::Buffer,
+    actuators: wgpu::Buffer,
+    stepping: wgpu::Buffer,
+    qfrc: wgpu::Buffer,
+    dof_f32: wgpu::Buffer,
+    /// Each stage's output of the last step (`with_stage_probe`), or a
+    /// placeholder word.
+    stages: wgpu::Buffer,
+    /// The limit LCP's scratch (see `lcp_floats`).
+    lcp: wgpu::Buffer,
+    /// Each world's parameters (per-world mode), or a placeholder word.
+    world_params: wgpu::Buffer,
+}
+
+impl Bindings {
+    fn bind_group(&self, ctx: &GpuContext, pipeline: &wgpu::ComputePipeline) -> wgpu::BindGroup {
+        let entries = [
+            &self.uniform,
+            &self.body_u32,
+            &self.body_f32,
+            &self.q,
+            &self.v,
+            &self.tau,
+            &self.flags,
+            &self.ctrl,
+            &self.actuators,
+            &self.stepping,
+            &self.qfrc,
+            &self.dof_f32,
+            &self.stages,
+            &self.lcp,
+            &self.world_params,
+        ];
+        let entries: Vec<_> = entries
+            .iter()
+            .enumerate()
+            .map(|(binding, b)| wgpu::BindGroupEntry {
+                binding: binding as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("resident step"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+}
+
 /// Many worlds of one model, their state on the GPU.
 pub struct ResidentBatch {
     ctx: GpuContext,
@@ -213,20 +346,11 @@ pub struct ResidentBatch {
     params: SimParams,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
-    uniform: wgpu::Buffer,
+    /// Whether every world has its own model records and parameters
+    /// ([`ResidentBatch::set_world`]).
+    per_world: bool,
     uniform_words: [u32; 24],
-    /// Each stage's output of the last step (`with_stage_probe`), or a
-    /// placeholder word.
-    stages: wgpu::Buffer,
-    /// The limit LCP's scratch (see `lcp_floats`).
-    lcp: wgpu::Buffer,
-    q: wgpu::Buffer,
-    v: wgpu::Buffer,
-    tau: wgpu::Buffer,
-    ctrl: wgpu::Buffer,
-    flags: wgpu::Buffer,
-    qfrc: wgpu::Buffer,
-    active: wgpu::Buffer,
+    b: Bindings,
     /// Whether `active` holds all ones.
     all_active: bool,
     /// Whether the next step clears the flags first.
@@ -407,36 +531,7 @@ impl ResidentBatch {
         // a driver that fails to build it loses the device (NVIDIA's, on
         // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
         // it would fail for that reason.
-        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
-        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("resident step"),
-            source: wgpu::ShaderSource::Wgsl(source(model).into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("resident step"),
-            layout: None,
-            module: &module,
-            entry_point: Some("step"),
-            compilation_options: wgpu::PipelineCompilationOptions::default(),
-            cache: None,
-        });
-        let built = [validation, internal, oom]
-            .into_iter()
-            .map(|scope| pollster::block_on(scope.pop()))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .flatten()
-            .next();
-        let lost = ctx.take_error("building the resident kernel").err();
-        if let Some(reason) = built.map(|e| e.to_string()).or(lost.map(|e| e.to_string())) {
-            return Err(ResidentError::Kernel {
-                model: model.name.clone(),
-                adapter: ctx.adapter.name.clone(),
-                reason,
-            });
-        }
+        let pipeline = kernel(ctx, model, false)?;
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         // Made empty and written through the queue (not mapped at creation,
         // which panics inside wgpu when the device is gone).
@@ -528,35 +623,12 @@ impl ResidentBatch {
         };
         let stages = zeroed("resident stage outputs", stage_floats);
         let lcp = zeroed("resident limit scratch", lcp_words);
+        let world_params = zeroed("resident world parameters", 1);
         let uniform = init(
             "resident params",
             bytemuck::cast_slice(&uniform_words),
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         );
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("resident step"),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
-                (0, &uniform),
-                (1, &bu),
-                (2, &bf),
-                (3, &q),
-                (4, &v),
-                (5, &tau),
-                (6, &flags),
-                (7, &ctrl),
-                (8, &acts),
-                (9, &active),
-                (10, &qfrc),
-                (11, &dofs),
-                (12, &stages),
-                (13, &lcp),
-            ]
-            .map(|(binding, b)| wgpu::BindGroupEntry {
-                binding,
-                resource: b.as_entire_binding(),
-            }),
-        });
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("resident readback"),
             size: readback_bytes,
@@ -566,6 +638,24 @@ impl ResidentBatch {
         if let Some(e) = pollster::block_on(validation.pop()) {
             return Err(wgpu_error("building the resident step", e).into());
         }
+        let buffers = Bindings {
+            uniform,
+            body_u32: bu,
+            body_f32: bf,
+            q,
+            v,
+            tau,
+            flags,
+            ctrl,
+            actuators: acts,
+            stepping: active,
+            qfrc,
+            dof_f32: dofs,
+            stages,
+            lcp,
+            world_params,
+        };
+        let bind_group = buffers.bind_group(ctx, &pipeline);
         Ok(ResidentBatch {
             ctx: ctx.clone(),
             model: model.clone(),
@@ -573,17 +663,9 @@ impl ResidentBatch {
             params: *params,
             pipeline,
             bind_group,
-            uniform,
+            per_world: false,
             uniform_words,
-            stages,
-            lcp,
-            q,
-            v,
-            tau,
-            ctrl,
-            flags,
-            qfrc,
-            active,
+            b: buffers,
             all_active: true,
             clear_flags: false,
             active_words: Vec::new(),
@@ -616,14 +698,18 @@ impl ResidentBatch {
     /// Device bytes of the batch's buffers (state, inputs, model, readback).
     pub fn device_bytes(&self) -> u64 {
         [
-            &self.q,
-            &self.v,
-            &self.tau,
-            &self.ctrl,
-            &self.flags,
-            &self.qfrc,
-            &self.active,
-            &self.lcp,
+            &self.b.q,
+            &self.b.v,
+            &self.b.tau,
+            &self.b.ctrl,
+            &self.b.flags,
+            &self.b.qfrc,
+            &self.b.stepping,
+            &self.b.lcp,
+            &self.b.body_f32,
+            &self.b.dof_f32,
+            &self.b.actuators,
+            &self.b.world_params,
             &self.readback,
         ]
         .iter()
@@ -714,24 +800,40 @@ impl ResidentBatch {
         let queue = &self.ctx.queue;
         if self.uniform_words[2] != controls {
             self.uniform_words[2] = controls;
-            queue.write_buffer(&self.uniform, 0, bytemuck::cast_slice(&self.uniform_words));
+            queue.write_buffer(
+                &self.b.uniform,
+                0,
+                bytemuck::cast_slice(&self.uniform_words),
+            );
         }
         if width > 0 {
             world_minor(x, n, width, is_active, &mut self.staging);
-            let target = if controls == 1 { &self.ctrl } else { &self.tau };
+            let target = if controls == 1 {
+                &self.b.ctrl
+            } else {
+                &self.b.tau
+            };
             queue.write_buffer(target, 0, bytemuck::cast_slice(&self.staging));
         }
         match active {
             Some(a) => {
                 self.active_words.clear();
                 self.active_words.extend(a.iter().map(|&x| u32::from(x)));
-                queue.write_buffer(&self.active, 0, bytemuck::cast_slice(&self.active_words));
+                queue.write_buffer(
+                    &self.b.stepping,
+                    0,
+                    bytemuck::cast_slice(&self.active_words),
+                );
                 self.all_active = false;
             }
             None if !self.all_active => {
                 self.active_words.clear();
                 self.active_words.resize(n, 1);
-                queue.write_buffer(&self.active, 0, bytemuck::cast_slice(&self.active_words));
+                queue.write_buffer(
+                    &self.b.stepping,
+                    0,
+                    bytemuck::cast_slice(&self.active_words),
+                );
                 self.all_active = true;
             }
             None => {}
@@ -743,7 +845,7 @@ impl ResidentBatch {
                 label: Some("resident step"),
             });
         if std::mem::take(&mut self.clear_flags) {
-            encoder.clear_buffer(&self.flags, 0, None);
+            encoder.clear_buffer(&self.b.flags, 0, None);
         }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
@@ -758,6 +860,154 @@ impl ResidentBatch {
         }
         queue.submit(Some(encoder.finish()));
         self.ctx.take_error("a resident step")?;
+        Ok(())
+    }
+
+    /// Gives world `w` its own model and parameters from the next step on
+    /// (domain randomization: masses, inertias, joint placements, ranges,
+    /// damping, armature, springs, actuators' gains and ranges, gravity,
+    /// the fluid, `dt`, the limit rows' settings). The model must have the
+    /// batch's structure: the same joints in the same tree, the same
+    /// limited joints, the same actuators on the same joints; a model that
+    /// differs there is refused, naming what differs, and nothing changes.
+    /// The first call switches the batch to a kernel that reads every
+    /// world's own records (built then; the other worlds keep theirs).
+    pub fn set_world(
+        &mut self,
+        w: usize,
+        model: &Model,
+        params: &SimParams,
+    ) -> Result<(), ResidentError> {
+        if w >= self.nworlds {
+            return Err(ResidentError::DimensionMismatch {
+                what: "world index",
+                got: w,
+                expected: self.nworlds,
+            });
+        }
+        params.validate()?;
+        let unfit = |reason: String| ResidentError::Unsupported {
+            model: model.name.clone(),
+            reason: format!("world {w}'s model: {reason}"),
+        };
+        if let Some(reason) = unsupported(model) {
+            return Err(unfit(reason));
+        }
+        let base = &self.model;
+        if (model.nq, model.nv, model.nbodies, model.nu())
+            != (base.nq, base.nv, base.nbodies, base.nu())
+        {
+            return Err(unfit(format!(
+                "(nq, nv, bodies, actuators) = ({}, {}, {}, {}), the batch's ({}, {}, {}, {})",
+                model.nq,
+                model.nv,
+                model.nbodies,
+                model.nu(),
+                base.nq,
+                base.nv,
+                base.nbodies,
+                base.nu()
+            )));
+        }
+        let (u, f, d) = model_records(model, params.dt);
+        if u != model_records(base, self.params.dt).0 {
+            return Err(unfit(
+                "its joints differ from the batch's (tree, joint types or limited joints)".into(),
+            ));
+        }
+        let acts = actuator_records(model);
+        let structure = |r: &[u32]| {
+            r.chunks(ACT_WORDS)
+                .map(|a| (a[0], a[1]))
+                .collect::<Vec<_>>()
+        };
+        if structure(&acts) != structure(&actuator_records(base)) {
+            return Err(unfit(
+                "its actuators drive other joints than the batch's".into(),
+            ));
+        }
+        if !self.per_world {
+            self.enter_per_world()?;
+        }
+        let queue = &self.ctx.queue;
+        let at = |words: usize| (w * words * 4) as u64;
+        queue.write_buffer(&self.b.body_f32, at(f.len()), bytemuck::cast_slice(&f));
+        queue.write_buffer(&self.b.dof_f32, at(d.len()), bytemuck::cast_slice(&d));
+        queue.write_buffer(
+            &self.b.actuators,
+            at(acts.len()),
+            bytemuck::cast_slice(&acts),
+        );
+        let p = world_params(model, params);
+        queue.write_buffer(
+            &self.b.world_params,
+            at(WORLD_PARAMS),
+            bytemuck::cast_slice(&p),
+        );
+        self.ctx.take_error("setting a world's model")?;
+        Ok(())
+    }
+
+    /// Whether worlds have their own models ([`Self::set_world`]).
+    pub fn per_world(&self) -> bool {
+        self.per_world
+    }
+
+    /// Switches to the per-world kernel, every world given the batch's
+    /// model records and parameters. Nothing changes on failure.
+    fn enter_per_world(&mut self) -> Result<(), ResidentError> {
+        let n = self.nworlds;
+        let (_, f, d) = model_records(&self.model, self.params.dt);
+        let acts = actuator_records(&self.model);
+        let p = world_params(&self.model, &self.params);
+        let limit = self
+            .ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.ctx.limits.max_buffer_size);
+        for (what, words) in [
+            ("bytes of per-world body records", f.len()),
+            ("bytes of per-world dof records", d.len()),
+            ("bytes of per-world actuator records", acts.len()),
+            ("bytes of per-world parameters", WORLD_PARAMS),
+        ] {
+            let needed = (words as u64).saturating_mul(n as u64 * 4);
+            if needed > limit {
+                return Err(ResidentError::Capacity {
+                    nworlds: n,
+                    what,
+                    needed,
+                    limit,
+                });
+            }
+        }
+        let pipeline = kernel(&self.ctx, &self.model, true)?;
+        let device = &self.ctx.device;
+        let each = |label: &str, bytes: &[u8]| {
+            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (bytes.len() * n) as u64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.ctx.queue.write_buffer(&buffer, 0, &bytes.repeat(n));
+            buffer
+        };
+        let body_f32 = each("resident bodies (f32, per world)", bytemuck::cast_slice(&f));
+        let dof_f32 = each("resident dofs (per world)", bytemuck::cast_slice(&d));
+        let actuators = each(
+            "resident actuators (per world)",
+            bytemuck::cast_slice(&acts),
+        );
+        let world_params = each("resident world parameters", bytemuck::cast_slice(&p));
+        self.ctx.take_error("making per-world model buffers")?;
+        self.b.body_f32 = body_f32;
+        self.b.dof_f32 = dof_f32;
+        self.b.actuators = actuators;
+        self.b.world_params = world_params;
+        self.bind_group = self.b.bind_group(&self.ctx, &pipeline);
+        self.pipeline = pipeline;
+        self.per_world = true;
         Ok(())
     }
 
@@ -781,12 +1031,12 @@ impl ResidentBatch {
             );
         };
         for (t, &x) in state.q.iter().enumerate() {
-            write(&self.q, t, x as f32);
+            write(&self.b.q, t, x as f32);
         }
         for (t, &x) in state.v.iter().enumerate() {
-            write(&self.v, t, x as f32);
+            write(&self.b.v, t, x as f32);
         }
-        queue.write_buffer(&self.flags, w as u64 * 4, bytemuck::bytes_of(&0u32));
+        queue.write_buffer(&self.b.flags, w as u64 * 4, bytemuck::bytes_of(&0u32));
         Ok(())
     }
 
@@ -852,10 +1102,16 @@ impl ResidentBatch {
             label: Some("resident readback"),
         });
         let (bq, bv) = ((n * nq * 4) as u64, (n * nv * 4) as u64);
-        encoder.copy_buffer_to_buffer(&self.q, 0, &self.readback, 0, bq);
-        encoder.copy_buffer_to_buffer(&self.v, 0, &self.readback, bq, bv);
-        encoder.copy_buffer_to_buffer(&self.qfrc, 0, &self.readback, bq + bv, bv);
-        encoder.copy_buffer_to_buffer(&self.flags, 0, &self.readback, bq + 2 * bv, (n * 4) as u64);
+        encoder.copy_buffer_to_buffer(&self.b.q, 0, &self.readback, 0, bq);
+        encoder.copy_buffer_to_buffer(&self.b.v, 0, &self.readback, bq, bv);
+        encoder.copy_buffer_to_buffer(&self.b.qfrc, 0, &self.readback, bq + bv, bv);
+        encoder.copy_buffer_to_buffer(
+            &self.b.flags,
+            0,
+            &self.readback,
+            bq + 2 * bv,
+            (n * 4) as u64,
+        );
         // The wait for the device starts at this submission: a software
         // adapter (lavapipe) runs the queued steps inside it.
         let wait = Instant::now();
@@ -914,7 +1170,7 @@ impl ResidentBatch {
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("resident stage readback"),
         });
-        encoder.copy_buffer_to_buffer(&self.stages, 0, &readback, 0, bytes);
+        encoder.copy_buffer_to_buffer(&self.b.stages, 0, &readback, 0, bytes);
         let index = queue.submit(Some(encoder.finish()));
         let out = with_mapped(device, &readback, index, "reading resident stages", |b| {
             let x: &[f32] = bytemuck::cast_slice(b);
