@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device run of 2026-11-26 17:52 UTC (H100), as it ran: .dev held the
 # stripped x86-64 release binaries (moreau, the resident test), the in-air
-# variants (in_air.py) and a copy of gymnasium/envs/mujoco/assets; .gl the
+# variants (scripts/in-air.py) and a copy of gymnasium/envs/mujoco/assets; .gl the
 # Vulkan loader (../.library/device/README.md).
 set -u
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig

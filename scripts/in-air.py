@@ -2,7 +2,9 @@
 stepped: every geom's contype and conaffinity set to 0 (nothing collides, so
 the model can live on the device; contacts are issue 34).
 
-    python3 in_air.py <gymnasium assets dir> <out dir>
+    python3 scripts/in-air.py <gymnasium assets dir> <out dir>
+
+(scripts/gpu-report runs it when Gymnasium's files are at hand.)
 """
 import sys
 import xml.etree.ElementTree as ET
