@@ -43,6 +43,37 @@ class Model:
     @property
     def ctrl_range(self) -> FloatArray: ...
     @property
+    def body_mass(self) -> FloatArray:
+        """Each body's mass (nbodies,), the world's first."""
+    @property
+    def body_com(self) -> FloatArray:
+        """Each body's centre of mass in its frame (nbodies, 3)."""
+    @property
+    def body_inertia(self) -> FloatArray:
+        """Each body's rotational inertia about its centre of mass (nbodies, 3, 3)."""
+    @property
+    def gravity(self) -> FloatArray: ...
+    @property
+    def dof_damping(self) -> FloatArray: ...
+    @property
+    def dof_armature(self) -> FloatArray: ...
+    @property
+    def actuator_gear(self) -> FloatArray: ...
+    def with_parameters(
+        self,
+        *,
+        body_mass: Optional[ArrayIn] = None,
+        body_com: Optional[ArrayIn] = None,
+        body_inertia: Optional[ArrayIn] = None,
+        gravity: Optional[ArrayIn] = None,
+        dof_damping: Optional[ArrayIn] = None,
+        dof_armature: Optional[ArrayIn] = None,
+        actuator_gear: Optional[ArrayIn] = None,
+    ) -> Model:
+        """A copy with these arrays in place of its own (domain
+        randomization, for ``BatchSim.set_world_model``); each changed body's
+        inertia checked as a file's is; ValueError names a bad value."""
+    @property
     def q0(self) -> FloatArray: ...
     @property
     def v0(self) -> FloatArray: ...
@@ -186,6 +217,22 @@ class BatchSim:
     ) -> FloatArray:
         """MuJoCo's qfrc_actuator (nworlds, nv) under controls ctrl (nworlds, nu)."""
     def set_state(self, world: int, q: ArrayIn, v: ArrayIn) -> None: ...
+    def set_world_model(self, world: int, model: Model) -> None:
+        """World ``world``'s own model (``Model.with_parameters``), from its
+        next step on, on every backend; "gpu" stays resident unless the
+        model's joints differ (``notice`` says why)."""
+    def set_world_params(
+        self,
+        world: int,
+        *,
+        dt: Optional[float] = None,
+        limit_margin: Optional[float] = None,
+        baumgarte: Optional[float] = None,
+        compliance: Optional[float] = None,
+        friction_scale: Optional[float] = None,
+    ) -> None:
+        """World ``world``'s step parameters from its next step on; a bad
+        value raises ValueError and nothing changes."""
     def set_states(self, q: ArrayIn, v: ArrayIn) -> None:
         """Every world's state from (nworlds, nq) and (nworlds, nv) arrays (all checked first)."""
     @property

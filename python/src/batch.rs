@@ -596,6 +596,51 @@ impl BatchSim {
         Ok(())
     }
 
+    /// Gives world `world` its own model (``Model.with_parameters``: the
+    /// batch's structure, other masses, inertias, gravity, damping,
+    /// armature or gears) from its next step on: domain randomization, on
+    /// every backend. On "gpu" the worlds stay on the device (``resident``)
+    /// unless the model's joints differ from the batch's, which moves the
+    /// batch to the host-prepared path (``notice`` says why). The world's
+    /// state is kept. A model of another structure raises ValueError.
+    fn set_world_model(&mut self, world: usize, model: &Model) -> PyResult<()> {
+        self.batch
+            .set_world_model(world, model.model.clone())
+            .map_err(value_error)
+    }
+
+    /// Sets world `world`'s step parameters from its next step on: the
+    /// time step ``dt``, ``limit_margin``, ``baumgarte``, ``compliance``,
+    /// ``friction_scale`` (those not given are kept). A bad value (not
+    /// finite, out of range) raises ValueError naming it, and nothing
+    /// changes.
+    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None))]
+    fn set_world_params(
+        &mut self,
+        world: usize,
+        dt: Option<f64>,
+        limit_margin: Option<f64>,
+        baumgarte: Option<f64>,
+        compliance: Option<f64>,
+        friction_scale: Option<f64>,
+    ) -> PyResult<()> {
+        let mut p = *self.batch.params(world).map_err(value_error)?;
+        for (field, value) in [
+            (&mut p.dt, dt),
+            (&mut p.limit_margin, limit_margin),
+            (&mut p.baumgarte, baumgarte),
+            (&mut p.compliance, compliance),
+            (&mut p.friction_scale, friction_scale),
+        ] {
+            if let Some(x) = value {
+                *field = x;
+            }
+        }
+        p.validate().map_err(value_error)?;
+        *self.batch.params_mut(world).map_err(value_error)? = p;
+        Ok(())
+    }
+
     /// Sets world `world`'s state.
     fn set_state(&mut self, world: usize, q: Floats1<'_>, v: Floats1<'_>) -> PyResult<()> {
         let q = vector(&q);

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
 use std::sync::Arc;
 
-use crate::arrays::{Floats2, array2, array3, rows};
+use crate::arrays::{Floats1, Floats2, FloatsDyn, array2, array3, flat, rows, vector};
 use crate::value_error;
 
 /// The coordinate charts `(c, d)` of `Model.configuration_charts`.
@@ -132,6 +132,153 @@ impl Model {
             })
             .collect();
         array2(py, flat, self.model.nu(), 2)
+    }
+    /// Each body's mass (nbodies,), the world's (0) first.
+    #[getter]
+    fn body_mass<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        let m: Vec<f64> = self.model.body_inertia.iter().map(|b| b.mass).collect();
+        PyArray1::from_vec(py, m)
+    }
+    /// Each body's centre of mass in its frame (nbodies, 3).
+    #[getter]
+    fn body_com<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let c: Vec<f64> = (self.model.body_inertia.iter())
+            .flat_map(|b| [b.com.x, b.com.y, b.com.z])
+            .collect();
+        array2(py, c, self.model.nbodies, 3)
+    }
+    /// Each body's rotational inertia about its centre of mass, in its
+    /// frame (nbodies, 3, 3).
+    #[getter]
+    fn body_inertia<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray3<f64>> {
+        let i: Vec<f64> = (self.model.body_inertia.iter())
+            .flat_map(|b| {
+                let r = &b.rotational;
+                (0..3).flat_map(move |row| (0..3).map(move |col| r[(row, col)]))
+            })
+            .collect();
+        array3(py, i, self.model.nbodies, 3, 3)
+    }
+    /// Gravity (3,), m/s².
+    #[getter]
+    fn gravity<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, self.model.gravity.as_slice())
+    }
+    /// Each dof's viscous damping (nv,).
+    #[getter]
+    fn dof_damping<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.model.dof_damping)
+    }
+    /// Each dof's armature (nv,).
+    #[getter]
+    fn dof_armature<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.model.dof_armature)
+    }
+    /// Each actuator's gear (nu,).
+    #[getter]
+    fn actuator_gear<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        let g: Vec<f64> = self.model.actuators.iter().map(|a| a.gear).collect();
+        PyArray1::from_vec(py, g)
+    }
+    /// A copy of the model with the given arrays in place of its own (the
+    /// getters of the same names: shapes, the world body first), for
+    /// domain randomization with `BatchSim.set_world_model`. Each changed
+    /// body's inertia is checked as a file's is (mass > 0, rotational
+    /// inertia symmetric positive definite, the triangle inequality);
+    /// damping and armature must be ≥ 0, everything finite. A bad value
+    /// raises ValueError naming it, and nothing is made.
+    #[pyo3(signature = (*, body_mass=None, body_com=None, body_inertia=None, gravity=None, dof_damping=None, dof_armature=None, actuator_gear=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn with_parameters(
+        &self,
+        body_mass: Option<Floats1<'_>>,
+        body_com: Option<Floats2<'_>>,
+        body_inertia: Option<FloatsDyn<'_>>,
+        gravity: Option<Floats1<'_>>,
+        dof_damping: Option<Floats1<'_>>,
+        dof_armature: Option<Floats1<'_>>,
+        actuator_gear: Option<Floats1<'_>>,
+    ) -> PyResult<Model> {
+        let mut m = self.model.as_ref().clone();
+        let (nb, nv, nu) = (m.nbodies, m.nv, m.nu());
+        let values = |what: &str, a: &[f64], expected: usize| -> PyResult<Vec<f64>> {
+            if a.len() != expected {
+                return Err(value_error(format!(
+                    "{what} has {} values, expected {expected}",
+                    a.len()
+                )));
+            }
+            if let Some(k) = a.iter().position(|x| !x.is_finite()) {
+                return Err(value_error(format!("{what}[{k}] is not finite ({})", a[k])));
+            }
+            Ok(a.to_vec())
+        };
+        let nonnegative = |what: &str, a: &[f64]| -> PyResult<()> {
+            match a.iter().position(|&x| x < 0.0) {
+                Some(k) => Err(value_error(format!("{what}[{k}] is negative ({})", a[k]))),
+                None => Ok(()),
+            }
+        };
+        let mut changed = vec![false; nb];
+        if let Some(a) = body_mass {
+            let a = values("body_mass", &vector(&a), nb)?;
+            for (i, &x) in a.iter().enumerate() {
+                changed[i] |= m.body_inertia[i].mass != x;
+                m.body_inertia[i].mass = x;
+            }
+        }
+        if let Some(a) = body_com {
+            let a = values("body_com", &flat(&a.as_array()), 3 * nb)?;
+            for i in 0..nb {
+                let c = moreau::math::Vec3::new(a[3 * i], a[3 * i + 1], a[3 * i + 2]);
+                changed[i] |= m.body_inertia[i].com != c;
+                m.body_inertia[i].com = c;
+            }
+        }
+        if let Some(a) = body_inertia {
+            if a.shape() != [nb, 3, 3] {
+                return Err(value_error(format!(
+                    "body_inertia has shape {:?}, expected ({nb}, 3, 3)",
+                    a.shape()
+                )));
+            }
+            let a = values("body_inertia", &flat(&a.as_array()), 9 * nb)?;
+            for i in 0..nb {
+                let r = moreau::math::Mat3::from_row_slice(&a[9 * i..9 * i + 9]);
+                changed[i] |= m.body_inertia[i].rotational != r;
+                m.body_inertia[i].rotational = r;
+            }
+        }
+        for i in (1..nb).filter(|&i| changed[i]) {
+            moreau::model::validate_inertia(&m.body_name[i], &m.body_inertia[i])
+                .map_err(value_error)?;
+        }
+        if let Some(a) = gravity {
+            let a = values("gravity", &vector(&a), 3)?;
+            m.gravity = moreau::math::Vec3::new(a[0], a[1], a[2]);
+        }
+        if let Some(a) = dof_damping {
+            let a = values("dof_damping", &vector(&a), nv)?;
+            nonnegative("dof_damping", &a)?;
+            m.dof_damping = a;
+        }
+        if let Some(a) = dof_armature {
+            let a = values("dof_armature", &vector(&a), nv)?;
+            nonnegative("dof_armature", &a)?;
+            m.dof_armature = a;
+        }
+        if let Some(a) = actuator_gear {
+            let a = values("actuator_gear", &vector(&a), nu)?;
+            for (act, g) in m.actuators.iter_mut().zip(a) {
+                act.gear = g;
+            }
+        }
+        Ok(Model {
+            model: Arc::new(m),
+            q0: self.q0.clone(),
+            v0: self.v0.clone(),
+            dt: self.dt,
+        })
     }
     /// The initial configuration (nq,).
     #[getter]

@@ -296,6 +296,46 @@ def test_float32_integer_list_and_tensor_arguments_read_as_float64():
         sim.step(torch.zeros(m.nv, requires_grad=True))
 
 
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_domain_randomization_per_world(backend):
+    # Without gravity or damping a step from rest is M Δv = τ dt: all the
+    # masses and inertias doubled halve Δv, half the time step halves it.
+    m = moreau.scene("cartpole")
+    base = m.with_parameters(gravity=[0.0, 0.0, 0.0], dof_damping=np.zeros(m.nv))
+    batch = moreau.BatchSim(base, 3, backend=backend)
+    heavy = base.with_parameters(body_mass=2 * base.body_mass, body_inertia=2 * base.body_inertia)
+    np.testing.assert_array_equal(heavy.body_mass, 2 * m.body_mass)
+    batch.set_world_model(1, heavy)
+    batch.set_world_params(2, dt=base.dt / 2)
+    tau = np.zeros((3, m.nv))
+    tau[:, 0] = 1.0
+    batch.step(tau)
+    dv = batch.v
+    assert np.abs(dv[0]).max() > 1e-4
+    rtol = 1e-5 if backend == "gpu" else 1e-12
+    np.testing.assert_allclose(dv[1], dv[0] / 2, rtol=rtol, atol=0)
+    np.testing.assert_allclose(dv[2], dv[0] / 2, rtol=rtol, atol=0)
+    if backend == "gpu":
+        assert batch.resident, batch.notice
+    # Bad values are refused, naming them, and nothing changes.
+    with pytest.raises(ValueError, match="mass"):
+        base.with_parameters(body_mass=-base.body_mass)
+    with pytest.raises(ValueError, match=r"dof_damping\[1\] is negative"):
+        base.with_parameters(dof_damping=[0.0, -1.0])
+    with pytest.raises(ValueError, match="expected 3"):
+        base.with_parameters(gravity=[0.0, 0.0])
+    with pytest.raises(ValueError, match="dt"):
+        batch.set_world_params(0, dt=-1.0)
+    with pytest.raises(ValueError):
+        batch.set_world_model(0, moreau.scene("quadruped"))
+    # World 0 steps on as a fresh world of the base model does.
+    batch.step(tau)
+    fresh = moreau.BatchSim(base, 1, backend=backend)
+    fresh.step(tau[:1])
+    fresh.step(tau[:1])
+    np.testing.assert_allclose(batch.v[0], fresh.v[0], rtol=rtol, atol=0)
+
+
 def test_step_jacobians_and_vjp_from_python():
     """The sliding cube: dv+/dtau against central differences of steps
     through Python, and the VJP against w^T J."""

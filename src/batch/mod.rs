@@ -564,14 +564,16 @@ impl BatchSim {
     pub fn simulator(&self, w: usize) -> Result<&Simulator, BatchError> {
         Ok(&self.world(w)?.sim)
     }
+    /// World `w`'s simulation parameters.
+    pub fn params(&self, w: usize) -> Result<&SimParams, BatchError> {
+        Ok(&self.world(w)?.sim.params)
+    }
     /// The simulation parameters of world `w`, for domain randomization
-    /// (friction scale, compliance, solver settings). The solver kind must
-    /// stay the batch's on the GPU backend (the kernel is compiled for it).
-    /// On the device ([`Backend::Gpu`]) every world steps with the batch's
-    /// parameters: asking for one world's moves the batch to the
-    /// host-prepared path, with a [`Self::notice`].
-    /// (Resident worlds get the change at the next step: `dt`, the limit
-    /// rows' settings; an invalid change is refused then, naming the world.)
+    /// (friction scale, compliance, solver settings, `dt`). The solver kind
+    /// must stay the batch's on the GPU backend (the kernel is compiled for
+    /// it). Resident worlds ([`Backend::Gpu`]) get the change at their next
+    /// step, on the device; an invalid change is refused then, naming the
+    /// world, and nothing moves.
     pub fn params_mut(&mut self, w: usize) -> Result<&mut SimParams, BatchError> {
         self.world(w)?;
         if self.resident.is_some() {

@@ -16,7 +16,7 @@ pub mod terrain;
 pub mod urdf;
 pub(crate) mod xml;
 
-pub use builder::{Material, ModelBuilder};
+pub use builder::{Material, ModelBuilder, validate_inertia};
 pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;
 
