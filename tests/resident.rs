@@ -171,6 +171,42 @@ fn one_resident_step_matches_the_cpu_step_from_random_states() {
     assert!(mv > 1e-2 && mq > 1e-3, "{mq:e} {mv:e}");
 }
 
+/// Controls of a model without actuators (zero per world): every world
+/// still steps, under gravity, as on the CPU backend.
+#[test]
+fn controls_of_a_model_without_actuators_step_every_world() {
+    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    let model = Arc::new(tree());
+    assert_eq!(model.nu(), 0);
+    let mut rng = Rng::new(8);
+    let states = random_states(&model, 16, &mut rng);
+    let options = |backend| BatchOptions {
+        backend,
+        ..Default::default()
+    };
+    let Ok(mut gpu) = BatchSim::new(model.clone(), &states[0], 16, &options(Backend::Gpu)) else {
+        assert!(std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"));
+        return;
+    };
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    let mut cpu =
+        BatchSim::new(model.clone(), &states[0], 16, &options(Backend::CpuSingle)).unwrap();
+    for (w, s) in states.iter().enumerate() {
+        gpu.set_state(w, s.clone()).unwrap();
+        cpu.set_state(w, s.clone()).unwrap();
+    }
+    gpu.step_controls(&[]).unwrap();
+    cpu.step_controls(&[]).unwrap();
+    let got: Vec<State> = gpu.states().cloned().collect();
+    let want: Vec<State> = cpu.states().cloned().collect();
+    let (dq, dv) = max_difference(&got, &want);
+    let (_, mv) = max_difference(&got, &states);
+    assert!(dq < 1e-6 && dv < 2e-5, "{dq:e} {dv:e}");
+    for (w, (g, s)) in got.iter().zip(&states).enumerate() {
+        assert!((&g.v - &s.v).amax() > 1e-4, "world {w} stepped ({mv:e})");
+    }
+}
+
 #[test]
 fn resident_trajectories_follow_the_cpu_for_100_steps() {
     let Some(ctx) = GpuContext::for_tests() else {

@@ -360,7 +360,9 @@ impl BatchSim {
         };
         let inputs = &mut self.resident_inputs;
         inputs.clear();
-        inputs.resize(n * width, 0.0);
+        // (A word per world at least: zipped with the worlds, chunks of
+        // width 0 would step none of them.)
+        inputs.resize(n * width.max(1), 0.0);
         let active = &mut self.resident_active;
         active.clear();
         active.resize(n, false);
@@ -373,7 +375,7 @@ impl BatchSim {
                 if *go {
                     let x = if controls { &world.ctrl } else { &world.tau };
                     match crate::sim::check_vec(what, x, width) {
-                        Ok(()) => input.copy_from_slice(x),
+                        Ok(()) => input[..width].copy_from_slice(x),
                         Err(e) => {
                             world.step = WorldStep::Failed(e);
                             *go = false;
@@ -381,6 +383,7 @@ impl BatchSim {
                     }
                 }
             });
+        inputs.truncate(n * width);
         let input = if controls {
             Actuation::Controls(inputs)
         } else {

@@ -635,9 +635,6 @@ impl ResidentBatch {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        if let Some(e) = pollster::block_on(validation.pop()) {
-            return Err(wgpu_error("building the resident step", e).into());
-        }
         let buffers = Bindings {
             uniform,
             body_u32: bu,
@@ -656,6 +653,9 @@ impl ResidentBatch {
             world_params,
         };
         let bind_group = buffers.bind_group(ctx, &pipeline);
+        if let Some(e) = pollster::block_on(validation.pop()) {
+            return Err(wgpu_error("building the resident step", e).into());
+        }
         Ok(ResidentBatch {
             ctx: ctx.clone(),
             model: model.clone(),
@@ -1000,12 +1000,25 @@ impl ResidentBatch {
             bytemuck::cast_slice(&acts),
         );
         let world_params = each("resident world parameters", bytemuck::cast_slice(&p));
-        self.ctx.take_error("making per-world model buffers")?;
-        self.b.body_f32 = body_f32;
-        self.b.dof_f32 = dof_f32;
-        self.b.actuators = actuators;
-        self.b.world_params = world_params;
-        self.bind_group = self.b.bind_group(&self.ctx, &pipeline);
+        let shared = [
+            std::mem::replace(&mut self.b.body_f32, body_f32),
+            std::mem::replace(&mut self.b.dof_f32, dof_f32),
+            std::mem::replace(&mut self.b.actuators, actuators),
+            std::mem::replace(&mut self.b.world_params, world_params),
+        ];
+        let bind_group = self.b.bind_group(&self.ctx, &pipeline);
+        if let Err(e) = self.ctx.take_error("making per-world model buffers") {
+            // Back to the shared records, as before the call.
+            let [f, d, a, p] = shared;
+            (
+                self.b.body_f32,
+                self.b.dof_f32,
+                self.b.actuators,
+                self.b.world_params,
+            ) = (f, d, a, p);
+            return Err(e.into());
+        }
+        self.bind_group = bind_group;
         self.pipeline = pipeline;
         self.per_world = true;
         Ok(())
