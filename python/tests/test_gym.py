@@ -298,6 +298,10 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="unknown task 'Nope-v5'"):
         mg.make_vec("Nope-v5", 2)
     env = mg.make_vec(TASK, 2)
+    with pytest.raises(gym.error.ResetNeeded, match="reset"):
+        env.step(np.zeros((2, 1)))
+    with pytest.raises(gym.error.ResetNeeded):
+        mg.make(TASK).step(np.zeros(1))
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"expected \(2, 1\)"):
         env.step(np.zeros((3, 1)))

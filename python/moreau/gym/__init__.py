@@ -351,6 +351,8 @@ class MoreauVectorEnv(VectorEnv):
         self._rngs = [np.random.default_rng() for _ in range(num_envs)]
         self._elapsed = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = np.zeros(num_envs, dtype=bool)
+        # Gymnasium's order: reset() before the first step().
+        self._was_reset = False
 
     def _reset_env(self, i: int) -> None:
         scale = self.task.reset_noise_scale
@@ -461,9 +463,12 @@ class MoreauVectorEnv(VectorEnv):
             self._kinematics_q[reset] = self.batch.q[reset]
             self._kinematics_v[reset] = self.batch.v[reset]
         self._fresh[mask] = True
+        self._was_reset = True
         return self._observe(), {}
 
     def step(self, actions):
+        if not self._was_reset:
+            raise gymnasium.error.ResetNeeded("call reset() before the first step()")
         actions = np.asarray(actions)
         if actions.shape != self.action_space.shape:
             raise ValueError(
