@@ -252,6 +252,9 @@ def test_next_step_autoreset_and_reproducible_seeds():
                 assert np.abs(obs[i]).max() <= 0.01
                 ended_then_reset += 1
             np.testing.assert_array_equal(info["reward_survive"][~done], reward[~done])
+            # Gymnasium's masks: a key's values hold where the step had an
+            # outcome, not where the environment was reset.
+            np.testing.assert_array_equal(info["_reward_survive"], ~done)
             done = terminated | truncated
             history.append(obs)
         return np.array(history), ended_then_reset

@@ -519,6 +519,11 @@ class MoreauVectorEnv(VectorEnv):
         truncated[resetting] = False
         self._elapsed[resetting] = 0
         self._needs_reset = terminated | truncated
+        # Gymnasium's vector info: each key's mask `_key` says which
+        # environments it holds a value for (not those that reset in this
+        # step: their step had no outcome).
+        for key in [k for k in info if not k.startswith("_")]:
+            info["_" + key] = ~resetting
         return obs, reward, terminated, truncated, info
 
 
@@ -549,7 +554,7 @@ class MoreauEnv(gymnasium.Env):
             raise ValueError(f"action has shape {action.shape}, expected {self.action_space.shape}")
         self._vec._needs_reset[:] = False
         obs, reward, terminated, truncated, info = self._vec.step(action[None, :])
-        info = {k: v[0] for k, v in info.items()}
+        info = {k: v[0] for k, v in info.items() if not k.startswith("_")}
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
 
 
