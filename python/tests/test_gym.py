@@ -38,11 +38,19 @@ def test_every_task_has_gymnasiums_spaces_noise_and_passes_its_checker(task):
         np.testing.assert_array_equal(a.low, b.low)
         np.testing.assert_array_equal(a.high, b.high)
     assert ours.dt == pytest.approx(theirs.unwrapped.dt)
-    obs, _ = ours.reset(seed=5)
+    obs, info = ours.reset(seed=5)
     for i in range(3):
         # The same draws; Reacher's fingertip − target goes through the
         # kinematics (rounding).
-        np.testing.assert_allclose(obs[i], theirs.reset(seed=5 + i)[0], rtol=0, atol=1e-14)
+        their_obs, their_info = theirs.reset(seed=5 + i)
+        np.testing.assert_allclose(obs[i], their_obs, rtol=0, atol=1e-14)
+        # The reset info key by key (but the humanoid's tendons, which
+        # moreau does not model), each with Gymnasium's vector mask.
+        keys = {k for k in their_info if not k.startswith("tendon_")}
+        assert keys == {k for k in info if not k.startswith("_")}, (keys, info.keys())
+        for k in keys:
+            assert info["_" + k][i]
+            np.testing.assert_allclose(info[k][i], their_info[k], rtol=0, atol=1e-14, err_msg=k)
     check_env(mg.make(task), skip_render_check=True)
 
 
@@ -278,7 +286,9 @@ def test_reset_mask_resets_only_the_masked_environments(task):
         obs, *_ = env.step(rng.uniform(-0.5, 0.5, env.action_space.shape))
     q, v = env.batch.q, env.batch.v
     mask = np.array([True, False, True, False, False, True])
-    after, _ = env.reset(seed=3, options={"reset_mask": mask})
+    after, info = env.reset(seed=3, options={"reset_mask": mask})
+    for key in [k for k in info if not k.startswith("_")]:
+        np.testing.assert_array_equal(info["_" + key], mask)
     # The masked environments are as a fresh reset with the same seeds
     # leaves them; the others keep their state and their last observation.
     np.testing.assert_array_equal(after[mask], first[mask])
@@ -295,6 +305,27 @@ def test_reset_mask_resets_only_the_masked_environments(task):
     for bad in [np.ones(n, dtype=int), np.ones(n + 1, dtype=bool), np.ones((n, 1), dtype=bool)]:
         with pytest.raises(ValueError, match="reset_mask must be a boolean array"):
             env.reset(options={"reset_mask": bad})
+
+
+def test_an_autoreset_reports_the_reset_info_in_its_step():
+    env = mg.make_vec("Ant-v5", 2)
+    env.reset(seed=0)
+    q, v = env.batch.q, env.batch.v
+    q[1, 2] = 3.0  # above the healthy heights: the episode ends
+    env.batch.set_state(1, q[1], v[1])
+    zero = np.zeros(env.action_space.shape)
+    _, _, terminated, _, _ = env.step(zero)
+    assert terminated[1] and not terminated[0]
+    _, reward, _, _, info = env.step(zero)
+    assert reward[1] == 0.0
+    # Environment 1 reset: its reset's info, no step outcome.
+    np.testing.assert_array_equal(info["_reward_forward"], [True, False])
+    # (Ant's step info has the reset's keys too: both environments hold one.)
+    np.testing.assert_array_equal(info["_x_position"], [True, True])
+    np.testing.assert_array_equal(info["_distance_from_origin"], [True, True])
+    x = env.batch.q[1, 0]
+    assert info["x_position"][1] == x
+    assert info["distance_from_origin"][1] == pytest.approx(np.hypot(x, env.batch.q[1, 1]))
 
 
 def test_bad_input_raises():

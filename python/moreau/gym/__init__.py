@@ -59,6 +59,24 @@ class Task:
     # qpos[0] (the 2-D tasks); Ant: its torso's (x, y); Humanoid: the
     # centre of mass's (x, y).
     position: Optional[Callable[..., np.ndarray]] = None
+    # What the task's reset() reports (its source's _get_reset_info): "x"
+    # (x_position), "xy" (x and y positions, distance_from_origin), "xz"
+    # (x_position, z_distance_from_origin), or "" (nothing).
+    reset_info: str = ""
+
+
+def _reset_info(kind: str, qpos: np.ndarray, qpos0: np.ndarray) -> dict[str, np.ndarray]:
+    """The task's reset info (see ``Task.reset_info``) for every
+    environment, from MuJoCo's ``qpos`` (num_envs, nq)."""
+    info = {}
+    if kind:
+        info["x_position"] = qpos[:, 0].copy()
+    if kind == "xy":
+        info["y_position"] = qpos[:, 1].copy()
+        info["distance_from_origin"] = np.linalg.norm(qpos[:, 0:2], axis=1)
+    if kind == "xz":
+        info["z_distance_from_origin"] = qpos[:, 1] - qpos0[1]
+    return info
 
 
 def _inverted_pendulum(env, x_before, q, v, action, dt):
@@ -229,6 +247,7 @@ TASKS: dict[str, Task] = {
         ),
         velocity_noise="normal",
         position=lambda env: env.body_positions("torso")[:, :2],
+        reset_info="xy",
     ),
     "Humanoid-v5": Task(
         xml="humanoid.xml",
@@ -245,6 +264,9 @@ TASKS: dict[str, Task] = {
             ctrl_in_float64=True,
         ),
         position=lambda env: env.centers_of_mass()[:, :2],
+        # (Gymnasium's also gives the tendons' lengths and velocities,
+        # which moreau does not model.)
+        reset_info="xy",
     ),
     "InvertedDoublePendulum-v5": Task(
         xml="inverted_double_pendulum.xml",
@@ -275,6 +297,7 @@ TASKS: dict[str, Task] = {
         reset_noise_scale=0.1,
         observation=lambda env, q, v: np.concatenate([q[:, 2:], v], axis=1),
         outcome=_locomotion(1.0, 1e-4),
+        reset_info="xy",
     ),
     "HalfCheetah-v5": Task(
         xml="half_cheetah.xml",
@@ -283,6 +306,7 @@ TASKS: dict[str, Task] = {
         observation=lambda env, q, v: np.concatenate([q[:, 1:], v], axis=1),
         outcome=_locomotion(1.0, 0.1),
         velocity_noise="normal",
+        reset_info="x",
     ),
     "Hopper-v5": Task(
         xml="hopper.xml",
@@ -290,6 +314,7 @@ TASKS: dict[str, Task] = {
         reset_noise_scale=5e-3,
         observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
         outcome=_locomotion(1.0, 1e-3, _hopper_healthy, 1.0),
+        reset_info="xz",
     ),
     "Walker2d-v5": Task(
         xml="walker2d_v5.xml",
@@ -297,6 +322,7 @@ TASKS: dict[str, Task] = {
         reset_noise_scale=5e-3,
         observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
         outcome=_locomotion(1.0, 1e-3, _walker_healthy, 1.0),
+        reset_info="xz",
     ),
 }
 
@@ -464,7 +490,11 @@ class MoreauVectorEnv(VectorEnv):
             self._kinematics_v[reset] = self.batch.v[reset]
         self._fresh[mask] = True
         self._was_reset = True
-        return self._observe(), {}
+        qpos, _ = self._state()
+        info = _reset_info(self.task.reset_info, qpos, self._qpos0)
+        for key in list(info):
+            info["_" + key] = mask.copy()
+        return self._observe(), info
 
     def step(self, actions):
         if not self._was_reset:
@@ -520,10 +550,18 @@ class MoreauVectorEnv(VectorEnv):
         self._elapsed[resetting] = 0
         self._needs_reset = terminated | truncated
         # Gymnasium's vector info: each key's mask `_key` says which
-        # environments it holds a value for (not those that reset in this
-        # step: their step had no outcome).
+        # environments it holds a value for. An environment reset in this
+        # step had no outcome; it reports its reset's info instead.
         for key in [k for k in info if not k.startswith("_")]:
             info["_" + key] = ~resetting
+        if resetting.any():
+            for key, value in _reset_info(self.task.reset_info, qpos, self._qpos0).items():
+                if key in info:
+                    info[key] = np.where(resetting, value, info[key])
+                    info["_" + key] = np.ones(self.num_envs, dtype=bool)
+                else:
+                    info[key] = value
+                    info["_" + key] = resetting.copy()
         return obs, reward, terminated, truncated, info
 
 
@@ -546,7 +584,7 @@ class MoreauEnv(gymnasium.Env):
             # Draw the episode's noise from this environment's generator.
             seed = int(self.np_random.integers(2**63 - 1))
         obs, info = self._vec.reset(seed=seed)
-        return obs[0], info
+        return obs[0], {k: v[0] for k, v in info.items() if not k.startswith("_")}
 
     def step(self, action):
         action = np.asarray(action)
