@@ -54,6 +54,27 @@ def test_every_task_has_gymnasiums_spaces_noise_and_passes_its_checker(task):
     check_env(mg.make(task), skip_render_check=True)
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_step_info_has_gymnasiums_keys(task):
+    ours, theirs = mg.make(task), gym.make(task)
+    ours.reset(seed=1)
+    theirs.reset(seed=1)
+    a = np.full(ours.action_space.shape, 0.1, np.float32)
+    mine, *_, info = ours.step(a)
+    _, *_, their_info = theirs.step(a)
+    # (But the humanoid's tendons, which moreau does not model.)
+    keys = {k for k in their_info if not k.startswith("tendon_")}
+    assert set(info) == keys, (sorted(info), sorted(keys))
+    if task in ("Swimmer-v5", "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Reacher-v5"):
+        # Contact-free: the values too, to what one step of two integrators
+        # allows (MuJoCo's RK4 on Swimmer against moreau's semi-implicit
+        # Euler; a velocity here is a difference of positions over dt:
+        # Swimmer's y_velocity 0.108 against MuJoCo's 0.099). A wrong
+        # index or sign is far outside.
+        for k in keys:
+            np.testing.assert_allclose(info[k], their_info[k], rtol=0.1, atol=1e-3, err_msg=k)
+
+
 def test_swimmer_same_actions_same_observations_as_mujoco_for_100_steps():
     """A gait within the joints' ranges (MuJoCo's limits are soft, moreau's
     rigid), MuJoCo's model on its Euler integrator: observations within

@@ -88,16 +88,26 @@ def _inverted_pendulum(env, x_before, q, v, action, dt):
     return reward, terminated, {"reward_survive": reward}
 
 
-def _locomotion(forward_weight, ctrl_weight, healthy=None, healthy_reward=0.0):
+def _locomotion(forward_weight, ctrl_weight, healthy=None, healthy_reward=0.0, info_kind=""):
     """Forward velocity `(x_after - x_before)/dt` (qpos[0]), minus the
     control cost `w Σ a²` (of the action as given), plus `healthy_reward`
-    while `healthy(q, v)` (terminated when not)."""
+    while `healthy(q, v)` (terminated when not). The info also has, as the
+    task's source: "xy" the y position and velocity and the distance from
+    the origin (the position before is then qpos[0:2]); "xz" the height
+    from the initial one (qpos[1])."""
 
-    def outcome(env, x_before, q, v, action, dt):
+    def outcome(env, before, q, v, action, dt):
+        x_before = before[:, 0] if before.ndim == 2 else before
         x_velocity = (q[:, 0] - x_before) / dt
         forward = forward_weight * x_velocity
         ctrl = ctrl_weight * np.sum(np.square(action), axis=1).astype(np.float64)
         info = {"x_position": q[:, 0].copy(), "x_velocity": x_velocity, "reward_forward": forward, "reward_ctrl": -ctrl}
+        if info_kind == "xy":
+            info["y_position"] = q[:, 1].copy()
+            info["distance_from_origin"] = np.linalg.norm(q[:, 0:2], axis=1)
+            info["y_velocity"] = (q[:, 1] - before[:, 1]) / dt
+        if info_kind == "xz":
+            info["z_distance_from_origin"] = q[:, 1] - env._qpos0[1]
         if healthy is None:
             return forward - ctrl, np.zeros(len(q), dtype=bool), info
         ok = healthy(q, v)
@@ -296,7 +306,9 @@ TASKS: dict[str, Task] = {
         frame_skip=4,
         reset_noise_scale=0.1,
         observation=lambda env, q, v: np.concatenate([q[:, 2:], v], axis=1),
-        outcome=_locomotion(1.0, 1e-4),
+        outcome=_locomotion(1.0, 1e-4, info_kind="xy"),
+        # (Its slides are qpos[0:2], in moreau's q as in MuJoCo's.)
+        position=lambda env: env.batch.q[:, 0:2],
         reset_info="xy",
     ),
     "HalfCheetah-v5": Task(
@@ -313,7 +325,7 @@ TASKS: dict[str, Task] = {
         frame_skip=4,
         reset_noise_scale=5e-3,
         observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
-        outcome=_locomotion(1.0, 1e-3, _hopper_healthy, 1.0),
+        outcome=_locomotion(1.0, 1e-3, _hopper_healthy, 1.0, info_kind="xz"),
         reset_info="xz",
     ),
     "Walker2d-v5": Task(
@@ -321,7 +333,7 @@ TASKS: dict[str, Task] = {
         frame_skip=4,
         reset_noise_scale=5e-3,
         observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
-        outcome=_locomotion(1.0, 1e-3, _walker_healthy, 1.0),
+        outcome=_locomotion(1.0, 1e-3, _walker_healthy, 1.0, info_kind="xz"),
         reset_info="xz",
     ),
 }
