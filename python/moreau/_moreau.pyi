@@ -37,7 +37,17 @@ class Model:
     @property
     def body_names(self) -> list[str]: ...
     @property
-    def joint_names(self) -> list[str]: ...
+    def joint_names(self) -> list[str]:
+        """One per body, the world's (``""``) first, aligned with ``body_names``."""
+    @property
+    def joint_types(self) -> list[str]:
+        """"free", "ball", "hinge", "slide" or "fixed", aligned with ``joint_names``."""
+    @property
+    def joint_qpos_address(self) -> list[int]:
+        """Where each joint's coordinates start in ``q`` (MuJoCo's ``jnt_qposadr``); -1 without."""
+    @property
+    def joint_dof_address(self) -> list[int]:
+        """Where each joint's velocities start in ``v`` (MuJoCo's ``jnt_dofadr``); -1 without."""
     @property
     def actuator_names(self) -> list[str]: ...
     @property

@@ -104,10 +104,56 @@ impl Model {
             .map(|(_, f)| f.name.clone())
             .collect()
     }
-    /// Joint names, one per body (the world's first).
+    /// Joint names, one per body (the world's first, ``""``: it has no
+    /// joint), aligned with ``body_names``; MuJoCo's joint ``j`` is moreau's
+    /// joint of the body it moves.
     #[getter]
     fn joint_names(&self) -> Vec<String> {
         self.model.joint_name.clone()
+    }
+    /// Each joint's type, aligned with ``joint_names``: ``"free"``,
+    /// ``"ball"``, ``"hinge"``, ``"slide"``, ``"fixed"`` (the world's:
+    /// ``"fixed"``).
+    #[getter]
+    fn joint_types(&self) -> Vec<&'static str> {
+        use moreau::model::JointType;
+        (self.model.joint_type.iter())
+            .map(|t| match t {
+                JointType::Free => "free",
+                JointType::Spherical => "ball",
+                JointType::Revolute(_) => "hinge",
+                JointType::Prismatic(_) => "slide",
+                JointType::Fixed => "fixed",
+            })
+            .collect()
+    }
+    /// Where each joint's coordinates start in ``q`` (MuJoCo's
+    /// ``jnt_qposadr``), aligned with ``joint_names``; -1 for a joint
+    /// without coordinates (fixed, the world's). A ball or free joint's
+    /// quaternion is stored ``(x, y, z, w)`` in ``q`` (MuJoCo's ``qpos``:
+    /// ``(w, x, y, z)``; see ``Model.to_mujoco``).
+    #[getter]
+    fn joint_qpos_address(&self) -> Vec<i64> {
+        let m = &self.model;
+        (0..m.nbodies)
+            .map(|i| match m.joint_type[i].nq() {
+                0 => -1,
+                _ => m.joint_idx_q[i] as i64,
+            })
+            .collect()
+    }
+    /// Where each joint's velocities start in ``v`` (MuJoCo's
+    /// ``jnt_dofadr``), aligned with ``joint_names``; -1 for a joint
+    /// without dofs.
+    #[getter]
+    fn joint_dof_address(&self) -> Vec<i64> {
+        let m = &self.model;
+        (0..m.nbodies)
+            .map(|i| match m.joint_type[i].nv() {
+                0 => -1,
+                _ => m.joint_idx_v[i] as i64,
+            })
+            .collect()
     }
     /// Actuator names, in control order.
     #[getter]

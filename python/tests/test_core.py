@@ -336,6 +336,21 @@ def test_domain_randomization_per_world(backend):
     np.testing.assert_allclose(batch.v[0], fresh.v[0], rtol=rtol, atol=0)
 
 
+@pytest.mark.parametrize("file", ["ant.xml", "humanoid.xml", "swimmer.xml"])
+def test_joint_index_maps_are_mujocos(file):
+    mujoco = pytest.importorskip("mujoco")
+    path = gymnasium_asset(file)
+    ours, theirs = moreau.load(path), mujoco.MjModel.from_xml_path(path)
+    assert ours.joint_names[0] == "" and ours.joint_qpos_address[0] == -1
+    types = {0: "free", 1: "ball", 2: "slide", 3: "hinge"}
+    for j in range(theirs.njnt):
+        name = mujoco.mj_id2name(theirs, mujoco.mjtObj.mjOBJ_JOINT, j)
+        k = ours.joint_names.index(name)
+        assert ours.joint_types[k] == types[int(theirs.jnt_type[j])], name
+        assert ours.joint_qpos_address[k] == theirs.jnt_qposadr[j], name
+        assert ours.joint_dof_address[k] == theirs.jnt_dofadr[j], name
+
+
 def test_step_jacobians_and_vjp_from_python():
     """The sliding cube: dv+/dtau against central differences of steps
     through Python, and the VJP against w^T J."""
