@@ -13,7 +13,7 @@
 // dynamics/aba.rs (`aba_from_kinematics`), dynamics/fluid.rs,
 // dynamics/integrate.rs.
 //
-// Generated header (src/gpu/resident.rs): NB (bodies, world included), NV,
+// Generated header (src/gpu/resident/records.rs): NB (bodies, world included), NV,
 // NQ, NU (≥ 1), LROWS (limit rows' capacity, ≥ 4), LROWS_SQ, DINV (floats
 // of the joints' D⁻¹ blocks, Σ nv_j²), BODY_U32, BODY_F32, DOF_F32,
 // ACT_WORDS, LIMIT_PIVOTS, WORKGROUP, PER_WORLD, WORLD_PARAMS.

@@ -69,6 +69,8 @@ pub mod solve;
 
 mod gpu_step;
 mod gradients;
+mod report;
+use report::Tally;
 
 use gpu_step::{GpuState, host_prepared_gpu};
 use gradients::record_derivatives;
@@ -838,55 +840,6 @@ impl BatchSim {
             times,
         };
         Ok(report)
-    }
-}
-
-/// The worlds' outcomes of a step, summed (see `BatchStepReport`).
-#[derive(Default)]
-struct Tally {
-    contacts: usize,
-    max_contacts: usize,
-    worlds_solved: usize,
-    iterations: usize,
-    max_eps_abs: f64,
-    unconverged: usize,
-    fallbacks: Vec<(usize, String)>,
-    failed: Vec<(usize, SimError)>,
-}
-
-impl Tally {
-    fn add(&mut self, w: usize, world: &World) {
-        match &world.step {
-            // (A resident step solves on the device: the world's simulator
-            // holds no problem.)
-            WorldStep::Stepping { contacts: nc } => {
-                self.contacts += nc;
-                self.max_contacts = self.max_contacts.max(*nc);
-                if world.sim.problem().m() > 0 {
-                    self.worlds_solved += 1;
-                    self.iterations += world.stats.iterations;
-                    self.unconverged += usize::from(!world.stats.converged);
-                    self.max_eps_abs = self.max_eps_abs.max(world.stats.residuals.eps_abs);
-                }
-            }
-            WorldStep::Failed(why) => self.failed.push((w, why.clone())),
-            WorldStep::Inactive => {}
-        }
-        if let Some(why) = &world.fallback {
-            self.fallbacks.push((w, why.clone()));
-        }
-    }
-
-    fn merge(mut self, other: Tally) -> Tally {
-        self.contacts += other.contacts;
-        self.max_contacts = self.max_contacts.max(other.max_contacts);
-        self.worlds_solved += other.worlds_solved;
-        self.iterations += other.iterations;
-        self.unconverged += other.unconverged;
-        self.max_eps_abs = self.max_eps_abs.max(other.max_eps_abs);
-        self.failed.extend(other.failed);
-        self.fallbacks.extend(other.fallbacks);
-        self
     }
 }
 

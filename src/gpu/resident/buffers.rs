@@ -1,0 +1,146 @@
+//! The kernel's pipeline and buffers, and the mapped readback.
+
+use super::ResidentError;
+use super::records::source_for;
+use crate::gpu::GpuContext;
+use crate::model::Model;
+
+/// The kernel for `model` (see [`source_for`]), checked: a driver that
+/// cannot build it gives [`ResidentError::Kernel`].
+pub(super) fn kernel(
+    ctx: &GpuContext,
+    model: &Model,
+    per_world: bool,
+) -> Result<wgpu::ComputePipeline, ResidentError> {
+    let device = &ctx.device;
+    let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("resident step"),
+        source: wgpu::ShaderSource::Wgsl(source_for(model, per_world).into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("resident step"),
+        layout: None,
+        module: &module,
+        entry_point: Some("step"),
+        compilation_options: wgpu::PipelineCompilationOptions::default(),
+        cache: None,
+    });
+    let built = [validation, internal, oom]
+        .into_iter()
+        .map(|scope| pollster::block_on(scope.pop()))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flatten()
+        .next();
+    let lost = ctx.take_error("building the resident kernel").err();
+    match built.map(|e| e.to_string()).or(lost.map(|e| e.to_string())) {
+        Some(reason) => Err(ResidentError::Kernel {
+            model: model.name.clone(),
+            adapter: ctx.adapter.name.clone(),
+            reason,
+        }),
+        None => Ok(pipeline),
+    }
+}
+
+/// The mapped readback of a resident batch, world-minor, widened to f64 on
+/// reading.
+pub struct Columns<'a> {
+    pub(super) n: usize,
+    pub(super) q: &'a [f32],
+    pub(super) v: &'a [f32],
+    pub(super) qfrc: &'a [f32],
+    pub(super) flags: &'a [f32],
+}
+
+impl Columns<'_> {
+    pub fn nworlds(&self) -> usize {
+        self.n
+    }
+
+    /// `q[t]` of world `w`.
+    pub fn q(&self, w: usize, t: usize) -> f64 {
+        self.q[t * self.n + w] as f64
+    }
+
+    /// `v[t]` of world `w`.
+    pub fn v(&self, w: usize, t: usize) -> f64 {
+        self.v[t * self.n + w] as f64
+    }
+
+    /// The last step's generalized constraint force `t` of world `w`.
+    pub fn qfrc(&self, w: usize, t: usize) -> f64 {
+        self.qfrc[t * self.n + w] as f64
+    }
+
+    /// Whether world `w`'s state would have become non-finite.
+    pub fn flagged(&self, w: usize) -> bool {
+        self.flags[w].to_bits() != 0
+    }
+}
+
+/// The kernel's buffers, by binding.
+pub(super) struct Bindings {
+    pub(super) uniform: wgpu::Buffer,
+    pub(super) body_u32: wgpu::Buffer,
+    /// The model records: one copy, or each world's (per-world mode).
+    pub(super) body_f32: wgpu::Buffer,
+    pub(super) q: wgpu::Buffer,
+    pub(super) v: wgpu::Buffer,
+    pub(super) tau: wgpu::Buffer,
+    pub(super) flags: wgpu::Buffer,
+    pub(super) ctrl: wgpu::Buffer,
+    pub(super) actuators: wgpu::Buffer,
+    pub(super) stepping: wgpu::Buffer,
+    pub(super) qfrc: wgpu::Buffer,
+    pub(super) dof_f32: wgpu::Buffer,
+    /// Each stage's output of the last step (`with_stage_probe`), or a
+    /// placeholder word.
+    pub(super) stages: wgpu::Buffer,
+    /// The limit LCP's scratch (see `lcp_floats`).
+    pub(super) lcp: wgpu::Buffer,
+    /// Each world's parameters (per-world mode), or a placeholder word.
+    pub(super) world_params: wgpu::Buffer,
+}
+
+impl Bindings {
+    pub(super) fn bind_group(
+        &self,
+        ctx: &GpuContext,
+        pipeline: &wgpu::ComputePipeline,
+    ) -> wgpu::BindGroup {
+        let entries = [
+            &self.uniform,
+            &self.body_u32,
+            &self.body_f32,
+            &self.q,
+            &self.v,
+            &self.tau,
+            &self.flags,
+            &self.ctrl,
+            &self.actuators,
+            &self.stepping,
+            &self.qfrc,
+            &self.dof_f32,
+            &self.stages,
+            &self.lcp,
+            &self.world_params,
+        ];
+        let entries: Vec<_> = entries
+            .iter()
+            .enumerate()
+            .map(|(binding, b)| wgpu::BindGroupEntry {
+                binding: binding as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("resident step"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        })
+    }
+}
