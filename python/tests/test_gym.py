@@ -349,6 +349,25 @@ def test_an_autoreset_reports_the_reset_info_in_its_step():
     assert info["distance_from_origin"][1] == pytest.approx(np.hypot(x, env.batch.q[1, 1]))
 
 
+def test_tasks_are_registered_with_gymnasium():
+    env = gym.make("moreau/InvertedPendulum-v5")
+    assert isinstance(env.unwrapped, mg.MoreauEnv)
+    obs, _ = env.reset(seed=3)
+    np.testing.assert_array_equal(obs, mg.make(TASK).reset(seed=3)[0])
+    env.step(env.action_space.sample())
+    envs = gym.make_vec("moreau/InvertedPendulum-v5", num_envs=4)
+    assert isinstance(envs, mg.MoreauVectorEnv) and envs.num_envs == 4
+    assert envs.max_episode_steps == gym.spec(TASK).max_episode_steps
+    obs, _ = envs.reset(seed=3)
+    np.testing.assert_array_equal(obs, mg.make_vec(TASK, 4).reset(seed=3)[0])
+    envs.step(envs.action_space.sample())
+    short = gym.make_vec("moreau/InvertedPendulum-v5", num_envs=2, max_episode_steps=3)
+    short.reset(seed=0)
+    for _ in range(3):
+        *_, truncated, _ = short.step(np.zeros((2, 1)))
+    assert truncated.all()
+
+
 def test_bad_input_raises():
     with pytest.raises(ValueError, match="unknown task 'Nope-v5'"):
         mg.make_vec("Nope-v5", 2)

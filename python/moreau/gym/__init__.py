@@ -349,7 +349,14 @@ class MoreauVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
-    def __init__(self, task_id: str, num_envs: int, backend: str = "cpu", **sim: Any):
+    def __init__(
+        self,
+        task_id: str,
+        num_envs: int,
+        backend: str = "cpu",
+        max_episode_steps: Optional[int] = None,
+        **sim: Any,
+    ):
         if task_id not in TASKS:
             raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(sorted(TASKS))}")
         if not isinstance(num_envs, int) or num_envs < 1:
@@ -357,7 +364,11 @@ class MoreauVectorEnv(VectorEnv):
         self.task_id = task_id
         self.task = TASKS[task_id]
         self.spec = gymnasium.spec(task_id)
-        self.max_episode_steps: Optional[int] = self.spec.max_episode_steps
+        # Gymnasium's episode length unless one is given (as
+        # gymnasium.make_vec passes the registered one).
+        self.max_episode_steps: Optional[int] = (
+            self.spec.max_episode_steps if max_episode_steps is None else max_episode_steps
+        )
         self.model = moreau.load(str(gymnasium_assets() / self.task.xml))
         self.num_envs = num_envs
         self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
@@ -619,5 +630,18 @@ def make_vec(task_id: str, num_envs: int = 1, backend: str = "cpu", **sim: Any) 
     :class:`moreau.BatchSim`: ``solver``, ``tolerance``)."""
     return MoreauVectorEnv(task_id, num_envs, backend, **sim)
 
+
+# Registered with Gymnasium on import, as "moreau/<task>":
+# gymnasium.make("moreau/Ant-v5") gives a MoreauEnv (its episode length
+# is the task's own), gymnasium.make_vec("moreau/Ant-v5", num_envs=…)
+# a MoreauVectorEnv (its vector entry point); keywords go to them.
+for _task in TASKS:
+    if f"moreau/{_task}" not in gymnasium.registry:
+        gymnasium.register(
+            id=f"moreau/{_task}",
+            entry_point="moreau.gym:MoreauEnv",
+            vector_entry_point="moreau.gym:MoreauVectorEnv",
+            kwargs={"task_id": _task},
+        )
 
 __all__ = ["MoreauEnv", "MoreauVectorEnv", "TASKS", "Task", "make", "make_vec", "gymnasium_assets"]
