@@ -494,8 +494,16 @@ impl BatchSim {
             return Ok(());
         };
         // Built before the device state goes: on failure the batch stays
-        // resident.
-        let gpu = host_prepared_gpu(&self.model, &self.options, self.worlds.len(), r.context())?;
+        // resident. A lost device (a driver that could not build the
+        // per-world kernel) is replaced by a fresh one.
+        let fresh;
+        let ctx = if r.context().is_lost() {
+            fresh = GpuContext::new()?;
+            &fresh
+        } else {
+            r.context()
+        };
+        let gpu = host_prepared_gpu(&self.model, &self.options, self.worlds.len(), ctx)?;
         self.resident = None;
         self.gpu = Some(gpu);
         self.notice = Some(format!(
