@@ -184,8 +184,7 @@ fn controls_of_a_model_without_actuators_step_every_world() {
         backend,
         ..Default::default()
     };
-    let Ok(mut gpu) = BatchSim::new(model.clone(), &states[0], 16, &options(Backend::Gpu)) else {
-        assert!(std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"));
+    let Some(mut gpu) = gpu_batch(model.clone(), &states[0], 16, &options(Backend::Gpu)) else {
         return;
     };
     assert!(gpu.is_resident(), "{:?}", gpu.notice());
@@ -486,15 +485,8 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
         o
     };
     let initial = State::new(m.q0.clone(), DVector::zeros(model.nv));
-    let mut gpu = match BatchSim::new(model.clone(), &initial, n, &options(Backend::Gpu)) {
-        Ok(b) => b,
-        Err(e) => {
-            assert!(
-                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                "GPU backend required: {e}"
-            );
-            return;
-        }
+    let Some(mut gpu) = gpu_batch(model.clone(), &initial, n, &options(Backend::Gpu)) else {
+        return;
     };
     assert!(
         gpu.is_resident() && gpu.notice().is_none(),
@@ -634,15 +626,8 @@ fn each_world_its_own_model_and_parameters_on_the_device() {
             o
         };
         let make = |backend| BatchSim::new(base.clone(), &states[0], n, &options(backend));
-        let mut gpu = match make(Backend::Gpu) {
-            Ok(b) => b,
-            Err(e) => {
-                assert!(
-                    std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                    "GPU backend required: {e}"
-                );
-                return;
-            }
+        let Some(mut gpu) = gpu_batch(base.clone(), &states[0], n, &options(Backend::Gpu)) else {
+            return;
         };
         let mut cpu = make(Backend::CpuSingle).unwrap();
         let mut plain = make(Backend::CpuSingle).unwrap();
@@ -719,6 +704,26 @@ fn each_world_its_own_model_and_parameters_on_the_device() {
         println!("{file}: 20 more steps: |Δq| = {dq:.1e}, |Δv| = {dv:.1e}");
         assert!(dq < 1e-3 && dv < 1e-2, "{file}: {dq:e} {dv:e}");
         assert!(gpu.is_resident());
+    }
+}
+
+/// A batch on the `gpu` backend, or `None` (the test then passes) where
+/// there is no adapter, unless `MOREAU_REQUIRE_GPU=1`.
+fn gpu_batch(
+    model: Arc<Model>,
+    initial: &State,
+    n: usize,
+    options: &moreau::batch::BatchOptions,
+) -> Option<moreau::batch::BatchSim> {
+    match moreau::batch::BatchSim::new(model, initial, n, options) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU backend required: {e}"
+            );
+            None
+        }
     }
 }
 

@@ -303,6 +303,34 @@ impl BatchSim {
 }
 
 impl BatchSim {
+    /// Gives the device the parameters changed through `params_mut` since
+    /// the last step. An invalid one is refused, naming the world, before
+    /// anything moves; a change the device cannot take moves the batch to
+    /// the host-prepared path (with a notice), which then steps it.
+    pub(super) fn sync_resident_params(&mut self) -> Result<(), BatchError> {
+        use crate::gpu::resident::ResidentError;
+        for w in 0..self.worlds.len() {
+            if !self.resident_dirty[w] {
+                continue;
+            }
+            let Some(r) = self.resident.as_mut() else {
+                break;
+            };
+            let sim = &self.worlds[w].sim;
+            match r.set_world(w, sim.model(), &sim.params) {
+                Ok(()) => {}
+                Err(ResidentError::Sim(error)) => return Err(BatchError::Sim { world: w, error }),
+                Err(ResidentError::Gpu(e)) => return Err(e.into()),
+                Err(e) => self.leave_resident(&e.to_string())?,
+            }
+            self.resident_dirty[w] = false;
+        }
+        if self.resident.is_none() {
+            self.resident_dirty.fill(false);
+        }
+        Ok(())
+    }
+
     /// `repeats` steps of the resident worlds: the inputs of the worlds in
     /// the step uploaded (a world whose input is not finite is refused by
     /// its own check and sits the step out), one dispatch per step, `q` and
@@ -313,40 +341,6 @@ impl BatchSim {
         repeats: usize,
     ) -> Result<(), BatchError> {
         let start = Instant::now();
-        // Parameters changed through `params_mut` go to the device first;
-        // an invalid one is refused before anything moves.
-        if self.resident_dirty.iter().any(|&d| d) {
-            use crate::gpu::resident::ResidentError;
-            for w in 0..self.worlds.len() {
-                if !self.resident_dirty[w] {
-                    continue;
-                }
-                let Some(r) = self.resident.as_mut() else {
-                    break;
-                };
-                let sim = &self.worlds[w].sim;
-                match r.set_world(w, sim.model(), &sim.params) {
-                    Ok(()) => self.resident_dirty[w] = false,
-                    Err(ResidentError::Sim(error)) => {
-                        return Err(BatchError::Sim { world: w, error });
-                    }
-                    Err(ResidentError::Gpu(e)) => return Err(e.into()),
-                    Err(e) => self.leave_resident(&e.to_string())?,
-                }
-            }
-            if self.resident.is_none() {
-                // Left the device: this step runs on the host (which
-                // computes the constraint forces from the worlds' solves).
-                self.resident_dirty.fill(false);
-                for world in &mut self.worlds {
-                    world.constraint_force = None;
-                }
-                for _ in 0..repeats {
-                    self.step_on_gpu(times)?;
-                }
-                return Ok(());
-            }
-        }
         let Some(r) = self.resident.as_mut() else {
             return Ok(());
         };

@@ -749,6 +749,9 @@ impl BatchSim {
                 per_world: width,
             });
         }
+        if self.resident_dirty.iter().any(|&d| d) {
+            self.sync_resident_params()?;
+        }
         let start = Instant::now();
         let gains = self.action_gain.as_deref();
         // A resident step overwrites the constraint forces of the worlds

@@ -121,6 +121,13 @@ use records::{
 };
 pub use records::{limit_rows, source, source_for};
 
+/// Each actuator's (dof, q index) from its records.
+fn actuated_joints(actuator_words: &[u32]) -> Vec<(u32, u32)> {
+    (actuator_words.chunks(ACT_WORDS))
+        .map(|a| (a[0], a[1]))
+        .collect()
+}
+
 /// Many worlds of one model, their state on the GPU.
 pub struct ResidentBatch {
     ctx: GpuContext,
@@ -132,6 +139,10 @@ pub struct ResidentBatch {
     /// Whether every world has its own model records and parameters
     /// ([`ResidentBatch::set_world`]).
     per_world: bool,
+    /// The batch's structure, which every world's model must share: the
+    /// body records' words and each actuator's (dof, q index).
+    body_u32: Vec<u32>,
+    actuated_joints: Vec<(u32, u32)>,
     uniform_words: [u32; 24],
     b: Bindings,
     /// Whether `active` holds all ones.
@@ -438,6 +449,8 @@ impl ResidentBatch {
             pipeline,
             bind_group,
             per_world: false,
+            actuated_joints: actuated_joints(&actuator_words),
+            body_u32,
             uniform_words,
             b: buffers,
             all_active: true,
@@ -684,18 +697,13 @@ impl ResidentBatch {
             )));
         }
         let (u, f, d) = model_records(model, params.dt);
-        if u != model_records(base, self.params.dt).0 {
+        if u != self.body_u32 {
             return Err(unfit(
                 "its joints differ from the batch's (tree, joint types or limited joints)".into(),
             ));
         }
         let acts = actuator_records(model);
-        let structure = |r: &[u32]| {
-            r.chunks(ACT_WORDS)
-                .map(|a| (a[0], a[1]))
-                .collect::<Vec<_>>()
-        };
-        if structure(&acts) != structure(&actuator_records(base)) {
+        if actuated_joints(&acts) != self.actuated_joints {
             return Err(unfit(
                 "its actuators drive other joints than the batch's".into(),
             ));
