@@ -41,6 +41,10 @@ struct Params {
     wind: vec4<f32>,
     // x: 1 writes each stage's output to `stages`.
     probe: vec4<u32>,
+    // Contacts: margin, friction scale, bounce velocity, warm start (1/0).
+    contact: vec4<f32>,
+    // Contacts: the solver's iteration cap, then 0.
+    solve: vec4<u32>,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -132,6 +136,11 @@ var<private> row_l: array<f32, LROWS>;
 // the Cholesky factor of their block of G + R.
 var<private> row_in: array<u32, LROWS>;
 var<private> row_act: array<u32, LROWS>;
+// Each limit row's identity for warm starts: 2·body + side.
+var<private> row_key: array<u32, LROWS>;
+// The next velocity and the generalized constraint impulse of the step.
+var<private> vn: array<f32, NV>;
+var<private> imp: array<f32, NV>;
 // This invocation's world (for the scratch accessors below).
 var<private> world: u32;
 
@@ -723,13 +732,10 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         acc[i] = a;
     }
-    var ok = true;
-    var v_next: array<f32, NV>;
-    var impulse: array<f32, NV>;
     for (var k = 0u; k < NV; k++) {
         v_free[k] = v[k * n + w] + dt * ddq[k];
-        v_next[k] = v_free[k];
-        impulse[k] = 0.0;
+        vn[k] = v_free[k];
+        imp[k] = 0.0;
     }
     if (params.probe.x == 1u) {
         for (var i = 0u; i < NB; i++) {
@@ -773,9 +779,16 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
                 row_sign[nl] = sign;
                 row_g[nl] = sign * v_free[dof] + stab;
                 row_l[nl] = 0.0;
+                row_key[nl] = 2u * i + side;
                 nl++;
             }
         }
+    }
+    if (CONTACTS) {
+        // The limit rows join the contact problem, solved by the contact
+        // kernel; `finish` ends the step.
+        prepare_contacts(w, n, dt, nl);
+        return;
     }
     if (nl > 0u) {
         // G's columns: column a is S M̃⁻¹ (sign_a e_dof_a).
@@ -833,16 +846,23 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             unit_f[row_dof[a]] += row_sign[a] * row_l[a];
         }
         for (var k = 0u; k < NV; k++) {
-            impulse[k] = unit_f[k];
+            imp[k] = unit_f[k];
         }
         apply_inverse_inertia();
         for (var k = 0u; k < NV; k++) {
-            v_next[k] += unit_f[k];
+            vn[k] += unit_f[k];
         }
     }
+    commit(w, n, dt);
+}
+
+// Integration (integrate): q ⊕ vn dt, committed with vn and the
+// constraint force imp/dt only if finite (else the world is flagged).
+fn commit(w: u32, n: u32, dt: f32) -> bool {
+    var ok = true;
     // Integration (integrate): q ⊕ v⁺ dt, committed only if finite.
     for (var k = 0u; k < NV; k++) {
-        ok = ok && all_finite(v_next[k]);
+        ok = ok && all_finite(vn[k]);
     }
     var q_next: array<f32, NQ>;
     for (var i = 1u; i < NB; i++) {
@@ -851,12 +871,12 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         let iv = bu(i, 3u);
         switch jtype {
             case 1u, 2u: {
-                q_next[iq] = q[iq * n + w] + dt * v_next[iv];
+                q_next[iq] = q[iq * n + w] + dt * vn[iv];
             }
             case 3u: {
                 // p + R · (J_l(ω dt) v dt), quaternion ⊗ exp(ω dt).
-                let lin = vec3<f32>(v_next[iv], v_next[iv + 1u], v_next[iv + 2u]) * dt;
-                let ang = vec3<f32>(v_next[iv + 3u], v_next[iv + 4u], v_next[iv + 5u]) * dt;
+                let lin = vec3<f32>(vn[iv], vn[iv + 1u], vn[iv + 2u]) * dt;
+                let ang = vec3<f32>(vn[iv + 3u], vn[iv + 4u], vn[iv + 5u]) * dt;
                 let quat = vec4<f32>(q[(iq + 3u) * n + w], q[(iq + 4u) * n + w], q[(iq + 5u) * n + w], q[(iq + 6u) * n + w]);
                 let p = vec3<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w]) + quat_matrix(quat) * (so3_left_jacobian(ang) * lin);
                 let qn = normalize(quat_mul(normalize(quat), quat_exp(ang)));
@@ -869,7 +889,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
                 q_next[iq + 6u] = qn.w;
             }
             case 4u: {
-                let ang = vec3<f32>(v_next[iv], v_next[iv + 1u], v_next[iv + 2u]) * dt;
+                let ang = vec3<f32>(vn[iv], vn[iv + 1u], vn[iv + 2u]) * dt;
                 let quat = vec4<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w], q[(iq + 3u) * n + w]);
                 let qn = normalize(quat_mul(normalize(quat), quat_exp(ang)));
                 q_next[iq] = qn.x;
@@ -885,13 +905,14 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     if (!ok) {
         flags[w] = 1u;
-        return;
+        return false;
     }
     for (var k = 0u; k < NV; k++) {
-        v[k * n + w] = v_next[k];
-        qfrc[k * n + w] = impulse[k] / dt;
+        v[k * n + w] = vn[k];
+        qfrc[k * n + w] = imp[k] / dt;
     }
     for (var k = 0u; k < NQ; k++) {
         q[k * n + w] = q_next[k];
     }
+    return true;
 }

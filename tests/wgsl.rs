@@ -52,7 +52,13 @@ fn every_shader_parses_and_validates_with_naga() {
         .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
         .collect();
     files.sort();
-    let mut expected: Vec<String> = ["cone.wgsl", "common.wgsl", "vjp.wgsl", "resident.wgsl"]
+    let mut expected: Vec<String> = [
+        "cone.wgsl",
+        "common.wgsl",
+        "vjp.wgsl",
+        "resident.wgsl",
+        "resident_contacts.wgsl",
+    ]
         .iter()
         .map(|s| s.to_string())
         .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
@@ -532,13 +538,15 @@ fn unilateral_residuals_and_projection_match_their_cpu_twins_on_a_grid() {
 #[test]
 fn the_resident_kernel_validates() {
     use moreau::gpu::resident;
+    let mut with_contacts = 0;
     for name in moreau::scenes::SCENE_NAMES {
         let scene = moreau::scenes::scene(name).unwrap();
-        parse(
-            &format!("resident.wgsl ({name})"),
-            &resident::source(&scene.model),
-        );
+        let source = resident::source(&scene.model);
+        with_contacts += usize::from(source.contains("const CONTACTS: bool = true"));
+        parse(&format!("resident.wgsl ({name})"), &source);
     }
+    // The contact stage (resident_contacts.wgsl) is in some of them.
+    assert!(with_contacts > 0);
     let text = std::fs::read_to_string(shaders_dir().join("resident.wgsl")).unwrap();
     for name in ["NB", "NV", "NQ", "BODY_F32", "WORKGROUP"] {
         assert!(

@@ -5,14 +5,61 @@ use super::records::source_for;
 use crate::gpu::GpuContext;
 use crate::model::Model;
 
+/// The kernel's pipelines: `step`, and with contacts `finish`, sharing
+/// one explicit layout (group 0: the state and model; group 1: the
+/// contact stage).
+pub(super) struct Kernel {
+    pub(super) step: wgpu::ComputePipeline,
+    pub(super) finish: Option<wgpu::ComputePipeline>,
+    pub(super) group0: wgpu::BindGroupLayout,
+    pub(super) group1: Option<wgpu::BindGroupLayout>,
+}
+
+/// Whether each binding of group 0 is read-only in the shader (binding
+/// 0 is the uniform).
+const GROUP0_READ_ONLY: [bool; 15] = [
+    true, true, true, false, false, true, false, true, true, true, false, true, false, false, true,
+];
+/// The same for group 1 (the contact stage).
+const GROUP1_READ_ONLY: [bool; 8] = [true, true, false, false, false, false, false, false];
+
+fn layout(ctx: &GpuContext, label: &str, read_only: &[bool], uniform0: bool) -> wgpu::BindGroupLayout {
+    let entries: Vec<_> = read_only
+        .iter()
+        .enumerate()
+        .map(|(b, &ro)| wgpu::BindGroupLayoutEntry {
+            binding: b as u32,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: if uniform0 && b == 0 {
+                    wgpu::BufferBindingType::Uniform
+                } else {
+                    wgpu::BufferBindingType::Storage { read_only: ro }
+                },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    ctx.device
+        .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(label),
+            entries: &entries,
+        })
+}
+
 /// The kernel for `model` (see [`source_for`]), checked: a driver that
 /// cannot build it gives [`ResidentError::Kernel`].
 pub(super) fn kernel(
     ctx: &GpuContext,
     model: &Model,
     per_world: bool,
-) -> Result<wgpu::ComputePipeline, ResidentError> {
+) -> Result<Kernel, ResidentError> {
     let device = &ctx.device;
+    let contacts = !super::contacts::device_pairs(model)
+        .unwrap_or_default()
+        .is_empty();
     let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
     let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -20,14 +67,25 @@ pub(super) fn kernel(
         label: Some("resident step"),
         source: wgpu::ShaderSource::Wgsl(source_for(model, per_world).into()),
     });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+    let group0 = layout(ctx, "resident state", &GROUP0_READ_ONLY, true);
+    let group1 = contacts.then(|| layout(ctx, "resident contacts", &GROUP1_READ_ONLY, false));
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
         label: Some("resident step"),
-        layout: None,
-        module: &module,
-        entry_point: Some("step"),
-        compilation_options: wgpu::PipelineCompilationOptions::default(),
-        cache: None,
+        bind_group_layouts: &[Some(&group0), group1.as_ref()],
+        immediate_size: 0,
     });
+    let pipeline = |entry: &str| {
+        device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(entry),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: wgpu::PipelineCompilationOptions::default(),
+            cache: None,
+        })
+    };
+    let step = pipeline("step");
+    let finish = contacts.then(|| pipeline("finish"));
     let built = [validation, internal, oom]
         .into_iter()
         .map(|scope| pollster::block_on(scope.pop()))
@@ -42,8 +100,35 @@ pub(super) fn kernel(
             adapter: ctx.adapter.name.clone(),
             reason,
         }),
-        None => Ok(pipeline),
+        None => Ok(Kernel {
+            step,
+            finish,
+            group0,
+            group1,
+        }),
     }
+}
+
+/// The bind group of `buffers` (in binding order) for `layout`.
+pub(super) fn bind_group(
+    ctx: &GpuContext,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let entries: Vec<_> = buffers
+        .iter()
+        .enumerate()
+        .map(|(binding, b)| wgpu::BindGroupEntry {
+            binding: binding as u32,
+            resource: b.as_entire_binding(),
+        })
+        .collect();
+    ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &entries,
+    })
 }
 
 /// The mapped readback of a resident batch, world-minor, widened to f64 on
@@ -110,7 +195,7 @@ impl Bindings {
     pub(super) fn bind_group(
         &self,
         ctx: &GpuContext,
-        pipeline: &wgpu::ComputePipeline,
+        layout: &wgpu::BindGroupLayout,
     ) -> wgpu::BindGroup {
         let entries = [
             &self.uniform,
@@ -129,18 +214,6 @@ impl Bindings {
             &self.lcp,
             &self.world_params,
         ];
-        let entries: Vec<_> = entries
-            .iter()
-            .enumerate()
-            .map(|(binding, b)| wgpu::BindGroupEntry {
-                binding: binding as u32,
-                resource: b.as_entire_binding(),
-            })
-            .collect();
-        ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("resident step"),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        })
+        bind_group(ctx, "resident step", layout, &entries)
     }
 }

@@ -41,6 +41,8 @@ pub const ACT_WORDS: usize = 11;
 /// capacity (Murty's method ends in far fewer on the small LCPs of joint
 /// stops; see the shader).
 pub const LIMIT_PIVOTS_PER_ROW: u32 = 4;
+/// Words of the kernel's uniform (see the shader's `Params`).
+const UNIFORM_WORDS: usize = 32;
 /// Invocations per workgroup.
 pub const WORKGROUP: u32 = 64;
 /// The largest tree the kernel is compiled for (bodies, world included):
@@ -97,25 +99,29 @@ pub fn unsupported(model: &Model) -> Option<String> {
             model.nbodies
         ));
     }
-    let ng = model.geometries.len();
-    for a in 0..ng {
-        for b in a + 1..ng {
-            if model.can_collide(a, b) {
-                return Some(format!(
-                    "geometries `{}` and `{}` can collide (contacts are not on the device yet)",
-                    model.geometries[a].name, model.geometries[b].name
-                ));
-            }
-        }
-    }
-    None
+    contacts::device_pairs(model).err()
 }
 
+/// A world's flag (see [`Columns::flag`]): its state would have become
+/// non-finite.
+pub const WORLD_FLAG_NON_FINITE: u32 = 1;
+/// A world's flag: its contact solve failed (the solver flagged the
+/// problem: not positive semi-definite, invalid, diverged; or λ not finite).
+pub const STATE_FLAG_CONTACT_SOLVE: u32 = 2;
+/// A world's flag: its contact solve did not finish within the step's
+/// dispatches.
+pub const STATE_FLAG_UNFINISHED: u32 = 3;
+/// A world's flag: the driver cut the step kernel's loops (lavapipe's
+/// loop limit), so its problem could not be trusted.
+pub const STATE_FLAG_LOOP_LIMIT: u32 = 4;
+
 mod buffers;
+pub mod contacts;
 mod records;
 
 pub use buffers::Columns;
-use buffers::{Bindings, kernel};
+use buffers::{Bindings, Kernel, bind_group as make_bind_group, kernel};
+use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
 use records::{
     STORAGE_BUFFERS, WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params,
 };
@@ -134,8 +140,11 @@ pub struct ResidentBatch {
     model: Model,
     nworlds: usize,
     params: SimParams,
-    pipeline: wgpu::ComputePipeline,
+    kernel: Kernel,
     bind_group: wgpu::BindGroup,
+    /// The contact stage, when the model has pairs that can collide, and
+    /// its bind group (the kernel's group 1).
+    contacts: Option<(ContactStage, wgpu::BindGroup)>,
     /// Whether every world has its own model records and parameters
     /// ([`ResidentBatch::set_world`]).
     per_world: bool,
@@ -143,7 +152,7 @@ pub struct ResidentBatch {
     /// body records' words and each actuator's (dof, q index).
     body_u32: Vec<u32>,
     actuated_joints: Vec<(u32, u32)>,
-    uniform_words: [u32; 24],
+    uniform_words: [u32; UNIFORM_WORDS],
     b: Bindings,
     /// Whether `active` holds all ones.
     all_active: bool,
@@ -279,12 +288,14 @@ impl ResidentBatch {
                 limit,
             });
         }
+        let pairs = device_pairs(model).unwrap_or_default();
+        let needed = STORAGE_BUFFERS + if pairs.is_empty() { 0 } else { 7 };
         let storage_buffers = ctx.limits.max_storage_buffers_per_shader_stage;
-        if storage_buffers < STORAGE_BUFFERS {
+        if storage_buffers < needed {
             return Err(ResidentError::Unsupported {
                 model: model.name.clone(),
                 reason: format!(
-                    "the kernel binds {STORAGE_BUFFERS} storage buffers, {} allows {storage_buffers}",
+                    "the kernel binds {needed} storage buffers, {} allows {storage_buffers}",
                     ctx.adapter.name
                 ),
             });
@@ -316,7 +327,13 @@ impl ResidentBatch {
         // a driver that fails to build it loses the device (NVIDIA's, on
         // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
         // it would fail for that reason.
-        let pipeline = kernel(ctx, model, false)?;
+        let built = kernel(ctx, model, false)?;
+        let contacts = if pairs.is_empty() {
+            None
+        } else {
+            let sizes = ContactSizes::of(&pairs, limit_rows(model).max(4));
+            Some(ContactStage::new(ctx, model, params, &pairs, sizes, nworlds)?)
+        };
         let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
         // Made empty and written through the queue (not mapped at creation,
         // which panics inside wgpu when the device is gone).
@@ -375,7 +392,8 @@ impl ResidentBatch {
         let g = model.gravity;
         let medium = model.medium;
         let f = |x: f64| (x as f32).to_bits();
-        let uniform_words: [u32; 24] = [
+        let c = contact_uniform(params);
+        let uniform_words: [u32; UNIFORM_WORDS] = [
             nworlds as u32,
             f(params.dt),
             0,
@@ -397,6 +415,14 @@ impl ResidentBatch {
             f(medium.wind.z),
             0,
             u32::from(probe),
+            0,
+            0,
+            0,
+            c[0].to_bits(),
+            c[1].to_bits(),
+            c[2].to_bits(),
+            c[3].to_bits(),
+            params.solver_settings.max_iterations.min(u32::MAX as usize) as u32,
             0,
             0,
             0,
@@ -437,7 +463,12 @@ impl ResidentBatch {
             lcp,
             world_params,
         };
-        let bind_group = buffers.bind_group(ctx, &pipeline);
+        let bind_group = buffers.bind_group(ctx, &built.group0);
+        let contacts = contacts.map(|stage| {
+            let layout = built.group1.as_ref().expect("a contact kernel has group 1");
+            let group = make_bind_group(ctx, "resident contacts", layout, &stage.buffers());
+            (stage, group)
+        });
         if let Some(e) = pollster::block_on(validation.pop()) {
             return Err(wgpu_error("building the resident step", e).into());
         }
@@ -446,8 +477,9 @@ impl ResidentBatch {
             model: model.clone(),
             nworlds,
             params: *params,
-            pipeline,
+            kernel: built,
             bind_group,
+            contacts,
             per_world: false,
             actuated_joints: actuated_joints(&actuator_words),
             body_u32,
@@ -501,7 +533,8 @@ impl ResidentBatch {
         ]
         .iter()
         .map(|b| b.size())
-        .sum()
+        .sum::<u64>()
+            + self.contacts.as_ref().map_or(0, |(c, _)| c.device_bytes())
     }
 
     /// One step of every world under joint torques `tau` (nworlds × nv,
@@ -634,18 +667,71 @@ impl ResidentBatch {
         if std::mem::take(&mut self.clear_flags) {
             encoder.clear_buffer(&self.b.flags, 0, None);
         }
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("resident step"),
+        let groups = (n as u32).div_ceil(WORKGROUP);
+        let Some((stage, contact_group)) = &self.contacts else {
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("resident step"),
+                    timestamp_writes: None,
+                });
+                pass.set_pipeline(&self.kernel.step);
+                pass.set_bind_group(0, &self.bind_group, &[]);
+                for _ in 0..repeats {
+                    pass.dispatch_workgroups(groups, 1, 1);
+                }
+            }
+            queue.submit(Some(encoder.finish()));
+            self.ctx.take_error("a resident step")?;
+            return Ok(());
+        };
+        // With contacts, each step is: the step kernel (dynamics, collision,
+        // the problem), the solver's dispatches over the problems in place,
+        // the finish (velocity update, integration). On a GPU all steps go
+        // in one submission; on a CPU adapter the solver's rounds read
+        // back a count of unfinished problems (see GpuSolver::resident_rounds).
+        let finish = self.kernel.finish.as_ref().expect("a contact kernel has `finish`");
+        let gpu = self.ctx.loop_limit.is_none();
+        let mut encoder = Some(encoder);
+        for r in 0..repeats {
+            let enc = encoder.get_or_insert_with(|| {
+                self.ctx
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("resident step"),
+                    })
+            });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("resident step with contacts"),
                 timestamp_writes: None,
             });
-            pass.set_pipeline(&self.pipeline);
+            pass.set_pipeline(&self.kernel.step);
             pass.set_bind_group(0, &self.bind_group, &[]);
-            for _ in 0..repeats {
-                pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
+            pass.set_bind_group(1, contact_group, &[]);
+            pass.dispatch_workgroups(groups, 1, 1);
+            stage.solver.encode_resident(&mut pass, n, stage.dispatches);
+            if !gpu {
+                drop(pass);
+                queue.submit(encoder.take().map(|e| e.finish()));
+                stage.solver.resident_rounds(n)?;
+                let enc = encoder.insert(self.ctx.device.create_command_encoder(
+                    &wgpu::CommandEncoderDescriptor {
+                        label: Some("resident finish"),
+                    },
+                ));
+                pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("resident finish"),
+                    timestamp_writes: None,
+                });
+            }
+            pass.set_pipeline(finish);
+            pass.set_bind_group(0, &self.bind_group, &[]);
+            pass.set_bind_group(1, contact_group, &[]);
+            pass.dispatch_workgroups(groups, 1, 1);
+            drop(pass);
+            if !gpu || r + 1 == repeats {
+                queue.submit(encoder.take().map(|e| e.finish()));
             }
         }
-        queue.submit(Some(encoder.finish()));
         self.ctx.take_error("a resident step")?;
         Ok(())
     }
@@ -701,6 +787,21 @@ impl ResidentBatch {
             return Err(unfit(
                 "its joints differ from the batch's (tree, joint types or limited joints)".into(),
             ));
+        }
+        if self.contacts.is_some() {
+            let (ours, theirs) = (device_pairs(&self.model), device_pairs(model));
+            let records = |m: &Model, p: &[contacts::DevicePair]| contacts::pair_records(m, p);
+            let same = match (&ours, &theirs) {
+                (Ok(a), Ok(b)) => a == b && records(&self.model, a) == records(model, b),
+                _ => false,
+            };
+            if !same {
+                return Err(unfit(
+                    "its collision geometries or their materials differ from the batch's (one \
+                     copy of the pairs is on the device)"
+                        .into(),
+                ));
+            }
         }
         let acts = actuator_records(model);
         if actuated_joints(&acts) != self.actuated_joints {
@@ -763,7 +864,7 @@ impl ResidentBatch {
                 });
             }
         }
-        let pipeline = kernel(&self.ctx, &self.model, true)?;
+        let built = kernel(&self.ctx, &self.model, true)?;
         let device = &self.ctx.device;
         let each = |label: &str, bytes: &[u8]| {
             let buffer = device.create_buffer(&wgpu::BufferDescriptor {
@@ -788,7 +889,11 @@ impl ResidentBatch {
             std::mem::replace(&mut self.b.actuators, actuators),
             std::mem::replace(&mut self.b.world_params, world_params),
         ];
-        let bind_group = self.b.bind_group(&self.ctx, &pipeline);
+        let bind_group = self.b.bind_group(&self.ctx, &built.group0);
+        let contact_group = self.contacts.as_ref().map(|(stage, _)| {
+            let layout = built.group1.as_ref().expect("a contact kernel has group 1");
+            make_bind_group(&self.ctx, "resident contacts", layout, &stage.buffers())
+        });
         if let Err(e) = self.ctx.take_error("making per-world model buffers") {
             // Back to the shared records, as before the call.
             let [f, d, a, p] = shared;
@@ -801,7 +906,10 @@ impl ResidentBatch {
             return Err(e.into());
         }
         self.bind_group = bind_group;
-        self.pipeline = pipeline;
+        self.kernel = built;
+        if let (Some((_, group)), Some(new)) = (self.contacts.as_mut(), contact_group) {
+            *group = new;
+        }
         self.per_world = true;
         Ok(())
     }
@@ -832,6 +940,10 @@ impl ResidentBatch {
             write(&self.b.v, t, x as f32);
         }
         queue.write_buffer(&self.b.flags, w as u64 * 4, bytemuck::bytes_of(&0u32));
+        if let Some((stage, _)) = &self.contacts {
+            // The next step starts without warm starts (a teleported world).
+            stage.reset_warm_start(queue, w, self.nworlds, &self.model);
+        }
         Ok(())
     }
 

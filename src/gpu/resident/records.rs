@@ -5,6 +5,7 @@
 use super::{ACT_WORDS, BODY_F32, BODY_U32, DOF_F32, LIMIT_PIVOTS_PER_ROW, WORKGROUP};
 use crate::model::{JointType, Model, NO_DOF};
 use crate::sim::SimParams;
+use super::contacts::{ContactSizes, device_pairs};
 
 /// The kernel's WGSL for `model`: a header of its sizes, then
 /// `shaders/resident.wgsl`.
@@ -19,12 +20,24 @@ pub fn source_for(model: &Model, per_world: bool) -> String {
     // into code 7× slower (13 ms against 1.9 ms a step of 1 024 double
     // pendulums, 2 cores), whatever the rows in use.
     let rows = limit_rows(model).max(4);
+    // The contact stage when the model has pairs that can collide (a
+    // model with pairs the device cannot collide is refused before).
+    let pairs = device_pairs(model).unwrap_or_default();
+    let contacts = if pairs.is_empty() {
+        "const CONTACTS: bool = false;\nfn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {}\n".to_string()
+    } else {
+        format!(
+            "const CONTACTS: bool = true;\n{}{}",
+            ContactSizes::of(&pairs, rows).header(model.nv, model.nbodies),
+            include_str!("../../../shaders/resident_contacts.wgsl")
+        )
+    };
     format!(
         "const NB: u32 = {}u;\nconst NV: u32 = {}u;\nconst NQ: u32 = {}u;\nconst NU: u32 = {}u;\n\
          const LROWS: u32 = {rows}u;\nconst LROWS_SQ: u32 = {}u;\nconst DINV: u32 = {}u;\n\
          const BODY_U32: u32 = {BODY_U32}u;\nconst BODY_F32: u32 = {BODY_F32}u;\nconst DOF_F32: u32 = {DOF_F32}u;\nconst ACT_WORDS: u32 = {ACT_WORDS}u;\n\
          const LIMIT_PIVOTS: u32 = {}u;\nconst WORKGROUP: u32 = {WORKGROUP}u;\n\
-         const PER_WORLD: bool = {per_world};\nconst WORLD_PARAMS: u32 = {WORLD_PARAMS}u;\n{}",
+         const PER_WORLD: bool = {per_world};\nconst WORLD_PARAMS: u32 = {WORLD_PARAMS}u;\n{}{contacts}",
         model.nbodies,
         model.nv,
         model.nq,
@@ -41,10 +54,11 @@ pub(super) const STORAGE_BUFFERS: u32 = 14;
 
 /// Floats of one world's parameters in the per-world mode (see the
 /// kernel's `world_params`).
-pub(super) const WORLD_PARAMS: usize = 13;
+pub(super) const WORLD_PARAMS: usize = 16;
 
 /// One world's parameters for the per-world mode: dt, gravity, the limit
-/// rows' margin, Baumgarte β, compliance and tolerance, the fluid.
+/// rows' margin, Baumgarte β, compliance and tolerance, the fluid, the
+/// contacts' margin, friction scale and bounce velocity.
 pub(super) fn world_params(model: &Model, params: &SimParams) -> [f32; WORLD_PARAMS] {
     let (g, m) = (model.gravity, &model.medium);
     [
@@ -61,6 +75,9 @@ pub(super) fn world_params(model: &Model, params: &SimParams) -> [f32; WORLD_PAR
         m.wind.x,
         m.wind.y,
         m.wind.z,
+        params.contact_margin,
+        params.friction_scale,
+        params.bounce_velocity,
     ]
     .map(|x| x as f32)
 }

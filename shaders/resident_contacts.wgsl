@@ -1,0 +1,446 @@
+// Contacts of resident worlds (issue 34), appended to resident.wgsl when
+// the model has pairs that can collide (src/gpu/resident/contacts.rs).
+// `step` calls prepare_contacts after the free velocity and the joint-limit
+// rows: collision (balls, capsules and boxes against half-spaces fixed on
+// the world: the support feature's vertices within the margin, as
+// collision::CollisionDetector), the rows of J (contacts' 3 in their frame
+// [t1, t2, n], then the limits'), the columns of X = M̃⁻¹Jᵀ by the
+// articulated-body recursion, G = J X (its lower triangle), g = J v_f plus
+// the stabilization of sim::assemble_problem, R = α diag(G), the warm
+// start by contact identity; it writes them where the contact kernel reads
+// a problem (common.wgsl's layout, interleaved: element t of world w's
+// arrays at w + t·N). The solver kernel runs; then `finish` makes
+// v⁺ = v_f + X λ, the generalized constraint force Jᵀλ/dt and q⁺ = q ⊕ v⁺ dt,
+// and remembers λ (world frame) and ρ for the next step's warm start.
+//
+// Generated header (contacts.rs): NPAIRS, CMAX, SLOTS, MROWS, PAIR_U32,
+// PAIR_F32, STATE_DONE, FLAG_LOOP_LIMIT, WORLD_* (a world's flag values),
+// CW_* (sections of the contact scratch).
+
+struct CProblem {
+    delassus_offset: u32,
+    contact_offset: u32,
+    nc: u32,
+    max_iterations: u32,
+    tolerance: f32,
+    work_offset: u32,
+    flags: u32,
+    delassus_scale: f32,
+    nl: u32,
+    stride: u32,
+    vector_offset: u32,
+    pad: u32,
+}
+
+struct CBlock {
+    g_mu: vec4<f32>,
+    compliance: vec4<f32>,
+}
+
+struct CResult {
+    iterations: u32,
+    flags: u32,
+    eps_abs: f32,
+    primal: f32,
+    dual: f32,
+    complementarity: f32,
+    rho: f32,
+    factorizations: u32,
+    state: u32,
+    attempt: u32,
+    last_update: u32,
+    adapt: u32,
+    start_eps: f32,
+    best_eps: f32,
+    scale: f32,
+    step: u32,
+    rho_prev: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+// Per pair, PAIR_U32 words: body of a, kind (1 ball, 2 capsule, 3 box),
+// first warm-start slot, 0.
+@group(1) @binding(0) var<storage, read> pair_u32: array<u32>;
+// Per pair, PAIR_F32 floats: the collider in its body's frame (rotation
+// column-major 9, translation 3), border radius, half extents (3), the
+// half-space's normal (3) and offset, friction, restitution, 0, 0.
+@group(1) @binding(1) var<storage, read> pair_f32: array<f32>;
+@group(1) @binding(2) var<storage, read_write> problems: array<CProblem>;
+@group(1) @binding(3) var<storage, read_write> delassus: array<f32>;
+@group(1) @binding(4) var<storage, read_write> blocks: array<CBlock>;
+@group(1) @binding(5) var<storage, read_write> lambda: array<f32>;
+@group(1) @binding(6) var<storage, read_write> results: array<CResult>;
+// Each world's contact scratch, world-minor (sections CW_*).
+@group(1) @binding(7) var<storage, read_write> cwork: array<f32>;
+
+var<private> c_body: array<u32, CMAX>;
+var<private> c_slot: array<u32, CMAX>;
+var<private> c_normal: array<vec3<f32>, CMAX>;
+var<private> c_point: array<vec3<f32>, CMAX>;
+var<private> c_g: array<vec3<f32>, CMAX>;
+var<private> c_mu: array<f32, CMAX>;
+
+// A warm start that is not there (all_finite rejects it; no NaN, which a
+// shader compiler may fold away).
+const NO_WARM: f32 = 3.4028235e38;
+
+fn cw(k: u32) -> f32 {
+    return cwork[k * params.nworlds + world];
+}
+
+fn set_cw(k: u32, x: f32) {
+    cwork[k * params.nworlds + world] = x;
+}
+
+fn pu(p: u32, k: u32) -> u32 {
+    return pair_u32[p * PAIR_U32 + k];
+}
+
+fn pf(p: u32, k: u32) -> f32 {
+    return pair_f32[p * PAIR_F32 + k];
+}
+
+fn pvec(p: u32, k: u32) -> vec3<f32> {
+    return vec3<f32>(pf(p, k), pf(p, k + 1u), pf(p, k + 2u));
+}
+
+// math::frame_from_normal: t1 the projection of the world axis least
+// aligned with n, t2 = n × t1.
+fn frame_from_normal(nrm: vec3<f32>) -> mat3x3<f32> {
+    var a = vec3<f32>(0.0, 0.0, 1.0);
+    if (abs(nrm.x) < 0.6) {
+        a = vec3<f32>(1.0, 0.0, 0.0);
+    } else if (abs(nrm.y) < 0.6) {
+        a = vec3<f32>(0.0, 1.0, 0.0);
+    }
+    let t1 = normalize(a - nrm * dot(a, nrm));
+    return mat3x3<f32>(t1, cross(nrm, t1), nrm);
+}
+
+// The velocity along `d` of the point `p` of a body moving with `m`.
+fn point_velocity(m: V6, p: vec3<f32>, d: vec3<f32>) -> f32 {
+    return dot(d, m.l + cross(m.a, p));
+}
+
+// Vertex k of a box's support face (parry's Cuboid::support_face: the
+// face whose normal is most aligned with `dir`, its vertices in parry's
+// order) and its corner's slot (bit i set: coordinate i negative).
+fn box_vertex(half: vec3<f32>, dir: vec3<f32>, k: u32) -> vec4<f32> {
+    let ad = abs(dir);
+    var axis = 0u;
+    if (ad.y > ad.x) {
+        axis = 1u;
+    }
+    if (ad.z > max(ad.x, ad.y)) {
+        axis = 2u;
+    }
+    var sgn = 1.0;
+    if (dir[axis] < 0.0) {
+        sgn = -1.0;
+    }
+    // The two other axes' signs: (+,+), (−,+), (−,−), (+,−) for a face
+    // normal to x or y; (+,+), (+,−), (−,−), (−,+) for z.
+    var s1 = 1.0;
+    var s2 = 1.0;
+    if (axis == 2u) {
+        if (k == 2u || k == 3u) { s1 = -1.0; }
+        if (k == 1u || k == 2u) { s2 = -1.0; }
+    } else {
+        if (k == 1u || k == 2u) { s1 = -1.0; }
+        if (k == 2u || k == 3u) { s2 = -1.0; }
+    }
+    var v = vec3<f32>(0.0);
+    switch axis {
+        case 0u: { v = vec3<f32>(sgn * half.x, s1 * half.y, s2 * half.z); }
+        case 1u: { v = vec3<f32>(s1 * half.x, sgn * half.y, s2 * half.z); }
+        default: { v = vec3<f32>(s1 * half.x, s2 * half.y, sgn * half.z); }
+    }
+    let corner = u32(v.x < 0.0) | (u32(v.y < 0.0) << 1u) | (u32(v.z < 0.0) << 2u);
+    return vec4<f32>(v, f32(corner));
+}
+
+// The contacts of the step (collision at q): fills c_* and returns nc.
+fn collide(margin: f32, friction_scale: f32) -> u32 {
+    var nc = 0u;
+    for (var p = 0u; p < NPAIRS; p++) {
+        let body = pu(p, 0u);
+        let kind = pu(p, 1u);
+        let grot = rot[body] * mat3x3<f32>(pvec(p, 0u), pvec(p, 3u), pvec(p, 6u));
+        let gpos = rot[body] * pvec(p, 9u) + pos[body];
+        let border = pf(p, 12u);
+        let half = pvec(p, 13u);
+        let nrm = pvec(p, 16u);
+        let offset = pf(p, 19u);
+        let dir = transpose(grot) * (-nrm);
+        var count = 1u;
+        if (kind == 2u) {
+            count = 2u;
+        } else if (kind == 3u) {
+            count = 4u;
+        }
+        for (var k = 0u; k < count; k++) {
+            var local = vec3<f32>(0.0);
+            var vslot = 0u;
+            if (kind == 2u) {
+                // capsule_z's segment: (0, 0, −h) then (0, 0, h).
+                local = vec3<f32>(0.0, 0.0, select(-half.z, half.z, k == 1u));
+                vslot = k;
+            } else if (kind == 3u) {
+                let bv = box_vertex(half, dir, k);
+                local = bv.xyz;
+                vslot = u32(bv.w);
+            }
+            let pw = grot * local + gpos;
+            let d = dot(nrm, pw) - offset - border;
+            if (d > margin || nc >= CMAX) {
+                continue;
+            }
+            c_body[nc] = body;
+            c_slot[nc] = pu(p, 2u) + vslot;
+            c_normal[nc] = nrm;
+            // Midway between the surfaces.
+            c_point[nc] = pw - nrm * (border + 0.5 * d);
+            c_mu[nc] = pf(p, 20u) * friction_scale;
+            // g's normal lane holds φ until the stabilization is added;
+            // the restitution is read again there.
+            c_g[nc] = vec3<f32>(d, pf(p, 21u), 0.0);
+            nc++;
+        }
+    }
+    return nc;
+}
+
+// Row k of J into `unit_f` (contacts' rows, then the limits').
+fn jacobian_row(k: u32, nc: u32) {
+    for (var j = 0u; j < NV; j++) {
+        unit_f[j] = 0.0;
+    }
+    if (k >= 3u * nc) {
+        let l = k - 3u * nc;
+        unit_f[row_dof[l]] = row_sign[l];
+        return;
+    }
+    let i = k / 3u;
+    let f = frame_from_normal(c_normal[i]);
+    let d = f[k % 3u];
+    let p = c_point[i];
+    let pd = cross(p, d);
+    var b = c_body[i];
+    loop {
+        if (b == 0u) {
+            break;
+        }
+        let iv = bu(b, 3u);
+        for (var a = 0u; a < bu(b, 5u); a++) {
+            unit_f[iv + a] = dot(s[iv + a].l, d) + dot(s[iv + a].a, pd);
+        }
+        b = bu(b, 0u);
+    }
+}
+
+// After the free velocity and the limit rows (row_* of `step`, nl of
+// them): the world's contact problem, written for the solver.
+fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
+    let margin = wp(13u, params.contact.x);
+    let friction_scale = wp(14u, params.contact.y);
+    let bounce = wp(15u, params.contact.z);
+    let beta = wp(5u, params.limits.y);
+    let alpha = wp(6u, params.limits.z);
+    let nc = collide(margin, friction_scale);
+    let m = 3u * nc + nl;
+    // g = J v_f + stabilization (assemble_problem), before unit_a is reused.
+    for (var i = 0u; i < NB; i++) {
+        unit_a[i] = V6(vec3<f32>(0.0), vec3<f32>(0.0));
+    }
+    for (var i = 1u; i < NB; i++) {
+        let iv = bu(i, 3u);
+        var a = unit_a[bu(i, 0u)];
+        for (var k = 0u; k < bu(i, 5u); k++) {
+            a = v6_add(a, v6_scale(s[iv + k], v_free[iv + k]));
+        }
+        unit_a[i] = a;
+    }
+    for (var i = 0u; i < nc; i++) {
+        let f = frame_from_normal(c_normal[i]);
+        let p = c_point[i];
+        let b = c_body[i];
+        let phi = c_g[i].x;
+        let restitution = c_g[i].y;
+        let vn_before = point_velocity(vel[b], p, f[2]);
+        var gn = point_velocity(unit_a[b], p, f[2]);
+        let impact = restitution > 0.0 && vn_before < -bounce && phi + vn_before * dt <= 0.0;
+        if (impact) {
+            gn += restitution * vn_before + beta * min(phi, 0.0) / dt;
+        } else if (phi >= 0.0) {
+            gn += phi / dt;
+        } else {
+            gn += beta * phi / dt;
+        }
+        c_g[i] = vec3<f32>(point_velocity(unit_a[b], p, f[0]), point_velocity(unit_a[b], p, f[1]), gn);
+    }
+    // The columns: X_k = M̃⁻¹ J_kᵀ, and G's column k below the diagonal
+    // from the bodies' motion under X_k (unit_a) or the limit dofs.
+    var scale = 0.0;
+    for (var k = 0u; k < m; k++) {
+        jacobian_row(k, nc);
+        for (var j = 0u; j < NV; j++) {
+            set_cw(CW_J + k * NV + j, unit_f[j]);
+        }
+        apply_inverse_inertia();
+        for (var j = 0u; j < NV; j++) {
+            set_cw(CW_X + k * NV + j, unit_f[j]);
+        }
+        for (var a = k; a < m; a++) {
+            var x = 0.0;
+            if (a < 3u * nc) {
+                let i = a / 3u;
+                let f = frame_from_normal(c_normal[i]);
+                let d = f[a % 3u];
+                x = point_velocity(unit_a[c_body[i]], c_point[i], d);
+            } else {
+                let l = a - 3u * nc;
+                x = row_sign[l] * unit_f[row_dof[l]];
+            }
+            delassus[(a * (a + 1u) / 2u + k) * n + w] = x;
+            scale = max(scale, abs(x));
+        }
+    }
+    // Blocks (g, μ, R = α diag G), the warm start, the header.
+    let reset = cw(CW_RESET) != 0.0;
+    let warm = params.contact.w != 0.0 && !reset;
+    set_cw(CW_RESET, 0.0);
+    for (var i = 0u; i < nc; i++) {
+        var r = vec3<f32>(0.0);
+        for (var k = 0u; k < 3u; k++) {
+            let kk = 3u * i + k;
+            r[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
+        }
+        blocks[i * n + w] = CBlock(vec4<f32>(c_g[i], c_mu[i]), vec4<f32>(r, 0.0));
+        let lw = vec3<f32>(cw(CW_WARM + 3u * c_slot[i]), cw(CW_WARM + 3u * c_slot[i] + 1u), cw(CW_WARM + 3u * c_slot[i] + 2u));
+        var l0 = vec3<f32>(0.0);
+        if (warm && all_finite(lw.x) && all_finite(lw.y) && all_finite(lw.z)) {
+            l0 = transpose(frame_from_normal(c_normal[i])) * lw;
+        }
+        for (var k = 0u; k < 3u; k++) {
+            lambda[(3u * i + k) * n + w] = l0[k];
+        }
+        set_cw(CW_CONTACT + 4u * i, bitcast<f32>(c_slot[i]));
+        set_cw(CW_CONTACT + 4u * i + 1u, c_normal[i].x);
+        set_cw(CW_CONTACT + 4u * i + 2u, c_normal[i].y);
+        set_cw(CW_CONTACT + 4u * i + 3u, c_normal[i].z);
+    }
+    let nlb = (nl + 2u) / 3u;
+    for (var b = 0u; b < nlb; b++) {
+        var gl = vec3<f32>(0.0);
+        var rl = vec3<f32>(0.0);
+        for (var k = 0u; k < 3u; k++) {
+            let l = 3u * b + k;
+            var l0 = 0.0;
+            if (l < nl) {
+                let kk = 3u * nc + l;
+                gl[k] = row_g[l];
+                rl[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
+                let lw = cw(CW_LWARM + row_key[l]);
+                if (warm && all_finite(lw)) {
+                    l0 = lw;
+                }
+                set_cw(CW_LKEY + l, bitcast<f32>(row_key[l]));
+            }
+            lambda[(3u * (nc + b) + k) * n + w] = l0;
+        }
+        blocks[(nc + b) * n + w] = CBlock(vec4<f32>(gl, 0.0), vec4<f32>(rl, 0.0));
+    }
+    for (var j = 0u; j < NV; j++) {
+        set_cw(CW_VFREE + j, v_free[j]);
+    }
+    set_cw(CW_COUNT, bitcast<f32>(nc));
+    set_cw(CW_COUNT + 1u, bitcast<f32>(nl));
+    var rho = 0.0;
+    if (warm && all_finite(cw(CW_RHO))) {
+        rho = cw(CW_RHO);
+    }
+    var flags_w = 0u;
+    if (loop_cut()) {
+        flags[w] = WORLD_LOOP_LIMIT;
+        flags_w = FLAG_LOOP_LIMIT;
+    }
+    problems[w] = CProblem(w, w, nc, params.solve.x, wp(7u, params.limits.w), w, flags_w, scale, nl, n, w, 0u);
+    results[w] = CResult(0u, 0u, 0.0, 0.0, 0.0, 0.0, rho, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0.0, 0u, 0u, 0u);
+}
+
+// Mesa's lavapipe (22.x) leaves every loop after one iteration once an
+// invocation has made 65 535 (see common.wgsl): a canary of 16 that falls
+// short says this invocation's work cannot be trusted.
+fn loop_cut() -> bool {
+    var k = 0u;
+    loop {
+        k += 1u;
+        if (k >= 16u) {
+            break;
+        }
+    }
+    return k != 16u;
+}
+
+// After the solve: v⁺ = v_f + X λ, Jᵀλ/dt, q⁺, and the next warm start.
+// A world whose solve failed or did not finish is flagged and left as it was.
+@compute @workgroup_size(WORKGROUP)
+fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let w = gid.x;
+    let n = params.nworlds;
+    if (w >= n || stepping[w] == 0u || flags[w] != 0u) {
+        return;
+    }
+    world = w;
+    let dt = wp(0u, params.dt);
+    let st = results[w];
+    if (st.state != STATE_DONE) {
+        flags[w] = WORLD_SOLVE_UNFINISHED;
+        return;
+    }
+    if (st.flags != 0u) {
+        flags[w] = WORLD_SOLVE_FAILED;
+        return;
+    }
+    let nc = bitcast<u32>(cw(CW_COUNT));
+    let nl = bitcast<u32>(cw(CW_COUNT + 1u));
+    let m = 3u * nc + nl;
+    for (var j = 0u; j < NV; j++) {
+        vn[j] = cw(CW_VFREE + j);
+        imp[j] = 0.0;
+    }
+    for (var k = 0u; k < m; k++) {
+        let l = lambda[k * n + w];
+        if (!all_finite(l)) {
+            flags[w] = WORLD_SOLVE_FAILED;
+            return;
+        }
+        for (var j = 0u; j < NV; j++) {
+            vn[j] += cw(CW_X + k * NV + j) * l;
+            imp[j] += cw(CW_J + k * NV + j) * l;
+        }
+    }
+    if (!commit(w, n, dt)) {
+        return;
+    }
+    for (var k = 0u; k < 3u * SLOTS; k++) {
+        set_cw(CW_WARM + k, NO_WARM);
+    }
+    for (var i = 0u; i < nc; i++) {
+        let slot = bitcast<u32>(cw(CW_CONTACT + 4u * i));
+        let nrm = vec3<f32>(cw(CW_CONTACT + 4u * i + 1u), cw(CW_CONTACT + 4u * i + 2u), cw(CW_CONTACT + 4u * i + 3u));
+        let lw = frame_from_normal(nrm) * vec3<f32>(lambda[3u * i * n + w], lambda[(3u * i + 1u) * n + w], lambda[(3u * i + 2u) * n + w]);
+        set_cw(CW_WARM + 3u * slot, lw.x);
+        set_cw(CW_WARM + 3u * slot + 1u, lw.y);
+        set_cw(CW_WARM + 3u * slot + 2u, lw.z);
+    }
+    for (var k = 0u; k < 2u * NB; k++) {
+        set_cw(CW_LWARM + k, NO_WARM);
+    }
+    for (var l = 0u; l < nl; l++) {
+        set_cw(CW_LWARM + bitcast<u32>(cw(CW_LKEY + l)), lambda[(3u * nc + l) * n + w]);
+    }
+    set_cw(CW_RHO, st.rho);
+}

@@ -1,0 +1,366 @@
+//! Contacts of resident worlds (issue 34): collision, the constraint
+//! Jacobian, the Delassus matrix and the free constraint velocity formed
+//! on the device (`shaders/resident_contacts.wgsl`, in the step kernel
+//! after the free velocity), the problem solved in place by the batched
+//! contact kernel (`ncp-admm`, `pgs`, …: the same pipelines as the
+//! host-prepared path, reading the problems where the step wrote them),
+//! then the velocity update and the integration (the kernel's `finish`
+//! entry point). One command buffer per step; the host only submits.
+//!
+//! This slice collides balls, capsules and boxes with half-spaces fixed
+//! on the world: the geometry of legged robots and the MuJoCo locomotion
+//! tasks on flat ground. Any other pair that can collide is refused,
+//! naming it. Each pair's contacts are the ones the host path makes
+//! (`collision::CollisionDetector`: the support feature of the shape in
+//! the direction of the half-space, its vertices within the margin), so a
+//! world's contact capacity is exact: one per ball, two per capsule, four
+//! per box. Overflow cannot happen.
+
+use super::{ResidentError, STATE_FLAG_CONTACT_SOLVE, STATE_FLAG_LOOP_LIMIT, STATE_FLAG_UNFINISHED};
+use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, STATE_DONE, GpuResult};
+use crate::gpu::{GpuContext, GpuSolver};
+use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
+use crate::sim::SimParams;
+
+/// Words per pair record (see the shader): body of `a`, kind (1 ball, 2
+/// capsule, 3 box), first warm-start slot, 0.
+pub const PAIR_U32: usize = 4;
+/// Floats per pair record (see the shader).
+pub const PAIR_F32: usize = 24;
+
+/// One collidable pair of the model as the device sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DevicePair {
+    pub geom_a: usize,
+    pub geom_b: usize,
+    /// 1 ball, 2 capsule, 3 box.
+    pub kind: u32,
+}
+
+impl DevicePair {
+    /// The most contacts the pair makes in one step.
+    pub fn max_contacts(&self) -> usize {
+        [0, 1, 2, 4][self.kind as usize]
+    }
+    /// Warm-start slots: one per vertex the pair can touch with.
+    pub fn slots(&self) -> usize {
+        [0, 1, 2, 8][self.kind as usize]
+    }
+}
+
+/// The model's collidable pairs in the host's order (`a` the moving
+/// geometry, `b` the world's half-space, sorted by `(a, b)`), or why one
+/// cannot be collided on the device.
+pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
+    let ng = model.geometries.len();
+    let mut pairs = Vec::new();
+    for i in 0..ng {
+        for j in i + 1..ng {
+            if !model.can_collide(i, j) {
+                continue;
+            }
+            let (gi, gj) = (&model.geometries[i], &model.geometries[j]);
+            // The host's order: the world-attached geometry is `b`.
+            let (a, b) = if gi.body == WORLD || (gj.body != WORLD && j < i) {
+                (j, i)
+            } else {
+                (i, j)
+            };
+            let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
+            let kind = match ga.shape {
+                Shape::Ball { .. } => 1,
+                Shape::Capsule { .. } => 2,
+                Shape::Cuboid { .. } => 3,
+                _ => 0,
+            };
+            let plane = matches!(gb.shape, Shape::HalfSpace { .. }) && gb.body == WORLD;
+            if kind == 0 || !plane {
+                return Err(format!(
+                    "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
+                     capsules and boxes against a half-space fixed on the world collide yet",
+                    ga.name,
+                    ga.shape.name(),
+                    gb.name,
+                    gb.shape.name()
+                ));
+            }
+            pairs.push(DevicePair {
+                geom_a: a,
+                geom_b: b,
+                kind,
+            });
+        }
+    }
+    pairs.sort_by_key(|p| (p.geom_a, p.geom_b));
+    Ok(pairs)
+}
+
+/// The sizes the contact stage is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContactSizes {
+    pub pairs: usize,
+    /// Contacts per world (exact: every pair's most).
+    pub max_contacts: usize,
+    pub slots: usize,
+    /// Joint-limit rows per world (the kernel's `LROWS`).
+    pub limit_rows: usize,
+}
+
+impl ContactSizes {
+    pub fn of(pairs: &[DevicePair], limit_rows: usize) -> Self {
+        ContactSizes {
+            pairs: pairs.len(),
+            max_contacts: pairs.iter().map(DevicePair::max_contacts).sum(),
+            slots: pairs.iter().map(DevicePair::slots).sum(),
+            limit_rows,
+        }
+    }
+
+    /// Rows of a world's problem at most: `3·max_contacts + limit_rows`.
+    pub fn max_rows(&self) -> usize {
+        3 * self.max_contacts + self.limit_rows
+    }
+
+    /// The offsets of the sections of a world's contact scratch (`cwork`,
+    /// world-minor) and its length: `v_f` (nv), the columns of
+    /// `X = M̃⁻¹Jᵀ` (rows × nv), the rows of `J` (rows × nv), the counts
+    /// (nc, nl), per contact its slot and normal (4), per limit row its
+    /// key (`2·body + side`), the warm starts (world frame, 3 per slot,
+    /// `f32::MAX`: none), the limits' (2 per body), the last ρ, the reset flag.
+    pub fn scratch(&self, nv: usize, nbodies: usize) -> [(&'static str, usize); 10] {
+        let m = self.max_rows();
+        let sizes = [
+            ("CW_VFREE", nv),
+            ("CW_X", m * nv),
+            ("CW_J", m * nv),
+            ("CW_COUNT", 2),
+            ("CW_CONTACT", 4 * self.max_contacts),
+            ("CW_LKEY", self.limit_rows),
+            ("CW_WARM", 3 * self.slots),
+            ("CW_LWARM", 2 * nbodies),
+            ("CW_RHO", 1),
+            ("CW_RESET", 1),
+        ];
+        let mut at = 0;
+        sizes.map(|(name, len)| {
+            let here = at;
+            at += len;
+            (name, here)
+        })
+    }
+
+    /// Floats of one world's contact scratch.
+    pub fn scratch_floats(&self, nv: usize, nbodies: usize) -> usize {
+        let s = self.scratch(nv, nbodies);
+        s[9].1 + 1
+    }
+
+    /// The WGSL constants of the contact stage.
+    pub fn header(&self, nv: usize, nbodies: usize) -> String {
+        let mut out = format!(
+            "const NPAIRS: u32 = {}u;\nconst CMAX: u32 = {}u;\nconst SLOTS: u32 = {}u;\n\
+             const MROWS: u32 = {}u;\nconst PAIR_U32: u32 = {PAIR_U32}u;\nconst PAIR_F32: u32 = {PAIR_F32}u;\n\
+             const STATE_DONE: u32 = {STATE_DONE}u;\nconst FLAG_LOOP_LIMIT: u32 = {FLAG_LOOP_LIMIT}u;\n\
+             const WORLD_SOLVE_FAILED: u32 = {STATE_FLAG_CONTACT_SOLVE}u;\n\
+             const WORLD_SOLVE_UNFINISHED: u32 = {STATE_FLAG_UNFINISHED}u;\n\
+             const WORLD_LOOP_LIMIT: u32 = {STATE_FLAG_LOOP_LIMIT}u;\n",
+            self.pairs.max(1),
+            self.max_contacts.max(1),
+            self.slots.max(1),
+            self.max_rows().max(1),
+        );
+        for (name, at) in self.scratch(nv, nbodies) {
+            out.push_str(&format!("const {name}: u32 = {at}u;\n"));
+        }
+        out
+    }
+}
+
+/// The pair records: [`PAIR_U32`] words and [`PAIR_F32`] floats per pair:
+/// the collider's pose in its body's frame (rotation column-major, 9;
+/// translation, 3), its border radius (ball, capsule; 0 for a box), its
+/// half extents (a capsule's `(0, 0, half_length)`), the half-space's
+/// world normal (3) and offset, the combined friction and restitution.
+pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>) {
+    let mut words = Vec::with_capacity(PAIR_U32 * pairs.len().max(1));
+    let mut floats = Vec::with_capacity(PAIR_F32 * pairs.len().max(1));
+    let mut slot = 0;
+    for p in pairs {
+        let (ga, gb) = (&model.geometries[p.geom_a], &model.geometries[p.geom_b]);
+        words.extend([ga.body as u32, p.kind, slot as u32, 0]);
+        slot += p.slots();
+        let pose = &ga.body_from_collider;
+        let mut f = [0f32; PAIR_F32];
+        for col in 0..3 {
+            for row in 0..3 {
+                f[3 * col + row] = pose.rotation[(row, col)] as f32;
+            }
+            f[9 + col] = pose.translation[col] as f32;
+        }
+        match ga.shape {
+            Shape::Ball { radius } => f[12] = radius as f32,
+            Shape::Capsule {
+                half_length,
+                radius,
+            } => {
+                f[12] = radius as f32;
+                f[15] = half_length as f32;
+            }
+            Shape::Cuboid { half_extents } => {
+                for k in 0..3 {
+                    f[13 + k] = half_extents[k] as f32;
+                }
+            }
+            _ => {}
+        }
+        if let Shape::HalfSpace { normal } = gb.shape {
+            // The collider's pose is fixed (b is on the world).
+            let pose_b = &gb.body_from_collider;
+            let n = pose_b.rotation * (normal / normal.norm());
+            for k in 0..3 {
+                f[16 + k] = n[k] as f32;
+            }
+            f[19] = n.dot(&pose_b.translation) as f32;
+        }
+        f[20] = combine_friction(ga.material.friction, gb.material.friction) as f32;
+        f[21] = combine_restitution(ga.material.restitution, gb.material.restitution) as f32;
+        floats.extend(f);
+    }
+    if words.is_empty() {
+        words.resize(PAIR_U32, 0);
+        floats.resize(PAIR_F32, 0.0);
+    }
+    (words, floats)
+}
+
+/// The contact parameters of the step kernel's uniform: margin, friction
+/// scale, bounce velocity, warm start (1 or 0).
+pub fn contact_uniform(params: &SimParams) -> [f32; 4] {
+    [
+        params.contact_margin as f32,
+        params.friction_scale as f32,
+        params.bounce_velocity as f32,
+        f32::from(u8::from(params.warm_start)),
+    ]
+}
+
+/// The device side of the contact stage: the solver whose pipeline solves
+/// the problems in place, the pair records and the scratch, the kernel's
+/// second bind group.
+pub(super) struct ContactStage {
+    pub(super) sizes: ContactSizes,
+    pub(super) solver: GpuSolver,
+    /// Dispatches of the solver per step (see [`ContactStage::new`]).
+    pub(super) dispatches: u32,
+    pub(super) pair_u32: wgpu::Buffer,
+    pub(super) pair_f32: wgpu::Buffer,
+    pub(super) cwork: wgpu::Buffer,
+}
+
+impl ContactStage {
+    /// Makes the solver and the buffers for `nworlds` worlds of `model`
+    /// (capacity checked before anything is allocated).
+    pub(super) fn new(
+        ctx: &GpuContext,
+        model: &Model,
+        params: &SimParams,
+        pairs: &[DevicePair],
+        sizes: ContactSizes,
+        nworlds: usize,
+    ) -> Result<Self, ResidentError> {
+        let floats = sizes.scratch_floats(model.nv, model.nbodies);
+        let limit = ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(ctx.limits.max_buffer_size);
+        let needed = (floats as u64).saturating_mul(nworlds as u64 * 4);
+        if needed > limit {
+            return Err(ResidentError::Capacity {
+                nworlds,
+                what: "bytes of contact scratch (M̃⁻¹Jᵀ, J, warm starts per world)",
+                needed,
+                limit,
+            });
+        }
+        let capacity =
+            BatchCapacity::uniform_with_rows(nworlds, sizes.max_contacts, sizes.limit_rows);
+        let mut solver = GpuSolver::new(ctx, params.solver, capacity)?;
+        let dispatches = solver.prepare_resident(
+            nworlds,
+            &params.solver_settings,
+            sizes.max_contacts,
+            sizes.max_rows(),
+        )?;
+        let (words, pf) = pair_records(model, pairs);
+        let device = &ctx.device;
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let init = |label: &str, bytes: &[u8]| {
+            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.len() as u64,
+                usage: storage,
+                mapped_at_creation: false,
+            });
+            ctx.queue.write_buffer(&buffer, 0, bytes);
+            buffer
+        };
+        let pair_u32 = init("resident pairs (u32)", bytemuck::cast_slice(&words));
+        let pair_f32 = init("resident pairs (f32)", bytemuck::cast_slice(&pf));
+        // No warm start anywhere (f32::MAX, the shader's NO_WARM), ρ 0, no
+        // reset pending.
+        let mut scratch = vec![0f32; floats * nworlds];
+        let s = sizes.scratch(model.nv, model.nbodies);
+        let (warm, rho) = (s[6].1, s[8].1);
+        scratch[warm * nworlds..rho * nworlds].fill(f32::MAX);
+        let cwork = init("resident contact scratch", bytemuck::cast_slice(&scratch));
+        // Every problem done: a world that does not step leaves its
+        // problem alone, and the solver skips it.
+        let done = vec![
+            GpuResult {
+                state: STATE_DONE,
+                ..Default::default()
+            };
+            nworlds
+        ];
+        ctx.queue
+            .write_buffer(solver.resident_buffers()[4], 0, bytemuck::cast_slice(&done));
+        Ok(ContactStage {
+            sizes,
+            solver,
+            dispatches,
+            pair_u32,
+            pair_f32,
+            cwork,
+        })
+    }
+
+    /// The second bind group's buffers, by binding.
+    pub(super) fn buffers(&self) -> [&wgpu::Buffer; 8] {
+        let [problems, delassus, blocks, lambda, results] = self.solver.resident_buffers();
+        [
+            &self.pair_u32,
+            &self.pair_f32,
+            problems,
+            delassus,
+            blocks,
+            lambda,
+            results,
+            &self.cwork,
+        ]
+    }
+
+    /// World `w`'s next step starts without warm starts.
+    pub(super) fn reset_warm_start(&self, queue: &wgpu::Queue, w: usize, nworlds: usize, model: &Model) {
+        let reset = self.sizes.scratch(model.nv, model.nbodies)[9].1;
+        queue.write_buffer(
+            &self.cwork,
+            ((reset * nworlds + w) * 4) as u64,
+            bytemuck::bytes_of(&1f32),
+        );
+    }
+
+    /// Bytes on the device.
+    pub(super) fn device_bytes(&self) -> u64 {
+        self.pair_u32.size() + self.pair_f32.size() + self.cwork.size() + self.solver.device_bytes()
+    }
+}
