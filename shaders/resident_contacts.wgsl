@@ -396,6 +396,8 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
     world = w;
     let dt = wp(0u, params.dt);
     let st = results[w];
+    set_cw(CW_STATS, bitcast<f32>(st.iterations));
+    set_cw(CW_STATS + 1u, st.eps_abs);
     if (st.state != STATE_DONE) {
         flags[w] = WORLD_SOLVE_UNFINISHED;
         return;

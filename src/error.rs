@@ -89,6 +89,8 @@ pub enum SimError {
         "the step on the GPU would have made the state non-finite; the world keeps its last state"
     )]
     DeviceNonFinite,
+    #[error("the contact solve on the GPU {0}; the world keeps its last state")]
+    DeviceContact(&'static str),
     #[error("the contact problem is invalid: {0}")]
     Problem(#[from] ProblemError),
 }

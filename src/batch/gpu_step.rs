@@ -391,15 +391,39 @@ impl BatchSim {
         r.step_repeated(input, mask, repeats).map_err(resident)?;
         let worlds = &mut self.worlds;
         let (nq, nv) = (self.model.nq, self.model.nv);
+        let tolerance = r.params().solver_settings.tolerance;
         r.read_columns(|c| {
             worlds.par_iter_mut().enumerate().for_each(|(w, world)| {
                 if !active[w] {
                     return;
                 }
-                if c.flagged(w) {
-                    world.step = WorldStep::Failed(SimError::DeviceNonFinite);
+                use crate::gpu::resident as res;
+                world.device_rows = 0;
+                let why = match c.flag(w) {
+                    0 => None,
+                    res::WORLD_FLAG_NON_FINITE => Some(SimError::DeviceNonFinite),
+                    res::STATE_FLAG_CONTACT_SOLVE => Some(SimError::DeviceContact(
+                        "failed (the solver flagged the problem, or λ was not finite)",
+                    )),
+                    res::STATE_FLAG_UNFINISHED => {
+                        Some(SimError::DeviceContact("did not finish within the step"))
+                    }
+                    _ => Some(SimError::DeviceContact(
+                        "was cut short by the driver's loop limit",
+                    )),
+                };
+                if let Some(why) = why {
+                    world.step = WorldStep::Failed(why);
                     world.constraint_force = None;
                     return;
+                }
+                if let Some((nc, nl, iterations, eps_abs)) = c.solve(w) {
+                    // The last of the `repeats` steps' problem.
+                    world.step = WorldStep::Stepping { contacts: nc };
+                    world.device_rows = 3 * nc + nl;
+                    world.stats.iterations = iterations;
+                    world.stats.residuals.eps_abs = eps_abs;
+                    world.stats.converged = eps_abs <= tolerance;
                 }
                 for t in 0..nq {
                     world.state.q[t] = c.q(w, t);

@@ -306,6 +306,9 @@ struct World {
     /// The generalized constraint forces of the last step when it ran on
     /// the device (the host paths compute them from the world's simulator).
     constraint_force: Option<DVector<f64>>,
+    /// Rows of the last contact problem solved on the device (resident
+    /// worlds with contacts; 0 otherwise).
+    device_rows: usize,
 }
 
 /// What a step records for its derivatives.
@@ -432,6 +435,7 @@ impl BatchSim {
                 record: Record::Nothing,
                 v0: DVector::zeros(model.nv),
                 constraint_force: None,
+                device_rows: 0,
             });
         }
         Ok(BatchSim {

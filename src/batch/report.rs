@@ -24,7 +24,7 @@ impl Tally {
             WorldStep::Stepping { contacts: nc } => {
                 self.contacts += nc;
                 self.max_contacts = self.max_contacts.max(*nc);
-                if world.sim.problem().m() > 0 {
+                if world.sim.problem().m() > 0 || world.device_rows > 0 {
                     self.worlds_solved += 1;
                     self.iterations += world.stats.iterations;
                     self.unconverged += usize::from(!world.stats.converged);

@@ -139,6 +139,9 @@ pub struct Columns<'a> {
     pub(super) v: &'a [f32],
     pub(super) qfrc: &'a [f32],
     pub(super) flags: &'a [f32],
+    /// With contacts: per world nc, nl, iterations, ε_abs (world-minor;
+    /// the counts as u32 bits); else empty.
+    pub(super) solves: &'a [f32],
 }
 
 impl Columns<'_> {
@@ -161,9 +164,33 @@ impl Columns<'_> {
         self.qfrc[t * self.n + w] as f64
     }
 
-    /// Whether world `w`'s state would have become non-finite.
+    /// Whether world `w`'s last step was refused (its state unchanged):
+    /// see [`Self::flag`].
     pub fn flagged(&self, w: usize) -> bool {
         self.flags[w].to_bits() != 0
+    }
+
+    /// Why world `w`'s last step was refused: 0 it was not,
+    /// [`super::WORLD_FLAG_NON_FINITE`] (its state would have become
+    /// non-finite), [`super::STATE_FLAG_CONTACT_SOLVE`],
+    /// [`super::STATE_FLAG_UNFINISHED`], [`super::STATE_FLAG_LOOP_LIMIT`].
+    pub fn flag(&self, w: usize) -> u32 {
+        self.flags[w].to_bits()
+    }
+
+    /// World `w`'s last contact problem: contacts, limit rows, solver
+    /// iterations and `ε_abs` (`None` for a model without contacts).
+    pub fn solve(&self, w: usize) -> Option<(usize, usize, usize, f64)> {
+        if self.solves.is_empty() {
+            return None;
+        }
+        let at = |k: usize| self.solves[k * self.n + w];
+        Some((
+            at(0).to_bits() as usize,
+            at(1).to_bits() as usize,
+            at(2).to_bits() as usize,
+            at(3) as f64,
+        ))
     }
 }
 

@@ -122,18 +122,21 @@ impl ContactSizes {
     }
 
     /// The offsets of the sections of a world's contact scratch (`cwork`,
-    /// world-minor) and its length: `v_f` (nv), the columns of
-    /// `X = M̃⁻¹Jᵀ` (rows × nv), the rows of `J` (rows × nv), the counts
-    /// (nc, nl), per contact its slot and normal (4), per limit row its
-    /// key (`2·body + side`), the warm starts (world frame, 3 per slot,
-    /// `f32::MAX`: none), the limits' (2 per body), the last ρ, the reset flag.
-    pub fn scratch(&self, nv: usize, nbodies: usize) -> [(&'static str, usize); 10] {
+    /// world-minor) and its length: the counts (nc, nl) and the solve's
+    /// statistics (iterations, ε_abs) first, read back with the state;
+    /// `v_f` (nv); the columns of `X = M̃⁻¹Jᵀ` (rows × nv); the rows of `J`
+    /// (rows × nv); per contact its slot and normal (4); per limit row its
+    /// key (`2·body + side`); the warm starts (world frame, 3 per slot,
+    /// `f32::MAX`: none), the limits' (2 per body); the last ρ; the reset
+    /// flag.
+    pub fn scratch(&self, nv: usize, nbodies: usize) -> [(&'static str, usize); 11] {
         let m = self.max_rows();
         let sizes = [
+            ("CW_COUNT", 2),
+            ("CW_STATS", 2),
             ("CW_VFREE", nv),
             ("CW_X", m * nv),
             ("CW_J", m * nv),
-            ("CW_COUNT", 2),
             ("CW_CONTACT", 4 * self.max_contacts),
             ("CW_LKEY", self.limit_rows),
             ("CW_WARM", 3 * self.slots),
@@ -149,11 +152,19 @@ impl ContactSizes {
         })
     }
 
+    /// The offset of section `name` of [`Self::scratch`].
+    pub fn section(&self, nv: usize, nbodies: usize, name: &str) -> usize {
+        let s = self.scratch(nv, nbodies);
+        s.iter().find(|(n, _)| *n == name).map_or(0, |(_, at)| *at)
+    }
+
     /// Floats of one world's contact scratch.
     pub fn scratch_floats(&self, nv: usize, nbodies: usize) -> usize {
-        let s = self.scratch(nv, nbodies);
-        s[9].1 + 1
+        self.section(nv, nbodies, "CW_RESET") + 1
     }
+
+    /// Floats per world read back with the state: nc, nl, iterations, ε_abs.
+    pub const READBACK: usize = 4;
 
     /// The WGSL constants of the contact stage.
     pub fn header(&self, nv: usize, nbodies: usize) -> String {
@@ -298,7 +309,8 @@ impl ContactStage {
             let buffer = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size: bytes.len() as u64,
-                usage: storage,
+                // (The scratch's head is read back with the state.)
+                usage: storage | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
             ctx.queue.write_buffer(&buffer, 0, bytes);
@@ -309,8 +321,8 @@ impl ContactStage {
         // No warm start anywhere (f32::MAX, the shader's NO_WARM), ρ 0, no
         // reset pending.
         let mut scratch = vec![0f32; floats * nworlds];
-        let s = sizes.scratch(model.nv, model.nbodies);
-        let (warm, rho) = (s[6].1, s[8].1);
+        let at = |name| sizes.section(model.nv, model.nbodies, name);
+        let (warm, rho) = (at("CW_WARM"), at("CW_RHO"));
         scratch[warm * nworlds..rho * nworlds].fill(f32::MAX);
         let cwork = init("resident contact scratch", bytemuck::cast_slice(&scratch));
         // Every problem done: a world that does not step leaves its
@@ -351,7 +363,7 @@ impl ContactStage {
 
     /// World `w`'s next step starts without warm starts.
     pub(super) fn reset_warm_start(&self, queue: &wgpu::Queue, w: usize, nworlds: usize, model: &Model) {
-        let reset = self.sizes.scratch(model.nv, model.nbodies)[9].1;
+        let reset = self.sizes.section(model.nv, model.nbodies, "CW_RESET");
         queue.write_buffer(
             &self.cwork,
             ((reset * nworlds + w) * 4) as u64,

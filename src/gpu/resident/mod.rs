@@ -300,7 +300,13 @@ impl ResidentBatch {
                 ),
             });
         }
-        let readback_bytes = ((nq + 2 * nv + 1) as u64).saturating_mul(nworlds as u64 * 4);
+        let extra = if pairs.is_empty() {
+            0
+        } else {
+            ContactSizes::READBACK
+        };
+        let readback_bytes =
+            ((nq + 2 * nv + 1 + extra) as u64).saturating_mul(nworlds as u64 * 4);
         if readback_bytes > ctx.limits.max_buffer_size {
             return Err(ResidentError::Capacity {
                 nworlds,
@@ -1019,6 +1025,16 @@ impl ResidentBatch {
             bq + 2 * bv,
             (n * 4) as u64,
         );
+        if let Some((stage, _)) = &self.contacts {
+            // The counts and the solve's statistics lead the scratch.
+            encoder.copy_buffer_to_buffer(
+                &stage.cwork,
+                0,
+                &self.readback,
+                bq + 2 * bv + (n * 4) as u64,
+                (n * ContactSizes::READBACK * 4) as u64,
+            );
+        }
         // The wait for the device starts at this submission: a software
         // adapter (lavapipe) runs the queued steps inside it.
         let wait = Instant::now();
@@ -1035,13 +1051,15 @@ impl ResidentBatch {
                 let words: &[f32] = bytemuck::cast_slice(bytes);
                 let (q, rest) = words.split_at(n * nq);
                 let (v, rest) = rest.split_at(n * nv);
-                let (qfrc, flags) = rest.split_at(n * nv);
+                let (qfrc, rest) = rest.split_at(n * nv);
+                let (flags, solves) = rest.split_at(n);
                 out = Some(read(&Columns {
                     n,
                     q,
                     v,
                     qfrc,
                     flags,
+                    solves,
                 }));
             },
         )?;
