@@ -60,12 +60,14 @@ struct CResult {
     pad2: u32,
 }
 
-// Per pair, PAIR_U32 words: body of a, kind (1 ball, 2 capsule, 3 box),
-// first warm-start slot, 0.
+// Per pair, PAIR_U32 words: body of a, kind (1, 2, 3: a ball, capsule or
+// box against a half-space on the world; 4: two balls or capsules; 5: a
+// box and a ball), first warm-start slot, body of b.
 @group(1) @binding(0) var<storage, read> pair_u32: array<u32>;
-// Per pair, PAIR_F32 floats: the collider in its body's frame (rotation
+// Per pair, PAIR_F32 floats: a's collider in its body's frame (rotation
 // column-major 9, translation 3), border radius, half extents (3), the
-// half-space's normal (3) and offset, friction, restitution, 0, 0.
+// half-space's normal (3) and offset, friction, restitution, 0, 0; then
+// b's collider, radius and half extents as a's (24 to 39).
 @group(1) @binding(1) var<storage, read> pair_f32: array<f32>;
 @group(1) @binding(2) var<storage, read_write> problems: array<CProblem>;
 @group(1) @binding(3) var<storage, read_write> delassus: array<f32>;
@@ -76,6 +78,7 @@ struct CResult {
 @group(1) @binding(7) var<storage, read_write> cwork: array<f32>;
 
 var<private> c_body: array<u32, CMAX>;
+var<private> c_body_b: array<u32, CMAX>;
 var<private> c_slot: array<u32, CMAX>;
 var<private> c_normal: array<vec3<f32>, CMAX>;
 var<private> c_point: array<vec3<f32>, CMAX>;
@@ -173,6 +176,12 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         let half = pvec(p, 13u);
         let nrm = pvec(p, 16u);
         let offset = pf(p, 19u);
+        if (kind >= 4u) {
+            if (nc < CMAX) {
+                nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
+            }
+            continue;
+        }
         let dir = transpose(grot) * (-nrm);
         var count = 1u;
         if (kind == 2u) {
@@ -198,6 +207,7 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
                 continue;
             }
             c_body[nc] = body;
+            c_body_b[nc] = 0u;
             c_slot[nc] = pu(p, 2u) + vslot;
             c_normal[nc] = nrm;
             // Midway between the surfaces.
@@ -210,6 +220,131 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         }
     }
     return nc;
+}
+
+// Closest points of segments [p0, p1] and [q0, q1] (a ball's segment has
+// p0 = p1): the clamped minimizer of |p(s) − q(t)|.
+fn closest_segments(p0: vec3<f32>, p1: vec3<f32>, q0: vec3<f32>, q1: vec3<f32>) -> mat2x3<f32> {
+    let d1 = p1 - p0;
+    let d2 = q1 - q0;
+    let r = p0 - q0;
+    let a = dot(d1, d1);
+    let e = dot(d2, d2);
+    let f = dot(d2, r);
+    var s = 0.0;
+    var t = 0.0;
+    let tiny = 1e-12;
+    if (a <= tiny && e > tiny) {
+        t = clamp(f / e, 0.0, 1.0);
+    } else if (a > tiny) {
+        let c = dot(d1, r);
+        if (e <= tiny) {
+            s = clamp(-c / a, 0.0, 1.0);
+        } else {
+            let b = dot(d1, d2);
+            let denom = a * e - b * b;
+            if (denom > tiny * a * e) {
+                s = clamp((b * f - c * e) / denom, 0.0, 1.0);
+            }
+            t = (b * s + f) / e;
+            if (t < 0.0) {
+                t = 0.0;
+                s = clamp(-c / a, 0.0, 1.0);
+            } else if (t > 1.0) {
+                t = 1.0;
+                s = clamp((b - c) / a, 0.0, 1.0);
+            }
+        }
+    }
+    return mat2x3<f32>(p0 + d1 * s, q0 + d2 * t);
+}
+
+// A pair of moving geometries (kinds 4 and 5): at most one contact, at
+// index nc; returns the new count. The normal n points from b to a.
+fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f32, friction_scale: f32) -> u32 {
+    let body_b = pu(p, 3u);
+    let brot = rot[body_b] * mat3x3<f32>(pvec(p, 24u), pvec(p, 27u), pvec(p, 30u));
+    let bpos = rot[body_b] * pvec(p, 33u) + pos[body_b];
+    let ra = pf(p, 12u);
+    let rb = pf(p, 36u);
+    // The closest points of a's and b's cores, and the direction u from
+    // b's core to a's along which they separate.
+    var core_a = gpos;
+    var core_b = bpos;
+    var u = vec3<f32>(0.0);
+    var dist = 0.0;
+    if (pu(p, 1u) == 4u) {
+        let ha = grot * vec3<f32>(0.0, 0.0, pf(p, 15u));
+        let hb = brot * vec3<f32>(0.0, 0.0, pf(p, 39u));
+        let cp = closest_segments(gpos - ha, gpos + ha, bpos - hb, bpos + hb);
+        core_a = cp[0];
+        core_b = cp[1];
+        let diff = core_a - core_b;
+        let len = length(diff);
+        // (parry's fallback for coincident cores: a's y axis.)
+        u = select(-(grot * vec3<f32>(0.0, 1.0, 0.0)), diff / len, len > 0.0);
+        dist = len - ra - rb;
+    } else {
+        // A box and a ball: the box's point closest to the ball's centre
+        // (inside: on the nearest face).
+        let box_is_a = ra == 0.0;
+        var brot2 = grot;
+        var bo = gpos;
+        var half = pvec(p, 13u);
+        var centre = bpos;
+        var radius = rb;
+        if (!box_is_a) {
+            brot2 = brot;
+            bo = bpos;
+            half = pvec(p, 37u);
+            centre = gpos;
+            radius = ra;
+        }
+        let local = transpose(brot2) * (centre - bo);
+        let inside = all(abs(local) <= half);
+        var on_box = clamp(local, -half, half);
+        var away = vec3<f32>(0.0); // from the box to the ball's centre
+        var gap = 0.0;
+        if (inside) {
+            let depth = half - abs(local);
+            var k = 0u;
+            if (depth.y < depth.x) { k = 1u; }
+            if (depth.z < min(depth.x, depth.y)) { k = 2u; }
+            let sgn = select(-1.0, 1.0, local[k] >= 0.0);
+            on_box[k] = sgn * half[k];
+            var e = vec3<f32>(0.0);
+            e[k] = sgn;
+            away = brot2 * e;
+            gap = -depth[k];
+        } else {
+            let diff = local - on_box;
+            gap = length(diff);
+            away = brot2 * (diff / gap);
+        }
+        let q_box = brot2 * on_box + bo;
+        dist = gap - radius;
+        if (box_is_a) {
+            core_a = q_box;
+            core_b = centre;
+            u = -away;
+        } else {
+            core_a = centre;
+            core_b = q_box;
+            u = away;
+        }
+    }
+    if (dist > margin) {
+        return nc;
+    }
+    c_body[nc] = pu(p, 0u);
+    c_body_b[nc] = body_b;
+    c_slot[nc] = pu(p, 2u);
+    c_normal[nc] = u;
+    // Midway between the surfaces (a box's radius is 0).
+    c_point[nc] = 0.5 * ((core_a - u * ra) + (core_b + u * rb));
+    c_mu[nc] = pf(p, 20u) * friction_scale;
+    c_g[nc] = vec3<f32>(dist, pf(p, 21u), 0.0);
+    return nc + 1u;
 }
 
 // Row k of J into `unit_f` (contacts' rows, then the limits').
@@ -227,17 +362,30 @@ fn jacobian_row(k: u32, nc: u32) {
     let d = f[k % 3u];
     let p = c_point[i];
     let pd = cross(p, d);
-    var b = c_body[i];
-    loop {
-        if (b == 0u) {
-            break;
+    // +J of a's supporting dofs, −J of b's (the common ones cancel).
+    for (var side = 0u; side < 2u; side++) {
+        var b = c_body[i];
+        var sgn = 1.0;
+        if (side == 1u) {
+            b = c_body_b[i];
+            sgn = -1.0;
         }
-        let iv = bu(b, 3u);
-        for (var a = 0u; a < bu(b, 5u); a++) {
-            unit_f[iv + a] = dot(s[iv + a].l, d) + dot(s[iv + a].a, pd);
+        loop {
+            if (b == 0u) {
+                break;
+            }
+            let iv = bu(b, 3u);
+            for (var a = 0u; a < bu(b, 5u); a++) {
+                unit_f[iv + a] += sgn * (dot(s[iv + a].l, d) + dot(s[iv + a].a, pd));
+            }
+            b = bu(b, 0u);
         }
-        b = bu(b, 0u);
     }
+}
+
+// The relative velocity along d at p of a contact's bodies moving with `m`.
+fn contact_velocity(m: ptr<private, array<V6, NB>>, i: u32, p: vec3<f32>, d: vec3<f32>) -> f32 {
+    return point_velocity((*m)[c_body[i]], p, d) - point_velocity((*m)[c_body_b[i]], p, d);
 }
 
 // After the free velocity and the limit rows (row_* of `step`, nl of
@@ -265,11 +413,10 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
     for (var i = 0u; i < nc; i++) {
         let f = frame_from_normal(c_normal[i]);
         let p = c_point[i];
-        let b = c_body[i];
         let phi = c_g[i].x;
         let restitution = c_g[i].y;
-        let vn_before = point_velocity(vel[b], p, f[2]);
-        var gn = point_velocity(unit_a[b], p, f[2]);
+        let vn_before = contact_velocity(&vel, i, p, f[2]);
+        var gn = contact_velocity(&unit_a, i, p, f[2]);
         let impact = restitution > 0.0 && vn_before < -bounce && phi + vn_before * dt <= 0.0;
         if (impact) {
             gn += restitution * vn_before + beta * min(phi, 0.0) / dt;
@@ -278,7 +425,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         } else {
             gn += beta * phi / dt;
         }
-        c_g[i] = vec3<f32>(point_velocity(unit_a[b], p, f[0]), point_velocity(unit_a[b], p, f[1]), gn);
+        c_g[i] = vec3<f32>(contact_velocity(&unit_a, i, p, f[0]), contact_velocity(&unit_a, i, p, f[1]), gn);
     }
     // The columns: X_k = M̃⁻¹ J_kᵀ, and G's column k below the diagonal
     // from the bodies' motion under X_k (unit_a) or the limit dofs.
@@ -298,7 +445,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
                 let i = a / 3u;
                 let f = frame_from_normal(c_normal[i]);
                 let d = f[a % 3u];
-                x = point_velocity(unit_a[c_body[i]], c_point[i], d);
+                x = contact_velocity(&unit_a, i, c_point[i], d);
             } else {
                 let l = a - 3u * nc;
                 x = row_sign[l] * unit_f[row_dof[l]];

@@ -88,7 +88,13 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
     let Some(ctx) = GpuContext::for_tests() else {
         return;
     };
-    for (file, seed) in [("ant.xml", 1u64), ("walker2d_v5.xml", 2), ("half_cheetah.xml", 3)] {
+    for (file, seed) in [
+        ("ant.xml", 1u64),
+        ("walker2d_v5.xml", 2),
+        ("half_cheetah.xml", 3),
+        ("hopper.xml", 4),
+        ("humanoid.xml", 5),
+    ] {
         let Some(m) = common::gymnasium(file) else {
             return;
         };
@@ -143,7 +149,7 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
             "{file}: one step, {n} worlds: contacts cpu {cpu_contacts:?} gpu {gpu_contacts:?}, |Δv| {dv:.2e} (|v| up to {vmax:.2})"
         );
         assert_eq!(cpu_contacts, gpu_contacts, "{file}");
-        assert!(cpu_contacts.iter().sum::<usize>() >= n, "{file}: on the ground");
+        assert!(cpu_contacts.iter().sum::<usize>() >= n / 2, "{file}: on the ground");
         assert!(dv < 1e-2 * vmax.max(1.0), "{file}: |Δv| {dv:e}");
         // 50 more steps side by side.
         let mut worst = 0.0f64;
@@ -175,19 +181,110 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
         ("cube-resting", true),
         ("ball-drop", true),
         ("arm", true),
+        ("quadruped", true),
         ("cube-stack", false),
-        ("quadruped", false),
+        ("pyramid", false),
     ] {
         let scene = moreau::scenes::scene(name).unwrap();
         let pairs = device_pairs(&scene.model);
         assert_eq!(pairs.is_ok(), ok, "{name}: {pairs:?}");
     }
-    let quadruped = moreau::scenes::scene("quadruped").unwrap();
-    let why = device_pairs(&quadruped.model).unwrap_err();
-    assert!(why.contains("`base` (cuboid) and `FL_foot` (ball)"), "{why}");
-    for (file, pairs) in [("ant.xml", Some(13)), ("walker2d_v5.xml", Some(7)), ("hopper.xml", None)] {
+    let stack = moreau::scenes::scene("cube-stack").unwrap();
+    let why = device_pairs(&stack.model).unwrap_err();
+    assert!(why.contains("`bottom` (cuboid) and `top` (cuboid)"), "{why}");
+    for file in ["ant.xml", "walker2d_v5.xml", "hopper.xml", "humanoid.xml"] {
+        if let Some(m) = common::gymnasium(file) {
+            let pairs = device_pairs(&m.model);
+            assert!(pairs.is_ok(), "{file}: {pairs:?}");
+        }
+    }
+    for (file, pairs) in [("ant.xml", Some(13)), ("walker2d_v5.xml", Some(7))] {
         if let Some(m) = common::gymnasium(file) {
             assert_eq!(device_pairs(&m.model).ok().map(|p| p.len()), pairs, "{file}");
+        }
+    }
+}
+
+/// `BatchSim` on the `gpu` backend keeps Gymnasium's ant on the device
+/// (contacts included), steps it as the CPU backend does, reports the
+/// device's contacts and solver iterations, and a world set to a new state
+/// starts again from it (its warm starts dropped).
+#[test]
+fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
+    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    let Some(m) = common::gymnasium("ant.xml") else {
+        return;
+    };
+    let model = Arc::new(m.model.clone());
+    let (n, nu) = (8, model.nu());
+    let options = |backend| {
+        let mut o = BatchOptions {
+            backend,
+            ..Default::default()
+        };
+        o.params.dt = m.timestep.unwrap_or(0.01);
+        o
+    };
+    let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let Some(mut gpu) = gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
+        return;
+    };
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    let mut cpu = BatchSim::new(model.clone(), &start, n, &options(Backend::CpuParallel)).unwrap();
+    let mut rng = common::Lcg(7);
+    let (mut contacts, mut iterations, mut cpu_contacts) = (0, 0, 0);
+    for _ in 0..60 {
+        let ctrl: Vec<f64> = (0..n * nu).map(|_| rng.range(-1.0, 1.0)).collect();
+        let r = gpu.step_controls(&ctrl).unwrap();
+        let c = cpu.step_controls(&ctrl).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        assert!(r.max_eps_abs <= 1e-6 || r.unconverged > 0);
+        contacts += r.contacts;
+        cpu_contacts += c.contacts;
+        iterations += r.iterations;
+        if r.contacts > 0 {
+            assert!(r.worlds_solved > 0, "the worlds with contacts solved them");
+        }
+    }
+    println!(
+        "ant: 60 steps: {contacts} contacts ({cpu_contacts} on the cpu), {iterations} iterations on the device"
+    );
+    assert!(contacts > 0 && iterations > 0);
+    assert!(contacts.abs_diff(cpu_contacts) * 10 <= cpu_contacts, "{contacts} {cpu_contacts}");
+    let mut worst = 0.0f64;
+    for (g, c) in gpu.states().zip(cpu.states()) {
+        worst = worst.max(max_abs_diff(c.q.as_slice(), g.q.iter().copied()));
+    }
+    println!("ant: |Δq| against the cpu backend after 60 steps: {worst:.2e}");
+    assert!(worst < 0.1, "{worst:e}");
+    // A world put back at the start falls again from there.
+    gpu.set_state(3, start.clone()).unwrap();
+    cpu.set_state(3, start.clone()).unwrap();
+    let ctrl = vec![0.0; n * nu];
+    gpu.step_controls(&ctrl).unwrap();
+    cpu.step_controls(&ctrl).unwrap();
+    let (g, c) = (gpu.state(3).unwrap(), cpu.state(3).unwrap());
+    let d = max_abs_diff(c.q.as_slice(), g.q.iter().copied());
+    assert!(d < 1e-5, "world 3 after its reset: |Δq| {d:e}");
+    assert!(gpu.is_resident());
+}
+
+/// A batch on the `gpu` backend, or `None` (the test then passes) where
+/// there is no adapter, unless `MOREAU_REQUIRE_GPU=1`.
+fn gpu_batch(
+    model: Arc<Model>,
+    initial: &State,
+    n: usize,
+    options: &moreau::batch::BatchOptions,
+) -> Option<moreau::batch::BatchSim> {
+    match moreau::batch::BatchSim::new(model, initial, n, options) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU backend required: {e}"
+            );
+            None
         }
     }
 }

@@ -22,29 +22,63 @@ use crate::gpu::{GpuContext, GpuSolver};
 use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
 use crate::sim::SimParams;
 
-/// Words per pair record (see the shader): body of `a`, kind (1 ball, 2
-/// capsule, 3 box), first warm-start slot, 0.
+/// Words per pair record (see the shader): body of `a`, kind, first
+/// warm-start slot, body of `b`.
 pub const PAIR_U32: usize = 4;
 /// Floats per pair record (see the shader).
-pub const PAIR_F32: usize = 24;
+pub const PAIR_F32: usize = 40;
+
+/// Pair kinds: a ball, capsule or box against a half-space on the world.
+const BALL_PLANE: u32 = 1;
+const CAPSULE_PLANE: u32 = 2;
+const BOX_PLANE: u32 = 3;
+/// Two balls or capsules (their cores are segments, a ball's of length 0):
+/// one contact at the closest points of the cores (parry's ball-ball,
+/// convex-ball and capsule-capsule manifolds).
+const ROUND_ROUND: u32 = 4;
+/// A box and a ball (either order): one contact at the point of the box
+/// closest to the ball's centre (parry's convex-ball manifold).
+const BOX_BALL: u32 = 5;
 
 /// One collidable pair of the model as the device sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DevicePair {
     pub geom_a: usize,
     pub geom_b: usize,
-    /// 1 ball, 2 capsule, 3 box.
+    /// What collides with what (see the kinds above).
     pub kind: u32,
 }
 
 impl DevicePair {
     /// The most contacts the pair makes in one step.
     pub fn max_contacts(&self) -> usize {
-        [0, 1, 2, 4][self.kind as usize]
+        match self.kind {
+            CAPSULE_PLANE => 2,
+            BOX_PLANE => 4,
+            _ => 1,
+        }
     }
     /// Warm-start slots: one per vertex the pair can touch with.
     pub fn slots(&self) -> usize {
-        [0, 1, 2, 8][self.kind as usize]
+        match self.kind {
+            CAPSULE_PLANE => 2,
+            BOX_PLANE => 8,
+            _ => 1,
+        }
+    }
+}
+
+/// The kind of pair `(a, b)` (in the host's order), if the device collides it.
+fn pair_kind(a: &Shape, b: &Shape, b_on_world: bool) -> Option<u32> {
+    use Shape::*;
+    let round = |s: &Shape| matches!(s, Ball { .. } | Capsule { .. });
+    match (a, b) {
+        (Ball { .. }, HalfSpace { .. }) if b_on_world => Some(BALL_PLANE),
+        (Capsule { .. }, HalfSpace { .. }) if b_on_world => Some(CAPSULE_PLANE),
+        (Cuboid { .. }, HalfSpace { .. }) if b_on_world => Some(BOX_PLANE),
+        (x, y) if round(x) && round(y) => Some(ROUND_ROUND),
+        (Cuboid { .. }, Ball { .. }) | (Ball { .. }, Cuboid { .. }) => Some(BOX_BALL),
+        _ => None,
     }
 }
 
@@ -67,23 +101,17 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
                 (i, j)
             };
             let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
-            let kind = match ga.shape {
-                Shape::Ball { .. } => 1,
-                Shape::Capsule { .. } => 2,
-                Shape::Cuboid { .. } => 3,
-                _ => 0,
-            };
-            let plane = matches!(gb.shape, Shape::HalfSpace { .. }) && gb.body == WORLD;
-            if kind == 0 || !plane {
+            let Some(kind) = pair_kind(&ga.shape, &gb.shape, gb.body == WORLD) else {
                 return Err(format!(
                     "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
-                     capsules and boxes against a half-space fixed on the world collide yet",
+                     capsules and boxes against a half-space fixed on the world, balls and \
+                     capsules against each other and boxes against balls collide yet",
                     ga.name,
                     ga.shape.name(),
                     gb.name,
                     gb.shape.name()
                 ));
-            }
+            };
             pairs.push(DevicePair {
                 geom_a: a,
                 geom_b: b,
@@ -188,41 +216,45 @@ impl ContactSizes {
 }
 
 /// The pair records: [`PAIR_U32`] words and [`PAIR_F32`] floats per pair:
-/// the collider's pose in its body's frame (rotation column-major, 9;
+/// `a`'s collider pose in its body's frame (rotation column-major, 9;
 /// translation, 3), its border radius (ball, capsule; 0 for a box), its
-/// half extents (a capsule's `(0, 0, half_length)`), the half-space's
-/// world normal (3) and offset, the combined friction and restitution.
+/// half extents (a capsule's `(0, 0, half_length)`), a half-space `b`'s
+/// world normal (3) and offset, the combined friction and restitution, 0,
+/// 0, then `b`'s pose and shape as `a`'s (floats 24 to 39).
 pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>) {
     let mut words = Vec::with_capacity(PAIR_U32 * pairs.len().max(1));
     let mut floats = Vec::with_capacity(PAIR_F32 * pairs.len().max(1));
     let mut slot = 0;
     for p in pairs {
         let (ga, gb) = (&model.geometries[p.geom_a], &model.geometries[p.geom_b]);
-        words.extend([ga.body as u32, p.kind, slot as u32, 0]);
+        words.extend([ga.body as u32, p.kind, slot as u32, gb.body as u32]);
         slot += p.slots();
-        let pose = &ga.body_from_collider;
         let mut f = [0f32; PAIR_F32];
-        for col in 0..3 {
-            for row in 0..3 {
-                f[3 * col + row] = pose.rotation[(row, col)] as f32;
-            }
-            f[9 + col] = pose.translation[col] as f32;
-        }
-        match ga.shape {
-            Shape::Ball { radius } => f[12] = radius as f32,
-            Shape::Capsule {
-                half_length,
-                radius,
-            } => {
-                f[12] = radius as f32;
-                f[15] = half_length as f32;
-            }
-            Shape::Cuboid { half_extents } => {
-                for k in 0..3 {
-                    f[13 + k] = half_extents[k] as f32;
+        // Each geometry's collider pose and shape: a's at 0, b's at 24.
+        for (g, at) in [(ga, 0), (gb, 24)] {
+            let pose = &g.body_from_collider;
+            for col in 0..3 {
+                for row in 0..3 {
+                    f[at + 3 * col + row] = pose.rotation[(row, col)] as f32;
                 }
+                f[at + 9 + col] = pose.translation[col] as f32;
             }
-            _ => {}
+            match g.shape {
+                Shape::Ball { radius } => f[at + 12] = radius as f32,
+                Shape::Capsule {
+                    half_length,
+                    radius,
+                } => {
+                    f[at + 12] = radius as f32;
+                    f[at + 15] = half_length as f32;
+                }
+                Shape::Cuboid { half_extents } => {
+                    for k in 0..3 {
+                        f[at + 13 + k] = half_extents[k] as f32;
+                    }
+                }
+                _ => {}
+            }
         }
         if let Shape::HalfSpace { normal } = gb.shape {
             // The collider's pose is fixed (b is on the world).
