@@ -41,6 +41,7 @@ fn seed_scenes_step_resident_as_on_the_cpu() {
         ("ball-drop", 300, 2e-3),
         ("cube-resting", 200, 1e-3),
         ("cube-sliding", 300, 2e-3),
+        ("quadruped", 200, 2e-2),
     ] {
         let scene = moreau::scenes::scene(name).unwrap();
         let model = &scene.model;
