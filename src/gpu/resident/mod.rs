@@ -716,9 +716,13 @@ impl ResidentBatch {
             pass.dispatch_workgroups(groups, 1, 1);
             stage.solver.encode_resident(&mut pass, n, stage.dispatches);
             if !gpu {
+                // A CPU adapter runs the work inside the submission and the
+                // rounds' waits: the device's time, not the host's.
                 drop(pass);
+                let device_time = Instant::now();
                 queue.submit(encoder.take().map(|e| e.finish()));
                 stage.solver.resident_rounds(n)?;
+                self.waited += device_time.elapsed();
                 let enc = encoder.insert(self.ctx.device.create_command_encoder(
                     &wgpu::CommandEncoderDescriptor {
                         label: Some("resident finish"),
@@ -735,7 +739,11 @@ impl ResidentBatch {
             pass.dispatch_workgroups(groups, 1, 1);
             drop(pass);
             if !gpu || r + 1 == repeats {
+                let device_time = Instant::now();
                 queue.submit(encoder.take().map(|e| e.finish()));
+                if !gpu {
+                    self.waited += device_time.elapsed();
+                }
             }
         }
         self.ctx.take_error("a resident step")?;
