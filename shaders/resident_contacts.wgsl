@@ -80,6 +80,7 @@ struct CResult {
 var<private> c_body: array<u32, CMAX>;
 var<private> c_body_b: array<u32, CMAX>;
 var<private> c_slot: array<u32, CMAX>;
+var<private> c_pair: array<u32, CMAX>;
 var<private> c_normal: array<vec3<f32>, CMAX>;
 var<private> c_point: array<vec3<f32>, CMAX>;
 var<private> c_g: array<vec3<f32>, CMAX>;
@@ -209,6 +210,7 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             c_body[nc] = body;
             c_body_b[nc] = 0u;
             c_slot[nc] = pu(p, 2u) + vslot;
+            c_pair[nc] = p;
             c_normal[nc] = nrm;
             // Midway between the surfaces.
             c_point[nc] = pw - nrm * (border + 0.5 * d);
@@ -339,6 +341,7 @@ fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f
     c_body[nc] = pu(p, 0u);
     c_body_b[nc] = body_b;
     c_slot[nc] = pu(p, 2u);
+    c_pair[nc] = p;
     c_normal[nc] = u;
     // Midway between the surfaces (a box's radius is 0).
     c_point[nc] = 0.5 * ((core_a - u * ra) + (core_b + u * rb));
@@ -473,10 +476,16 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         for (var k = 0u; k < 3u; k++) {
             lambda[(3u * i + k) * n + w] = l0[k];
         }
-        set_cw(CW_CONTACT + 4u * i, bitcast<f32>(c_slot[i]));
-        set_cw(CW_CONTACT + 4u * i + 1u, c_normal[i].x);
-        set_cw(CW_CONTACT + 4u * i + 2u, c_normal[i].y);
-        set_cw(CW_CONTACT + 4u * i + 3u, c_normal[i].z);
+        // The contact for `finish` and for the host (contact forces).
+        let rec = CW_CONTACT + 8u * i;
+        set_cw(rec, bitcast<f32>(c_slot[i]));
+        set_cw(rec + 1u, c_normal[i].x);
+        set_cw(rec + 2u, c_normal[i].y);
+        set_cw(rec + 3u, c_normal[i].z);
+        set_cw(rec + 4u, c_point[i].x);
+        set_cw(rec + 5u, c_point[i].y);
+        set_cw(rec + 6u, c_point[i].z);
+        set_cw(rec + 7u, bitcast<f32>(c_pair[i]));
     }
     let nlb = (nl + 2u) / 3u;
     for (var b = 0u; b < nlb; b++) {
@@ -578,8 +587,9 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         set_cw(CW_WARM + k, NO_WARM);
     }
     for (var i = 0u; i < nc; i++) {
-        let slot = bitcast<u32>(cw(CW_CONTACT + 4u * i));
-        let nrm = vec3<f32>(cw(CW_CONTACT + 4u * i + 1u), cw(CW_CONTACT + 4u * i + 2u), cw(CW_CONTACT + 4u * i + 3u));
+        let rec = CW_CONTACT + 8u * i;
+        let slot = bitcast<u32>(cw(rec));
+        let nrm = vec3<f32>(cw(rec + 1u), cw(rec + 2u), cw(rec + 3u));
         let lw = frame_from_normal(nrm) * vec3<f32>(lambda[3u * i * n + w], lambda[(3u * i + 1u) * n + w], lambda[(3u * i + 2u) * n + w]);
         set_cw(CW_WARM + 3u * slot, lw.x);
         set_cw(CW_WARM + 3u * slot + 1u, lw.y);

@@ -150,6 +150,25 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
             "{file}: one step, {n} worlds: contacts cpu {cpu_contacts:?} gpu {gpu_contacts:?}, |Δv| {dv:.2e} (|v| up to {vmax:.2})"
         );
         assert_eq!(cpu_contacts, gpu_contacts, "{file}");
+        // The contact forces (what cfrc_ext and the contact cost are made
+        // of): the same geometries, points and forces.
+        let device = gpu.read_contacts().unwrap();
+        let mut df = 0.0f64;
+        let mut fmax = 0.0f64;
+        for (w, contacts) in device.iter().enumerate() {
+            let host: Vec<_> = sims[w].contact_forces().collect();
+            assert_eq!(host.len(), 2 * contacts.len(), "{file}: world {w}");
+            for (k, c) in contacts.iter().enumerate() {
+                let (ga, pa, fa) = host[2 * k];
+                let (gb, _, _) = host[2 * k + 1];
+                assert_eq!((ga, gb), (c.geom_a, c.geom_b), "{file}: world {w}");
+                assert!((pa - c.point).norm() < 1e-4, "{file}: world {w}");
+                df = df.max((fa - c.impulse / params.dt).norm());
+                fmax = fmax.max(fa.norm());
+            }
+        }
+        println!("{file}: contact forces |Δf| {df:.2e} (|f| up to {fmax:.1})");
+        assert!(df < 1e-2 * fmax.max(1.0), "{file}: |Δf| {df:e}");
         assert!(cpu_contacts.iter().sum::<usize>() >= n / 2, "{file}: on the ground");
         assert!(dv < 1e-2 * vmax.max(1.0), "{file}: |Δv| {dv:e}");
         // 50 more steps side by side.

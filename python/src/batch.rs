@@ -10,7 +10,7 @@ use moreau::dynamics::{
     forward_kinematics, forward_velocity, subtree_coms,
 };
 use moreau::math::{SE3, Vec3};
-use moreau::sim::{Simulator as CoreSim, State, actuator_forces};
+use moreau::sim::{State, actuator_forces};
 use nalgebra::DVector;
 use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
@@ -513,15 +513,16 @@ impl BatchSim {
         py: Python<'py>,
         q: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray3<f64>>> {
-        let sims: Vec<&CoreSim> = (0..self.batch.nworlds())
-            .map(|w| self.batch.simulator(w).map_err(value_error))
-            .collect::<PyResult<_>>()?;
-        // (Borrowed apart from the kinematics workspace.)
-        let forces: Vec<Vec<(usize, Vec3, Vec3)>> = sims
-            .iter()
-            .map(|sim| {
-                let model = sim.model();
-                sim.contact_forces()
+        // From the device for resident worlds, else the worlds' simulators.
+        let model = self.batch.model().clone();
+        let forces: Vec<Vec<(usize, Vec3, Vec3)>> = self
+            .batch
+            .contact_forces()
+            .map_err(value_error)?
+            .into_iter()
+            .map(|world| {
+                world
+                    .into_iter()
                     .filter_map(|(g, p, f)| model.geometries[g].frame.map(|fr| (fr, p, f)))
                     .collect()
             })

@@ -578,6 +578,43 @@ impl BatchSim {
     pub fn simulator(&self, w: usize) -> Result<&Simulator, BatchError> {
         Ok(&self.world(w)?.sim)
     }
+    /// Every world's contact forces of its last step, `(geometry, world
+    /// point, world force)`, two per contact, equal and opposite (as
+    /// [`Simulator::contact_forces`]): read back from the device for
+    /// resident worlds, from the worlds' simulators otherwise. A world
+    /// whose last step failed has none.
+    #[allow(clippy::type_complexity)]
+    pub fn contact_forces(
+        &self,
+    ) -> Result<Vec<Vec<(usize, crate::math::Vec3, crate::math::Vec3)>>, BatchError> {
+        let Some(r) = self.resident.as_ref() else {
+            return Ok(self
+                .worlds
+                .iter()
+                .map(|w| w.sim.contact_forces().collect())
+                .collect());
+        };
+        let device = r
+            .read_contacts()
+            .map_err(|e| BatchError::Resident(e.to_string()))?;
+        Ok(device
+            .into_iter()
+            .zip(&self.worlds)
+            .map(|(contacts, world)| {
+                if matches!(world.step, WorldStep::Failed(_)) {
+                    return Vec::new();
+                }
+                let dt = world.sim.params.dt;
+                contacts
+                    .iter()
+                    .flat_map(|c| {
+                        let f = c.impulse / dt;
+                        [(c.geom_a, c.point, f), (c.geom_b, c.point, -f)]
+                    })
+                    .collect()
+            })
+            .collect())
+    }
     /// World `w`'s simulation parameters.
     pub fn params(&self, w: usize) -> Result<&SimParams, BatchError> {
         Ok(&self.world(w)?.sim.params)

@@ -19,6 +19,7 @@
 use super::{ResidentError, STATE_FLAG_CONTACT_SOLVE, STATE_FLAG_LOOP_LIMIT, STATE_FLAG_UNFINISHED};
 use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, STATE_DONE, GpuResult};
 use crate::gpu::{GpuContext, GpuSolver};
+use crate::math::{Vec3, frame_from_normal};
 use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
 use crate::sim::SimParams;
 
@@ -27,6 +28,10 @@ use crate::sim::SimParams;
 pub const PAIR_U32: usize = 4;
 /// Floats per pair record (see the shader).
 pub const PAIR_F32: usize = 40;
+
+/// Floats per contact in the scratch: warm-start slot (u32 bits), world
+/// normal (3), world point (3), pair index (u32 bits).
+pub const CONTACT_FLOATS: usize = 8;
 
 /// Pair kinds: a ball, capsule or box against a half-space on the world.
 const BALL_PLANE: u32 = 1;
@@ -153,7 +158,8 @@ impl ContactSizes {
     /// world-minor) and its length: the counts (nc, nl) and the solve's
     /// statistics (iterations, ε_abs) first, read back with the state;
     /// `v_f` (nv); the columns of `X = M̃⁻¹Jᵀ` (rows × nv); the rows of `J`
-    /// (rows × nv); per contact its slot and normal (4); per limit row its
+    /// (rows × nv); per contact its slot, normal, point and pair
+    /// ([`CONTACT_FLOATS`]); per limit row its
     /// key (`2·body + side`); the warm starts (world frame, 3 per slot,
     /// `f32::MAX`: none), the limits' (2 per body); the last ρ; the reset
     /// flag.
@@ -165,7 +171,7 @@ impl ContactSizes {
             ("CW_VFREE", nv),
             ("CW_X", m * nv),
             ("CW_J", m * nv),
-            ("CW_CONTACT", 4 * self.max_contacts),
+            ("CW_CONTACT", CONTACT_FLOATS * self.max_contacts),
             ("CW_LKEY", self.limit_rows),
             ("CW_WARM", 3 * self.slots),
             ("CW_LWARM", 2 * nbodies),
@@ -287,11 +293,25 @@ pub fn contact_uniform(params: &SimParams) -> [f32; 4] {
     ]
 }
 
+/// A contact of a resident world's last step, read back.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceContact {
+    pub geom_a: usize,
+    pub geom_b: usize,
+    /// World point, midway between the surfaces.
+    pub point: Vec3,
+    /// World normal, from `b` to `a`.
+    pub normal: Vec3,
+    /// The impulse on `a` (world frame; `−impulse` on `b`).
+    pub impulse: Vec3,
+}
+
 /// The device side of the contact stage: the solver whose pipeline solves
 /// the problems in place, the pair records and the scratch, the kernel's
 /// second bind group.
 pub(super) struct ContactStage {
     pub(super) sizes: ContactSizes,
+    pairs: Vec<DevicePair>,
     pub(super) solver: GpuSolver,
     /// Dispatches of the solver per step (see [`ContactStage::new`]).
     pub(super) dispatches: u32,
@@ -370,6 +390,7 @@ impl ContactStage {
             .write_buffer(solver.resident_buffers()[4], 0, bytemuck::cast_slice(&done));
         Ok(ContactStage {
             sizes,
+            pairs: pairs.to_vec(),
             solver,
             dispatches,
             pair_u32,
@@ -391,6 +412,72 @@ impl ContactStage {
             results,
             &self.cwork,
         ]
+    }
+
+    /// Every world's contacts of its last step, read back (waits for the
+    /// submitted steps).
+    pub(super) fn read_contacts(
+        &self,
+        ctx: &GpuContext,
+        nworlds: usize,
+        model: &Model,
+    ) -> Result<Vec<Vec<DeviceContact>>, ResidentError> {
+        let n = nworlds;
+        let cmax = self.sizes.max_contacts;
+        let at = self.sizes.section(model.nv, model.nbodies, "CW_CONTACT");
+        let lambda = self.solver.resident_buffers()[3];
+        // Counts, contact records, the contacts' rows of λ.
+        let parts = [
+            (&self.cwork, 0, 2 * n),
+            (&self.cwork, at * n, CONTACT_FLOATS * cmax * n),
+            (lambda, 0, 3 * cmax * n),
+        ];
+        let total: usize = parts.iter().map(|p| p.2).sum();
+        let device = &ctx.device;
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("resident contacts readback"),
+            size: (total * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("resident contacts readback"),
+        });
+        let mut to = 0;
+        for (buffer, from, len) in parts {
+            encoder.copy_buffer_to_buffer(buffer, (from * 4) as u64, &readback, to, (len * 4) as u64);
+            to += (len * 4) as u64;
+        }
+        let index = ctx.queue.submit(Some(encoder.finish()));
+        let out = crate::gpu::with_mapped(device, &readback, index, "reading contacts", |bytes| {
+            let x: &[f32] = bytemuck::cast_slice(bytes);
+            let (counts, rest) = x.split_at(2 * n);
+            let (records, lambda) = rest.split_at(CONTACT_FLOATS * cmax * n);
+            (0..n)
+                .map(|w| {
+                    let nc = (counts[w].to_bits() as usize).min(cmax);
+                    (0..nc)
+                        .map(|i| {
+                            let r = |k: usize| records[(CONTACT_FLOATS * i + k) * n + w];
+                            let v = |k: usize| Vec3::new(r(k) as f64, r(k + 1) as f64, r(k + 2) as f64);
+                            let normal = v(1);
+                            let l = |k: usize| lambda[(3 * i + k) * n + w] as f64;
+                            let frame = frame_from_normal(&normal);
+                            let pair = &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
+                            DeviceContact {
+                                geom_a: pair.geom_a,
+                                geom_b: pair.geom_b,
+                                point: v(4),
+                                normal,
+                                impulse: frame * Vec3::new(l(0), l(1), l(2)),
+                            }
+                        })
+                        .collect()
+                })
+                .collect()
+        })?;
+        ctx.take_error("reading contacts")?;
+        Ok(out)
     }
 
     /// World `w`'s next step starts without warm starts.

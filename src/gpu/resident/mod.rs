@@ -1125,6 +1125,15 @@ impl ResidentBatch {
         Ok(out)
     }
 
+    /// Every world's contacts of its last step (waits for the submitted
+    /// steps): empty lists for a model without contacts.
+    pub fn read_contacts(&self) -> Result<Vec<Vec<contacts::DeviceContact>>, ResidentError> {
+        match &self.contacts {
+            Some((stage, _)) => stage.read_contacts(&self.ctx, self.nworlds, &self.model),
+            None => Ok(vec![Vec::new(); self.nworlds]),
+        }
+    }
+
     /// Every world's state, read back (waits for the submitted steps), and
     /// the worlds flagged because their state became non-finite.
     pub fn states(&mut self) -> Result<(Vec<State>, Vec<usize>), ResidentError> {
