@@ -76,10 +76,11 @@ def test_batch_worlds_match_a_single_world():
 
 
 def _gpu_batch(m, n, **options):
-    """A GPU-backend batch of `n` worlds of `m`, or a skip when there is no
-    adapter (a failure with MOREAU_REQUIRE_GPU=1)."""
+    """A host-prepared GPU batch (gpu-solve: the decompositions and layouts
+    are its knobs) of `n` worlds of `m`, or a skip when there is no adapter
+    (a failure with MOREAU_REQUIRE_GPU=1)."""
     try:
-        return moreau.BatchSim(m, n, backend="gpu", **options)
+        return moreau.BatchSim(m, n, backend="gpu-solve", **options)
     except ValueError as e:
         if os.environ.get("MOREAU_REQUIRE_GPU") == "1":
             raise

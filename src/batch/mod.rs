@@ -383,7 +383,22 @@ impl BatchSim {
                     .with_shared_device_memory(options)
                     .check(nworlds, available)?;
             }
-            if options.backend == Backend::Gpu {
+            // The host-prepared path's own knobs, asked for explicitly, keep
+            // a model with contacts there (resident worlds solve in place,
+            // one invocation per problem).
+            let knobs = (options.gpu_decomposition != Decomposition::Invocation)
+                .then_some("decomposition")
+                .or((options.gpu_layout != crate::gpu::Layout::default()).then_some("layout"))
+                .or((options.pipeline_chunks > 1).then_some("pipelining"));
+            let contacts = !crate::gpu::resident::contacts::device_pairs(&model)
+                .unwrap_or_default()
+                .is_empty();
+            if let (Backend::Gpu, Some(knob), true) = (options.backend, knobs, contacts) {
+                notice = Some(format!(
+                    "{}: the gpu backend runs the host-prepared path (gpu-solve), to which the {knob} asked for applies",
+                    model.name
+                ));
+            } else if options.backend == Backend::Gpu {
                 use crate::gpu::resident::{ResidentBatch, ResidentError};
                 match ResidentBatch::new(
                     &ctx,
