@@ -289,6 +289,60 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
     assert!(gpu.is_resident());
 }
 
+/// Friction per world (domain randomization) stays on the device: four
+/// ants on the ground, two of them on ice (`friction_scale` 0.05), step as
+/// the CPU batch with the same worlds; the ice moves them apart by far
+/// more than the two backends differ.
+#[test]
+fn friction_per_world_with_contacts_on_the_device() {
+    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    let Some(m) = common::gymnasium("ant.xml") else {
+        return;
+    };
+    let model = Arc::new(m.model.clone());
+    let (n, nu) = (4, model.nu());
+    let options = |backend| {
+        let mut o = BatchOptions {
+            backend,
+            ..Default::default()
+        };
+        o.params.dt = m.timestep.unwrap_or(0.01);
+        o
+    };
+    // Standing on the ground: 60 CPU steps from the file's posture.
+    let mut settle = Simulator::new(model.clone(), options(Backend::CpuParallel).params).unwrap();
+    let mut start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    for _ in 0..60 {
+        settle.step_controls(&mut start, &vec![0.0; nu]).unwrap();
+    }
+    let Some(mut gpu) = gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
+        return;
+    };
+    let mut cpu = BatchSim::new(model.clone(), &start, n, &options(Backend::CpuParallel)).unwrap();
+    for b in [&mut gpu, &mut cpu] {
+        for w in [1, 3] {
+            b.params_mut(w).unwrap().friction_scale = 0.05;
+        }
+    }
+    // Legs pushing sideways.
+    let ctrl: Vec<f64> = (0..n * nu).map(|k| if k % 2 == 0 { 1.0 } else { -1.0 }).collect();
+    for _ in 0..30 {
+        let r = gpu.step_controls(&ctrl).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        cpu.step_controls(&ctrl).unwrap();
+    }
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    let (g, c): (Vec<State>, Vec<State>) =
+        (gpu.states().cloned().collect(), cpu.states().cloned().collect());
+    let mut worst = 0.0f64;
+    for (x, y) in g.iter().zip(&c) {
+        worst = worst.max(max_abs_diff(y.q.as_slice(), x.q.iter().copied()));
+    }
+    let ice = max_abs_diff(c[0].q.as_slice(), c[1].q.iter().copied());
+    println!("ant on ice: the ice moves q by {ice:.2e}; gpu against cpu {worst:.2e}");
+    assert!(worst < 1e-3 && ice > 20.0 * worst, "{worst:e} {ice:e}");
+}
+
 /// A batch on the `gpu` backend, or `None` (the test then passes) where
 /// there is no adapter, unless `MOREAU_REQUIRE_GPU=1`.
 fn gpu_batch(
