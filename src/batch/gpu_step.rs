@@ -402,10 +402,10 @@ impl BatchSim {
                 let why = match c.flag(w) {
                     0 => None,
                     res::WORLD_FLAG_NON_FINITE => Some(SimError::DeviceNonFinite),
-                    res::STATE_FLAG_CONTACT_SOLVE => Some(SimError::DeviceContact(
+                    res::WORLD_FLAG_CONTACT_SOLVE => Some(SimError::DeviceContact(
                         "failed (the solver flagged the problem, or λ was not finite)",
                     )),
-                    res::STATE_FLAG_UNFINISHED => {
+                    res::WORLD_FLAG_UNFINISHED => {
                         Some(SimError::DeviceContact("did not finish within the step"))
                     }
                     _ => Some(SimError::DeviceContact(

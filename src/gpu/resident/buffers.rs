@@ -172,8 +172,8 @@ impl Columns<'_> {
 
     /// Why world `w`'s last step was refused: 0 it was not,
     /// [`super::WORLD_FLAG_NON_FINITE`] (its state would have become
-    /// non-finite), [`super::STATE_FLAG_CONTACT_SOLVE`],
-    /// [`super::STATE_FLAG_UNFINISHED`], [`super::STATE_FLAG_LOOP_LIMIT`].
+    /// non-finite), [`super::WORLD_FLAG_CONTACT_SOLVE`],
+    /// [`super::WORLD_FLAG_UNFINISHED`], [`super::WORLD_FLAG_LOOP_LIMIT`].
     pub fn flag(&self, w: usize) -> u32 {
         self.flags[w].to_bits()
     }

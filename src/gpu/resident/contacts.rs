@@ -16,7 +16,7 @@
 //! world's contact capacity is exact: one per ball, two per capsule, four
 //! per box. Overflow cannot happen.
 
-use super::{ResidentError, STATE_FLAG_CONTACT_SOLVE, STATE_FLAG_LOOP_LIMIT, STATE_FLAG_UNFINISHED};
+use super::{ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED};
 use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, STATE_DONE, GpuResult};
 use crate::gpu::{GpuContext, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
@@ -206,9 +206,9 @@ impl ContactSizes {
             "const NPAIRS: u32 = {}u;\nconst CMAX: u32 = {}u;\nconst SLOTS: u32 = {}u;\n\
              const MROWS: u32 = {}u;\nconst PAIR_U32: u32 = {PAIR_U32}u;\nconst PAIR_F32: u32 = {PAIR_F32}u;\n\
              const STATE_DONE: u32 = {STATE_DONE}u;\nconst FLAG_LOOP_LIMIT: u32 = {FLAG_LOOP_LIMIT}u;\n\
-             const WORLD_SOLVE_FAILED: u32 = {STATE_FLAG_CONTACT_SOLVE}u;\n\
-             const WORLD_SOLVE_UNFINISHED: u32 = {STATE_FLAG_UNFINISHED}u;\n\
-             const WORLD_LOOP_LIMIT: u32 = {STATE_FLAG_LOOP_LIMIT}u;\n",
+             const WORLD_SOLVE_FAILED: u32 = {WORLD_FLAG_CONTACT_SOLVE}u;\n\
+             const WORLD_SOLVE_UNFINISHED: u32 = {WORLD_FLAG_UNFINISHED}u;\n\
+             const WORLD_LOOP_LIMIT: u32 = {WORLD_FLAG_LOOP_LIMIT}u;\n",
             self.pairs.max(1),
             self.max_contacts.max(1),
             self.slots.max(1),

@@ -107,13 +107,13 @@ pub fn unsupported(model: &Model) -> Option<String> {
 pub const WORLD_FLAG_NON_FINITE: u32 = 1;
 /// A world's flag: its contact solve failed (the solver flagged the
 /// problem: not positive semi-definite, invalid, diverged; or λ not finite).
-pub const STATE_FLAG_CONTACT_SOLVE: u32 = 2;
+pub const WORLD_FLAG_CONTACT_SOLVE: u32 = 2;
 /// A world's flag: its contact solve did not finish within the step's
 /// dispatches.
-pub const STATE_FLAG_UNFINISHED: u32 = 3;
+pub const WORLD_FLAG_UNFINISHED: u32 = 3;
 /// A world's flag: the driver cut the step kernel's loops (lavapipe's
 /// loop limit), so its problem could not be trusted.
-pub const STATE_FLAG_LOOP_LIMIT: u32 = 4;
+pub const WORLD_FLAG_LOOP_LIMIT: u32 = 4;
 
 mod buffers;
 pub mod contacts;
@@ -289,7 +289,8 @@ impl ResidentBatch {
             });
         }
         let pairs = device_pairs(model).unwrap_or_default();
-        let needed = STORAGE_BUFFERS + if pairs.is_empty() { 0 } else { 7 };
+        // (The contact stage's group binds 8 more.)
+        let needed = STORAGE_BUFFERS + if pairs.is_empty() { 0 } else { 8 };
         let storage_buffers = ctx.limits.max_storage_buffers_per_shader_stage;
         if storage_buffers < needed {
             return Err(ResidentError::Unsupported {
@@ -803,6 +804,21 @@ impl ResidentBatch {
             ));
         }
         if self.contacts.is_some() {
+            // One solver pipeline for all worlds: only the tolerance is
+            // each world's own (with the contacts' margin, friction scale
+            // and bounce velocity, Baumgarte β and compliance).
+            let (base, mut theirs) = (&self.params, params.solver_settings);
+            theirs.tolerance = base.solver_settings.tolerance;
+            if params.solver != base.solver
+                || theirs != base.solver_settings
+                || params.warm_start != base.warm_start
+            {
+                return Err(unfit(
+                    "its solver, solver settings (but the tolerance) or warm start differ from \
+                     the batch's (one solver pipeline solves every world's contacts)"
+                        .into(),
+                ));
+            }
             let (ours, theirs) = (device_pairs(&self.model), device_pairs(model));
             let records = |m: &Model, p: &[contacts::DevicePair]| contacts::pair_records(m, p);
             let same = match (&ours, &theirs) {
