@@ -77,14 +77,6 @@ struct CResult {
 // Each world's contact scratch, world-minor (sections CW_*).
 @group(1) @binding(7) var<storage, read_write> cwork: array<f32>;
 
-var<private> c_body: array<u32, CMAX>;
-var<private> c_body_b: array<u32, CMAX>;
-var<private> c_slot: array<u32, CMAX>;
-var<private> c_pair: array<u32, CMAX>;
-var<private> c_normal: array<vec3<f32>, CMAX>;
-var<private> c_point: array<vec3<f32>, CMAX>;
-var<private> c_g: array<vec3<f32>, CMAX>;
-var<private> c_mu: array<f32, CMAX>;
 
 // A warm start that is not there (all_finite rejects it; no NaN, which a
 // shader compiler may fold away).
@@ -96,6 +88,68 @@ fn cw(k: u32) -> f32 {
 
 fn set_cw(k: u32, x: f32) {
     cwork[k * params.nworlds + world] = x;
+}
+
+// Contact i of the step, in the scratch (world-minor, not the thread's
+// private memory: a humanoid has room for 138), CONTACT_FLOATS floats:
+// warm-start slot, normal (3, from b to a), point (3), pair, body of a,
+// body of b, g (3; φ in its first lane until the stabilization), μ. The
+// host reads the first eight back (contact forces).
+fn crec(i: u32, k: u32) -> u32 {
+    return CW_CONTACT + CONTACT_FLOATS * i + k;
+}
+
+fn c_slot(i: u32) -> u32 {
+    return bitcast<u32>(cw(crec(i, 0u)));
+}
+
+fn c_normal(i: u32) -> vec3<f32> {
+    return vec3<f32>(cw(crec(i, 1u)), cw(crec(i, 2u)), cw(crec(i, 3u)));
+}
+
+fn c_point(i: u32) -> vec3<f32> {
+    return vec3<f32>(cw(crec(i, 4u)), cw(crec(i, 5u)), cw(crec(i, 6u)));
+}
+
+fn c_pair(i: u32) -> u32 {
+    return bitcast<u32>(cw(crec(i, 7u)));
+}
+
+fn c_body(i: u32) -> u32 {
+    return bitcast<u32>(cw(crec(i, 8u)));
+}
+
+fn c_body_b(i: u32) -> u32 {
+    return bitcast<u32>(cw(crec(i, 9u)));
+}
+
+fn c_g(i: u32) -> vec3<f32> {
+    return vec3<f32>(cw(crec(i, 10u)), cw(crec(i, 11u)), cw(crec(i, 12u)));
+}
+
+fn c_mu(i: u32) -> f32 {
+    return cw(crec(i, 13u));
+}
+
+fn set_c_g(i: u32, g: vec3<f32>) {
+    set_cw(crec(i, 10u), g.x);
+    set_cw(crec(i, 11u), g.y);
+    set_cw(crec(i, 12u), g.z);
+}
+
+fn set_contact(i: u32, slot: u32, pair: u32, body: u32, body_b: u32, nrm: vec3<f32>, point: vec3<f32>, phi: f32, mu: f32) {
+    set_cw(crec(i, 0u), bitcast<f32>(slot));
+    set_cw(crec(i, 1u), nrm.x);
+    set_cw(crec(i, 2u), nrm.y);
+    set_cw(crec(i, 3u), nrm.z);
+    set_cw(crec(i, 4u), point.x);
+    set_cw(crec(i, 5u), point.y);
+    set_cw(crec(i, 6u), point.z);
+    set_cw(crec(i, 7u), bitcast<f32>(pair));
+    set_cw(crec(i, 8u), bitcast<f32>(body));
+    set_cw(crec(i, 9u), bitcast<f32>(body_b));
+    set_c_g(i, vec3<f32>(phi, 0.0, 0.0));
+    set_cw(crec(i, 13u), mu);
 }
 
 fn pu(p: u32, k: u32) -> u32 {
@@ -207,17 +261,8 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             if (d > margin || nc >= CMAX) {
                 continue;
             }
-            c_body[nc] = body;
-            c_body_b[nc] = 0u;
-            c_slot[nc] = pu(p, 2u) + vslot;
-            c_pair[nc] = p;
-            c_normal[nc] = nrm;
             // Midway between the surfaces.
-            c_point[nc] = pw - nrm * (border + 0.5 * d);
-            c_mu[nc] = pf(p, 20u) * friction_scale;
-            // g's normal lane holds φ until the stabilization is added;
-            // the restitution is read again there.
-            c_g[nc] = vec3<f32>(d, pf(p, 21u), 0.0);
+            set_contact(nc, pu(p, 2u) + vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, 20u) * friction_scale);
             nc++;
         }
     }
@@ -338,15 +383,8 @@ fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f
     if (dist > margin) {
         return nc;
     }
-    c_body[nc] = pu(p, 0u);
-    c_body_b[nc] = body_b;
-    c_slot[nc] = pu(p, 2u);
-    c_pair[nc] = p;
-    c_normal[nc] = u;
     // Midway between the surfaces (a box's radius is 0).
-    c_point[nc] = 0.5 * ((core_a - u * ra) + (core_b + u * rb));
-    c_mu[nc] = pf(p, 20u) * friction_scale;
-    c_g[nc] = vec3<f32>(dist, pf(p, 21u), 0.0);
+    set_contact(nc, pu(p, 2u), p, pu(p, 0u), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, 20u) * friction_scale);
     return nc + 1u;
 }
 
@@ -361,16 +399,16 @@ fn jacobian_row(k: u32, nc: u32) {
         return;
     }
     let i = k / 3u;
-    let f = frame_from_normal(c_normal[i]);
+    let f = frame_from_normal(c_normal(i));
     let d = f[k % 3u];
-    let p = c_point[i];
+    let p = c_point(i);
     let pd = cross(p, d);
     // +J of a's supporting dofs, −J of b's (the common ones cancel).
     for (var side = 0u; side < 2u; side++) {
-        var b = c_body[i];
+        var b = c_body(i);
         var sgn = 1.0;
         if (side == 1u) {
-            b = c_body_b[i];
+            b = c_body_b(i);
             sgn = -1.0;
         }
         loop {
@@ -388,7 +426,7 @@ fn jacobian_row(k: u32, nc: u32) {
 
 // The relative velocity along d at p of a contact's bodies moving with `m`.
 fn contact_velocity(m: ptr<private, array<V6, NB>>, i: u32, p: vec3<f32>, d: vec3<f32>) -> f32 {
-    return point_velocity((*m)[c_body[i]], p, d) - point_velocity((*m)[c_body_b[i]], p, d);
+    return point_velocity((*m)[c_body(i)], p, d) - point_velocity((*m)[c_body_b(i)], p, d);
 }
 
 // After the free velocity and the limit rows (row_* of `step`, nl of
@@ -414,10 +452,10 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         unit_a[i] = a;
     }
     for (var i = 0u; i < nc; i++) {
-        let f = frame_from_normal(c_normal[i]);
-        let p = c_point[i];
-        let phi = c_g[i].x;
-        let restitution = c_g[i].y;
+        let f = frame_from_normal(c_normal(i));
+        let p = c_point(i);
+        let phi = c_g(i).x;
+        let restitution = pf(c_pair(i), 21u);
         let vn_before = contact_velocity(&vel, i, p, f[2]);
         var gn = contact_velocity(&unit_a, i, p, f[2]);
         let impact = restitution > 0.0 && vn_before < -bounce && phi + vn_before * dt <= 0.0;
@@ -428,7 +466,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         } else {
             gn += beta * phi / dt;
         }
-        c_g[i] = vec3<f32>(contact_velocity(&unit_a, i, p, f[0]), contact_velocity(&unit_a, i, p, f[1]), gn);
+        set_c_g(i, vec3<f32>(contact_velocity(&unit_a, i, p, f[0]), contact_velocity(&unit_a, i, p, f[1]), gn));
     }
     // The columns: X_k = M̃⁻¹ J_kᵀ, and G's column k below the diagonal
     // from the bodies' motion under X_k (unit_a) or the limit dofs.
@@ -446,9 +484,9 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             var x = 0.0;
             if (a < 3u * nc) {
                 let i = a / 3u;
-                let f = frame_from_normal(c_normal[i]);
+                let f = frame_from_normal(c_normal(i));
                 let d = f[a % 3u];
-                x = contact_velocity(&unit_a, i, c_point[i], d);
+                x = contact_velocity(&unit_a, i, c_point(i), d);
             } else {
                 let l = a - 3u * nc;
                 x = row_sign[l] * unit_f[row_dof[l]];
@@ -467,25 +505,16 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             let kk = 3u * i + k;
             r[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
         }
-        blocks[i * n + w] = CBlock(vec4<f32>(c_g[i], c_mu[i]), vec4<f32>(r, 0.0));
-        let lw = vec3<f32>(cw(CW_WARM + 3u * c_slot[i]), cw(CW_WARM + 3u * c_slot[i] + 1u), cw(CW_WARM + 3u * c_slot[i] + 2u));
+        blocks[i * n + w] = CBlock(vec4<f32>(c_g(i), c_mu(i)), vec4<f32>(r, 0.0));
+        let slot = c_slot(i);
+        let lw = vec3<f32>(cw(CW_WARM + 3u * slot), cw(CW_WARM + 3u * slot + 1u), cw(CW_WARM + 3u * slot + 2u));
         var l0 = vec3<f32>(0.0);
         if (warm && all_finite(lw.x) && all_finite(lw.y) && all_finite(lw.z)) {
-            l0 = transpose(frame_from_normal(c_normal[i])) * lw;
+            l0 = transpose(frame_from_normal(c_normal(i))) * lw;
         }
         for (var k = 0u; k < 3u; k++) {
             lambda[(3u * i + k) * n + w] = l0[k];
         }
-        // The contact for `finish` and for the host (contact forces).
-        let rec = CW_CONTACT + 8u * i;
-        set_cw(rec, bitcast<f32>(c_slot[i]));
-        set_cw(rec + 1u, c_normal[i].x);
-        set_cw(rec + 2u, c_normal[i].y);
-        set_cw(rec + 3u, c_normal[i].z);
-        set_cw(rec + 4u, c_point[i].x);
-        set_cw(rec + 5u, c_point[i].y);
-        set_cw(rec + 6u, c_point[i].z);
-        set_cw(rec + 7u, bitcast<f32>(c_pair[i]));
     }
     let nlb = (nl + 2u) / 3u;
     for (var b = 0u; b < nlb; b++) {
@@ -587,9 +616,8 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         set_cw(CW_WARM + k, NO_WARM);
     }
     for (var i = 0u; i < nc; i++) {
-        let rec = CW_CONTACT + 8u * i;
-        let slot = bitcast<u32>(cw(rec));
-        let nrm = vec3<f32>(cw(rec + 1u), cw(rec + 2u), cw(rec + 3u));
+        let slot = c_slot(i);
+        let nrm = c_normal(i);
         let lw = frame_from_normal(nrm) * vec3<f32>(lambda[3u * i * n + w], lambda[(3u * i + 1u) * n + w], lambda[(3u * i + 2u) * n + w]);
         set_cw(CW_WARM + 3u * slot, lw.x);
         set_cw(CW_WARM + 3u * slot + 1u, lw.y);

@@ -216,6 +216,8 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
         if let Some(m) = common::gymnasium(file) {
             let pairs = device_pairs(&m.model);
             assert!(pairs.is_ok(), "{file}: {pairs:?}");
+            let sizes = moreau::gpu::resident::contacts::ContactSizes::of(&pairs.unwrap(), 0);
+            println!("{file}: {sizes:?}, rows {}", sizes.max_rows());
         }
     }
     for (file, pairs) in [("ant.xml", Some(13)), ("walker2d_v5.xml", Some(7))] {

@@ -30,8 +30,10 @@ pub const PAIR_U32: usize = 4;
 pub const PAIR_F32: usize = 40;
 
 /// Floats per contact in the scratch: warm-start slot (u32 bits), world
-/// normal (3), world point (3), pair index (u32 bits).
-pub const CONTACT_FLOATS: usize = 8;
+/// normal (3), world point (3), pair index (u32 bits), then for the step
+/// kernel alone the bodies of `a` and `b` (u32 bits), `g` (3) and μ. The
+/// host reads the first eight back (contact forces).
+pub const CONTACT_FLOATS: usize = 14;
 
 /// Pair kinds: a ball, capsule or box against a half-space on the world.
 const BALL_PLANE: u32 = 1;
@@ -208,7 +210,8 @@ impl ContactSizes {
              const STATE_DONE: u32 = {STATE_DONE}u;\nconst FLAG_LOOP_LIMIT: u32 = {FLAG_LOOP_LIMIT}u;\n\
              const WORLD_SOLVE_FAILED: u32 = {WORLD_FLAG_CONTACT_SOLVE}u;\n\
              const WORLD_SOLVE_UNFINISHED: u32 = {WORLD_FLAG_UNFINISHED}u;\n\
-             const WORLD_LOOP_LIMIT: u32 = {WORLD_FLAG_LOOP_LIMIT}u;\n",
+             const WORLD_LOOP_LIMIT: u32 = {WORLD_FLAG_LOOP_LIMIT}u;\n\
+             const CONTACT_FLOATS: u32 = {CONTACT_FLOATS}u;\n",
             self.pairs.max(1),
             self.max_contacts.max(1),
             self.slots.max(1),
