@@ -60,7 +60,7 @@ fn run(
     options.params.solver_settings.polish = false;
     options.params.solver_settings.stall_guard = false;
     let batch = BatchSim::new(scene.model.clone(), &scene.state, nworlds, &options);
-    let mut batch = if backend == Backend::Gpu {
+    let mut batch = if backend.uses_gpu() {
         or_skip(batch)?
     } else {
         batch.unwrap()
@@ -137,7 +137,7 @@ fn backends_agree_on_resting_and_standing_scenes() {
         );
         assert_eq!(exact, 0.0, "the same code on more threads");
         let t = std::time::Instant::now();
-        let Some((gpu, gpu_contacts, gpu_iterations)) = run(&scene, Backend::Gpu, n, steps) else {
+        let Some((gpu, gpu_contacts, gpu_iterations)) = run(&scene, Backend::GpuSolve, n, steps) else {
             continue;
         };
         let d = max_q_difference(&single, &gpu);
@@ -248,7 +248,7 @@ fn bad_actions_flag_their_world_only() {
 fn gpu_problems_over_capacity_are_solved_on_the_cpu_and_counted() {
     let scene = scenes::scene("pyramid").unwrap();
     let options = BatchOptions {
-        backend: Backend::Gpu,
+        backend: Backend::GpuSolve,
         max_contacts_per_world: 4,
         ..Default::default()
     };
@@ -300,7 +300,7 @@ fn per_world_friction_and_models() {
 fn gpu_buffers_grow_when_a_batch_needs_more() {
     let scene = scenes::scene("pyramid").unwrap();
     let options = BatchOptions {
-        backend: Backend::Gpu,
+        backend: Backend::GpuSolve,
         initial_contacts_per_world: 2,
         ..Default::default()
     };
@@ -332,7 +332,7 @@ fn pipelined_gpu_chunks_give_the_same_worlds() {
     let mut runs = Vec::new();
     for chunks in [1, 2, 3] {
         let mut options = BatchOptions {
-            backend: Backend::Gpu,
+            backend: Backend::GpuSolve,
             pipeline_chunks: chunks,
             ..Default::default()
         };
@@ -369,9 +369,9 @@ fn workgroup_and_lane_decompositions_step_worlds_like_the_invocation_kernels() {
     let mut runs = Vec::new();
     for (backend, decomposition) in [
         (Backend::CpuSingle, Decomposition::Invocation),
-        (Backend::Gpu, Decomposition::Invocation),
-        (Backend::Gpu, Decomposition::Workgroup),
-        (Backend::Gpu, Decomposition::Lane),
+        (Backend::GpuSolve, Decomposition::Invocation),
+        (Backend::GpuSolve, Decomposition::Workgroup),
+        (Backend::GpuSolve, Decomposition::Lane),
     ] {
         let mut options = BatchOptions {
             backend,
@@ -409,7 +409,7 @@ fn workgroup_and_lane_decompositions_step_worlds_like_the_invocation_kernels() {
     let mut admm = Vec::new();
     for decomposition in [Decomposition::Invocation, Decomposition::Workgroup] {
         let mut options = BatchOptions {
-            backend: Backend::Gpu,
+            backend: Backend::GpuSolve,
             gpu_decomposition: decomposition,
             ..Default::default()
         };
@@ -426,7 +426,7 @@ fn workgroup_and_lane_decompositions_step_worlds_like_the_invocation_kernels() {
     println!("ncp-admm workgroup vs invocation: max |Δq| = {d:.3e}");
     assert!(d <= 1e-6, "ncp-admm workgroup: {d:e}");
     let options = BatchOptions {
-        backend: Backend::Gpu,
+        backend: Backend::GpuSolve,
         gpu_decomposition: Decomposition::Lane,
         ..Default::default()
     };

@@ -76,7 +76,7 @@ fn batch_after(
         &options(scene, backend, tol),
     ) {
         Ok(b) => b,
-        Err(e) if backend == Backend::Gpu => {
+        Err(e) if backend.uses_gpu() => {
             assert!(
                 std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
                 "GPU backend required (MOREAU_REQUIRE_GPU=1): {e}"
@@ -206,7 +206,7 @@ fn gpu_recorded_vjps_equal_the_cpus_within_f32_tolerance() {
     for (name, warmup, torque) in [("quadruped", 250, 2.0), ("cube-resting", 2, 0.5)] {
         let scene = moreau::scenes::scene(name).unwrap();
         let (n, nv) = (16, scene.model.nv);
-        let Some(mut gpu) = batch_after(&scene, Backend::Gpu, GPU_MIN_TOLERANCE, n, warmup) else {
+        let Some(mut gpu) = batch_after(&scene, Backend::GpuSolve, GPU_MIN_TOLERANCE, n, warmup) else {
             return;
         };
         // The CPU batch at the GPU worlds' states.
@@ -270,7 +270,7 @@ fn gpu_recorded_vjps_equal_the_cpus_within_f32_tolerance() {
         // starts, the same f32 impulses, so their transposed products are
         // those of a tape recorded alike.
         let fresh = |before: &[moreau::sim::State]| {
-            let mut b = batch_after(&scene, Backend::Gpu, GPU_MIN_TOLERANCE, n, 0).unwrap();
+            let mut b = batch_after(&scene, Backend::GpuSolve, GPU_MIN_TOLERANCE, n, 0).unwrap();
             for (w, state) in before.iter().enumerate() {
                 b.set_state(w, state.clone()).unwrap();
             }
