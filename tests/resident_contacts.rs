@@ -364,3 +364,40 @@ fn gpu_batch(
         }
     }
 }
+
+/// `ResidentBatch::set_states` sets every world at once (what `BatchSim`
+/// does with the states set since its last step): refused whole on a bad
+/// state or world index, landing on the device otherwise.
+#[test]
+fn states_set_at_once_land_on_the_device() {
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let scene = moreau::scenes::scene("cube-sliding").unwrap();
+    let params = SimParams {
+        dt: scene.dt,
+        ..SimParams::default()
+    };
+    let n = 3;
+    let mut gpu =
+        ResidentBatch::new(&ctx, &scene.model, &params, std::slice::from_ref(&scene.state), n)
+            .unwrap();
+    gpu.step(&vec![0.0; n * scene.model.nv]).unwrap();
+    let mut states = vec![scene.state.clone(); n];
+    for (w, s) in states.iter_mut().enumerate() {
+        s.q[0] = 0.25 * w as f64;
+    }
+    assert!(gpu.set_states(&states[..2], &[]).is_err());
+    assert!(gpu.set_states(&states, &[3]).is_err());
+    let mut bad = states.clone();
+    bad[2].v[1] = f64::NAN;
+    let e = gpu.set_states(&bad, &[0]).unwrap_err();
+    assert!(e.to_string().contains("world 2"), "{e}");
+    gpu.set_states(&states, &[0, 2]).unwrap();
+    let (got, flagged) = gpu.states().unwrap();
+    assert!(flagged.is_empty());
+    for (g, s) in got.iter().zip(&states) {
+        assert!(max_abs_diff(s.q.as_slice(), g.q.iter().copied()) < 1e-7);
+        assert!(max_abs_diff(s.v.as_slice(), g.v.iter().copied()) < 1e-7);
+    }
+}

@@ -337,6 +337,9 @@ pub struct BatchSim {
     /// Worlds whose parameters may have changed (`params_mut`) since the
     /// device last had them.
     resident_dirty: Vec<bool>,
+    /// Worlds given a new state since the last resident step: their states
+    /// are uploaded together at the head of the next one.
+    resident_pending: Vec<usize>,
     /// (nworlds, nv) action gains (actuator strength per world), or none.
     action_gain: Option<Vec<f64>>,
     /// Cumulated times since creation or [`Self::reset_times`].
@@ -464,6 +467,7 @@ impl BatchSim {
             resident_inputs: Vec::new(),
             resident_active: Vec::new(),
             resident_dirty: vec![false; nworlds],
+            resident_pending: Vec::new(),
             action_gain: None,
             times: BatchTimes::default(),
         })
@@ -560,9 +564,9 @@ impl BatchSim {
             .sim
             .energy(&state)
             .map_err(|error| BatchError::Sim { world: w, error })?;
-        if let Some(r) = self.resident.as_mut() {
-            r.set_state(w, &state)
-                .map_err(|e| BatchError::Resident(e.to_string()))?;
+        if self.resident.is_some() {
+            // Uploaded with the others at the next step.
+            self.resident_pending.push(w);
         }
         let world = self.world_mut(w)?;
         world.state = state;
@@ -807,6 +811,14 @@ impl BatchSim {
         }
         if self.resident_dirty.iter().any(|&d| d) {
             self.sync_resident_params()?;
+        }
+        if !self.resident_pending.is_empty() {
+            if let Some(r) = self.resident.as_mut() {
+                let worlds = &self.worlds;
+                r.set_states_by(|w| &worlds[w].state, &self.resident_pending)
+                    .map_err(|e| BatchError::Resident(e.to_string()))?;
+            }
+            self.resident_pending.clear();
         }
         let start = Instant::now();
         let gains = self.action_gain.as_deref();

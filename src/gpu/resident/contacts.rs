@@ -321,6 +321,10 @@ pub(super) struct ContactStage {
     pub(super) pair_u32: wgpu::Buffer,
     pub(super) pair_f32: wgpu::Buffer,
     pub(super) cwork: wgpu::Buffer,
+    /// The host's copy of the scratch's reset flags (1: the world's next
+    /// step starts without warm starts; the step that consumes it clears
+    /// it on the device, [`ContactStage::stepped`] here).
+    resets: Vec<f32>,
 }
 
 impl ContactStage {
@@ -399,6 +403,7 @@ impl ContactStage {
             pair_u32,
             pair_f32,
             cwork,
+            resets: vec![0.0; nworlds],
         })
     }
 
@@ -483,14 +488,37 @@ impl ContactStage {
         Ok(out)
     }
 
-    /// World `w`'s next step starts without warm starts.
-    pub(super) fn reset_warm_start(&self, queue: &wgpu::Queue, w: usize, nworlds: usize, model: &Model) {
+    /// The next step of the worlds in `fresh` starts without warm starts
+    /// (one upload of every world's flag).
+    pub(super) fn reset_warm_starts(&mut self, queue: &wgpu::Queue, fresh: &[usize], model: &Model) {
+        if fresh.is_empty() {
+            return;
+        }
+        for &w in fresh {
+            self.resets[w] = 1.0;
+        }
+        let n = self.resets.len();
         let reset = self.sizes.section(model.nv, model.nbodies, "CW_RESET");
         queue.write_buffer(
             &self.cwork,
-            ((reset * nworlds + w) * 4) as u64,
-            bytemuck::bytes_of(&1f32),
+            ((reset * n) * 4) as u64,
+            bytemuck::cast_slice(&self.resets),
         );
+    }
+
+    /// A step was submitted for the worlds `active` says (all: `None`):
+    /// it consumes their reset flags.
+    pub(super) fn stepped(&mut self, active: Option<&[bool]>) {
+        match active {
+            None => self.resets.fill(0.0),
+            Some(a) => {
+                for (r, &go) in self.resets.iter_mut().zip(a) {
+                    if go {
+                        *r = 0.0;
+                    }
+                }
+            }
+        }
     }
 
     /// Bytes on the device.
