@@ -137,7 +137,8 @@ fn backends_agree_on_resting_and_standing_scenes() {
         );
         assert_eq!(exact, 0.0, "the same code on more threads");
         let t = std::time::Instant::now();
-        let Some((gpu, gpu_contacts, gpu_iterations)) = run(&scene, Backend::GpuSolve, n, steps) else {
+        let Some((gpu, gpu_contacts, gpu_iterations)) = run(&scene, Backend::GpuSolve, n, steps)
+        else {
             continue;
         };
         let d = max_q_difference(&single, &gpu);

@@ -206,7 +206,8 @@ fn gpu_recorded_vjps_equal_the_cpus_within_f32_tolerance() {
     for (name, warmup, torque) in [("quadruped", 250, 2.0), ("cube-resting", 2, 0.5)] {
         let scene = moreau::scenes::scene(name).unwrap();
         let (n, nv) = (16, scene.model.nv);
-        let Some(mut gpu) = batch_after(&scene, Backend::GpuSolve, GPU_MIN_TOLERANCE, n, warmup) else {
+        let Some(mut gpu) = batch_after(&scene, Backend::GpuSolve, GPU_MIN_TOLERANCE, n, warmup)
+        else {
             return;
         };
         // The CPU batch at the GPU worlds' states.

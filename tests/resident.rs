@@ -260,7 +260,8 @@ fn models_the_slice_cannot_run_are_refused_naming_why() {
     .err()
     .unwrap();
     assert!(
-        e.to_string().contains("`bottom` (cuboid) and `top` (cuboid) can collide"),
+        e.to_string()
+            .contains("`bottom` (cuboid) and `top` (cuboid) can collide"),
         "{e}"
     );
     let model = tree();

@@ -29,7 +29,10 @@ fn cpu_trajectory(
 }
 
 fn max_abs_diff(a: &[f64], b: impl Iterator<Item = f64>) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
 }
 
 #[test]
@@ -76,7 +79,12 @@ fn seed_scenes_step_resident_as_on_the_cpu() {
             worst.1,
             last.q.as_slice()
         );
-        assert!(worst.0 < tol_q, "{name}: |Δq| {} at step {}", worst.0, worst.1);
+        assert!(
+            worst.0 < tol_q,
+            "{name}: |Δq| {} at step {}",
+            worst.0,
+            worst.1
+        );
     }
 }
 
@@ -137,7 +145,11 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
         let (mut dv, mut vmax, mut gpu_contacts) = (0.0f64, 0.0f64, Vec::new());
         gpu.read_columns(|cols| {
             for w in 0..n {
-                assert!(!cols.flagged(w), "{file}: world {w} flagged {}", cols.flag(w));
+                assert!(
+                    !cols.flagged(w),
+                    "{file}: world {w} flagged {}",
+                    cols.flag(w)
+                );
                 gpu_contacts.push(cols.solve(w).unwrap().0);
                 for t in 0..model.nv {
                     dv = dv.max((cols.v(w, t) - want[w].v[t]).abs());
@@ -169,7 +181,10 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
         }
         println!("{file}: contact forces |Δf| {df:.2e} (|f| up to {fmax:.1})");
         assert!(df < 1e-2 * fmax.max(1.0), "{file}: |Δf| {df:e}");
-        assert!(cpu_contacts.iter().sum::<usize>() >= n / 2, "{file}: on the ground");
+        assert!(
+            cpu_contacts.iter().sum::<usize>() >= n / 2,
+            "{file}: on the ground"
+        );
         assert!(dv < 1e-2 * vmax.max(1.0), "{file}: |Δv| {dv:e}");
         // 50 more steps side by side.
         let mut worst = 0.0f64;
@@ -211,7 +226,10 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
     }
     let stack = moreau::scenes::scene("cube-stack").unwrap();
     let why = device_pairs(&stack.model).unwrap_err();
-    assert!(why.contains("`bottom` (cuboid) and `top` (cuboid)"), "{why}");
+    assert!(
+        why.contains("`bottom` (cuboid) and `top` (cuboid)"),
+        "{why}"
+    );
     for file in ["ant.xml", "walker2d_v5.xml", "hopper.xml", "humanoid.xml"] {
         if let Some(m) = common::gymnasium(file) {
             let pairs = device_pairs(&m.model);
@@ -222,7 +240,11 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
     }
     for (file, pairs) in [("ant.xml", Some(13)), ("walker2d_v5.xml", Some(7))] {
         if let Some(m) = common::gymnasium(file) {
-            assert_eq!(device_pairs(&m.model).ok().map(|p| p.len()), pairs, "{file}");
+            assert_eq!(
+                device_pairs(&m.model).ok().map(|p| p.len()),
+                pairs,
+                "{file}"
+            );
         }
     }
 }
@@ -272,7 +294,10 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
         "ant: 60 steps: {contacts} contacts ({cpu_contacts} on the cpu), {iterations} iterations on the device"
     );
     assert!(contacts > 0 && iterations > 0);
-    assert!(contacts.abs_diff(cpu_contacts) * 10 <= cpu_contacts, "{contacts} {cpu_contacts}");
+    assert!(
+        contacts.abs_diff(cpu_contacts) * 10 <= cpu_contacts,
+        "{contacts} {cpu_contacts}"
+    );
     let mut worst = 0.0f64;
     for (g, c) in gpu.states().zip(cpu.states()) {
         worst = worst.max(max_abs_diff(c.q.as_slice(), g.q.iter().copied()));
@@ -327,15 +352,19 @@ fn friction_per_world_with_contacts_on_the_device() {
         }
     }
     // Legs pushing sideways.
-    let ctrl: Vec<f64> = (0..n * nu).map(|k| if k % 2 == 0 { 1.0 } else { -1.0 }).collect();
+    let ctrl: Vec<f64> = (0..n * nu)
+        .map(|k| if k % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
     for _ in 0..30 {
         let r = gpu.step_controls(&ctrl).unwrap();
         assert!(r.failed.is_empty(), "{:?}", r.failed);
         cpu.step_controls(&ctrl).unwrap();
     }
     assert!(gpu.is_resident(), "{:?}", gpu.notice());
-    let (g, c): (Vec<State>, Vec<State>) =
-        (gpu.states().cloned().collect(), cpu.states().cloned().collect());
+    let (g, c): (Vec<State>, Vec<State>) = (
+        gpu.states().cloned().collect(),
+        cpu.states().cloned().collect(),
+    );
     let mut worst = 0.0f64;
     for (x, y) in g.iter().zip(&c) {
         worst = worst.max(max_abs_diff(y.q.as_slice(), x.q.iter().copied()));
@@ -379,9 +408,14 @@ fn states_set_at_once_land_on_the_device() {
         ..SimParams::default()
     };
     let n = 3;
-    let mut gpu =
-        ResidentBatch::new(&ctx, &scene.model, &params, std::slice::from_ref(&scene.state), n)
-            .unwrap();
+    let mut gpu = ResidentBatch::new(
+        &ctx,
+        &scene.model,
+        &params,
+        std::slice::from_ref(&scene.state),
+        n,
+    )
+    .unwrap();
     gpu.step(&vec![0.0; n * scene.model.nv]).unwrap();
     let mut states = vec![scene.state.clone(); n];
     for (w, s) in states.iter_mut().enumerate() {

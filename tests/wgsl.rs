@@ -59,10 +59,10 @@ fn every_shader_parses_and_validates_with_naga() {
         "resident.wgsl",
         "resident_contacts.wgsl",
     ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
-        .collect();
+    .iter()
+    .map(|s| s.to_string())
+    .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
+    .collect();
     expected.sort();
     assert_eq!(files, expected, "every shader file is shared or a kernel's");
     let dir = shaders_dir();

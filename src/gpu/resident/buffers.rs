@@ -23,7 +23,12 @@ const GROUP0_READ_ONLY: [bool; 15] = [
 /// The same for group 1 (the contact stage).
 const GROUP1_READ_ONLY: [bool; 8] = [true, true, false, false, false, false, false, false];
 
-fn layout(ctx: &GpuContext, label: &str, read_only: &[bool], uniform0: bool) -> wgpu::BindGroupLayout {
+fn layout(
+    ctx: &GpuContext,
+    label: &str,
+    read_only: &[bool],
+    uniform0: bool,
+) -> wgpu::BindGroupLayout {
     let entries: Vec<_> = read_only
         .iter()
         .enumerate()

@@ -7,17 +7,21 @@
 //! then the velocity update and the integration (the kernel's `finish`
 //! entry point). One command buffer per step; the host only submits.
 //!
-//! This slice collides balls, capsules and boxes with half-spaces fixed
-//! on the world: the geometry of legged robots and the MuJoCo locomotion
-//! tasks on flat ground. Any other pair that can collide is refused,
+//! The device collides balls, capsules and boxes with half-spaces fixed on
+//! the world, balls and capsules with each other, and boxes with balls:
+//! legged robots and the MuJoCo locomotion tasks on flat ground, their
+//! links against each other. Any other pair that can collide is refused,
 //! naming it. Each pair's contacts are the ones the host path makes
-//! (`collision::CollisionDetector`: the support feature of the shape in
-//! the direction of the half-space, its vertices within the margin), so a
-//! world's contact capacity is exact: one per ball, two per capsule, four
-//! per box. Overflow cannot happen.
+//! (`collision::CollisionDetector`: against a half-space, the vertices of
+//! the shape's support feature toward it within the margin; between
+//! moving shapes, parry's one-point manifolds), so a world's contact
+//! capacity is exact: one per ball or moving pair, two per capsule and
+//! four per box on the ground. Overflow cannot happen.
 
-use super::{ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED};
-use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, STATE_DONE, GpuResult};
+use super::{
+    ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED,
+};
+use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
 use crate::gpu::{GpuContext, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
 use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
@@ -453,7 +457,13 @@ impl ContactStage {
         });
         let mut to = 0;
         for (buffer, from, len) in parts {
-            encoder.copy_buffer_to_buffer(buffer, (from * 4) as u64, &readback, to, (len * 4) as u64);
+            encoder.copy_buffer_to_buffer(
+                buffer,
+                (from * 4) as u64,
+                &readback,
+                to,
+                (len * 4) as u64,
+            );
             to += (len * 4) as u64;
         }
         let index = ctx.queue.submit(Some(encoder.finish()));
@@ -467,11 +477,13 @@ impl ContactStage {
                     (0..nc)
                         .map(|i| {
                             let r = |k: usize| records[(CONTACT_FLOATS * i + k) * n + w];
-                            let v = |k: usize| Vec3::new(r(k) as f64, r(k + 1) as f64, r(k + 2) as f64);
+                            let v =
+                                |k: usize| Vec3::new(r(k) as f64, r(k + 1) as f64, r(k + 2) as f64);
                             let normal = v(1);
                             let l = |k: usize| lambda[(3 * i + k) * n + w] as f64;
                             let frame = frame_from_normal(&normal);
-                            let pair = &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
+                            let pair =
+                                &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
                             DeviceContact {
                                 geom_a: pair.geom_a,
                                 geom_b: pair.geom_b,
@@ -490,7 +502,12 @@ impl ContactStage {
 
     /// The next step of the worlds in `fresh` starts without warm starts
     /// (one upload of every world's flag).
-    pub(super) fn reset_warm_starts(&mut self, queue: &wgpu::Queue, fresh: &[usize], model: &Model) {
+    pub(super) fn reset_warm_starts(
+        &mut self,
+        queue: &wgpu::Queue,
+        fresh: &[usize],
+        model: &Model,
+    ) {
         if fresh.is_empty() {
             return;
         }

@@ -2,10 +2,10 @@
 //! becomes on the device (sizes in the generated header, per-body, per-dof
 //! and per-actuator words, per-world parameters).
 
+use super::contacts::{ContactSizes, device_pairs};
 use super::{ACT_WORDS, BODY_F32, BODY_U32, DOF_F32, LIMIT_PIVOTS_PER_ROW, WORKGROUP};
 use crate::model::{JointType, Model, NO_DOF};
 use crate::sim::SimParams;
-use super::contacts::{ContactSizes, device_pairs};
 
 /// The kernel's WGSL for `model`: a header of its sizes, then
 /// `shaders/resident.wgsl`.
@@ -24,7 +24,8 @@ pub fn source_for(model: &Model, per_world: bool) -> String {
     // model with pairs the device cannot collide is refused before).
     let pairs = device_pairs(model).unwrap_or_default();
     let contacts = if pairs.is_empty() {
-        "const CONTACTS: bool = false;\nfn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {}\n".to_string()
+        "const CONTACTS: bool = false;\nfn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {}\n"
+            .to_string()
     } else {
         format!(
             "const CONTACTS: bool = true;\n{}{}",
