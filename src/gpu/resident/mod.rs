@@ -4,8 +4,8 @@
 //! what it is asked for.
 //!
 //! The kernel (`shaders/resident.wgsl`, one invocation per world, f32)
-//! runs the whole step of contact-free trees of free, ball, hinge, slide
-//! and fixed joints: the actuators' forces from the controls (gear, gain, affine
+//! runs the whole step of trees of free, ball, hinge, slide and fixed
+//! joints: the actuators' forces from the controls (gear, gain, affine
 //! bias, control and force ranges, effort limits), springs, the fluid's
 //! drag (MuJoCo's inertia box), forward kinematics, the articulated-body
 //! algorithm in the world frame with armature, implicit damping and
@@ -14,10 +14,14 @@
 //! again from the same factorization, solved exactly by Murty's principal
 //! pivoting), the velocity update
 //! and `q⁺ = q ⊕ v⁺ dt` (the SE(3) and SO(3) exponentials, quaternions
-//! normalized). Its twin is the f64 CPU step (`Simulator::step` of the
-//! same model), compared in `tests/resident.rs`. A model it cannot run yet
-//! is refused, naming what: geometries that can collide (contacts are
-//! issue 34), a tree over [`MAX_BODIES`].
+//! normalized). A model with geometries that can collide gets the contact
+//! stage ([`contacts`], issue 34): the limit rows then join the contact
+//! problem, which the batch's contact kernel solves in place, and the
+//! kernel's `finish` ends the step. Its twin is the f64 CPU step
+//! (`Simulator::step` of the same model), compared in `tests/resident.rs`
+//! and `tests/resident_contacts.rs`. A model it cannot run yet is
+//! refused, naming what: a pair of geometries the device cannot collide,
+//! a tree over [`MAX_BODIES`].
 //!
 //! Layout: world-minor (element `t` of world `w` at `t·N + w`) for `q`, `v`
 //! and `tau`, so that neighbouring invocations read neighbouring words.
@@ -208,10 +212,12 @@ fn world_minor(
 
 impl ResidentBatch {
     /// `nworlds` worlds of `model` starting from `initial` (one state for
-    /// all, or one per world), stepped with `params` (its `dt`, and for
-    /// the joint limits its `limit_margin`, `baumgarte`, `compliance` and
-    /// solver tolerance; the limit rows are always solved by principal
-    /// pivoting, whatever `params.solver`).
+    /// all, or one per world), stepped with `params` (its `dt`; for the
+    /// joint limits its `limit_margin`, `baumgarte`, `compliance` and
+    /// solver tolerance, and for contacts its margin, friction scale,
+    /// bounce velocity, warm start and solver. Without contacts the limit
+    /// rows are solved by principal pivoting, whatever `params.solver`;
+    /// with contacts they join the contact problem).
     pub fn new(
         ctx: &GpuContext,
         model: &Model,
