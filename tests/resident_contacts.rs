@@ -435,3 +435,44 @@ fn states_set_at_once_land_on_the_device() {
         assert!(max_abs_diff(s.v.as_slice(), g.v.iter().copied()) < 1e-7);
     }
 }
+
+/// More worlds than the device holds at the model's exact contact capacity
+/// (a humanoid has room for 138 contacts, 448 rows: one world's `G` is
+/// 400 kB): `BatchSim` runs them host-prepared (`gpu-solve`, whose buffers
+/// hold the contacts there are) and says why, instead of failing.
+#[test]
+fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
+    use moreau::batch::{Backend, BatchOptions};
+    let (Some(ctx), Some(m)) = (GpuContext::for_tests(), common::gymnasium("humanoid.xml")) else {
+        return;
+    };
+    let model = Arc::new(m.model.clone());
+    let sizes = moreau::gpu::resident::contacts::ContactSizes::of(
+        &device_pairs(&model).unwrap(),
+        moreau::gpu::resident::limit_rows(&model).max(4),
+    );
+    let rows = sizes.max_rows() as u64;
+    let per_world = rows * (rows + 1) / 2 * 4;
+    let n = (ctx.limits.max_storage_buffer_binding_size as u64 / per_world + 1) as usize;
+    if n > 20_000 {
+        // (A device with room for that many humanoids: nothing to show here.)
+        return;
+    }
+    let mut options = BatchOptions {
+        backend: Backend::Gpu,
+        ..Default::default()
+    };
+    options.params.dt = m.timestep.unwrap_or(0.003);
+    let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let Some(mut batch) = gpu_batch(model.clone(), &start, n, &options) else {
+        return;
+    };
+    assert!(!batch.is_resident());
+    let notice = batch.notice().unwrap();
+    assert!(
+        notice.contains("do not fit the device") && notice.contains("gpu-solve"),
+        "{notice}"
+    );
+    let r = batch.step_controls(&vec![0.0; n * model.nu()]).unwrap();
+    assert!(r.failed.is_empty());
+}

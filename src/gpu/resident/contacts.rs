@@ -22,7 +22,7 @@ use super::{
     ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED,
 };
 use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
-use crate::gpu::{GpuContext, GpuSolver};
+use crate::gpu::{GpuContext, GpuError, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
 use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
 use crate::sim::SimParams;
@@ -347,18 +347,32 @@ impl ContactStage {
             .limits
             .max_storage_buffer_binding_size
             .min(ctx.limits.max_buffer_size);
+        // Too many worlds for the device at the model's exact capacity: not
+        // an error of the caller's, the host-prepared path (whose buffers
+        // hold the contacts there are) can run them (`BatchSim` does).
+        let too_big = |why: String| ResidentError::Unsupported {
+            model: model.name.clone(),
+            reason: format!(
+                "{nworlds} worlds' contact problems at the model's capacity ({} contacts, {} rows \
+                 each) do not fit the device: {why}",
+                sizes.max_contacts,
+                sizes.max_rows()
+            ),
+        };
         let needed = (floats as u64).saturating_mul(nworlds as u64 * 4);
         if needed > limit {
-            return Err(ResidentError::Capacity {
-                nworlds,
-                what: "bytes of contact scratch (M̃⁻¹Jᵀ, J, warm starts per world)",
-                needed,
-                limit,
-            });
+            return Err(too_big(format!(
+                "{needed} bytes of contact scratch (M̃⁻¹Jᵀ, J, warm starts), over the {limit} of one buffer"
+            )));
         }
         let capacity =
             BatchCapacity::uniform_with_rows(nworlds, sizes.max_contacts, sizes.limit_rows);
-        let mut solver = GpuSolver::new(ctx, params.solver, capacity)?;
+        let mut solver = GpuSolver::new(ctx, params.solver, capacity).map_err(|e| match e {
+            GpuError::CapacityTooLarge { .. }
+            | GpuError::DispatchCapacity { .. }
+            | GpuError::OutOfMemory { .. } => too_big(e.to_string()),
+            e => e.into(),
+        })?;
         let dispatches = solver.prepare_resident(
             nworlds,
             &params.solver_settings,
