@@ -184,7 +184,8 @@ fn controls_of_a_model_without_actuators_step_every_world() {
         backend,
         ..Default::default()
     };
-    let Some(mut gpu) = gpu_batch(model.clone(), &states[0], 16, &options(Backend::Gpu)) else {
+    let Some(mut gpu) = common::gpu_batch(model.clone(), &states[0], 16, &options(Backend::Gpu))
+    else {
         return;
     };
     assert!(gpu.is_resident(), "{:?}", gpu.notice());
@@ -469,22 +470,16 @@ fn gymnasium_contact_free_tasks_step_resident_as_on_the_cpu() {
 /// host-prepared and says why.
 #[test]
 fn batch_sim_runs_resident_on_the_gpu_backend() {
-    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    use moreau::batch::{Backend, BatchSim};
     let Some(m) = common::gymnasium("swimmer.xml") else {
         return;
     };
     let model = Arc::new(m.model.clone());
     let (n, nu) = (8, model.nu());
-    let options = |backend| {
-        let mut o = BatchOptions {
-            backend,
-            ..Default::default()
-        };
-        o.params.dt = m.timestep.unwrap_or(0.01);
-        o
-    };
+    let options = |backend| common::batch_options(backend, m.timestep.unwrap_or(0.01));
     let initial = State::new(m.q0.clone(), DVector::zeros(model.nv));
-    let Some(mut gpu) = gpu_batch(model.clone(), &initial, n, &options(Backend::Gpu)) else {
+    let Some(mut gpu) = common::gpu_batch(model.clone(), &initial, n, &options(Backend::Gpu))
+    else {
         return;
     };
     assert!(
@@ -625,7 +620,8 @@ fn each_world_its_own_model_and_parameters_on_the_device() {
             o
         };
         let make = |backend| BatchSim::new(base.clone(), &states[0], n, &options(backend));
-        let Some(mut gpu) = gpu_batch(base.clone(), &states[0], n, &options(Backend::Gpu)) else {
+        let Some(mut gpu) = common::gpu_batch(base.clone(), &states[0], n, &options(Backend::Gpu))
+        else {
             return;
         };
         let mut cpu = make(Backend::CpuSingle).unwrap();
@@ -703,26 +699,6 @@ fn each_world_its_own_model_and_parameters_on_the_device() {
         println!("{file}: 20 more steps: |Δq| = {dq:.1e}, |Δv| = {dv:.1e}");
         assert!(dq < 1e-3 && dv < 1e-2, "{file}: {dq:e} {dv:e}");
         assert!(gpu.is_resident());
-    }
-}
-
-/// A batch on the `gpu` backend, or `None` (the test then passes) where
-/// there is no adapter, unless `MOREAU_REQUIRE_GPU=1`.
-fn gpu_batch(
-    model: Arc<Model>,
-    initial: &State,
-    n: usize,
-    options: &moreau::batch::BatchOptions,
-) -> Option<moreau::batch::BatchSim> {
-    match moreau::batch::BatchSim::new(model, initial, n, options) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            assert!(
-                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                "GPU backend required: {e}"
-            );
-            None
-        }
     }
 }
 

@@ -255,22 +255,15 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
 /// starts again from it (its warm starts dropped).
 #[test]
 fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
-    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    use moreau::batch::{Backend, BatchSim};
     let Some(m) = common::gymnasium("ant.xml") else {
         return;
     };
     let model = Arc::new(m.model.clone());
     let (n, nu) = (8, model.nu());
-    let options = |backend| {
-        let mut o = BatchOptions {
-            backend,
-            ..Default::default()
-        };
-        o.params.dt = m.timestep.unwrap_or(0.01);
-        o
-    };
+    let options = |backend| common::batch_options(backend, m.timestep.unwrap_or(0.01));
     let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let Some(mut gpu) = gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
+    let Some(mut gpu) = common::gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
         return;
     };
     assert!(gpu.is_resident(), "{:?}", gpu.notice());
@@ -322,27 +315,20 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
 /// more than the two backends differ.
 #[test]
 fn friction_per_world_with_contacts_on_the_device() {
-    use moreau::batch::{Backend, BatchOptions, BatchSim};
+    use moreau::batch::{Backend, BatchSim};
     let Some(m) = common::gymnasium("ant.xml") else {
         return;
     };
     let model = Arc::new(m.model.clone());
     let (n, nu) = (4, model.nu());
-    let options = |backend| {
-        let mut o = BatchOptions {
-            backend,
-            ..Default::default()
-        };
-        o.params.dt = m.timestep.unwrap_or(0.01);
-        o
-    };
+    let options = |backend| common::batch_options(backend, m.timestep.unwrap_or(0.01));
     // Standing on the ground: 60 CPU steps from the file's posture.
     let mut settle = Simulator::new(model.clone(), options(Backend::CpuParallel).params).unwrap();
     let mut start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
     for _ in 0..60 {
         settle.step_controls(&mut start, &vec![0.0; nu]).unwrap();
     }
-    let Some(mut gpu) = gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
+    let Some(mut gpu) = common::gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
         return;
     };
     let mut cpu = BatchSim::new(model.clone(), &start, n, &options(Backend::CpuParallel)).unwrap();
@@ -372,26 +358,6 @@ fn friction_per_world_with_contacts_on_the_device() {
     let ice = max_abs_diff(c[0].q.as_slice(), c[1].q.iter().copied());
     println!("ant on ice: the ice moves q by {ice:.2e}; gpu against cpu {worst:.2e}");
     assert!(worst < 1e-3 && ice > 20.0 * worst, "{worst:e} {ice:e}");
-}
-
-/// A batch on the `gpu` backend, or `None` (the test then passes) where
-/// there is no adapter, unless `MOREAU_REQUIRE_GPU=1`.
-fn gpu_batch(
-    model: Arc<Model>,
-    initial: &State,
-    n: usize,
-    options: &moreau::batch::BatchOptions,
-) -> Option<moreau::batch::BatchSim> {
-    match moreau::batch::BatchSim::new(model, initial, n, options) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            assert!(
-                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
-                "GPU backend required: {e}"
-            );
-            None
-        }
-    }
 }
 
 /// `ResidentBatch::set_states` sets every world at once (what `BatchSim`
@@ -464,7 +430,7 @@ fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
     };
     options.params.dt = m.timestep.unwrap_or(0.003);
     let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let Some(mut batch) = gpu_batch(model.clone(), &start, n, &options) else {
+    let Some(mut batch) = common::gpu_batch(model.clone(), &start, n, &options) else {
         return;
     };
     assert!(!batch.is_resident());

@@ -172,3 +172,33 @@ pub fn code_blocks(text: &str, lang: &str) -> Vec<String> {
     }
     out
 }
+
+/// Batch options on `backend` with the default parameters at step `dt`.
+pub fn batch_options(backend: moreau::batch::Backend, dt: f64) -> moreau::batch::BatchOptions {
+    let mut o = moreau::batch::BatchOptions {
+        backend,
+        ..Default::default()
+    };
+    o.params.dt = dt;
+    o
+}
+
+/// A batch on the `gpu` backend, or `None` (the test then passes) where
+/// there is no adapter, unless `MOREAU_REQUIRE_GPU=1`.
+pub fn gpu_batch(
+    model: std::sync::Arc<Model>,
+    initial: &moreau::sim::State,
+    n: usize,
+    options: &moreau::batch::BatchOptions,
+) -> Option<moreau::batch::BatchSim> {
+    match moreau::batch::BatchSim::new(model, initial, n, options) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            assert!(
+                std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GPU backend required: {e}"
+            );
+            None
+        }
+    }
+}
