@@ -510,6 +510,509 @@ fn backward_unit(pr: Problem, ca: Cache, v: u32, owner: bool, first: u32, stride
     }
 }
 
+// --- The active-set polish (the f32 twin of src/contact/solvers/polish.rs) --
+//
+// With params.polish (ncp-admm), the projected warm start (after FRESH) and
+// every POLISH_INTERVAL-th iterate are offered to an active-set solve: each
+// contact's mode is guessed from the iterate (breaking: lambda = 0; sticking:
+// c = 0; sliding: lambda = lambda_N (mu t, 1) with t fixed, c_N = 0; a
+// unilateral row active: c = 0), the square system H y = -E g that the modes
+// make of the NCP is solved, and the candidate lambda = B y is judged by the
+// same residuals as the iterates. A candidate within the tolerance ends the
+// solve; otherwise the modes are revised from it (an active-set iteration,
+// the sliding directions a fixed point on -c_T) for POLISH_ROUNDS rounds,
+// more while eps_abs halves, at most POLISH_MAX_ROUNDS; then the solve goes
+// on where it left off (the power iteration, or the next iteration: the
+// polish uses only x, z_prev, tmp, y of the ADMM scratch, which those
+// rewrite). Three phases, each a step of the state machine:
+//   PMODES   the unknowns of the current modes and their reference values
+//   PFACTOR  one column of the LU factor (partial pivoting, left-looking)
+//            of H + eps I, eps = POLISH_REGULARIZATION max_e |H_ee|
+//   PSOLVE   even steps: candidate lambda = B y in x, c in tmp, judged; odd
+//            steps: y += (H + eps I)^-1 (-E c) (iterative refinement against
+//            H from the reference, so that along the null space of a
+//            rank-deficient H the solution keeps the reference's internal
+//            forces); after POLISH_SOLVES solves, the round's end.
+// In f32 the regularization is larger than the CPU's (1e-6 of an f32 entry
+// is ten roundings) and each refinement's candidate is judged, not only the
+// last. Scratch after the factor: the modes (per contact rows 3i, 3i+1: the
+// sliding direction t, row 3i+2: the mode; per unilateral row: active),
+// the unknowns' codes (a row r < m, or m + i for contact i sliding), the
+// pivots, two scalars (the regularization, the last round's eps_abs), then
+// H's k x k factor by columns (k <= POLISH_MAX_UNKNOWNS; the scratch has
+// min(m, POLISH_MAX_UNKNOWNS)^2 floats for it). The solve's polish state:
+// st.polish packs the phase to return to (4 bits), the round (5 bits) and k
+// (the rest); st.step is the factor's column or the solve's step.
+
+const PHASE_PMODES: u32 = 8u;
+const PHASE_PFACTOR: u32 = 9u;
+const PHASE_PSOLVE: u32 = 10u;
+
+const PMODE: u32 = 0u;
+const PUNK: u32 = 1u;
+const PPIV: u32 = 2u;
+const PAUX: u32 = 3u;
+
+const MODE_BREAKING: f32 = 0.0;
+const MODE_STICKING: f32 = 1.0;
+const MODE_SLIDING: f32 = 2.0;
+
+// Index of row k of polish vector v (after the factor).
+fn pk(pr: Problem, v: u32, k: u32) -> u32 {
+    let m = rows(pr);
+    return pr.work_offset + (ADMM_SLOTS * m + tri(m) + v * m + k) * pr.stride;
+}
+
+fn pv(pr: Problem, v: u32, k: u32) -> f32 {
+    return work[pk(pr, v, k)];
+}
+
+// Index of H's factor at (row i, column j), k x k by columns.
+fn hk(pr: Problem, n: u32, i: u32, j: u32) -> u32 {
+    let m = rows(pr);
+    return pr.work_offset + (ADMM_SLOTS * m + tri(m) + POLISH_SLOTS * m + j * n + i) * pr.stride;
+}
+
+fn hv(pr: Problem, n: u32, i: u32, j: u32) -> f32 {
+    return work[hk(pr, n, i, j)];
+}
+
+fn polish_pack(ret: u32, round: u32, k: u32) -> u32 {
+    return ret | (round << 4u) | (k << 9u);
+}
+
+fn polish_ret(st: SolveResult) -> u32 {
+    return st.polish & 15u;
+}
+
+fn polish_round(st: SolveResult) -> u32 {
+    return (st.polish >> 4u) & 31u;
+}
+
+fn polish_k(st: SolveResult) -> u32 {
+    return st.polish >> 9u;
+}
+
+// Whether to polish the iterate z of this evaluation (eps: its eps_abs).
+fn polish_due(pr: Problem, eps: f32) -> bool {
+    return params.polish != 0u && params.model == MODEL_NCP && eps > pr.tolerance && is_finite(eps);
+}
+
+// Whether iteration `it` is polished: the CPU's every POLISH_INTERVAL-th,
+// and iterations 2, 5 and 10, where the CPU runs its Newton finisher from
+// the guess instead (not on the device). Measured on the tests' batches
+// (tests/gpu_solvers.rs): the 10 cold scene problems take 44 iterations in
+// all with these (150 with the CPU's alone); polishing iteration 1 already
+// finds solutions of the scenes' rank-deficient problems whose internal
+// forces are 1 % away from the converged one's.
+fn polish_iteration(it: u32) -> bool {
+    return it % POLISH_INTERVAL == 0u || it == 2u || it == 5u || it == 10u;
+}
+
+// Starts a polish of z that returns to phase `ret` if it fails.
+fn polish_start(st: ptr<function, SolveResult>, ret: u32) {
+    (*st).polish = polish_pack(ret, 0u, 0u);
+    (*st).step = 0u;
+    (*st).state = PHASE_PMODES;
+}
+
+// The polish failed: back to where it was started (the caller starts the
+// power iteration when that is where it goes).
+fn polish_failed(st: ptr<function, SolveResult>) {
+    let ret = polish_ret(*st);
+    (*st).state = ret;
+    (*st).step = 0u;
+    if (ret == PHASE_POWER) {
+        (*st).scale = 0.0;
+    }
+}
+
+// (G + R)[a][b].
+fn gr(pr: Problem, ca: Cache, a: u32, b: u32) -> f32 {
+    var v = g_sym(pr, ca, a, b);
+    if (a == b) {
+        v += compliance(pr, a);
+    }
+    return v;
+}
+
+// The equation row of unknown code c: its row, or a sliding contact's normal.
+fn polish_equation(m: u32, code: u32) -> u32 {
+    return select(3u * (code - m) + 2u, code, code < m);
+}
+
+// H[e][j] = E (G + R) B: row e's equation against unknown j's column of B.
+fn polish_entry(pr: Problem, ca: Cache, e: u32, j: u32) -> f32 {
+    let m = rows(pr);
+    let row = polish_equation(m, u32(pv(pr, PUNK, e)));
+    let code = u32(pv(pr, PUNK, j));
+    if (code < m) {
+        return gr(pr, ca, row, code);
+    }
+    let i = code - m;
+    let r = 3u * i;
+    let mu = friction(pr, i);
+    return mu * pv(pr, PMODE, r) * gr(pr, ca, row, r) + mu * pv(pr, PMODE, r + 1u) * gr(pr, ca, row, r + 1u) + gr(pr, ca, row, r + 2u);
+}
+
+// Round 0: each contact's mode and each row's activity guessed from z.
+// Returns false when z is zero (nothing to polish).
+fn polish_guess(pr: Problem) -> bool {
+    let m = rows(pr);
+    var scale = 0.0;
+    for (var k = 0u; k < m; k++) {
+        scale = max(scale, abs(wv(pr, Z, k)));
+    }
+    if (!(scale > 0.0)) {
+        return false;
+    }
+    let zero = 1e-7 * scale;
+    for (var i = 0u; i < pr.nc; i++) {
+        let r = 3u * i;
+        let l = vec3<f32>(wv(pr, Z, r), wv(pr, Z, r + 1u), wv(pr, Z, r + 2u));
+        let mu = friction(pr, i);
+        let lt = length(l.xy);
+        var mode = MODE_SLIDING;
+        var t = vec2<f32>(0.0);
+        if (l.z <= zero) {
+            mode = MODE_BREAKING;
+        } else if (mu > 0.0 && lt < mu * l.z * (1.0 - 1e-5)) {
+            mode = MODE_STICKING;
+        } else if (lt > 0.0) {
+            t = l.xy / lt;
+        }
+        work[pk(pr, PMODE, r)] = t.x;
+        work[pk(pr, PMODE, r + 1u)] = t.y;
+        work[pk(pr, PMODE, r + 2u)] = mode;
+    }
+    for (var k = 3u * pr.nc; k < m; k++) {
+        work[pk(pr, PMODE, k)] = select(0.0, 1.0, wv(pr, Z, k) > zero);
+    }
+    work[pk(pr, PAUX, 1u)] = 3.4e38;
+    return true;
+}
+
+// The modes revised from the candidate (x) and its velocity (tmp): a
+// contact pulling becomes breaking, a breaking one penetrating sticking, a
+// sticking one outside its cone sliding, a sliding one's direction against
+// c_T (maximum dissipation); a row active while it pushes, else active
+// where it penetrates. Returns whether anything changed.
+fn polish_revise(pr: Problem) -> bool {
+    let m = rows(pr);
+    var changed = false;
+    for (var i = 0u; i < pr.nc; i++) {
+        let r = 3u * i;
+        let l = vec3<f32>(wv(pr, X, r), wv(pr, X, r + 1u), wv(pr, X, r + 2u));
+        let c = vec3<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u), wv(pr, TMP, r + 2u));
+        let mode = pv(pr, PMODE, r + 2u);
+        let t = vec2<f32>(pv(pr, PMODE, r), pv(pr, PMODE, r + 1u));
+        var new_mode = mode;
+        var nt = t;
+        if (mode == MODE_BREAKING) {
+            if (c.z < 0.0) {
+                new_mode = MODE_STICKING;
+            }
+        } else if (l.z < 0.0) {
+            new_mode = MODE_BREAKING;
+        } else if (mode == MODE_STICKING) {
+            let lt = length(l.xy);
+            if (lt > friction(pr, i) * l.z && lt > 0.0) {
+                new_mode = MODE_SLIDING;
+                nt = l.xy / lt;
+            }
+        } else {
+            let ct = length(c.xy);
+            if (ct > 0.0) {
+                nt = -c.xy / ct;
+            }
+        }
+        if (new_mode != mode || (new_mode == MODE_SLIDING && any(nt != t))) {
+            changed = true;
+        }
+        work[pk(pr, PMODE, r)] = nt.x;
+        work[pk(pr, PMODE, r + 1u)] = nt.y;
+        work[pk(pr, PMODE, r + 2u)] = new_mode;
+    }
+    for (var k = 3u * pr.nc; k < m; k++) {
+        let on = pv(pr, PMODE, k) != 0.0;
+        var new_on = wv(pr, TMP, k) < 0.0;
+        if (on) {
+            new_on = wv(pr, X, k) >= 0.0;
+        }
+        if (new_on != on) {
+            changed = true;
+        }
+        work[pk(pr, PMODE, k)] = select(0.0, 1.0, new_on);
+    }
+    return changed;
+}
+
+// PMODES: the unknowns of the modes (codes), their values in the reference
+// (z in round 0, else the last candidate x) in y, and the regularization.
+// Returns k, or 0xffffffff when there are too many to polish.
+fn polish_unknowns(pr: Problem, ca: Cache, reference: u32) -> u32 {
+    let m = rows(pr);
+    var k = 0u;
+    for (var i = 0u; i < pr.nc; i++) {
+        let r = 3u * i;
+        let mode = pv(pr, PMODE, r + 2u);
+        if (mode == MODE_STICKING) {
+            for (var s = 0u; s < 3u; s++) {
+                if (k < POLISH_MAX_UNKNOWNS) {
+                    work[pk(pr, PUNK, k)] = f32(r + s);
+                    work[wk(pr, Y, k)] = wv(pr, reference, r + s);
+                }
+                k += 1u;
+            }
+        } else if (mode == MODE_SLIDING) {
+            if (k < POLISH_MAX_UNKNOWNS) {
+                work[pk(pr, PUNK, k)] = f32(m + i);
+                work[wk(pr, Y, k)] = max(wv(pr, reference, r + 2u), 0.0);
+            }
+            k += 1u;
+        }
+    }
+    for (var r = 3u * pr.nc; r < m; r++) {
+        if (pv(pr, PMODE, r) != 0.0) {
+            if (k < POLISH_MAX_UNKNOWNS) {
+                work[pk(pr, PUNK, k)] = f32(r);
+                work[wk(pr, Y, k)] = wv(pr, reference, r);
+            }
+            k += 1u;
+        }
+    }
+    if (k > POLISH_MAX_UNKNOWNS) {
+        return 0xffffffffu;
+    }
+    var hmax = 0.0;
+    for (var e = 0u; e < k; e++) {
+        hmax = max(hmax, abs(polish_entry(pr, ca, e, e)));
+    }
+    work[pk(pr, PAUX, 0u)] = POLISH_REGULARIZATION * hmax;
+    return k;
+}
+
+// PFACTOR: column j of the LU factor of H + eps I (left-looking, with the
+// earlier columns' row swaps applied to it, then its own pivot's swap
+// applied to the earlier columns), as lu_factor in linalg.rs makes by
+// right-looking steps: P (H + eps I) = L U. Returns false on a zero pivot.
+fn polish_factor_column(pr: Problem, ca: Cache, n: u32, j: u32) -> bool {
+    let eps = pv(pr, PAUX, 0u);
+    for (var e = 0u; e < n; e++) {
+        var h = polish_entry(pr, ca, e, j);
+        if (e == j) {
+            h += eps;
+        }
+        work[hk(pr, n, e, j)] = h;
+    }
+    for (var p = 0u; p < j; p++) {
+        let q = u32(pv(pr, PPIV, p));
+        if (q != p) {
+            let a = hv(pr, n, p, j);
+            work[hk(pr, n, p, j)] = hv(pr, n, q, j);
+            work[hk(pr, n, q, j)] = a;
+        }
+    }
+    // U's rows above the diagonal (unit L), then the rest of the column.
+    for (var i = 1u; i < n; i++) {
+        let top = min(i, j);
+        var s = hv(pr, n, i, j);
+        var p = 0u;
+        for (; p + 4u <= top; p += 4u) {
+            s -= hv(pr, n, i, p) * hv(pr, n, p, j) + hv(pr, n, i, p + 1u) * hv(pr, n, p + 1u, j)
+                + hv(pr, n, i, p + 2u) * hv(pr, n, p + 2u, j) + hv(pr, n, i, p + 3u) * hv(pr, n, p + 3u, j);
+        }
+        for (; p < top; p++) {
+            s -= hv(pr, n, i, p) * hv(pr, n, p, j);
+        }
+        work[hk(pr, n, i, j)] = s;
+    }
+    var q = j;
+    var best = abs(hv(pr, n, j, j));
+    for (var i = j + 1u; i < n; i++) {
+        let v = abs(hv(pr, n, i, j));
+        if (v > best) {
+            q = i;
+            best = v;
+        }
+    }
+    if (!(best > 0.0) || !is_finite(best)) {
+        return false;
+    }
+    work[pk(pr, PPIV, j)] = f32(q);
+    if (q != j) {
+        for (var p = 0u; p <= j; p++) {
+            let a = hv(pr, n, j, p);
+            work[hk(pr, n, j, p)] = hv(pr, n, q, p);
+            work[hk(pr, n, q, p)] = a;
+        }
+    }
+    let d = hv(pr, n, j, j);
+    for (var i = j + 1u; i < n; i++) {
+        work[hk(pr, n, i, j)] = hv(pr, n, i, j) / d;
+    }
+    return true;
+}
+
+// PSOLVE, even steps: the candidate lambda = B y in x, c = (G + R) x + g in
+// tmp (as evaluate_units makes c from z), and its eps_abs.
+fn polish_candidate(pr: Problem, ca: Cache, n: u32) -> f32 {
+    let m = rows(pr);
+    for (var k = 0u; k < m; k++) {
+        work[wk(pr, X, k)] = 0.0;
+    }
+    for (var j = 0u; j < n; j++) {
+        let code = u32(pv(pr, PUNK, j));
+        let y = wv(pr, Y, j);
+        if (code < m) {
+            work[wk(pr, X, code)] = y;
+        } else {
+            let i = code - m;
+            let r = 3u * i;
+            let mu = friction(pr, i);
+            work[wk(pr, X, r)] = mu * pv(pr, PMODE, r) * y;
+            work[wk(pr, X, r + 1u)] = mu * pv(pr, PMODE, r + 1u) * y;
+            work[wk(pr, X, r + 2u)] = y;
+        }
+    }
+    for (var k = 0u; k < m; k++) {
+        work[wk(pr, TMP, k)] = row_times(pr, ca, k, X) + free_velocity(pr, k);
+    }
+    var r = vec4<f32>(0.0);
+    for (var i = 0u; i < pr.nc; i++) {
+        let q = 3u * i;
+        let l = vec3<f32>(wv(pr, X, q), wv(pr, X, q + 1u), wv(pr, X, q + 2u));
+        let c = vec3<f32>(wv(pr, TMP, q), wv(pr, TMP, q + 1u), wv(pr, TMP, q + 2u));
+        let ri = contact_residuals(params.model, params.facets, friction(pr, i), l, c);
+        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+    }
+    for (var k = 3u * pr.nc; k < m; k++) {
+        let ri = unilateral_residuals(wv(pr, X, k), wv(pr, TMP, k));
+        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+    }
+    return r.w;
+}
+
+// PSOLVE, odd steps: y += (L U)^-1 P (-E c), the correction in z_prev.
+fn polish_refine(pr: Problem, n: u32) {
+    let m = rows(pr);
+    for (var e = 0u; e < n; e++) {
+        work[wk(pr, ZPREV, e)] = -wv(pr, TMP, polish_equation(m, u32(pv(pr, PUNK, e))));
+    }
+    for (var p = 0u; p < n; p++) {
+        let q = u32(pv(pr, PPIV, p));
+        if (q != p) {
+            let a = wv(pr, ZPREV, p);
+            work[wk(pr, ZPREV, p)] = wv(pr, ZPREV, q);
+            work[wk(pr, ZPREV, q)] = a;
+        }
+    }
+    for (var i = 1u; i < n; i++) {
+        var s = wv(pr, ZPREV, i);
+        for (var p = 0u; p < i; p++) {
+            s -= hv(pr, n, i, p) * wv(pr, ZPREV, p);
+        }
+        work[wk(pr, ZPREV, i)] = s;
+    }
+    for (var ii = n; ii > 0u; ii--) {
+        let i = ii - 1u;
+        var s = wv(pr, ZPREV, i);
+        for (var p = i + 1u; p < n; p++) {
+            s -= hv(pr, n, i, p) * wv(pr, ZPREV, p);
+        }
+        work[wk(pr, ZPREV, i)] = s / hv(pr, n, i, i);
+    }
+    for (var e = 0u; e < n; e++) {
+        work[wk(pr, Y, e)] = wv(pr, Y, e) + wv(pr, ZPREV, e);
+    }
+}
+
+// One step of the polish (one invocation does it all; in main_workgroup,
+// lane 0). On success z holds the candidate, evaluated (c, s, best) and the
+// solve is done.
+fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
+    let round = polish_round(*st);
+    let n = polish_k(*st);
+    if ((*st).state == PHASE_PMODES) {
+        if (round == 0u && !polish_guess(pr)) {
+            polish_failed(st);
+            return;
+        }
+        let k = polish_unknowns(pr, ca, select(X, Z, round == 0u));
+        if (k == 0xffffffffu) {
+            polish_failed(st);
+            return;
+        }
+        (*st).polish = polish_pack(polish_ret(*st), round, k);
+        (*st).step = 0u;
+        (*st).state = select(PHASE_PFACTOR, PHASE_PSOLVE, k == 0u);
+    } else if ((*st).state == PHASE_PFACTOR) {
+        if (!polish_factor_column(pr, ca, n, (*st).step)) {
+            polish_failed(st);
+            return;
+        }
+        (*st).step += 1u;
+        if ((*st).step == n) {
+            (*st).step = 0u;
+            (*st).state = PHASE_PSOLVE;
+        }
+    } else if ((*st).step % 2u == 1u) {
+        polish_refine(pr, n);
+        (*st).step += 1u;
+    } else {
+        let eps = polish_candidate(pr, ca, n);
+        if (eps <= pr.tolerance) {
+            divide_units(pr, X, Z, 1.0, 0u, 1u);
+            if (record(st, evaluate_units(pr, ca, 0u, 1u))) {
+                divide_units(pr, Z, BEST, 1.0, 0u, 1u);
+            }
+            (*st).polishes += 1u;
+            if (polish_ret(*st) == PHASE_POWER) {
+                // Before any rho was chosen: the problem's initial one, as
+                // fresh_evaluated reports for a warm start that solves.
+                (*st).rho = select(max(params.rho, 0.0), (*st).rho, (*st).rho > 0.0);
+            }
+            (*st).state = STATE_DONE;
+            return;
+        }
+        if ((*st).step < 2u * POLISH_SOLVES && n > 0u) {
+            (*st).step += 1u;
+            return;
+        }
+        // The round's end: go on while rounds remain and eps_abs halves,
+        // with the modes revised from the candidate.
+        let last = pv(pr, PAUX, 1u);
+        work[pk(pr, PAUX, 1u)] = eps;
+        if ((round + 1u >= POLISH_ROUNDS && !(eps < 0.5 * last)) || round + 1u >= POLISH_MAX_ROUNDS || !polish_revise(pr)) {
+            polish_failed(st);
+            return;
+        }
+        (*st).polish = polish_pack(polish_ret(*st), round + 1u, 0u);
+        (*st).step = 0u;
+        (*st).state = PHASE_PMODES;
+    }
+}
+
+// Loop iterations of the next polish step (one invocation).
+fn polish_step_cost(pr: Problem, st: SolveResult) -> u32 {
+    let m = rows(pr);
+    let n = polish_k(st);
+    switch st.state {
+        case 8u: { // PHASE_PMODES
+            return 12u * m + 16u;
+        }
+        case 9u: { // PHASE_PFACTOR
+            return n * (st.step / 4u + 8u) + 2u * st.step + 16u;
+        }
+        default: { // PHASE_PSOLVE
+            if (st.step % 2u == 1u) {
+                return n * (n + 4u) + 16u;
+            }
+            return m * (m / 4u + 8u) + 8u * m + n + 16u;
+        }
+    }
+}
+
 // --- The state machine's scalar logic, shared by both entry points ----------
 
 // Whether the dispatch's loop budget covers a step of this cost (always the
@@ -621,6 +1124,9 @@ fn attempt_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
     (*st).rho_prev = 0.0;
     (*st).step = 0u;
     (*st).last_update = (*st).iterations;
+    (*st).window_best = 3.4e38;
+    (*st).window_start = (*st).iterations;
+    (*st).rho_floor = 0.0;
     (*st).state = PHASE_FACTOR;
 }
 
@@ -675,6 +1181,47 @@ fn iteration_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) ->
     return (*st).adapt != 0u && (*st).iterations - (*st).last_update >= RHO_MIN_INTERVAL;
 }
 
+// The stall guard (ncp-admm with params.stall_guard, as admm.rs): the de
+// Saxce fixed point can cycle when rho is small; without a 1 % gain of
+// eps_abs over STALL_WINDOW iterations, rho grows tenfold (back to FACTOR)
+// and the residual balancing keeps it at least that large. Returns whether
+// it raised rho.
+fn stall_guarded(st: ptr<function, SolveResult>) -> bool {
+    if (params.stall_guard == 0u || params.model != MODEL_NCP || (*st).adapt == 0u) {
+        return false;
+    }
+    let eps = (*st).eps_abs;
+    if (eps < 0.99 * (*st).window_best) {
+        (*st).window_best = eps;
+        (*st).window_start = (*st).iterations;
+        return false;
+    }
+    let hi = RHO_RANGE_MAX * (*st).scale;
+    if ((*st).iterations - (*st).window_start < STALL_WINDOW || !((*st).rho < hi)) {
+        return false;
+    }
+    if ((*st).guarded_from == 0.0) {
+        (*st).guarded_from = (*st).rho;
+    }
+    (*st).rho_prev = (*st).rho;
+    (*st).rho = min((*st).rho * RHO_MAX_STEP, hi);
+    (*st).rho_floor = (*st).rho;
+    (*st).window_best = eps;
+    (*st).window_start = (*st).iterations;
+    (*st).step = 0u;
+    (*st).state = PHASE_FACTOR;
+    return true;
+}
+
+// The rho a finished solve reports (for the next solve's warm start): the
+// one before the stall guard first raised it, as admm.rs reports (a raised
+// rho carried from step to step stalled the humanoid's later solves).
+fn report_rho(st: ptr<function, SolveResult>) {
+    if ((*st).state == STATE_DONE && (*st).guarded_from > 0.0) {
+        (*st).rho = (*st).guarded_from;
+    }
+}
+
 // Residual balancing of rho from the maxima m (see balance_units); a change
 // goes back to FACTOR.
 fn balance(st: ptr<function, SolveResult>, m: Balance) {
@@ -694,7 +1241,7 @@ fn balance(st: ptr<function, SolveResult>, m: Balance) {
         if (!big) {
             new_rho = clamp(rho * sqrt(ratio), rho / RHO_MAX_STEP, rho * RHO_MAX_STEP);
         }
-        new_rho = clamp(new_rho, RHO_RANGE_MIN * (*st).scale, RHO_RANGE_MAX * (*st).scale);
+        new_rho = clamp(new_rho, max(RHO_RANGE_MIN * (*st).scale, (*st).rho_floor), RHO_RANGE_MAX * (*st).scale);
         if (new_rho != rho) {
             (*st).rho_prev = rho;
             (*st).rho = new_rho;
@@ -731,6 +1278,9 @@ fn step_cost(pr: Problem, st: SolveResult) -> u32 {
         }
         case 6u: { // PHASE_ITERATE
             return mv + tri_solve + 20u * m;
+        }
+        case 8u, 9u, 10u: { // the polish's phases
+            return polish_step_cost(pr, st);
         }
         default: {
             return mv + 10u * m + units(pr);
@@ -772,6 +1322,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
             fresh_evaluated(pr, &st, st.eps_abs);
+            if (st.state == PHASE_POWER) {
+                if (polish_due(pr, st.eps_abs)) {
+                    polish_start(&st, PHASE_POWER);
+                } else {
+                    power_start_units(pr, 0u, 1u);
+                    divide_units(pr, X, X, sqrt(squared_norm(pr, X)), 0u, 1u);
+                }
+            }
+        } else if (st.state >= PHASE_PMODES) {
+            polish_step(pr, ca, &st);
             if (st.state == PHASE_POWER) {
                 power_start_units(pr, 0u, 1u);
                 divide_units(pr, X, X, sqrt(squared_norm(pr, X)), 0u, 1u);
@@ -826,8 +1386,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
-            if (iteration_evaluated(pr, &st, st.eps_abs)) {
-                balance(&st, balance_units(pr, 0u, 1u));
+            if (polish_iteration(st.iterations) && polish_due(pr, st.eps_abs)) {
+                polish_start(&st, PHASE_ITERATE);
+            } else {
+                let balancing = iteration_evaluated(pr, &st, st.eps_abs);
+                if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
+                    balance(&st, balance_units(pr, 0u, 1u));
+                }
             }
         } else {
             // PHASE_FINAL: the best iterate seen, with its own velocity and residuals.
@@ -845,6 +1410,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         st.flags |= FLAG_LOOP_LIMIT;
         st.state = STATE_DONE;
     }
+    report_rho(&st);
     results[index] = st;
     if (st.state != STATE_DONE) {
         atomicAdd(&running_count, 1u);
@@ -933,6 +1499,9 @@ fn wa_step_cost(pr: Problem, st: SolveResult) -> u32 {
         case 6u: { // PHASE_ITERATE
             return mv + 2u * units(pr) * (own + 8u) + 20u * own + 2u * reduce;
         }
+        case 8u, 9u, 10u: { // the polish's phases (lane 0)
+            return polish_step_cost(pr, st) + reduce;
+        }
         default: {
             return mv + 10u * own + m + 2u * reduce;
         }
@@ -1001,6 +1570,24 @@ fn main_workgroup(
             wa_evaluate(pr, ca, lane, &st);
             fresh_evaluated(pr, &st, st.eps_abs);
             if (st.state == PHASE_POWER) {
+                if (polish_due(pr, st.eps_abs)) {
+                    polish_start(&st, PHASE_POWER);
+                } else {
+                    power_start_units(pr, lane, WA_LANES);
+                    let n0 = sqrt(wa_squared_norm(pr, lane, X));
+                    divide_units(pr, X, X, n0, lane, WA_LANES);
+                }
+            }
+        } else if (st.state >= PHASE_PMODES) {
+            // Lane 0 polishes, in the order `main` does; the state is then
+            // broadcast.
+            if (lane == 0u) {
+                polish_step(pr, ca, &st);
+                wa_state = st;
+            }
+            st = workgroupUniformLoad(&wa_state);
+            if (st.state == PHASE_POWER) {
+                wa_sync();
                 power_start_units(pr, lane, WA_LANES);
                 let n0 = sqrt(wa_squared_norm(pr, lane, X));
                 divide_units(pr, X, X, n0, lane, WA_LANES);
@@ -1059,9 +1646,14 @@ fn main_workgroup(
             wa_sync();
             relax_project_units(pr, alpha, lane, WA_LANES);
             wa_evaluate(pr, ca, lane, &st);
-            if (iteration_evaluated(pr, &st, st.eps_abs)) {
-                let b = balance_units(pr, lane, WA_LANES);
-                balance(&st, Balance(wa_max(lane, b.a), wa_max(lane, b.b)));
+            if (polish_iteration(st.iterations) && polish_due(pr, st.eps_abs)) {
+                polish_start(&st, PHASE_ITERATE);
+            } else {
+                let balancing = iteration_evaluated(pr, &st, st.eps_abs);
+                if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
+                    let b = balance_units(pr, lane, WA_LANES);
+                    balance(&st, Balance(wa_max(lane, b.a), wa_max(lane, b.b)));
+                }
             }
         } else {
             if (final_takes_best(st)) {
@@ -1092,6 +1684,7 @@ fn main_workgroup(
         st.flags |= FLAG_LOOP_LIMIT;
         st.state = STATE_DONE;
     }
+    report_rho(&st);
     results[index] = st;
     if (st.state != STATE_DONE) {
         atomicAdd(&running_count, 1u);

@@ -20,8 +20,8 @@ struct Params {
     chunk: u32,        // per problem and dispatch: PGS iterations, ADMM loop budget
     canary: u32,       // trip count of the canary loop (16)
     segments: u32,     // PGS main_lanes: segments in use
-    pad0: u32,
-    pad1: u32,
+    polish: u32,       // ADMM (NCP): polish the warm start and some iterates
+    stall_guard: u32,  // ADMM (NCP, adaptive rho): the stall guard
     pad2: u32,
     // PGS main_lanes: runs of problems with the same lanes per problem,
     // (first workgroup, first problem, problems, lanes per problem).
@@ -66,9 +66,13 @@ struct SolveResult {
     scale: f32,
     step: u32,
     rho_prev: f32,
+    polishes: u32, // ADMM: polishes that solved the problem (0 or 1)
+    polish: u32,   // ADMM: the polish's state (see admm.wgsl)
+    guarded_from: f32, // ADMM stall guard: rho before its first raise (0: none)
+    rho_floor: f32,    // the floor it set under the balancing (0: none)
+    window_best: f32,  // the window's best eps_abs
+    window_start: u32, // the window's first iteration
     pad0: u32,
-    pad1: u32,
-    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -55,9 +55,13 @@ struct CResult {
     scale: f32,
     step: u32,
     rho_prev: f32,
+    polishes: u32,
+    polish: u32,
+    guarded_from: f32,
+    rho_floor: f32,
+    window_best: f32,
+    window_start: u32,
     pad0: u32,
-    pad1: u32,
-    pad2: u32,
 }
 
 // Per pair, PAIR_U32 words: body of a, kind (1, 2, 3: a ball, capsule or
@@ -552,7 +556,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         flags_w = FLAG_LOOP_LIMIT;
     }
     problems[w] = CProblem(w, w, nc, params.solve.x, wp(7u, params.limits.w), w, flags_w, scale, nl, n, w, 0u);
-    results[w] = CResult(0u, 0u, 0.0, 0.0, 0.0, 0.0, rho, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0.0, 0u, 0u, 0u);
+    results[w] = CResult(0u, 0u, 0.0, 0.0, 0.0, 0.0, rho, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0.0, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0u);
 }
 
 // Mesa's lavapipe (22.x) leaves every loop after one iteration once an

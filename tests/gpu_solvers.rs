@@ -1148,7 +1148,7 @@ fn interleaving_places_each_array_by_size_class() {
                 "problem {i}, λ[{r}]"
             );
         }
-        for t in 0..9 * m + m * (m + 1) / 2 {
+        for t in 0..moreau::gpu::batch::admm_work(m) {
             mark(&mut seen_work, h.work_offset as usize + t * s, "work");
         }
         assert_eq!((h.nc, h.nl), (p.nc() as u32, p.nl() as u32), "problem {i}");
@@ -1293,4 +1293,117 @@ fn packing_in_parallel_equals_packing_one_by_one() {
     assert_eq!(out.problem(5).flags(), FLAG_INVALID);
     assert_eq!(out.problem(9).flags(), FLAG_OVER_CAPACITY);
     assert!(out.problem(10).converged());
+}
+
+/// The GPU `ncp-admm` with its active-set polish (`settings.polish`, the
+/// default): every problem of the random batch, of the scenes cold and of
+/// the scenes warm-started converges, to an f64 `ε_abs` within 10× the
+/// tolerance and a λ within `REL_REFERENCE` of the CPU solution to 1e-10;
+/// the polish solves problems (`polishes`) and saves iterations against the
+/// same kernel without it; warm-started scene problems are solved by the
+/// polish of their warm start (no iteration), as on the CPU; the workgroup
+/// kernel (lane 0 polishes) returns what the invocation kernel returns.
+#[test]
+fn the_gpu_polish_converges_where_the_cpu_polish_does_and_saves_iterations() {
+    let Some(ctx) = context() else { return };
+    let warm: Vec<_> = harvested(true).into_iter().map(|(_, p)| p).collect();
+    let cold: Vec<_> = harvested(false).into_iter().map(|(_, p)| p).collect();
+    let cpu_settings = |tol| SolverSettings {
+        tolerance: tol,
+        max_iterations: 2000,
+        stall_guard: false,
+        ..Default::default()
+    };
+    for (label, problems, tol) in [
+        ("random", random_batch(), TOL_GPU),
+        ("scenes cold", cold, TOL_SCENES),
+        ("scenes warm", warm, TOL_SCENES),
+    ] {
+        let cap = BatchCapacity::uniform(problems.len(), 64);
+        let mut runs = Vec::new();
+        for (d, polish) in [
+            (Decomposition::Invocation, true),
+            (Decomposition::Workgroup, true),
+            (Decomposition::Invocation, false),
+        ] {
+            let mut gpu = GpuSolver::with_decomposition(&ctx, SolverKind::NcpAdmm, cap, d).unwrap();
+            let mut out = BatchOutput::default();
+            let s = SolverSettings {
+                polish,
+                ..cpu_settings(tol)
+            };
+            gpu.solve(&problems, &s, &mut out).unwrap();
+            runs.push(out);
+        }
+        let (mut polished, mut iterations, mut unpolished, mut cpu_iterations) = (0, 0, 0, 0);
+        let mut cpu = SolverKind::NcpAdmm.build();
+        for (i, p) in problems.iter().enumerate() {
+            let (o, w, plain) = (runs[0].problem(i), runs[1].problem(i), runs[2].problem(i));
+            assert_eq!(
+                o.flags(),
+                0,
+                "{label} problem {i}: {:?}",
+                flag_names(o.flags())
+            );
+            assert!(
+                o.converged(),
+                "{label} problem {i} (nc {}): {:?}",
+                p.nc(),
+                o.result
+            );
+            let l = o.lambda_f64();
+            let eps = f64_eps(SolverKind::NcpAdmm, p, &l);
+            assert!(
+                eps <= 10.0 * tol,
+                "{label} problem {i}: f64 eps_abs {eps:e}"
+            );
+            let mut sol = ContactSolution::default();
+            cpu.solve(p, &cpu_settings(1e-10), &mut sol).unwrap();
+            assert!(sol.stats.converged, "{label}: CPU problem {i}");
+            let rel = (&l - &sol.lambda).norm() / sol.lambda.norm().max(1e-300);
+            assert!(
+                rel <= REL_REFERENCE,
+                "{label} problem {i}: relative λ error {rel:e}"
+            );
+            // The workgroup kernel: the same path, the same λ.
+            assert_eq!(
+                (
+                    o.result.iterations,
+                    o.result.polishes,
+                    o.result.factorizations
+                ),
+                (
+                    w.result.iterations,
+                    w.result.polishes,
+                    w.result.factorizations
+                ),
+                "{label} problem {i}: invocation and workgroup kernels"
+            );
+            assert_eq!(
+                o.lambda, w.lambda,
+                "{label} problem {i}: λ of the two kernels"
+            );
+            let mut same = ContactSolution::default();
+            cpu.solve(p, &cpu_settings(tol), &mut same).unwrap();
+            polished += o.result.polishes as usize;
+            iterations += o.result.iterations as usize;
+            unpolished += plain.result.iterations as usize;
+            cpu_iterations += same.stats.iterations;
+        }
+        let n = problems.len();
+        eprintln!(
+            "{label}: {n} problems, {polished} solved by a polish; iterations GPU {iterations} (without polish {unpolished}), CPU {cpu_iterations}"
+        );
+        assert!(polished > 0, "{label}: no problem was polished");
+        assert!(
+            iterations < unpolished,
+            "{label}: the polish saved no iteration"
+        );
+        if label == "scenes warm" {
+            assert!(
+                iterations <= cpu_iterations + n,
+                "{label}: GPU {iterations}, CPU {cpu_iterations}"
+            );
+        }
+    }
 }

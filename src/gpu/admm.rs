@@ -36,10 +36,12 @@
 //! m(m+1)/2` f32 per problem: the iterate's vectors, then the factor).
 
 use super::Decomposition;
-use super::batch::{ADMM_SLOTS, BatchCapacity, CANARY, GpuParams};
+use super::batch::{
+    ADMM_SLOTS, BatchCapacity, CANARY, GpuParams, POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
+};
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
 use super::shader::WgslConst;
-use crate::contact::solvers::admm;
+use crate::contact::solvers::{admm, polish};
 use crate::contact::{KernelModel, SolverSettings};
 
 /// Power iterations of the kernel's estimate of the largest eigenvalue of
@@ -47,6 +49,13 @@ use crate::contact::{KernelModel, SolverSettings};
 /// a few Lanczos steps instead, whose Ritz value is a tighter bound).
 const POWER_ITERATIONS: u32 = 20;
 
+/// Solves of one polish round (the first, then refinements), each
+/// candidate judged (the CPU makes one solve and three refinements and
+/// judges the last).
+const POLISH_SOLVES: u32 = 4;
+/// The polish's regularization of `H`, relative to its largest diagonal
+/// entry: the CPU's 1e-6 of `H`'s largest entry is ten f32 roundings.
+const POLISH_REGULARIZATION: f64 = 1e-5;
 /// Invocations per workgroup (the WGSL constant of the same name).
 pub const WORKGROUP_SIZE: u32 = 64;
 /// The lower end of ρ's range, relative to `L`: the CPU's is 1e-6, but in
@@ -104,6 +113,14 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("RHO_RANGE_MIN", RHO_RANGE_MIN),
             WgslConst::f32("RHO_RANGE_MAX", admm::RHO_RANGE.1),
             WgslConst::u32("POWER_ITERATIONS", POWER_ITERATIONS),
+            WgslConst::u32("STALL_WINDOW", admm::STALL_WINDOW as u32),
+            WgslConst::u32("POLISH_SLOTS", POLISH_SLOTS as u32),
+            WgslConst::u32("POLISH_INTERVAL", admm::POLISH_INTERVAL as u32),
+            WgslConst::u32("POLISH_ROUNDS", admm::POLISH_ROUNDS as u32),
+            WgslConst::u32("POLISH_MAX_ROUNDS", polish::MAX_ROUNDS as u32),
+            WgslConst::u32("POLISH_SOLVES", POLISH_SOLVES),
+            WgslConst::f32("POLISH_REGULARIZATION", POLISH_REGULARIZATION),
+            WgslConst::u32("POLISH_MAX_UNKNOWNS", POLISH_MAX_UNKNOWNS as u32),
         ]
     }
 
@@ -155,6 +172,8 @@ impl BatchKernel for AdmmKernel {
             model: model as u32,
             facets: settings.pyramid_facets as u32,
             adaptive_rho: (ncp && settings.adaptive_rho) as u32,
+            polish: (ncp && settings.polish) as u32,
+            stall_guard: (ncp && settings.adaptive_rho && settings.stall_guard) as u32,
             omega: settings.over_relaxation as f32,
             rho: settings.rho.unwrap_or(0.0) as f32,
             chunk: 1,
@@ -190,6 +209,12 @@ impl BatchKernel for AdmmKernel {
     /// factorization, and the iterations with their ρ changes.
     fn max_dispatches(&self, batch: BatchShape, _chunk: u32) -> u64 {
         let m = batch.max_rows as u64;
-        64 + 2 * (24 + m + batch.max_iterations * (3 + m / 5))
+        // Each polish (the warm start's, then one per POLISH_INTERVAL
+        // iterations) takes at most MAX_ROUNDS rounds of a few steps and
+        // one factor column per unknown.
+        let polishes = 1 + batch.max_iterations / admm::POLISH_INTERVAL as u64;
+        let polish_steps = polish::MAX_ROUNDS as u64
+            * (2 + m.min(POLISH_MAX_UNKNOWNS as u64) + 2 * POLISH_SOLVES as u64);
+        64 + 2 * (24 + m + batch.max_iterations * (3 + m / 5) + polishes * polish_steps)
     }
 }

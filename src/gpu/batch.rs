@@ -10,8 +10,8 @@
 //! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`) | `delassus_offset` |
 //! | `contacts`  | [`GpuContact`]     | `b = nc + ⌈nl/3⌉` blocks of 3 rows (32 B each: g, μ, R): the contacts, then the unilateral rows three to a block | `contact_offset` |
 //! | `lambda`, `c` | f32              | `3b` (row `k` at `3·contact_offset + k`; warm start in, λ out; c out; the last `3b − m` unused) | `3·contact_offset` |
-//! | `results`   | [`GpuResult`]      | 1 (80 B)                       | problem index    |
-//! | `work` (ADMM) | f32              | `9m + m(m+1)/2` (x, z_prev, u, s, tmp, best, z, c, y, Cholesky factor) | `work_offset` |
+//! | `results`   | [`GpuResult`]      | 1 (96 B)                       | problem index    |
+//! | `work` (ADMM) | f32              | `13m + m(m+1)/2 + m²` (x, z_prev, u, s, tmp, best, z, c, y, Cholesky factor, polish modes, unknowns, pivots, scalars, LU factor) | `work_offset` |
 //!
 //! Why the unilateral rows live in `contacts`, three to a block: row `k` of
 //! a problem, contact row or unilateral row alike, then has its `g` and `R`
@@ -133,7 +133,12 @@ pub struct GpuParams {
     /// PGS, one lane per contact ([`super::Decomposition::Lane`]): how many
     /// of `segment` are in use; unused by the other entry points.
     pub segments: u32,
-    pub _pad: [u32; 3],
+    /// ADMM (`ncp-admm`): polish the warm start and some iterates (1) or
+    /// not (0), see `shaders/admm.wgsl`.
+    pub polish: u32,
+    /// ADMM (`ncp-admm`, adaptive ρ): the stall guard (1) or not (0).
+    pub stall_guard: u32,
+    pub _pad: u32,
     /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
     /// uploaded problems with the same lanes per problem, each `[first
     /// workgroup, first problem, problems, lanes per problem]`.
@@ -277,7 +282,19 @@ pub struct GpuResult {
     pub step: u32,
     /// ADMM: ρ before the change being factorized (0: not an adaptive change).
     pub rho_prev: f32,
-    pub _pad: [u32; 3],
+    /// ADMM (`ncp-admm` with polish): 1 when an active-set polish solved
+    /// the problem, else 0.
+    pub polishes: u32,
+    /// ADMM: the polish's state (phase to return to, round, unknowns).
+    pub polish: u32,
+    /// ADMM stall guard: the ρ before it first raised ρ (0: never), the
+    /// floor it set under the residual balancing (0: none), the best
+    /// `ε_abs` of the current window and the window's first iteration.
+    pub guarded_from: f32,
+    pub rho_floor: f32,
+    pub window_best: f32,
+    pub window_start: u32,
+    pub _pad: u32,
 }
 
 /// `GpuResult::state` of a problem not started (the buffer is zeroed).
@@ -290,7 +307,7 @@ pub const STATE_DONE: u32 = 2;
 const _: () = assert!(std::mem::size_of::<GpuParams>() == 48 + 16 * LANE_SEGMENTS);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
-const _: () = assert!(std::mem::size_of::<GpuResult>() == 80);
+const _: () = assert!(std::mem::size_of::<GpuResult>() == 96);
 
 /// `m(m+1)/2`.
 #[inline]
@@ -302,10 +319,25 @@ pub const fn tri(m: usize) -> usize {
 /// tmp, best, z, c, y: WGSL `ADMM_SLOTS`), before the factor.
 pub const ADMM_SLOTS: usize = 9;
 
-/// ADMM scratch floats for a problem of `m` unknowns.
+/// Vectors of `m` floats of the polish after the factor (modes, unknowns,
+/// pivots, two scalars: WGSL `POLISH_SLOTS`), before its `k × k` factor.
+pub const POLISH_SLOTS: usize = 4;
+
+/// The most unknowns an `ncp-admm` polish takes on (WGSL
+/// `POLISH_MAX_UNKNOWNS`: 3 per sticking contact, 1 per sliding contact and
+/// per active row); a larger active set is not polished. It bounds the
+/// polish's factor (`k²` floats of scratch per problem: 64 kB, a third of
+/// a humanoid's scratch at its exact capacity of 448 rows), one column of
+/// it and one triangular solve (about `k²/4` and `k²` loop iterations,
+/// within lavapipe's 65 535 per dispatch).
+pub const POLISH_MAX_UNKNOWNS: usize = 128;
+
+/// ADMM scratch floats for a problem of `m` unknowns: the iterate's
+/// vectors, the Cholesky factor, the polish's vectors and its LU factor.
 #[inline]
 pub fn admm_work(m: usize) -> usize {
-    ADMM_SLOTS * m + tri(m)
+    let k = m.min(POLISH_MAX_UNKNOWNS);
+    (ADMM_SLOTS + POLISH_SLOTS) * m + tri(m) + k * k
 }
 
 /// Sizes fixed when a solver is created.
@@ -373,9 +405,13 @@ impl BatchCapacity {
         self.contacts + self.unilateral_rows.div_ceil(3)
     }
 
-    /// Scratch floats ADMM needs at most: `Σ ADMM_SLOTS·m + m(m+1)/2`.
+    /// Scratch floats ADMM needs at most: `Σ (ADMM_SLOTS + POLISH_SLOTS)·m
+    /// + m(m+1)/2 + k²` with `k = min(m, POLISH_MAX_UNKNOWNS)` (`k² ≤ m² <
+    /// 2·m(m+1)/2`, and at most the largest problem's for each problem).
     pub fn admm_work_floats(&self) -> usize {
-        ADMM_SLOTS * 3 * self.blocks() + self.delassus_floats
+        let k = self.max_rows_per_problem().min(POLISH_MAX_UNKNOWNS);
+        let factors = (2 * self.delassus_floats).min(self.problems * k * k);
+        (ADMM_SLOTS + POLISH_SLOTS) * 3 * self.blocks() + self.delassus_floats + factors
     }
 
     /// The storage a solver binds for this capacity, with `work_floats` f32

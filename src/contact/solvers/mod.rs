@@ -20,7 +20,7 @@
 pub(crate) mod admm;
 mod newton;
 pub(crate) mod pgs;
-mod polish;
+pub(crate) mod polish;
 pub(crate) mod raisim;
 mod staggered;
 
@@ -52,8 +52,9 @@ pub struct SolverSettings {
     pub pyramid_facets: usize,
     /// `ncp-admm`: polish the warm start and every 20th iterate by an
     /// active-set solve (see `solvers/polish.rs`), ending the run when that
-    /// solves the problem. The GPU kernels do not polish: set it to false
-    /// to compare the CPU solver with them iteration for iteration.
+    /// solves the problem. The GPU `ncp-admm` polishes too (in f32, without
+    /// the Newton finisher, see `shaders/admm.wgsl`): set it to false to
+    /// compare the CPU solver with the GPU kernels iteration for iteration.
     pub polish: bool,
     /// `ncp-admm`, with `polish`: where a polish fails, a few semismooth
     /// Newton steps on the Alart–Curnier function from the same iterate

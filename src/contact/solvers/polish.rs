@@ -97,7 +97,7 @@ enum Unknown {
 }
 
 /// The most solves one polish makes.
-const MAX_ROUNDS: usize = 30;
+pub(crate) const MAX_ROUNDS: usize = 30;
 
 /// Mode guesses from `z`, then `rounds` solves (more while the residual
 /// halves, at most `MAX_ROUNDS`), the modes revised from each solution (a
