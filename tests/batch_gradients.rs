@@ -245,9 +245,9 @@ fn gpu_recorded_vjps_equal_the_cpus_within_f32_tolerance() {
             ] {
                 kernel = kernel.max(rel(&got[s.clone()], f64_twin.as_slice(), 1e-3));
             }
-            // A world whose f32 solve stopped short of the tolerance (the
-            // GPU's ADMM has no stall guard) stepped elsewhere than the
-            // CPU's: its derivatives are those of its own impulses.
+            // A world whose f32 solve stopped short of the tolerance
+            // stepped elsewhere than the CPU's: its derivatives are those of
+            // its own impulses.
             if !gpu.simulator(w).unwrap().solution().stats.converged {
                 unconverged += 1;
                 continue;

@@ -49,10 +49,13 @@ use crate::contact::{KernelModel, SolverSettings};
 /// a few Lanczos steps instead, whose Ritz value is a tighter bound).
 const POWER_ITERATIONS: u32 = 20;
 
-/// Solves of one polish round (the first, then refinements), each
-/// candidate judged (the CPU makes one solve and three refinements and
-/// judges the last).
+/// Solves of one polish round (the first, then refinements; the last
+/// candidate is judged), as on the CPU.
 const POLISH_SOLVES: u32 = 4;
+/// How far a sliding contact's friction direction may be from that of
+/// `−c_T` in a polished solution (the residuals alone let it be 0.05 rad off
+/// at f32's tolerances, see `shaders/admm.wgsl`).
+const POLISH_DIRECTION_TOLERANCE: f64 = 1e-4;
 /// The polish's regularization of `H`, relative to its largest diagonal
 /// entry: the CPU's 1e-6 of `H`'s largest entry is ten f32 roundings.
 const POLISH_REGULARIZATION: f64 = 1e-5;
@@ -121,6 +124,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::u32("POLISH_SOLVES", POLISH_SOLVES),
             WgslConst::f32("POLISH_REGULARIZATION", POLISH_REGULARIZATION),
             WgslConst::u32("POLISH_MAX_UNKNOWNS", POLISH_MAX_UNKNOWNS as u32),
+            WgslConst::f32("POLISH_DIRECTION_TOLERANCE", POLISH_DIRECTION_TOLERANCE),
         ]
     }
 
