@@ -90,8 +90,11 @@ fn random_batch() -> Vec<ContactProblem> {
         .collect()
 }
 
-/// The kernels' algorithm on the CPU: no active-set polish and no stall
-/// guard (the kernels have neither), so that iteration counts compare.
+/// The same iteration on the CPU and the GPU: no active-set polish and no
+/// stall guard (the GPU `ncp-admm` has both, in f32 and with a different
+/// schedule of polishes, and no Newton: compared in
+/// `the_gpu_polish_converges_where_the_cpu_polish_does_and_saves_iterations`),
+/// so that iteration counts compare.
 fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
     SolverSettings {
         tolerance,

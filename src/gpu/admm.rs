@@ -3,7 +3,11 @@
 //! as the CPU core (relaxed x-update, cone projection, de Saxcé correction
 //! held fixed within an iteration for the NCP, warm start of the dual, cold
 //! restart when a corrected run diverges, best iterate returned on the cap,
-//! residual balancing of ρ for `ncp-admm`).
+//! residual balancing of ρ for `ncp-admm`). `ncp-admm` also has the CPU's
+//! finishers but Newton: with `SolverSettings::polish`, the active-set
+//! polish of the warm start and of iterates 2, 5, 10 and every 20th (f32
+//! LU, one column per step; sliding directions checked, see the WGSL), and
+//! with `stall_guard` the tenfold raise of a stalled ρ.
 //!
 //! Two entry points, one per [`Decomposition`]: `main`, one invocation per
 //! problem; `main_workgroup`, one workgroup of [`WA_LANES`] invocations per
@@ -32,8 +36,9 @@
 //! still meets a non-positive pivot, the kernel keeps the previous ρ and stops
 //! adapting (the CPU would report the problem as not PSD).
 //!
-//! Bindings: as [`super::pgs`], plus 7 the scratch ([`ADMM_SLOTS`]`·m +
-//! m(m+1)/2` f32 per problem: the iterate's vectors, then the factor).
+//! Bindings: as [`super::pgs`], plus 7 the scratch
+//! ([`admm_work`](super::batch::admm_work)`(m)` f32 per problem: the
+//! iterate's vectors, the factor, the polish's vectors and its factor).
 
 use super::Decomposition;
 use super::batch::{
