@@ -223,9 +223,35 @@ fn box_vertex(half: vec3<f32>, dir: vec3<f32>, k: u32) -> vec4<f32> {
     return vec4<f32>(v, f32(corner));
 }
 
-// The contacts of the step (collision at q): fills c_* and returns nc.
+// Contacts the step found beyond the world's room (CMAX).
+var<private> dropped: u32;
+
+// Where a new contact at signed distance d goes: the next record while
+// there is room; once the CMAX records are full, the record of the
+// shallowest contact if d is deeper (so the deepest CMAX are kept), else
+// nowhere (CMAX). Either way one contact is dropped and counted.
+fn contact_record(nc: u32, d: f32) -> u32 {
+    if (nc < CMAX) {
+        return nc;
+    }
+    dropped += 1u;
+    var worst = 0u;
+    var worst_d = cw(crec(0u, 10u));
+    for (var i = 1u; i < CMAX; i++) {
+        let di = cw(crec(i, 10u)); // φ, in g's first lane until the stabilization
+        if (di > worst_d) {
+            worst = i;
+            worst_d = di;
+        }
+    }
+    return select(CMAX, worst, d < worst_d);
+}
+
+// The contacts of the step (collision at q): fills c_* and returns nc
+// (at most CMAX; `dropped` counts the others).
 fn collide(margin: f32, friction_scale: f32) -> u32 {
     var nc = 0u;
+    dropped = 0u;
     for (var p = 0u; p < NPAIRS; p++) {
         let body = pu(p, 0u);
         let kind = pu(p, 1u);
@@ -236,9 +262,7 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         let nrm = pvec(p, 16u);
         let offset = pf(p, 19u);
         if (kind >= 4u) {
-            if (nc < CMAX) {
-                nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
-            }
+            nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
         let dir = transpose(grot) * (-nrm);
@@ -262,12 +286,15 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             }
             let pw = grot * local + gpos;
             let d = dot(nrm, pw) - offset - border;
-            if (d > margin || nc >= CMAX) {
+            if (d > margin) {
                 continue;
             }
             // Midway between the surfaces.
-            set_contact(nc, pu(p, 2u) + vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, 20u) * friction_scale);
-            nc++;
+            let at = contact_record(nc, d);
+            if (at < CMAX) {
+                set_contact(at, pu(p, 2u) + vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, 20u) * friction_scale);
+            }
+            nc = min(nc + 1u, CMAX);
         }
     }
     return nc;
@@ -388,8 +415,11 @@ fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f
         return nc;
     }
     // Midway between the surfaces (a box's radius is 0).
-    set_contact(nc, pu(p, 2u), p, pu(p, 0u), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, 20u) * friction_scale);
-    return nc + 1u;
+    let at = contact_record(nc, dist);
+    if (at < CMAX) {
+        set_contact(at, pu(p, 2u), p, pu(p, 0u), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, 20u) * friction_scale);
+    }
+    return min(nc + 1u, CMAX);
 }
 
 // Row k of J into `unit_f` (contacts' rows, then the limits').
@@ -442,6 +472,9 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
     let beta = wp(5u, params.limits.y);
     let alpha = wp(6u, params.limits.z);
     let nc = collide(margin, friction_scale);
+    // Summed over the steps until the host reads the state back (and
+    // clears it): a frame skip's every step counts.
+    set_cw(CW_STATS + 2u, bitcast<f32>(bitcast<u32>(cw(CW_STATS + 2u)) + dropped));
     let m = 3u * nc + nl;
     // g = J v_f + stabilization (assemble_problem), before unit_a is reused.
     for (var i = 0u; i < NB; i++) {

@@ -402,9 +402,9 @@ fn states_set_at_once_land_on_the_device() {
     }
 }
 
-/// More worlds than the device holds at the model's exact contact capacity
-/// (a humanoid has room for 138 contacts, 448 rows: one world's `G` is
-/// 400 kB): `BatchSim` runs them host-prepared (`gpu-solve`, whose buffers
+/// More worlds than the device holds at the model's contact capacity (a
+/// humanoid has room for 45 contacts, 169 rows: one world's solver scratch
+/// is 103 kB): `BatchSim` runs them host-prepared (`gpu-solve`, whose buffers
 /// hold the contacts there are) and says why, instead of failing.
 #[test]
 fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
@@ -417,8 +417,8 @@ fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
         &device_pairs(&model).unwrap(),
         moreau::gpu::resident::limit_rows(&model).max(4),
     );
-    let rows = sizes.max_rows() as u64;
-    let per_world = rows * (rows + 1) / 2 * 4;
+    // The solver's scratch is the largest buffer per world.
+    let per_world = moreau::gpu::batch::admm_work(sizes.max_rows()) as u64 * 4;
     let n = (ctx.limits.max_storage_buffer_binding_size as u64 / per_world + 1) as usize;
     if n > 20_000 {
         // (A device with room for that many humanoids: nothing to show here.)
@@ -441,4 +441,97 @@ fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
     );
     let r = batch.step_controls(&vec![0.0; n * model.nu()]).unwrap();
     assert!(r.failed.is_empty());
+}
+
+/// More contacts than a world has room for: a rake of 20 balls pressed
+/// into a table (20 box–ball pairs, room for
+/// `MOVING_CONTACT_CAPACITY` = 16). The step keeps the 16 deepest, counts
+/// the 4 it drops in the report (`overflowed_worlds`, `dropped_contacts`),
+/// and goes on; the CPU backend, at the same state, has all 20. The
+/// Gymnasium models' capacities: exact but the humanoid's.
+#[test]
+fn contacts_beyond_a_worlds_room_keep_the_deepest_and_are_counted() {
+    use moreau::batch::{Backend, BatchSim};
+    use moreau::gpu::resident::contacts::{ContactSizes, MOVING_CONTACT_CAPACITY};
+    let balls: String = (0..20)
+        .map(|k| {
+            let (x, y) = ((k % 5) as f64 * 0.12 - 0.24, (k / 5) as f64 * 0.12 - 0.18);
+            // Ball k's bottom 1 mm deeper than ball k − 1's.
+            let z = -0.001 * k as f64;
+            format!("<geom name=\"b{k}\" type=\"sphere\" size=\"0.05\" pos=\"{x} {y} {z}\"/>")
+        })
+        .collect();
+    let xml = format!(
+        "<mujoco model=\"rake\"><option timestep=\"0.001\"/><worldbody>\
+         <geom name=\"table\" type=\"box\" size=\"1 1 0.1\" pos=\"0 0 -0.1\"/>\
+         <body name=\"rake\" pos=\"0 0 0.05\"><freejoint/>{balls}</body></worldbody></mujoco>"
+    );
+    let m = moreau::model::mjcf::parse_mjcf(
+        &xml,
+        "rake.xml",
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .unwrap();
+    let model = Arc::new(m.model.clone());
+    let pairs = device_pairs(&model).unwrap();
+    let sizes = ContactSizes::of(&pairs, 0);
+    assert_eq!(
+        (sizes.exact_contacts, sizes.max_contacts),
+        (20, MOVING_CONTACT_CAPACITY)
+    );
+    let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let n = 3;
+    let options = |backend| common::batch_options(backend, 0.001);
+    let Some(mut gpu) = common::gpu_batch(model.clone(), &start, n, &options(Backend::Gpu)) else {
+        return;
+    };
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    let mut cpu = BatchSim::new(model.clone(), &start, n, &options(Backend::CpuParallel)).unwrap();
+    let r = gpu.step(&vec![0.0; n * model.nv]).unwrap();
+    let c = cpu.step(&vec![0.0; n * model.nv]).unwrap();
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    assert_eq!(c.contacts, 20 * n, "the CPU finds every ball");
+    assert_eq!(r.contacts, 16 * n);
+    assert_eq!((r.overflowed_worlds, r.dropped_contacts), (n, 4 * n));
+    assert_eq!((c.overflowed_worlds, c.dropped_contacts), (0, 0));
+    // The 16 deepest balls kept: b4 … b19.
+    let name = |g: usize| model.geometries[g].name.clone();
+    for forces in gpu.contact_forces().unwrap() {
+        let mut kept: Vec<String> = forces
+            .iter()
+            .map(|&(g, _, _)| name(g))
+            .filter(|g| g != "table")
+            .collect();
+        kept.sort();
+        kept.dedup();
+        let mut want: Vec<String> = (4..20).map(|k| format!("b{k}")).collect();
+        want.sort();
+        assert_eq!(kept, want);
+    }
+    // It goes on stepping (the rake rises out of the table onto its
+    // deepest balls, and fewer of them stay within the margin), within its
+    // room, each overflow counted, and stays finite.
+    let mut dropped = Vec::new();
+    for _ in 0..20 {
+        let r = gpu.step(&vec![0.0; n * model.nv]).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        assert!(r.max_contacts <= MOVING_CONTACT_CAPACITY);
+        assert_eq!(r.dropped_contacts > 0, r.overflowed_worlds > 0);
+        dropped.push(r.dropped_contacts);
+    }
+    println!("rake: contacts dropped in the next 20 steps: {dropped:?}");
+    assert!(gpu.states().all(|s| s.q.iter().all(|x| x.is_finite())));
+    // Gymnasium's models: exact capacities but the humanoid's.
+    for (file, exact) in [
+        ("ant.xml", true),
+        ("walker2d_v5.xml", true),
+        ("hopper.xml", true),
+        ("humanoid.xml", false),
+    ] {
+        if let Some(m) = common::gymnasium(file) {
+            let s = ContactSizes::of(&device_pairs(&m.model).unwrap(), 0);
+            assert_eq!(s.max_contacts == s.exact_contacts, exact, "{file}: {s:?}");
+        }
+    }
 }

@@ -396,10 +396,13 @@ impl BatchSim {
         r.read_columns(|c| {
             worlds.par_iter_mut().enumerate().for_each(|(w, world)| {
                 if !active[w] {
+                    world.dropped_contacts = 0;
                     return;
                 }
                 use crate::gpu::resident as res;
                 world.device_rows = 0;
+                // (Counted whether or not the step was then refused.)
+                world.dropped_contacts = c.dropped_contacts(w);
                 let why = match c.flag(w) {
                     0 => None,
                     res::WORLD_FLAG_NON_FINITE => Some(SimError::DeviceNonFinite),

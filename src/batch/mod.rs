@@ -280,6 +280,13 @@ pub struct BatchStepReport {
     /// Worlds that did not step (non-finite actions, a failed step), with
     /// why; their state is unchanged.
     pub failed: Vec<(usize, SimError)>,
+    /// Resident worlds (the `gpu` backend on the device) whose step found
+    /// more contacts than the world has room for
+    /// ([`crate::gpu::resident::contacts::MOVING_CONTACT_CAPACITY`]), and
+    /// the contacts dropped over them: the deepest were kept. Over every
+    /// physics step of the call (a frame skip's included).
+    pub overflowed_worlds: usize,
+    pub dropped_contacts: usize,
     pub times: BatchTimes,
 }
 
@@ -309,6 +316,9 @@ struct World {
     /// Rows of the last contact problem solved on the device (resident
     /// worlds with contacts; 0 otherwise).
     device_rows: usize,
+    /// Contacts the device dropped in this step for want of room (resident
+    /// worlds; 0 otherwise).
+    dropped_contacts: usize,
 }
 
 /// What a step records for its derivatives.
@@ -454,6 +464,7 @@ impl BatchSim {
                 v0: DVector::zeros(model.nv),
                 constraint_force: None,
                 device_rows: 0,
+                dropped_contacts: 0,
             });
         }
         Ok(BatchSim {
@@ -529,6 +540,9 @@ impl BatchSim {
         let gpu = host_prepared_gpu(&self.model, &self.options, self.worlds.len(), ctx)?;
         self.resident = None;
         self.gpu = Some(gpu);
+        for world in &mut self.worlds {
+            world.dropped_contacts = 0;
+        }
         self.notice = Some(format!(
             "{}: left the device ({why}); the gpu backend runs the host-prepared path (gpu-solve) from now on",
             self.model.name
@@ -915,6 +929,8 @@ impl BatchSim {
             unconverged: tally.unconverged,
             fallbacks: tally.fallbacks,
             failed: tally.failed,
+            overflowed_worlds: tally.overflowed_worlds,
+            dropped_contacts: tally.dropped_contacts,
             grew: self.gpu.as_ref().and_then(|g| g.grew),
             times,
         };

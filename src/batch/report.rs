@@ -14,6 +14,8 @@ pub(super) struct Tally {
     pub(super) unconverged: usize,
     pub(super) fallbacks: Vec<(usize, String)>,
     pub(super) failed: Vec<(usize, SimError)>,
+    pub(super) overflowed_worlds: usize,
+    pub(super) dropped_contacts: usize,
 }
 
 impl Tally {
@@ -37,6 +39,8 @@ impl Tally {
         if let Some(why) = &world.fallback {
             self.fallbacks.push((w, why.clone()));
         }
+        self.overflowed_worlds += usize::from(world.dropped_contacts > 0);
+        self.dropped_contacts += world.dropped_contacts;
     }
 
     pub(super) fn merge(mut self, other: Tally) -> Tally {
@@ -48,6 +52,8 @@ impl Tally {
         self.max_eps_abs = self.max_eps_abs.max(other.max_eps_abs);
         self.failed.extend(other.failed);
         self.fallbacks.extend(other.fallbacks);
+        self.overflowed_worlds += other.overflowed_worlds;
+        self.dropped_contacts += other.dropped_contacts;
         self
     }
 }

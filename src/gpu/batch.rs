@@ -326,11 +326,12 @@ pub const POLISH_SLOTS: usize = 4;
 /// The most unknowns an `ncp-admm` polish takes on (WGSL
 /// `POLISH_MAX_UNKNOWNS`: 3 per sticking contact, 1 per sliding contact and
 /// per active row); a larger active set is not polished. It bounds the
-/// polish's factor (`k²` floats of scratch per problem: 64 kB, a third of
-/// a humanoid's scratch at its exact capacity of 448 rows), one column of
-/// it and one triangular solve (about `k²/4` and `k²` loop iterations,
-/// within lavapipe's 65 535 per dispatch).
-pub const POLISH_MAX_UNKNOWNS: usize = 128;
+/// polish's factor (`k²` floats of scratch per problem: 36 kB, a third of
+/// a resident humanoid's scratch at its 169 rows), one column of it and
+/// one triangular solve (about `k²/4` and `k²` loop iterations, within
+/// lavapipe's 65 535 per dispatch). 32 contacts sticking: a humanoid lying
+/// on the ground has about 20.
+pub const POLISH_MAX_UNKNOWNS: usize = 96;
 
 /// ADMM scratch floats for a problem of `m` unknowns: the iterate's
 /// vectors, the Cholesky factor, the polish's vectors and its LU factor.

@@ -144,8 +144,8 @@ pub struct Columns<'a> {
     pub(super) v: &'a [f32],
     pub(super) qfrc: &'a [f32],
     pub(super) flags: &'a [f32],
-    /// With contacts: per world nc, nl, iterations, ε_abs (world-minor;
-    /// the counts as u32 bits); else empty.
+    /// With contacts: per world nc, nl, iterations, ε_abs, contacts
+    /// dropped (world-minor; the counts as u32 bits); else empty.
     pub(super) solves: &'a [f32],
 }
 
@@ -181,6 +181,16 @@ impl Columns<'_> {
     /// [`super::WORLD_FLAG_UNFINISHED`], [`super::WORLD_FLAG_LOOP_LIMIT`].
     pub fn flag(&self, w: usize) -> u32 {
         self.flags[w].to_bits()
+    }
+
+    /// The contacts world `w`'s steps found beyond its room and dropped
+    /// (the deepest kept) since the state was last read back: 0 for a
+    /// model without contacts.
+    pub fn dropped_contacts(&self, w: usize) -> usize {
+        if self.solves.is_empty() {
+            return 0;
+        }
+        self.solves[4 * self.n + w].to_bits() as usize
     }
 
     /// World `w`'s last contact problem: contacts, limit rows, solver

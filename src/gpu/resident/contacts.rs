@@ -14,9 +14,18 @@
 //! naming it. Each pair's contacts are the ones the host path makes
 //! (`collision::CollisionDetector`: against a half-space, the vertices of
 //! the shape's support feature toward it within the margin; between
-//! moving shapes, parry's one-point manifolds), so a world's contact
-//! capacity is exact: one per ball or moving pair, two per capsule and
-//! four per box on the ground. Overflow cannot happen.
+//! moving shapes, parry's one-point manifolds).
+//!
+//! **Capacity.** A world has room for every contact its shapes can make
+//! against the half-spaces (two per capsule, four per box, one per ball)
+//! and for [`MOVING_CONTACT_CAPACITY`] contacts between moving shapes, or
+//! one per moving pair if that is fewer: exact for every model but
+//! Gymnasium's humanoid, whose 109 pairs of limbs would otherwise take 109
+//! rows of room each step (448 rows and 402 kB of `G` per world, against
+//! 170 rows and 58 kB). A step that finds more contacts than that keeps
+//! the deepest (smallest signed distance) and drops the others; the count
+//! dropped is read back per world and reported (`BatchStepReport::
+//! dropped_contacts`, `overflowed_worlds`), never silent.
 
 use super::{
     ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED,
@@ -51,6 +60,10 @@ const ROUND_ROUND: u32 = 4;
 /// closest to the ball's centre (parry's convex-ball manifold).
 const BOX_BALL: u32 = 5;
 
+/// The most contacts between moving shapes a world has room for (see the
+/// module's comment).
+pub const MOVING_CONTACT_CAPACITY: usize = 16;
+
 /// One collidable pair of the model as the device sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DevicePair {
@@ -68,6 +81,10 @@ impl DevicePair {
             BOX_PLANE => 4,
             _ => 1,
         }
+    }
+    /// Whether both shapes may move (else one is a half-space on the world).
+    pub fn moving(&self) -> bool {
+        self.kind >= ROUND_ROUND
     }
     /// Warm-start slots: one per vertex the pair can touch with.
     pub fn slots(&self) -> usize {
@@ -138,8 +155,11 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContactSizes {
     pub pairs: usize,
-    /// Contacts per world (exact: every pair's most).
+    /// Contacts per world: every pair's most against the half-spaces, and
+    /// at most [`MOVING_CONTACT_CAPACITY`] between moving shapes.
     pub max_contacts: usize,
+    /// Every pair's most: what a world could make in one step.
+    pub exact_contacts: usize,
     pub slots: usize,
     /// Joint-limit rows per world (the kernel's `LROWS`).
     pub limit_rows: usize,
@@ -147,9 +167,20 @@ pub struct ContactSizes {
 
 impl ContactSizes {
     pub fn of(pairs: &[DevicePair], limit_rows: usize) -> Self {
+        let on_world: usize = pairs
+            .iter()
+            .filter(|p| !p.moving())
+            .map(DevicePair::max_contacts)
+            .sum();
+        let moving: usize = pairs
+            .iter()
+            .filter(|p| p.moving())
+            .map(DevicePair::max_contacts)
+            .sum();
         ContactSizes {
             pairs: pairs.len(),
-            max_contacts: pairs.iter().map(DevicePair::max_contacts).sum(),
+            max_contacts: on_world + moving.min(MOVING_CONTACT_CAPACITY),
+            exact_contacts: on_world + moving,
             slots: pairs.iter().map(DevicePair::slots).sum(),
             limit_rows,
         }
@@ -162,7 +193,7 @@ impl ContactSizes {
 
     /// The offsets of the sections of a world's contact scratch (`cwork`,
     /// world-minor) and its length: the counts (nc, nl) and the solve's
-    /// statistics (iterations, ε_abs) first, read back with the state;
+    /// statistics (iterations, ε_abs, contacts dropped) first, read back with the state;
     /// `v_f` (nv); the columns of `X = M̃⁻¹Jᵀ` (rows × nv); the rows of `J`
     /// (rows × nv); per contact its slot, normal, point and pair
     /// ([`CONTACT_FLOATS`]); per limit row its
@@ -173,7 +204,7 @@ impl ContactSizes {
         let m = self.max_rows();
         let sizes = [
             ("CW_COUNT", 2),
-            ("CW_STATS", 2),
+            ("CW_STATS", 3),
             ("CW_VFREE", nv),
             ("CW_X", m * nv),
             ("CW_J", m * nv),
@@ -203,8 +234,9 @@ impl ContactSizes {
         self.section(nv, nbodies, "CW_RESET") + 1
     }
 
-    /// Floats per world read back with the state: nc, nl, iterations, ε_abs.
-    pub const READBACK: usize = 4;
+    /// Floats per world read back with the state: nc, nl, iterations,
+    /// ε_abs, contacts dropped.
+    pub const READBACK: usize = 5;
 
     /// The WGSL constants of the contact stage.
     pub fn header(&self, nv: usize, nbodies: usize) -> String {

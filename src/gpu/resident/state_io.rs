@@ -186,6 +186,10 @@ impl ResidentBatch {
                 bq + 2 * bv + (n * 4) as u64,
                 (n * ContactSizes::READBACK * 4) as u64,
             );
+            // The contacts dropped are summed over the steps since this
+            // readback: cleared once copied.
+            let dropped = ContactSizes::READBACK - 1;
+            encoder.clear_buffer(&stage.cwork, (dropped * n * 4) as u64, Some((n * 4) as u64));
         }
         // The wait for the device starts at this submission: a software
         // adapter (lavapipe) runs the queued steps inside it.

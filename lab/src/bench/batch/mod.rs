@@ -197,6 +197,11 @@ pub struct BenchRun {
     pub first_fallback: Option<String>,
     /// World steps that failed (the world did not move), and the first reason.
     pub failed: usize,
+    /// Resident world steps that found more contacts than the world has
+    /// room for, and the contacts dropped (the deepest kept): counted,
+    /// never silent.
+    pub overflowed_worlds: usize,
+    pub dropped_contacts: usize,
     pub first_failure: Option<String>,
     /// Times the GPU buffers grew (during warm-up and timed steps).
     pub gpu_buffer_growths: usize,
@@ -871,6 +876,8 @@ fn measure(
                 .map(|(w, why)| format!("world {w}: {why}"));
         }
         row.failed += r.failed.len();
+        row.overflowed_worlds += r.overflowed_worlds;
+        row.dropped_contacts += r.dropped_contacts;
         if row.first_failure.is_none() {
             row.first_failure = r.failed.first().map(|(w, why)| format!("world {w}: {why}"));
         }

@@ -121,6 +121,13 @@ pub fn render(report: &BenchReport) -> String {
                     r.maps_per_step,
                 );
             }
+            if r.overflowed_worlds > 0 {
+                let _ = writeln!(
+                    s,
+                    "{:>13} {} world steps found more contacts than the world has room for: {} dropped (the deepest kept)",
+                    "", r.overflowed_worlds, r.dropped_contacts
+                );
+            }
             if r.failed > 0 {
                 let _ = writeln!(
                     s,
