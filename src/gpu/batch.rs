@@ -11,7 +11,7 @@
 //! | `contacts`  | [`GpuContact`]     | `b = nc + ⌈nl/3⌉` blocks of 3 rows (32 B each: g, μ, R): the contacts, then the unilateral rows three to a block | `contact_offset` |
 //! | `lambda`, `c` | f32              | `3b` (row `k` at `3·contact_offset + k`; warm start in, λ out; c out; the last `3b − m` unused) | `3·contact_offset` |
 //! | `results`   | [`GpuResult`]      | 1 (96 B)                       | problem index    |
-//! | `work` (ADMM) | f32              | `13m + m(m+1)/2 + m²` (x, z_prev, u, s, tmp, best, z, c, y, Cholesky factor, polish modes, unknowns, pivots, scalars, LU factor) | `work_offset` |
+//! | `work` (ADMM) | f32              | `13m + m(m+1)/2 + min(m, 96)²` (x, z_prev, u, s, tmp, best, z, c, y, Cholesky factor, polish modes, unknowns, pivots, scalars, LU factor) | `work_offset` |
 //!
 //! Why the unilateral rows live in `contacts`, three to a block: row `k` of
 //! a problem, contact row or unilateral row alike, then has its `g` and `R`

@@ -22,7 +22,7 @@
 //! one per moving pair if that is fewer: exact for every model but
 //! Gymnasium's humanoid, whose 109 pairs of limbs would otherwise take 109
 //! rows of room each step (448 rows and 402 kB of `G` per world, against
-//! 170 rows and 58 kB). A step that finds more contacts than that keeps
+//! 169 rows and 58 kB). A step that finds more contacts than that keeps
 //! the deepest (smallest signed distance) and drops the others; the count
 //! dropped is read back per world and reported (`BatchStepReport::
 //! dropped_contacts`, `overflowed_worlds`), never silent.
