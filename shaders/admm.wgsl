@@ -226,31 +226,39 @@ fn scale_units(pr: Problem, v: u32, a: f32, first: u32, stride: u32) {
     }
 }
 
+// Unit u of scratch vector l (an impulse): its rows of c = (G + R) l + b
+// into scratch vector cv, and its residuals of (l, c).
+fn unit_residuals(pr: Problem, ca: Cache, u: u32, l: u32, cv: u32) -> vec4<f32> {
+    let r0 = unit_row(pr, u);
+    for (var k = r0; k < r0 + unit_len(pr, u); k++) {
+        work[wk(pr, cv, k)] = row_times(pr, ca, k, l) + free_velocity(pr, k);
+    }
+    if (u < pr.nc) {
+        let c = vec3<f32>(wv(pr, cv, r0), wv(pr, cv, r0 + 1u), wv(pr, cv, r0 + 2u));
+        let z = vec3<f32>(wv(pr, l, r0), wv(pr, l, r0 + 1u), wv(pr, l, r0 + 2u));
+        return contact_residuals(params.model, params.facets, friction(pr, u), z, c);
+    }
+    return unilateral_residuals(wv(pr, l, r0), wv(pr, cv, r0));
+}
+
 // c = (G + R) z + b on the units' rows, s = s(c) (de Saxce for the NCP's
 // contacts, else 0); returns the units' largest residuals of (z, c).
 fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     for (var u = first; u < units(pr); u += stride) {
+        let ru = unit_residuals(pr, ca, u, Z, C);
         let r0 = unit_row(pr, u);
-        for (var k = r0; k < r0 + unit_len(pr, u); k++) {
-            work[wk(pr, C, k)] = row_times(pr, ca, k, Z) + free_velocity(pr, k);
-        }
-        var ru: vec4<f32>;
         if (u < pr.nc) {
             let c = vec3<f32>(wv(pr, C, r0), wv(pr, C, r0 + 1u), wv(pr, C, r0 + 2u));
-            let z = vec3<f32>(wv(pr, Z, r0), wv(pr, Z, r0 + 1u), wv(pr, Z, r0 + 2u));
-            let mu = friction(pr, u);
             var s = vec3<f32>(0.0);
             if (params.model == MODEL_NCP) {
-                s = de_saxce(mu, c);
+                s = de_saxce(friction(pr, u), c);
             }
             work[wk(pr, S, r0)] = s.x;
             work[wk(pr, S, r0 + 1u)] = s.y;
             work[wk(pr, S, r0 + 2u)] = s.z;
-            ru = contact_residuals(params.model, params.facets, mu, z, c);
         } else {
             work[wk(pr, S, r0)] = 0.0;
-            ru = unilateral_residuals(wv(pr, Z, r0), wv(pr, C, r0));
         }
         r = vec4<f32>(nan_max(r.x, ru.x), nan_max(r.y, ru.y), nan_max(r.z, ru.z), nan_max(r.w, ru.w));
     }
@@ -874,22 +882,11 @@ fn polish_candidate(pr: Problem, ca: Cache, n: u32) -> f32 {
             work[wk(pr, X, r + 2u)] = y;
         }
     }
-    for (var k = 0u; k < m; k++) {
-        work[wk(pr, TMP, k)] = row_times(pr, ca, k, X) + free_velocity(pr, k);
+    var r = 0.0;
+    for (var u = 0u; u < units(pr); u++) {
+        r = nan_max(r, unit_residuals(pr, ca, u, X, TMP).w);
     }
-    var r = vec4<f32>(0.0);
-    for (var i = 0u; i < pr.nc; i++) {
-        let q = 3u * i;
-        let l = vec3<f32>(wv(pr, X, q), wv(pr, X, q + 1u), wv(pr, X, q + 2u));
-        let c = vec3<f32>(wv(pr, TMP, q), wv(pr, TMP, q + 1u), wv(pr, TMP, q + 2u));
-        let ri = contact_residuals(params.model, params.facets, friction(pr, i), l, c);
-        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
-    }
-    for (var k = 3u * pr.nc; k < m; k++) {
-        let ri = unilateral_residuals(wv(pr, X, k), wv(pr, TMP, k));
-        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
-    }
-    return r.w;
+    return r;
 }
 
 // Whether every sliding contact's direction t is that of -c_T within

@@ -190,7 +190,8 @@ impl Columns<'_> {
         if self.solves.is_empty() {
             return 0;
         }
-        self.solves[4 * self.n + w].to_bits() as usize
+        let at = super::contacts::ContactSizes::DROPPED;
+        self.solves[at * self.n + w].to_bits() as usize
     }
 
     /// World `w`'s last contact problem: contacts, limit rows, solver

@@ -237,6 +237,8 @@ impl ContactSizes {
     /// Floats per world read back with the state: nc, nl, iterations,
     /// ε_abs, contacts dropped.
     pub const READBACK: usize = 5;
+    /// Where the contacts dropped sit among those floats.
+    pub const DROPPED: usize = 4;
 
     /// The WGSL constants of the contact stage.
     pub fn header(&self, nv: usize, nbodies: usize) -> String {

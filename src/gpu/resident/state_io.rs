@@ -188,7 +188,7 @@ impl ResidentBatch {
             );
             // The contacts dropped are summed over the steps since this
             // readback: cleared once copied.
-            let dropped = ContactSizes::READBACK - 1;
+            let dropped = ContactSizes::DROPPED;
             encoder.clear_buffer(&stage.cwork, (dropped * n * 4) as u64, Some((n * 4) as u64));
         }
         // The wait for the device starts at this submission: a software
