@@ -43,7 +43,8 @@ struct Params {
     probe: vec4<u32>,
     // Contacts: margin, friction scale, bounce velocity, warm start (1/0).
     contact: vec4<f32>,
-    // Contacts: the solver's iteration cap, then 0.
+    // Contacts: the solver's iteration cap, the canary's trip count
+    // (CANARY), then 0.
     solve: vec4<u32>,
 }
 
@@ -127,6 +128,8 @@ var<private> unit_f: array<f32, NV>;
 var<private> unit_p: array<V6, NB>;
 var<private> unit_b: array<f32, NV>;
 var<private> unit_a: array<V6, NB>;
+// Per body in apply_inverse_inertia: 1 a force in its subtree, 2 moving.
+var<private> unit_live: array<u32, NB>;
 // The active limit rows: dof, sign (+1 lower, −1 upper), g, λ.
 var<private> row_dof: array<u32, LROWS>;
 var<private> row_sign: array<f32, LROWS>;
@@ -398,44 +401,72 @@ fn invert_joint_block(n: u32, off: u32) {
 
 // unit_f ← M̃⁻¹ unit_f: the articulated-body recursion with no velocity,
 // no gravity and the joint forces unit_f, reusing the factorization of
-// the step's backward pass (U, D⁻¹).
+// the step's backward pass (U, D⁻¹). Bodies whose subtree has no force
+// and whose parent does not move are skipped (unit_live): a contact's
+// column moves only its bodies' subtrees' roots and what hangs on them,
+// which keeps a scene of many free bodies (six boxes, 108 rows) within
+// lavapipe's loop limit.
 fn apply_inverse_inertia() {
     let zero3 = vec3<f32>(0.0);
     for (var i = 0u; i < NB; i++) {
         unit_p[i] = V6(zero3, zero3);
+        unit_live[i] = 0u;
     }
     for (var i = NB - 1u; i >= 1u; i--) {
         let parent = bu(i, 0u);
         let iv = bu(i, 3u);
         let nj = bu(i, 5u);
         let off = bu(i, 6u);
-        var p = unit_p[i];
+        var live = unit_live[i];
         for (var a = 0u; a < nj; a++) {
-            unit_b[iv + a] = unit_f[iv + a] - v6_dot(s[iv + a], unit_p[i]);
-        }
-        for (var a = 0u; a < nj; a++) {
-            var x = 0.0;
-            for (var b = 0u; b < nj; b++) {
-                x += dinv[off + a * nj + b] * unit_b[iv + b];
+            if (unit_f[iv + a] != 0.0) {
+                live = 1u;
             }
-            p = v6_add(p, v6_scale(u[iv + a], x));
         }
-        if (parent != 0u) {
-            unit_p[parent] = v6_add(unit_p[parent], p);
+        unit_live[i] = live;
+        if (live != 0u) {
+            var p = unit_p[i];
+            for (var a = 0u; a < nj; a++) {
+                unit_b[iv + a] = unit_f[iv + a] - v6_dot(s[iv + a], unit_p[i]);
+            }
+            for (var a = 0u; a < nj; a++) {
+                var x = 0.0;
+                for (var b = 0u; b < nj; b++) {
+                    x += dinv[off + a * nj + b] * unit_b[iv + b];
+                }
+                p = v6_add(p, v6_scale(u[iv + a], x));
+            }
+            if (parent != 0u) {
+                unit_p[parent] = v6_add(unit_p[parent], p);
+                unit_live[parent] = 1u;
+            }
         }
         if (i == 1u) {
             break;
         }
     }
+    // Forward: a body moves if its subtree has a force or its parent moves
+    // (unit_live 2 marks the moving ones; the world does not).
     unit_a[0] = V6(zero3, zero3);
     for (var i = 1u; i < NB; i++) {
         let iv = bu(i, 3u);
         let nj = bu(i, 5u);
         let off = bu(i, 6u);
-        var a = unit_a[bu(i, 0u)];
+        let parent = bu(i, 0u);
+        if (unit_live[i] == 0u && unit_live[parent] != 2u) {
+            for (var k = 0u; k < nj; k++) {
+                unit_f[iv + k] = 0.0;
+            }
+            unit_a[i] = V6(zero3, zero3);
+            continue;
+        }
+        // (A body skipped on the way back has no force: its unit_b is 0.)
+        let forced = unit_live[i] == 1u;
+        unit_live[i] = 2u;
+        var a = unit_a[parent];
         var r: array<f32, 6>;
         for (var k = 0u; k < nj; k++) {
-            r[k] = unit_b[iv + k] - v6_dot(u[iv + k], a);
+            r[k] = select(0.0, unit_b[iv + k], forced) - v6_dot(u[iv + k], a);
         }
         for (var k = 0u; k < nj; k++) {
             var x = 0.0;

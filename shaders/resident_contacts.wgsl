@@ -3,7 +3,8 @@
 // `step` calls prepare_contacts after the free velocity and the joint-limit
 // rows: collision (balls, capsules and boxes against half-spaces fixed on
 // the world: the support feature's vertices within the margin, as
-// collision::CollisionDetector), the rows of J (contacts' 3 in their frame
+// collision::CollisionDetector; balls and capsules against each other, boxes
+// against balls and boxes: parry's manifolds), the rows of J (contacts' 3 in their frame
 // [t1, t2, n], then the limits'), the columns of X = M̃⁻¹Jᵀ by the
 // articulated-body recursion, G = J X (its lower triangle), g = J v_f plus
 // the stabilization of sim::assemble_problem, R = α diag(G), the warm
@@ -66,7 +67,7 @@ struct CResult {
 
 // Per pair, PAIR_U32 words: body of a, kind (1, 2, 3: a ball, capsule or
 // box against a half-space on the world; 4: two balls or capsules; 5: a
-// box and a ball), first warm-start slot, body of b.
+// box and a ball; 6: two boxes), first warm-start slot, body of b.
 @group(1) @binding(0) var<storage, read> pair_u32: array<u32>;
 // Per pair, PAIR_F32 floats: a's collider in its body's frame (rotation
 // column-major 9, translation 3), border radius, half extents (3), the
@@ -95,10 +96,11 @@ fn set_cw(k: u32, x: f32) {
 }
 
 // Contact i of the step, in the scratch (world-minor, not the thread's
-// private memory: a humanoid has room for 138), CONTACT_FLOATS floats:
+// private memory: a humanoid has room for 45), CONTACT_FLOATS floats:
 // warm-start slot, normal (3, from b to a), point (3), pair, body of a,
-// body of b, g (3; φ in its first lane until the stabilization), μ. The
-// host reads the first eight back (contact forces).
+// body of b, g (3; φ in its first lane until the stabilization), μ, key
+// (the features in contact, within the pair), φ. The host reads them back
+// (contact forces).
 fn crec(i: u32, k: u32) -> u32 {
     return CW_CONTACT + CONTACT_FLOATS * i + k;
 }
@@ -135,13 +137,17 @@ fn c_mu(i: u32) -> f32 {
     return cw(crec(i, 13u));
 }
 
+fn c_key(i: u32) -> u32 {
+    return bitcast<u32>(cw(crec(i, 14u)));
+}
+
 fn set_c_g(i: u32, g: vec3<f32>) {
     set_cw(crec(i, 10u), g.x);
     set_cw(crec(i, 11u), g.y);
     set_cw(crec(i, 12u), g.z);
 }
 
-fn set_contact(i: u32, slot: u32, pair: u32, body: u32, body_b: u32, nrm: vec3<f32>, point: vec3<f32>, phi: f32, mu: f32) {
+fn set_contact(i: u32, slot: u32, key: u32, pair: u32, body: u32, body_b: u32, nrm: vec3<f32>, point: vec3<f32>, phi: f32, mu: f32) {
     set_cw(crec(i, 0u), bitcast<f32>(slot));
     set_cw(crec(i, 1u), nrm.x);
     set_cw(crec(i, 2u), nrm.y);
@@ -154,6 +160,8 @@ fn set_contact(i: u32, slot: u32, pair: u32, body: u32, body_b: u32, nrm: vec3<f
     set_cw(crec(i, 9u), bitcast<f32>(body_b));
     set_c_g(i, vec3<f32>(phi, 0.0, 0.0));
     set_cw(crec(i, 13u), mu);
+    set_cw(crec(i, 14u), bitcast<f32>(key));
+    set_cw(crec(i, 15u), phi);
 }
 
 fn pu(p: u32, k: u32) -> u32 {
@@ -261,6 +269,10 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         let half = pvec(p, 13u);
         let nrm = pvec(p, 16u);
         let offset = pf(p, 19u);
+        if (kind == 6u) {
+            nc = collide_boxes(p, nc, grot, gpos, margin, friction_scale);
+            continue;
+        }
         if (kind >= 4u) {
             nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
             continue;
@@ -292,7 +304,7 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             // Midway between the surfaces.
             let at = contact_record(nc, d);
             if (at < CMAX) {
-                set_contact(at, pu(p, 2u) + vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, 20u) * friction_scale);
+                set_contact(at, pu(p, 2u) + vslot, vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, 20u) * friction_scale);
             }
             nc = min(nc + 1u, CMAX);
         }
@@ -417,9 +429,286 @@ fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f
     // Midway between the surfaces (a box's radius is 0).
     let at = contact_record(nc, dist);
     if (at < CMAX) {
-        set_contact(at, pu(p, 2u), p, pu(p, 0u), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, 20u) * friction_scale);
+        set_contact(at, pu(p, 2u), 0u, p, pu(p, 0u), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, 20u) * friction_scale);
     }
     return min(nc + 1u, CMAX);
+}
+
+// Two boxes (kind 6): parry's cuboid–cuboid manifold, in a's frame (box
+// 1) with b (box 2) at (r12, t12). Its steps: the separating axis of
+// largest separation among a's face normals, b's, and the cross products
+// of their edges (each of the first two as parry's
+// cuboid_cuboid_find_local_separating_normal_oneway); each box's face most
+// aligned with it (support_face); the vertices of either face inside the
+// other's, projected along the axis, and the crossings of their edges
+// (PolygonalFeature::contacts_face_face).
+
+// parry's Cuboid::local_support_point: the corner toward d.
+fn box_support(half: vec3<f32>, d: vec3<f32>) -> vec3<f32> {
+    return select(-half, half, d >= vec3<f32>(0.0));
+}
+
+fn sign_of(x: f32) -> f32 {
+    return select(-1.0, 1.0, x >= 0.0);
+}
+
+// Box 1's face normals (xyz) and the largest separation along them (w);
+// when b is apart along more than one, the direction that sums them
+// (toward a's edge or corner nearest b) and the separation along it.
+fn sat_faces(h1: vec3<f32>, h2: vec3<f32>, r12: mat3x3<f32>, t12: vec3<f32>) -> vec4<f32> {
+    var best = -3.4e38;
+    var best_dir = vec3<f32>(0.0);
+    var acc = vec3<f32>(0.0);
+    var apart = 0u;
+    for (var i = 0u; i < 3u; i++) {
+        let sgn = sign_of(t12[i]);
+        var axis = vec3<f32>(0.0);
+        axis[i] = sgn;
+        let pt2 = r12 * box_support(h2, transpose(r12) * (-axis)) + t12;
+        let sep = pt2[i] * sgn - h1[i];
+        if (sep > best) {
+            best = sep;
+            best_dir = axis;
+        }
+        if (sep >= 0.0) {
+            acc[i] += sgn * max(sep, 1.1920929e-7);
+            apart += 1u;
+        }
+    }
+    if (apart > 1u) {
+        let d = normalize(acc);
+        let pt2 = r12 * box_support(h2, transpose(r12) * (-d)) + t12;
+        return vec4<f32>(d, dot(pt2 - box_support(h1, d), d));
+    }
+    return vec4<f32>(best_dir, best);
+}
+
+// The edges' cross products (box 1's axis i × box 2's axis j, j outer),
+// oriented from 1 toward 2: the one of largest separation (w). Near-parallel
+// edges, whose cross product is rounding in f32, are skipped.
+fn sat_edges(h1: vec3<f32>, h2: vec3<f32>, r12: mat3x3<f32>, t12: vec3<f32>) -> vec4<f32> {
+    var best = vec4<f32>(0.0, 0.0, 0.0, -3.4e38);
+    for (var j = 0u; j < 3u; j++) {
+        for (var i = 0u; i < 3u; i++) {
+            var e = vec3<f32>(0.0);
+            e[i] = 1.0;
+            let axis = cross(e, r12[j]);
+            let len = length(axis);
+            if (len > 1e-6) {
+                let d = axis / len * sign_of(dot(t12, axis));
+                let pt2 = r12 * box_support(h2, transpose(r12) * (-d)) + t12;
+                let sep = dot(pt2 - box_support(h1, d), d);
+                if (sep > best.w) {
+                    best = vec4<f32>(d, sep);
+                }
+            }
+        }
+    }
+    return best;
+}
+
+// The support face's id (parry's numbering aside): its axis, + 3 if
+// its normal points down that axis.
+fn box_face(dir: vec3<f32>) -> u32 {
+    let ad = abs(dir);
+    var axis = 0u;
+    if (ad.y > ad.x) {
+        axis = 1u;
+    }
+    if (ad.z > max(ad.x, ad.y)) {
+        axis = 2u;
+    }
+    return axis + select(0u, 3u, dir[axis] < 0.0);
+}
+
+// parry's (Pixar's) orthonormal basis of the plane normal to unit n.
+fn plane_basis(n: vec3<f32>) -> mat2x3<f32> {
+    let sgn = sign_of(n.z);
+    let a = -1.0 / (sgn + n.z);
+    let b = n.x * n.y * a;
+    return mat2x3<f32>(
+        vec3<f32>(1.0 + sgn * n.x * n.x * a, sgn * b, -sgn * n.x),
+        vec3<f32>(b, sgn + n.y * n.y * a, -n.y),
+    );
+}
+
+fn perp_dot(a: vec2<f32>, b: vec2<f32>) -> f32 {
+    return a.x * b.y - a.y * b.x;
+}
+
+// Whether p is inside the convex quadrilateral q, or outside it by at most
+// `tol`: on the inner side of every edge, or that close to it. (parry's
+// test, exact in f64, takes the boundary as inside; in f32 a corner of the
+// overlap on the other face's edge, as in a pyramid of equal boxes, would
+// fall either side of it, and be missed where its edges' crossing falls
+// outside the edges too.)
+fn inside_quad(q: array<vec2<f32>, 4>, p: vec2<f32>, tol: f32) -> bool {
+    let orient = sign_of(perp_dot(q[1] - q[0], q[2] - q[0]) + perp_dot(q[2] - q[0], q[3] - q[0]));
+    for (var j = 0u; j < 4u; j++) {
+        let e = q[(j + 1u) % 4u] - q[j];
+        if (orient * perp_dot(e, p - q[j]) < -tol * length(e)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The parameters (s, t) of the crossing of the lines through segments
+// [a0, a1] and [b0, b1], x = 2 if they are parallel.
+fn cross_lines(a0: vec2<f32>, a1: vec2<f32>, b0: vec2<f32>, b1: vec2<f32>) -> vec3<f32> {
+    let d1 = a1 - a0;
+    let d2 = b1 - b0;
+    let r = a0 - b0;
+    let a = dot(d1, d1);
+    let e = dot(d2, d2);
+    let b = dot(d1, d2);
+    let denom = a * e - b * b;
+    if (a <= 1e-12 || e <= 1e-12 || denom <= 1e-6 * a * e) {
+        return vec3<f32>(0.0, 0.0, 2.0);
+    }
+    let s = (b * dot(d2, r) - dot(d1, r) * e) / denom;
+    return vec3<f32>(s, (b * s + dot(d2, r)) / e, 0.0);
+}
+
+// The box–box pair being collided: its index, a's pose, the world
+// normal (from b to a), μ, the margin, the tolerance of its points
+// (1e-5 of the larger box's largest half extent), and its contacts so far
+// (points in a's frame) and their count.
+struct BoxBox {
+    pair: u32,
+    rot_a: mat3x3<f32>,
+    pos_a: vec3<f32>,
+    normal: vec3<f32>,
+    mu: f32,
+    margin: f32,
+    tol: f32,
+}
+var<private> bb: BoxBox;
+var<private> bb_points: array<vec3<f32>, BOX_BOX_CONTACTS>;
+var<private> bb_count: u32;
+
+// One point of the manifold: p1 on a, p2 on b (a's frame), their
+// separation d along the axis, the features' key. Kept if d is within the
+// margin and the point is not one already found (within the tolerance: a
+// corner of the overlap found both as a vertex inside and as an edges'
+// crossing); the pair's first BOX_BOX_CONTACTS, the others dropped and
+// counted. Returns the world's new count.
+fn box_box_contact(nc: u32, p1: vec3<f32>, p2: vec3<f32>, d: f32, key: u32) -> u32 {
+    if (d > bb.margin) {
+        return nc;
+    }
+    let mid = 0.5 * (p1 + p2);
+    for (var k = 0u; k < bb_count; k++) {
+        if (length(bb_points[k] - mid) <= bb.tol) {
+            return nc;
+        }
+    }
+    if (bb_count >= BOX_BOX_CONTACTS) {
+        dropped += 1u;
+        return nc;
+    }
+    bb_points[bb_count] = mid;
+    let p = bb.pair;
+    let at = contact_record(nc, d);
+    if (at < CMAX) {
+        set_contact(at, pu(p, 2u) + bb_count, key, p, pu(p, 0u), pu(p, 3u), bb.normal, bb.rot_a * mid + bb.pos_a, d, bb.mu);
+    }
+    bb_count += 1u;
+    return min(nc + 1u, CMAX);
+}
+
+fn collide_boxes(p: u32, nc_in: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f32, friction_scale: f32) -> u32 {
+    var nc = nc_in;
+    let body_b = pu(p, 3u);
+    let brot = rot[body_b] * mat3x3<f32>(pvec(p, 24u), pvec(p, 27u), pvec(p, 30u));
+    let bpos = rot[body_b] * pvec(p, 33u) + pos[body_b];
+    let h1 = pvec(p, 13u);
+    let h2 = pvec(p, 37u);
+    let r12 = transpose(grot) * brot;
+    let t12 = transpose(grot) * (bpos - gpos);
+    let r21 = transpose(r12);
+    let s1 = sat_faces(h1, h2, r12, t12);
+    if (s1.w > margin) {
+        return nc;
+    }
+    let s2 = sat_faces(h2, h1, r21, -(r21 * t12));
+    if (s2.w > margin) {
+        return nc;
+    }
+    let s3 = sat_edges(h1, h2, r12, t12);
+    if (s3.w > margin) {
+        return nc;
+    }
+    var axis = s1.xyz;
+    if (s2.w > s1.w && s2.w > s3.w) {
+        axis = r12 * (-s2.xyz);
+    } else if (s3.w > s1.w) {
+        axis = s3.xyz;
+    }
+    let scale = max(max(h1.x, max(h1.y, h1.z)), max(h2.x, max(h2.y, h2.z)));
+    bb = BoxBox(p, grot, gpos, -(grot * axis), pf(p, 20u) * friction_scale, margin, 1e-5 * scale);
+    bb_count = 0u;
+    // The two support faces, b's in a's frame, with their vertices'
+    // corners (bit i: coordinate i negative) and the faces' ids.
+    let dir2 = r21 * (-axis);
+    let fa = box_face(axis);
+    let fb = box_face(dir2);
+    var v1: array<vec3<f32>, 4>;
+    var v2: array<vec3<f32>, 4>;
+    var c1: array<u32, 4>;
+    var c2: array<u32, 4>;
+    let basis = plane_basis(axis);
+    var q1: array<vec2<f32>, 4>;
+    var q2: array<vec2<f32>, 4>;
+    for (var k = 0u; k < 4u; k++) {
+        let a = box_vertex(h1, axis, k);
+        let b = box_vertex(h2, dir2, k);
+        v1[k] = a.xyz;
+        c1[k] = u32(a.w);
+        v2[k] = r12 * b.xyz + t12;
+        c2[k] = u32(b.w);
+        q1[k] = vec2<f32>(dot(v1[k], basis[0]), dot(v1[k], basis[1]));
+        q2[k] = vec2<f32>(dot(v2[k], basis[0]), dot(v2[k], basis[1]));
+    }
+    // a's vertices inside b's face, onto b's face's plane along the axis.
+    let n2 = cross(v2[2] - v2[1], v2[0] - v2[1]);
+    let den2 = dot(n2, axis);
+    if (den2 != 0.0) {
+        for (var i = 0u; i < 4u; i++) {
+            if (inside_quad(q2, q1[i], bb.tol)) {
+                let d = dot(v2[0] - v1[i], n2) / den2;
+                nc = box_box_contact(nc, v1[i], v1[i] + d * axis, d, (c1[i] << 3u) | fb);
+            }
+        }
+    }
+    // b's vertices inside a's face.
+    let n1 = cross(v1[2] - v1[1], v1[0] - v1[1]);
+    let den1 = -dot(n1, axis);
+    if (den1 != 0.0) {
+        for (var i = 0u; i < 4u; i++) {
+            if (inside_quad(q1, q2[i], bb.tol)) {
+                let d = dot(v1[0] - v2[i], n1) / den1;
+                nc = box_box_contact(nc, v2[i] - d * axis, v2[i], d, 0x100u | (fa << 3u) | c2[i]);
+            }
+        }
+    }
+    // The crossings of their edges (edge k: vertex k to k + 1).
+    for (var j = 0u; j < 4u; j++) {
+        let j1 = (j + 1u) % 4u;
+        for (var i = 0u; i < 4u; i++) {
+            let i1 = (i + 1u) % 4u;
+            let st = cross_lines(q1[i], q1[i1], q2[j], q2[j1]);
+            if (st.z == 0.0 && st.x > 0.0 && st.x < 1.0 && st.y > 0.0 && st.y < 1.0) {
+                let p1 = mix(v1[i], v1[i1], st.x);
+                let p2 = mix(v2[j], v2[j1], st.y);
+                // An edge's id: its corners, the smaller first.
+                let ea = min(c1[i], c1[i1]) * 8u + max(c1[i], c1[i1]);
+                let eb = min(c2[j], c2[j1]) * 8u + max(c2[j], c2[j1]);
+                nc = box_box_contact(nc, p1, p2, dot(p2 - p1, axis), 0x10000u | (ea << 8u) | eb);
+            }
+        }
+    }
+    return nc;
 }
 
 // Row k of J into `unit_f` (contacts' rows, then the limits').
@@ -463,6 +752,28 @@ fn contact_velocity(m: ptr<private, array<V6, NB>>, i: u32, p: vec3<f32>, d: vec
     return point_velocity((*m)[c_body(i)], p, d) - point_velocity((*m)[c_body_b(i)], p, d);
 }
 
+// Where contact i's warm start is: the slot of its pair's that the last
+// step left with the same key (the same features in contact), or SLOTS
+// (none). A box–box pair's contacts take its slots in the order they are
+// found, so a contact is looked for among all of them.
+fn warm_slot(i: u32) -> u32 {
+    let p = c_pair(i);
+    let key = c_key(i);
+    var first = pu(p, 2u);
+    var count = 1u;
+    if (pu(p, 1u) == 6u) {
+        count = BOX_BOX_CONTACTS;
+    } else {
+        first = c_slot(i);
+    }
+    for (var k = first; k < first + count; k++) {
+        if (bitcast<u32>(cw(CW_WKEY + k)) == key) {
+            return k;
+        }
+    }
+    return SLOTS;
+}
+
 // After the free velocity and the limit rows (row_* of `step`, nl of
 // them): the world's contact problem, written for the solver.
 fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
@@ -475,6 +786,9 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
     // Summed over the steps until the host reads the state back (and
     // clears it): a frame skip's every step counts.
     set_cw(CW_STATS + 2u, bitcast<f32>(bitcast<u32>(cw(CW_STATS + 2u)) + dropped));
+    // Summed over the steps until the host reads the state back (and
+    // clears it): a frame skip's every step counts.
+
     let m = 3u * nc + nl;
     // g = J v_f + stabilization (assemble_problem), before unit_a is reused.
     for (var i = 0u; i < NB; i++) {
@@ -543,8 +857,11 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             r[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
         }
         blocks[i * n + w] = CBlock(vec4<f32>(c_g(i), c_mu(i)), vec4<f32>(r, 0.0));
-        let slot = c_slot(i);
-        let lw = vec3<f32>(cw(CW_WARM + 3u * slot), cw(CW_WARM + 3u * slot + 1u), cw(CW_WARM + 3u * slot + 2u));
+        let slot = warm_slot(i);
+        var lw = vec3<f32>(NO_WARM);
+        if (slot < SLOTS) {
+            lw = vec3<f32>(cw(CW_WARM + 3u * slot), cw(CW_WARM + 3u * slot + 1u), cw(CW_WARM + 3u * slot + 2u));
+        }
         var l0 = vec3<f32>(0.0);
         if (warm && all_finite(lw.x) && all_finite(lw.y) && all_finite(lw.z)) {
             l0 = transpose(frame_from_normal(c_normal(i))) * lw;
@@ -593,17 +910,20 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
 }
 
 // Mesa's lavapipe (22.x) leaves every loop after one iteration once an
-// invocation has made 65 535 (see common.wgsl): a canary of 16 that falls
-// short says this invocation's work cannot be trusted.
+// invocation has made 65 535 (see common.wgsl): a canary of
+// params.solve.y (16) iterations that falls short says this invocation's
+// work cannot be trusted. (The trip count comes from the uniform: with a
+// constant one the compiler folds the loop away, and the canary never
+// fell short: the pyramid's 108 rows were cut at column 63, unflagged.)
 fn loop_cut() -> bool {
     var k = 0u;
     loop {
         k += 1u;
-        if (k >= 16u) {
+        if (k >= params.solve.y) {
             break;
         }
     }
-    return k != 16u;
+    return k != params.solve.y;
 }
 
 // After the solve: v⁺ = v_f + X λ, Jᵀλ/dt, q⁺, and the next warm start.
@@ -625,6 +945,7 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     if (st.flags != 0u) {
+
         flags[w] = WORLD_SOLVE_FAILED;
         return;
     }
@@ -652,6 +973,9 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = 0u; k < 3u * SLOTS; k++) {
         set_cw(CW_WARM + k, NO_WARM);
     }
+    for (var k = 0u; k < SLOTS; k++) {
+        set_cw(CW_WKEY + k, NO_WARM);
+    }
     for (var i = 0u; i < nc; i++) {
         let slot = c_slot(i);
         let nrm = c_normal(i);
@@ -659,6 +983,7 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         set_cw(CW_WARM + 3u * slot, lw.x);
         set_cw(CW_WARM + 3u * slot + 1u, lw.y);
         set_cw(CW_WARM + 3u * slot + 2u, lw.z);
+        set_cw(CW_WKEY + slot, bitcast<f32>(c_key(i)));
     }
     for (var k = 0u; k < 2u * NB; k++) {
         set_cw(CW_LWARM + k, NO_WARM);

@@ -249,20 +249,14 @@ fn models_the_slice_cannot_run_are_refused_naming_why() {
     let Some(ctx) = GpuContext::for_tests() else {
         return;
     };
-    // Boxes against boxes do not collide on the device yet.
-    let stack = moreau::scenes::scene("cube-stack").unwrap();
-    let e = ResidentBatch::new(
-        &ctx,
-        &stack.model,
-        &params(1e-3),
-        std::slice::from_ref(&stack.state),
-        4,
-    )
-    .err()
-    .unwrap();
+    // Cylinders do not collide on the device yet.
+    let (can, state) = common::can_on_the_floor();
+    let e = ResidentBatch::new(&ctx, &can, &params(1e-3), std::slice::from_ref(&state), 4)
+        .err()
+        .unwrap();
     assert!(
         e.to_string()
-            .contains("`bottom` (cuboid) and `top` (cuboid) can collide"),
+            .contains("`can` (cylinder) and `floor` (half-space) can collide"),
         "{e}"
     );
     let model = tree();
@@ -580,10 +574,9 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     assert!(gpu.state(0).unwrap().q != at[0].q);
 
     // Pairs the device cannot collide: host-prepared, with the reason.
-    let stack = moreau::scenes::scene("cube-stack").unwrap();
-    let mut o = options(Backend::Gpu);
-    o.params.dt = stack.dt;
-    let b = BatchSim::new(stack.model.clone(), &stack.state, 2, &o).unwrap();
+    let (can, state) = common::can_on_the_floor();
+    let o = options(Backend::Gpu);
+    let b = BatchSim::new(can, &state, 2, &o).unwrap();
     assert!(!b.is_resident());
     let notice = b.notice().unwrap();
     assert!(

@@ -263,8 +263,17 @@ impl GpuSolver {
                 wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             ),
             problems: buffer("problems", sizes[1].1, storage),
-            delassus: buffer("delassus", sizes[2].1, storage),
-            contacts: buffer("contacts", sizes[3].1, storage),
+            // (Copied from by the resident batches' `read_problems`.)
+            delassus: buffer(
+                "delassus",
+                sizes[2].1,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
+            contacts: buffer(
+                "contacts",
+                sizes[3].1,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
             lambda: buffer("lambda", sizes[4].1, storage | wgpu::BufferUsages::COPY_SRC),
             c: buffer("c", sizes[5].1, storage | wgpu::BufferUsages::COPY_SRC),
             results: buffer(

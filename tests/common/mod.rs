@@ -202,3 +202,20 @@ pub fn gpu_batch(
         }
     }
 }
+
+/// A cylinder free on the floor: a pair (cylinder, half-space) that the
+/// resident contact stage does not collide yet, and its neutral state.
+pub fn can_on_the_floor() -> (std::sync::Arc<Model>, moreau::sim::State) {
+    let xml = "<mujoco model=\"can\"><worldbody><geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>\
+        <body pos=\"0 0 0.1\"><freejoint/><geom name=\"can\" type=\"cylinder\" size=\"0.05 0.1\"/></body>\
+        </worldbody></mujoco>";
+    let m = moreau::model::mjcf::parse_mjcf(
+        xml,
+        "can.xml",
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .unwrap();
+    let state = moreau::sim::State::new(m.q0.clone(), DVector::zeros(m.model.nv));
+    (std::sync::Arc::new(m.model), state)
+}

@@ -8,23 +8,33 @@
 //! entry point). One command buffer per step; the host only submits.
 //!
 //! The device collides balls, capsules and boxes with half-spaces fixed on
-//! the world, balls and capsules with each other, and boxes with balls:
-//! legged robots and the MuJoCo locomotion tasks on flat ground, their
-//! links against each other. Any other pair that can collide is refused,
-//! naming it. Each pair's contacts are the ones the host path makes
-//! (`collision::CollisionDetector`: against a half-space, the vertices of
-//! the shape's support feature toward it within the margin; between
-//! moving shapes, parry's one-point manifolds).
+//! the world, balls and capsules with each other, boxes with balls and
+//! boxes with boxes: legged robots and the MuJoCo locomotion tasks on flat
+//! ground, their links against each other, stacks and pyramids of boxes.
+//! Any other pair that can collide is refused, naming it. Each pair's
+//! contacts are the ones the host path makes (`collision::CollisionDetector`:
+//! against a half-space, the vertices of the shape's support feature toward
+//! it within the margin; between moving shapes, parry's one-point manifolds
+//! and, for two boxes, its cuboid–cuboid manifold: the separating axis of
+//! largest separation among both boxes' face normals and their edges'
+//! cross products, then the two faces most aligned with it clipped against
+//! each other). A box–box contact's warm start is found again by its
+//! features (vertex–face, face–vertex or edge–edge), as the host's
+//! `ContactKey`.
 //!
 //! **Capacity.** A world has room for every contact its shapes can make
 //! against the half-spaces (two per capsule, four per box, one per ball)
-//! and for [`MOVING_CONTACT_CAPACITY`] contacts between moving shapes, or
-//! one per moving pair if that is fewer: exact for every model but
-//! Gymnasium's humanoid, whose 109 pairs of limbs would otherwise take 109
-//! rows of room each step (448 rows and 402 kB of `G` per world, against
-//! 169 rows and 58 kB). A step that finds more contacts than that keeps
-//! the deepest (smallest signed distance) and drops the others; the count
-//! dropped is read back per world and reported (`BatchStepReport::
+//! and for [`MOVING_CONTACT_CAPACITY`] contacts between moving shapes (or
+//! four per box that can touch another box, if that is more: a box resting
+//! flat on another touches it at four corners), or as many as the moving
+//! pairs can make if that is fewer: exact for every model but Gymnasium's
+//! humanoid, whose 109 pairs of limbs would otherwise take 109 rows of
+//! room each step (448 rows and 402 kB of `G` per world, against 169 rows
+//! and 58 kB), and stacks of boxes (eight per box–box pair: the pyramid
+//! has room for 24 box–box contacts, the 24 it makes at rest). A step that
+//! finds more contacts than that keeps the deepest (smallest signed
+//! distance) and drops the others; the count dropped is read back per
+//! world and reported (`BatchStepReport::
 //! dropped_contacts`, `overflowed_worlds`), never silent.
 
 use super::{
@@ -44,9 +54,11 @@ pub const PAIR_F32: usize = 40;
 
 /// Floats per contact in the scratch: warm-start slot (u32 bits), world
 /// normal (3), world point (3), pair index (u32 bits), then for the step
-/// kernel alone the bodies of `a` and `b` (u32 bits), `g` (3) and μ. The
-/// host reads the first eight back (contact forces).
-pub const CONTACT_FLOATS: usize = 14;
+/// kernel alone the bodies of `a` and `b` (u32 bits), `g` (3), μ and the
+/// contact's identity within its pair (u32 bits: the features touching,
+/// as the host's `ContactKey`), then the signed distance φ. The host reads
+/// them back for [`DeviceContact`].
+pub const CONTACT_FLOATS: usize = 16;
 
 /// Pair kinds: a ball, capsule or box against a half-space on the world.
 const BALL_PLANE: u32 = 1;
@@ -59,6 +71,16 @@ const ROUND_ROUND: u32 = 4;
 /// A box and a ball (either order): one contact at the point of the box
 /// closest to the ball's centre (parry's convex-ball manifold).
 const BOX_BALL: u32 = 5;
+/// Two boxes: parry's cuboid–cuboid manifold (the separating axis among
+/// both boxes' face normals and their edges' cross products, then each
+/// box's face most aligned with it clipped against the other's), at most
+/// [`BOX_BOX_CONTACTS`] points.
+const BOX_BOX: u32 = 6;
+
+/// The most contacts the device keeps of one box–box manifold: the
+/// corners of two quadrilaterals' overlap (a step that finds more, in
+/// degenerate f32 cases, drops them and counts them).
+pub const BOX_BOX_CONTACTS: usize = 8;
 
 /// The most contacts between moving shapes a world has room for (see the
 /// module's comment).
@@ -79,6 +101,7 @@ impl DevicePair {
         match self.kind {
             CAPSULE_PLANE => 2,
             BOX_PLANE => 4,
+            BOX_BOX => BOX_BOX_CONTACTS,
             _ => 1,
         }
     }
@@ -86,13 +109,19 @@ impl DevicePair {
     pub fn moving(&self) -> bool {
         self.kind >= ROUND_ROUND
     }
-    /// Warm-start slots: one per vertex the pair can touch with.
+    /// Warm-start slots: one per vertex the pair can touch with, or for
+    /// two boxes one per contact (found again by its features).
     pub fn slots(&self) -> usize {
         match self.kind {
             CAPSULE_PLANE => 2,
             BOX_PLANE => 8,
+            BOX_BOX => BOX_BOX_CONTACTS,
             _ => 1,
         }
+    }
+    /// Whether both geometries are boxes.
+    pub fn boxes(&self) -> bool {
+        self.kind == BOX_BOX
     }
 }
 
@@ -106,6 +135,7 @@ fn pair_kind(a: &Shape, b: &Shape, b_on_world: bool) -> Option<u32> {
         (Cuboid { .. }, HalfSpace { .. }) if b_on_world => Some(BOX_PLANE),
         (x, y) if round(x) && round(y) => Some(ROUND_ROUND),
         (Cuboid { .. }, Ball { .. }) | (Ball { .. }, Cuboid { .. }) => Some(BOX_BALL),
+        (Cuboid { .. }, Cuboid { .. }) => Some(BOX_BOX),
         _ => None,
     }
 }
@@ -133,7 +163,8 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
                 return Err(format!(
                     "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
                      capsules and boxes against a half-space fixed on the world, balls and \
-                     capsules against each other and boxes against balls collide yet",
+                     capsules against each other, boxes against balls and boxes against boxes \
+                     collide yet",
                     ga.name,
                     ga.shape.name(),
                     gb.name,
@@ -151,12 +182,28 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
     Ok(pairs)
 }
 
+/// Room for contacts between moving shapes: [`MOVING_CONTACT_CAPACITY`],
+/// or four per box that can touch another box if that is more (a box
+/// resting flat on another touches it at four corners: a stack or a
+/// pyramid of boxes at rest fits).
+fn moving_room(pairs: &[DevicePair]) -> usize {
+    let mut boxes: Vec<usize> = pairs
+        .iter()
+        .filter(|p| p.boxes())
+        .flat_map(|p| [p.geom_a, p.geom_b])
+        .collect();
+    boxes.sort_unstable();
+    boxes.dedup();
+    MOVING_CONTACT_CAPACITY.max(4 * boxes.len())
+}
+
 /// The sizes the contact stage is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContactSizes {
     pub pairs: usize,
     /// Contacts per world: every pair's most against the half-spaces, and
-    /// at most [`MOVING_CONTACT_CAPACITY`] between moving shapes.
+    /// at most [`MOVING_CONTACT_CAPACITY`] between moving shapes (four per
+    /// box that can touch a box, if that is more).
     pub max_contacts: usize,
     /// Every pair's most: what a world could make in one step.
     pub exact_contacts: usize,
@@ -179,7 +226,7 @@ impl ContactSizes {
             .sum();
         ContactSizes {
             pairs: pairs.len(),
-            max_contacts: on_world + moving.min(MOVING_CONTACT_CAPACITY),
+            max_contacts: on_world + moving.min(moving_room(pairs)),
             exact_contacts: on_world + moving,
             slots: pairs.iter().map(DevicePair::slots).sum(),
             limit_rows,
@@ -198,9 +245,9 @@ impl ContactSizes {
     /// (rows × nv); per contact its slot, normal, point and pair
     /// ([`CONTACT_FLOATS`]); per limit row its
     /// key (`2·body + side`); the warm starts (world frame, 3 per slot,
-    /// `f32::MAX`: none), the limits' (2 per body); the last ρ; the reset
-    /// flag.
-    pub fn scratch(&self, nv: usize, nbodies: usize) -> [(&'static str, usize); 11] {
+    /// `f32::MAX`: none) and the keys of the contacts that left them (1
+    /// per slot), the limits' (2 per body); the last ρ; the reset flag.
+    pub fn scratch(&self, nv: usize, nbodies: usize) -> [(&'static str, usize); 12] {
         let m = self.max_rows();
         let sizes = [
             ("CW_COUNT", 2),
@@ -211,6 +258,7 @@ impl ContactSizes {
             ("CW_CONTACT", CONTACT_FLOATS * self.max_contacts),
             ("CW_LKEY", self.limit_rows),
             ("CW_WARM", 3 * self.slots),
+            ("CW_WKEY", self.slots),
             ("CW_LWARM", 2 * nbodies),
             ("CW_RHO", 1),
             ("CW_RESET", 1),
@@ -249,7 +297,8 @@ impl ContactSizes {
              const WORLD_SOLVE_FAILED: u32 = {WORLD_FLAG_CONTACT_SOLVE}u;\n\
              const WORLD_SOLVE_UNFINISHED: u32 = {WORLD_FLAG_UNFINISHED}u;\n\
              const WORLD_LOOP_LIMIT: u32 = {WORLD_FLAG_LOOP_LIMIT}u;\n\
-             const CONTACT_FLOATS: u32 = {CONTACT_FLOATS}u;\n",
+             const CONTACT_FLOATS: u32 = {CONTACT_FLOATS}u;\n\
+             const BOX_BOX_CONTACTS: u32 = {BOX_BOX_CONTACTS}u;\n",
             self.pairs.max(1),
             self.max_contacts.max(1),
             self.slots.max(1),
@@ -343,8 +392,26 @@ pub struct DeviceContact {
     pub point: Vec3,
     /// World normal, from `b` to `a`.
     pub normal: Vec3,
+    /// Signed distance between the surfaces along the normal (< 0:
+    /// penetration), as collision found it.
+    pub distance: f64,
     /// The impulse on `a` (world frame; `−impulse` on `b`).
     pub impulse: Vec3,
+}
+
+/// A resident world's contact problem of its last step, read back: `nc`
+/// contacts' rows (3 each, in their frames `[t1, t2, n]`) then `nl`
+/// joint-limit rows.
+#[derive(Clone, Debug)]
+pub struct DeviceProblem {
+    pub nc: usize,
+    pub nl: usize,
+    /// `G = J M̃⁻¹ Jᵀ`.
+    pub delassus: nalgebra::DMatrix<f64>,
+    /// The free constraint velocity with the stabilization terms.
+    pub g: nalgebra::DVector<f64>,
+    /// Each contact's friction coefficient.
+    pub mu: Vec<f64>,
 }
 
 /// The device side of the contact stage: the solver whose pipeline solves
@@ -474,6 +541,42 @@ impl ContactStage {
         ]
     }
 
+    /// Copies `parts` (buffer, first float, floats) one after the other
+    /// and reads them back (waits for the submitted steps).
+    fn read_parts(
+        ctx: &GpuContext,
+        parts: &[(&wgpu::Buffer, usize, usize)],
+        what: &str,
+    ) -> Result<Vec<f32>, ResidentError> {
+        let total: usize = parts.iter().map(|p| p.2).sum();
+        let device = &ctx.device;
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
+            size: (total * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder =
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
+        let mut to = 0;
+        for &(buffer, from, len) in parts {
+            encoder.copy_buffer_to_buffer(
+                buffer,
+                (from * 4) as u64,
+                &readback,
+                to,
+                (len * 4) as u64,
+            );
+            to += (len * 4) as u64;
+        }
+        let index = ctx.queue.submit(Some(encoder.finish()));
+        let out = crate::gpu::with_mapped(device, &readback, index, what, |bytes| {
+            bytemuck::cast_slice::<u8, f32>(bytes).to_vec()
+        })?;
+        ctx.take_error(what)?;
+        Ok(out)
+    }
+
     /// Every world's contacts of its last step, read back (waits for the
     /// submitted steps).
     pub(super) fn read_contacts(
@@ -487,65 +590,92 @@ impl ContactStage {
         let at = self.sizes.section(model.nv, model.nbodies, "CW_CONTACT");
         let lambda = self.solver.resident_buffers()[3];
         // Counts, contact records, the contacts' rows of λ.
-        let parts = [
-            (&self.cwork, 0, 2 * n),
-            (&self.cwork, at * n, CONTACT_FLOATS * cmax * n),
-            (lambda, 0, 3 * cmax * n),
-        ];
-        let total: usize = parts.iter().map(|p| p.2).sum();
-        let device = &ctx.device;
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("resident contacts readback"),
-            size: (total * 4) as u64,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("resident contacts readback"),
-        });
-        let mut to = 0;
-        for (buffer, from, len) in parts {
-            encoder.copy_buffer_to_buffer(
-                buffer,
-                (from * 4) as u64,
-                &readback,
-                to,
-                (len * 4) as u64,
-            );
-            to += (len * 4) as u64;
-        }
-        let index = ctx.queue.submit(Some(encoder.finish()));
-        let out = crate::gpu::with_mapped(device, &readback, index, "reading contacts", |bytes| {
-            let x: &[f32] = bytemuck::cast_slice(bytes);
-            let (counts, rest) = x.split_at(2 * n);
-            let (records, lambda) = rest.split_at(CONTACT_FLOATS * cmax * n);
-            (0..n)
-                .map(|w| {
-                    let nc = (counts[w].to_bits() as usize).min(cmax);
-                    (0..nc)
-                        .map(|i| {
-                            let r = |k: usize| records[(CONTACT_FLOATS * i + k) * n + w];
-                            let v =
-                                |k: usize| Vec3::new(r(k) as f64, r(k + 1) as f64, r(k + 2) as f64);
-                            let normal = v(1);
-                            let l = |k: usize| lambda[(3 * i + k) * n + w] as f64;
-                            let frame = frame_from_normal(&normal);
-                            let pair =
-                                &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
-                            DeviceContact {
-                                geom_a: pair.geom_a,
-                                geom_b: pair.geom_b,
-                                point: v(4),
-                                normal,
-                                impulse: frame * Vec3::new(l(0), l(1), l(2)),
-                            }
-                        })
-                        .collect()
-                })
-                .collect()
-        })?;
-        ctx.take_error("reading contacts")?;
-        Ok(out)
+        let x = Self::read_parts(
+            ctx,
+            &[
+                (&self.cwork, 0, 2 * n),
+                (&self.cwork, at * n, CONTACT_FLOATS * cmax * n),
+                (lambda, 0, 3 * cmax * n),
+            ],
+            "reading contacts",
+        )?;
+        let (counts, rest) = x.split_at(2 * n);
+        let (records, lambda) = rest.split_at(CONTACT_FLOATS * cmax * n);
+        Ok((0..n)
+            .map(|w| {
+                let nc = (counts[w].to_bits() as usize).min(cmax);
+                (0..nc)
+                    .map(|i| {
+                        let r = |k: usize| records[(CONTACT_FLOATS * i + k) * n + w];
+                        let v = |k: usize| Vec3::new(r(k) as f64, r(k + 1) as f64, r(k + 2) as f64);
+                        let normal = v(1);
+                        let l = |k: usize| lambda[(3 * i + k) * n + w] as f64;
+                        let frame = frame_from_normal(&normal);
+                        let pair = &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
+                        DeviceContact {
+                            geom_a: pair.geom_a,
+                            geom_b: pair.geom_b,
+                            point: v(4),
+                            normal,
+                            distance: r(15) as f64,
+                            impulse: frame * Vec3::new(l(0), l(1), l(2)),
+                        }
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Every world's contact problem of its last step as the solver read
+    /// it (waits for the submitted steps).
+    pub(super) fn read_problems(
+        &self,
+        ctx: &GpuContext,
+        nworlds: usize,
+    ) -> Result<Vec<DeviceProblem>, ResidentError> {
+        let n = nworlds;
+        let m = self.sizes.max_rows();
+        let [_, delassus, blocks, _, _] = self.solver.resident_buffers();
+        let blocks_len = 8 * m.div_ceil(3);
+        let x = Self::read_parts(
+            ctx,
+            &[
+                (&self.cwork, 0, 2 * n),
+                (delassus, 0, m * (m + 1) / 2 * n),
+                (blocks, 0, blocks_len * n),
+            ],
+            "reading contact problems",
+        )?;
+        let (counts, rest) = x.split_at(2 * n);
+        let (tri, blocks) = rest.split_at(m * (m + 1) / 2 * n);
+        Ok((0..n)
+            .map(|w| {
+                let nc = (counts[w].to_bits() as usize).min(self.sizes.max_contacts);
+                let nl = (counts[n + w].to_bits() as usize).min(self.sizes.limit_rows);
+                let rows = 3 * nc + nl;
+                let g_at = |a: usize, b: usize| {
+                    let (a, b) = (a.max(b), a.min(b));
+                    tri[(a * (a + 1) / 2 + b) * n + w] as f64
+                };
+                // A block is (g 3, μ; R 3, 0), 8 floats, world-minor.
+                let block = |b: usize, k: usize| blocks[(b * n + w) * 8 + k] as f64;
+                let g = (0..rows).map(|r| {
+                    if r < 3 * nc {
+                        block(r / 3, r % 3)
+                    } else {
+                        let l = r - 3 * nc;
+                        block(nc + l / 3, l % 3)
+                    }
+                });
+                DeviceProblem {
+                    nc,
+                    nl,
+                    delassus: nalgebra::DMatrix::from_fn(rows, rows, g_at),
+                    g: nalgebra::DVector::from_iterator(rows, g),
+                    mu: (0..nc).map(|i| block(i, 3)).collect(),
+                }
+            })
+            .collect())
     }
 
     /// The next step of the worlds in `fresh` starts without warm starts

@@ -438,7 +438,9 @@ impl ResidentBatch {
             c[2].to_bits(),
             c[3].to_bits(),
             params.solver_settings.max_iterations.min(u32::MAX as usize) as u32,
-            0,
+            // The canary's trip count, from the uniform: a constant one
+            // is folded away by the compiler (see `loop_cut`).
+            crate::gpu::batch::CANARY,
             0,
             0,
         ];

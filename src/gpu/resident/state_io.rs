@@ -282,6 +282,16 @@ impl ResidentBatch {
         }
     }
 
+    /// Every world's contact problem of its last step as the solver read
+    /// it (waits for the submitted steps): none for a model without
+    /// contacts.
+    pub fn read_problems(&self) -> Result<Vec<contacts::DeviceProblem>, ResidentError> {
+        match &self.contacts {
+            Some((stage, _)) => stage.read_problems(&self.ctx, self.nworlds),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Every world's state, read back (waits for the submitted steps), and
     /// the worlds flagged because their state became non-finite.
     pub fn states(&mut self) -> Result<(Vec<State>, Vec<usize>), ResidentError> {
