@@ -678,3 +678,63 @@ fn boxes_collide_on_the_device_as_parry_collides_them() {
     assert!(counts.iter().any(|&c| c == 1), "edge–edge contacts");
     assert!(dp < 1e-5 && dn < 1e-4 && dd < 1e-5);
 }
+
+/// A world whose step outgrows lavapipe's loop limit (65 535 loop
+/// iterations per invocation and dispatch, after which every loop runs
+/// once) is flagged and left as it was, never stepped on a problem cut
+/// short: a bed of 120 balls on one free body resting on the floor (120
+/// contacts, 360 rows: the columns of `G` alone take some 10⁵
+/// iterations). On an adapter without the limit the step is the CPU's.
+#[test]
+fn a_step_cut_by_the_loop_limit_is_flagged_and_left_as_it_was() {
+    use moreau::gpu::resident::WORLD_FLAG_LOOP_LIMIT;
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let balls: String = (0..120)
+        .map(|k| {
+            let (x, y) = ((k % 12) as f64 * 0.05, (k / 12) as f64 * 0.05);
+            format!("<geom type=\"sphere\" size=\"0.02\" pos=\"{x} {y} 0\"/>")
+        })
+        .collect();
+    let xml = format!(
+        "<mujoco model=\"bed\"><worldbody><geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>\
+         <body pos=\"0 0 0.0199\"><freejoint/>{balls}</body></worldbody></mujoco>"
+    );
+    let m = moreau::model::mjcf::parse_mjcf(
+        &xml,
+        "bed.xml",
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .unwrap();
+    let model = &m.model;
+    let params = SimParams {
+        dt: 1e-3,
+        ..SimParams::default()
+    };
+    let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let mut gpu =
+        ResidentBatch::new(&ctx, model, &params, std::slice::from_ref(&start), 1).unwrap();
+    gpu.step(&vec![0.0; model.nv]).unwrap();
+    let (mut flag, mut q) = (0, Vec::new());
+    gpu.read_columns(|cols| {
+        flag = cols.flag(0);
+        q = (0..model.nq).map(|t| cols.q(0, t)).collect();
+    })
+    .unwrap();
+    let contacts = gpu.read_contacts().unwrap()[0].len();
+    println!(
+        "a bed of balls on {}: {contacts} contacts, flag {flag}",
+        ctx.adapter.name
+    );
+    assert_eq!(contacts, 120);
+    if ctx.adapter.is_software() {
+        assert_eq!(flag, WORLD_FLAG_LOOP_LIMIT);
+        assert!(max_abs_diff(start.q.as_slice(), q.iter().copied()) < 1e-6);
+    } else {
+        assert_eq!(flag, 0);
+        let want = cpu_trajectory(model, &params, &start, 1, |_| vec![0.0; model.nv]);
+        assert!(max_abs_diff(want[0].q.as_slice(), q.iter().copied()) < 1e-5);
+    }
+}
