@@ -677,6 +677,64 @@ fn boxes_collide_on_the_device_as_parry_collides_them() {
     assert!(counts.iter().any(|&c| c >= 4), "face–face manifolds");
     assert!(counts.iter().any(|&c| c == 1), "edge–edge contacts");
     assert!(dp < 1e-5 && dn < 1e-4 && dd < 1e-5);
+    // The problems the solver read: G and g as the host's step makes them
+    // (contacts in the same order), here and on the pyramid's first step.
+    let problems = gpu.read_problems().unwrap();
+    let mut worst = (0.0f64, 0.0f64);
+    for (s, p) in states.iter().zip(&problems) {
+        worst = max_problem_difference(model, &params, s, p, worst);
+    }
+    let pyramid = moreau::scenes::scene("pyramid").unwrap();
+    let params = SimParams {
+        dt: pyramid.dt,
+        ..SimParams::default()
+    };
+    let mut gpu = ResidentBatch::new(
+        &ctx,
+        &pyramid.model,
+        &params,
+        std::slice::from_ref(&pyramid.state),
+        1,
+    )
+    .unwrap();
+    gpu.step(&vec![0.0; pyramid.model.nv]).unwrap();
+    let p = &gpu.read_problems().unwrap()[0];
+    assert_eq!(p.nc, 36);
+    let pyramid_worst =
+        max_problem_difference(&pyramid.model, &params, &pyramid.state, p, (0.0, 0.0));
+    println!(
+        "G and g against the host's: |ΔG|/max|G| {:.1e}, |Δg|·dt {:.1e} m (two boxes); {:.1e}, {:.1e} (pyramid)",
+        worst.0, worst.1, pyramid_worst.0, pyramid_worst.1
+    );
+    // (g carries φ/dt, and φ is f32's: about 1e-7 m here.)
+    assert!(worst.0 < 1e-4 && worst.1 < 3e-7, "{worst:?}");
+    assert!(
+        pyramid_worst.0 < 1e-4 && pyramid_worst.1 < 3e-7,
+        "{pyramid_worst:?}"
+    );
+}
+
+/// The largest differences, (|ΔG| / max |G|, |Δg|·dt), between the device's
+/// problem `p` and the host's first step from `state`, folded into `worst`.
+fn max_problem_difference(
+    model: &Model,
+    params: &SimParams,
+    state: &State,
+    p: &moreau::gpu::resident::contacts::DeviceProblem,
+    worst: (f64, f64),
+) -> (f64, f64) {
+    let mut sim = Simulator::new(Arc::new(model.clone()), *params).unwrap();
+    let mut s = state.clone();
+    sim.step(&mut s, &vec![0.0; model.nv]).unwrap();
+    let h = sim.problem_with_delassus();
+    assert_eq!((h.nc(), h.m()), (p.nc, p.delassus.nrows()));
+    let scale = h.delassus.amax().max(1e-12);
+    let dg = (&h.delassus - &p.delassus).amax() / scale;
+    let dgv = (&h.g - &p.g).amax() * params.dt;
+    for (a, b) in h.mu.iter().zip(&p.mu) {
+        assert!((a - b).abs() < 1e-6);
+    }
+    (worst.0.max(dg), worst.1.max(dgv))
 }
 
 /// A world whose step outgrows lavapipe's loop limit (65 535 loop
