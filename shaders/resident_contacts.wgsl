@@ -1,8 +1,8 @@
 // Contacts of resident worlds (issue 34), appended to resident.wgsl when
 // the model has pairs that can collide (src/gpu/resident/contacts.rs).
 // `step` calls prepare_contacts after the free velocity and the joint-limit
-// rows: collision (balls, capsules and boxes against half-spaces fixed on
-// the world: the support feature's vertices within the margin, as
+// rows: collision (balls, capsules, boxes and cylinders against half-spaces
+// fixed on the world: the support feature's vertices within the margin, as
 // collision::CollisionDetector; balls and capsules against each other, boxes
 // against balls and boxes: parry's manifolds), the rows of J (contacts' 3 in their frame
 // [t1, t2, n], then the limits'), the columns of X = M̃⁻¹Jᵀ by the
@@ -65,9 +65,10 @@ struct CResult {
     pad0: u32,
 }
 
-// Per pair, PAIR_U32 words: body of a, kind (1, 2, 3: a ball, capsule or
-// box against a half-space on the world; 4: two balls or capsules; 5: a
-// box and a ball; 6: two boxes), first warm-start slot, body of b.
+// Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7: a ball, capsule,
+// box or cylinder against a half-space on the world; 4: two balls or
+// capsules; 5: a box and a ball; 6: two boxes), first warm-start slot,
+// body of b.
 @group(1) @binding(0) var<storage, read> pair_u32: array<u32>;
 // Per pair, PAIR_F32 floats: a's collider in its body's frame (rotation
 // column-major 9, translation 3), border radius, half extents (3), the
@@ -231,6 +232,32 @@ fn box_vertex(half: vec3<f32>, dir: vec3<f32>, k: u32) -> vec4<f32> {
     return vec4<f32>(v, f32(corner));
 }
 
+// Vertex k of parry's polygonal approximation of a cylinder (radius r,
+// half height h, along y) toward `dir` (Cylinder::local_support_feature):
+// a segment of its side where |dir.y| < 0.5, else a square inscribed in
+// the cap, turned so that vertex 0 is toward dir's azimuth (x if dir is
+// along the axis). Its slot: the cap's vertex (parry's ids 1, 3, 5, 7 on
+// the bottom, 11 … 17 on top, the side's ends 1 and 11) as 0 to 7.
+fn cylinder_vertex(r: f32, h: f32, dir: vec3<f32>, k: u32) -> vec4<f32> {
+    var az = vec2<f32>(dir.x, dir.z);
+    let len = length(az);
+    // (f32 rounding leaves ~1e-8 of azimuth on an axis-aligned direction.)
+    az = select(vec2<f32>(1.0, 0.0), az / len, len > 1e-6);
+    if (abs(dir.y) < 0.5) {
+        let top = k == 1u;
+        return vec4<f32>(az.x * r, select(-h, h, top), az.y * r, select(0.0, 4.0, top));
+    }
+    let y = select(-h, h, dir.y >= 0.0);
+    var c = az;
+    switch k {
+        case 1u: { c = vec2<f32>(-az.y, az.x); }
+        case 2u: { c = -az; }
+        case 3u: { c = vec2<f32>(az.y, -az.x); }
+        default: {}
+    }
+    return vec4<f32>(c.x * r, y, c.y * r, f32(k + select(0u, 4u, dir.y >= 0.0)));
+}
+
 // Contacts the step found beyond the world's room (CMAX).
 var<private> dropped: u32;
 
@@ -273,7 +300,7 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             nc = collide_boxes(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
-        if (kind >= 4u) {
+        if (kind == 4u || kind == 5u) {
             nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
@@ -283,6 +310,8 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             count = 2u;
         } else if (kind == 3u) {
             count = 4u;
+        } else if (kind == 7u) {
+            count = select(4u, 2u, abs(dir.y) < 0.5);
         }
         for (var k = 0u; k < count; k++) {
             var local = vec3<f32>(0.0);
@@ -295,6 +324,10 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
                 let bv = box_vertex(half, dir, k);
                 local = bv.xyz;
                 vslot = u32(bv.w);
+            } else if (kind == 7u) {
+                let cv = cylinder_vertex(half.x, half.y, dir, k);
+                local = cv.xyz;
+                vslot = u32(cv.w);
             }
             let pw = grot * local + gpos;
             let d = dot(nrm, pw) - offset - border;

@@ -249,14 +249,14 @@ fn models_the_slice_cannot_run_are_refused_naming_why() {
     let Some(ctx) = GpuContext::for_tests() else {
         return;
     };
-    // Cylinders do not collide on the device yet.
-    let (can, state) = common::can_on_the_floor();
-    let e = ResidentBatch::new(&ctx, &can, &params(1e-3), std::slice::from_ref(&state), 4)
+    // Capsules against boxes do not collide on the device yet.
+    let (rod, state) = common::capsule_on_a_table();
+    let e = ResidentBatch::new(&ctx, &rod, &params(1e-3), std::slice::from_ref(&state), 4)
         .err()
         .unwrap();
     assert!(
         e.to_string()
-            .contains("`can` (cylinder) and `floor` (half-space) can collide"),
+            .contains("`rod` (capsule) and `table` (cuboid) can collide"),
         "{e}"
     );
     let model = tree();
@@ -574,9 +574,9 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     assert!(gpu.state(0).unwrap().q != at[0].q);
 
     // Pairs the device cannot collide: host-prepared, with the reason.
-    let (can, state) = common::can_on_the_floor();
+    let (rod, state) = common::capsule_on_a_table();
     let o = options(Backend::Gpu);
-    let b = BatchSim::new(can, &state, 2, &o).unwrap();
+    let b = BatchSim::new(rod, &state, 2, &o).unwrap();
     assert!(!b.is_resident());
     let notice = b.notice().unwrap();
     assert!(

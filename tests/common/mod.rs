@@ -203,15 +203,16 @@ pub fn gpu_batch(
     }
 }
 
-/// A cylinder free on the floor: a pair (cylinder, half-space) that the
-/// resident contact stage does not collide yet, and its neutral state.
-pub fn can_on_the_floor() -> (std::sync::Arc<Model>, moreau::sim::State) {
-    let xml = "<mujoco model=\"can\"><worldbody><geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>\
-        <body pos=\"0 0 0.1\"><freejoint/><geom name=\"can\" type=\"cylinder\" size=\"0.05 0.1\"/></body>\
+/// A capsule free on a table (a box fixed on the world): a pair (capsule,
+/// box) that the resident contact stage does not collide yet, and its
+/// neutral state.
+pub fn capsule_on_a_table() -> (std::sync::Arc<Model>, moreau::sim::State) {
+    let xml = "<mujoco model=\"rod\"><worldbody><geom name=\"table\" type=\"box\" size=\"1 1 0.1\" pos=\"0 0 -0.1\"/>\
+        <body pos=\"0 0 0.05\"><freejoint/><geom name=\"rod\" type=\"capsule\" size=\"0.05 0.2\" euler=\"0 90 0\"/></body>\
         </worldbody></mujoco>";
     let m = moreau::model::mjcf::parse_mjcf(
         xml,
-        "can.xml",
+        "rod.xml",
         std::path::Path::new("."),
         &Default::default(),
     )

@@ -7,14 +7,16 @@
 //! then the velocity update and the integration (the kernel's `finish`
 //! entry point). One command buffer per step; the host only submits.
 //!
-//! The device collides balls, capsules and boxes with half-spaces fixed on
-//! the world, balls and capsules with each other, boxes with balls and
-//! boxes with boxes: legged robots and the MuJoCo locomotion tasks on flat
-//! ground, their links against each other, stacks and pyramids of boxes.
+//! The device collides balls, capsules, boxes and cylinders with
+//! half-spaces fixed on the world, balls and capsules with each other,
+//! boxes with balls and boxes with boxes: legged robots and the MuJoCo
+//! locomotion tasks on flat ground, their links against each other, stacks
+//! and pyramids of boxes, cans on a table.
 //! Any other pair that can collide is refused, naming it. Each pair's
 //! contacts are the ones the host path makes (`collision::CollisionDetector`:
 //! against a half-space, the vertices of the shape's support feature toward
-//! it within the margin; between moving shapes, parry's one-point manifolds
+//! it within the margin (a cylinder's: parry's polygonal approximation, a
+//! segment of its side or a square inscribed in a cap); between moving shapes, parry's one-point manifolds
 //! and, for two boxes, its cuboid–cuboid manifold: the separating axis of
 //! largest separation among both boxes' face normals and their edges'
 //! cross products, then the two faces most aligned with it clipped against
@@ -77,6 +79,11 @@ const BOX_BALL: u32 = 5;
 /// [`BOX_BOX_CONTACTS`] points.
 const BOX_BOX: u32 = 6;
 
+/// A cylinder against a half-space fixed on the world: the vertices of
+/// parry's polygonal approximation of the cylinder toward it (a segment
+/// of its side, or a square inscribed in a cap) within the margin.
+const CYLINDER_PLANE: u32 = 7;
+
 /// The most contacts the device keeps of one box–box manifold: the
 /// corners of two quadrilaterals' overlap (a step that finds more, in
 /// degenerate f32 cases, drops them and counts them).
@@ -100,21 +107,22 @@ impl DevicePair {
     pub fn max_contacts(&self) -> usize {
         match self.kind {
             CAPSULE_PLANE => 2,
-            BOX_PLANE => 4,
+            BOX_PLANE | CYLINDER_PLANE => 4,
             BOX_BOX => BOX_BOX_CONTACTS,
             _ => 1,
         }
     }
     /// Whether both shapes may move (else one is a half-space on the world).
     pub fn moving(&self) -> bool {
-        self.kind >= ROUND_ROUND
+        matches!(self.kind, ROUND_ROUND | BOX_BALL | BOX_BOX)
     }
     /// Warm-start slots: one per vertex the pair can touch with, or for
     /// two boxes one per contact (found again by its features).
     pub fn slots(&self) -> usize {
         match self.kind {
             CAPSULE_PLANE => 2,
-            BOX_PLANE => 8,
+            // A cylinder: its caps' four vertices each.
+            BOX_PLANE | CYLINDER_PLANE => 8,
             BOX_BOX => BOX_BOX_CONTACTS,
             _ => 1,
         }
@@ -133,6 +141,7 @@ fn pair_kind(a: &Shape, b: &Shape, b_on_world: bool) -> Option<u32> {
         (Ball { .. }, HalfSpace { .. }) if b_on_world => Some(BALL_PLANE),
         (Capsule { .. }, HalfSpace { .. }) if b_on_world => Some(CAPSULE_PLANE),
         (Cuboid { .. }, HalfSpace { .. }) if b_on_world => Some(BOX_PLANE),
+        (Cylinder { .. }, HalfSpace { .. }) if b_on_world => Some(CYLINDER_PLANE),
         (x, y) if round(x) && round(y) => Some(ROUND_ROUND),
         (Cuboid { .. }, Ball { .. }) | (Ball { .. }, Cuboid { .. }) => Some(BOX_BALL),
         (Cuboid { .. }, Cuboid { .. }) => Some(BOX_BOX),
@@ -162,9 +171,9 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
             let Some(kind) = pair_kind(&ga.shape, &gb.shape, gb.body == WORLD) else {
                 return Err(format!(
                     "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
-                     capsules and boxes against a half-space fixed on the world, balls and \
-                     capsules against each other, boxes against balls and boxes against boxes \
-                     collide yet",
+                     capsules, boxes and cylinders against a half-space fixed on the world, \
+                     balls and capsules against each other, boxes against balls and boxes \
+                     against boxes collide yet",
                     ga.name,
                     ga.shape.name(),
                     gb.name,
@@ -314,7 +323,8 @@ impl ContactSizes {
 /// The pair records: [`PAIR_U32`] words and [`PAIR_F32`] floats per pair:
 /// `a`'s collider pose in its body's frame (rotation column-major, 9;
 /// translation, 3), its border radius (ball, capsule; 0 for a box), its
-/// half extents (a capsule's `(0, 0, half_length)`), a half-space `b`'s
+/// half extents (a capsule's `(0, 0, half_length)`, a cylinder's
+/// `(radius, half_length, 0)`), a half-space `b`'s
 /// world normal (3) and offset, the combined friction and restitution, 0,
 /// 0, then `b`'s pose and shape as `a`'s (floats 24 to 39).
 pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>) {
@@ -348,6 +358,14 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
                     for k in 0..3 {
                         f[at + 13 + k] = half_extents[k] as f32;
                     }
+                }
+                // (parry's cylinder, along its collider's y.)
+                Shape::Cylinder {
+                    half_length,
+                    radius,
+                } => {
+                    f[at + 13] = radius as f32;
+                    f[at + 14] = half_length as f32;
                 }
                 _ => {}
             }
