@@ -65,10 +65,12 @@ struct CResult {
     pad0: u32,
 }
 
-// Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7: a ball, capsule,
-// box or cylinder against a half-space on the world; 4: two balls or
-// capsules; 5: a box and a ball; 6: two boxes), first warm-start slot,
-// body of b.
+// Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7, 8: a ball,
+// capsule, box, cylinder or convex hull against a half-space on the world;
+// 4: two balls or capsules; 5: a box and a ball; 6: two boxes), first
+// warm-start slot, body of b, where a's hull starts in pair_f32 (after the
+// pair records: its face count, then per face its normal (3), vertex
+// count (≤ 4) and vertex indices (4), then its points (3 each)).
 @group(1) @binding(0) var<storage, read> pair_u32: array<u32>;
 // Per pair, PAIR_F32 floats: a's collider in its body's frame (rotation
 // column-major 9, translation 3), border radius, half extents (3), the
@@ -313,6 +315,22 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         } else if (kind == 7u) {
             count = select(4u, 2u, abs(dir.y) < 0.5);
         }
+        // A hull: its face most aligned with dir (the first of equals).
+        let hull = pu(p, 4u);
+        var face = 0u;
+        if (kind == 8u) {
+            let nf = u32(pair_f32[hull]);
+            var best = -3.4e38;
+            for (var f = 0u; f < nf; f++) {
+                let at = hull + 1u + 8u * f;
+                let d = dot(vec3<f32>(pair_f32[at], pair_f32[at + 1u], pair_f32[at + 2u]), dir);
+                if (d > best) {
+                    best = d;
+                    face = at;
+                }
+            }
+            count = u32(pair_f32[face + 3u]);
+        }
         for (var k = 0u; k < count; k++) {
             var local = vec3<f32>(0.0);
             var vslot = 0u;
@@ -328,6 +346,10 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
                 let cv = cylinder_vertex(half.x, half.y, dir, k);
                 local = cv.xyz;
                 vslot = u32(cv.w);
+            } else if (kind == 8u) {
+                vslot = u32(pair_f32[face + 4u + k]);
+                let at = hull + 1u + 8u * u32(pair_f32[hull]) + 3u * vslot;
+                local = vec3<f32>(pair_f32[at], pair_f32[at + 1u], pair_f32[at + 2u]);
             }
             let pw = grot * local + gpos;
             let d = dot(nrm, pw) - offset - border;

@@ -215,6 +215,34 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
         why.contains("`rod` (capsule) and `table` (cuboid)"),
         "{why}"
     );
+    // Nor a convex mesh of more than MAX_HULL_VERTICES vertices (a ball's
+    // hull of 100 points on a sphere).
+    let points: Vec<String> = (0..100)
+        .map(|k| {
+            let (z, t) = (1.0 - 2.0 * (k as f64 + 0.5) / 100.0, 2.4 * k as f64);
+            let r = (1.0 - z * z).sqrt();
+            format!("{} {} {}", 0.1 * r * t.cos(), 0.1 * r * t.sin(), 0.1 * z)
+        })
+        .collect();
+    let xml = format!(
+        "<mujoco model=\"ball\"><asset><mesh name=\"ball\" vertex=\"{}\"/></asset><worldbody>\
+         <geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>\
+         <body pos=\"0 0 1\"><freejoint/><geom name=\"round\" type=\"mesh\" mesh=\"ball\"/></body>\
+         </worldbody></mujoco>",
+        points.join(" ")
+    );
+    let m = moreau::model::mjcf::parse_mjcf(
+        &xml,
+        "ball.xml",
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .unwrap();
+    let why = device_pairs(&m.model).unwrap_err();
+    assert!(
+        why.contains("`round`'s convex hull has 100 vertices") && why.contains("up to 64"),
+        "{why}"
+    );
     for file in ["ant.xml", "walker2d_v5.xml", "hopper.xml", "humanoid.xml"] {
         if let Some(m) = common::gymnasium(file) {
             let pairs = device_pairs(&m.model);
@@ -998,5 +1026,118 @@ fn cylinders_on_the_floor_collide_as_parry_collides_them() {
         "the cylinder dropped: {steps} steps, worst |Δq| {worst:.1e}, {contacts} contacts at the end"
     );
     assert!(contacts >= 3, "on its cap");
+    assert!(worst < 1e-3, "|Δq| {worst:e}");
+}
+
+/// A convex mesh (a rock: the hull of 24 random points) on the floor on
+/// the device as the host collides it (the vertices of the hull's face
+/// most aligned with the floor's inner normal, the first four as parry
+/// takes them, within the margin): 48 random poses, −4 to 4 mm from the
+/// floor, the same contacts in every world; then the rock dropped and
+/// rocking on the floor, 300 steps against the CPU.
+#[test]
+fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
+    use moreau::collision::CollisionDetector;
+    use moreau::dynamics::{Data, forward_kinematics};
+    let Some(ctx) = GpuContext::for_tests() else {
+        return;
+    };
+    let mut rng = common::Lcg(11);
+    let vertices: Vec<String> = (0..24)
+        .map(|_| {
+            let u = rng.vector(3, -1.0, 1.0).normalize();
+            format!("{} {} {}", 0.1 * u[0], 0.07 * u[1], 0.05 * u[2])
+        })
+        .collect();
+    let xml = format!(
+        "<mujoco model=\"rock\"><asset><mesh name=\"rock\" vertex=\"{}\"/></asset><worldbody>\
+         <geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>\
+         <body pos=\"0 0 1\"><freejoint/><geom name=\"rock\" type=\"mesh\" mesh=\"rock\"/></body>\
+         </worldbody></mujoco>",
+        vertices.join(" ")
+    );
+    let m = moreau::model::mjcf::parse_mjcf(
+        &xml,
+        "rock.xml",
+        std::path::Path::new("."),
+        &Default::default(),
+    )
+    .unwrap();
+    let model = &m.model;
+    let params = SimParams::default();
+    let mut data = Data::new(model);
+    let mut detect = |q: &nalgebra::DVector<f64>, margin: f64| {
+        forward_kinematics(model, &mut data, q.as_slice());
+        let mut out = Vec::new();
+        CollisionDetector::new(model, margin)
+            .detect(model, &data, &mut out)
+            .unwrap();
+        out
+    };
+    let n = 48;
+    let states: Vec<State> = (0..n)
+        .map(|_| {
+            let mut q = m.q0.clone();
+            let quat = rng.vector(4, -1.0, 1.0).normalize();
+            for k in 0..4 {
+                q[3 + k] = quat[k];
+            }
+            let lowest = detect(&q, 10.0)
+                .iter()
+                .map(|c| c.distance)
+                .fold(f64::INFINITY, f64::min);
+            q[2] += rng.range(-0.004, 0.004) - lowest;
+            State::new(q, nalgebra::DVector::zeros(model.nv))
+        })
+        .collect();
+    let mut gpu = ResidentBatch::new(&ctx, model, &params, &states, n).unwrap();
+    gpu.step(&vec![0.0; n * model.nv]).unwrap();
+    let device = gpu.read_contacts().unwrap();
+    let (mut dp, mut dd, mut counts) = (0.0f64, 0.0f64, Vec::new());
+    for (w, (s, got)) in states.iter().zip(&device).enumerate() {
+        let want = detect(&s.q, params.contact_margin);
+        counts.push(want.len());
+        assert_eq!(
+            want.len(),
+            got.len(),
+            "world {w}: host {want:#?}\ndevice {got:#?}"
+        );
+        for c in &want {
+            let g = got
+                .iter()
+                .min_by(|x, y| {
+                    (x.point - c.point)
+                        .norm()
+                        .total_cmp(&(y.point - c.point).norm())
+                })
+                .unwrap();
+            dp = dp.max((g.point - c.point).norm());
+            dd = dd.max((g.distance - c.distance).abs());
+            assert!((g.normal - c.normal()).norm() < 1e-6);
+        }
+    }
+    println!(
+        "a rock on the floor, {n} poses: contacts {counts:?}; |Δpoint| {dp:.1e}, |Δφ| {dd:.1e}"
+    );
+    assert!(counts.iter().any(|&c| c >= 2), "faces resting");
+    assert!(dp < 1e-5 && dd < 1e-5);
+    let mut start = states[0].clone();
+    start.q[2] += 0.05;
+    let steps = 300;
+    let want = cpu_trajectory(model, &params, &start, steps, |_| vec![0.0; model.nv]);
+    let mut gpu =
+        ResidentBatch::new(&ctx, model, &params, std::slice::from_ref(&start), 1).unwrap();
+    let mut worst = 0.0f64;
+    for w in &want {
+        gpu.step(&vec![0.0; model.nv]).unwrap();
+        let (got, flagged) = gpu.states().unwrap();
+        assert!(flagged.is_empty());
+        worst = worst.max(max_abs_diff(w.q.as_slice(), got[0].q.iter().copied()));
+    }
+    let contacts = gpu.read_contacts().unwrap()[0].len();
+    println!(
+        "the rock dropped: {steps} steps, worst |Δq| {worst:.1e}, {contacts} contacts at the end"
+    );
+    assert!(contacts >= 1, "on the floor");
     assert!(worst < 1e-3, "|Δq| {worst:e}");
 }

@@ -7,8 +7,9 @@
 //! then the velocity update and the integration (the kernel's `finish`
 //! entry point). One command buffer per step; the host only submits.
 //!
-//! The device collides balls, capsules, boxes and cylinders with
-//! half-spaces fixed on the world, balls and capsules with each other,
+//! The device collides balls, capsules, boxes, cylinders and convex meshes
+//! (of up to [`MAX_HULL_VERTICES`] vertices) with half-spaces fixed on the
+//! world, balls and capsules with each other,
 //! boxes with balls and boxes with boxes: legged robots and the MuJoCo
 //! locomotion tasks on flat ground, their links against each other, stacks
 //! and pyramids of boxes, cans on a table.
@@ -16,7 +17,8 @@
 //! contacts are the ones the host path makes (`collision::CollisionDetector`:
 //! against a half-space, the vertices of the shape's support feature toward
 //! it within the margin (a cylinder's: parry's polygonal approximation, a
-//! segment of its side or a square inscribed in a cap); between moving shapes, parry's one-point manifolds
+//! segment of its side or a square inscribed in a cap; a hull's: the first
+//! four vertices of its face most aligned with the plane's inner normal); between moving shapes, parry's one-point manifolds
 //! and, for two boxes, its cuboid–cuboid manifold: the separating axis of
 //! largest separation among both boxes' face normals and their edges'
 //! cross products, then the two faces most aligned with it clipped against
@@ -49,8 +51,9 @@ use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
 use crate::sim::SimParams;
 
 /// Words per pair record (see the shader): body of `a`, kind, first
-/// warm-start slot, body of `b`.
-pub const PAIR_U32: usize = 4;
+/// warm-start slot, body of `b`, where `a`'s convex hull starts in the
+/// pair floats (0: not a hull).
+pub const PAIR_U32: usize = 5;
 /// Floats per pair record (see the shader).
 pub const PAIR_F32: usize = 40;
 
@@ -83,6 +86,15 @@ const BOX_BOX: u32 = 6;
 /// parry's polygonal approximation of the cylinder toward it (a segment
 /// of its side, or a square inscribed in a cap) within the margin.
 const CYLINDER_PLANE: u32 = 7;
+/// A convex hull (a mesh) against a half-space fixed on the world: the
+/// vertices of its face most aligned with the half-space's inner normal
+/// (parry's `ConvexPolyhedron::local_support_feature`: the first four of
+/// them) within the margin.
+const HULL_PLANE: u32 = 8;
+
+/// The most vertices a convex hull collided on the device may have (each
+/// has a warm-start slot).
+pub const MAX_HULL_VERTICES: usize = 64;
 
 /// The most contacts the device keeps of one box–box manifold: the
 /// corners of two quadrilaterals' overlap (a step that finds more, in
@@ -100,6 +112,8 @@ pub struct DevicePair {
     pub geom_b: usize,
     /// What collides with what (see the kinds above).
     pub kind: u32,
+    /// The vertices of `a`'s convex hull (0: not a hull).
+    pub hull_vertices: usize,
 }
 
 impl DevicePair {
@@ -107,7 +121,7 @@ impl DevicePair {
     pub fn max_contacts(&self) -> usize {
         match self.kind {
             CAPSULE_PLANE => 2,
-            BOX_PLANE | CYLINDER_PLANE => 4,
+            BOX_PLANE | CYLINDER_PLANE | HULL_PLANE => 4,
             BOX_BOX => BOX_BOX_CONTACTS,
             _ => 1,
         }
@@ -123,6 +137,8 @@ impl DevicePair {
             CAPSULE_PLANE => 2,
             // A cylinder: its caps' four vertices each.
             BOX_PLANE | CYLINDER_PLANE => 8,
+            // A hull: one per vertex.
+            HULL_PLANE => self.hull_vertices,
             BOX_BOX => BOX_BOX_CONTACTS,
             _ => 1,
         }
@@ -142,6 +158,7 @@ fn pair_kind(a: &Shape, b: &Shape, b_on_world: bool) -> Option<u32> {
         (Capsule { .. }, HalfSpace { .. }) if b_on_world => Some(CAPSULE_PLANE),
         (Cuboid { .. }, HalfSpace { .. }) if b_on_world => Some(BOX_PLANE),
         (Cylinder { .. }, HalfSpace { .. }) if b_on_world => Some(CYLINDER_PLANE),
+        (ConvexMesh { .. }, HalfSpace { .. }) if b_on_world => Some(HULL_PLANE),
         (x, y) if round(x) && round(y) => Some(ROUND_ROUND),
         (Cuboid { .. }, Ball { .. }) | (Ball { .. }, Cuboid { .. }) => Some(BOX_BALL),
         (Cuboid { .. }, Cuboid { .. }) => Some(BOX_BOX),
@@ -171,19 +188,31 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
             let Some(kind) = pair_kind(&ga.shape, &gb.shape, gb.body == WORLD) else {
                 return Err(format!(
                     "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
-                     capsules, boxes and cylinders against a half-space fixed on the world, \
-                     balls and capsules against each other, boxes against balls and boxes \
-                     against boxes collide yet",
+                     capsules, boxes, cylinders and convex meshes against a half-space fixed on \
+                     the world, balls and capsules against each other, boxes against balls and \
+                     boxes against boxes collide yet",
                     ga.name,
                     ga.shape.name(),
                     gb.name,
                     gb.shape.name()
                 ));
             };
+            let hull_vertices = match ga.collider.as_convex_polyhedron() {
+                Some(hull) if kind == HULL_PLANE => hull.points().len(),
+                _ => 0,
+            };
+            if hull_vertices > MAX_HULL_VERTICES {
+                return Err(format!(
+                    "geometry `{}`'s convex hull has {hull_vertices} vertices: the device collides \
+                     hulls of up to {MAX_HULL_VERTICES}",
+                    ga.name
+                ));
+            }
             pairs.push(DevicePair {
                 geom_a: a,
                 geom_b: b,
                 kind,
+                hull_vertices,
             });
         }
     }
@@ -333,7 +362,15 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
     let mut slot = 0;
     for p in pairs {
         let (ga, gb) = (&model.geometries[p.geom_a], &model.geometries[p.geom_b]);
-        words.extend([ga.body as u32, p.kind, slot as u32, gb.body as u32]);
+        // A hull's faces and points go after the pair records (below).
+        let hull = usize::from(p.kind == HULL_PLANE);
+        words.extend([
+            ga.body as u32,
+            p.kind,
+            slot as u32,
+            gb.body as u32,
+            hull as u32,
+        ]);
         slot += p.slots();
         let mut f = [0f32; PAIR_F32];
         // Each geometry's collider pose and shape: a's at 0, b's at 24.
@@ -382,6 +419,40 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
         f[20] = combine_friction(ga.material.friction, gb.material.friction) as f32;
         f[21] = combine_restitution(ga.material.restitution, gb.material.restitution) as f32;
         floats.extend(f);
+    }
+    // Each hull: its face count, then per face its normal (3), its vertex
+    // count (at most 4, as parry takes) and those vertices' indices (4),
+    // then its points (3 each); word 4 of the pair says where it starts.
+    for (k, p) in pairs.iter().enumerate() {
+        let geom = &model.geometries[p.geom_a];
+        let Some(hull) = geom
+            .collider
+            .as_convex_polyhedron()
+            .filter(|_| p.kind == HULL_PLANE)
+        else {
+            continue;
+        };
+        words[k * PAIR_U32 + 4] = floats.len() as u32;
+        let adjacent = hull.vertices_adj_to_face();
+        floats.push(hull.faces().len() as f32);
+        for face in hull.faces() {
+            floats.extend([face.normal.x, face.normal.y, face.normal.z].map(|x| x as f32));
+            let (first, count) = (
+                face.first_vertex_or_edge as usize,
+                (face.num_vertices_or_edges as usize).min(4),
+            );
+            floats.push(count as f32);
+            for i in 0..4 {
+                floats.push(if i < count {
+                    adjacent[first + i] as f32
+                } else {
+                    0.0
+                });
+            }
+        }
+        for pt in hull.points() {
+            floats.extend([pt.x, pt.y, pt.z].map(|x| x as f32));
+        }
     }
     if words.is_empty() {
         words.resize(PAIR_U32, 0);
