@@ -432,7 +432,7 @@ fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
     );
     // The solver's scratch is the largest buffer per world.
     let per_world = moreau::gpu::batch::admm_work(sizes.max_rows()) as u64 * 4;
-    let n = (ctx.limits.max_storage_buffer_binding_size as u64 / per_world + 1) as usize;
+    let n = (ctx.limits.max_storage_buffer_binding_size / per_world + 1) as usize;
     if n > 20_000 {
         // (A device with room for that many humanoids: nothing to show here.)
         return;
@@ -679,7 +679,7 @@ fn boxes_collide_on_the_device_as_parry_collides_them() {
         "two boxes, {n} random poses: contacts per world {counts:?}; |Δpoint| {dp:.1e}, |Δnormal| {dn:.1e}, |Δφ| {dd:.1e}"
     );
     assert!(counts.iter().any(|&c| c >= 4), "face–face manifolds");
-    assert!(counts.iter().any(|&c| c == 1), "edge–edge contacts");
+    assert!(counts.contains(&1), "edge–edge contacts");
     assert!(dp < 1e-5 && dn < 1e-4 && dd < 1e-5);
     // The problems the solver read: G and g as the host's step makes them
     // (contacts in the same order), here and on the pyramid's first step.
