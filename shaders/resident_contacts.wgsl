@@ -16,7 +16,9 @@
 //
 // Generated header (contacts.rs): NPAIRS, CMAX, SLOTS, MROWS, PAIR_U32,
 // PAIR_F32, STATE_DONE, FLAG_LOOP_LIMIT, WORLD_* (a world's flag values),
-// CW_* (sections of the contact scratch).
+// CW_* (sections of the contact scratch), HAS_* (whether the model has
+// pairs of each kind: the others' code folds away, and lavapipe compiles
+// a model's kernel faster).
 
 struct CProblem {
     delassus_offset: u32,
@@ -298,11 +300,11 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         let half = pvec(p, 13u);
         let nrm = pvec(p, 16u);
         let offset = pf(p, 19u);
-        if (kind == 6u) {
+        if (HAS_BOX_BOX && kind == 6u) {
             nc = collide_boxes(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
-        if (kind == 4u || kind == 5u) {
+        if (HAS_MOVING && (kind == 4u || kind == 5u)) {
             nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
@@ -312,13 +314,13 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             count = 2u;
         } else if (kind == 3u) {
             count = 4u;
-        } else if (kind == 7u) {
+        } else if (HAS_CYLINDERS && kind == 7u) {
             count = select(4u, 2u, abs(dir.y) < 0.5);
         }
         // A hull: its face most aligned with dir (the first of equals).
         let hull = pu(p, 4u);
         var face = 0u;
-        if (kind == 8u) {
+        if (HAS_HULLS && kind == 8u) {
             let nf = u32(pair_f32[hull]);
             var best = -3.4e38;
             for (var f = 0u; f < nf; f++) {
@@ -342,11 +344,11 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
                 let bv = box_vertex(half, dir, k);
                 local = bv.xyz;
                 vslot = u32(bv.w);
-            } else if (kind == 7u) {
+            } else if (HAS_CYLINDERS && kind == 7u) {
                 let cv = cylinder_vertex(half.x, half.y, dir, k);
                 local = cv.xyz;
                 vslot = u32(cv.w);
-            } else if (kind == 8u) {
+            } else if (HAS_HULLS && kind == 8u) {
                 vslot = u32(pair_f32[face + 4u + k]);
                 let at = hull + 1u + 8u * u32(pair_f32[hull]) + 3u * vslot;
                 local = vec3<f32>(pair_f32[at], pair_f32[at + 1u], pair_f32[at + 2u]);

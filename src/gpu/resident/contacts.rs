@@ -248,6 +248,10 @@ pub struct ContactSizes {
     pub slots: usize,
     /// Joint-limit rows per world (the kernel's `LROWS`).
     pub limit_rows: usize,
+    /// Which kinds of pairs the model has (the kernel's `HAS_*`): two
+    /// round shapes or a box and a ball, two boxes, a cylinder on the
+    /// ground, a hull on the ground.
+    pub kinds: [bool; 4],
 }
 
 impl ContactSizes {
@@ -268,6 +272,13 @@ impl ContactSizes {
             exact_contacts: on_world + moving,
             slots: pairs.iter().map(DevicePair::slots).sum(),
             limit_rows,
+            kinds: [
+                &[ROUND_ROUND, BOX_BALL][..],
+                &[BOX_BOX],
+                &[CYLINDER_PLANE],
+                &[HULL_PLANE],
+            ]
+            .map(|k| pairs.iter().any(|p| k.contains(&p.kind))),
         }
     }
 
@@ -336,11 +347,17 @@ impl ContactSizes {
              const WORLD_SOLVE_UNFINISHED: u32 = {WORLD_FLAG_UNFINISHED}u;\n\
              const WORLD_LOOP_LIMIT: u32 = {WORLD_FLAG_LOOP_LIMIT}u;\n\
              const CONTACT_FLOATS: u32 = {CONTACT_FLOATS}u;\n\
-             const BOX_BOX_CONTACTS: u32 = {BOX_BOX_CONTACTS}u;\n",
+             const BOX_BOX_CONTACTS: u32 = {BOX_BOX_CONTACTS}u;\n\
+             const HAS_MOVING: bool = {};\nconst HAS_BOX_BOX: bool = {};\n\
+             const HAS_CYLINDERS: bool = {};\nconst HAS_HULLS: bool = {};\n",
             self.pairs.max(1),
             self.max_contacts.max(1),
             self.slots.max(1),
             self.max_rows().max(1),
+            self.kinds[0],
+            self.kinds[1],
+            self.kinds[2],
+            self.kinds[3],
         );
         for (name, at) in self.scratch(nv, nbodies) {
             out.push_str(&format!("const {name}: u32 = {at}u;\n"));
