@@ -1033,17 +1033,7 @@ fn cylinders_on_the_floor_collide_as_parry_collides_them() {
     let mut start = states[1].clone();
     start.q[2] += 0.02;
     let steps = 300;
-    let want = cpu_trajectory(model, &params, &start, steps, |_| vec![0.0; model.nv]);
-    let mut gpu =
-        ResidentBatch::new(&ctx, model, &params, std::slice::from_ref(&start), 1).unwrap();
-    let mut worst = 0.0f64;
-    for w in &want {
-        gpu.step(&vec![0.0; model.nv]).unwrap();
-        let (got, flagged) = gpu.states().unwrap();
-        assert!(flagged.is_empty());
-        worst = worst.max(max_abs_diff(w.q.as_slice(), got[0].q.iter().copied()));
-    }
-    let contacts = gpu.read_contacts().unwrap()[0].len();
+    let (worst, contacts) = resident_against_cpu(&ctx, model, &params, &start, steps);
     println!(
         "the cylinder dropped: {steps} steps, worst |Δq| {worst:.1e}, {contacts} contacts at the end"
     );
@@ -1146,9 +1136,26 @@ fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
     let mut start = states[0].clone();
     start.q[2] += 0.05;
     let steps = 300;
-    let want = cpu_trajectory(model, &params, &start, steps, |_| vec![0.0; model.nv]);
-    let mut gpu =
-        ResidentBatch::new(&ctx, model, &params, std::slice::from_ref(&start), 1).unwrap();
+    let (worst, contacts) = resident_against_cpu(&ctx, model, &params, &start, steps);
+    println!(
+        "the rock dropped: {steps} steps, worst |Δq| {worst:.1e}, {contacts} contacts at the end"
+    );
+    assert!(contacts >= 1, "on the floor");
+    assert!(worst < 1e-3, "|Δq| {worst:e}");
+}
+
+/// `steps` unforced steps of one resident world from `start` against the
+/// CPU's: the largest `|Δq|` along the way and the device's contacts at
+/// the end.
+fn resident_against_cpu(
+    ctx: &GpuContext,
+    model: &Model,
+    params: &SimParams,
+    start: &State,
+    steps: usize,
+) -> (f64, usize) {
+    let want = cpu_trajectory(model, params, start, steps, |_| vec![0.0; model.nv]);
+    let mut gpu = ResidentBatch::new(ctx, model, params, std::slice::from_ref(start), 1).unwrap();
     let mut worst = 0.0f64;
     for w in &want {
         gpu.step(&vec![0.0; model.nv]).unwrap();
@@ -1156,10 +1163,5 @@ fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
         assert!(flagged.is_empty());
         worst = worst.max(max_abs_diff(w.q.as_slice(), got[0].q.iter().copied()));
     }
-    let contacts = gpu.read_contacts().unwrap()[0].len();
-    println!(
-        "the rock dropped: {steps} steps, worst |Δq| {worst:.1e}, {contacts} contacts at the end"
-    );
-    assert!(contacts >= 1, "on the floor");
-    assert!(worst < 1e-3, "|Δq| {worst:e}");
+    (worst, gpu.read_contacts().unwrap()[0].len())
 }
