@@ -597,7 +597,7 @@ fn polish_round(st: SolveResult) -> u32 {
 }
 
 fn polish_k(st: SolveResult) -> u32 {
-    return st.polish >> 9u;
+    return (st.polish >> 9u) & 0x3fffffu;
 }
 
 // Whether to polish the iterate z of this evaluation (eps: its eps_abs).
@@ -623,10 +623,15 @@ fn polish_start(st: ptr<function, SolveResult>, ret: u32) {
     (*st).state = PHASE_PMODES;
 }
 
-// The polish failed: back to where it was started (the caller starts the
-// power iteration when that is where it goes).
-fn polish_failed(st: ptr<function, SolveResult>) {
+// The polish failed: Newton steps where it was started with NEWTON_AFTER
+// (as the CPU's Finisher::Both), else back to where it was started (the
+// caller starts the power iteration when that is where it goes).
+fn polish_failed(pr: Problem, st: ptr<function, SolveResult>) {
     let ret = polish_ret(*st);
+    if (((*st).polish & NEWTON_AFTER) != 0u && newton_due(pr, (*st).eps_abs)) {
+        newton_start(st, ret);
+        return;
+    }
     (*st).state = ret;
     (*st).step = 0u;
     if (ret == PHASE_POWER) {
@@ -803,10 +808,16 @@ fn polish_unknowns(pr: Problem, ca: Cache, reference: u32) -> u32 {
 // earlier columns' row swaps applied to it, then its own pivot's swap
 // applied to the earlier columns), as lu_factor in linalg.rs makes by
 // right-looking steps: P (H + eps I) = L U. Returns false on a zero pivot.
-fn polish_factor_column(pr: Problem, ca: Cache, n: u32, j: u32) -> bool {
+// With scale > 0, the column of Newton's matrix instead (newton_entry, n = m).
+fn polish_factor_column(pr: Problem, ca: Cache, n: u32, j: u32, scale: f32) -> bool {
     let eps = pv(pr, PAUX, 0u);
     for (var e = 0u; e < n; e++) {
-        var h = polish_entry(pr, ca, e, j);
+        var h = 0.0;
+        if (scale > 0.0) {
+            h = newton_entry(pr, ca, scale, e, j);
+        } else {
+            h = polish_entry(pr, ca, e, j);
+        }
         if (e == j) {
             h += eps;
         }
@@ -913,35 +924,41 @@ fn polish_directions_settled(pr: Problem) -> bool {
     return true;
 }
 
+// v = (L U)^-1 P v in place, for scratch vector v of n rows (the factor
+// of polish_factor_column).
+fn lu_solve_in_place(pr: Problem, n: u32, v: u32) {
+    for (var p = 0u; p < n; p++) {
+        let q = u32(pv(pr, PPIV, p));
+        if (q != p) {
+            let a = wv(pr, v, p);
+            work[wk(pr, v, p)] = wv(pr, v, q);
+            work[wk(pr, v, q)] = a;
+        }
+    }
+    for (var i = 1u; i < n; i++) {
+        var s = wv(pr, v, i);
+        for (var p = 0u; p < i; p++) {
+            s -= hv(pr, n, i, p) * wv(pr, v, p);
+        }
+        work[wk(pr, v, i)] = s;
+    }
+    for (var ii = n; ii > 0u; ii--) {
+        let i = ii - 1u;
+        var s = wv(pr, v, i);
+        for (var p = i + 1u; p < n; p++) {
+            s -= hv(pr, n, i, p) * wv(pr, v, p);
+        }
+        work[wk(pr, v, i)] = s / hv(pr, n, i, i);
+    }
+}
+
 // PSOLVE, odd steps: y += (L U)^-1 P (-E c), the correction in z_prev.
 fn polish_refine(pr: Problem, n: u32) {
     let m = rows(pr);
     for (var e = 0u; e < n; e++) {
         work[wk(pr, ZPREV, e)] = -wv(pr, TMP, polish_equation(m, u32(pv(pr, PUNK, e))));
     }
-    for (var p = 0u; p < n; p++) {
-        let q = u32(pv(pr, PPIV, p));
-        if (q != p) {
-            let a = wv(pr, ZPREV, p);
-            work[wk(pr, ZPREV, p)] = wv(pr, ZPREV, q);
-            work[wk(pr, ZPREV, q)] = a;
-        }
-    }
-    for (var i = 1u; i < n; i++) {
-        var s = wv(pr, ZPREV, i);
-        for (var p = 0u; p < i; p++) {
-            s -= hv(pr, n, i, p) * wv(pr, ZPREV, p);
-        }
-        work[wk(pr, ZPREV, i)] = s;
-    }
-    for (var ii = n; ii > 0u; ii--) {
-        let i = ii - 1u;
-        var s = wv(pr, ZPREV, i);
-        for (var p = i + 1u; p < n; p++) {
-            s -= hv(pr, n, i, p) * wv(pr, ZPREV, p);
-        }
-        work[wk(pr, ZPREV, i)] = s / hv(pr, n, i, i);
-    }
+    lu_solve_in_place(pr, n, ZPREV);
     for (var e = 0u; e < n; e++) {
         work[wk(pr, Y, e)] = wv(pr, Y, e) + wv(pr, ZPREV, e);
     }
@@ -955,20 +972,20 @@ fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
     let n = polish_k(*st);
     if ((*st).state == PHASE_PMODES) {
         if (round == 0u && !polish_guess(pr)) {
-            polish_failed(st);
+            polish_failed(pr, st);
             return;
         }
         let k = polish_unknowns(pr, ca, select(X, Z, round == 0u));
         if (k == 0xffffffffu) {
-            polish_failed(st);
+            polish_failed(pr, st);
             return;
         }
         (*st).polish = polish_pack(polish_ret(*st), round, k);
         (*st).step = 0u;
         (*st).state = select(PHASE_PFACTOR, PHASE_PSOLVE, k == 0u);
     } else if ((*st).state == PHASE_PFACTOR) {
-        if (!polish_factor_column(pr, ca, n, (*st).step)) {
-            polish_failed(st);
+        if (!polish_factor_column(pr, ca, n, (*st).step, 0.0)) {
+            polish_failed(pr, st);
             return;
         }
         (*st).step += 1u;
@@ -1013,7 +1030,7 @@ fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
         // on while rounds remain, whether or not eps_abs halves.)
         let turning = eps <= pr.tolerance && !settled;
         if ((round + 1u >= POLISH_ROUNDS && !(eps < 0.5 * last) && !turning) || round + 1u >= POLISH_MAX_ROUNDS || !polish_revise(pr)) {
-            polish_failed(st);
+            polish_failed(pr, st);
             return;
         }
         (*st).polish = polish_pack(polish_ret(*st), round + 1u, 0u);
@@ -1038,6 +1055,433 @@ fn polish_step_cost(pr: Problem, st: SolveResult) -> u32 {
                 return n * (n + 4u) + 16u;
             }
             return m * (m / 4u + 8u) + 8u * m + n + 16u;
+        }
+    }
+}
+
+// --- Semismooth Newton (the f32 twin of src/contact/solvers/newton.rs) -------
+//
+// With params.newton (ncp-admm), where the CPU runs its Newton finisher:
+// from the guess z once the attempt's first factorization has passed (G is
+// PSD), and after a failed polish of every POLISH_INTERVAL-th iterate.
+// Newton steps on the Alart-Curnier function F(lambda) (per contact, with
+// c = (G + R) lambda + g and a scale r: F_N = lambda_N - max(0, lambda_N -
+// r c_N), F_T = lambda_T - P_D(mu max(0, lambda_N - r c_N))(lambda_T - r
+// c_T); per unilateral row F = lambda - max(0, lambda - r c)): each solves
+// (dF/dlambda + dF/dc (G + R)) delta = -F with an element of the
+// generalized Jacobian (LU with partial pivoting of J + eps I, refined
+// against J), then backtracks on ||F||^2. The iterate after each step is
+// judged as the polish's candidates are (eps_abs within the tolerance, every
+// sliding direction that of -c_T); at most NEWTON_STEPS steps per scale of
+// r (1, then 100, each from z); where none solves, the solve goes on where
+// it left off (Newton uses x, z_prev, tmp, y and the polish's scratch).
+// Only problems of at most POLISH_MAX_UNKNOWNS rows (J's factor takes the
+// polish's k x k floats, k = m). Phases, each a step of the state machine:
+//   NSTART   lambda = z in x, its c in tmp
+//   NJAC     F (PF), ||F||^2 (PPHI), eps = POLISH_REGULARIZATION max |J_ee|
+//   NFACTOR  one column of the LU factor of J + eps I
+//   NSOLVE   delta in z_prev: step 0 solves, steps 1 .. NEWTON_SOLVES - 1
+//            refine (the residual -F - J delta in y, J delta from (G + R)
+//            delta in PAD); after the last, (G + R) delta in PAD and the
+//            iterate's lambda and c in PL0 and PC0
+//   NLINE    one trial of the line search, lambda + t delta with t = 2^-h:
+//            rejected, h + 1; accepted, the breaking blocks set to zero, c
+//            recomputed, judged, and the next step (NJAC)
+// The differences from the CPU: eps is relative to J's largest diagonal
+// entry (not its largest entry; a pass over J per step), c is recomputed
+// exactly after each accepted step, and the scales are tried in the same
+// order for every problem (the CPU starts from the last that solved).
+// st.polish packs the phase to return to (4 bits), the steps taken (4
+// bits), the scale's index (1 bit) and h (4 bits); st.step is the factor's
+// column or the solve's step.
+
+const PHASE_NSTART: u32 = 11u;
+const PHASE_NJAC: u32 = 12u;
+const PHASE_NFACTOR: u32 = 13u;
+const PHASE_NSOLVE: u32 = 14u;
+const PHASE_NLINE: u32 = 15u;
+
+// Newton's vectors after the polish's: (G + R) delta, the iterate's lambda
+// and c (from NJAC to NSOLVE's end, F in c's place), and ||F||^2 (row 0).
+const PAD: u32 = 4u;
+const PL0: u32 = 5u;
+const PC0: u32 = 6u;
+const PF: u32 = 6u;
+const PPHI: u32 = 7u;
+
+// st.polish of a polish after whose failure Newton runs.
+const NEWTON_AFTER: u32 = 0x80000000u;
+
+fn newton_pack(ret: u32, steps: u32, scale: u32, h: u32) -> u32 {
+    return ret | (steps << 4u) | (scale << 8u) | (h << 9u);
+}
+
+fn newton_taken(st: SolveResult) -> u32 {
+    return (st.polish >> 4u) & 15u;
+}
+
+fn newton_scale_index(st: SolveResult) -> u32 {
+    return (st.polish >> 8u) & 1u;
+}
+
+fn newton_halvings(st: SolveResult) -> u32 {
+    return (st.polish >> 9u) & 15u;
+}
+
+fn newton_scale(st: SolveResult) -> f32 {
+    return select(NEWTON_SCALE_0, NEWTON_SCALE_1, newton_scale_index(st) == 1u);
+}
+
+// Whether to run Newton from an iterate of residual eps.
+fn newton_due(pr: Problem, eps: f32) -> bool {
+    return params.newton != 0u && polish_due(pr, eps) && rows(pr) <= POLISH_MAX_UNKNOWNS;
+}
+
+fn newton_start(st: ptr<function, SolveResult>, ret: u32) {
+    (*st).polish = newton_pack(ret, 0u, 0u, 0u);
+    (*st).step = 0u;
+    (*st).state = PHASE_NSTART;
+}
+
+// Newton failed at both scales: back to where it was started.
+fn newton_failed(st: ptr<function, SolveResult>) {
+    (*st).state = polish_ret(*st);
+    (*st).step = 0u;
+}
+
+// This scale's steps failed: the next scale from z, or back.
+fn newton_attempt_failed(st: ptr<function, SolveResult>) {
+    if (newton_scale_index(*st) == 0u) {
+        (*st).polish = newton_pack(polish_ret(*st), 0u, 1u, 0u);
+        (*st).step = 0u;
+        (*st).state = PHASE_NSTART;
+    } else {
+        newton_failed(st);
+    }
+}
+
+// The unit of row k.
+fn row_unit(pr: Problem, k: u32) -> u32 {
+    if (k < 3u * pr.nc) {
+        return k / 3u;
+    }
+    return k - 2u * pr.nc;
+}
+
+// r of unit u: scale over the mean diagonal entry of its block of G + R.
+fn newton_r(pr: Problem, ca: Cache, u: u32, scale: f32) -> f32 {
+    let k = unit_row(pr, u);
+    var tr = gr(pr, ca, k, k);
+    var n = 1.0;
+    if (u < pr.nc) {
+        tr += gr(pr, ca, k + 1u, k + 1u) + gr(pr, ca, k + 2u, k + 2u);
+        n = 3.0;
+    }
+    return scale * select(1.0, n / tr, tr > 0.0);
+}
+
+// One unit's F and its rows of dF/dlambda (l0, l1, l2) and dF/dc (c0, c1,
+// c2); a unilateral row's in the x components of f, l0 and c0.
+struct NewtonUnit {
+    f: vec3<f32>,
+    l0: vec3<f32>,
+    l1: vec3<f32>,
+    l2: vec3<f32>,
+    c0: vec3<f32>,
+    c1: vec3<f32>,
+    c2: vec3<f32>,
+    r: f32,
+}
+
+// Unit u's piece of F at (lambda, c) in scratch vectors (lv, cv).
+fn newton_unit(pr: Problem, ca: Cache, u: u32, scale: f32, lv: u32, cv: u32) -> NewtonUnit {
+    var b: NewtonUnit;
+    let r = newton_r(pr, ca, u, scale);
+    b.r = r;
+    let k = unit_row(pr, u);
+    if (u >= pr.nc) {
+        let l = wv(pr, lv, k);
+        let c = wv(pr, cv, k);
+        if (l - r * c <= 0.0) {
+            b.f.x = l;
+            b.l0.x = 1.0;
+        } else {
+            b.f.x = r * c;
+            b.c0.x = r;
+        }
+        return b;
+    }
+    let l = vec3<f32>(wv(pr, lv, k), wv(pr, lv, k + 1u), wv(pr, lv, k + 2u));
+    let c = vec3<f32>(wv(pr, cv, k), wv(pr, cv, k + 1u), wv(pr, cv, k + 2u));
+    let rn = l.z - r * c.z;
+    if (rn <= 0.0) {
+        // Breaking: F = lambda.
+        b.f = l;
+        b.l0 = vec3<f32>(1.0, 0.0, 0.0);
+        b.l1 = vec3<f32>(0.0, 1.0, 0.0);
+        b.l2 = vec3<f32>(0.0, 0.0, 1.0);
+        return b;
+    }
+    b.c2 = vec3<f32>(0.0, 0.0, r);
+    let mu = friction(pr, u);
+    let w = l.xy - r * c.xy;
+    let nw = length(w);
+    let rad = mu * rn;
+    if (rad > 0.0 && nw <= rad) {
+        // Sticking: F = r c.
+        b.f = r * c;
+        b.c0 = vec3<f32>(r, 0.0, 0.0);
+        b.c1 = vec3<f32>(0.0, r, 0.0);
+    } else if (nw > 0.0) {
+        // Sliding: F_T = lambda_T - rad w / |w|.
+        let t = w / nw;
+        let s = rad / nw;
+        let p = vec3<f32>(s * (1.0 - t.x * t.x), -s * t.x * t.y, s * (1.0 - t.y * t.y));
+        b.f = vec3<f32>(l.xy - rad * t, r * c.z);
+        b.l0 = vec3<f32>(1.0 - p.x, -p.y, -mu * t.x);
+        b.l1 = vec3<f32>(-p.y, 1.0 - p.z, -mu * t.y);
+        b.c0 = vec3<f32>(r * p.x, r * p.y, mu * r * t.x);
+        b.c1 = vec3<f32>(r * p.y, r * p.z, mu * r * t.y);
+    } else {
+        // No friction and w = 0: F_T = lambda_T.
+        b.f = vec3<f32>(l.xy, r * c.z);
+        b.l0 = vec3<f32>(1.0, 0.0, 0.0);
+        b.l1 = vec3<f32>(0.0, 1.0, 0.0);
+    }
+    return b;
+}
+
+// Row s of a unit's dF/dlambda (dc false) or dF/dc (dc true).
+fn newton_row(b: NewtonUnit, s: u32, dc: bool) -> vec3<f32> {
+    if (dc) {
+        return select(select(b.c0, b.c1, s == 1u), b.c2, s == 2u);
+    }
+    return select(select(b.l0, b.l1, s == 1u), b.l2, s == 2u);
+}
+
+// J[e][j] of (dF/dlambda + dF/dc (G + R)) at (x, tmp).
+fn newton_entry(pr: Problem, ca: Cache, scale: f32, e: u32, j: u32) -> f32 {
+    let u = row_unit(pr, e);
+    let b = newton_unit(pr, ca, u, scale, X, TMP);
+    let k = unit_row(pr, u);
+    if (u >= pr.nc) {
+        return b.c0.x * gr(pr, ca, e, j) + select(0.0, b.l0.x, j == e);
+    }
+    let s = e - k;
+    let dc = newton_row(b, s, true);
+    var v = dc.x * gr(pr, ca, k, j) + dc.y * gr(pr, ca, k + 1u, j) + dc.z * gr(pr, ca, k + 2u, j);
+    if (j >= k && j < k + 3u) {
+        v += newton_row(b, s, false)[j - k];
+    }
+    return v;
+}
+
+// ||F||^2 at (x, tmp), and F into PF where `store`.
+fn newton_merit(pr: Problem, ca: Cache, scale: f32, store: bool) -> f32 {
+    var phi = 0.0;
+    for (var u = 0u; u < units(pr); u++) {
+        let b = newton_unit(pr, ca, u, scale, X, TMP);
+        let k = unit_row(pr, u);
+        let n = unit_len(pr, u);
+        for (var s = 0u; s < n; s++) {
+            phi += b.f[s] * b.f[s];
+            if (store) {
+                work[pk(pr, PF, k + s)] = b.f[s];
+            }
+        }
+    }
+    return phi;
+}
+
+// The breaking blocks of x (lambda_N - r c_N <= 0) set to zero, as the CPU
+// does (a tiny lambda would count its whole velocity in the complementarity
+// residual).
+fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
+    for (var u = 0u; u < units(pr); u++) {
+        let k = unit_row(pr, u);
+        let n = unit_len(pr, u);
+        let top = k + n - 1u;
+        if (wv(pr, X, top) - newton_r(pr, ca, u, scale) * wv(pr, TMP, top) <= 0.0) {
+            for (var s = 0u; s < n; s++) {
+                work[wk(pr, X, k + s)] = 0.0;
+            }
+        }
+    }
+}
+
+// Whether every sliding contact of (x, tmp) slides against c_T (within
+// POLISH_DIRECTION_TOLERANCE, where |c_T| is over the tolerance), as
+// polish_directions_settled judges the polish's candidates.
+fn newton_directions_settled(pr: Problem) -> bool {
+    for (var i = 0u; i < pr.nc; i++) {
+        let r = 3u * i;
+        let lt = vec2<f32>(wv(pr, X, r), wv(pr, X, r + 1u));
+        let ct = vec2<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u));
+        let n = length(ct);
+        let nl = length(lt);
+        if (n > pr.tolerance && nl > 0.0 && length(lt / nl + ct / n) > POLISH_DIRECTION_TOLERANCE) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// c of x into tmp; returns the largest eps_abs of (x, tmp).
+fn newton_candidate(pr: Problem, ca: Cache) -> f32 {
+    var r = 0.0;
+    for (var u = 0u; u < units(pr); u++) {
+        r = nan_max(r, unit_residuals(pr, ca, u, X, TMP).w);
+    }
+    return r;
+}
+
+// One step of Newton (one invocation does it all; in main_workgroup, lane
+// 0). On success z holds the iterate, evaluated, and the solve is done.
+fn newton_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
+    let m = rows(pr);
+    let scale = newton_scale(*st);
+    let state = (*st).state;
+    if (state == PHASE_NSTART) {
+        divide_units(pr, Z, X, 1.0, 0u, 1u);
+        newton_candidate(pr, ca);
+        (*st).state = PHASE_NJAC;
+    } else if (state == PHASE_NJAC) {
+        work[pk(pr, PPHI, 0u)] = newton_merit(pr, ca, scale, true);
+        var jmax = 0.0;
+        for (var e = 0u; e < m; e++) {
+            jmax = max(jmax, abs(newton_entry(pr, ca, scale, e, e)));
+        }
+        work[pk(pr, PAUX, 0u)] = POLISH_REGULARIZATION * jmax;
+        (*st).step = 0u;
+        (*st).state = PHASE_NFACTOR;
+    } else if (state == PHASE_NFACTOR) {
+        if (!polish_factor_column(pr, ca, m, (*st).step, scale)) {
+            newton_attempt_failed(st);
+            return;
+        }
+        (*st).step += 1u;
+        if ((*st).step == m) {
+            (*st).step = 0u;
+            (*st).state = PHASE_NSOLVE;
+        }
+    } else if (state == PHASE_NSOLVE) {
+        newton_solve(pr, ca, st, scale);
+    } else {
+        newton_line(pr, ca, st, scale);
+    }
+}
+
+// NSOLVE: delta (z_prev) from -F (PF), then refined against J.
+fn newton_solve(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f32) {
+    let m = rows(pr);
+    if ((*st).step == 0u) {
+        for (var k = 0u; k < m; k++) {
+            work[wk(pr, ZPREV, k)] = -pv(pr, PF, k);
+        }
+        lu_solve_in_place(pr, m, ZPREV);
+    } else {
+        // y = -F - J delta, with J delta = dF/dlambda delta + dF/dc (G + R) delta.
+        for (var k = 0u; k < m; k++) {
+            work[pk(pr, PAD, k)] = row_times(pr, ca, k, ZPREV);
+        }
+        for (var u = 0u; u < units(pr); u++) {
+            let b = newton_unit(pr, ca, u, scale, X, TMP);
+            let k = unit_row(pr, u);
+            if (u >= pr.nc) {
+                // (A row's derivatives are the x components alone.)
+                let jd = b.l0.x * wv(pr, ZPREV, k) + b.c0.x * pv(pr, PAD, k);
+                work[wk(pr, Y, k)] = -pv(pr, PF, k) - jd;
+                continue;
+            }
+            let d = vec3<f32>(wv(pr, ZPREV, k), wv(pr, ZPREV, k + 1u), wv(pr, ZPREV, k + 2u));
+            let ad = vec3<f32>(pv(pr, PAD, k), pv(pr, PAD, k + 1u), pv(pr, PAD, k + 2u));
+            let jd = vec3<f32>(dot(b.l0, d) + dot(b.c0, ad), dot(b.l1, d) + dot(b.c1, ad), dot(b.l2, d) + dot(b.c2, ad));
+            for (var s = 0u; s < 3u; s++) {
+                work[wk(pr, Y, k + s)] = -pv(pr, PF, k + s) - jd[s];
+            }
+        }
+        lu_solve_in_place(pr, m, Y);
+        for (var k = 0u; k < m; k++) {
+            work[wk(pr, ZPREV, k)] = wv(pr, ZPREV, k) + wv(pr, Y, k);
+        }
+    }
+    (*st).step += 1u;
+    if ((*st).step < NEWTON_SOLVES) {
+        return;
+    }
+    for (var k = 0u; k < m; k++) {
+        if (!is_finite(wv(pr, ZPREV, k))) {
+            newton_attempt_failed(st);
+            return;
+        }
+    }
+    // The line search's start: (G + R) delta, and the iterate (F's slot is
+    // free from here).
+    for (var k = 0u; k < m; k++) {
+        work[pk(pr, PAD, k)] = row_times(pr, ca, k, ZPREV);
+        work[pk(pr, PL0, k)] = wv(pr, X, k);
+        work[pk(pr, PC0, k)] = wv(pr, TMP, k);
+    }
+    (*st).newton_steps += 1u;
+    (*st).polish = newton_pack(polish_ret(*st), newton_taken(*st), newton_scale_index(*st), 0u);
+    (*st).step = 0u;
+    (*st).state = PHASE_NLINE;
+}
+
+// NLINE: one trial of the backtracking on ||F||^2 (sufficient decrease
+// NEWTON_ARMIJO t, t down to NEWTON_MIN_STEP).
+fn newton_line(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f32) {
+    let m = rows(pr);
+    let h = newton_halvings(*st);
+    let t = exp2(-f32(h));
+    for (var k = 0u; k < m; k++) {
+        work[wk(pr, X, k)] = pv(pr, PL0, k) + t * wv(pr, ZPREV, k);
+        work[wk(pr, TMP, k)] = pv(pr, PC0, k) + t * pv(pr, PAD, k);
+    }
+    let phi = pv(pr, PPHI, 0u);
+    let phi_t = newton_merit(pr, ca, scale, false);
+    if (!(phi_t <= (1.0 - NEWTON_ARMIJO * t) * phi)) {
+        if (exp2(-f32(h + 1u)) < NEWTON_MIN_STEP) {
+            newton_attempt_failed(st);
+        } else {
+            (*st).polish = newton_pack(polish_ret(*st), newton_taken(*st), newton_scale_index(*st), h + 1u);
+        }
+        return;
+    }
+    newton_clean(pr, ca, scale);
+    let eps = newton_candidate(pr, ca);
+    if (eps <= pr.tolerance && newton_directions_settled(pr)) {
+        divide_units(pr, X, Z, 1.0, 0u, 1u);
+        if (record(st, evaluate_units(pr, ca, 0u, 1u))) {
+            divide_units(pr, Z, BEST, 1.0, 0u, 1u);
+        }
+        (*st).polishes += 1u;
+        (*st).state = STATE_DONE;
+        return;
+    }
+    let taken = newton_taken(*st) + 1u;
+    if (taken >= NEWTON_STEPS) {
+        newton_attempt_failed(st);
+        return;
+    }
+    (*st).polish = newton_pack(polish_ret(*st), taken, newton_scale_index(*st), 0u);
+    (*st).step = 0u;
+    (*st).state = PHASE_NJAC;
+}
+
+// Loop iterations of the next Newton step (one invocation).
+fn newton_step_cost(pr: Problem, st: SolveResult) -> u32 {
+    let m = rows(pr);
+    let mv = m * (m / 4u + 8u) + 16u;
+    switch st.state {
+        case 13u: { // PHASE_NFACTOR
+            return m * (st.step / 4u + 8u) + 2u * st.step + 16u;
+        }
+        case 14u: { // PHASE_NSOLVE
+            return 2u * mv + m * (m + 4u) + 8u * m;
+        }
+        default: { // NSTART, NJAC, NLINE
+            return mv + 12u * m;
         }
     }
 }
@@ -1174,6 +1618,11 @@ fn factor_column_done(pr: Problem, st: ptr<function, SolveResult>, ok: bool) -> 
             }
             (*st).rho_prev = 0.0;
             (*st).state = PHASE_ITERATE;
+            // The attempt's first factorization (before any iteration):
+            // Newton from the guess, as the CPU (G has passed the check).
+            if (rescale == 0.0 && (*st).iterations == (*st).window_start && newton_due(pr, (*st).eps_abs)) {
+                newton_start(st, PHASE_ITERATE);
+            }
             return rescale;
         }
     } else if ((*st).rho_prev > 0.0) {
@@ -1293,6 +1742,15 @@ fn final_flags(st: ptr<function, SolveResult>) {
     (*st).state = STATE_DONE;
 }
 
+// A step of the polish or of Newton.
+fn finisher_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
+    if ((*st).state >= PHASE_NSTART) {
+        newton_step(pr, ca, st);
+    } else {
+        polish_step(pr, ca, st);
+    }
+}
+
 // Loop iterations of the next step of `main` (for the dispatch's budget).
 fn step_cost(pr: Problem, st: SolveResult) -> u32 {
     let m = rows(pr);
@@ -1310,6 +1768,9 @@ fn step_cost(pr: Problem, st: SolveResult) -> u32 {
         }
         case 8u, 9u, 10u: { // the polish's phases
             return polish_step_cost(pr, st);
+        }
+        case 11u, 12u, 13u, 14u, 15u: { // Newton's
+            return newton_step_cost(pr, st);
         }
         default: {
             return mv + 10u * m + units(pr);
@@ -1360,7 +1821,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 }
             }
         } else if (st.state >= PHASE_PMODES) {
-            polish_step(pr, ca, &st);
+            finisher_step(pr, ca, &st);
             if (st.state == PHASE_POWER) {
                 power_start_units(pr, 0u, 1u);
                 divide_units(pr, X, X, sqrt(squared_norm(pr, X)), 0u, 1u);
@@ -1417,6 +1878,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             if (polish_iteration(st.iterations) && polish_due(pr, st.eps_abs)) {
                 polish_start(&st, PHASE_ITERATE);
+                if (st.iterations % POLISH_INTERVAL == 0u) {
+                    st.polish |= NEWTON_AFTER;
+                }
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
                 if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
@@ -1531,6 +1995,9 @@ fn wa_step_cost(pr: Problem, st: SolveResult) -> u32 {
         case 8u, 9u, 10u: { // the polish's phases (lane 0)
             return polish_step_cost(pr, st) + reduce;
         }
+        case 11u, 12u, 13u, 14u, 15u: { // Newton's (lane 0)
+            return newton_step_cost(pr, st) + reduce;
+        }
         default: {
             return mv + 10u * own + m + 2u * reduce;
         }
@@ -1608,10 +2075,10 @@ fn main_workgroup(
                 }
             }
         } else if (st.state >= PHASE_PMODES) {
-            // Lane 0 polishes, in the order `main` does; the state is then
-            // broadcast.
+            // Lane 0 polishes or takes Newton's steps, in the order `main`
+            // does; the state is then broadcast.
             if (lane == 0u) {
-                polish_step(pr, ca, &st);
+                finisher_step(pr, ca, &st);
                 wa_state = st;
             }
             st = workgroupUniformLoad(&wa_state);
@@ -1677,6 +2144,9 @@ fn main_workgroup(
             wa_evaluate(pr, ca, lane, &st);
             if (polish_iteration(st.iterations) && polish_due(pr, st.eps_abs)) {
                 polish_start(&st, PHASE_ITERATE);
+                if (st.iterations % POLISH_INTERVAL == 0u) {
+                    st.polish |= NEWTON_AFTER;
+                }
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
                 if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {

@@ -22,7 +22,7 @@ struct Params {
     segments: u32,     // PGS main_lanes: segments in use
     polish: u32,       // ADMM (NCP): polish the warm start and some iterates
     stall_guard: u32,  // ADMM (NCP, adaptive rho): the stall guard
-    pad2: u32,
+    newton: u32,       // ADMM (NCP): Newton where the polish fails
     // PGS main_lanes: runs of problems with the same lanes per problem,
     // (first workgroup, first problem, problems, lanes per problem).
     segment: array<vec4<u32>, LANE_SEGMENTS>,
@@ -72,7 +72,7 @@ struct SolveResult {
     rho_floor: f32,    // the floor it set under the balancing (0: none)
     window_best: f32,  // the window's best eps_abs
     window_start: u32, // the window's first iteration
-    pad0: u32,
+    newton_steps: u32, // ADMM: Newton steps taken
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

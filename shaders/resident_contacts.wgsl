@@ -64,7 +64,7 @@ struct CResult {
     rho_floor: f32,
     window_best: f32,
     window_start: u32,
-    pad0: u32,
+    newton_steps: u32,
 }
 
 // Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7, 8: a ball,

@@ -26,7 +26,7 @@ use moreau::contact::{
 use moreau::gpu::Decomposition;
 use moreau::gpu::{
     BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
-    FLAG_OVER_CAPACITY, GpuContext, GpuError, GpuSolver, flag_names,
+    FLAG_OVER_CAPACITY, GpuContext, GpuError, GpuSolver, POLISH_MAX_UNKNOWNS, flag_names,
 };
 use moreau::scenes;
 use moreau::sim::SimParams;
@@ -92,8 +92,9 @@ fn random_batch() -> Vec<ContactProblem> {
 
 /// The same iteration on the CPU and the GPU: no active-set polish and no
 /// stall guard (the GPU `ncp-admm` has both, in f32 and with a different
-/// schedule of polishes, and no Newton: compared in
-/// `the_gpu_polish_converges_where_the_cpu_polish_does_and_saves_iterations`),
+/// schedule of polishes, and Newton where they fail: compared in
+/// `the_gpu_polish_converges_where_the_cpu_polish_does_and_saves_iterations`
+/// and `newton_on_the_device_finishes_where_the_polish_alone_does_not`),
 /// so that iteration counts compare.
 fn settings(tolerance: f64, max_iterations: usize) -> SolverSettings {
     SolverSettings {
@@ -1419,5 +1420,89 @@ fn the_gpu_polish_converges_where_the_cpu_polish_does_and_saves_iterations() {
                 "{label}: GPU {iterations}, CPU {cpu_iterations}"
             );
         }
+    }
+}
+
+/// Semismooth Newton on the device (`settings.newton`, the default, after
+/// a failed polish and from the guess once `G` has factorized, as on the
+/// CPU): on the random batch and the scenes cold it takes steps, solves
+/// problems the polish alone leaves to ADMM (fewer iterations than the same
+/// kernel without it: every problem within its reach, as the CPU, at 0
+/// iterations), and every problem converges to an f64 `ε_abs` within 10×
+/// the tolerance. Problems over `POLISH_MAX_UNKNOWNS` rows take no Newton
+/// step (they iterate, 30 to 39 times on the random batch).
+#[test]
+fn newton_on_the_device_finishes_where_the_polish_alone_does_not() {
+    let Some(ctx) = context() else { return };
+    let cold: Vec<_> = harvested(false).into_iter().map(|(_, p)| p).collect();
+    for (label, problems, tol) in [
+        ("random", random_batch(), TOL_GPU),
+        ("scenes cold", cold, TOL_SCENES),
+    ] {
+        let cap = BatchCapacity::uniform(problems.len(), 64);
+        let mut runs = Vec::new();
+        for newton in [true, false] {
+            let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpAdmm, cap).unwrap();
+            let mut out = BatchOutput::default();
+            let s = SolverSettings {
+                tolerance: tol,
+                max_iterations: 2000,
+                stall_guard: false,
+                newton,
+                ..Default::default()
+            };
+            gpu.solve(&problems, &s, &mut out).unwrap();
+            runs.push(out);
+        }
+        let mut cpu = SolverKind::NcpAdmm.build();
+        let (mut steps, mut with, mut without, mut cpu_iterations) = (0, 0, 0, 0);
+        for (i, p) in problems.iter().enumerate() {
+            let (n, plain) = (runs[0].problem(i), runs[1].problem(i));
+            assert!(
+                n.converged() && n.flags() == 0,
+                "{label} problem {i} (nc {}): {:?}",
+                p.nc(),
+                n.result
+            );
+            let eps = f64_eps(SolverKind::NcpAdmm, p, &n.lambda_f64());
+            assert!(eps <= 10.0 * tol, "{label} problem {i}: f64 eps_abs {eps:e}");
+            assert_eq!(plain.result.newton_steps, 0, "{label} problem {i}: Newton off");
+            if p.m() > POLISH_MAX_UNKNOWNS {
+                assert_eq!(n.result.newton_steps, 0, "{label} problem {i}: m {}", p.m());
+            }
+            let mut sol = ContactSolution::default();
+            cpu.solve(
+                p,
+                &SolverSettings {
+                    tolerance: tol,
+                    max_iterations: 2000,
+                    stall_guard: false,
+                    ..Default::default()
+                },
+                &mut sol,
+            )
+            .unwrap();
+            // Within Newton's reach the device iterates no more than the CPU
+            // (which solves them all at 0 iterations).
+            if p.m() <= POLISH_MAX_UNKNOWNS {
+                assert!(
+                    n.result.iterations as usize <= sol.stats.iterations,
+                    "{label} problem {i} (m {}): GPU {} iterations, CPU {}",
+                    p.m(),
+                    n.result.iterations,
+                    sol.stats.iterations
+                );
+            }
+            steps += n.result.newton_steps as usize;
+            with += n.result.iterations as usize;
+            without += plain.result.iterations as usize;
+            cpu_iterations += sol.stats.iterations;
+        }
+        eprintln!(
+            "{label}: {} problems, {steps} Newton steps; iterations GPU {with} (without Newton {without}), CPU {cpu_iterations}",
+            problems.len()
+        );
+        assert!(steps > 0, "{label}: no Newton step");
+        assert!(with < without, "{label}: Newton saved no iteration");
     }
 }

@@ -46,7 +46,7 @@ use super::batch::{
 };
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
 use super::shader::WgslConst;
-use crate::contact::solvers::{admm, polish};
+use crate::contact::solvers::{admm, newton, polish};
 use crate::contact::{KernelModel, SolverSettings};
 
 /// Power iterations of the kernel's estimate of the largest eigenvalue of
@@ -130,6 +130,12 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("POLISH_REGULARIZATION", POLISH_REGULARIZATION),
             WgslConst::u32("POLISH_MAX_UNKNOWNS", POLISH_MAX_UNKNOWNS as u32),
             WgslConst::f32("POLISH_DIRECTION_TOLERANCE", POLISH_DIRECTION_TOLERANCE),
+            WgslConst::u32("NEWTON_STEPS", newton::NEWTON_STEPS as u32),
+            WgslConst::u32("NEWTON_SOLVES", 1 + newton::REFINEMENTS as u32),
+            WgslConst::f32("NEWTON_SCALE_0", newton::R_SCALES[0]),
+            WgslConst::f32("NEWTON_SCALE_1", newton::R_SCALES[1]),
+            WgslConst::f32("NEWTON_ARMIJO", newton::ARMIJO),
+            WgslConst::f32("NEWTON_MIN_STEP", newton::MIN_STEP),
         ]
     }
 
@@ -183,6 +189,7 @@ impl BatchKernel for AdmmKernel {
             adaptive_rho: (ncp && settings.adaptive_rho) as u32,
             polish: (ncp && settings.polish) as u32,
             stall_guard: (ncp && settings.adaptive_rho && settings.stall_guard) as u32,
+            newton: (ncp && settings.polish && settings.newton) as u32,
             omega: settings.over_relaxation as f32,
             rho: settings.rho.unwrap_or(0.0) as f32,
             chunk: 1,
@@ -222,8 +229,19 @@ impl BatchKernel for AdmmKernel {
         // iterations) takes at most MAX_ROUNDS rounds of a few steps and
         // one factor column per unknown.
         let polishes = 1 + batch.max_iterations / admm::POLISH_INTERVAL as u64;
-        let polish_steps = polish::MAX_ROUNDS as u64
-            * (2 + m.min(POLISH_MAX_UNKNOWNS as u64) + 2 * POLISH_SOLVES as u64);
-        64 + 2 * (24 + m + batch.max_iterations * (3 + m / 5) + polishes * polish_steps)
+        let k = m.min(POLISH_MAX_UNKNOWNS as u64);
+        let polish_steps = polish::MAX_ROUNDS as u64 * (2 + k + 2 * POLISH_SOLVES as u64);
+        // Newton, after two attempts' first factorizations and each of
+        // those polishes: per scale of r, its steps of a Jacobian, k
+        // columns, the solves and at most 14 trials of the line search.
+        let newton_runs = 2 + polishes;
+        let newton_steps = newton::R_SCALES.len() as u64
+            * (1 + newton::NEWTON_STEPS as u64 * (2 + k + 1 + newton::REFINEMENTS as u64 + 14));
+        64 + 2
+            * (24
+                + m
+                + batch.max_iterations * (3 + m / 5)
+                + polishes * polish_steps
+                + newton_runs * newton_steps)
     }
 }

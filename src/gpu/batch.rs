@@ -138,7 +138,9 @@ pub struct GpuParams {
     pub polish: u32,
     /// ADMM (`ncp-admm`, adaptive ρ): the stall guard (1) or not (0).
     pub stall_guard: u32,
-    pub _pad: u32,
+    /// ADMM (`ncp-admm` with the polish): semismooth Newton where the
+    /// polish fails (1) or not (0), see `shaders/admm.wgsl`.
+    pub newton: u32,
     /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
     /// uploaded problems with the same lanes per problem, each `[first
     /// workgroup, first problem, problems, lanes per problem]`.
@@ -282,10 +284,11 @@ pub struct GpuResult {
     pub step: u32,
     /// ADMM: ρ before the change being factorized (0: not an adaptive change).
     pub rho_prev: f32,
-    /// ADMM (`ncp-admm` with polish): 1 when an active-set polish solved
-    /// the problem, else 0.
+    /// ADMM (`ncp-admm` with polish): 1 when an active-set polish or
+    /// Newton's steps solved the problem, else 0.
     pub polishes: u32,
-    /// ADMM: the polish's state (phase to return to, round, unknowns).
+    /// ADMM: the polish's or Newton's state (phase to return to, round,
+    /// unknowns; or steps, scale, halvings).
     pub polish: u32,
     /// ADMM stall guard: the ρ before it first raised ρ (0: never), the
     /// floor it set under the residual balancing (0: none), the best
@@ -294,7 +297,8 @@ pub struct GpuResult {
     pub rho_floor: f32,
     pub window_best: f32,
     pub window_start: u32,
-    pub _pad: u32,
+    /// ADMM (`ncp-admm`): Newton steps taken (solved or not).
+    pub newton_steps: u32,
 }
 
 /// `GpuResult::state` of a problem not started (the buffer is zeroed).
@@ -319,9 +323,11 @@ pub const fn tri(m: usize) -> usize {
 /// tmp, best, z, c, y: WGSL `ADMM_SLOTS`), before the factor.
 pub const ADMM_SLOTS: usize = 9;
 
-/// Vectors of `m` floats of the polish after the factor (modes, unknowns,
-/// pivots, two scalars: WGSL `POLISH_SLOTS`), before its `k × k` factor.
-pub const POLISH_SLOTS: usize = 4;
+/// Vectors of `m` floats of the finishers after the factor (the polish's
+/// modes, unknowns, pivots, two scalars; Newton's `(G + R)δ`, iterate's
+/// `λ` and `c`, and merit: WGSL `POLISH_SLOTS`), before the `k × k` LU
+/// factor they share.
+pub const POLISH_SLOTS: usize = 8;
 
 /// The most unknowns an `ncp-admm` polish takes on (WGSL
 /// `POLISH_MAX_UNKNOWNS`: 3 per sticking contact, 1 per sliding contact and

@@ -69,7 +69,7 @@ pub mod vjp;
 pub use batch::{
     BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch,
-    Layout, ProblemOutput, flag_names,
+    Layout, POLISH_MAX_UNKNOWNS, ProblemOutput, flag_names,
 };
 pub use kernel::{Decomposition, check_kernel, gpu_solvers};
 

@@ -18,7 +18,7 @@
 //! | `staggered` | NCP                                          | alternating normal / friction QPs  |
 
 pub(crate) mod admm;
-mod newton;
+pub(crate) mod newton;
 pub(crate) mod pgs;
 pub(crate) mod polish;
 pub(crate) mod raisim;

@@ -54,14 +54,14 @@ pub(crate) const NEWTON_STEPS: usize = 10;
 /// (measured with the NumPy prototype: on the humanoid's 280 hard problems
 /// 8 left unsolved instead of 22, on the Allegro hand's 50 problems 6.8
 /// ADMM iterations per solve instead of 13.6).
-const R_SCALES: [f64; 2] = [1.0, 100.0];
+pub(crate) const R_SCALES: [f64; 2] = [1.0, 100.0];
 /// `ε` of `J + εI`, relative to `J`'s largest entry (as the polish's).
 const REGULARIZATION: f64 = 1e-6;
 /// Iterative refinements of each step against `J`.
-const REFINEMENTS: usize = 3;
+pub(crate) const REFINEMENTS: usize = 3;
 /// Backtracking: the smallest step, and the sufficient decrease of `‖F‖²`.
-const MIN_STEP: f64 = 1e-4;
-const ARMIJO: f64 = 1e-4;
+pub(crate) const MIN_STEP: f64 = 1e-4;
+pub(crate) const ARMIJO: f64 = 1e-4;
 
 /// Reusable buffers (no allocation once grown).
 #[derive(Default)]
