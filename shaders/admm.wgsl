@@ -1078,7 +1078,7 @@ fn polish_step_cost(pr: Problem, st: SolveResult) -> u32 {
 // Only problems of at most POLISH_MAX_UNKNOWNS rows (J's factor takes the
 // polish's k x k floats, k = m). Phases, each a step of the state machine:
 //   NSTART   lambda = z in x, its c in tmp
-//   NJAC     F (PF), ||F||^2 (PPHI), eps = POLISH_REGULARIZATION max |J_ee|
+//   NJAC     F (PF), ||F||^2 (PPHI), eps = NEWTON_REGULARIZATION max |J_ee|
 //   NFACTOR  one column of the LU factor of J + eps I
 //   NSOLVE   delta in z_prev: step 0 solves, steps 1 .. NEWTON_SOLVES - 1
 //            refine (the residual -F - J delta in y, J delta from (G + R)
@@ -1351,7 +1351,7 @@ fn newton_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
         for (var e = 0u; e < m; e++) {
             jmax = max(jmax, abs(newton_entry(pr, ca, scale, e, e)));
         }
-        work[pk(pr, PAUX, 0u)] = POLISH_REGULARIZATION * jmax;
+        work[pk(pr, PAUX, 0u)] = NEWTON_REGULARIZATION * jmax;
         (*st).step = 0u;
         (*st).state = PHASE_NFACTOR;
     } else if (state == PHASE_NFACTOR) {

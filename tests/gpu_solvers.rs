@@ -1465,8 +1465,14 @@ fn newton_on_the_device_finishes_where_the_polish_alone_does_not() {
                 n.result
             );
             let eps = f64_eps(SolverKind::NcpAdmm, p, &n.lambda_f64());
-            assert!(eps <= 10.0 * tol, "{label} problem {i}: f64 eps_abs {eps:e}");
-            assert_eq!(plain.result.newton_steps, 0, "{label} problem {i}: Newton off");
+            assert!(
+                eps <= 10.0 * tol,
+                "{label} problem {i}: f64 eps_abs {eps:e}"
+            );
+            assert_eq!(
+                plain.result.newton_steps, 0,
+                "{label} problem {i}: Newton off"
+            );
             if p.m() > POLISH_MAX_UNKNOWNS {
                 assert_eq!(n.result.newton_steps, 0, "{label} problem {i}: m {}", p.m());
             }

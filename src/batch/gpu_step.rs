@@ -258,6 +258,7 @@ fn take_impulses(world: &mut World, p: crate::gpu::ProblemOutput<'_>) {
         rho: r.rho as f64,
         factorizations: r.factorizations as usize,
         polishes: r.polishes as usize,
+        newton_steps: r.newton_steps as usize,
         ..Default::default()
     };
 }

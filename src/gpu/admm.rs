@@ -4,10 +4,14 @@
 //! held fixed within an iteration for the NCP, warm start of the dual, cold
 //! restart when a corrected run diverges, best iterate returned on the cap,
 //! residual balancing of ρ for `ncp-admm`). `ncp-admm` also has the CPU's
-//! finishers but Newton: with `SolverSettings::polish`, the active-set
-//! polish of the warm start and of iterates 2, 5, 10 and every 20th (f32
-//! LU, one column per step; sliding directions checked, see the WGSL), and
-//! with `stall_guard` the tenfold raise of a stalled ρ.
+//! finishers: with `SolverSettings::polish`, the active-set polish of the
+//! warm start and of iterates 2, 5, 10 and every 20th (f32 LU, one column
+//! per step; sliding directions checked, see the WGSL); with `newton` as
+//! well, semismooth Newton steps on the Alart–Curnier function from the
+//! guess once `G + R + ρI` has factorized and after each failed polish of
+//! every 20th iterate, on problems of up to [`POLISH_MAX_UNKNOWNS`] rows
+//! (the CPU's `newton.rs` in f32, its `m × m` LU in the polish's scratch);
+//! and with `stall_guard` the tenfold raise of a stalled ρ.
 //!
 //! Two entry points, one per [`Decomposition`]: `main`, one invocation per
 //! problem; `main_workgroup`, one workgroup of [`WA_LANES`] invocations per
@@ -64,6 +68,13 @@ const POLISH_DIRECTION_TOLERANCE: f64 = 1e-4;
 /// The polish's regularization of `H`, relative to its largest diagonal
 /// entry: the CPU's 1e-6 of `H`'s largest entry is ten f32 roundings.
 const POLISH_REGULARIZATION: f64 = 1e-5;
+/// Newton's regularization of `J`, relative to its largest diagonal entry.
+/// Where `G` is singular (a box resting on four corners) `F`'s rounding
+/// along `G`'s null space comes back divided by it, as internal forces in
+/// λ that move nothing: at the polish's 1e-5 the resting cube's λ had
+/// tangential impulses 0.4 % of its normal ones and its derivatives were
+/// 1e-3 from the CPU's (`tests/batch_gradients.rs`); at 1e-4, 2e-5.
+const NEWTON_REGULARIZATION: f64 = 1e-4;
 /// Invocations per workgroup (the WGSL constant of the same name).
 pub const WORKGROUP_SIZE: u32 = 64;
 /// The lower end of ρ's range, relative to `L`: the CPU's is 1e-6, but in
@@ -130,6 +141,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("POLISH_REGULARIZATION", POLISH_REGULARIZATION),
             WgslConst::u32("POLISH_MAX_UNKNOWNS", POLISH_MAX_UNKNOWNS as u32),
             WgslConst::f32("POLISH_DIRECTION_TOLERANCE", POLISH_DIRECTION_TOLERANCE),
+            WgslConst::f32("NEWTON_REGULARIZATION", NEWTON_REGULARIZATION),
             WgslConst::u32("NEWTON_STEPS", newton::NEWTON_STEPS as u32),
             WgslConst::u32("NEWTON_SOLVES", 1 + newton::REFINEMENTS as u32),
             WgslConst::f32("NEWTON_SCALE_0", newton::R_SCALES[0]),
