@@ -588,6 +588,12 @@ fn polish_pack(ret: u32, round: u32, k: u32) -> u32 {
     return ret | (round << 4u) | (k << 9u);
 }
 
+// st.polish with a new round and k, its phase to return to and its
+// NEWTON_AFTER kept.
+fn polish_repack(st: SolveResult, round: u32, k: u32) -> u32 {
+    return polish_pack(polish_ret(st), round, k) | (st.polish & NEWTON_AFTER);
+}
+
 fn polish_ret(st: SolveResult) -> u32 {
     return st.polish & 15u;
 }
@@ -980,7 +986,7 @@ fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
             polish_failed(pr, st);
             return;
         }
-        (*st).polish = polish_pack(polish_ret(*st), round, k);
+        (*st).polish = polish_repack(*st, round, k);
         (*st).step = 0u;
         (*st).state = select(PHASE_PFACTOR, PHASE_PSOLVE, k == 0u);
     } else if ((*st).state == PHASE_PFACTOR) {
@@ -1033,7 +1039,7 @@ fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
             polish_failed(pr, st);
             return;
         }
-        (*st).polish = polish_pack(polish_ret(*st), round + 1u, 0u);
+        (*st).polish = polish_repack(*st, round + 1u, 0u);
         (*st).step = 0u;
         (*st).state = PHASE_PMODES;
     }

@@ -310,12 +310,23 @@ pub fn box_grid(side: usize) -> Result<Scene, ModelError> {
 
 /// Six 1 kg boxes (0.2 m) stacked 3-2-1 in the x-z plane, 1 cm apart in a row.
 pub fn pyramid() -> Result<Scene, ModelError> {
-    let mut b = ModelBuilder::new("pyramid");
+    pyramid_of(3)
+}
+
+/// [`pyramid`] with `rows` rows (`rows`, `rows − 1`, …, 1 boxes; named
+/// `pyramid` for 3 rows, else `pyramid-ROWS`).
+pub fn pyramid_of(rows: usize) -> Result<Scene, ModelError> {
+    let name = if rows == 3 {
+        "pyramid".to_string()
+    } else {
+        format!("pyramid-{rows}")
+    };
+    let mut b = ModelBuilder::new(&name);
     ground(&mut b, Material::with_friction(0.6))?;
     let (s, gap) = (0.2, 0.01);
     let mut places = Vec::new();
-    for row in 0..3 {
-        let n = 3 - row;
+    for row in 0..rows {
+        let n = rows - row;
         for k in 0..n {
             let x = (k as f64 - (n - 1) as f64 / 2.0) * (s + gap);
             places.push(Vec3::new(x, 0.0, s / 2.0 + row as f64 * s));
@@ -335,7 +346,7 @@ pub fn pyramid() -> Result<Scene, ModelError> {
     }
     let v = DVector::zeros(model.nv);
     Ok(Scene {
-        name: "pyramid".into(),
+        name,
         model,
         state: State::new(q, v),
         dt: 1e-3,

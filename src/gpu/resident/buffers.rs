@@ -60,6 +60,7 @@ pub(super) fn kernel(
     ctx: &GpuContext,
     model: &Model,
     per_world: bool,
+    initial_moving: usize,
 ) -> Result<Kernel, ResidentError> {
     let device = &ctx.device;
     let contacts = !super::contacts::device_pairs(model)
@@ -70,7 +71,7 @@ pub(super) fn kernel(
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("resident step"),
-        source: wgpu::ShaderSource::Wgsl(source_for(model, per_world).into()),
+        source: wgpu::ShaderSource::Wgsl(source_for(model, per_world, initial_moving).into()),
     });
     let group0 = layout(ctx, "resident state", &GROUP0_READ_ONLY, true);
     let group1 = contacts.then(|| layout(ctx, "resident contacts", &GROUP1_READ_ONLY, false));

@@ -29,13 +29,16 @@
 //! **Capacity.** A world has room for every contact its shapes can make
 //! against the half-spaces (two per capsule, four per box, one per ball)
 //! and for [`MOVING_CONTACT_CAPACITY`] contacts between moving shapes (or
-//! four per box that can touch another box, if that is more: a box resting
-//! flat on another touches it at four corners), or as many as the moving
-//! pairs can make if that is fewer: exact for every model but Gymnasium's
+//! four per box that can touch another box, or a quarter more than the
+//! host's collision detection finds at the batch's initial states, if that
+//! is more: a box resting flat on another touches it at four corners, a
+//! 4-3-2-1 pyramid at rest 48 times), or as many as the moving pairs can
+//! make if that is fewer: exact for every model but Gymnasium's
 //! humanoid, whose 109 pairs of limbs would otherwise take 109 rows of
 //! room each step (448 rows and 402 kB of `G` per world, against 169 rows
-//! and 58 kB), and stacks of boxes (eight per box–box pair: the pyramid
-//! has room for 24 box–box contacts, the 24 it makes at rest). A step that
+//! and 58 kB), and stacks of boxes (eight per box–box pair: the pyramid,
+//! made at rest, has room for 30 box–box contacts, a quarter more than
+//! the 24 it makes there). A step that
 //! finds more contacts than that keeps the deepest (smallest signed
 //! distance) and drops the others; the count dropped is read back per
 //! world and reported (`BatchStepReport::
@@ -221,10 +224,12 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
 }
 
 /// Room for contacts between moving shapes: [`MOVING_CONTACT_CAPACITY`],
-/// or four per box that can touch another box if that is more (a box
-/// resting flat on another touches it at four corners: a stack or a
-/// pyramid of boxes at rest fits).
-fn moving_room(pairs: &[DevicePair]) -> usize {
+/// four per box that can touch another box (a box resting flat on another
+/// touches it at four corners: a stack or a pyramid of boxes at rest
+/// fits), or a quarter more than `initial` (the most the host's collision
+/// detection finds between moving shapes at the batch's initial states,
+/// [`initial_moving_contacts`]), whichever is most.
+fn moving_room(pairs: &[DevicePair], initial: usize) -> usize {
     let mut boxes: Vec<usize> = pairs
         .iter()
         .filter(|p| p.boxes())
@@ -232,7 +237,54 @@ fn moving_room(pairs: &[DevicePair]) -> usize {
         .collect();
     boxes.sort_unstable();
     boxes.dedup();
-    MOVING_CONTACT_CAPACITY.max(4 * boxes.len())
+    MOVING_CONTACT_CAPACITY
+        .max(4 * boxes.len())
+        .max(initial + initial.div_ceil(4))
+}
+
+/// The most contacts of the moving pairs ([`DevicePair::moving`]: two
+/// round shapes, a box and a ball, two boxes) that the host's collision
+/// detection (margin `margin`) finds at any of `initial` (consecutive equal
+/// configurations counted once): what a batch that starts there needs
+/// room for at its first step. 0 for a model without moving pairs.
+pub fn initial_moving_contacts(model: &Model, margin: f64, initial: &[crate::sim::State]) -> usize {
+    let mut moving: Vec<(usize, usize)> = device_pairs(model)
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| p.moving())
+        .map(|p| (p.geom_a.min(p.geom_b), p.geom_a.max(p.geom_b)))
+        .collect();
+    if moving.is_empty() {
+        return 0;
+    }
+    moving.sort_unstable();
+    let mut data = crate::dynamics::Data::new(model);
+    let mut detector = crate::collision::CollisionDetector::new(model, margin);
+    let mut contacts = Vec::new();
+    let mut most = 0;
+    let mut last: Option<&[f64]> = None;
+    for state in initial {
+        let q = state.q.as_slice();
+        if last == Some(q) {
+            continue;
+        }
+        last = Some(q);
+        crate::dynamics::forward_kinematics(model, &mut data, q);
+        contacts.clear();
+        // (A pair the host cannot collide is refused by `device_pairs`
+        // before this is asked.)
+        if detector.detect(model, &data, &mut contacts).is_ok() {
+            let count = contacts
+                .iter()
+                .filter(|c| {
+                    let pair = (c.geom_a.min(c.geom_b), c.geom_a.max(c.geom_b));
+                    moving.binary_search(&pair).is_ok()
+                })
+                .count();
+            most = most.max(count);
+        }
+    }
+    most
 }
 
 /// The sizes the contact stage is compiled for.
@@ -255,7 +307,16 @@ pub struct ContactSizes {
 }
 
 impl ContactSizes {
+    /// The sizes for `pairs` and `limit_rows` rows of joint limits, with
+    /// the room between moving shapes of [`moving_room`] (no initial
+    /// contacts).
     pub fn of(pairs: &[DevicePair], limit_rows: usize) -> Self {
+        Self::starting_with(pairs, limit_rows, 0)
+    }
+
+    /// [`Self::of`] for a batch whose initial states have up to
+    /// `initial_moving` contacts between moving shapes.
+    pub fn starting_with(pairs: &[DevicePair], limit_rows: usize, initial_moving: usize) -> Self {
         let on_world: usize = pairs
             .iter()
             .filter(|p| !p.moving())
@@ -268,7 +329,7 @@ impl ContactSizes {
             .sum();
         ContactSizes {
             pairs: pairs.len(),
-            max_contacts: on_world + moving.min(moving_room(pairs)),
+            max_contacts: on_world + moving.min(moving_room(pairs, initial_moving)),
             exact_contacts: on_world + moving,
             slots: pairs.iter().map(DevicePair::slots).sum(),
             limit_rows,

@@ -143,6 +143,10 @@ fn actuated_joints(actuator_words: &[u32]) -> Vec<(u32, u32)> {
 pub struct ResidentBatch {
     ctx: GpuContext,
     model: Model,
+    /// The most contacts between moving shapes at the initial states (the
+    /// contact room is at least a quarter more; see
+    /// [`contacts::initial_moving_contacts`]).
+    initial_moving: usize,
     nworlds: usize,
     params: SimParams,
     kernel: Kernel,
@@ -340,11 +344,14 @@ impl ResidentBatch {
         // a driver that fails to build it loses the device (NVIDIA's, on
         // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
         // it would fail for that reason.
-        let built = kernel(ctx, model, false)?;
+        let initial_moving =
+            contacts::initial_moving_contacts(model, params.contact_margin, initial);
+        let built = kernel(ctx, model, false, initial_moving)?;
         let contacts = if pairs.is_empty() {
             None
         } else {
-            let sizes = ContactSizes::of(&pairs, limit_rows(model).max(4));
+            let sizes =
+                ContactSizes::starting_with(&pairs, limit_rows(model).max(4), initial_moving);
             Some(ContactStage::new(
                 ctx, model, params, &pairs, sizes, nworlds,
             )?)
@@ -492,6 +499,7 @@ impl ResidentBatch {
         Ok(ResidentBatch {
             ctx: ctx.clone(),
             model: model.clone(),
+            initial_moving,
             nworlds,
             params: *params,
             kernel: built,
@@ -911,7 +919,7 @@ impl ResidentBatch {
                 });
             }
         }
-        let built = kernel(&self.ctx, &self.model, true)?;
+        let built = kernel(&self.ctx, &self.model, true, self.initial_moving)?;
         let device = &self.ctx.device;
         let each = |label: &str, bytes: &[u8]| {
             let buffer = device.create_buffer(&wgpu::BufferDescriptor {

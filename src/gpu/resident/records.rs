@@ -10,12 +10,14 @@ use crate::sim::SimParams;
 /// The kernel's WGSL for `model`: a header of its sizes, then
 /// `shaders/resident.wgsl`.
 pub fn source(model: &Model) -> String {
-    source_for(model, false)
+    source_for(model, false, 0)
 }
 
 /// The kernel's source for `model`, with each world's own model records
-/// and parameters (`per_world`) or one copy for all.
-pub fn source_for(model: &Model, per_world: bool) -> String {
+/// and parameters (`per_world`) or one copy for all, and room for
+/// `initial_moving` contacts between moving shapes at least (see
+/// [`ContactSizes::starting_with`]).
+pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> String {
     // At least 4: lavapipe compiled the kernel with 1- or 2-row arrays
     // into code 7× slower (13 ms against 1.9 ms a step of 1 024 double
     // pendulums, 2 cores), whatever the rows in use.
@@ -29,7 +31,8 @@ pub fn source_for(model: &Model, per_world: bool) -> String {
     } else {
         format!(
             "const CONTACTS: bool = true;\n{}{}",
-            ContactSizes::of(&pairs, rows).header(model.nv, model.nbodies),
+            ContactSizes::starting_with(&pairs, rows, initial_moving)
+                .header(model.nv, model.nbodies),
             include_str!("../../../shaders/resident_contacts.wgsl")
         )
     };
