@@ -1512,3 +1512,76 @@ fn newton_on_the_device_finishes_where_the_polish_alone_does_not() {
         assert!(with < without, "{label}: Newton saved no iteration");
     }
 }
+
+/// The lying humanoid's problems (Gymnasium's humanoid falling with zero
+/// controls, every 5th of 1 500 steps), cold: ill-conditioned and statically
+/// indeterminate, where Newton from the guess often fails and the finisher
+/// that solves is the polish-then-Newton of every 20th iterate. With Newton
+/// the device converges every problem in a few tens of iterations; with the
+/// polish alone it leaves many at the cap and iterates far longer.
+#[test]
+fn newton_on_the_device_converges_the_lying_humanoid_cold() {
+    // The GPU's smallest tolerance (`batch::GPU_MIN_TOLERANCE`).
+    const TOL: f64 = 1e-6;
+    let Some(ctx) = context() else { return };
+    let Some(loaded) = common::gymnasium("humanoid.xml") else {
+        return;
+    };
+    let model = std::sync::Arc::new(loaded.model.clone());
+    let mut params = SimParams {
+        dt: loaded.timestep.unwrap(),
+        ..Default::default()
+    };
+    params.solver_settings.tolerance = TOL;
+    let mut sim = moreau::sim::Simulator::new(model.clone(), params).unwrap();
+    let mut state = moreau::State::new(loaded.q0.clone(), DVector::zeros(model.nv));
+    let ctrl = vec![0.0; model.nu()];
+    let mut problems = Vec::new();
+    for k in 0..1500 {
+        let r = sim.step_controls(&mut state, &ctrl).unwrap();
+        if r.nc > 0 && (k + 1) % 5 == 0 {
+            let mut p = sim.problem_with_delassus().clone();
+            p.warm_start.fill(0.0);
+            problems.push(p);
+        }
+    }
+    assert!(problems.len() > 200, "{} problems", problems.len());
+    let cap = BatchCapacity::for_problems(&problems);
+    let mut runs = Vec::new();
+    for newton in [true, false] {
+        let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpAdmm, cap).unwrap();
+        let mut out = BatchOutput::default();
+        let s = SolverSettings {
+            tolerance: TOL,
+            newton,
+            ..Default::default()
+        };
+        gpu.solve(&problems, &s, &mut out).unwrap();
+        let (mut iterations, mut unconverged, mut steps) = (0, 0, 0);
+        for (i, p) in problems.iter().enumerate() {
+            let o = out.problem(i);
+            assert_eq!(o.flags(), 0, "problem {i}: {:?}", flag_names(o.flags()));
+            iterations += o.result.iterations as usize;
+            steps += o.result.newton_steps as usize;
+            if o.converged() {
+                let eps = f64_eps(SolverKind::NcpAdmm, p, &o.lambda_f64());
+                assert!(eps <= 10.0 * TOL, "problem {i}: f64 eps_abs {eps:e}");
+            } else {
+                unconverged += 1;
+            }
+        }
+        println!(
+            "lying humanoid, cold, Newton {newton}: {} problems, {unconverged} unconverged, {:.1} iterations and {:.1} Newton steps per solve",
+            problems.len(),
+            iterations as f64 / problems.len() as f64,
+            steps as f64 / problems.len() as f64
+        );
+        runs.push((iterations, unconverged));
+    }
+    let [(it_with, bad_with), (it_without, bad_without)] = runs[..] else {
+        unreachable!()
+    };
+    assert_eq!(bad_with, 0, "unconverged with Newton");
+    assert!(bad_without > 10, "{bad_without} unconverged without Newton");
+    assert!(3 * it_with < it_without, "{it_with} vs {it_without}");
+}

@@ -19,6 +19,8 @@ pub struct SolvedProblem {
     /// `c = (G + R)λ + g` as the solver returned it.
     pub c: Vec<f64>,
     pub iterations: usize,
+    /// `ncp-admm`: semismooth Newton steps taken (see `SolverStats`).
+    pub newton_steps: usize,
     pub converged: bool,
     /// The solver's own residuals (on the GPU, the kernel's).
     pub residuals: Residuals,
@@ -70,6 +72,7 @@ pub fn solve_problems(
             lambda: s.lambda.as_slice().to_vec(),
             c: s.c.as_slice().to_vec(),
             iterations: s.stats.iterations,
+            newton_steps: s.stats.newton_steps,
             converged: s.stats.converged,
             residuals: s.stats.residuals,
             time_us: start.elapsed().as_secs_f64() * 1e6,
@@ -109,6 +112,7 @@ pub fn solve_problems(
                     lambda: p.lambda.iter().map(|&x| f64::from(x)).collect(),
                     c: p.c.iter().map(|&x| f64::from(x)).collect(),
                     iterations: r.iterations as usize,
+                    newton_steps: r.newton_steps as usize,
                     converged: p.converged(),
                     residuals: Residuals {
                         primal: f64::from(r.primal),

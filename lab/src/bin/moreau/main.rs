@@ -214,7 +214,7 @@ enum Command {
     },
     /// Solve the contact problems of a JSON file (one problem or a list; see
     /// `moreau run --dump-problems`). Prints one JSON object per problem and line:
-    /// problem, nc, solver, model, lambda, c, iterations, converged, eps_abs,
+    /// problem, nc, solver, model, lambda, c, iterations, newton_steps, converged, eps_abs,
     /// eps_p, eps_d, eps_c, eps_ncp, time_us. eps_abs (= max of eps_p, eps_d,
     /// eps_c) is the residual of the solver's own model (ncp, ccp, lcp-<facets>;
     /// for raisim, which solves no cone problem, its own stopping residual);

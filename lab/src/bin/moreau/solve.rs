@@ -14,6 +14,7 @@ pub(crate) struct SolveLine<'a> {
     lambda: &'a [f64],
     c: &'a [f64],
     iterations: usize,
+    newton_steps: usize,
     converged: bool,
     #[serde(flatten)]
     eps: Eps,
@@ -82,6 +83,7 @@ pub(crate) fn solve(
             lambda: &s.lambda,
             c: &c,
             iterations: s.iterations,
+            newton_steps: s.newton_steps,
             converged: s.converged,
             eps: Eps::new(own.unwrap_or(s.residuals), ncp),
             time_us: s.time_us,
