@@ -242,11 +242,16 @@ fn moving_room(pairs: &[DevicePair], initial: usize) -> usize {
         .max(initial + initial.div_ceil(4))
 }
 
+/// The most initial states [`initial_moving_contacts`] collides (each a
+/// collision pass over the model on the host, when a batch is made).
+pub const ROOM_SAMPLES: usize = 4096;
+
 /// The most contacts of the moving pairs ([`DevicePair::moving`]: two
 /// round shapes, a box and a ball, two boxes) that the host's collision
 /// detection (margin `margin`) finds at any of `initial` (consecutive equal
-/// configurations counted once): what a batch that starts there needs
-/// room for at its first step. 0 for a model without moving pairs.
+/// configurations counted once; of more than [`ROOM_SAMPLES`] states, that
+/// many evenly spaced): what a batch that starts there needs room for at
+/// its first step. 0 for a model without moving pairs.
 pub fn initial_moving_contacts(model: &Model, margin: f64, initial: &[crate::sim::State]) -> usize {
     let mut moving: Vec<(usize, usize)> = device_pairs(model)
         .unwrap_or_default()
@@ -263,7 +268,8 @@ pub fn initial_moving_contacts(model: &Model, margin: f64, initial: &[crate::sim
     let mut contacts = Vec::new();
     let mut most = 0;
     let mut last: Option<&[f64]> = None;
-    for state in initial {
+    let stride = initial.len().div_ceil(ROOM_SAMPLES).max(1);
+    for state in initial.iter().step_by(stride) {
         let q = state.q.as_slice();
         if last == Some(q) {
             continue;
