@@ -412,9 +412,10 @@ impl BatchCapacity {
         self.contacts + self.unilateral_rows.div_ceil(3)
     }
 
-    /// Scratch floats ADMM needs at most: `Σ (ADMM_SLOTS + POLISH_SLOTS)·m
-    /// + m(m+1)/2 + k²` with `k = min(m, POLISH_MAX_UNKNOWNS)` (`k² ≤ m² <
-    /// 2·m(m+1)/2`, and at most the largest problem's for each problem).
+    /// Scratch floats ADMM needs at most: the sum over problems of
+    /// `(ADMM_SLOTS + POLISH_SLOTS)·m + m(m+1)/2 + k²` with
+    /// `k = min(m, POLISH_MAX_UNKNOWNS)` (`k² ≤ m² < 2·m(m+1)/2`, and at
+    /// most the largest problem's for each problem).
     pub fn admm_work_floats(&self) -> usize {
         let k = self.max_rows_per_problem().min(POLISH_MAX_UNKNOWNS);
         let factors = (2 * self.delassus_floats).min(self.problems * k * k);
