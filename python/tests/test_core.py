@@ -488,9 +488,10 @@ def test_solve_a_batch_on_the_cpu_equals_solving_each():
 def test_solve_a_batch_on_the_gpu_against_the_cpu():
     """All the problems in one kernel (f32; lavapipe in CI): PGS's answers
     within 1e-3 of the f64 CPU solver's (relative to the largest impulse),
-    every problem converged; ADMM's too, with its active-set polish (without
-    it, the de Saxcé fixed point stalls on one of the 64). No adapter:
-    RuntimeError, a failure in CI (MOREAU_REQUIRE_GPU=1)."""
+    every problem converged; ADMM's too, with its finishers (without the
+    polish, the de Saxcé fixed point stalls on one of the 64): no more
+    iterations than the CPU's, Newton's steps taken on both sides. No
+    adapter: RuntimeError, a failure in CI (MOREAU_REQUIRE_GPU=1)."""
     G, g, mu = _random_problems(64, 4, seed=0)
     try:
         gpu = moreau.solve(G, g, mu, solver="ncp-pgs", tolerance=1e-5, max_iterations=2000, device="gpu")
@@ -505,6 +506,9 @@ def test_solve_a_batch_on_the_gpu_against_the_cpu():
     admm = moreau.solve(G, g, mu, solver="ncp-admm", tolerance=1e-5, max_iterations=2000, device="gpu")
     assert admm["converged"].all()
     assert np.abs(admm["lambda"] - cpu["lambda"]).max() <= 1e-3 * scale
+    cpu_admm = moreau.solve(G, g, mu, solver="ncp-admm", tolerance=1e-5, max_iterations=2000)
+    assert (admm["iterations"] <= cpu_admm["iterations"]).all()
+    assert admm["newton_steps"].sum() > 0 and cpu_admm["newton_steps"].sum() > 0
     # A Delassus matrix that is not PSD is refused, naming the problem.
     bad = G.copy()
     bad[3, 0, 1] = bad[3, 1, 0] = 3.0 * max(bad[3, 0, 0], bad[3, 1, 1])
