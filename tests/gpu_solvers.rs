@@ -1423,6 +1423,20 @@ fn the_gpu_polish_converges_where_the_cpu_polish_does_and_saves_iterations() {
     }
 }
 
+/// `problems` solved by the GPU `ncp-admm` at `settings`, in one batch of
+/// exactly their size.
+fn admm_on_gpu(
+    ctx: &GpuContext,
+    problems: &[ContactProblem],
+    settings: &SolverSettings,
+) -> BatchOutput {
+    let cap = BatchCapacity::for_problems(problems);
+    let mut gpu = GpuSolver::new(ctx, SolverKind::NcpAdmm, cap).unwrap();
+    let mut out = BatchOutput::default();
+    gpu.solve(problems, settings, &mut out).unwrap();
+    out
+}
+
 /// Semismooth Newton on the device (`settings.newton`, the default, after
 /// a failed polish and from the guess once `G` has factorized, as on the
 /// CPU): on the random batch and the scenes cold it takes steps, solves
@@ -1439,21 +1453,19 @@ fn newton_on_the_device_finishes_where_the_polish_alone_does_not() {
         ("random", random_batch(), TOL_GPU),
         ("scenes cold", cold, TOL_SCENES),
     ] {
-        let cap = BatchCapacity::uniform(problems.len(), 64);
-        let mut runs = Vec::new();
-        for newton in [true, false] {
-            let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpAdmm, cap).unwrap();
-            let mut out = BatchOutput::default();
-            let s = SolverSettings {
-                tolerance: tol,
-                max_iterations: 2000,
-                stall_guard: false,
-                newton,
-                ..Default::default()
-            };
-            gpu.solve(&problems, &s, &mut out).unwrap();
-            runs.push(out);
-        }
+        let runs = [true, false].map(|newton| {
+            admm_on_gpu(
+                &ctx,
+                &problems,
+                &SolverSettings {
+                    tolerance: tol,
+                    max_iterations: 2000,
+                    stall_guard: false,
+                    newton,
+                    ..Default::default()
+                },
+            )
+        });
         let mut cpu = SolverKind::NcpAdmm.build();
         let (mut steps, mut with, mut without, mut cpu_iterations) = (0, 0, 0, 0);
         for (i, p) in problems.iter().enumerate() {
@@ -1546,17 +1558,14 @@ fn newton_on_the_device_converges_the_lying_humanoid_cold() {
         }
     }
     assert!(problems.len() > 200, "{} problems", problems.len());
-    let cap = BatchCapacity::for_problems(&problems);
     let mut runs = Vec::new();
     for newton in [true, false] {
-        let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpAdmm, cap).unwrap();
-        let mut out = BatchOutput::default();
         let s = SolverSettings {
             tolerance: TOL,
             newton,
             ..Default::default()
         };
-        gpu.solve(&problems, &s, &mut out).unwrap();
+        let out = admm_on_gpu(&ctx, &problems, &s);
         let (mut iterations, mut unconverged, mut steps) = (0, 0, 0);
         for (i, p) in problems.iter().enumerate() {
             let o = out.problem(i);

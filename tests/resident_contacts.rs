@@ -1209,8 +1209,12 @@ fn the_room_for_contacts_comes_from_the_initial_states_too() {
     for (rows, at_rest, rule_room, room) in [(3, 24, 24, 30), (4, 48, 40, 60)] {
         let scene = moreau::scenes::pyramid_of(rows).unwrap();
         let pairs = device_pairs(&scene.model).unwrap();
-        let initial =
-            initial_moving_contacts(&scene.model, margin, std::slice::from_ref(&scene.state));
+        let initial = initial_moving_contacts(
+            &scene.model,
+            &pairs,
+            margin,
+            std::slice::from_ref(&scene.state),
+        );
         assert_eq!(initial, at_rest, "{rows} rows");
         let (rule, sized) = (
             ContactSizes::of(&pairs, 0),
@@ -1228,6 +1232,9 @@ fn the_room_for_contacts_comes_from_the_initial_states_too() {
         for b in 0..rows * (rows + 1) / 2 {
             apart.q[7 * b + 2] += 1.0 + b as f64;
         }
-        assert_eq!(initial_moving_contacts(&scene.model, margin, &[apart]), 0);
+        assert_eq!(
+            initial_moving_contacts(&scene.model, &pairs, margin, &[apart]),
+            0
+        );
     }
 }

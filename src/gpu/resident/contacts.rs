@@ -246,15 +246,20 @@ fn moving_room(pairs: &[DevicePair], initial: usize) -> usize {
 /// collision pass over the model on the host, when a batch is made).
 pub const ROOM_SAMPLES: usize = 4096;
 
-/// The most contacts of the moving pairs ([`DevicePair::moving`]: two
-/// round shapes, a box and a ball, two boxes) that the host's collision
+/// The most contacts of the moving pairs among `pairs` (the model's
+/// [`device_pairs`]; [`DevicePair::moving`]: two round shapes, a box and a
+/// ball, two boxes) that the host's collision
 /// detection (margin `margin`) finds at any of `initial` (consecutive equal
 /// configurations counted once; of more than [`ROOM_SAMPLES`] states, that
 /// many evenly spaced): what a batch that starts there needs room for at
 /// its first step. 0 for a model without moving pairs.
-pub fn initial_moving_contacts(model: &Model, margin: f64, initial: &[crate::sim::State]) -> usize {
-    let mut moving: Vec<(usize, usize)> = device_pairs(model)
-        .unwrap_or_default()
+pub fn initial_moving_contacts(
+    model: &Model,
+    pairs: &[DevicePair],
+    margin: f64,
+    initial: &[crate::sim::State],
+) -> usize {
+    let mut moving: Vec<(usize, usize)> = pairs
         .iter()
         .filter(|p| p.moving())
         .map(|p| (p.geom_a.min(p.geom_b), p.geom_a.max(p.geom_b)))
@@ -277,8 +282,7 @@ pub fn initial_moving_contacts(model: &Model, margin: f64, initial: &[crate::sim
         last = Some(q);
         crate::dynamics::forward_kinematics(model, &mut data, q);
         contacts.clear();
-        // (A pair the host cannot collide is refused by `device_pairs`
-        // before this is asked.)
+        // (A pair the host cannot collide is refused by `device_pairs`.)
         if detector.detect(model, &data, &mut contacts).is_ok() {
             let count = contacts
                 .iter()

@@ -345,7 +345,7 @@ impl ResidentBatch {
         // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
         // it would fail for that reason.
         let initial_moving =
-            contacts::initial_moving_contacts(model, params.contact_margin, initial);
+            contacts::initial_moving_contacts(model, &pairs, params.contact_margin, initial);
         let built = kernel(ctx, model, false, initial_moving)?;
         let contacts = if pairs.is_empty() {
             None
