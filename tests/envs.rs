@@ -4,8 +4,13 @@
 
 use moreau::batch::Backend;
 use moreau::envs::{
-    BoxPush, CartPoleSwingUp, EnvError, QuadrupedWalk, Rng, StepResult, Task, VecEnv, VecEnvOptions,
+    BoxPush, BoxSpace, CartPoleSwingUp, EnvError, InputGradient, QuadrupedWalk, Rng, StepResult,
+    TASK_NAMES, Task, Transition, TransitionGradient, VecEnv, VecEnvOptions,
+    check_task_derivatives, make_task,
 };
+use moreau::model::{JointType, Model};
+use moreau::sim::State;
+use std::sync::Arc;
 use std::time::Instant;
 
 fn env<T: Task>(task: T, nenv: usize) -> VecEnv<T> {
@@ -411,3 +416,202 @@ fn a_boxed_task_is_a_task() {
         assert!(r.obs.iter().all(|x| x.is_finite()), "{name}");
     }
 }
+
+/// A random transition of `task`: two of its initial states, their
+/// velocities and (for a free base) orientations disturbed, the second's
+/// quaternion scaled off unit norm (the derivatives go through its
+/// normalization), a random action and energy.
+fn random_transition(task: &dyn Task, rng: &mut Rng) -> (State, State, Vec<f64>, Vec<f64>, f64) {
+    let mut episode = vec![0.0; task.episode_dim()];
+    let mut draw = |rng: &mut Rng, scale: f64| {
+        let mut s = task.reset(rng, &mut episode);
+        for v in s.v.iter_mut() {
+            *v += rng.range(-1.0, 1.0);
+        }
+        if matches!(task.model().joint_type.get(1), Some(JointType::Free)) {
+            for k in 3..7 {
+                s.q[k] += rng.range(-0.3, 0.3);
+            }
+            let norm = s.q.rows(3, 4).norm();
+            for k in 3..7 {
+                s.q[k] *= scale / norm;
+            }
+        }
+        s.t = rng.range(0.0, 2.0);
+        s
+    };
+    let prev = draw(rng, 1.0);
+    let next = draw(rng, 1.1);
+    let action: Vec<f64> = (0..task.action_dim())
+        .map(|_| rng.range(-1.0, 1.0))
+        .collect();
+    let energy = rng.range(0.0, 2.0);
+    (prev, next, action, episode, energy)
+}
+
+#[test]
+fn the_tasks_derivatives_match_central_differences() {
+    let mut rng = Rng::new(7);
+    for name in ["cartpole-swingup", "quadruped-walk", "quadruped-stand-up"] {
+        let task = make_task(name, &[]).unwrap();
+        let mut worst = [0.0f64; 3];
+        for _ in 0..20 {
+            let (prev, next, action, episode, energy) = random_transition(task.as_ref(), &mut rng);
+            let t = Transition {
+                prev: &prev,
+                state: &next,
+                action: &action,
+                episode: &episode,
+                energy,
+                dt: 0.02,
+            };
+            let c = check_task_derivatives(task.as_ref(), &t, 1e-6).unwrap();
+            worst[0] = worst[0].max(c.observe);
+            worst[1] = worst[1].max(c.torques);
+            worst[2] = worst[2].max(c.reward);
+        }
+        println!("{name}: observe {:.1e}, torques {:.1e}, reward {:.1e}", worst[0], worst[1], worst[2]);
+        // The observation is rounded to f32 (differences of step 1e-3).
+        assert!(worst[0] < 1e-4, "{name}: observe {worst:?}");
+        assert!(worst[1] < 1e-7, "{name}: torques {worst:?}");
+        assert!(worst[2] < 1e-7, "{name}: reward {worst:?}");
+    }
+}
+
+/// The cart-pole with a wrong written derivative of its reward (twice the
+/// true one), to show the check sees it.
+struct WrongReward(CartPoleSwingUp);
+
+impl Task for WrongReward {
+    fn name(&self) -> &str {
+        "wrong-reward"
+    }
+    fn model(&self) -> &Arc<Model> {
+        self.0.model()
+    }
+    fn substeps(&self) -> usize {
+        self.0.substeps()
+    }
+    fn max_episode_steps(&self) -> usize {
+        self.0.max_episode_steps()
+    }
+    fn observation_space(&self) -> BoxSpace {
+        self.0.observation_space()
+    }
+    fn action_dim(&self) -> usize {
+        1
+    }
+    fn reset(&self, rng: &mut Rng, episode: &mut [f64]) -> State {
+        self.0.reset(rng, episode)
+    }
+    fn observe(&self, state: &State, episode: &[f64], out: &mut [f32]) {
+        self.0.observe(state, episode, out)
+    }
+    fn torques(&self, state: &State, action: &[f64], episode: &[f64], tau: &mut [f64]) {
+        self.0.torques(state, action, episode, tau)
+    }
+    fn reward(&self, t: &Transition) -> f64 {
+        self.0.reward(t)
+    }
+    fn terminated(&self, state: &State, episode: &[f64]) -> bool {
+        self.0.terminated(state, episode)
+    }
+    fn observe_vjp(
+        &self,
+        state: &State,
+        episode: &[f64],
+        g: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        self.0.observe_vjp(state, episode, g, grad)
+    }
+    fn torques_vjp(
+        &self,
+        state: &State,
+        action: &[f64],
+        episode: &[f64],
+        g: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        self.0.torques_vjp(state, action, episode, g, grad)
+    }
+    fn reward_vjp(
+        &self,
+        t: &Transition,
+        g: f64,
+        grad: &mut TransitionGradient,
+    ) -> Result<(), EnvError> {
+        self.0.reward_vjp(t, 2.0 * g, grad)
+    }
+}
+
+#[test]
+fn the_derivative_check_sees_a_wrong_derivative_and_a_task_without_them_says_so() {
+    let mut rng = Rng::new(3);
+    let task = WrongReward(CartPoleSwingUp::new());
+    let (prev, next, action, episode, energy) = random_transition(&task, &mut rng);
+    let t = Transition {
+        prev: &prev,
+        state: &next,
+        action: &action,
+        episode: &episode,
+        energy,
+        dt: 0.02,
+    };
+    let c = check_task_derivatives(&task, &t, 1e-6).unwrap();
+    assert!(c.observe < 1e-4 && c.torques < 1e-7, "{c:?}");
+    assert!(c.reward > 0.1, "the doubled reward derivative went unseen: {c:?}");
+
+    let push = BoxPush::new();
+    let (prev, next, action, episode, energy) = random_transition(&push, &mut rng);
+    let t = Transition {
+        prev: &prev,
+        state: &next,
+        action: &action,
+        episode: &episode,
+        energy,
+        dt: 0.02,
+    };
+    let e = check_task_derivatives(&push, &t, 1e-6).unwrap_err().to_string();
+    assert_eq!(e, "task `box-push` has no written derivatives of its observe");
+}
+
+#[test]
+fn tasks_by_name_take_their_parameters_and_refuse_the_unknown() {
+    for name in TASK_NAMES {
+        assert_eq!(make_task(name, &[]).unwrap().name(), *name);
+    }
+    // The physics step and the control period are the task's parameters.
+    let task = make_task("cartpole-swingup", &[("dt", 0.02), ("substeps", 1.0), ("force_max", 5.0)]).unwrap();
+    assert_eq!(task.sim_params().dt, 0.02);
+    assert_eq!(task.substeps(), 1);
+    let state = task.reset(&mut Rng::new(1), &mut []);
+    let mut tau = [0.0; 2];
+    task.torques(&state, &[1.0], &[], &mut tau);
+    assert_eq!(tau, [5.0, 0.0]);
+    let e = VecEnv::new(task, 2, &VecEnvOptions::default()).unwrap();
+    assert_eq!(e.sim().simulator(0).unwrap().params.dt, 0.02);
+
+    let err = |name: &str, p: &[(&str, f64)]| make_task(name, p).err().unwrap().to_string();
+    assert_eq!(
+        err("cartpole", &[]),
+        "task `cartpole`: no such task (known: cartpole-swingup, quadruped-walk, quadruped-stand-up, box-push)"
+    );
+    assert_eq!(
+        err("cartpole-swingup", &[("mass", 1.0)]),
+        "task `cartpole-swingup`: no parameter `mass` (it has: force_max, x_limit, episode_steps, substeps, dt)"
+    );
+    assert_eq!(
+        err("quadruped-walk", &[("substeps", 2.5)]),
+        "task `quadruped-walk`: parameter `substeps` must be a whole number ≥ 1, got 2.5"
+    );
+    assert_eq!(
+        err("quadruped-walk", &[("dt", f64::NAN)]),
+        "task `quadruped-walk`: parameter `dt` must be a positive time step (s), got NaN"
+    );
+    assert_eq!(
+        err("box-push", &[("f_max", -1.0)]),
+        "task `box-push`: parameter `f_max` must be a positive force (N), got -1"
+    );
+}
+

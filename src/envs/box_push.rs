@@ -1,9 +1,11 @@
 //! A box pushed to a goal by a point pusher.
 
-use super::{BoxSpace, Rng, Task, Transition};
+use super::registry::{count, positive, time_step};
+use super::{BoxSpace, Parameters, Rng, Task, Transition};
+use crate::batch::BatchOptions;
 use crate::math::{Inertia, SE3, Vec3};
 use crate::model::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
-use crate::sim::State;
+use crate::sim::{SimParams, State};
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -45,6 +47,8 @@ pub struct BoxPush {
     pub success_distance: f64,
     pub episode_steps: usize,
     pub substeps: usize,
+    /// Physics time step (s; 1 ms): the control period is `substeps · dt`.
+    pub dt: f64,
 }
 
 impl BoxPush {
@@ -57,6 +61,7 @@ impl BoxPush {
             success_distance: 0.05,
             episode_steps: 200,
             substeps: 20,
+            dt: BatchOptions::default().params.dt,
         }
     }
 
@@ -140,6 +145,12 @@ impl Task for BoxPush {
     }
     fn model(&self) -> &Arc<Model> {
         &self.model
+    }
+    fn sim_params(&self) -> SimParams {
+        SimParams {
+            dt: self.dt,
+            ..BatchOptions::default().params
+        }
     }
     fn substeps(&self) -> usize {
         self.substeps
@@ -229,5 +240,32 @@ impl Task for BoxPush {
     fn terminated(&self, state: &State, episode: &[f64]) -> bool {
         let q = &state.q;
         (episode[0] - q[0]).hypot(episode[1] - q[1]) < self.success_distance
+    }
+}
+
+impl Parameters for BoxPush {
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("v_max", self.v_max),
+            ("gain", self.gain),
+            ("f_max", self.f_max),
+            ("success_distance", self.success_distance),
+            ("episode_steps", self.episode_steps as f64),
+            ("substeps", self.substeps as f64),
+            ("dt", self.dt),
+        ]
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        match name {
+            "v_max" => self.v_max = positive(value, "speed (m/s)")?,
+            "gain" => self.gain = positive(value, "gain (N·s/m)")?,
+            "f_max" => self.f_max = positive(value, "force (N)")?,
+            "success_distance" => self.success_distance = positive(value, "distance (m)")?,
+            "episode_steps" => self.episode_steps = count(value)?,
+            "substeps" => self.substeps = count(value)?,
+            "dt" => self.dt = time_step(value)?,
+            _ => return Err(format!("is not one of {:?}", self.parameters())),
+        }
+        Ok(())
     }
 }

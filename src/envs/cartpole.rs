@@ -1,8 +1,12 @@
 //! Cart-pole swing-up.
 
-use super::{BoxSpace, Rng, Task, Transition};
+use super::registry::{count, finite, positive, time_step};
+use super::{
+    BoxSpace, EnvError, InputGradient, Parameters, Rng, Task, Transition, TransitionGradient,
+};
+use crate::batch::BatchOptions;
 use crate::model::Model;
-use crate::sim::State;
+use crate::sim::{SimParams, State};
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -18,6 +22,10 @@ use std::sync::Arc;
 ///   up to the small penalties, so ending an episode early never pays.
 /// - Terminated: the cart leaves the rail, `|x| > x_limit` (3 m).
 /// - Time limit: 250 steps at 50 Hz (5 s; 20 physics steps of 1 ms).
+///
+/// Differentiable: [`Task::observe_vjp`], [`Task::torques_vjp`] and
+/// [`Task::reward_vjp`] are written (the clamp of the observed `x` has
+/// derivative 0 off the rail).
 #[derive(Clone, Debug)]
 pub struct CartPoleSwingUp {
     model: Arc<Model>,
@@ -25,6 +33,8 @@ pub struct CartPoleSwingUp {
     pub x_limit: f64,
     pub episode_steps: usize,
     pub substeps: usize,
+    /// Physics time step (s; 1 ms): the control period is `substeps · dt`.
+    pub dt: f64,
 }
 
 impl CartPoleSwingUp {
@@ -36,6 +46,7 @@ impl CartPoleSwingUp {
             x_limit: 3.0,
             episode_steps: 250,
             substeps: 20,
+            dt: BatchOptions::default().params.dt,
         }
     }
 }
@@ -52,6 +63,12 @@ impl Task for CartPoleSwingUp {
     }
     fn model(&self) -> &Arc<Model> {
         &self.model
+    }
+    fn sim_params(&self) -> SimParams {
+        SimParams {
+            dt: self.dt,
+            ..BatchOptions::default().params
+        }
     }
     fn substeps(&self) -> usize {
         self.substeps
@@ -98,5 +115,67 @@ impl Task for CartPoleSwingUp {
     }
     fn terminated(&self, state: &State, _episode: &[f64]) -> bool {
         state.q[0].abs() > self.x_limit
+    }
+    fn observe_vjp(
+        &self,
+        state: &State,
+        _episode: &[f64],
+        g: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        let (x, th) = (state.q[0], state.q[1]);
+        if x.abs() <= self.x_limit {
+            grad.q[0] += g[0];
+        }
+        grad.q[1] += -th.sin() * g[1] + th.cos() * g[2];
+        grad.v[0] += g[3];
+        grad.v[1] += g[4];
+        Ok(())
+    }
+    fn torques_vjp(
+        &self,
+        _state: &State,
+        _action: &[f64],
+        _episode: &[f64],
+        g_tau: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        grad.action[0] += self.force_max * g_tau[0];
+        Ok(())
+    }
+    fn reward_vjp(
+        &self,
+        t: &Transition,
+        g: f64,
+        grad: &mut TransitionGradient,
+    ) -> Result<(), EnvError> {
+        let (x, th) = (t.state.q[0], t.state.q[1]);
+        grad.next.q[0] += -0.02 * x * g;
+        grad.next.q[1] += -0.5 * th.sin() * g;
+        grad.next.action[0] += -0.02 * t.action[0] * g;
+        Ok(())
+    }
+}
+
+impl Parameters for CartPoleSwingUp {
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("force_max", self.force_max),
+            ("x_limit", self.x_limit),
+            ("episode_steps", self.episode_steps as f64),
+            ("substeps", self.substeps as f64),
+            ("dt", self.dt),
+        ]
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        match name {
+            "force_max" => self.force_max = finite(value)?,
+            "x_limit" => self.x_limit = positive(value, "distance (m)")?,
+            "episode_steps" => self.episode_steps = count(value)?,
+            "substeps" => self.substeps = count(value)?,
+            "dt" => self.dt = time_step(value)?,
+            _ => return Err(format!("is not one of {:?}", self.parameters())),
+        }
+        Ok(())
     }
 }

@@ -56,10 +56,12 @@
 mod box_push;
 mod cartpole;
 mod quadruped;
+mod registry;
 
 pub use box_push::BoxPush;
 pub use cartpole::CartPoleSwingUp;
 pub use quadruped::QuadrupedWalk;
+pub use registry::{DerivativeCheck, Parameters, TASK_NAMES, check_task_derivatives, make_task};
 
 use crate::batch::{Backend, BatchError, BatchOptions, BatchSim};
 pub use crate::math::Rng;
@@ -157,6 +159,100 @@ pub trait Task: Send + Sync {
     fn reward(&self, t: &Transition) -> f64;
     /// Whether the episode ends at `state` (a fall, a success).
     fn terminated(&self, state: &State, episode: &[f64]) -> bool;
+
+    /// Reverse mode of [`Task::observe`]: adds `(∂obs/∂q)ᵀ g_obs` to
+    /// `grad.q` and `(∂obs/∂v)ᵀ g_obs` to `grad.v` (`grad.action` is not
+    /// touched). Derivatives are those of the observation before its
+    /// rounding to `f32`, with respect to `q`'s coordinates as they are (a
+    /// quaternion's four components are four inputs). A task without
+    /// written derivatives (the default) answers
+    /// [`EnvError::NoDerivatives`]; see [`check_task_derivatives`].
+    fn observe_vjp(
+        &self,
+        state: &State,
+        episode: &[f64],
+        g_obs: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        let _ = (state, episode, g_obs, grad);
+        Err(EnvError::NoDerivatives {
+            task: self.name().to_string(),
+            function: "observe",
+        })
+    }
+    /// Reverse mode of [`Task::torques`]: adds the adjoints of `q`, `v`
+    /// and the (clipped) `action` for the torques' adjoint `g_tau` to
+    /// `grad`. Where a torque saturates, its derivative is 0 (at the bound
+    /// itself, the unsaturated one).
+    fn torques_vjp(
+        &self,
+        state: &State,
+        action: &[f64],
+        episode: &[f64],
+        g_tau: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        let _ = (state, action, episode, g_tau, grad);
+        Err(EnvError::NoDerivatives {
+            task: self.name().to_string(),
+            function: "torques",
+        })
+    }
+    /// Reverse mode of [`Task::reward`]: adds `g ∂r/∂x` to `grad` for every
+    /// input `x` of the transition (the states before and after, the
+    /// action, the step's energy).
+    fn reward_vjp(
+        &self,
+        t: &Transition,
+        g: f64,
+        grad: &mut TransitionGradient,
+    ) -> Result<(), EnvError> {
+        let _ = (t, g, grad);
+        Err(EnvError::NoDerivatives {
+            task: self.name().to_string(),
+            function: "reward",
+        })
+    }
+}
+
+/// Adjoints of a task function's inputs (see [`Task::observe_vjp`],
+/// [`Task::torques_vjp`]): `q` (nq), `v` (nv), `action` (action_dim).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputGradient {
+    pub q: Vec<f64>,
+    pub v: Vec<f64>,
+    pub action: Vec<f64>,
+}
+
+impl InputGradient {
+    pub fn zeros(nq: usize, nv: usize, na: usize) -> Self {
+        InputGradient {
+            q: vec![0.0; nq],
+            v: vec![0.0; nv],
+            action: vec![0.0; na],
+        }
+    }
+}
+
+/// Adjoints of a [`Transition`]'s inputs (see [`Task::reward_vjp`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransitionGradient {
+    /// The state before the step.
+    pub prev: InputGradient,
+    /// The state after the step (its `action` is the step's action).
+    pub next: InputGradient,
+    /// The step's energy ([`Transition::energy`]).
+    pub energy: f64,
+}
+
+impl TransitionGradient {
+    pub fn zeros(nq: usize, nv: usize, na: usize) -> Self {
+        TransitionGradient {
+            prev: InputGradient::zeros(nq, nv, 0),
+            next: InputGradient::zeros(nq, nv, na),
+            energy: 0.0,
+        }
+    }
 }
 
 /// A boxed task is a task: `VecEnv<Box<dyn Task>>` picks its task at run
@@ -204,6 +300,33 @@ impl<T: Task + ?Sized> Task for Box<T> {
     fn terminated(&self, state: &State, episode: &[f64]) -> bool {
         (**self).terminated(state, episode)
     }
+    fn observe_vjp(
+        &self,
+        state: &State,
+        episode: &[f64],
+        g_obs: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        (**self).observe_vjp(state, episode, g_obs, grad)
+    }
+    fn torques_vjp(
+        &self,
+        state: &State,
+        action: &[f64],
+        episode: &[f64],
+        g_tau: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        (**self).torques_vjp(state, action, episode, g_tau, grad)
+    }
+    fn reward_vjp(
+        &self,
+        t: &Transition,
+        g: f64,
+        grad: &mut TransitionGradient,
+    ) -> Result<(), EnvError> {
+        (**self).reward_vjp(t, g, grad)
+    }
 }
 
 /// A vectorized environment that cannot be built or stepped.
@@ -221,6 +344,11 @@ pub enum EnvError {
     },
     #[error("task `{task}`: {reason}")]
     Task { task: String, reason: String },
+    #[error("task `{task}` has no written derivatives of its {function}")]
+    NoDerivatives {
+        task: String,
+        function: &'static str,
+    },
 }
 
 /// Options of a [`VecEnv`]. The control period is [`Task::substeps`] ×

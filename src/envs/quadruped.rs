@@ -1,11 +1,16 @@
 //! Quadruped standing and walking forward.
 
-use super::{BoxSpace, Rng, Task, Transition, free_rotation};
+use super::registry::{count, finite, non_negative, positive, time_step};
+use super::{
+    BoxSpace, EnvError, InputGradient, Parameters, Rng, Task, Transition, TransitionGradient,
+    free_rotation,
+};
+use crate::batch::BatchOptions;
 use crate::math::Vec3;
 use crate::model::Model;
 use crate::scenes::solo::{FOOT_RADIUS, LOWER_LEG, UPPER_LEG};
 use crate::scenes::{quadruped_model, quadruped_standing, quadruped_standing_height};
-use crate::sim::State;
+use crate::sim::{SimParams, State};
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -36,6 +41,11 @@ use std::sync::Arc;
 /// - Terminated: the base falls, height < `min_height` (0.12 m; 0 for
 ///   [`Self::stand_up`]) or `up_z < 0.5`.
 /// - Time limit: 150 steps at 50 Hz (3 s; 20 physics steps of 1 ms).
+///
+/// Differentiable: [`Task::observe_vjp`], [`Task::torques_vjp`] and
+/// [`Task::reward_vjp`] are written, with respect to `q`'s coordinates
+/// (the quaternion's four components, through its normalization). A
+/// saturated torque and a clamped height term have derivative 0.
 #[derive(Clone, Debug)]
 pub struct QuadrupedWalk {
     model: Arc<Model>,
@@ -53,6 +63,8 @@ pub struct QuadrupedWalk {
     pub gait_frequency: f64,
     pub episode_steps: usize,
     pub substeps: usize,
+    /// Physics time step (s; 1 ms): the control period is `substeps · dt`.
+    pub dt: f64,
 }
 
 impl QuadrupedWalk {
@@ -76,6 +88,7 @@ impl QuadrupedWalk {
             gait_frequency: 2.0,
             episode_steps: 150,
             substeps: 20,
+            dt: BatchOptions::default().params.dt,
         }
     }
     /// Standing up from a crouch, then walking: crouched resets, a height
@@ -96,6 +109,33 @@ impl QuadrupedWalk {
     }
 }
 
+/// World z in the base frame (the third row of the base's rotation, the
+/// quaternion `q[3..7] = (x, y, z, w)` normalized) and its derivatives
+/// with respect to `(x, y, z, w)`: `N/s` with `N = (2(xz − wy), 2(yz +
+/// wx), w² + z² − x² − y²)`, `s = x² + y² + z² + w²`.
+fn base_z_row(q: &[f64]) -> ([f64; 3], [[f64; 4]; 3]) {
+    let (x, y, z, w) = (q[3], q[4], q[5], q[6]);
+    let s = x * x + y * y + z * z + w * w;
+    let n = [
+        2.0 * (x * z - w * y),
+        2.0 * (y * z + w * x),
+        w * w + z * z - x * x - y * y,
+    ];
+    let dn = [
+        [2.0 * z, -2.0 * w, 2.0 * x, -2.0 * y],
+        [2.0 * w, 2.0 * z, 2.0 * y, 2.0 * x],
+        [-2.0 * x, -2.0 * y, 2.0 * z, 2.0 * w],
+    ];
+    let c = [x, y, z, w];
+    let mut jac = [[0.0; 4]; 3];
+    for r in 0..3 {
+        for k in 0..4 {
+            jac[r][k] = dn[r][k] / s - n[r] * 2.0 * c[k] / (s * s);
+        }
+    }
+    (n.map(|v| v / s), jac)
+}
+
 impl Default for QuadrupedWalk {
     fn default() -> Self {
         Self::new()
@@ -112,6 +152,12 @@ impl Task for QuadrupedWalk {
     }
     fn model(&self) -> &Arc<Model> {
         &self.model
+    }
+    fn sim_params(&self) -> SimParams {
+        SimParams {
+            dt: self.dt,
+            ..BatchOptions::default().params
+        }
     }
     fn substeps(&self) -> usize {
         self.substeps
@@ -194,5 +240,106 @@ impl Task for QuadrupedWalk {
     }
     fn terminated(&self, state: &State, _episode: &[f64]) -> bool {
         state.q[2] < self.min_height || Self::up(state).z < 0.5
+    }
+    fn observe_vjp(
+        &self,
+        state: &State,
+        _episode: &[f64],
+        g: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        grad.q[2] += g[0];
+        // gravity = −(world z in the base frame).
+        let (_, jac) = base_z_row(state.q.as_slice());
+        for (r, row) in jac.iter().enumerate() {
+            for k in 0..4 {
+                grad.q[3 + k] -= row[k] * g[1 + r];
+            }
+        }
+        for k in 0..6 {
+            grad.v[k] += g[4 + k];
+        }
+        for j in 0..12 {
+            grad.q[7 + j] += g[10 + j];
+            grad.v[6 + j] += g[22 + j];
+        }
+        // The gait clock depends on the time alone.
+        Ok(())
+    }
+    fn torques_vjp(
+        &self,
+        state: &State,
+        action: &[f64],
+        _episode: &[f64],
+        g_tau: &[f64],
+        grad: &mut InputGradient,
+    ) -> Result<(), EnvError> {
+        for j in 0..12 {
+            let q_ref = self.q_stand[7 + j] + self.action_scale * action[j];
+            let t = self.kp * (q_ref - state.q[7 + j]) - self.kd * state.v[6 + j];
+            if t.abs() <= self.tau_max {
+                let g = g_tau[6 + j];
+                grad.q[7 + j] -= self.kp * g;
+                grad.v[6 + j] -= self.kd * g;
+                grad.action[j] += self.kp * self.action_scale * g;
+            }
+        }
+        Ok(())
+    }
+    fn reward_vjp(
+        &self,
+        t: &Transition,
+        g: f64,
+        grad: &mut TransitionGradient,
+    ) -> Result<(), EnvError> {
+        grad.next.q[0] += g / t.dt;
+        grad.prev.q[0] -= g / t.dt;
+        let (_, jac) = base_z_row(t.state.q.as_slice());
+        for k in 0..4 {
+            grad.next.q[3 + k] += 0.5 * jac[2][k] * g;
+        }
+        let height = t.state.q[2] / self.z_stand;
+        if (0.0..=1.0).contains(&height) {
+            grad.next.q[2] += self.height_weight / self.z_stand * g;
+        }
+        grad.energy -= self.energy_cost / t.dt * g;
+        Ok(())
+    }
+}
+
+impl Parameters for QuadrupedWalk {
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("kp", self.kp),
+            ("kd", self.kd),
+            ("tau_max", self.tau_max),
+            ("action_scale", self.action_scale),
+            ("joint_noise", self.joint_noise),
+            ("energy_cost", self.energy_cost),
+            ("min_height", self.min_height),
+            ("height_weight", self.height_weight),
+            ("gait_frequency", self.gait_frequency),
+            ("episode_steps", self.episode_steps as f64),
+            ("substeps", self.substeps as f64),
+            ("dt", self.dt),
+        ]
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        match name {
+            "kp" => self.kp = finite(value)?,
+            "kd" => self.kd = finite(value)?,
+            "tau_max" => self.tau_max = positive(value, "torque (N·m)")?,
+            "action_scale" => self.action_scale = finite(value)?,
+            "joint_noise" => self.joint_noise = non_negative(value, "angle (rad)")?,
+            "energy_cost" => self.energy_cost = finite(value)?,
+            "min_height" => self.min_height = finite(value)?,
+            "height_weight" => self.height_weight = finite(value)?,
+            "gait_frequency" => self.gait_frequency = finite(value)?,
+            "episode_steps" => self.episode_steps = count(value)?,
+            "substeps" => self.substeps = count(value)?,
+            "dt" => self.dt = time_step(value)?,
+            _ => return Err(format!("is not one of {:?}", self.parameters())),
+        }
+        Ok(())
     }
 }
