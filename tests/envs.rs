@@ -470,7 +470,10 @@ fn the_tasks_derivatives_match_central_differences() {
             worst[1] = worst[1].max(c.torques);
             worst[2] = worst[2].max(c.reward);
         }
-        println!("{name}: observe {:.1e}, torques {:.1e}, reward {:.1e}", worst[0], worst[1], worst[2]);
+        println!(
+            "{name}: observe {:.1e}, torques {:.1e}, reward {:.1e}",
+            worst[0], worst[1], worst[2]
+        );
         // The observation is rounded to f32 (differences of step 1e-3).
         assert!(worst[0] < 1e-4, "{name}: observe {worst:?}");
         assert!(worst[1] < 1e-7, "{name}: torques {worst:?}");
@@ -560,7 +563,10 @@ fn the_derivative_check_sees_a_wrong_derivative_and_a_task_without_them_says_so(
     };
     let c = check_task_derivatives(&task, &t, 1e-6).unwrap();
     assert!(c.observe < 1e-4 && c.torques < 1e-7, "{c:?}");
-    assert!(c.reward > 0.1, "the doubled reward derivative went unseen: {c:?}");
+    assert!(
+        c.reward > 0.1,
+        "the doubled reward derivative went unseen: {c:?}"
+    );
 
     let push = BoxPush::new();
     let (prev, next, action, episode, energy) = random_transition(&push, &mut rng);
@@ -572,8 +578,13 @@ fn the_derivative_check_sees_a_wrong_derivative_and_a_task_without_them_says_so(
         energy,
         dt: 0.02,
     };
-    let e = check_task_derivatives(&push, &t, 1e-6).unwrap_err().to_string();
-    assert_eq!(e, "task `box-push` has no written derivatives of its observe");
+    let e = check_task_derivatives(&push, &t, 1e-6)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "task `box-push` has no written derivatives of its observe"
+    );
 }
 
 #[test]
@@ -582,7 +593,11 @@ fn tasks_by_name_take_their_parameters_and_refuse_the_unknown() {
         assert_eq!(make_task(name, &[]).unwrap().name(), *name);
     }
     // The physics step and the control period are the task's parameters.
-    let task = make_task("cartpole-swingup", &[("dt", 0.02), ("substeps", 1.0), ("force_max", 5.0)]).unwrap();
+    let task = make_task(
+        "cartpole-swingup",
+        &[("dt", 0.02), ("substeps", 1.0), ("force_max", 5.0)],
+    )
+    .unwrap();
     assert_eq!(task.sim_params().dt, 0.02);
     assert_eq!(task.substeps(), 1);
     let state = task.reset(&mut Rng::new(1), &mut []);
@@ -614,4 +629,3 @@ fn tasks_by_name_take_their_parameters_and_refuse_the_unknown() {
         "task `box-push`: parameter `f_max` must be a positive force (N), got -1"
     );
 }
-

@@ -3,7 +3,7 @@
 The Python bindings of the Rust crate: load a URDF or MJCF file
 (:func:`load`) or a built-in scene (:func:`scene`), step one world
 (:class:`Simulator`) or many (:class:`BatchSim`), with numpy arrays in and
-out. Bad input raises ``ValueError`` (or ``FileNotFoundError``) naming the
+out; the library's RL tasks with their derivatives (:class:`Task`). Bad input raises ``ValueError`` (or ``FileNotFoundError``) naming the
 culprit and leaves the object as it was.
 """
 
@@ -16,6 +16,7 @@ from ._moreau import (
     Model,
     Simulator,
     Tape,
+    Task,
     load,
     scene,
     scene_names,
@@ -31,6 +32,7 @@ __all__ = [
     "Model",
     "Simulator",
     "Tape",
+    "Task",
     "load",
     "scene",
     "scene_names",

@@ -254,3 +254,87 @@ class BatchSim:
         """One step under torques (nworlds, nv), recording each world's step for `vjp`."""
     def vjp(self, tape: Tape, w_v: ArrayIn, w_q: ArrayIn) -> dict[str, Any]:
         """The recorded step's vector-Jacobian products (q, v, tau, mu, wrt_q, q_residual, gpu_fallbacks)."""
+
+class Task:
+    """One of the library's RL tasks (``Task.names()``: its model, reset,
+    observation, torques, reward and termination, as ``moreau::envs``
+    defines them), evaluated for many worlds at once, with the written
+    derivatives of its observation, torques and reward (``*_vjp``; what
+    ``moreau.autograd.observe``/``torques``/``reward`` differentiate). Rows
+    are worlds; ``q`` is in moreau's coordinates (quaternions ``x, y, z,
+    w``), and derivatives are with respect to them as they are."""
+
+    def __init__(self, name: str, **parameters: float) -> None:
+        """The task ``name`` with parameters set by keyword (``dt``,
+        ``substeps``, ``episode_steps`` and the task's own: ``parameters``);
+        an unknown name or parameter, or a value out of range, raises
+        ValueError."""
+    @staticmethod
+    def names() -> list[str]: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def model(self) -> Model:
+        """The model (``q0``, ``v0``: world 0's reset of seed 0; ``dt``: the task's physics step)."""
+    @property
+    def parameters(self) -> dict[str, float]: ...
+    @property
+    def obs_dim(self) -> int: ...
+    @property
+    def action_dim(self) -> int: ...
+    @property
+    def episode_dim(self) -> int: ...
+    @property
+    def substeps(self) -> int: ...
+    @property
+    def dt(self) -> float:
+        """Physics time step (s)."""
+    @property
+    def control_dt(self) -> float:
+        """Duration of an environment step (s): ``substeps · dt``."""
+    @property
+    def max_episode_steps(self) -> int: ...
+    @property
+    def observation_space(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
+    def reset(self, n: int, seed: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Initial ``(q, v, episode)`` of ``n`` worlds for reset seed ``seed``."""
+    def observe(
+        self, q: ArrayIn, v: ArrayIn, t: Optional[ArrayIn] = None, episode: Optional[ArrayIn] = None
+    ) -> npt.NDArray[np.float32]:
+        """Observations (n, obs_dim) at times ``t`` (n,; default 0)."""
+    def observe_vjp(
+        self, q: ArrayIn, v: ArrayIn, g: ArrayIn, t: Optional[ArrayIn] = None, episode: Optional[ArrayIn] = None
+    ) -> tuple[FloatArray, FloatArray]:
+        """``(g_q, g_v)`` for the observations' adjoint ``g`` (n, obs_dim)."""
+    def torques(self, q: ArrayIn, v: ArrayIn, action: ArrayIn, episode: Optional[ArrayIn] = None) -> FloatArray:
+        """Joint torques (n, nv) of actions (n, action_dim), used as given."""
+    def torques_vjp(
+        self, q: ArrayIn, v: ArrayIn, action: ArrayIn, g: ArrayIn, episode: Optional[ArrayIn] = None
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``(g_q, g_v, g_action)`` for the torques' adjoint ``g`` (n, nv)."""
+    def reward(
+        self,
+        q_prev: ArrayIn,
+        v_prev: ArrayIn,
+        q: ArrayIn,
+        v: ArrayIn,
+        action: ArrayIn,
+        energy: ArrayIn,
+        episode: Optional[ArrayIn] = None,
+    ) -> FloatArray:
+        """Rewards (n,) of one environment step; ``energy`` (n,): its ``Σ |τ v| dt`` (J)."""
+    def reward_vjp(
+        self,
+        q_prev: ArrayIn,
+        v_prev: ArrayIn,
+        q: ArrayIn,
+        v: ArrayIn,
+        action: ArrayIn,
+        energy: ArrayIn,
+        g: ArrayIn,
+        episode: Optional[ArrayIn] = None,
+    ) -> dict[str, FloatArray]:
+        """Adjoints of ``q_prev``, ``v_prev``, ``q``, ``v``, ``action``, ``energy`` for the rewards' adjoint ``g`` (n,)."""
+    def terminated(
+        self, q: ArrayIn, v: ArrayIn, t: Optional[ArrayIn] = None, episode: Optional[ArrayIn] = None
+    ) -> npt.NDArray[np.bool_]: ...

@@ -31,6 +31,12 @@ computation is in float64 (but for the GPU backend's f32 solves); the
 returned tensors are float64 on the CPU. A tape holds each step's
 contact problem and derivatives (a few nv × nv and m × m matrices per world
 and step) until the graph is freed.
+
+``observe``, ``torques`` and ``reward`` are the functions of a
+:class:`moreau.Task` (the library's RL tasks, defined once in Rust) on the
+graph, differentiated through the task's written derivatives: with
+``step``, a rollout's reward differentiates end to end (as
+``python/examples/shac.py`` does).
 """
 
 from __future__ import annotations
@@ -110,4 +116,79 @@ def step(batch, q: torch.Tensor, v: torch.Tensor, tau: torch.Tensor, model=None)
     return torch.from_numpy(batch.q), torch.from_numpy(batch.v)
 
 
-__all__ = ["step"]
+def _optional(x):
+    """An optional array argument (a tensor, an array or None) as numpy."""
+    if x is None:
+        return None
+    if isinstance(x, torch.Tensor):
+        return _array(x)
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+class _Observe(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, v, task, t, episode):
+        qn, vn = _array(q), _array(v)
+        ctx.task, ctx.saved = task, (qn, vn, t, episode)
+        return torch.from_numpy(task.observe(qn, vn, t, episode).astype(np.float64))
+
+    @staticmethod
+    def backward(ctx, g):
+        qn, vn, t, episode = ctx.saved
+        gq, gv = ctx.task.observe_vjp(qn, vn, _array(g), t, episode)
+        return torch.from_numpy(gq), torch.from_numpy(gv), None, None, None
+
+
+class _Torques(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, v, a, task, episode):
+        qn, vn, an = _array(q), _array(v), _array(a)
+        ctx.task, ctx.saved = task, (qn, vn, an, episode)
+        return torch.from_numpy(task.torques(qn, vn, an, episode))
+
+    @staticmethod
+    def backward(ctx, g):
+        qn, vn, an, episode = ctx.saved
+        gq, gv, ga = ctx.task.torques_vjp(qn, vn, an, _array(g), episode)
+        return torch.from_numpy(gq), torch.from_numpy(gv), torch.from_numpy(ga), None, None
+
+
+class _Reward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q_prev, v_prev, q, v, a, energy, task, episode):
+        args = tuple(_array(x) for x in (q_prev, v_prev, q, v, a, energy))
+        ctx.task, ctx.saved = task, (args, episode)
+        return torch.from_numpy(task.reward(*args, episode))
+
+    @staticmethod
+    def backward(ctx, g):
+        args, episode = ctx.saved
+        d = ctx.task.reward_vjp(*args, _array(g), episode)
+        grads = [torch.from_numpy(d[k]) for k in ("q_prev", "v_prev", "q", "v", "action", "energy")]
+        return (*grads, None, None)
+
+
+def observe(task, q: torch.Tensor, v: torch.Tensor, t=None, episode=None) -> torch.Tensor:
+    """The observations (n, obs_dim) of :class:`moreau.Task` ``task`` at the
+    worlds' states ``(q, v)`` (times ``t``, episode parameters
+    ``episode``), float64 (of the task's float32 values), differentiable
+    in ``q`` and ``v`` through the task's written derivatives."""
+    return _Observe.apply(q, v, task, _optional(t), _optional(episode))
+
+
+def torques(task, q: torch.Tensor, v: torch.Tensor, a: torch.Tensor, episode=None) -> torch.Tensor:
+    """The joint torques (n, nv) of ``task`` for actions ``a`` at ``(q,
+    v)``, differentiable in ``q``, ``v`` and ``a`` (0 where a torque
+    saturates)."""
+    return _Torques.apply(q, v, a, task, _optional(episode))
+
+
+def reward(task, q_prev, v_prev, q, v, a, energy, episode=None) -> torch.Tensor:
+    """The rewards (n,) of ``task`` for one environment step from ``(q_prev,
+    v_prev)`` to ``(q, v)`` under ``a`` with mechanical work ``energy``
+    (n,; ``Σ |τ v| dt`` over the step's physics steps), differentiable in
+    all six."""
+    return _Reward.apply(q_prev, v_prev, q, v, a, energy, task, _optional(episode))
+
+
+__all__ = ["observe", "reward", "step", "torques"]

@@ -3,8 +3,9 @@
 //! python/moreau/_moreau.pyi.
 //!
 //! Files: `model` (`Model`, `load`, `scene`), `simulator` (`Simulator`),
-//! `batch` (`BatchSim`, `Tape`), `problems` (`solve`), `arrays` (numpy in
-//! and out).
+//! `batch` (`BatchSim`, `Tape`), `task` (`Task`: the library's RL tasks
+//! with their derivatives), `problems` (`solve`), `arrays` (numpy in and
+//! out).
 //!
 //! Conventions: arrays in and out are float64 numpy arrays, read in any
 //! memory order and copied at the boundary (a world's state is a few hundred bytes); any bad input (a
@@ -17,6 +18,7 @@ mod batch;
 mod model;
 mod problems;
 mod simulator;
+mod task;
 
 use moreau::batch::GPU_MIN_TOLERANCE;
 use moreau::contact::{DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
@@ -27,6 +29,7 @@ use batch::{BatchSim, Tape};
 use model::{Model, load, scene, scene_names};
 use problems::solve;
 use simulator::Simulator;
+use task::Task;
 
 pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
@@ -38,6 +41,7 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
     m.add_class::<BatchSim>()?;
     m.add_class::<Tape>()?;
+    m.add_class::<Task>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(scene, m)?)?;
     m.add_function(wrap_pyfunction!(scene_names, m)?)?;

@@ -199,3 +199,80 @@ def test_halfcheetah_window_gradients_equal_finite_differences():
     for h, norm, analytic, fd in shac.window_gradients(shac.GymLocomotion(4), [1, 5]):
         print(f"horizon {h}: |g| {norm:.3e}, autograd {analytic:.9e}, differences {fd:.9e}")
         assert abs(analytic - fd) <= 1e-5 * abs(fd)
+
+
+def _quadruped_states(task, n, rng):
+    """Resets of ``task`` with disturbed velocities and base orientations,
+    the quaternions off unit norm (the derivatives go through their
+    normalization)."""
+    q, v, _ = task.reset(n, 0)
+    v = v + rng.uniform(-1, 1, v.shape)
+    if task.model.nq == 19:
+        q[:, 3:7] += rng.uniform(-0.3, 0.3, (n, 4))
+        q[:, 3:7] *= rng.uniform(0.9, 1.1, (n, 1)) / np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+    return q, v
+
+
+@pytest.mark.parametrize("name", ["cartpole-swingup", "quadruped-walk", "quadruped-stand-up"])
+def test_task_functions_differentiate_as_their_central_differences(name):
+    """moreau.Task's observation, torques and reward on the autograd graph
+    (moreau.autograd.observe, torques, reward: the library's written
+    derivatives) against torch's central differences (gradcheck), at
+    random states and actions of 3 worlds."""
+    from moreau.autograd import observe, reward, torques
+
+    task = moreau.Task(name)
+    rng = np.random.default_rng(1)
+    q0, v0 = _quadruped_states(task, 3, rng)
+    q1, v1 = _quadruped_states(task, 3, rng)
+    a = rng.uniform(-1, 1, (3, task.action_dim))
+    t = rng.uniform(0, 2, 3)
+    energy = rng.uniform(0, 2, 3)
+    T = lambda x: torch.tensor(x, dtype=torch.float64, requires_grad=True)  # noqa: E731
+    # The observation is float32: differences of step 1e-3, tolerance to match.
+    assert torch.autograd.gradcheck(
+        lambda q, v: observe(task, q, v, t), (T(q0), T(v0)), eps=1e-3, atol=2e-4, rtol=1e-3
+    )
+    assert torch.autograd.gradcheck(lambda q, v, a: torques(task, q, v, a), (T(q0), T(v0), T(a)), eps=1e-6, atol=1e-7)
+    assert torch.autograd.gradcheck(
+        lambda *x: reward(task, *x), (T(q0), T(v0), T(q1), T(v1), T(a), T(energy)), eps=1e-6, atol=1e-7
+    )
+
+
+def test_task_values_are_the_documented_ones_and_bad_input_is_refused():
+    """The cart-pole's reward, observation and torques against the formulas
+    of its documentation (src/envs/cartpole.rs), the physics step a
+    parameter; unknown tasks and parameters, a task without derivatives
+    and wrong shapes raise ValueError naming the culprit."""
+    task = moreau.Task("cartpole-swingup", dt=0.02, substeps=1, force_max=5.0)
+    assert task.dt == 0.02 and task.control_dt == 0.02 and task.model.dt == 0.02
+    assert task.parameters["force_max"] == 5.0 and task.obs_dim == 5 and task.action_dim == 1
+    rng = np.random.default_rng(2)
+    q, v = rng.uniform(-2, 2, (4, 2)), rng.uniform(-2, 2, (4, 2))
+    a = rng.uniform(-1, 1, (4, 1))
+    r = task.reward(q, v, q, v, a, np.zeros(4))
+    np.testing.assert_allclose(r, 0.5 * (1 + np.cos(q[:, 1])) - 0.01 * a[:, 0] ** 2 - 0.01 * q[:, 0] ** 2, rtol=1e-14)
+    obs = task.observe(q, v)
+    assert obs.dtype == np.float32
+    np.testing.assert_allclose(obs, np.stack([q[:, 0], np.cos(q[:, 1]), np.sin(q[:, 1]), v[:, 0], v[:, 1]], 1), rtol=1e-6)
+    np.testing.assert_array_equal(task.torques(q, v, a), np.concatenate([5.0 * a, np.zeros((4, 1))], 1))
+    # Resets: one stream per world, the same for the same seed.
+    q0, v0, _ = task.reset(3, 7)
+    np.testing.assert_array_equal(q0, task.reset(3, 7)[0])
+    assert not np.array_equal(q0[0], q0[1])
+    assert np.all(np.abs(q0[:, 1] - np.pi) <= 0.1)
+
+    with pytest.raises(ValueError, match="no such task"):
+        moreau.Task("cart-pole")
+    with pytest.raises(ValueError, match="no parameter `mass`"):
+        moreau.Task("cartpole-swingup", mass=1.0)
+    with pytest.raises(ValueError, match="must be a whole number"):
+        moreau.Task("quadruped-walk", substeps=0)
+    push = moreau.Task("box-push")
+    qp, vp, goal = push.reset(2, 0)
+    with pytest.raises(ValueError, match="no written derivatives of its observe"):
+        push.observe_vjp(qp, vp, np.ones((2, 9)), episode=goal)
+    with pytest.raises(ValueError, match=r"q has shape \(4, 3\), expected \(4, 2\)"):
+        task.observe(np.zeros((4, 3)), v)
+    with pytest.raises(ValueError, match="not finite"):
+        task.torques(q, v, np.full((4, 1), np.nan))

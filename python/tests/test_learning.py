@@ -46,10 +46,13 @@ _shac_spec.loader.exec_module(shac)
 
 def test_shac_improves_the_cartpole_swing_up():
     """SHAC (python/examples/shac.py: gradients through 50-step windows of
-    64 worlds, moreau.autograd) for 100 windows (320k simulated steps,
-    about 20 s): the deterministic policy's return on fresh episodes beats
-    the untrained policy's and no force at all (the pole hanging, about
-    -250) by a wide margin: the pole is swung up part of the time."""
+    64 worlds, moreau.autograd, on the library's task ``cartpole-swingup``
+    differentiated through its written derivatives) for 100 windows (320k
+    simulated steps, about 20 s): the deterministic policy's return on
+    fresh episodes (reward ``(1 + cos θ)/2`` less small penalties, at most
+    250) beats the untrained policy's and no force at all (the pole
+    hanging, about 0) by a wide margin: the pole is swung up part of the
+    time."""
     import torch
 
     cfg = shac.Config(windows=100, seed=0)
@@ -59,10 +62,10 @@ def test_shac_improves_the_cartpole_swing_up():
     result = shac.train(cfg)
     trained = shac.evaluate(result.actor, cfg, seed=1000)
     print(f"SHAC cart-pole swing-up: untrained {untrained:.1f}, no force {idle:.1f}, trained {trained:.1f}")
-    assert idle < -200
-    assert trained > idle + 100
-    assert trained > untrained + 100
+    assert idle < 5
+    assert trained > idle + 50
+    assert trained > untrained + 50
     # The windows' mean reward rose over training.
     first = np.mean([c[-1] for c in result.curve[:10]])
     last = np.mean([c[-1] for c in result.curve[-10:]])
-    assert last > first + 0.3, (first, last)
+    assert last > first + 0.15, (first, last)

@@ -1,7 +1,7 @@
 //! A box pushed to a goal by a point pusher.
 
 use super::registry::{count, positive, time_step};
-use super::{BoxSpace, Parameters, Rng, Task, Transition};
+use super::{BoxSpace, Rng, Task, Transition};
 use crate::batch::BatchOptions;
 use crate::math::{Inertia, SE3, Vec3};
 use crate::model::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
@@ -241,9 +241,7 @@ impl Task for BoxPush {
         let q = &state.q;
         (episode[0] - q[0]).hypot(episode[1] - q[1]) < self.success_distance
     }
-}
 
-impl Parameters for BoxPush {
     fn parameters(&self) -> Vec<(&'static str, f64)> {
         vec![
             ("v_max", self.v_max),

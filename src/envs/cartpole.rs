@@ -1,9 +1,7 @@
 //! Cart-pole swing-up.
 
 use super::registry::{count, finite, positive, time_step};
-use super::{
-    BoxSpace, EnvError, InputGradient, Parameters, Rng, Task, Transition, TransitionGradient,
-};
+use super::{BoxSpace, EnvError, InputGradient, Rng, Task, Transition, TransitionGradient};
 use crate::batch::BatchOptions;
 use crate::model::Model;
 use crate::sim::{SimParams, State};
@@ -155,9 +153,7 @@ impl Task for CartPoleSwingUp {
         grad.next.action[0] += -0.02 * t.action[0] * g;
         Ok(())
     }
-}
 
-impl Parameters for CartPoleSwingUp {
     fn parameters(&self) -> Vec<(&'static str, f64)> {
         vec![
             ("force_max", self.force_max),

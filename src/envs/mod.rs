@@ -61,7 +61,7 @@ mod registry;
 pub use box_push::BoxPush;
 pub use cartpole::CartPoleSwingUp;
 pub use quadruped::QuadrupedWalk;
-pub use registry::{DerivativeCheck, Parameters, TASK_NAMES, check_task_derivatives, make_task};
+pub use registry::{DerivativeCheck, TASK_NAMES, check_task_derivatives, make_task};
 
 use crate::batch::{Backend, BatchError, BatchOptions, BatchSim};
 pub use crate::math::Rng;
@@ -159,6 +159,21 @@ pub trait Task: Send + Sync {
     fn reward(&self, t: &Transition) -> f64;
     /// Whether the episode ends at `state` (a fall, a success).
     fn terminated(&self, state: &State, episode: &[f64]) -> bool;
+
+    /// The task's parameters by name, with their values (counts as whole
+    /// numbers); none by default. See [`make_task`].
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+    /// Sets one of [`Task::parameters`]; `Err` says why not (the value is
+    /// out of range).
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        let _ = value;
+        Err(format!(
+            "`{name}` is not a parameter of task `{}`",
+            self.name()
+        ))
+    }
 
     /// Reverse mode of [`Task::observe`]: adds `(∂obs/∂q)ᵀ g_obs` to
     /// `grad.q` and `(∂obs/∂v)ᵀ g_obs` to `grad.v` (`grad.action` is not
@@ -299,6 +314,12 @@ impl<T: Task + ?Sized> Task for Box<T> {
     }
     fn terminated(&self, state: &State, episode: &[f64]) -> bool {
         (**self).terminated(state, episode)
+    }
+    fn parameters(&self) -> Vec<(&'static str, f64)> {
+        (**self).parameters()
+    }
+    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String> {
+        (**self).set_parameter(name, value)
     }
     fn observe_vjp(
         &self,

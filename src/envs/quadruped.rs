@@ -2,8 +2,7 @@
 
 use super::registry::{count, finite, non_negative, positive, time_step};
 use super::{
-    BoxSpace, EnvError, InputGradient, Parameters, Rng, Task, Transition, TransitionGradient,
-    free_rotation,
+    BoxSpace, EnvError, InputGradient, Rng, Task, Transition, TransitionGradient, free_rotation,
 };
 use crate::batch::BatchOptions;
 use crate::math::Vec3;
@@ -305,9 +304,7 @@ impl Task for QuadrupedWalk {
         grad.energy -= self.energy_cost / t.dt * g;
         Ok(())
     }
-}
 
-impl Parameters for QuadrupedWalk {
     fn parameters(&self) -> Vec<(&'static str, f64)> {
         vec![
             ("kp", self.kp),

@@ -16,15 +16,6 @@ pub const TASK_NAMES: &[&str] = &[
     "box-push",
 ];
 
-/// A task whose parameters can be read and set by name.
-pub trait Parameters {
-    /// Every parameter with its value (whole numbers for counts).
-    fn parameters(&self) -> Vec<(&'static str, f64)>;
-    /// Sets one; `Err` says why not (an unknown name is answered by
-    /// [`make_task`], which knows the task's list).
-    fn set_parameter(&mut self, name: &str, value: f64) -> Result<(), String>;
-}
-
 /// A positive finite value (`what`: its name and unit, for the error).
 pub(crate) fn positive(value: f64, what: &str) -> Result<f64, String> {
     if value.is_finite() && value > 0.0 {
@@ -67,10 +58,10 @@ pub(crate) fn finite(value: f64) -> Result<f64, String> {
 }
 
 /// The built-in task `name` ([`TASK_NAMES`]) with `parameters` set (each
-/// name one of the task's [`Parameters::parameters`]). An unknown task or
+/// name one of the task's [`Task::parameters`]). An unknown task or
 /// parameter, or a value out of range, is refused naming it.
 pub fn make_task(name: &str, parameters: &[(&str, f64)]) -> Result<Box<dyn Task>, EnvError> {
-    fn with<T: Task + Parameters + 'static>(
+    fn with<T: Task + 'static>(
         mut task: T,
         parameters: &[(&str, f64)],
     ) -> Result<Box<dyn Task>, EnvError> {
@@ -80,10 +71,7 @@ pub fn make_task(name: &str, parameters: &[(&str, f64)]) -> Result<Box<dyn Task>
                 let names: Vec<&str> = known.iter().map(|(k, _)| *k).collect();
                 return Err(EnvError::Task {
                     task: task.name().to_string(),
-                    reason: format!(
-                        "no parameter `{key}` (it has: {})",
-                        names.join(", ")
-                    ),
+                    reason: format!("no parameter `{key}` (it has: {})", names.join(", ")),
                 });
             }
             task.set_parameter(key, value)
@@ -211,13 +199,21 @@ pub fn check_task_derivatives(
     let mut grad = TransitionGradient::zeros(nq, nv, na);
     task.reward_vjp(t, 1.0, &mut grad)?;
     let mut written: Vec<f64> = grad.prev.q.iter().chain(&grad.prev.v).copied().collect();
-    written.extend(grad.next.q.iter().chain(&grad.next.v).chain(&grad.next.action));
+    written.extend(
+        grad.next
+            .q
+            .iter()
+            .chain(&grad.next.v)
+            .chain(&grad.next.action),
+    );
     written.push(grad.energy);
     let mut diff = Vec::new();
     for k in 0..nq + nv {
         let (pp, _) = perturbed(prev, action, k, eps);
         let (pm, _) = perturbed(prev, action, k, -eps);
-        diff.push((reward(&pp, next, action, energy) - reward(&pm, next, action, energy)) / (2.0 * eps));
+        diff.push(
+            (reward(&pp, next, action, energy) - reward(&pm, next, action, energy)) / (2.0 * eps),
+        );
     }
     for k in 0..nq + nv + na {
         let (np, ap) = perturbed(next, action, k, eps);
