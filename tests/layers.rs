@@ -135,3 +135,22 @@ fn the_check_sees_calls_and_ignores_comments_and_tests() {
             .collect::<BTreeSet<_>>()
     );
 }
+
+/// Issue 32's rule: no file of the library over 1 000 lines (split a file
+/// by what its parts do before it gets there).
+#[test]
+fn no_file_of_the_library_has_more_than_a_thousand_lines() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    assert!(files.len() > 50, "read {} files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .map(|f| (f, std::fs::read_to_string(f).unwrap().lines().count()))
+        .filter(|(_, n)| *n > 1000)
+        .map(|(f, n)| format!("{} ({n} lines)", f.display()))
+        .collect();
+    assert!(long.is_empty(), "over 1 000 lines: {long:?}");
+}
