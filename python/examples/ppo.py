@@ -29,8 +29,9 @@ both engines::
         --cross-evaluate
 
 ``--task cartpole-swingup`` and ``--task quadruped-walk`` (with
-``--engines moreau``) train on ``shac.py``'s tasks (moreau's, not
-Gymnasium's), for the comparison with SHAC.
+``--engines moreau``) train on moreau's own tasks (``moreau.Task``, not
+Gymnasium's) with SHAC's parameters, through ``shac.py``'s
+``TaskVectorEnv``, for the comparison with SHAC.
 """
 
 from __future__ import annotations
