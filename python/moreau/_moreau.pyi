@@ -154,7 +154,10 @@ class Simulator:
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
     def step_with_jacobians(self, tau: ArrayIn) -> dict[str, Any]:
-        """One step with its Jacobians (dv_dq, dv_dv, dv_dtau, dq_*, dv_dmu, ...)."""
+        """One step with its Jacobians (dv_dq, dv_dv, dv_dtau, dq_*, dv_dmu,
+        wrt_q, q_residual) and ``q_side`` (nv,) int8: which perturbations
+        of each q column the derivative is for (0 both signs, +1 from above,
+        -1 from below, 2 neither: a kink)."""
     def step_with_vjp(
         self, tau: ArrayIn, w_v: ArrayIn, w_q: ArrayIn
     ) -> dict[str, Any]:

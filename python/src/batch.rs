@@ -12,13 +12,13 @@ use moreau::dynamics::{
 use moreau::math::{SE3, Vec3};
 use moreau::sim::{State, actuator_forces};
 use nalgebra::DVector;
-use numpy::{PyArray1, PyArray2, PyArray3};
+use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
 use crate::model::Model;
-use crate::simulator::params;
+use crate::simulator::{params, q_side_codes};
 use crate::value_error;
 
 /// The record of one `BatchSim.step_for_vjp`: each world's step, kept for
@@ -257,9 +257,10 @@ impl BatchSim {
     /// (nworlds, nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`,
     /// `dq_dv`, `dq_dtau` (`q` in the tangent space: see
     /// `Model.configuration_charts`), and (nworlds,) `wrt_q` (false: that
-    /// world's `q` columns are not available) and `q_residual` (see
-    /// `Simulator.step_with_jacobians`). A failed world (in `failures`)
-    /// keeps its state and gets NaN Jacobians.
+    /// world's `q` columns are not available), `q_residual` and
+    /// (nworlds, nv) `q_side` (see `Simulator.step_with_jacobians`). A
+    /// failed world (in `failures`) keeps its state and gets NaN Jacobians
+    /// (and `q_side` 2).
     fn step_with_jacobians<'py>(
         &mut self,
         py: Python<'py>,
@@ -275,6 +276,7 @@ impl BatchSim {
         let names = ["dv_dq", "dv_dv", "dv_dtau", "dq_dq", "dq_dv", "dq_dtau"];
         let mut flats: Vec<Vec<f64>> = vec![Vec::with_capacity(n * nv * nv); names.len()];
         let (mut wrt_q, mut residual) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut sides: Vec<i8> = Vec::with_capacity(n * nv);
         for w in 0..n {
             let jac = self.batch.jacobians(w).map_err(value_error)?;
             match jac {
@@ -287,6 +289,7 @@ impl BatchSim {
                     }
                     wrt_q.push(j.wrt_q);
                     residual.push(j.q_residual);
+                    sides.extend(q_side_codes(j));
                 }
                 None => {
                     for flat in flats.iter_mut() {
@@ -294,6 +297,7 @@ impl BatchSim {
                     }
                     wrt_q.push(false);
                     residual.push(f64::NAN);
+                    sides.extend(std::iter::repeat_n(2, nv));
                 }
             }
         }
@@ -303,6 +307,12 @@ impl BatchSim {
         }
         d.set_item("wrt_q", PyArray1::from_vec(py, wrt_q))?;
         d.set_item("q_residual", PyArray1::from_vec(py, residual))?;
+        d.set_item(
+            "q_side",
+            PyArray1::from_vec(py, sides)
+                .reshape([n, nv])
+                .expect("n × nv"),
+        )?;
         Ok(d)
     }
 

@@ -107,9 +107,13 @@ impl Simulator {
     /// of (nv, nv) arrays `dv_dq`, `dv_dv`, `dv_dtau`, `dq_dq`, `dq_dv`,
     /// `dq_dtau` (`q` in the tangent space), (nv, nc) `dv_dmu` and
     /// `dq_dmu`, and `wrt_q` (false: the `q` ones are not available, a
-    /// contact's features have no written derivatives) and `q_residual`
+    /// contact's features have no written derivatives), `q_residual`
     /// (above 1e-6: not differentiable in `q`, the least-squares
-    /// derivative). Use a tight `tolerance` (1e-10 or less).
+    /// derivative) and `q_side` (nv,) int8: which perturbations of each
+    /// `q` column its derivative is for, 0 both signs, +1 from above, -1
+    /// from below (one-sided), 2 neither (a kink: a contact's or a stop's
+    /// mode or slope changes either way within 1e-6; a robot at rest sits
+    /// on such boundaries). Use a tight `tolerance` (1e-10 or less).
     fn step_with_jacobians<'py>(
         &mut self,
         py: Python<'py>,
@@ -135,6 +139,7 @@ impl Simulator {
         }
         d.set_item("wrt_q", jac.wrt_q)?;
         d.set_item("q_residual", jac.q_residual)?;
+        d.set_item("q_side", PyArray1::from_vec(py, q_side_codes(&jac)))?;
         Ok(d)
     }
 
@@ -227,5 +232,16 @@ impl Simulator {
                 Ok(d)
             })
             .collect()
+    }
+}
+
+/// [`StepJacobians::q_sides`] as codes (0 both, ±1 one side, 2 a kink;
+/// 2 for every column where the `q` columns are not available).
+pub(crate) fn q_side_codes(jac: &StepJacobians) -> Vec<i8> {
+    let nv = jac.dv_dq.ncols();
+    if jac.q_sides.len() == nv {
+        jac.q_sides.iter().map(|s| s.code()).collect()
+    } else {
+        vec![2; nv]
     }
 }

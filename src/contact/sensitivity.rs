@@ -80,6 +80,8 @@ pub struct ContactSensitivity {
     /// The worst relative residual `‖A dλ + D_c dg‖∞ / ‖D_c dg‖∞` over the
     /// columns of the last [`Self::apply`].
     worst_residual: f64,
+    /// That residual per column (0 where `A` was not singular).
+    column_residuals: Vec<f64>,
     /// Whether `A` was regularized (found singular).
     regularized: bool,
     /// Right-hand sides transposed, for [`Self::lu_solve_columns`].
@@ -291,6 +293,8 @@ impl ContactSensitivity {
     pub fn apply(&mut self, dg: &mut DMatrix<f64>) {
         let (m, k) = (dg.nrows(), dg.ncols());
         self.worst_residual = 0.0;
+        self.column_residuals.clear();
+        self.column_residuals.resize(k, 0.0);
         // B = −D_c dg, in `dg`'s place; X = LU⁻¹ B.
         let mut b = DMatrix::zeros(m, k);
         for j in 0..k {
@@ -313,11 +317,22 @@ impl ContactSensitivity {
         }
         r.copy_from(&b);
         r.gemm(-1.0, &a, dg, 1.0);
-        for j in 0..k {
+        self.measure_residuals(&r, &b);
+    }
+
+    /// The relative residual of each column, and the worst.
+    fn measure_residuals(&mut self, r: &DMatrix<f64>, b: &DMatrix<f64>) {
+        self.worst_residual = 0.0;
+        self.column_residuals.clear();
+        for j in 0..b.ncols() {
             let scale = b.column(j).amax();
-            if scale > 0.0 {
-                self.worst_residual = self.worst_residual.max(r.column(j).amax() / scale);
-            }
+            let e = if scale > 0.0 {
+                r.column(j).amax() / scale
+            } else {
+                0.0
+            };
+            self.column_residuals.push(e);
+            self.worst_residual = self.worst_residual.max(e);
         }
     }
 
@@ -401,19 +416,13 @@ impl ContactSensitivity {
             normal[(r, r)] += TIKHONOV * dmax;
         }
         let mut x = a.tr_mul(&b);
-        self.worst_residual = 0.0;
         match normal.cholesky() {
             Some(ch) => ch.solve_mut(&mut x),
             // (Positive definite by construction; rounding aside.)
             None => x.fill(0.0),
         }
         let residual = &a * &x - &b;
-        for j in 0..k {
-            let scale = b.column(j).amax();
-            if scale > 0.0 {
-                self.worst_residual = self.worst_residual.max(residual.column(j).amax() / scale);
-            }
-        }
+        self.measure_residuals(&residual, &b);
         dg.copy_from(&x);
     }
 
@@ -426,6 +435,12 @@ impl ContactSensitivity {
     /// change).
     pub fn worst_residual(&self) -> f64 {
         self.worst_residual
+    }
+
+    /// [`Self::worst_residual`] of each column of the last apply: a column
+    /// above 1e-6 has no solution (its direction must change the modes).
+    pub fn column_residuals(&self) -> &[f64] {
+        &self.column_residuals
     }
 
     /// Whether `A` was found singular (then regularized, see the module

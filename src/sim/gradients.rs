@@ -79,6 +79,13 @@ pub struct StepJacobians {
     /// documented choice of generalized derivative, finite where the
     /// regularized solve is not.
     pub q_residual: f64,
+    /// For each column `k` of `dv_dq` and `dq_dq` (where `wrt_q`; empty in
+    /// reverse mode), which perturbations `δq_k` it is the derivative for:
+    /// both signs, one (the one-sided derivative), or neither (a kink: the
+    /// step changes a contact's or a stop's mode, or the stabilization's
+    /// slope, either way within [`super::KINK_REACH`]). See
+    /// [`super::kinks`]: a robot at rest sits on such boundaries.
+    pub q_sides: Vec<super::QSide>,
     /// `∂v⁺/∂μ` and `∂q⁺/∂μ` (nv × nc): column `i` for the friction
     /// coefficient of the step's contact `i` (`Simulator::contacts`); only
     /// sliding contacts' coefficients matter to first order.
@@ -140,6 +147,10 @@ struct QWork {
     /// Per contact: the stabilization's slope `∂s_N/∂φ`, the world force.
     slope: Vec<f64>,
     force: Vec<Vec3>,
+    /// `∂φ/∂q` (nc × nv) and the total `∂c/∂q = C + (G + R) ∂λ/∂q` (m × nv),
+    /// for [`super::kinks::q_sides`].
+    dphi: DMatrix<f64>,
+    dc_total: DMatrix<f64>,
 }
 
 impl StepJacobians {
@@ -294,6 +305,7 @@ impl Simulator {
         // At fixed λ: dt (∂q̈/∂q − M̃⁻¹ K) (the springs' stiffness K,
         // explicit); the impulse's terms are added below.
         out.q_residual = 0.0;
+        out.q_sides.clear();
         out.wrt_q = self
             .contacts
             .iter()
@@ -383,7 +395,36 @@ impl Simulator {
                     out.sensitivity.apply_least_squares(&mut w.dc);
                 }
                 out.dv_dq.gemm(1.0, &out.minv_jt, &w.dc, 1.0);
+                if !reverse {
+                    // ∂c/∂q = C + (G + R) ∂λ/∂q.
+                    let problem = &self.problem;
+                    w.dc_total.clone_from(&w.dc_kept);
+                    w.dc_total.gemm(1.0, &problem.delassus, &w.dc, 1.0);
+                    for r in 0..m {
+                        let rr = problem.compliance[r];
+                        for k in 0..nv {
+                            w.dc_total[(r, k)] += rr * w.dc[(r, k)];
+                        }
+                    }
+                    let pieces = super::kinks::StepPieces {
+                        contacts: &self.contacts,
+                        limits: &self.limits,
+                        mu: &problem.mu,
+                        modes: &out.sensitivity.modes,
+                        lambda: self.solution.lambda.as_slice(),
+                        c: &out.c,
+                        dlambda: &w.dc,
+                        dc: &w.dc_total,
+                        dphi: &w.dphi,
+                        impacts: &out.impacts,
+                        residuals: out.sensitivity.column_residuals(),
+                    };
+                    super::kinks::q_sides(&pieces, nv, &mut out.q_sides);
+                }
             }
+        }
+        if out.wrt_q && m == 0 && !reverse {
+            out.q_sides.resize(nv, super::QSide::Both);
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
         if reverse {
@@ -591,6 +632,10 @@ impl Simulator {
         w.wrench.resize(nb, Vec6::zeros());
         w.force.clear();
         w.slope.clear();
+        if w.dphi.shape() != (self.contacts.len(), nv) {
+            w.dphi = DMatrix::zeros(self.contacts.len(), nv);
+        }
+        w.dphi.fill(0.0);
         let impact_rows = &out.impacts;
         for (i, c) in self.contacts.iter().enumerate() {
             let f = c.frame * Vec3::new(lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]);
@@ -658,6 +703,7 @@ impl Simulator {
                         var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
                 }
                 w.dc[(3 * i + 2, k)] += w.slope[i] * var.distance;
+                w.dphi[(i, k)] = var.distance;
                 if let Some(&(_, e)) = impact_rows.iter().find(|&&(row, _)| row == 3 * i + 2) {
                     let (rel, drel) = dvel(&w.vel_prev);
                     w.dc[(3 * i + 2, k)] +=

@@ -61,9 +61,11 @@ use std::sync::Arc;
 pub use crate::counters::{Stage, StageTimes};
 
 mod gradients;
+pub mod kinks;
 mod trajectory;
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
+pub use kinks::{KINK_REACH, QSide};
 use std::time::Instant;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
