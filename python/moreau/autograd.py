@@ -26,7 +26,12 @@ Configurations with quaternions are handled through the coordinate charts
 that of its coordinates along the configuration manifold (a change of a
 quaternion's norm has none). Where a world's step has no derivative with
 respect to ``q`` (``wrt_q`` false: contact features without written
-derivatives), backward raises rather than return a wrong gradient. The
+derivatives), backward raises rather than return a wrong gradient. At a
+robot settled on its feet the step is piecewise smooth in ``q``: a
+component of ``q`` whose step derivative holds for one sign of
+perturbation only gets that one-sided derivative (``q_side`` ±1), and a
+gradient through a component where neither side's holds (a kink,
+``q_side`` 2) raises a :class:`KinkWarning` naming the world. The
 computation is in float64 (but for the GPU backend's f32 solves); the
 returned tensors are float64 on the CPU. A tape holds each step's
 contact problem and derivatives (a few nv × nv and m × m matrices per world
@@ -41,12 +46,24 @@ graph, differentiated through the task's written derivatives: with
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 try:
     import torch
 except ImportError as e:  # pragma: no cover - a clear message without torch
     raise ImportError("moreau.autograd needs PyTorch: pip install torch") from e
+
+
+class KinkWarning(UserWarning):
+    """A gradient with respect to ``q`` went through a kink of a step: a
+    component of ``q`` along which the step changes a contact's or a joint
+    stop's mode (or its stabilization's slope) for perturbations of either
+    sign (``q_side`` 2, see ``Simulator.step_with_jacobians``), as at a
+    robot settled on its feet. That component of the gradient is a
+    generalized derivative, no side's. Turn it into an error with
+    ``warnings.simplefilter("error", moreau.autograd.KinkWarning)``."""
 
 
 def _transpose_apply(a: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -95,6 +112,17 @@ class _Step(torch.autograd.Function):
                 raise RuntimeError(
                     f"world {missing[0]}'s step has no derivative with respect to q "
                     "(a contact whose features have no written derivatives)"
+                )
+            kinks = (out["q_side"] == 2) & (out["q"] != 0) & out["wrt_q"][:, None]
+            if kinks.any():
+                world = int(np.flatnonzero(kinks.any(axis=1))[0])
+                warnings.warn(
+                    KinkWarning(
+                        f"the gradient with respect to q of world {world} (of {int(kinks.any(axis=1).sum())} "
+                        f"worlds) goes through a kink of its step in components "
+                        f"{np.flatnonzero(kinks[world]).tolist()}: a generalized derivative there"
+                    ),
+                    stacklevel=2,
                 )
             g_q = torch.from_numpy(_transpose_apply(ctx.d_in, np.nan_to_num(out["q"])))
         return g_q, torch.from_numpy(out["v"]), torch.from_numpy(out["tau"]), None, None
@@ -191,4 +219,4 @@ def reward(task, q_prev, v_prev, q, v, a, energy, episode=None) -> torch.Tensor:
     return _Reward.apply(q_prev, v_prev, q, v, a, energy, task, _optional(episode))
 
 
-__all__ = ["observe", "reward", "step", "torques"]
+__all__ = ["KinkWarning", "observe", "reward", "step", "torques"]

@@ -336,8 +336,8 @@ impl BatchSim {
     /// `w_q` of `q⁺` (nworlds, nv each; `q⁺` in the tangent space, see
     /// `Model.configuration_charts`): a dict of (nworlds, nv) arrays `q`,
     /// `v`, `tau` (`wᵀ ∂(v⁺, q⁺)/∂x`), a list `mu` (per world, one entry per
-    /// contact of its step), (nworlds,) `wrt_q` and `q_residual` (see
-    /// `step_with_jacobians`), and `gpu_fallbacks` (worlds whose contact
+    /// contact of its step), (nworlds,) `wrt_q` and `q_residual`, (nworlds,
+    /// nv) `q_side` (see `step_with_jacobians`), and `gpu_fallbacks` (worlds whose contact
     /// stage the GPU flagged and the CPU solved). On the GPU backend the
     /// contact stages' transposed solves run in one GPU dispatch (f32);
     /// on "cpu" in parallel. The GIL is released. A world that did not
@@ -369,6 +369,13 @@ impl BatchSim {
         d.set_item("mu", mu)?;
         d.set_item("wrt_q", PyArray1::from_vec(py, out.wrt_q))?;
         d.set_item("q_residual", PyArray1::from_vec(py, out.q_residual))?;
+        let sides: Vec<i8> = out.q_sides.iter().map(|s| s.code()).collect();
+        d.set_item(
+            "q_side",
+            PyArray1::from_vec(py, sides)
+                .reshape([n, nv])
+                .expect("n × nv"),
+        )?;
         d.set_item("gpu_fallbacks", out.gpu_fallbacks)?;
         Ok(d)
     }

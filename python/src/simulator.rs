@@ -146,7 +146,8 @@ impl Simulator {
     /// One step under joint torques `tau` (nv,) with the vector–Jacobian
     /// product of the adjoints `w_v` of `v⁺` and `w_q` of `q⁺` (nv each): a
     /// dict of arrays `q`, `v`, `tau` (nv,) and `mu` (nc,), and `wrt_q`,
-    /// `q_residual` as in `step_with_jacobians`.
+    /// `q_residual`, `q_side` as in `step_with_jacobians` (`q_side[k]`:
+    /// which perturbations of `q`'s component `k` the product is for).
     fn step_with_vjp<'py>(
         &mut self,
         py: Python<'py>,
@@ -171,6 +172,10 @@ impl Simulator {
         }
         d.set_item("wrt_q", out.wrt_q)?;
         d.set_item("q_residual", out.q_residual)?;
+        d.set_item(
+            "q_side",
+            PyArray1::from_vec(py, side_codes(&out.q_sides, out.q.len())),
+        )?;
         Ok(d)
     }
 
@@ -238,9 +243,13 @@ impl Simulator {
 /// [`StepJacobians::q_sides`] as codes (0 both, ±1 one side, 2 a kink;
 /// 2 for every column where the `q` columns are not available).
 pub(crate) fn q_side_codes(jac: &StepJacobians) -> Vec<i8> {
-    let nv = jac.dv_dq.ncols();
-    if jac.q_sides.len() == nv {
-        jac.q_sides.iter().map(|s| s.code()).collect()
+    side_codes(&jac.q_sides, jac.dv_dq.ncols())
+}
+
+/// Sides as codes, 2 throughout where they are not `nv` of them.
+pub(crate) fn side_codes(sides: &[moreau::sim::QSide], nv: usize) -> Vec<i8> {
+    if sides.len() == nv {
+        sides.iter().map(|s| s.code()).collect()
     } else {
         vec![2; nv]
     }

@@ -329,3 +329,36 @@ def test_step_jacobians_say_which_side_of_a_kink_each_q_column_is():
     batch = moreau.BatchSim(model, 2, solver="ncp-admm", tolerance=1e-12)
     batch.set_states(np.tile(q0, (2, 1)), np.tile(v0, (2, 1)))
     np.testing.assert_array_equal(batch.step_with_jacobians(np.zeros((2, model.nv)))["q_side"], np.tile(side, (2, 1)))
+
+
+def test_a_gradient_through_a_kink_says_so():
+    """moreau.autograd.step warns (KinkWarning) when a gradient with respect
+    to q goes through a kink of a step (a cube settled on its four corners,
+    tilted either way, lifts two and sinks two), and not for a cube in the
+    air; as an error under warnings.simplefilter("error")."""
+    import warnings
+
+    from moreau.autograd import KinkWarning
+
+    model = moreau.scene("cube-resting")
+    sim = moreau.Simulator(model, tolerance=1e-12)
+    for _ in range(500):
+        sim.step(tau=np.zeros(model.nv))
+    batch = moreau.BatchSim(model, 2, solver="ncp-admm", tolerance=1e-12)
+    settled = np.tile(sim.q, (2, 1)), np.tile(sim.v, (2, 1))
+    air = settled[0].copy(), settled[1].copy()
+    air[0][:, 2] += 0.5
+
+    def loss(q0, v0):
+        q = torch.tensor(q0, requires_grad=True)
+        q1, v1 = step(batch, q, torch.tensor(v0), torch.zeros(2, model.nv, dtype=torch.float64))
+        (v1**2).sum().backward()
+        return q.grad
+
+    with pytest.warns(KinkWarning, match="world 0 .*components \\[3, 4\\]"):
+        loss(*settled)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", KinkWarning)
+        assert torch.isfinite(loss(*air)).all()
+        with pytest.raises(KinkWarning):
+            loss(*settled)

@@ -5,6 +5,7 @@
 //! the GPU backend).
 
 use super::*;
+use crate::sim::QSide;
 
 /// The records of one [`BatchSim::step_for_vjp`], one per world (none for
 /// a world that sat the step out or failed), for [`BatchSim::vjp`].
@@ -37,6 +38,10 @@ pub struct BatchVjp {
     /// Per world, whether `q` is differentiated (see [`StepJacobians::wrt_q`]).
     pub wrt_q: Vec<bool>,
     pub q_residual: Vec<f64>,
+    /// Per world, nv each: which side of a kink each component of `q` is
+    /// for (see [`StepJacobians::q_sides`]; a world not differentiated in
+    /// `q` has [`QSide::Kink`] throughout).
+    pub q_sides: Vec<QSide>,
     /// Worlds whose contact stage the GPU flagged (a zero pivot), solved
     /// on the CPU instead.
     pub gpu_fallbacks: Vec<usize>,
@@ -193,6 +198,7 @@ impl BatchSim {
                     out.v = DVector::from_column_slice(wv);
                     out.tau = DVector::zeros(nv);
                     out.wrt_q = true;
+                    out.q_sides = vec![QSide::Both; nv];
                 }
             }
             out
@@ -219,6 +225,11 @@ impl BatchSim {
             result.mu.push(o.mu.as_slice().to_vec());
             result.wrt_q.push(o.wrt_q);
             result.q_residual.push(o.q_residual);
+            if o.q_sides.len() == nv {
+                result.q_sides.extend_from_slice(&o.q_sides);
+            } else {
+                result.q_sides.extend(std::iter::repeat_n(QSide::Kink, nv));
+            }
         }
         Ok(result)
     }

@@ -79,7 +79,7 @@ pub struct StepJacobians {
     /// documented choice of generalized derivative, finite where the
     /// regularized solve is not.
     pub q_residual: f64,
-    /// For each column `k` of `dv_dq` and `dq_dq` (where `wrt_q`; empty in
+    /// For each column `k` of `dv_dq` and `dq_dq` (where `wrt_q`; also in
     /// reverse mode), which perturbations `δq_k` it is the derivative for:
     /// both signs, one (the one-sided derivative), or neither (a kink: the
     /// step changes a contact's or a stop's mode, or the stabilization's
@@ -395,7 +395,7 @@ impl Simulator {
                     out.sensitivity.apply_least_squares(&mut w.dc);
                 }
                 out.dv_dq.gemm(1.0, &out.minv_jt, &w.dc, 1.0);
-                if !reverse {
+                {
                     // ∂c/∂q = C + (G + R) ∂λ/∂q.
                     let problem = &self.problem;
                     w.dc_total.clone_from(&w.dc_kept);
@@ -423,7 +423,7 @@ impl Simulator {
                 }
             }
         }
-        if out.wrt_q && m == 0 && !reverse {
+        if out.wrt_q && m == 0 {
             out.q_sides.resize(nv, super::QSide::Both);
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
@@ -552,6 +552,7 @@ impl StepJacobians {
         out.tau = self.dv_dtau.tr_mul(&v_f_bar);
         out.wrt_q = self.wrt_q;
         out.q_residual = self.q_residual;
+        out.q_sides.clone_from(&self.q_sides);
         out.q = self.jq.tr_mul(&DVector::from_column_slice(w_q));
         if self.wrt_q {
             out.q.gemv_tr(1.0, &self.dv_dq, w_bar, 1.0);
@@ -586,6 +587,9 @@ pub struct StepVjp {
     pub mu: DVector<f64>,
     pub wrt_q: bool,
     pub q_residual: f64,
+    /// Which side of a kink each component of `q` is for (see
+    /// [`StepJacobians::q_sides`]).
+    pub q_sides: Vec<super::QSide>,
 }
 
 /// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to
