@@ -1,6 +1,6 @@
 //! The built-in tasks by name, with their parameters set by name (what the
-//! Python package's `moreau.Task` and the command line take), and a check
-//! of a task's written derivatives against central differences.
+//! Python package's `moreau.Task` takes), and a check of a task's written
+//! derivatives against central differences.
 
 use super::{
     BoxPush, CartPoleSwingUp, EnvError, InputGradient, QuadrupedWalk, Task, Transition,
