@@ -4,8 +4,8 @@
 
 use moreau::batch::Backend;
 use moreau::envs::{
-    BoxPush, BoxSpace, CartPoleSwingUp, EnvError, InputGradient, QuadrupedWalk, Rng, StepResult,
-    TASK_NAMES, Task, Transition, TransitionGradient, VecEnv, VecEnvOptions,
+    BoxPush, BoxSpace, CartPoleSwingUp, DerivativeCheck, EnvError, InputGradient, QuadrupedWalk,
+    Rng, StepResult, TASK_NAMES, Task, Transition, TransitionGradient, VecEnv, VecEnvOptions,
     check_task_derivatives, make_task,
 };
 use moreau::model::{JointType, Model};
@@ -417,11 +417,12 @@ fn a_boxed_task_is_a_task() {
     }
 }
 
-/// A random transition of `task`: two of its initial states, their
-/// velocities and (for a free base) orientations disturbed, the second's
-/// quaternion scaled off unit norm (the derivatives go through its
-/// normalization), a random action and energy.
-fn random_transition(task: &dyn Task, rng: &mut Rng) -> (State, State, Vec<f64>, Vec<f64>, f64) {
+/// [`check_task_derivatives`] of `task` (steps of 1e-6) at a random
+/// transition of 0.02 s: two of its initial states, their velocities and
+/// (for a free base) orientations disturbed, the second's quaternion
+/// scaled off unit norm (the derivatives go through its normalization), a
+/// random action and energy.
+fn check_at_random_transition(task: &dyn Task, rng: &mut Rng) -> Result<DerivativeCheck, EnvError> {
     let mut episode = vec![0.0; task.episode_dim()];
     let mut draw = |rng: &mut Rng, scale: f64| {
         let mut s = task.reset(rng, &mut episode);
@@ -445,8 +446,15 @@ fn random_transition(task: &dyn Task, rng: &mut Rng) -> (State, State, Vec<f64>,
     let action: Vec<f64> = (0..task.action_dim())
         .map(|_| rng.range(-1.0, 1.0))
         .collect();
-    let energy = rng.range(0.0, 2.0);
-    (prev, next, action, episode, energy)
+    let t = Transition {
+        prev: &prev,
+        state: &next,
+        action: &action,
+        episode: &episode,
+        energy: rng.range(0.0, 2.0),
+        dt: 0.02,
+    };
+    check_task_derivatives(task, &t, 1e-6)
 }
 
 #[test]
@@ -456,16 +464,7 @@ fn the_tasks_derivatives_match_central_differences() {
         let task = make_task(name, &[]).unwrap();
         let mut worst = [0.0f64; 3];
         for _ in 0..20 {
-            let (prev, next, action, episode, energy) = random_transition(task.as_ref(), &mut rng);
-            let t = Transition {
-                prev: &prev,
-                state: &next,
-                action: &action,
-                episode: &episode,
-                energy,
-                dt: 0.02,
-            };
-            let c = check_task_derivatives(task.as_ref(), &t, 1e-6).unwrap();
+            let c = check_at_random_transition(task.as_ref(), &mut rng).unwrap();
             worst[0] = worst[0].max(c.observe);
             worst[1] = worst[1].max(c.torques);
             worst[2] = worst[2].max(c.reward);
@@ -552,16 +551,7 @@ impl Task for WrongReward {
 fn the_derivative_check_sees_a_wrong_derivative_and_a_task_without_them_says_so() {
     let mut rng = Rng::new(3);
     let task = WrongReward(CartPoleSwingUp::new());
-    let (prev, next, action, episode, energy) = random_transition(&task, &mut rng);
-    let t = Transition {
-        prev: &prev,
-        state: &next,
-        action: &action,
-        episode: &episode,
-        energy,
-        dt: 0.02,
-    };
-    let c = check_task_derivatives(&task, &t, 1e-6).unwrap();
+    let c = check_at_random_transition(&task, &mut rng).unwrap();
     assert!(c.observe < 1e-4 && c.torques < 1e-7, "{c:?}");
     assert!(
         c.reward > 0.1,
@@ -569,16 +559,7 @@ fn the_derivative_check_sees_a_wrong_derivative_and_a_task_without_them_says_so(
     );
 
     let push = BoxPush::new();
-    let (prev, next, action, episode, energy) = random_transition(&push, &mut rng);
-    let t = Transition {
-        prev: &prev,
-        state: &next,
-        action: &action,
-        episode: &episode,
-        energy,
-        dt: 0.02,
-    };
-    let e = check_task_derivatives(&push, &t, 1e-6)
+    let e = check_at_random_transition(&push, &mut rng)
         .unwrap_err()
         .to_string();
     assert_eq!(

@@ -66,19 +66,7 @@ impl Task {
         let qf = rows("q", q, n, nq)?;
         let vf = rows("v", v, n, nv)?;
         let times = match t {
-            Some(t) => {
-                let t = vector(t);
-                if t.len() != n {
-                    return Err(value_error(format!(
-                        "t has length {}, expected {n} (one time per world)",
-                        t.len()
-                    )));
-                }
-                if let Some(k) = t.iter().position(|x| !x.is_finite()) {
-                    return Err(value_error(format!("t[{k}] is not finite ({})", t[k])));
-                }
-                t
-            }
+            Some(t) => per_world("t", t, n)?,
             None => vec![0.0; n],
         };
         let episode = match episode {
@@ -106,6 +94,57 @@ impl Task {
     fn episode_of<'a>(&self, w: &'a Worlds, k: usize) -> &'a [f64] {
         &w.episode[k * self.ne()..(k + 1) * self.ne()]
     }
+
+    /// The transitions of `n` worlds, checked.
+    #[allow(clippy::too_many_arguments)]
+    fn transitions(
+        &self,
+        q_prev: &Floats2<'_>,
+        v_prev: &Floats2<'_>,
+        q: &Floats2<'_>,
+        v: &Floats2<'_>,
+        action: &Floats2<'_>,
+        energy: &Floats1<'_>,
+        episode: &Option<Floats2<'_>>,
+    ) -> PyResult<Transitions> {
+        let prev = self.worlds(q_prev, v_prev, &None, episode)?;
+        let next = self.worlds(q, v, &None, episode)?;
+        let n = prev.states.len();
+        if next.states.len() != n {
+            return Err(value_error(format!(
+                "q has {} rows, q_prev {n}: one transition per world",
+                next.states.len()
+            )));
+        }
+        Ok(Transitions {
+            action: self.actions(action, n)?,
+            energy: per_world("energy", energy, n)?,
+            prev,
+            next,
+        })
+    }
+
+    /// World `k`'s transition of `t`.
+    fn transition<'a>(&self, t: &'a Transitions, k: usize) -> Transition<'a> {
+        let na = self.na();
+        Transition {
+            prev: &t.prev.states[k],
+            state: &t.next.states[k],
+            action: &t.action[k * na..(k + 1) * na],
+            episode: &t.prev.episode[k * self.ne()..(k + 1) * self.ne()],
+            energy: t.energy[k],
+            dt: self.control_dt(),
+        }
+    }
+}
+
+/// One environment step of `n` worlds: before, after, the actions, the
+/// energies.
+struct Transitions {
+    prev: Worlds,
+    next: Worlds,
+    action: Vec<f64>,
+    energy: Vec<f64>,
 }
 
 #[pymethods]
@@ -368,24 +407,9 @@ impl Task {
         energy: Floats1<'py>,
         episode: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let prev = self.worlds(&q_prev, &v_prev, &None, &episode)?;
-        let next = self.worlds(&q, &v, &None, &episode)?;
-        let n = same_worlds(&prev, &next)?;
-        let a = self.actions(&action, n)?;
-        let energy = energies(&energy, n)?;
-        let na = self.na();
-        let dt = self.control_dt();
-        let r = (0..n)
-            .map(|k| {
-                self.task.reward(&Transition {
-                    prev: &prev.states[k],
-                    state: &next.states[k],
-                    action: &a[k * na..(k + 1) * na],
-                    episode: self.episode_of(&prev, k),
-                    energy: energy[k],
-                    dt,
-                })
-            })
+        let t = self.transitions(&q_prev, &v_prev, &q, &v, &action, &energy, &episode)?;
+        let r = (0..t.energy.len())
+            .map(|k| self.task.reward(&self.transition(&t, k)))
             .collect();
         Ok(PyArray1::from_vec(py, r))
     }
@@ -407,36 +431,15 @@ impl Task {
         g: Floats1<'py>,
         episode: Option<Floats2<'py>>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let prev = self.worlds(&q_prev, &v_prev, &None, &episode)?;
-        let next = self.worlds(&q, &v, &None, &episode)?;
-        let n = same_worlds(&prev, &next)?;
-        let a = self.actions(&action, n)?;
-        let energy = energies(&energy, n)?;
-        let g = vector(&g);
-        if g.len() != n {
-            return Err(value_error(format!(
-                "g has length {}, expected {n}",
-                g.len()
-            )));
-        }
+        let t = self.transitions(&q_prev, &v_prev, &q, &v, &action, &energy, &episode)?;
+        let n = t.energy.len();
+        let g = per_world("g", &g, n)?;
         let (na, nq, nv) = (self.na(), self.nq(), self.nv());
-        let dt = self.control_dt();
         let mut out: [Vec<f64>; 6] = Default::default();
-        for k in 0..n {
+        for (k, &gk) in g.iter().enumerate() {
             let mut grad = TransitionGradient::zeros(nq, nv, na);
             self.task
-                .reward_vjp(
-                    &Transition {
-                        prev: &prev.states[k],
-                        state: &next.states[k],
-                        action: &a[k * na..(k + 1) * na],
-                        episode: self.episode_of(&prev, k),
-                        energy: energy[k],
-                        dt,
-                    },
-                    g[k],
-                    &mut grad,
-                )
+                .reward_vjp(&self.transition(&t, k), gk, &mut grad)
                 .map_err(value_error)?;
             out[0].extend(grad.prev.q);
             out[1].extend(grad.prev.v);
@@ -481,29 +484,17 @@ impl Task {
     }
 }
 
-/// The number of worlds of a transition, the same before and after.
-fn same_worlds(prev: &Worlds, next: &Worlds) -> PyResult<usize> {
-    let n = prev.states.len();
-    if next.states.len() != n {
+/// A (n,) argument, one finite value per world.
+fn per_world(what: &str, x: &Floats1<'_>, n: usize) -> PyResult<Vec<f64>> {
+    let x = vector(x);
+    if x.len() != n {
         return Err(value_error(format!(
-            "q has {} rows, q_prev {n}: one transition per world",
-            next.states.len()
+            "{what} has length {}, expected {n} (one per world)",
+            x.len()
         )));
     }
-    Ok(n)
-}
-
-/// Energies (n,), finite.
-fn energies(e: &Floats1<'_>, n: usize) -> PyResult<Vec<f64>> {
-    let e = vector(e);
-    if e.len() != n {
-        return Err(value_error(format!(
-            "energy has length {}, expected {n}",
-            e.len()
-        )));
+    if let Some(k) = x.iter().position(|v| !v.is_finite()) {
+        return Err(value_error(format!("{what}[{k}] is not finite ({})", x[k])));
     }
-    if let Some(k) = e.iter().position(|x| !x.is_finite()) {
-        return Err(value_error(format!("energy[{k}] is not finite ({})", e[k])));
-    }
-    Ok(e)
+    Ok(x)
 }

@@ -147,10 +147,7 @@ impl Task for BoxPush {
         &self.model
     }
     fn sim_params(&self) -> SimParams {
-        SimParams {
-            dt: self.dt,
-            ..BatchOptions::default().params
-        }
+        super::params_with_dt(self.dt)
     }
     fn substeps(&self) -> usize {
         self.substeps

@@ -729,6 +729,15 @@ impl<T: Task> VecEnv<T> {
     }
 }
 
+/// [`BatchOptions`]' default parameters with the physics step `dt` (the
+/// built-in tasks' [`Task::sim_params`], `dt` one of their parameters).
+pub(crate) fn params_with_dt(dt: f64) -> SimParams {
+    SimParams {
+        dt,
+        ..BatchOptions::default().params
+    }
+}
+
 /// Quaternion `(x, y, z, w)` of a free joint's `q[iq + 3..iq + 7]` as a rotation.
 pub(crate) fn free_rotation(q: &[f64], iq: usize) -> nalgebra::UnitQuaternion<f64> {
     nalgebra::UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(
