@@ -397,7 +397,7 @@ fn mutated_files_never_panic_the_loader_or_the_simulator() {
                 }
             };
             let params = SimParams {
-                dt: m.timestep.unwrap_or(0.002),
+                dt: m.timestep,
                 ..Default::default()
             };
             let model = Arc::new(m.model.clone());

@@ -140,7 +140,7 @@ fn gymnasium_models_match_mujoco() {
             r.file
         );
         assert!(rel(model.total_mass(), r.mass) < 1e-9, "{}", r.file);
-        assert_eq!(m.timestep, Some(r.timestep));
+        assert_eq!(m.timestep, r.timestep);
         // Actuators: MuJoCo's nu, gears and joints (by dof).
         assert_eq!(m.model.actuators.len(), r.nu, "{}", r.file);
         for (k, a) in m.model.actuators.iter().enumerate() {
@@ -263,7 +263,7 @@ fn every_supported_feature_matches_mujoco() {
     // (MuJoCo stores mesh vertices in single precision: the wedge's
     // coordinates are binary fractions so that its volume is exact there too.)
     assert!(rel(model.total_mass(), mujoco.mass) < 1e-12);
-    assert_eq!(m.timestep, Some(0.005));
+    assert_eq!(m.timestep, 0.005);
     assert_eq!(model.gravity, Vec3::new(0.0, 0.0, -9.8));
     let q0 = m.q_from_mujoco(&mujoco.poses[0].qpos).unwrap();
     assert!((&m.q0 - &q0).norm() < 1e-12, "q0 {} vs qpos0 {}", m.q0, q0);

@@ -374,7 +374,7 @@ fn gymnasium_contact_free_tasks_step_resident_as_on_the_cpu() {
             return;
         };
         let model = &m.model;
-        let dt = m.timestep.unwrap_or(0.002);
+        let dt = m.timestep;
         let n = 128;
         let mut rng = Rng::new(seed);
         let (states, ctrl) = task_inputs(&m, n, &mut rng);
@@ -470,7 +470,7 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     };
     let model = Arc::new(m.model.clone());
     let (n, nu) = (8, model.nu());
-    let options = |backend| common::batch_options(backend, m.timestep.unwrap_or(0.01));
+    let options = |backend| common::batch_options(backend, m.timestep);
     let initial = State::new(m.q0.clone(), DVector::zeros(model.nv));
     let Some(mut gpu) = common::gpu_batch(model.clone(), &initial, n, &options(Backend::Gpu))
     else {
@@ -506,7 +506,7 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
     cpu.step_controls_repeated(&ctrl, 4, None).unwrap();
     let d = diff(&gpu, &cpu);
     assert!(d < 1e-4, "after a frame skip: {d:e}");
-    let dt = m.timestep.unwrap_or(0.01);
+    let dt = m.timestep;
     assert!((gpu.state(0).unwrap().t - t0 - 4.0 * dt).abs() < 1e-12);
 
     // A mask, and a NaN control in world 2.
@@ -600,7 +600,7 @@ fn each_world_its_own_model_and_parameters_on_the_device() {
             return;
         };
         let base = Arc::new(m.model.clone());
-        let dt = m.timestep.unwrap_or(0.01);
+        let dt = m.timestep;
         let n = 32;
         let mut rng = Rng::new(seed);
         let (states, ctrl) = task_inputs(&m, n, &mut rng);
@@ -816,7 +816,7 @@ fn floating_robots_in_the_air_step_resident_as_on_the_cpu() {
     }];
     for file in ["ant.xml", "humanoid.xml"] {
         if let Some(m) = common::gymnasium(file) {
-            let dt = m.timestep.unwrap_or(0.002);
+            let dt = m.timestep;
             models.push((in_the_air(&m.model), m.q0.clone(), 0.3, dt));
         }
     }
@@ -925,7 +925,7 @@ fn each_stage_matches_its_cpu_twin() {
             m.model = in_the_air(&m.model);
         }
         let model = &m.model;
-        let dt = m.timestep.unwrap_or(0.002);
+        let dt = m.timestep;
         let n = 32;
         let mut rng = Rng::new(5);
         let (states, ctrl) = if air {

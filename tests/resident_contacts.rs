@@ -114,7 +114,7 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
         };
         let model = &m.model;
         let mut params = SimParams {
-            dt: m.timestep.unwrap_or(0.01),
+            dt: m.timestep,
             ..SimParams::default()
         };
         params.solver_settings.tolerance = 1e-6;
@@ -282,7 +282,7 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
     // at 0 iterations on both sides: ADMM iterates, and the device's
     // counts come back.
     let options = |backend| {
-        let mut o = common::batch_options(backend, m.timestep.unwrap_or(0.01));
+        let mut o = common::batch_options(backend, m.timestep);
         o.params.solver_settings.polish = false;
         o
     };
@@ -351,7 +351,7 @@ fn friction_per_world_with_contacts_on_the_device() {
     };
     let model = Arc::new(m.model.clone());
     let (n, nu) = (4, model.nu());
-    let options = |backend| common::batch_options(backend, m.timestep.unwrap_or(0.01));
+    let options = |backend| common::batch_options(backend, m.timestep);
     // Standing on the ground: 60 CPU steps from the file's posture.
     let mut settle = Simulator::new(model.clone(), options(Backend::CpuParallel).params).unwrap();
     let mut start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
@@ -458,7 +458,7 @@ fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
         backend: Backend::Gpu,
         ..Default::default()
     };
-    options.params.dt = m.timestep.unwrap_or(0.003);
+    options.params.dt = m.timestep;
     let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
     let Some(mut batch) = common::gpu_batch(model.clone(), &start, n, &options) else {
         return;
@@ -865,12 +865,7 @@ fn locomotion_trajectories_keep_the_cpus_statistics() {
             return;
         };
         let state = State::new(m.q0.clone(), nalgebra::DVector::zeros(m.model.nv));
-        robots.push((
-            file.into(),
-            Arc::new(m.model.clone()),
-            state,
-            m.timestep.unwrap_or(0.01),
-        ));
+        robots.push((file.into(), Arc::new(m.model.clone()), state, m.timestep));
     }
     let (n, steps, every) = (6, 500, 5);
     for (name, model, start, dt) in robots {

@@ -76,7 +76,8 @@ pub struct LoadedModel {
     /// (nq) where the file puts the robot: MJCF's `qpos0` (joints' `ref`
     /// included), the neutral configuration for URDF.
     pub q0: nalgebra::DVector<f64>,
-    /// The file's time step (MJCF's `<option timestep>`), if it sets one.
+    /// The file's time step: MJCF's `<option timestep>` (MuJoCo's 2 ms when
+    /// unset); `None` for URDF, which has none.
     pub timestep: Option<f64>,
     /// MJCF: the file's number of bodies, the world included (MuJoCo's
     /// `nbody`), which differs from `model.nbodies` when bodies are welded
@@ -149,7 +150,7 @@ pub fn load_model_file(
                 mjcf_bodies: Some(r.bodies),
                 q0: r.q0,
                 has_ground,
-                timestep: r.timestep,
+                timestep: Some(r.timestep),
                 warnings: r.warnings,
                 model: r.model,
             })

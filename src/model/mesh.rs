@@ -104,8 +104,17 @@ pub fn resolve_mesh_path(
     }
 }
 
-/// The vertices of a mesh file (STL or OBJ), in the file's units.
-pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
+/// A triangle mesh as read from a file: vertices and the triangles'
+/// vertex indices, in the file's winding.
+#[derive(Clone, Debug, Default)]
+pub struct TriangleMesh {
+    pub vertices: Vec<Vec3>,
+    pub triangles: Vec<[usize; 3]>,
+}
+
+/// The vertices and triangles of a mesh file (STL or OBJ; OBJ polygons are
+/// fanned into triangles), in the file's units.
+pub fn read_mesh(path: &Path) -> Result<TriangleMesh, String> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -116,28 +125,49 @@ pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
             .map(std::io::BufReader::new)
             .map_err(|e| format!("{}: {e}", path.display()))
     };
-    let vertices: Vec<Vec3> = match ext.as_str() {
+    let mesh = match ext.as_str() {
         "stl" => {
             let mesh = stl_io::read_stl(&mut open()?)
                 .map_err(|e| format!("{}: not a valid STL file: {e}", path.display()))?;
-            mesh.vertices
-                .iter()
-                .map(|v| Vec3::new(v[0] as f64, v[1] as f64, v[2] as f64))
-                .collect()
+            TriangleMesh {
+                vertices: mesh
+                    .vertices
+                    .iter()
+                    .map(|v| Vec3::new(v[0] as f64, v[1] as f64, v[2] as f64))
+                    .collect(),
+                triangles: mesh.faces.iter().map(|f| f.vertices).collect(),
+            }
         }
         "obj" => {
             let (models, _) = tobj::load_obj_buf(
                 &mut open()?,
-                &tobj::LoadOptions::default(),
+                &tobj::LoadOptions {
+                    triangulate: true,
+                    ..Default::default()
+                },
                 // Materials play no part in collision.
                 |_| Err(tobj::LoadError::OpenFileFailed),
             )
             .map_err(|e| format!("{}: not a valid OBJ file: {e}", path.display()))?;
-            models
-                .iter()
-                .flat_map(|m| m.mesh.positions.chunks_exact(3))
-                .map(|p| Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64))
-                .collect()
+            let mut mesh = TriangleMesh::default();
+            for m in &models {
+                let base = mesh.vertices.len();
+                mesh.vertices.extend(
+                    m.mesh
+                        .positions
+                        .chunks_exact(3)
+                        .map(|p| Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64)),
+                );
+                mesh.triangles
+                    .extend(m.mesh.indices.chunks_exact(3).map(|t| {
+                        [
+                            base + t[0] as usize,
+                            base + t[1] as usize,
+                            base + t[2] as usize,
+                        ]
+                    }));
+            }
+            mesh
         }
         other => {
             return Err(format!(
@@ -146,13 +176,30 @@ pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
             ));
         }
     };
-    if let Some(bad) = vertices
+    if let Some(bad) = mesh
+        .vertices
         .iter()
         .position(|v| !v.iter().all(|x| x.is_finite()))
     {
         return Err(format!("{}: vertex {bad} is not finite", path.display()));
     }
-    Ok(vertices)
+    let n = mesh.vertices.len();
+    if let Some(bad) = mesh
+        .triangles
+        .iter()
+        .position(|t| t.iter().any(|&k| k >= n))
+    {
+        return Err(format!(
+            "{}: triangle {bad} names a vertex beyond the {n} vertices",
+            path.display()
+        ));
+    }
+    Ok(mesh)
+}
+
+/// The vertices of a mesh file (STL or OBJ), in the file's units.
+pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
+    read_mesh(path).map(|m| m.vertices)
 }
 
 /// The vertices of the convex hull of `points`.
@@ -184,10 +231,11 @@ pub fn convex_hull_vertices(points: &[Vec3]) -> Result<Vec<Vec3>, String> {
     Ok(hull)
 }
 
-/// Convex hulls of mesh files, computed once per file.
+/// Mesh files, read once per file, and their convex hulls, computed once per file.
 #[derive(Default)]
 pub struct MeshCache {
     hulls: HashMap<PathBuf, Arc<Vec<Vec3>>>,
+    meshes: HashMap<PathBuf, Arc<TriangleMesh>>,
 }
 
 impl MeshCache {
@@ -208,9 +256,8 @@ impl MeshCache {
         let hull = match self.hulls.get(&key) {
             Some(h) => h.clone(),
             None => {
-                let hull = read_mesh_vertices(path).and_then(|v| {
-                    convex_hull_vertices(&v).map_err(|e| format!("{}: {e}", path.display()))
-                })?;
+                let hull = convex_hull_vertices(&self.mesh(path)?.vertices)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
                 let hull = Arc::new(hull);
                 self.hulls.insert(key, hull.clone());
                 hull
@@ -219,6 +266,17 @@ impl MeshCache {
         Ok(Shape::ConvexMesh {
             points: hull.iter().map(|p| p.component_mul(&scale)).collect(),
         })
+    }
+
+    /// The mesh file at `path`, unscaled.
+    pub fn mesh(&mut self, path: &Path) -> Result<Arc<TriangleMesh>, String> {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.into());
+        if let Some(m) = self.meshes.get(&key) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(read_mesh(path)?);
+        self.meshes.insert(key, m.clone());
+        Ok(m)
     }
 
     /// Number of distinct mesh files hulled so far.

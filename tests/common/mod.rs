@@ -82,6 +82,9 @@ pub fn rel_err(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
 
 /// Where the robot files installed by `scripts/fetch-robot-files` live.
 pub struct RobotFiles {
+    /// The site-packages directory itself (dm_control's suite and mjlab's
+    /// robots are read from `dm_control/suite` and `mjlab/asset_zoo`).
+    pub site_packages: std::path::PathBuf,
     /// example-robot-data's `robots/` directory (URDF packages and meshes).
     pub example_robot_data: std::path::PathBuf,
     /// Gymnasium's MuJoCo assets (`ant.xml`, `humanoid.xml`, ...).
@@ -105,6 +108,7 @@ pub fn robot_files() -> Option<RobotFiles> {
             })
         });
     let files = site.map(|s| RobotFiles {
+        site_packages: s.clone(),
         example_robot_data: s.join("cmeel.prefix/share/example-robot-data/robots"),
         gymnasium_assets: s.join("gymnasium/envs/mujoco/assets"),
     });

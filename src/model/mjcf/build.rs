@@ -33,7 +33,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     pub(super) fn build(
         mut self,
         root: Node<'a, 'i>,
-        timestep: Option<f64>,
+        timestep: f64,
         gravity: Vec3,
         medium: crate::model::Medium,
     ) -> Result<MjcfModel, ModelFileError> {
@@ -215,6 +215,17 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
         // Pass 2: the builder (plan index = body index).
         let mut builder = ModelBuilder::new(root.attribute("model").unwrap_or("mjcf"));
+        let flags = self.flags;
+        let gravity = if flags.gravity {
+            gravity
+        } else {
+            Vec3::zeros()
+        };
+        let medium = if flags.spring || flags.damper {
+            medium
+        } else {
+            crate::model::Medium::default()
+        };
         builder
             .set_gravity(gravity)
             .and_then(|b| b.set_medium(medium))
@@ -272,7 +283,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         ),
                     ));
                 }
-                let Some(shape) = &g.shape else { continue };
+                // `<flag contact="disable">`: no geom collides.
+                let Some(shape) = g.shape.as_ref().filter(|_| flags.contacts()) else {
+                    continue;
+                };
                 let gname = if g.name.is_empty() {
                     let bn = if b == 0 {
                         "world"
@@ -304,7 +318,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
         }
         // MuJoCo's parent filter, at the level of welded groups.
-        for b in 1..n {
+        for b in (1..n).filter(|_| flags.filterparent) {
             if weld[b] == b {
                 let wp = weld[self.bodies[b].parent];
                 if wp != 0 && carrier[wp] != carrier[b] {
@@ -390,12 +404,24 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         let gaintype = get("gaintype").unwrap_or("fixed");
                         let biastype = get("biastype").unwrap_or("none");
                         let dyntype = get("dyntype").unwrap_or("none");
-                        if gaintype != "fixed"
-                            || !matches!(biastype, "none" | "affine")
-                            || dyntype != "none"
-                        {
+                        // Name only what is unsupported.
+                        let mut unsupported = Vec::new();
+                        if gaintype != "fixed" {
+                            unsupported.push(format!("gaintype `{gaintype}` (only `fixed`)"));
+                        }
+                        if !matches!(biastype, "none" | "affine") {
+                            unsupported
+                                .push(format!("biastype `{biastype}` (only `none` or `affine`)"));
+                        }
+                        if dyntype != "none" {
+                            unsupported.push(format!(
+                                "dyntype `{dyntype}` (no activation dynamics yet: only `none`)"
+                            ));
+                        }
+                        if !unsupported.is_empty() {
                             self.warnings.push(format!(
-                                "{el}: a general actuator with gaintype `{gaintype}`, biastype `{biastype}` or dyntype `{dyntype}` is not supported (only fixed gain, affine bias, no activation dynamics), not mapped"
+                                "{el}: a general actuator with {} is not supported, not mapped",
+                                unsupported.join(" and ")
                             ));
                             continue;
                         }

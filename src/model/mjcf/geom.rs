@@ -41,7 +41,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             el: &el,
             fromto_half,
         };
-        let (shape, volume, com, unit_inertia) = self.geom_shape(&get, &size, body)?;
+        let shell = match get("shellinertia") {
+            Some(t) => self.boolean(t, "shellinertia", &el)?,
+            None => false,
+        };
+        let (shape, volume, com, unit_inertia) = self.geom_shape(&get, &size, body, shell)?;
         let inertia = self
             .geom_mass(&get, &el, volume, com, unit_inertia)?
             .transformed(&mjcf_from_geom);
@@ -139,8 +143,88 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
     }
 
-    /// The shape and its unit-density mass properties in the geom frame.
+    /// The shape and its unit-density mass properties in the geom frame;
+    /// with `shell` (`shellinertia="true"`), the mass is on the surface and
+    /// the density is per unit area, as in MuJoCo.
     fn geom_shape(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        size: &GeomSize,
+        body: usize,
+        shell: bool,
+    ) -> Result<ShapeVolume, ModelFileError> {
+        let el = size.el;
+        let solid = self.solid_shape(get, size, body)?;
+        if !shell {
+            return Ok(solid);
+        }
+        let (shape, _, com, _) = solid;
+        let (area, inertia) = match &shape {
+            _ if size.gtype == "mesh" => {
+                return Err(self.error(
+                    el,
+                    "for mesh geoms, MuJoCo takes a shell inertia from the mesh asset (`<mesh inertia=\"shell\">`), not from shellinertia".into(),
+                ));
+            }
+            Some(Shape::Ball { radius: r }) => {
+                let a = 4.0 * PI * r * r;
+                (a, Mat3::identity() * (2.0 / 3.0 * a * r * r))
+            }
+            Some(Shape::Cuboid { half_extents: h }) => {
+                // Each pair of faces normal to axis k: second moments
+                // m h_k² along k and m h_j²/3 along the face's own axes.
+                let mut second = Vec3::zeros();
+                for k in 0..3 {
+                    let (i, j) = ((k + 1) % 3, (k + 2) % 3);
+                    let m = 8.0 * h[i] * h[j];
+                    second[k] += m * h[k] * h[k];
+                    second[i] += m * h[i] * h[i] / 3.0;
+                    second[j] += m * h[j] * h[j] / 3.0;
+                }
+                let a = 8.0 * (h.x * h.y + h.y * h.z + h.z * h.x);
+                (a, shell_from_second(second))
+            }
+            Some(Shape::Cylinder {
+                half_length: h,
+                radius: r,
+            }) => {
+                let (side, caps) = (4.0 * PI * r * h, 2.0 * PI * r * r);
+                let radial = side * r * r / 2.0 + caps * r * r / 4.0;
+                let axial = side * h * h / 3.0 + caps * h * h;
+                (
+                    side + caps,
+                    shell_from_second(Vec3::new(radial, radial, axial)),
+                )
+            }
+            Some(Shape::Capsule {
+                half_length: h,
+                radius: r,
+            }) => {
+                // The side, and two hemispherical shells at ±h (their centroid
+                // r/2 beyond the ends, ⟨z²⟩ = r²/3 about their base).
+                let (side, caps) = (4.0 * PI * r * h, 4.0 * PI * r * r);
+                let radial = side * r * r / 2.0 + caps * r * r / 3.0;
+                let axial = side * h * h / 3.0 + caps * (r * r / 3.0 + h * r + h * h);
+                (
+                    side + caps,
+                    shell_from_second(Vec3::new(radial, radial, axial)),
+                )
+            }
+            _ => {
+                return Err(self.error(
+                    el,
+                    format!(
+                        "shellinertia is supported on spheres, boxes, cylinders and capsules, not on {} geoms",
+                        size.gtype
+                    ),
+                ));
+            }
+        };
+        Ok((shape, area, com, inertia))
+    }
+
+    /// The shape and its unit-density mass properties as a solid.
+    fn solid_shape(
         &mut self,
         get: &dyn Fn(&str) -> Option<&'a str>,
         size: &GeomSize,
@@ -256,13 +340,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 format!("mass and density must not be negative (mass {mass}, density {density})"),
             ));
         }
-        if let Some(s) = get("shellinertia")
-            && s == "true"
-        {
-            self.warnings.push(format!(
-                "{el}: shellinertia not supported, solid inertia used"
-            ));
-        }
         Ok(if mass > 0.0 && volume > 0.0 {
             Inertia::new(mass, com, unit_inertia * (mass / volume))
         } else {
@@ -353,15 +430,64 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let Shape::ConvexMesh { points } = &shape else {
             return Err(self.error(&ael, "not a convex mesh".into()));
         };
-        let Some((volume, c, inertia)) = hull_mass_properties(points) else {
-            return Err(self.error(&ael, "the mesh's convex hull has no volume".into()));
+        // The triangles the mass properties come from: the file's, the
+        // inline `face`s, or (inline vertices alone) the hull's.
+        let (scale, mode) = (asset.scale, asset.inertia);
+        let triangles = match (&asset.file, &asset.vertices, &asset.faces) {
+            _ if mode == MeshInertia::Convex => None,
+            (Some(f), _, _) => {
+                let path = resolve_mesh_path(f, &self.mesh_dir, &self.package_dirs)
+                    .map_err(|e| self.error(&ael, e))?;
+                let mesh = self
+                    .mesh_cache
+                    .mesh(&path)
+                    .map_err(|e| self.error(&ael, e))?;
+                let v = mesh.vertices.iter().map(|p| p.component_mul(&scale));
+                Some((v.collect(), mesh.triangles.clone()))
+            }
+            (None, Some(v), Some(t)) => Some((
+                v.iter().map(|p| p.component_mul(&scale)).collect(),
+                t.clone(),
+            )),
+            _ if mode == MeshInertia::Shell => Some(hull_triangles(points)),
+            _ => None,
         };
+        let properties = match triangles {
+            Some((v, t)) => mesh_mass_properties(&v, &t, mode),
+            None => hull_mass_properties(points)
+                .ok_or_else(|| "the mesh's convex hull has no volume".to_string()),
+        };
+        let (volume, c, inertia) = properties.map_err(|e| self.error(&ael, e))?;
         let out = (shape, volume, c, inertia);
         if let Some(a) = self.meshes.get_mut(name) {
             a.loaded = Some(out.clone());
         }
         Ok(out)
     }
+}
+
+/// The convex hull of `points` as vertices and outward-wound triangles.
+fn hull_triangles(points: &[Vec3]) -> (Vec<Vec3>, Vec<[usize; 3]>) {
+    let pts: Vec<parry3d_f64::math::Vector> = points
+        .iter()
+        .map(|p| parry3d_f64::math::Vector::new(p.x, p.y, p.z))
+        .collect();
+    match parry3d_f64::transformation::try_convex_hull(&pts) {
+        Ok((v, t)) => (
+            v.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect(),
+            t.iter().map(|t| t.map(|k| k as usize)).collect(),
+        ),
+        Err(_) => (Vec::new(), Vec::new()),
+    }
+}
+
+/// The inertia about the centre from the second moments `∫ x_k² dm` along the axes.
+fn shell_from_second(second: Vec3) -> Mat3 {
+    Mat3::from_diagonal(&Vec3::new(
+        second.y + second.z,
+        second.x + second.z,
+        second.x + second.y,
+    ))
 }
 
 /// Volume, centroid and unit-density inertia about the centroid of the

@@ -122,8 +122,14 @@ use std::path::{Path, PathBuf};
 
 mod build;
 mod geom;
+mod include;
+mod mesh_inertia;
 mod read;
+use mesh_inertia::{MeshInertia, mesh_mass_properties};
 use std::rc::Rc;
+
+/// MuJoCo's time step when a file sets none (`<option timestep>`), in seconds.
+pub const MUJOCO_TIMESTEP: f64 = 0.002;
 
 /// How to load an MJCF file.
 #[derive(Clone, Debug, Default)]
@@ -149,8 +155,9 @@ pub struct MjcfBody {
 #[derive(Clone, Debug)]
 pub struct MjcfModel {
     pub model: Model,
-    /// `<option timestep>`, when the file sets it (MuJoCo's default is 0.002 s).
-    pub timestep: Option<f64>,
+    /// `<option timestep>`: MuJoCo's `opt.timestep`, [`MUJOCO_TIMESTEP`]
+    /// when the file does not set it.
+    pub timestep: f64,
     /// Number of MJCF bodies including the world: MuJoCo's `nbody`. The
     /// model has more bodies when a body has several joints and fewer when
     /// bodies are welded together.
@@ -197,7 +204,8 @@ pub fn parse_mjcf(
     options: &MjcfOptions,
 ) -> Result<MjcfModel, ModelFileError> {
     let err = error_for(file);
-    let doc = roxmltree::Document::parse(text).map_err(|e| err("XML", e.to_string()))?;
+    let text = include::expand_includes(text, file, model_dir)?;
+    let doc = roxmltree::Document::parse(&text).map_err(|e| err("XML", e.to_string()))?;
     let root = doc.root_element();
     if root.tag_name().name() != "mujoco" {
         return Err(err(
@@ -225,6 +233,7 @@ pub fn parse_mjcf(
         ellipsoids: Vec::new(),
         odd_condim: Vec::new(),
         settotalmass: None,
+        flags: Flags::default(),
     };
     Rc::make_mut(&mut p.classes).insert(
         "main".into(),
@@ -275,13 +284,15 @@ pub fn parse_mjcf(
             // actuator or equality on one is warned about where it is read)
             // need no warning: Gymnasium's humanoid has two.
             "tendon" if !tendons_act(root, n) => {}
+            // `<flag equality="disable">` (or `constraint`): no effect.
+            "equality" if !p.flags.equalities() => {}
             other => p.warnings.push(format!(
                 "<{other}>{}: not supported, ignored",
                 name_suffix(n)
             )),
         }
     }
-    p.build(root, timestep, gravity, medium)
+    p.build(root, timestep.unwrap_or(MUJOCO_TIMESTEP), gravity, medium)
 }
 
 /// Whether a `<tendon>` section declares a tendon that acts on the
@@ -311,6 +322,57 @@ fn tendons_act(root: Node<'_, '_>, tendon: &Node<'_, '_>) -> bool {
                 .iter()
                 .any(|a| nonzero(&t, a))
     })
+}
+
+/// MuJoCo's `<option><flag>` switches that moreau applies (all enabled by default).
+#[derive(Clone, Copy, Debug)]
+struct Flags {
+    /// `constraint`: off means no contacts, no joint limits, no equality
+    /// constraints and no friction loss.
+    constraint: bool,
+    contact: bool,
+    limit: bool,
+    equality: bool,
+    frictionloss: bool,
+    gravity: bool,
+    /// Joint springs.
+    spring: bool,
+    /// Joint dampers. With `spring` off too, MuJoCo computes no passive
+    /// force at all: the fluid's forces go as well.
+    damper: bool,
+    /// A body never collides with its parent.
+    filterparent: bool,
+}
+
+impl Default for Flags {
+    fn default() -> Self {
+        Self {
+            constraint: true,
+            contact: true,
+            limit: true,
+            equality: true,
+            frictionloss: true,
+            gravity: true,
+            spring: true,
+            damper: true,
+            filterparent: true,
+        }
+    }
+}
+
+impl Flags {
+    fn contacts(&self) -> bool {
+        self.constraint && self.contact
+    }
+    fn limits(&self) -> bool {
+        self.constraint && self.limit
+    }
+    fn equalities(&self) -> bool {
+        self.constraint && self.equality
+    }
+    fn frictionlosses(&self) -> bool {
+        self.constraint && self.frictionloss
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -379,7 +441,11 @@ struct MeshAsset {
     element: String,
     file: Option<String>,
     vertices: Option<Vec<Vec3>>,
+    /// `face`: triangles over `vertex` (without it, the hull's).
+    faces: Option<Vec<[usize; 3]>>,
     scale: Vec3,
+    /// `inertia`: how the geoms using it get their mass properties.
+    inertia: MeshInertia,
     /// Hull and unit-density mass properties, once loaded.
     loaded: Option<(Shape, f64, Vec3, Mat3)>,
 }
@@ -439,6 +505,7 @@ struct Parser<'a, 'i, 'e> {
     ellipsoids: Vec<String>,
     odd_condim: Vec<String>,
     settotalmass: Option<f64>,
+    flags: Flags,
 }
 
 /// Deepest nesting of XML elements read (bodies, frames, default classes).

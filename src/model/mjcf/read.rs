@@ -247,6 +247,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
         }
         for f in o.children().filter(|n| n.is_element()) {
+            if f.has_tag_name("flag") {
+                self.flag(f, &mut ignored)?;
+                continue;
+            }
             for a in f.attributes() {
                 ignored.push(format!(
                     "<{}> {}=\"{}\"",
@@ -261,6 +265,50 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "<option>: not used by moreau (it has its own integrator and contact solver): {}",
                 ignored.join(", ")
             ));
+        }
+        Ok(())
+    }
+
+    /// `<option><flag>`: the switches that change what is simulated are
+    /// applied ([`Flags`]); those moreau cannot honour are refused; those
+    /// about MuJoCo's own solver and bookkeeping join `ignored`.
+    fn flag(&mut self, f: Node, ignored: &mut Vec<String>) -> Result<(), ModelFileError> {
+        let el = "<option><flag>";
+        for a in f.attributes() {
+            let (name, v) = (a.name(), a.value());
+            let on = match v {
+                "enable" => true,
+                "disable" => false,
+                _ => {
+                    return Err(self.error(
+                        el,
+                        format!("`{name}` must be `enable` or `disable`, got `{v}`"),
+                    ));
+                }
+            };
+            let flags = &mut self.flags;
+            match name {
+                "constraint" => flags.constraint = on,
+                "contact" => flags.contact = on,
+                "limit" => flags.limit = on,
+                "equality" => flags.equality = on,
+                "frictionloss" => flags.frictionloss = on,
+                "gravity" => flags.gravity = on,
+                "spring" => flags.spring = on,
+                "damper" => flags.damper = on,
+                "filterparent" => flags.filterparent = on,
+                // Disabling these changes the dynamics in a way moreau does
+                // not reproduce: refused rather than simulated differently.
+                "actuation" | "clampctrl" | "eulerdamp" if !on => {
+                    return Err(self.error(
+                        el,
+                        format!("`{name}=\"disable\"` is not supported by moreau"),
+                    ));
+                }
+                "actuation" | "clampctrl" | "eulerdamp" => {}
+                // MuJoCo's solver, collision and bookkeeping switches.
+                _ => ignored.push(format!("<flag> {name}=\"{v}\"")),
+            }
         }
         Ok(())
     }
@@ -305,6 +353,39 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             if file.is_none() && vertices.is_none() {
                 return Err(self.error(&el, "a mesh needs a `file` or `vertex` data".into()));
             }
+            let faces = match m.attribute("face") {
+                Some(f) => {
+                    let f = self.list(f, "face", &el)?;
+                    let n = vertices.as_ref().map_or(0, Vec::len);
+                    if f.len() % 3 != 0
+                        || f.iter()
+                            .any(|&k| !(k >= 0.0 && k < n as f64 && k.fract() == 0.0))
+                    {
+                        return Err(self.error(
+                            &el,
+                            format!(
+                                "`face` needs triples of indices into the {n} inline vertices (`vertex`), got {} numbers",
+                                f.len()
+                            ),
+                        ));
+                    }
+                    Some(
+                        f.chunks_exact(3)
+                            .map(|t| [t[0] as usize, t[1] as usize, t[2] as usize])
+                            .collect(),
+                    )
+                }
+                None => None,
+            };
+            let inertia = match self.get(&m, &class, &["mesh"], "inertia") {
+                None => MeshInertia::Legacy,
+                Some(t) => MeshInertia::parse(t).ok_or_else(|| {
+                    self.error(
+                        &el,
+                        format!("`inertia` must be legacy, exact, convex or shell, got `{t}`"),
+                    )
+                })?,
+            };
             let scale = match self.get(&m, &class, &["mesh"], "scale") {
                 Some(s) => v3(self.fixed::<3>(s, "scale", &el)?),
                 None => Vec3::repeat(1.0),
@@ -324,7 +405,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     element: el,
                     file,
                     vertices,
+                    faces,
                     scale,
+                    inertia,
                     loaded: None,
                 },
             );
@@ -576,8 +659,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let el0 = element_name(&node, "");
         let class = self.class_of(&node, childclass, &el0)?;
         let classes = self.classes.clone();
-        let get = |a: &str| lookup(&classes, &node, &class, &["joint"], a);
-        let kind = if node.has_tag_name("freejoint") {
+        // MuJoCo: `<freejoint>` is `<joint type="free">` with no stiffness,
+        // damping, friction loss or armature, whatever the defaults say; it
+        // reads no default class (its only attributes are name, group, align).
+        let free_element = node.has_tag_name("freejoint");
+        let get = |a: &str| {
+            if free_element {
+                node.attribute(a)
+            } else {
+                lookup(&classes, &node, &class, &["joint"], a)
+            }
+        };
+        let kind = if free_element {
             JointKind::Free
         } else {
             match get("type").unwrap_or("hinge") {
@@ -660,9 +753,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         } else {
             None
         };
+        let flags = self.flags;
         let mut spec = JointSpec {
             name: name.clone(),
-            range: limit,
+            range: limit.filter(|_| flags.limits()),
             ..Default::default()
         };
         for attr in [
@@ -673,7 +767,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             "springref",
             "springdamper",
         ] {
-            if let Some(s) = get(attr) {
+            // What a disabled `<flag>` switches off reads as absent.
+            let off = match attr {
+                "damping" => !flags.damper,
+                "stiffness" | "springref" => !flags.spring,
+                "frictionloss" => !flags.frictionlosses(),
+                _ => false,
+            };
+            if let Some(s) = get(attr).filter(|_| !off) {
                 let v = self.list(s, attr, &el)?;
                 let first = v.first().copied().unwrap_or(0.0);
                 match attr {

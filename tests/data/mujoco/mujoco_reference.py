@@ -11,7 +11,9 @@ Not run by CI: the JSON files are committed. To regenerate them:
 
 SITE_PACKAGES is the directory that `scripts/fetch-robot-files` prints (it
 holds Gymnasium 1.4.0's MuJoCo assets under gymnasium/envs/mujoco/assets);
-without it, the script reads $MOREAU_ROBOT_FILES.
+without it, the script reads $MOREAU_ROBOT_FILES. It also holds dm_control's
+suite files and mjlab's robots (dm-control and mjlab, installed there by the
+same script).
 
 The committed files were produced by MuJoCo 4.0.0 (Python bindings, numpy
 2.4.6) on Gymnasium 1.4.0's assets. Each file records the versions it was
@@ -29,6 +31,12 @@ Outputs:
   `mj_fullM` minus `dof_armature` on the dofs after the free joint (if any),
   those dofs' armature, and the limited joints' names and ranges (radians,
   metres; a ball joint's range is (0, max angle)).
+- corpus.json: for every dm_control suite file (dm-control 1.0.50) and
+  mjlab 1.6.0's Unitree G1 and Go1 (paths relative to SITE_PACKAGES): nq,
+  nv, nu, nbody, the time step, qpos0, every body's mass, dof_armature,
+  `mj_fullM` minus armature at qpos0, and the root body's (body 1) world
+  position every 0.25 s of a 1 s passive settle from qpos0 (zero
+  controls, semi-implicit Euler at the file's time step).
 - features.json and frames.json: for the hand-written models features.xml
   and frames.xml, the sizes and total mass, then at each pose (qpos0 and
   one other configuration) every body's `xpos`, `xquat` (w x y z) and the
@@ -138,6 +146,57 @@ def poses_reference(xml, configurations):
     }
 
 
+# The corpus: every dm_control suite file and mjlab's Unitree robots, read
+# from the installed packages (paths relative to site-packages).
+DM_CONTROL_VERSION = "1.0.50"
+MJLAB_VERSION = "1.6.0"
+CORPUS_EXTRA = [
+    "mjlab/asset_zoo/robots/unitree_g1/xmls/g1.xml",
+    "mjlab/asset_zoo/robots/unitree_go1/xmls/go1.xml",
+]
+# Seconds of passive settling, and how often the root body is recorded.
+SETTLE_SECONDS = 1.0
+SETTLE_EVERY = 0.25
+
+
+def corpus_files(site):
+    suite = sorted((site / "dm_control" / "suite").glob("*.xml"))
+    return [str(f.relative_to(site)) for f in suite] + CORPUS_EXTRA
+
+
+def corpus_reference(site, rel):
+    """Sizes, masses, the mass matrix at qpos0 and a passive settle of 1 s
+    from qpos0 with zero controls, with the semi-implicit Euler integrator
+    at the file's time step (whatever integrator the file names)."""
+    m = mujoco.MjModel.from_xml_path(str(site / rel))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    full = mass_matrix_without_armature(m, d)
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    steps = int(round(SETTLE_SECONDS / m.opt.timestep))
+    every = max(1, int(round(SETTLE_EVERY / m.opt.timestep)))
+    root = []
+    for k in range(steps + 1):
+        if k % every == 0 or k == steps:
+            root.append([float(d.time)] + floats(d.xpos[1] if m.nbody > 1 else np.zeros(3)))
+        if k < steps:
+            mujoco.mj_step(m, d)
+    return {
+        "file": rel,
+        "nq": m.nq,
+        "nv": m.nv,
+        "nu": m.nu,
+        "nbody": m.nbody,
+        "timestep": float(m.opt.timestep),
+        "qpos0": floats(m.qpos0),
+        "body_mass": floats(m.body_mass),
+        "armature": floats(m.dof_armature),
+        "mass_matrix": rows(full),
+        "settle_root_xpos": root,
+        "settle_ncon": int(d.ncon),
+    }
+
+
 def write(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
     print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
@@ -160,6 +219,15 @@ def gymnasium_assets(usage):
 
 def main():
     assets = gymnasium_assets(__doc__)
+    site = assets.parent.parent.parent.parent
+    write(
+        HERE / "corpus.json",
+        {
+            "versions": dict(versions(), dm_control=DM_CONTROL_VERSION, mjlab=MJLAB_VERSION),
+            "settle_seconds": SETTLE_SECONDS,
+            "models": [corpus_reference(site, rel) for rel in corpus_files(site)],
+        },
+    )
     files = sorted(assets.glob("*.xml"))
     if not files:
         sys.exit(f"no MJCF files in {assets}")

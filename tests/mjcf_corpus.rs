@@ -1,0 +1,221 @@
+//! The robot files RL users bring, read as MuJoCo reads them: every
+//! dm_control suite file and mjlab's Unitree G1 and Go1, from the installed
+//! packages (`scripts/fetch-robot-files`), against MuJoCo's numbers for the
+//! same files (tests/data/mujoco/corpus.json, written by
+//! tests/data/mujoco/mujoco_reference.py with MuJoCo 4.0.0).
+//!
+//! Each file loads with MuJoCo's `nq`, `nv` and `nbody`, each body's mass
+//! within 1e-6 relative, the mass matrix at `qpos0` within 1e-9 of its
+//! largest entry, and every actuator either mapped or named in a warning
+//! (none dropped silently). Then 1 s of passive settling from `qpos0`, zero
+//! controls, at the file's time step: the root body against MuJoCo's
+//! semi-implicit Euler run. Files whose loading warns about physics moreau
+//! does not simulate yet (tendons, equality constraints, activation
+//! dynamics, height fields) are printed with their distance, not held to 2 cm.
+
+mod common;
+
+use moreau::dynamics::{Data, crba, forward_kinematics};
+use moreau::math::Vec3;
+use moreau::model::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
+use moreau::sim::{SimParams, Simulator, State};
+use nalgebra::{DMatrix, DVector};
+use serde::Deserialize;
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+struct Corpus {
+    settle_seconds: f64,
+    models: Vec<Reference>,
+}
+
+#[derive(Deserialize)]
+struct Reference {
+    /// Relative to the site-packages directory.
+    file: String,
+    nq: usize,
+    nv: usize,
+    nu: usize,
+    nbody: usize,
+    timestep: f64,
+    qpos0: Vec<f64>,
+    body_mass: Vec<f64>,
+    armature: Vec<f64>,
+    /// `mj_fullM` minus `dof_armature` at `qpos0`.
+    mass_matrix: Vec<Vec<f64>>,
+    /// (time, x, y, z) of body 1's frame during the settle.
+    settle_root_xpos: Vec<[f64; 4]>,
+    settle_ncon: usize,
+}
+
+fn corpus() -> Corpus {
+    serde_json::from_str(include_str!("data/mujoco/corpus.json")).expect("corpus.json")
+}
+
+/// Warnings that name physics moreau does not simulate yet.
+fn unsimulated(m: &MjcfModel) -> Vec<&String> {
+    m.warnings
+        .iter()
+        .filter(|w| {
+            ["<tendon>", "<equality>", "not mapped", "hfield", "condim"]
+                .iter()
+                .any(|k| w.contains(k))
+        })
+        .collect()
+}
+
+/// MuJoCo's mass matrix in moreau's velocity coordinates: a free joint's
+/// linear velocity is the body's own (MuJoCo: the world's), `v_mj = T v`
+/// with `T = R` on those three dofs, so `M = Tᵀ M_mj T`.
+fn in_moreau_coordinates(m: &MjcfModel, data: &Data, mj: &DMatrix<f64>) -> DMatrix<f64> {
+    let model = &m.model;
+    let mut t = DMatrix::<f64>::identity(model.nv, model.nv);
+    for b in 1..model.nbodies {
+        if model.joint_type[b] == moreau::model::JointType::Free {
+            let i = model.joint_idx_v[b];
+            let r = data.world_from_body[b].rotation;
+            t.view_mut((i, i), (3, 3)).copy_from(&r);
+        }
+    }
+    t.transpose() * mj * t
+}
+
+#[test]
+fn dm_control_suite_and_unitree_robots_load_and_settle_like_mujoco() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let corpus = corpus();
+    // Every suite file has its reference.
+    let suite = files.site_packages.join("dm_control/suite");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&suite)
+        .unwrap_or_else(|e| panic!("{}: {e}", suite.display()))
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".xml"))
+        .map(|n| format!("dm_control/suite/{n}"))
+        .collect();
+    on_disk.sort();
+    let referenced: Vec<&str> = corpus
+        .models
+        .iter()
+        .map(|r| r.file.as_str())
+        .filter(|f| f.starts_with("dm_control/"))
+        .collect();
+    assert_eq!(on_disk, referenced);
+    let (mut held, mut far) = (0, Vec::new());
+    for r in &corpus.models {
+        let path = files.site_packages.join(&r.file);
+        let m = load_mjcf(&path, &MjcfOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let model = &m.model;
+        assert_eq!(
+            (model.nq, model.nv, m.bodies),
+            (r.nq, r.nv, r.nbody),
+            "{}",
+            r.file
+        );
+        assert_eq!(m.timestep, r.timestep, "{}", r.file);
+        // No actuator dropped silently.
+        let unmapped = m
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with("<") && w.contains("not mapped"))
+            .count();
+        assert_eq!(
+            model.actuators.len() + unmapped,
+            r.nu,
+            "{}: {} actuators mapped, {unmapped} named as not mapped, MuJoCo has {}",
+            r.file,
+            model.actuators.len(),
+            r.nu
+        );
+        // Every MJCF body's own mass.
+        let mut worst_mass: f64 = 0.0;
+        for (b, want) in r.body_mass.iter().enumerate().skip(1) {
+            let got = model.frames[b - 1].inertia.map_or(0.0, |i| i.mass);
+            let err = (got - want).abs() / want.abs().max(1e-300);
+            assert!(
+                err < 1e-6 || (got - want).abs() < 1e-12,
+                "{} body {b} ({}): mass {got} vs MuJoCo's {want}",
+                r.file,
+                m.mjcf_bodies[b].name
+            );
+            worst_mass = worst_mass.max(if *want > 0.0 { err } else { 0.0 });
+        }
+        // The mass matrix at qpos0, armature included on both sides.
+        let q0 = m.q_from_mujoco(&r.qpos0).unwrap();
+        assert!((&m.q0 - &q0).norm() < 1e-9, "{}: qpos0", r.file);
+        let mut data = Data::new(model);
+        forward_kinematics(model, &mut data, q0.as_slice());
+        let mut mj = DMatrix::from_fn(r.nv, r.nv, |i, j| r.mass_matrix[i][j]);
+        for (k, a) in r.armature.iter().enumerate() {
+            mj[(k, k)] += a;
+        }
+        let mj = in_moreau_coordinates(&m, &data, &mj);
+        let ours = crba(model, &mut data, q0.as_slice()).clone();
+        let scale = mj.amax().max(1e-300);
+        let worst_m = (&ours - &mj).amax() / scale;
+        assert!(worst_m < 1e-9, "{}: mass matrix {worst_m:e}", r.file);
+
+        // 1 s of passive settling.
+        let model = Arc::new(model.clone());
+        let params = SimParams {
+            dt: r.timestep,
+            ..Default::default()
+        };
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut state = State::new(q0, DVector::zeros(model.nv));
+        let ctrl = vec![0.0; model.nu()];
+        let root = &m.mjcf_bodies[1.min(m.mjcf_bodies.len() - 1)];
+        let mut data = Data::new(&model);
+        let mut worst_settle: f64 = 0.0;
+        let mut contacts = 0;
+        let steps = (corpus.settle_seconds / r.timestep).round() as usize;
+        let mut step = 0;
+        for rec in &r.settle_root_xpos {
+            let until = (rec[0] / r.timestep).round() as usize;
+            while step < until {
+                contacts = sim.step_controls(&mut state, &ctrl).unwrap().nc;
+                step += 1;
+            }
+            forward_kinematics(&model, &mut data, state.q.as_slice());
+            let p = data.world_from_body[root.body]
+                .mul(&root.body_from_mjcf)
+                .translation;
+            worst_settle = worst_settle.max((p - Vec3::new(rec[1], rec[2], rec[3])).norm());
+        }
+        assert_eq!(step, steps, "{}", r.file);
+        assert!(state.q.iter().all(|x| x.is_finite()), "{}", r.file);
+        let gaps = unsimulated(&m);
+        println!(
+            "{}: nq {} nv {} nu {}/{}; body masses within {worst_mass:.1e}, mass matrix {worst_m:.1e}; root body after {} s within {:.4} m of MuJoCo's ({} contacts, MuJoCo {}){}",
+            r.file,
+            model.nq,
+            model.nv,
+            model.nu(),
+            r.nu,
+            corpus.settle_seconds,
+            worst_settle,
+            contacts,
+            r.settle_ncon,
+            if gaps.is_empty() {
+                String::new()
+            } else {
+                let short: Vec<String> =
+                    gaps.iter().map(|w| w.chars().take(90).collect()).collect();
+                format!("; not simulated: {short:?}")
+            }
+        );
+        if gaps.is_empty() {
+            if worst_settle < 0.02 {
+                held += 1;
+            } else {
+                far.push(format!("{}: {worst_settle:.4} m", r.file));
+            }
+        }
+    }
+    assert!(far.is_empty(), "root body beyond 2 cm of MuJoCo's: {far:?}");
+    println!(
+        "{held} of {} files held to 2 cm of MuJoCo's settle",
+        corpus.models.len()
+    );
+}
