@@ -306,3 +306,174 @@ fn welded_bodies_stay_as_named_frames() {
     let p = data.world_from_body[f.body].act_point(&f.body_from_frame.translation);
     assert!((p - Vec3::new(0.0, 0.3, 1.0)).norm() < 1e-12, "{p}");
 }
+
+/// A scratch directory for files that include each other.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("moreau-mjcf-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("parts")).unwrap();
+    dir
+}
+
+/// `<include>` as MuJoCo 4.0 assembles it: the children of the included
+/// file's top element (whatever its name) replace the include, anywhere in
+/// the tree; nested includes; a relative path is looked up in the main
+/// file's directory, then in the including file's; each file at most once
+/// (so a cycle is refused); a file with no element, or missing, is refused
+/// naming it.
+#[test]
+fn include_files_are_assembled_as_mujoco_assembles_them() {
+    let dir = scratch("include");
+    let write = |p: &str, t: &str| std::fs::write(dir.join(p), t).unwrap();
+    write(
+        "main.xml",
+        r#"<mujoco model="main">
+  <include file="options.xml"/>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1"/>
+    <include file="parts/robot.xml"/>
+  </worldbody>
+</mujoco>"#,
+    );
+    write(
+        "options.xml",
+        r#"<?xml version="1.0"?>
+<!-- a comment before the top element -->
+<anything><option timestep="0.004"/></anything>"#,
+    );
+    // Found beside parts/robot.xml, which includes it by a bare name.
+    write(
+        "parts/robot.xml",
+        r#"<mujoco><body name="base" pos="0 0 1"><freejoint/><geom size="0.1"/><include file="leg.xml"/></body></mujoco>"#,
+    );
+    write(
+        "parts/leg.xml",
+        r#"<mujoco><body name="leg"><joint axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02"/></body></mujoco>"#,
+    );
+    let m = load_mjcf(dir.join("main.xml"), &MjcfOptions::default()).unwrap();
+    assert_eq!((m.model.nq, m.model.nv, m.bodies), (8, 7, 3));
+    assert_eq!(m.timestep, 0.004);
+    assert_eq!(m.mjcf_bodies[2].name, "leg");
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+
+    let refused = |main: &str, why: &str| {
+        write("bad.xml", main);
+        let e = load_mjcf(dir.join("bad.xml"), &MjcfOptions::default()).unwrap_err();
+        println!("{e}");
+        assert!(
+            e.element.contains("<include") && e.reason.contains(why),
+            "{e}"
+        );
+    };
+    refused(
+        r#"<mujoco><worldbody><include file="parts/leg.xml"/><include file="parts/leg.xml"/></worldbody></mujoco>"#,
+        "already included",
+    );
+    write(
+        "parts/loop.xml",
+        r#"<mujoco><body><geom size="0.1"/><include file="parts/loop.xml"/></body></mujoco>"#,
+    );
+    refused(
+        r#"<mujoco><worldbody><include file="parts/loop.xml"/></worldbody></mujoco>"#,
+        "already included",
+    );
+    write("parts/empty.xml", "<mujoco> <!-- nothing --> </mujoco>");
+    refused(
+        r#"<mujoco><worldbody><include file="parts/empty.xml"/></worldbody></mujoco>"#,
+        "no elements",
+    );
+    refused(
+        r#"<mujoco><worldbody><include file="nowhere.xml"/></worldbody></mujoco>"#,
+        "nowhere.xml",
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `<freejoint>` is a free joint with no stiffness, damping, friction loss
+/// or armature whatever the class defaults say (dm_control's humanoid and
+/// dog set them for their hinges); `<joint type="free">` takes the defaults.
+#[test]
+fn a_freejoint_takes_no_class_defaults() {
+    let text = |free: &str| {
+        format!(
+            r#"<mujoco><default><joint damping="2" stiffness="5" armature="0.1"/></default>
+  <worldbody><body pos="0 0 1">{free}<geom size="0.1"/>
+    <body><joint axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.02"/></body>
+  </body></worldbody></mujoco>"#
+        )
+    };
+    let m = parse(&text("<freejoint/>"));
+    let model = &m.model;
+    assert_eq!(model.nv, 7);
+    assert!(model.dof_damping[..6].iter().all(|d| *d == 0.0));
+    assert!(model.dof_armature[..6].iter().all(|a| *a == 0.0));
+    assert_eq!((model.dof_damping[6], model.dof_stiffness[6]), (2.0, 5.0));
+    // The same defaults on an explicit free joint: its spring is refused.
+    let e = common::mjcf::parse_err(&text(r#"<joint type="free"/>"#));
+    assert!(e.reason.contains("free joint"), "{e}");
+}
+
+/// `<option><flag>`: what a disabled flag switches off is off, what moreau
+/// cannot switch off is refused naming the flag, MuJoCo's solver switches
+/// are reported as not used; a file without a time step runs at MuJoCo's
+/// 2 ms.
+#[test]
+fn option_flags_switch_off_what_they_name() {
+    let with = |flags: &str| {
+        PENDULUM
+            .replace(
+                "<worldbody>",
+                &format!("<option><flag {flags}/></option><worldbody>"),
+            )
+            .replace(
+                r#"type="slide" axis="0 0 1"/>"#,
+                r#"type="slide" axis="0 0 1" damping="3" stiffness="7" range="-0.1 0.1"/>"#,
+            )
+    };
+    let plain = parse(&with(""));
+    assert_eq!(plain.timestep, 0.002);
+    assert_eq!(plain.model.gravity, Vec3::new(0.0, 0.0, -9.81));
+    assert_eq!(plain.model.limited_joints().count(), 2);
+    let colliders = |m: &moreau::model::mjcf::MjcfModel| m.model.geometries.len();
+    assert!(colliders(&plain) > 0);
+
+    let m = parse(&with(r#"contact="disable""#));
+    assert_eq!(colliders(&m), 0);
+    assert_eq!(m.model.limited_joints().count(), 2);
+    // The geoms keep their mass.
+    assert!(rel(m.model.total_mass(), plain.model.total_mass()) < 1e-15);
+
+    let m = parse(&with(r#"limit="disable""#));
+    assert_eq!(m.model.limited_joints().count(), 0);
+    assert!(colliders(&m) > 0);
+
+    let m = parse(&with(r#"constraint="disable""#));
+    assert_eq!((colliders(&m), m.model.limited_joints().count()), (0, 0));
+
+    let m = parse(&with(r#"gravity="disable""#));
+    assert_eq!(m.model.gravity, Vec3::zeros());
+
+    let slider = 1;
+    let m = parse(&with(r#"damper="disable""#));
+    assert_eq!(
+        (m.model.dof_damping[slider], m.model.dof_stiffness[slider]),
+        (0.0, 7.0)
+    );
+    let m = parse(&with(r#"spring="disable""#));
+    assert_eq!(
+        (m.model.dof_damping[slider], m.model.dof_stiffness[slider]),
+        (3.0, 0.0)
+    );
+
+    for refused in ["actuation", "clampctrl", "eulerdamp", "filterparent"] {
+        let e = common::mjcf::parse_err(&with(&format!(r#"{refused}="disable""#)));
+        println!("{e}");
+        assert!(
+            e.element.contains("<flag>") && e.reason.contains(refused),
+            "{e}"
+        );
+    }
+    let e = common::mjcf::parse_err(&with(r#"gravity="off""#));
+    assert!(e.reason.contains("enable"), "{e}");
+    let m = parse(&with(r#"warmstart="disable""#));
+    assert!(m.warnings.iter().any(|w| w.contains("warmstart")));
+}

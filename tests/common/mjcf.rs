@@ -50,3 +50,12 @@ pub fn parse(text: &str) -> MjcfModel {
 pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs().max(1e-12)
 }
+
+/// The loader's error for MJCF text (as `test.xml`), panicking if it loads.
+#[allow(dead_code)]
+pub fn parse_err(text: &str) -> moreau::model::mjcf::ModelFileError {
+    match parse_mjcf(text, "test.xml", Path::new("."), &MjcfOptions::default()) {
+        Ok(_) => panic!("loaded: {text}"),
+        Err(e) => e,
+    }
+}

@@ -318,7 +318,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
         }
         // MuJoCo's parent filter, at the level of welded groups.
-        for b in (1..n).filter(|_| flags.filterparent) {
+        for b in 1..n {
             if weld[b] == b {
                 let wp = weld[self.bodies[b].parent];
                 if wp != 0 && carrier[wp] != carrier[b] {
@@ -568,6 +568,30 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         if frictions.len() > 1 {
             self.warnings.push(format!(
                 "geoms have different frictions ({frictions:?}): pairs take their geometric mean, MuJoCo the maximum"
+            ));
+        }
+        // MuJoCo lets `qpos0` (every joint at 0, or at its `ref`) lie beyond a
+        // joint's range; its soft limit then pushes the joint back over a few
+        // tens of milliseconds, moreau's rigid stop within a few steps: the
+        // first motions differ. Said, so that a user starts where both agree.
+        let outside: Vec<String> = model
+            .limited_joints()
+            .filter(|(j, _, _)| {
+                matches!(
+                    model.joint_type[*j],
+                    JointType::Revolute(_) | JointType::Prismatic(_)
+                )
+            })
+            .filter_map(|(j, name, (lo, hi))| {
+                let x = q0[model.joint_idx_q[j]];
+                (x < lo || x > hi).then(|| format!("`{name}` at {x} outside [{lo}, {hi}]"))
+            })
+            .collect();
+        if !outside.is_empty() {
+            self.warnings.push(format!(
+                "qpos0 lies outside the range of {} joint(s), which a rigid stop pushes back at once (MuJoCo's soft limit takes tens of ms); start inside the ranges to compare with MuJoCo: {}",
+                outside.len(),
+                outside.join(", ")
             ));
         }
         let mjcf_bodies = (0..n)

@@ -340,8 +340,6 @@ struct Flags {
     /// Joint dampers. With `spring` off too, MuJoCo computes no passive
     /// force at all: the fluid's forces go as well.
     damper: bool,
-    /// A body never collides with its parent.
-    filterparent: bool,
 }
 
 impl Default for Flags {
@@ -355,7 +353,6 @@ impl Default for Flags {
             gravity: true,
             spring: true,
             damper: true,
-            filterparent: true,
         }
     }
 }

@@ -296,16 +296,16 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "gravity" => flags.gravity = on,
                 "spring" => flags.spring = on,
                 "damper" => flags.damper = on,
-                "filterparent" => flags.filterparent = on,
                 // Disabling these changes the dynamics in a way moreau does
-                // not reproduce: refused rather than simulated differently.
-                "actuation" | "clampctrl" | "eulerdamp" if !on => {
+                // not reproduce (a parent and its child never collide in a
+                // moreau model): refused rather than simulated differently.
+                "actuation" | "clampctrl" | "eulerdamp" | "filterparent" if !on => {
                     return Err(self.error(
                         el,
                         format!("`{name}=\"disable\"` is not supported by moreau"),
                     ));
                 }
-                "actuation" | "clampctrl" | "eulerdamp" => {}
+                "actuation" | "clampctrl" | "eulerdamp" | "filterparent" => {}
                 // MuJoCo's solver, collision and bookkeeping switches.
                 _ => ignored.push(format!("<flag> {name}=\"{v}\"")),
             }

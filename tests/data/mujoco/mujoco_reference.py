@@ -35,8 +35,15 @@ Outputs:
   mjlab 1.6.0's Unitree G1 and Go1 (paths relative to SITE_PACKAGES): nq,
   nv, nu, nbody, the time step, qpos0, every body's mass, dof_armature,
   `mj_fullM` minus armature at qpos0, and the root body's (body 1) world
-  position every 0.25 s of a 1 s passive settle from qpos0 (zero
-  controls, semi-implicit Euler at the file's time step).
+  position every 0.25 s of a 1 s passive settle (zero controls,
+  semi-implicit Euler at the file's time step) from qpos0 with the joints
+  that qpos0 puts beyond their ranges moved onto them (settle_qpos_start);
+  then the same with MuJoCo's constraints made as stiff as it allows
+  (settle_root_xpos_stiff: override solref 2·timestep, 1; solimp 0.99
+  0.999; margin 0).
+- inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
+  mesh under each `<mesh inertia>` mode), every body's mass, centre of mass
+  and inertia about it in the body frame.
 - features.json and frames.json: for the hand-written models features.xml
   and frames.xml, the sizes and total mass, then at each pose (qpos0 and
   one other configuration) every body's `xpos`, `xquat` (w x y z) and the
@@ -164,6 +171,26 @@ def corpus_files(site):
     return [str(f.relative_to(site)) for f in suite] + CORPUS_EXTRA
 
 
+def settle(m, start):
+    """(time, x, y, z) of body 1 every SETTLE_EVERY seconds of a passive
+    settle from `start`, zero controls; and the contacts at its end."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = start
+    mujoco.mj_forward(m, d)
+    steps = int(round(SETTLE_SECONDS / m.opt.timestep))
+    every = max(1, int(round(SETTLE_EVERY / m.opt.timestep)))
+    root = []
+    for k in range(steps + 1):
+        if k % every == 0 or k == steps:
+            # After mj_step, xpos is still that of the state before the
+            # step's integration: the positions of the current qpos.
+            mujoco.mj_kinematics(m, d)
+            root.append([float(d.time)] + floats(d.xpos[1] if m.nbody > 1 else np.zeros(3)))
+        if k < steps:
+            mujoco.mj_step(m, d)
+    return root, int(d.ncon)
+
+
 def corpus_reference(site, rel):
     """Sizes, masses, the mass matrix at qpos0 and a passive settle of 1 s
     from qpos0 with zero controls, with the semi-implicit Euler integrator
@@ -173,14 +200,25 @@ def corpus_reference(site, rel):
     mujoco.mj_forward(m, d)
     full = mass_matrix_without_armature(m, d)
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
-    steps = int(round(SETTLE_SECONDS / m.opt.timestep))
-    every = max(1, int(round(SETTLE_EVERY / m.opt.timestep)))
-    root = []
-    for k in range(steps + 1):
-        if k % every == 0 or k == steps:
-            root.append([float(d.time)] + floats(d.xpos[1] if m.nbody > 1 else np.zeros(3)))
-        if k < steps:
-            mujoco.mj_step(m, d)
+    # The settle starts at qpos0 with every limited hinge or slide that
+    # qpos0 puts beyond its range moved onto the nearest end of it: from
+    # beyond a range, MuJoCo's soft limit and a rigid stop push back
+    # differently, and the first motions are not comparable.
+    start = m.qpos0.copy()
+    for j in range(m.njnt):
+        hinge_or_slide = int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        if m.jnt_limited[j] and hinge_or_slide:
+            a = m.jnt_qposadr[j]
+            start[a] = min(max(start[a], m.jnt_range[j, 0]), m.jnt_range[j, 1])
+    root, ncon = settle(m, start)
+    # The same with MuJoCo's constraints as stiff as it allows (time constant
+    # 2 dt, critically damped, impedance 0.99 to 0.999, no margin): MuJoCo's
+    # own approach to rigid contacts and limits.
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_OVERRIDE
+    m.opt.o_solref[:] = [2 * m.opt.timestep, 1.0]
+    m.opt.o_solimp[:] = [0.99, 0.999, 0.001, 0.5, 2.0]
+    m.opt.o_margin = 0.0
+    stiff, _ = settle(m, start)
     return {
         "file": rel,
         "nq": m.nq,
@@ -192,9 +230,30 @@ def corpus_reference(site, rel):
         "body_mass": floats(m.body_mass),
         "armature": floats(m.dof_armature),
         "mass_matrix": rows(full),
+        "settle_qpos_start": floats(start),
         "settle_root_xpos": root,
-        "settle_ncon": int(d.ncon),
+        "settle_root_xpos_stiff": stiff,
+        "settle_ncon": ncon,
     }
+
+
+def inertia_reference(xml):
+    """Each body's mass, centre of mass and inertia about it, in the body frame."""
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    bodies = []
+    for b in range(1, m.nbody):
+        r = np.zeros(9)
+        mujoco.mju_quat2Mat(r, m.body_iquat[b])
+        r = r.reshape(3, 3)
+        bodies.append(
+            {
+                "name": name(m, mujoco.mjtObj.mjOBJ_BODY, b),
+                "mass": float(m.body_mass[b]),
+                "com": floats(m.body_ipos[b]),
+                "inertia": rows(r @ np.diag(m.body_inertia[b]) @ r.T),
+            }
+        )
+    return {"versions": versions(), "file": xml.name, "bodies": bodies}
 
 
 def write(path, value):
@@ -248,6 +307,7 @@ def main():
         HERE / "features.json",
         poses_reference(HERE / "features.xml", [features.qpos0.copy(), moved]),
     )
+    write(HERE / "inertia.json", inertia_reference(HERE / "inertia.xml"))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
