@@ -377,7 +377,7 @@ fn the_ant_stands_on_its_feet_and_stops_on_the_gpu_as_on_the_cpu() {
         let options = BatchOptions {
             backend,
             params: SimParams {
-                dt: loaded.timestep.unwrap(),
+                dt: loaded.timestep,
                 solver: SolverKind::NcpAdmm,
                 solver_settings: settings(1e-6, 500),
                 ..Default::default()

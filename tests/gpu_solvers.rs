@@ -1541,7 +1541,7 @@ fn newton_on_the_device_converges_the_lying_humanoid_cold() {
     };
     let model = std::sync::Arc::new(loaded.model.clone());
     let mut params = SimParams {
-        dt: loaded.timestep.unwrap(),
+        dt: loaded.timestep,
         ..Default::default()
     };
     params.solver_settings.tolerance = TOL;

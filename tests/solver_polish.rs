@@ -112,7 +112,7 @@ fn the_walker_converges_at_every_step() {
     };
     let model = Arc::new(loaded.model.clone());
     let params = SimParams {
-        dt: loaded.timestep.unwrap(),
+        dt: loaded.timestep,
         ..Default::default()
     };
     let mut sim = Simulator::new(model.clone(), params).unwrap();
@@ -154,7 +154,7 @@ fn the_newton_finisher_converges_the_lying_humanoid() {
     let mut figures = Vec::new();
     for newton in [true, false] {
         let mut params = SimParams {
-            dt: loaded.timestep.unwrap(),
+            dt: loaded.timestep,
             ..Default::default()
         };
         params.solver_settings.newton = newton;
