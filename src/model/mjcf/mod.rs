@@ -17,10 +17,17 @@
 //!   `coordinate="local"` (`global` is refused), `autolimits`. Other
 //!   attributes that change the physics (`boundmass`, `balanceinertia`,
 //!   `fusestatic`, ...) are warned about.
-//! - `<option>`: `timestep` ([`MjcfModel::timestep`]), `gravity`, and
-//!   `density`, `viscosity`, `wind` ([`crate::model::Medium`], MuJoCo's
-//!   inertia-box fluid model). The integrator, the solver settings and
-//!   `<flag>`s are not used by moreau: one warning names them.
+//! - `<include file>`: assembled before reading, as MuJoCo does (see
+//!   `include.rs`): nested, relative paths from the main file's directory
+//!   then the including file's, each file at most once (cycles refused).
+//! - `<option>`: `timestep` ([`MjcfModel::timestep`], MuJoCo's 2 ms when
+//!   unset), `gravity`, and `density`, `viscosity`, `wind`
+//!   ([`crate::model::Medium`], MuJoCo's inertia-box fluid model).
+//!   `<flag>`: `contact`, `constraint`, `limit`, `gravity`, `spring`,
+//!   `damper` (both off: no fluid either), `equality` and `frictionloss`
+//!   are applied; `actuation`, `clampctrl`, `eulerdamp` and `filterparent`
+//!   disabled are refused. The integrator, the solver settings and the
+//!   solver's flags are not used by moreau: one warning names them.
 //! - `<default>`: classes, nested inheritance, `class=` on elements and
 //!   `childclass=` on bodies (and frames); the unnamed top class is `main`.
 //!   Read for `joint`, `geom`, `mesh` and the actuators.
@@ -34,7 +41,8 @@
 //!   - `joint type="hinge"` → [`JointType::Revolute`], `slide` →
 //!     [`JointType::Prismatic`], `ball` → [`JointType::Spherical`], `free`
 //!     and `<freejoint>` → [`JointType::Free`] (top-level bodies only, as in
-//!     MuJoCo). Our body frame *is* the joint frame, so a hinge at `pos = p`
+//!     MuJoCo; `<freejoint>` reads no default class: no damping, spring or
+//!     armature). Our body frame *is* the joint frame, so a hinge at `pos = p`
 //!     puts the joint frame at `parent_from_body · T(p)` and the body's
 //!     geoms and inertia are re-expressed by `T(p)⁻¹`. A joint's `ref` is
 //!     folded into the joint placement, so that `q` means what MuJoCo's
@@ -67,15 +75,16 @@
 //!   `contype` / `conaffinity` as in MuJoCo; a geom with both zero is a
 //!   visual geom: it has mass but no collider. `density` (1000) or `mass`
 //!   give its mass; MuJoCo's formulas for the inertia (capsule = cylinder +
-//!   two hemispheres; meshes from their convex hull, i.e. MuJoCo's
-//!   `inertia="convex"`). `condim`, `solref`, `solimp`, `margin`, `gap`,
+//!   two hemispheres; `shellinertia` puts it on the surface of spheres,
+//!   boxes, cylinders and capsules; a mesh's comes from its asset's
+//!   `inertia`, `legacy` by default, see `mesh_inertia.rs`). `condim`, `solref`, `solimp`, `margin`, `gap`,
 //!   `priority` are not used (a warning names geoms whose `condim` is not 3).
 //!   Pairs combine friction by [`super::combine_friction`] (geometric mean),
 //!   where MuJoCo takes the maximum; a warning says so when frictions differ.
 //! - `<inertial>`: `pos`, orientation, `mass`, `diaginertia` or
 //!   `fullinertia` (`ixx iyy izz ixy ixz iyz`).
-//! - `<asset><mesh name file scale vertex>` (STL, OBJ; `vertex` inline
-//!   points); textures, materials, skins, height fields are not physics.
+//! - `<asset><mesh name file scale vertex face inertia>` (STL, OBJ;
+//!   `vertex` inline points, `face` their triangles); textures, materials, skins, height fields are not physics.
 //! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
 //!   between the bodies carrying them: since welded bodies share one model
 //!   body, an exclusion also covers the bodies welded to the two named ones
@@ -95,7 +104,7 @@
 //! - Skipped without a warning (no effect on the dynamics):
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
 //!   `sensor`, textures and materials. Warned about: `tendon`, `equality`,
-//!   `include`, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
+//!   `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
 //!   `deformable`, `extension` and anything unknown.
 //!
 //! Errors (a [`ModelFileError`] naming the file, the element, e.g.
