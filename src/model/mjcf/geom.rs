@@ -449,7 +449,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 v.iter().map(|p| p.component_mul(&scale)).collect(),
                 t.clone(),
             )),
-            _ if mode == MeshInertia::Shell => Some(hull_triangles(points)),
+            _ if mode == MeshInertia::Shell => Some(hull_triangles(points).unwrap_or_default()),
             _ => None,
         };
         let properties = match triangles {
@@ -466,19 +466,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 }
 
-/// The convex hull of `points` as vertices and outward-wound triangles.
-fn hull_triangles(points: &[Vec3]) -> (Vec<Vec3>, Vec<[usize; 3]>) {
+/// The convex hull of `points` as vertices and outward-wound triangles
+/// (`None` when parry finds none).
+fn hull_triangles(points: &[Vec3]) -> Option<(Vec<Vec3>, Vec<[usize; 3]>)> {
     let pts: Vec<parry3d_f64::math::Vector> = points
         .iter()
         .map(|p| parry3d_f64::math::Vector::new(p.x, p.y, p.z))
         .collect();
-    match parry3d_f64::transformation::try_convex_hull(&pts) {
-        Ok((v, t)) => (
-            v.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect(),
-            t.iter().map(|t| t.map(|k| k as usize)).collect(),
-        ),
-        Err(_) => (Vec::new(), Vec::new()),
-    }
+    let (v, t) = parry3d_f64::transformation::try_convex_hull(&pts).ok()?;
+    Some((
+        v.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect(),
+        t.iter().map(|t| t.map(|k| k as usize)).collect(),
+    ))
 }
 
 /// The inertia about the centre from the second moments `∫ x_k² dm` along the axes.
@@ -496,17 +495,12 @@ fn shell_from_second(second: Vec3) -> Mat3 {
 /// for the tetrahedron `(0, a, b, c)`). (parry's `mass_properties` on the hull
 /// gets the principal moments right but, in parry 0.31, not always the axes.)
 pub(super) fn hull_mass_properties(points: &[Vec3]) -> Option<(f64, Vec3, Mat3)> {
-    let pts: Vec<parry3d_f64::math::Vector> = points
-        .iter()
-        .map(|p| parry3d_f64::math::Vector::new(p.x, p.y, p.z))
-        .collect();
-    let (vertices, faces) = parry3d_f64::transformation::try_convex_hull(&pts).ok()?;
-    let v: Vec<Vec3> = vertices.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect();
+    let (v, faces) = hull_triangles(points)?;
     // Relative to a point inside, for accuracy far from the origin.
     let o = v.iter().sum::<Vec3>() / v.len().max(1) as f64;
     let (mut volume, mut first, mut second) = (0.0, Vec3::zeros(), Mat3::zeros());
     for f in &faces {
-        let [a, b, c] = f.map(|k| v.get(k as usize).copied().unwrap_or(o) - o);
+        let [a, b, c] = f.map(|k| v.get(k).copied().unwrap_or(o) - o);
         let vol = a.dot(&b.cross(&c)) / 6.0;
         let s = a + b + c;
         volume += vol;
