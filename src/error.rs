@@ -108,6 +108,17 @@ pub enum ProblemError {
     NonFinite { what: &'static str, index: usize },
     #[error("friction coefficient mu[{contact}] = {mu} must be finite and non-negative")]
     BadFriction { contact: usize, mu: f64 },
+    #[error("row_sets[{row}]: the box bound {bound} must be finite and non-negative")]
+    BadBox { row: usize, bound: f64 },
+    #[error(
+        "row {row} after the contacts is {set}: {who} takes contacts and unilateral rows only (use {instead})"
+    )]
+    UnsupportedRow {
+        row: usize,
+        set: &'static str,
+        who: &'static str,
+        instead: &'static str,
+    },
     #[error("compliance[{index}] = {value} must be non-negative")]
     BadCompliance { index: usize, value: f64 },
     #[error("Delassus matrix is not symmetric: G[{row},{col}] - G[{col},{row}] = {diff:e}")]
@@ -139,7 +150,9 @@ pub enum ProblemFileReason {
     /// JSON of the wrong shape or type (e.g. a string where a number belongs).
     #[error("{0}")]
     Data(String),
-    #[error("unknown key `{0}` (known keys: \"G\", \"g\", \"mu\", \"R\", \"lambda0\")")]
+    #[error(
+        "unknown key `{0}` (known keys: \"G\", \"g\", \"mu\", \"R\", \"lambda0\", \"nl\", \"sets\")"
+    )]
     UnknownKey(String),
     #[error("missing key `{0}`")]
     MissingKey(&'static str),

@@ -258,6 +258,7 @@ fn problem(g: DMatrix<f64>) -> ContactProblem {
         mu: vec![0.5; m / 3],
         compliance: DVector::zeros(m),
         warm_start: DVector::zeros(m),
+        row_sets: Vec::new(),
         coupling: Default::default(),
     }
 }

@@ -58,6 +58,7 @@ fn random_problem(rng: &mut Rng, nc: usize) -> ContactProblem {
         mu: (0..nc).map(|_| rng.uniform().abs()).collect(),
         compliance: DVector::from_fn(m, |_, _| rng.any_finite().abs()),
         warm_start: DVector::from_fn(m, |_, _| rng.uniform() * 1e-300),
+        row_sets: Vec::new(),
         coupling: Default::default(),
     };
     // Awkward values that must survive too.
@@ -416,4 +417,39 @@ fn unilateral_rows_round_trip_and_are_solved() {
     let bad = r#"{"G": [[1, 0], [0, 1]], "g": [0, 0], "mu": [], "nl": 1}"#;
     let e = parse_problems(bad, "bad.json").unwrap_err().to_string();
     assert!(e.contains("nl = 1") && e.contains("3·nc + nl = 1"), "{e}");
+}
+
+/// Bilateral and box rows round-trip through `"sets"`, a problem of
+/// unilateral rows is written without it, and a bad set is refused naming
+/// the key.
+#[test]
+fn row_sets_round_trip_and_bad_sets_are_refused() {
+    use moreau::contact::RowSet;
+    use moreau::contact::random::random_mixed_problem;
+    let mut p = random_mixed_problem(3, 1, 3);
+    p.row_sets = vec![RowSet::Bilateral, RowSet::Unilateral, RowSet::Box(0.25)];
+    let text = serde_json::to_string(&problem_to_json(&p)).unwrap();
+    assert!(
+        text.contains(r#""sets":["bilateral","unilateral",0.25]"#),
+        "{text}"
+    );
+    let back = parse_problems(&text, "memory").unwrap();
+    assert_eq!(back[0].row_sets, p.row_sets);
+    assert_eq!(bits(&back[0]), bits(&p));
+    let plain = serde_json::to_string(&problem_to_json(&random_mixed_problem(3, 1, 3))).unwrap();
+    assert!(!plain.contains("sets"));
+    let base = r#""G": [[1, 0], [0, 1]], "g": [0, 0], "mu": [], "nl": 2"#;
+    for (sets, want) in [
+        (r#"["bilateral"]"#, "sets has 1 entries, expected nl = 2"),
+        (r#"["bilateral", "equality"]"#, r#"sets[1] = "equality""#),
+        (
+            r#"["bilateral", -1]"#,
+            "box bound -1 must be finite and non-negative",
+        ),
+    ] {
+        let e = parse_problems(&format!("{{{base}, \"sets\": {sets}}}"), "bad.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want) && e.contains("sets"), "{sets}: {e}");
+    }
 }

@@ -186,3 +186,133 @@ fn a_solution_is_a_fixed_point_and_admm_keeps_its_factorization() {
     );
     assert_eq!(out.stats.factorizations, 0);
 }
+
+/// Problems with bilateral and box rows after the contacts (equality
+/// constraints, dry friction on dofs): every solver reaches its own model's
+/// tolerance with each row in its set, and on the rows-only problems (a
+/// strictly convex QP over a box, whose solution is unique) all solvers
+/// find the same impulse. One box row alone has the closed form
+/// `λ = clamp(−g/G, −b, b)`.
+#[test]
+fn every_solver_solves_bilateral_and_box_rows() {
+    use moreau::contact::RowSet;
+    use moreau::contact::criteria::rows_residuals;
+    use moreau::contact::random::random_mixed_problem;
+    let settings = SolverSettings {
+        tolerance: 1e-9,
+        max_iterations: 20_000,
+        ..Default::default()
+    };
+    let sets = [
+        RowSet::Unilateral,
+        RowSet::Bilateral,
+        RowSet::Box(0.3),
+        RowSet::Box(0.05),
+        RowSet::Bilateral,
+        RowSet::Box(0.0),
+    ];
+    let mut problems = Vec::new();
+    for (seed, nc) in [(1, 0), (2, 0), (3, 1), (4, 3), (5, 6)] {
+        let mut p = random_mixed_problem(seed, nc, sets.len());
+        p.row_sets = sets.to_vec();
+        p.validate().unwrap();
+        problems.push(p);
+    }
+    for kind in SolverKind::ALL {
+        let mut solver = kind.build();
+        for (n, p) in problems.iter().enumerate() {
+            let mut out = ContactSolution::default();
+            solver.solve(p, &settings, &mut out).unwrap();
+            let mut c = DVector::zeros(p.m());
+            p.contact_velocity(out.lambda.as_slice(), c.as_mut_slice());
+            let eps = match kind.contact_model(&settings) {
+                Some(model) => {
+                    rows_residuals(
+                        model,
+                        &p.mu,
+                        &p.row_sets,
+                        out.lambda.as_slice(),
+                        c.as_slice(),
+                    )
+                    .eps_abs
+                }
+                None => out.stats.residuals.eps_abs,
+            };
+            assert!(
+                out.stats.converged && eps <= 1e-8,
+                "{} problem {n} (nc = {}): converged {} after {} iterations, eps {eps:e}",
+                kind.name(),
+                p.nc(),
+                out.stats.converged,
+                out.stats.iterations
+            );
+            // Each row in its set, and its law: a box row strictly inside
+            // has c = 0, one on its bound pushes against c.
+            let first = 3 * p.nc();
+            for (l, set) in p.row_sets.iter().enumerate() {
+                let (lam, ck) = (out.lambda[first + l], c[first + l]);
+                let (lo, hi) = set.bounds();
+                assert!(
+                    lam >= lo - 1e-9 && lam <= hi + 1e-9,
+                    "{}: row {l} λ {lam}",
+                    kind.name()
+                );
+                if *set == RowSet::Bilateral {
+                    assert!(
+                        ck.abs() <= 1e-8,
+                        "{}: bilateral row {l} c {ck:e}",
+                        kind.name()
+                    );
+                }
+            }
+            if p.nc() == 0 {
+                let reference = problems_reference(p);
+                assert!(
+                    (&out.lambda - &reference).amax() < 1e-6,
+                    "{} problem {n}: λ {:?}, the QP's {:?}",
+                    kind.name(),
+                    out.lambda.as_slice(),
+                    reference.as_slice()
+                );
+            }
+        }
+    }
+    // One box row: the closed form.
+    for (g, b, want) in [(0.5, 0.2, -0.2), (-0.1, 0.2, 0.05), (0.04, 0.2, -0.02)] {
+        let mut p = ContactProblem::new(
+            DMatrix::from_element(1, 1, 2.0),
+            DVector::from_element(1, g),
+            vec![],
+        )
+        .unwrap();
+        p.row_sets = vec![RowSet::Box(b)];
+        for kind in SolverKind::ALL {
+            let mut out = ContactSolution::default();
+            kind.build().solve(&p, &settings, &mut out).unwrap();
+            assert!(
+                (out.lambda[0] - want).abs() < 1e-9,
+                "{}: g {g}, b {b}: λ {} (want {want})",
+                kind.name(),
+                out.lambda[0]
+            );
+        }
+    }
+}
+
+/// The rows-only problem's solution by projected gradient with a fixed
+/// step `1/‖G‖` run to convergence (a strictly convex QP over a box).
+fn problems_reference(p: &ContactProblem) -> DVector<f64> {
+    let m = p.m();
+    let step = 1.0 / p.delassus.norm();
+    let mut x = DVector::zeros(m);
+    for _ in 0..200_000 {
+        let grad = &p.delassus * &x + &p.g;
+        let next = DVector::from_fn(m, |k, _| p.row_set(k).project(x[k] - step * grad[k]));
+        let moved = (&next - &x).amax();
+        x = next;
+        if moved < 1e-15 {
+            break;
+        }
+    }
+    x
+}

@@ -17,7 +17,10 @@
 //! Solvers stop on their own model's `ε_abs`; the physical criteria below
 //! ([`physics`]) judge every solution against the true law.
 
-use super::cone::{Pyramid, Real, de_saxce, dist3, get3, norm2, project_cone, project_dual_cone};
+use super::RowSet;
+use super::cone::{
+    Pyramid, Real, de_saxce, dist3, get3, norm2, project_cone, project_dual_cone, real,
+};
 
 /// Residuals of a contact solution; for a set of contacts, the maximum over
 /// them. In f64, the reference; in f32 for the GPU kernels' CPU twins.
@@ -155,12 +158,57 @@ pub fn unilateral_residuals<T: Real>(lambda: T, c: T) -> Residuals<T> {
     )
 }
 
+/// Residuals of one row with impulse set `set` ([`RowSet`]), law
+/// `−c ∈ N_S(λ)`:
+/// - unilateral: [`unilateral_residuals`];
+/// - bilateral: `ε_d = |c|` (it must vanish), no primal residual;
+/// - box `[−b, b]`: `ε_p = max(0, |λ| − b)`, no dual residual (every `c`
+///   has a supporting impulse), and the complementarity is the Fenchel
+///   gap `(b|c| + λc) / b` (velocity units; zero exactly when `λ = −b·sign(c)`
+///   or `c = 0`, i.e. maximal dissipation), with `λ` clamped into the box.
+pub fn row_residuals<T: Real>(set: RowSet, lambda: T, c: T) -> Residuals<T> {
+    let zero = T::zero();
+    match set {
+        RowSet::Unilateral => unilateral_residuals(lambda, c),
+        RowSet::Bilateral => assemble(zero, c.abs(), [zero; 3], [zero, zero, c]),
+        RowSet::Box(b) => {
+            let b = real::<T>(b);
+            let primal = (lambda.abs() - b).max(zero);
+            let complementarity = if b > zero {
+                let l = lambda.max(-b).min(b);
+                ((b * c.abs() + l * c) / b).max(zero)
+            } else {
+                zero
+            };
+            Residuals {
+                primal,
+                dual: zero,
+                complementarity,
+                eps_abs: nan_max(primal, complementarity),
+            }
+        }
+    }
+}
+
 /// Maximum residuals over all blocks under `model`. `mu`: (nc); `lambda`,
 /// `c`: (3·nc + nl), the rows after `3·nc` unilateral (see
-/// [`crate::contact::ContactProblem`]).
+/// [`crate::contact::ContactProblem`]; [`rows_residuals`] for problems
+/// with other rows).
 pub fn model_residuals<T: Real>(
     model: ContactModel,
     mu: &[T],
+    lambda: &[T],
+    c: &[T],
+) -> Residuals<T> {
+    rows_residuals(model, mu, &[], lambda, c)
+}
+
+/// [`model_residuals`] with the rows after `3·nc` in the sets `row_sets`
+/// (nl, or empty: all unilateral; see [`crate::contact::ContactProblem::row_sets`]).
+pub fn rows_residuals<T: Real>(
+    model: ContactModel,
+    mu: &[T],
+    row_sets: &[RowSet],
     lambda: &[T],
     c: &[T],
 ) -> Residuals<T> {
@@ -168,8 +216,10 @@ pub fn model_residuals<T: Real>(
     for (i, &m) in mu.iter().enumerate() {
         r = r.max(model.contact_residuals(m, get3(lambda, i), get3(c, i)));
     }
-    for k in 3 * mu.len()..lambda.len().min(c.len()) {
-        r = r.max(unilateral_residuals(lambda[k], c[k]));
+    let first = 3 * mu.len();
+    for k in first..lambda.len().min(c.len()) {
+        let set = row_sets.get(k - first).copied().unwrap_or_default();
+        r = r.max(row_residuals(set, lambda[k], c[k]));
     }
     r
 }
@@ -274,9 +324,16 @@ pub fn physics(
         out.sliding += k.sliding as usize;
         out.contacts.push(k);
     }
-    // Unilateral rows: Signorini's law in one dimension.
+    // One-dimensional rows: Signorini's law in one dimension for the
+    // unilateral ones; the others' law violation (velocity units) counts
+    // there too.
     for k in 3 * p.nc()..m {
-        let s = (-c[k]).max(0.0) + if lambda[k] != 0.0 { c[k].abs() } else { 0.0 };
+        let s = match p.row_set(k - 3 * p.nc()) {
+            RowSet::Unilateral => {
+                (-c[k]).max(0.0) + if lambda[k] != 0.0 { c[k].abs() } else { 0.0 }
+            }
+            set => row_residuals(set, lambda[k], c[k]).eps_abs,
+        };
         out.signorini = nan_max(out.signorini, s);
     }
     if m > 0 {
@@ -341,7 +398,7 @@ fn min_norm_admissible(
             next[3 * i + 2] = v[2];
         }
         for k in 3 * p.nc()..m {
-            next[k] = w[k].max(0.0);
+            next[k] = p.row_set(k - 3 * p.nc()).project(w[k]);
         }
         q = &w - &next;
         let moved = (&next - &x).norm();
@@ -361,7 +418,7 @@ fn min_norm_admissible(
                 project_cone(p.mu[i], get3(y.as_slice(), i)),
             )
         })
-        .chain((3 * p.nc()..m).map(|k| (-y[k]).max(0.0)))
+        .chain((3 * p.nc()..m).map(|k| (p.row_set(k - 3 * p.nc()).project(y[k]) - y[k]).abs()))
         .fold(0.0, nan_max);
     if violation <= 1e-9 * scale { y } else { x }
 }
@@ -453,7 +510,7 @@ pub fn evaluate(
     let mut c = vec![0.0; problem.g.len()];
     problem.contact_velocity(lambda, &mut c);
     Evaluation {
-        model: model.map(|m| model_residuals(m, &problem.mu, lambda, &c)),
+        model: model.map(|m| rows_residuals(m, &problem.mu, &problem.row_sets, lambda, &c)),
         ncp: ncp_residuals(&problem.mu, lambda, &c),
         c,
     }

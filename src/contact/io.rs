@@ -4,8 +4,8 @@
 //!
 //! # Format
 //!
-//! One problem is a JSON object with `nc` contacts and `nl` unilateral rows
-//! (joint limits), `m = 3·nc + nl` unknowns:
+//! One problem is a JSON object with `nc` contacts and `nl` one-dimensional
+//! rows (joint limits, equalities, dry friction), `m = 3·nc + nl` unknowns:
 //!
 //! | key       | shape                     | meaning                                              |
 //! |-----------|---------------------------|------------------------------------------------------|
@@ -14,14 +14,17 @@
 //! | `mu`      | list of `nc`              | friction coefficients, finite and `≥ 0`              |
 //! | `R`       | list of `m`, optional     | diagonal compliance, `≥ 0` (default: zeros, rigid)   |
 //! | `lambda0` | list of `m`, optional     | warm start for `λ` (default: zeros, cold start)      |
-//! | `nl`      | integer, optional         | unilateral rows after the contacts (default: 0)      |
+//! | `nl`      | integer, optional         | one-dimensional rows after the contacts (default: 0) |
+//! | `sets`    | list of `nl`, optional    | each row's set: `"unilateral"`, `"bilateral"` or a box bound `b ≥ 0` (default: all unilateral) |
 //!
 //! Vectors are stacked per contact, each contact's 3 components in its own
 //! contact frame with the normal last: `[t1, t2, n]` for contact 0, then
-//! contact 1, and so on, then the `nl` unilateral rows (`λ ≥ 0 ⟂ c ≥ 0`);
+//! contact 1, and so on, then the `nl` rows (unilateral `λ ≥ 0 ⟂ c ≥ 0`
+//! unless `sets` says otherwise, see [`super::RowSet`]);
 //! `G` follows the same ordering in rows and columns. The problem is: find
 //! `λ ∈ K` with `c = (G + R) λ + g` and `K ∋ λ ⟂ c + Γ(c) ∈ K*` (see
-//! [`ContactProblem`]). Writers write `nl` only when it is not zero.
+//! [`ContactProblem`]). Writers write `nl` only when it is not zero, and
+//! `sets` only when a row is not unilateral.
 //!
 //! A file holds either one such object or a JSON list of them (a batch);
 //! the writers always write a list, one problem per line. One contact on a
@@ -58,7 +61,28 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// The keys of a problem object, in the order they are written.
-pub const KEYS: [&str; 6] = ["G", "g", "mu", "R", "lambda0", "nl"];
+pub const KEYS: [&str; 7] = ["G", "g", "mu", "R", "lambda0", "nl", "sets"];
+
+/// A row's set as written: a name or a box bound.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum RawSet {
+    Bound(f64),
+    Name(String),
+}
+
+fn raw_sets(problem: &ContactProblem) -> Option<Vec<RawSet>> {
+    (!problem.all_unilateral()).then(|| {
+        problem
+            .row_sets
+            .iter()
+            .map(|s| match *s {
+                super::RowSet::Box(b) => RawSet::Bound(b),
+                s => RawSet::Name(s.name().to_string()),
+            })
+            .collect()
+    })
+}
 
 /// Reads a problem file (one object or a list of them); every problem is
 /// validated, including the positive semi-definiteness of `G`.
@@ -114,6 +138,9 @@ pub fn problem_to_json(problem: &ContactProblem) -> serde_json::Value {
     });
     if problem.nl() > 0 {
         v["nl"] = problem.nl().into();
+    }
+    if let Some(sets) = raw_sets(problem) {
+        v["sets"] = serde_json::to_value(sets).unwrap_or_default();
     }
     v
 }
@@ -187,6 +214,7 @@ impl<W: Write> ProblemWriter<W> {
             compliance: problem.compliance.as_slice(),
             lambda0: problem.warm_start.as_slice(),
             nl: (problem.nl() > 0).then_some(problem.nl()),
+            sets: raw_sets(problem),
         };
         self.out
             .write_all(sep)
@@ -223,6 +251,8 @@ struct ProblemJson<'a> {
     lambda0: &'a [f64],
     #[serde(skip_serializing_if = "Option::is_none")]
     nl: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sets: Option<Vec<RawSet>>,
 }
 
 fn rows(m: &DMatrix<f64>) -> Vec<Vec<f64>> {
@@ -253,6 +283,7 @@ fn key_of(e: &ProblemError) -> Option<&'static str> {
         }
         ProblemError::BadFriction { .. } => Some("mu"),
         ProblemError::BadCompliance { .. } => Some("R"),
+        ProblemError::BadBox { .. } => Some("sets"),
         ProblemError::NotSymmetric { .. } | ProblemError::NotPsd { .. } => Some("G"),
         _ => None,
     }
@@ -267,6 +298,7 @@ struct RawProblem {
     compliance: Option<Vec<f64>>,
     lambda0: Option<Vec<f64>>,
     nl: Option<usize>,
+    sets: Option<Vec<RawSet>>,
 }
 
 /// Shapes, `validate`, then positive semi-definiteness.
@@ -334,6 +366,30 @@ fn build(raw: RawProblem) -> Result<ContactProblem, (Option<&'static str>, Probl
     if let Some(l) = &raw.lambda0 {
         expect("lambda0", l.len())?;
     }
+    let mut row_sets = Vec::new();
+    if let Some(sets) = &raw.sets {
+        if sets.len() != nl {
+            return Err(shape(
+                "sets",
+                format!("sets has {} entries, expected nl = {nl}", sets.len()),
+            ));
+        }
+        for (l, s) in sets.iter().enumerate() {
+            row_sets.push(match s {
+                RawSet::Bound(b) => super::RowSet::Box(*b),
+                RawSet::Name(n) if n == "unilateral" => super::RowSet::Unilateral,
+                RawSet::Name(n) if n == "bilateral" => super::RowSet::Bilateral,
+                RawSet::Name(n) => {
+                    return Err((
+                        Some("sets"),
+                        ProblemFileReason::Data(format!(
+                            "sets[{l}] = \"{n}\": a row's set is \"unilateral\", \"bilateral\" or a box bound b ≥ 0"
+                        )),
+                    ));
+                }
+            });
+        }
+    }
     let problem = ContactProblem {
         delassus: DMatrix::from_fn(m, m, |i, j| rows[i][j]),
         g: DVector::from_vec(g),
@@ -344,6 +400,7 @@ fn build(raw: RawProblem) -> Result<ContactProblem, (Option<&'static str>, Probl
         warm_start: raw
             .lambda0
             .map_or_else(|| DVector::zeros(m), DVector::from_vec),
+        row_sets,
         coupling: Default::default(),
     };
     problem
@@ -457,7 +514,7 @@ impl<'de> DeserializeSeed<'de> for ProblemSeed<'_> {
 impl<'de> Visitor<'de> for ProblemSeed<'_> {
     type Value = RawProblem;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a contact problem object with keys \"G\", \"g\", \"mu\" (and optionally \"R\", \"lambda0\", \"nl\")")
+        f.write_str("a contact problem object with keys \"G\", \"g\", \"mu\" (and optionally \"R\", \"lambda0\", \"nl\", \"sets\")")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let ctx = self.0;
@@ -473,6 +530,7 @@ impl<'de> Visitor<'de> for ProblemSeed<'_> {
                 "mu" => raw.mu.replace(map.next_value()?).is_some(),
                 "R" => raw.compliance.replace(map.next_value()?).is_some(),
                 "lambda0" => raw.lambda0.replace(map.next_value()?).is_some(),
+                "sets" => raw.sets.replace(map.next_value()?).is_some(),
                 _ => raw.nl.replace(map.next_value()?).is_some(),
             };
             if duplicate {

@@ -28,7 +28,7 @@ pub use delassus::{
 };
 pub use lemke::{LemkeError, LemkeSettings, LemkeSolution, lemke};
 pub use operator::{Delassus, DelassusOperator};
-pub use problem::{BlockCoupling, ContactProblem, CouplingWork, block_rows};
+pub use problem::{BlockCoupling, ContactProblem, CouplingWork, RowSet, block_rows};
 pub use sensitivity::{ContactMode, ContactSensitivity};
 pub use solvers::{
     Algorithm, ContactSolution, ContactSolver, DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, Kernel,

@@ -40,8 +40,64 @@ fn dimension(what: &'static str, got: usize, expected: usize) -> Result<(), Prob
     Ok(())
 }
 
-/// A constraint problem: `nc` frictional contacts followed by `nl` unilateral
-/// constraints (joint limits), `m = 3·nc + nl` unknowns:
+/// The set a one-dimensional row's impulse lies in, with its law
+/// `−c ∈ N_S(λ)` (`N_S` the normal cone of the set):
+/// - [`RowSet::Unilateral`] `ℝ₊`: `λ ≥ 0 ⟂ c ≥ 0` (a joint or tendon limit);
+/// - [`RowSet::Bilateral`] `ℝ`: `c = 0`, `λ` free (an equality constraint);
+/// - [`RowSet::Box`] `[−b, b]`: `c = 0` while `|λ| < b`, else `λ = −b·sign(c)`
+///   (dry friction on a dof, MJCF's `frictionloss`: the impulse opposes the
+///   motion with at most `b`, the maximal dissipation of a 1-D friction).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum RowSet {
+    #[default]
+    Unilateral,
+    Bilateral,
+    /// `|λ| ≤ b`, `b ≥ 0` finite.
+    Box(f64),
+}
+
+impl RowSet {
+    /// `(lower, upper)` bounds of `λ` (infinite where unbounded).
+    #[inline]
+    pub fn bounds(self) -> (f64, f64) {
+        match self {
+            RowSet::Unilateral => (0.0, f64::INFINITY),
+            RowSet::Bilateral => (f64::NEG_INFINITY, f64::INFINITY),
+            RowSet::Box(b) => (-b, b),
+        }
+    }
+
+    /// The projection of `x` onto the set.
+    #[inline]
+    pub fn project(self, x: f64) -> f64 {
+        match self {
+            RowSet::Unilateral => x.max(0.0),
+            RowSet::Bilateral => x,
+            RowSet::Box(b) => x.clamp(-b, b),
+        }
+    }
+
+    /// Whether `λ` lies strictly inside the set's bounds (the row then
+    /// holds `c = 0`); a bilateral row always does.
+    #[inline]
+    pub fn interior(self, lambda: f64) -> bool {
+        let (lo, hi) = self.bounds();
+        lo < lambda && lambda < hi
+    }
+
+    /// The set's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            RowSet::Unilateral => "unilateral",
+            RowSet::Bilateral => "bilateral",
+            RowSet::Box(_) => "box",
+        }
+    }
+}
+
+/// A constraint problem: `nc` frictional contacts followed by `nl`
+/// one-dimensional rows (joint and tendon limits, equality constraints, dry
+/// friction on dofs), `m = 3·nc + nl` unknowns:
 ///
 /// find `λ ∈ K` with `c = (G + R) λ + g` and `K ∋ λ ⟂ c + Γ(c) ∈ K*`,
 ///
@@ -70,6 +126,9 @@ pub struct ContactProblem {
     pub compliance: DVector<f64>,
     /// (m) initial guess for `λ` (zero: cold start).
     pub warm_start: DVector<f64>,
+    /// (nl, or empty) the set of each row after `3·nc`; empty: every such
+    /// row is unilateral (`ℝ₊`). See [`Self::row_set`].
+    pub row_sets: Vec<RowSet>,
     /// Which blocks of `G` may be non-zero (default: all of them). The
     /// simulator fills it for scenes of several bodies; the per-contact
     /// solvers then update velocities with the coupled blocks only.
@@ -243,6 +302,7 @@ impl ContactProblem {
             mu,
             compliance: DVector::zeros(m),
             warm_start: DVector::zeros(m),
+            row_sets: Vec::new(),
             coupling: BlockCoupling::default(),
         };
         p.validate()?;
@@ -257,6 +317,19 @@ impl ContactProblem {
     /// Number of unilateral rows (after the contacts' `3·nc`).
     pub fn nl(&self) -> usize {
         self.g.len().saturating_sub(3 * self.mu.len())
+    }
+
+    /// The set of row `3·nc + l` ([`RowSet::Unilateral`] when `row_sets`
+    /// is empty).
+    #[inline]
+    pub fn row_set(&self, l: usize) -> RowSet {
+        self.row_sets.get(l).copied().unwrap_or_default()
+    }
+
+    /// Whether every row after the contacts is unilateral (the problems
+    /// the GPU kernels, the LCP solvers and the inverse dynamics take).
+    pub fn all_unilateral(&self) -> bool {
+        self.row_sets.iter().all(|s| *s == RowSet::Unilateral)
     }
 
     /// Number of unknowns `m = 3·nc + nl`.
@@ -283,6 +356,7 @@ impl ContactProblem {
         reshape_vector_zeroed(&mut self.warm_start, m);
         self.mu.clear();
         self.mu.resize(nc, 0.0);
+        self.row_sets.clear();
         self.coupling.clear();
     }
 
@@ -329,6 +403,16 @@ impl ContactProblem {
                 index: i,
                 value: self.compliance[i],
             });
+        }
+        if !self.row_sets.is_empty() {
+            dimension("row_sets", self.row_sets.len(), m - 3 * self.mu.len())?;
+        }
+        for (row, set) in self.row_sets.iter().enumerate() {
+            if let RowSet::Box(b) = *set
+                && !(b.is_finite() && b >= 0.0)
+            {
+                return Err(ProblemError::BadBox { row, bound: b });
+            }
         }
         Ok(())
     }

@@ -40,6 +40,7 @@ pub fn random_mixed_problem(seed: u64, nc: usize, nl: usize) -> ContactProblem {
         mu,
         compliance: DVector::zeros(m),
         warm_start: DVector::zeros(m),
+        row_sets: Vec::new(),
         coupling: Default::default(),
     }
 }

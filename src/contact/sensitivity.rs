@@ -187,7 +187,13 @@ impl ContactSensitivity {
             }
         }
         for k in 3 * nc..m {
-            let active = lambda[k] > zero || c[k] < -penetration;
+            // Active (`c = 0`): strictly inside the row's set, or on a bound
+            // while the law's velocity there is violated beyond rounding
+            // (`c < 0` on the lower bound, `c > 0` on the upper).
+            let (lo, hi) = p.row_set(k - 3 * nc).bounds();
+            let active = (lambda[k] > lo + zero && lambda[k] < hi - zero)
+                || (lambda[k] <= lo + zero && c[k] < -penetration)
+                || (lambda[k] >= hi - zero && c[k] > penetration);
             self.modes.push(if active {
                 ContactMode::Sticking
             } else {
@@ -266,7 +272,7 @@ impl ContactSensitivity {
             }
             for k in 3 * nc..m {
                 self.rhs[k] = -match self.modes[nc + k - 3 * nc] {
-                    ContactMode::Breaking => lambda[k],
+                    ContactMode::Breaking => lambda[k] - self.row_bound(p, k, lambda[k]),
                     _ => c[k],
                 };
             }
@@ -278,13 +284,28 @@ impl ContactSensitivity {
             // 1e-50 whose normalized complementarity is its whole velocity).
             for (b, mode) in self.modes.iter().enumerate() {
                 if *mode == ContactMode::Breaking {
-                    let rows = super::block_rows(nc, b);
-                    lambda[rows].fill(0.0);
+                    if b < nc {
+                        lambda[3 * b..3 * b + 3].fill(0.0);
+                    } else {
+                        let k = 3 * nc + b - nc;
+                        lambda[k] = self.row_bound(p, k, lambda[k]);
+                    }
                 }
             }
             p.contact_velocity(lambda, c);
         }
         Ok(())
+    }
+
+    /// The bound of row `k`'s set nearer to `lambda` (the value a row in
+    /// the breaking mode is held at: 0 for a unilateral row, `±b` for a box).
+    fn row_bound(&self, p: &ContactProblem, k: usize, lambda: f64) -> f64 {
+        let (lo, hi) = p.row_set(k - 3 * self.nc).bounds();
+        if (lambda - lo).abs() <= (hi - lambda).abs() {
+            lo
+        } else {
+            hi
+        }
     }
 
     /// `dλ = −A⁻¹ D_c dg` for each column of `dg` (m × k), in place. Where

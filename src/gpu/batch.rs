@@ -41,7 +41,9 @@ use super::GpuError;
 use crate::contact::{ContactProblem, Kernel};
 use bytemuck::{Pod, Zeroable};
 
-/// Flag: the problem failed host validation (NaN, sizes, μ < 0, R < 0, asymmetric G).
+/// Flag: the problem failed host validation (NaN, sizes, μ < 0, R < 0,
+/// asymmetric G), or holds bilateral or box rows (equality constraints,
+/// dry friction on dofs: the kernels project the rows onto `ℝ₊` only).
 pub const FLAG_INVALID: u32 = 1;
 /// Flag: a 3×3 diagonal block of G + R has a negative principal minor, or
 /// the in-kernel Cholesky factorization of G + R + ρI met a non-positive pivot.
@@ -755,7 +757,7 @@ impl HostBatch {
             return FLAG_OVER_CAPACITY;
         }
         let bad_tol = !(tolerance.is_finite() && tolerance > 0.0);
-        if p.validate().is_err() || bad_tol || !fits_f32(p) {
+        if p.validate().is_err() || bad_tol || !fits_f32(p) || !p.all_unilateral() {
             return FLAG_INVALID;
         }
         0

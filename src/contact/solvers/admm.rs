@@ -66,8 +66,9 @@
 use super::newton::newton;
 use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
+use crate::contact::RowSet;
 use crate::contact::cone::{de_saxce, get3, project_cone, set3};
-use crate::contact::criteria::{ContactModel, model_residuals, nan_max};
+use crate::contact::criteria::{ContactModel, nan_max, rows_residuals};
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place, lanczos_largest};
 use crate::contact::operator::{Delassus, DelassusOperator};
 use crate::contact::tree::{TreeDelassus, TreeFactor};
@@ -554,10 +555,12 @@ impl AdmmCore {
     }
 }
 
-/// The cones of a constraint problem (friction cones, then `ℝ₊` for the
-/// unilateral rows), with or without de Saxcé's correction.
+/// The cones of a constraint problem (friction cones, then the rows' sets:
+/// `ℝ₊`, `ℝ` or a box), with or without de Saxcé's correction.
 struct Cones<'a> {
     mu: &'a [f64],
+    /// (nl, or empty: all unilateral).
+    row_sets: &'a [RowSet],
     model: ContactModel,
     /// Newton steps where a polish fails (`SolverSettings::newton`).
     newton: bool,
@@ -568,9 +571,13 @@ impl AdmmModel for Cones<'_> {
         for (i, &mu) in self.mu.iter().enumerate() {
             set3(z, i, project_cone(mu, get3(v, i)));
         }
-        // The unilateral rows' cone ℝ₊.
-        for k in 3 * self.mu.len()..v.len() {
-            z[k] = v[k].max(0.0);
+        // The rows' sets.
+        let first = 3 * self.mu.len();
+        for k in first..v.len() {
+            z[k] = match self.row_sets.get(k - first) {
+                Some(set) => set.project(v[k]),
+                None => v[k].max(0.0),
+            };
         }
     }
     fn correction(&self, c: &[f64], s: &mut [f64]) {
@@ -578,12 +585,12 @@ impl AdmmModel for Cones<'_> {
             for (i, &mu) in self.mu.iter().enumerate() {
                 set3(s, i, de_saxce(mu, get3(c, i)));
             }
-            // No correction on the unilateral rows.
+            // No correction on the rows.
             s[3 * self.mu.len()..].fill(0.0);
         }
     }
     fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
-        model_residuals(self.model, self.mu, z, c)
+        rows_residuals(self.model, self.mu, self.row_sets, z, c)
     }
     fn corrected(&self) -> bool {
         self.model == ContactModel::Ncp
@@ -606,6 +613,7 @@ impl AdmmModel for Cones<'_> {
             && polish(
                 work,
                 self.mu,
+                self.row_sets,
                 a,
                 d,
                 b,
@@ -615,7 +623,17 @@ impl AdmmModel for Cones<'_> {
                 &mut *accept,
             );
         if !solved && finisher != Finisher::Polish && self.newton {
-            newton(&mut work.newton, self.mu, a, d, b, z, candidate, accept);
+            newton(
+                &mut work.newton,
+                self.mu,
+                self.row_sets,
+                a,
+                d,
+                b,
+                z,
+                candidate,
+                accept,
+            );
         }
     }
 }
@@ -646,6 +664,7 @@ fn solve_cones(
     out.lambda.copy_from(&p.warm_start);
     let cones = Cones {
         mu: &p.mu,
+        row_sets: &p.row_sets,
         model,
         newton: settings.newton,
     };

@@ -10,7 +10,9 @@
 //! F_T = λ_T − P_D(μ max(0, λ_N − r c_N)) (λ_T − r c_T)     (D(ρ): the disk of radius ρ)
 //! ```
 //!
-//! and `F = λ − max(0, λ − r c)` for a unilateral row. `F(λ) = 0` exactly at
+//! and `F = λ − P_S(λ − r c)` for a one-dimensional row of set `S`
+//! ([`crate::contact::RowSet`]: `max(0, ·)` for a unilateral row, the
+//! identity for a bilateral one, a clamp for a box). `F(λ) = 0` exactly at
 //! the solutions of the NCP `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*`: the pieces of `F`
 //! are breaking (`λ = 0`), sticking (`c = 0`) and sliding (`c_N = 0`,
 //! `λ_T = −μλ_N c_T/‖c_T‖` at the solution), chosen at each iterate by the
@@ -43,6 +45,7 @@
 //! contacts than dofs), and the regularized solve then takes a small step
 //! along the null space.
 
+use crate::contact::RowSet;
 use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
 use crate::contact::operator::{Delassus, DelassusOperator};
@@ -72,8 +75,10 @@ pub(crate) struct NewtonWork {
     last_scale: usize,
     /// `A = G + diag(d)`, `m × m` column-major.
     a: Vec<f64>,
-    /// The scale `r` of each block (contacts, then unilateral rows).
+    /// The scale `r` of each block (contacts, then the rows).
     r: Vec<f64>,
+    /// The set of each row after the contacts.
+    sets: Vec<RowSet>,
     lambda: Vec<f64>,
     trial: Vec<f64>,
     c: Vec<f64>,
@@ -95,13 +100,15 @@ pub(crate) struct NewtonWork {
 }
 
 /// Newton steps from `z` on the problem `c = (a + diag d) λ + b` with
-/// `nc = mu.len()` contacts and the rows after `3·nc` unilateral. Each
+/// `nc = mu.len()` contacts and the rows after `3·nc` in `row_sets` (empty:
+/// all unilateral). Each
 /// iterate is offered to `accept`, which returns its `ε_abs`, or `None` to
 /// stop (it solves the problem). `candidate` holds the last iterate offered.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn newton(
     work: &mut NewtonWork,
     mu: &[f64],
+    row_sets: &[RowSet],
     a: &Delassus,
     d: &[f64],
     b: &[f64],
@@ -113,6 +120,9 @@ pub(crate) fn newton(
     if m == 0 {
         return;
     }
+    work.sets.clear();
+    work.sets
+        .extend((0..m - 3 * nc).map(|l| row_sets.get(l).copied().unwrap_or_default()));
     a.dense_into(d, &mut work.a, &mut work.unit);
     for v in [
         &mut work.c,
@@ -258,7 +268,8 @@ fn multiply(a: &[f64], m: usize, x: &[f64], out: &mut [f64]) {
     }
 }
 
-/// Zeroes the blocks in their breaking piece (`λ_N − r c_N ≤ 0`); whether any changed.
+/// Zeroes the blocks in their breaking piece (`λ_N − r c_N ≤ 0`) and puts
+/// the rows in a bound's piece on the bound; whether any changed.
 fn clean(work: &mut NewtonWork, mu: &[f64], m: usize) -> bool {
     let nc = mu.len();
     let mut changed = false;
@@ -272,8 +283,17 @@ fn clean(work: &mut NewtonWork, mu: &[f64], m: usize) -> bool {
         }
     }
     for k in 3 * nc..m {
-        if work.lambda[k] - work.r[nc + k - 3 * nc] * work.c[k] <= 0.0 && work.lambda[k] != 0.0 {
-            work.lambda[k] = 0.0;
+        let (lo, hi) = work.sets[k - 3 * nc].bounds();
+        let w = work.lambda[k] - work.r[nc + k - 3 * nc] * work.c[k];
+        let bound = if w <= lo {
+            lo
+        } else if w >= hi {
+            hi
+        } else {
+            continue;
+        };
+        if work.lambda[k] != bound {
+            work.lambda[k] = bound;
             changed = true;
         }
     }
@@ -349,8 +369,13 @@ fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
     for k in 3 * nc..m {
         let (l, c) = (work.lambda[k], work.c[k]);
         let r = work.r[nc + k - 3 * nc];
-        let (f, dl, dc) = if l - r * c <= 0.0 {
-            (l, 1.0, 0.0)
+        let (lo, hi) = work.sets[k - 3 * nc].bounds();
+        let w = l - r * c;
+        // F = λ − P_S(λ − r c): on a bound's piece λ − bound, else r c.
+        let (f, dl, dc) = if w <= lo {
+            (l - lo, 1.0, 0.0)
+        } else if w >= hi {
+            (l - hi, 1.0, 0.0)
         } else {
             (r * c, 0.0, r)
         };

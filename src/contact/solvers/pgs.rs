@@ -10,7 +10,7 @@
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
 use crate::contact::cone::{Pyramid, Real, get3, project_cone, project_disk, real, set3};
-use crate::contact::criteria::{ContactModel, Residuals, model_residuals};
+use crate::contact::criteria::{ContactModel, Residuals, rows_residuals};
 use crate::error::ProblemError;
 
 /// The 3×3 diagonal block `W_i = G_ii + R_i` of contact `i`, row-major.
@@ -126,13 +126,13 @@ pub(crate) fn gauss_seidel(
         );
     }
     for k in 3 * nc..m {
-        out.lambda[k] = p.warm_start[k].max(0.0);
+        out.lambda[k] = p.row_set(k - 3 * nc).project(p.warm_start[k]);
     }
     p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
     let mut stats = SolverStats::default();
     let mut local_max = f64::INFINITY;
     let residuals = |lambda: &[f64], c: &[f64], local_max: f64| match &criterion {
-        Criterion::Model(model) => model_residuals(*model, &p.mu, lambda, c),
+        Criterion::Model(model) => rows_residuals(*model, &p.mu, &p.row_sets, lambda, c),
         Criterion::LocalCorrection => Residuals {
             dual: local_max,
             eps_abs: local_max,
@@ -163,15 +163,18 @@ pub(crate) fn gauss_seidel(
                 add_column(p, 3 * i + r, dr, out.c.as_mut_slice());
             }
         }
-        // The unilateral rows: `λ ← max(0, λ − ω c / (G + R)_kk)`, exact
-        // for one row (ω = 1); a row with a zero diagonal cannot move.
+        // The one-dimensional rows: `λ ← P_S(λ − ω c / (G + R)_kk)` (for a
+        // unilateral row `max(0, ·)`), exact for one row (ω = 1); a row with
+        // a zero diagonal cannot move.
         for k in 3 * nc..m {
             let w = p.delassus[(k, k)] + p.compliance[k];
             if !(w > 0.0) {
                 continue;
             }
             let old = out.lambda[k];
-            let new = (old - settings.over_relaxation * out.c[k] / w).max(0.0);
+            let new = p
+                .row_set(k - 3 * nc)
+                .project(old - settings.over_relaxation * out.c[k] / w);
             let d = new - old;
             local_max = crate::contact::criteria::nan_max(local_max, (w * d).abs());
             if d == 0.0 {

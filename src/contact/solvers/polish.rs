@@ -9,7 +9,10 @@
 //! - a contact on the cone's boundary is **sliding**: `λ = λ_N (μ t, 1)`
 //!   with the direction `t` of its friction fixed (first that of `λ_T`,
 //!   then that of `−c_T` from the last solve), and `c_N = 0` (1 row);
-//! - a unilateral row with `λ > 0` is **active** (`c = 0`), else open.
+//! - a one-dimensional row strictly inside its set ([`crate::contact::RowSet`];
+//!   a unilateral row with `λ > 0`, every bilateral row) is **active**
+//!   (`c = 0`), else **fixed** on its bound (`λ = 0` for a unilateral row,
+//!   `±b` for a box).
 //!
 //! The unknowns `y` (3 per sticking contact, 1 per sliding contact and per
 //! active row) give `λ = B y`, and the equations are
@@ -34,6 +37,7 @@
 //! `ε_abs` ≈ 1e-4 long after the modes are settled. One polish there costs
 //! one `k × k` factorization (`k ≤ m`).
 
+use crate::contact::RowSet;
 use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
 use crate::contact::operator::{Delassus, DelassusOperator};
@@ -50,8 +54,13 @@ pub(crate) struct PolishWork {
     /// Each sliding contact's friction direction (unit, in its tangent
     /// plane: `λ_T = μ λ_N t`); unread for the others.
     directions: Vec<[f64; 2]>,
-    /// Whether each unilateral row is active.
-    active: Vec<bool>,
+    /// The set and mode of each row after the contacts.
+    sets: Vec<RowSet>,
+    row_modes: Vec<RowMode>,
+    /// (m) the fixed rows' impulses (zero elsewhere), and `b` with their
+    /// velocity added.
+    fixed: Vec<f64>,
+    b_fixed: Vec<f64>,
     /// The unknowns of the current system.
     unknowns: Vec<Unknown>,
     /// The rows of `c` that must vanish, one per unknown.
@@ -99,6 +108,44 @@ enum Unknown {
 /// The most solves one polish makes.
 pub(crate) const MAX_ROUNDS: usize = 30;
 
+/// The mode of a one-dimensional row: `c = 0` with `λ` unknown, or `λ`
+/// fixed on a bound of its set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RowMode {
+    Active,
+    Fixed(f64),
+}
+
+impl RowMode {
+    /// The guess from an iterate `z` (in the set): active strictly inside
+    /// (by more than `zero`), else on the nearer bound.
+    fn guess(set: RowSet, z: f64, zero: f64) -> RowMode {
+        let (lo, hi) = set.bounds();
+        if z <= lo + zero {
+            RowMode::Fixed(lo)
+        } else if z >= hi - zero {
+            RowMode::Fixed(hi)
+        } else {
+            RowMode::Active
+        }
+    }
+
+    /// The revision from a solution: an active row whose impulse left its
+    /// set goes to the bound it crossed; a fixed one whose velocity the law
+    /// forbids there (`c < 0` on the lower bound, `c > 0` on the upper)
+    /// becomes active.
+    fn revise(self, set: RowSet, lambda: f64, c: f64) -> RowMode {
+        let (lo, hi) = set.bounds();
+        match self {
+            RowMode::Active if lambda < lo => RowMode::Fixed(lo),
+            RowMode::Active if lambda > hi => RowMode::Fixed(hi),
+            RowMode::Active => RowMode::Active,
+            RowMode::Fixed(v) if (v == lo && c < 0.0) || (v == hi && c > 0.0) => RowMode::Active,
+            fixed => fixed,
+        }
+    }
+}
+
 /// Mode guesses from `z`, then `rounds` solves (more while the residual
 /// halves, at most `MAX_ROUNDS`), the modes revised from each solution (a
 /// contact pulling becomes breaking, a sticking one outside its cone
@@ -107,11 +154,12 @@ pub(crate) const MAX_ROUNDS: usize = 30;
 /// `accept`, which returns its residual, or `None` to stop (the candidate
 /// solves the problem: then this returns true). `a`, `d`, `b`: the problem
 /// `c = (a + diag d) λ + b` with `nc = mu.len()` contacts and the rows
-/// after `3·nc` unilateral.
+/// after `3·nc` in `row_sets` (empty: all unilateral).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn polish(
     work: &mut PolishWork,
     mu: &[f64],
+    row_sets: &[RowSet],
     a: &Delassus,
     d: &[f64],
     b: &[f64],
@@ -143,8 +191,14 @@ pub(crate) fn polish(
         work.modes.push(mode);
         work.directions.push(direction);
     }
-    work.active.clear();
-    work.active.extend((3 * nc..m).map(|k| z[k] > zero));
+    work.sets.clear();
+    work.sets
+        .extend((0..m - 3 * nc).map(|l| row_sets.get(l).copied().unwrap_or_default()));
+    work.row_modes.clear();
+    for (l, &set) in work.sets.iter().enumerate() {
+        work.row_modes
+            .push(RowMode::guess(set, z[3 * nc + l], zero));
+    }
     work.column.resize(m, 0.0);
     work.c.resize(m, 0.0);
     let mut last = f64::INFINITY;
@@ -199,17 +253,35 @@ fn solve_modes(
             }
         }
     }
-    for (l, &on) in work.active.iter().enumerate() {
-        if on {
-            work.unknowns.push(Unknown::Row(3 * nc + l));
-            work.equations.push(3 * nc + l);
+    // Rows fixed on a non-zero bound move `b` by their velocity.
+    let mut any_fixed = false;
+    work.fixed.clear();
+    work.fixed.resize(b.len(), 0.0);
+    for (l, &mode) in work.row_modes.iter().enumerate() {
+        match mode {
+            RowMode::Active => {
+                work.unknowns.push(Unknown::Row(3 * nc + l));
+                work.equations.push(3 * nc + l);
+            }
+            RowMode::Fixed(v) => {
+                work.fixed[3 * nc + l] = v;
+                any_fixed |= v != 0.0;
+            }
         }
     }
-    candidate.fill(0.0);
+    candidate.copy_from_slice(&work.fixed);
     let n = work.unknowns.len();
     if n == 0 {
         return true;
     }
+    let mut b_fixed = std::mem::take(&mut work.b_fixed);
+    let b = if any_fixed {
+        b_fixed.resize(b.len(), 0.0);
+        a.affine(d, b, &work.fixed, &mut b_fixed);
+        &b_fixed[..]
+    } else {
+        b
+    };
     work.y0.clear();
     for u in &work.unknowns {
         work.y0.push(match *u {
@@ -221,6 +293,7 @@ fn solve_modes(
         Delassus::Dense(a) => solve_dense(work, mu, a, d, b),
         Delassus::Tree(t) => solve_tree(work, mu, t, d, b),
     };
+    work.b_fixed = b_fixed;
     if !solved || !work.y.iter().all(|x| x.is_finite()) {
         return false;
     }
@@ -541,15 +614,11 @@ fn revise_modes(work: &mut PolishWork, mu: &[f64], lambda: &[f64]) -> bool {
         *mode = new;
         *direction = new_direction;
     }
-    for (l, on) in work.active.iter_mut().enumerate() {
+    for (l, mode) in work.row_modes.iter_mut().enumerate() {
         let k = 3 * nc + l;
-        let new = if *on {
-            lambda[k] >= 0.0
-        } else {
-            work.c[k] < 0.0
-        };
-        changed |= new != *on;
-        *on = new;
+        let new = mode.revise(work.sets[l], lambda[k], work.c[k]);
+        changed |= new != *mode;
+        *mode = new;
     }
     changed
 }

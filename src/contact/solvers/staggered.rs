@@ -7,8 +7,9 @@
 //! friction: λ_T = argmin_{‖λ_T,i‖ ≤ μ_i λ_N,i} ½ λ_Tᵀ W_TT λ_T + (g_T + W_TN λ_N)ᵀ λ_T
 //! ```
 //!
-//! (`W = G + R`). The normal sub-problem also holds the problem's unilateral
-//! rows (joint limits), which have no friction. The first is Signorini given friction, the second maximum
+//! (`W = G + R`). The normal sub-problem also holds the problem's
+//! one-dimensional rows (limits, equalities, dry friction on dofs: each in
+//! its own set), which have no friction. The first is Signorini given friction, the second maximum
 //! dissipation inside the disks fixed by the normal impulses, so a
 //! consistent pair solves the NCP. Each sub-problem is solved to a tenth of
 //! the tolerance by the ADMM core ([`super::admm`]), warm-started from the previous
@@ -19,20 +20,21 @@
 
 use super::admm::{AdmmCore, AdmmModel, AdmmOptions};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
-use crate::contact::ContactProblem;
-use crate::contact::criteria::{Residuals, nan_max, ncp_residuals};
+use crate::contact::criteria::{ContactModel, Residuals, nan_max, row_residuals, rows_residuals};
 use crate::contact::linalg::reshape_zeroed;
 use crate::contact::operator::Delassus;
+use crate::contact::{ContactProblem, RowSet};
 use crate::error::ProblemError;
 use nalgebra::DMatrix;
 
-/// `z ≥ 0` componentwise.
-struct NonNegative;
+/// Each `z_k` in its set: the contacts' normal rows `ℝ₊`, then the rows'
+/// own sets.
+struct RowSets<'a>(&'a [RowSet]);
 
-impl AdmmModel for NonNegative {
+impl AdmmModel for RowSets<'_> {
     fn project(&self, v: &[f64], z: &mut [f64]) {
-        for (zi, vi) in z.iter_mut().zip(v) {
-            *zi = vi.max(0.0);
+        for ((zi, vi), set) in z.iter_mut().zip(v).zip(self.0) {
+            *zi = set.project(*vi);
         }
     }
     fn correction(&self, _c: &[f64], s: &mut [f64]) {
@@ -40,12 +42,22 @@ impl AdmmModel for NonNegative {
     }
     fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
         let mut r = Residuals::default();
-        for (&zi, &ci) in z.iter().zip(c) {
-            let dual = (-ci).max(0.0);
-            let comp = if zi > 0.0 { ci.abs() } else { 0.0 };
-            r.primal = nan_max(r.primal, (-zi).max(0.0));
+        for ((&zi, &ci), &set) in z.iter().zip(c).zip(self.0) {
+            let (primal, dual, complementarity) = match set {
+                // (The unnormalized complementarity of the sub-problem.)
+                RowSet::Unilateral => (
+                    (-zi).max(0.0),
+                    (-ci).max(0.0),
+                    if zi > 0.0 { ci.abs() } else { 0.0 },
+                ),
+                set => {
+                    let q = row_residuals(set, zi, ci);
+                    (q.primal, q.dual, q.complementarity)
+                }
+            };
+            r.primal = nan_max(r.primal, primal);
             r.dual = nan_max(r.dual, dual);
-            r.complementarity = nan_max(r.complementarity, comp);
+            r.complementarity = nan_max(r.complementarity, complementarity);
         }
         r.eps_abs = nan_max(nan_max(r.primal, r.dual), r.complementarity);
         r
@@ -112,8 +124,9 @@ pub struct Staggered {
     normal: AdmmCore,
     friction: AdmmCore,
     /// The rows of the normal sub-problem: each contact's normal row, then
-    /// the unilateral rows.
+    /// the one-dimensional rows; and the set of each.
     normal_rows: Vec<usize>,
+    normal_sets: Vec<RowSet>,
     /// (nc + nl, nc + nl) `W_NN`, (2nc, 2nc) `W_TT` without the compliance, which goes in `d_*`.
     g_nn: DMatrix<f64>,
     g_tt: DMatrix<f64>,
@@ -149,6 +162,10 @@ impl ContactSolver for Staggered {
         self.normal_rows.clear();
         self.normal_rows.extend((0..nc).map(|i| 3 * i + 2));
         self.normal_rows.extend(3 * nc..m);
+        self.normal_sets.clear();
+        self.normal_sets.resize(nc, RowSet::Unilateral);
+        self.normal_sets
+            .extend((3 * nc..m).map(|k| p.row_set(k - 3 * nc)));
         let rows = &self.normal_rows;
         let nn = rows.len();
         reshape_zeroed(&mut self.g_nn, nn, nn);
@@ -191,7 +208,7 @@ impl ContactSolver for Staggered {
             out.lambda[3 * i + 2] = w[2];
         }
         for k in 3 * nc..m {
-            out.lambda[k] = p.warm_start[k].max(0.0);
+            out.lambda[k] = p.row_set(k - 3 * nc).project(p.warm_start[k]);
         }
         // Sub-problems a decade tighter than the alternation's test, so that
         // their inexactness does not make the alternation cycle.
@@ -205,7 +222,13 @@ impl ContactSolver for Staggered {
         for it in 0..=settings.max_iterations {
             p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
             stats.iterations = it;
-            stats.residuals = ncp_residuals(&p.mu, out.lambda.as_slice(), out.c.as_slice());
+            stats.residuals = rows_residuals(
+                ContactModel::Ncp,
+                &p.mu,
+                &p.row_sets,
+                out.lambda.as_slice(),
+                out.c.as_slice(),
+            );
             if stats.residuals.eps_abs.is_nan() {
                 return Err(ProblemError::Diverged { iteration: it });
             }
@@ -226,7 +249,7 @@ impl ContactSolver for Staggered {
                 self.b_n[i] = b;
             }
             let s = self.normal.run(
-                &NonNegative,
+                &RowSets(&self.normal_sets),
                 &Delassus::Dense(&self.g_nn),
                 &self.d_n,
                 &self.b_n,
