@@ -81,6 +81,8 @@ pub enum SimError {
     },
     #[error("the {solver} solver diverged on the limit of joint `{joint}` (non-finite impulse)")]
     SolverDivergedOnLimit { solver: &'static str, joint: String },
+    #[error("the {solver} solver diverged on the row of the {row} (non-finite impulse)")]
+    SolverDivergedOnRow { solver: &'static str, row: String },
     #[error("invalid parameter `{name}`: {reason}")]
     InvalidParameter { name: &'static str, reason: String },
     #[error("Simulator::finish called without a successful Simulator::prepare")]

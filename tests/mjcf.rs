@@ -206,7 +206,7 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         .replace(
             "</mujoco>",
             r#"<tendon><fixed name="t"><joint joint="hinge" coef="1"/></fixed></tendon>
-  <equality><joint joint1="hinge" joint2="slider"/></equality>
+  <equality><joint joint1="hinge" joint2="slider"/><connect body1="link" body2="tip" anchor="0 0 0"/></equality>
   <contact><pair geom1="ball" geom2="floor"/></contact>
   <sensor><jointpos joint="hinge"/></sensor>
   <actuator><velocity name="v" joint="slider" kv="3"/><motor name="t" tendon="t"/></actuator>
@@ -224,11 +224,9 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         "integrator=\"RK4\"",
         "<flag> warmstart=\"disable\"",
         "<composite>",
-        "<tendon>",
-        "<equality>",
+        "<connect> equality constraints are not supported",
         "<contact><pair>",
         "tendon transmission",
-        "`frictionloss`",
     ];
     for e in expect {
         assert!(
@@ -251,21 +249,35 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         );
     }
     assert_eq!((m.model.nq, m.model.nv, m.model.actuators.len()), (2, 2, 2));
-    // A tendon that changes nothing (no range, spring, damping, friction,
-    // actuator or equality: Gymnasium's humanoid has two) is not warned
-    // about; one with a range is.
-    let idle = PENDULUM.replace(
-        "</mujoco>",
-        r#"<tendon><fixed name="t"><joint joint="hinge" coef="1"/></fixed></tendon></mujoco>"#,
-    );
-    assert!(!parse(&idle).warnings.iter().any(|w| w.contains("<tendon>")));
-    let ranged = idle.replace(r#"name="t">"#, r#"name="t" range="-1 1">"#);
-    assert!(
-        parse(&ranged)
+    // The fixed tendon, the joint equality and the slider's dry friction
+    // are simulated, not warned about.
+    for simulated in ["<tendon>", "<equality>", "`frictionloss`"] {
+        assert!(
+            !m.warnings.iter().any(|w| w.contains(simulated)),
+            "{simulated} is simulated: {:?}",
+            m.warnings
+        );
+    }
+    assert_eq!((m.model.tendons.len(), m.model.equalities.len()), (1, 1));
+    assert!(m.model.dof_frictionloss.contains(&0.1));
+    // A spatial tendon that changes nothing (no range, spring, damping,
+    // friction, actuator or equality) is not warned about; one with a range is.
+    let spatial = |attrs: &str| {
+        PENDULUM.replace(
+            "</mujoco>",
+            &format!(
+                r#"<tendon><spatial name="s"{attrs}><site site="a"/><site site="b"/></spatial></tendon></mujoco>"#
+            ),
+        )
+    };
+    let spatial_warned = |xml: &str| {
+        parse(xml)
             .warnings
             .iter()
-            .any(|w| w.contains("<tendon>"))
-    );
+            .any(|w| w.contains("only fixed tendons"))
+    };
+    assert!(!spatial_warned(&spatial("")));
+    assert!(spatial_warned(&spatial(r#" range="0 1""#)));
     let v = m.model.actuators.iter().find(|a| a.name == "v").unwrap();
     assert_eq!((v.gain, v.bias), (3.0, [0.0, 0.0, -3.0]));
     assert_eq!(m.model.medium.viscosity, 0.1);

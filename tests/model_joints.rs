@@ -39,7 +39,9 @@ fn urdf_limits_and_dynamics_are_in_the_model() {
     assert_eq!(m.dof_effort_limit, [10.0, f64::INFINITY], "effort 0: none");
     assert_eq!(m.dof_velocity_limit, [3.0, 5.0]);
     assert_eq!(m.dof_damping, [0.7, 0.0]);
-    assert_eq!(m.dof_frictionloss, [0.2, 0.0]);
+    // URDF's friction is recorded, not simulated (no box rows).
+    assert_eq!(m.dof_urdf_friction, [0.2, 0.0]);
+    assert_eq!(m.dof_frictionloss, [0.0, 0.0]);
     assert_eq!(m.dof_armature, [0.0, 0.0]);
     // One motor per moving joint, named after it, its torque clamped to the effort limit.
     assert_eq!(m.nu(), 2);
@@ -119,13 +121,14 @@ fn mjcf_joint_properties_and_actuators_are_in_the_model() {
         (m.actuators[1].name.as_str(), m.actuators[1].dof),
         ("ankle", 7)
     );
-    // What the dynamics do not use is said (dry friction); what they use is not.
-    assert!(
-        r.warnings.iter().any(|w| w.contains("`frictionloss`")),
-        "{:?}",
-        r.warnings
-    );
-    for attr in ["`damping`", "`armature`", "forcerange", "joint range"] {
+    // What the dynamics use is not warned about (dry friction is simulated).
+    for attr in [
+        "`damping`",
+        "`armature`",
+        "`frictionloss`",
+        "forcerange",
+        "joint range",
+    ] {
         assert!(
             !r.warnings.iter().any(|w| w.contains(attr)),
             "{attr}: {:?}",

@@ -69,7 +69,14 @@ fn tree_operator_equals_dense_on_random_trees() {
             }
             let limits = some_limits(model, 3);
             let mut cj = ContactJacobian::default();
-            constraint_jacobian(model, &data, &contacts, &limits, &mut cj);
+            constraint_jacobian(
+                model,
+                &data,
+                &contacts,
+                &limits,
+                &Default::default(),
+                &mut cj,
+            );
             let mut g = DMatrix::zeros(0, 0);
             delassus_ltdl(model, &data, &mut cj, &mut g);
             let t = TreeDelassus::new(model, &data, &cj, &work);

@@ -46,8 +46,63 @@ impl JointLimitRow {
     }
 }
 
+/// One-dimensional rows with sparse Jacobians over the dofs (tendon limits,
+/// equality constraints, dry friction): row `r` is `c = Σ_i coefs[i]·v[dofs[i]]`
+/// over `i ∈ offsets[r]..offsets[r + 1]` (a dof may appear twice: the
+/// entries add).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseRows {
+    pub dofs: Vec<usize>,
+    pub coefs: Vec<f64>,
+    pub offsets: Vec<usize>,
+}
+
+impl Default for SparseRows {
+    fn default() -> Self {
+        SparseRows {
+            dofs: Vec::new(),
+            coefs: Vec::new(),
+            offsets: vec![0],
+        }
+    }
+}
+
+impl SparseRows {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Removes every row (keeps the allocations).
+    pub fn clear(&mut self) {
+        self.dofs.clear();
+        self.coefs.clear();
+        self.offsets.clear();
+        self.offsets.push(0);
+    }
+    /// Appends a row of `(dof, coef)` entries.
+    pub fn push(&mut self, entries: impl IntoIterator<Item = (usize, f64)>) {
+        for (k, c) in entries {
+            self.dofs.push(k);
+            self.coefs.push(c);
+        }
+        self.offsets.push(self.dofs.len());
+    }
+    /// The entries of row `r`.
+    pub fn row(&self, r: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+        let range = self.offsets[r]..self.offsets[r + 1];
+        self.dofs[range.clone()]
+            .iter()
+            .copied()
+            .zip(self.coefs[range].iter().copied())
+    }
+}
+
 /// Constraint Jacobian workspace: `nc` contacts (3 rows each) then `nl`
-/// joint-limit rows (1 row each), the row order of [`crate::contact::ContactProblem`].
+/// one-dimensional rows (joint limits, then the [`SparseRows`]: 1 row
+/// each), the row order of [`crate::contact::ContactProblem`].
 #[derive(Clone, Debug, Default)]
 pub struct ContactJacobian {
     /// (3·nc + nl, nv): rows `[t1, t2, n]` of each contact (`c = J v` is
@@ -108,20 +163,22 @@ pub fn contact_jacobian(
     contacts: &[Contact],
     cj: &mut ContactJacobian,
 ) {
-    constraint_jacobian(model, data, contacts, &[], cj);
+    constraint_jacobian(model, data, contacts, &[], &SparseRows::default(), cj);
 }
 
-/// Fills `cj.jacobian` and the supports for `contacts` and then `limits`,
-/// after forward kinematics.
+/// Fills `cj.jacobian` and the supports for `contacts`, then `limits`,
+/// then `rows`, after forward kinematics.
 pub fn constraint_jacobian(
     model: &Model,
     data: &Data,
     contacts: &[Contact],
     limits: &[JointLimitRow],
+    rows: &SparseRows,
     cj: &mut ContactJacobian,
 ) {
     let (nc, nv) = (contacts.len(), model.nv);
-    reshape_zeroed(&mut cj.jacobian, 3 * nc + limits.len(), nv);
+    let nl = limits.len();
+    reshape_zeroed(&mut cj.jacobian, 3 * nc + nl + rows.len(), nv);
     cj.contacts = nc;
     cj.support.clear();
     cj.offsets.clear();
@@ -159,6 +216,22 @@ pub fn constraint_jacobian(
             cj.support.push(k);
             k = model.dof_parent[k];
         }
+        cj.offsets.push(cj.support.len());
+    }
+    for r in 0..rows.len() {
+        cj.stamp += 1;
+        let start = cj.support.len();
+        for (dof, coef) in rows.row(r) {
+            cj.jacobian[(3 * nc + nl + r, dof)] += coef;
+            // The dof and its ancestors, each once.
+            let mut k = dof;
+            while k != NO_DOF && cj.mark[k] != cj.stamp {
+                cj.mark[k] = cj.stamp;
+                cj.support.push(k);
+                k = model.dof_parent[k];
+            }
+        }
+        cj.support[start..].sort_unstable_by(|a, b| b.cmp(a));
         cj.offsets.push(cj.support.len());
     }
 }

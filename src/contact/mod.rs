@@ -23,7 +23,7 @@ pub use criteria::{
     contact_power, contact_residuals, evaluate, model_residuals, ncp_residuals, physics,
 };
 pub use delassus::{
-    ContactJacobian, JointLimitRow, LimitSide, constraint_jacobian, contact_jacobian,
+    ContactJacobian, JointLimitRow, LimitSide, SparseRows, constraint_jacobian, contact_jacobian,
     delassus_dense, delassus_ltdl, delassus_ltdl_coupled,
 };
 pub use lemke::{LemkeError, LemkeSettings, LemkeSolution, lemke};

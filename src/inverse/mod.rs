@@ -290,6 +290,14 @@ impl InverseDynamics {
         params: SimParams,
         actuated: Option<Vec<usize>>,
     ) -> Result<Self, InverseError> {
+        if let Some(what) = model.constraint_features() {
+            return Err(InverseError::Sim(SimError::InvalidParameter {
+                name: "model",
+                reason: format!(
+                    "inverse dynamics is written for contacts and joint limits: this model has {what}"
+                ),
+            }));
+        }
         let nv = model.nv;
         let actuated = match actuated {
             Some(a) => a,

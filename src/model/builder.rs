@@ -59,6 +59,8 @@ pub struct ModelBuilder {
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
     actuators: Vec<Actuator>,
+    tendons: Vec<super::Tendon>,
+    equalities: Vec<super::Equality>,
     frames: Vec<Frame>,
     /// Convex-mesh colliders by their exact vertices: instances of one mesh
     /// share one hull (computed once).
@@ -262,6 +264,8 @@ impl ModelBuilder {
             geometries: Vec::new(),
             exclusions: Vec::new(),
             actuators: Vec::new(),
+            tendons: Vec::new(),
+            equalities: Vec::new(),
             frames: Vec::new(),
             hulls: Default::default(),
         }
@@ -493,6 +497,7 @@ impl ModelBuilder {
             ("damping", spec.damping),
             ("armature", spec.armature),
             ("frictionloss", spec.frictionloss),
+            ("friction", spec.urdf_friction),
             ("stiffness", spec.stiffness),
         ] {
             if !(x.is_finite() && x >= 0.0) {
@@ -570,6 +575,99 @@ impl ModelBuilder {
         }
         self.actuators.push(actuator);
         Ok(self.actuators.len() - 1)
+    }
+
+    /// Adds a fixed tendon over 1-dof joints; returns its index.
+    pub fn add_tendon(&mut self, tendon: super::Tendon) -> Result<usize, ModelError> {
+        let what = format!("tendon `{}`", tendon.name);
+        let invalid = |reason: String| ModelError::Invalid {
+            what: what.clone(),
+            reason,
+        };
+        if tendon.joints.is_empty() {
+            return Err(invalid("has no joint".into()));
+        }
+        for &(j, coef) in &tendon.joints {
+            match self.bodies.get(j) {
+                Some(b) if j != WORLD && b.joint.nv() == 1 => {}
+                Some(b) => {
+                    return Err(invalid(format!(
+                        "joint of `{}` is {}: a fixed tendon takes 1-dof joints only",
+                        b.name,
+                        b.joint.name()
+                    )));
+                }
+                None => return Err(invalid(format!("no body {j}"))),
+            }
+            if !coef.is_finite() {
+                return Err(invalid(format!("coefficient {coef} is not finite")));
+            }
+        }
+        let t = &tendon;
+        for (name, x) in [
+            ("stiffness", t.stiffness),
+            ("damping", t.damping),
+            ("frictionloss", t.frictionloss),
+        ] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(invalid(format!("{name} must be finite and ≥ 0, got {x}")));
+            }
+        }
+        let (lo, hi) = t.spring_length;
+        if !(lo.is_finite() && hi.is_finite() && lo <= hi && t.length0.is_finite()) {
+            return Err(invalid(format!(
+                "spring length ({lo}, {hi}) and length0 {} must be finite with lo ≤ hi",
+                t.length0
+            )));
+        }
+        if let Some((lo, hi)) = t.range
+            && !(lo.is_finite() && hi.is_finite() && lo < hi)
+        {
+            return Err(invalid(format!(
+                "range needs finite lower < upper, got ({lo}, {hi})"
+            )));
+        }
+        self.tendons.push(tendon);
+        Ok(self.tendons.len() - 1)
+    }
+
+    /// Adds an equality constraint between coordinates already in the
+    /// builder (1-dof joints, tendons); returns its index.
+    pub fn add_equality(&mut self, equality: super::Equality) -> Result<usize, ModelError> {
+        let what = format!("equality `{}`", equality.name);
+        for c in std::iter::once(equality.first).chain(equality.second) {
+            let ok = match c {
+                super::Coordinate::Joint(j) => {
+                    j != WORLD && self.bodies.get(j).is_some_and(|b| b.joint.nv() == 1)
+                }
+                super::Coordinate::Tendon(t) => t < self.tendons.len(),
+            };
+            if !ok {
+                return Err(ModelError::Invalid {
+                    what,
+                    reason: format!("{c:?} is not a 1-dof joint or a tendon of the model"),
+                });
+            }
+        }
+        if equality.second == Some(equality.first) {
+            return Err(ModelError::Invalid {
+                what,
+                reason: "couples a coordinate with itself".into(),
+            });
+        }
+        if let Some(x) = equality
+            .polycoef
+            .iter()
+            .chain(&equality.reference)
+            .find(|x| !x.is_finite())
+        {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!("polynomial coefficients and references must be finite, got {x}"),
+            });
+        }
+        self.equalities.push(equality);
+        Ok(self.equalities.len() - 1)
     }
 
     /// A named frame fixed on `body` at `body_from_frame` (a file's body
@@ -687,11 +785,14 @@ impl ModelBuilder {
             dof_damping: Vec::new(),
             dof_armature: Vec::new(),
             dof_frictionloss: Vec::new(),
+            dof_urdf_friction: Vec::new(),
             dof_stiffness: Vec::new(),
             dof_springref: Vec::new(),
             dof_velocity_limit: Vec::new(),
             dof_effort_limit: Vec::new(),
             actuators: self.actuators,
+            tendons: self.tendons,
+            equalities: self.equalities,
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
             frames: self.frames,
@@ -713,6 +814,7 @@ impl ModelBuilder {
                 m.dof_damping.push(b.spec.damping);
                 m.dof_armature.push(b.spec.armature);
                 m.dof_frictionloss.push(b.spec.frictionloss);
+                m.dof_urdf_friction.push(b.spec.urdf_friction);
                 m.dof_stiffness.push(b.spec.stiffness);
                 m.dof_springref.push(b.spec.springref);
                 m.dof_velocity_limit.push(b.spec.velocity_limit);

@@ -10,6 +10,7 @@
 //! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
 
 mod builder;
+pub mod constraints;
 pub mod mesh;
 pub mod mjcf;
 pub mod terrain;
@@ -17,6 +18,7 @@ pub mod urdf;
 pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder, validate_inertia};
+pub use constraints::{Coordinate, Equality, Tendon};
 pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;
 
@@ -118,8 +120,9 @@ impl JointType {
 /// `armature`, `friction`; MuJoCo's mjModel as `jnt_range`, `dof_damping`,
 /// `dof_armature`, `dof_frictionloss`). Scalars apply to each dof of the
 /// joint. The simulator uses the range (joint limits as constraints),
-/// damping (implicit), armature, springs and effort limits (on actuator
-/// forces); `frictionloss` and `velocity_limit` are recorded only.
+/// damping (implicit), armature, springs, dry friction (`frictionloss`,
+/// box rows) and effort limits (on actuator forces); URDF's `friction` and
+/// `velocity_limit` are recorded only.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JointSpec {
     /// The file's joint name (empty: the body's name is used).
@@ -131,8 +134,12 @@ pub struct JointSpec {
     pub damping: f64,
     /// Rotor inertia added to the dof's diagonal of the mass matrix, ≥ 0.
     pub armature: f64,
-    /// Dry friction per dof (N·m or N), ≥ 0.
+    /// Dry friction per dof (N·m or N), ≥ 0, simulated (MJCF's
+    /// `frictionloss`): a box row `|λ| ≤ frictionloss·dt` on the dof.
     pub frictionloss: f64,
+    /// URDF's `<dynamics friction>` (Pinocchio's `friction`), ≥ 0: recorded,
+    /// not simulated.
+    pub urdf_friction: f64,
     /// Joint spring of a 1-dof joint: the force `−stiffness·(q − springref)`
     /// (N·m/rad or N/m, ≥ 0; MJCF's `stiffness` and `springref`).
     pub stiffness: f64,
@@ -151,6 +158,7 @@ impl Default for JointSpec {
             damping: 0.0,
             armature: 0.0,
             frictionloss: 0.0,
+            urdf_friction: 0.0,
             stiffness: 0.0,
             springref: 0.0,
             velocity_limit: f64::INFINITY,
@@ -338,6 +346,8 @@ pub struct Model {
     pub dof_damping: Vec<f64>,
     pub dof_armature: Vec<f64>,
     pub dof_frictionloss: Vec<f64>,
+    /// (nv) URDF's joint friction, recorded only ([`JointSpec::urdf_friction`]).
+    pub dof_urdf_friction: Vec<f64>,
     /// (nv) joint springs of 1-dof joints: stiffness and rest position
     /// (see [`JointSpec::stiffness`]); 0 on other joints.
     pub dof_stiffness: Vec<f64>,
@@ -346,6 +356,10 @@ pub struct Model {
     pub dof_effort_limit: Vec<f64>,
     /// The actuators, in file order (`nu` of them).
     pub actuators: Vec<Actuator>,
+    /// Fixed tendons ([`Tendon`]).
+    pub tendons: Vec<Tendon>,
+    /// Equality constraints ([`Equality`]), each a bilateral row.
+    pub equalities: Vec<Equality>,
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
@@ -376,6 +390,69 @@ impl Model {
     /// Body index of the joint named `name`.
     pub fn joint_id(&self, name: &str) -> Option<usize> {
         self.joint_name.iter().position(|n| n == name)
+    }
+    /// Whether a step may hold rows other than contacts and joint limits:
+    /// equality constraints, dry friction (`dof_frictionloss`, a tendon's
+    /// `frictionloss`) or tendon limits.
+    pub fn has_extra_rows(&self) -> bool {
+        !self.equalities.is_empty()
+            || self.dof_frictionloss.iter().any(|&f| f > 0.0)
+            || self
+                .tendons
+                .iter()
+                .any(|t| t.frictionloss > 0.0 || t.range.is_some())
+    }
+    /// What makes a step hold rows other than contacts and joint limits
+    /// (see [`Self::has_extra_rows`]), or of tendon forces, in words;
+    /// `None` when nothing does. For the paths that do not simulate them
+    /// (the GPU kernels, the derivatives, inverse dynamics).
+    pub fn constraint_features(&self) -> Option<String> {
+        let mut what = Vec::new();
+        if !self.equalities.is_empty() {
+            what.push(format!("{} equality constraint(s)", self.equalities.len()));
+        }
+        let friction = self.dof_frictionloss.iter().filter(|&&f| f > 0.0).count();
+        if friction > 0 {
+            what.push(format!("dry friction (frictionloss) on {friction} dof(s)"));
+        }
+        let acting = self
+            .tendons
+            .iter()
+            .filter(|t| {
+                t.stiffness > 0.0 || t.damping > 0.0 || t.frictionloss > 0.0 || t.range.is_some()
+            })
+            .count();
+        if acting > 0 {
+            what.push(format!(
+                "{acting} tendon(s) with a spring, damping, friction or a range"
+            ));
+        }
+        (!what.is_empty()).then(|| what.join(", "))
+    }
+    /// The value of a coordinate at `q`, and its Jacobian row `(dof, ∂/∂v_dof)`
+    /// pushed onto `jac` scaled by `scale`.
+    pub fn coordinate(
+        &self,
+        c: Coordinate,
+        q: &[f64],
+        scale: f64,
+        jac: &mut Vec<(usize, f64)>,
+    ) -> f64 {
+        match c {
+            Coordinate::Joint(j) => {
+                jac.push((self.joint_idx_v[j], scale));
+                q[self.joint_idx_q[j]]
+            }
+            Coordinate::Tendon(t) => {
+                let t = &self.tendons[t];
+                jac.extend(
+                    t.joints
+                        .iter()
+                        .map(|&(j, c)| (self.joint_idx_v[j], scale * c)),
+                );
+                t.length(&self.joint_idx_q, q)
+            }
+        }
     }
     /// `(body, name, range)` of each joint with a position range, in model order.
     pub fn limited_joints(&self) -> impl Iterator<Item = (usize, &str, (f64, f64))> + '_ {

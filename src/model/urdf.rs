@@ -576,7 +576,7 @@ fn parse_joint(
     }
     if let Some(d) = child(node, "dynamics") {
         spec.damping = number(&d, "damping")?.unwrap_or(0.0);
-        spec.frictionloss = number(&d, "friction")?.unwrap_or(0.0);
+        spec.urdf_friction = number(&d, "friction")?.unwrap_or(0.0);
     }
     Ok(Joint {
         name,

@@ -563,6 +563,14 @@ impl StepJacobians {
 /// Step derivatives are written for every model but one whose medium is
 /// active (the fluid forces' derivatives are not).
 pub(crate) fn check_differentiable(model: &Model) -> Result<(), SimError> {
+    if let Some(what) = model.constraint_features() {
+        return Err(SimError::InvalidParameter {
+            name: "model",
+            reason: format!(
+                "the step derivatives are written for contacts and joint limits: this model has {what}"
+            ),
+        });
+    }
     if model.medium.is_active() {
         return Err(SimError::InvalidParameter {
             name: "medium",

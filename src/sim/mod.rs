@@ -43,7 +43,8 @@
 use crate::collision::{CollisionDetector, Contact, ContactKey};
 use crate::contact::{
     ContactJacobian, ContactProblem, ContactSolution, ContactSolver, JointLimitRow, LimitSide,
-    SolverKind, SolverSettings, TreeDelassus, TreeWork, constraint_jacobian, delassus_ltdl_coupled,
+    RowSet, SolverKind, SolverSettings, TreeDelassus, TreeWork, constraint_jacobian,
+    delassus_ltdl_coupled,
 };
 use crate::contact::{CouplingWork, SolverStats};
 use crate::dynamics::{
@@ -62,6 +63,7 @@ pub use crate::counters::{Stage, StageTimes};
 
 mod gradients;
 pub mod kinks;
+pub mod rows;
 mod trajectory;
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
@@ -275,7 +277,9 @@ pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &
 pub struct StepReport {
     /// Number of contacts.
     pub nc: usize,
-    /// Number of active joint limits (constraint rows after the contacts').
+    /// Number of one-dimensional rows after the contacts': the active
+    /// joint limits, then the [`rows::ExtraRows`] (equalities, dry
+    /// friction, tendon limits).
     pub nl: usize,
     /// Solver stats (`None` when there was no contact).
     pub solver: Option<crate::contact::SolverStats>,
@@ -294,6 +298,10 @@ pub struct Simulator {
     limits: Vec<JointLimitRow>,
     /// Previous step's limit impulses, `2·body + side` (NaN: none).
     limit_warm: Vec<f64>,
+    /// The rows after the limits (equalities, dry friction, tendon limits).
+    rows: rows::ExtraRows,
+    /// Previous step's impulses of those rows by [`rows::RowKind::slot`] (NaN: none).
+    row_warm: Vec<f64>,
     jacobian: ContactJacobian,
     problem: ContactProblem,
     solution: ContactSolution,
@@ -387,6 +395,8 @@ impl Simulator {
             contacts: Vec::new(),
             limits: Vec::new(),
             limit_warm: vec![f64::NAN; 2 * model.nbodies],
+            rows: rows::ExtraRows::default(),
+            row_warm: vec![f64::NAN; rows::RowKind::slots(&model)],
             jacobian: ContactJacobian::default(),
             problem: ContactProblem::default(),
             solution: ContactSolution::default(),
@@ -440,6 +450,12 @@ impl Simulator {
     /// contacts', in this order.
     pub fn limits(&self) -> &[JointLimitRow] {
         &self.limits
+    }
+
+    /// The rows of the last step after the limits (equalities, dry
+    /// friction, tendon limits): the problem's last rows.
+    pub fn extra_rows(&self) -> &rows::ExtraRows {
+        &self.rows
     }
     /// Contact problem of the last step (G, g, μ, warm start). After a step
     /// that took the tree path ([`Self::tree_path`]) its `delassus` is
@@ -497,6 +513,7 @@ impl Simulator {
     pub fn clear_warm_start(&mut self) {
         self.warm.clear();
         self.limit_warm.fill(f64::NAN);
+        self.row_warm.fill(f64::NAN);
         self.last_rho = None;
     }
     pub fn reset_timers(&mut self) {
@@ -618,10 +635,18 @@ impl Simulator {
         times.time(Stage::Collision, || {
             self.collision()?;
             self.active_limits(state);
+            self.rows.gather(
+                &self.model,
+                state.q.as_slice(),
+                self.v_free.as_slice(),
+                self.params.dt,
+                self.params.baumgarte,
+                self.params.limit_margin,
+            );
             Ok::<(), SimError>(())
         })?;
         let nc = self.contacts.len();
-        let m = 3 * nc + self.limits.len();
+        let m = 3 * nc + self.limits.len() + self.rows.len();
         self.tree =
             own_solver && self.solver.solves_tree() && self.params.delassus.tree(m, self.model.nv);
         times.time(Stage::Delassus, || {
@@ -676,7 +701,7 @@ impl Simulator {
         let Some(mut times) = self.prepared.take() else {
             return Err(SimError::NotPrepared);
         };
-        let (nc, nl) = (self.contacts.len(), self.limits.len());
+        let (nc, nl) = (self.contacts.len(), self.limits.len() + self.rows.len());
         times.time(Stage::VelocityUpdate, || {
             if nc + nl > 0 {
                 self.velocity_update();
@@ -684,6 +709,7 @@ impl Simulator {
                 self.v_next.copy_from(&self.v_free);
                 self.warm.clear();
                 self.limit_warm.fill(f64::NAN);
+                self.row_warm.fill(f64::NAN);
             }
         });
         if let Err(e) = times.time(Stage::Integrate, || self.integrate(state)) {
@@ -723,6 +749,7 @@ impl Simulator {
             self.tau[k] -= model.dof_damping[k] * v[k];
             data.dof_armature[k] = model.dof_armature[k] + dt * model.dof_damping[k];
         }
+        rows::tendon_forces(model, q, v, self.tau.as_mut_slice());
         forward_kinematics(model, data, q);
         forward_velocity(model, data, v);
         fluid_forces(model, data, v, self.tau.as_mut_slice());
@@ -780,15 +807,21 @@ impl Simulator {
             data,
             &self.contacts,
             &self.limits,
+            &self.rows.jacobian,
             &mut self.jacobian,
         );
         let nc = self.contacts.len();
-        let (nb, nl) = (self.jacobian.nblocks(), self.limits.len());
+        let (nb, nl) = (self.jacobian.nblocks(), self.limits.len() + self.rows.len());
         if self.tree {
             // G stays factored: the solver gets J and M (see `solve`).
             self.problem.resize_without_delassus(nc, nl);
         } else {
             self.problem.resize(nc, nl);
+        }
+        if !self.rows.is_empty() {
+            let p = &mut self.problem;
+            p.row_sets.resize(self.limits.len(), RowSet::Unilateral);
+            p.row_sets.extend(self.rows.rows.iter().map(|r| r.set));
         }
         // Blocks whose supports do not meet (separate bodies) are zero.
         let p = &mut self.problem;
@@ -869,6 +902,21 @@ impl Simulator {
                 self.problem.warm_start[k] = w;
             }
         }
+        let first = 3 * nc + self.limits.len();
+        for (r, row) in self.rows.rows.iter().enumerate() {
+            let k = first + r;
+            let jv: f64 = self
+                .rows
+                .jacobian
+                .row(r)
+                .map(|(dof, c)| c * self.v_free[dof])
+                .sum();
+            self.problem.g[k] = jv + row.stabilization;
+            let w = self.row_warm[row.kind.slot(&self.model)];
+            if self.params.warm_start && w.is_finite() {
+                self.problem.warm_start[k] = row.set.project(w);
+            }
+        }
     }
 
     /// Stage 4: the contact solve; remembers the impulses for the next warm start.
@@ -900,6 +948,16 @@ impl Simulator {
     fn accept_solution(&mut self) -> Result<(), SimError> {
         if let Some(k) = self.solution.lambda.iter().position(|x| !x.is_finite()) {
             let nc = self.contacts.len();
+            if k >= 3 * nc + self.limits.len() {
+                let row = self.rows.rows[k - 3 * nc - self.limits.len()];
+                let err = SimError::SolverDivergedOnRow {
+                    solver: self.solver.name(),
+                    row: row.kind.describe(&self.model),
+                };
+                self.prepared = None;
+                self.clear_warm_start();
+                return Err(err);
+            }
             if k >= 3 * nc {
                 let err = SimError::SolverDivergedOnLimit {
                     solver: self.solver.name(),
@@ -934,6 +992,11 @@ impl Simulator {
         for (l, limit) in self.limits.iter().enumerate() {
             self.limit_warm[2 * limit.joint + limit.side as usize] =
                 self.solution.lambda[3 * nc + l];
+        }
+        self.row_warm.fill(f64::NAN);
+        let first = 3 * nc + self.limits.len();
+        for (r, row) in self.rows.rows.iter().enumerate() {
+            self.row_warm[row.kind.slot(&self.model)] = self.solution.lambda[first + r];
         }
         Ok(())
     }

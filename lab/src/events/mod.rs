@@ -241,6 +241,8 @@ pub enum EventError {
     Sim(#[from] moreau::error::SimError),
     #[error("the event-based simulator does not handle joint limits; joint `{joint}` has a range")]
     JointLimits { joint: String },
+    #[error("the event-based simulator handles contacts only; this model has {0}")]
+    Constraints(String),
     #[error("the {what} contact problem at t = {t} s was not solved (ε_abs = {residual:e})")]
     ContactSolve {
         what: &'static str,
@@ -385,6 +387,9 @@ struct Eval {
 impl EventSim {
     pub fn new(model: Arc<Model>, params: EventParams) -> Result<Self, EventError> {
         params.validate()?;
+        if let Some(what) = model.constraint_features() {
+            return Err(EventError::Constraints(what));
+        }
         if let Some((joint, _, _)) = model.limited_joints().next() {
             return Err(EventError::JointLimits {
                 joint: model.joint_name[joint].clone(),

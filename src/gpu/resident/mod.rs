@@ -97,6 +97,9 @@ pub fn unsupported(model: &Model) -> Option<String> {
     if model.nv == 0 {
         return Some("it has no degrees of freedom".into());
     }
+    if let Some(what) = model.constraint_features() {
+        return Some(format!("the kernel does not simulate its {what}"));
+    }
     if model.nbodies > MAX_BODIES {
         return Some(format!(
             "{} bodies, over the {MAX_BODIES} the kernel is compiled for",

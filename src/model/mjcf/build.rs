@@ -363,6 +363,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 }
             }
         }
+        // Tendons and equalities (after the bodies, before the actuators).
+        let mut idx_q = Vec::with_capacity(plans.len());
+        let mut nq = 0;
+        for plan in &plans {
+            idx_q.push(nq);
+            nq += plan.joint.nq();
+        }
+        self.tendons_and_equalities(&top, &joint_plan, &|b| idx_q[b], &q0, &mut builder)?;
         // Actuators.
         for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
             for e in a.children().filter(|n| n.is_element()) {
@@ -538,7 +546,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {
             let what = if *attr == "frictionloss" {
-                "(dry joint friction) is recorded in the model (Model::dof_frictionloss) but not simulated"
+                "(dry joint friction) is not simulated on free joints, ignored"
             } else {
                 "is not modelled by moreau, ignored"
             };

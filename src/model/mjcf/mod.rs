@@ -130,6 +130,7 @@ use std::f64::consts::PI;
 use std::path::{Path, PathBuf};
 
 mod build;
+mod constraints;
 mod geom;
 mod include;
 mod mesh_inertia;
@@ -288,13 +289,9 @@ pub fn parse_mjcf(
         match n.tag_name().name() {
             "compiler" | "default" | "option" | "asset" | "worldbody" | "actuator" | "contact" => {}
             "size" | "visual" | "statistic" | "custom" | "keyframe" | "sensor" => {}
-            // Tendons that change nothing in MuJoCo's dynamics either (no
-            // range, spring, damping or friction, no tendon defaults; an
-            // actuator or equality on one is warned about where it is read)
-            // need no warning: Gymnasium's humanoid has two.
-            "tendon" if !tendons_act(root, n) => {}
-            // `<flag equality="disable">` (or `constraint`): no effect.
-            "equality" if !p.flags.equalities() => {}
+            // Read with the model (fixed tendons, joint and tendon
+            // equalities; what is not supported is warned about there).
+            "tendon" | "equality" => {}
             other => p.warnings.push(format!(
                 "<{other}>{}: not supported, ignored",
                 name_suffix(n)
@@ -302,35 +299,6 @@ pub fn parse_mjcf(
         }
     }
     p.build(root, timestep.unwrap_or(MUJOCO_TIMESTEP), gravity, medium)
-}
-
-/// Whether a `<tendon>` section declares a tendon that acts on the
-/// dynamics: one with a range (`limited` true, or `auto` with a `range`),
-/// a spring, damping, friction or armature; or any tendon when `<default>`
-/// sets tendon attributes, an actuator pulls on a tendon or an equality
-/// constrains one.
-fn tendons_act(root: Node<'_, '_>, tendon: &Node<'_, '_>) -> bool {
-    let within =
-        |d: &Node<'_, '_>, section: &str| d.ancestors().any(|a| a.tag_name().name() == section);
-    let used = root.descendants().any(|d| {
-        (d.tag_name().name() == "tendon" && (within(&d, "default") || within(&d, "equality")))
-            || (d.attribute("tendon").is_some() && within(&d, "actuator"))
-    });
-    let nonzero = |t: &Node<'_, '_>, attr: &str| {
-        t.attribute(attr)
-            .is_some_and(|v| v.split_whitespace().any(|x| x.parse::<f64>() != Ok(0.0)))
-    };
-    used || tendon.children().filter(|t| t.is_element()).any(|t| {
-        let limited = match t.attribute("limited") {
-            Some("true") => true,
-            Some("false") => false,
-            _ => t.attribute("range").is_some(),
-        };
-        limited
-            || ["stiffness", "damping", "frictionloss", "armature"]
-                .iter()
-                .any(|a| nonzero(&t, a))
-    })
 }
 
 /// MuJoCo's `<option><flag>` switches that moreau applies (all enabled by default).

@@ -780,15 +780,19 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 match attr {
                     "damping" => spec.damping = first,
                     "armature" => spec.armature = first,
-                    "frictionloss" => spec.frictionloss = first,
+                    // (Per dof, as MuJoCo's; a free joint's linear dofs
+                    // are in the body frame here, in the world's there.)
+                    "frictionloss" if kind != JointKind::Free => spec.frictionloss = first,
                     "stiffness" => spec.stiffness = first,
                     "springref" => spec.springref = first,
                     _ => {}
                 }
-                // Damping, armature and springs on hinges and slides are simulated.
+                // Damping, armature, springs on hinges and slides, dry
+                // friction but on free joints are simulated.
                 let simulated = matches!(attr, "damping" | "armature")
                     || (matches!(attr, "stiffness" | "springref")
-                        && matches!(kind, JointKind::Hinge | JointKind::Slide));
+                        && matches!(kind, JointKind::Hinge | JointKind::Slide))
+                    || (attr == "frictionloss" && kind != JointKind::Free);
                 if !simulated && v.iter().any(|x| *x != 0.0) {
                     let who = if name.is_empty() {
                         el.clone()

@@ -1,0 +1,80 @@
+//! Tendons and equality constraints: scalar functions of the configuration
+//! that the simulator constrains with one-dimensional rows (MuJoCo's
+//! `<tendon><fixed>` and `<equality><joint>`, `<equality><tendon>`).
+//!
+//! A **fixed tendon** has the length `L(q) = Σ_j coef_j q_j` over 1-dof
+//! joints, so its Jacobian `∂L/∂q` is the constant row of its coefficients.
+//! It may carry a spring-damper (`−k (L − L_s) − d L̇` with a dead band
+//! `L_s ∈ [lo, hi]`, explicit), dry friction (a box row `|λ| ≤ f·dt`), a
+//! length range (unilateral rows as joint limits) and actuators.
+//!
+//! An **equality** ties a first coordinate `y` (a joint's position or a
+//! tendon's length) to a polynomial of a second one `x`, as MuJoCo does:
+//! `y − y₀ = a₀ + a₁ (x − x₀) + a₂ (x − x₀)² + a₃ (x − x₀)³ + a₄ (x − x₀)⁴`
+//! with `y₀`, `x₀` their values at the reference configuration (`qpos0`);
+//! without a second coordinate, `y = y₀ + a₀`. Its residual
+//! `e(q) = y − y₀ − P(x − x₀)` becomes a bilateral row with Jacobian
+//! `∂y/∂q − P'(x − x₀) ∂x/∂q`, stabilized as contacts are (`g += β e/dt`).
+
+/// A scalar coordinate of the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coordinate {
+    /// The position of a 1-dof joint (its body's index).
+    Joint(usize),
+    /// The length of a tendon (its index in [`crate::model::Model::tendons`]).
+    Tendon(usize),
+}
+
+/// A fixed tendon: `L = Σ coef_j q_j` over 1-dof joints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tendon {
+    pub name: String,
+    /// `(joint, coef)`: the joint's body index and its coefficient.
+    pub joints: Vec<(usize, f64)>,
+    /// Length range `(lo, hi)`, enforced as unilateral rows; `None`: free.
+    pub range: Option<(f64, f64)>,
+    /// Spring stiffness (N/m or N·m/rad per unit length), ≥ 0.
+    pub stiffness: f64,
+    /// Viscous damping, ≥ 0 (explicit).
+    pub damping: f64,
+    /// The spring's dead band `[lo, hi]`: no force while `lo ≤ L ≤ hi`.
+    pub spring_length: (f64, f64),
+    /// Dry friction (force), ≥ 0: a box row `|λ| ≤ frictionloss·dt`.
+    pub frictionloss: f64,
+    /// The length at the reference configuration (MuJoCo's `tendon_length0`).
+    pub length0: f64,
+}
+
+impl Tendon {
+    /// `L(q)`, given each joint's `q` index (`joint_idx_q`).
+    pub fn length(&self, joint_idx_q: &[usize], q: &[f64]) -> f64 {
+        self.joints
+            .iter()
+            .map(|&(j, c)| c * q[joint_idx_q[j]])
+            .sum()
+    }
+}
+
+/// An equality constraint `y − y₀ = P(x − x₀)` (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Equality {
+    pub name: String,
+    /// `y`.
+    pub first: Coordinate,
+    /// `x`; `None`: `y = y₀ + a₀`.
+    pub second: Option<Coordinate>,
+    /// `a₀ … a₄`.
+    pub polycoef: [f64; 5],
+    /// `y₀`, `x₀`: the coordinates at the reference configuration.
+    pub reference: [f64; 2],
+}
+
+impl Equality {
+    /// `(P(u), P'(u))` at `u = x − x₀`.
+    pub fn polynomial(&self, u: f64) -> (f64, f64) {
+        let a = &self.polycoef;
+        let p = a[0] + u * (a[1] + u * (a[2] + u * (a[3] + u * a[4])));
+        let dp = a[1] + u * (2.0 * a[2] + u * (3.0 * a[3] + u * 4.0 * a[4]));
+        (p, dp)
+    }
+}

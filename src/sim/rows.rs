@@ -1,0 +1,211 @@
+//! The one-dimensional rows after the joint limits (stage 2): equality
+//! constraints (bilateral), dry friction on dofs and tendons (boxes) and
+//! tendon limits (unilateral), each with its sparse Jacobian, set and
+//! stabilization.
+//!
+//! - equality `e(q) = 0` ([`crate::model::Equality`]): `c = J v`, `g` gets
+//!   `β e/dt` (the contacts' Baumgarte factor), so `ė = −β e/dt` after the step;
+//! - dry friction `f` on a dof or a tendon: `c = J v` (the dof's velocity, the
+//!   tendon's `L̇`), `|λ| ≤ f·dt`, no stabilization (MuJoCo's `frictionloss`);
+//! - a tendon's length range, as a joint's: a row per side within
+//!   `SimParams::limit_margin` of its stop or about to cross it, `c = ±L̇`
+//!   with the joint limits' speculative and Baumgarte terms.
+
+use crate::contact::{LimitSide, RowSet, SparseRows};
+use crate::model::{Coordinate, Model};
+
+/// What a row constrains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    /// Equality `i` of [`Model::equalities`].
+    Equality(usize),
+    /// Dry friction on dof `k`.
+    DofFriction(usize),
+    /// Dry friction on tendon `t`.
+    TendonFriction(usize),
+    /// A side of tendon `t`'s range.
+    TendonLimit(usize, LimitSide),
+}
+
+impl RowKind {
+    /// Its slot in the warm-start memory of a model (one per possible row).
+    pub(crate) fn slot(self, model: &Model) -> usize {
+        let (ne, nv) = (model.equalities.len(), model.nv);
+        match self {
+            RowKind::Equality(i) => i,
+            RowKind::DofFriction(k) => ne + k,
+            RowKind::TendonFriction(t) => ne + nv + t,
+            RowKind::TendonLimit(t, side) => {
+                ne + nv + model.tendons.len() + 2 * t + (side == LimitSide::Upper) as usize
+            }
+        }
+    }
+
+    /// Slots of a model (see [`Self::slot`]).
+    pub(crate) fn slots(model: &Model) -> usize {
+        model.equalities.len() + model.nv + 3 * model.tendons.len()
+    }
+
+    /// A name for messages.
+    pub fn describe(self, model: &Model) -> String {
+        match self {
+            RowKind::Equality(i) => format!("equality `{}`", model.equalities[i].name),
+            RowKind::DofFriction(k) => {
+                format!(
+                    "frictionloss of joint `{}`",
+                    model.joint_name[model.dof_body[k]]
+                )
+            }
+            RowKind::TendonFriction(t) => {
+                format!("frictionloss of tendon `{}`", model.tendons[t].name)
+            }
+            RowKind::TendonLimit(t, side) => {
+                format!("{side:?} limit of tendon `{}`", model.tendons[t].name).to_lowercase()
+            }
+        }
+    }
+}
+
+/// One row: its kind, set, and the velocity its `g` adds to `J v_f`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    pub kind: RowKind,
+    pub set: RowSet,
+    pub stabilization: f64,
+    /// The constraint's violation: an equality's residual `e`, a tendon
+    /// limit's distance to its stop (negative: beyond it); 0 for friction.
+    pub violation: f64,
+}
+
+/// The rows of a step (reused from step to step).
+#[derive(Clone, Debug, Default)]
+pub struct ExtraRows {
+    pub rows: Vec<Row>,
+    pub jacobian: SparseRows,
+    entries: Vec<(usize, f64)>,
+}
+
+impl ExtraRows {
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The rows at configuration `q` with free velocity `v_free` (for the
+    /// tendon limits' crossing test) and step `dt`.
+    pub(crate) fn gather(
+        &mut self,
+        model: &Model,
+        q: &[f64],
+        v_free: &[f64],
+        dt: f64,
+        baumgarte: f64,
+        limit_margin: f64,
+    ) {
+        self.rows.clear();
+        self.jacobian.clear();
+        for (i, eq) in model.equalities.iter().enumerate() {
+            self.entries.clear();
+            let y = model.coordinate(eq.first, q, 1.0, &mut self.entries);
+            let e = match eq.second {
+                None => y - eq.reference[0] - eq.polycoef[0],
+                Some(x) => {
+                    let start = self.entries.len();
+                    let xv = model.coordinate(x, q, 1.0, &mut self.entries);
+                    let (p, dp) = eq.polynomial(xv - eq.reference[1]);
+                    for e in &mut self.entries[start..] {
+                        e.1 *= -dp;
+                    }
+                    y - eq.reference[0] - p
+                }
+            };
+            self.jacobian.push(self.entries.iter().copied());
+            self.rows.push(Row {
+                kind: RowKind::Equality(i),
+                set: RowSet::Bilateral,
+                stabilization: baumgarte * e / dt,
+                violation: e,
+            });
+        }
+        for (k, &f) in model.dof_frictionloss.iter().enumerate() {
+            if f > 0.0 {
+                self.jacobian.push([(k, 1.0)]);
+                self.rows.push(Row {
+                    kind: RowKind::DofFriction(k),
+                    set: RowSet::Box(f * dt),
+                    stabilization: 0.0,
+                    violation: 0.0,
+                });
+            }
+        }
+        for (t, tendon) in model.tendons.iter().enumerate() {
+            if tendon.frictionloss <= 0.0 && tendon.range.is_none() {
+                continue;
+            }
+            self.entries.clear();
+            let length = model.coordinate(Coordinate::Tendon(t), q, 1.0, &mut self.entries);
+            if tendon.frictionloss > 0.0 {
+                self.jacobian.push(self.entries.iter().copied());
+                self.rows.push(Row {
+                    kind: RowKind::TendonFriction(t),
+                    set: RowSet::Box(tendon.frictionloss * dt),
+                    stabilization: 0.0,
+                    violation: 0.0,
+                });
+            }
+            if let Some((lower, upper)) = tendon.range {
+                let rate: f64 = self.entries.iter().map(|&(k, c)| c * v_free[k]).sum();
+                for (side, distance, sign) in [
+                    (LimitSide::Lower, length - lower, 1.0),
+                    (LimitSide::Upper, upper - length, -1.0),
+                ] {
+                    if distance < limit_margin || distance + dt * sign * rate < 0.0 {
+                        self.jacobian
+                            .push(self.entries.iter().map(|&(k, c)| (k, sign * c)));
+                        let stabilization = if distance >= 0.0 {
+                            distance / dt
+                        } else {
+                            baumgarte * distance / dt
+                        };
+                        self.rows.push(Row {
+                            kind: RowKind::TendonLimit(t, side),
+                            set: RowSet::Unilateral,
+                            stabilization,
+                            violation: distance,
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Tendon spring-dampers, explicit: `τ += Jᵀ(−k·d − b·L̇)` with `d` the
+/// length's distance outside the dead band.
+pub(crate) fn tendon_forces(model: &Model, q: &[f64], v: &[f64], tau: &mut [f64]) {
+    for t in &model.tendons {
+        if t.stiffness == 0.0 && t.damping == 0.0 {
+            continue;
+        }
+        let length = t.length(&model.joint_idx_q, q);
+        let rate: f64 = t
+            .joints
+            .iter()
+            .map(|&(j, c)| c * v[model.joint_idx_v[j]])
+            .sum();
+        let (lo, hi) = t.spring_length;
+        let stretch = if length > hi {
+            length - hi
+        } else if length < lo {
+            length - lo
+        } else {
+            0.0
+        };
+        let force = -t.stiffness * stretch - t.damping * rate;
+        for &(j, c) in &t.joints {
+            tau[model.joint_idx_v[j]] += c * force;
+        }
+    }
+}

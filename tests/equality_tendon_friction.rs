@@ -1,0 +1,242 @@
+//! Equality constraints, fixed tendons and dry joint friction (MJCF's
+//! `<equality>`, `<tendon><fixed>`, `frictionloss`) against analytic
+//! answers: each is a row of the constraint problem (bilateral, unilateral,
+//! box) solved with the contacts, so every solver that takes rows is tried.
+
+use moreau::contact::SolverKind;
+use moreau::model::Model;
+use moreau::model::mjcf::{MjcfOptions, parse_mjcf};
+use moreau::sim::{SimParams, Simulator, State};
+use std::path::Path;
+use std::sync::Arc;
+
+fn model(xml: &str) -> (Arc<Model>, Vec<String>) {
+    let m = parse_mjcf(xml, "test.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    (Arc::new(m.model), m.warnings)
+}
+
+fn sim(model: &Arc<Model>, solver: SolverKind) -> Simulator {
+    let params = SimParams {
+        dt: 1e-3,
+        solver,
+        ..Default::default()
+    };
+    Simulator::new(model.clone(), params).unwrap()
+}
+
+/// Every solver that solves the rows (the RaiSim variants treat them as
+/// the PGS does; the LCP's pyramid only concerns contacts).
+const SOLVERS: [SolverKind; 8] = SolverKind::ALL;
+
+/// Two wheels on vertical hinges (no gravity along them), inertias
+/// `I₁ = 0.02`, `I₂ = 0.06` about their axes, and a slider of 2 kg.
+const WHEELS: &str = r#"<mujoco model="wheels">
+  <option gravity="0 0 -9.81"/>
+  <worldbody>
+    <body name="w1" pos="0 0 1">
+      <joint name="a" type="hinge" axis="0 0 1"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.02"/>
+    </body>
+    <body name="w2" pos="1 0 1">
+      <joint name="b" type="hinge" axis="0 0 1"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="0.03 0.03 0.06"/>
+    </body>
+    <body name="cart" pos="0 2 1">
+      <joint name="s" type="slide" axis="1 0 0" frictionloss="3"/>
+      <inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>
+    </body>
+  </worldbody>
+  TENDON
+  EQUALITY
+</mujoco>"#;
+
+fn wheels(tendon: &str, equality: &str) -> Arc<Model> {
+    let xml = WHEELS
+        .replace("TENDON", tendon)
+        .replace("EQUALITY", equality);
+    let (m, warnings) = model(&xml);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    m
+}
+
+/// Runs `steps` steps under the torques `tau` from rest; returns the state.
+fn run(s: &mut Simulator, model: &Model, tau: &[f64], steps: usize) -> State {
+    let mut state = State::new(
+        model.neutral_configuration(),
+        nalgebra::DVector::zeros(model.nv),
+    );
+    for _ in 0..steps {
+        s.step(&mut state, tau).unwrap();
+    }
+    state
+}
+
+#[test]
+fn frictionloss_holds_below_its_force_and_slides_above_it() {
+    let m = wheels("", "");
+    assert_eq!(m.dof_frictionloss, [0.0, 0.0, 3.0]);
+    let dof = m.joint_idx_v[m.joint_id("s").unwrap()];
+    for solver in SOLVERS {
+        let mut s = sim(&m, solver);
+        // 2.9 N against 3 N of dry friction: it does not move (to the
+        // solvers' tolerance; free, it would slide 0.18 m in 0.5 s).
+        let mut tau = vec![0.0; m.nv];
+        tau[dof] = 2.9;
+        let held = run(&mut s, &m, &tau, 500);
+        assert!(
+            held.v[dof].abs() < 1e-6 && held.q[dof].abs() < 1e-6,
+            "{}: held v {:e}, q {:e}",
+            solver.name(),
+            held.v[dof],
+            held.q[dof]
+        );
+        // 5 N: it slides at (5 − 3)/2 = 1 m/s², friction opposing.
+        for sign in [1.0, -1.0] {
+            tau[dof] = 5.0 * sign;
+            let mut s = sim(&m, solver);
+            let slid = run(&mut s, &m, &tau, 500);
+            let want = sign * 1.0 * 0.5;
+            assert!(
+                (slid.v[dof] - want).abs() < 1e-6,
+                "{}: v {} after 0.5 s, want {want}",
+                solver.name(),
+                slid.v[dof]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_joint_equality_makes_two_wheels_turn_as_one() {
+    // q_a = q_b: a torque on b turns both at τ / (I₁ + I₂).
+    let m = wheels("", r#"<equality><joint joint1="a" joint2="b"/></equality>"#);
+    assert_eq!(m.equalities.len(), 1);
+    let (a, b) = (0, 1);
+    for solver in SOLVERS {
+        let mut s = sim(&m, solver);
+        let mut tau = vec![0.0; m.nv];
+        tau[b] = 0.4;
+        let state = run(&mut s, &m, &tau, 1000);
+        let alpha = 0.4 / (0.02 + 0.06);
+        assert!(
+            (state.v[a] - alpha).abs() < 1e-6 && (state.v[b] - alpha).abs() < 1e-6,
+            "{}: ω = {:?}, want {alpha}",
+            solver.name(),
+            &state.v.as_slice()[..2]
+        );
+        assert!(
+            (state.q[a] - state.q[b]).abs() < 1e-6,
+            "{}: q {:?}",
+            solver.name(),
+            &state.q.as_slice()[..2]
+        );
+    }
+    // The same with G left factored (the tree path of `ncp-admm`).
+    let params = SimParams {
+        dt: 1e-3,
+        delassus: moreau::sim::DelassusPath::Tree,
+        ..Default::default()
+    };
+    let mut s = Simulator::new(m.clone(), params).unwrap();
+    let mut tau = vec![0.0; m.nv];
+    tau[b] = 0.4;
+    let state = run(&mut s, &m, &tau, 1000);
+    assert!(s.tree_path());
+    assert!((state.v[a] - 5.0).abs() < 1e-6 && (state.v[b] - 5.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_polynomial_equality_holds_its_curve_over_a_long_run() {
+    // q_a = 0.1 + 0.5 q_b + 0.2 q_b²: the velocity-level row drifts off
+    // the curve by its curvature, ½·P''·(q̇_b dt)² per step, and the
+    // Baumgarte term pulls back β of the residual per step, so the residual
+    // stays below drift/β (q̇_b < 2 rad/s, P'' = 0.4, β = 0.2: 4e-6).
+    let m = wheels(
+        "",
+        r#"<equality><joint joint1="a" joint2="b" polycoef="0.1 0.5 0.2 0 0"/></equality>"#,
+    );
+    let mut s = sim(&m, SolverKind::NcpAdmm);
+    let mut state = State::new(m.neutral_configuration(), nalgebra::DVector::zeros(m.nv));
+    let mut tau = vec![0.0; m.nv];
+    tau[1] = 0.05;
+    let mut worst: f64 = 0.0;
+    for step in 0..4000 {
+        s.step(&mut state, &tau).unwrap();
+        let (qa, qb) = (state.q[0], state.q[1]);
+        let e = qa - 0.1 - 0.5 * qb - 0.2 * qb * qb;
+        // The first steps pull the violated start (e = −0.1) onto the curve.
+        if step > 200 {
+            worst = worst.max(e.abs());
+        }
+    }
+    assert!(state.q[1] > 1.0, "b turned {}", state.q[1]);
+    let (speed, beta) = (state.v[1].abs(), SimParams::default().baumgarte);
+    assert!(speed < 2.0, "{speed}");
+    let bound = 0.5 * 0.4 * (speed * 1e-3).powi(2) / beta;
+    assert!(
+        worst < 1.5 * bound,
+        "worst residual {worst:e}, bound {bound:e}"
+    );
+}
+
+#[test]
+fn a_tendon_equality_couples_and_a_tendon_range_stops() {
+    // Tendon t = q_a − q_b held at its reference (0) by a tendon equality:
+    // the wheels turn together, as with the joint equality.
+    let m = wheels(
+        r#"<tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>"#,
+        r#"<equality><tendon tendon1="t"/></equality>"#,
+    );
+    let mut s = sim(&m, SolverKind::NcpAdmm);
+    let mut tau = vec![0.0; m.nv];
+    tau[0] = 0.4;
+    let state = run(&mut s, &m, &tau, 1000);
+    assert!((state.v[0] - 5.0).abs() < 1e-6 && (state.v[1] - 5.0).abs() < 1e-6);
+    // A range on the sum q_a + q_b ≤ 0.5: driven apart by opposite torques
+    // of different size, the sum stops at 0.5 and stays.
+    let m = wheels(
+        r#"<tendon><fixed name="sum" range="-1 0.5"><joint joint="a"/><joint joint="b"/></fixed></tendon>"#,
+        "",
+    );
+    for solver in SOLVERS {
+        let mut s = sim(&m, solver);
+        tau = vec![0.3, 0.1, 0.0];
+        let state = run(&mut s, &m, &tau, 3000);
+        let sum = state.q[0] + state.q[1];
+        assert!(
+            (sum - 0.5).abs() < 1e-6 && (state.v[0] + state.v[1]).abs() < 1e-6,
+            "{}: sum {sum}, rate {}",
+            solver.name(),
+            state.v[0] + state.v[1]
+        );
+        // At the stop the torques' difference still turns them apart:
+        // I₁ α_a = 0.3 − λ, I₂ α_b = 0.1 − λ, α_a = −α_b → λ = 0.15 N·m,
+        // α_a = 7.5 rad/s².
+        let alpha = (state.v[0] - state.v[1]) / 2.0;
+        assert!(alpha > 0.0, "{}", solver.name());
+    }
+}
+
+#[test]
+fn a_tendon_spring_pulls_to_its_rest_length() {
+    // L = q_a + q_b with stiffness 2 and rest length 0.3 ("springlength"):
+    // from rest at L = 0 it oscillates about 0.3; with damping it settles
+    // there.
+    let m = wheels(
+        r#"<tendon><fixed name="sp" stiffness="2" damping="0.5" springlength="0.3"><joint joint="a"/><joint joint="b"/></fixed></tendon>"#,
+        "",
+    );
+    assert_eq!(m.tendons[0].spring_length, (0.3, 0.3));
+    let mut s = sim(&m, SolverKind::NcpAdmm);
+    let state = run(&mut s, &m, &[0.0; 3], 20_000);
+    let l = state.q[0] + state.q[1];
+    assert!((l - 0.3).abs() < 1e-4, "L = {l}");
+    // Equal and opposite angular momenta? No: the spring's torque is the
+    // same on both joints (coef 1), so I₁ q_a = I₂ q_b·(I₁/I₂)... each
+    // joint's angle is in proportion to 1/I: q_a / q_b = I₂ / I₁ = 3.
+    assert!(
+        (state.q[0] / state.q[1] - 3.0).abs() < 1e-3,
+        "{:?}",
+        &state.q.as_slice()[..2]
+    );
+}
