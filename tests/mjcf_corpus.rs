@@ -70,7 +70,15 @@ fn unsimulated(m: &MjcfModel) -> Vec<&String> {
     m.warnings
         .iter()
         .filter(|w| {
-            ["<tendon>", "<equality>", "not mapped", "hfield", "condim"]
+            [
+                "only fixed tendons",
+                "equality constraints are not supported",
+                "inactive",
+                "not mapped",
+                "hfield",
+                "condim",
+                "not simulated",
+            ]
                 .iter()
                 .any(|k| w.contains(k))
         })
