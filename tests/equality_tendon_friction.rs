@@ -195,7 +195,7 @@ fn a_tendon_equality_couples_and_a_tendon_range_stops() {
     // A range on the sum q_a + q_b ≤ 0.5: driven apart by opposite torques
     // of different size, the sum stops at 0.5 and stays.
     let m = wheels(
-        r#"<tendon><fixed name="sum" range="-1 0.5"><joint joint="a"/><joint joint="b"/></fixed></tendon>"#,
+        r#"<tendon><fixed name="sum" range="-1 0.5"><joint joint="a" coef="1"/><joint joint="b" coef="1"/></fixed></tendon>"#,
         "",
     );
     for solver in SOLVERS {
@@ -223,7 +223,7 @@ fn a_tendon_spring_pulls_to_its_rest_length() {
     // from rest at L = 0 it oscillates about 0.3; with damping it settles
     // there.
     let m = wheels(
-        r#"<tendon><fixed name="sp" stiffness="2" damping="0.5" springlength="0.3"><joint joint="a"/><joint joint="b"/></fixed></tendon>"#,
+        r#"<tendon><fixed name="sp" stiffness="2" damping="0.5" springlength="0.3"><joint joint="a" coef="1"/><joint joint="b" coef="1"/></fixed></tendon>"#,
         "",
     );
     assert_eq!(m.tendons[0].spring_length, (0.3, 0.3));

@@ -79,8 +79,8 @@ fn unsimulated(m: &MjcfModel) -> Vec<&String> {
                 "condim",
                 "not simulated",
             ]
-                .iter()
-                .any(|k| w.contains(k))
+            .iter()
+            .any(|k| w.contains(k))
         })
         .collect()
 }

@@ -66,10 +66,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     let Some(name) = j.attribute("joint") else {
                         return Err(self.error(&jel, "needs a `joint`".into()));
                     };
-                    let coef = match j.attribute("coef") {
-                        Some(s) => self.fixed::<1>(s, "coef", &jel)?[0],
-                        None => 1.0,
+                    // (MuJoCo requires it too.)
+                    let Some(coef) = j.attribute("coef") else {
+                        return Err(self.error(&jel, "needs a `coef`".into()));
                     };
+                    let coef = self.fixed::<1>(coef, "coef", &jel)?[0];
                     joints.push((joint(self, name, &jel)?, coef));
                 }
                 let length0: f64 = joints.iter().map(|&(b, c)| c * q0[joint_idx_q(b)]).sum();

@@ -44,6 +44,12 @@ Outputs:
 - inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
   mesh under each `<mesh inertia>` mode), every body's mass, centre of mass
   and inertia about it in the body frame.
+- constraints.json: for constraints.xml (dry joint friction, a polynomial
+  joint equality, a fixed tendon's range, a tendon spring with a dead band
+  and a tendon equality), `qpos` every 0.25 s of 1 s under the constant
+  controls CONSTRAINT_CTRL from qpos0, with MuJoCo's defaults and with its
+  constraints made as stiff as it allows (every equality, dry-friction and
+  limit row's solref 2·timestep, 1; solimp 0.99 0.999).
 - features.json and frames.json: for the hand-written models features.xml
   and frames.xml, the sizes and total mass, then at each pose (qpos0 and
   one other configuration) every body's `xpos`, `xquat` (w x y z) and the
@@ -256,6 +262,42 @@ def inertia_reference(xml):
     return {"versions": versions(), "file": xml.name, "bodies": bodies}
 
 
+CONSTRAINT_CTRL = [2.9, 5.0, 0.05, 0.3, 0.1, 0.02]
+
+
+def constraints_reference(xml):
+    """qpos every 0.25 s of 1 s under CONSTRAINT_CTRL, default and stiff."""
+    out = {"versions": versions(), "ctrl": CONSTRAINT_CTRL}
+    for key, stiff in [("qpos", False), ("qpos_stiff", True)]:
+        m = mujoco.MjModel.from_xml_path(str(xml))
+        if stiff:
+            # (The `override` flag concerns contacts only: each kind of
+            # constraint row has its own solref and solimp.)
+            solref = [2 * m.opt.timestep, 1.0]
+            solimp = [0.99, 0.999, 0.001, 0.5, 2.0]
+            for ref, imp in [
+                (m.eq_solref, m.eq_solimp),
+                (m.dof_solref, m.dof_solimp),
+                (m.jnt_solref, m.jnt_solimp),
+                (m.tendon_solref_lim, m.tendon_solimp_lim),
+                (m.tendon_solref_fri, m.tendon_solimp_fri),
+            ]:
+                ref[:] = solref
+                imp[:] = solimp
+        d = mujoco.MjData(m)
+        d.ctrl[:] = CONSTRAINT_CTRL
+        steps = int(round(1.0 / m.opt.timestep))
+        every = int(round(0.25 / m.opt.timestep))
+        rows_out = []
+        for k in range(steps + 1):
+            if k % every == 0:
+                rows_out.append([float(d.time)] + floats(d.qpos))
+            if k < steps:
+                mujoco.mj_step(m, d)
+        out[key] = rows_out
+    return out
+
+
 def write(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
     print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
@@ -308,6 +350,7 @@ def main():
         poses_reference(HERE / "features.xml", [features.qpos0.copy(), moved]),
     )
     write(HERE / "inertia.json", inertia_reference(HERE / "inertia.xml"))
+    write(HERE / "constraints.json", constraints_reference(HERE / "constraints.xml"))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
