@@ -240,3 +240,35 @@ fn a_tendon_spring_pulls_to_its_rest_length() {
         &state.q.as_slice()[..2]
     );
 }
+
+#[test]
+fn a_motor_on_a_tendon_drives_each_joint_by_its_coefficient() {
+    // t = q_a − 2 q_b, a motor of gear 2 at control 0.1: a gets
+    // +0.2 N·m, b gets −0.4 N·m.
+    let xml = WHEELS
+        .replace(
+            "TENDON",
+            r#"<tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-2"/></fixed></tendon>
+  <actuator><motor tendon="t" gear="2"/></actuator>"#,
+        )
+        .replace("EQUALITY", "");
+    let (m, warnings) = model(&xml);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!((m.nu(), m.actuators[0].name.as_str()), (1, "t"));
+    assert!(
+        m.constraint_features()
+            .unwrap()
+            .contains("actuator(s) on tendons")
+    );
+    let mut s = sim(&m, SolverKind::NcpAdmm);
+    let mut state = State::new(m.neutral_configuration(), nalgebra::DVector::zeros(m.nv));
+    for _ in 0..100 {
+        s.step_controls(&mut state, &[0.1]).unwrap();
+    }
+    let (wa, wb) = (0.2 / 0.02 * 0.1, -0.4 / 0.06 * 0.1);
+    assert!(
+        (state.v[0] - wa).abs() < 1e-9 && (state.v[1] - wb).abs() < 1e-9,
+        "{:?}",
+        state.v
+    );
+}

@@ -451,7 +451,8 @@ struct ConstraintsReference {
 
 /// constraints.xml under constant controls for 1 s (dry friction holding
 /// and sliding, a polynomial joint equality, a tendon's range, a tendon
-/// spring with a dead band, a tendon equality): moreau's rigid rows against
+/// spring with a dead band, a tendon equality, a position servo on a
+/// tendon): moreau's rigid rows against
 /// MuJoCo with its rows as stiff as it allows. MuJoCo's default rows are
 /// soft (time constant 0.02 s): its held slider creeps 1.5 mm in 1 s; the
 /// stiff rows take that away. (The equality's curve passes through qpos0:
@@ -509,7 +510,10 @@ fn equalities_tendons_and_dry_friction_match_mujoco() {
                 d(stiff),
                 d(soft)
             );
-            worst = [worst[0].max(d(stiff)), worst[1].max(d(soft))];
+            // The tendon's stop is hit at 0.245 s: 5 ms later MuJoCo's
+            // stiffest limit row is still settling (3e-4 rad).
+            let settled = if state.t < 0.3 { 0 } else { 1 };
+            worst[settled] = worst[settled].max(d(stiff));
             row += 1;
         }
         if step < 1000 {
@@ -517,10 +521,12 @@ fn equalities_tendons_and_dry_friction_match_mujoco() {
                 .unwrap();
         }
     }
-    // (Measured 1.5e-5: the stiff held slider's creep.)
+    // (Measured 3.0e-4 during the impact, then 1.5e-5: the stiff held
+    // slider's creep.)
+    assert!(worst[0] < 5e-4, "at the impact: |Δq| {:e}", worst[0]);
     assert!(
-        worst[0] < 5e-5,
+        worst[1] < 5e-5,
         "worst |Δq| from stiff MuJoCo {:e}",
-        worst[0]
+        worst[1]
     );
 }

@@ -529,6 +529,20 @@ impl ModelBuilder {
     /// (its `dof` is set by [`Self::build`]); returns its index.
     pub fn add_actuator(&mut self, actuator: Actuator) -> Result<usize, ModelError> {
         let what = format!("actuator `{}`", actuator.name);
+        if let Some(t) = actuator.tendon {
+            let Some(tendon) = self.tendons.get(t) else {
+                return Err(ModelError::Invalid {
+                    what,
+                    reason: format!("no tendon {t} (the model has {})", self.tendons.len()),
+                });
+            };
+            if tendon.joints.first().map(|j| j.0) != Some(actuator.joint) {
+                return Err(ModelError::Invalid {
+                    what,
+                    reason: format!("`joint` must be tendon `{}`'s first joint", tendon.name),
+                });
+            }
+        }
         let Some(b) = self.bodies.get(actuator.joint) else {
             return Err(ModelError::Invalid {
                 what,
@@ -575,6 +589,11 @@ impl ModelBuilder {
         }
         self.actuators.push(actuator);
         Ok(self.actuators.len() - 1)
+    }
+
+    /// The tendons added so far.
+    pub fn tendons(&self) -> &[super::Tendon] {
+        &self.tendons
     }
 
     /// Adds a fixed tendon over 1-dof joints; returns its index.

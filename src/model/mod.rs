@@ -192,6 +192,11 @@ pub struct Actuator {
     pub ctrl_range: Option<(f64, f64)>,
     /// `(lo, hi)` when the scalar force is limited.
     pub force_range: Option<(f64, f64)>,
+    /// `Some(t)`: a tendon transmission (MJCF's `tendon`): the actuator
+    /// pulls on fixed tendon `t` of [`Model::tendons`], its length
+    /// `gear·L` and velocity `gear·L̇`, and each of the tendon's joints gets
+    /// `gear·coef·force`; `joint` and `dof` are then its first joint's.
+    pub tendon: Option<usize>,
 }
 
 /// The medium the bodies move in, for MuJoCo's inertia-box fluid model
@@ -226,6 +231,7 @@ impl Actuator {
             bias: [0.0; 3],
             ctrl_range: None,
             force_range: None,
+            tendon: None,
         }
     }
 }
@@ -426,6 +432,10 @@ impl Model {
             what.push(format!(
                 "{acting} tendon(s) with a spring, damping, friction or a range"
             ));
+        }
+        let pulling = self.actuators.iter().filter(|a| a.tendon.is_some()).count();
+        if pulling > 0 {
+            what.push(format!("{pulling} actuator(s) on tendons"));
         }
         (!what.is_empty()).then(|| what.join(", "))
     }

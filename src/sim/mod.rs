@@ -61,10 +61,14 @@ use std::sync::Arc;
 
 pub use crate::counters::{Stage, StageTimes};
 
+mod actuators;
+mod checks;
 mod gradients;
 pub mod kinks;
 pub mod rows;
 mod trajectory;
+pub use actuators::{Actuation, actuator_forces};
+pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
@@ -235,43 +239,6 @@ impl State {
     }
 }
 
-/// What drives a step: raw generalized forces on the dofs, or the
-/// actuators' controls.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Actuation<'a> {
-    /// (nv) generalized forces `τ` applied on the dofs as they are.
-    Torques(&'a [f64]),
-    /// (nu) the controls of `Model::actuators` (see [`actuator_forces`]).
-    Controls(&'a [f64]),
-}
-
-/// The actuators' generalized forces (nv) at `(q, v)` under the controls
-/// `ctrl` (nu), written into `tau`, as MuJoCo computes them for joint
-/// transmissions: each control is clamped to its `ctrl_range`, the scalar
-/// force `gain·ctrl + bias₀ + bias₁·l + bias₂·l̇` (length `l = gear·q`,
-/// velocity `l̇ = gear·q̇`) to its `force_range`, and the dof receives
-/// `gear · force`. Then each dof's total is clamped to its effort limit
-/// (`Model::dof_effort_limit`, URDF's `effort`).
-pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &mut [f64]) {
-    tau.fill(0.0);
-    for (u, a) in ctrl.iter().zip(&model.actuators) {
-        let ctrl = match a.ctrl_range {
-            Some((lo, hi)) => u.clamp(lo, hi),
-            None => *u,
-        };
-        let length = a.gear * q[model.joint_idx_q[a.joint]];
-        let velocity = a.gear * v[a.dof];
-        let mut force = a.gain * ctrl + a.bias[0] + a.bias[1] * length + a.bias[2] * velocity;
-        if let Some((lo, hi)) = a.force_range {
-            force = force.clamp(lo, hi);
-        }
-        tau[a.dof] += a.gear * force;
-    }
-    for (t, &e) in tau.iter_mut().zip(&model.dof_effort_limit) {
-        *t = t.clamp(-e, e);
-    }
-}
-
 /// What one step did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StepReport {
@@ -329,60 +296,6 @@ pub struct Simulator {
     tree: bool,
     /// Cumulated stage times since creation (or `reset_timers`).
     pub times: StageTimes,
-}
-
-/// Refuses `x` if it is not of length `expected` or holds a non-finite
-/// value, naming it `what`.
-pub fn check_vec(what: &'static str, x: &[f64], expected: usize) -> Result<(), SimError> {
-    if x.len() != expected {
-        return Err(SimError::DimensionMismatch {
-            what,
-            got: x.len(),
-            expected,
-        });
-    }
-    if let Some(index) = x.iter().position(|v| !v.is_finite()) {
-        return Err(SimError::NonFinite {
-            what,
-            index,
-            value: x[index],
-        });
-    }
-    Ok(())
-}
-
-/// [`check_vec`] of a batch-major array: `x` holds rows of `width` values
-/// (one per world); a non-finite value is refused naming its row and column
-/// (`what[row, column]`). Its length is the caller's to check.
-pub fn check_rows(what: &'static str, x: &[f64], width: usize) -> Result<(), SimError> {
-    for (row, r) in x.chunks(width.max(1)).enumerate() {
-        if let Err(SimError::NonFinite { index, value, .. }) = check_vec(what, r, r.len()) {
-            return Err(SimError::NonFiniteRow {
-                what,
-                row,
-                index,
-                value,
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Refuses a state of `model` of the wrong size, with a non-finite value or
-/// a quaternion of norm near zero.
-pub fn check_state(model: &Model, state: &State) -> Result<(), SimError> {
-    check_vec("q", state.q.as_slice(), model.nq)?;
-    let q = state.q.as_slice();
-    for (i, off) in crate::dynamics::quaternion_offsets(model) {
-        let norm = q[off..off + 4].iter().map(|x| x * x).sum::<f64>().sqrt();
-        if !(norm > 1e-6) {
-            return Err(SimError::BadQuaternion {
-                body: model.body_name[i].clone(),
-                norm,
-            });
-        }
-    }
-    check_vec("v", state.v.as_slice(), model.nv)
 }
 
 impl Simulator {

@@ -370,7 +370,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             idx_q.push(nq);
             nq += plan.joint.nq();
         }
-        self.tendons_and_equalities(&top, &joint_plan, &|b| idx_q[b], &q0, &mut builder)?;
+        let tendons =
+            self.tendons_and_equalities(&top, &joint_plan, &|b| idx_q[b], &q0, &mut builder)?;
+        // Each fixed tendon's first joint's name (an actuator on it names it).
+        let plan_joint: HashMap<usize, &str> = joint_plan
+            .iter()
+            .map(|(name, (plan, _, _))| (*plan, name.as_str()))
+            .collect();
+        let builder_tendons: Vec<(String, usize)> = builder
+            .tendons()
+            .iter()
+            .map(|t| (plan_joint[&t.joints[0].0].to_string(), t.joints[0].0))
+            .collect();
         // Actuators.
         for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
             for e in a.children().filter(|n| n.is_element()) {
@@ -460,15 +471,30 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         continue;
                     }
                 };
-                let Some(jname) = e.attribute("joint") else {
-                    let trn = ["tendon", "site", "body", "jointinparent", "cranksite"]
-                        .into_iter()
-                        .find(|t| e.attribute(*t).is_some())
-                        .unwrap_or("no");
-                    self.warnings.push(format!(
-                        "{el}: {trn} transmission not supported (only joints), not mapped"
-                    ));
-                    continue;
+                // The transmission: a joint, or a fixed tendon (through
+                // its first joint, see `Actuator::tendon`).
+                let (jname, tendon) = match (e.attribute("joint"), e.attribute("tendon")) {
+                    (Some(j), _) => (j, None),
+                    (None, Some(t)) => match tendons.get(t) {
+                        Some(&index) => (builder_tendons[index].0.as_str(), Some(index)),
+                        None if has_spatial_tendon(&top, t) => {
+                            self.warnings.push(format!(
+                                "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
+                            ));
+                            continue;
+                        }
+                        None => return Err(self.error(&el, format!("unknown tendon `{t}`"))),
+                    },
+                    (None, None) => {
+                        let trn = ["site", "body", "jointinparent", "cranksite"]
+                            .into_iter()
+                            .find(|t| e.attribute(*t).is_some())
+                            .unwrap_or("no");
+                        self.warnings.push(format!(
+                            "{el}: {trn} transmission not supported (only joints and fixed tendons), not mapped"
+                        ));
+                        continue;
+                    }
                 };
                 let Some((plan, kind, _)) = joint_plan.get(jname) else {
                     return Err(self.error(&el, format!("unknown joint `{jname}`")));
@@ -527,7 +553,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 self.warnings.extend(notes);
                 builder
                     .add_actuator(Actuator {
-                        name: e.attribute("name").unwrap_or(jname).to_string(),
+                        name: e
+                            .attribute("name")
+                            .or(e.attribute("tendon"))
+                            .unwrap_or(jname)
+                            .to_string(),
                         joint: *plan,
                         dof: 0,
                         gear,
@@ -535,6 +565,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         bias,
                         ctrl_range,
                         force_range,
+                        tendon,
                     })
                     .map_err(|err| self.error(&el, err.to_string()))?;
             }
@@ -618,4 +649,12 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             warnings: self.warnings,
         })
     }
+}
+
+/// Whether the `<tendon>` sections of `top` declare a spatial tendon `name`.
+fn has_spatial_tendon(top: &[Node<'_, '_>], name: &str) -> bool {
+    top.iter()
+        .filter(|n| n.has_tag_name("tendon"))
+        .flat_map(|n| n.children())
+        .any(|t| t.has_tag_name("spatial") && t.attribute("name") == Some(name))
 }

@@ -45,8 +45,8 @@ Outputs:
   mesh under each `<mesh inertia>` mode), every body's mass, centre of mass
   and inertia about it in the body frame.
 - constraints.json: for constraints.xml (dry joint friction, a polynomial
-  joint equality, a fixed tendon's range, a tendon spring with a dead band
-  and a tendon equality), `qpos` every 0.25 s of 1 s under the constant
+  joint equality, a fixed tendon's range, a tendon spring with a dead band,
+  a tendon equality and a position servo on a tendon), `qpos` every 0.25 s of 1 s under the constant
   controls CONSTRAINT_CTRL from qpos0, with MuJoCo's defaults and with its
   constraints made as stiff as it allows (every equality, dry-friction and
   limit row's solref 2·timestep, 1; solimp 0.99 0.999).
@@ -262,7 +262,7 @@ def inertia_reference(xml):
     return {"versions": versions(), "file": xml.name, "bodies": bodies}
 
 
-CONSTRAINT_CTRL = [2.9, 5.0, 0.05, 0.3, 0.1, 0.02]
+CONSTRAINT_CTRL = [2.9, 5.0, 0.05, 0.3, 0.1, 0.02, 0.4]
 
 
 def constraints_reference(xml):
