@@ -226,7 +226,6 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         "<composite>",
         "<connect> equality constraints are not supported",
         "<contact><pair>",
-        "tendon transmission",
     ];
     for e in expect {
         assert!(
@@ -248,7 +247,9 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
             "{simulated} is simulated"
         );
     }
-    assert_eq!((m.model.nq, m.model.nv, m.model.actuators.len()), (2, 2, 2));
+    // The motor on the fixed tendon maps too.
+    assert_eq!((m.model.nq, m.model.nv, m.model.actuators.len()), (2, 2, 3));
+    assert_eq!(m.model.actuators[2].tendon, Some(0));
     // The fixed tendon, the joint equality and the slider's dry friction
     // are simulated, not warned about.
     for simulated in ["<tendon>", "<equality>", "`frictionloss`"] {

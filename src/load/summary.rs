@@ -117,8 +117,48 @@ impl LoadedModel {
                     .ctrl_range
                     .map(|(lo, hi)| format!(", control in [{lo}, {hi}]"))
                     .unwrap_or_default();
-                writeln!(s, "  {:24} v[{}], gear {}{range}", a.name, a.dof, a.gear)?;
+                let on = match a.tendon {
+                    Some(t) => format!("tendon {}", m.tendons[t].name),
+                    None => format!("v[{}]", a.dof),
+                };
+                writeln!(s, "  {:24} {on}, gear {}{range}", a.name, a.gear)?;
             }
+        }
+        if !m.tendons.is_empty() {
+            writeln!(s, "fixed tendons (length = sum of coef * q):")?;
+            for t in &m.tendons {
+                let joints: Vec<String> = t
+                    .joints
+                    .iter()
+                    .map(|&(j, c)| format!("{c} {}", m.joint_name[j]))
+                    .collect();
+                let range = t
+                    .range
+                    .map(|(lo, hi)| format!(", range [{lo}, {hi}]"))
+                    .unwrap_or_default();
+                writeln!(s, "  {:24} {}{range}", t.name, joints.join(" + "))?;
+            }
+        }
+        if !m.equalities.is_empty() {
+            writeln!(s, "equality constraints (bilateral rows):")?;
+            for e in &m.equalities {
+                writeln!(
+                    s,
+                    "  {:24} {:?} = P({:?}), P = {:?}",
+                    e.name, e.first, e.second, e.polycoef
+                )?;
+            }
+        }
+        let friction: Vec<String> = (0..m.nv)
+            .filter(|&k| m.dof_frictionloss[k] > 0.0)
+            .map(|k| format!("v[{k}] {}", m.dof_frictionloss[k]))
+            .collect();
+        if !friction.is_empty() {
+            writeln!(
+                s,
+                "dry friction (frictionloss, box rows): {}",
+                friction.join(", ")
+            )?;
         }
         writeln!(
             s,
