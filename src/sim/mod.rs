@@ -27,7 +27,11 @@
 //! [`crate::contact::ContactProblem`]), with the contacts' speculative and
 //! Baumgarte terms on its distance to the stop (and no restitution: a stop
 //! is inelastic). Ball joints' cone limits are not enforced (the model
-//! loaders warn).
+//! loaders warn). After the limits come the other one-dimensional rows
+//! ([`rows`]): equality constraints (bilateral), dry friction on dofs and
+//! tendons (boxes `|λ| ≤ f·dt`) and tendon limits (unilateral), each with
+//! its set in `ContactProblem::row_sets`; fixed tendons' springs are
+//! explicit forces.
 //!
 //! Stabilization in `g` (normal component of contact `i`, signed distance `φ`,
 //! pre-step normal velocity `v⁻_N = J_N v`):
