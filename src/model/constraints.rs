@@ -53,6 +53,14 @@ impl Tendon {
             .map(|&(j, c)| c * q[joint_idx_q[j]])
             .sum()
     }
+
+    /// `L̇ = Σ coef_j v_j`, given each joint's `v` index (`joint_idx_v`).
+    pub fn velocity(&self, joint_idx_v: &[usize], v: &[f64]) -> f64 {
+        self.joints
+            .iter()
+            .map(|&(j, c)| c * v[joint_idx_v[j]])
+            .sum()
+    }
 }
 
 /// An equality constraint `y − y₀ = P(x − x₀)` (see the module docs).

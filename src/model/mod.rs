@@ -397,19 +397,8 @@ impl Model {
     pub fn joint_id(&self, name: &str) -> Option<usize> {
         self.joint_name.iter().position(|n| n == name)
     }
-    /// Whether a step may hold rows other than contacts and joint limits:
-    /// equality constraints, dry friction (`dof_frictionloss`, a tendon's
-    /// `frictionloss`) or tendon limits.
-    pub fn has_extra_rows(&self) -> bool {
-        !self.equalities.is_empty()
-            || self.dof_frictionloss.iter().any(|&f| f > 0.0)
-            || self
-                .tendons
-                .iter()
-                .any(|t| t.frictionloss > 0.0 || t.range.is_some())
-    }
     /// What makes a step hold rows other than contacts and joint limits
-    /// (see [`Self::has_extra_rows`]), or of tendon forces, in words;
+    /// (equalities, dry friction, tendon limits), or tendon forces, in words;
     /// `None` when nothing does. For the paths that do not simulate them
     /// (the GPU kernels, the derivatives, inverse dynamics).
     pub fn constraint_features(&self) -> Option<String> {

@@ -32,8 +32,10 @@ pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &
             None => (q[model.joint_idx_q[a.joint]], v[a.dof]),
             Some(t) => {
                 let t = &model.tendons[t];
-                let rate = t.joints.iter().map(|&(j, c)| c * v[model.joint_idx_v[j]]);
-                (t.length(&model.joint_idx_q, q), rate.sum())
+                (
+                    t.length(&model.joint_idx_q, q),
+                    t.velocity(&model.joint_idx_v, v),
+                )
             }
         };
         let (length, velocity) = (a.gear * length, a.gear * velocity);

@@ -190,11 +190,7 @@ pub(crate) fn tendon_forces(model: &Model, q: &[f64], v: &[f64], tau: &mut [f64]
             continue;
         }
         let length = t.length(&model.joint_idx_q, q);
-        let rate: f64 = t
-            .joints
-            .iter()
-            .map(|&(j, c)| c * v[model.joint_idx_v[j]])
-            .sum();
+        let rate = t.velocity(&model.joint_idx_v, v);
         let (lo, hi) = t.spring_length;
         let stretch = if length > hi {
             length - hi

@@ -377,10 +377,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .iter()
             .map(|(name, (plan, _, _))| (*plan, name.as_str()))
             .collect();
-        let builder_tendons: Vec<(String, usize)> = builder
+        let builder_tendons: Vec<&str> = builder
             .tendons()
             .iter()
-            .map(|t| (plan_joint[&t.joints[0].0].to_string(), t.joints[0].0))
+            .map(|t| plan_joint[&t.joints[0].0])
             .collect();
         // Actuators.
         for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
@@ -476,7 +476,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 let (jname, tendon) = match (e.attribute("joint"), e.attribute("tendon")) {
                     (Some(j), _) => (j, None),
                     (None, Some(t)) => match tendons.get(t) {
-                        Some(&index) => (builder_tendons[index].0.as_str(), Some(index)),
+                        Some(&index) => (builder_tendons[index], Some(index)),
                         None if has_spatial_tendon(&top, t) => {
                             self.warnings.push(format!(
                                 "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
