@@ -201,10 +201,10 @@ fn actuators_turn_controls_into_joint_forces() {
     let model = Arc::new(b.build().unwrap());
     let mut tau = vec![0.0];
     // Far from its target, the servo's force is cut at the effort limit.
-    moreau::sim::actuator_forces(&model, &[0.0], &[0.0], &[0.3], &mut tau);
+    moreau::sim::actuator_forces(&model, &[0.0], &[0.0], &[0.3], &[], 0.0, &mut tau);
     assert_eq!(tau[0], 4.0);
     // The control is clamped to the range: 2 → 0.5.
-    moreau::sim::actuator_forces(&model, &[0.45], &[0.1], &[2.0], &mut tau);
+    moreau::sim::actuator_forces(&model, &[0.45], &[0.1], &[2.0], &[], 0.0, &mut tau);
     assert!((tau[0] - (kp * (0.5 - 0.45) - kv * 0.1)).abs() < 1e-12);
     let mut sim = Simulator::new(model.clone(), SimParams::default()).unwrap();
     let mut state = State::new(DVector::zeros(1), DVector::zeros(1));

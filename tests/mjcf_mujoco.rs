@@ -530,3 +530,75 @@ fn equalities_tendons_and_dry_friction_match_mujoco() {
         worst[1]
     );
 }
+
+#[derive(Deserialize)]
+struct ActuatorsReference {
+    /// Two phases of controls, the second from step `switch_steps` on.
+    ctrl: Vec<Vec<f64>>,
+    switch_steps: usize,
+    na: usize,
+    /// (time, qpos…, act…) every 0.05 s.
+    rows: Vec<Vec<f64>>,
+}
+
+/// actuators.xml under two phases of constant controls for 1 s: every
+/// activation dynamics moreau maps (filter, filterexact from a position
+/// servo's `timeconst` and on a tendon with `actrange`, intvelocity's
+/// integrator with its range, cylinder, an `actearly` filter) among
+/// stateless actuators. Nothing collides and no row is active, so moreau's
+/// Euler step is MuJoCo's: the configurations and activations agree to
+/// rounding.
+#[test]
+fn activation_dynamics_match_mujoco() {
+    use moreau::sim::{SimParams, Simulator, State};
+    let r: ActuatorsReference =
+        reference("actuators.json", include_str!("data/mujoco/actuators.json"));
+    let m = load_mjcf(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/mujoco/actuators.xml"
+        ),
+        &MjcfOptions::default(),
+    )
+    .unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    let model = std::sync::Arc::new(m.model);
+    assert_eq!((model.nu(), model.na()), (r.ctrl[0].len(), r.na));
+    let params = SimParams {
+        dt: m.timestep,
+        ..Default::default()
+    };
+    let mut sim = Simulator::new(model.clone(), params).unwrap();
+    let mut state = State::new(
+        model.neutral_configuration(),
+        nalgebra::DVector::zeros(model.nv),
+    );
+    let every = (0.05 / m.timestep).round() as usize;
+    let (mut worst_q, mut worst_act) = (0.0f64, 0.0f64);
+    for (k, want) in r.rows.iter().enumerate() {
+        let step = k * every;
+        while (state.t / m.timestep).round() as usize != step {
+            let phase = usize::from((state.t / m.timestep).round() as usize >= r.switch_steps);
+            sim.step_controls(&mut state, &r.ctrl[phase]).unwrap();
+        }
+        assert!((want[0] - state.t).abs() < 1e-9);
+        let q = &want[1..1 + model.nq];
+        let act = &want[1 + model.nq..];
+        assert_eq!(state.act.len(), if step == 0 { 0 } else { r.na });
+        for i in 0..model.nq {
+            worst_q = worst_q.max((state.q[i] - q[i]).abs());
+        }
+        for i in 0..r.na {
+            let a = state.act.get(i).copied().unwrap_or(0.0);
+            worst_act = worst_act.max((a - act[i]).abs());
+        }
+    }
+    // The activations hit both ends of their ranges (the integrator at
+    // −0.3 and the tendon's filter at −0.5, read from MuJoCo's act).
+    let last = r.rows.last().unwrap();
+    assert_eq!(last[1 + model.nq + 2], -0.3);
+    assert_eq!(last[1 + model.nq + 5], -0.5);
+    println!("max |Δq| {worst_q:.1e}, max |Δact| {worst_act:.1e}");
+    assert!(worst_q < 1e-9, "max |Δq| {worst_q:e}");
+    assert!(worst_act < 1e-9, "max |Δact| {worst_act:e}");
+}

@@ -54,7 +54,15 @@ fn urdf_limits_and_dynamics_are_in_the_model() {
         ("shoulder", 0, 1.0)
     );
     let mut tau = [0.0; 2];
-    moreau::sim::actuator_forces(m, &[0.0, 0.0], &[0.0, 0.0], &[25.0, 25.0], &mut tau);
+    moreau::sim::actuator_forces(
+        m,
+        &[0.0, 0.0],
+        &[0.0, 0.0],
+        &[25.0, 25.0],
+        &[],
+        0.0,
+        &mut tau,
+    );
     assert_eq!(tau, [10.0, 25.0]);
     // A negative damping is refused, naming the joint.
     let bad = ARM.replace("damping=\"0.7\"", "damping=\"-1\"");

@@ -960,7 +960,15 @@ fn each_stage_matches_its_cpu_twin() {
             }
             let u = &ctrl[w * nu..(w + 1) * nu];
             let mut tau = vec![0.0; model.nv];
-            actuator_forces(model, start.q.as_slice(), start.v.as_slice(), u, &mut tau);
+            actuator_forces(
+                model,
+                start.q.as_slice(),
+                start.v.as_slice(),
+                u,
+                &[],
+                0.0,
+                &mut tau,
+            );
             for k in 0..model.nv {
                 let qk = start.q[model.joint_idx_q[model.dof_body[k]]];
                 tau[k] -= model.dof_stiffness[k] * (qk - model.dof_springref[k])

@@ -413,6 +413,20 @@ impl BatchSim {
         self.stacked(py, self.nv, false)
     }
 
+    /// The actuators' activations (nworlds, na), a copy (MuJoCo's ``act``:
+    /// the state of the actuators with activation dynamics, ``dyntype``).
+    #[getter]
+    fn act<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        let na = self.batch.model().na();
+        let mut flat = vec![0.0; self.batch.nworlds() * na];
+        for (s, out) in self.batch.states().zip(flat.chunks_mut(na.max(1))) {
+            if !s.act.is_empty() {
+                out.copy_from_slice(s.act.as_slice());
+            }
+        }
+        array2(py, flat, self.batch.nworlds(), na)
+    }
+
     /// World-frame positions (nworlds, 3) of the origin of body `body`
     /// (an index into `Model.body_names`) at each world's configuration
     /// (MuJoCo's `xpos`).
@@ -551,8 +565,9 @@ impl BatchSim {
     }
 
     /// The generalized forces of the actuators (nworlds, nv) under controls
-    /// ``ctrl`` (nworlds, nu), at each world's state or at ``q``, ``v``
-    /// (MuJoCo's ``qfrc_actuator``: clamped to the control and force ranges).
+    /// ``ctrl`` (nworlds, nu), at each world's state (its activations
+    /// included) or at ``q``, ``v`` (MuJoCo's ``qfrc_actuator``: clamped to
+    /// the control and force ranges).
     #[pyo3(signature = (ctrl, q=None, v=None))]
     fn actuator_forces<'py>(
         &self,
@@ -574,30 +589,46 @@ impl BatchSim {
             let vw = v
                 .as_ref()
                 .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+            let dt = self.batch.params(w).map_err(value_error)?.dt;
             actuator_forces(
                 model,
                 qw,
                 vw,
                 &ctrl[w * nu..(w + 1) * nu],
+                s.act.as_slice(),
+                dt,
                 &mut flat[w * nv..(w + 1) * nv],
             );
         }
         Ok(array2(py, flat, n, nv))
     }
 
-    /// Sets every world's state: configurations `q` (nworlds, nq) and
-    /// velocities `v` (nworlds, nv). Checked first: on bad input no world
-    /// changes.
-    fn set_states(&mut self, q: Floats2<'_>, v: Floats2<'_>) -> PyResult<()> {
+    /// Sets every world's state: configurations `q` (nworlds, nq),
+    /// velocities `v` (nworlds, nv) and the actuators' activations `act`
+    /// (nworlds, na; not given: zero, as a reset). Checked first: on bad
+    /// input no world changes.
+    #[pyo3(signature = (q, v, act=None))]
+    fn set_states(
+        &mut self,
+        q: Floats2<'_>,
+        v: Floats2<'_>,
+        act: Option<Floats2<'_>>,
+    ) -> PyResult<()> {
         let q = self.actions("q", &q, self.nq)?;
         let v = self.actions("v", &v, self.nv)?;
+        let na = self.batch.model().na();
+        let act = self.optional("act", &act, na)?;
         let (nq, nv) = (self.nq, self.nv);
         let states: Vec<State> = (0..self.batch.nworlds())
             .map(|w| {
-                State::new(
+                let mut s = State::new(
                     DVector::from_column_slice(&q[w * nq..(w + 1) * nq]),
                     DVector::from_column_slice(&v[w * nv..(w + 1) * nv]),
-                )
+                );
+                if let Some(a) = &act {
+                    s.act = DVector::from_column_slice(&a[w * na..(w + 1) * na]);
+                }
+                s
             })
             .collect();
         // (Each world's state is checked before any is set.)
@@ -659,15 +690,26 @@ impl BatchSim {
         Ok(())
     }
 
-    /// Sets world `world`'s state.
-    fn set_state(&mut self, world: usize, q: Floats1<'_>, v: Floats1<'_>) -> PyResult<()> {
-        let q = vector(&q);
-        let v = vector(&v);
-        self.batch
-            .set_state(
-                world,
-                State::new(DVector::from_vec(q), DVector::from_vec(v)),
-            )
-            .map_err(value_error)
+    /// Sets world `world`'s state (``act``: the activations, (na,); not
+    /// given: zero).
+    #[pyo3(signature = (world, q, v, act=None))]
+    fn set_state(
+        &mut self,
+        world: usize,
+        q: Floats1<'_>,
+        v: Floats1<'_>,
+        act: Option<Floats1<'_>>,
+    ) -> PyResult<()> {
+        let mut state = State::new(DVector::from_vec(vector(&q)), DVector::from_vec(vector(&v)));
+        if let Some(a) = act {
+            state.act = DVector::from_vec(vector(&a));
+            if state.act.is_empty() && self.batch.model().na() > 0 {
+                return Err(value_error(format!(
+                    "act: expected {} activations, got 0",
+                    self.batch.model().na()
+                )));
+            }
+        }
+        self.batch.set_state(world, state).map_err(value_error)
     }
 }

@@ -205,6 +205,31 @@ impl Simulator {
         self.state.v = trial.v;
         Ok(())
     }
+    /// The actuators' activations (na,), a copy (MuJoCo's ``act``: the
+    /// state of the actuators with activation dynamics, ``dyntype``);
+    /// assigning checks the shape and the values.
+    #[getter]
+    fn act<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        let na = self.sim.model().na();
+        if self.state.act.is_empty() {
+            return PyArray1::from_vec(py, vec![0.0; na]);
+        }
+        PyArray1::from_slice(py, self.state.act.as_slice())
+    }
+    #[setter]
+    fn set_act(&mut self, act: Floats1<'_>) -> PyResult<()> {
+        let mut trial = self.state.clone();
+        trial.act = DVector::from_vec(vector(&act));
+        if trial.act.is_empty() && self.sim.model().na() > 0 {
+            return Err(value_error(format!(
+                "act: expected {} activations, got 0",
+                self.sim.model().na()
+            )));
+        }
+        self.sim.check_state(&trial).map_err(value_error)?;
+        self.state.act = trial.act;
+        Ok(())
+    }
     /// Simulated time (s).
     #[getter]
     fn t(&self) -> f64 {

@@ -1,6 +1,9 @@
 //! `ModelBuilder`: validates bodies, joints and geometries as they are added.
 
-use super::{Actuator, Frame, Geometry, JointSpec, JointType, Medium, Model, NO_DOF, Shape, WORLD};
+use super::{
+    Actuator, ActuatorDynamics, Frame, Geometry, JointSpec, JointType, Medium, Model, NO_DOF,
+    Shape, WORLD,
+};
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use parry3d_f64::math::Vector as PVec;
@@ -587,6 +590,34 @@ impl ModelBuilder {
                 });
             }
         }
+        let tau = match actuator.dynamics {
+            ActuatorDynamics::Filter(tau) | ActuatorDynamics::FilterExact(tau) => tau,
+            _ => 1.0,
+        };
+        if !(tau.is_finite() && tau > 0.0) {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!(
+                    "the {} time constant must be finite and positive, got {tau}",
+                    actuator.dynamics.name()
+                ),
+            });
+        }
+        if let Some((lo, hi)) = actuator.act_range
+            && !(lo < hi)
+        {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!("act range needs lower < upper, got ({lo}, {hi})"),
+            });
+        }
+        let mut actuator = actuator;
+        actuator.act = (actuator.dynamics != ActuatorDynamics::None).then(|| {
+            self.actuators
+                .iter()
+                .filter(|a| a.dynamics != ActuatorDynamics::None)
+                .count()
+        });
         self.actuators.push(actuator);
         Ok(self.actuators.len() - 1)
     }

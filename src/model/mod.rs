@@ -197,6 +197,60 @@ pub struct Actuator {
     /// `gear·L` and velocity `gear·L̇`, and each of the tendon's joints gets
     /// `gear·coef·force`; `joint` and `dof` are then its first joint's.
     pub tendon: Option<usize>,
+    /// Activation dynamics (MJCF's `dyntype`): with any but `None`, the
+    /// force is `gain·act + bias` where `act` is the actuator's state,
+    /// driven by the control (see [`ActuatorDynamics`]).
+    pub dynamics: ActuatorDynamics,
+    /// `(lo, hi)` when the activation is clamped after each step (MJCF's
+    /// `actlimited`/`actrange`).
+    pub act_range: Option<(f64, f64)>,
+    /// The force uses the activation of the end of the step rather than
+    /// its start (MJCF's `actearly`): no step of delay between a control
+    /// and its force.
+    pub act_early: bool,
+    /// Index into the activation state `State::act` (set by the builder
+    /// when `dynamics` is not `None`).
+    pub act: Option<usize>,
+}
+
+/// An actuator's activation dynamics, as MuJoCo's `dyntype`: the
+/// activation `act` moves with the (clamped) control and is integrated
+/// over each step, then clamped to `act_range`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ActuatorDynamics {
+    /// Stateless: the force follows the control.
+    #[default]
+    None,
+    /// `ȧct = ctrl`, explicit Euler (MJCF `integrator`).
+    Integrator,
+    /// `ȧct = (ctrl − act)/τ`, explicit Euler (MJCF `filter`, `dynprm="τ"`).
+    Filter(f64),
+    /// The same first-order filter integrated exactly over the step,
+    /// `act⁺ = act + (ctrl − act)(1 − e^(−dt/τ))` (MJCF `filterexact`).
+    FilterExact(f64),
+}
+
+impl ActuatorDynamics {
+    /// The activation at the end of a step of `dt` from `act` under the
+    /// clamped control `ctrl` (before the `act_range` clamp).
+    pub fn next(self, act: f64, ctrl: f64, dt: f64) -> f64 {
+        match self {
+            ActuatorDynamics::None => act,
+            ActuatorDynamics::Integrator => act + dt * ctrl,
+            ActuatorDynamics::Filter(tau) => act + dt * (ctrl - act) / tau,
+            ActuatorDynamics::FilterExact(tau) => act + (ctrl - act) * -(-dt / tau).exp_m1(),
+        }
+    }
+
+    /// MJCF's name of the dynamics.
+    pub fn name(self) -> &'static str {
+        match self {
+            ActuatorDynamics::None => "none",
+            ActuatorDynamics::Integrator => "integrator",
+            ActuatorDynamics::Filter(_) => "filter",
+            ActuatorDynamics::FilterExact(_) => "filterexact",
+        }
+    }
 }
 
 /// The medium the bodies move in, for MuJoCo's inertia-box fluid model
@@ -232,6 +286,10 @@ impl Actuator {
             ctrl_range: None,
             force_range: None,
             tendon: None,
+            dynamics: ActuatorDynamics::None,
+            act_range: None,
+            act_early: false,
+            act: None,
         }
     }
 }
@@ -392,6 +450,11 @@ impl Model {
     /// Number of actuators (the length of a control vector).
     pub fn nu(&self) -> usize {
         self.actuators.len()
+    }
+    /// Number of activation states (actuators with activation dynamics):
+    /// the length of `State::act`.
+    pub fn na(&self) -> usize {
+        self.actuators.iter().filter(|a| a.act.is_some()).count()
     }
     /// Body index of the joint named `name`.
     pub fn joint_id(&self, name: &str) -> Option<usize> {

@@ -1,7 +1,7 @@
 //! What drives a step: generalized forces, or the actuators' controls
 //! turned into them.
 
-use crate::model::Model;
+use crate::model::{Actuator, Model};
 
 /// What drives a step: raw generalized forces on the dofs, or the
 /// actuators' controls.
@@ -14,19 +14,39 @@ pub enum Actuation<'a> {
 }
 
 /// The actuators' generalized forces (nv) at `(q, v)` under the controls
-/// `ctrl` (nu), written into `tau`, as MuJoCo computes them for joint and
+/// `ctrl` (nu) and activations `act` (`Model::na`, or empty: all zero),
+/// written into `tau`, as MuJoCo computes them for joint and
 /// fixed-tendon transmissions (a tendon's length `L` in place of `q`, its
-/// joints each getting `coef·gear·force`): each control is clamped to its `ctrl_range`, the scalar
-/// force `gain·ctrl + bias₀ + bias₁·l + bias₂·l̇` (length `l = gear·q`,
-/// velocity `l̇ = gear·q̇`) to its `force_range`, and the dof receives
+/// joints each getting `coef·gear·force`): each control is clamped to its
+/// `ctrl_range`; the actuator's input is that control, or its activation
+/// when it has [`crate::model::ActuatorDynamics`] (the activation at the end of the step
+/// of `dt` for an `act_early` one, see [`next_activations`]); the scalar
+/// force `gain·input + bias₀ + bias₁·l + bias₂·l̇` (length `l = gear·q`,
+/// velocity `l̇ = gear·q̇`) is clamped to its `force_range`, and the dof receives
 /// `gear · force`. Then each dof's total is clamped to its effort limit
 /// (`Model::dof_effort_limit`, URDF's `effort`).
-pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &mut [f64]) {
+pub fn actuator_forces(
+    model: &Model,
+    q: &[f64],
+    v: &[f64],
+    ctrl: &[f64],
+    act: &[f64],
+    dt: f64,
+    tau: &mut [f64],
+) {
     tau.fill(0.0);
     for (u, a) in ctrl.iter().zip(&model.actuators) {
-        let ctrl = match a.ctrl_range {
-            Some((lo, hi)) => u.clamp(lo, hi),
-            None => *u,
+        let ctrl = clamped_control(a, *u);
+        let input = match a.act {
+            None => ctrl,
+            Some(i) => {
+                let now = act.get(i).copied().unwrap_or(0.0);
+                if a.act_early {
+                    next_activation(a, now, ctrl, dt)
+                } else {
+                    now
+                }
+            }
         };
         let (length, velocity) = match a.tendon {
             None => (q[model.joint_idx_q[a.joint]], v[a.dof]),
@@ -39,7 +59,7 @@ pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &
             }
         };
         let (length, velocity) = (a.gear * length, a.gear * velocity);
-        let mut force = a.gain * ctrl + a.bias[0] + a.bias[1] * length + a.bias[2] * velocity;
+        let mut force = a.gain * input + a.bias[0] + a.bias[1] * length + a.bias[2] * velocity;
         if let Some((lo, hi)) = a.force_range {
             force = force.clamp(lo, hi);
         }
@@ -54,5 +74,35 @@ pub fn actuator_forces(model: &Model, q: &[f64], v: &[f64], ctrl: &[f64], tau: &
     }
     for (t, &e) in tau.iter_mut().zip(&model.dof_effort_limit) {
         *t = t.clamp(-e, e);
+    }
+}
+
+/// The activations at the end of a step of `dt` from `act` (`Model::na`,
+/// or empty: all zero) under the controls `ctrl` (nu), written into `out`
+/// (na), as MuJoCo's `mj_nextActivation`: each control clamped to its
+/// `ctrl_range`, the activation integrated by its [`crate::model::ActuatorDynamics`],
+/// then clamped to its `act_range`.
+pub fn next_activations(model: &Model, ctrl: &[f64], act: &[f64], dt: f64, out: &mut [f64]) {
+    for (u, a) in ctrl.iter().zip(&model.actuators) {
+        if let Some(i) = a.act {
+            let now = act.get(i).copied().unwrap_or(0.0);
+            out[i] = next_activation(a, now, clamped_control(a, *u), dt);
+        }
+    }
+}
+
+fn clamped_control(a: &Actuator, u: f64) -> f64 {
+    match a.ctrl_range {
+        Some((lo, hi)) => u.clamp(lo, hi),
+        None => u,
+    }
+}
+
+/// One actuator's activation after a step, clamped to its range.
+fn next_activation(a: &Actuator, act: f64, ctrl: f64, dt: f64) -> f64 {
+    let next = a.dynamics.next(act, ctrl, dt);
+    match a.act_range {
+        Some((lo, hi)) => next.clamp(lo, hi),
+        None => next,
     }
 }

@@ -56,5 +56,9 @@ pub fn check_state(model: &Model, state: &State) -> Result<(), SimError> {
             });
         }
     }
-    check_vec("v", state.v.as_slice(), model.nv)
+    check_vec("v", state.v.as_slice(), model.nv)?;
+    if !state.act.is_empty() {
+        check_vec("act", state.act.as_slice(), model.na())?;
+    }
+    Ok(())
 }

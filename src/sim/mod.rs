@@ -71,7 +71,7 @@ mod gradients;
 pub mod kinks;
 pub mod rows;
 mod trajectory;
-pub use actuators::{Actuation, actuator_forces};
+pub use actuators::{Actuation, actuator_forces, next_activations};
 pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
@@ -227,19 +227,30 @@ impl SimParams {
     }
 }
 
-/// The state of one world: configuration, velocity, time.
+/// The state of one world: configuration, velocity, the actuators'
+/// activations, time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct State {
     /// (nq)
     pub q: DVector<f64>,
     /// (nv)
     pub v: DVector<f64>,
+    /// (`Model::na`) the activations of the actuators with activation
+    /// dynamics, or empty: all zero, as MuJoCo starts them (a step under
+    /// controls then writes all `na`).
+    pub act: DVector<f64>,
     pub t: f64,
 }
 
 impl State {
+    /// At `(q, v)`, time 0, activations zero.
     pub fn new(q: DVector<f64>, v: DVector<f64>) -> Self {
-        State { q, v, t: 0.0 }
+        State {
+            q,
+            v,
+            act: DVector::zeros(0),
+            t: 0.0,
+        }
     }
 }
 
@@ -288,6 +299,10 @@ pub struct Simulator {
     v_free: DVector<f64>,
     v_next: DVector<f64>,
     q_next: DVector<f64>,
+    /// The activations at the end of the prepared step (na), when it runs
+    /// under controls (`act_pending`); under torques they stay as they are.
+    act_next: DVector<f64>,
+    act_pending: bool,
     scratch: DVector<f64>,
     scratch_rows: Vec<f64>,
     tree_work: TreeWork,
@@ -325,6 +340,8 @@ impl Simulator {
             v_free: DVector::zeros(nv),
             v_next: DVector::zeros(nv),
             q_next: DVector::zeros(nq),
+            act_next: DVector::zeros(model.na()),
+            act_pending: false,
             scratch: DVector::zeros(nv),
             prepared: None,
             tree: false,
@@ -649,10 +666,16 @@ impl Simulator {
         let (model, data) = (&*self.model, &mut self.data);
         let dt = self.params.dt;
         let (q, v) = (state.q.as_slice(), state.v.as_slice());
+        let act = state.act.as_slice();
+        self.act_pending = false;
         match input {
             Actuation::Torques(tau) => self.tau.copy_from_slice(tau),
             Actuation::Controls(ctrl) => {
-                actuator_forces(model, q, v, ctrl, self.tau.as_mut_slice())
+                actuator_forces(model, q, v, ctrl, act, dt, self.tau.as_mut_slice());
+                if !self.act_next.is_empty() {
+                    next_activations(model, ctrl, act, dt, self.act_next.as_mut_slice());
+                    self.act_pending = true;
+                }
             }
         }
         for k in 0..model.nv {
@@ -952,6 +975,14 @@ impl Simulator {
         );
         check_vec("next v", self.v_next.as_slice(), self.model.nv)?;
         check_vec("next q", self.q_next.as_slice(), self.model.nq)?;
+        if self.act_pending {
+            check_vec("next act", self.act_next.as_slice(), self.model.na())?;
+            if state.act.len() == self.act_next.len() {
+                state.act.copy_from(&self.act_next);
+            } else {
+                state.act.clone_from(&self.act_next);
+            }
+        }
         state.q.copy_from(&self.q_next);
         state.v.copy_from(&self.v_next);
         state.t += dt;

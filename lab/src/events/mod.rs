@@ -642,6 +642,7 @@ impl EventSim {
         Ok(State {
             q: q1,
             v: v1,
+            act: s.act.clone(),
             t: s.t + h,
         })
     }
@@ -727,6 +728,7 @@ impl EventSim {
         Ok(State {
             q: q1,
             v: vbar * 2.0 - &s.v,
+            act: s.act.clone(),
             t: s.t + h,
         })
     }
@@ -1135,11 +1137,8 @@ impl EventSim {
     ) -> Result<Eval, EventError> {
         self.evaluations += 1;
         let model = Arc::clone(&self.model);
-        let y = State {
-            q: q.clone(),
-            v: v.clone(),
-            t,
-        };
+        let mut y = State::new(q.clone(), v.clone());
+        y.t = t;
         forward_kinematics(&model, &mut self.data, q.as_slice());
         forward_velocity(&model, &mut self.data, v.as_slice());
         self.total_forces(&y, tau);

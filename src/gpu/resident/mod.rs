@@ -100,6 +100,12 @@ pub fn unsupported(model: &Model) -> Option<String> {
     if let Some(what) = model.constraint_features() {
         return Some(format!("the kernel does not simulate its {what}"));
     }
+    if model.na() > 0 {
+        return Some(format!(
+            "the kernel has no activation state: {} actuator(s) with activation dynamics",
+            model.na()
+        ));
+    }
     if model.nbodies > MAX_BODIES {
         return Some(format!(
             "{} bodies, over the {MAX_BODIES} the kernel is compiled for",

@@ -404,20 +404,53 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         None => Ok(default),
                     }
                 };
-                let (gain, bias) = match tag {
-                    "motor" => (1.0, [0.0; 3]),
+                let (gain, bias, dynamics) = match tag {
+                    "motor" => (1.0, [0.0; 3], ActuatorDynamics::None),
                     "position" => {
                         let (kp, kv) = (scalar("kp", 1.0)?, scalar("kv", 0.0)?);
-                        if get("dampratio").is_some() || get("timeconst").is_some() {
+                        if get("dampratio").is_some() {
                             notes.push(format!(
-                                "{el}: position actuator's dampratio / timeconst not supported, ignored"
+                                "{el}: position actuator's dampratio not supported, ignored"
                             ));
                         }
-                        (kp, [0.0, -kp, -kv])
+                        // MuJoCo: a positive time constant makes it a
+                        // first-order filter integrated exactly.
+                        let timeconst = scalar("timeconst", 0.0)?;
+                        let dynamics = if timeconst > 0.0 {
+                            ActuatorDynamics::FilterExact(timeconst)
+                        } else {
+                            ActuatorDynamics::None
+                        };
+                        (kp, [0.0, -kp, -kv], dynamics)
                     }
                     "velocity" => {
                         let kv = scalar("kv", 1.0)?;
-                        (kv, [0.0, 0.0, -kv])
+                        (kv, [0.0, 0.0, -kv], ActuatorDynamics::None)
+                    }
+                    "intvelocity" => {
+                        // An integrated velocity command driving a position servo.
+                        let (kp, kv) = (scalar("kp", 1.0)?, scalar("kv", 0.0)?);
+                        if get("dampratio").is_some() {
+                            notes.push(format!(
+                                "{el}: intvelocity actuator's dampratio not supported, ignored"
+                            ));
+                        }
+                        (kp, [0.0, -kp, -kv], ActuatorDynamics::Integrator)
+                    }
+                    "cylinder" => {
+                        let area = match get("diameter") {
+                            Some(s) => {
+                                let [d] = self.fixed::<1>(s, "diameter", &el)?;
+                                std::f64::consts::FRAC_PI_4 * d * d
+                            }
+                            None => scalar("area", 1.0)?,
+                        };
+                        let mut bias = [0.0; 3];
+                        if let Some(s) = get("bias") {
+                            bias = self.fixed::<3>(s, "bias", &el)?;
+                        }
+                        let timeconst = scalar("timeconst", 1.0)?;
+                        (area, bias, ActuatorDynamics::Filter(timeconst))
                     }
                     "general" => {
                         let gaintype = get("gaintype").unwrap_or("fixed");
@@ -432,9 +465,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                             unsupported
                                 .push(format!("biastype `{biastype}` (only `none` or `affine`)"));
                         }
-                        if dyntype != "none" {
+                        if !matches!(dyntype, "none" | "integrator" | "filter" | "filterexact") {
                             unsupported.push(format!(
-                                "dyntype `{dyntype}` (no activation dynamics yet: only `none`)"
+                                "dyntype `{dyntype}` (only `none`, `integrator`, `filter` and `filterexact`)"
                             ));
                         }
                         if !unsupported.is_empty() {
@@ -451,7 +484,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                                 for (o, x) in out.iter_mut().zip(v) {
                                     *o = x;
                                 }
-                            } else if attr == "gainprm" {
+                            } else if attr != "biasprm" {
                                 out[0] = 1.0;
                             }
                             Ok(out)
@@ -462,15 +495,35 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         } else {
                             [0.0; 3]
                         };
-                        (gain, bias)
+                        let tau = prm("dynprm")?[0];
+                        let dynamics = match dyntype {
+                            "integrator" => ActuatorDynamics::Integrator,
+                            "filter" => ActuatorDynamics::Filter(tau),
+                            "filterexact" => ActuatorDynamics::FilterExact(tau),
+                            _ => ActuatorDynamics::None,
+                        };
+                        (gain, bias, dynamics)
                     }
                     _ => {
                         self.warnings.push(format!(
-                            "{el}: <{tag}> actuators are not supported (motor, position, velocity and general are), not mapped"
+                            "{el}: <{tag}> actuators are not supported (motor, position, velocity, intvelocity, cylinder and general are), not mapped"
                         ));
                         continue;
                     }
                 };
+                if let Some(d) = get("actdim")
+                    && d.trim()
+                        != if dynamics == ActuatorDynamics::None {
+                            "0"
+                        } else {
+                            "1"
+                        }
+                {
+                    self.warnings.push(format!(
+                        "{el}: actdim `{d}` is not supported (one activation per actuator with dynamics), not mapped"
+                    ));
+                    continue;
+                }
                 // The transmission: a joint, or a fixed tendon (through
                 // its first joint, see `Actuator::tendon`).
                 let (jname, tendon) = match (e.attribute("joint"), e.attribute("tendon")) {
@@ -550,6 +603,30 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                     (true, None) => None,
                 };
+                let act_range = match get("actrange") {
+                    Some(s) => Some(self.fixed::<2>(s, "actrange", &el)?),
+                    None => None,
+                };
+                let act_limited = match self.tristate(get("actlimited"), "actlimited", &el)? {
+                    Some(l) => l,
+                    None => self.autolimits && act_range.is_some(),
+                };
+                let act_range = if act_limited && dynamics != ActuatorDynamics::None {
+                    let r = act_range.unwrap_or([0.0, 0.0]);
+                    if r[0] >= r[1] {
+                        return Err(self.error(
+                            &el,
+                            format!("actrange lower must be below upper, got {} {}", r[0], r[1]),
+                        ));
+                    }
+                    Some((r[0], r[1]))
+                } else {
+                    None
+                };
+                let act_early = match get("actearly") {
+                    Some(s) => self.boolean(s, "actearly", &el)?,
+                    None => false,
+                };
                 self.warnings.extend(notes);
                 builder
                     .add_actuator(Actuator {
@@ -566,6 +643,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         ctrl_range,
                         force_range,
                         tendon,
+                        dynamics,
+                        act_range,
+                        act_early,
+                        act: None,
                     })
                     .map_err(|err| self.error(&el, err.to_string()))?;
             }

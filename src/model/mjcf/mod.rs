@@ -121,7 +121,9 @@ use super::builder::validate_inertia;
 use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
 pub use super::xml::ModelFileError;
 use super::xml::{error_for, number_list, read_file};
-use super::{Actuator, JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use super::{
+    Actuator, ActuatorDynamics, JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD,
+};
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use nalgebra::{DVector, Quaternion, Rotation3, Unit, UnitQuaternion};
 use roxmltree::Node;

@@ -50,6 +50,12 @@ Outputs:
   controls CONSTRAINT_CTRL from qpos0, with MuJoCo's defaults and with its
   constraints made as stiff as it allows (every equality, dry-friction and
   limit row's solref 2·timestep, 1; solimp 0.99 0.999).
+- actuators.json: for actuators.xml (one actuator per activation dynamics
+  moreau maps — filter, filterexact through position's timeconst and on a
+  tendon with an activation range, intvelocity's integrator with its
+  range, cylinder, an `actearly` filter — among stateless ones), `qpos`
+  and `act` every 0.05 s of 1 s under two phases of constant controls
+  (ACTUATOR_CTRL).
 - features.json and frames.json: for the hand-written models features.xml
   and frames.xml, the sizes and total mass, then at each pose (qpos0 and
   one other configuration) every body's `xpos`, `xquat` (w x y z) and the
@@ -298,6 +304,35 @@ def constraints_reference(xml):
     return out
 
 
+# Two phases of constant controls (the second reverses most of them).
+ACTUATOR_CTRL = [[3.0, 0.7, 0.8, 2.0, 40.0, 1.5, 1.4], [-0.5, -1.0, -0.3, -4.0, 5.0, -1.0, -2.0]]
+ACTUATOR_SWITCH = 0.4
+
+
+def actuators_reference(xml):
+    """(time, qpos…, act…) every 0.05 s of 1 s: ACTUATOR_CTRL[0] until
+    ACTUATOR_SWITCH s, then ACTUATOR_CTRL[1]."""
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    steps = int(round(1.0 / m.opt.timestep))
+    every = int(round(0.05 / m.opt.timestep))
+    switch = int(round(ACTUATOR_SWITCH / m.opt.timestep))
+    rows_out = []
+    for k in range(steps + 1):
+        if k % every == 0:
+            rows_out.append([float(d.time)] + floats(d.qpos) + floats(d.act))
+        if k < steps:
+            d.ctrl[:] = ACTUATOR_CTRL[0 if k < switch else 1]
+            mujoco.mj_step(m, d)
+    return {
+        "versions": versions(),
+        "ctrl": ACTUATOR_CTRL,
+        "switch_steps": switch,
+        "na": int(m.na),
+        "rows": rows_out,
+    }
+
+
 def write(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
     print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
@@ -351,6 +386,7 @@ def main():
     )
     write(HERE / "inertia.json", inertia_reference(HERE / "inertia.xml"))
     write(HERE / "constraints.json", constraints_reference(HERE / "constraints.xml"))
+    write(HERE / "actuators.json", actuators_reference(HERE / "actuators.xml"))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
