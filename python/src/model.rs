@@ -83,6 +83,12 @@ impl Model {
     fn nu(&self) -> usize {
         self.model.nu()
     }
+    /// Number of activation states (actuators with activation dynamics,
+    /// MJCF's ``dyntype``): the width of ``act``.
+    #[getter]
+    fn na(&self) -> usize {
+        self.model.na()
+    }
     /// The file's or scene's time step (s).
     #[getter]
     fn dt(&self) -> f64 {

@@ -530,3 +530,42 @@ def test_simulator_reports_its_stage_times_and_solver_stats():
     assert sum(times.values()) <= wall
     sim.reset_timers()
     assert sum(sim.stage_times.values()) == 0.0
+
+
+def test_activation_dynamics_are_state(tmp_path):
+    """A filter actuator (MJCF dyntype="filter", tau 0.1) under a unit step:
+    act_k = 1 - (1 - dt/tau)^k in one world and in every world of a batch;
+    set_states takes the activations (zero when not given) and refuses bad
+    ones naming them, leaving the worlds as they were."""
+    path = tmp_path / "filter.xml"
+    path.write_text(
+        """<mujoco><option timestep="0.01" gravity="0 0 0"/>
+        <worldbody><body><joint name="x" type="slide" axis="1 0 0"/>
+        <geom size=".1" mass="1"/></body></worldbody>
+        <actuator><general joint="x" dyntype="filter" dynprm="0.1" gainprm="2"/>
+        <motor joint="x"/></actuator></mujoco>"""
+    )
+    m = moreau.load(str(path))
+    assert (m.nu, m.na) == (2, 1)
+    sim = moreau.Simulator(m)
+    assert sim.act.tolist() == [0.0]
+    for k in range(1, 6):
+        sim.step(ctrl=[1.0, 0.0])
+        assert sim.act[0] == pytest.approx(1 - (1 - 0.01 / 0.1) ** k, abs=1e-14)
+    with pytest.raises(ValueError, match="act"):
+        sim.act = [0.1, 0.2]
+    sim.act = [0.25]
+    assert sim.act.tolist() == [0.25]
+
+    batch = moreau.BatchSim(m, 3)
+    batch.step_controls(np.tile([1.0, 0.0], (3, 1)), 4)
+    assert batch.act.shape == (3, 1)
+    assert batch.act[:, 0] == pytest.approx([1 - 0.9**4] * 3, abs=1e-14)
+    q, v = batch.q, batch.v
+    with pytest.raises(ValueError, match="act"):
+        batch.set_states(q, v, np.full((3, 1), np.nan))
+    assert batch.act[:, 0] == pytest.approx([1 - 0.9**4] * 3, abs=1e-14)
+    batch.set_states(q, v, np.array([[0.1], [0.2], [0.3]]))
+    assert batch.act[:, 0].tolist() == [0.1, 0.2, 0.3]
+    batch.set_states(q, v)
+    assert batch.act[:, 0].tolist() == [0.0, 0.0, 0.0]
