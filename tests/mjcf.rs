@@ -490,3 +490,155 @@ fn option_flags_switch_off_what_they_name() {
     let m = parse(&with(r#"warmstart="disable""#));
     assert!(m.warnings.iter().any(|w| w.contains("warmstart")));
 }
+
+#[derive(serde::Deserialize)]
+struct HfieldReference {
+    /// World (x, y, height) from MuJoCo's ray casts.
+    points: Vec<[f64; 3]>,
+}
+
+/// `<hfield>` as MuJoCo compiles it: `elevation` rows from +y, normalized
+/// to [0, 1] and scaled by `size`'s z, over `[−rx, rx] × [−ry, ry]`, the
+/// geom moved and turned: the surface's heights against MuJoCo's ray casts
+/// (tests/data/mujoco/hfield.json). A `.bin` file's rows run from −y; a
+/// PNG file, missing samples and a field on a moving body are refused
+/// naming the element.
+#[test]
+fn hfield_assets_are_read_as_mujoco_reads_them() {
+    let r: HfieldReference = serde_json::from_str(include_str!("data/mujoco/hfield.json")).unwrap();
+    let m = load_mjcf(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mujoco/hfield.xml"),
+        &MjcfOptions::default(),
+    )
+    .unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    let g = &m.model.geometries[0];
+    let moreau::model::Shape::HeightField(field) = &g.shape else {
+        panic!("{:?}", g.shape)
+    };
+    assert_eq!(field.heights.shape(), (4, 3));
+    let height = |x: f64, y: f64| {
+        let local = g.body_from_geom.act_inv_point(&Vec3::new(x, y, 0.0));
+        g.body_from_geom.translation.z + field.height_at(local.x, local.y)
+    };
+    assert!(r.points.len() >= 18);
+    for [x, y, z] in &r.points {
+        // (MuJoCo keeps the samples in float32.)
+        assert!(
+            (height(*x, *y) - z).abs() < 1e-6,
+            "({x}, {y}): {} against {z}",
+            height(*x, *y)
+        );
+    }
+
+    // A .bin file: int32 nrow, ncol, then float32 rows from −y.
+    let dir = scratch("hfield");
+    let mut bytes = Vec::new();
+    bytes.extend(2i32.to_le_bytes());
+    bytes.extend(3i32.to_le_bytes());
+    for x in [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0] {
+        bytes.extend(x.to_le_bytes());
+    }
+    std::fs::write(dir.join("field.bin"), &bytes).unwrap();
+    let with = |asset: &str, geom_body: &str| {
+        let text =
+            format!(r#"<mujoco><asset>{asset}</asset><worldbody>{geom_body}</worldbody></mujoco>"#);
+        moreau::model::mjcf::parse_mjcf(&text, "test.xml", &dir, &MjcfOptions::default())
+    };
+    let m = with(
+        r#"<hfield name="f" file="field.bin" size="1 2 3 .1"/>"#,
+        r#"<geom type="hfield" hfield="f"/>"#,
+    )
+    .unwrap();
+    let moreau::model::Shape::HeightField(field) = &m.model.geometries[0].shape else {
+        panic!()
+    };
+    // Corner (−rx, −ry) is the file's first sample (0), (+rx, +ry) its last (5 → 3 m).
+    assert_eq!(field.heights[(0, 0)], 0.0);
+    assert!((field.heights[(2, 1)] - 3.0).abs() < 1e-12);
+    assert!((field.heights[(1, 0)] - 0.6).abs() < 1e-6);
+
+    for (asset, body, needle) in [
+        (
+            r#"<hfield name="f" file="terrain.png" size="1 1 1 .1"/>"#,
+            r#"<geom type="hfield" hfield="f"/>"#,
+            "not PNG",
+        ),
+        (
+            r#"<hfield name="f" nrow="2" ncol="2" elevation="1 2 3" size="1 1 1 .1"/>"#,
+            r#"<geom type="hfield" hfield="f"/>"#,
+            "nrow × ncol",
+        ),
+        (
+            r#"<hfield name="f" nrow="2" ncol="2" size="1 1 1 .1"/>"#,
+            r#"<geom type="hfield" hfield="g"/>"#,
+            "no hfield asset named `g`",
+        ),
+        (
+            r#"<hfield name="f" nrow="2" ncol="2" size="1 1 1 .1"/>"#,
+            r#"<body><freejoint/><geom type="hfield" hfield="f"/><geom size=".1"/></body>"#,
+            "attach it to the world",
+        ),
+    ] {
+        let err = with(asset, body).unwrap_err().to_string();
+        assert!(err.contains(needle), "{err}");
+        assert!(err.contains("hfield"), "{err}");
+    }
+}
+
+/// A contact takes the friction and `condim` of its higher-priority geom,
+/// the larger of the two at equal priority (MuJoCo's rule); `condim="1"`
+/// is frictionless: a box pushed along the floor slides on undamped.
+#[test]
+fn contacts_take_friction_and_condim_by_priority() {
+    let slide = |floor: &str, box_attrs: &str| {
+        let m = parse(&format!(
+            r#"<mujoco><option timestep="0.001"/><worldbody>
+            <geom name="floor" type="plane" size="5 5 .1" {floor}/>
+            <body name="box" pos="0 0 0.1"><freejoint/>
+              <geom name="b" type="box" size=".1 .1 .1" mass="1" {box_attrs}/></body>
+            </worldbody></mujoco>"#
+        ));
+        let model = Arc::new(m.model);
+        let (floor, b) = (&model.geometries[0].material, &model.geometries[1].material);
+        let mu = model.pair_contact(floor, b).0;
+        let mut sim = Simulator::new(
+            model.clone(),
+            SimParams {
+                dt: m.timestep,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut v = DVector::zeros(6);
+        v[0] = 1.0;
+        let mut state = State::new(m.q0.clone(), v);
+        for _ in 0..100 {
+            sim.step(&mut state, &[0.0; 6]).unwrap();
+        }
+        (mu, state.v[0])
+    };
+    let g = 9.81;
+    // Equal priority: the larger friction.
+    let (mu, v) = slide(r#"friction="0.3""#, r#"friction="0.6""#);
+    assert_eq!(mu, 0.6);
+    assert!((v - (1.0 - mu * g * 0.1)).abs() < 1e-3, "{v}");
+    // The higher priority's, though smaller.
+    let (mu, _) = slide(r#"friction="0.3" priority="1""#, r#"friction="0.6""#);
+    assert_eq!(mu, 0.3);
+    // condim 1 on one side: the larger condim (3) wins at equal priority.
+    let (mu, _) = slide(r#"friction="0.3""#, r#"friction="0.6" condim="1""#);
+    assert_eq!(mu, 0.6);
+    // …and the higher priority's condim 1: frictionless, no deceleration.
+    let (mu, v) = slide(
+        r#"friction="0.3" condim="1" priority="2""#,
+        r#"friction="0.6""#,
+    );
+    assert_eq!(mu, 0.0);
+    assert!((v - 1.0).abs() < 1e-9, "{v}");
+    // A condim MuJoCo does not have is refused.
+    let err = common::mjcf::parse_err(
+        r#"<mujoco><worldbody><geom name="g" type="plane" size="1 1 1" condim="2"/></worldbody></mujoco>"#,
+    );
+    assert!(err.to_string().contains("condim"), "{err}");
+}

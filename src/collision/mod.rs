@@ -15,7 +15,7 @@ pub use variation::{ContactGeometry, ContactVariation};
 use crate::dynamics::Data;
 use crate::error::SimError;
 use crate::math::{Mat3, SE3, Vec3, frame_from_normal};
-use crate::model::{Model, Shape as ModelShape, WORLD, combine_friction, combine_restitution};
+use crate::model::{Model, Shape as ModelShape, WORLD};
 use parry3d_f64::bounding_volume::Aabb;
 use parry3d_f64::math::{Pose, Rotation, Vector as PVec};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
@@ -168,8 +168,7 @@ impl CollisionDetector {
             let (a, b) = self.pairs[pi];
             let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
             let (pose_a, pose_b) = (self.geom_pose[a], self.geom_pose[b]);
-            let mu = combine_friction(ga.material.friction, gb.material.friction);
-            let restitution = combine_restitution(ga.material.restitution, gb.material.restitution);
+            let (mu, restitution) = model.pair_contact(&ga.material, &gb.material);
             if let (Some(half), Some((pfm, border))) = (
                 gb.collider.as_halfspace(),
                 ga.collider.as_polygonal_feature_map(),
@@ -254,12 +253,16 @@ impl CollisionDetector {
                 let n = n / nn;
                 let frame = frame_from_normal(&n);
                 // A height field's manifolds are its triangles' (`b` is
-                // the world's): the cell's friction, and the triangle in
-                // the contact's identity.
+                // the world's): the cell's friction (unless the pair is
+                // frictionless), and the triangle in the contact's identity.
                 let (mu, triangle) = match &gb.shape {
                     ModelShape::HeightField(field) => {
                         let (i, j) = field.cell_of_triangle(m.subshape2);
-                        (field.friction_at_cell(i, j).unwrap_or(mu), m.subshape2 + 1)
+                        let mu = match field.friction_at_cell(i, j) {
+                            Some(f) if model.pair_condim(&ga.material, &gb.material) > 1 => f,
+                            _ => mu,
+                        };
+                        (mu, m.subshape2 + 1)
                     }
                     _ => (mu, 0),
                 };

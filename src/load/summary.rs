@@ -66,6 +66,15 @@ impl LoadedModel {
                 "MJCF bodies {n} (MuJoCo's nbody, world included); the model chains several joints of one body through massless bodies and merges welded ones"
             )?;
         }
+        writeln!(
+            s,
+            "contacts: friction {}; condim 1 frictionless, 4 and 6 as 3",
+            match m.friction_mix {
+                crate::model::FrictionMix::GeometricMean => "√(μa μb) of the pair",
+                crate::model::FrictionMix::Maximum =>
+                    "of the higher-priority geometry, the larger at equal priority (MuJoCo)",
+            }
+        )?;
         writeln!(s, "tree:")?;
         // Depth-first from the world, children in model order.
         let mut stack = vec![(0usize, 0usize)];
@@ -92,12 +101,20 @@ impl LoadedModel {
                 )?;
             }
             for g in m.geometries.iter().filter(|g| g.body == i) {
+                let mat = &g.material;
+                let mut extra = String::new();
+                if mat.condim != 3 {
+                    extra += &format!(", condim {}", mat.condim);
+                }
+                if mat.priority != 0 {
+                    extra += &format!(", priority {}", mat.priority);
+                }
                 writeln!(
                     s,
-                    "{indent}  - geometry {}: {} (friction {})",
+                    "{indent}  - geometry {}: {} (friction {}{extra})",
                     g.name,
                     g.shape.describe(),
-                    g.material.friction
+                    mat.friction
                 )?;
             }
             for c in (i + 1..m.nbodies).rev().filter(|&c| m.body_parent[c] == i) {

@@ -1,8 +1,8 @@
 //! `ModelBuilder`: validates bodies, joints and geometries as they are added.
 
 use super::{
-    Actuator, ActuatorDynamics, Frame, Geometry, JointSpec, JointType, Medium, Model, NO_DOF,
-    Shape, WORLD,
+    Actuator, ActuatorDynamics, Frame, FrictionMix, Geometry, JointSpec, JointType, Medium, Model,
+    NO_DOF, Shape, WORLD,
 };
 use crate::error::ModelError;
 use crate::math::{Inertia, Mat3, SE3, Vec3};
@@ -10,10 +10,11 @@ use parry3d_f64::math::Vector as PVec;
 use parry3d_f64::shape::{HeightFieldFlags, SharedShape};
 use parry3d_f64::utils::Array2;
 
-/// Surface properties of a geometry.
+/// Surface properties of a geometry. A pair's contact takes them as
+/// [`Model::pair_contact`] says.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Material {
-    /// Coulomb friction coefficient (≥ 0). Pairs combine by geometric mean.
+    /// Coulomb friction coefficient (≥ 0), combined by [`Model::friction_mix`].
     pub friction: f64,
     /// Restitution coefficient in [0, 1]. Pairs combine by maximum.
     pub restitution: f64,
@@ -22,6 +23,12 @@ pub struct Material {
     /// is non-zero.
     pub contype: u32,
     pub conaffinity: u32,
+    /// MuJoCo's geom `priority`: in a pair, the geometry of higher
+    /// priority gives the contact its friction and dimension.
+    pub priority: i32,
+    /// MuJoCo's contact dimension `condim`: 1 frictionless, 3 Coulomb
+    /// friction; 4 and 6 (torsional, rolling friction) are taken as 3.
+    pub condim: u8,
 }
 
 impl Default for Material {
@@ -31,6 +38,8 @@ impl Default for Material {
             restitution: 0.0,
             contype: 1,
             conaffinity: 1,
+            priority: 0,
+            condim: 3,
         }
     }
 }
@@ -58,6 +67,7 @@ pub struct ModelBuilder {
     name: String,
     gravity: Vec3,
     medium: Medium,
+    friction_mix: FrictionMix,
     bodies: Vec<BodyDef>,
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
@@ -256,6 +266,7 @@ impl ModelBuilder {
             name: name.into(),
             gravity: Vec3::new(0.0, 0.0, -9.81),
             medium: Medium::default(),
+            friction_mix: FrictionMix::default(),
             bodies: vec![BodyDef {
                 name: "world".into(),
                 parent: WORLD,
@@ -272,6 +283,12 @@ impl ModelBuilder {
             frames: Vec::new(),
             hulls: Default::default(),
         }
+    }
+
+    /// Sets how pairs of geometries combine their friction coefficients.
+    pub fn set_friction_mix(&mut self, mix: FrictionMix) -> &mut Self {
+        self.friction_mix = mix;
+        self
     }
 
     /// Sets the fluid medium (density and viscosity finite and ≥ 0, wind finite).
@@ -424,6 +441,12 @@ impl ModelBuilder {
             return Err(ModelError::InvalidGeometry {
                 geom: name.into(),
                 reason: format!("restitution must be in [0, 1], got {}", m.restitution),
+            });
+        }
+        if ![1, 3, 4, 6].contains(&m.condim) {
+            return Err(ModelError::InvalidGeometry {
+                geom: name.into(),
+                reason: format!("condim must be 1, 3, 4 or 6, got {}", m.condim),
             });
         }
         let hull_key = match &shape {
@@ -819,6 +842,7 @@ impl ModelBuilder {
             nbodies: nb,
             gravity: self.gravity,
             medium: self.medium,
+            friction_mix: self.friction_mix,
             body_name: Vec::with_capacity(nb),
             body_parent: Vec::with_capacity(nb),
             body_inertia: Vec::with_capacity(nb),

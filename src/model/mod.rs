@@ -354,16 +354,18 @@ impl fmt::Debug for Geometry {
     }
 }
 
-/// Friction of a geometry pair: the geometric mean `μ = √(μ_a μ_b)` (so a
-/// frictionless geometry makes every pair it touches frictionless, and two
-/// equal coefficients give that coefficient).
-pub fn combine_friction(a: f64, b: f64) -> f64 {
-    a.sqrt() * b.sqrt()
-}
-
-/// Restitution of a geometry pair: the larger of the two (the bouncier surface wins).
-pub fn combine_restitution(a: f64, b: f64) -> f64 {
-    a.max(b)
+/// How a pair of geometries combines their friction coefficients.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrictionMix {
+    /// `μ = √(μ_a μ_b)` (moreau's scenes, URDF): a frictionless geometry
+    /// makes every pair it touches frictionless, two equal coefficients
+    /// give that coefficient.
+    #[default]
+    GeometricMean,
+    /// MuJoCo's rule (MJCF files): the geometry of higher
+    /// [`Material::priority`] gives its coefficient, the larger one at
+    /// equal priority.
+    Maximum,
 }
 
 /// An immutable multibody model. Build it with [`ModelBuilder`]; share it as `Arc<Model>`.
@@ -379,6 +381,8 @@ pub struct Model {
     pub gravity: Vec3,
     /// The fluid the bodies move in (vacuum by default).
     pub medium: Medium,
+    /// How contacts combine their geometries' friction coefficients.
+    pub friction_mix: FrictionMix,
     /// (nbodies) body names; `body_name[0] == "world"`.
     pub body_name: Vec<String>,
     /// (nbodies) parent body; `body_parent[0] == 0`.
@@ -447,6 +451,38 @@ pub struct Frame {
 }
 
 impl Model {
+    /// The friction coefficient and restitution of a contact between
+    /// geometries of materials `a` and `b`: friction by
+    /// [`Self::friction_mix`], restitution the larger. The contact's
+    /// dimension is the higher-priority geometry's `condim`, the larger at
+    /// equal priority (MuJoCo's rule); a contact of dimension 1 is
+    /// frictionless.
+    pub fn pair_contact(&self, a: &Material, b: &Material) -> (f64, f64) {
+        let restitution = a.restitution.max(b.restitution);
+        if self.pair_condim(a, b) == 1 {
+            return (0.0, restitution);
+        }
+        let mu = match self.friction_mix {
+            FrictionMix::GeometricMean => a.friction.sqrt() * b.friction.sqrt(),
+            FrictionMix::Maximum => match a.priority.cmp(&b.priority) {
+                std::cmp::Ordering::Greater => a.friction,
+                std::cmp::Ordering::Less => b.friction,
+                std::cmp::Ordering::Equal => a.friction.max(b.friction),
+            },
+        };
+        (mu, restitution)
+    }
+
+    /// The dimension of a contact between geometries of materials `a` and
+    /// `b` (MuJoCo's rule): the higher-priority one's `condim`, the larger
+    /// at equal priority.
+    pub fn pair_condim(&self, a: &Material, b: &Material) -> u8 {
+        match a.priority.cmp(&b.priority) {
+            std::cmp::Ordering::Greater => a.condim,
+            std::cmp::Ordering::Less => b.condim,
+            std::cmp::Ordering::Equal => a.condim.max(b.condim),
+        }
+    }
     /// Number of actuators (the length of a control vector).
     pub fn nu(&self) -> usize {
         self.actuators.len()

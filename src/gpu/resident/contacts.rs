@@ -50,7 +50,7 @@ use super::{
 use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
 use crate::gpu::{GpuContext, GpuError, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
-use crate::model::{Model, Shape, WORLD, combine_friction, combine_restitution};
+use crate::model::{Model, Shape, WORLD};
 use crate::sim::SimParams;
 
 /// Words per pair record (see the shader): body of `a`, kind, first
@@ -504,8 +504,9 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
             }
             f[19] = n.dot(&pose_b.translation) as f32;
         }
-        f[20] = combine_friction(ga.material.friction, gb.material.friction) as f32;
-        f[21] = combine_restitution(ga.material.restitution, gb.material.restitution) as f32;
+        let (mu, restitution) = model.pair_contact(&ga.material, &gb.material);
+        f[20] = mu as f32;
+        f[21] = restitution as f32;
         floats.extend(f);
     }
     // Each hull: its face count, then per face its normal (3), its vertex

@@ -215,6 +215,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
         // Pass 2: the builder (plan index = body index).
         let mut builder = ModelBuilder::new(root.attribute("model").unwrap_or("mjcf"));
+        // MuJoCo's contacts take the larger friction (or the higher priority's).
+        builder.set_friction_mix(super::FrictionMix::Maximum);
         let flags = self.flags;
         let gravity = if flags.gravity {
             gravity
@@ -270,7 +272,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     .map_err(|e| self.error(&body.element, e.to_string()))?;
             }
         }
-        let mut frictions: Vec<f64> = Vec::new();
         for b in 0..n {
             let body = &self.bodies[b];
             for (k, g) in body.geoms.iter().enumerate() {
@@ -311,9 +312,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     builder
                         .set_geometry_frame(geom, b - 1)
                         .map_err(|e| self.error(&g.element, e.to_string()))?;
-                }
-                if !frictions.contains(&g.material.friction) {
-                    frictions.push(g.material.friction);
                 }
             }
         }
@@ -681,13 +679,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
         if !self.odd_condim.is_empty() {
             self.warnings.push(format!(
-                "condim other than 3 not supported (contacts have Coulomb friction): {}",
+                "condim 4 and 6 are taken as 3: sliding friction only, no torsional or rolling friction: {}",
                 self.odd_condim.join(", ")
-            ));
-        }
-        if frictions.len() > 1 {
-            self.warnings.push(format!(
-                "geoms have different frictions ({frictions:?}): pairs take their geometric mean, MuJoCo the maximum"
             ));
         }
         // MuJoCo lets `qpos0` (every joint at 0, or at its `ref`) lie beyond a

@@ -298,7 +298,21 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 let (shape, v, c, i) = self.mesh(mesh, el)?;
                 (Some(shape), v, c, i)
             }
-            "hfield" | "sdf" => {
+            "hfield" => {
+                let Some(h) = get("hfield") else {
+                    return Err(self.error(el, "an hfield geom needs an `hfield` attribute".into()));
+                };
+                let Some(field) = self.hfields.get(h) else {
+                    return Err(self.error(el, format!("no hfield asset named `{h}`")));
+                };
+                (
+                    Some(Shape::HeightField(field.clone())),
+                    0.0,
+                    Vec3::zeros(),
+                    Mat3::zeros(),
+                )
+            }
+            "sdf" => {
                 self.warnings.push(format!(
                     "{} {el}: {} geoms are not supported, not loaded",
                     self.bodies[body].element, size.gtype
@@ -347,8 +361,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         })
     }
 
-    /// Friction (the first of `friction`'s numbers) and the collision bits
-    /// `contype`, `conaffinity`; a `condim` other than 3 is reported.
+    /// Friction (the first of `friction`'s numbers), the collision bits
+    /// `contype`, `conaffinity`, `condim` and `priority`; a `condim` of 4
+    /// or 6 (torsional, rolling friction: taken as 3) is reported.
     fn geom_material(
         &mut self,
         get: &dyn Fn(&str) -> Option<&'a str>,
@@ -381,15 +396,32 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
         };
         let (contype, conaffinity) = (bits("contype")?, bits("conaffinity")?);
-        let condim = get("condim").unwrap_or("3").trim();
-        if condim != "3" && (contype | conaffinity) != 0 {
+        let condim = match get("condim").map(str::trim) {
+            None => 3,
+            Some(s) => match s.parse::<u8>() {
+                Ok(c @ (1 | 3 | 4 | 6)) => c,
+                _ => {
+                    return Err(self.error(el, format!("`condim` must be 1, 3, 4 or 6, got `{s}`")));
+                }
+            },
+        };
+        if condim > 3 && (contype | conaffinity) != 0 {
             self.odd_condim.push(format!("{el} (condim {condim})"));
         }
+        let priority = match get("priority") {
+            None => 0,
+            Some(s) => s
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| self.error(el, format!("`priority` must be an integer, got `{s}`")))?,
+        };
         Ok(Material {
             friction,
             restitution: 0.0,
             contype,
             conaffinity,
+            priority,
+            condim,
         })
     }
 

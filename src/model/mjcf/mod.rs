@@ -122,7 +122,8 @@ use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
 pub use super::xml::ModelFileError;
 use super::xml::{error_for, number_list, read_file};
 use super::{
-    Actuator, ActuatorDynamics, JointSpec, JointType, Material, Model, ModelBuilder, Shape, WORLD,
+    Actuator, ActuatorDynamics, FrictionMix, JointSpec, JointType, Material, Model, ModelBuilder,
+    Shape, WORLD,
 };
 use crate::math::{Inertia, Mat3, SE3, Vec3};
 use nalgebra::{DVector, Quaternion, Rotation3, Unit, UnitQuaternion};
@@ -236,6 +237,7 @@ pub fn parse_mjcf(
         mesh_dir: model_dir.to_path_buf(),
         package_dirs: options.package_dirs.clone(),
         meshes: HashMap::new(),
+        hfields: HashMap::new(),
         mesh_cache: MeshCache::new(),
         warnings: Vec::new(),
         unmodelled: BTreeMap::new(),
@@ -471,6 +473,8 @@ struct Parser<'a, 'i, 'e> {
     mesh_dir: PathBuf,
     package_dirs: Vec<PathBuf>,
     meshes: HashMap<String, MeshAsset>,
+    /// `<hfield>` assets by name.
+    hfields: HashMap<String, super::HeightField>,
     mesh_cache: MeshCache,
     warnings: Vec<String>,
     /// Joint attributes moreau does not model → the joints setting them.

@@ -56,6 +56,9 @@ Outputs:
   range, cylinder, an `actearly` filter — among stateless ones), `qpos`
   and `act` every 0.05 s of 1 s under two phases of constant controls
   (ACTUATOR_CTRL).
+- hfield.json: for hfield.xml (an `elevation` height field, moved and
+  turned), the surface's world height (mj_ray straight down) at points on
+  its cells' edges along x.
 - features.json and frames.json: for the hand-written models features.xml
   and frames.xml, the sizes and total mass, then at each pose (qpos0 and
   one other configuration) every body's `xpos`, `xquat` (w x y z) and the
@@ -333,6 +336,33 @@ def actuators_reference(xml):
     }
 
 
+def hfield_reference(xml):
+    """Heights of the height field (MuJoCo's mj_ray straight down) at
+    points on its cells' edges along x, where any triangulation of the
+    cells agrees: world (x, y, z)."""
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    rx, ry = m.hfield_size[0][:2]
+    nrow, ncol = int(m.hfield_nrow[0]), int(m.hfield_ncol[0])
+    rot = d.geom_xmat[0].reshape(3, 3)
+    points = []
+    for r in range(nrow):
+        for c in range(ncol - 1):
+            for frac in (0.25, 0.5):
+                local = np.array(
+                    [-rx + 2 * rx * (c + frac) / (ncol - 1), -ry + 2 * ry * r / (nrow - 1), 0.0]
+                )
+                # (The outer rows, moved a hair inside.)
+                local[1] = np.clip(local[1], -ry + 1e-9, ry - 1e-9)
+                world = d.geom_xpos[0] + rot @ local
+                start = np.array([world[0], world[1], 10.0])
+                geomid = np.array([-1], dtype=np.int32)
+                dist = mujoco.mj_ray(m, d, start, np.array([0.0, 0.0, -1.0]), None, 1, -1, geomid)
+                points.append([float(world[0]), float(world[1]), float(10.0 - dist)])
+    return {"versions": versions(), "points": points}
+
+
 def write(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
     print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
@@ -387,6 +417,7 @@ def main():
     write(HERE / "inertia.json", inertia_reference(HERE / "inertia.xml"))
     write(HERE / "constraints.json", constraints_reference(HERE / "constraints.xml"))
     write(HERE / "actuators.json", actuators_reference(HERE / "actuators.xml"))
+    write(HERE / "hfield.json", hfield_reference(HERE / "hfield.xml"))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
