@@ -6,13 +6,15 @@
 //!
 //! Each file loads with MuJoCo's `nq`, `nv` and `nbody`, each body's mass
 //! within 1e-6 relative, the mass matrix at `qpos0` within 1e-9 of its
-//! largest entry, and every actuator either mapped or named in a warning
+//! largest entry, every hinge and slide dof's damping, stiffness and dry
+//! friction within 1e-9 relative (`springdamper` resolved as MuJoCo does), and every actuator either mapped or named in a warning
 //! (none dropped silently). Then 1 s of passive settling from `qpos0`, zero
 //! controls, at the file's time step (from `qpos0` with the joints it puts
 //! beyond their ranges moved onto them): the root body against MuJoCo's
 //! semi-implicit Euler run, within 2 cm of it or of MuJoCo's run with its
 //! constraints as stiff as it allows (MuJoCo's own approach to rigid
-//! contacts; the printout gives both distances). Files whose loading warns about physics moreau
+//! contacts; the printout gives both distances), or, where those two
+//! MuJoCo runs are further apart than 2 cm, within their distance. Files whose loading warns about physics moreau
 //! does not simulate yet (spatial tendons, `connect`/`weld` equalities,
 //! unmapped actuators) are printed with their distance, not held to 2 cm;
 //! `condim` 4 and 6 (their sliding friction simulated, torsional and
@@ -51,6 +53,10 @@ struct Reference {
     qpos0: Vec<f64>,
     body_mass: Vec<f64>,
     armature: Vec<f64>,
+    dof_damping: Vec<f64>,
+    dof_frictionloss: Vec<f64>,
+    /// Each hinge or slide dof's joint stiffness (`springdamper` resolved).
+    dof_stiffness: Vec<f64>,
     /// `mj_fullM` minus `dof_armature` at `qpos0`.
     mass_matrix: Vec<Vec<f64>>,
     /// Where the settle starts: qpos0 with the joints it puts beyond their
@@ -163,6 +169,33 @@ fn dm_control_suite_and_unitree_robots_load_and_settle_like_mujoco() {
             );
             worst_mass = worst_mass.max(if *want > 0.0 { err } else { 0.0 });
         }
+        // Every hinge and slide dof's damping, stiffness (MuJoCo resolves
+        // `springdamper` from the dof's inertia at qpos0), dry friction.
+        for k in 0..model.nv {
+            let joint = model.dof_body[k];
+            if !matches!(
+                model.joint_type[joint],
+                moreau::model::JointType::Revolute(_) | moreau::model::JointType::Prismatic(_)
+            ) {
+                continue;
+            }
+            for (what, got, want) in [
+                ("damping", model.dof_damping[k], r.dof_damping[k]),
+                ("stiffness", model.dof_stiffness[k], r.dof_stiffness[k]),
+                (
+                    "frictionloss",
+                    model.dof_frictionloss[k],
+                    r.dof_frictionloss[k],
+                ),
+            ] {
+                assert!(
+                    (got - want).abs() <= 1e-9 * want.abs(),
+                    "{} dof {k} ({}): {what} {got} vs MuJoCo's {want}",
+                    r.file,
+                    model.joint_name[joint]
+                );
+            }
+        }
         // The mass matrix at qpos0, armature included on both sides.
         let q0 = m.q_from_mujoco(&r.qpos0).unwrap();
         assert!((&m.q0 - &q0).norm() < 1e-9, "{}: qpos0", r.file);
@@ -257,8 +290,23 @@ fn dm_control_suite_and_unitree_robots_load_and_settle_like_mujoco() {
         } else if gaps.is_empty() {
             // Within 2 cm of MuJoCo's run, or of its run with constraints as
             // stiff as MuJoCo allows (where the rigid/soft difference is
-            // the larger one: the printout says which).
-            if worst_settle < 0.02 || worst_stiff < 0.02 {
+            // the larger one: the printout says which). Where MuJoCo's two
+            // runs are themselves further apart than that (a collapse still
+            // under way after 1 s, which the constraints' softness steers:
+            // dm_control's dog), within their distance.
+            let spread = r
+                .settle_root_xpos
+                .iter()
+                .zip(&r.settle_root_xpos_stiff)
+                .map(|(a, b)| Vec3::new(a[1] - b[1], a[2] - b[2], a[3] - b[3]).norm())
+                .fold(0.0f64, f64::max);
+            let bound = spread.max(0.02);
+            if spread > 0.02 {
+                println!(
+                    "    MuJoCo's default and stiff runs are {spread:.4} m apart: held to that"
+                );
+            }
+            if worst_settle < bound || worst_stiff < bound {
                 held += 1;
             } else {
                 far.push(format!("{}: {worst_settle:.4} m", r.file));
@@ -267,7 +315,7 @@ fn dm_control_suite_and_unitree_robots_load_and_settle_like_mujoco() {
     }
     assert!(far.is_empty(), "root body beyond 2 cm of MuJoCo's: {far:?}");
     println!(
-        "{held} of {} files held to 2 cm of MuJoCo's settle",
+        "{held} of {} files held to 2 cm of MuJoCo's settle (or to the distance between MuJoCo's own two runs, where larger)",
         corpus.models.len()
     );
 }

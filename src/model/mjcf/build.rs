@@ -27,6 +27,7 @@ struct Plan {
     inertia: Inertia,
     massless: bool,
     spec: JointSpec,
+    springdamper: Option<(f64, f64)>,
 }
 
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
@@ -67,6 +68,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             inertia: Inertia::zero(),
             massless: true,
             spec: JointSpec::default(),
+            springdamper: None,
         }];
         let mut carrier = vec![WORLD; n];
         let mut from = vec![SE3::identity(); n];
@@ -132,6 +134,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     inertia: Inertia::zero(),
                     massless: false,
                     spec: free.spec.clone(),
+                    springdamper: None,
                 });
                 let quat = body.local.quaternion();
                 q0.extend([
@@ -190,6 +193,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     inertia: Inertia::zero(),
                     massless: !last,
                     spec: j.spec.clone(),
+                    springdamper: j.springdamper,
                 });
                 parent_plan = plans.len() - 1;
                 tail = SE3::from_translation(-j.pos);
@@ -232,6 +236,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .set_gravity(gravity)
             .and_then(|b| b.set_medium(medium))
             .map_err(|e| self.error("<option>", e.to_string()))?;
+        let mut springdampers = Vec::new();
         for plan in plans.iter().skip(1) {
             let r = if plan.massless {
                 builder.add_massless_body(&plan.name, plan.parent, plan.joint, plan.placement)
@@ -248,6 +253,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             builder
                 .set_joint_spec(body, plan.spec.clone())
                 .map_err(|e| self.error(&plan.element, e.to_string()))?;
+            if let Some(sd) = plan.springdamper {
+                springdampers.push((body, sd));
+            }
         }
         // Every MJCF body as a frame on the body that carries it (itself, or
         // the one it is welded into), with its own inertia: frame `b - 1`
@@ -649,9 +657,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     .map_err(|err| self.error(&el, err.to_string()))?;
             }
         }
-        let model = builder
+        let mut model = builder
             .build()
             .map_err(|e| self.error("<mujoco>", e.to_string()))?;
+        springdamper_gains(&mut model, &q0, &springdampers, flags.spring, flags.damper);
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {
@@ -731,4 +740,38 @@ fn has_spatial_tendon(top: &[Node<'_, '_>], name: &str) -> bool {
         .filter(|n| n.has_tag_name("tendon"))
         .flat_map(|n| n.children())
         .any(|t| t.has_tag_name("spatial") && t.attribute("name") == Some(name))
+}
+
+/// MuJoCo's `springdamper="τ ζ"`: the dof's stiffness and damping set so
+/// that it is a mass-spring-damper of time constant `τ` and damping ratio
+/// `ζ` in MuJoCo's `solref` convention, `k = m/(τζ)²`, `b = 2m/τ`, with
+/// the dof's mass `m = 1/(M⁻¹)ᵢᵢ` at `qpos0`, armature included (MuJoCo's
+/// `dof_invweight0`). A switched-off spring or damper flag keeps its zero.
+fn springdamper_gains(
+    model: &mut Model,
+    q0: &[f64],
+    joints: &[(usize, (f64, f64))],
+    spring: bool,
+    damper: bool,
+) {
+    if joints.is_empty() {
+        return;
+    }
+    // (`Data::new` takes the model's armature: M includes it.)
+    let mut data = crate::dynamics::Data::new(model);
+    crate::dynamics::crba(model, &mut data, q0);
+    // (M is positive definite: the builder checked every body's inertia.)
+    let Some(inverse) = data.mass_matrix.clone().cholesky().map(|c| c.inverse()) else {
+        return;
+    };
+    for &(body, (tau, zeta)) in joints {
+        let dof = model.joint_idx_v[body];
+        let mass = 1.0 / inverse[(dof, dof)];
+        if spring {
+            model.dof_stiffness[dof] = mass / (tau * zeta).powi(2);
+        }
+        if damper {
+            model.dof_damping[dof] = 2.0 * mass / tau;
+        }
+    }
 }

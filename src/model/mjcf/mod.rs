@@ -60,9 +60,11 @@
 //!     `frictionloss`, `stiffness` and `springref` to [`Model::dof_damping`],
 //!     [`Model::dof_armature`], [`Model::dof_frictionloss`],
 //!     [`Model::dof_stiffness`], [`Model::dof_springref`]. Damping and
-//!     armature are simulated on every joint, springs on hinges and slides;
-//!     what is not (`frictionloss`, `springdamper`, springs on ball and free
-//!     joints) gets one warning per attribute naming the joints that set it.
+//!     armature are simulated on every joint, springs on hinges and slides,
+//!     dry friction (`frictionloss`, box rows) on hinges, slides and balls;
+//!     what is not (`springdamper`, springs on ball and free joints,
+//!     `frictionloss` on free joints) gets one warning per attribute naming
+//!     the joints that set it.
 //! - `<geom>`: `sphere` → [`Shape::Ball`], `capsule` → [`Shape::Capsule`],
 //!   `cylinder` → [`Shape::Cylinder`] (size: radius, half-length; or
 //!   `fromto` with the radius), `box` → [`Shape::Cuboid`] (half-sizes),
@@ -70,41 +72,51 @@
 //!   only, as in MuJoCo), `mesh` → [`Shape::ConvexMesh`] of the mesh file's
 //!   convex hull, `ellipsoid` → a convex hull of points on its surface (its
 //!   mass properties are the exact ellipsoid's; a warning says so); `fromto`
-//!   works for capsule, cylinder, box and ellipsoid. `hfield` and `sdf` are
-//!   not loaded (warning). `friction`'s first value is the sliding `μ`;
-//!   `contype` / `conaffinity` as in MuJoCo; a geom with both zero is a
+//!   works for capsule, cylinder, box and ellipsoid. `hfield` →
+//!   [`Shape::HeightField`] of its `<hfield>` asset (world geoms only);
+//!   `sdf` is not loaded (warning). `friction`'s first value is the
+//!   sliding `μ`; `contype` / `conaffinity` as in MuJoCo; a geom with both zero is a
 //!   visual geom: it has mass but no collider. `density` (1000) or `mass`
 //!   give its mass; MuJoCo's formulas for the inertia (capsule = cylinder +
 //!   two hemispheres; `shellinertia` puts it on the surface of spheres,
 //!   boxes, cylinders and capsules; a mesh's comes from its asset's
-//!   `inertia`, `legacy` by default, see `mesh_inertia.rs`). `condim`, `solref`, `solimp`, `margin`, `gap`,
-//!   `priority` are not used (a warning names geoms whose `condim` is not 3).
-//!   Pairs combine friction by [`super::combine_friction`] (geometric mean),
-//!   where MuJoCo takes the maximum; a warning says so when frictions differ.
+//!   `inertia`, `legacy` by default, see `mesh_inertia.rs`). A contact
+//!   takes MuJoCo's friction and `condim`: the higher-`priority` geom's,
+//!   the larger of the two at equal priority
+//!   ([`crate::model::FrictionMix::Maximum`], [`Model::pair_contact`]);
+//!   `condim` 1 is frictionless, 4 and 6 are taken as 3 (sliding friction
+//!   only; a warning names the geoms). `solref`, `solimp`, `margin`, `gap`
+//!   are not used (contacts are rigid).
 //! - `<inertial>`: `pos`, orientation, `mass`, `diaginertia` or
 //!   `fullinertia` (`ixx iyy izz ixy ixz iyz`).
 //! - `<asset><mesh name file scale vertex face inertia>` (STL, OBJ;
-//!   `vertex` inline points, `face` their triangles); textures, materials, skins, height fields are not physics.
+//!   `vertex` inline points, `face` their triangles); `<hfield name nrow
+//!   ncol size elevation file>` (`elevation` or MuJoCo's `.bin` files; PNG
+//!   refused), see `Parser::hfield`; textures, materials and skins are not physics.
 //! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
 //!   between the bodies carrying them: since welded bodies share one model
 //!   body, an exclusion also covers the bodies welded to the two named ones
 //!   (MuJoCo excludes exactly the two). `<pair>` is warned about. MuJoCo's
 //!   parent filter (a body never collides with its parent, both taken with
 //!   the bodies welded to them) is reproduced through exclusions.
-//! - `<actuator>`: `motor` (and `general` with the default fixed gain, no
-//!   bias, no activation dynamics) on a hinge or slide joint →
-//!   [`Actuator`] with `gear` (times `gainprm[0]` for `general`) and the
-//!   control range; torque on dof `dof` is `gear · ctrl`. Other actuator
-//!   types, tendon/site/body transmissions and motors on ball or free joints
-//!   are warned about.
+//! - `<actuator>`: `motor`, `position` (`timeconst` > 0: `filterexact`),
+//!   `velocity`, `intvelocity`, `cylinder` and `general` (fixed gain,
+//!   `none` or `affine` bias, `dyntype` `none`, `integrator`, `filter`,
+//!   `filterexact`) on a hinge or slide joint or a fixed tendon →
+//!   [`Actuator`] with `gear`, the control and force ranges, the activation
+//!   dynamics ([`crate::model::ActuatorDynamics`]), `actlimited`/`actrange`
+//!   and `actearly`. Other actuator types, gains and biases, site/body
+//!   transmissions, spatial tendons and motors on ball or free joints are
+//!   warned about and not mapped.
 //! - Every `<body>` is a frame of the model body that carries it, with its
 //!   own inertia, and its geoms know it ([`crate::model::Frame`],
 //!   [`crate::model::Geometry::frame`]): frame `b - 1` is MuJoCo's body
 //!   `b`. Named `site`s become frames of their body (`Model::frames`).
 //! - Skipped without a warning (no effect on the dynamics):
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
-//!   `sensor`, textures and materials. Warned about: `tendon`, `equality`,
-//!   `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
+//!   `sensor`, textures and materials. `<tendon><fixed>` and
+//!   `<equality><joint|tendon>`: see `constraints.rs`. Warned about:
+//!   spatial tendons that act, `connect`/`weld` equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
 //!   `deformable`, `extension` and anything unknown.
 //!
 //! Errors (a [`ModelFileError`] naming the file, the element, e.g.
@@ -385,6 +397,10 @@ struct JointRec {
     reference: f64,
     /// Name, range, damping, armature, frictionloss, as the model records them.
     spec: JointSpec,
+    /// `springdamper="timeconst dampratio"` (both positive) on a hinge or
+    /// slide: its stiffness and damping, set from the dof's inertia at
+    /// `qpos0` once the model is built (see `Parser::springdampers`).
+    springdamper: Option<(f64, f64)>,
 }
 
 struct GeomRec {

@@ -894,6 +894,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             None
         };
         let flags = self.flags;
+        let mut springdamper = None;
         let mut spec = JointSpec {
             name: name.clone(),
             range: limit.filter(|_| flags.limits()),
@@ -925,12 +926,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     "frictionloss" if kind != JointKind::Free => spec.frictionloss = first,
                     "stiffness" => spec.stiffness = first,
                     "springref" => spec.springref = first,
+                    "springdamper" => {
+                        let [t, z] = self.fixed::<2>(s, attr, &el)?;
+                        if t > 0.0 && z > 0.0 {
+                            springdamper = Some((t, z));
+                        }
+                    }
                     _ => {}
                 }
                 // Damping, armature, springs on hinges and slides, dry
                 // friction but on free joints are simulated.
                 let simulated = matches!(attr, "damping" | "armature")
-                    || (matches!(attr, "stiffness" | "springref")
+                    || (matches!(attr, "stiffness" | "springref" | "springdamper")
                         && matches!(kind, JointKind::Hinge | JointKind::Slide))
                     || (attr == "frictionloss" && kind != JointKind::Free);
                 if !simulated && v.iter().any(|x| *x != 0.0) {
@@ -951,6 +958,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             axis,
             reference,
             spec,
+            springdamper: springdamper
+                .filter(|_| matches!(kind, JointKind::Hinge | JointKind::Slide)),
         })
     }
 

@@ -34,7 +34,8 @@ Outputs:
 - corpus.json: for every dm_control suite file (dm-control 1.0.50) and
   mjlab 1.6.0's Unitree G1 and Go1 (paths relative to SITE_PACKAGES): nq,
   nv, nu, nbody, the time step, qpos0, every body's mass, dof_armature,
-  `mj_fullM` minus armature at qpos0, and the root body's (body 1) world
+  dof_damping, dof_frictionloss, each hinge or slide dof's joint stiffness
+  (`springdamper` resolved), `mj_fullM` minus armature at qpos0, and the root body's (body 1) world
   position every 0.25 s of a 1 s passive settle (zero controls,
   semi-implicit Euler at the file's time step) from qpos0 with the joints
   that qpos0 puts beyond their ranges moved onto them (settle_qpos_start);
@@ -244,6 +245,15 @@ def corpus_reference(site, rel):
         "qpos0": floats(m.qpos0),
         "body_mass": floats(m.body_mass),
         "armature": floats(m.dof_armature),
+        "dof_damping": floats(m.dof_damping),
+        "dof_frictionloss": floats(m.dof_frictionloss),
+        # Each hinge or slide dof's joint stiffness (0 on other dofs).
+        "dof_stiffness": [
+            float(m.jnt_stiffness[m.dof_jntid[i]])
+            if int(m.jnt_type[m.dof_jntid[i]]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+            else 0.0
+            for i in range(m.nv)
+        ],
         "mass_matrix": rows(full),
         "settle_qpos_start": floats(start),
         "settle_root_xpos": root,
