@@ -33,6 +33,9 @@ class Model:
     @property
     def nu(self) -> int: ...
     @property
+    def na(self) -> int:
+        """Activation states (actuators with MJCF dyntype): the width of act."""
+    @property
     def dt(self) -> float: ...
     @property
     def body_names(self) -> list[str]: ...
@@ -146,6 +149,11 @@ class Simulator:
     @v.setter
     def v(self, v: ArrayIn) -> None: ...
     @property
+    def act(self) -> FloatArray:
+        """The actuators' activations (na,), MuJoCo's act."""
+    @act.setter
+    def act(self, act: ArrayIn) -> None: ...
+    @property
     def t(self) -> float: ...
     @property
     def stage_times(self) -> dict[str, float]:
@@ -230,7 +238,13 @@ class BatchSim:
         self, ctrl: ArrayIn, q: Optional[ArrayIn] = None, v: Optional[ArrayIn] = None
     ) -> FloatArray:
         """MuJoCo's qfrc_actuator (nworlds, nv) under controls ctrl (nworlds, nu)."""
-    def set_state(self, world: int, q: ArrayIn, v: ArrayIn) -> None: ...
+    def set_state(
+        self, world: int, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None
+    ) -> None:
+        """World ``world``'s state; ``act`` (na,) the activations (zero when not given)."""
+    @property
+    def act(self) -> FloatArray:
+        """The worlds' activations (nworlds, na), a copy (MuJoCo's act)."""
     def set_world_model(self, world: int, model: Model) -> None:
         """World ``world``'s own model (``Model.with_parameters``), from its
         next step on, on every backend; "gpu" stays resident unless the
@@ -247,8 +261,9 @@ class BatchSim:
     ) -> None:
         """World ``world``'s step parameters from its next step on; a bad
         value raises ValueError and nothing changes."""
-    def set_states(self, q: ArrayIn, v: ArrayIn) -> None:
-        """Every world's state from (nworlds, nq) and (nworlds, nv) arrays (all checked first)."""
+    def set_states(self, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None) -> None:
+        """Every world's state from (nworlds, nq), (nworlds, nv) and (nworlds, na;
+        zero when not given) arrays (all checked first)."""
     @property
     def model(self) -> Model: ...
     def step_with_jacobians(self, tau: ArrayIn) -> dict[str, Any]:
