@@ -272,3 +272,154 @@ fn a_motor_on_a_tendon_drives_each_joint_by_its_coefficient() {
         state.v
     );
 }
+
+/// World pose of the MJCF body named `name` (through the body carrying it).
+fn mjcf_pose(
+    m: &moreau::model::mjcf::MjcfModel,
+    data: &moreau::dynamics::Data,
+    name: &str,
+) -> moreau::math::SE3 {
+    let b = m.mjcf_bodies.iter().find(|b| b.name == name).unwrap();
+    data.world_from_body[b.body].mul(&b.body_from_mjcf)
+}
+
+fn parsed(xml: &str) -> moreau::model::mjcf::MjcfModel {
+    let m = parse_mjcf(xml, "test.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    m
+}
+
+/// A pendulum closed by `connect`: a free body held by its origin on the
+/// tip of a hinged rod swings as the same body on a ball joint there (the
+/// reduced-coordinate double pendulum). The two integrations differ at
+/// first order in `dt`: the gap after 0.5 s halves with the step, and the
+/// connect's residual stays within the Baumgarte drift.
+#[test]
+fn a_pendulum_closed_by_connect_swings_as_on_a_ball_joint() {
+    let arm = r#"<joint name="h" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 1 0 0" size=".05" mass="1" contype="0" conaffinity="0"/>"#;
+    let link = r#"<geom type="capsule" fromto="0 0 0 0.6 0.2 0.3" size=".05" mass="0.5" contype="0" conaffinity="0"/>"#;
+    let ball = parsed(&format!(
+        r#"<mujoco><worldbody><body name="a">{arm}
+        <body name="b" pos="1 0 0"><joint type="ball"/>{link}</body></body></worldbody></mujoco>"#
+    ));
+    let closed = parsed(&format!(
+        r#"<mujoco><worldbody><body name="a">{arm}</body>
+        <body name="b" pos="1 0 0"><freejoint/>{link}</body></worldbody>
+        <equality><connect name="tip" body1="a" body2="b" anchor="1 0 0"/></equality></mujoco>"#
+    ));
+    let e = &closed.model.body_equalities[0];
+    assert_eq!((e.name.as_str(), e.rotation), ("tip", None));
+    assert!((e.point1 - moreau::math::Vec3::new(1.0, 0.0, 0.0)).norm() < 1e-12);
+    assert!(e.point2.norm() < 1e-12);
+    let run = |m: &moreau::model::mjcf::MjcfModel, dt: f64| {
+        let model = Arc::new(m.model.clone());
+        let params = SimParams {
+            dt,
+            ..Default::default()
+        };
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+        let mut data = moreau::dynamics::Data::new(&model);
+        let mut residual: f64 = 0.0;
+        for _ in 0..(0.5 / dt).round() as usize {
+            let report = sim.step(&mut state, &vec![0.0; model.nv]).unwrap();
+            if let Some(s) = report.solver {
+                assert!(s.converged, "{s:?}");
+            }
+            moreau::dynamics::forward_kinematics(&model, &mut data, state.q.as_slice());
+            let (a, b) = (mjcf_pose(m, &data, "a"), mjcf_pose(m, &data, "b"));
+            let tip = a.act_point(&moreau::math::Vec3::new(1.0, 0.0, 0.0));
+            residual = residual.max((tip - b.translation).norm());
+        }
+        let b = mjcf_pose(m, &data, "b");
+        (
+            b.act_point(&moreau::math::Vec3::new(0.6, 0.2, 0.3)),
+            residual,
+        )
+    };
+    let mut gaps = Vec::new();
+    for dt in [1e-3, 5e-4] {
+        let (want, joint_residual) = run(&ball, dt);
+        let (got, residual) = run(&closed, dt);
+        assert!(joint_residual < 1e-12);
+        let gap = (got - want).norm();
+        println!(
+            "dt {dt}: link end {got:?} vs ball joint {want:?}: {gap:.1e}; connect residual ≤ {residual:.1e}"
+        );
+        assert!(residual < 1e-4, "{residual}");
+        // It swung: the link's end fell by more than 0.5 m.
+        assert!(want.z < -0.5, "{want:?}");
+        gaps.push(gap);
+    }
+    assert!(gaps[0] < 2e-2, "{gaps:?}");
+    assert!(gaps[1] < 0.65 * gaps[0], "first order in dt: {gaps:?}");
+}
+
+/// A `weld` makes two free bodies one: spun without gravity, the pair
+/// tumbles as the single body of their merged inertia. To rounding: the
+/// weld's impulse projects the two bodies' free velocities (in the mass
+/// metric) onto their common rigid motion, which is the merged body's
+/// step, and each free joint then integrates the same twist.
+#[test]
+fn welded_bodies_move_as_one() {
+    let a = r#"<geom type="box" size=".2 .1 .05" mass="2" contype="0" conaffinity="0"/>"#;
+    let b = r#"<geom type="capsule" fromto="0 0 0 0.3 0 0.1" size=".04" mass="0.7" contype="0" conaffinity="0"/>"#;
+    let place = r#"pos="0.3 0.1 -0.05" euler="0 0 30""#;
+    let merged = parsed(&format!(
+        r#"<mujoco><option gravity="0 0 0"/><worldbody><body name="a" pos="0 0 1"><freejoint/>{a}
+        <body name="b" {place}>{b}</body></body></worldbody></mujoco>"#
+    ));
+    let welded = parsed(&format!(
+        r#"<mujoco><option gravity="0 0 0"/><worldbody><body name="a" pos="0 0 1"><freejoint/>{a}</body>
+        <body name="b" pos="0.3 0.1 0.95" euler="0 0 30"><freejoint/>{b}</body></worldbody>
+        <equality><weld body1="a" body2="b"/></equality></mujoco>"#
+    ));
+    assert!(welded.model.body_equalities[0].rotation.is_some());
+    // The pair's initial twist: a's (body frame), and b's the same rigid motion.
+    let (w, v) = (
+        moreau::math::Vec3::new(0.3, 2.0, 1.0),
+        moreau::math::Vec3::new(0.1, 0.0, 0.2),
+    );
+    let run = |m: &moreau::model::mjcf::MjcfModel, dt: f64| {
+        let model = Arc::new(m.model.clone());
+        let params = SimParams {
+            dt,
+            ..Default::default()
+        };
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut data = moreau::dynamics::Data::new(&model);
+        moreau::dynamics::forward_kinematics(&model, &mut data, m.q0.as_slice());
+        let mut v0 = nalgebra::DVector::zeros(model.nv);
+        v0.rows_mut(0, 3).copy_from(&v);
+        v0.rows_mut(3, 3).copy_from(&w);
+        if model.nv == 12 {
+            let (pa, pb) = (mjcf_pose(m, &data, "a"), mjcf_pose(m, &data, "b"));
+            let ab = pa.inv_mul(&pb);
+            let r = ab.rotation.transpose();
+            v0.rows_mut(6, 3)
+                .copy_from(&(r * (v + w.cross(&ab.translation))));
+            v0.rows_mut(9, 3).copy_from(&(r * w));
+        }
+        let mut state = State::new(m.q0.clone(), v0);
+        for _ in 0..(1.0 / dt).round() as usize {
+            sim.step(&mut state, &vec![0.0; model.nv]).unwrap();
+        }
+        moreau::dynamics::forward_kinematics(&model, &mut data, state.q.as_slice());
+        (mjcf_pose(m, &data, "a"), mjcf_pose(m, &data, "b"))
+    };
+    for dt in [1e-3, 5e-4] {
+        let (a0, b0) = run(&merged, dt);
+        let (a1, b1) = run(&welded, dt);
+        let rel = a1.inv_mul(&b1);
+        let want_rel = a0.inv_mul(&b0);
+        let held = (rel.translation - want_rel.translation).norm()
+            + (rel.rotation - want_rel.rotation).amax();
+        let gap = (b1.translation - b0.translation).norm() + (a1.rotation - a0.rotation).amax();
+        println!("dt {dt}: gap to the merged body {gap:.1e}, weld residual {held:.1e}");
+        assert!(held < 1e-9, "{held}");
+        assert!(gap < 1e-9, "{gap}");
+        // It tumbled: a turned by more than a radian.
+        assert!((a0.rotation - moreau::math::Mat3::identity()).amax() > 0.5);
+    }
+}

@@ -206,7 +206,7 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         .replace(
             "</mujoco>",
             r#"<tendon><fixed name="t"><joint joint="hinge" coef="1"/></fixed></tendon>
-  <equality><joint joint1="hinge" joint2="slider"/><connect body1="link" body2="tip" anchor="0 0 0"/></equality>
+  <equality><joint joint1="hinge" joint2="slider"/><connect body1="link" body2="tip" anchor="0 0 0"/><flex flex="cloth"/></equality>
   <contact><pair geom1="ball" geom2="floor"/></contact>
   <sensor><jointpos joint="hinge"/></sensor>
   <actuator><velocity name="v" joint="slider" kv="3"/><motor name="t" tendon="t"/></actuator>
@@ -224,7 +224,7 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         "integrator=\"RK4\"",
         "<flag> warmstart=\"disable\"",
         "<composite>",
-        "<connect> equality constraints are not supported",
+        "<flex> equality constraints are not supported",
         "<contact><pair>",
     ];
     for e in expect {
@@ -260,6 +260,14 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         );
     }
     assert_eq!((m.model.tendons.len(), m.model.equalities.len()), (1, 1));
+    // So is the connect (its anchor at `link`'s origin, on `tip` 0.5 m above tip's).
+    let c = &m.model.body_equalities[0];
+    assert_eq!((c.body1, c.body2, c.rotation), (1, 2, None));
+    assert!(
+        (c.point2 - Vec3::new(0.0, 0.0, 0.5)).norm() < 1e-12,
+        "{:?}",
+        c.point2
+    );
     assert!(m.model.dof_frictionloss.contains(&0.1));
     // A spatial tendon that changes nothing (no range, spring, damping,
     // friction, actuator or equality) is not warned about; one with a range is.

@@ -156,13 +156,26 @@ impl LoadedModel {
                 writeln!(s, "  {:24} {}{range}", t.name, joints.join(" + "))?;
             }
         }
-        if !m.equalities.is_empty() {
+        if !m.equalities.is_empty() || !m.body_equalities.is_empty() {
             writeln!(s, "equality constraints (bilateral rows):")?;
             for e in &m.equalities {
                 writeln!(
                     s,
                     "  {:24} {:?} = P({:?}), P = {:?}",
                     e.name, e.first, e.second, e.polycoef
+                )?;
+            }
+            for e in &m.body_equalities {
+                writeln!(
+                    s,
+                    "  {:24} {} of {} at {:?} to {} at {:?} ({} rows)",
+                    e.name,
+                    e.kind(),
+                    m.body_name[e.body1],
+                    e.point1.as_slice(),
+                    m.body_name[e.body2],
+                    e.point2.as_slice(),
+                    e.rows()
                 )?;
             }
         }

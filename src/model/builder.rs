@@ -74,6 +74,7 @@ pub struct ModelBuilder {
     actuators: Vec<Actuator>,
     tendons: Vec<super::Tendon>,
     equalities: Vec<super::Equality>,
+    body_equalities: Vec<super::BodyEquality>,
     frames: Vec<Frame>,
     /// Convex-mesh colliders by their exact vertices: instances of one mesh
     /// share one hull (computed once).
@@ -280,6 +281,7 @@ impl ModelBuilder {
             actuators: Vec::new(),
             tendons: Vec::new(),
             equalities: Vec::new(),
+            body_equalities: Vec::new(),
             frames: Vec::new(),
             hulls: Default::default(),
         }
@@ -743,6 +745,21 @@ impl ModelBuilder {
         Ok(self.equalities.len() - 1)
     }
 
+    /// Adds a `connect` or `weld` ([`super::BodyEquality`]); returns its index.
+    pub fn add_body_equality(
+        &mut self,
+        equality: super::BodyEquality,
+    ) -> Result<usize, ModelError> {
+        equality
+            .check(self.bodies.len())
+            .map_err(|reason| ModelError::Invalid {
+                what: format!("{} `{}`", equality.kind(), equality.name),
+                reason,
+            })?;
+        self.body_equalities.push(equality);
+        Ok(self.body_equalities.len() - 1)
+    }
+
     /// A named frame fixed on `body` at `body_from_frame` (a file's body
     /// welded into its parent, a site). Returns its index.
     pub fn add_frame(
@@ -867,6 +884,7 @@ impl ModelBuilder {
             actuators: self.actuators,
             tendons: self.tendons,
             equalities: self.equalities,
+            body_equalities: self.body_equalities,
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
             frames: self.frames,

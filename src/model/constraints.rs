@@ -15,6 +15,16 @@
 //! without a second coordinate, `y = y₀ + a₀`. Its residual
 //! `e(q) = y − y₀ − P(x − x₀)` becomes a bilateral row with Jacobian
 //! `∂y/∂q − P'(x − x₀) ∂x/∂q`, stabilized as contacts are (`g += β e/dt`).
+//!
+//! A **body equality** ([`BodyEquality`], MuJoCo's `connect` and `weld`)
+//! holds a point fixed on one body on a point fixed on another: three
+//! bilateral rows `p₁(q) − p₂(q) = 0` in world axes, Jacobian the two
+//! points' velocity Jacobians' difference (a ball joint closing a loop).
+//! A weld also holds the bodies' relative orientation `R₁ᵀR₂ = R`: three
+//! more rows `ω₁ − ω₂`, residual the rotation vector of `R₁ R R₂ᵀ`. Both
+//! are stabilized as contacts are.
+
+use crate::math::{Mat3, Vec3};
 
 /// A scalar coordinate of the configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,5 +94,66 @@ impl Equality {
         let p = a[0] + u * (a[1] + u * (a[2] + u * (a[3] + u * a[4])));
         let dp = a[1] + u * (2.0 * a[2] + u * (3.0 * a[3] + u * 4.0 * a[4]));
         (p, dp)
+    }
+}
+
+/// MuJoCo's `connect` (a point of `body1` held on a point of `body2`: a
+/// ball joint, 3 rows) and `weld` (also their relative orientation: 6
+/// rows); see the module docs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BodyEquality {
+    pub name: String,
+    /// Body indices (`body2` may be the world, 0).
+    pub body1: usize,
+    pub body2: usize,
+    /// The point in `body1`'s frame and the point in `body2`'s frame that
+    /// are held together.
+    pub point1: Vec3,
+    pub point2: Vec3,
+    /// A weld: the relative orientation `R₁ᵀR₂` held (a rotation);
+    /// `None`: a connect.
+    pub rotation: Option<Mat3>,
+}
+
+impl BodyEquality {
+    /// Its number of rows: 3 (connect) or 6 (weld).
+    pub fn rows(&self) -> usize {
+        if self.rotation.is_some() { 6 } else { 3 }
+    }
+    /// MuJoCo's name of the kind.
+    pub fn kind(&self) -> &'static str {
+        if self.rotation.is_some() {
+            "weld"
+        } else {
+            "connect"
+        }
+    }
+    /// Why it cannot be part of a model of `nbodies` bodies, if it cannot.
+    pub fn check(&self, nbodies: usize) -> Result<(), String> {
+        if self.body1 >= nbodies || self.body2 >= nbodies {
+            return Err(format!(
+                "bodies {} and {} (the model has {nbodies})",
+                self.body1, self.body2
+            ));
+        }
+        if self.body1 == self.body2 {
+            return Err("ties a body to itself".into());
+        }
+        if !(self
+            .point1
+            .iter()
+            .chain(self.point2.iter())
+            .all(|x| x.is_finite()))
+        {
+            return Err("its points must be finite".into());
+        }
+        if let Some(r) = &self.rotation
+            && !(r.iter().all(|x| x.is_finite())
+                && (r.transpose() * r - Mat3::identity()).amax() < 1e-9
+                && r.determinant() > 0.0)
+        {
+            return Err("its relative orientation must be a rotation matrix".into());
+        }
+        Ok(())
     }
 }

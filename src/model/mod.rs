@@ -18,7 +18,7 @@ pub mod urdf;
 pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder, validate_inertia};
-pub use constraints::{Coordinate, Equality, Tendon};
+pub use constraints::{BodyEquality, Coordinate, Equality, Tendon};
 pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;
 
@@ -428,6 +428,9 @@ pub struct Model {
     pub tendons: Vec<Tendon>,
     /// Equality constraints ([`Equality`]), each a bilateral row.
     pub equalities: Vec<Equality>,
+    /// `connect` and `weld` equalities ([`BodyEquality`]), 3 or 6
+    /// bilateral rows each.
+    pub body_equalities: Vec<BodyEquality>,
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
@@ -502,8 +505,9 @@ impl Model {
     /// (the GPU kernels, the derivatives, inverse dynamics).
     pub fn constraint_features(&self) -> Option<String> {
         let mut what = Vec::new();
-        if !self.equalities.is_empty() {
-            what.push(format!("{} equality constraint(s)", self.equalities.len()));
+        let ne = self.equalities.len() + self.body_equalities.len();
+        if ne > 0 {
+            what.push(format!("{ne} equality constraint(s)"));
         }
         let friction = self.dof_frictionloss.iter().filter(|&&f| f > 0.0).count();
         if friction > 0 {

@@ -571,6 +571,7 @@ impl Simulator {
             self.active_limits(state);
             self.rows.gather(
                 &self.model,
+                &self.data,
                 state.q.as_slice(),
                 self.v_free.as_slice(),
                 self.params.dt,

@@ -5,6 +5,9 @@
 //!
 //! - equality `e(q) = 0` ([`crate::model::Equality`]): `c = J v`, `g` gets
 //!   `β e/dt` (the contacts' Baumgarte factor), so `ė = −β e/dt` after the step;
+//! - `connect` and `weld` ([`crate::model::BodyEquality`]): 3 (6) such rows
+//!   in world axes, the points' relative velocity (and the bodies'
+//!   relative angular velocity);
 //! - dry friction `f` on a dof or a tendon: `c = J v` (the dof's velocity, the
 //!   tendon's `L̇`), `|λ| ≤ f·dt`, no stabilization (MuJoCo's `frictionloss`);
 //! - a tendon's length range, as a joint's: a row per side within
@@ -12,7 +15,10 @@
 //!   with the joint limits' speculative and Baumgarte terms.
 
 use crate::contact::{LimitSide, RowSet, SparseRows};
-use crate::model::{Coordinate, Model};
+use crate::dynamics::{Data, point_velocity_column};
+use crate::math::{Vec3, ang};
+use crate::model::{Coordinate, Model, NO_DOF};
+use nalgebra::{Rotation3, UnitQuaternion};
 
 /// What a row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +31,9 @@ pub enum RowKind {
     TendonFriction(usize),
     /// A side of tendon `t`'s range.
     TendonLimit(usize, LimitSide),
+    /// Row `r` (0–2: position along world x, y, z; 3–5: orientation) of
+    /// body equality `i` of [`Model::body_equalities`].
+    BodyEquality(usize, usize),
 }
 
 impl RowKind {
@@ -38,12 +47,16 @@ impl RowKind {
             RowKind::TendonLimit(t, side) => {
                 ne + nv + model.tendons.len() + 2 * t + (side == LimitSide::Upper) as usize
             }
+            RowKind::BodyEquality(i, r) => ne + nv + 3 * model.tendons.len() + 6 * i + r,
         }
     }
 
     /// Slots of a model (see [`Self::slot`]).
     pub(crate) fn slots(model: &Model) -> usize {
-        model.equalities.len() + model.nv + 3 * model.tendons.len()
+        model.equalities.len()
+            + model.nv
+            + 3 * model.tendons.len()
+            + 6 * model.body_equalities.len()
     }
 
     /// A name for messages.
@@ -61,6 +74,11 @@ impl RowKind {
             }
             RowKind::TendonLimit(t, side) => {
                 format!("{side:?} limit of tendon `{}`", model.tendons[t].name).to_lowercase()
+            }
+            RowKind::BodyEquality(i, r) => {
+                let e = &model.body_equalities[i];
+                let what = ["x", "y", "z", "rotation x", "rotation y", "rotation z"][r];
+                format!("{} `{}` ({what})", e.kind(), e.name)
             }
         }
     }
@@ -93,11 +111,14 @@ impl ExtraRows {
         self.rows.is_empty()
     }
 
-    /// The rows at configuration `q` with free velocity `v_free` (for the
-    /// tendon limits' crossing test) and step `dt`.
+    /// The rows at configuration `q` (with `data`'s kinematics at `q`)
+    /// with free velocity `v_free` (for the tendon limits' crossing test)
+    /// and step `dt`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn gather(
         &mut self,
         model: &Model,
+        data: &Data,
         q: &[f64],
         v_free: &[f64],
         dt: f64,
@@ -128,6 +149,43 @@ impl ExtraRows {
                 stabilization: baumgarte * e / dt,
                 violation: e,
             });
+        }
+        for (i, eq) in model.body_equalities.iter().enumerate() {
+            let (x1, x2) = (
+                &data.world_from_body[eq.body1],
+                &data.world_from_body[eq.body2],
+            );
+            let (p1, p2) = (x1.act_point(&eq.point1), x2.act_point(&eq.point2));
+            let mut residual = [0.0; 6];
+            residual[..3].copy_from_slice((p1 - p2).as_slice());
+            if let Some(rel) = &eq.rotation {
+                let err = x1.rotation * rel * x2.rotation.transpose();
+                let phi = rotation_vector(&err);
+                residual[3..].copy_from_slice(phi.as_slice());
+            }
+            for (r, &e) in residual.iter().enumerate().take(eq.rows()) {
+                self.entries.clear();
+                for (body, sign, p) in [(eq.body1, 1.0, p1), (eq.body2, -1.0, p2)] {
+                    let mut k = model.body_last_dof[body];
+                    while k != NO_DOF {
+                        let s = &data.dof_jacobian[k];
+                        let c = if r < 3 {
+                            point_velocity_column(s, &p)[r]
+                        } else {
+                            ang(s)[r - 3]
+                        };
+                        self.entries.push((k, sign * c));
+                        k = model.dof_parent[k];
+                    }
+                }
+                self.jacobian.push(self.entries.iter().copied());
+                self.rows.push(Row {
+                    kind: RowKind::BodyEquality(i, r),
+                    set: RowSet::Bilateral,
+                    stabilization: baumgarte * e / dt,
+                    violation: e,
+                });
+            }
         }
         for (k, &f) in model.dof_frictionloss.iter().enumerate() {
             if f > 0.0 {
@@ -204,4 +262,18 @@ pub(crate) fn tendon_forces(model: &Model, q: &[f64], v: &[f64], tau: &mut [f64]
             tau[model.joint_idx_v[j]] += c * force;
         }
     }
+}
+
+/// The rotation vector `φ` (axis times angle in `[0, π]`) of the rotation
+/// matrix `r`, `exp([φ]×) = r`; through the quaternion, robust near the
+/// identity (where `acos` of the trace is not).
+fn rotation_vector(r: &crate::math::Mat3) -> Vec3 {
+    let q = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(*r));
+    let (w, v) = (q.w, q.imag());
+    let (w, v) = if w < 0.0 { (-w, -v) } else { (w, v) };
+    let s = v.norm();
+    if s < 1e-12 {
+        return 2.0 * v;
+    }
+    v * (2.0 * s.atan2(w) / s)
 }

@@ -376,8 +376,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             idx_q.push(nq);
             nq += plan.joint.nq();
         }
-        let tendons =
-            self.tendons_and_equalities(&top, &joint_plan, &|b| idx_q[b], &q0, &mut builder)?;
+        let mut pending = Vec::new();
+        let tendons = self.tendons_and_equalities(
+            &top,
+            &joint_plan,
+            &|b| idx_q[b],
+            &q0,
+            &mut builder,
+            &mut pending,
+        )?;
         // Each fixed tendon's first joint's name (an actuator on it names it).
         let plan_joint: HashMap<usize, &str> = joint_plan
             .iter()
@@ -661,6 +668,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .build()
             .map_err(|e| self.error("<mujoco>", e.to_string()))?;
         springdamper_gains(&mut model, &q0, &springdampers, flags.spring, flags.damper);
+        let notes =
+            super::constraints::place_body_equalities(&mut model, &q0, &pending, &carrier, &from)
+                .map_err(|(el, reason)| self.error(&el, reason))?;
+        self.warnings.extend(notes);
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {

@@ -1,7 +1,8 @@
-//! `<tendon><fixed>` and `<equality><joint>`, `<equality><tendon>` onto the
-//! model's [`Tendon`]s and [`Equality`]s. Spatial tendons and the `connect`
-//! and `weld` equalities are warned about where they act; `solref` and
-//! `solimp` are not read (the rows are rigid, stabilized like contacts).
+//! `<tendon><fixed>` and `<equality><joint>`, `<equality><tendon>`,
+//! `<connect>`, `<weld>` onto the model's [`Tendon`]s, [`Equality`]s and
+//! [`crate::model::BodyEquality`]s. Spatial tendons are warned about where
+//! they act; `solref` and `solimp` are not read (the rows are rigid,
+//! stabilized like contacts).
 
 use super::*;
 use crate::model::{Coordinate, Equality, Tendon};
@@ -19,6 +20,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         joint_idx_q: &dyn Fn(usize) -> usize,
         q0: &[f64],
         builder: &mut ModelBuilder,
+        bodies: &mut Vec<PendingBodyEquality>,
     ) -> Result<HashMap<String, usize>, ModelFileError> {
         let mut tendons = HashMap::new();
         let mut lengths0 = Vec::new();
@@ -155,9 +157,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             for e in section.children().filter(|n| n.is_element()) {
                 let el = element_name(&e, "");
                 let tag = e.tag_name().name();
-                if !matches!(tag, "joint" | "tendon") {
+                if !matches!(tag, "joint" | "tendon" | "connect" | "weld") {
                     warnings.push(format!(
-                        "{el}: <{tag}> equality constraints are not supported (joint and tendon are), ignored"
+                        "{el}: <{tag}> equality constraints are not supported (joint, tendon, connect and weld are), ignored"
                     ));
                     continue;
                 }
@@ -169,6 +171,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     warnings.push(format!(
                         "{el}: inactive (active=\"false\"), not added: moreau cannot switch an equality on at run time"
                     ));
+                    continue;
+                }
+                if matches!(tag, "connect" | "weld") {
+                    let pending = self.body_equality(&e, &el, &get)?;
+                    bodies.extend(pending);
                     continue;
                 }
                 let coordinate = |key: &str| -> Result<Option<(Coordinate, f64)>, ModelFileError> {
@@ -225,6 +232,30 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 }
 
+/// A `connect` or `weld` read from the file, placed once the model is
+/// built (its points and orientation at `qpos0`, see
+/// `Parser::place_body_equalities`).
+pub(super) struct PendingBodyEquality {
+    pub element: String,
+    pub name: String,
+    /// MJCF body indices (0: the world).
+    pub body1: usize,
+    pub body2: usize,
+    pub anchor: Anchor,
+}
+
+/// How a body equality's points (and orientation) are given.
+pub(super) enum Anchor {
+    /// `connect anchor`: a point of body 1 (its MJCF frame); body 2's point
+    /// is where it is at `qpos0`.
+    Connect(Vec3),
+    /// `site1`, `site2`: the sites' origins coincide (a weld: their frames).
+    Sites { site1: SE3, site2: SE3, weld: bool },
+    /// `weld anchor relpose`: `anchor` a point of body 2 (MJCF frame);
+    /// body 2's pose in body 1's MJCF frame (`None`: as at `qpos0`).
+    Weld { anchor: Vec3, relpose: Option<SE3> },
+}
+
 /// Whether a spatial tendon acts on the dynamics: a range, a spring,
 /// damping, friction or armature, or an actuator or equality naming it.
 fn spatial_acts(top: &[Node<'_, '_>], t: &Node<'_, '_>) -> bool {
@@ -251,4 +282,179 @@ fn spatial_acts(top: &[Node<'_, '_>], t: &Node<'_, '_>) -> bool {
         || ["stiffness", "damping", "frictionloss", "armature"]
             .iter()
             .any(|a| nonzero(a))
+}
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// A `<connect>` or `<weld>`: its bodies (or sites) and anchor.
+    fn body_equality(
+        &self,
+        e: &Node<'a, 'i>,
+        el: &str,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+    ) -> Result<Option<PendingBodyEquality>, ModelFileError> {
+        let weld = e.tag_name().name() == "weld";
+        let body = |name: &str| -> Result<usize, ModelFileError> {
+            if name == "world" {
+                return Ok(0);
+            }
+            self.bodies
+                .iter()
+                .position(|b| b.name == name)
+                .ok_or_else(|| self.error(el, format!("no body named `{name}`")))
+        };
+        let site = |name: &str| -> Result<(usize, SE3), ModelFileError> {
+            self.bodies
+                .iter()
+                .enumerate()
+                .find_map(|(b, rec)| {
+                    rec.sites
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map(|(_, local)| (b, *local))
+                })
+                .ok_or_else(|| self.error(el, format!("no site named `{name}`")))
+        };
+        let name = e.attribute("name").unwrap_or("").to_string();
+        let name = if name.is_empty() {
+            el.to_string()
+        } else {
+            name
+        };
+        // MuJoCo: a torque scale of 0 leaves the orientation free.
+        let torquescale = match get("torquescale") {
+            Some(s) => self.fixed::<1>(s, "torquescale", el)?[0],
+            None => 1.0,
+        };
+        let weld = weld && torquescale != 0.0;
+        let (body1, body2, anchor) = match (e.attribute("site1"), e.attribute("site2")) {
+            (Some(s1), Some(s2)) => {
+                let ((b1, site1), (b2, site2)) = (site(s1)?, site(s2)?);
+                (b1, b2, Anchor::Sites { site1, site2, weld })
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(self.error(el, "needs both `site1` and `site2`".into()));
+            }
+            (None, None) => {
+                let Some(b1) = e.attribute("body1") else {
+                    return Err(self.error(el, "needs `body1` (or `site1` and `site2`)".into()));
+                };
+                let b1 = body(b1)?;
+                let b2 = body(e.attribute("body2").unwrap_or("world"))?;
+                let anchor = match get("anchor") {
+                    Some(s) => v3(self.fixed::<3>(s, "anchor", el)?),
+                    None => Vec3::zeros(),
+                };
+                let a = if weld {
+                    // `relpose`: position, then quaternion (w x y z); a zero
+                    // quaternion (the default) means "as at qpos0".
+                    let relpose = match get("relpose") {
+                        Some(s) => {
+                            let r = self.fixed::<7>(s, "relpose", el)?;
+                            let q = Quaternion::new(r[3], r[4], r[5], r[6]);
+                            (q.norm() > 0.0).then(|| {
+                                SE3::from_quaternion(
+                                    &UnitQuaternion::from_quaternion(q),
+                                    Vec3::new(r[0], r[1], r[2]),
+                                )
+                            })
+                        }
+                        None => None,
+                    };
+                    Anchor::Weld { anchor, relpose }
+                } else {
+                    Anchor::Connect(anchor)
+                };
+                (b1, b2, a)
+            }
+        };
+        if body1 == body2 {
+            return Err(self.error(el, "ties a body to itself".into()));
+        }
+        Ok(Some(PendingBodyEquality {
+            element: el.to_string(),
+            name,
+            body1,
+            body2,
+            anchor,
+        }))
+    }
+}
+
+/// Places the file's `connect`s and `weld`s on the built `model` (bodies
+/// welded into others act through their carriers: `carrier`, and `from`
+/// the MJCF body frame in its carrier's), their points and orientation
+/// taken at `q0` where the file leaves them to the reference pose.
+pub(super) fn place_body_equalities(
+    model: &mut Model,
+    q0: &[f64],
+    pending: &[PendingBodyEquality],
+    carrier: &[usize],
+    from: &[SE3],
+) -> Result<Vec<String>, (String, String)> {
+    let mut notes = Vec::new();
+    if pending.is_empty() {
+        return Ok(notes);
+    }
+    let mut data = crate::dynamics::Data::new(model);
+    crate::dynamics::forward_kinematics(model, &mut data, q0);
+    for p in pending {
+        let (c1, c2) = (carrier[p.body1], carrier[p.body2]);
+        let (x1, x2) = (data.world_from_body[c1], data.world_from_body[c2]);
+        let (f1, f2) = (&from[p.body1], &from[p.body2]);
+        // (point1, point2, carrier 2's pose in carrier 1's frame for a weld)
+        let (point1, point2, relative) = match &p.anchor {
+            Anchor::Connect(a) => {
+                let point1 = f1.act_point(a);
+                let world = x1.act_point(&point1);
+                (point1, x2.act_inv_point(&world), None)
+            }
+            Anchor::Sites { site1, site2, weld } => {
+                let (s1, s2) = (f1.mul(site1), f2.mul(site2));
+                (
+                    s1.translation,
+                    s2.translation,
+                    weld.then(|| s1.mul(&s2.inverse())),
+                )
+            }
+            Anchor::Weld { anchor, relpose } => {
+                let point2 = f2.act_point(anchor);
+                let rel = match relpose {
+                    Some(r) => f1.mul(r).mul(&f2.inverse()),
+                    None => x1.inv_mul(&x2),
+                };
+                (rel.act_point(&point2), point2, Some(rel))
+            }
+        };
+        let equality = crate::model::BodyEquality {
+            name: p.name.clone(),
+            body1: c1,
+            body2: c2,
+            point1,
+            point2,
+            rotation: relative.map(|r| r.rotation),
+        };
+        if c1 == c2 {
+            // Both bodies move as one: it holds by itself where it holds
+            // at all.
+            let rotated = equality
+                .rotation
+                .is_some_and(|r| (r - crate::math::Mat3::identity()).amax() > 1e-9);
+            if (equality.point1 - equality.point2).norm() > 1e-9 || rotated {
+                return Err((
+                    p.element.clone(),
+                    "its two bodies are welded into one (no joint between them) in another pose than it asks".into(),
+                ));
+            }
+            notes.push(format!(
+                "{}: its two bodies are welded into one, so it holds by itself: not added",
+                p.element
+            ));
+            continue;
+        }
+        equality
+            .check(model.nbodies)
+            .map_err(|reason| (p.element.clone(), reason))?;
+        model.body_equalities.push(equality);
+    }
+    Ok(notes)
 }
