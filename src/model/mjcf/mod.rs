@@ -115,8 +115,8 @@
 //! - Skipped without a warning (no effect on the dynamics):
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
 //!   `sensor`, textures and materials. `<tendon><fixed>` and
-//!   `<equality><joint|tendon>`: see `constraints.rs`. Warned about:
-//!   spatial tendons that act, `connect`/`weld` equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
+//!   `<equality><joint|tendon|connect|weld>`: see `constraints.rs`. Warned about:
+//!   spatial tendons that act, other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
 //!   `deformable`, `extension` and anything unknown.
 //!
 //! Errors (a [`ModelFileError`] naming the file, the element, e.g.

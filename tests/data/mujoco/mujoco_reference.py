@@ -57,6 +57,9 @@ Outputs:
   range, cylinder, an `actearly` filter — among stateless ones), `qpos`
   and `act` every 0.05 s of 1 s under two phases of constant controls
   (ACTUATOR_CTRL).
+- loops.json: for loops.xml (a four-bar linkage closed by `connect`, a
+  weight welded to a hinged arm by `weld` with `relpose`), as
+  constraints.json with no control.
 - hfield.json: for hfield.xml (an `elevation` height field, moved and
   turned), the surface's world height (mj_ray straight down) at points on
   its cells' edges along x.
@@ -284,9 +287,9 @@ def inertia_reference(xml):
 CONSTRAINT_CTRL = [2.9, 5.0, 0.05, 0.3, 0.1, 0.02, 0.4]
 
 
-def constraints_reference(xml):
-    """qpos every 0.25 s of 1 s under CONSTRAINT_CTRL, default and stiff."""
-    out = {"versions": versions(), "ctrl": CONSTRAINT_CTRL}
+def constraints_reference(xml, ctrl=CONSTRAINT_CTRL):
+    """qpos every 0.25 s of 1 s under `ctrl`, default and stiff."""
+    out = {"versions": versions(), "ctrl": ctrl}
     for key, stiff in [("qpos", False), ("qpos_stiff", True)]:
         m = mujoco.MjModel.from_xml_path(str(xml))
         if stiff:
@@ -304,7 +307,7 @@ def constraints_reference(xml):
                 ref[:] = solref
                 imp[:] = solimp
         d = mujoco.MjData(m)
-        d.ctrl[:] = CONSTRAINT_CTRL
+        d.ctrl[:] = ctrl
         steps = int(round(1.0 / m.opt.timestep))
         every = int(round(0.25 / m.opt.timestep))
         rows_out = []
@@ -428,6 +431,7 @@ def main():
     write(HERE / "constraints.json", constraints_reference(HERE / "constraints.xml"))
     write(HERE / "actuators.json", actuators_reference(HERE / "actuators.xml"))
     write(HERE / "hfield.json", hfield_reference(HERE / "hfield.xml"))
+    write(HERE / "loops.json", constraints_reference(HERE / "loops.xml", ctrl=[]))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
