@@ -269,13 +269,14 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         c.point2
     );
     assert!(m.model.dof_frictionloss.contains(&0.1));
-    // A spatial tendon that changes nothing (no range, spring, damping,
-    // friction, actuator or equality) is not warned about; one with a range is.
+    // A wrapping spatial tendon that changes nothing (no range, spring,
+    // damping, friction, actuator or equality) is not warned about; one with
+    // a range is (paths through sites only are simulated).
     let spatial = |attrs: &str| {
         PENDULUM.replace(
             "</mujoco>",
             &format!(
-                r#"<tendon><spatial name="s"{attrs}><site site="a"/><site site="b"/></spatial></tendon></mujoco>"#
+                r#"<tendon><spatial name="s"{attrs}><site site="a"/><geom geom="ball"/><site site="b"/></spatial></tendon></mujoco>"#
             ),
         )
     };
@@ -283,7 +284,7 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         parse(xml)
             .warnings
             .iter()
-            .any(|w| w.contains("only fixed tendons"))
+            .any(|w| w.contains("wrapping around geoms"))
     };
     assert!(!spatial_warned(&spatial("")));
     assert!(spatial_warned(&spatial(r#" range="0 1""#)));

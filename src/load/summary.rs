@@ -142,18 +142,31 @@ impl LoadedModel {
             }
         }
         if !m.tendons.is_empty() {
-            writeln!(s, "fixed tendons (length = sum of coef * q):")?;
+            writeln!(
+                s,
+                "tendons (fixed: length = sum of coef * q; spatial: the path through its sites):"
+            )?;
             for t in &m.tendons {
-                let joints: Vec<String> = t
-                    .joints
-                    .iter()
-                    .map(|&(j, c)| format!("{c} {}", m.joint_name[j]))
-                    .collect();
+                let path = if t.is_spatial() {
+                    let sites: Vec<String> = t
+                        .sites
+                        .iter()
+                        .map(|(b, p)| format!("{} {:?}", m.body_name[*b], p.as_slice()))
+                        .collect();
+                    format!("spatial through {}", sites.join(" -> "))
+                } else {
+                    let joints: Vec<String> = t
+                        .joints
+                        .iter()
+                        .map(|&(j, c)| format!("{c} {}", m.joint_name[j]))
+                        .collect();
+                    joints.join(" + ")
+                };
                 let range = t
                     .range
                     .map(|(lo, hi)| format!(", range [{lo}, {hi}]"))
                     .unwrap_or_default();
-                writeln!(s, "  {:24} {}{range}", t.name, joints.join(" + "))?;
+                writeln!(s, "  {:24} {path}{range}", t.name)?;
             }
         }
         if !m.equalities.is_empty() || !m.body_equalities.is_empty() {

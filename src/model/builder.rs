@@ -53,6 +53,7 @@ impl Material {
     }
 }
 
+#[derive(Clone)]
 struct BodyDef {
     name: String,
     parent: usize,
@@ -63,6 +64,7 @@ struct BodyDef {
 }
 
 /// Builds a [`Model`], checking each piece as it is added. Body 0 (`WORLD`) exists from the start.
+#[derive(Clone)]
 pub struct ModelBuilder {
     name: String,
     gravity: Vec3,
@@ -659,8 +661,21 @@ impl ModelBuilder {
             what: what.clone(),
             reason,
         };
-        if tendon.joints.is_empty() {
-            return Err(invalid("has no joint".into()));
+        match (tendon.joints.is_empty(), tendon.sites.len()) {
+            (false, 0) => {}
+            (true, 0) => return Err(invalid("has no joint and no site".into())),
+            (true, 1) => return Err(invalid("a spatial tendon needs two sites or more".into())),
+            (true, _) => {
+                for (b, p) in &tendon.sites {
+                    if *b >= self.bodies.len() {
+                        return Err(invalid(format!("site on body {b}, which does not exist")));
+                    }
+                    if !p.iter().all(|x| x.is_finite()) {
+                        return Err(invalid(format!("site point {p:?} is not finite")));
+                    }
+                }
+            }
+            (false, _) => return Err(invalid("has both joints and sites".into())),
         }
         for &(j, coef) in &tendon.joints {
             match self.bodies.get(j) {

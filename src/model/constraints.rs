@@ -35,12 +35,19 @@ pub enum Coordinate {
     Tendon(usize),
 }
 
-/// A fixed tendon: `L = Σ coef_j q_j` over 1-dof joints.
+/// A fixed tendon, `L = Σ coef_j q_j` over 1-dof joints, or a spatial
+/// one, the length of the path through its sites (straight segments
+/// between points fixed on bodies: MuJoCo's `<spatial>` without wrapping),
+/// whose value and Jacobian need the kinematics ([`crate::model::Model::coordinate`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tendon {
     pub name: String,
-    /// `(joint, coef)`: the joint's body index and its coefficient.
+    /// A fixed tendon's `(joint, coef)`: the joint's body index and its
+    /// coefficient (empty for a spatial tendon).
     pub joints: Vec<(usize, f64)>,
+    /// A spatial tendon's sites in path order: `(body, point in the body
+    /// frame)`, two or more (empty for a fixed tendon).
+    pub sites: Vec<(usize, Vec3)>,
     /// Length range `(lo, hi)`, enforced as unilateral rows; `None`: free.
     pub range: Option<(f64, f64)>,
     /// Spring stiffness (N/m or N·m/rad per unit length), ≥ 0.
@@ -56,7 +63,13 @@ pub struct Tendon {
 }
 
 impl Tendon {
-    /// `L(q)`, given each joint's `q` index (`joint_idx_q`).
+    /// Whether it is spatial (a path through sites).
+    pub fn is_spatial(&self) -> bool {
+        !self.sites.is_empty()
+    }
+
+    /// A fixed tendon's `L(q)`, given each joint's `q` index
+    /// (`joint_idx_q`); 0 for a spatial tendon (see `Model::coordinate`).
     pub fn length(&self, joint_idx_q: &[usize], q: &[f64]) -> f64 {
         self.joints
             .iter()
@@ -64,7 +77,8 @@ impl Tendon {
             .sum()
     }
 
-    /// `L̇ = Σ coef_j v_j`, given each joint's `v` index (`joint_idx_v`).
+    /// A fixed tendon's `L̇ = Σ coef_j v_j`, given each joint's `v` index
+    /// (`joint_idx_v`); 0 for a spatial tendon.
     pub fn velocity(&self, joint_idx_v: &[usize], v: &[f64]) -> f64 {
         self.joints
             .iter()

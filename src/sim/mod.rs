@@ -303,6 +303,8 @@ pub struct Simulator {
     /// under controls (`act_pending`); under torques they stay as they are.
     act_next: DVector<f64>,
     act_pending: bool,
+    /// The tendons' Jacobian entries while their forces are summed.
+    tendon_scratch: Vec<(usize, f64)>,
     scratch: DVector<f64>,
     scratch_rows: Vec<f64>,
     tree_work: TreeWork,
@@ -342,6 +344,7 @@ impl Simulator {
             q_next: DVector::zeros(nq),
             act_next: DVector::zeros(model.na()),
             act_pending: false,
+            tendon_scratch: Vec::new(),
             scratch: DVector::zeros(nv),
             prepared: None,
             tree: false,
@@ -667,6 +670,7 @@ impl Simulator {
         let (model, data) = (&*self.model, &mut self.data);
         let dt = self.params.dt;
         let (q, v) = (state.q.as_slice(), state.v.as_slice());
+        forward_kinematics(model, data, q);
         let act = state.act.as_slice();
         self.act_pending = false;
         match input {
@@ -690,8 +694,14 @@ impl Simulator {
             self.tau[k] -= model.dof_damping[k] * v[k];
             data.dof_armature[k] = model.dof_armature[k] + dt * model.dof_damping[k];
         }
-        rows::tendon_forces(model, q, v, self.tau.as_mut_slice());
-        forward_kinematics(model, data, q);
+        rows::tendon_forces(
+            model,
+            data,
+            q,
+            v,
+            self.tau.as_mut_slice(),
+            &mut self.tendon_scratch,
+        );
         forward_velocity(model, data, v);
         fluid_forces(model, data, v, self.tau.as_mut_slice());
         aba_from_kinematics(model, data, self.tau.as_slice());

@@ -129,12 +129,12 @@ impl ExtraRows {
         self.jacobian.clear();
         for (i, eq) in model.equalities.iter().enumerate() {
             self.entries.clear();
-            let y = model.coordinate(eq.first, q, 1.0, &mut self.entries);
+            let y = model.coordinate(eq.first, data, q, 1.0, &mut self.entries);
             let e = match eq.second {
                 None => y - eq.reference[0] - eq.polycoef[0],
                 Some(x) => {
                     let start = self.entries.len();
-                    let xv = model.coordinate(x, q, 1.0, &mut self.entries);
+                    let xv = model.coordinate(x, data, q, 1.0, &mut self.entries);
                     let (p, dp) = eq.polynomial(xv - eq.reference[1]);
                     for e in &mut self.entries[start..] {
                         e.1 *= -dp;
@@ -203,7 +203,7 @@ impl ExtraRows {
                 continue;
             }
             self.entries.clear();
-            let length = model.coordinate(Coordinate::Tendon(t), q, 1.0, &mut self.entries);
+            let length = model.coordinate(Coordinate::Tendon(t), data, q, 1.0, &mut self.entries);
             if tendon.frictionloss > 0.0 {
                 self.jacobian.push(self.entries.iter().copied());
                 self.rows.push(Row {
@@ -241,14 +241,23 @@ impl ExtraRows {
 }
 
 /// Tendon spring-dampers, explicit: `τ += Jᵀ(−k·d − b·L̇)` with `d` the
-/// length's distance outside the dead band.
-pub(crate) fn tendon_forces(model: &Model, q: &[f64], v: &[f64], tau: &mut [f64]) {
-    for t in &model.tendons {
+/// length's distance outside the dead band; `data` holds the kinematics at
+/// `q` (spatial tendons), `scratch` is a workspace.
+pub(crate) fn tendon_forces(
+    model: &Model,
+    data: &Data,
+    q: &[f64],
+    v: &[f64],
+    tau: &mut [f64],
+    scratch: &mut Vec<(usize, f64)>,
+) {
+    for (i, t) in model.tendons.iter().enumerate() {
         if t.stiffness == 0.0 && t.damping == 0.0 {
             continue;
         }
-        let length = t.length(&model.joint_idx_q, q);
-        let rate = t.velocity(&model.joint_idx_v, v);
+        scratch.clear();
+        let length = model.coordinate(Coordinate::Tendon(i), data, q, 1.0, scratch);
+        let rate: f64 = scratch.iter().map(|&(k, c)| c * v[k]).sum();
         let (lo, hi) = t.spring_length;
         let stretch = if length > hi {
             length - hi
@@ -258,8 +267,8 @@ pub(crate) fn tendon_forces(model: &Model, q: &[f64], v: &[f64], tau: &mut [f64]
             0.0
         };
         let force = -t.stiffness * stretch - t.damping * rate;
-        for &(j, c) in &t.joints {
-            tau[model.joint_idx_v[j]] += c * force;
+        for &(k, c) in scratch.iter() {
+            tau[k] += c * force;
         }
     }
 }

@@ -384,16 +384,19 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             &q0,
             &mut builder,
             &mut pending,
+            &carrier,
+            &from,
         )?;
         // Each fixed tendon's first joint's name (an actuator on it names it).
         let plan_joint: HashMap<usize, &str> = joint_plan
             .iter()
             .map(|(name, (plan, _, _))| (*plan, name.as_str()))
             .collect();
-        let builder_tendons: Vec<&str> = builder
+        // (None: a spatial tendon.)
+        let builder_tendons: Vec<Option<&str>> = builder
             .tendons()
             .iter()
-            .map(|t| plan_joint[&t.joints[0].0])
+            .map(|t| t.joints.first().map(|j| plan_joint[&j.0]))
             .collect();
         // Actuators.
         for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
@@ -542,7 +545,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 let (jname, tendon) = match (e.attribute("joint"), e.attribute("tendon")) {
                     (Some(j), _) => (j, None),
                     (None, Some(t)) => match tendons.get(t) {
-                        Some(&index) => (builder_tendons[index], Some(index)),
+                        Some(&index) if builder_tendons[index].is_some() => {
+                            (builder_tendons[index].unwrap_or_default(), Some(index))
+                        }
+                        Some(_) => {
+                            self.warnings.push(format!(
+                                "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
+                            ));
+                            continue;
+                        }
                         None if has_spatial_tendon(&top, t) => {
                             self.warnings.push(format!(
                                 "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"

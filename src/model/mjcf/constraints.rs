@@ -1,7 +1,8 @@
 //! `<tendon><fixed>` and `<equality><joint>`, `<equality><tendon>`,
 //! `<connect>`, `<weld>` onto the model's [`Tendon`]s, [`Equality`]s and
-//! [`crate::model::BodyEquality`]s. Spatial tendons are warned about where
-//! they act; `solref` and `solimp` are not read (the rows are rigid,
+//! [`crate::model::BodyEquality`]s. Spatial tendons through sites are
+//! simulated; those wrapping around geoms or over pulleys are warned about
+//! where they act; `solref` and `solimp` are not read (the rows are rigid,
 //! stabilized like contacts).
 
 use super::*;
@@ -21,9 +22,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         q0: &[f64],
         builder: &mut ModelBuilder,
         bodies: &mut Vec<PendingBodyEquality>,
+        carrier: &[usize],
+        from: &[SE3],
     ) -> Result<HashMap<String, usize>, ModelFileError> {
         let mut tendons = HashMap::new();
         let mut lengths0 = Vec::new();
+        // The bodies' world poses at qpos0 (for spatial tendons' lengths).
+        let mut reference: Option<Vec<SE3>> = None;
         let mut warnings = Vec::new();
         let joint = |p: &Self, name: &str, el: &str| -> Result<usize, ModelFileError> {
             match joint_plan.get(name) {
@@ -38,15 +43,26 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         for section in top.iter().filter(|n| n.has_tag_name("tendon")) {
             for t in section.children().filter(|n| n.is_element()) {
                 let el = element_name(&t, "");
-                if t.tag_name().name() != "fixed" {
+                let spatial = t.tag_name().name() == "spatial";
+                if spatial
+                    && t.children()
+                        .filter(|n| n.is_element())
+                        .any(|n| !n.has_tag_name("site"))
+                {
                     // A spatial tendon with no effect (no range, spring,
                     // friction, actuator or equality) needs no warning.
-                    if t.tag_name().name() != "spatial" || spatial_acts(top, &t) {
+                    if spatial_acts(top, &t) {
                         warnings.push(format!(
-                            "{el}: only fixed tendons are supported (not <{}>), ignored",
-                            t.tag_name().name()
+                            "{el}: spatial tendons wrapping around geoms or over pulleys are not supported (paths through sites are), ignored"
                         ));
                     }
+                    continue;
+                }
+                if !spatial && t.tag_name().name() != "fixed" {
+                    warnings.push(format!(
+                        "{el}: unknown tendon type <{}>, ignored",
+                        t.tag_name().name()
+                    ));
                     continue;
                 }
                 let class = self.class_of(&t, "main", &el)?;
@@ -58,7 +74,26 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                 };
                 let mut joints = Vec::new();
-                for j in t.children().filter(|n| n.is_element()) {
+                let mut sites = Vec::new();
+                for j in t.children().filter(|n| n.is_element() && spatial) {
+                    let jel = element_name(&j, "");
+                    let Some(name) = j.attribute("site") else {
+                        return Err(self.error(&jel, "needs a `site`".into()));
+                    };
+                    let Some((b, local)) = self.bodies.iter().enumerate().find_map(|(b, rec)| {
+                        rec.sites
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, local)| (b, *local))
+                    }) else {
+                        return Err(self.error(&jel, format!("no site named `{name}`")));
+                    };
+                    sites.push((carrier[b], from[b].mul(&local).translation));
+                }
+                if spatial && sites.len() < 2 {
+                    return Err(self.error(&el, "a spatial tendon needs two sites or more".into()));
+                }
+                for j in t.children().filter(|n| n.is_element() && !spatial) {
                     let jel = element_name(&j, "");
                     if !j.has_tag_name("joint") {
                         return Err(
@@ -75,7 +110,27 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     let coef = self.fixed::<1>(coef, "coef", &jel)?[0];
                     joints.push((joint(self, name, &jel)?, coef));
                 }
-                let length0: f64 = joints.iter().map(|&(b, c)| c * q0[joint_idx_q(b)]).sum();
+                let length0: f64 = if spatial {
+                    // The path's length at qpos0, on the model built so far.
+                    if reference.is_none() {
+                        let model = builder
+                            .clone()
+                            .build()
+                            .map_err(|e| self.error(&el, e.to_string()))?;
+                        let mut data = crate::dynamics::Data::new(&model);
+                        crate::dynamics::forward_kinematics(&model, &mut data, q0);
+                        reference = Some(data.world_from_body.clone());
+                    }
+                    let x = reference.as_ref().expect("built above");
+                    sites
+                        .windows(2)
+                        .map(|w| {
+                            (x[w[1].0].act_point(&w[1].1) - x[w[0].0].act_point(&w[0].1)).norm()
+                        })
+                        .sum()
+                } else {
+                    joints.iter().map(|&(b, c)| c * q0[joint_idx_q(b)]).sum()
+                };
                 let range = get("range")
                     .map(|s| self.fixed::<2>(s, "range", &el))
                     .transpose()?;
@@ -121,6 +176,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         name.clone()
                     },
                     joints,
+                    sites,
                     range,
                     stiffness: if self.flags.spring {
                         scalar("stiffness")?

@@ -58,8 +58,8 @@ Outputs:
   and `act` every 0.05 s of 1 s under two phases of constant controls
   (ACTUATOR_CTRL).
 - loops.json: for loops.xml (a four-bar linkage closed by `connect`, a
-  weight welded to a hinged arm by `weld` with `relpose`), as
-  constraints.json with no control.
+  weight welded to a hinged arm by `weld` with `relpose`, a pendulum on a
+  spatial tendon's spring), as constraints.json with no control.
 - hfield.json: for hfield.xml (an `elevation` height field, moved and
   turned), the surface's world height (mj_ray straight down) at points on
   its cells' edges along x.
