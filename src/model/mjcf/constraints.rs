@@ -14,6 +14,7 @@ pub(super) type JointPlan = HashMap<String, (usize, JointKind, String)>;
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     /// Adds the fixed tendons, then the joint and tendon equalities, of the
     /// sections in `top` to `builder`; returns the tendons' indices by name.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn tendons_and_equalities(
         &mut self,
         top: &[Node<'a, 'i>],
