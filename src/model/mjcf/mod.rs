@@ -116,7 +116,7 @@
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
 //!   `sensor`, textures and materials. `<tendon><fixed>` and
 //!   `<equality><joint|tendon|connect|weld>`: see `constraints.rs`. Warned about:
-//!   spatial tendons that act, other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
+//!   spatial tendons that wrap and act, other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
 //!   `deformable`, `extension` and anything unknown.
 //!
 //! Errors (a [`ModelFileError`] naming the file, the element, e.g.
