@@ -225,7 +225,6 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         "<flag> warmstart=\"disable\"",
         "<composite>",
         "<flex> equality constraints are not supported",
-        "<contact><pair>",
     ];
     for e in expect {
         assert!(
@@ -260,6 +259,8 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         );
     }
     assert_eq!((m.model.tendons.len(), m.model.equalities.len()), (1, 1));
+    // And the explicit contact pair.
+    assert_eq!(m.model.contact_pairs.len(), 1);
     // So is the connect (its anchor at `link`'s origin, on `tip` 0.5 m above tip's).
     let c = &m.model.body_equalities[0];
     assert_eq!((c.body1, c.body2, c.rotation), (1, 2, None));
@@ -597,7 +598,9 @@ fn hfield_assets_are_read_as_mujoco_reads_them() {
 
 /// A contact takes the friction and `condim` of its higher-priority geom,
 /// the larger of the two at equal priority (MuJoCo's rule); `condim="1"`
-/// is frictionless: a box pushed along the floor slides on undamped.
+/// is frictionless: a box pushed along the floor slides on undamped. An
+/// explicit `<contact><pair>` sets both, and makes geoms collide that
+/// their bits keep apart.
 #[test]
 fn contacts_take_friction_and_condim_by_priority() {
     let slide = |floor: &str, box_attrs: &str| {
@@ -645,6 +648,47 @@ fn contacts_take_friction_and_condim_by_priority() {
     );
     assert_eq!(mu, 0.0);
     assert!((v - 1.0).abs() < 1e-9, "{v}");
+    // An explicit pair: its own friction and dimension, whatever the
+    // geoms' bits (a visual box collides through it) and materials.
+    let paired = |pair: &str| {
+        let m = parse(&format!(
+            r#"<mujoco><option timestep="0.001"/><worldbody>
+            <geom name="floor" type="plane" size="5 5 .1" friction="0.3"/>
+            <body name="box" pos="0 0 0.1"><freejoint/>
+              <geom name="b" type="box" size=".1 .1 .1" mass="1" contype="0" conaffinity="0"/></body>
+            </worldbody><contact>{pair}</contact></mujoco>"#
+        ));
+        let model = Arc::new(m.model);
+        let (mu, _, condim) = model.geometry_contact(0, 1);
+        let mut sim = Simulator::new(model.clone(), SimParams::default()).unwrap();
+        let mut v = DVector::zeros(6);
+        v[0] = 1.0;
+        let mut state = State::new(m.q0.clone(), v);
+        let mut nc = 0;
+        for _ in 0..100 {
+            nc = sim.step(&mut state, &[0.0; 6]).unwrap().nc;
+        }
+        (mu, condim, nc, state.v[0], state.q[2])
+    };
+    // (Without a pair, the visual box has no collider.)
+    let visual = parse(
+        r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+        <body><freejoint/><geom name="b" type="box" size=".1 .1 .1" contype="0" conaffinity="0"/></body>
+        </worldbody></mujoco>"#,
+    );
+    assert_eq!(visual.model.geometries.len(), 1);
+    let (mu, condim, nc, v, z) = paired(r#"<pair geom1="b" geom2="floor" friction="0.2"/>"#);
+    assert_eq!((mu, condim), (0.2, 3));
+    assert!(nc > 0 && (z - 0.1).abs() < 1e-3, "{nc} contacts, z {z}");
+    assert!((v - (1.0 - 0.2 * g * 0.1)).abs() < 1e-3, "{v}");
+    let (mu, condim, _, v, _) = paired(r#"<pair geom1="floor" geom2="b" condim="1"/>"#);
+    assert_eq!((mu, condim), (0.0, 1));
+    assert!((v - 1.0).abs() < 1e-9, "{v}");
+    let err = common::mjcf::parse_err(
+        r#"<mujoco><worldbody><geom name="g" type="plane" size="1 1 1"/></worldbody>
+        <contact><pair geom1="g" geom2="nowhere"/></contact></mujoco>"#,
+    );
+    assert!(err.to_string().contains("no geom named `nowhere`"), "{err}");
     // A condim MuJoCo does not have is refused.
     let err = common::mjcf::parse_err(
         r#"<mujoco><worldbody><geom name="g" type="plane" size="1 1 1" condim="2"/></worldbody></mujoco>"#,

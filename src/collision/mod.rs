@@ -168,7 +168,7 @@ impl CollisionDetector {
             let (a, b) = self.pairs[pi];
             let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
             let (pose_a, pose_b) = (self.geom_pose[a], self.geom_pose[b]);
-            let (mu, restitution) = model.pair_contact(&ga.material, &gb.material);
+            let (mu, restitution, condim) = model.geometry_contact(a, b);
             if let (Some(half), Some((pfm, border))) = (
                 gb.collider.as_halfspace(),
                 ga.collider.as_polygonal_feature_map(),
@@ -259,7 +259,7 @@ impl CollisionDetector {
                     ModelShape::HeightField(field) => {
                         let (i, j) = field.cell_of_triangle(m.subshape2);
                         let mu = match field.friction_at_cell(i, j) {
-                            Some(f) if model.pair_condim(&ga.material, &gb.material) > 1 => f,
+                            Some(f) if condim > 1 => f,
                             _ => mu,
                         };
                         (mu, m.subshape2 + 1)

@@ -77,6 +77,7 @@ pub struct ModelBuilder {
     tendons: Vec<super::Tendon>,
     equalities: Vec<super::Equality>,
     body_equalities: Vec<super::BodyEquality>,
+    contact_pairs: Vec<super::ContactPair>,
     frames: Vec<Frame>,
     /// Convex-mesh colliders by their exact vertices: instances of one mesh
     /// share one hull (computed once).
@@ -284,6 +285,7 @@ impl ModelBuilder {
             tendons: Vec::new(),
             equalities: Vec::new(),
             body_equalities: Vec::new(),
+            contact_pairs: Vec::new(),
             frames: Vec::new(),
             hulls: Default::default(),
         }
@@ -760,6 +762,55 @@ impl ModelBuilder {
         Ok(self.equalities.len() - 1)
     }
 
+    /// Makes geometries `a` and `b` an explicit pair (MJCF's
+    /// `<contact><pair>`): they collide whatever their bits and the
+    /// exclusions say, with friction `friction` and dimension `condim`
+    /// (1: frictionless; 3; 4 and 6 taken as 3). A second call for the same
+    /// pair replaces the first.
+    pub fn add_contact_pair(
+        &mut self,
+        a: usize,
+        b: usize,
+        friction: f64,
+        condim: u8,
+    ) -> Result<(), ModelError> {
+        let n = self.geometries.len();
+        let name = |g: usize| {
+            self.geometries
+                .get(g)
+                .map_or(format!("{g}"), |x| x.name.clone())
+        };
+        let what = format!("contact pair ({}, {})", name(a), name(b));
+        let invalid = |reason: String| ModelError::Invalid {
+            what: what.clone(),
+            reason,
+        };
+        if a >= n || b >= n {
+            return Err(invalid(format!("the model has {n} geometries")));
+        }
+        if a == b {
+            return Err(invalid("pairs a geometry with itself".into()));
+        }
+        if !(friction.is_finite() && friction >= 0.0) {
+            return Err(invalid(format!(
+                "friction must be finite and ≥ 0, got {friction}"
+            )));
+        }
+        if ![1, 3, 4, 6].contains(&condim) {
+            return Err(invalid(format!(
+                "condim must be 1, 3, 4 or 6, got {condim}"
+            )));
+        }
+        let geoms = (a.min(b), a.max(b));
+        self.contact_pairs.retain(|p| p.geoms != geoms);
+        self.contact_pairs.push(super::ContactPair {
+            geoms,
+            friction,
+            condim,
+        });
+        Ok(())
+    }
+
     /// Adds a `connect` or `weld` ([`super::BodyEquality`]); returns its index.
     pub fn add_body_equality(
         &mut self,
@@ -900,6 +951,11 @@ impl ModelBuilder {
             tendons: self.tendons,
             equalities: self.equalities,
             body_equalities: self.body_equalities,
+            contact_pairs: {
+                let mut pairs = self.contact_pairs;
+                pairs.sort_by_key(|p| p.geoms);
+                pairs
+            },
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
             frames: self.frames,

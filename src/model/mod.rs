@@ -354,6 +354,17 @@ impl fmt::Debug for Geometry {
     }
 }
 
+/// An explicit pair of geometries (MuJoCo's `<contact><pair>`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactPair {
+    /// Geometry indices, `a < b`.
+    pub geoms: (usize, usize),
+    /// The contact's friction coefficient (≥ 0).
+    pub friction: f64,
+    /// Its dimension (1: frictionless, 3; 4 and 6 taken as 3).
+    pub condim: u8,
+}
+
 /// How a pair of geometries combines their friction coefficients.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FrictionMix {
@@ -434,6 +445,10 @@ pub struct Model {
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
+    /// Explicit geometry pairs (MJCF's `<contact><pair>`), sorted by
+    /// geometries: they collide whatever the filters say, with their own
+    /// friction and dimension.
+    pub contact_pairs: Vec<ContactPair>,
     /// Named frames fixed on bodies: a file's bodies (MJCF: every body but
     /// the world, in file order, those welded into their parents included),
     /// then its sites.
@@ -474,6 +489,34 @@ impl Model {
             },
         };
         (mu, restitution)
+    }
+
+    /// The explicit pair of geometries `a` and `b`, if there is one.
+    pub fn contact_pair(&self, a: usize, b: usize) -> Option<&ContactPair> {
+        let key = (a.min(b), a.max(b));
+        self.contact_pairs
+            .binary_search_by(|p| p.geoms.cmp(&key))
+            .ok()
+            .map(|i| &self.contact_pairs[i])
+    }
+
+    /// The friction coefficient, restitution and dimension of a contact
+    /// between geometries `a` and `b`: an explicit pair's own, else
+    /// [`Self::pair_contact`] and [`Self::pair_condim`] of their materials.
+    pub fn geometry_contact(&self, a: usize, b: usize) -> (f64, f64, u8) {
+        let (ma, mb) = (&self.geometries[a].material, &self.geometries[b].material);
+        let restitution = ma.restitution.max(mb.restitution);
+        match self.contact_pair(a, b) {
+            Some(p) => (
+                if p.condim == 1 { 0.0 } else { p.friction },
+                restitution,
+                p.condim,
+            ),
+            None => {
+                let (mu, restitution) = self.pair_contact(ma, mb);
+                (mu, restitution, self.pair_condim(ma, mb))
+            }
+        }
     }
 
     /// The dimension of a contact between geometries of materials `a` and
@@ -688,12 +731,17 @@ impl Model {
     }
     /// Whether geometries `a` and `b` may collide: different bodies, not both on
     /// the world, not parent and child, not an excluded pair, and their
-    /// `contype`/`conaffinity` bits match (MuJoCo's rule).
+    /// `contype`/`conaffinity` bits match (MuJoCo's rule); or an explicit
+    /// pair ([`Self::contact_pairs`]) of bodies that can move apart.
     pub fn can_collide(&self, a: usize, b: usize) -> bool {
         let (ga, gb) = (&self.geometries[a], &self.geometries[b]);
         let (ba, bb) = (ga.body, gb.body);
         if ba == bb {
             return false;
+        }
+        // An explicit pair collides unless nothing can move it apart.
+        if self.contact_pair(a, b).is_some() {
+            return self.body_last_dof[ba] != self.body_last_dof[bb];
         }
         // Parent and child touch at their joint; the world is exempt (MuJoCo's rule),
         // so a free body still collides with the ground.

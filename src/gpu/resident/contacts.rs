@@ -504,7 +504,7 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
             }
             f[19] = n.dot(&pose_b.translation) as f32;
         }
-        let (mu, restitution) = model.pair_contact(&ga.material, &gb.material);
+        let (mu, restitution, _) = model.geometry_contact(p.geom_a, p.geom_b);
         f[20] = mu as f32;
         f[21] = restitution as f32;
         floats.extend(f);

@@ -280,6 +280,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     .map_err(|e| self.error(&body.element, e.to_string()))?;
             }
         }
+        // The named geoms' model indices (for `<contact><pair>`).
+        let mut geom_index: HashMap<String, usize> = HashMap::new();
         for b in 0..n {
             let body = &self.bodies[b];
             for (k, g) in body.geoms.iter().enumerate() {
@@ -321,6 +323,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         .set_geometry_frame(geom, b - 1)
                         .map_err(|e| self.error(&g.element, e.to_string()))?;
                 }
+                if !g.name.is_empty() {
+                    geom_index.insert(g.name.clone(), geom);
+                }
             }
         }
         // MuJoCo's parent filter, at the level of welded groups.
@@ -360,6 +365,60 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                             builder
                                 .exclude_collision(a, b)
                                 .map_err(|e| self.error(&el, e.to_string()))?;
+                        }
+                    }
+                    "pair" => {
+                        let class = self.class_of(&e, "main", &el)?;
+                        let get = |attr: &str| self.get(&e, &class, &["pair"], attr);
+                        let mut ids = [0usize; 2];
+                        for (k, attr) in ["geom1", "geom2"].iter().enumerate() {
+                            let Some(name) = e.attribute(*attr) else {
+                                return Err(self.error(&el, format!("missing attribute `{attr}`")));
+                            };
+                            // (Absent: the geom does not collide at all,
+                            // `<flag contact="disable">`.)
+                            let Some(&g) = geom_index.get(name) else {
+                                if !flags.contacts() {
+                                    break;
+                                }
+                                return Err(
+                                    self.error(&el, format!("{attr}: no geom named `{name}`"))
+                                );
+                            };
+                            ids[k] = g;
+                        }
+                        if !flags.contacts() {
+                            continue;
+                        }
+                        let condim = match get("condim").map(str::trim) {
+                            None => 3,
+                            Some(c) => match c.parse::<u8>() {
+                                Ok(c @ (1 | 3 | 4 | 6)) => c,
+                                _ => {
+                                    return Err(self.error(
+                                        &el,
+                                        format!("`condim` must be 1, 3, 4 or 6, got `{c}`"),
+                                    ));
+                                }
+                            },
+                        };
+                        let friction = match get("friction") {
+                            Some(f) => match self.list(f, "friction", &el)?.first() {
+                                Some(&mu) if mu >= 0.0 => mu,
+                                _ => {
+                                    return Err(self.error(
+                                        &el,
+                                        format!("`friction` needs 1 to 5 non-negative numbers, got `{f}`"),
+                                    ));
+                                }
+                            },
+                            None => 1.0,
+                        };
+                        builder
+                            .add_contact_pair(ids[0], ids[1], friction, condim)
+                            .map_err(|err| self.error(&el, err.to_string()))?;
+                        if condim > 3 {
+                            self.odd_condim.push(format!("{el} (condim {condim})"));
                         }
                     }
                     other => self.warnings.push(format!(

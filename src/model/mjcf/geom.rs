@@ -59,11 +59,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             None => String::new(),
         };
+        let paired = self.paired.contains(&name);
         Ok(GeomRec {
             name,
             element: el,
             mjcf_from_geom,
-            shape: if material.contype == 0 && material.conaffinity == 0 {
+            // A visual geom (both bits zero) collides only in an explicit pair.
+            shape: if material.contype == 0 && material.conaffinity == 0 && !paired {
                 None
             } else {
                 shape

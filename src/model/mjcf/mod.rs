@@ -96,7 +96,9 @@
 //! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
 //!   between the bodies carrying them: since welded bodies share one model
 //!   body, an exclusion also covers the bodies welded to the two named ones
-//!   (MuJoCo excludes exactly the two). `<pair>` is warned about. MuJoCo's
+//!   (MuJoCo excludes exactly the two). `<pair geom1 geom2 friction condim>`
+//!   → [`ModelBuilder::add_contact_pair`]: the pair collides whatever its
+//!   bits and exclusions say, with its own friction and dimension. MuJoCo's
 //!   parent filter (a body never collides with its parent, both taken with
 //!   the bodies welded to them) is reproduced through exclusions.
 //! - `<actuator>`: `motor`, `position` (`timeconst` > 0: `filterexact`),
@@ -258,6 +260,7 @@ pub fn parse_mjcf(
         geom_names: HashSet::new(),
         ellipsoids: Vec::new(),
         odd_condim: Vec::new(),
+        paired: HashSet::new(),
         settotalmass: None,
         flags: Flags::default(),
     };
@@ -286,6 +289,13 @@ pub fn parse_mjcf(
     }
     for a in named("asset") {
         p.assets(*a)?;
+    }
+    for pair in named("contact").flat_map(|c| c.children().filter(|n| n.has_tag_name("pair"))) {
+        for attr in ["geom1", "geom2"] {
+            if let Some(g) = pair.attribute(attr) {
+                p.paired.insert(g.to_string());
+            }
+        }
     }
     p.bodies.push(BodyRec {
         name: "world".into(),
@@ -500,6 +510,9 @@ struct Parser<'a, 'i, 'e> {
     geom_names: HashSet<String>,
     ellipsoids: Vec<String>,
     odd_condim: Vec<String>,
+    /// Geoms named by a `<contact><pair>` (they keep a collider even
+    /// without collision bits).
+    paired: HashSet<String>,
     settotalmass: Option<f64>,
     flags: Flags,
 }
