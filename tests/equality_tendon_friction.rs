@@ -4,8 +4,8 @@
 //! box) solved with the contacts, so every solver that takes rows is tried.
 
 use moreau::contact::SolverKind;
+use moreau::load::mjcf::{MjcfOptions, parse_mjcf};
 use moreau::model::Model;
-use moreau::model::mjcf::{MjcfOptions, parse_mjcf};
 use moreau::sim::{SimParams, Simulator, State};
 use std::path::Path;
 use std::sync::Arc;
@@ -275,7 +275,7 @@ fn a_motor_on_a_tendon_drives_each_joint_by_its_coefficient() {
 
 /// World pose of the MJCF body named `name` (through the body carrying it).
 fn mjcf_pose(
-    m: &moreau::model::mjcf::MjcfModel,
+    m: &moreau::load::mjcf::MjcfModel,
     data: &moreau::dynamics::Data,
     name: &str,
 ) -> moreau::math::SE3 {
@@ -283,7 +283,7 @@ fn mjcf_pose(
     data.world_from_body[b.body].mul(&b.body_from_mjcf)
 }
 
-fn parsed(xml: &str) -> moreau::model::mjcf::MjcfModel {
+fn parsed(xml: &str) -> moreau::load::mjcf::MjcfModel {
     let m = parse_mjcf(xml, "test.xml", Path::new("."), &MjcfOptions::default()).unwrap();
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
     m
@@ -312,7 +312,7 @@ fn a_pendulum_closed_by_connect_swings_as_on_a_ball_joint() {
     assert_eq!((e.name.as_str(), e.rotation), ("tip", None));
     assert!((e.point1 - moreau::math::Vec3::new(1.0, 0.0, 0.0)).norm() < 1e-12);
     assert!(e.point2.norm() < 1e-12);
-    let run = |m: &moreau::model::mjcf::MjcfModel, dt: f64| {
+    let run = |m: &moreau::load::mjcf::MjcfModel, dt: f64| {
         let model = Arc::new(m.model.clone());
         let params = SimParams {
             dt,
@@ -381,7 +381,7 @@ fn welded_bodies_move_as_one() {
         moreau::math::Vec3::new(0.3, 2.0, 1.0),
         moreau::math::Vec3::new(0.1, 0.0, 0.2),
     );
-    let run = |m: &moreau::model::mjcf::MjcfModel, dt: f64| {
+    let run = |m: &moreau::load::mjcf::MjcfModel, dt: f64| {
         let model = Arc::new(m.model.clone());
         let params = SimParams {
             dt,

@@ -7,8 +7,8 @@ mod common;
 
 use common::mjcf::{PENDULUM, parse, rel};
 use moreau::dynamics::{Data, forward_kinematics};
+use moreau::load::mjcf::{MjcfOptions, load_mjcf};
 use moreau::math::{Mat3, Vec3};
-use moreau::model::mjcf::{MjcfOptions, load_mjcf};
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use std::sync::Arc;
@@ -456,7 +456,7 @@ fn option_flags_switch_off_what_they_name() {
     assert_eq!(plain.timestep, 0.002);
     assert_eq!(plain.model.gravity, Vec3::new(0.0, 0.0, -9.81));
     assert_eq!(plain.model.limited_joints().count(), 2);
-    let colliders = |m: &moreau::model::mjcf::MjcfModel| m.model.geometries.len();
+    let colliders = |m: &moreau::load::mjcf::MjcfModel| m.model.geometries.len();
     assert!(colliders(&plain) > 0);
 
     let m = parse(&with(r#"contact="disable""#));
@@ -553,7 +553,7 @@ fn hfield_assets_are_read_as_mujoco_reads_them() {
     let with = |asset: &str, geom_body: &str| {
         let text =
             format!(r#"<mujoco><asset>{asset}</asset><worldbody>{geom_body}</worldbody></mujoco>"#);
-        moreau::model::mjcf::parse_mjcf(&text, "test.xml", &dir, &MjcfOptions::default())
+        moreau::load::mjcf::parse_mjcf(&text, "test.xml", &dir, &MjcfOptions::default())
     };
     let m = with(
         r#"<hfield name="f" file="field.bin" size="1 2 3 .1"/>"#,

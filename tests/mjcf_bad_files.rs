@@ -4,7 +4,7 @@
 mod common;
 
 use common::mjcf::{FEATURES, FRAMES, PENDULUM};
-use moreau::model::mjcf::{MjcfOptions, load_mjcf, parse_mjcf};
+use moreau::load::mjcf::{MjcfOptions, load_mjcf, parse_mjcf};
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use std::path::Path;

@@ -23,8 +23,8 @@
 mod common;
 
 use moreau::dynamics::{Data, crba, forward_kinematics};
+use moreau::load::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
 use moreau::math::Vec3;
-use moreau::model::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::{DMatrix, DVector};
 use serde::Deserialize;

@@ -8,8 +8,8 @@ mod common;
 
 use common::mjcf::{FEATURES, FRAMES, parse, rel};
 use moreau::dynamics::{Data, crba, forward_kinematics};
+use moreau::load::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
 use moreau::math::{Mat3, SE3, Vec3};
-use moreau::model::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
 use nalgebra::{Quaternion, UnitQuaternion};
 use serde::Deserialize;
 

@@ -2,9 +2,9 @@
 //! dry friction, velocity and effort limits, and actuators, as the URDF and
 //! MJCF files give them; the builder refuses inconsistent ones, naming the joint.
 
+use moreau::load::mjcf::{MjcfOptions, parse_mjcf};
 use moreau::load::parse_urdf;
 use moreau::math::{Inertia, SE3, Vec3};
-use moreau::model::mjcf::{MjcfOptions, parse_mjcf};
 use moreau::model::urdf::UrdfOptions;
 use moreau::model::{Actuator, JointSpec, JointType, ModelBuilder};
 use std::path::Path;

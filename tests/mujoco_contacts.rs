@@ -12,8 +12,8 @@ mod common;
 use moreau::collision::{CollisionDetector, Contact};
 use moreau::contact::delassus::{ContactJacobian, contact_jacobian, delassus_dense, delassus_ltdl};
 use moreau::dynamics::{Data, crba, ltdl_factorize};
+use moreau::load::mjcf::MjcfModel;
 use moreau::math::{Mat3, Vec3};
-use moreau::model::mjcf::MjcfModel;
 use nalgebra::DMatrix;
 use serde::Deserialize;
 

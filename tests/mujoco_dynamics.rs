@@ -12,7 +12,7 @@
 mod common;
 
 use moreau::dynamics::{Data, aba, crba, fluid_forces, forward_kinematics, forward_velocity, rnea};
-use moreau::model::mjcf::MjcfModel;
+use moreau::load::mjcf::MjcfModel;
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use serde::Deserialize;

@@ -318,7 +318,7 @@ fn a_world_whose_state_overflows_is_flagged_and_the_others_step() {
 /// joints within a few mm (or mrad) of a stop, inside or past it, moving
 /// into it; random controls up to 1.5× their ranges (clamped by the step).
 fn task_inputs(
-    m: &moreau::model::mjcf::MjcfModel,
+    m: &moreau::load::mjcf::MjcfModel,
     n: usize,
     rng: &mut Rng,
 ) -> (Vec<State>, Vec<f64>) {

@@ -235,7 +235,7 @@ fn models_with_pairs_the_device_cannot_collide_are_refused_naming_them() {
          </worldbody></mujoco>",
         points.join(" ")
     );
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         &xml,
         "ball.xml",
         std::path::Path::new("."),
@@ -499,7 +499,7 @@ fn contacts_beyond_a_worlds_room_keep_the_deepest_and_are_counted() {
          <geom name=\"table\" type=\"box\" size=\"1 1 0.1\" pos=\"0 0 -0.1\"/>\
          <body name=\"rake\" pos=\"0 0 0.05\"><freejoint/>{balls}</body></worldbody></mujoco>"
     );
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         &xml,
         "rake.xml",
         std::path::Path::new("."),
@@ -602,7 +602,7 @@ fn boxes_collide_on_the_device_as_parry_collides_them() {
         <body name=\"a\" pos=\"0 0 1\"><freejoint/><geom name=\"ba\" type=\"box\" size=\"0.1 0.2 0.05\"/></body>\
         <body name=\"b\" pos=\"0 0 2\"><freejoint/><geom name=\"bb\" type=\"box\" size=\"0.15 0.08 0.12\"/></body>\
         </worldbody></mujoco>";
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         xml,
         "two-boxes.xml",
         std::path::Path::new("."),
@@ -795,7 +795,7 @@ fn a_step_cut_by_the_loop_limit_is_flagged_and_left_as_it_was() {
         "<mujoco model=\"bed\"><worldbody><geom name=\"floor\" type=\"plane\" size=\"5 5 0.1\"/>\
          <body pos=\"0 0 0.0199\"><freejoint/>{balls}</body></worldbody></mujoco>"
     );
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         &xml,
         "bed.xml",
         std::path::Path::new("."),
@@ -978,7 +978,7 @@ fn cylinders_on_the_floor_collide_as_parry_collides_them() {
          <body pos=\"0 0 1\"><freejoint/><geom name=\"can\" type=\"cylinder\" size=\"{r} {h}\"/></body>\
          </worldbody></mujoco>"
     );
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         &xml,
         "can.xml",
         std::path::Path::new("."),
@@ -1091,7 +1091,7 @@ fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
          </worldbody></mujoco>",
         vertices.join(" ")
     );
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         &xml,
         "rock.xml",
         std::path::Path::new("."),

@@ -1,6 +1,9 @@
-//! Loading robot files: the model layer reads them (`model::urdf`,
-//! `model::mjcf`), then the passes that need the layers above the model run
-//! (the collision layer's [`exclude_initial_overlaps`] for URDF robots).
+//! Loading robot files: the model layer reads URDF (`model::urdf`); MJCF
+//! is read here (`mjcf`: like MuJoCo's compiler it needs the kinematics
+//! and the mass matrix at `qpos0`, for `springdamper`, `connect`/`weld`
+//! anchors and spatial tendons' rest lengths); then the passes that need
+//! the layers above the model run (the collision layer's
+//! [`exclude_initial_overlaps`] for URDF robots).
 //! One entry point, [`load_model_file`], picks URDF (`.urdf`) or MJCF
 //! (`.xml`, `.mjcf`) by extension and returns a [`LoadedModel`], which the
 //! command line (`moreau inspect`, `moreau run FILE`) and the scenes use.
@@ -8,10 +11,11 @@
 use crate::collision::exclude_initial_overlaps;
 use crate::model::Model;
 use crate::model::ModelFileError;
-use crate::model::mjcf::{MjcfOptions, load_mjcf};
 use crate::model::urdf::{UrdfModel, UrdfOptions, read_urdf};
+use mjcf::{MjcfOptions, load_mjcf};
 use std::path::{Path, PathBuf};
 
+pub mod mjcf;
 mod summary;
 
 /// Reads URDF text (`file` names it in errors) and, unless

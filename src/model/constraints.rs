@@ -38,7 +38,7 @@ pub enum Coordinate {
 /// A fixed tendon, `L = Σ coef_j q_j` over 1-dof joints, or a spatial
 /// one, the length of the path through its sites (straight segments
 /// between points fixed on bodies: MuJoCo's `<spatial>` without wrapping),
-/// whose value and Jacobian need the kinematics ([`crate::model::Model::coordinate`]).
+/// whose value and Jacobian need the kinematics ([`crate::sim::rows::coordinate`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tendon {
     pub name: String,
@@ -69,7 +69,7 @@ impl Tendon {
     }
 
     /// A fixed tendon's `L(q)`, given each joint's `q` index
-    /// (`joint_idx_q`); 0 for a spatial tendon (see `Model::coordinate`).
+    /// (`joint_idx_q`); 0 for a spatial tendon (see `sim::rows::coordinate`).
     pub fn length(&self, joint_idx_q: &[usize], q: &[f64]) -> f64 {
         self.joints
             .iter()

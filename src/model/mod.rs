@@ -12,7 +12,6 @@
 mod builder;
 pub mod constraints;
 pub mod mesh;
-pub mod mjcf;
 pub mod terrain;
 pub mod urdf;
 pub(crate) mod xml;
@@ -573,62 +572,6 @@ impl Model {
             what.push(format!("{pulling} actuator(s) on tendons"));
         }
         (!what.is_empty()).then(|| what.join(", "))
-    }
-    /// The value of a coordinate at `q`, and its Jacobian row `(dof, ∂/∂v_dof)`
-    /// pushed onto `jac` scaled by `scale` (a dof may appear more than
-    /// once: the entries add up). `data` holds the kinematics at `q`
-    /// ([`crate::dynamics::forward_kinematics`]), which a spatial tendon's
-    /// path needs: its length is the sum of its segments `‖p_{i+1} − p_i‖`,
-    /// its Jacobian `Σ uᵢᵀ (J_{p_{i+1}} − J_{p_i})` with `uᵢ` the segments'
-    /// unit directions.
-    pub fn coordinate(
-        &self,
-        c: Coordinate,
-        data: &crate::dynamics::Data,
-        q: &[f64],
-        scale: f64,
-        jac: &mut Vec<(usize, f64)>,
-    ) -> f64 {
-        match c {
-            Coordinate::Joint(j) => {
-                jac.push((self.joint_idx_v[j], scale));
-                q[self.joint_idx_q[j]]
-            }
-            Coordinate::Tendon(t) if self.tendons[t].is_spatial() => {
-                let sites = &self.tendons[t].sites;
-                let point = |(b, p): &(usize, Vec3)| data.world_from_body[*b].act_point(p);
-                let mut length = 0.0;
-                for pair in sites.windows(2) {
-                    let (a, b) = (point(&pair[0]), point(&pair[1]));
-                    let d = b - a;
-                    let l = d.norm();
-                    length += l;
-                    if l < 1e-12 {
-                        continue; // (coincident sites: no direction, no rate)
-                    }
-                    let u = d / l;
-                    for ((body, _), p, sign) in [(&pair[1], b, 1.0), (&pair[0], a, -1.0)] {
-                        let mut k = self.body_last_dof[*body];
-                        while k != NO_DOF {
-                            let pv =
-                                crate::dynamics::point_velocity_column(&data.dof_jacobian[k], &p);
-                            jac.push((k, scale * sign * u.dot(&pv)));
-                            k = self.dof_parent[k];
-                        }
-                    }
-                }
-                length
-            }
-            Coordinate::Tendon(t) => {
-                let t = &self.tendons[t];
-                jac.extend(
-                    t.joints
-                        .iter()
-                        .map(|&(j, c)| (self.joint_idx_v[j], scale * c)),
-                );
-                t.length(&self.joint_idx_q, q)
-            }
-        }
     }
     /// `(body, name, range)` of each joint with a position range, in model order.
     pub fn limited_joints(&self) -> impl Iterator<Item = (usize, &str, (f64, f64))> + '_ {

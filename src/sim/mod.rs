@@ -70,12 +70,14 @@ mod checks;
 mod gradients;
 pub mod kinks;
 pub mod rows;
+mod state;
 mod trajectory;
 pub use actuators::{Actuation, actuator_forces, next_activations};
 pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
+pub use state::State;
 use std::time::Instant;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
@@ -224,33 +226,6 @@ impl SimParams {
             return bad(name, reason);
         }
         Ok(())
-    }
-}
-
-/// The state of one world: configuration, velocity, the actuators'
-/// activations, time.
-#[derive(Clone, Debug, PartialEq)]
-pub struct State {
-    /// (nq)
-    pub q: DVector<f64>,
-    /// (nv)
-    pub v: DVector<f64>,
-    /// (`Model::na`) the activations of the actuators with activation
-    /// dynamics, or empty: all zero, as MuJoCo starts them (a step under
-    /// controls then writes all `na`).
-    pub act: DVector<f64>,
-    pub t: f64,
-}
-
-impl State {
-    /// At `(q, v)`, time 0, activations zero.
-    pub fn new(q: DVector<f64>, v: DVector<f64>) -> Self {
-        State {
-            q,
-            v,
-            act: DVector::zeros(0),
-            t: 0.0,
-        }
     }
 }
 

@@ -129,12 +129,12 @@ impl ExtraRows {
         self.jacobian.clear();
         for (i, eq) in model.equalities.iter().enumerate() {
             self.entries.clear();
-            let y = model.coordinate(eq.first, data, q, 1.0, &mut self.entries);
+            let y = coordinate(model, eq.first, data, q, 1.0, &mut self.entries);
             let e = match eq.second {
                 None => y - eq.reference[0] - eq.polycoef[0],
                 Some(x) => {
                     let start = self.entries.len();
-                    let xv = model.coordinate(x, data, q, 1.0, &mut self.entries);
+                    let xv = coordinate(model, x, data, q, 1.0, &mut self.entries);
                     let (p, dp) = eq.polynomial(xv - eq.reference[1]);
                     for e in &mut self.entries[start..] {
                         e.1 *= -dp;
@@ -203,7 +203,14 @@ impl ExtraRows {
                 continue;
             }
             self.entries.clear();
-            let length = model.coordinate(Coordinate::Tendon(t), data, q, 1.0, &mut self.entries);
+            let length = coordinate(
+                model,
+                Coordinate::Tendon(t),
+                data,
+                q,
+                1.0,
+                &mut self.entries,
+            );
             if tendon.frictionloss > 0.0 {
                 self.jacobian.push(self.entries.iter().copied());
                 self.rows.push(Row {
@@ -240,6 +247,62 @@ impl ExtraRows {
     }
 }
 
+/// The value of a coordinate at `q`, and its Jacobian row `(dof, ∂/∂v_dof)`
+/// pushed onto `jac` scaled by `scale` (a dof may appear more than
+/// once: the entries add up). `data` holds the kinematics at `q`
+/// ([`crate::dynamics::forward_kinematics`]), which a spatial tendon's
+/// path needs: its length is the sum of its segments `‖p_{i+1} − p_i‖`,
+/// its Jacobian `Σ uᵢᵀ (J_{p_{i+1}} − J_{p_i})` with `uᵢ` the segments'
+/// unit directions.
+pub fn coordinate(
+    model: &Model,
+    c: Coordinate,
+    data: &Data,
+    q: &[f64],
+    scale: f64,
+    jac: &mut Vec<(usize, f64)>,
+) -> f64 {
+    match c {
+        Coordinate::Joint(j) => {
+            jac.push((model.joint_idx_v[j], scale));
+            q[model.joint_idx_q[j]]
+        }
+        Coordinate::Tendon(t) if model.tendons[t].is_spatial() => {
+            let sites = &model.tendons[t].sites;
+            let point = |(b, p): &(usize, Vec3)| data.world_from_body[*b].act_point(p);
+            let mut length = 0.0;
+            for pair in sites.windows(2) {
+                let (a, b) = (point(&pair[0]), point(&pair[1]));
+                let d = b - a;
+                let l = d.norm();
+                length += l;
+                if l < 1e-12 {
+                    continue; // (coincident sites: no direction, no rate)
+                }
+                let u = d / l;
+                for ((body, _), p, sign) in [(&pair[1], b, 1.0), (&pair[0], a, -1.0)] {
+                    let mut k = model.body_last_dof[*body];
+                    while k != NO_DOF {
+                        let pv = point_velocity_column(&data.dof_jacobian[k], &p);
+                        jac.push((k, scale * sign * u.dot(&pv)));
+                        k = model.dof_parent[k];
+                    }
+                }
+            }
+            length
+        }
+        Coordinate::Tendon(t) => {
+            let t = &model.tendons[t];
+            jac.extend(
+                t.joints
+                    .iter()
+                    .map(|&(j, c)| (model.joint_idx_v[j], scale * c)),
+            );
+            t.length(&model.joint_idx_q, q)
+        }
+    }
+}
+
 /// Tendon spring-dampers, explicit: `τ += Jᵀ(−k·d − b·L̇)` with `d` the
 /// length's distance outside the dead band; `data` holds the kinematics at
 /// `q` (spatial tendons), `scratch` is a workspace.
@@ -256,7 +319,7 @@ pub(crate) fn tendon_forces(
             continue;
         }
         scratch.clear();
-        let length = model.coordinate(Coordinate::Tendon(i), data, q, 1.0, scratch);
+        let length = coordinate(model, Coordinate::Tendon(i), data, q, 1.0, scratch);
         let rate: f64 = scratch.iter().map(|&(k, c)| c * v[k]).sum();
         let (lo, hi) = t.spring_length;
         let stretch = if length > hi {

@@ -1,6 +1,6 @@
 //! MJCF texts and helpers shared by the MJCF tests (tests/mjcf*.rs).
 
-use moreau::model::mjcf::{MjcfModel, MjcfOptions, parse_mjcf};
+use moreau::load::mjcf::{MjcfModel, MjcfOptions, parse_mjcf};
 use std::path::Path;
 
 /// A hand-written model using every supported feature: default classes
@@ -53,7 +53,7 @@ pub fn rel(a: f64, b: f64) -> f64 {
 
 /// The loader's error for MJCF text (as `test.xml`), panicking if it loads.
 #[allow(dead_code)]
-pub fn parse_err(text: &str) -> moreau::model::mjcf::ModelFileError {
+pub fn parse_err(text: &str) -> moreau::load::mjcf::ModelFileError {
     match parse_mjcf(text, "test.xml", Path::new("."), &MjcfOptions::default()) {
         Ok(_) => panic!("loaded: {text}"),
         Err(e) => e,

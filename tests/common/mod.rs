@@ -154,10 +154,10 @@ pub fn rod(
 
 /// Gymnasium's MJCF file `file`, loaded; None (the test passes, saying so)
 /// without the robot files, unless they are required.
-pub fn gymnasium(file: &str) -> Option<moreau::model::mjcf::MjcfModel> {
+pub fn gymnasium(file: &str) -> Option<moreau::load::mjcf::MjcfModel> {
     let path = robot_files()?.gymnasium_assets.join(file);
     Some(
-        moreau::model::mjcf::load_mjcf(&path, &moreau::model::mjcf::MjcfOptions::default())
+        moreau::load::mjcf::load_mjcf(&path, &moreau::load::mjcf::MjcfOptions::default())
             .unwrap_or_else(|e| panic!("{file}: {e}")),
     )
 }
@@ -214,7 +214,7 @@ pub fn capsule_on_a_table() -> (std::sync::Arc<Model>, moreau::sim::State) {
     let xml = "<mujoco model=\"rod\"><worldbody><geom name=\"table\" type=\"box\" size=\"1 1 0.1\" pos=\"0 0 -0.1\"/>\
         <body pos=\"0 0 0.05\"><freejoint/><geom name=\"rod\" type=\"capsule\" size=\"0.05 0.2\" euler=\"0 90 0\"/></body>\
         </worldbody></mujoco>";
-    let m = moreau::model::mjcf::parse_mjcf(
+    let m = moreau::load::mjcf::parse_mjcf(
         xml,
         "rod.xml",
         std::path::Path::new("."),

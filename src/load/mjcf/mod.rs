@@ -131,15 +131,15 @@
 //! joint or body, several orientations on one element, bodies, frames or
 //! default classes nested deeper than 256 levels (the reader recurses).
 
-use super::builder::validate_inertia;
-use super::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
-pub use super::xml::ModelFileError;
-use super::xml::{error_for, number_list, read_file};
-use super::{
+use crate::math::{Inertia, Mat3, SE3, Vec3};
+pub use crate::model::ModelFileError;
+use crate::model::mesh::{MeshCache, convex_hull_vertices, resolve_mesh_path};
+use crate::model::validate_inertia;
+use crate::model::xml::{error_for, number_list, read_file};
+use crate::model::{
     Actuator, ActuatorDynamics, FrictionMix, JointSpec, JointType, Material, Model, ModelBuilder,
     Shape, WORLD,
 };
-use crate::math::{Inertia, Mat3, SE3, Vec3};
 use nalgebra::{DVector, Quaternion, Rotation3, Unit, UnitQuaternion};
 use roxmltree::Node;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -149,6 +149,7 @@ use std::path::{Path, PathBuf};
 mod build;
 mod constraints;
 mod geom;
+mod hfield;
 mod include;
 mod mesh_inertia;
 mod read;
@@ -500,7 +501,7 @@ struct Parser<'a, 'i, 'e> {
     package_dirs: Vec<PathBuf>,
     meshes: HashMap<String, MeshAsset>,
     /// `<hfield>` assets by name.
-    hfields: HashMap<String, super::HeightField>,
+    hfields: HashMap<String, crate::model::HeightField>,
     mesh_cache: MeshCache,
     warnings: Vec<String>,
     /// Joint attributes moreau does not model → the joints setting them.

@@ -220,7 +220,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         // Pass 2: the builder (plan index = body index).
         let mut builder = ModelBuilder::new(root.attribute("model").unwrap_or("mjcf"));
         // MuJoCo's contacts take the larger friction (or the higher priority's).
-        builder.set_friction_mix(super::FrictionMix::Maximum);
+        builder.set_friction_mix(FrictionMix::Maximum);
         let flags = self.flags;
         let gravity = if flags.gravity {
             gravity

@@ -1,0 +1,182 @@
+//! The tendons, equalities and explicit contact pairs of a [`ModelBuilder`].
+
+use super::ModelBuilder;
+use crate::error::ModelError;
+use crate::model::WORLD;
+
+impl ModelBuilder {
+    /// The tendons added so far.
+    pub fn tendons(&self) -> &[crate::model::Tendon] {
+        &self.tendons
+    }
+
+    /// Adds a fixed tendon over 1-dof joints; returns its index.
+    pub fn add_tendon(&mut self, tendon: crate::model::Tendon) -> Result<usize, ModelError> {
+        let what = format!("tendon `{}`", tendon.name);
+        let invalid = |reason: String| ModelError::Invalid {
+            what: what.clone(),
+            reason,
+        };
+        match (tendon.joints.is_empty(), tendon.sites.len()) {
+            (false, 0) => {}
+            (true, 0) => return Err(invalid("has no joint and no site".into())),
+            (true, 1) => return Err(invalid("a spatial tendon needs two sites or more".into())),
+            (true, _) => {
+                for (b, p) in &tendon.sites {
+                    if *b >= self.bodies.len() {
+                        return Err(invalid(format!("site on body {b}, which does not exist")));
+                    }
+                    if !p.iter().all(|x| x.is_finite()) {
+                        return Err(invalid(format!("site point {p:?} is not finite")));
+                    }
+                }
+            }
+            (false, _) => return Err(invalid("has both joints and sites".into())),
+        }
+        for &(j, coef) in &tendon.joints {
+            match self.bodies.get(j) {
+                Some(b) if j != WORLD && b.joint.nv() == 1 => {}
+                Some(b) => {
+                    return Err(invalid(format!(
+                        "joint of `{}` is {}: a fixed tendon takes 1-dof joints only",
+                        b.name,
+                        b.joint.name()
+                    )));
+                }
+                None => return Err(invalid(format!("no body {j}"))),
+            }
+            if !coef.is_finite() {
+                return Err(invalid(format!("coefficient {coef} is not finite")));
+            }
+        }
+        let t = &tendon;
+        for (name, x) in [
+            ("stiffness", t.stiffness),
+            ("damping", t.damping),
+            ("frictionloss", t.frictionloss),
+        ] {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(invalid(format!("{name} must be finite and ≥ 0, got {x}")));
+            }
+        }
+        let (lo, hi) = t.spring_length;
+        if !(lo.is_finite() && hi.is_finite() && lo <= hi && t.length0.is_finite()) {
+            return Err(invalid(format!(
+                "spring length ({lo}, {hi}) and length0 {} must be finite with lo ≤ hi",
+                t.length0
+            )));
+        }
+        if let Some((lo, hi)) = t.range
+            && !(lo.is_finite() && hi.is_finite() && lo < hi)
+        {
+            return Err(invalid(format!(
+                "range needs finite lower < upper, got ({lo}, {hi})"
+            )));
+        }
+        self.tendons.push(tendon);
+        Ok(self.tendons.len() - 1)
+    }
+
+    /// Adds an equality constraint between coordinates already in the
+    /// builder (1-dof joints, tendons); returns its index.
+    pub fn add_equality(&mut self, equality: crate::model::Equality) -> Result<usize, ModelError> {
+        let what = format!("equality `{}`", equality.name);
+        for c in std::iter::once(equality.first).chain(equality.second) {
+            let ok = match c {
+                crate::model::Coordinate::Joint(j) => {
+                    j != WORLD && self.bodies.get(j).is_some_and(|b| b.joint.nv() == 1)
+                }
+                crate::model::Coordinate::Tendon(t) => t < self.tendons.len(),
+            };
+            if !ok {
+                return Err(ModelError::Invalid {
+                    what,
+                    reason: format!("{c:?} is not a 1-dof joint or a tendon of the model"),
+                });
+            }
+        }
+        if equality.second == Some(equality.first) {
+            return Err(ModelError::Invalid {
+                what,
+                reason: "couples a coordinate with itself".into(),
+            });
+        }
+        if let Some(x) = equality
+            .polycoef
+            .iter()
+            .chain(&equality.reference)
+            .find(|x| !x.is_finite())
+        {
+            return Err(ModelError::Invalid {
+                what,
+                reason: format!("polynomial coefficients and references must be finite, got {x}"),
+            });
+        }
+        self.equalities.push(equality);
+        Ok(self.equalities.len() - 1)
+    }
+
+    /// Makes geometries `a` and `b` an explicit pair (MJCF's
+    /// `<contact><pair>`): they collide whatever their bits and the
+    /// exclusions say, with friction `friction` and dimension `condim`
+    /// (1: frictionless; 3; 4 and 6 taken as 3). A second call for the same
+    /// pair replaces the first.
+    pub fn add_contact_pair(
+        &mut self,
+        a: usize,
+        b: usize,
+        friction: f64,
+        condim: u8,
+    ) -> Result<(), ModelError> {
+        let n = self.geometries.len();
+        let name = |g: usize| {
+            self.geometries
+                .get(g)
+                .map_or(format!("{g}"), |x| x.name.clone())
+        };
+        let what = format!("contact pair ({}, {})", name(a), name(b));
+        let invalid = |reason: String| ModelError::Invalid {
+            what: what.clone(),
+            reason,
+        };
+        if a >= n || b >= n {
+            return Err(invalid(format!("the model has {n} geometries")));
+        }
+        if a == b {
+            return Err(invalid("pairs a geometry with itself".into()));
+        }
+        if !(friction.is_finite() && friction >= 0.0) {
+            return Err(invalid(format!(
+                "friction must be finite and ≥ 0, got {friction}"
+            )));
+        }
+        if ![1, 3, 4, 6].contains(&condim) {
+            return Err(invalid(format!(
+                "condim must be 1, 3, 4 or 6, got {condim}"
+            )));
+        }
+        let geoms = (a.min(b), a.max(b));
+        self.contact_pairs.retain(|p| p.geoms != geoms);
+        self.contact_pairs.push(crate::model::ContactPair {
+            geoms,
+            friction,
+            condim,
+        });
+        Ok(())
+    }
+
+    /// Adds a `connect` or `weld` ([`crate::model::BodyEquality`]); returns its index.
+    pub fn add_body_equality(
+        &mut self,
+        equality: crate::model::BodyEquality,
+    ) -> Result<usize, ModelError> {
+        equality
+            .check(self.bodies.len())
+            .map_err(|reason| ModelError::Invalid {
+                what: format!("{} `{}`", equality.kind(), equality.name),
+                reason,
+            })?;
+        self.body_equalities.push(equality);
+        Ok(self.body_equalities.len() - 1)
+    }
+}
