@@ -610,6 +610,11 @@ fn batched_worlds_give_each_worlds_jacobians() {
 /// 1.4e-6 to 1.6e-5, from the other side by 0.74 to 0.88. `Kink` columns
 /// are not compared. On the quadruped the three kinks are real (the
 /// differences from either side disagree) and most columns are one-sided.
+/// A difference needs converged solves: a column whose reference step did
+/// not converge is not judged, and named (measured 2026-11-27: 7 of the
+/// walker's 9 columns, where the default solver stalls at the perturbed
+/// states; the differences of earlier runs there came from unconverged
+/// solves).
 #[test]
 fn settled_robots_report_the_side_of_each_q_column() {
     let mut scenes = vec![(
@@ -634,13 +639,17 @@ fn settled_robots_report_the_side_of_each_q_column() {
         let (_, at, tau, jac, report) = settle_and_differentiate(&scene, steps, &|_, _| {});
         assert!(jac.wrt_q && report.nc > 0, "{}", scene.name);
         assert_eq!(jac.q_sides.len(), nv);
+        // v⁺, and whether the solve converged (a difference from an
+        // unconverged solve judges nothing).
         let step = |s: &State| {
             let mut sim = Simulator::new(model.clone(), params(scene.dt)).unwrap();
             let mut s = s.clone();
-            sim.step(&mut s, tau.as_slice()).unwrap();
-            s.v
+            let report = sim.step(&mut s, tau.as_slice()).unwrap();
+            (s.v, report.solver.is_none_or(|r| r.converged))
         };
-        let base = step(&at);
+        let (base, base_converged) = step(&at);
+        assert!(base_converged, "{}", scene.name);
+        let mut unverified = Vec::new();
         let scale = jac.dv_dq.amax().max(1.0 / scene.dt);
         let mut counts = [0usize; 4];
         let mut worst = 0.0f64;
@@ -656,12 +665,24 @@ fn settled_robots_report_the_side_of_each_q_column() {
                     sign * h,
                     s.q.as_mut_slice(),
                 );
-                (step(&s) - &base) / (sign * h)
+                let (v, converged) = step(&s);
+                ((v - &base) / (sign * h), converged)
             };
-            let (plus, minus) = (one_sided(1.0), one_sided(-1.0));
+            let ((plus, plus_ok), (minus, minus_ok)) = (one_sided(1.0), one_sided(-1.0));
             let column = jac.dv_dq.column(k);
             let error = |d: &DVector<f64>| (column - d).amax() / scale;
             let side = jac.q_sides[k];
+            let needed = match side {
+                QSide::Both => plus_ok && minus_ok,
+                QSide::Plus => plus_ok,
+                QSide::Minus => minus_ok,
+                QSide::Kink => true,
+            };
+            if !needed {
+                unverified.push(k);
+                counts[(side.code() + 1).clamp(0, 3) as usize] += 1;
+                continue;
+            }
             let checked = match side {
                 QSide::Both => error(&plus).max(error(&minus)),
                 QSide::Plus => error(&plus),
@@ -685,8 +706,17 @@ fn settled_robots_report_the_side_of_each_q_column() {
             worst = worst.max(checked);
             counts[(side.code() + 1).clamp(0, 3) as usize] += 1;
         }
+        // Columns whose reference steps did not converge cannot be judged
+        // (named in the printout). The quadruped's and the ant's all
+        // converge; at the walker's and the hopper's perturbed states the
+        // default solver does not (2 capsule ends per foot, redundant:
+        // issue 36), and only the columns it solves are judged.
+        if matches!(scene.name.as_str(), "quadruped" | "ant.xml") {
+            assert!(unverified.is_empty(), "{}: {unverified:?}", scene.name);
+        }
+        assert!(unverified.len() < nv, "{}: no column judged", scene.name);
         println!(
-            "{}: {} columns: {} both, {} plus, {} minus, {} kinks; worst difference {worst:.1e} (q residual {:.0e})",
+            "{}: {} columns: {} both, {} plus, {} minus, {} kinks; worst difference {worst:.1e} (q residual {:.0e}); unverified (a reference solve unconverged): {unverified:?}",
             scene.name, nv, counts[1], counts[2], counts[0], counts[3], jac.q_residual
         );
         if scene.name == "quadruped" {
