@@ -125,7 +125,7 @@ pub enum BatchError {
 pub struct BatchOptions {
     pub backend: Backend,
     /// Simulation parameters of every world (per-world changes:
-    /// [`BatchSim::params_mut`]).
+    /// [`super::BatchSim::params_mut`]).
     pub params: SimParams,
     /// GPU: the most contacts one world's problem may have on the GPU;
     /// larger problems are solved on the CPU (and counted). Lowered to fit

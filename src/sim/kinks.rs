@@ -8,7 +8,7 @@
 //! A robot at rest sits on such a boundary: its feet settle at distance 0.
 //! [`StepJacobians::dv_dq`](super::StepJacobians::dv_dq) is the derivative
 //! of the piece the step is on; for each direction `k` of `q` (a column),
-//! [`q_sides`] says for which perturbations `δq_k` that piece holds:
+//! `q_sides` says for which perturbations `δq_k` that piece holds:
 //!
 //! - each quantity that decides a piece (a distance, an impulse, a
 //!   velocity, a cone margin) is at some value `s` moving at rate `ṡ`

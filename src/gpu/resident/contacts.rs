@@ -318,7 +318,7 @@ pub struct ContactSizes {
 
 impl ContactSizes {
     /// The sizes for `pairs` and `limit_rows` rows of joint limits, with
-    /// the room between moving shapes of [`moving_room`] (no initial
+    /// the room between moving shapes of `moving_room` (no initial
     /// contacts).
     pub fn of(pairs: &[DevicePair], limit_rows: usize) -> Self {
         Self::starting_with(pairs, limit_rows, 0)
