@@ -283,6 +283,16 @@ fn mjcf_pose(
     data.world_from_body[b.body].mul(&b.body_from_mjcf)
 }
 
+/// `m`'s model and a simulator of it at step `dt` (the default solver).
+fn simulator_at(m: &moreau::load::mjcf::MjcfModel, dt: f64) -> (Arc<Model>, Simulator) {
+    let model = Arc::new(m.model.clone());
+    let params = SimParams {
+        dt,
+        ..Default::default()
+    };
+    (model.clone(), Simulator::new(model, params).unwrap())
+}
+
 fn parsed(xml: &str) -> moreau::load::mjcf::MjcfModel {
     let m = parse_mjcf(xml, "test.xml", Path::new("."), &MjcfOptions::default()).unwrap();
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
@@ -313,12 +323,7 @@ fn a_pendulum_closed_by_connect_swings_as_on_a_ball_joint() {
     assert!((e.point1 - moreau::math::Vec3::new(1.0, 0.0, 0.0)).norm() < 1e-12);
     assert!(e.point2.norm() < 1e-12);
     let run = |m: &moreau::load::mjcf::MjcfModel, dt: f64| {
-        let model = Arc::new(m.model.clone());
-        let params = SimParams {
-            dt,
-            ..Default::default()
-        };
-        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let (model, mut sim) = simulator_at(m, dt);
         let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
         let mut data = moreau::dynamics::Data::new(&model);
         let mut residual: f64 = 0.0;
@@ -382,12 +387,7 @@ fn welded_bodies_move_as_one() {
         moreau::math::Vec3::new(0.1, 0.0, 0.2),
     );
     let run = |m: &moreau::load::mjcf::MjcfModel, dt: f64| {
-        let model = Arc::new(m.model.clone());
-        let params = SimParams {
-            dt,
-            ..Default::default()
-        };
-        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let (model, mut sim) = simulator_at(m, dt);
         let mut data = moreau::dynamics::Data::new(&model);
         moreau::dynamics::forward_kinematics(&model, &mut data, m.q0.as_slice());
         let mut v0 = nalgebra::DVector::zeros(model.nv);

@@ -441,6 +441,27 @@ fn shell_and_mesh_inertias_match_mujoco() {
     assert!(mass("l_exact") < mass("l_legacy") && mass("l_legacy") < mass("l_convex"));
 }
 
+/// A hand-written file of tests/data/mujoco, loaded without a warning,
+/// and a simulator at its time step.
+fn data_file_simulator(
+    file: &str,
+) -> (
+    MjcfModel,
+    std::sync::Arc<moreau::Model>,
+    moreau::sim::Simulator,
+) {
+    let path = format!("{}/tests/data/mujoco/{file}", env!("CARGO_MANIFEST_DIR"));
+    let m = load_mjcf(&path, &MjcfOptions::default()).unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    let model = std::sync::Arc::new(m.model.clone());
+    let params = moreau::sim::SimParams {
+        dt: m.timestep,
+        ..Default::default()
+    };
+    let sim = moreau::sim::Simulator::new(model.clone(), params).unwrap();
+    (m, model, sim)
+}
+
 #[derive(Deserialize)]
 struct ConstraintsReference {
     ctrl: Vec<f64>,
@@ -460,26 +481,12 @@ struct ConstraintsReference {
 /// set the wheels moving differently, 5 mm apart after 1 s.)
 #[test]
 fn equalities_tendons_and_dry_friction_match_mujoco() {
-    use moreau::sim::{Actuation, SimParams, Simulator, State};
+    use moreau::sim::{Actuation, State};
     let r: ConstraintsReference = reference(
         "constraints.json",
         include_str!("data/mujoco/constraints.json"),
     );
-    let m = load_mjcf(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/mujoco/constraints.xml"
-        ),
-        &MjcfOptions::default(),
-    )
-    .unwrap();
-    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
-    let model = std::sync::Arc::new(m.model);
-    let params = SimParams {
-        dt: m.timestep,
-        ..Default::default()
-    };
-    let mut sim = Simulator::new(model.clone(), params).unwrap();
+    let (_, model, mut sim) = data_file_simulator("constraints.xml");
     let mut state = State::new(
         model.neutral_configuration(),
         nalgebra::DVector::zeros(model.nv),
@@ -550,25 +557,11 @@ struct ActuatorsReference {
 /// rounding.
 #[test]
 fn activation_dynamics_match_mujoco() {
-    use moreau::sim::{SimParams, Simulator, State};
+    use moreau::sim::State;
     let r: ActuatorsReference =
         reference("actuators.json", include_str!("data/mujoco/actuators.json"));
-    let m = load_mjcf(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/data/mujoco/actuators.xml"
-        ),
-        &MjcfOptions::default(),
-    )
-    .unwrap();
-    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
-    let model = std::sync::Arc::new(m.model);
+    let (m, model, mut sim) = data_file_simulator("actuators.xml");
     assert_eq!((model.nu(), model.na()), (r.ctrl[0].len(), r.na));
-    let params = SimParams {
-        dt: m.timestep,
-        ..Default::default()
-    };
-    let mut sim = Simulator::new(model.clone(), params).unwrap();
     let mut state = State::new(
         model.neutral_configuration(),
         nalgebra::DVector::zeros(model.nv),
@@ -610,21 +603,10 @@ fn activation_dynamics_match_mujoco() {
 /// spatial tendon's spring-damper (two sites), exactly.
 #[test]
 fn connect_and_weld_match_mujoco() {
-    use moreau::sim::{SimParams, Simulator, State};
+    use moreau::sim::State;
     let r: ConstraintsReference = reference("loops.json", include_str!("data/mujoco/loops.json"));
-    let m = load_mjcf(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mujoco/loops.xml"),
-        &MjcfOptions::default(),
-    )
-    .unwrap();
-    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
-    let model = std::sync::Arc::new(m.model.clone());
+    let (m, model, mut sim) = data_file_simulator("loops.xml");
     assert_eq!(model.body_equalities.len(), 2);
-    let params = SimParams {
-        dt: m.timestep,
-        ..Default::default()
-    };
-    let mut sim = Simulator::new(model.clone(), params).unwrap();
     let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
     let mut worst = 0.0f64;
     for (row, (soft, stiff)) in r.qpos.iter().zip(&r.qpos_stiff).enumerate() {

@@ -475,19 +475,24 @@ impl Model {
     /// equal priority (MuJoCo's rule); a contact of dimension 1 is
     /// frictionless.
     pub fn pair_contact(&self, a: &Material, b: &Material) -> (f64, f64) {
-        let restitution = a.restitution.max(b.restitution);
-        if self.pair_condim(a, b) == 1 {
-            return (0.0, restitution);
+        let mu = self.pair_friction(a, b, self.pair_condim(a, b));
+        (mu, a.restitution.max(b.restitution))
+    }
+
+    /// The friction coefficient of materials `a` and `b` for a contact of
+    /// dimension `condim` (1: frictionless).
+    fn pair_friction(&self, a: &Material, b: &Material, condim: u8) -> f64 {
+        if condim == 1 {
+            return 0.0;
         }
-        let mu = match self.friction_mix {
+        match self.friction_mix {
             FrictionMix::GeometricMean => a.friction.sqrt() * b.friction.sqrt(),
             FrictionMix::Maximum => match a.priority.cmp(&b.priority) {
                 std::cmp::Ordering::Greater => a.friction,
                 std::cmp::Ordering::Less => b.friction,
                 std::cmp::Ordering::Equal => a.friction.max(b.friction),
             },
-        };
-        (mu, restitution)
+        }
     }
 
     /// The explicit pair of geometries `a` and `b`, if there is one.
@@ -512,8 +517,8 @@ impl Model {
                 p.condim,
             ),
             None => {
-                let (mu, restitution) = self.pair_contact(ma, mb);
-                (mu, restitution, self.pair_condim(ma, mb))
+                let condim = self.pair_condim(ma, mb);
+                (self.pair_friction(ma, mb, condim), restitution, condim)
             }
         }
     }

@@ -16,9 +16,8 @@
 
 use crate::contact::{LimitSide, RowSet, SparseRows};
 use crate::dynamics::{Data, point_velocity_column};
-use crate::math::{Vec3, ang};
+use crate::math::{Vec3, ang, log3};
 use crate::model::{Coordinate, Model, NO_DOF};
-use nalgebra::{Rotation3, UnitQuaternion};
 
 /// What a row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,7 +159,7 @@ impl ExtraRows {
             residual[..3].copy_from_slice((p1 - p2).as_slice());
             if let Some(rel) = &eq.rotation {
                 let err = x1.rotation * rel * x2.rotation.transpose();
-                let phi = rotation_vector(&err);
+                let phi = log3(&err);
                 residual[3..].copy_from_slice(phi.as_slice());
             }
             for (r, &e) in residual.iter().enumerate().take(eq.rows()) {
@@ -334,18 +333,4 @@ pub(crate) fn tendon_forces(
             tau[k] += c * force;
         }
     }
-}
-
-/// The rotation vector `φ` (axis times angle in `[0, π]`) of the rotation
-/// matrix `r`, `exp([φ]×) = r`; through the quaternion, robust near the
-/// identity (where `acos` of the trace is not).
-fn rotation_vector(r: &crate::math::Mat3) -> Vec3 {
-    let q = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(*r));
-    let (w, v) = (q.w, q.imag());
-    let (w, v) = if w < 0.0 { (-w, -v) } else { (w, v) };
-    let s = v.norm();
-    if s < 1e-12 {
-        return 2.0 * v;
-    }
-    v * (2.0 * s.atan2(w) / s)
 }

@@ -390,18 +390,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         if !flags.contacts() {
                             continue;
                         }
-                        let condim = match get("condim").map(str::trim) {
-                            None => 3,
-                            Some(c) => match c.parse::<u8>() {
-                                Ok(c @ (1 | 3 | 4 | 6)) => c,
-                                _ => {
-                                    return Err(self.error(
-                                        &el,
-                                        format!("`condim` must be 1, 3, 4 or 6, got `{c}`"),
-                                    ));
-                                }
-                            },
-                        };
+                        let condim = self.condim(get("condim"), &el)?;
                         let friction = match get("friction") {
                             Some(f) => match self.list(f, "friction", &el)?.first() {
                                 Some(&mu) if mu >= 0.0 => mu,
@@ -604,15 +593,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 let (jname, tendon) = match (e.attribute("joint"), e.attribute("tendon")) {
                     (Some(j), _) => (j, None),
                     (None, Some(t)) => match tendons.get(t) {
-                        Some(&index) if builder_tendons[index].is_some() => {
-                            (builder_tendons[index].unwrap_or_default(), Some(index))
-                        }
-                        Some(_) => {
-                            self.warnings.push(format!(
-                                "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
-                            ));
-                            continue;
-                        }
+                        Some(&index) => match builder_tendons[index] {
+                            Some(first_joint) => (first_joint, Some(index)),
+                            None => {
+                                self.warnings.push(format!(
+                                    "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
+                                ));
+                                continue;
+                            }
+                        },
                         None if has_spatial_tendon(&top, t) => {
                             self.warnings.push(format!(
                                 "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
@@ -654,26 +643,32 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                     None => 1.0,
                 };
-                let range = match get("ctrlrange") {
-                    Some(s) => Some(self.fixed::<2>(s, "ctrlrange", &el)?),
-                    None => None,
-                };
-                let limited = match self.tristate(get("ctrllimited"), "ctrllimited", &el)? {
-                    Some(l) => l,
-                    None => self.autolimits && range.is_some(),
-                };
-                let ctrl_range = if limited {
+                // `{name}range` with `{name}limited` (auto: limited iff a
+                // range is given): the range where limited and `wanted`,
+                // refused when empty.
+                let limited_range = |name: &str, wanted: bool| {
+                    let (r_attr, l_attr) = (format!("{name}range"), format!("{name}limited"));
+                    let range = match get(&r_attr) {
+                        Some(s) => Some(self.fixed::<2>(s, &r_attr, &el)?),
+                        None => None,
+                    };
+                    let limited = match self.tristate(get(&l_attr), &l_attr, &el)? {
+                        Some(l) => l,
+                        None => self.autolimits && range.is_some(),
+                    };
+                    if !(limited && wanted) {
+                        return Ok(None);
+                    }
                     let r = range.unwrap_or([0.0, 0.0]);
                     if r[0] >= r[1] {
                         return Err(self.error(
                             &el,
-                            format!("ctrlrange lower must be below upper, got {} {}", r[0], r[1]),
+                            format!("{r_attr} lower must be below upper, got {} {}", r[0], r[1]),
                         ));
                     }
-                    Some((r[0], r[1]))
-                } else {
-                    None
+                    Ok(Some((r[0], r[1])))
                 };
+                let ctrl_range = limited_range("ctrl", true)?;
                 let force_limited = match self.tristate(get("forcelimited"), "forcelimited", &el)? {
                     Some(l) => l,
                     None => self.autolimits && get("forcerange").is_some(),
@@ -686,26 +681,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                     (true, None) => None,
                 };
-                let act_range = match get("actrange") {
-                    Some(s) => Some(self.fixed::<2>(s, "actrange", &el)?),
-                    None => None,
-                };
-                let act_limited = match self.tristate(get("actlimited"), "actlimited", &el)? {
-                    Some(l) => l,
-                    None => self.autolimits && act_range.is_some(),
-                };
-                let act_range = if act_limited && dynamics != ActuatorDynamics::None {
-                    let r = act_range.unwrap_or([0.0, 0.0]);
-                    if r[0] >= r[1] {
-                        return Err(self.error(
-                            &el,
-                            format!("actrange lower must be below upper, got {} {}", r[0], r[1]),
-                        ));
-                    }
-                    Some((r[0], r[1]))
-                } else {
-                    None
-                };
+                let act_range = limited_range("act", dynamics != ActuatorDynamics::None)?;
                 let act_early = match get("actearly") {
                     Some(s) => self.boolean(s, "actearly", &el)?,
                     None => false,

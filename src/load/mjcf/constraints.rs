@@ -81,12 +81,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     let Some(name) = j.attribute("site") else {
                         return Err(self.error(&jel, "needs a `site`".into()));
                     };
-                    let Some((b, local)) = self.bodies.iter().enumerate().find_map(|(b, rec)| {
-                        rec.sites
-                            .iter()
-                            .find(|(n, _)| n == name)
-                            .map(|(_, local)| (b, *local))
-                    }) else {
+                    let Some((b, local)) = self.site(name) else {
                         return Err(self.error(&jel, format!("no site named `{name}`")));
                     };
                     sites.push((carrier[b], from[b].mul(&local).translation));
@@ -360,15 +355,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 .ok_or_else(|| self.error(el, format!("no body named `{name}`")))
         };
         let site = |name: &str| -> Result<(usize, SE3), ModelFileError> {
-            self.bodies
-                .iter()
-                .enumerate()
-                .find_map(|(b, rec)| {
-                    rec.sites
-                        .iter()
-                        .find(|(n, _)| n == name)
-                        .map(|(_, local)| (b, *local))
-                })
+            self.site(name)
                 .ok_or_else(|| self.error(el, format!("no site named `{name}`")))
         };
         let name = e.attribute("name").unwrap_or("").to_string();

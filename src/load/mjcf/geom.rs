@@ -398,15 +398,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
         };
         let (contype, conaffinity) = (bits("contype")?, bits("conaffinity")?);
-        let condim = match get("condim").map(str::trim) {
-            None => 3,
-            Some(s) => match s.parse::<u8>() {
-                Ok(c @ (1 | 3 | 4 | 6)) => c,
-                _ => {
-                    return Err(self.error(el, format!("`condim` must be 1, 3, 4 or 6, got `{s}`")));
-                }
-            },
-        };
+        let condim = self.condim(get("condim"), el)?;
         if condim > 3 && (contype | conaffinity) != 0 {
             self.odd_condim.push(format!("{el} (condim {condim})"));
         }

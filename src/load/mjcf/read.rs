@@ -48,6 +48,27 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
     }
 
+    /// A `condim` attribute: 3 when absent; 1, 3, 4 or 6 else refused.
+    pub(super) fn condim(&self, text: Option<&str>, element: &str) -> Result<u8, ModelFileError> {
+        match text.map(str::trim) {
+            None => Ok(3),
+            Some(s) => match s.parse::<u8>() {
+                Ok(c @ (1 | 3 | 4 | 6)) => Ok(c),
+                _ => Err(self.error(element, format!("`condim` must be 1, 3, 4 or 6, got `{s}`"))),
+            },
+        }
+    }
+
+    /// The site named `name`: its MJCF body and its placement there.
+    pub(super) fn site(&self, name: &str) -> Option<(usize, SE3)> {
+        self.bodies.iter().enumerate().find_map(|(b, rec)| {
+            rec.sites
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, local)| (b, *local))
+        })
+    }
+
     /// `true` / `false` / `auto` (→ `None`).
     pub(super) fn tristate(
         &self,
