@@ -10,11 +10,11 @@ use moreau::dynamics::{
     forward_kinematics, forward_velocity, subtree_coms,
 };
 use moreau::math::{SE3, Vec3};
-use moreau::sim::{State, actuator_forces};
+use moreau::sim::{Snapshot, State, actuator_forces, snapshots_from_bytes, snapshots_to_bytes};
 use nalgebra::DVector;
 use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
 use crate::model::Model;
@@ -44,6 +44,8 @@ impl Tape {
 #[pyclass(module = "moreau._moreau", unsendable)]
 pub struct BatchSim {
     batch: CoreBatch,
+    /// What it was made with (for pickling).
+    args: BatchArgs,
     /// The model it was made with (its `q0`, `v0` and `dt` included).
     model: Model,
     /// The worlds that failed in the last step, with why.
@@ -53,6 +55,73 @@ pub struct BatchSim {
     nq: usize,
     nv: usize,
     nu: usize,
+}
+
+/// The constructor's arguments but the model and the number of worlds.
+#[derive(Clone)]
+struct BatchArgs {
+    backend: String,
+    dt: Option<f64>,
+    solver: String,
+    tolerance: f64,
+    decomposition: String,
+    layout: String,
+    pipeline: usize,
+}
+
+/// What `BatchSim.__reduce__` pickles: the model, the number of worlds,
+/// the constructor's arguments, then each world's parameters (the
+/// library's `SimParams`, CBOR), the worlds with their own model, and the
+/// snapshot of every world.
+type Pickled<'py> = (
+    Model,
+    usize,
+    (String, Option<f64>, String, f64, String, String, usize),
+    Bound<'py, PyBytes>,
+    Vec<(usize, Model)>,
+    Bound<'py, PyBytes>,
+);
+
+/// A batch from what `BatchSim.__reduce__` pickled (see [`Pickled`]).
+#[pyfunction]
+pub(crate) fn _batch_from_pickle(
+    model: &Model,
+    nworlds: usize,
+    args: (String, Option<f64>, String, f64, String, String, usize),
+    params: &[u8],
+    world_models: Vec<(usize, PyRef<'_, Model>)>,
+    snapshot: &[u8],
+) -> PyResult<BatchSim> {
+    let (backend, dt, solver, tolerance, decomposition, layout, pipeline) = args;
+    let mut batch = BatchSim::new(
+        model,
+        nworlds,
+        &backend,
+        dt,
+        &solver,
+        tolerance,
+        &decomposition,
+        &layout,
+        pipeline,
+    )?;
+    for (w, m) in &world_models {
+        batch.set_world_model(*w, m)?;
+    }
+    let params: Vec<moreau::sim::SimParams> = ciborium::from_reader(params)
+        .map_err(|e| value_error(format!("pickled batch: world parameters ({e})")))?;
+    if params.len() != nworlds {
+        return Err(value_error(format!(
+            "pickled batch: {} worlds' parameters for {nworlds} worlds",
+            params.len()
+        )));
+    }
+    for (w, p) in params.into_iter().enumerate() {
+        p.validate()
+            .map_err(|e| value_error(format!("pickled batch, world {w}: {e}")))?;
+        *batch.batch.params_mut(w).map_err(value_error)? = p;
+    }
+    batch.restore(snapshot)?;
+    Ok(batch)
 }
 
 impl BatchSim {
@@ -194,6 +263,15 @@ impl BatchSim {
             .map_err(value_error)?;
         Ok(BatchSim {
             batch,
+            args: BatchArgs {
+                backend: backend.into(),
+                dt,
+                solver: solver.into(),
+                tolerance,
+                decomposition: decomposition.into(),
+                layout: layout.into(),
+                pipeline,
+            },
             model: model.clone(),
             failures: Vec::new(),
             data: Data::new(&model.model),
@@ -688,6 +766,103 @@ impl BatchSim {
         p.validate().map_err(value_error)?;
         *self.batch.params_mut(world).map_err(value_error)? = p;
         Ok(())
+    }
+
+    /// Every world's full state as bytes: its ``q``, ``v``, ``act``, time
+    /// and warm starts (the last step's impulses by contact, joint stop and
+    /// row, and the solver's penalty), which ``restore`` sets back so that
+    /// the worlds continue bit for bit as they would have (``set_states``
+    /// sets ``q``, ``v``, ``act`` only: the next solves then start cold and
+    /// the worlds drift apart by the solver's tolerance). On "gpu" with the
+    /// worlds on the device (``resident``) the warm starts live there:
+    /// refused (ValueError).
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let worlds = (0..self.batch.nworlds())
+            .map(|w| {
+                Ok(Snapshot {
+                    state: self.batch.state(w)?.clone(),
+                    warm: self.batch.warm_start(w)?,
+                })
+            })
+            .collect::<Result<Vec<_>, moreau::batch::BatchError>>()
+            .map_err(value_error)?;
+        Ok(PyBytes::new(py, &snapshots_to_bytes(&worlds)))
+    }
+
+    /// Sets every world's full state from ``snapshot`` (bytes of
+    /// ``snapshot()`` of a batch of the same model and number of worlds).
+    /// A snapshot that does not fit is refused (ValueError) and no world
+    /// changes.
+    fn restore(&mut self, snapshot: &[u8]) -> PyResult<()> {
+        let worlds = snapshots_from_bytes(snapshot).map_err(value_error)?;
+        let n = self.batch.nworlds();
+        if worlds.len() != n {
+            return Err(value_error(format!(
+                "snapshot of {} worlds for a batch of {n}",
+                worlds.len()
+            )));
+        }
+        let mut before = Vec::with_capacity(n);
+        for w in 0..n {
+            let state = self.batch.state(w).map_err(value_error)?.clone();
+            before.push((state, self.batch.warm_start(w).map_err(value_error)?));
+        }
+        for (w, s) in worlds.into_iter().enumerate() {
+            if let Err(e) = self.batch.restore(w, s.state, s.warm) {
+                // Back to where every world was (their own, valid, states).
+                for (k, (state, warm)) in before.into_iter().enumerate().take(w) {
+                    self.batch.restore(k, state, warm).map_err(value_error)?;
+                }
+                return Err(value_error(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Pickling: the model, the constructor's arguments, each world's
+    /// parameters and own model (domain randomization), and ``snapshot()``:
+    /// an unpickled batch continues bit for bit. Refused where
+    /// ``snapshot`` is.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Pickled<'py>)> {
+        let f = py.import("moreau._moreau")?.getattr("_batch_from_pickle")?;
+        let n = self.batch.nworlds();
+        let mut params = Vec::with_capacity(n);
+        let mut own = Vec::new();
+        for w in 0..n {
+            params.push(*self.batch.params(w).map_err(value_error)?);
+            let sim = self.batch.simulator(w).map_err(value_error)?;
+            if !std::sync::Arc::ptr_eq(sim.model(), self.batch.model()) {
+                let m = Model {
+                    model: sim.model().clone(),
+                    ..self.model.clone()
+                };
+                own.push((w, m));
+            }
+        }
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&params, &mut bytes).map_err(value_error)?;
+        let a = self.args.clone();
+        let args = (
+            a.backend,
+            a.dt,
+            a.solver,
+            a.tolerance,
+            a.decomposition,
+            a.layout,
+            a.pipeline,
+        );
+        let snapshot = self.snapshot(py)?;
+        Ok((
+            f,
+            (
+                self.model.clone(),
+                n,
+                args,
+                PyBytes::new(py, &bytes),
+                own,
+                snapshot,
+            ),
+        ))
     }
 
     /// Sets world `world`'s state (``act``: the activations, (na,); not

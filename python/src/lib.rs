@@ -25,8 +25,8 @@ use moreau::contact::{DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use batch::{BatchSim, Tape};
-use model::{Model, load, scene, scene_names};
+use batch::{_batch_from_pickle, BatchSim, Tape};
+use model::{_model_from_pickle, Model, load, scene, scene_names};
 use problems::solve;
 use simulator::Simulator;
 use task::Task;
@@ -46,6 +46,8 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scene, m)?)?;
     m.add_function(wrap_pyfunction!(scene_names, m)?)?;
     m.add_function(wrap_pyfunction!(solve, m)?)?;
+    m.add_function(wrap_pyfunction!(_model_from_pickle, m)?)?;
+    m.add_function(wrap_pyfunction!(_batch_from_pickle, m)?)?;
     // The defaults, from the library's catalog (the stubs say `...`).
     m.add("DEFAULT_SOLVER", SolverKind::DEFAULT.name())?;
     m.add("DEFAULT_TOLERANCE", DEFAULT_TOLERANCE)?;

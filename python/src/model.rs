@@ -6,6 +6,7 @@ use nalgebra::DVector;
 use numpy::{PyArray1, PyArray2, PyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::sync::Arc;
 
 use crate::arrays::{Floats1, Floats2, FloatsDyn, array2, array3, flat, rows, vector};
@@ -391,6 +392,29 @@ impl Model {
     ) -> PyResult<Pair<'py>> {
         self.convert(py, qpos, qvel, false)
     }
+    /// Pickling: the model as the library's bytes (every number bit for
+    /// bit; meshes' colliders rebuilt when read), with ``q0``, ``v0``,
+    /// ``dt``.
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(
+        Bound<'py, PyAny>,
+        (Bound<'py, PyBytes>, Vec<f64>, Vec<f64>, f64),
+    )> {
+        let f = py.import("moreau._moreau")?.getattr("_model_from_pickle")?;
+        let bytes = PyBytes::new(py, &self.model.to_bytes());
+        Ok((
+            f,
+            (
+                bytes,
+                self.q0.as_slice().to_vec(),
+                self.v0.as_slice().to_vec(),
+                self.dt,
+            ),
+        ))
+    }
     fn __repr__(&self) -> String {
         format!(
             "Model({:?}, nq={}, nv={}, nu={}, dt={})",
@@ -401,6 +425,34 @@ impl Model {
             self.dt
         )
     }
+}
+
+/// A model from what `Model.__reduce__` pickled: the library's bytes of
+/// the model ([`CoreModel::to_bytes`]), `q0`, `v0` and `dt`.
+#[pyfunction]
+pub(crate) fn _model_from_pickle(
+    bytes: &[u8],
+    q0: Vec<f64>,
+    v0: Vec<f64>,
+    dt: f64,
+) -> PyResult<Model> {
+    let model = CoreModel::from_bytes(bytes).map_err(value_error)?;
+    if q0.len() != model.nq || v0.len() != model.nv || !(dt.is_finite() && dt > 0.0) {
+        return Err(value_error(format!(
+            "pickled model `{}`: q0 ({}), v0 ({}) or dt ({dt}) do not fit it (nq {}, nv {})",
+            model.name,
+            q0.len(),
+            v0.len(),
+            model.nq,
+            model.nv
+        )));
+    }
+    Ok(Model {
+        model: Arc::new(model),
+        q0: DVector::from_vec(q0),
+        v0: DVector::from_vec(v0),
+        dt,
+    })
 }
 
 /// Loads a URDF or MJCF file. `floating_base` (URDF): attach the root link

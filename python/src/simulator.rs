@@ -2,12 +2,13 @@
 
 use moreau::contact::{DEFAULT_TOLERANCE, SolverKind};
 use moreau::sim::{
-    SimParams, Simulator as CoreSim, Stage, StageTimes, State, StepJacobians, StepVjp,
+    SimParams, Simulator as CoreSim, Snapshot, Stage, StageTimes, State, StepJacobians, StepVjp,
+    snapshots_from_bytes, snapshots_to_bytes,
 };
 use nalgebra::DVector;
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, matrix, vector};
 use crate::model::Model;
@@ -228,6 +229,33 @@ impl Simulator {
         }
         self.sim.check_state(&trial).map_err(value_error)?;
         self.state.act = trial.act;
+        Ok(())
+    }
+    /// The world's full state as bytes: ``q``, ``v``, ``act``, time and
+    /// the warm starts (see ``BatchSim.snapshot``); ``restore`` sets it
+    /// back and the world continues bit for bit.
+    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let s = Snapshot {
+            state: self.state.clone(),
+            warm: self.sim.warm_start(),
+        };
+        PyBytes::new(py, &snapshots_to_bytes(&[s]))
+    }
+    /// Sets the full state from ``snapshot()`` bytes of a simulator of the
+    /// same model; a snapshot that does not fit raises ValueError and
+    /// nothing changes.
+    fn restore(&mut self, snapshot: &[u8]) -> PyResult<()> {
+        let mut worlds = snapshots_from_bytes(snapshot).map_err(value_error)?;
+        if worlds.len() != 1 {
+            return Err(value_error(format!(
+                "snapshot of {} worlds (a BatchSim's?) for one simulator",
+                worlds.len()
+            )));
+        }
+        let s = worlds.pop().expect("one world");
+        self.sim.energy(&s.state).map_err(value_error)?;
+        self.sim.set_warm_start(s.warm).map_err(value_error)?;
+        self.state = s.state;
         Ok(())
     }
     /// Simulated time (s).

@@ -4,6 +4,7 @@ input raising exceptions that name the culprit (never a crash)."""
 import math
 import os
 import pathlib
+import pickle
 import time
 
 import numpy as np
@@ -569,3 +570,134 @@ def test_activation_dynamics_are_state(tmp_path):
     assert batch.act[:, 0].tolist() == [0.1, 0.2, 0.3]
     batch.set_states(q, v)
     assert batch.act[:, 0].tolist() == [0.0, 0.0, 0.0]
+
+
+# A world's full state (q, v, act, time and warm starts) taken and restored,
+# models and batches pickled: restored worlds continue bit for bit.
+def random_steps(batch, steps, seed):
+    """`steps` steps of `batch` under uniform random torques in [-1, 1]
+    drawn from `seed`; the states after each."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        batch.step(rng.uniform(-1.0, 1.0, (batch.nworlds, batch.model.nv)))
+        out.append((batch.q, batch.v))
+    return out
+
+
+def assert_same(a, b):
+    for (qa, va), (qb, vb) in zip(a, b):
+        assert np.array_equal(qa, qb) and np.array_equal(va, vb)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cpu1"])
+def test_a_restored_batch_continues_bit_for_bit(backend):
+    """The quadruped on its feet under random torques: 50 steps from a
+    snapshot restored into a fresh batch equal the original's, bit for bit;
+    from q and v alone (set_states) they do not (the warm starts are
+    state)."""
+    m = moreau.scene("quadruped")
+    batch = moreau.BatchSim(m, 3, backend=backend)
+    random_steps(batch, 300, seed=1)
+    snapshot = batch.snapshot()
+    q, v = batch.q, batch.v
+    expected = random_steps(batch, 50, seed=2)
+
+    fresh = moreau.BatchSim(m, 3, backend=backend)
+    fresh.restore(snapshot)
+    assert np.array_equal(fresh.q, q) and np.array_equal(fresh.v, v)
+    assert_same(random_steps(fresh, 50, seed=2), expected)
+
+    cold = moreau.BatchSim(m, 3, backend=backend)
+    cold.set_states(q, v)
+    gap = max(np.abs(a[0] - b[0]).max() for a, b in zip(random_steps(cold, 50, seed=2), expected))
+    assert gap > 0.0
+
+
+def test_pickled_models_and_batches_continue_bit_for_bit():
+    """A file's model (Gymnasium's ant) and a batch with a randomized world
+    (its own masses and friction scale) survive pickling: the unpickled
+    batch continues as the original, bit for bit, world by world."""
+    ant = moreau.load(gymnasium_asset("ant.xml"))
+    back = pickle.loads(pickle.dumps(ant))
+    assert (back.name, back.nq, back.nv, back.nu, back.dt) == (ant.name, ant.nq, ant.nv, ant.nu, ant.dt)
+    assert np.array_equal(back.q0, ant.q0) and back.body_names == ant.body_names
+    assert np.array_equal(back.ctrl_range, ant.ctrl_range)
+
+    batch = moreau.BatchSim(ant, 3)
+    heavy = ant.with_parameters(body_mass=2.0 * ant.body_mass)
+    batch.set_world_model(1, heavy)
+    batch.set_world_params(2, friction_scale=0.5)
+    ctrl = np.random.default_rng(3).uniform(-1.0, 1.0, (3, ant.nu))
+    batch.step_controls(ctrl, 200)
+    clone = pickle.loads(pickle.dumps(batch))
+    assert clone.nworlds == 3
+    for _ in range(50):
+        batch.step_controls(ctrl)
+        clone.step_controls(ctrl)
+    assert np.array_equal(batch.q, clone.q) and np.array_equal(batch.v, clone.v)
+    # The randomized worlds kept their own dynamics: they moved apart.
+    assert not np.array_equal(clone.q[0], clone.q[1])
+    assert not np.array_equal(clone.q[0], clone.q[2])
+
+
+def test_one_world_restores_bit_for_bit_and_takes_no_batch_snapshot():
+    m = moreau.scene("pyramid")
+    sim = moreau.Simulator(m)
+    for _ in range(100):
+        sim.step()
+    snapshot = sim.snapshot()
+    for _ in range(30):
+        sim.step()
+    q, v = sim.q, sim.v
+    other = moreau.Simulator(m)
+    other.restore(snapshot)
+    for _ in range(30):
+        other.step()
+    assert np.array_equal(other.q, q) and np.array_equal(other.v, v)
+    with pytest.raises(ValueError, match="3 worlds"):
+        other.restore(moreau.BatchSim(m, 3).snapshot())
+
+
+def test_bad_snapshots_are_refused_and_leave_the_worlds_untouched():
+    m = moreau.scene("quadruped")
+    batch = moreau.BatchSim(m, 2)
+    random_steps(batch, 5, seed=4)
+    q, v = batch.q, batch.v
+    snapshot = batch.snapshot()
+    with pytest.raises(ValueError, match="not a moreau snapshot"):
+        batch.restore(b"not a snapshot")
+    with pytest.raises(ValueError, match="not a moreau snapshot"):
+        batch.restore(snapshot[: len(snapshot) // 2])
+    with pytest.raises(ValueError, match="snapshot of 3 worlds for a batch of 2"):
+        batch.restore(moreau.BatchSim(m, 3).snapshot())
+    # Another model's snapshot: the first world fits nowhere.
+    with pytest.raises(ValueError):
+        batch.restore(moreau.BatchSim(moreau.scene("cartpole"), 2).snapshot())
+    assert np.array_equal(batch.q, q) and np.array_equal(batch.v, v)
+    # What a model unpickles from, damaged.
+    reduce, (bytes_, q0, v0, dt) = m.__reduce__()
+    with pytest.raises(ValueError, match="not a moreau model"):
+        reduce(bytes_[:-40], q0, v0, dt)
+    with pytest.raises(ValueError, match="do not fit"):
+        reduce(bytes_, q0[:-1], v0, dt)
+    batch.restore(snapshot)
+    assert np.array_equal(batch.q, q)
+
+
+def test_worlds_on_the_device_refuse_snapshots_by_name():
+    """On "gpu" a contact-free model's worlds live on the device, with
+    their warm starts: a snapshot (and so pickling) is refused, naming
+    why."""
+    m = moreau.scene("cartpole")
+    try:
+        batch = moreau.BatchSim(m, 2, backend="gpu")
+    except ValueError as e:
+        if "no GPU adapter" in str(e) and os.environ.get("MOREAU_REQUIRE_GPU") != "1":
+            pytest.skip(str(e))
+        raise
+    assert batch.resident
+    with pytest.raises(ValueError, match="living on the device"):
+        batch.snapshot()
+    with pytest.raises(ValueError, match="living on the device"):
+        pickle.dumps(batch)

@@ -55,7 +55,7 @@ use crate::gpu::{
     Submission,
 };
 use crate::model::Model;
-use crate::sim::{Actuation, SimParams, Simulator, State, StepJacobians, StepVjp};
+use crate::sim::{Actuation, SimParams, Simulator, State, StepJacobians, StepVjp, WarmStart};
 use nalgebra::DVector;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -437,6 +437,40 @@ impl BatchSim {
         world.sim.clear_warm_start();
         Ok(())
     }
+    /// World `w`'s warm starts: with its [`State`], everything its next
+    /// step reads, so that [`Self::restore`] into any batch of the model
+    /// continues bit for bit. Resident worlds ([`Backend::Gpu`]) keep theirs
+    /// on the device, in its own format: refused there.
+    pub fn warm_start(&self, w: usize) -> Result<WarmStart, BatchError> {
+        self.refuse_resident_warm_starts()?;
+        Ok(self.world(w)?.sim.warm_start())
+    }
+
+    /// Sets world `w`'s state and warm starts (from [`Self::state`] and
+    /// [`Self::warm_start`]): both are checked first, and on error nothing
+    /// changes.
+    pub fn restore(&mut self, w: usize, state: State, warm: WarmStart) -> Result<(), BatchError> {
+        self.refuse_resident_warm_starts()?;
+        let world = self.world_mut(w)?;
+        let error = |error| BatchError::Sim { world: w, error };
+        // (Both checked before either is set.)
+        world.sim.energy(&state).map_err(error)?;
+        world.sim.set_warm_start(warm).map_err(error)?;
+        world.state = state;
+        Ok(())
+    }
+
+    fn refuse_resident_warm_starts(&self) -> Result<(), BatchError> {
+        if self.resident.is_some() {
+            return Err(BatchError::Resident(
+                "the warm starts of worlds living on the device cannot be read or set; \
+                 set_state restores a world's state there (its next step then starts cold)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// World `w`'s generalized constraint forces in its last step, `Jᵀλ/dt`
     /// (contacts and joint stops; MuJoCo's `qfrc_constraint`), nv; zero
     /// before its first step or without constraints.

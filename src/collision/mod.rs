@@ -23,7 +23,9 @@ use parry3d_f64::shape::{PackedFeatureId, PolygonalFeature, Shape, ShapeType};
 
 /// Stable identity of a contact point across steps: geometry pair and the
 /// features (vertex, edge, face ids from parry) in contact on each side.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ContactKey {
     pub geom_a: u32,
     pub geom_b: u32,

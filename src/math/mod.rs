@@ -55,7 +55,7 @@ pub fn force_cross(v: &Vec6, f: &Vec6) -> Vec6 {
 }
 
 /// A rigid transform `a_from_b`: rotation then translation.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SE3 {
     pub rotation: Mat3,
     pub translation: Vec3,
@@ -178,7 +178,7 @@ impl SE3 {
 
 /// Rigid-body inertia: mass, centre of mass (in the body frame) and rotational
 /// inertia about the centre of mass (in the body frame's orientation).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Inertia {
     pub mass: f64,
     pub com: Vec3,

@@ -27,7 +27,7 @@
 use crate::math::{Mat3, Vec3};
 
 /// A scalar coordinate of the configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Coordinate {
     /// The position of a 1-dof joint (its body's index).
     Joint(usize),
@@ -39,7 +39,7 @@ pub enum Coordinate {
 /// one, the length of the path through its sites (straight segments
 /// between points fixed on bodies: MuJoCo's `<spatial>` without wrapping),
 /// whose value and Jacobian need the kinematics ([`crate::sim::rows::coordinate`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tendon {
     pub name: String,
     /// A fixed tendon's `(joint, coef)`: the joint's body index and its
@@ -88,7 +88,7 @@ impl Tendon {
 }
 
 /// An equality constraint `y − y₀ = P(x − x₀)` (see the module docs).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Equality {
     pub name: String,
     /// `y`.
@@ -114,7 +114,7 @@ impl Equality {
 /// MuJoCo's `connect` (a point of `body1` held on a point of `body2`: a
 /// ball joint, 3 rows) and `weld` (also their relative orientation: 6
 /// rows); see the module docs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BodyEquality {
     pub name: String,
     /// Body indices (`body2` may be the world, 0).

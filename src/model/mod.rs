@@ -12,6 +12,7 @@
 mod builder;
 pub mod constraints;
 pub mod mesh;
+mod serial;
 pub mod terrain;
 pub mod urdf;
 pub(crate) mod xml;
@@ -38,7 +39,7 @@ pub const NO_DOF: usize = usize::MAX;
 ///   the body frame (Pinocchio's convention); `q ⊕ v = q · exp(v)` on SE(3);
 /// - `Spherical`: `q = [qx, qy, qz, qw]`, `v = ω` in the body frame;
 /// - `Revolute(axis)`: angle; `Prismatic(axis)`: displacement; `Fixed`: nothing.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum JointType {
     Free,
     Spherical,
@@ -174,7 +175,7 @@ impl Default for JointSpec {
 /// MJCF's `<motor>` is `gain = 1, bias = 0`; `<position kp kv>` is
 /// `gain = kp, bias = [0, −kp, −kv]`; `<velocity kv>` is `gain = kv,
 /// bias = [0, 0, −kv]`; `<general>` gives them as `gainprm`, `biasprm`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Actuator {
     /// The actuator's name, or its joint's when it has none.
     pub name: String,
@@ -215,7 +216,7 @@ pub struct Actuator {
 /// An actuator's activation dynamics, as MuJoCo's `dyntype`: the
 /// activation `act` moves with the (clamped) control and is integrated
 /// over each step, then clamped to `act_range`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ActuatorDynamics {
     /// Stateless: the force follows the control.
     #[default]
@@ -255,7 +256,7 @@ impl ActuatorDynamics {
 /// The medium the bodies move in, for MuJoCo's inertia-box fluid model
 /// (MJCF's `<option density viscosity wind>`; see
 /// [`crate::dynamics::fluid_forces`]). Zero density and viscosity: vacuum.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Medium {
     /// kg/m³, ≥ 0 (quadratic drag).
     pub density: f64,
@@ -297,7 +298,7 @@ impl Actuator {
 /// a half-space is `{x : n·x ≤ 0}` in the geometry frame (outward normal `n`);
 /// a height field is a surface `z = h(x, y)` over a rectangle of the
 /// geometry's xy plane (on the world only; see [`HeightField`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Shape {
     Ball { radius: f64 },
     Cuboid { half_extents: Vec3 },
@@ -323,7 +324,8 @@ impl Shape {
 }
 
 /// A collision geometry attached to a body (or to the world, body 0).
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "serial::GeometryRecord", into = "serial::GeometryRecord")]
 pub struct Geometry {
     pub name: String,
     pub body: usize,
@@ -354,7 +356,7 @@ impl fmt::Debug for Geometry {
 }
 
 /// An explicit pair of geometries (MuJoCo's `<contact><pair>`).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ContactPair {
     /// Geometry indices, `a < b`.
     pub geoms: (usize, usize),
@@ -365,7 +367,7 @@ pub struct ContactPair {
 }
 
 /// How a pair of geometries combines their friction coefficients.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FrictionMix {
     /// `μ = √(μ_a μ_b)` (moreau's scenes, URDF): a frictionless geometry
     /// makes every pair it touches frictionless, two equal coefficients
@@ -379,7 +381,7 @@ pub enum FrictionMix {
 }
 
 /// An immutable multibody model. Build it with [`ModelBuilder`]; share it as `Arc<Model>`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Model {
     pub name: String,
     /// Configuration dimension.
@@ -455,7 +457,7 @@ pub struct Model {
 }
 
 /// A named frame fixed on a body.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Frame {
     pub name: String,
     pub body: usize,

@@ -19,7 +19,7 @@ use std::path::Path;
 /// A height field (see the module doc). Attach it to the world
 /// ([`super::ModelBuilder::add_geometry`] with body `WORLD`, or
 /// [`Model::with_terrain`]).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HeightField {
     /// (nx, ny) heights (m), nx, ny ≥ 2.
     pub heights: DMatrix<f64>,

@@ -70,6 +70,7 @@ mod checks;
 mod gradients;
 pub mod kinks;
 pub mod rows;
+mod snapshot;
 mod state;
 mod trajectory;
 pub use actuators::{Actuation, actuator_forces, next_activations};
@@ -77,12 +78,13 @@ pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
+pub use snapshot::{Snapshot, WarmStart, snapshots_from_bytes, snapshots_to_bytes};
 pub use state::State;
 use std::time::Instant;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
 /// Simulation parameters.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SimParams {
     /// Time step (s).
     pub dt: f64,
@@ -114,7 +116,7 @@ pub struct SimParams {
 /// with [`ContactSolver::solves_tree`] (`ncp-admm`, `ccp-admm`) take the
 /// tree path; the others, and every problem prepared for an outside solver
 /// ([`Simulator::prepare`], the GPU), get the dense `G`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DelassusPath {
     /// The tree path when the problem has at least
     /// [`TREE_ROWS_PER_DOF`] rows per dof (measured, see its notes).
@@ -865,7 +867,11 @@ impl Simulator {
             return Err(e.into());
         }
         self.accept_solution()?;
-        self.last_rho = self.solver.last_rho();
+        // (A solve that chose no ρ leaves the last one: the simulator's,
+        // not the solver's, so that a restored warm start continues alike.)
+        if let Some(rho) = self.solver.last_rho() {
+            self.last_rho = Some(rho);
+        }
         Ok(())
     }
 

@@ -4,7 +4,7 @@ use nalgebra::DVector;
 
 /// The state of one world: configuration, velocity, the actuators'
 /// activations, time.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct State {
     /// (nq)
     pub q: DVector<f64>,

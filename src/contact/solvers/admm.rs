@@ -739,10 +739,9 @@ impl AdmmSolver {
             rho: settings.rho,
         };
         let rho = solve_cones(&mut self.core, self.model, p, tree, settings, options, out)?;
-        // ρ = 0: a warm start solved the problem before any ρ was chosen.
-        if rho > 0.0 {
-            self.last_rho = Some(rho);
-        }
+        // ρ = 0: a warm start solved the problem before any ρ was chosen
+        // (none to report: the caller keeps the one it had).
+        self.last_rho = (rho > 0.0).then_some(rho);
         Ok(())
     }
 }
@@ -757,6 +756,12 @@ impl ContactSolver for AdmmSolver {
     }
     fn last_rho(&self) -> Option<f64> {
         self.last_rho
+    }
+    fn finisher_scale(&self) -> usize {
+        self.core.polish.newton.scale()
+    }
+    fn set_finisher_scale(&mut self, scale: usize) -> bool {
+        self.core.polish.newton.set_scale(scale)
     }
     fn solve(
         &mut self,

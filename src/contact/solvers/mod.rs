@@ -36,7 +36,7 @@ use nalgebra::DVector;
 use std::str::FromStr;
 
 /// Stopping and tuning parameters shared by the solvers.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SolverSettings {
     pub max_iterations: usize,
     /// Target `ε_abs`.
@@ -181,7 +181,19 @@ pub trait ContactSolver: Send {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError>;
-    /// ADMM's penalty from the last solve, to warm start the next one.
+    /// What the solver carries from one solve to the next besides ρ: the
+    /// Newton finisher's regularization scale that solved last (it is
+    /// tried first next). Part of a world's warm start.
+    fn finisher_scale(&self) -> usize {
+        0
+    }
+    /// Sets what [`Self::finisher_scale`] returned; a scale this solver
+    /// does not have is refused (false) and nothing changes.
+    fn set_finisher_scale(&mut self, scale: usize) -> bool {
+        scale == 0
+    }
+    /// ADMM's final penalty in the last solve, to warm start the next one;
+    /// `None` when that solve chose none (a warm start that solved it).
     fn last_rho(&self) -> Option<f64> {
         None
     }
@@ -210,7 +222,7 @@ pub trait ContactSolver: Send {
 /// The solvers a user can pick by name (`--solver NAME`); see the module
 /// table. [`SolverKind::spec`] is the one place that says what each one
 /// solves, how, and where it runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SolverKind {
     LcpPgs,
     CcpPgs,

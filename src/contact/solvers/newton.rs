@@ -99,6 +99,22 @@ pub(crate) struct NewtonWork {
     unit: Vec<f64>,
 }
 
+impl NewtonWork {
+    /// The index in [`R_SCALES`] tried first by the next solve.
+    pub(crate) fn scale(&self) -> usize {
+        self.last_scale
+    }
+    /// Sets [`Self::scale`]; false (and nothing changes) for an index
+    /// out of range.
+    pub(crate) fn set_scale(&mut self, scale: usize) -> bool {
+        let ok = scale < R_SCALES.len();
+        if ok {
+            self.last_scale = scale;
+        }
+        ok
+    }
+}
+
 /// Newton steps from `z` on the problem `c = (a + diag d) λ + b` with
 /// `nc = mu.len()` contacts and the rows after `3·nc` in `row_sets` (empty:
 /// all unilateral). Each

@@ -14,7 +14,7 @@ mod constraints;
 
 /// Surface properties of a geometry. A pair's contact takes them as
 /// [`Model::pair_contact`] says.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Material {
     /// Coulomb friction coefficient (≥ 0), combined by [`Model::friction_mix`].
     pub friction: f64,
