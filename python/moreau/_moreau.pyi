@@ -46,6 +46,11 @@ class Model:
     def joint_types(self) -> list[str]:
         """"free", "ball", "hinge", "slide" or "fixed", aligned with ``joint_names``."""
     @property
+    def tendon_names(self) -> list[str]:
+        """The tendons (fixed and spatial): the columns of ``BatchSim.tendon_states``."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickling: the model as the library's bytes, every number bit for bit."""
+    @property
     def joint_qpos_address(self) -> list[int]:
         """Where each joint's coordinates start in ``q`` (MuJoCo's ``jnt_qposadr``); -1 without."""
     @property
@@ -161,6 +166,11 @@ class Simulator:
     def reset_timers(self) -> None: ...
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
+    def snapshot(self) -> bytes:
+        """The full state: q, v, act, time and the warm starts."""
+    def restore(self, snapshot: bytes) -> None:
+        """Sets the full state from ``snapshot()``: the world continues bit
+        for bit; a snapshot that does not fit raises ValueError."""
     def step_with_jacobians(self, tau: ArrayIn) -> dict[str, Any]:
         """One step with its Jacobians (dv_dq, dv_dv, dv_dtau, dq_*, dv_dmu,
         wrt_q, q_residual) and ``q_side`` (nv,) int8: which perturbations
@@ -264,6 +274,21 @@ class BatchSim:
     def set_states(self, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None) -> None:
         """Every world's state from (nworlds, nq), (nworlds, nv) and (nworlds, na;
         zero when not given) arrays (all checked first)."""
+    def snapshot(self) -> bytes:
+        """Every world's full state: q, v, act, time and the warm starts
+        (refused, ValueError, for worlds living on the device)."""
+    def restore(self, snapshot: bytes) -> None:
+        """Every world's full state from ``snapshot()`` of a batch of the same
+        model and size: the worlds continue bit for bit (``set_states``
+        leaves the next solves cold); one that does not fit raises
+        ValueError and no world changes."""
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickling: model, arguments, each world's parameters and own
+        model, and ``snapshot()``."""
+    def tendon_states(
+        self, q: Optional[ArrayIn] = None, v: Optional[ArrayIn] = None
+    ) -> tuple[FloatArray, FloatArray]:
+        """MuJoCo's ten_length and ten_velocity (nworlds, ntendon) each."""
     @property
     def model(self) -> Model: ...
     def step_with_jacobians(self, tau: ArrayIn) -> dict[str, Any]:

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
-use crate::model::Model;
+use crate::model::{Model, Pair};
 use crate::simulator::{params, q_side_codes};
 use crate::value_error;
 
@@ -557,6 +557,43 @@ impl BatchSim {
             flat.extend_from_slice(f.as_slice());
         }
         Ok(array2(py, flat, n, self.nv))
+    }
+
+    /// Each world's tendon lengths and velocities (MuJoCo's ``ten_length``
+    /// and ``ten_velocity``), two (nworlds, ntendon) arrays, at each
+    /// world's state or at ``q`` (nworlds, nq) and ``v`` (nworlds, nv).
+    /// Columns: ``Model.tendon_names``.
+    #[pyo3(signature = (q=None, v=None))]
+    fn tendon_states<'py>(
+        &mut self,
+        py: Python<'py>,
+        q: Option<Floats2<'py>>,
+        v: Option<Floats2<'py>>,
+    ) -> PyResult<Pair<'py>> {
+        let q = self.optional("q", &q, self.nq)?;
+        let v = self.optional("v", &v, self.nv)?;
+        let model = self.batch.model().clone();
+        let (n, nq, nv, nt) = (self.batch.nworlds(), self.nq, self.nv, model.tendons.len());
+        let (mut lengths, mut rates) = (Vec::with_capacity(n * nt), Vec::with_capacity(n * nt));
+        let mut jac = Vec::new();
+        for (w, s) in self.batch.states().enumerate() {
+            let qw = q
+                .as_ref()
+                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            let vw = v
+                .as_ref()
+                .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+            forward_kinematics(&model, &mut self.data, qw);
+            for t in 0..nt {
+                jac.clear();
+                let c = moreau::model::Coordinate::Tendon(t);
+                lengths.push(moreau::sim::rows::coordinate(
+                    &model, c, &self.data, qw, 1.0, &mut jac,
+                ));
+                rates.push(jac.iter().map(|&(k, a)| a * vw[k]).sum());
+            }
+        }
+        Ok((array2(py, lengths, n, nt), array2(py, rates, n, nt)))
     }
 
     /// The centre of mass of each world's bodies (nworlds, 3), at each

@@ -118,6 +118,12 @@ impl Model {
     fn joint_names(&self) -> Vec<String> {
         self.model.joint_name.clone()
     }
+    /// The tendons' names (MJCF's ``<tendon>``, fixed and spatial): the
+    /// columns of ``BatchSim.tendon_states``.
+    #[getter]
+    fn tendon_names(&self) -> Vec<String> {
+        self.model.tendons.iter().map(|t| t.name.clone()).collect()
+    }
     /// Each joint's type, aligned with ``joint_names``: ``"free"``,
     /// ``"ball"``, ``"hinge"``, ``"slide"``, ``"fixed"`` (the world's:
     /// ``"fixed"``).

@@ -44,9 +44,9 @@ def test_every_task_has_gymnasiums_spaces_noise_and_passes_its_checker(task):
         # kinematics (rounding).
         their_obs, their_info = theirs.reset(seed=5 + i)
         np.testing.assert_allclose(obs[i], their_obs, rtol=0, atol=1e-14)
-        # The reset info key by key (but the humanoid's tendons, which
-        # moreau does not model), each with Gymnasium's vector mask.
-        keys = {k for k in their_info if not k.startswith("tendon_")}
+        # The reset info key by key (the humanoid's tendons included),
+        # each with Gymnasium's vector mask.
+        keys = set(their_info)
         assert keys == {k for k in info if not k.startswith("_")}, (keys, info.keys())
         for k in keys:
             assert info["_" + k][i]
@@ -62,9 +62,18 @@ def test_step_info_has_gymnasiums_keys(task):
     a = np.full(ours.action_space.shape, 0.1, np.float32)
     mine, *_, info = ours.step(a)
     _, *_, their_info = theirs.step(a)
-    # (But the humanoid's tendons, which moreau does not model.)
-    keys = {k for k in their_info if not k.startswith("tendon_")}
+    keys = set(their_info)
     assert set(info) == keys, (sorted(info), sorted(keys))
+    if task == "Humanoid-v5":
+        # The tendons at the state the last physics step started from:
+        # MuJoCo's at that state (the two physics' states differ).
+        vec = ours._vec
+        qpos, qvel = vec.model.to_mujoco(vec._kinematics_q, vec._kinematics_v)
+        m, d = theirs.unwrapped.model, theirs.unwrapped.data
+        d.qpos[:], d.qvel[:] = qpos[0], qvel[0]
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(info["tendon_length"], d.ten_length, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(info["tendon_velocity"], d.ten_velocity, rtol=0, atol=1e-13)
     if task in ("Swimmer-v5", "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Reacher-v5"):
         # Contact-free: the values too, to what one step of two integrators
         # allows (MuJoCo's RK4 on Swimmer against moreau's semi-implicit
@@ -73,6 +82,91 @@ def test_step_info_has_gymnasiums_keys(task):
         # index or sign is far outside.
         for k in keys:
             np.testing.assert_allclose(info[k], their_info[k], rtol=0.1, atol=1e-3, err_msg=k)
+
+
+# Each task with keyword arguments other than Gymnasium's defaults.
+TASK_KWARGS = {
+    "Ant-v5": dict(
+        ctrl_cost_weight=0.2,
+        contact_cost_weight=1e-3,
+        healthy_z_range=(0.3, 1.2),
+        reset_noise_scale=0.05,
+        exclude_current_positions_from_observation=False,
+        include_cfrc_ext_in_observation=False,
+        main_body="torso",
+    ),
+    "Humanoid-v5": dict(
+        forward_reward_weight=2.0,
+        healthy_reward=1.0,
+        healthy_z_range=(1.5, 2.0),
+        include_cinert_in_observation=False,
+        include_cvel_in_observation=False,
+        exclude_current_positions_from_observation=False,
+        reset_noise_scale=0.02,
+    ),
+    "Hopper-v5": dict(
+        healthy_z_range=(1.3, 2.0),
+        ctrl_cost_weight=0.01,
+        exclude_current_positions_from_observation=False,
+        frame_skip=2,
+    ),
+    "Walker2d-v5": dict(xml_file="walker2d.xml", terminate_when_unhealthy=False, healthy_reward=3.0),
+    "HalfCheetah-v5": dict(
+        forward_reward_weight=0.5,
+        ctrl_cost_weight=0.2,
+        reset_noise_scale=0.2,
+        exclude_current_positions_from_observation=False,
+    ),
+    "Swimmer-v5": dict(ctrl_cost_weight=1e-2, exclude_current_positions_from_observation=False, frame_skip=2),
+    "Reacher-v5": dict(reward_dist_weight=2.0, reward_control_weight=0.5),
+    "InvertedPendulum-v5": dict(reset_noise_scale=0.05),
+    "InvertedDoublePendulum-v5": dict(healthy_reward=5.0, reset_noise_scale=0.05),
+}
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_task_keyword_arguments_act_as_gymnasiums(task):
+    """Gymnasium's keyword arguments, other than their defaults: the same
+    spaces, dt and first observations with the same seeds; after a step
+    of the same actions the same info keys, control costs, survival
+    rewards and terminations (the states differ by the two physics)."""
+    kwargs = TASK_KWARGS[task]
+    ours, theirs = mg.make(task, **kwargs), gym.make(task, **kwargs)
+    assert ours.observation_space.shape == theirs.observation_space.shape
+    assert ours.dt == pytest.approx(theirs.unwrapped.dt)
+    obs, _ = ours.reset(seed=3)
+    their_obs, _ = theirs.reset(seed=3)
+    np.testing.assert_allclose(obs, their_obs, rtol=0, atol=1e-14)
+    a = np.full(ours.action_space.shape, 0.3, np.float32)
+    _, reward, terminated, _, info = ours.step(a)
+    _, their_reward, their_terminated, _, their_info = theirs.step(a)
+    assert set(info) == set(their_info)
+    assert terminated == their_terminated
+    for k in ("reward_ctrl", "reward_survive"):
+        if k in info:
+            np.testing.assert_allclose(info[k], their_info[k], rtol=1e-6, atol=0, err_msg=k)
+    if task in ("Swimmer-v5", "InvertedPendulum-v5", "InvertedDoublePendulum-v5", "Reacher-v5"):
+        assert reward == pytest.approx(their_reward, rel=0.1, abs=1e-3)
+    # Through Gymnasium's registry too.
+    registered = gym.make(f"moreau/{task}", **kwargs)
+    np.testing.assert_array_equal(registered.reset(seed=3)[0], obs)
+    vector = gym.make_vec(f"moreau/{task}", num_envs=2, **kwargs)
+    assert vector.params == ours._vec.params
+
+
+def test_bad_task_keyword_arguments_raise_naming_them():
+    with pytest.raises(TypeError, match="ctrl_cost_weigth.*ctrl_cost_weight"):
+        mg.make_vec("Hopper-v5", 2, ctrl_cost_weigth=0.1)
+    with pytest.raises(ValueError, match="does not render"):
+        mg.make_vec(TASK, 2, render_mode="human")
+    with pytest.raises(ValueError, match="frame_skip"):
+        mg.make_vec(TASK, 2, frame_skip=0)
+    with pytest.raises(OSError, match="does not exist"):
+        mg.make_vec(TASK, 2, xml_file="no_such_file.xml")
+    with pytest.raises(ValueError, match="main_body 0"):
+        mg.make_vec("Ant-v5", 2, main_body=0)
+    # Rendering options are taken (and have no effect yet).
+    mg.make_vec(TASK, 2, width=64, height=64, default_camera_config={"distance": 3.0})
 
 
 def test_swimmer_same_actions_same_observations_as_mujoco_for_100_steps():

@@ -22,6 +22,9 @@ frame: :meth:`moreau.Model.to_mujoco`) and MuJoCo's body quantities
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import os
 import pathlib
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -41,12 +44,13 @@ except ImportError as e:  # pragma: no cover - a clear message without gymnasium
 
 @dataclass(frozen=True)
 class Task:
-    """One of Gymnasium's MuJoCo tasks, as moreau runs it (each field as
-    the task's v5 source in ``gymnasium/envs/mujoco/`` defines it)."""
+    """One of Gymnasium's MuJoCo tasks, as moreau runs it (each function as
+    the task's v5 source in ``gymnasium/envs/mujoco/`` defines it). Its
+    parameters (``xml_file``, ``frame_skip``, the reward weights, the
+    healthy ranges, the observation's switches, ``reset_noise_scale``) are
+    Gymnasium's keyword arguments, with Gymnasium's defaults read from its
+    task class: the environment's ``params``."""
 
-    xml: str
-    frame_skip: int
-    reset_noise_scale: float
     # (env, qpos, qvel) batched, MuJoCo's conventions -> observations
     observation: Callable[..., np.ndarray]
     # (env, position before the step, qpos, qvel, actions, dt) -> (rewards, terminated, infos)
@@ -56,18 +60,51 @@ class Task:
     # (rng, qpos0, qvel0) -> (qpos, qvel): a task's own reset (drawing as its source does).
     reset: Optional[Callable[..., tuple[np.ndarray, np.ndarray]]] = None
     # (env) -> what the task's velocity reward differentiates: by default
-    # qpos[0] (the 2-D tasks); Ant: its torso's (x, y); Humanoid: the
+    # qpos[0] (the 2-D tasks); Ant: its main body's (x, y); Humanoid: the
     # centre of mass's (x, y).
     position: Optional[Callable[..., np.ndarray]] = None
     # What the task's reset() reports (its source's _get_reset_info): "x"
     # (x_position), "xy" (x and y positions, distance_from_origin), "xz"
     # (x_position, z_distance_from_origin), or "" (nothing).
     reset_info: str = ""
+    # Whether its infos hold the tendons' lengths and velocities (Humanoid).
+    tendons: bool = False
 
 
-def _reset_info(kind: str, qpos: np.ndarray, qpos0: np.ndarray) -> dict[str, np.ndarray]:
+# Keyword arguments of Gymnasium's MuJoCo environments that only concern
+# rendering: accepted, and without effect until moreau renders.
+RENDERING = ("width", "height", "camera_id", "camera_name", "default_camera_config", "max_geom", "visual_options")
+# Keyword arguments that go to the BatchSim.
+SIMULATION = ("dt", "solver", "tolerance", "decomposition", "layout", "pipeline")
+
+
+def gymnasium_parameters(task_id: str) -> dict[str, Any]:
+    """The keyword arguments of Gymnasium's task ``task_id`` and their
+    defaults, read from its environment class (rendering's aside)."""
+    spec = gymnasium.spec(task_id)
+    module, name = spec.entry_point.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    params = {
+        k: p.default
+        for k, p in inspect.signature(cls.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty and k not in RENDERING and k != "render_mode"
+    }
+    params.update({k: v for k, v in spec.kwargs.items() if k in params})
+    return params
+
+
+def _tendon_info(env, qpos=None) -> dict[str, np.ndarray]:
+    """Humanoid's tendon lengths and velocities (num_envs, ntendon), at the
+    state ``body_positions`` reads (MuJoCo's ``ten_length``,
+    ``ten_velocity``)."""
+    length, velocity = env.batch.tendon_states(env._kinematics_q, env._kinematics_v)
+    return {"tendon_length": length, "tendon_velocity": velocity}
+
+
+def _reset_info(env, qpos: np.ndarray) -> dict[str, np.ndarray]:
     """The task's reset info (see ``Task.reset_info``) for every
     environment, from MuJoCo's ``qpos`` (num_envs, nq)."""
+    kind = env.task.reset_info
     info = {}
     if kind:
         info["x_position"] = qpos[:, 0].copy()
@@ -75,7 +112,9 @@ def _reset_info(kind: str, qpos: np.ndarray, qpos0: np.ndarray) -> dict[str, np.
         info["y_position"] = qpos[:, 1].copy()
         info["distance_from_origin"] = np.linalg.norm(qpos[:, 0:2], axis=1)
     if kind == "xz":
-        info["z_distance_from_origin"] = qpos[:, 1] - qpos0[1]
+        info["z_distance_from_origin"] = qpos[:, 1] - env._qpos0[1]
+    if env.task.tendons:
+        info.update(_tendon_info(env))
     return info
 
 
@@ -88,19 +127,33 @@ def _inverted_pendulum(env, x_before, q, v, action, dt):
     return reward, terminated, {"reward_survive": reward}
 
 
-def _locomotion(forward_weight, ctrl_weight, healthy=None, healthy_reward=0.0, info_kind=""):
-    """Forward velocity `(x_after - x_before)/dt` (qpos[0]), minus the
-    control cost `w Σ a²` (of the action as given), plus `healthy_reward`
-    while `healthy(q, v)` (terminated when not). The info also has, as the
-    task's source: "xy" the y position and velocity and the distance from
-    the origin (the position before is then qpos[0:2]); "xz" the height
-    from the initial one (qpos[1])."""
+def _healthy_outcome(env, ok, forward, costs, info):
+    """The reward ``forward + healthy_reward·ok − costs`` and termination
+    (unhealthy, when ``terminate_when_unhealthy``) of the tasks with a
+    healthy state."""
+    p = env.params
+    survive = ok * p["healthy_reward"]
+    info["reward_survive"] = survive
+    terminated = ~ok if p["terminate_when_unhealthy"] else np.zeros(len(ok), dtype=bool)
+    return forward + survive - costs, terminated, info
+
+
+def _locomotion(healthy=None, info_kind=""):
+    """Forward velocity `(x_after - x_before)/dt` (qpos[0]) times
+    ``forward_reward_weight``, minus the control cost ``ctrl_cost_weight ·
+    Σ a²`` (of the action as given), plus ``healthy_reward`` while
+    `healthy(params, q, v)` (terminated when not, if
+    ``terminate_when_unhealthy``). The info also has, as the task's source:
+    "xy" the y position and velocity and the distance from the origin (the
+    position before is then qpos[0:2]); "xz" the height from the initial
+    one (qpos[1])."""
 
     def outcome(env, before, q, v, action, dt):
+        p = env.params
         x_before = before[:, 0] if before.ndim == 2 else before
         x_velocity = (q[:, 0] - x_before) / dt
-        forward = forward_weight * x_velocity
-        ctrl = ctrl_weight * np.sum(np.square(action), axis=1).astype(np.float64)
+        forward = p["forward_reward_weight"] * x_velocity
+        ctrl = p["ctrl_cost_weight"] * np.sum(np.square(action), axis=1).astype(np.float64)
         info = {"x_position": q[:, 0].copy(), "x_velocity": x_velocity, "reward_forward": forward, "reward_ctrl": -ctrl}
         if info_kind == "xy":
             info["y_position"] = q[:, 1].copy()
@@ -110,28 +163,35 @@ def _locomotion(forward_weight, ctrl_weight, healthy=None, healthy_reward=0.0, i
             info["z_distance_from_origin"] = q[:, 1] - env._qpos0[1]
         if healthy is None:
             return forward - ctrl, np.zeros(len(q), dtype=bool), info
-        ok = healthy(q, v)
-        survive = ok * healthy_reward
-        info["reward_survive"] = survive
-        return forward + survive - ctrl, ~ok, info
+        return _healthy_outcome(env, healthy(p, q, v), forward, ctrl, info)
 
     return outcome
 
 
-def _hopper_healthy(q, v):
-    # hopper_v5.py: state_vector()[2:] within (-100, 100), z > 0.7, |angle| < 0.2.
+def _within(x, bounds, closed=False):
+    lo, hi = bounds
+    return (lo <= x) & (x <= hi) if closed else (lo < x) & (x < hi)
+
+
+def _hopper_healthy(p, q, v):
+    # hopper_v5.py: state_vector()[2:], z and angle within their ranges.
     state = np.concatenate([q[:, 2:], v], axis=1)
     return (
-        np.all((-100.0 < state) & (state < 100.0), axis=1)
-        & (0.7 < q[:, 1])
-        & (-0.2 < q[:, 2])
-        & (q[:, 2] < 0.2)
+        np.all(_within(state, p["healthy_state_range"]), axis=1)
+        & _within(q[:, 1], p["healthy_z_range"])
+        & _within(q[:, 2], p["healthy_angle_range"])
     )
 
 
-def _walker_healthy(q, v):
-    # walker2d_v5.py: 0.8 < z < 2, -1 < angle < 1.
-    return (0.8 < q[:, 1]) & (q[:, 1] < 2.0) & (-1.0 < q[:, 2]) & (q[:, 2] < 1.0)
+def _walker_healthy(p, q, v):
+    # walker2d_v5.py: z and angle within their ranges.
+    return _within(q[:, 1], p["healthy_z_range"]) & _within(q[:, 2], p["healthy_angle_range"])
+
+
+def _positions(env, q, dropped):
+    """qpos without its first ``dropped`` entries when the task's
+    ``exclude_current_positions_from_observation`` says so."""
+    return q[:, dropped:] if env.params["exclude_current_positions_from_observation"] else q
 
 
 def _reacher_observation(env, q, v):
@@ -142,8 +202,10 @@ def _reacher_observation(env, q, v):
 
 
 def _reacher_outcome(env, x_before, q, v, action, dt):
+    p = env.params
     distance = -np.linalg.norm(env.body_positions("fingertip") - env.body_positions("target"), axis=1)
-    ctrl = -np.sum(np.square(action), axis=1).astype(np.float64)
+    distance = distance * p["reward_dist_weight"]
+    ctrl = -np.sum(np.square(action), axis=1).astype(np.float64) * p["reward_control_weight"]
     return distance + ctrl, np.zeros(len(q), dtype=bool), {"reward_dist": distance, "reward_ctrl": ctrl}
 
 
@@ -173,7 +235,7 @@ def _double_pendulum_outcome(env, x_before, q, v, action, dt):
     terminated = y <= 1
     distance = 0.01 * x**2 + (y - 2) ** 2
     velocity = 1e-3 * v[:, 1] ** 2 + 5e-3 * v[:, 2] ** 2
-    alive = 10.0 * (~terminated)
+    alive = env.params["healthy_reward"] * (~terminated)
     info = {"reward_survive": alive, "distance_penalty": -distance, "velocity_penalty": -velocity}
     return alive - distance - velocity, terminated, info
 
@@ -182,20 +244,20 @@ def _state_finite(qpos, qvel):
     return np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1)
 
 
-def _planar_outcome(forward_weight, ctrl_weight, contact_cost, healthy, healthy_reward, ctrl_in_float64):
+def _planar_outcome(contact_cost, healthy, ctrl_in_float64):
     """Ant and Humanoid: the (x, y) velocity of the task's ``position``,
-    ``forward_weight`` times its x, plus ``healthy_reward`` while
-    ``healthy(qpos, qvel)`` (terminated when not), minus the control cost
-    and ``contact_cost(cfrc_ext)``."""
+    ``forward_reward_weight`` times its x, plus ``healthy_reward`` while
+    ``healthy(params, qpos, qvel)`` (terminated when not, if
+    ``terminate_when_unhealthy``), minus the control cost and
+    ``contact_cost(params, cfrc_ext)``."""
 
     def outcome(env, xy_before, qpos, qvel, action, dt):
+        p = env.params
         xy_velocity = (env.task.position(env) - xy_before) / dt
-        forward = forward_weight * xy_velocity[:, 0]
-        ok = healthy(qpos, qvel)
-        survive = ok * healthy_reward
+        forward = p["forward_reward_weight"] * xy_velocity[:, 0]
         a = action.astype(np.float64) if ctrl_in_float64 else action
-        ctrl = (ctrl_weight * np.sum(np.square(a), axis=1)).astype(np.float64)
-        contact = contact_cost(env.com_external_forces())
+        ctrl = (p["ctrl_cost_weight"] * np.sum(np.square(a), axis=1)).astype(np.float64)
+        contact = contact_cost(p, env.com_external_forces())
         info = {
             "x_position": qpos[:, 0].copy(),
             "y_position": qpos[:, 1].copy(),
@@ -205,135 +267,116 @@ def _planar_outcome(forward_weight, ctrl_weight, contact_cost, healthy, healthy_
             "reward_forward": forward,
             "reward_ctrl": -ctrl,
             "reward_contact": -contact,
-            "reward_survive": survive,
         }
-        return forward + survive - ctrl - contact, ~ok, info
+        if env.task.tendons:
+            info.update(_tendon_info(env))
+        return _healthy_outcome(env, healthy(p, qpos, qvel), forward, ctrl + contact, info)
 
     return outcome
 
 
+def _ant_contact_forces(p, f):
+    # ant_v5.py: cfrc_ext clipped to contact_force_range.
+    return np.clip(f, *p["contact_force_range"])
+
+
 def _ant_observation(env, qpos, qvel):
-    # ant_v5.py: qpos without x, y; qvel; cfrc_ext of the bodies but the
-    # world, clipped to (-1, 1).
-    forces = np.clip(env.com_external_forces(), -1.0, 1.0).reshape(len(qpos), -1)
-    return np.concatenate([qpos[:, 2:], qvel, forces], axis=1)
+    # ant_v5.py: qpos (without x, y); qvel; cfrc_ext of the bodies but the
+    # world, clipped (when include_cfrc_ext_in_observation).
+    parts = [_positions(env, qpos, 2), qvel]
+    if env.params["include_cfrc_ext_in_observation"]:
+        parts.append(_ant_contact_forces(env.params, env.com_external_forces()).reshape(len(qpos), -1))
+    return np.concatenate(parts, axis=1)
 
 
-def _ant_healthy(qpos, qvel):
-    # ant_v5.py: the state finite and 0.2 <= z <= 1.
-    return _state_finite(qpos, qvel) & (0.2 <= qpos[:, 2]) & (qpos[:, 2] <= 1.0)
+def _ant_position(env):
+    # ant_v5.py: the main body's (x, y) (an id, MuJoCo's body order, or a name).
+    body = env.params["main_body"]
+    if not isinstance(body, str):
+        names = env.model.body_frame_names
+        if not 1 <= int(body) <= len(names):
+            raise ValueError(f"main_body {body!r}: body ids are 1 to {len(names)} (the world, 0, does not move)")
+        body = names[int(body) - 1]
+    return env.body_positions(body)[:, :2]
 
 
 def _humanoid_observation(env, qpos, qvel):
-    # humanoid_v5.py: qpos without x, y; qvel; cinert, cvel of the bodies
-    # but the world; qfrc_actuator but the free joint's; cfrc_ext.
-    n = len(qpos)
-    return np.concatenate(
-        [
-            qpos[:, 2:],
-            qvel,
-            env.com_inertias().reshape(n, -1),
-            env.com_velocities().reshape(n, -1),
-            env.actuator_forces()[:, 6:],
-            env.com_external_forces().reshape(n, -1),
-        ],
-        axis=1,
-    )
+    # humanoid_v5.py: qpos (without x, y); qvel; then, each when its
+    # include_*_in_observation says so, cinert and cvel of the bodies but
+    # the world, qfrc_actuator but the free joint's, cfrc_ext.
+    n, p = len(qpos), env.params
+    parts = [_positions(env, qpos, 2), qvel]
+    if p["include_cinert_in_observation"]:
+        parts.append(env.com_inertias().reshape(n, -1))
+    if p["include_cvel_in_observation"]:
+        parts.append(env.com_velocities().reshape(n, -1))
+    if p["include_qfrc_actuator_in_observation"]:
+        parts.append(env.actuator_forces()[:, 6:])
+    if p["include_cfrc_ext_in_observation"]:
+        parts.append(env.com_external_forces().reshape(n, -1))
+    return np.concatenate(parts, axis=1)
 
 
 TASKS: dict[str, Task] = {
     "Ant-v5": Task(
-        xml="ant.xml",
-        frame_skip=5,
-        reset_noise_scale=0.1,
         observation=_ant_observation,
         outcome=_planar_outcome(
-            1.0,
-            0.5,
-            lambda f: 5e-4 * np.sum(np.square(np.clip(f, -1.0, 1.0)), axis=(1, 2)),
-            _ant_healthy,
-            1.0,
+            lambda p, f: p["contact_cost_weight"] * np.sum(np.square(_ant_contact_forces(p, f)), axis=(1, 2)),
+            # ant_v5.py: the state finite and z within the range, bounds included.
+            lambda p, qpos, qvel: _state_finite(qpos, qvel) & _within(qpos[:, 2], p["healthy_z_range"], closed=True),
             ctrl_in_float64=False,
         ),
         velocity_noise="normal",
-        position=lambda env: env.body_positions("torso")[:, :2],
+        position=_ant_position,
         reset_info="xy",
     ),
     "Humanoid-v5": Task(
-        xml="humanoid.xml",
-        frame_skip=5,
-        reset_noise_scale=1e-2,
         observation=_humanoid_observation,
         outcome=_planar_outcome(
-            1.25,
-            0.1,
-            lambda f: np.minimum(5e-7 * np.sum(np.square(f), axis=(1, 2)), 10.0),
-            lambda qpos, qvel: (1.0 < qpos[:, 2]) & (qpos[:, 2] < 2.0),
-            5.0,
+            lambda p, f: np.clip(p["contact_cost_weight"] * np.sum(np.square(f), axis=(1, 2)), *p["contact_cost_range"]),
+            lambda p, qpos, qvel: _within(qpos[:, 2], p["healthy_z_range"]),
             # (humanoid_v5.py's control cost reads data.ctrl, float64)
             ctrl_in_float64=True,
         ),
         position=lambda env: env.centers_of_mass()[:, :2],
-        # (Gymnasium's also gives the tendons' lengths and velocities,
-        # which moreau does not model.)
         reset_info="xy",
+        tendons=True,
     ),
     "InvertedDoublePendulum-v5": Task(
-        xml="inverted_double_pendulum.xml",
-        frame_skip=5,
-        reset_noise_scale=0.1,
         observation=_double_pendulum_observation,
         outcome=_double_pendulum_outcome,
         velocity_noise="normal",
     ),
     "Reacher-v5": Task(
-        xml="reacher.xml",
-        frame_skip=2,
-        reset_noise_scale=0.0,
         observation=_reacher_observation,
         outcome=_reacher_outcome,
         reset=_reacher_reset,
     ),
     "InvertedPendulum-v5": Task(
-        xml="inverted_pendulum.xml",
-        frame_skip=2,
-        reset_noise_scale=0.01,
         observation=lambda env, q, v: np.concatenate([q, v], axis=1),
         outcome=_inverted_pendulum,
     ),
     "Swimmer-v5": Task(
-        xml="swimmer.xml",
-        frame_skip=4,
-        reset_noise_scale=0.1,
-        observation=lambda env, q, v: np.concatenate([q[:, 2:], v], axis=1),
-        outcome=_locomotion(1.0, 1e-4, info_kind="xy"),
+        observation=lambda env, q, v: np.concatenate([_positions(env, q, 2), v], axis=1),
+        outcome=_locomotion(info_kind="xy"),
         # (Its slides are qpos[0:2], in moreau's q as in MuJoCo's.)
         position=lambda env: env.batch.q[:, 0:2],
         reset_info="xy",
     ),
     "HalfCheetah-v5": Task(
-        xml="half_cheetah.xml",
-        frame_skip=5,
-        reset_noise_scale=0.1,
-        observation=lambda env, q, v: np.concatenate([q[:, 1:], v], axis=1),
-        outcome=_locomotion(1.0, 0.1),
+        observation=lambda env, q, v: np.concatenate([_positions(env, q, 1), v], axis=1),
+        outcome=_locomotion(),
         velocity_noise="normal",
         reset_info="x",
     ),
     "Hopper-v5": Task(
-        xml="hopper.xml",
-        frame_skip=4,
-        reset_noise_scale=5e-3,
-        observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
-        outcome=_locomotion(1.0, 1e-3, _hopper_healthy, 1.0, info_kind="xz"),
+        observation=lambda env, q, v: np.concatenate([_positions(env, q, 1), np.clip(v, -10, 10)], axis=1),
+        outcome=_locomotion(_hopper_healthy, info_kind="xz"),
         reset_info="xz",
     ),
     "Walker2d-v5": Task(
-        xml="walker2d_v5.xml",
-        frame_skip=4,
-        reset_noise_scale=5e-3,
-        observation=lambda env, q, v: np.concatenate([q[:, 1:], np.clip(v, -10, 10)], axis=1),
-        outcome=_locomotion(1.0, 1e-3, _walker_healthy, 1.0, info_kind="xz"),
+        observation=lambda env, q, v: np.concatenate([_positions(env, q, 1), np.clip(v, -10, 10)], axis=1),
+        outcome=_locomotion(_walker_healthy, info_kind="xz"),
         reset_info="xz",
     ),
 }
@@ -342,6 +385,21 @@ TASKS: dict[str, Task] = {
 def gymnasium_assets() -> pathlib.Path:
     """Gymnasium's MuJoCo XML files, where the installed package keeps them."""
     return pathlib.Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
+
+
+def _model_path(xml_file: str) -> str:
+    """Where Gymnasium looks for ``xml_file``: as given when it starts with
+    "." or "/", the home directory expanded for "~", else among its
+    assets."""
+    if xml_file.startswith((".", "/")):
+        path = xml_file
+    elif xml_file.startswith("~"):
+        path = os.path.expanduser(xml_file)
+    else:
+        path = str(gymnasium_assets() / xml_file)
+    if not os.path.exists(path):
+        raise OSError(f"File {path} does not exist")
+    return path
 
 
 class MoreauVectorEnv(VectorEnv):
@@ -355,24 +413,50 @@ class MoreauVectorEnv(VectorEnv):
         num_envs: int,
         backend: str = "cpu",
         max_episode_steps: Optional[int] = None,
-        **sim: Any,
+        render_mode: Optional[str] = None,
+        **kwargs: Any,
     ):
+        """``kwargs``: the task's own keyword arguments, as Gymnasium's
+        (``xml_file``, ``frame_skip``, ``ctrl_cost_weight``,
+        ``reset_noise_scale``, ``healthy_z_range``, …; see
+        :func:`gymnasium_parameters`), Gymnasium's rendering options
+        (accepted, without effect: moreau does not render yet), and the
+        :class:`moreau.BatchSim`'s ``solver``, ``tolerance``, ``dt``,
+        ``decomposition``, ``layout``, ``pipeline``."""
         if task_id not in TASKS:
             raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(sorted(TASKS))}")
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r}: moreau does not render yet (render_mode=None)")
         self.task_id = task_id
         self.task = TASKS[task_id]
         self.spec = gymnasium.spec(task_id)
-        # Gymnasium's episode length unless one is given (as
+        self.params = gymnasium_parameters(task_id)
+        sim = {}
+        for key, value in kwargs.items():
+            if key in self.params:
+                self.params[key] = value
+            elif key in SIMULATION:
+                sim[key] = value
+            elif key not in RENDERING:
+                raise TypeError(
+                    f"{task_id} got an unexpected keyword argument {key!r}; its parameters: "
+                    f"{', '.join(sorted(self.params))}; the batch's: {', '.join(SIMULATION)}"
+                )
+        frame_skip = self.params["frame_skip"]
+        if not isinstance(frame_skip, (int, np.integer)) or frame_skip < 1:
+            raise ValueError(f"frame_skip must be a positive integer, got {frame_skip!r}")
+        # Gymnasium's max_episode_steps unless one is given (as
         # gymnasium.make_vec passes the registered one).
         self.max_episode_steps: Optional[int] = (
             self.spec.max_episode_steps if max_episode_steps is None else max_episode_steps
         )
-        self.model = moreau.load(str(gymnasium_assets() / self.task.xml))
+        self.model = moreau.load(_model_path(self.params["xml_file"]))
         self.num_envs = num_envs
         self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
-        self.dt = self.model.dt * self.task.frame_skip
+        # (Gymnasium's dt: the physics step times the frame skip.)
+        self.dt = (sim.get("dt") or self.model.dt) * frame_skip
         # The file's initial state in MuJoCo's conventions (the tasks' qpos
         # and qvel: quaternions (w, x, y, z), a free joint's linear velocity
         # in the world frame), which the reset noise is added to.
@@ -388,6 +472,8 @@ class MoreauVectorEnv(VectorEnv):
         # Environments reset since their last step.
         self._fresh = np.ones(num_envs, dtype=bool)
         obs = self._observe()
+        # (Reads what the reward's position reads: a bad main_body raises here.)
+        self._position()
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=(obs.shape[1],), dtype=np.float64
         )
@@ -404,7 +490,7 @@ class MoreauVectorEnv(VectorEnv):
         self._was_reset = False
 
     def _reset_env(self, i: int) -> None:
-        scale = self.task.reset_noise_scale
+        scale = self.params.get("reset_noise_scale", 0.0)
         rng = self._rngs[i]
         if self.task.reset is not None:
             qpos, qvel = self.task.reset(rng, self._qpos0, self._qvel0)
@@ -514,7 +600,7 @@ class MoreauVectorEnv(VectorEnv):
         self._fresh[mask] = True
         self._was_reset = True
         qpos, _ = self._state()
-        info = _reset_info(self.task.reset_info, qpos, self._qpos0)
+        info = _reset_info(self, qpos)
         for key in list(info):
             info["_" + key] = mask.copy()
         return self._observe(), info
@@ -535,7 +621,7 @@ class MoreauVectorEnv(VectorEnv):
         failed = np.zeros(self.num_envs, dtype=bool)
         # The frame skip in two calls (on the GPU, two readbacks): only the
         # last physics step's start state is read.
-        skip = self.task.frame_skip
+        skip = self.params["frame_skip"]
         for repeats, last in ((skip - 1, False), (1, True)):
             if repeats == 0:
                 continue
@@ -578,9 +664,10 @@ class MoreauVectorEnv(VectorEnv):
         for key in [k for k in info if not k.startswith("_")]:
             info["_" + key] = ~resetting
         if resetting.any():
-            for key, value in _reset_info(self.task.reset_info, qpos, self._qpos0).items():
+            for key, value in _reset_info(self, qpos).items():
                 if key in info:
-                    info[key] = np.where(resetting, value, info[key])
+                    mask = resetting.reshape((-1,) + (1,) * (np.ndim(value) - 1))
+                    info[key] = np.where(mask, value, info[key])
                     info["_" + key] = np.ones(self.num_envs, dtype=bool)
                 else:
                     info[key] = value
@@ -594,8 +681,8 @@ class MoreauEnv(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, task_id: str, backend: str = "cpu1", **sim: Any):
-        self._vec = MoreauVectorEnv(task_id, 1, backend, **sim)
+    def __init__(self, task_id: str, backend: str = "cpu1", render_mode: Optional[str] = None, **kwargs: Any):
+        self._vec = MoreauVectorEnv(task_id, 1, backend, render_mode=render_mode, **kwargs)
         self.spec = self._vec.spec
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
@@ -619,16 +706,19 @@ class MoreauEnv(gymnasium.Env):
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
 
 
-def make(task_id: str, backend: str = "cpu1", **sim: Any) -> MoreauEnv:
-    """One environment of Gymnasium's task ``task_id`` on moreau."""
-    return MoreauEnv(task_id, backend, **sim)
+def make(task_id: str, backend: str = "cpu1", **kwargs: Any) -> MoreauEnv:
+    """One environment of Gymnasium's task ``task_id`` on moreau (keywords:
+    as :func:`make_vec`'s)."""
+    return MoreauEnv(task_id, backend, **kwargs)
 
 
-def make_vec(task_id: str, num_envs: int = 1, backend: str = "cpu", **sim: Any) -> MoreauVectorEnv:
+def make_vec(task_id: str, num_envs: int = 1, backend: str = "cpu", **kwargs: Any) -> MoreauVectorEnv:
     """A vector environment of ``num_envs`` copies of Gymnasium's task ``task_id``
-    on moreau (``backend``: "cpu", "cpu1" or "gpu"; further keywords go to
-    :class:`moreau.BatchSim`: ``solver``, ``tolerance``)."""
-    return MoreauVectorEnv(task_id, num_envs, backend, **sim)
+    on moreau (``backend``: "cpu", "cpu1" or "gpu"). Keywords: the task's
+    own, as Gymnasium's (``ctrl_cost_weight=0.2``, ``xml_file=…``,
+    ``reset_noise_scale``, …, with Gymnasium's defaults), and the
+    :class:`moreau.BatchSim`'s (``solver``, ``tolerance``, ``dt``)."""
+    return MoreauVectorEnv(task_id, num_envs, backend, **kwargs)
 
 
 # Registered with Gymnasium on import, as "moreau/<task>":
@@ -644,4 +734,4 @@ for _task in TASKS:
             kwargs={"task_id": _task},
         )
 
-__all__ = ["MoreauEnv", "MoreauVectorEnv", "TASKS", "Task", "make", "make_vec", "gymnasium_assets"]
+__all__ = ["MoreauEnv", "MoreauVectorEnv", "TASKS", "Task", "make", "make_vec", "gymnasium_assets", "gymnasium_parameters"]
