@@ -46,6 +46,9 @@ class Model:
     def joint_types(self) -> list[str]:
         """"free", "ball", "hinge", "slide" or "fixed", aligned with ``joint_names``."""
     @property
+    def geom_names(self) -> list[str]:
+        """The collision geometries: the indices of ``BatchSim.contacts``'s ``geoms``."""
+    @property
     def tendon_names(self) -> list[str]:
         """The tendons (fixed and spatial): the columns of ``BatchSim.tendon_states``."""
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -285,6 +288,10 @@ class BatchSim:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickling: model, arguments, each world's parameters and own
         model, and ``snapshot()``."""
+    def contacts(self) -> dict[str, Any]:
+        """Every world's last-step contacts, one row each: world (k,), geoms and
+        bodies (k, 2), point, normal (k, 3), distance (k,), impulse (k, 3) on
+        geoms[:, 0] (force × dt), world frame."""
     def tendon_states(
         self, q: Optional[ArrayIn] = None, v: Optional[ArrayIn] = None
     ) -> tuple[FloatArray, FloatArray]:

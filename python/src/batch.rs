@@ -559,6 +559,50 @@ impl BatchSim {
         Ok(array2(py, flat, n, self.nv))
     }
 
+    /// Every world's contacts of its last step, as arrays of one row per
+    /// contact (``k`` of them, all worlds): ``world`` (k,) int64,
+    /// ``geoms`` and ``bodies`` (k, 2) int64 (the pair ``a``, ``b``:
+    /// indices into the model's geometries and ``Model.body_names``),
+    /// ``point`` (k, 3) midway between the surfaces, ``normal`` (k, 3) from
+    /// ``b`` to ``a``, ``distance`` (k,) (< 0: penetration) and
+    /// ``impulse`` (k, 3) on ``a`` over the step (the force times ``dt``;
+    /// ``-impulse`` on ``b``), world frame. Read back from the device for
+    /// worlds living there. A world whose last step failed has none.
+    fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let all = self.batch.contacts().map_err(value_error)?;
+        let model = self.batch.model();
+        let k: usize = all.iter().map(Vec::len).sum();
+        let (mut world, mut geoms, mut bodies) = (Vec::with_capacity(k), Vec::new(), Vec::new());
+        let (mut point, mut normal, mut distance, mut impulse) =
+            (Vec::new(), Vec::new(), Vec::with_capacity(k), Vec::new());
+        for (w, contacts) in all.iter().enumerate() {
+            for c in contacts {
+                world.push(w as i64);
+                geoms.extend([c.geom_a as i64, c.geom_b as i64]);
+                let body = |g: usize| model.geometries[g].body as i64;
+                bodies.extend([body(c.geom_a), body(c.geom_b)]);
+                point.extend_from_slice(c.point.as_slice());
+                normal.extend_from_slice(c.normal.as_slice());
+                distance.push(c.distance);
+                impulse.extend_from_slice(c.impulse.as_slice());
+            }
+        }
+        let pairs = |v: Vec<i64>| {
+            PyArray1::from_vec(py, v)
+                .reshape([k, 2])
+                .expect("two per contact")
+        };
+        let d = PyDict::new(py);
+        d.set_item("world", PyArray1::from_vec(py, world))?;
+        d.set_item("geoms", pairs(geoms))?;
+        d.set_item("bodies", pairs(bodies))?;
+        d.set_item("point", array2(py, point, k, 3))?;
+        d.set_item("normal", array2(py, normal, k, 3))?;
+        d.set_item("distance", PyArray1::from_vec(py, distance))?;
+        d.set_item("impulse", array2(py, impulse, k, 3))?;
+        Ok(d)
+    }
+
     /// Each world's tendon lengths and velocities (MuJoCo's ``ten_length``
     /// and ``ten_velocity``), two (nworlds, ntendon) arrays, at each
     /// world's state or at ``q`` (nworlds, nq) and ``v`` (nworlds, nv).

@@ -118,6 +118,16 @@ impl Model {
     fn joint_names(&self) -> Vec<String> {
         self.model.joint_name.clone()
     }
+    /// The collision geometries' names (indices of ``BatchSim.contacts``'s
+    /// ``geoms``).
+    #[getter]
+    fn geom_names(&self) -> Vec<String> {
+        self.model
+            .geometries
+            .iter()
+            .map(|g| g.name.clone())
+            .collect()
+    }
     /// The tendons' names (MJCF's ``<tendon>``, fixed and spatial): the
     /// columns of ``BatchSim.tendon_states``.
     #[getter]

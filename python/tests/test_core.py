@@ -701,3 +701,41 @@ def test_worlds_on_the_device_refuse_snapshots_by_name():
         batch.snapshot()
     with pytest.raises(ValueError, match="living on the device"):
         pickle.dumps(batch)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cpu1", "gpu"])
+def test_batch_contacts_land_in_their_worlds_and_carry_the_weight(backend):
+    """Two cubes, one resting, one in the air: every contact is the resting
+    world's, its normal impulses carry the cube's weight over the step
+    (m g dt), and swapping the worlds' states swaps their contacts. On
+    "gpu" the cube lives on the device and its contacts are read back."""
+    m = moreau.scene("cube-resting")
+    try:
+        batch = moreau.BatchSim(m, 2, backend=backend)
+    except ValueError as e:
+        if "no GPU adapter" in str(e) and os.environ.get("MOREAU_REQUIRE_GPU") != "1":
+            pytest.skip(str(e))
+        raise
+    assert batch.resident == (backend == "gpu")
+    q0, v0 = m.q0, m.v0
+    lifted = q0.copy()
+    lifted[2] += 1.0
+    mass = float(np.sum(m.body_mass))
+    for resting in (0, 1):
+        q = np.stack([q0, lifted] if resting == 0 else [lifted, q0])
+        batch.set_states(q, np.stack([v0, v0]))
+        for _ in range(3):
+            batch.step(np.zeros((2, m.nv)))
+        c = batch.contacts()
+        k = len(c["world"])
+        assert k >= 4 and (c["world"] == resting).all(), c["world"]
+        assert c["geoms"].shape == (k, 2) and c["point"].shape == (k, 3)
+        assert {m.body_names[b] for b in c["bodies"].ravel()} == {"world", "cube"}
+        # The normal points from b to a; the impulse on a pushes it out.
+        ground = c["bodies"][:, 1] == 0
+        assert ground.all() or (~ground).all()
+        sign = 1.0 if ground.all() else -1.0
+        normal_impulse = sign * np.sum(c["impulse"] * c["normal"], axis=1)
+        assert (normal_impulse >= -1e-9).all()
+        np.testing.assert_allclose(normal_impulse.sum(), mass * 9.81 * m.dt, rtol=1e-3)
+        np.testing.assert_allclose(np.abs(c["distance"]), 0.0, atol=1e-3)

@@ -55,7 +55,9 @@ use crate::gpu::{
     Submission,
 };
 use crate::model::Model;
-use crate::sim::{Actuation, SimParams, Simulator, State, StepJacobians, StepVjp, WarmStart};
+use crate::sim::{
+    Actuation, SimParams, Simulator, State, StepJacobians, StepVjp, WarmStart, WorldContact,
+};
 use nalgebra::DVector;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -495,20 +497,22 @@ impl BatchSim {
     pub fn simulator(&self, w: usize) -> Result<&Simulator, BatchError> {
         Ok(&self.world(w)?.sim)
     }
-    /// Every world's contact forces of its last step, `(geometry, world
-    /// point, world force)`, two per contact, equal and opposite (as
-    /// [`Simulator::contact_forces`]): read back from the device for
-    /// resident worlds, from the worlds' simulators otherwise. A world
-    /// whose last step failed has none.
-    #[allow(clippy::type_complexity)]
-    pub fn contact_forces(
-        &self,
-    ) -> Result<Vec<Vec<(usize, crate::math::Vec3, crate::math::Vec3)>>, BatchError> {
+    /// Every world's contacts of its last step, with their impulses: read
+    /// back from the device for resident worlds, from the worlds'
+    /// simulators otherwise. A world whose last step failed has none.
+    pub fn contacts(&self) -> Result<Vec<Vec<WorldContact>>, BatchError> {
+        let failed = |w: &World| matches!(w.step, WorldStep::Failed(_));
         let Some(r) = self.resident.as_ref() else {
             return Ok(self
                 .worlds
                 .iter()
-                .map(|w| w.sim.contact_forces().collect())
+                .map(|w| {
+                    if failed(w) {
+                        Vec::new()
+                    } else {
+                        w.sim.solved_contacts().collect()
+                    }
+                })
                 .collect());
         };
         let device = r
@@ -518,9 +522,36 @@ impl BatchSim {
             .into_iter()
             .zip(&self.worlds)
             .map(|(contacts, world)| {
-                if matches!(world.step, WorldStep::Failed(_)) {
+                if failed(world) {
                     return Vec::new();
                 }
+                contacts
+                    .into_iter()
+                    .map(|c| WorldContact {
+                        geom_a: c.geom_a,
+                        geom_b: c.geom_b,
+                        point: c.point,
+                        normal: c.normal,
+                        distance: c.distance,
+                        impulse: c.impulse,
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Every world's contact forces of its last step, `(geometry, world
+    /// point, world force)`, two per contact, equal and opposite (as
+    /// [`Simulator::contact_forces`]), from [`Self::contacts`].
+    #[allow(clippy::type_complexity)]
+    pub fn contact_forces(
+        &self,
+    ) -> Result<Vec<Vec<(usize, crate::math::Vec3, crate::math::Vec3)>>, BatchError> {
+        Ok(self
+            .contacts()?
+            .into_iter()
+            .zip(&self.worlds)
+            .map(|(contacts, world)| {
                 let dt = world.sim.params.dt;
                 contacts
                     .iter()

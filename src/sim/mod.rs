@@ -79,7 +79,7 @@ pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
 pub use snapshot::{Snapshot, WarmStart, snapshots_from_bytes, snapshots_to_bytes};
-pub use state::State;
+pub use state::{State, WorldContact};
 use std::time::Instant;
 pub use trajectory::{Trajectory, TrajectoryError, TrajectoryRow};
 
@@ -348,16 +348,28 @@ impl Simulator {
     /// `(geometry, world point, world force)`: two per contact, equal and
     /// opposite (the impulse over `dt`; on `geom_a` along the normal).
     pub fn contact_forces(&self) -> impl Iterator<Item = (usize, Vec3, Vec3)> + '_ {
-        let (dt, l) = (self.params.dt, &self.solution.lambda);
-        // (None before a step has solved its contacts.)
+        let dt = self.params.dt;
+        self.solved_contacts().flat_map(move |c| {
+            let f = c.impulse / dt;
+            [(c.geom_a, c.point, f), (c.geom_b, c.point, -f)]
+        })
+    }
+    /// The last step's contacts with their impulses (none before a step
+    /// has solved its contacts).
+    pub fn solved_contacts(&self) -> impl Iterator<Item = WorldContact> + '_ {
+        let l = &self.solution.lambda;
         let solved = if l.len() >= 3 * self.contacts.len() {
             &self.contacts[..]
         } else {
             &[]
         };
-        solved.iter().enumerate().flat_map(move |(k, c)| {
-            let f = c.frame * Vec3::new(l[3 * k], l[3 * k + 1], l[3 * k + 2]) / dt;
-            [(c.geom_a, c.point, f), (c.geom_b, c.point, -f)]
+        solved.iter().enumerate().map(move |(k, c)| WorldContact {
+            geom_a: c.geom_a,
+            geom_b: c.geom_b,
+            point: c.point,
+            normal: c.normal(),
+            distance: c.distance,
+            impulse: c.frame * Vec3::new(l[3 * k], l[3 * k + 1], l[3 * k + 2]),
         })
     }
     /// Active joint limits of the last step: the problem's rows after the

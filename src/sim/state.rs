@@ -1,5 +1,6 @@
 //! The state of one world.
 
+use crate::math::Vec3;
 use nalgebra::DVector;
 
 /// The state of one world: configuration, velocity, the actuators'
@@ -27,4 +28,21 @@ impl State {
             t: 0.0,
         }
     }
+}
+
+/// A contact of a world's last step with its impulse (what a batch reports
+/// of each world, on every backend).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorldContact {
+    pub geom_a: usize,
+    pub geom_b: usize,
+    /// World point, midway between the surfaces.
+    pub point: Vec3,
+    /// World normal, from `geom_b` to `geom_a`.
+    pub normal: Vec3,
+    /// Signed distance between the surfaces (< 0: penetration).
+    pub distance: f64,
+    /// The step's impulse on `geom_a` (world frame; `−impulse` on
+    /// `geom_b`): the force times `dt`.
+    pub impulse: Vec3,
 }
