@@ -95,7 +95,8 @@ class Model:
         randomization, for ``BatchSim.set_world_model``); each changed body's
         inertia checked as a file's is; ValueError names a bad value."""
     @property
-    def q0(self) -> FloatArray: ...
+    def q0(self) -> FloatArray:
+        """The initial configuration (nq,); quaternions (x, y, z, w)."""
     @property
     def v0(self) -> FloatArray: ...
     @property
@@ -149,7 +150,8 @@ class Simulator:
     ) -> dict[str, Any]:
         """One step under torques (nv,) or controls (nu,)."""
     @property
-    def q(self) -> FloatArray: ...
+    def q(self) -> FloatArray:
+        """The configuration (nq,), a copy; quaternions (x, y, z, w)."""
     @q.setter
     def q(self, q: ArrayIn) -> None: ...
     @property
@@ -230,7 +232,8 @@ class BatchSim:
     def notice(self) -> Optional[str]:
         """Why backend "gpu" runs the host-prepared path ("gpu-solve"), if it does."""
     @property
-    def q(self) -> FloatArray: ...
+    def q(self) -> FloatArray:
+        """The worlds' configurations (nworlds, nq), a copy; quaternions (x, y, z, w)."""
     @property
     def v(self) -> FloatArray: ...
     def body_positions(self, body: int) -> FloatArray:

@@ -479,7 +479,9 @@ impl BatchSim {
         self.batch.notice().map(str::to_string)
     }
 
-    /// The worlds' configurations (nworlds, nq), a copy.
+    /// The worlds' configurations (nworlds, nq), a copy; a free or ball
+    /// joint's quaternion is stored ``(x, y, z, w)`` (``Model.to_mujoco``
+    /// gives MuJoCo's ``(w, x, y, z)``).
     #[getter]
     fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
         self.stacked(py, self.nq, true)

@@ -349,7 +349,8 @@ impl Model {
             dt: self.dt,
         })
     }
-    /// The initial configuration (nq,).
+    /// The initial configuration (nq,); a free or ball joint's quaternion
+    /// is stored ``(x, y, z, w)`` (MuJoCo's ``qpos``: ``(w, x, y, z)``).
     #[getter]
     fn q0<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         PyArray1::from_slice(py, self.q0.as_slice())

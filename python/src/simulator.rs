@@ -180,8 +180,9 @@ impl Simulator {
         Ok(d)
     }
 
-    /// The configuration (nq,), a copy; assigning checks the shape, the
-    /// values and the quaternions' norms.
+    /// The configuration (nq,), a copy (a free or ball joint's quaternion
+    /// ``(x, y, z, w)``); assigning checks the shape, the values and the
+    /// quaternions' norms.
     #[getter]
     fn q<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
         PyArray1::from_slice(py, self.state.q.as_slice())
