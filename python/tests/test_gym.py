@@ -169,6 +169,19 @@ def test_bad_task_keyword_arguments_raise_naming_them():
     mg.make_vec(TASK, 2, width=64, height=64, default_camera_config={"distance": 3.0})
 
 
+def test_every_gymnasium_parameter_is_implemented_and_a_new_one_is_refused(monkeypatch):
+    """Each of today's Gymnasium task parameters is read by moreau's task;
+    one it does not read (a later Gymnasium's) keeps its default and is
+    refused with any other value, never ignored."""
+    for task in TASKS:
+        assert set(mg.gymnasium_parameters(task)) <= mg.IMPLEMENTED, task
+    real = mg.gymnasium_parameters
+    monkeypatch.setattr(mg, "gymnasium_parameters", lambda t: {**real(t), "wind_speed": 0.0})
+    mg.make_vec(TASK, 2, wind_speed=0.0)
+    with pytest.raises(ValueError, match="does not implement Gymnasium's parameter 'wind_speed'"):
+        mg.make_vec(TASK, 2, wind_speed=3.0)
+
+
 def test_swimmer_same_actions_same_observations_as_mujoco_for_100_steps():
     """A gait within the joints' ranges (MuJoCo's limits are soft, moreau's
     rigid), MuJoCo's model on its Euler integrator: observations within

@@ -76,6 +76,17 @@ class Task:
 RENDERING = ("width", "height", "camera_id", "camera_name", "default_camera_config", "max_geom", "visual_options")
 # Keyword arguments that go to the BatchSim.
 SIMULATION = ("dt", "solver", "tolerance", "decomposition", "layout", "pipeline")
+# The task parameters the functions below read. A parameter of Gymnasium's
+# class outside this set (a later Gymnasium's) keeps its default; given
+# another value it is refused rather than ignored.
+IMPLEMENTED = frozenset(
+    """xml_file frame_skip forward_reward_weight ctrl_cost_weight contact_cost_weight
+    contact_cost_range healthy_reward main_body terminate_when_unhealthy healthy_z_range
+    healthy_state_range healthy_angle_range contact_force_range reset_noise_scale
+    exclude_current_positions_from_observation include_cfrc_ext_in_observation
+    include_cinert_in_observation include_cvel_in_observation
+    include_qfrc_actuator_in_observation reward_dist_weight reward_control_weight""".split()
+)
 
 
 def gymnasium_parameters(task_id: str) -> dict[str, Any]:
@@ -436,6 +447,11 @@ class MoreauVectorEnv(VectorEnv):
         sim = {}
         for key, value in kwargs.items():
             if key in self.params:
+                if key not in IMPLEMENTED and value != self.params[key]:
+                    raise ValueError(
+                        f"{task_id}: moreau does not implement Gymnasium's parameter {key!r} "
+                        f"(only its default, {self.params[key]!r})"
+                    )
                 self.params[key] = value
             elif key in SIMULATION:
                 sim[key] = value
