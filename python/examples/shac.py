@@ -212,8 +212,7 @@ class GymLocomotion:
         self.task_id = task_id
         self.env = moreau.gym.make_vec(task_id, num_envs=n, **sim)
         self.model, self.batch = self.env.model, self.env.batch
-        task = self.env.task
-        self.substeps, self.dt, self.ctrl_weight = task.frame_skip, self.env.dt, ctrl_weight
+        self.substeps, self.dt, self.ctrl_weight = self.env.params["frame_skip"], self.env.dt, ctrl_weight
         self.obs_dim = self.env.single_observation_space.shape[0]
         self.act_dim = self.model.nu
         self.episode_steps = self.env.max_episode_steps
