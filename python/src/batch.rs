@@ -57,6 +57,13 @@ pub struct BatchSim {
     nu: usize,
 }
 
+/// World `w`'s row of `given` (all worlds' rows, each as long as `own`),
+/// or the world's `own` vector when none is given.
+fn row<'a>(given: Option<&'a [f64]>, own: &'a DVector<f64>, w: usize) -> &'a [f64] {
+    let n = own.len();
+    given.map_or(own.as_slice(), |g| &g[w * n..(w + 1) * n])
+}
+
 /// The constructor's arguments but the model and the number of worlds.
 #[derive(Clone)]
 struct BatchArgs {
@@ -159,10 +166,10 @@ impl BatchSim {
         q: Option<&[f64]>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         let model = self.batch.model().clone();
-        let (n, nq) = (self.batch.nworlds(), self.nq);
+        let n = self.batch.nworlds();
         let mut flat = Vec::with_capacity(3 * n);
         for (w, s) in self.batch.states().enumerate() {
-            let qw = q.map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            let qw = row(q, &s.q, w);
             forward_kinematics(&model, &mut self.data, qw);
             let p = self.data.world_from_body[body].act_point(&body_from_point.translation);
             flat.extend_from_slice(p.as_slice());
@@ -183,18 +190,13 @@ impl BatchSim {
         let q = self.optional("q", &q, self.nq)?;
         let v = self.optional("v", &v, self.nv)?;
         let model = self.batch.model().clone();
-        let (nq, nv) = (self.nq, self.nv);
         let mut flat = Vec::new();
         let (mut coms, mut out) = (Vec::new(), Vec::new());
         for (w, s) in self.batch.states().enumerate() {
-            let qw = q
-                .as_ref()
-                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
+            let qw = row(q.as_deref(), &s.q, w);
             forward_kinematics(&model, &mut self.data, qw);
             if velocities {
-                let vw = v
-                    .as_ref()
-                    .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+                let vw = row(v.as_deref(), &s.v, w);
                 forward_velocity(&model, &mut self.data, vw);
             }
             subtree_coms(&model, &self.data, &mut coms);
@@ -619,16 +621,12 @@ impl BatchSim {
         let q = self.optional("q", &q, self.nq)?;
         let v = self.optional("v", &v, self.nv)?;
         let model = self.batch.model().clone();
-        let (n, nq, nv, nt) = (self.batch.nworlds(), self.nq, self.nv, model.tendons.len());
+        let (n, nt) = (self.batch.nworlds(), model.tendons.len());
         let (mut lengths, mut rates) = (Vec::with_capacity(n * nt), Vec::with_capacity(n * nt));
         let mut jac = Vec::new();
         for (w, s) in self.batch.states().enumerate() {
-            let qw = q
-                .as_ref()
-                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
-            let vw = v
-                .as_ref()
-                .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+            let qw = row(q.as_deref(), &s.q, w);
+            let vw = row(v.as_deref(), &s.v, w);
             forward_kinematics(&model, &mut self.data, qw);
             for t in 0..nt {
                 jac.clear();
@@ -741,15 +739,11 @@ impl BatchSim {
         let q = self.optional("q", &q, self.nq)?;
         let v = self.optional("v", &v, self.nv)?;
         let model = self.batch.model();
-        let (n, nq, nv, nu) = (self.batch.nworlds(), self.nq, self.nv, self.nu);
+        let (n, nv, nu) = (self.batch.nworlds(), self.nv, self.nu);
         let mut flat = vec![0.0; n * nv];
         for (w, s) in self.batch.states().enumerate() {
-            let qw = q
-                .as_ref()
-                .map_or(s.q.as_slice(), |g| &g[w * nq..(w + 1) * nq]);
-            let vw = v
-                .as_ref()
-                .map_or(s.v.as_slice(), |g| &g[w * nv..(w + 1) * nv]);
+            let qw = row(q.as_deref(), &s.q, w);
+            let vw = row(v.as_deref(), &s.v, w);
             let dt = self.batch.params(w).map_err(value_error)?.dt;
             actuator_forces(
                 model,

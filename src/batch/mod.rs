@@ -521,22 +521,11 @@ impl BatchSim {
         Ok(device
             .into_iter()
             .zip(&self.worlds)
-            .map(|(contacts, world)| {
-                if failed(world) {
-                    return Vec::new();
-                }
-                contacts
-                    .into_iter()
-                    .map(|c| WorldContact {
-                        geom_a: c.geom_a,
-                        geom_b: c.geom_b,
-                        point: c.point,
-                        normal: c.normal,
-                        distance: c.distance,
-                        impulse: c.impulse,
-                    })
-                    .collect()
-            })
+            .map(
+                |(contacts, world)| {
+                    if failed(world) { Vec::new() } else { contacts }
+                },
+            )
             .collect())
     }
 

@@ -51,7 +51,7 @@ use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
 use crate::gpu::{GpuContext, GpuError, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
 use crate::model::{Model, Shape, WORLD};
-use crate::sim::SimParams;
+use crate::sim::{SimParams, WorldContact};
 
 /// Words per pair record (see the shader): body of `a`, kind, first
 /// warm-start slot, body of `b`, where `a`'s convex hull starts in the
@@ -65,7 +65,7 @@ pub const PAIR_F32: usize = 40;
 /// kernel alone the bodies of `a` and `b` (u32 bits), `g` (3), μ and the
 /// contact's identity within its pair (u32 bits: the features touching,
 /// as the host's `ContactKey`), then the signed distance φ. The host reads
-/// them back for [`DeviceContact`].
+/// them back as [`WorldContact`]s.
 pub const CONTACT_FLOATS: usize = 16;
 
 /// Pair kinds: a ball, capsule or box against a half-space on the world.
@@ -561,22 +561,6 @@ pub fn contact_uniform(params: &SimParams) -> [f32; 4] {
     ]
 }
 
-/// A contact of a resident world's last step, read back.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DeviceContact {
-    pub geom_a: usize,
-    pub geom_b: usize,
-    /// World point, midway between the surfaces.
-    pub point: Vec3,
-    /// World normal, from `b` to `a`.
-    pub normal: Vec3,
-    /// Signed distance between the surfaces along the normal (< 0:
-    /// penetration), as collision found it.
-    pub distance: f64,
-    /// The impulse on `a` (world frame; `−impulse` on `b`).
-    pub impulse: Vec3,
-}
-
 /// A resident world's contact problem of its last step, read back: `nc`
 /// contacts' rows (3 each, in their frames `[t1, t2, n]`) then `nl`
 /// joint-limit rows.
@@ -762,7 +746,7 @@ impl ContactStage {
         ctx: &GpuContext,
         nworlds: usize,
         model: &Model,
-    ) -> Result<Vec<Vec<DeviceContact>>, ResidentError> {
+    ) -> Result<Vec<Vec<WorldContact>>, ResidentError> {
         let n = nworlds;
         let cmax = self.sizes.max_contacts;
         let at = self.sizes.section(model.nv, model.nbodies, "CW_CONTACT");
@@ -790,7 +774,7 @@ impl ContactStage {
                         let l = |k: usize| lambda[(3 * i + k) * n + w] as f64;
                         let frame = frame_from_normal(&normal);
                         let pair = &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
-                        DeviceContact {
+                        WorldContact {
                             geom_a: pair.geom_a,
                             geom_b: pair.geom_b,
                             point: v(4),

@@ -275,7 +275,7 @@ impl ResidentBatch {
 
     /// Every world's contacts of its last step (waits for the submitted
     /// steps): empty lists for a model without contacts.
-    pub fn read_contacts(&self) -> Result<Vec<Vec<contacts::DeviceContact>>, ResidentError> {
+    pub fn read_contacts(&self) -> Result<Vec<Vec<crate::sim::WorldContact>>, ResidentError> {
         match &self.contacts {
             Some((stage, _)) => stage.read_contacts(&self.ctx, self.nworlds, &self.model),
             None => Ok(vec![Vec::new(); self.nworlds]),
