@@ -141,6 +141,16 @@ impl LoadedModel {
                 writeln!(s, "  {:24} {on}, gear {}{range}", a.name, a.gear)?;
             }
         }
+        if !m.sensors.is_empty() {
+            writeln!(
+                s,
+                "sensors (name, MuJoCo type, first value in the sensor data):"
+            )?;
+            for (sensor, k) in m.sensors.iter().zip(m.sensor_address()) {
+                let kind = &sensor.kind;
+                writeln!(s, "  {:24} {} at {k}", sensor.name, kind.mujoco_type())?;
+            }
+        }
         if !m.tendons.is_empty() {
             writeln!(
                 s,

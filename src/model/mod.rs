@@ -12,6 +12,7 @@
 mod builder;
 pub mod constraints;
 pub mod mesh;
+pub mod sensor;
 mod serial;
 pub mod terrain;
 pub mod urdf;
@@ -19,6 +20,7 @@ pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder, validate_inertia};
 pub use constraints::{BodyEquality, Coordinate, Equality, Tendon};
+pub use sensor::{Attachment, Sensor, SensorKind, Subtree, Zone};
 pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;
 
@@ -454,6 +456,9 @@ pub struct Model {
     /// the world, in file order, those welded into their parents included),
     /// then its sites.
     pub frames: Vec<Frame>,
+    /// The sensors ([`Sensor`]), in file order (MJCF's `<sensor>`).
+    #[serde(default)]
+    pub sensors: Vec<Sensor>,
 }
 
 /// A named frame fixed on a body.

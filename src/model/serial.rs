@@ -238,6 +238,6 @@ impl Model {
                 ));
             }
         }
-        Ok(())
+        self.check_sensors()
     }
 }

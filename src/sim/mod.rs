@@ -70,6 +70,7 @@ mod checks;
 mod gradients;
 pub mod kinks;
 pub mod rows;
+mod sensors;
 mod snapshot;
 mod state;
 mod trajectory;
@@ -78,6 +79,7 @@ pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
+pub use sensors::{StepRecord, sensor_values};
 pub use snapshot::{Snapshot, WarmStart, snapshots_from_bytes, snapshots_to_bytes};
 pub use state::{State, WorldContact};
 use std::time::Instant;
@@ -294,6 +296,9 @@ pub struct Simulator {
     tree: bool,
     /// Cumulated stage times since creation (or `reset_timers`).
     pub times: StageTimes,
+    /// The last step, for the sensors that read it, and their workspace.
+    last_step: sensors::LastStep,
+    sensor_data: Option<Box<Data>>,
 }
 
 impl Simulator {
@@ -329,6 +334,8 @@ impl Simulator {
             tree_work: TreeWork::default(),
             coupling_work: CouplingWork::default(),
             times: StageTimes::default(),
+            last_step: Default::default(),
+            sensor_data: None,
             params,
             model,
         })
@@ -352,24 +359,6 @@ impl Simulator {
         self.solved_contacts().flat_map(move |c| {
             let f = c.impulse / dt;
             [(c.geom_a, c.point, f), (c.geom_b, c.point, -f)]
-        })
-    }
-    /// The last step's contacts with their impulses (none before a step
-    /// has solved its contacts).
-    pub fn solved_contacts(&self) -> impl Iterator<Item = WorldContact> + '_ {
-        let l = &self.solution.lambda;
-        let solved = if l.len() >= 3 * self.contacts.len() {
-            &self.contacts[..]
-        } else {
-            &[]
-        };
-        solved.iter().enumerate().map(move |(k, c)| WorldContact {
-            geom_a: c.geom_a,
-            geom_b: c.geom_b,
-            point: c.point,
-            normal: c.normal(),
-            distance: c.distance,
-            impulse: c.frame * Vec3::new(l[3 * k], l[3 * k + 1], l[3 * k + 2]),
         })
     }
     /// Active joint limits of the last step: the problem's rows after the
@@ -538,6 +527,7 @@ impl Simulator {
         own_solver: bool,
     ) -> Result<usize, SimError> {
         self.prepared = None;
+        self.last_step.forget();
         self.params.validate()?;
         if self.params.solver != self.solver_kind {
             self.solver = self.params.solver.build();
@@ -987,6 +977,8 @@ impl Simulator {
                 state.act.clone_from(&self.act_next);
             }
         }
+        let (q, v) = (self.q_next.as_slice(), self.v_next.as_slice());
+        self.last_step.record(&self.model, state, q, v, dt);
         state.q.copy_from(&self.q_next);
         state.v.copy_from(&self.v_next);
         state.t += dt;

@@ -1,5 +1,6 @@
 //! The state of one world.
 
+use super::Simulator;
 use crate::math::Vec3;
 use nalgebra::DVector;
 
@@ -45,4 +46,25 @@ pub struct WorldContact {
     /// The step's impulse on `geom_a` (world frame; `−impulse` on
     /// `geom_b`): the force times `dt`.
     pub impulse: Vec3,
+}
+
+impl Simulator {
+    /// The last step's contacts with their impulses (none before a step
+    /// has solved its contacts).
+    pub fn solved_contacts(&self) -> impl Iterator<Item = WorldContact> + '_ {
+        let l = &self.solution.lambda;
+        let solved = if l.len() >= 3 * self.contacts.len() {
+            &self.contacts[..]
+        } else {
+            &[]
+        };
+        solved.iter().enumerate().map(move |(k, c)| WorldContact {
+            geom_a: c.geom_a,
+            geom_b: c.geom_b,
+            point: c.point,
+            normal: c.normal(),
+            distance: c.distance,
+            impulse: c.frame * Vec3::new(l[3 * k], l[3 * k + 1], l[3 * k + 2]),
+        })
+    }
 }

@@ -274,9 +274,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
         for b in 0..n {
             let body = &self.bodies[b];
-            for (name, local) in &body.sites {
+            for site in &body.sites {
                 builder
-                    .add_frame(name, carrier[b], from[b].mul(local))
+                    .add_frame(&site.name, carrier[b], from[b].mul(&site.local))
                     .map_err(|e| self.error(&body.element, e.to_string()))?;
             }
         }
@@ -718,6 +718,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             super::constraints::place_body_equalities(&mut model, &q0, &pending, &carrier, &from)
                 .map_err(|(el, reason)| self.error(&el, reason))?;
         self.warnings.extend(notes);
+        let cx = super::sensors::SensorContext {
+            model: &model,
+            carrier: &carrier,
+            from: &from,
+            joints: &joint_plan,
+        };
+        model.sensors = self.sensors(&top, &cx)?;
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {

@@ -62,6 +62,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let paired = self.paired.contains(&name);
         Ok(GeomRec {
             name,
+            mesh: gtype == "mesh",
             element: el,
             mjcf_from_geom,
             // A visual geom (both bits zero) collides only in an explicit pair.
@@ -125,7 +126,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     /// The geom frame in the MJCF body frame: `fromto` (capsule, cylinder,
     /// box, ellipsoid: z along the segment, centred on it; with half its
     /// length) or `pos` and an orientation.
-    fn geom_placement(
+    pub(super) fn geom_placement(
         &self,
         get: &dyn Fn(&str) -> Option<&'a str>,
         gtype: &str,

@@ -2,7 +2,7 @@
 //!
 //! The subset that Gymnasium's MuJoCo tasks (and most hand-written robot
 //! files) use, with MuJoCo's semantics; everything else is either harmless
-//! and skipped (rendering, sensors) or reported in [`MjcfModel::warnings`]
+//! and skipped (rendering) or reported in [`MjcfModel::warnings`]
 //! naming the element, never dropped silently.
 //!
 //! # Mapping, element by element
@@ -114,9 +114,16 @@
 //!   own inertia, and its geoms know it ([`crate::model::Frame`],
 //!   [`crate::model::Geometry::frame`]): frame `b - 1` is MuJoCo's body
 //!   `b`. Named `site`s become frames of their body (`Model::frames`).
+//! - `<sensor>` → [`crate::model::Sensor`] (`sensors.rs`): `touch`,
+//!   `accelerometer`, `velocimeter`, `gyro`, `force`, `torque`, the frame
+//!   sensors (`framepos`, `framequat`, `frame[xyz]axis`, `framelinvel`,
+//!   `frameangvel`; objtype `site`, `xbody`, `body` where the orientation
+//!   is not read, non-mesh `geom`; with or without a reference frame), the
+//!   subtree sensors, `jointpos` and `jointvel`, with `cutoff`. Other types
+//!   are warned about and left out.
 //! - Skipped without a warning (no effect on the dynamics):
 //!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
-//!   `sensor`, textures and materials. `<tendon><fixed>` and
+//!   textures and materials. `<tendon><fixed>` and
 //!   `<equality><joint|tendon|connect|weld>`: see `constraints.rs`. Warned about:
 //!   spatial tendons that wrap and act, other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
 //!   `deformable`, `extension` and anything unknown.
@@ -153,6 +160,7 @@ mod hfield;
 mod include;
 mod mesh_inertia;
 mod read;
+mod sensors;
 use mesh_inertia::{MeshInertia, mesh_mass_properties};
 use std::rc::Rc;
 
@@ -315,7 +323,9 @@ pub fn parse_mjcf(
     for n in &top {
         match n.tag_name().name() {
             "compiler" | "default" | "option" | "asset" | "worldbody" | "actuator" | "contact" => {}
-            "size" | "visual" | "statistic" | "custom" | "keyframe" | "sensor" => {}
+            "size" | "visual" | "statistic" | "custom" | "keyframe" => {}
+            // Read with the model (what is not supported is warned about there).
+            "sensor" => {}
             // Read with the model (fixed tendons, joint and tendon
             // equalities; what is not supported is warned about there).
             "tendon" | "equality" => {}
@@ -416,6 +426,8 @@ struct JointRec {
 
 struct GeomRec {
     name: String,
+    /// A mesh geom (MuJoCo moves its frame to the mesh's inertial frame).
+    mesh: bool,
     element: String,
     mjcf_from_geom: SE3,
     /// `None`: no collider (visual geom, or not loadable).
@@ -438,8 +450,17 @@ struct BodyRec {
     inertia: Inertia,
     has_inertial: bool,
     geoms: Vec<GeomRec>,
-    /// Named sites: (name, placement in the MJCF body frame).
-    sites: Vec<(String, SE3)>,
+    /// Named sites.
+    sites: Vec<SiteRec>,
+}
+
+/// A named site of an MJCF body.
+struct SiteRec {
+    name: String,
+    /// Placement in the MJCF body frame.
+    local: SE3,
+    /// Its solid (MuJoCo's site `type` and `size`): a touch sensor's zone.
+    zone: crate::model::Zone,
 }
 
 struct MeshAsset {

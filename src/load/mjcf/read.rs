@@ -2,6 +2,7 @@
 //! the body tree with its frames, joints and inertials.
 
 use super::*;
+use crate::model::Zone;
 
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     pub(super) fn error(&self, element: &str, reason: String) -> ModelFileError {
@@ -61,11 +62,80 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
     /// The site named `name`: its MJCF body and its placement there.
     pub(super) fn site(&self, name: &str) -> Option<(usize, SE3)> {
-        self.bodies.iter().enumerate().find_map(|(b, rec)| {
-            rec.sites
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, local)| (b, *local))
+        self.site_full(name).map(|(b, s)| (b, s.local))
+    }
+
+    /// The site named `name`: its MJCF body and its record.
+    pub(super) fn site_full(&self, name: &str) -> Option<(usize, &SiteRec)> {
+        self.bodies
+            .iter()
+            .enumerate()
+            .find_map(|(b, rec)| rec.sites.iter().find(|s| s.name == name).map(|s| (b, s)))
+    }
+
+    /// A named site: its placement in the MJCF body frame (`frame`: the
+    /// enclosing `<frame>`s) and its solid (a touch sensor's zone), its
+    /// attributes from its default class as a geom's are.
+    fn site_record(
+        &self,
+        node: Node<'a, 'i>,
+        name: &str,
+        childclass: &str,
+        frame: &SE3,
+    ) -> Result<SiteRec, ModelFileError> {
+        let el = element_name(&node, "");
+        let class = self.class_of(&node, childclass, &el)?;
+        let get = |a: &str| self.get(&node, &class, &["site"], a);
+        let stype = get("type").unwrap_or("sphere");
+        let (placement, fromto_half) = self.geom_placement(&get, stype, &el)?;
+        // MuJoCo's default site size is 0.005 in every entry.
+        let mut size = [0.005; 3];
+        if let Some(text) = get("size") {
+            for (k, x) in self
+                .list(text, "size", &el)?
+                .into_iter()
+                .take(3)
+                .enumerate()
+            {
+                if !(x.is_finite() && x >= 0.0) {
+                    return Err(self.error(&el, format!("size[{k}] must be non-negative, got {x}")));
+                }
+                size[k] = x;
+            }
+        }
+        let half = fromto_half.unwrap_or(size[1]);
+        let zone = match stype {
+            "sphere" => Zone::Sphere { radius: size[0] },
+            "capsule" => Zone::Capsule {
+                radius: size[0],
+                half_length: half,
+            },
+            "cylinder" => Zone::Cylinder {
+                radius: size[0],
+                half_length: half,
+            },
+            "ellipsoid" | "box" => {
+                let mut v = Vec3::from(size);
+                if let Some(h) = fromto_half {
+                    v.z = h;
+                }
+                if stype == "box" {
+                    Zone::Box { half_sizes: v }
+                } else {
+                    Zone::Ellipsoid { radii: v }
+                }
+            }
+            other => {
+                return Err(self.error(
+                    &el,
+                    format!("site type `{other}` (sphere, capsule, ellipsoid, cylinder or box)"),
+                ));
+            }
+        };
+        Ok(SiteRec {
+            name: name.to_string(),
+            local: frame.mul(&placement),
+            zone,
         })
     }
 
@@ -601,9 +671,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "site" => {
                     // Named sites become frames of their body (see build.rs).
                     if let Some(name) = ch.attribute("name") {
-                        let el = element_name(&ch, "");
-                        let local = frame.mul(&self.frame(&|a| ch.attribute(a), &el)?);
-                        self.bodies[body].sites.push((name.to_string(), local));
+                        let site = self.site_record(ch, name, childclass, frame)?;
+                        self.bodies[body].sites.push(site);
                     }
                 }
                 "camera" | "light" => {}

@@ -786,6 +786,7 @@ impl ModelBuilder {
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
             frames: self.frames,
+            sensors: Vec::new(),
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
             let inherited = if i == WORLD {
