@@ -51,6 +51,18 @@ class Model:
     @property
     def tendon_names(self) -> list[str]:
         """The tendons (fixed and spatial): the columns of ``BatchSim.tendon_states``."""
+    @property
+    def sensor_names(self) -> list[str]:
+        """The sensors (MJCF's ``<sensor>``, file order; unnamed ones ``sensor{k}``)."""
+    @property
+    def sensor_types(self) -> list[str]:
+        """Each sensor's MuJoCo type (``"touch"``, ``"accelerometer"``, ...)."""
+    @property
+    def sensor_address(self) -> list[int]:
+        """Each sensor's first column of ``BatchSim.sensors`` (MuJoCo's ``sensor_adr``)."""
+    @property
+    def sensor_dims(self) -> list[int]:
+        """Each sensor's number of values (MuJoCo's ``sensor_dim``)."""
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickling: the model as the library's bytes, every number bit for bit."""
     @property
@@ -169,6 +181,8 @@ class Simulator:
     def stage_times(self) -> dict[str, float]:
         """Wall time (s) per stage of a step, summed since the last reset_timers()."""
     def reset_timers(self) -> None: ...
+    def sensors(self) -> FloatArray:
+        """The sensor values (see ``BatchSim.sensors``), (nsensordata,)."""
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
     def snapshot(self) -> bytes:
@@ -291,6 +305,11 @@ class BatchSim:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickling: model, arguments, each world's parameters and own
         model, and ``snapshot()``."""
+    def sensors(self) -> FloatArray:
+        """Every world's sensor values (nworlds, nsensordata): position and velocity
+        sensors at the state; touch, accelerometer, force and torque of the last step
+        at the state it started from (dm_control's convention; 0 after a set state).
+        ``framequat`` is (w, x, y, z), w >= 0. ValueError for worlds on the device."""
     def contacts(self) -> dict[str, Any]:
         """Every world's last-step contacts, one row each: world (k,), geoms and
         bodies (k, 2), point, normal (k, 3), distance (k,), impulse (k, 3) on

@@ -607,6 +607,21 @@ impl BatchSim {
         Ok(d)
     }
 
+    /// Every world's sensor values (nworlds, ``Model.nsensordata``): the
+    /// columns of sensor ``k`` from ``Model.sensor_address[k]``,
+    /// ``sensor_dims[k]`` wide. Position and velocity sensors read each
+    /// world's state; touch, accelerometer, force and torque its last step,
+    /// at the state that step started from (dm_control's convention), and
+    /// read 0 in a world whose state was set since. Vectors in the site's
+    /// frame (site sensors) or the world's (frame and subtree sensors, or
+    /// the reference frame's); ``framequat`` is ``(w, x, y, z)`` with
+    /// ``w >= 0``. Refused (ValueError) for worlds living on the device.
+    fn sensors<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let values = self.batch.sensors().map_err(value_error)?;
+        let (n, ns) = (self.batch.nworlds(), self.batch.model().nsensordata());
+        Ok(array2(py, values, n, ns))
+    }
+
     /// Each world's tendon lengths and velocities (MuJoCo's ``ten_length``
     /// and ``ten_velocity``), two (nworlds, ntendon) arrays, at each
     /// world's state or at ``q`` (nworlds, nq) and ``v`` (nworlds, nv).

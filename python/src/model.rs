@@ -134,6 +134,31 @@ impl Model {
     fn tendon_names(&self) -> Vec<String> {
         self.model.tendons.iter().map(|t| t.name.clone()).collect()
     }
+    /// The sensors' names (MJCF's ``<sensor>``, in file order; unnamed
+    /// ones ``sensor{k}``, ``k`` the element's index): the columns of
+    /// ``BatchSim.sensors`` from ``sensor_address``, ``sensor_dims`` wide.
+    #[getter]
+    fn sensor_names(&self) -> Vec<String> {
+        self.model.sensors.iter().map(|s| s.name.clone()).collect()
+    }
+    /// Each sensor's MuJoCo type (``"touch"``, ``"accelerometer"``, ...).
+    #[getter]
+    fn sensor_types(&self) -> Vec<&'static str> {
+        (self.model.sensors.iter())
+            .map(|s| s.kind.mujoco_type())
+            .collect()
+    }
+    /// Each sensor's first column in the sensor values (MuJoCo's
+    /// ``sensor_adr``).
+    #[getter]
+    fn sensor_address(&self) -> Vec<usize> {
+        self.model.sensor_address()
+    }
+    /// Each sensor's number of values (MuJoCo's ``sensor_dim``).
+    #[getter]
+    fn sensor_dims(&self) -> Vec<usize> {
+        self.model.sensors.iter().map(|s| s.kind.dim()).collect()
+    }
     /// Each joint's type, aligned with ``joint_names``: ``"free"``,
     /// ``"ball"``, ``"hinge"``, ``"slide"``, ``"fixed"`` (the world's:
     /// ``"fixed"``).
@@ -473,10 +498,13 @@ pub(crate) fn _model_from_pickle(
 }
 
 /// Loads a URDF or MJCF file. `floating_base` (URDF): attach the root link
-/// by a free joint (default: unless the root link is `world`).
+/// by a free joint (default: unless the root link is `world`). What the
+/// file holds that moreau does not load (an unsupported sensor type, a
+/// wrapping tendon, …) is said in a `UserWarning` each, naming the element.
 #[pyfunction]
 #[pyo3(signature = (path, floating_base=None, package_dirs=Vec::new()))]
 pub(crate) fn load(
+    py: Python<'_>,
     path: &str,
     floating_base: Option<bool>,
     package_dirs: Vec<String>,
@@ -491,6 +519,12 @@ pub(crate) fn load(
         package_dirs: package_dirs.into_iter().map(Into::into).collect(),
     };
     let loaded = moreau::load::load_model_file(path, &options).map_err(value_error)?;
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for w in &loaded.warnings {
+        // (An interior NUL cannot come from an XML file's text.)
+        let text = std::ffi::CString::new(format!("{path}: {w}")).unwrap_or_default();
+        PyErr::warn(py, &category, &text, 1)?;
+    }
     let v0 = DVector::zeros(loaded.model.nv);
     Ok(Model {
         dt: loaded.timestep.unwrap_or(1e-3),

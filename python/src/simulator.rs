@@ -275,6 +275,14 @@ impl Simulator {
     fn reset_timers(&mut self) {
         self.sim.reset_timers();
     }
+    /// The sensor values (``Model.sensor_names``, ``sensor_address``):
+    /// position and velocity sensors at the state; touch, accelerometer,
+    /// force and torque of the last step, at the state it started from
+    /// (dm_control's convention), or 0 when the state was set since.
+    fn sensors<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let values = self.sim.sensors(&self.state).map_err(value_error)?;
+        Ok(PyArray1::from_vec(py, values))
+    }
     /// The contacts of the last step: a list of dicts (`bodies`, `point`,
     /// `normal`, `distance`).
     fn contacts<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {

@@ -552,6 +552,25 @@ impl BatchSim {
             })
             .collect())
     }
+    /// Every world's sensor values ([`Simulator::sensors`]), (nworlds ×
+    /// `Model::nsensordata`) world by world. Resident worlds
+    /// ([`Backend::Gpu`]) keep their last step on the device: refused there.
+    pub fn sensors(&mut self) -> Result<Vec<f64>, BatchError> {
+        if self.resident.is_some() {
+            return Err(BatchError::Resident(
+                "the sensors of worlds living on the device are not evaluated (their last step \
+                 stays there); use the `cpu` or `gpu-solve` backend"
+                    .into(),
+            ));
+        }
+        let mut out = Vec::with_capacity(self.worlds.len() * self.model.nsensordata());
+        for (w, world) in self.worlds.iter_mut().enumerate() {
+            let values = (world.sim.sensors(&world.state))
+                .map_err(|error| BatchError::Sim { world: w, error })?;
+            out.extend(values);
+        }
+        Ok(out)
+    }
     /// World `w`'s simulation parameters.
     pub fn params(&self, w: usize) -> Result<&SimParams, BatchError> {
         Ok(&self.world(w)?.sim.params)
@@ -570,7 +589,7 @@ impl BatchSim {
         Ok(&mut self.world_mut(w)?.sim.params)
     }
     /// Gives world `w` its own model: same structure (`nq`, `nv`, bodies,
-    /// geometries), other masses or geometry sizes (domain randomization).
+    /// geometries, sensor sizes), other masses or geometry sizes (domain randomization).
     pub fn set_world_model(&mut self, w: usize, model: Arc<Model>) -> Result<(), BatchError> {
         let base = &self.model;
         if model.nq != base.nq
@@ -578,6 +597,11 @@ impl BatchSim {
             || model.nbodies != base.nbodies
             || model.geometries.len() != base.geometries.len()
             || model.body_parent != base.body_parent
+            || model
+                .sensors
+                .iter()
+                .map(|s| s.kind.dim())
+                .ne(base.sensors.iter().map(|s| s.kind.dim()))
         {
             return Err(BatchError::ModelStructure { world: w });
         }

@@ -124,8 +124,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 
     /// The geom frame in the MJCF body frame: `fromto` (capsule, cylinder,
-    /// box, ellipsoid: z along the segment, centred on it; with half its
-    /// length) or `pos` and an orientation.
+    /// box, ellipsoid: z along the segment, from its end to its start as in
+    /// MuJoCo, centred on it; with half its length) or `pos` and an orientation.
     pub(super) fn geom_placement(
         &self,
         get: &dyn Fn(&str) -> Option<&'a str>,
@@ -140,7 +140,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 if !(half > 0.0 && half.is_finite()) {
                     return Err(self.error(el, "`fromto` end points coincide (zero length)".into()));
                 }
-                Ok((SE3::new(rotation_z_to(&(b - a)), (a + b) / 2.0), Some(half)))
+                // z from `to` towards `from`, as MuJoCo turns it (the same
+                // solid; a frame sensor reads the frame).
+                Ok((SE3::new(rotation_z_to(&(a - b)), (a + b) / 2.0), Some(half)))
             }
             _ => Ok((self.frame(get, el)?, None)),
         }

@@ -1,0 +1,339 @@
+"""MJCF sensors against MuJoCo's own: the same file, the same state.
+
+Position and velocity sensors are compared with MuJoCo's after
+``mj_forward`` at the state moreau reads; acceleration and force sensors
+with MuJoCo's after ``mj_inverse`` at the state a moreau step started from,
+with the step's acceleration (in the air: no contact forces to differ);
+touch and the contact part of force sensors against the analytic answer of
+a box resting on the floor."""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+import moreau
+
+mujoco = pytest.importorskip("mujoco")
+
+# Every supported sensor type on a free body with a hinge and a slide below
+# it, sites of each zone shape, a welded child, frames read relative to
+# others.
+SCENE = """
+<mujoco>
+  <option timestep="0.002"/>
+  <default>
+    <site type="box" size="0.05 0.05 0.05"/>
+    <default class="touchy"><site type="capsule" size="0.06 0.1"/></default>
+  </default>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="torso" pos="0 0 1">
+      <freejoint/>
+      <geom name="torso_box" type="box" size="0.2 0.1 0.05" mass="3"/>
+      <site name="imu" pos="0.05 -0.02 0.03" euler="10 20 30"/>
+      <site name="bottom" pos="0 0 -0.05" size="0.25 0.15 0.02"/>
+      <site name="top" pos="0 0 0.05" size="0.25 0.15 0.02"/>
+      <body name="cap" pos="0 0 0.08">
+        <geom name="cap_geom" type="sphere" size="0.03" mass="0.2"/>
+        <site name="cap_site" type="sphere" size="0.01" euler="0 30 0"/>
+      </body>
+      <body name="arm" pos="0.2 0 0" euler="0 0 20">
+        <joint name="shoulder" type="hinge" axis="0 1 0" range="-5 5"/>
+        <geom name="arm_geom" type="capsule" fromto="0 0 0 0.3 0 0.1" size="0.03" mass="0.7"/>
+        <site name="arm_site" pos="0.1 0 0.02" euler="30 0 -15"/>
+        <site name="arm_zone" class="touchy" fromto="0 0 0 0.3 0 0.1"/>
+        <body name="hand" pos="0.3 0 0.1">
+          <joint name="wrist" type="slide" axis="1 0 0.2" range="-0.05 0.05"/>
+          <geom name="hand_geom" type="ellipsoid" size="0.05 0.04 0.03" mass="0.3"/>
+          <site name="hand_site" type="ellipsoid" size="0.06 0.05 0.04" euler="0 0 45"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <sensor>
+    <accelerometer name="acc" site="imu"/>
+    <velocimeter name="vel" site="imu"/>
+    <gyro name="gyro" site="imu"/>
+    <force name="arm_force" site="arm_site"/>
+    <torque name="arm_torque" site="arm_site"/>
+    <force name="cap_force" site="cap_site"/>
+    <torque name="cap_torque" site="cap_site"/>
+    <force name="root_force" site="imu"/>
+    <accelerometer name="hand_acc" site="hand_site"/>
+    <touch name="touch_bottom" site="bottom"/>
+    <touch name="touch_top" site="top"/>
+    <framepos name="hand_pos" objtype="site" objname="hand_site"/>
+    <framepos name="hand_in_torso" objtype="site" objname="hand_site" reftype="xbody" refname="torso"/>
+    <framepos name="hand_com" objtype="body" objname="hand"/>
+    <framequat name="arm_quat" objtype="xbody" objname="arm"/>
+    <framequat name="hand_quat_rel" objtype="site" objname="hand_site" reftype="site" refname="imu"/>
+    <framexaxis name="arm_x" objtype="geom" objname="arm_geom"/>
+    <frameyaxis name="hand_y" objtype="site" objname="hand_site" reftype="xbody" refname="arm"/>
+    <framezaxis name="imu_z" objtype="site" objname="imu"/>
+    <framelinvel name="hand_linvel" objtype="site" objname="hand_site"/>
+    <framelinvel name="hand_linvel_rel" objtype="site" objname="hand_site" reftype="site" refname="imu"/>
+    <framelinvel name="hand_com_vel" objtype="body" objname="hand"/>
+    <frameangvel name="hand_angvel" objtype="xbody" objname="hand"/>
+    <frameangvel name="arm_angvel_rel" objtype="xbody" objname="arm" reftype="site" refname="imu"/>
+    <subtreecom name="torso_com" body="torso"/>
+    <subtreecom name="arm_com" body="arm"/>
+    <subtreelinvel name="torso_subtreelinvel" body="torso"/>
+    <subtreelinvel name="arm_subtreelinvel" body="arm"/>
+    <subtreeangmom name="torso_angmom" body="torso"/>
+    <subtreeangmom name="arm_angmom" body="arm"/>
+    <jointpos joint="shoulder"/>
+    <jointvel name="wrist_vel" joint="wrist"/>
+    <jointpos name="wrist_pos" joint="wrist"/>
+  </sensor>
+</mujoco>
+"""
+
+STEP_TYPES = {"touch", "accelerometer", "force", "torque"}
+
+
+def dm_control_file(name):
+    root = os.environ.get("MOREAU_ROBOT_FILES")
+    path = pathlib.Path(root or "/nonexistent") / "dm_control/suite" / name
+    if not path.exists():
+        if os.environ.get("MOREAU_REQUIRE_ROBOT_FILES") == "1":
+            pytest.fail(f"MOREAU_REQUIRE_ROBOT_FILES=1 and {path} is missing")
+        pytest.skip("robot files not found")
+    return str(path)
+
+
+@pytest.fixture
+def scene_file(tmp_path):
+    path = tmp_path / "sensors.xml"
+    path.write_text(SCENE)
+    return str(path)
+
+
+def mujoco_values(mj, data, name):
+    try:
+        s = mj.sensor(name)
+    except KeyError:  # moreau names an unnamed sensor by its index
+        s = mj.sensor(int(name.removeprefix("sensor")))
+    return np.array(data.sensordata[s.adr[0] : s.adr[0] + s.dim[0]])
+
+
+def moreau_values(model, values, name):
+    k = model.sensor_names.index(name)
+    a = model.sensor_address[k]
+    return values[..., a : a + model.sensor_dims[k]]
+
+
+def random_states(model, n, rng, height=None):
+    """n states near q0: joints moved, the free body turned, random velocities."""
+    q = np.tile(model.q0, (n, 1))
+    q += rng.normal(scale=0.3, size=q.shape)
+    mj_q, _ = model.to_mujoco(q, np.zeros((n, model.nv)))
+    types = model.joint_types
+    qpos_adr = model.joint_qpos_address
+    for j, t in enumerate(types):
+        if t in ("free", "ball"):
+            k = qpos_adr[j] + (3 if t == "free" else 0)
+            mj_q[:, k : k + 4] /= np.linalg.norm(mj_q[:, k : k + 4], axis=1, keepdims=True)
+            if t == "free" and height is not None:
+                mj_q[:, qpos_adr[j] + 2] = height
+    v = rng.normal(size=(n, model.nv))
+    q, _ = model.from_mujoco(mj_q, np.zeros((n, model.nv)))
+    return q, v
+
+
+def compare_state_sensors(path, n=5, seed=0, skip=()):
+    model = moreau.load(path)
+    mj = mujoco.MjModel.from_xml_path(path)
+    data = mujoco.MjData(mj)
+    rng = np.random.default_rng(seed)
+    q, v = random_states(model, n, rng)
+    batch = moreau.BatchSim(model, n, backend="cpu1")
+    batch.set_states(q, v)
+    values = batch.sensors()
+    assert values.shape == (n, sum(model.sensor_dims))
+    qpos, qvel = model.to_mujoco(q, v)
+    compared = 0
+    for w in range(n):
+        data.qpos[:] = qpos[w]
+        data.qvel[:] = qvel[w]
+        mujoco.mj_forward(mj, data)
+        for name, kind in zip(model.sensor_names, model.sensor_types):
+            ours = moreau_values(model, values[w], name)
+            if kind in STEP_TYPES:
+                # No step led to this state: MuJoCo's after mj_resetData.
+                assert np.all(ours == 0.0), name
+                continue
+            if name in skip:
+                continue
+            theirs = mujoco_values(mj, data, name)
+            if kind == "framequat" and np.dot(ours, theirs) < 0:
+                theirs = -theirs
+            assert ours == pytest.approx(theirs, abs=1e-9, rel=1e-9), (name, kind, w)
+            compared += 1
+    return model, compared
+
+
+def test_every_state_sensor_matches_mujoco(scene_file):
+    model, compared = compare_state_sensors(scene_file)
+    assert "sensor30" in model.sensor_names  # the unnamed jointpos, by its index
+    assert compared == 5 * 24
+
+
+@pytest.mark.parametrize("name", ["humanoid.xml", "quadruped.xml", "swimmer.xml", "finger.xml"])
+def test_dm_control_state_sensors_match_mujoco(name):
+    model, compared = compare_state_sensors(dm_control_file(name), n=3)
+    assert compared > 0
+
+
+def step_sensors_against_inverse(path, n=3, seed=1, height=5.0):
+    """Steps worlds in the air and compares the step sensors with MuJoCo's
+    mj_inverse at the step's start and acceleration."""
+    model = moreau.load(path)
+    mj = mujoco.MjModel.from_xml_path(path)
+    data = mujoco.MjData(mj)
+    rng = np.random.default_rng(seed)
+    q, v = random_states(model, n, rng, height=height)
+    batch = moreau.BatchSim(model, n, backend="cpu1", tolerance=1e-12)
+    batch.set_states(q, v)
+    batch.step(np.zeros((n, model.nv)))
+    assert len(batch.contacts()["world"]) == 0, "the worlds must be in the air"
+    values = batch.sensors()
+    a = (batch.v - v) / model.dt
+    qpos, qvel = model.to_mujoco(q, v)
+    compared = 0
+    for w in range(n):
+        data.qpos[:] = qpos[w]
+        data.qvel[:] = qvel[w]
+        data.qacc[:] = mujoco_acceleration(model, q[w], v[w], a[w])
+        mujoco.mj_inverse(mj, data)
+        for name, kind in zip(model.sensor_names, model.sensor_types):
+            if kind not in STEP_TYPES:
+                continue
+            ours = moreau_values(model, values[w], name)
+            theirs = mujoco_values(mj, data, name)
+            assert ours == pytest.approx(theirs, abs=1e-7, rel=1e-7), (name, w)
+            compared += 1
+    return compared
+
+
+def mujoco_acceleration(model, q, v, a):
+    """MuJoCo's qacc of moreau's acceleration a at (q, v): a free joint's
+    linear velocity is in the world frame there, in the body frame here, so
+    its derivative gains R (a_lin + w x v_lin)."""
+    _, qacc = model.to_mujoco(q[None], a[None])
+    qacc = qacc[0]
+    for j, t in enumerate(model.joint_types):
+        if t != "free":
+            continue
+        k, i = model.joint_qpos_address[j], model.joint_dof_address[j]
+        x, y, z, qw = q[k + 3 : k + 7]
+        r = quaternion_matrix(qw, x, y, z)
+        lin, ang = v[i : i + 3], v[i + 3 : i + 6]
+        qacc[i : i + 3] = r @ (a[i : i + 3] + np.cross(ang, lin))
+    return qacc
+
+
+def quaternion_matrix(w, x, y, z):
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def test_step_sensors_match_mujoco_in_the_air(scene_file):
+    # 2 accelerometers, 5 forces and torques, 2 touches (in the air: 0).
+    assert step_sensors_against_inverse(scene_file) == 3 * 9
+
+
+def test_dm_control_humanoid_step_sensors_match_mujoco():
+    assert step_sensors_against_inverse(dm_control_file("humanoid.xml"), n=2) > 0
+
+
+def test_resting_box_touch_force_and_accelerometer(scene_file):
+    """At rest on the floor: the bottom touch sensor carries the whole weight,
+    the top one nothing (the arm rests on its joint's stop, above the floor);
+    the accelerometer reads -g; the root's interaction
+    force is 0 (the floor holds it, not a joint); the welded cap's is its
+    weight; a state set by hand has no step to read (0)."""
+    model = moreau.load(scene_file)
+    sim = moreau.Simulator(model, tolerance=1e-12)
+    q = model.q0.copy()
+    q[2] = 0.05  # the box's bottom on the floor
+    sim.q = q
+    for _ in range(600):
+        sim.step()
+    values = sim.sensors()
+    g = 9.81
+    total = 3.0 + 0.2 + 0.7 + 0.3
+    assert moreau_values(model, values, "touch_bottom")[0] == pytest.approx(total * g, rel=1e-5)
+    assert moreau_values(model, values, "touch_top")[0] == 0.0
+    acc = moreau_values(model, values, "acc")
+    assert np.linalg.norm(acc) == pytest.approx(g, rel=1e-5)
+    # In the site frame: the world's up axis seen from the turned site.
+    mj = mujoco.MjModel.from_xml_path(scene_file)
+    data = mujoco.MjData(mj)
+    qpos, qvel = model.to_mujoco(sim.q[None], sim.v[None])
+    data.qpos[:], data.qvel[:] = qpos[0], qvel[0]
+    mujoco.mj_forward(mj, data)
+    site_up = data.site("imu").xmat.reshape(3, 3).T @ np.array([0, 0, g])
+    assert acc == pytest.approx(site_up, abs=1e-4)
+    assert np.linalg.norm(moreau_values(model, values, "root_force")) < 1e-4 * total * g
+    cap_up = data.site("cap_site").xmat.reshape(3, 3).T @ np.array([0, 0, 0.2 * g])
+    assert moreau_values(model, values, "cap_force") == pytest.approx(cap_up, abs=1e-6)
+    # A state set by hand (here a velocity nudged by 1e-9) has no step to
+    # read; the same numbers set again would still be the step's state.
+    v = sim.v
+    v[0] += 1e-9
+    sim.v = v
+    again = sim.sensors()
+    assert moreau_values(model, again, "touch_bottom")[0] == 0.0
+    assert np.all(moreau_values(model, again, "acc") == 0.0)
+
+
+def test_sensor_files_refused_or_warned(tmp_path):
+    def load(sensors):
+        path = tmp_path / "bad.xml"
+        path.write_text(
+            '<mujoco><worldbody><body name="b"><freejoint name="root"/><geom size="0.1"/>'
+            '<site name="s"/></body></worldbody><sensor>' + sensors + "</sensor></mujoco>"
+        )
+        return moreau.load(str(path))
+
+    with pytest.raises(ValueError, match="no site named `nope`"):
+        load('<gyro site="nope"/>')
+    with pytest.raises(ValueError, match="unknown sensor type `gyroscope`"):
+        load('<gyroscope site="s"/>')
+    with pytest.raises(ValueError, match="duplicate sensor name"):
+        load('<gyro name="a" site="s"/><velocimeter name="a" site="s"/>')
+    with pytest.raises(ValueError, match="is not a hinge or a slide"):
+        load('<jointpos joint="root"/>')
+    with pytest.warns(UserWarning, match="sensor type `rangefinder` is not supported"):
+        model = load('<rangefinder name="rf" site="s"/><gyro name="g" site="s"/>')
+    assert model.sensor_names == ["g"]
+
+
+def test_worlds_on_the_device_refuse_sensors(tmp_path):
+    """A contact-free model's worlds live on the device on "gpu", their last
+    step with them: sensors are refused, naming why."""
+    path = tmp_path / "pendulum.xml"
+    path.write_text(
+        '<mujoco><worldbody><body name="b"><joint type="hinge" axis="0 1 0"/>'
+        '<geom type="capsule" fromto="0 0 0 0 0 -1" size="0.05" contype="0" conaffinity="0"/>'
+        '<site name="s"/></body></worldbody><sensor><gyro site="s"/></sensor></mujoco>'
+    )
+    model = moreau.load(str(path))
+    try:
+        batch = moreau.BatchSim(model, 2, backend="gpu")
+    except ValueError as e:
+        if "no GPU adapter" in str(e) and os.environ.get("MOREAU_REQUIRE_GPU") != "1":
+            pytest.skip(str(e))
+        raise
+    assert batch.resident
+    with pytest.raises(ValueError, match="living on the device"):
+        batch.sensors()
+    # The same worlds on the CPU read them.
+    assert moreau.BatchSim(model, 2).sensors().shape == (2, 3)
