@@ -94,8 +94,12 @@ STEP_TYPES = {"touch", "accelerometer", "force", "torque"}
 
 
 def dm_control_file(name):
+    return robot_file("dm_control/suite/" + name)
+
+
+def robot_file(relative):
     root = os.environ.get("MOREAU_ROBOT_FILES")
-    path = pathlib.Path(root or "/nonexistent") / "dm_control/suite" / name
+    path = pathlib.Path(root or "/nonexistent") / relative
     if not path.exists():
         if os.environ.get("MOREAU_REQUIRE_ROBOT_FILES") == "1":
             pytest.fail(f"MOREAU_REQUIRE_ROBOT_FILES=1 and {path} is missing")
@@ -180,9 +184,19 @@ def test_every_state_sensor_matches_mujoco(scene_file):
     assert compared == 5 * 24
 
 
-@pytest.mark.parametrize("name", ["humanoid.xml", "quadruped.xml", "swimmer.xml", "finger.xml"])
-def test_dm_control_state_sensors_match_mujoco(name):
-    model, compared = compare_state_sensors(dm_control_file(name), n=3)
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dm_control/suite/humanoid.xml",
+        "dm_control/suite/quadruped.xml",
+        "dm_control/suite/swimmer.xml",
+        "dm_control/suite/finger.xml",
+        "dm_control/locomotion/walkers/assets/dog_v2/dog.xml",
+        "mjlab/asset_zoo/robots/unitree_go1/xmls/go1.xml",
+    ],
+)
+def test_robot_files_state_sensors_match_mujoco(name):
+    model, compared = compare_state_sensors(robot_file(name), n=3)
     assert compared > 0
 
 
