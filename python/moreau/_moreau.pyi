@@ -250,6 +250,20 @@ class BatchSim:
         """The worlds' configurations (nworlds, nq), a copy; quaternions (x, y, z, w)."""
     @property
     def v(self) -> FloatArray: ...
+    @property
+    def q_view(self) -> FloatArray:
+        """The worlds' configurations (nworlds, nq) as a live, read-only view: the
+        same memory at every access, updated in place by every step and every set
+        state (no copy per access; ``torch.from_numpy`` shares it)."""
+    @property
+    def v_view(self) -> FloatArray:
+        """The velocities (nworlds, nv), live and read-only (see ``q_view``)."""
+    @property
+    def act_view(self) -> FloatArray:
+        """The activations (nworlds, na), live and read-only (see ``q_view``)."""
+    @property
+    def t_view(self) -> FloatArray:
+        """The times (nworlds,), live and read-only (see ``q_view``)."""
     def body_positions(self, body: int) -> FloatArray:
         """World positions (nworlds, 3) of a body's origin."""
     def frame_positions(self, name: str, q: Optional[ArrayIn] = None) -> FloatArray:

@@ -20,6 +20,7 @@ use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
 use crate::model::{Model, Pair};
 use crate::simulator::{params, q_side_codes};
 use crate::value_error;
+use crate::views::{StateViews, Which, lend_times, lend2};
 
 /// The record of one `BatchSim.step_for_vjp`: each world's step, kept for
 /// `BatchSim.vjp` (any number of times). Opaque.
@@ -52,6 +53,9 @@ pub struct BatchSim {
     failures: Vec<(usize, String)>,
     /// Kinematics workspace of `body_positions`.
     data: Data,
+    /// Every world's state, batch-major, for `q_view` and the others:
+    /// synced at the end of every call that changes a state.
+    views: StateViews,
     nq: usize,
     nv: usize,
     nu: usize,
@@ -132,6 +136,76 @@ pub(crate) fn _batch_from_pickle(
 }
 
 impl BatchSim {
+    /// Brings the state views up to date (after any change of a state).
+    fn sync_views(&mut self) {
+        self.views.sync(self.batch.states());
+    }
+
+    /// `restore` but the views.
+    fn restore_unsynced(&mut self, snapshot: &[u8]) -> PyResult<()> {
+        let worlds = snapshots_from_bytes(snapshot).map_err(value_error)?;
+        let n = self.batch.nworlds();
+        if worlds.len() != n {
+            return Err(value_error(format!(
+                "snapshot of {} worlds for a batch of {n}",
+                worlds.len()
+            )));
+        }
+        let mut before = Vec::with_capacity(n);
+        for w in 0..n {
+            let state = self.batch.state(w).map_err(value_error)?.clone();
+            before.push((state, self.batch.warm_start(w).map_err(value_error)?));
+        }
+        for (w, s) in worlds.into_iter().enumerate() {
+            if let Err(e) = self.batch.restore(w, s.state, s.warm) {
+                // Back to where every world was (their own, valid, states).
+                for (k, (state, warm)) in before.into_iter().enumerate().take(w) {
+                    self.batch.restore(k, state, warm).map_err(value_error)?;
+                }
+                return Err(value_error(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// `set_states` but the views.
+    fn set_states_unsynced(
+        &mut self,
+        q: Floats2<'_>,
+        v: Floats2<'_>,
+        act: Option<Floats2<'_>>,
+    ) -> PyResult<()> {
+        let q = self.actions("q", &q, self.nq)?;
+        let v = self.actions("v", &v, self.nv)?;
+        let na = self.batch.model().na();
+        let act = self.optional("act", &act, na)?;
+        let (nq, nv) = (self.nq, self.nv);
+        let states: Vec<State> = (0..self.batch.nworlds())
+            .map(|w| {
+                let mut s = State::new(
+                    DVector::from_column_slice(&q[w * nq..(w + 1) * nq]),
+                    DVector::from_column_slice(&v[w * nv..(w + 1) * nv]),
+                );
+                if let Some(a) = &act {
+                    s.act = DVector::from_column_slice(&a[w * na..(w + 1) * na]);
+                }
+                s
+            })
+            .collect();
+        // (Each world's state is checked before any is set.)
+        for (w, s) in states.iter().enumerate() {
+            self.batch
+                .simulator(w)
+                .map_err(value_error)?
+                .check_state(s)
+                .map_err(|e| value_error(format!("world {w}: {e}")))?;
+        }
+        for (w, s) in states.into_iter().enumerate() {
+            self.batch.set_state(w, s).map_err(value_error)?;
+        }
+        Ok(())
+    }
+
     /// Keeps the worlds that failed in `report`'s step, with why, for `failures`.
     fn record_failures(&mut self, report: &BatchStepReport) {
         self.failures = report
@@ -263,7 +337,10 @@ impl BatchSim {
         let initial = State::new(model.q0.clone(), model.v0.clone());
         let batch = CoreBatch::new(model.model.clone(), &initial, nworlds, &options)
             .map_err(value_error)?;
+        let mut views = StateViews::new(nworlds, model.model.nq, model.model.nv, model.model.na());
+        views.sync(batch.states());
         Ok(BatchSim {
+            views,
             batch,
             args: BatchArgs {
                 backend: backend.into(),
@@ -304,9 +381,9 @@ impl BatchSim {
     fn step(&mut self, py: Python<'_>, tau: Floats2<'_>, repeats: usize) -> PyResult<usize> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
-        let report = py
-            .detach(|| batch.step_repeated(&a, repeats, None))
-            .map_err(value_error)?;
+        let report = py.detach(|| batch.step_repeated(&a, repeats, None));
+        self.sync_views();
+        let report = report.map_err(value_error)?;
         self.record_failures(&report);
         Ok(report.contacts)
     }
@@ -323,9 +400,9 @@ impl BatchSim {
     ) -> PyResult<usize> {
         let a = self.actions("ctrl", &ctrl, self.nu)?;
         let batch = &mut self.batch;
-        let report = py
-            .detach(|| batch.step_controls_repeated(&a, repeats, None))
-            .map_err(value_error)?;
+        let report = py.detach(|| batch.step_controls_repeated(&a, repeats, None));
+        self.sync_views();
+        let report = report.map_err(value_error)?;
         self.record_failures(&report);
         Ok(report.contacts)
     }
@@ -348,9 +425,9 @@ impl BatchSim {
     ) -> PyResult<Bound<'py, PyDict>> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
-        let report = py
-            .detach(|| batch.step_with_jacobians(&a, None))
-            .map_err(value_error)?;
+        let report = py.detach(|| batch.step_with_jacobians(&a, None));
+        self.sync_views();
+        let report = report.map_err(value_error)?;
         self.record_failures(&report);
         let (n, nv) = (self.batch.nworlds(), self.nv);
         let names = ["dv_dq", "dv_dv", "dv_dtau", "dq_dq", "dq_dv", "dq_dtau"];
@@ -404,9 +481,9 @@ impl BatchSim {
     fn step_for_vjp(&mut self, py: Python<'_>, tau: Floats2<'_>) -> PyResult<Tape> {
         let a = self.actions("tau", &tau, self.nv)?;
         let batch = &mut self.batch;
-        let (report, tape) = py
-            .detach(|| batch.step_for_vjp(&a, None))
-            .map_err(value_error)?;
+        let stepped = py.detach(|| batch.step_for_vjp(&a, None));
+        self.sync_views();
+        let (report, tape) = stepped.map_err(value_error)?;
         self.record_failures(&report);
         Ok(Tape { tape })
     }
@@ -784,35 +861,44 @@ impl BatchSim {
         v: Floats2<'_>,
         act: Option<Floats2<'_>>,
     ) -> PyResult<()> {
-        let q = self.actions("q", &q, self.nq)?;
-        let v = self.actions("v", &v, self.nv)?;
-        let na = self.batch.model().na();
-        let act = self.optional("act", &act, na)?;
-        let (nq, nv) = (self.nq, self.nv);
-        let states: Vec<State> = (0..self.batch.nworlds())
-            .map(|w| {
-                let mut s = State::new(
-                    DVector::from_column_slice(&q[w * nq..(w + 1) * nq]),
-                    DVector::from_column_slice(&v[w * nv..(w + 1) * nv]),
-                );
-                if let Some(a) = &act {
-                    s.act = DVector::from_column_slice(&a[w * na..(w + 1) * na]);
-                }
-                s
-            })
-            .collect();
-        // (Each world's state is checked before any is set.)
-        for (w, s) in states.iter().enumerate() {
-            self.batch
-                .simulator(w)
-                .map_err(value_error)?
-                .check_state(s)
-                .map_err(|e| value_error(format!("world {w}: {e}")))?;
-        }
-        for (w, s) in states.into_iter().enumerate() {
-            self.batch.set_state(w, s).map_err(value_error)?;
-        }
-        Ok(())
+        let set = self.set_states_unsynced(q, v, act);
+        self.sync_views();
+        set
+    }
+
+    /// The worlds' configurations (nworlds, nq) as a live, read-only view:
+    /// the same memory at every access, which every step and every set
+    /// state updates in place (no copy per access; ``torch.from_numpy``
+    /// shares it). Quaternions ``(x, y, z, w)``. Set states with
+    /// ``set_states``.
+    #[getter]
+    fn q_view<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let this = slf.borrow();
+        lend2(slf.clone().into_any(), &this.views, Which::Q)
+    }
+
+    /// The worlds' velocities (nworlds, nv) as a live, read-only view (see
+    /// ``q_view``).
+    #[getter]
+    fn v_view<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let this = slf.borrow();
+        lend2(slf.clone().into_any(), &this.views, Which::V)
+    }
+
+    /// The actuators' activations (nworlds, na) as a live, read-only view
+    /// (see ``q_view``).
+    #[getter]
+    fn act_view<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let this = slf.borrow();
+        lend2(slf.clone().into_any(), &this.views, Which::Act)
+    }
+
+    /// The worlds' times (nworlds,) as a live, read-only view (see
+    /// ``q_view``).
+    #[getter]
+    fn t_view<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let this = slf.borrow();
+        lend_times(slf.clone().into_any(), &this.views)
     }
 
     /// Gives world `world` its own model (``Model.with_parameters``: the
@@ -886,29 +972,9 @@ impl BatchSim {
     /// A snapshot that does not fit is refused (ValueError) and no world
     /// changes.
     fn restore(&mut self, snapshot: &[u8]) -> PyResult<()> {
-        let worlds = snapshots_from_bytes(snapshot).map_err(value_error)?;
-        let n = self.batch.nworlds();
-        if worlds.len() != n {
-            return Err(value_error(format!(
-                "snapshot of {} worlds for a batch of {n}",
-                worlds.len()
-            )));
-        }
-        let mut before = Vec::with_capacity(n);
-        for w in 0..n {
-            let state = self.batch.state(w).map_err(value_error)?.clone();
-            before.push((state, self.batch.warm_start(w).map_err(value_error)?));
-        }
-        for (w, s) in worlds.into_iter().enumerate() {
-            if let Err(e) = self.batch.restore(w, s.state, s.warm) {
-                // Back to where every world was (their own, valid, states).
-                for (k, (state, warm)) in before.into_iter().enumerate().take(w) {
-                    self.batch.restore(k, state, warm).map_err(value_error)?;
-                }
-                return Err(value_error(e));
-            }
-        }
-        Ok(())
+        let restored = self.restore_unsynced(snapshot);
+        self.sync_views();
+        restored
     }
 
     /// Pickling: the model, the constructor's arguments, each world's
@@ -977,6 +1043,8 @@ impl BatchSim {
                 )));
             }
         }
-        self.batch.set_state(world, state).map_err(value_error)
+        let set = self.batch.set_state(world, state).map_err(value_error);
+        self.sync_views();
+        set
     }
 }

@@ -3,7 +3,7 @@
 //! python/moreau/_moreau.pyi.
 //!
 //! Files: `model` (`Model`, `load`, `scene`), `simulator` (`Simulator`),
-//! `batch` (`BatchSim`, `Tape`), `task` (`Task`: the library's RL tasks
+//! `batch` (`BatchSim`, `Tape`), `views` (its state lent to numpy), `task` (`Task`: the library's RL tasks
 //! with their derivatives), `problems` (`solve`), `arrays` (numpy in and
 //! out).
 //!
@@ -19,6 +19,7 @@ mod model;
 mod problems;
 mod simulator;
 mod task;
+mod views;
 
 use moreau::batch::GPU_MIN_TOLERANCE;
 use moreau::contact::{DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};

@@ -739,3 +739,64 @@ def test_batch_contacts_land_in_their_worlds_and_carry_the_weight(backend):
         assert (normal_impulse >= -1e-9).all()
         np.testing.assert_allclose(normal_impulse.sum(), mass * 9.81 * m.dt, rtol=1e-3)
         np.testing.assert_allclose(np.abs(c["distance"]), 0.0, atol=1e-3)
+
+
+def test_state_views_are_live_and_read_only(tmp_path):
+    """BatchSim.q_view, v_view, act_view and t_view lend the batch's own
+    memory: the same at every access, up to date after every call that
+    changes a state (each tried here), never writable, and they keep the
+    batch alive."""
+    import gc
+
+    path = tmp_path / "arm.xml"
+    path.write_text(
+        '<mujoco><worldbody><body name="b" pos="0 0 1"><freejoint/><geom size="0.1"/>'
+        '<body name="arm"><joint name="j" type="hinge" axis="0 1 0"/>'
+        '<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/></body></body></worldbody>'
+        '<actuator><general joint="j" dyntype="filter" dynprm="0.05"/></actuator></mujoco>'
+    )
+    m = moreau.load(str(path))
+    n = 3
+    batch = moreau.BatchSim(m, n, backend="cpu1")
+    qv, vv, av, tv = batch.q_view, batch.v_view, batch.act_view, batch.t_view
+    assert qv.shape == (n, m.nq) and av.shape == (n, 1) and tv.shape == (n,)
+    assert np.shares_memory(qv, batch.q_view) and not np.shares_memory(qv, batch.q)
+
+    def current():
+        assert np.array_equal(qv, batch.q) and np.array_equal(vv, batch.v)
+        assert np.array_equal(av, batch.act)
+
+    current()
+    batch.step(np.ones((n, m.nv)))
+    current()
+    assert tv == pytest.approx([m.dt] * n) and np.any(vv != 0)
+    batch.step_controls(np.ones((n, m.nu)), repeats=2)
+    current()
+    assert np.all(av != 0) and tv == pytest.approx([3 * m.dt] * n)
+    batch.step_with_jacobians(np.zeros((n, m.nv)))
+    current()
+    batch.step_for_vjp(np.zeros((n, m.nv)))
+    current()
+    snapshot, saved = batch.snapshot(), batch.q
+    q = batch.q
+    q[1, 2] += 0.25
+    batch.set_states(q, batch.v)
+    current()
+    assert qv[1, 2] == q[1, 2]
+    batch.set_state(2, m.q0, m.v0)
+    current()
+    batch.restore(snapshot)
+    current()
+    assert np.array_equal(qv, saved)
+    # A refused call changes neither the worlds nor the views.
+    before = qv.copy()
+    with pytest.raises(ValueError):
+        batch.set_states(np.full((n, m.nq), np.nan), batch.v)
+    assert np.array_equal(qv, before)
+    current()
+    with pytest.raises(ValueError, match="read-only"):
+        qv[0, 0] = 1.0
+    # The views keep the batch alive.
+    del batch
+    gc.collect()
+    assert np.array_equal(qv, before)
