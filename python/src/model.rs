@@ -313,20 +313,17 @@ impl Model {
                 None => Ok(()),
             }
         };
-        let mut changed = vec![false; nb];
+        let mut inertias = m.body_inertia.clone();
         if let Some(a) = body_mass {
             let a = values("body_mass", &vector(&a), nb)?;
             for (i, &x) in a.iter().enumerate() {
-                changed[i] |= m.body_inertia[i].mass != x;
-                m.body_inertia[i].mass = x;
+                inertias[i].mass = x;
             }
         }
         if let Some(a) = body_com {
             let a = values("body_com", &flat(&a.as_array()), 3 * nb)?;
-            for i in 0..nb {
-                let c = moreau::math::Vec3::new(a[3 * i], a[3 * i + 1], a[3 * i + 2]);
-                changed[i] |= m.body_inertia[i].com != c;
-                m.body_inertia[i].com = c;
+            for (i, inertia) in inertias.iter_mut().enumerate() {
+                inertia.com = moreau::math::Vec3::new(a[3 * i], a[3 * i + 1], a[3 * i + 2]);
             }
         }
         if let Some(a) = body_inertia {
@@ -337,15 +334,20 @@ impl Model {
                 )));
             }
             let a = values("body_inertia", &flat(&a.as_array()), 9 * nb)?;
-            for i in 0..nb {
-                let r = moreau::math::Mat3::from_row_slice(&a[9 * i..9 * i + 9]);
-                changed[i] |= m.body_inertia[i].rotational != r;
-                m.body_inertia[i].rotational = r;
+            for (i, inertia) in inertias.iter_mut().enumerate() {
+                inertia.rotational = moreau::math::Mat3::from_row_slice(&a[9 * i..9 * i + 9]);
             }
         }
-        for i in (1..nb).filter(|&i| changed[i]) {
-            moreau::model::validate_inertia(&m.body_name[i], &m.body_inertia[i])
-                .map_err(value_error)?;
+        if inertias[0] != m.body_inertia[0] {
+            return Err(value_error(
+                "the world (row 0) has no inertia to change: keep its row as the getters give it",
+            ));
+        }
+        // Each changed body checked, and its file body's frame kept in step.
+        for (i, inertia) in inertias.into_iter().enumerate().skip(1) {
+            if inertia != m.body_inertia[i] {
+                m.set_body_inertia(i, inertia).map_err(value_error)?;
+            }
         }
         if let Some(a) = gravity {
             let a = values("gravity", &vector(&a), 3)?;

@@ -351,3 +351,41 @@ def test_worlds_on_the_device_refuse_sensors(tmp_path):
         batch.sensors()
     # The same worlds on the CPU read them.
     assert moreau.BatchSim(model, 2).sensors().shape == (2, 3)
+
+
+def test_randomized_masses_reach_the_subtree_sensors(scene_file):
+    """A body's mass changed by with_parameters is the mass the subtree
+    sensors and com_inertias read (MuJoCo's with the same change); a body
+    that carries several of the file's bodies welded together refuses, as
+    its mass cannot be split among them."""
+    model = moreau.load(scene_file)
+    names = model.body_names
+    arm = names.index("arm")
+    mass = model.body_mass.copy()
+    mass[arm] *= 3.0
+    heavy = model.with_parameters(body_mass=mass)
+    mj = mujoco.MjModel.from_xml_path(scene_file)
+    mj.body_mass[mj.body("arm").id] *= 3.0
+    data = mujoco.MjData(mj)
+    mujoco.mj_setConst(mj, data)  # MuJoCo's subtree masses
+    q, v = random_states(model, 1, np.random.default_rng(3))
+    batch = moreau.BatchSim(heavy, 1)
+    batch.set_states(q, v)
+    values = batch.sensors()[0]
+    qpos, qvel = model.to_mujoco(q, v)
+    data.qpos[:], data.qvel[:] = qpos[0], qvel[0]
+    mujoco.mj_forward(mj, data)
+    for name in ["torso_com", "arm_com", "torso_subtreelinvel", "torso_angmom", "arm_angmom"]:
+        assert moreau_values(heavy, values, name) == pytest.approx(
+            mujoco_values(mj, data, name), abs=1e-9, rel=1e-9
+        ), name
+    cinert = batch.com_inertias()[0]
+    row = heavy.body_frame_names.index("arm")
+    assert cinert[row, 9] == pytest.approx(mj.body_mass[mj.body("arm").id])
+    # The torso carries the welded cap: refused, naming both.
+    mass = model.body_mass.copy()
+    mass[names.index("torso")] *= 2.0
+    with pytest.raises(ValueError, match="torso, cap"):
+        model.with_parameters(body_mass=mass)
+    with pytest.raises(ValueError, match="world"):
+        model.with_parameters(body_mass=model.body_mass + 1.0)

@@ -656,6 +656,49 @@ impl Model {
             .enumerate()
             .filter(|(_, f)| f.inertia.is_some())
     }
+    /// Sets body `body`'s inertia (domain randomization), checked as a
+    /// file's is, and keeps the file's body carried by it in step (its
+    /// frame's inertia: MuJoCo's per-body quantities and the sensors read
+    /// it). A model body that carries several of the file's bodies welded
+    /// together is refused: its inertia cannot be split among them.
+    pub fn set_body_inertia(
+        &mut self,
+        body: usize,
+        inertia: crate::math::Inertia,
+    ) -> Result<(), crate::error::ModelError> {
+        let invalid = |reason: String| crate::error::ModelError::Invalid {
+            what: format!("body {body}"),
+            reason,
+        };
+        if body == WORLD || body >= self.nbodies {
+            return Err(invalid(format!(
+                "not a body with inertia (1..{})",
+                self.nbodies
+            )));
+        }
+        validate_inertia(&self.body_name[body], &inertia)?;
+        let carried: Vec<usize> = (self.body_frames())
+            .filter(|(_, f)| f.body == body)
+            .map(|(k, _)| k)
+            .collect();
+        if carried.len() > 1 {
+            let names: Vec<&str> = carried
+                .iter()
+                .map(|&k| self.frames[k].name.as_str())
+                .collect();
+            return Err(invalid(format!(
+                "`{}` carries the file's bodies {} welded together: its inertia cannot be split among them",
+                self.body_name[body],
+                names.join(", ")
+            )));
+        }
+        if let Some(&k) = carried.first() {
+            let f = &mut self.frames[k];
+            f.inertia = Some(inertia.transformed(&f.body_from_frame.inverse()));
+        }
+        self.body_inertia[body] = inertia;
+        Ok(())
+    }
     /// Body index from its name.
     pub fn body_id(&self, name: &str) -> Option<usize> {
         self.body_name.iter().position(|n| n == name)

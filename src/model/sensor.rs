@@ -52,12 +52,15 @@ pub enum Zone {
     },
 }
 
-/// The part of a model that hangs from a file's body: each body of the file
-/// in that subtree as `(model body that carries it, its own inertia in that
-/// body's frame)`, and the geometries it holds (their contact forces are
-/// the subtree's external forces).
+/// The part of a model that hangs from a file's body: the model bodies
+/// wholly inside it (their [`Model::body_inertia`], so that a changed mass
+/// is read), the file's bodies inside it that share a model body with
+/// bodies outside (welded across its root) as `(model body that carries
+/// it, its own inertia in that body's frame)`, and the geometries it holds
+/// (their contact forces are the subtree's external forces).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Subtree {
+    pub bodies: Vec<usize>,
     pub parts: Vec<(usize, Inertia)>,
     pub geometries: Vec<usize>,
 }
@@ -233,6 +236,9 @@ impl Model {
                 }
             }
             if let Some(t) = subtree {
+                if t.bodies.iter().any(|&b| b >= nb) {
+                    return bad("its subtree is out of range");
+                }
                 for (b, inertia) in &t.parts {
                     if *b >= nb
                         || !(inertia.mass.is_finite()

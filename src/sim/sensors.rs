@@ -9,7 +9,7 @@
 
 use super::{SimError, Simulator, State, WorldContact};
 use crate::dynamics::{Data, forward_kinematics, forward_velocity, rnea_from_kinematics};
-use crate::math::{Mat3, SE3, Vec3, Vec6, ang, force_cross, lin, spatial};
+use crate::math::{Inertia, Mat3, SE3, Vec3, Vec6, ang, force_cross, lin, spatial};
 use crate::model::{Attachment, Model, SensorKind, Subtree, Zone};
 use nalgebra::{Rotation3, UnitQuaternion};
 
@@ -46,7 +46,7 @@ pub fn sensor_values(
                 SensorKind::JointPos { index } => out[k] = q[index],
                 SensorKind::JointVel { index } => out[k] = v[index],
                 ref kind if !kind.needs_step() => {
-                    state_sensor(kind, data, &mut out[k..k + kind.dim()]);
+                    state_sensor(model, kind, data, &mut out[k..k + kind.dim()]);
                 }
                 _ => {}
             }
@@ -97,7 +97,7 @@ fn put(out: &mut [f64], x: &Vec3) {
 }
 
 /// A sensor of the present state (after the kinematics at `(q, v)`).
-fn state_sensor(kind: &SensorKind, data: &Data, out: &mut [f64]) {
+fn state_sensor(model: &Model, kind: &SensorKind, data: &Data, out: &mut [f64]) {
     // (world placement, linear and angular velocity) of a frame.
     let frame = |a: &Attachment| {
         let x = placement(data, a);
@@ -167,22 +167,29 @@ fn state_sensor(kind: &SensorKind, data: &Data, out: &mut [f64]) {
             };
             put(out, &out_w);
         }
-        SensorKind::SubtreeCom(t) => put(out, &subtree_motion(data, t).0),
-        SensorKind::SubtreeLinVel(t) => put(out, &subtree_motion(data, t).1),
-        SensorKind::SubtreeAngMom(t) => put(out, &subtree_motion(data, t).2),
+        SensorKind::SubtreeCom(t) => put(out, &subtree_motion(model, data, t).0),
+        SensorKind::SubtreeLinVel(t) => put(out, &subtree_motion(model, data, t).1),
+        SensorKind::SubtreeAngMom(t) => put(out, &subtree_motion(model, data, t).2),
         // (The joint sensors are read from q and v by the caller.)
         _ => unreachable!("a sensor of the step or of the joints"),
     }
 }
 
+/// The bodies of a subtree as `(model body, own inertia in its frame)`.
+fn subtree_parts<'a>(
+    model: &'a Model,
+    t: &'a Subtree,
+) -> impl Iterator<Item = (usize, &'a Inertia)> + 'a {
+    let whole = t.bodies.iter().map(|&b| (b, &model.body_inertia[b]));
+    whole.chain(t.parts.iter().map(|(b, i)| (*b, i)))
+}
+
 /// A subtree's centre of mass, its velocity and the angular momentum about it.
-fn subtree_motion(data: &Data, t: &Subtree) -> (Vec3, Vec3, Vec3) {
-    let parts: Vec<_> = t
-        .parts
-        .iter()
+fn subtree_motion(model: &Model, data: &Data, t: &Subtree) -> (Vec3, Vec3, Vec3) {
+    let parts: Vec<_> = subtree_parts(model, t)
         .map(|(b, own)| {
-            let i = own.transformed(&data.world_from_body[*b]);
-            let (v, w) = point_velocity(data, *b, &i.com);
+            let i = own.transformed(&data.world_from_body[b]);
+            let (v, w) = point_velocity(data, b, &i.com);
             (i, v, w)
         })
         .collect();
@@ -238,7 +245,7 @@ fn step_sensor(model: &Model, kind: &SensorKind, data: &Data, step: &StepRecord,
         }
         SensorKind::Force { site, subtree } | SensorKind::Torque { site, subtree } => {
             let x = placement(data, site);
-            let f = interaction(data, step, subtree);
+            let f = interaction(model, data, step, subtree);
             let (force, torque_o) = (lin(&f), ang(&f));
             let v = if matches!(kind, SensorKind::Force { .. }) {
                 force
@@ -254,12 +261,12 @@ fn step_sensor(model: &Model, kind: &SensorKind, data: &Data, step: &StepRecord,
 /// The spatial force `[f; n]` (about the world origin) that the rest of
 /// the model exerts on `subtree`: what its motion needs, gravity included,
 /// less its contact forces (MuJoCo's `cfrc_int`).
-fn interaction(data: &Data, step: &StepRecord, subtree: &Subtree) -> Vec6 {
+fn interaction(model: &Model, data: &Data, step: &StepRecord, subtree: &Subtree) -> Vec6 {
     let mut f = Vec6::zeros();
-    for (b, own) in &subtree.parts {
-        let i = own.transformed(&data.world_from_body[*b]);
-        let v = &data.body_velocity[*b];
-        f += i.apply(&data.body_acceleration[*b]) + force_cross(v, &i.apply(v));
+    for (b, own) in subtree_parts(model, subtree) {
+        let i = own.transformed(&data.world_from_body[b]);
+        let v = &data.body_velocity[b];
+        f += i.apply(&data.body_acceleration[b]) + force_cross(v, &i.apply(v));
     }
     let inside = |g: usize| subtree.geometries.binary_search(&g).is_ok();
     for c in step.contacts {

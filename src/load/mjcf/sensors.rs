@@ -312,8 +312,19 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 inside[b] = inside[self.bodies[b].parent];
             }
         }
+        // A model body is wholly inside when every file body it carries is.
+        let nb = cx.model.nbodies;
+        let (mut any_in, mut any_out) = (vec![false; nb], vec![false; nb]);
+        for b in 1..n {
+            if inside[b] {
+                any_in[cx.carrier[b]] = true;
+            } else {
+                any_out[cx.carrier[b]] = true;
+            }
+        }
+        let bodies = (1..nb).filter(|&j| any_in[j] && !any_out[j]).collect();
         let parts = (1..n)
-            .filter(|&b| inside[b])
+            .filter(|&b| inside[b] && any_out[cx.carrier[b]])
             .map(|b| {
                 let own = &self.bodies[b].inertia;
                 (cx.carrier[b], own.transformed(&cx.from[b]))
@@ -330,7 +341,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             })
             .map(|(k, _)| k)
             .collect();
-        Subtree { parts, geometries }
+        Subtree {
+            bodies,
+            parts,
+            geometries,
+        }
     }
 }
 
