@@ -354,10 +354,11 @@ def test_worlds_on_the_device_refuse_sensors(tmp_path):
 
 
 def test_randomized_masses_reach_the_subtree_sensors(scene_file):
-    """A body's mass changed by with_parameters is the mass the subtree
-    sensors and com_inertias read (MuJoCo's with the same change); a body
-    that carries several of the file's bodies welded together refuses, as
-    its mass cannot be split among them."""
+    """A body's mass and centre of mass changed by with_parameters are what
+    the subtree sensors, the frame sensors of a body's centre of mass and
+    com_inertias read (MuJoCo's with the same change); a body that carries
+    several of the file's bodies welded together refuses, as its mass
+    cannot be split among them."""
     model = moreau.load(scene_file)
     names = model.body_names
     arm = names.index("arm")
@@ -367,15 +368,22 @@ def test_randomized_masses_reach_the_subtree_sensors(scene_file):
     mj = mujoco.MjModel.from_xml_path(scene_file)
     mj.body_mass[mj.body("arm").id] *= 3.0
     data = mujoco.MjData(mj)
-    mujoco.mj_setConst(mj, data)  # MuJoCo's subtree masses
     q, v = random_states(model, 1, np.random.default_rng(3))
+    qpos, qvel = model.to_mujoco(q, v)
+    data.qpos[:], data.qvel[:] = qpos[0], qvel[0]
+    # (Its centre of mass moved too: the frame sensors of objtype body follow.)
+    com = heavy.body_com.copy()
+    com[names.index("hand")] += [0.01, -0.02, 0.03]
+    heavy = heavy.with_parameters(body_com=com)
+    mj.body_ipos[mj.body("hand").id] += [0.01, -0.02, 0.03]
+    mujoco.mj_setConst(mj, data)  # (which leaves data at qpos0)
+    data.qpos[:], data.qvel[:] = qpos[0], qvel[0]
     batch = moreau.BatchSim(heavy, 1)
     batch.set_states(q, v)
     values = batch.sensors()[0]
-    qpos, qvel = model.to_mujoco(q, v)
-    data.qpos[:], data.qvel[:] = qpos[0], qvel[0]
     mujoco.mj_forward(mj, data)
-    for name in ["torso_com", "arm_com", "torso_subtreelinvel", "torso_angmom", "arm_angmom"]:
+    checked = ["torso_com", "arm_com", "torso_subtreelinvel", "torso_angmom", "arm_angmom"]
+    for name in checked + ["hand_com", "hand_com_vel"]:
         assert moreau_values(heavy, values, name) == pytest.approx(
             mujoco_values(mj, data, name), abs=1e-9, rel=1e-9
         ), name

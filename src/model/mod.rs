@@ -695,6 +695,7 @@ impl Model {
         if let Some(&k) = carried.first() {
             let f = &mut self.frames[k];
             f.inertia = Some(inertia.transformed(&f.body_from_frame.inverse()));
+            self.follow_center_of_mass(k);
         }
         self.body_inertia[body] = inertia;
         Ok(())

@@ -26,6 +26,11 @@ pub struct Sensor {
 pub struct Attachment {
     pub body: usize,
     pub body_from_frame: SE3,
+    /// `Some(k)`: the centre of mass of the file's body of frame `k`
+    /// (MuJoCo's objtype `body`), which follows that body's inertia
+    /// ([`Model::set_body_inertia`]).
+    #[serde(default)]
+    pub com_of: Option<usize>,
 }
 
 /// The zone of a touch sensor: the solid of its site, centred at the
@@ -180,6 +185,28 @@ impl SensorKind {
         }
     }
 
+    /// Its attachments, to change.
+    pub(super) fn attachments_mut(&mut self) -> Vec<&mut Attachment> {
+        use SensorKind::*;
+        match self {
+            Touch { site, .. } | Accelerometer(site) | Velocimeter(site) | Gyro(site) => {
+                vec![site]
+            }
+            Force { site, .. } | Torque { site, .. } => vec![site],
+            FramePos { object, reference }
+            | FrameQuat { object, reference }
+            | FrameAxis {
+                object, reference, ..
+            }
+            | FrameLinVel { object, reference }
+            | FrameAngVel { object, reference } => {
+                std::iter::once(object).chain(reference.as_mut()).collect()
+            }
+            SubtreeCom(_) | SubtreeLinVel(_) | SubtreeAngMom(_) => Vec::new(),
+            JointPos { .. } | JointVel { .. } => Vec::new(),
+        }
+    }
+
     /// The attachments and subtrees it refers to (for checks).
     fn references(&self) -> (Vec<&Attachment>, Option<&Subtree>) {
         use SensorKind::*;
@@ -204,6 +231,21 @@ impl SensorKind {
 }
 
 impl Model {
+    /// Moves the sensors' attachments at the centre of mass of frame `k`'s
+    /// file body to where its inertia now puts it.
+    pub(super) fn follow_center_of_mass(&mut self, k: usize) {
+        let f = &self.frames[k];
+        let Some(inertia) = f.inertia else { return };
+        let placement = f.body_from_frame.mul(&SE3::from_translation(inertia.com));
+        for s in &mut self.sensors {
+            for a in s.kind.attachments_mut() {
+                if a.com_of == Some(k) {
+                    a.body_from_frame = placement;
+                }
+            }
+        }
+    }
+
     /// Number of sensor values (MuJoCo's `nsensordata`).
     pub fn nsensordata(&self) -> usize {
         self.sensors.iter().map(|s| s.kind.dim()).sum()
@@ -233,6 +275,9 @@ impl Model {
             for a in attachments {
                 if a.body >= nb || !a.body_from_frame.is_finite() {
                     return bad("its frame is out of range or not finite");
+                }
+                if a.com_of.is_some_and(|k| k >= self.frames.len()) {
+                    return bad("its body frame is out of range");
                 }
             }
             if let Some(t) = subtree {

@@ -280,7 +280,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     )));
                 }
                 let com = self.bodies[b].inertia.com;
-                Ok(attach(cx, b, &SE3::from_translation(com)))
+                Ok(Attachment {
+                    com_of: b.checked_sub(1),
+                    ..attach(cx, b, &SE3::from_translation(com))
+                })
             }
             "geom" => {
                 let found =
@@ -354,5 +357,6 @@ fn attach(cx: &SensorContext, b: usize, local: &SE3) -> Attachment {
     Attachment {
         body: cx.carrier[b],
         body_from_frame: cx.from[b].mul(local),
+        com_of: None,
     }
 }
