@@ -28,6 +28,7 @@ pub mod inverse;
 pub mod load;
 pub mod math;
 pub mod model;
+pub mod render;
 pub mod scenes;
 pub mod sim;
 

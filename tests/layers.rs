@@ -21,6 +21,7 @@ const LAYERS: &[&str] = &[
     "scenes",
     "inverse",
     "gpu",
+    "render",
     "batch",
     "envs",
 ];

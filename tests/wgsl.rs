@@ -58,6 +58,7 @@ fn every_shader_parses_and_validates_with_naga() {
         "vjp.wgsl",
         "resident.wgsl",
         "resident_contacts.wgsl",
+        "render.wgsl",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -459,6 +459,27 @@ pub struct Model {
     /// The sensors ([`Sensor`]), in file order (MJCF's `<sensor>`).
     #[serde(default)]
     pub sensors: Vec<Sensor>,
+    /// What the bodies look like ([`Visual`]): MJCF's visible geoms,
+    /// colliding or not. Empty: the renderer draws the geometries.
+    #[serde(default)]
+    pub visuals: Vec<Visual>,
+}
+
+/// A shape drawn on a body (the renderer's; it does not collide).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Visual {
+    pub body: usize,
+    pub body_from_geom: SE3,
+    /// A mesh is drawn as its convex hull; a half-space as a square of
+    /// [`Visual::PLANE_HALF_SIZE`] about its origin.
+    pub shape: Shape,
+    /// Colour and opacity, each in [0, 1] (MJCF's `rgba`).
+    pub rgba: [f64; 4],
+}
+
+impl Visual {
+    /// Half the side of the square a half-space is drawn as, in metres.
+    pub const PLANE_HALF_SIZE: f64 = 50.0;
 }
 
 /// A named frame fixed on a body.

@@ -191,6 +191,12 @@ impl Model {
         for f in &self.frames {
             body(f.body, &format!("frame `{}`", f.name))?;
         }
+        for v in &self.visuals {
+            body(v.body, "a visual")?;
+            if !v.rgba.iter().all(|c| (0.0..=1.0).contains(c)) {
+                return Err(format!("a visual's rgba {:?} is outside [0, 1]", v.rgba));
+            }
+        }
         let (nt, na) = (self.tendons.len(), self.na());
         for a in &self.actuators {
             body(a.joint, &format!("actuator `{}`", a.name))?;

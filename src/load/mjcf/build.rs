@@ -280,6 +280,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     .map_err(|e| self.error(&body.element, e.to_string()))?;
             }
         }
+        let mut visuals = Vec::new();
         // The named geoms' model indices (for `<contact><pair>`).
         let mut geom_index: HashMap<String, usize> = HashMap::new();
         for b in 0..n {
@@ -325,6 +326,19 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 }
                 if !g.name.is_empty() {
                     geom_index.insert(g.name.clone(), geom);
+                }
+            }
+        }
+        // What the geoms look like, colliding or not.
+        for b in 0..n {
+            for g in &self.bodies[b].geoms {
+                if let Some((shape, rgba)) = &g.look {
+                    visuals.push(crate::model::Visual {
+                        body: carrier[b],
+                        body_from_geom: from[b].mul(&g.mjcf_from_geom),
+                        shape: shape.clone(),
+                        rgba: *rgba,
+                    });
                 }
             }
         }
@@ -725,6 +739,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             joints: &joint_plan,
         };
         model.sensors = self.sensors(&top, &cx)?;
+        model.visuals = visuals;
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {

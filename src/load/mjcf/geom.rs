@@ -60,7 +60,30 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             None => String::new(),
         };
         let paired = self.paired.contains(&name);
+        // Drawn as MuJoCo's viewer draws by default: groups 0 to 2, its
+        // own rgba, else its material's, else grey.
+        let group = match get("group") {
+            Some(g) => g
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| self.error(&el, format!("`group` must be an integer, got `{g}`")))?,
+            None => 0,
+        };
+        let rgba = match (get("rgba"), get("material")) {
+            (Some(c), _) => self.rgba(c, &el)?,
+            (None, Some(m)) => self
+                .materials
+                .get(m)
+                .copied()
+                .unwrap_or([0.5, 0.5, 0.5, 1.0]),
+            (None, None) => [0.5, 0.5, 0.5, 1.0],
+        };
+        let look = match &shape {
+            Some(s) if (0..=2).contains(&group) && rgba[3] > 0.0 => Some((s.clone(), rgba)),
+            _ => None,
+        };
         Ok(GeomRec {
+            look,
             name,
             mesh: gtype == "mesh",
             element: el,

@@ -260,6 +260,7 @@ pub fn parse_mjcf(
         mesh_dir: model_dir.to_path_buf(),
         package_dirs: options.package_dirs.clone(),
         meshes: HashMap::new(),
+        materials: HashMap::new(),
         hfields: HashMap::new(),
         mesh_cache: MeshCache::new(),
         warnings: Vec::new(),
@@ -437,6 +438,9 @@ struct GeomRec {
     inertia: Inertia,
     /// Whether the geom is a plane (static bodies only).
     plane: bool,
+    /// Its shape and colour when it is drawn (MuJoCo's visible groups 0 to
+    /// 2, not transparent).
+    look: Option<(Shape, [f64; 4])>,
 }
 
 struct BodyRec {
@@ -523,6 +527,8 @@ struct Parser<'a, 'i, 'e> {
     meshes: HashMap<String, MeshAsset>,
     /// `<hfield>` assets by name.
     hfields: HashMap<String, crate::model::HeightField>,
+    /// `<material>` assets' `rgba` by name.
+    materials: HashMap<String, [f64; 4]>,
     mesh_cache: MeshCache,
     warnings: Vec<String>,
     /// Joint attributes moreau does not model → the joints setting them.

@@ -60,6 +60,12 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
     }
 
+    /// An `rgba` attribute: four numbers, each clamped to [0, 1].
+    pub(super) fn rgba(&self, text: &str, el: &str) -> Result<[f64; 4], ModelFileError> {
+        let [r, g, b, a] = self.fixed::<4>(text, "rgba", el)?;
+        Ok([r, g, b, a].map(|c| c.clamp(0.0, 1.0)))
+    }
+
     /// The site named `name`: its MJCF body and its placement there.
     pub(super) fn site(&self, name: &str) -> Option<(usize, SE3)> {
         self.site_full(name).map(|(b, s)| (b, s.local))
@@ -407,6 +413,17 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     pub(super) fn assets(&mut self, a: Node<'a, 'i>) -> Result<(), ModelFileError> {
         for h in a.children().filter(|n| n.has_tag_name("hfield")) {
             self.hfield(h)?;
+        }
+        for m in a.children().filter(|n| n.has_tag_name("material")) {
+            let el = element_name(&m, "");
+            let class = self.class_of(&m, "main", &el)?;
+            if let (Some(name), Some(rgba)) = (
+                m.attribute("name"),
+                self.get(&m, &class, &["material"], "rgba"),
+            ) {
+                let rgba = self.rgba(rgba, &el)?;
+                self.materials.insert(name.to_string(), rgba);
+            }
         }
         for m in a.children().filter(|n| n.has_tag_name("mesh")) {
             let el = match m.attribute("file") {

@@ -787,6 +787,7 @@ impl ModelBuilder {
             collision_exclusions: self.exclusions,
             frames: self.frames,
             sensors: Vec::new(),
+            visuals: Vec::new(),
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
             let inherited = if i == WORLD {

@@ -1,0 +1,82 @@
+// The renderer (src/render/mod.rs): each shape of each world drawn as one
+// instance; a Lambert light from above and behind the camera plus an
+// ambient term; planes checkered. Two targets: the colour and the depth
+// along the camera's axis (0 where nothing is drawn).
+
+struct Instance {
+    // Shape frame → world (column-major).
+    model: mat4x4<f32>,
+    // rgb, and w > 0.5 for a checkered plane.
+    color: vec4<f32>,
+};
+
+struct Camera {
+    view_proj: mat4x4<f32>,
+    view: mat4x4<f32>,
+    // The light's direction towards it, world frame (w unused).
+    light: vec4<f32>,
+};
+
+struct Params {
+    // Instances per world: instance k belongs to world k / per_world.
+    per_world: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+};
+
+@group(0) @binding(0) var<storage, read> instances: array<Instance>;
+@group(0) @binding(1) var<storage, read> cameras: array<Camera>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+struct VertexOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) normal: vec3<f32>,
+    @location(1) world: vec3<f32>,
+    @location(2) @interpolate(flat) instance: u32,
+    @location(3) depth: f32,
+};
+
+@vertex
+fn vs_main(
+    @location(0) position: vec3<f32>,
+    @location(1) normal: vec3<f32>,
+    @builtin(instance_index) instance: u32,
+) -> VertexOut {
+    let inst = instances[instance];
+    let cam = cameras[instance / params.per_world];
+    let world = inst.model * vec4<f32>(position, 1.0);
+    var out: VertexOut;
+    out.clip = cam.view_proj * world;
+    out.normal = (inst.model * vec4<f32>(normal, 0.0)).xyz;
+    out.world = world.xyz;
+    out.instance = instance;
+    out.depth = -(cam.view * world).z;
+    return out;
+}
+
+struct FragmentOut {
+    @location(0) color: vec4<f32>,
+    @location(1) depth: f32,
+};
+
+@fragment
+fn fs_main(in: VertexOut) -> FragmentOut {
+    let inst = instances[in.instance];
+    let cam = cameras[in.instance / params.per_world];
+    var base = inst.color.rgb;
+    if (inst.color.w > 0.5) {
+        // A checker of 0.5 m squares.
+        let cell = floor(in.world.xy / 0.5);
+        let odd = (i32(cell.x) + i32(cell.y)) & 1;
+        if (odd == 1) {
+            base = base * 0.75;
+        }
+    }
+    let n = normalize(in.normal);
+    let lit = max(dot(n, cam.light.xyz), 0.0);
+    var out: FragmentOut;
+    out.color = vec4<f32>(base * (0.3 + 0.7 * lit), 1.0);
+    out.depth = in.depth;
+    return out;
+}

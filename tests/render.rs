@@ -1,0 +1,196 @@
+//! The renderer against the pinhole model: silhouettes and depths of
+//! shapes of known size at known distances, colours from the file, one
+//! image per world in one call equal to single calls, bad input refused.
+//! On lavapipe in CI (`MOREAU_REQUIRE_GPU=1`: no adapter fails).
+
+use moreau::gpu::GpuContext;
+use moreau::load::mjcf::{MjcfOptions, parse_mjcf};
+use moreau::math::{Inertia, SE3, Vec3};
+use moreau::model::{JointType, Material, Model, ModelBuilder, Shape, WORLD};
+use moreau::render::{Camera, Image, RenderError, Renderer};
+use std::path::Path;
+use std::sync::Arc;
+
+const SIZE: u32 = 256;
+
+fn gpu() -> bool {
+    GpuContext::for_tests().is_some()
+}
+
+/// One free body with `shape` at the origin (q = identity placement).
+fn one_shape(shape: Shape) -> (Arc<Model>, Vec<f64>) {
+    let mut b = ModelBuilder::new("shape");
+    let body = b
+        .add_body(
+            "body",
+            WORLD,
+            JointType::Free,
+            SE3::identity(),
+            Inertia::sphere(1.0, 0.1),
+        )
+        .unwrap();
+    b.add_geometry("g", body, SE3::identity(), shape, Material::default())
+        .unwrap();
+    let model = b.build().unwrap();
+    let q = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+    (Arc::new(model), q)
+}
+
+/// Pixels where something is drawn.
+fn covered(image: &Image) -> usize {
+    image.depth.iter().filter(|&&d| d > 0.0).count()
+}
+
+/// The focal length in pixels of a 45° camera on a `SIZE`-high image.
+fn focal() -> f64 {
+    SIZE as f64 / 2.0 / 22.5f64.to_radians().tan()
+}
+
+#[test]
+fn a_sphere_covers_the_disc_the_pinhole_model_predicts() {
+    if !gpu() {
+        return;
+    }
+    let (r, d) = (0.5, 4.0);
+    let (model, q) = one_shape(Shape::Ball { radius: r });
+    let mut renderer = Renderer::new(model, SIZE, SIZE).unwrap();
+    let camera = Camera::look_at(Vec3::new(0.0, -d, 0.0), Vec3::zeros());
+    let image = renderer.render(&q, &camera).unwrap();
+    // The silhouette is a circle of angular radius asin(r/d).
+    let predicted = focal() * r / (d * d - r * r).sqrt();
+    let measured = (covered(&image) as f64 / std::f64::consts::PI).sqrt();
+    println!("sphere: radius {measured:.2} px, predicted {predicted:.2} px");
+    assert!((measured - predicted).abs() < 2.0);
+    // The centre projects to the image's centre, and its pixel sees the
+    // sphere's near side at d − r.
+    let (u, v, depth) = camera.project(&Vec3::zeros(), SIZE, SIZE);
+    assert!((u - 128.0).abs() < 1e-9 && (v - 128.0).abs() < 1e-9 && (depth - d).abs() < 1e-12);
+    let centre = image.depth[(128 * SIZE + 128) as usize] as f64;
+    assert!((centre - (d - r)).abs() < 0.01, "{centre}");
+    // Nothing at the corners (sky, no depth).
+    assert_eq!(image.depth[0], 0.0);
+    assert!(image.rgb[..3].iter().all(|&c| c > 200));
+}
+
+#[test]
+fn a_box_seen_face_on_covers_the_square_the_pinhole_model_predicts() {
+    if !gpu() {
+        return;
+    }
+    let (a, d) = (0.5, 4.0);
+    let (model, q) = one_shape(Shape::Cuboid {
+        half_extents: Vec3::repeat(a),
+    });
+    let mut renderer = Renderer::new(model, SIZE, SIZE).unwrap();
+    let camera = Camera::look_at(Vec3::new(0.0, -d, 0.0), Vec3::zeros());
+    let image = renderer.render(&q, &camera).unwrap();
+    // Only the front face shows, at d − a: a square of side 2 f a/(d − a).
+    let side = 2.0 * focal() * a / (d - a);
+    let row = 128usize;
+    let columns = (0..SIZE as usize)
+        .filter(|&c| image.depth[row * SIZE as usize + c] > 0.0)
+        .count() as f64;
+    let area = covered(&image) as f64;
+    println!("box: {columns} columns, area {area}, predicted side {side:.2}");
+    assert!((columns - side).abs() < 2.0);
+    assert!((area.sqrt() - side).abs() < 2.0);
+    let centre = image.depth[row * SIZE as usize + 128] as f64;
+    assert!((centre - (d - a)).abs() < 1e-4, "{centre}");
+    // Turned by 45° about z: the edge comes forward to d − a√2.
+    let mut turned = q.clone();
+    let half = std::f64::consts::FRAC_PI_8;
+    turned[5] = half.sin();
+    turned[6] = half.cos();
+    let image = renderer.render(&turned, &camera).unwrap();
+    let centre = image.depth[row * SIZE as usize + 128] as f64;
+    assert!((centre - (d - a * 2f64.sqrt())).abs() < 0.01, "{centre}");
+}
+
+#[test]
+fn colours_come_from_the_file_and_worlds_render_alike_in_one_call() {
+    if !gpu() {
+        return;
+    }
+    let text = r#"<mujoco>
+  <asset><material name="blue" rgba="0 0 1 1"/></asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" rgba="0.9 0.9 0.9 1"/>
+    <body name="red" pos="0 0 0.5"><freejoint/><geom type="sphere" size="0.3" rgba="1 0 0 1"/></body>
+    <body name="blue" pos="1 0 0.5"><freejoint/><geom type="box" size="0.2 0.2 0.2" material="blue"/></body>
+    <body name="ghost" pos="-1 0 0.5"><freejoint/>
+      <geom type="sphere" size="0.2" contype="0" conaffinity="0" rgba="0 1 0 1"/>
+      <geom type="sphere" size="0.25" group="3" rgba="1 1 0 1"/>
+    </body>
+  </worldbody>
+</mujoco>"#;
+    let m = parse_mjcf(text, "colours.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    // The visual-only sphere is drawn, the group-3 one is not.
+    assert_eq!(m.model.visuals.len(), 4);
+    let model = Arc::new(m.model);
+    let q0: Vec<f64> = m.q0.iter().copied().collect();
+    let mut renderer = Renderer::new(model.clone(), SIZE, SIZE).unwrap();
+    let camera = Camera::look_at(Vec3::new(0.0, -5.0, 1.5), Vec3::new(0.0, 0.0, 0.5));
+    let image = renderer.render(&q0, &camera).unwrap();
+    let pixel = |p: Vec3| {
+        let (u, v, _) = camera.project(&p, SIZE, SIZE);
+        let k = 3 * (v as usize * SIZE as usize + u as usize);
+        [image.rgb[k], image.rgb[k + 1], image.rgb[k + 2]]
+    };
+    let [r, g, b] = pixel(Vec3::new(0.0, 0.0, 0.5));
+    assert!(r > 40 && g == 0 && b == 0, "red sphere: {r} {g} {b}");
+    let [r, g, b] = pixel(Vec3::new(1.0, 0.0, 0.5));
+    assert!(b > 40 && r == 0 && g == 0, "blue box: {r} {g} {b}");
+    let [r, g, b] = pixel(Vec3::new(-1.0, 0.0, 0.5));
+    assert!(
+        g > 40 && r == 0 && b == 0,
+        "green visual sphere: {r} {g} {b}"
+    );
+    // The same state and camera: the same image, bit for bit; several
+    // worlds in one call: each as it renders alone.
+    assert_eq!(renderer.render(&q0, &camera).unwrap(), image);
+    let mut moved = q0.clone();
+    moved[0] += 0.3;
+    let cameras = [
+        camera,
+        Camera::orbit(Vec3::new(0.0, 0.0, 0.5), 4.0, 30.0, 25.0),
+        camera,
+    ];
+    let qs: Vec<&[f64]> = vec![&q0, &q0, &moved];
+    let many = renderer.render_many(&qs, &cameras).unwrap();
+    for (k, image) in many.iter().enumerate() {
+        assert_eq!(
+            *image,
+            renderer.render(qs[k], &cameras[k]).unwrap(),
+            "world {k}"
+        );
+    }
+    assert_ne!(many[0], many[2]);
+}
+
+#[test]
+fn bad_input_is_refused_naming_it() {
+    if !gpu() {
+        return;
+    }
+    let (model, q) = one_shape(Shape::Ball { radius: 0.5 });
+    assert!(matches!(
+        Renderer::new(model.clone(), 0, 10),
+        Err(RenderError::Size { .. })
+    ));
+    let mut renderer = Renderer::new(model, 32, 32).unwrap();
+    let camera = Camera::look_at(Vec3::new(0.0, -3.0, 0.0), Vec3::zeros());
+    let mut bad = q.clone();
+    bad[1] = f64::NAN;
+    let e = renderer.render(&bad, &camera).unwrap_err().to_string();
+    assert!(e.contains("configuration 0"), "{e}");
+    let e = renderer.render(&q[..3], &camera).unwrap_err().to_string();
+    assert!(e.contains("configuration 0"), "{e}");
+    let blind = Camera::look_at(Vec3::zeros(), Vec3::zeros());
+    let e = renderer.render(&q, &blind).unwrap_err().to_string();
+    assert!(e.contains("camera 0"), "{e}");
+    let e = renderer
+        .render_many(&[&q, &q], &[camera])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1 cameras for 2"), "{e}");
+}
