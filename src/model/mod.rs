@@ -480,6 +480,8 @@ pub struct Visual {
 impl Visual {
     /// Half the side of the square a half-space is drawn as, in metres.
     pub const PLANE_HALF_SIZE: f64 = 50.0;
+    /// The colour of a ground or terrain moreau adds.
+    pub const GROUND_RGBA: [f64; 4] = [0.55, 0.65, 0.5, 1.0];
 }
 
 /// A named frame fixed on a body.

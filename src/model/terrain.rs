@@ -471,6 +471,22 @@ impl Model {
             }
             None => model.geometries.push(geometry),
         }
+        // Drawn as it collides, in place of the upward planes' squares.
+        if !model.visuals.is_empty() {
+            model.visuals.retain(|v| {
+                !(v.body == WORLD
+                    && matches!(v.shape, Shape::HalfSpace { normal } if {
+                        let n = v.body_from_geom.rotation * normal;
+                        n.z > 0.999 * n.norm()
+                    }))
+            });
+            model.visuals.push(super::Visual {
+                body: WORLD,
+                body_from_geom: terrain.world_from_field,
+                shape: Shape::HeightField(terrain.field.clone()),
+                rgba: super::Visual::GROUND_RGBA,
+            });
+        }
         Ok(model)
     }
 }

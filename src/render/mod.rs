@@ -296,13 +296,18 @@ impl Renderer {
         let spread = (1..self.model.nbodies)
             .map(|b| (self.data.world_from_body[b].translation - centre).norm())
             .fold(0.0, f64::max);
+        let distance = 2.5 * spread.max(0.5) + 1.0;
         Ok(Camera::orbit(
             centre,
-            2.5 * spread.max(0.5) + 1.0,
-            -120.0,
-            20.0,
+            distance,
+            Self::AZIMUTH,
+            Self::ELEVATION,
         ))
     }
+
+    /// The default camera's azimuth and elevation (degrees).
+    pub const AZIMUTH: f64 = -120.0;
+    pub const ELEVATION: f64 = 20.0;
 
     fn check_q(&self, world: usize, q: &[f64]) -> Result<(), RenderError> {
         let state = crate::sim::State::new(
@@ -590,7 +595,7 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
                 body_from_geom: g.body_from_geom,
                 shape: g.shape.clone(),
                 rgba: if g.body == crate::model::WORLD {
-                    [0.55, 0.65, 0.5, 1.0]
+                    Visual::GROUND_RGBA
                 } else {
                     [0.7, 0.55, 0.4, 1.0]
                 },

@@ -869,6 +869,15 @@ impl Model {
             collider,
             body_from_collider: body_from_geom.mul(&geom_from_collider),
         });
+        // Drawn too, where the model says what it looks like.
+        if !self.visuals.is_empty() {
+            self.visuals.push(super::Visual {
+                body: WORLD,
+                body_from_geom,
+                shape: Shape::HalfSpace { normal: Vec3::z() },
+                rgba: super::Visual::GROUND_RGBA,
+            });
+        }
         Ok(())
     }
 }

@@ -37,7 +37,7 @@ use moreau_lab::bench::batch::SceneBenchConfig;
 use moreau_lab::study::{self, report};
 use nalgebra::DVector;
 use run::{load_scene, run};
-use show::{compare, compare_events, compare_locomotion, info, inspect};
+use show::{compare, compare_events, compare_locomotion, info, inspect, render};
 use solve::solve;
 use std::io::Write;
 use std::path::PathBuf;
@@ -337,6 +337,36 @@ enum Command {
     },
     /// List the built-in scenes.
     Scenes,
+    /// Draw a built-in scene or a robot file, offscreen on the GPU, into a
+    /// PNG image: its initial state, or its state after --steps steps (the
+    /// scene's controller, or a robot file's posture held as for `run`).
+    Render {
+        /// Scene name or robot file, as for `run`.
+        scene: String,
+        #[command(flatten)]
+        file: ModelFileArgs,
+        /// Steps to simulate before drawing.
+        #[arg(long, default_value_t = 0)]
+        steps: usize,
+        /// Image width and height in pixels.
+        #[arg(long, default_value_t = 640)]
+        width: u32,
+        #[arg(long, default_value_t = 480)]
+        height: u32,
+        /// Camera direction: azimuth (degrees about z from +x) and elevation
+        /// (degrees above the horizontal), looking at the centre of mass.
+        #[arg(long, default_value_t = moreau::render::Renderer::AZIMUTH, allow_hyphen_values = true)]
+        azimuth: f64,
+        #[arg(long, default_value_t = moreau::render::Renderer::ELEVATION, allow_hyphen_values = true)]
+        elevation: f64,
+        /// Camera distance from the centre of mass in metres (default: from
+        /// the bodies' spread).
+        #[arg(long)]
+        distance: Option<f64>,
+        /// The PNG file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Load a robot file (URDF or MJCF) and print its tree (bodies, joints
     /// with types and limits, geometries), nq, nv, bodies, total mass,
     /// actuators and the loader's warnings.
@@ -542,6 +572,24 @@ fn main() -> ExitCode {
         } => compare_locomotion(&out, quick),
         Command::Compare { out, quick, .. } => compare(&out, quick),
         Command::Inspect { file, options } => inspect(&file, &options),
+        Command::Render {
+            scene,
+            file,
+            steps,
+            width,
+            height,
+            azimuth,
+            elevation,
+            distance,
+            out,
+        } => render(
+            &scene,
+            &file,
+            steps,
+            (width, height),
+            (azimuth, elevation, distance),
+            &out,
+        ),
         Command::Info => info(),
         Command::Scenes => {
             for name in SCENE_NAMES {

@@ -177,3 +177,66 @@ pub(crate) fn compare_locomotion(out: &std::path::Path, quick: bool) -> Result<(
     }
     Ok(())
 }
+
+/// `moreau render`: the scene after `steps` steps, drawn offscreen, as a PNG.
+pub(crate) fn render(
+    name: &str,
+    file_args: &ModelFileArgs,
+    steps: usize,
+    (width, height): (u32, u32),
+    (azimuth, elevation, distance): (f64, f64, Option<f64>),
+    out: &std::path::Path,
+) -> Result<(), AnyError> {
+    use moreau::render::{Camera, Renderer};
+    let scene = load_scene(name, file_args, false)?;
+    let mut state = scene.state.clone();
+    if steps > 0 {
+        let settings = (
+            DEFAULT_TOLERANCE,
+            DEFAULT_MAX_ITERATIONS,
+            (true, true),
+            DelassusPath::Auto,
+        );
+        let mut sim = run::make_sim(&scene, None, SolverKind::DEFAULT.name(), settings)?;
+        let mut tau = DVector::zeros(scene.model.nv);
+        let ctrl = (scene.controller.is_none() && scene.model.nu() > 0)
+            .then(|| vec![0.0; scene.model.nu()]);
+        for step in 0..steps {
+            scene.control(&state, tau.as_mut_slice());
+            match &ctrl {
+                Some(ctrl) => sim.step_controls(&mut state, ctrl),
+                None => sim.step(&mut state, tau.as_slice()),
+            }
+            .map_err(|e| format!("step {step}: {e}"))?;
+        }
+    }
+    let start = Instant::now();
+    let mut renderer = Renderer::new(scene.model.clone(), width, height)?;
+    let q = state.q.as_slice();
+    let fallback = renderer.default_camera(q)?;
+    let distance = distance.unwrap_or((fallback.eye - fallback.target).norm());
+    let camera = Camera::orbit(fallback.target, distance, azimuth, elevation);
+    let image = renderer.render(q, &camera)?;
+    let elapsed = start.elapsed();
+    write_png(out, &image)?;
+    say!(
+        "wrote {} ({width} x {height}, t = {:.3} s, rendered in {:.0} ms on {})",
+        out.display(),
+        state.t,
+        elapsed.as_secs_f64() * 1e3,
+        moreau::gpu::GpuContext::new()?.adapter.name
+    );
+    Ok(())
+}
+
+/// `image` as an 8-bit RGB PNG file.
+fn write_png(path: &std::path::Path, image: &moreau::render::Image) -> Result<(), AnyError> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), image.width, image.height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(&image.rgb)?;
+    writer.finish()?;
+    Ok(())
+}
