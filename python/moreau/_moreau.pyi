@@ -183,6 +183,18 @@ class Simulator:
     def reset_timers(self) -> None: ...
     def sensors(self) -> FloatArray:
         """The sensor values (see ``BatchSim.sensors``), (nsensordata,)."""
+    def render(
+        self,
+        width: int = 480,
+        height: int = 480,
+        azimuth: Optional[float] = None,
+        elevation: Optional[float] = None,
+        distance: Optional[float] = None,
+        target: Optional[Sequence[float]] = None,
+        depth: bool = False,
+    ) -> Any:
+        """An image of the world, (height, width, 3) uint8 (and (height, width)
+        float32 depths with ``depth=True``): see ``BatchSim.render``."""
     def contacts(self) -> list[dict[str, Any]]:
         """The last step's contacts."""
     def snapshot(self) -> bytes:
@@ -319,6 +331,22 @@ class BatchSim:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickling: model, arguments, each world's parameters and own
         model, and ``snapshot()``."""
+    def render(
+        self,
+        worlds: Optional[Sequence[int]] = None,
+        width: int = 480,
+        height: int = 480,
+        azimuth: Optional[float] = None,
+        elevation: Optional[float] = None,
+        distance: Optional[float] = None,
+        target: Optional[Sequence[float]] = None,
+        depth: bool = False,
+    ) -> Any:
+        """Images of the worlds (default all), drawn offscreen on the GPU:
+        (n, height, width, 3) uint8, and (n, height, width) float32 depths along
+        the camera's axis (0: nothing) with ``depth=True``. The camera looks at
+        each world's centre of mass (or ``target``) from ``azimuth``,
+        ``elevation`` (degrees) at ``distance`` (m)."""
     def sensors(self) -> FloatArray:
         """Every world's sensor values (nworlds, nsensordata): position and velocity
         sensors at the state; touch, accelerometer, force and torque of the last step

@@ -18,6 +18,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
 use crate::model::{Model, Pair};
+use crate::render::{CachedRenderer, View, to_python};
 use crate::simulator::{params, q_side_codes};
 use crate::value_error;
 use crate::views::{StateViews, Which, lend_times, lend2};
@@ -56,6 +57,8 @@ pub struct BatchSim {
     /// Every world's state, batch-major, for `q_view` and the others:
     /// synced at the end of every call that changes a state.
     views: StateViews,
+    /// `render`'s renderer, made on first use.
+    renderer: CachedRenderer,
     nq: usize,
     nv: usize,
     nu: usize,
@@ -341,6 +344,7 @@ impl BatchSim {
         views.sync(batch.states());
         Ok(BatchSim {
             views,
+            renderer: CachedRenderer::default(),
             batch,
             args: BatchArgs {
                 backend: backend.into(),
@@ -682,6 +686,49 @@ impl BatchSim {
         d.set_item("distance", PyArray1::from_vec(py, distance))?;
         d.set_item("impulse", array2(py, impulse, k, 3))?;
         Ok(d)
+    }
+
+    /// Images of the worlds ``worlds`` (default: all) at their
+    /// configurations, drawn offscreen on the GPU: (n, height, width, 3)
+    /// uint8 RGB, and with ``depth=True`` also (n, height, width) float32
+    /// distances along the camera's axis (0 where nothing is drawn). The
+    /// camera looks at each world's centre of mass (or ``target``) from
+    /// ``azimuth`` and ``elevation`` (degrees) at ``distance`` (m; default
+    /// from the bodies' spread). Drawn: the model's visuals (a file's geoms
+    /// with their ``rgba``), else its geometries.
+    #[pyo3(signature = (worlds=None, width=480, height=480, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn render<'py>(
+        &mut self,
+        py: Python<'py>,
+        worlds: Option<Vec<usize>>,
+        width: u32,
+        height: u32,
+        azimuth: Option<f64>,
+        elevation: Option<f64>,
+        distance: Option<f64>,
+        target: Option<[f64; 3]>,
+        depth: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.batch.nworlds();
+        let worlds = worlds.unwrap_or_else(|| (0..n).collect());
+        if let Some(&w) = worlds.iter().find(|&&w| w >= n) {
+            return Err(value_error(format!("world {w} of a batch of {n}")));
+        }
+        let qs: Vec<&[f64]> = worlds
+            .iter()
+            .map(|&w| Ok(self.batch.state(w)?.q.as_slice()))
+            .collect::<Result<_, moreau::batch::BatchError>>()
+            .map_err(value_error)?;
+        let view = View {
+            azimuth,
+            elevation,
+            distance,
+            target,
+        };
+        let model = self.batch.model().clone();
+        let frames = self.renderer.render(&model, &qs, (width, height), view)?;
+        to_python(py, frames, depth)
     }
 
     /// Every world's sensor values (nworlds, ``Model.nsensordata``): the

@@ -3,7 +3,7 @@
 //! python/moreau/_moreau.pyi.
 //!
 //! Files: `model` (`Model`, `load`, `scene`), `simulator` (`Simulator`),
-//! `batch` (`BatchSim`, `Tape`), `views` (its state lent to numpy), `task` (`Task`: the library's RL tasks
+//! `batch` (`BatchSim`, `Tape`), `views` (its state lent to numpy), `render` (images), `task` (`Task`: the library's RL tasks
 //! with their derivatives), `problems` (`solve`), `arrays` (numpy in and
 //! out).
 //!
@@ -17,6 +17,7 @@ mod arrays;
 mod batch;
 mod model;
 mod problems;
+mod render;
 mod simulator;
 mod task;
 mod views;

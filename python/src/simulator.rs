@@ -12,6 +12,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, matrix, vector};
 use crate::model::Model;
+use crate::render::{CachedRenderer, View};
 use crate::value_error;
 
 /// Simulation parameters from keyword arguments.
@@ -48,6 +49,7 @@ pub(crate) fn stage_seconds<'py>(
 pub struct Simulator {
     sim: CoreSim,
     state: State,
+    renderer: CachedRenderer,
 }
 
 #[pymethods]
@@ -58,6 +60,7 @@ impl Simulator {
         let p = params(model, dt, solver, tolerance)?;
         let sim = CoreSim::new(model.model.clone(), p).map_err(value_error)?;
         Ok(Simulator {
+            renderer: CachedRenderer::default(),
             sim,
             state: State::new(model.q0.clone(), model.v0.clone()),
         })
@@ -282,6 +285,42 @@ impl Simulator {
     fn sensors<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let values = self.sim.sensors(&self.state).map_err(value_error)?;
         Ok(PyArray1::from_vec(py, values))
+    }
+    /// An image of the world at its configuration, drawn offscreen on the
+    /// GPU: (height, width, 3) uint8 RGB, and with ``depth=True`` also
+    /// (height, width) float32 depths (see ``BatchSim.render``).
+    #[pyo3(signature = (width=480, height=480, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn render<'py>(
+        &mut self,
+        py: Python<'py>,
+        width: u32,
+        height: u32,
+        azimuth: Option<f64>,
+        elevation: Option<f64>,
+        distance: Option<f64>,
+        target: Option<[f64; 3]>,
+        depth: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let view = View {
+            azimuth,
+            elevation,
+            distance,
+            target,
+        };
+        let model = self.sim.model().clone();
+        let (rgb, d) =
+            self.renderer
+                .render(&model, &[self.state.q.as_slice()], (width, height), view)?;
+        let rgb = rgb.index_axis_move(numpy::ndarray::Axis(0), 0);
+        let d = d.index_axis_move(numpy::ndarray::Axis(0), 0);
+        let rgb = numpy::IntoPyArray::into_pyarray(rgb, py).into_any();
+        if depth {
+            let d = numpy::IntoPyArray::into_pyarray(d, py).into_any();
+            Ok((rgb, d).into_pyobject(py)?.into_any())
+        } else {
+            Ok(rgb)
+        }
     }
     /// The contacts of the last step: a list of dicts (`bodies`, `point`,
     /// `normal`, `distance`).

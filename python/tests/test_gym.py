@@ -157,16 +157,44 @@ def test_task_keyword_arguments_act_as_gymnasiums(task):
 def test_bad_task_keyword_arguments_raise_naming_them():
     with pytest.raises(TypeError, match="ctrl_cost_weigth.*ctrl_cost_weight"):
         mg.make_vec("Hopper-v5", 2, ctrl_cost_weigth=0.1)
-    with pytest.raises(ValueError, match="does not render"):
+    with pytest.raises(ValueError, match="renders 'rgb_array'"):
         mg.make_vec(TASK, 2, render_mode="human")
+    with pytest.raises(ValueError, match="camera_id=0: moreau draws its free camera only"):
+        mg.make_vec(TASK, 2, render_mode="rgb_array", camera_id=0)
     with pytest.raises(ValueError, match="frame_skip"):
         mg.make_vec(TASK, 2, frame_skip=0)
     with pytest.raises(OSError, match="does not exist"):
         mg.make_vec(TASK, 2, xml_file="no_such_file.xml")
     with pytest.raises(ValueError, match="main_body 0"):
         mg.make_vec("Ant-v5", 2, main_body=0)
-    # Rendering options are taken (and have no effect yet).
-    mg.make_vec(TASK, 2, width=64, height=64, default_camera_config={"distance": 3.0})
+
+
+
+def test_rgb_array_rendering_as_gymnasium_expects():
+    """render_mode="rgb_array": render() after step() gives (height, width,
+    3) uint8 frames (the vector env: one per environment), of the world as
+    it stands; the size and camera options are Gymnasium's; without a
+    render_mode, None."""
+    env = gym.make("moreau/Ant-v5", render_mode="rgb_array", width=96, height=64)
+    assert env.metadata["render_fps"] == gym.make("Ant-v5").metadata["render_fps"] == 20
+    env.reset(seed=0)
+    first = env.render()
+    assert first.shape == (64, 96, 3) and first.dtype == np.uint8 and first.std() > 10
+    for _ in range(5):
+        env.step(env.action_space.sample())
+    assert not np.array_equal(env.render(), first)
+    vector = mg.make_vec("Ant-v5", 3, render_mode="rgb_array", width=32, height=32)
+    vector.reset(seed=[1, 1, 2])
+    frames = vector.render()
+    assert len(frames) == 3 and all(f.shape == (32, 32, 3) for f in frames)
+    # Equal worlds, equal frames; the third started elsewhere.
+    assert np.array_equal(frames[0], frames[1]) and not np.array_equal(frames[0], frames[2])
+    # The camera options move the camera.
+    near = mg.make_vec("Ant-v5", 1, render_mode="rgb_array", width=32, height=32,
+                       default_camera_config={"distance": 2.0})
+    near.reset(seed=1)
+    assert not np.array_equal(near.render()[0], frames[0])
+    assert mg.make_vec(TASK, 1).render() is None
 
 
 def test_every_gymnasium_parameter_is_implemented_and_a_new_one_is_refused(monkeypatch):

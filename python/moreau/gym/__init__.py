@@ -417,7 +417,7 @@ def _model_path(xml_file: str) -> str:
 class MoreauVectorEnv(VectorEnv):
     """``num_envs`` copies of a Gymnasium MuJoCo task on a :class:`moreau.BatchSim`."""
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(
         self,
@@ -432,21 +432,26 @@ class MoreauVectorEnv(VectorEnv):
         (``xml_file``, ``frame_skip``, ``ctrl_cost_weight``,
         ``reset_noise_scale``, ``healthy_z_range``, …; see
         :func:`gymnasium_parameters`), Gymnasium's rendering options
-        (accepted, without effect: moreau does not render yet), and the
+        (``render_mode="rgb_array"``, ``width``, ``height``,
+        ``default_camera_config``'s ``distance``, ``azimuth``, ``elevation``
+        and ``lookat`` in MuJoCo's conventions; ``camera_id`` and
+        ``camera_name`` are refused: moreau draws its free camera), and the
         :class:`moreau.BatchSim`'s ``solver``, ``tolerance``, ``dt``,
         ``decomposition``, ``layout``, ``pipeline``."""
         if task_id not in TASKS:
             raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(sorted(TASKS))}")
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        if render_mode is not None:
-            raise ValueError(f"render_mode {render_mode!r}: moreau does not render yet (render_mode=None)")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode {render_mode!r}: moreau renders 'rgb_array' (or None)")
+        self.render_mode = render_mode
         self.task_id = task_id
         self.task = TASKS[task_id]
         self.spec = gymnasium.spec(task_id)
         self.params = gymnasium_parameters(task_id)
         stock_file = self.params["xml_file"]
         sim = {}
+        self._rendering: dict[str, Any] = {}
         for key, value in kwargs.items():
             if key in self.params:
                 if key not in IMPLEMENTED and value != self.params[key]:
@@ -457,7 +462,9 @@ class MoreauVectorEnv(VectorEnv):
                 self.params[key] = value
             elif key in SIMULATION:
                 sim[key] = value
-            elif key not in RENDERING:
+            elif key in RENDERING:
+                self._rendering[key] = value
+            else:
                 raise TypeError(
                     f"{task_id} got an unexpected keyword argument {key!r}; its parameters: "
                     f"{', '.join(sorted(self.params))}; the batch's: {', '.join(SIMULATION)}"
@@ -482,6 +489,8 @@ class MoreauVectorEnv(VectorEnv):
         self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
         # (Gymnasium's dt: the physics step times the frame skip.)
         self.dt = (sim.get("dt") or self.model.dt) * frame_skip
+        self._camera = _camera(task_id, self._rendering)
+        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.dt))}
         # The file's initial state in MuJoCo's conventions (the tasks' qpos
         # and qvel: quaternions (w, x, y, z), a free joint's linear velocity
         # in the world frame), which the reset noise is added to.
@@ -590,6 +599,15 @@ class MoreauVectorEnv(VectorEnv):
 
     def _observe(self) -> np.ndarray:
         return self.task.observation(self, *self._state())
+
+    def render(self):
+        """Every environment's image, a tuple of (height, width, 3) uint8
+        arrays, with ``render_mode="rgb_array"`` (drawn offscreen on the
+        GPU, lavapipe without one); else None, as Gymnasium's."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() without a render_mode: nothing is drawn (render_mode='rgb_array')")
+            return None
+        return tuple(self.batch.render(**self._camera))
 
     def reset(self, *, seed=None, options=None):
         """Resets every environment, or with ``options={"reset_mask": m}``
@@ -700,14 +718,37 @@ class MoreauVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, info
 
 
+def _camera(task_id: str, rendering: dict[str, Any]) -> dict[str, Any]:
+    """``BatchSim.render``'s keywords from Gymnasium's rendering options:
+    the image size (Gymnasium's 480 × 480 by default) and the free
+    camera of ``default_camera_config`` (MuJoCo's azimuth and elevation
+    point the camera; moreau's place it: turned by 180° and negated)."""
+    for key in ("camera_id", "camera_name"):
+        if rendering.get(key) is not None:
+            raise ValueError(f"{task_id}: {key}={rendering[key]!r}: moreau draws its free camera only")
+    out: dict[str, Any] = {"width": int(rendering.get("width", 480)), "height": int(rendering.get("height", 480))}
+    config = rendering.get("default_camera_config") or {}
+    if "distance" in config:
+        out["distance"] = float(config["distance"])
+    if "azimuth" in config:
+        out["azimuth"] = float(config["azimuth"]) + 180.0
+    if "elevation" in config:
+        out["elevation"] = -float(config["elevation"])
+    if "lookat" in config:
+        out["target"] = [float(x) for x in config["lookat"]]
+    return out
+
+
 class MoreauEnv(gymnasium.Env):
     """One environment of a Gymnasium task on moreau (a :class:`MoreauVectorEnv`
     of one, without autoreset: call ``reset`` when an episode ends)."""
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"]}
 
     def __init__(self, task_id: str, backend: str = "cpu1", render_mode: Optional[str] = None, **kwargs: Any):
         self._vec = MoreauVectorEnv(task_id, 1, backend, render_mode=render_mode, **kwargs)
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": self._vec.metadata["render_fps"]}
         self.spec = self._vec.spec
         self.observation_space = self._vec.single_observation_space
         self.action_space = self._vec.single_action_space
@@ -729,6 +770,12 @@ class MoreauEnv(gymnasium.Env):
         obs, reward, terminated, truncated, info = self._vec.step(action[None, :])
         info = {k: v[0] for k, v in info.items() if not k.startswith("_")}
         return obs[0], float(reward[0]), bool(terminated[0]), bool(truncated[0]), info
+
+    def render(self):
+        """The environment's image, (height, width, 3) uint8, with
+        ``render_mode="rgb_array"`` (else None, as Gymnasium's)."""
+        frames = self._vec.render()
+        return None if frames is None else frames[0]
 
 
 def make(task_id: str, backend: str = "cpu1", **kwargs: Any) -> MoreauEnv:
