@@ -140,3 +140,47 @@ fn sensors_survive_model_bytes_and_bad_ones_are_refused() {
     let e = Model::from_bytes(&bad.to_bytes()).unwrap_err().to_string();
     assert!(e.contains("sensor `angle`"), "{e}");
 }
+
+#[test]
+fn an_inertia_comes_back_from_its_spatial_matrix() {
+    use moreau::math::{Inertia, Mat3, Vec3};
+    let rotational = Mat3::new(0.3, 0.01, -0.02, 0.01, 0.2, 0.03, -0.02, 0.03, 0.25);
+    let i = Inertia::new(1.7, Vec3::new(0.1, -0.4, 0.25), rotational);
+    let back = Inertia::from_matrix(&i.matrix());
+    assert!((back.mass - i.mass).abs() < 1e-15);
+    assert!((back.com - i.com).norm() < 1e-15);
+    assert!((back.rotational - i.rotational).norm() < 1e-14);
+}
+
+#[test]
+fn a_welded_group_takes_a_new_inertia_on_its_first_body() {
+    // The pendulum's rod with a welded tip: twice the group's mass goes to
+    // the rod; the group still sums to the model body.
+    let text = r#"<mujoco><worldbody>
+  <body name="rod"><joint type="hinge" axis="0 1 0"/>
+    <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/>
+    <body name="tip" pos="0 0 -0.5"><geom type="sphere" size="0.05" mass="0.5"/></body>
+  </body></worldbody></mujoco>"#;
+    let m = parse_mjcf(text, "welded.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    let mut model = m.model;
+    let mut heavier = model.body_inertia[1];
+    heavier.mass *= 2.0;
+    model.set_body_inertia(1, heavier).unwrap();
+    let frames: Vec<_> = model.body_frames().map(|(_, f)| f.clone()).collect();
+    let sum = frames
+        .iter()
+        .map(|f| f.inertia.unwrap().transformed(&f.body_from_frame))
+        .fold(moreau::math::Inertia::zero(), |a, b| a.add(&b));
+    assert!((sum.mass - 3.0).abs() < 1e-12);
+    assert!((sum.com - model.body_inertia[1].com).norm() < 1e-12);
+    assert!((sum.rotational - model.body_inertia[1].rotational).norm() < 1e-12);
+    assert!(
+        (frames[1].inertia.unwrap().mass - 0.5).abs() < 1e-15,
+        "the tip keeps its mass"
+    );
+    // Less than the tip's mass: the rod would have less than none.
+    let mut light = model.body_inertia[1];
+    light.mass = 0.1;
+    let e = model.set_body_inertia(1, light).unwrap_err().to_string();
+    assert!(e.contains("`rod` takes the change"), "{e}");
+}

@@ -356,9 +356,9 @@ def test_worlds_on_the_device_refuse_sensors(tmp_path):
 def test_randomized_masses_reach_the_subtree_sensors(scene_file):
     """A body's mass and centre of mass changed by with_parameters are what
     the subtree sensors, the frame sensors of a body's centre of mass and
-    com_inertias read (MuJoCo's with the same change); a body that carries
-    several of the file's bodies welded together refuses, as its mass
-    cannot be split among them."""
+    com_inertias read (MuJoCo's with the same change); of a body that
+    carries several of the file's bodies welded together, the one with the
+    joint takes the change."""
     model = moreau.load(scene_file)
     names = model.body_names
     arm = names.index("arm")
@@ -390,10 +390,17 @@ def test_randomized_masses_reach_the_subtree_sensors(scene_file):
     cinert = batch.com_inertias()[0]
     row = heavy.body_frame_names.index("arm")
     assert cinert[row, 9] == pytest.approx(mj.body_mass[mj.body("arm").id])
-    # The torso carries the welded cap: refused, naming both.
+    # The torso carries the welded cap: the torso, with the joint, takes
+    # the change, the cap keeps its mass; a change that leaves the torso
+    # less than nothing is refused, naming both.
     mass = model.body_mass.copy()
     mass[names.index("torso")] *= 2.0
-    with pytest.raises(ValueError, match="torso, cap"):
+    welded = model.with_parameters(body_mass=mass)
+    rows = [welded.body_frame_names.index(b) for b in ("torso", "cap")]
+    cinert = moreau.BatchSim(welded, 1).com_inertias()[0]
+    assert cinert[rows, 9] == pytest.approx([2 * 3.2 - 0.2, 0.2], rel=1e-12)
+    mass[names.index("torso")] = 0.1
+    with pytest.raises(ValueError, match="torso, cap welded together, and `torso` takes the change"):
         model.with_parameters(body_mass=mass)
     with pytest.raises(ValueError, match="world"):
         model.with_parameters(body_mass=model.body_mass + 1.0)

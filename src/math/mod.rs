@@ -279,6 +279,20 @@ impl Inertia {
         out.fixed_view_mut::<3, 3>(3, 3)
             .copy_from(&(self.rotational - skew(&self.com) * mc));
     }
+    /// The inertia of a 6×6 spatial inertia about the frame origin (the
+    /// inverse of [`Self::matrix`]; zero for a massless matrix).
+    pub fn from_matrix(m: &Mat6) -> Inertia {
+        let mass = m[(0, 0)];
+        if mass <= 0.0 {
+            return Inertia::new(mass, Vec3::zeros(), Mat3::zeros());
+        }
+        // The lower-left block is m [c]×.
+        let mc = m.fixed_view::<3, 3>(3, 0);
+        let com = Vec3::new(mc[(2, 1)], mc[(0, 2)], mc[(1, 0)]) / mass;
+        let about_origin = m.fixed_view::<3, 3>(3, 3).into_owned();
+        let rotational = about_origin + skew(&com) * skew(&com) * mass;
+        Inertia::new(mass, com, (rotational + rotational.transpose()) / 2.0)
+    }
     /// Momentum `I v` of a body moving with spatial velocity `v` (same frame).
     #[inline]
     pub fn apply(&self, v: &Vec6) -> Vec6 {

@@ -680,10 +680,10 @@ impl Model {
             .filter(|(_, f)| f.inertia.is_some())
     }
     /// Sets body `body`'s inertia (domain randomization), checked as a
-    /// file's is, and keeps the file's body carried by it in step (its
-    /// frame's inertia: MuJoCo's per-body quantities and the sensors read
-    /// it). A model body that carries several of the file's bodies welded
-    /// together is refused: its inertia cannot be split among them.
+    /// file's is, and keeps the file's bodies carried by it in step (their
+    /// frames' inertias: MuJoCo's per-body quantities and the sensors read
+    /// them): where several are welded together, the first (the one with
+    /// the joint) takes the change, which must leave it a valid inertia.
     pub fn set_body_inertia(
         &mut self,
         body: usize,
@@ -704,20 +704,34 @@ impl Model {
             .filter(|(_, f)| f.body == body)
             .map(|(k, _)| k)
             .collect();
-        if carried.len() > 1 {
-            let names: Vec<&str> = carried
-                .iter()
-                .map(|&k| self.frames[k].name.as_str())
-                .collect();
-            return Err(invalid(format!(
-                "`{}` carries the file's bodies {} welded together: its inertia cannot be split among them",
-                self.body_name[body],
-                names.join(", ")
-            )));
-        }
+        // The change goes to the first file body it carries (the one with
+        // the joint; the others are welded to it), so that the file's
+        // bodies still sum to the model body.
         if let Some(&k) = carried.first() {
+            let own = if carried.len() == 1 {
+                inertia
+            } else {
+                let f = &self.frames[k];
+                let root = f.inertia.unwrap_or_else(crate::math::Inertia::zero);
+                let root = root.transformed(&f.body_from_frame);
+                let matrix = root.matrix() + inertia.matrix() - self.body_inertia[body].matrix();
+                let own = crate::math::Inertia::from_matrix(&matrix);
+                validate_inertia(&f.name, &own).map_err(|e| {
+                    invalid(format!(
+                        "`{}` carries the file's bodies {} welded together, and `{}` takes the change: {e}",
+                        self.body_name[body],
+                        carried
+                            .iter()
+                            .map(|&j| self.frames[j].name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        f.name
+                    ))
+                })?;
+                own
+            };
             let f = &mut self.frames[k];
-            f.inertia = Some(inertia.transformed(&f.body_from_frame.inverse()));
+            f.inertia = Some(own.transformed(&f.body_from_frame.inverse()));
             self.follow_center_of_mass(k);
         }
         self.body_inertia[body] = inertia;

@@ -7,7 +7,7 @@
 //! `sensordata` ([`Model::sensor_address`]).
 
 use super::Model;
-use crate::math::{Inertia, SE3, Vec3};
+use crate::math::{SE3, Vec3};
 
 /// A sensor of the model.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -58,15 +58,15 @@ pub enum Zone {
 }
 
 /// The part of a model that hangs from a file's body: the model bodies
-/// wholly inside it (their [`Model::body_inertia`], so that a changed mass
-/// is read), the file's bodies inside it that share a model body with
-/// bodies outside (welded across its root) as `(model body that carries
-/// it, its own inertia in that body's frame)`, and the geometries it holds
-/// (their contact forces are the subtree's external forces).
+/// wholly inside it (their [`Model::body_inertia`]), the file's bodies
+/// inside it that share a model body with bodies outside (welded across
+/// its root) as their frames (indices into [`Model::frames`], whose
+/// inertias [`Model::set_body_inertia`] keeps in step), and the geometries
+/// it holds (their contact forces are the subtree's external forces).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Subtree {
     pub bodies: Vec<usize>,
-    pub parts: Vec<(usize, Inertia)>,
+    pub frames: Vec<usize>,
     pub geometries: Vec<usize>,
 }
 
@@ -284,14 +284,10 @@ impl Model {
                 if t.bodies.iter().any(|&b| b >= nb) {
                     return bad("its subtree is out of range");
                 }
-                for (b, inertia) in &t.parts {
-                    if *b >= nb
-                        || !(inertia.mass.is_finite()
-                            && inertia.com.iter().all(|x| x.is_finite())
-                            && inertia.rotational.iter().all(|x| x.is_finite()))
-                    {
-                        return bad("its subtree is out of range or not finite");
-                    }
+                if (t.frames.iter())
+                    .any(|&k| self.frames.get(k).is_none_or(|f| f.inertia.is_none()))
+                {
+                    return bad("its subtree's body frames are out of range");
                 }
                 if t.geometries.iter().any(|&g| g >= ng) {
                     return bad("its subtree's geometries are out of range");

@@ -179,9 +179,14 @@ fn state_sensor(model: &Model, kind: &SensorKind, data: &Data, out: &mut [f64]) 
 fn subtree_parts<'a>(
     model: &'a Model,
     t: &'a Subtree,
-) -> impl Iterator<Item = (usize, &'a Inertia)> + 'a {
-    let whole = t.bodies.iter().map(|&b| (b, &model.body_inertia[b]));
-    whole.chain(t.parts.iter().map(|(b, i)| (*b, i)))
+) -> impl Iterator<Item = (usize, Inertia)> + 'a {
+    let whole = t.bodies.iter().map(|&b| (b, model.body_inertia[b]));
+    let parts = t.frames.iter().map(|&k| {
+        let f = &model.frames[k];
+        let own = f.inertia.unwrap_or_else(Inertia::zero);
+        (f.body, own.transformed(&f.body_from_frame))
+    });
+    whole.chain(parts)
 }
 
 /// A subtree's centre of mass, its velocity and the angular momentum about it.

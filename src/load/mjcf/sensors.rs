@@ -326,12 +326,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
         }
         let bodies = (1..nb).filter(|&j| any_in[j] && !any_out[j]).collect();
-        let parts = (1..n)
+        // (Frame b − 1 is MJCF body b's.)
+        let frames = (1..n)
             .filter(|&b| inside[b] && any_out[cx.carrier[b]])
-            .map(|b| {
-                let own = &self.bodies[b].inertia;
-                (cx.carrier[b], own.transformed(&cx.from[b]))
-            })
+            .map(|b| b - 1)
             .collect();
         let geometries = cx
             .model
@@ -346,7 +344,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .collect();
         Subtree {
             bodies,
-            parts,
+            frames,
             geometries,
         }
     }
