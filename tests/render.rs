@@ -193,4 +193,9 @@ fn bad_input_is_refused_naming_it() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("1 cameras for 2"), "{e}");
+    // More images than the adapter holds: refused before anything is made.
+    let qs = vec![q.as_slice(); 100_000];
+    let cameras = vec![camera; qs.len()];
+    let e = renderer.render_many(&qs, &cameras).unwrap_err().to_string();
+    assert!(e.contains("100000 images in one call; at most"), "{e}");
 }

@@ -32,8 +32,12 @@ pub enum RenderError {
     State { world: usize, reason: String },
     #[error("camera {world}: {reason}")]
     Camera { world: usize, reason: String },
-    #[error("{got} images in one call; at most {max} (the adapter's texture layers)")]
-    TooMany { got: usize, max: u32 },
+    #[error("{got} images in one call; at most {max} (the adapter's {limit})")]
+    TooMany {
+        got: usize,
+        max: u64,
+        limit: &'static str,
+    },
 }
 
 /// A pinhole camera: at `eye`, looking at `target`, `up` upwards in the
@@ -341,12 +345,38 @@ impl Renderer {
                 reason: format!("{} cameras for {n} configurations", cameras.len()),
             });
         }
-        let max = self.ctx.limits.max_texture_array_layers;
         if n == 0 {
             return Ok(Vec::new());
         }
-        if n > max as usize {
-            return Err(RenderError::TooMany { got: n, max });
+        // Checked before anything is allocated: the targets' layers, the
+        // readback and the instances of `n` images.
+        let limits = &self.ctx.limits;
+        let per_image = [
+            (
+                1,
+                limits.max_texture_array_layers as u64,
+                "max_texture_array_layers",
+            ),
+            (
+                2 * padded_row(self.width, 4) as u64 * self.height as u64,
+                limits.max_buffer_size,
+                "max_buffer_size",
+            ),
+            (
+                (self.drawn.len().max(1) * INSTANCE_FLOATS * 4) as u64,
+                limits.max_storage_buffer_binding_size,
+                "max_storage_buffer_binding_size",
+            ),
+        ];
+        for (bytes, limit, name) in per_image {
+            let max = limit / bytes;
+            if n as u64 > max {
+                return Err(RenderError::TooMany {
+                    got: n,
+                    max,
+                    limit: name,
+                });
+            }
         }
         for (w, (q, c)) in qs.iter().zip(cameras).enumerate() {
             self.check_q(w, q)?;
