@@ -2,7 +2,7 @@
 //!
 //! A sensor reads the state (position and velocity sensors) or the last
 //! step (acceleration and force sensors: [`SensorKind::needs_step`]); the
-//! simulator evaluates them ([`crate::sim::sensor_values`]). Their values
+//! simulator evaluates them (`Simulator::sensors`). Their values
 //! sit one after the other in the model's sensor order, as in MuJoCo's
 //! `sensordata` ([`Model::sensor_address`]).
 

@@ -79,7 +79,6 @@ pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
-pub use sensors::{StepRecord, sensor_values};
 pub use snapshot::{Snapshot, WarmStart, snapshots_from_bytes, snapshots_to_bytes};
 pub use state::{State, WorldContact};
 use std::time::Instant;

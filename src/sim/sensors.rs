@@ -14,21 +14,21 @@ use crate::model::{Attachment, Model, SensorKind, Subtree, Zone};
 use nalgebra::{Rotation3, UnitQuaternion};
 
 /// The last step, as the acceleration and force sensors read it.
-pub struct StepRecord<'a> {
+struct StepRecord<'a> {
     /// The state the step started from.
-    pub q: &'a [f64],
-    pub v: &'a [f64],
+    q: &'a [f64],
+    v: &'a [f64],
     /// `(v⁺ − v)/h` (nv).
-    pub a: &'a [f64],
+    a: &'a [f64],
     /// Its contacts with their impulses.
-    pub contacts: &'a [WorldContact],
-    pub dt: f64,
+    contacts: &'a [WorldContact],
+    dt: f64,
 }
 
 /// The values of `model`'s sensors at `(q, v)` and, for those that read a
 /// step, at `step` (none: 0), into `out` (`Model::nsensordata`), in the
 /// model's sensor order. `data`: a workspace of the model.
-pub fn sensor_values(
+fn sensor_values(
     model: &Model,
     data: &mut Data,
     q: &[f64],
