@@ -728,7 +728,7 @@ impl BatchSim {
         };
         let model = self.batch.model().clone();
         let frames = self.renderer.render(&model, &qs, (width, height), view)?;
-        to_python(py, frames, depth)
+        to_python(py, frames, depth, false)
     }
 
     /// Every world's sensor values (nworlds, ``Model.nsensordata``): the

@@ -4,8 +4,8 @@
 use moreau::Model as CoreModel;
 use moreau::math::Vec3;
 use moreau::render::{Camera, Renderer};
-use numpy::ndarray::{Array3, Array4};
-use numpy::{IntoPyArray, PyArray3, PyArray4};
+use numpy::IntoPyArray;
+use numpy::ndarray::{Array3, Array4, Axis};
 use pyo3::prelude::*;
 use std::sync::Arc;
 
@@ -78,17 +78,30 @@ impl CachedRenderer {
 }
 
 /// The frames as numpy arrays: (n, h, w, 3) uint8, and (n, h, w) float32
-/// depths when asked.
+/// depths when asked; `single`: the one image without its leading axis.
 pub(crate) fn to_python<'py>(
     py: Python<'py>,
     (rgb, depth): Frames,
     with_depth: bool,
+    single: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let rgb: Bound<'py, PyArray4<u8>> = rgb.into_pyarray(py);
+    let (rgb, depth) = if single {
+        (
+            rgb.index_axis_move(Axis(0), 0).into_pyarray(py).into_any(),
+            depth
+                .index_axis_move(Axis(0), 0)
+                .into_pyarray(py)
+                .into_any(),
+        )
+    } else {
+        (
+            rgb.into_pyarray(py).into_any(),
+            depth.into_pyarray(py).into_any(),
+        )
+    };
     if with_depth {
-        let depth: Bound<'py, PyArray3<f32>> = depth.into_pyarray(py);
         Ok((rgb, depth).into_pyobject(py)?.into_any())
     } else {
-        Ok(rgb.into_any())
+        Ok(rgb)
     }
 }

@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, matrix, vector};
 use crate::model::Model;
-use crate::render::{CachedRenderer, View};
+use crate::render::{CachedRenderer, View, to_python};
 use crate::value_error;
 
 /// Simulation parameters from keyword arguments.
@@ -309,18 +309,9 @@ impl Simulator {
             target,
         };
         let model = self.sim.model().clone();
-        let (rgb, d) =
-            self.renderer
-                .render(&model, &[self.state.q.as_slice()], (width, height), view)?;
-        let rgb = rgb.index_axis_move(numpy::ndarray::Axis(0), 0);
-        let d = d.index_axis_move(numpy::ndarray::Axis(0), 0);
-        let rgb = numpy::IntoPyArray::into_pyarray(rgb, py).into_any();
-        if depth {
-            let d = numpy::IntoPyArray::into_pyarray(d, py).into_any();
-            Ok((rgb, d).into_pyobject(py)?.into_any())
-        } else {
-            Ok(rgb)
-        }
+        let qs = [self.state.q.as_slice()];
+        let frames = self.renderer.render(&model, &qs, (width, height), view)?;
+        to_python(py, frames, depth, true)
     }
     /// The contacts of the last step: a list of dicts (`bodies`, `point`,
     /// `normal`, `distance`).
