@@ -199,3 +199,81 @@ fn bad_input_is_refused_naming_it() {
     let e = renderer.render_many(&qs, &cameras).unwrap_err().to_string();
     assert!(e.contains("100000 images in one call; at most"), "{e}");
 }
+
+/// The centre of what is drawn, in pixels (column, row), and how many.
+fn centroid(image: &Image) -> (f64, f64, usize) {
+    let (mut u, mut v, mut n) = (0.0, 0.0, 0);
+    for (k, &d) in image.depth.iter().enumerate() {
+        if d > 0.0 {
+            u += (k % image.width as usize) as f64 + 0.5;
+            v += (k / image.width as usize) as f64 + 0.5;
+            n += 1;
+        }
+    }
+    (u / n as f64, v / n as f64, n)
+}
+
+#[test]
+fn the_files_cameras_and_the_tracking_camera_follow_the_body() {
+    if !gpu() {
+        return;
+    }
+    let text = r#"<mujoco>
+  <worldbody>
+    <camera name="still" mode="targetbody" target="ball" pos="0 -4 0"/>
+    <body name="ball" pos="0 0 0">
+      <freejoint/><geom type="sphere" size="0.25"/>
+      <camera name="chase" mode="track" pos="0 -3 0" xyaxes="1 0 0 0 0 1" fovy="30"/>
+    </body>
+  </worldbody>
+</mujoco>"#;
+    use moreau::render::{Target, View};
+    let m = parse_mjcf(text, "cameras.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    let model = Arc::new(m.model);
+    assert_eq!(model.cameras.len(), 2);
+    let mut renderer = Renderer::new(model.clone(), SIZE, SIZE).unwrap();
+    let mut q: Vec<f64> = m.q0.iter().copied().collect();
+    // Moved and turned: the tracking camera keeps its world orientation.
+    q[..3].copy_from_slice(&[1.0, 2.0, 0.5]);
+    q[3..7].copy_from_slice(&[0.0, 0.0, 0.6f64.sin(), 0.6f64.cos()]);
+    let chase = View::named(&model, "chase").unwrap();
+    let camera = renderer.camera(&q, &chase).unwrap();
+    assert!((camera.eye - Vec3::new(1.0, -1.0, 0.5)).norm() < 1e-12);
+    let image = renderer.render(&q, &camera).unwrap();
+    let (u, v, n) = centroid(&image);
+    let half = SIZE as f64 / 2.0;
+    assert!((u - half).abs() < 0.5 && (v - half).abs() < 0.5, "{u} {v}");
+    // A disc of angular radius asin(r/d) through a 30° lens.
+    let f = half / 15f64.to_radians().tan();
+    let radius = f * 0.25 / (9.0f64 - 0.0625).sqrt();
+    let area = std::f64::consts::PI * radius * radius;
+    assert!(
+        (n as f64 - area).abs() < 2.0 * std::f64::consts::PI * radius * 2.0,
+        "{n} {area}"
+    );
+    // The world's camera turns to the ball; the free camera follows it.
+    let still = renderer.camera(&q, &View::Model(0)).unwrap();
+    assert_eq!(still.eye, Vec3::new(0.0, -4.0, 0.0));
+    for camera in [
+        still,
+        renderer
+            .camera(
+                &q,
+                &View::Orbit {
+                    target: Target::Body(1),
+                    azimuth: 10.0,
+                    elevation: 30.0,
+                    distance: Some(3.0),
+                },
+            )
+            .unwrap(),
+    ] {
+        let (u, v, _) = centroid(&renderer.render(&q, &camera).unwrap());
+        assert!((u - half).abs() < 1.0 && (v - half).abs() < 1.0, "{u} {v}");
+    }
+    let e = renderer
+        .camera(&q, &View::Model(2))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("camera 2 of a model with 2"), "{e}");
+}

@@ -18,7 +18,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
 use crate::model::{Model, Pair};
-use crate::render::{CachedRenderer, View, to_python};
+use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
 use crate::simulator::{params, q_side_codes};
 use crate::value_error;
 use crate::views::{StateViews, Which, lend_times, lend2};
@@ -696,7 +696,7 @@ impl BatchSim {
     /// ``azimuth`` and ``elevation`` (degrees) at ``distance`` (m; default
     /// from the bodies' spread). Drawn: the model's visuals (a file's geoms
     /// with their ``rgba``), else its geometries.
-    #[pyo3(signature = (worlds=None, width=480, height=480, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
+    #[pyo3(signature = (worlds=None, width=480, height=480, camera=None, track=None, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
     #[allow(clippy::too_many_arguments)]
     fn render<'py>(
         &mut self,
@@ -704,6 +704,8 @@ impl BatchSim {
         worlds: Option<Vec<usize>>,
         width: u32,
         height: u32,
+        camera: Option<CameraId>,
+        track: Option<String>,
         azimuth: Option<f64>,
         elevation: Option<f64>,
         distance: Option<f64>,
@@ -720,14 +722,16 @@ impl BatchSim {
             .map(|&w| Ok(self.batch.state(w)?.q.as_slice()))
             .collect::<Result<_, moreau::batch::BatchError>>()
             .map_err(value_error)?;
-        let view = View {
+        let view = ViewArgs {
+            camera,
+            track,
             azimuth,
             elevation,
             distance,
             target,
         };
         let model = self.batch.model().clone();
-        let frames = self.renderer.render(&model, &qs, (width, height), view)?;
+        let frames = self.renderer.render(&model, &qs, (width, height), &view)?;
         to_python(py, frames, depth, false)
     }
 

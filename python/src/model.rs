@@ -141,6 +141,25 @@ impl Model {
     fn sensor_names(&self) -> Vec<String> {
         self.model.sensors.iter().map(|s| s.name.clone()).collect()
     }
+    /// The file's cameras' names (MJCF's ``<camera>``, in MuJoCo's order:
+    /// camera ``k`` is MuJoCo's camera id ``k``; unnamed ones
+    /// ``camera{k}``): ``render(camera=...)``'s names.
+    #[getter]
+    fn camera_names(&self) -> Vec<String> {
+        self.model.cameras.iter().map(|c| c.name.clone()).collect()
+    }
+    /// Each camera's vertical field of view (degrees; MuJoCo's
+    /// ``cam_fovy``).
+    #[getter]
+    fn camera_fovy(&self) -> Vec<f64> {
+        self.model.cameras.iter().map(|c| c.fovy_degrees).collect()
+    }
+    /// The named frames: the file's bodies (as ``body_frame_names``), then
+    /// its named sites; a free camera can follow one (``render(track=...)``).
+    #[getter]
+    fn frame_names(&self) -> Vec<String> {
+        self.model.frames.iter().map(|f| f.name.clone()).collect()
+    }
     /// Each sensor's MuJoCo type (``"touch"``, ``"accelerometer"``, ...).
     #[getter]
     fn sensor_types(&self) -> Vec<&'static str> {

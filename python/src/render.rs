@@ -3,7 +3,7 @@
 
 use moreau::Model as CoreModel;
 use moreau::math::Vec3;
-use moreau::render::{Camera, Renderer};
+use moreau::render::{Renderer, Target, View};
 use numpy::IntoPyArray;
 use numpy::ndarray::{Array3, Array4, Axis};
 use pyo3::prelude::*;
@@ -11,14 +11,82 @@ use std::sync::Arc;
 
 use crate::value_error;
 
-/// The camera options of a render call (each world's target its centre of
-/// mass unless given; the distance from the bodies' spread unless given).
-#[derive(Clone, Copy)]
-pub(crate) struct View {
+/// The camera options of a render call, as Python passes them.
+#[derive(Clone, Default)]
+pub(crate) struct ViewArgs {
+    /// A model camera: its name, or its index (-1: the free camera).
+    pub camera: Option<CameraId>,
+    /// A body or frame the free camera follows.
+    pub track: Option<String>,
     pub azimuth: Option<f64>,
     pub elevation: Option<f64>,
     pub distance: Option<f64>,
     pub target: Option<[f64; 3]>,
+}
+
+/// A camera by name or index.
+#[derive(Clone, FromPyObject)]
+pub(crate) enum CameraId {
+    Index(i64),
+    Name(String),
+}
+
+impl ViewArgs {
+    /// The library's view: a model camera, or the free camera looking at
+    /// `target`, the tracked body or frame, or the centre of mass.
+    fn resolve(&self, model: &CoreModel) -> PyResult<View> {
+        let free = self.track.is_some()
+            || self.target.is_some()
+            || self.azimuth.is_some()
+            || self.elevation.is_some()
+            || self.distance.is_some();
+        let names = || {
+            let names: Vec<&str> = model.cameras.iter().map(|c| c.name.as_str()).collect();
+            format!("the model's cameras: {names:?}")
+        };
+        let k =
+            match &self.camera {
+                None | Some(CameraId::Index(-1)) => None,
+                Some(CameraId::Index(k)) => match usize::try_from(*k) {
+                    Ok(k) if k < model.cameras.len() => Some(k),
+                    _ => {
+                        return Err(value_error(format!(
+                            "camera {k}: not -1 (the free camera) or one of {}",
+                            names()
+                        )));
+                    }
+                },
+                Some(CameraId::Name(name)) => Some(model.camera_index(name).ok_or_else(|| {
+                    value_error(format!("camera `{name}`: not one of {}", names()))
+                })?),
+            };
+        if let Some(k) = k {
+            if free {
+                return Err(value_error(
+                    "camera: a model camera takes none of track, target, azimuth, elevation, distance",
+                ));
+            }
+            return Ok(View::Model(k));
+        }
+        let target = match (&self.track, self.target) {
+            (Some(_), Some(_)) => {
+                return Err(value_error("track and target: give one"));
+            }
+            (Some(name), None) => Target::named(model, name).ok_or_else(|| {
+                value_error(format!(
+                    "track `{name}`: not a body or frame of the model (Model.body_names, frame_names)"
+                ))
+            })?,
+            (None, Some(p)) => Target::Point(Vec3::from(p)),
+            (None, None) => Target::CenterOfMass,
+        };
+        Ok(View::Orbit {
+            target,
+            azimuth: self.azimuth.unwrap_or(Renderer::AZIMUTH),
+            elevation: self.elevation.unwrap_or(Renderer::ELEVATION),
+            distance: self.distance,
+        })
+    }
 }
 
 /// A renderer made on first use and remade for another size.
@@ -37,7 +105,7 @@ impl CachedRenderer {
         model: &Arc<CoreModel>,
         qs: &[&[f64]],
         (width, height): (u32, u32),
-        view: View,
+        view: &ViewArgs,
     ) -> PyResult<Frames> {
         if self
             .renderer
@@ -48,20 +116,11 @@ impl CachedRenderer {
             self.renderer = Some(Renderer::new(model.clone(), width, height).map_err(value_error)?);
         }
         let renderer = self.renderer.as_mut().expect("made above");
-        let mut cameras = Vec::with_capacity(qs.len());
-        for q in qs {
-            let fallback = renderer.default_camera(q).map_err(value_error)?;
-            let target = view.target.map_or(fallback.target, Vec3::from);
-            let distance = view
-                .distance
-                .unwrap_or((fallback.eye - fallback.target).norm());
-            cameras.push(Camera::orbit(
-                target,
-                distance,
-                view.azimuth.unwrap_or(Renderer::AZIMUTH),
-                view.elevation.unwrap_or(Renderer::ELEVATION),
-            ));
-        }
+        let view = view.resolve(model)?;
+        let cameras = (qs.iter())
+            .map(|q| renderer.camera(q, &view))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(value_error)?;
         let images = renderer.render_many(qs, &cameras).map_err(value_error)?;
         let (w, h, n) = (width as usize, height as usize, images.len());
         let mut rgb = Vec::with_capacity(n * w * h * 3);

@@ -6,13 +6,13 @@ use moreau::sim::{
     snapshots_from_bytes, snapshots_to_bytes,
 };
 use nalgebra::DVector;
-use numpy::PyArray1;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::arrays::{Floats1, matrix, vector};
+use crate::arrays::{Floats1, array2, matrix, vector};
 use crate::model::Model;
-use crate::render::{CachedRenderer, View, to_python};
+use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
 use crate::value_error;
 
 /// Simulation parameters from keyword arguments.
@@ -289,20 +289,24 @@ impl Simulator {
     /// An image of the world at its configuration, drawn offscreen on the
     /// GPU: (height, width, 3) uint8 RGB, and with ``depth=True`` also
     /// (height, width) float32 depths (see ``BatchSim.render``).
-    #[pyo3(signature = (width=480, height=480, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
+    #[pyo3(signature = (width=480, height=480, camera=None, track=None, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
     #[allow(clippy::too_many_arguments)]
     fn render<'py>(
         &mut self,
         py: Python<'py>,
         width: u32,
         height: u32,
+        camera: Option<CameraId>,
+        track: Option<String>,
         azimuth: Option<f64>,
         elevation: Option<f64>,
         distance: Option<f64>,
         target: Option<[f64; 3]>,
         depth: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let view = View {
+        let view = ViewArgs {
+            camera,
+            track,
             azimuth,
             elevation,
             distance,
@@ -310,8 +314,30 @@ impl Simulator {
         };
         let model = self.sim.model().clone();
         let qs = [self.state.q.as_slice()];
-        let frames = self.renderer.render(&model, &qs, (width, height), view)?;
+        let frames = self.renderer.render(&model, &qs, (width, height), &view)?;
         to_python(py, frames, depth, true)
+    }
+    /// The file's cameras at the configuration: their positions (ncam, 3)
+    /// and orientations (ncam, 3, 3), columns the camera's axes in the
+    /// world (it looks along −z, y up), as MuJoCo's ``cam_xpos`` and
+    /// ``cam_xmat`` (rows: ``Model.camera_names``).
+    fn camera_poses<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray3<f64>>) {
+        let model = self.sim.model();
+        let mut data = moreau::dynamics::Data::new(model);
+        moreau::dynamics::forward_kinematics(model, &mut data, self.state.q.as_slice());
+        let n = model.cameras.len();
+        let (mut pos, mut mat) = (Vec::with_capacity(3 * n), Vec::with_capacity(9 * n));
+        for c in &model.cameras {
+            let x = c.pose(model, &data.world_from_body);
+            pos.extend(x.translation.iter());
+            // Row by row.
+            mat.extend(x.rotation.transpose().iter());
+        }
+        let mat = numpy::ndarray::Array3::from_shape_vec((n, 3, 3), mat).expect("n 3 × 3 matrices");
+        (array2(py, pos, n, 3), mat.into_pyarray(py))
     }
     /// The contacts of the last step: a list of dicts (`bodies`, `point`,
     /// `normal`, `distance`).

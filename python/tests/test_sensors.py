@@ -1,4 +1,4 @@
-"""MJCF sensors against MuJoCo's own: the same file, the same state.
+"""MJCF sensors and cameras against MuJoCo's own: the same file, the same state.
 
 Position and velocity sensors are compared with MuJoCo's after
 ``mj_forward`` at the state moreau reads; acceleration and force sensors
@@ -404,3 +404,103 @@ def test_randomized_masses_reach_the_subtree_sensors(scene_file):
         model.with_parameters(body_mass=mass)
     with pytest.raises(ValueError, match="world"):
         model.with_parameters(body_mass=model.body_mass + 1.0)
+
+
+# The file's cameras: every mode, on a free body with welded and jointed
+# children, inside <frame>s, with class defaults.
+CAMERAS = """
+<mujoco>
+  <default>
+    <camera fovy="60"/>
+    <default class="wide"><camera fovy="90"/></default>
+  </default>
+  <worldbody>
+    <camera name="world_fixed" pos="0 -3 1" xyaxes="1 0 0 0 0.3 1"/>
+    <camera name="world_target" mode="targetbodycom" target="torso" pos="2 2 2"/>
+    <body name="torso" pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.05" mass="3"/>
+      <camera name="ego" class="wide" pos="0.2 0 0.1" xyaxes="0 -1 0 0.4 0 1"/>
+      <camera name="follow" mode="track" pos="0 -2 0.5" euler="70 0 0"/>
+      <camera name="follow_com" mode="trackcom" pos="-1 -2 1" zaxis="-1 -2 1"/>
+      <body name="cap" pos="0.1 0 0.08">
+        <geom type="sphere" size="0.03" mass="0.2"/>
+        <frame pos="0.01 0 0" euler="0 0 30">
+          <camera name="cap_track" mode="track" pos="0 -1 0.2" quat="0.9 0.3 0.1 0"/>
+        </frame>
+      </body>
+      <body name="arm" pos="0.2 0 0" euler="0 0 20">
+        <joint name="shoulder" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0.1" size="0.03" mass="0.7"/>
+        <camera name="arm_fixed" pos="0.1 0 0.05" axisangle="0 0 1 40"/>
+        <camera name="arm_com" mode="trackcom" pos="0 -1 0"/>
+        <camera name="arm_looks" mode="targetbody" target="cap" pos="0.3 0 0.3"/>
+        <camera pos="0 0 0.2"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def compare_cameras(path, n=4, seed=2):
+    model = moreau.load(path)
+    mj = mujoco.MjModel.from_xml_path(path)
+    data = mujoco.MjData(mj)
+    assert len(model.camera_names) == mj.ncam
+    q, v = random_states(model, n, np.random.default_rng(seed))
+    qpos, _ = model.to_mujoco(q, v)
+    for w in range(n):
+        sim = moreau.Simulator(model)
+        sim.q, sim.v = q[w], v[w]
+        pos, mat = sim.camera_poses()
+        data.qpos[:] = qpos[w]
+        mujoco.mj_forward(mj, data)
+        for k, name in enumerate(model.camera_names):
+            if mj.cam(k).name:
+                assert mj.cam(k).name == name
+            assert pos[k] == pytest.approx(data.cam_xpos[k], abs=1e-9), (name, w)
+            assert mat[k].ravel() == pytest.approx(data.cam_xmat[k], abs=1e-9), (name, w)
+            assert mj.cam_fovy[k] == pytest.approx(model.camera_fovy[k])
+    return model
+
+
+def test_cameras_match_mujoco(tmp_path):
+    path = tmp_path / "cameras.xml"
+    path.write_text(CAMERAS)
+    model = compare_cameras(str(path))
+    assert model.camera_names[-1] == "camera9"  # the unnamed one, by its index
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dm_control/suite/cartpole.xml",
+        "dm_control/suite/fish.xml",
+        "dm_control/suite/humanoid.xml",
+        "dm_control/suite/quadruped.xml",
+        "dm_control/suite/manipulator.xml",
+        "dm_control/suite/acrobot.xml",
+        "dm_control/locomotion/walkers/assets/dog_v2/dog.xml",
+    ],
+)
+def test_robot_files_cameras_match_mujoco(name):
+    model = compare_cameras(robot_file(name), n=2)
+    assert len(model.camera_names) > 0
+
+
+def test_bad_cameras_are_refused(tmp_path):
+    bad = {
+        'mode="orbit"': "camera mode `orbit`",
+        'mode="targetbody"': "needs a `target` body",
+        'mode="targetbody" target="nowhere"': "unknown target body `nowhere`",
+        'fovy="0"': "fovy 0 is not in",
+    }
+    for attrs, message in bad.items():
+        path = tmp_path / "bad.xml"
+        path.write_text(
+            f'<mujoco><worldbody><body name="b"><freejoint/><geom size="0.1"/>'
+            f'<camera name="c" {attrs}/></body></worldbody></mujoco>'
+        )
+        with pytest.raises(ValueError, match=message):
+            moreau.load(str(path))

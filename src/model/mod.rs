@@ -10,6 +10,7 @@
 //! `λ(i)` array for the sparse `LᵀDL` factorization of the mass matrix.
 
 mod builder;
+pub mod camera;
 pub mod constraints;
 pub mod mesh;
 pub mod sensor;
@@ -19,6 +20,7 @@ pub mod urdf;
 pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder, validate_inertia};
+pub use camera::{CameraMode, ModelCamera};
 pub use constraints::{BodyEquality, Coordinate, Equality, Tendon};
 pub use sensor::{Attachment, Sensor, SensorKind, Subtree, Zone};
 pub use terrain::{HeightField, Terrain};
@@ -463,6 +465,10 @@ pub struct Model {
     /// colliding or not. Empty: the renderer draws the geometries.
     #[serde(default)]
     pub visuals: Vec<Visual>,
+    /// The file's cameras ([`ModelCamera`]), MJCF's `<camera>`s in
+    /// MuJoCo's order (by body, then file order).
+    #[serde(default)]
+    pub cameras: Vec<ModelCamera>,
 }
 
 /// A shape drawn on a body (the renderer's; it does not collide).

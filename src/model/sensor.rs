@@ -7,7 +7,7 @@
 //! `sensordata` ([`Model::sensor_address`]).
 
 use super::Model;
-use crate::math::{SE3, Vec3};
+use crate::math::{Inertia, SE3, Vec3};
 
 /// A sensor of the model.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -68,6 +68,48 @@ pub struct Subtree {
     pub bodies: Vec<usize>,
     pub frames: Vec<usize>,
     pub geometries: Vec<usize>,
+}
+
+impl Subtree {
+    /// Its bodies as `(model body, own inertia in that body's frame)`.
+    pub fn parts<'a>(&'a self, model: &'a Model) -> impl Iterator<Item = (usize, Inertia)> + 'a {
+        let whole = self.bodies.iter().map(|&b| (b, model.body_inertia[b]));
+        let parts = self.frames.iter().map(|&k| {
+            let f = &model.frames[k];
+            let own = f.inertia.unwrap_or_else(Inertia::zero);
+            (f.body, own.transformed(&f.body_from_frame))
+        });
+        whole.chain(parts)
+    }
+
+    /// Its centre of mass, given the bodies' world poses (the origin of
+    /// the world for a massless subtree).
+    pub fn com(&self, model: &Model, world_from_body: &[SE3]) -> Vec3 {
+        let (mut mass, mut moment) = (0.0, Vec3::zeros());
+        for (b, own) in self.parts(model) {
+            mass += own.mass;
+            moment += world_from_body[b].act_point(&own.com) * own.mass;
+        }
+        if mass > 0.0 {
+            moment / mass
+        } else {
+            Vec3::zeros()
+        }
+    }
+
+    /// Why it does not fit `model`, if it does not.
+    pub(super) fn check(&self, model: &Model) -> Result<(), String> {
+        if self.bodies.iter().any(|&b| b >= model.nbodies) {
+            return Err("its subtree is out of range".into());
+        }
+        if (self.frames.iter()).any(|&k| model.frames.get(k).is_none_or(|f| f.inertia.is_none())) {
+            return Err("its subtree's body frames are out of range".into());
+        }
+        if self.geometries.iter().any(|&g| g >= model.geometries.len()) {
+            return Err("its subtree's geometries are out of range".into());
+        }
+        Ok(())
+    }
 }
 
 /// What a sensor measures. Vectors are in the sensor's frame (its site's)
@@ -265,7 +307,7 @@ impl Model {
     /// Whether every sensor refers to bodies, geometries, coordinates and
     /// frames the model has, with valid numbers.
     pub(super) fn check_sensors(&self) -> Result<(), String> {
-        let (nb, ng) = (self.nbodies, self.geometries.len());
+        let nb = self.nbodies;
         for s in &self.sensors {
             let bad = |why: &str| Err(format!("sensor `{}`: {why}", s.name));
             if !(s.cutoff >= 0.0) {
@@ -281,17 +323,8 @@ impl Model {
                 }
             }
             if let Some(t) = subtree {
-                if t.bodies.iter().any(|&b| b >= nb) {
-                    return bad("its subtree is out of range");
-                }
-                if (t.frames.iter())
-                    .any(|&k| self.frames.get(k).is_none_or(|f| f.inertia.is_none()))
-                {
-                    return bad("its subtree's body frames are out of range");
-                }
-                if t.geometries.iter().any(|&g| g >= ng) {
-                    return bad("its subtree's geometries are out of range");
-                }
+                t.check(self)
+                    .map_err(|why| format!("sensor `{}`: {why}", s.name))?;
             }
             match &s.kind {
                 SensorKind::Touch {

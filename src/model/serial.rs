@@ -244,6 +244,7 @@ impl Model {
                 ));
             }
         }
-        self.check_sensors()
+        self.check_sensors()?;
+        self.check_cameras()
     }
 }

@@ -12,6 +12,9 @@
 //! behind the camera, Lambert shading over an ambient third; no shadows.
 
 mod mesh;
+mod view;
+
+pub use view::{Target, View};
 
 use crate::dynamics::{Data, forward_kinematics};
 use crate::gpu::{GpuContext, GpuError, read_mapped};
@@ -289,24 +292,6 @@ impl Renderer {
     /// The image size.
     pub fn size(&self) -> (u32, u32) {
         (self.width, self.height)
-    }
-
-    /// A camera that sees the model at `q`: looking at its centre of mass
-    /// from the front-left and above, far enough for its bodies' spread.
-    pub fn default_camera(&mut self, q: &[f64]) -> Result<Camera, RenderError> {
-        self.check_q(0, q)?;
-        forward_kinematics(&self.model, &mut self.data, q);
-        let centre = crate::dynamics::center_of_mass(&self.model, &self.data);
-        let spread = (1..self.model.nbodies)
-            .map(|b| (self.data.world_from_body[b].translation - centre).norm())
-            .fold(0.0, f64::max);
-        let distance = 2.5 * spread.max(0.5) + 1.0;
-        Ok(Camera::orbit(
-            centre,
-            distance,
-            Self::AZIMUTH,
-            Self::ELEVATION,
-        ))
     }
 
     /// The default camera's azimuth and elevation (degrees).

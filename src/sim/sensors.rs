@@ -9,7 +9,7 @@
 
 use super::{SimError, Simulator, State, WorldContact};
 use crate::dynamics::{Data, forward_kinematics, forward_velocity, rnea_from_kinematics};
-use crate::math::{Inertia, Mat3, SE3, Vec3, Vec6, ang, force_cross, lin, spatial};
+use crate::math::{Mat3, SE3, Vec3, Vec6, ang, force_cross, lin, spatial};
 use crate::model::{Attachment, Model, SensorKind, Subtree, Zone};
 use nalgebra::{Rotation3, UnitQuaternion};
 
@@ -175,23 +175,10 @@ fn state_sensor(model: &Model, kind: &SensorKind, data: &Data, out: &mut [f64]) 
     }
 }
 
-/// The bodies of a subtree as `(model body, own inertia in its frame)`.
-fn subtree_parts<'a>(
-    model: &'a Model,
-    t: &'a Subtree,
-) -> impl Iterator<Item = (usize, Inertia)> + 'a {
-    let whole = t.bodies.iter().map(|&b| (b, model.body_inertia[b]));
-    let parts = t.frames.iter().map(|&k| {
-        let f = &model.frames[k];
-        let own = f.inertia.unwrap_or_else(Inertia::zero);
-        (f.body, own.transformed(&f.body_from_frame))
-    });
-    whole.chain(parts)
-}
-
 /// A subtree's centre of mass, its velocity and the angular momentum about it.
 fn subtree_motion(model: &Model, data: &Data, t: &Subtree) -> (Vec3, Vec3, Vec3) {
-    let parts: Vec<_> = subtree_parts(model, t)
+    let parts: Vec<_> = t
+        .parts(model)
         .map(|(b, own)| {
             let i = own.transformed(&data.world_from_body[b]);
             let (v, w) = point_velocity(data, b, &i.com);
@@ -268,7 +255,7 @@ fn step_sensor(model: &Model, kind: &SensorKind, data: &Data, step: &StepRecord,
 /// less its contact forces (MuJoCo's `cfrc_int`).
 fn interaction(model: &Model, data: &Data, step: &StepRecord, subtree: &Subtree) -> Vec6 {
     let mut f = Vec6::zeros();
-    for (b, own) in subtree_parts(model, subtree) {
+    for (b, own) in subtree.parts(model) {
         let i = own.transformed(&data.world_from_body[b]);
         let v = &data.body_velocity[b];
         f += i.apply(&data.body_acceleration[b]) + force_cross(v, &i.apply(v));

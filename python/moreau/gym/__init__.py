@@ -73,7 +73,9 @@ class Task:
 
 
 # Keyword arguments of Gymnasium's MuJoCo environments that only concern
-# rendering: accepted, and without effect until moreau renders.
+# rendering: the image size and camera (see _camera); MuJoCo's scene
+# options max_geom and visual_options have no counterpart (a
+# visual_options that asks for something warns).
 RENDERING = ("width", "height", "camera_id", "camera_name", "default_camera_config", "max_geom", "visual_options")
 # Keyword arguments that go to the BatchSim.
 SIMULATION = ("dt", "solver", "tolerance", "decomposition", "layout", "pipeline")
@@ -103,6 +105,18 @@ def gymnasium_parameters(task_id: str) -> dict[str, Any]:
     }
     params.update({k: v for k, v in spec.kwargs.items() if k in params})
     return params
+
+
+def _rendering_defaults(task_id: str) -> dict[str, Any]:
+    """The rendering options' defaults of Gymnasium's task ``task_id``
+    (its ``default_camera_config``, …), read from its environment class."""
+    module, name = gymnasium.spec(task_id).entry_point.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    return {
+        k: p.default
+        for k, p in inspect.signature(cls.__init__).parameters.items()
+        if k in RENDERING and p.default is not inspect.Parameter.empty and p.default is not None
+    }
 
 
 def _tendon_info(env, qpos=None) -> dict[str, np.ndarray]:
@@ -433,9 +447,9 @@ class MoreauVectorEnv(VectorEnv):
         ``reset_noise_scale``, ``healthy_z_range``, …; see
         :func:`gymnasium_parameters`), Gymnasium's rendering options
         (``render_mode="rgb_array"``, ``width``, ``height``,
-        ``default_camera_config``'s ``distance``, ``azimuth``, ``elevation``
-        and ``lookat`` in MuJoCo's conventions; ``camera_id`` and
-        ``camera_name`` are refused: moreau draws its free camera), and the
+        ``default_camera_config``'s ``distance``, ``azimuth``, ``elevation``,
+        ``lookat`` and ``trackbodyid`` in MuJoCo's conventions, or the
+        file's camera of ``camera_id`` or ``camera_name``), and the
         :class:`moreau.BatchSim`'s ``solver``, ``tolerance``, ``dt``,
         ``decomposition``, ``layout``, ``pipeline``."""
         if task_id not in TASKS:
@@ -451,7 +465,7 @@ class MoreauVectorEnv(VectorEnv):
         self.params = gymnasium_parameters(task_id)
         stock_file = self.params["xml_file"]
         sim = {}
-        self._rendering: dict[str, Any] = {}
+        self._rendering: dict[str, Any] = _rendering_defaults(task_id)
         for key, value in kwargs.items():
             if key in self.params:
                 if key not in IMPLEMENTED and value != self.params[key]:
@@ -489,7 +503,7 @@ class MoreauVectorEnv(VectorEnv):
         self.batch = moreau.BatchSim(self.model, num_envs, backend=backend, **sim)
         # (Gymnasium's dt: the physics step times the frame skip.)
         self.dt = (sim.get("dt") or self.model.dt) * frame_skip
-        self._camera = _camera(task_id, self._rendering)
+        self._camera = _camera(task_id, self._rendering, self.model)
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.dt))}
         # The file's initial state in MuJoCo's conventions (the tasks' qpos
         # and qvel: quaternions (w, x, y, z), a free joint's linear velocity
@@ -718,23 +732,36 @@ class MoreauVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, info
 
 
-def _camera(task_id: str, rendering: dict[str, Any]) -> dict[str, Any]:
+def _camera(task_id: str, rendering: dict[str, Any], model: "moreau.Model") -> dict[str, Any]:
     """``BatchSim.render``'s keywords from Gymnasium's rendering options:
-    the image size (Gymnasium's 480 × 480 by default) and the free
+    the image size (Gymnasium's 480 × 480 by default), the file's camera
+    of ``camera_id`` or ``camera_name`` (MuJoCo's ids), else the free
     camera of ``default_camera_config`` (MuJoCo's azimuth and elevation
-    point the camera; moreau's place it: turned by 180° and negated)."""
-    for key in ("camera_id", "camera_name"):
-        if rendering.get(key) is not None:
-            raise ValueError(f"{task_id}: {key}={rendering[key]!r}: moreau draws its free camera only")
+    point the camera; moreau's place it: turned by 180° and negated). A
+    ``trackbodyid`` above 0 is followed (MuJoCo's free camera stays where
+    it was put; moreau's tracks the body, as the option names)."""
     out: dict[str, Any] = {"width": int(rendering.get("width", 480)), "height": int(rendering.get("height", 480))}
+    if rendering.get("visual_options"):
+        warnings.warn(f"{task_id}: visual_options (MuJoCo's scene flags) are not drawn by moreau, ignored")
+    camera_id, camera_name = rendering.get("camera_id"), rendering.get("camera_name")
+    if camera_id is not None and camera_name is not None:
+        raise ValueError(f"{task_id}: camera_id and camera_name: give one")
+    if camera_id is not None or camera_name is not None:
+        out["camera"] = int(camera_id) if camera_id is not None else str(camera_name)
+        return out
     config = rendering.get("default_camera_config") or {}
     if "distance" in config:
         out["distance"] = float(config["distance"])
-    if "azimuth" in config:
-        out["azimuth"] = float(config["azimuth"]) + 180.0
-    if "elevation" in config:
-        out["elevation"] = -float(config["elevation"])
-    if "lookat" in config:
+    # MuJoCo's free camera's angles unless the configuration gives them.
+    out["azimuth"] = float(config.get("azimuth", 90.0)) + 180.0
+    out["elevation"] = -float(config.get("elevation", -45.0))
+    track = int(config.get("trackbodyid", -1))
+    if track > 0:
+        names = model.body_frame_names
+        if track > len(names):
+            raise ValueError(f"{task_id}: trackbodyid {track} of a model with {len(names)} bodies")
+        out["track"] = names[track - 1]
+    elif "lookat" in config:
         out["target"] = [float(x) for x in config["lookat"]]
     return out
 

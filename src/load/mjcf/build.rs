@@ -738,7 +738,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             from: &from,
             joints: &joint_plan,
         };
-        model.sensors = self.sensors(&top, &cx)?;
+        let sensors = self.sensors(&top, &cx)?;
+        let cameras = self.cameras(&cx, &q0)?;
+        (model.sensors, model.cameras) = (sensors, cameras);
         model.visuals = visuals;
 
         // Warnings gathered along the way.

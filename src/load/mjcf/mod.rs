@@ -121,8 +121,10 @@
 //!   is not read, non-mesh `geom`; with or without a reference frame), the
 //!   subtree sensors, `jointpos` and `jointvel`, with `cutoff`. Other types
 //!   are warned about and left out.
+//! - `<camera>` → [`crate::model::ModelCamera`] (`cameras.rs`): every
+//!   `mode`, `fovy`; intrinsics warned about.
 //! - Skipped without a warning (no effect on the dynamics):
-//!   `camera`, `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
+//!   `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
 //!   textures and materials. `<tendon><fixed>` and
 //!   `<equality><joint|tendon|connect|weld>`: see `constraints.rs`. Warned about:
 //!   spatial tendons that wrap and act, other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
@@ -154,6 +156,7 @@ use std::f64::consts::PI;
 use std::path::{Path, PathBuf};
 
 mod build;
+mod cameras;
 mod constraints;
 mod geom;
 mod hfield;
@@ -317,6 +320,7 @@ pub fn parse_mjcf(
         has_inertial: false,
         geoms: Vec::new(),
         sites: Vec::new(),
+        cameras: Vec::new(),
     });
     for w in named("worldbody") {
         p.body_children(*w, 0, "main", &SE3::identity())?;
@@ -456,6 +460,7 @@ struct BodyRec {
     geoms: Vec<GeomRec>,
     /// Named sites.
     sites: Vec<SiteRec>,
+    cameras: Vec<cameras::CameraRec>,
 }
 
 /// A named site of an MJCF body.

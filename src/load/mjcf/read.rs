@@ -692,7 +692,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         self.bodies[body].sites.push(site);
                     }
                 }
-                "camera" | "light" => {}
+                "camera" => {
+                    let cam = self.camera_record(ch, childclass, frame)?;
+                    self.bodies[body].cameras.push(cam);
+                }
+                "light" => {}
                 other => self.warnings.push(format!(
                     "{} <{other}>{}: not supported, ignored",
                     self.bodies[body].element,
@@ -741,6 +745,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             has_inertial: false,
             geoms: Vec::new(),
             sites: Vec::new(),
+            cameras: Vec::new(),
         });
         self.body_children(node, id, &cc, &SE3::identity())?;
         // The body's own inertia from its geoms.

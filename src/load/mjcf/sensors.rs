@@ -305,7 +305,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 
     /// The subtree of MJCF body `root` (the whole model for the world).
-    fn subtree(&self, root: usize, cx: &SensorContext) -> Subtree {
+    pub(super) fn subtree(&self, root: usize, cx: &SensorContext) -> Subtree {
         let n = self.bodies.len();
         let mut inside = vec![false; n];
         inside[root] = true;

@@ -788,6 +788,7 @@ impl ModelBuilder {
             frames: self.frames,
             sensors: Vec::new(),
             visuals: Vec::new(),
+            cameras: Vec::new(),
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
             let inherited = if i == WORLD {
