@@ -15,7 +15,8 @@
 //! - [`inverse_problems`]: inverse problems solved with the step Jacobians;
 //! - [`ars`]: augmented random search on the library's RL tasks;
 //! - [`mod@bench`]: the benchmark drivers behind `moreau bench` and `moreau
-//!   bench solve`.
+//!   bench solve`;
+//! - [`video`]: rendered frames as GIF or MP4 (`moreau run --video`).
 
 pub mod ars;
 pub mod bench;
@@ -24,3 +25,4 @@ pub mod events;
 pub mod inverse_problems;
 pub mod locomotion;
 pub mod study;
+pub mod video;

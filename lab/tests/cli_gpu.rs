@@ -173,3 +173,111 @@ fn bench_solve_reports_every_decomposition_both_cpu_precisions_and_device_times(
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `moreau render` and `moreau run --video`: a PNG of the asked size; the
+/// last row of a recorded trajectory draws the same image, bit for bit, as
+/// the state `render --steps` reaches; a GIF with a frame every 1/fps s;
+/// bad requests refused by name.
+#[test]
+fn render_and_video_from_the_command_line() {
+    let Some(_ctx) = context() else { return };
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-render-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let moreau = |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let png = |name: &str| {
+        let decoder = png::Decoder::new(std::io::BufReader::new(
+            std::fs::File::open(dir.join(name)).unwrap(),
+        ));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        ((info.width, info.height), buf)
+    };
+    let size = ["--width", "96", "--height", "64"];
+    let (ok, text) = moreau(
+        &[
+            &["run", "cartpole", "--steps", "1000", "--out", "t.csv"],
+            &size[..],
+            &["--video", "v.gif", "--fps", "10"],
+        ]
+        .concat(),
+    );
+    assert!(ok, "{text}");
+    assert!(text.contains("wrote v.gif (11 frames of 96 x 64"), "{text}");
+    let (ok, text) = moreau(
+        &[
+            &["render", "cartpole", "--steps", "1000", "--out", "a.png"],
+            &size[..],
+        ]
+        .concat(),
+    );
+    assert!(ok, "{text}");
+    let (ok, text) = moreau(
+        &[
+            &[
+                "render", "cartpole", "--state", "t.csv", "--frame", "-1", "--out", "b.png",
+            ],
+            &size[..],
+        ]
+        .concat(),
+    );
+    assert!(ok, "{text}");
+    let (a, b) = (png("a.png"), png("b.png"));
+    assert_eq!(a.0, (96, 64));
+    assert!(a == b, "the recorded last state draws as the stepped one");
+    let (ok, _) = moreau(
+        &[
+            &[
+                "render", "cartpole", "--state", "t.csv", "--frame", "0", "--out", "c.png",
+            ],
+            &size[..],
+        ]
+        .concat(),
+    );
+    assert!(ok && png("c.png") != a);
+    let mut decoder = gif::DecodeOptions::new()
+        .read_info(std::fs::File::open(dir.join("v.gif")).unwrap())
+        .unwrap();
+    let mut frames = 0;
+    while let Some(frame) = decoder.read_next_frame().unwrap() {
+        assert_eq!((frame.width, frame.height, frame.delay), (96, 64, 10));
+        frames += 1;
+    }
+    assert_eq!(frames, 11);
+    for (args, message) in [
+        (
+            vec![
+                "render", "cartpole", "--state", "t.csv", "--frame", "1001", "--out", "x.png",
+            ],
+            "frame 1001: the trajectory has 1001 rows",
+        ),
+        (
+            vec![
+                "render", "cartpole", "--camera", "nowhere", "--out", "x.png",
+            ],
+            "--camera nowhere: not a camera of the file",
+        ),
+        (
+            vec!["render", "pyramid", "--state", "t.csv", "--out", "x.png"],
+            "the header lacks `t` or one of q0..q41",
+        ),
+        (
+            vec!["run", "cartpole", "--steps", "5", "--video", "v.avi"],
+            "use .gif or .mp4",
+        ),
+    ] {
+        let (ok, text) = moreau(&args);
+        assert!(!ok && text.contains(message), "{args:?}: {text}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -159,8 +159,10 @@ def test_bad_task_keyword_arguments_raise_naming_them():
         mg.make_vec("Hopper-v5", 2, ctrl_cost_weigth=0.1)
     with pytest.raises(ValueError, match="renders 'rgb_array'"):
         mg.make_vec(TASK, 2, render_mode="human")
-    with pytest.raises(ValueError, match="camera_id=0: moreau draws its free camera only"):
-        mg.make_vec(TASK, 2, render_mode="rgb_array", camera_id=0)
+    with pytest.raises(ValueError, match="camera_id and camera_name: give one"):
+        mg.make_vec(TASK, 2, render_mode="rgb_array", camera_id=0, camera_name="track")
+    with pytest.raises(ValueError, match="camera `nowhere`: not one of the model's cameras"):
+        mg.make_vec("Ant-v5", 1, render_mode="rgb_array", camera_name="nowhere").render()
     with pytest.raises(ValueError, match="frame_skip"):
         mg.make_vec(TASK, 2, frame_skip=0)
     with pytest.raises(OSError, match="does not exist"):
@@ -195,6 +197,62 @@ def test_rgb_array_rendering_as_gymnasium_expects():
     near.reset(seed=1)
     assert not np.array_equal(near.render()[0], frames[0])
     assert mg.make_vec(TASK, 1).render() is None
+
+
+def test_the_files_cameras_and_the_tracking_free_camera():
+    """camera_name and camera_id draw through the file's camera (MuJoCo's
+    ids); Gymnasium's trackbodyid keeps the body in view as it moves."""
+    by_name = mg.make_vec("Ant-v5", 1, render_mode="rgb_array", width=48, height=48, camera_name="track")
+    by_id = mg.make_vec("Ant-v5", 1, render_mode="rgb_array", width=48, height=48, camera_id=0)
+    free = mg.make_vec("Ant-v5", 1, render_mode="rgb_array", width=48, height=48)
+    for env in (by_name, by_id, free):
+        env.reset(seed=4)
+    assert np.array_equal(by_name.render()[0], by_id.render()[0])
+    assert not np.array_equal(by_name.render()[0], free.render()[0])
+    # Hopper's camera follows MuJoCo's body 2 (the thigh): slid 4 m along
+    # x (a whole number of the ground's 1 m checker periods), the hopper
+    # looks the same; a camera fixed at Gymnasium's lookat sees it leave.
+    def slid_frames(**options):
+        env = mg.make_vec("Hopper-v5", 1, render_mode="rgb_array", width=64, height=64, **options)
+        env.reset(seed=0)
+        before = env.render()[0]
+        q = env.batch.q.copy()
+        q[0, 0] += 4.0
+        env.batch.set_states(q, env.batch.v)
+        return before, env.render()[0]
+
+    def changed(a, b):
+        return np.mean(np.any(a != b, axis=-1))
+
+    assert changed(*slid_frames()) < 0.005
+    fixed = {"trackbodyid": -1, "distance": 3.0, "lookat": np.array((0.0, 0.0, 1.15)), "elevation": -20.0}
+    assert changed(*slid_frames(default_camera_config=fixed)) > 0.015
+
+
+def test_record_video_writes_a_playable_video_of_the_ant(tmp_path):
+    """Gymnasium's RecordVideo wrapper on moreau's Ant-v5: an MP4 whose
+    frames are the env's own (decoded within the codec's loss)."""
+    import imageio.v3 as iio
+    from gymnasium.wrappers import RecordVideo
+
+    env = RecordVideo(
+        mg.make("Ant-v5", render_mode="rgb_array", width=128, height=96),
+        video_folder=str(tmp_path),
+        episode_trigger=lambda episode: True,
+        disable_logger=True,
+    )
+    env.reset(seed=0)
+    frames = [env.render()]
+    for _ in range(24):
+        env.step(env.action_space.sample())
+        frames.append(env.render())
+    env.close()
+    (video,) = list(tmp_path.glob("*.mp4"))
+    decoded = np.stack(list(iio.imiter(video)))
+    assert decoded.shape == (25, 96, 128, 3)
+    error = np.abs(decoded.astype(float) - np.stack(frames).astype(float)).mean()
+    assert error < 6.0, error
+    assert decoded[0].std() > 10 and not np.array_equal(decoded[0], decoded[-1])
 
 
 def test_every_gymnasium_parameter_is_implemented_and_a_new_one_is_refused(monkeypatch):

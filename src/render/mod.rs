@@ -4,6 +4,9 @@
 //! depth image. Many worlds render in one submission, each into its own
 //! layer of the targets ([`Renderer::render_many`]).
 //!
+//! A model without visuals is drawn from its geometries and its
+//! skeleton (grey balls at the joints, thin capsules along the tree).
+//!
 //! Drawn: spheres, capsules, cylinders and boxes tessellated (32 slices,
 //! 16 stacks), convex meshes as their hulls (a mesh file is drawn as its
 //! convex hull, as it collides), height fields as their cells' triangles,
@@ -599,6 +602,66 @@ impl Renderer {
 
 /// The shapes to draw: the model's visuals, or its geometries (grey
 /// bodies, a green ground) when it has none.
+/// A model without visuals shows its kinematic tree too: a ball at each
+/// body's origin (its joint) and a thin capsule from there to its
+/// children's joints (those that keep their place on it: revolute,
+/// spherical, fixed), to its geometries and to its centre of mass.
+fn skeleton(model: &Model) -> Vec<Visual> {
+    use crate::model::JointType;
+    let mut bones: Vec<(usize, Vec3)> = Vec::new();
+    for b in 1..model.nbodies {
+        let p = model.body_parent[b];
+        let kept = matches!(
+            model.joint_type[b],
+            JointType::Revolute(_) | JointType::Spherical | JointType::Fixed
+        );
+        if p != crate::model::WORLD && kept {
+            bones.push((p, model.joint_placement[b].translation));
+        }
+    }
+    for g in &model.geometries {
+        if g.body != crate::model::WORLD {
+            bones.push((g.body, g.body_from_geom.translation));
+        }
+    }
+    for b in 1..model.nbodies {
+        bones.push((b, model.body_inertia[b].com));
+    }
+    bones.retain(|(_, to)| to.norm() > 1e-6);
+    let mean = bones.iter().map(|(_, to)| to.norm()).sum::<f64>() / bones.len().max(1) as f64;
+    let radius = (0.06 * mean).clamp(0.004, 0.03);
+    // A ball at each body's origin (its joint).
+    let joints = (1..model.nbodies).map(|body| Visual {
+        body,
+        body_from_geom: SE3::identity(),
+        shape: Shape::Ball {
+            radius: 1.8 * radius,
+        },
+        rgba: [0.35, 0.35, 0.4, 1.0],
+    });
+    bones
+        .into_iter()
+        .map(|(body, to)| {
+            let length = to.norm();
+            let axis = nalgebra::Unit::new_normalize(to);
+            let turn = nalgebra::UnitQuaternion::rotation_between_axis(&Vec3::z_axis(), &axis)
+                .unwrap_or_else(|| {
+                    nalgebra::UnitQuaternion::from_axis_angle(&Vec3::x_axis(), std::f64::consts::PI)
+                });
+            Visual {
+                body,
+                body_from_geom: SE3::new(*turn.to_rotation_matrix().matrix(), to / 2.0),
+                shape: Shape::Capsule {
+                    half_length: length / 2.0,
+                    radius,
+                },
+                rgba: [0.5, 0.5, 0.55, 1.0],
+            }
+        })
+        .chain(joints)
+        .collect()
+}
+
 fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
     let from_geometries: Vec<Visual>;
     let visuals: &[Visual] = if model.visuals.is_empty() {
@@ -615,6 +678,7 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
                     [0.7, 0.55, 0.4, 1.0]
                 },
             })
+            .chain(skeleton(model))
             .collect();
         &from_geometries
     } else {

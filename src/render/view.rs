@@ -137,7 +137,7 @@ impl Renderer {
                 let spread = (1..model.nbodies)
                     .map(|b| (poses[b].translation - centre).norm())
                     .fold(0.0, f64::max);
-                2.5 * spread.max(0.5) + 1.0
+                2.0 * spread.max(0.3) + 0.8
             }
         };
         Ok(Camera::orbit(target, distance, azimuth, elevation))

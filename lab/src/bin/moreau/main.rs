@@ -182,6 +182,17 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 1, requires = "dump_problems",
               value_parser = clap::value_parser!(u64).range(1..))]
         dump_every: u64,
+        /// Write a video of the run (.gif, or .mp4 through ffmpeg), drawn
+        /// offscreen on the GPU after the timed steps, in simulated time.
+        #[arg(long, value_name = "FILE")]
+        video: Option<PathBuf>,
+        /// Frames per second of --video: a frame every 1/fps s of simulated
+        /// time, to the nearest whole number of steps (the video's rate is
+        /// that of the frames kept, so that it plays in simulated time).
+        #[arg(long, default_value_t = 30.0, requires = "video")]
+        fps: f64,
+        #[command(flatten, next_help_heading = "Video (with --video)")]
+        view: ViewArgs,
     },
     /// The step Jacobians (of v⁺ and q⁺ with respect to q, v, τ and the
     /// friction coefficients) along a trajectory of a scene or robot file:
@@ -346,23 +357,22 @@ enum Command {
         #[command(flatten)]
         file: ModelFileArgs,
         /// Steps to simulate before drawing.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, conflicts_with = "state")]
         steps: usize,
-        /// Image width and height in pixels.
-        #[arg(long, default_value_t = 640)]
-        width: u32,
-        #[arg(long, default_value_t = 480)]
-        height: u32,
-        /// Camera direction: azimuth (degrees about z from +x) and elevation
-        /// (degrees above the horizontal), looking at the centre of mass.
-        #[arg(long, default_value_t = moreau::render::Renderer::AZIMUTH, allow_hyphen_values = true)]
-        azimuth: f64,
-        #[arg(long, default_value_t = moreau::render::Renderer::ELEVATION, allow_hyphen_values = true)]
-        elevation: f64,
-        /// Camera distance from the centre of mass in metres (default: from
-        /// the bodies' spread).
-        #[arg(long)]
-        distance: Option<f64>,
+        /// Draw a configuration of a trajectory `moreau run --out` wrote
+        /// (.csv or .json) instead: its row --frame.
+        #[arg(long, value_name = "FILE")]
+        state: Option<PathBuf>,
+        /// With --state: the row (0: the initial state; negative: from the end).
+        #[arg(
+            long,
+            default_value_t = 0,
+            requires = "state",
+            allow_hyphen_values = true
+        )]
+        frame: i64,
+        #[command(flatten)]
+        view: ViewArgs,
         /// The PNG file to write.
         #[arg(long)]
         out: PathBuf,
@@ -405,6 +415,30 @@ enum CompareWhat {
         #[arg(long)]
         quick: bool,
     },
+}
+
+/// The image size and camera of `render` and of `run --video`.
+#[derive(clap::Args, Clone, Debug)]
+struct ViewArgs {
+    /// Image width and height in pixels.
+    #[arg(long, default_value_t = 640)]
+    width: u32,
+    #[arg(long, default_value_t = 480)]
+    height: u32,
+    /// A camera of the file (MJCF `<camera>`), or a body or frame the free
+    /// camera follows (default: the centre of mass).
+    #[arg(long, value_name = "NAME")]
+    camera: Option<String>,
+    /// Free camera direction: azimuth (degrees about z from +x) and
+    /// elevation (degrees above the horizontal).
+    #[arg(long, default_value_t = moreau::render::Renderer::AZIMUTH, allow_hyphen_values = true)]
+    azimuth: f64,
+    #[arg(long, default_value_t = moreau::render::Renderer::ELEVATION, allow_hyphen_values = true)]
+    elevation: f64,
+    /// Free camera distance from what it looks at, in metres (default: from
+    /// the bodies' spread).
+    #[arg(long)]
+    distance: Option<f64>,
 }
 
 /// How to load a robot file.
@@ -461,6 +495,9 @@ fn main() -> ExitCode {
             out,
             dump_problems,
             dump_every,
+            video,
+            fps,
+            view,
         } => run(
             &scene,
             (&file, passive),
@@ -475,6 +512,7 @@ fn main() -> ExitCode {
             ),
             out,
             dump_problems.map(|path| (path, dump_every)),
+            video.map(|path| (path, fps, view)),
         ),
         Command::Solve {
             file,
@@ -576,18 +614,15 @@ fn main() -> ExitCode {
             scene,
             file,
             steps,
-            width,
-            height,
-            azimuth,
-            elevation,
-            distance,
+            state,
+            frame,
+            view,
             out,
         } => render(
             &scene,
             &file,
-            steps,
-            (width, height),
-            (azimuth, elevation, distance),
+            (steps, state.map(|s| (s, frame))),
+            &view,
             &out,
         ),
         Command::Info => info(),

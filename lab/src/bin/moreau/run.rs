@@ -107,10 +107,26 @@ pub(crate) fn run(
     settings: (f64, usize, (bool, bool), DelassusPath),
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
+    video: Option<(PathBuf, f64, ViewArgs)>,
 ) -> Result<(), AnyError> {
     let scene = load_scene(name, file_args, passive)?;
     let mut sim = make_sim(&scene, dt, solver, settings)?;
     let mut state = scene.state.clone();
+    // The video's frames: configurations kept during the run (one every
+    // 1/fps s of simulated time), drawn after it, outside the timing.
+    let mut frames: Vec<Vec<f64>> = Vec::new();
+    let (every, video) = match video {
+        Some((path, fps, view)) => {
+            moreau_lab::video::check(&path, view.width, view.height, fps)?;
+            super::show::view_of(&scene.model, &view)?;
+            frames.push(state.q.as_slice().to_vec());
+            let every = ((1.0 / (fps * sim.params.dt)).round() as usize).max(1);
+            // Shown in simulated time: the rate of the frames kept.
+            let fps = 1.0 / (every as f64 * sim.params.dt);
+            (every, Some((path, fps, view)))
+        }
+        None => (0, None),
+    };
     let mut tau = DVector::zeros(scene.model.nv);
     // Without a controller of ours, the model's actuators get zero controls
     // (as MuJoCo's `ctrl` starts: its position servos hold their zero).
@@ -139,9 +155,13 @@ pub(crate) fn run(
         let r = match stepped {
             Ok(r) => r,
             Err(e) => {
-                // Close the dump so that what the run met so far stays readable.
+                // Close the dump and the video so that what the run met so
+                // far stays readable.
                 if let Some((w, _, _)) = dump {
                     w.finish()?;
+                }
+                if let Some((path, fps, view)) = &video {
+                    super::show::write_video(&scene.model, &frames, (path, *fps, view))?;
                 }
                 return Err(format!("step {step} (t = {} s): {e}", state.t).into());
             }
@@ -155,6 +175,9 @@ pub(crate) fn run(
         }
         if out.is_some() {
             trajectory.record(&mut sim, &state, Some(&r))?;
+        }
+        if every > 0 && (step + 1) % every == 0 {
+            frames.push(state.q.as_slice().to_vec());
         }
         pb.inc(1);
     }
@@ -205,6 +228,9 @@ pub(crate) fn run(
         let n = w.count();
         w.finish()?;
         say!("{n} contact problems written to {}", path.display());
+    }
+    if let Some((path, fps, view)) = &video {
+        super::show::write_video(&scene.model, &frames, (path, *fps, view))?;
     }
     Ok(())
 }

@@ -178,19 +178,22 @@ pub(crate) fn compare_locomotion(out: &std::path::Path, quick: bool) -> Result<(
     Ok(())
 }
 
-/// `moreau render`: the scene after `steps` steps, drawn offscreen, as a PNG.
+/// `moreau render`: the scene after `steps` steps, or a configuration of a
+/// recorded trajectory, drawn offscreen, as a PNG.
 pub(crate) fn render(
     name: &str,
     file_args: &ModelFileArgs,
-    steps: usize,
-    (width, height): (u32, u32),
-    (azimuth, elevation, distance): (f64, f64, Option<f64>),
+    (steps, recorded): (usize, Option<(PathBuf, i64)>),
+    args: &ViewArgs,
     out: &std::path::Path,
 ) -> Result<(), AnyError> {
-    use moreau::render::{Camera, Renderer};
+    use moreau::render::Renderer;
     let scene = load_scene(name, file_args, false)?;
     let mut state = scene.state.clone();
-    if steps > 0 {
+    if let Some((path, frame)) = &recorded {
+        let (t, q) = recorded_configuration(path, *frame, scene.model.nq)?;
+        (state.t, state.q) = (t, DVector::from_vec(q));
+    } else if steps > 0 {
         let settings = (
             DEFAULT_TOLERANCE,
             DEFAULT_MAX_ITERATIONS,
@@ -210,21 +213,172 @@ pub(crate) fn render(
             .map_err(|e| format!("step {step}: {e}"))?;
         }
     }
+    let view = view_of(&scene.model, args)?;
     let start = Instant::now();
-    let mut renderer = Renderer::new(scene.model.clone(), width, height)?;
+    let mut renderer = Renderer::new(scene.model.clone(), args.width, args.height)?;
     let q = state.q.as_slice();
-    let fallback = renderer.default_camera(q)?;
-    let distance = distance.unwrap_or((fallback.eye - fallback.target).norm());
-    let camera = Camera::orbit(fallback.target, distance, azimuth, elevation);
+    let camera = renderer.camera(q, &view)?;
     let image = renderer.render(q, &camera)?;
     let elapsed = start.elapsed();
     write_png(out, &image)?;
     say!(
-        "wrote {} ({width} x {height}, t = {:.3} s, rendered in {:.0} ms on {})",
+        "wrote {} ({} x {}, t = {:.3} s, rendered in {:.0} ms on {})",
         out.display(),
+        args.width,
+        args.height,
         state.t,
         elapsed.as_secs_f64() * 1e3,
         moreau::gpu::GpuContext::new()?.adapter.name
+    );
+    Ok(())
+}
+
+/// The camera the options ask for: `--camera` names a camera of the file
+/// (which takes no angles or distance) or a body or frame to follow.
+pub(crate) fn view_of(
+    model: &moreau::Model,
+    args: &ViewArgs,
+) -> Result<moreau::render::View, AnyError> {
+    use moreau::render::{Renderer, Target, View};
+    let target = match &args.camera {
+        None => Target::CenterOfMass,
+        Some(name) => match View::named(model, name) {
+            Some(View::Model(k)) => {
+                let posed = args.distance.is_some()
+                    || args.azimuth != Renderer::AZIMUTH
+                    || args.elevation != Renderer::ELEVATION;
+                if posed {
+                    return Err(format!(
+                        "--camera {name} is a camera of the file: it takes no --azimuth, --elevation or --distance"
+                    )
+                    .into());
+                }
+                return Ok(View::Model(k));
+            }
+            Some(View::Orbit { target, .. }) => target,
+            None => {
+                let cameras: Vec<&str> = model.cameras.iter().map(|c| c.name.as_str()).collect();
+                return Err(format!(
+                    "--camera {name}: not a camera of the file ({cameras:?}), a body or a frame (see `moreau inspect`)"
+                )
+                .into());
+            }
+        },
+    };
+    Ok(View::Orbit {
+        target,
+        azimuth: args.azimuth,
+        elevation: args.elevation,
+        distance: args.distance,
+    })
+}
+
+/// Row `frame` (negative: from the end) of a trajectory `moreau run --out`
+/// wrote: its time and configuration, checked against the model's `nq`.
+fn recorded_configuration(
+    path: &std::path::Path,
+    frame: i64,
+    nq: usize,
+) -> Result<(f64, Vec<f64>), AnyError> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = |why: String| -> AnyError { format!("{}: {why}", path.display()).into() };
+    let json = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let rows: Vec<(f64, Vec<f64>)> = if json {
+        let doc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let rows = doc["trajectory"].as_array().ok_or_else(|| {
+            bad("no `trajectory` list (not written by `moreau run --out`?)".into())
+        })?;
+        rows.iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let q: Option<Vec<f64>> = r["q"]
+                    .as_array()
+                    .map(|q| q.iter().filter_map(|x| x.as_f64()).collect());
+                match (r["t"].as_f64(), q) {
+                    (Some(t), Some(q)) => Ok((t, q)),
+                    _ => Err(bad(format!("row {k} has no `t` and `q`"))),
+                }
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+        let columns: Option<Vec<usize>> = std::iter::once("t".to_string())
+            .chain((0..nq).map(|i| format!("q{i}")))
+            .map(|c| header.iter().position(|h| h.trim() == c))
+            .collect();
+        let columns = columns.ok_or_else(|| {
+            bad(format!(
+                "the header lacks `t` or one of q0..q{} (nq = {nq} for this model)",
+                nq.max(1) - 1
+            ))
+        })?;
+        lines
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(k, line)| {
+                let cells: Vec<&str> = line.split(',').collect();
+                let values: Result<Vec<f64>, AnyError> = columns
+                    .iter()
+                    .map(|&c| {
+                        let cell = cells.get(c).map(|s| s.trim()).unwrap_or_default();
+                        cell.parse::<f64>()
+                            .map_err(|_| bad(format!("row {k}: `{cell}` is not a number")))
+                    })
+                    .collect();
+                let values = values?;
+                Ok((values[0], values[1..].to_vec()))
+            })
+            .collect::<Result<_, AnyError>>()?
+    };
+    let n = rows.len() as i64;
+    let k = if frame < 0 { n + frame } else { frame };
+    if !(0..n).contains(&k) {
+        return Err(bad(format!("frame {frame}: the trajectory has {n} rows")));
+    }
+    let (t, q) = rows[k as usize].clone();
+    if q.len() != nq {
+        return Err(bad(format!(
+            "row {k} has {} coordinates, the model nq = {nq}",
+            q.len()
+        )));
+    }
+    Ok((t, q))
+}
+
+/// Draws the configurations `qs` of a run into the video `path`.
+pub(crate) fn write_video(
+    model: &std::sync::Arc<moreau::Model>,
+    qs: &[Vec<f64>],
+    (path, fps, args): (&std::path::Path, f64, &ViewArgs),
+) -> Result<(), AnyError> {
+    use moreau::render::Renderer;
+    use moreau_lab::video::VideoWriter;
+    let view = view_of(model, args)?;
+    let start = Instant::now();
+    let mut renderer = Renderer::new(model.clone(), args.width, args.height)?;
+    let mut video = VideoWriter::create(path, args.width, args.height, fps)?;
+    // A few frames per submission: one image per layer of the targets.
+    for chunk in qs.chunks(16) {
+        let refs: Vec<&[f64]> = chunk.iter().map(Vec::as_slice).collect();
+        let cameras = refs
+            .iter()
+            .map(|q| renderer.camera(q, &view))
+            .collect::<Result<Vec<_>, _>>()?;
+        for image in renderer.render_many(&refs, &cameras)? {
+            video.push(&image)?;
+        }
+    }
+    let frames = video.finish()?;
+    say!(
+        "wrote {} ({frames} frames of {} x {} at {fps:.1} frames/s, drawn and encoded in {:.1} s)",
+        path.display(),
+        args.width,
+        args.height,
+        start.elapsed().as_secs_f64()
     );
     Ok(())
 }
