@@ -57,6 +57,8 @@ pub struct Camera {
 }
 
 impl Camera {
+    /// The vertical field of view of [`Camera::look_at`] (degrees).
+    pub const FOVY: f64 = 45.0;
     /// Near and far clipping distances (m).
     pub const NEAR: f64 = 0.01;
     pub const FAR: f64 = 1000.0;
@@ -67,7 +69,7 @@ impl Camera {
             eye,
             target,
             up: Vec3::z(),
-            fovy_degrees: 45.0,
+            fovy_degrees: Camera::FOVY,
         }
     }
 
@@ -163,6 +165,9 @@ pub struct Image {
 struct Drawn {
     body: usize,
     body_from_geom: SE3,
+    /// The radius of a ball about the origin holding the shape (`None`:
+    /// unbounded, a ground).
+    reach: Option<f64>,
     color: [f32; 4],
     vertices: wgpu::Buffer,
     count: u32,
@@ -690,9 +695,26 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
             let triangles = mesh::triangles(&v.shape)?;
             let checker = matches!(v.shape, Shape::HalfSpace { .. } | Shape::HeightField(_));
             let [r, g, b, _] = v.rgba;
+            let reach = match &v.shape {
+                Shape::Ball { radius } => Some(*radius),
+                Shape::Cuboid { half_extents } => Some(half_extents.norm()),
+                Shape::Capsule {
+                    half_length,
+                    radius,
+                } => Some(half_length + radius),
+                Shape::Cylinder {
+                    half_length,
+                    radius,
+                } => Some(half_length.hypot(*radius)),
+                Shape::ConvexMesh { points } => {
+                    Some(points.iter().map(|p| p.norm()).fold(0.0, f64::max))
+                }
+                Shape::HalfSpace { .. } | Shape::HeightField(_) => None,
+            };
             Some(Drawn {
                 body: v.body,
                 body_from_geom: v.body_from_geom,
+                reach,
                 color: [
                     r as f32,
                     g as f32,

@@ -28,7 +28,8 @@ pub enum View {
     Model(usize),
     /// Looking at `target` from `azimuth` (degrees about z from +x) and
     /// `elevation` (degrees above the horizontal) at `distance` (m; `None`:
-    /// from the bodies' spread, see [`Renderer::default_camera`]).
+    /// far enough for the shapes of the moving bodies about the target to
+    /// fill 85 % of the image's height).
     Orbit {
         target: Target,
         azimuth: f64,
@@ -79,7 +80,7 @@ impl View {
 
 impl Renderer {
     /// A camera that sees the model at `q`: looking at its centre of mass
-    /// from the front-left and above, far enough for its bodies' spread.
+    /// from the front-left and above, far enough to hold what moves.
     pub fn default_camera(&mut self, q: &[f64]) -> Result<Camera, RenderError> {
         self.camera(q, &View::default())
     }
@@ -134,10 +135,18 @@ impl Renderer {
             Some(d) if d.is_finite() && d > 0.0 => d,
             Some(d) => return Err(bad(format!("distance {d} is not positive"))),
             None => {
-                let spread = (1..model.nbodies)
-                    .map(|b| (poses[b].translation - centre).norm())
-                    .fold(0.0, f64::max);
-                2.0 * spread.max(0.3) + 0.8
+                // Far enough for a ball about the target holding every
+                // drawn shape of a moving body (0.5 m at least) to fill 85 %
+                // of the height.
+                let reach = (self.drawn.iter())
+                    .filter(|d| d.body != crate::model::WORLD)
+                    .filter_map(|d| {
+                        let at = poses[d.body].act_point(&d.body_from_geom.translation);
+                        Some((at - target).norm() + d.reach?)
+                    })
+                    .fold(0.5, f64::max);
+                let half = (Camera::FOVY / 2.0).to_radians();
+                reach / (0.85 * half.sin())
             }
         };
         Ok(Camera::orbit(target, distance, azimuth, elevation))
