@@ -552,3 +552,67 @@ fn mutated_urdf_files_never_panic() {
     println!("400 mutated files: {ok} loaded, {refused} refused with an error, no panic");
     assert!(refused > 50 && ok > 20, "the mutations exercise both paths");
 }
+
+/// `<visual>`s become the model's visuals, with their material colours
+/// (inline, or the robot's material of that name); a link whose visual
+/// mesh cannot be read is drawn as its collision geometry, with a warning;
+/// a malformed visual is refused like a malformed collision.
+#[test]
+fn visuals_carry_their_shapes_and_colours() {
+    use moreau::load::load_urdf;
+    use moreau::model::Shape;
+    let dir = temp_dir("visual");
+    std::fs::write(dir.join("box.stl"), box_stl(0.1, false)).unwrap();
+    let robot = r#"<robot name="painted">
+  <material name="red"><color rgba="1 0 0 1"/></material>
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <visual><origin xyz="0 0 0.1"/><geometry><box size="0.2 0.4 0.6"/></geometry><material name="red"/></visual>
+    <visual><geometry><mesh filename="box.stl" scale="2 2 2"/></geometry><material name="inline"><color rgba="0 0.5 1 0.5"/></material></visual>
+    <collision><geometry><sphere radius="0.3"/></geometry></collision>
+  </link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 1"/><axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <link name="arm"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <visual><geometry><mesh filename="arm.dae"/></geometry></visual>
+    <collision><origin xyz="0 0 0.2"/><geometry><cylinder radius="0.05" length="0.4"/></geometry></collision>
+  </link>
+  <joint name="k" type="fixed"><parent link="arm"/><child link="tip"/><origin xyz="0 0 0.4"/></joint>
+  <link name="tip"><visual><geometry><sphere radius="0.07"/></geometry></visual></link>
+</robot>"#;
+    let file = dir.join("painted.urdf");
+    std::fs::write(&file, robot).unwrap();
+    let r = load_urdf(&file, &UrdfOptions::default()).unwrap();
+    let v = &r.model.visuals;
+    assert_eq!(v.len(), 4, "{v:?}");
+    // The base's box, red, at its origin; the hulled mesh, scaled, inline colour.
+    assert_eq!(v[0].rgba, [1.0, 0.0, 0.0, 1.0]);
+    assert!(
+        matches!(v[0].shape, Shape::Cuboid { half_extents } if half_extents == moreau::math::Vec3::new(0.1, 0.2, 0.3))
+    );
+    assert_eq!(v[0].body_from_geom.translation.z, 0.1);
+    assert_eq!(v[1].rgba, [0.0, 0.5, 1.0, 0.5]);
+    let Shape::ConvexMesh { points } = &v[1].shape else {
+        panic!("{:?}", v[1].shape)
+    };
+    assert!(points.iter().all(|p| (p.abs().max() - 0.2).abs() < 1e-6));
+    // The arm's COLLADA mesh is not read: its cylinder is drawn, and said.
+    assert!(matches!(v[2].shape, Shape::Cylinder { .. }));
+    assert_eq!((v[2].body, v[2].body_from_geom.translation.z), (1, 0.2));
+    assert!(
+        r.warnings.iter().any(|w| w.contains("arm")
+            && w.contains("arm.dae")
+            && w.contains("collision geometry")),
+        "{:?}",
+        r.warnings
+    );
+    // The fixed tip joins the arm's body, 0.4 up, grey.
+    assert_eq!((v[3].body, v[3].body_from_geom.translation.z), (1, 0.4));
+    assert_eq!(v[3].rgba, [0.7, 0.7, 0.7, 1.0]);
+    let bad = robot.replace(r#"<box size="0.2 0.4 0.6"/>"#, r#"<box size="0.2 0.4"/>"#);
+    std::fs::write(&file, bad).unwrap();
+    let e = load_urdf(&file, &UrdfOptions::default()).unwrap_err();
+    assert!(
+        e.element.contains("base") && e.reason.contains("box size"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,7 +14,11 @@
 //! `scale`; `package://`, `file://` and relative names resolved as in
 //! [`super::mesh::resolve_mesh_path`]), each mesh replaced by its convex
 //! hull, computed once per file (see [`super::mesh`] for why a hull).
-//! `planar` joints are an error; `<visual>` is not read.
+//! `planar` joints are an error. `<visual>`s become [`Model::visuals`]
+//! (what the renderer draws): the same shapes, with their material's
+//! `<color>` (inline or the robot's material of that name; textures are not
+//! read); a link whose visual mesh cannot be read (a COLLADA `.dae`, a
+//! missing file) is drawn as its collision geometry, with a warning.
 //!
 //! Collision filtering: bodies joined by a joint never collide (the model's
 //! parent–child rule, which covers adjacent links, merged fixed links
@@ -84,7 +88,13 @@ struct MeshSource<'a> {
 struct Link {
     inertia: Option<Inertia>,
     collisions: Vec<(String, SE3, Shape)>,
+    /// `<visual>`s: placement, shape (`Err`: a mesh that could not be
+    /// read, the reason) and colour.
+    visuals: Vec<(SE3, Result<Shape, String>, [f64; 4])>,
 }
+
+/// The colour of a `<visual>` without a material colour.
+const URDF_GREY: [f64; 4] = [0.7, 0.7, 0.7, 1.0];
 
 struct Joint {
     name: String,
@@ -123,12 +133,19 @@ pub fn read_urdf(
     };
     let mut links: Vec<(String, Link)> = Vec::new();
     let mut joints: Vec<Joint> = Vec::new();
+    // The robot's named materials, for the visuals that refer to them.
+    let mut materials: HashMap<String, [f64; 4]> = HashMap::new();
+    for m in robot.children().filter(|n| n.has_tag_name("material")) {
+        if let (Some(name), Some(rgba)) = (m.attribute("name"), color(&m, "<material>", &err)?) {
+            materials.insert(name.to_string(), rgba);
+        }
+    }
     for node in robot.children().filter(|n| n.is_element()) {
         match node.tag_name().name() {
             "link" => {
                 let name = required(&node, "name", "<link>", &err)?;
                 let element = format!("<link name=\"{name}\">");
-                let link = parse_link(&node, &element, &name, &mut meshes, &err)?;
+                let link = parse_link(&node, &element, &name, (&mut meshes, &materials), &err)?;
                 if links.iter().any(|(n, _)| *n == name) {
                     return Err(err(&element, "duplicate link name".into()));
                 }
@@ -376,7 +393,43 @@ pub fn read_urdf(
         b.exclude_collision(link_body_id(a)?, link_body_id(c)?)
             .map_err(model_err)?;
     }
-    let model = b.build().map_err(model_err)?;
+    let mut model = b.build().map_err(model_err)?;
+    // What the links look like: their `<visual>`s; a link whose visual
+    // mesh cannot be read shows its collision geometry instead.
+    if links.iter().any(|(_, link)| !link.visuals.is_empty()) {
+        for (l, (name, link)) in links.iter().enumerate() {
+            let (body, body_from_link) = link_body[l].expect("every link is placed");
+            let body = body.map(|k| body_id[k]).unwrap_or(WORLD);
+            let unread: Vec<&String> = link
+                .visuals
+                .iter()
+                .filter_map(|v| v.1.as_ref().err())
+                .collect();
+            if !unread.is_empty() {
+                warnings.push(format!(
+                    "<link name=\"{name}\">: a visual mesh could not be read ({}); the link is drawn as its collision geometry",
+                    unread.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+                ));
+                for (_, origin, shape) in &link.collisions {
+                    model.visuals.push(super::Visual {
+                        body,
+                        body_from_geom: body_from_link.mul(origin),
+                        shape: shape.clone(),
+                        rgba: URDF_GREY,
+                    });
+                }
+                continue;
+            }
+            for (origin, shape, rgba) in &link.visuals {
+                model.visuals.push(super::Visual {
+                    body,
+                    body_from_geom: body_from_link.mul(origin),
+                    shape: shape.clone().expect("read"),
+                    rgba: *rgba,
+                });
+            }
+        }
+    }
     Ok(UrdfModel {
         model,
         mesh_files: meshes.cache.hull_count(),
@@ -410,7 +463,7 @@ fn parse_link(
     node: &roxmltree::Node,
     element: &str,
     name: &str,
-    meshes: &mut MeshSource,
+    (meshes, materials): (&mut MeshSource, &HashMap<String, [f64; 4]>),
     err: &impl Fn(&str, String) -> ModelFileError,
 ) -> Result<Link, ModelFileError> {
     let inertia = match child(node, "inertial") {
@@ -460,65 +513,112 @@ fn parse_link(
         .enumerate()
     {
         let at = origin(&c, element, err)?;
-        let geometry = child(&c, "geometry")
-            .and_then(|g| g.children().find(|n| n.is_element()))
-            .ok_or_else(|| err(element, format!("<collision> {k} without <geometry>")))?;
         let gname = c
             .attribute("name")
             .map(|c| format!("{name}/{c}"))
             .unwrap_or_else(|| format!("{name}/collision{k}"));
-        let shape = match geometry.tag_name().name() {
-            "box" => {
-                let s = numbers::<3>(
-                    &required(&geometry, "size", element, err)?,
-                    "box size",
-                    element,
-                    err,
-                )?;
-                Shape::Cuboid {
-                    half_extents: Vec3::new(s[0], s[1], s[2]) / 2.0,
-                }
-            }
-            "sphere" => Shape::Ball {
-                radius: scalar(&geometry, "radius", element, err)?,
-            },
-            "cylinder" => Shape::Cylinder {
-                radius: scalar(&geometry, "radius", element, err)?,
-                half_length: scalar(&geometry, "length", element, err)? / 2.0,
-            },
-            "capsule" => Shape::Capsule {
-                radius: scalar(&geometry, "radius", element, err)?,
-                half_length: scalar(&geometry, "length", element, err)? / 2.0,
-            },
-            "mesh" => {
-                let uri = required(&geometry, "filename", element, err)?;
-                let scale = match geometry.attribute("scale") {
-                    Some(s) => {
-                        let v = numbers::<3>(s, "mesh scale", element, err)?;
-                        Vec3::new(v[0], v[1], v[2])
-                    }
-                    None => Vec3::repeat(1.0),
-                };
-                let path = resolve_mesh_path(&uri, meshes.model_dir, meshes.package_dirs)
-                    .map_err(|e| err(element, e))?;
-                meshes
-                    .cache
-                    .convex_hull(&path, scale)
-                    .map_err(|e| err(element, e))?
-            }
-            other => {
-                return Err(err(
-                    element,
-                    format!("unknown collision geometry <{other}>"),
-                ));
-            }
-        };
+        let shape = geometry(&c, &format!("<collision> {k}"), element, meshes, err)?
+            .map_err(|e| err(element, e))?;
         collisions.push((gname, at, shape));
+    }
+    let mut visuals = Vec::new();
+    for (k, v) in node
+        .children()
+        .filter(|n| n.has_tag_name("visual"))
+        .enumerate()
+    {
+        let at = origin(&v, element, err)?;
+        let shape = geometry(&v, &format!("<visual> {k}"), element, meshes, err)?;
+        // The material's own colour, else the robot's material of its name.
+        let rgba = match child(&v, "material") {
+            Some(m) => match color(&m, element, err)? {
+                Some(rgba) => rgba,
+                None => m
+                    .attribute("name")
+                    .and_then(|n| materials.get(n))
+                    .copied()
+                    .unwrap_or(URDF_GREY),
+            },
+            None => URDF_GREY,
+        };
+        visuals.push((at, shape, rgba));
     }
     Ok(Link {
         inertia,
         collisions,
+        visuals,
     })
+}
+
+/// The `<geometry>` of a `<collision>` or `<visual>` (`what`, for errors):
+/// `Ok(Err(reason))` when it is a mesh that cannot be read (not found, an
+/// unsupported format), so that a visual can fall back.
+fn geometry(
+    node: &roxmltree::Node,
+    what: &str,
+    element: &str,
+    meshes: &mut MeshSource,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<Result<Shape, String>, ModelFileError> {
+    let geometry = child(node, "geometry")
+        .and_then(|g| g.children().find(|n| n.is_element()))
+        .ok_or_else(|| err(element, format!("{what} without <geometry>")))?;
+    let shape = match geometry.tag_name().name() {
+        "box" => {
+            let s = numbers::<3>(
+                &required(&geometry, "size", element, err)?,
+                "box size",
+                element,
+                err,
+            )?;
+            Shape::Cuboid {
+                half_extents: Vec3::new(s[0], s[1], s[2]) / 2.0,
+            }
+        }
+        "sphere" => Shape::Ball {
+            radius: scalar(&geometry, "radius", element, err)?,
+        },
+        "cylinder" => Shape::Cylinder {
+            radius: scalar(&geometry, "radius", element, err)?,
+            half_length: scalar(&geometry, "length", element, err)? / 2.0,
+        },
+        "capsule" => Shape::Capsule {
+            radius: scalar(&geometry, "radius", element, err)?,
+            half_length: scalar(&geometry, "length", element, err)? / 2.0,
+        },
+        "mesh" => {
+            let uri = required(&geometry, "filename", element, err)?;
+            let scale = match geometry.attribute("scale") {
+                Some(s) => {
+                    let v = numbers::<3>(s, "mesh scale", element, err)?;
+                    Vec3::new(v[0], v[1], v[2])
+                }
+                None => Vec3::repeat(1.0),
+            };
+            let hull = resolve_mesh_path(&uri, meshes.model_dir, meshes.package_dirs)
+                .and_then(|path| meshes.cache.convex_hull(&path, scale));
+            return Ok(hull);
+        }
+        other => {
+            return Err(err(element, format!("{what}: unknown geometry <{other}>")));
+        }
+    };
+    Ok(Ok(shape))
+}
+
+/// The `<color rgba>` of a `<material>`, if it has one.
+fn color(
+    material: &roxmltree::Node,
+    element: &str,
+    err: &impl Fn(&str, String) -> ModelFileError,
+) -> Result<Option<[f64; 4]>, ModelFileError> {
+    match child(material, "color").and_then(|c| c.attribute("rgba")) {
+        Some(text) => {
+            let rgba = numbers::<4>(text, "material color rgba", element, err)?;
+            Ok(Some(rgba.map(|c| c.clamp(0.0, 1.0))))
+        }
+        None => Ok(None),
+    }
 }
 
 fn parse_joint(
