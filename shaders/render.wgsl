@@ -80,3 +80,14 @@ fn fs_main(in: VertexOut) -> FragmentOut {
     out.depth = in.depth;
     return out;
 }
+
+// The overlay's marks (contact points and forces): colour only, lit as
+// the scene is.
+@fragment
+fn fs_overlay(in: VertexOut) -> @location(0) vec4<f32> {
+    let inst = instances[in.instance];
+    let cam = cameras[in.instance / params.per_world];
+    let n = normalize(in.normal);
+    let lit = max(dot(n, cam.light.xyz), 0.0);
+    return vec4<f32>(inst.color.rgb * (0.45 + 0.55 * lit), 1.0);
+}

@@ -277,3 +277,72 @@ fn the_files_cameras_and_the_tracking_camera_follow_the_body() {
         .to_string();
     assert!(e.contains("camera 2 of a model with 2"), "{e}");
 }
+
+#[test]
+fn contact_points_and_forces_are_drawn_over_the_scene() {
+    if !gpu() {
+        return;
+    }
+    use moreau::render::Overlay;
+    use moreau::sim::{SimParams, Simulator};
+    let scene = moreau::scenes::scene("cube-resting").unwrap();
+    let params = SimParams {
+        dt: scene.dt,
+        ..Default::default()
+    };
+    let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
+    let mut state = scene.state.clone();
+    let tau = vec![0.0; scene.model.nv];
+    sim.step(&mut state, &tau).unwrap();
+    let overlay = Overlay::from_contacts(&scene.model, sim.solved_contacts(), scene.dt);
+    assert_eq!(overlay.forces.len(), 4);
+    // The forces hold the cube up: they sum to its weight, upwards.
+    let total: Vec3 = overlay.forces.iter().map(|(_, f)| f).sum();
+    let weight = scene.model.total_mass() * 9.81;
+    assert!(
+        (total - Vec3::new(0.0, 0.0, weight)).norm() < 1e-3 * weight,
+        "{total:?}"
+    );
+    let scale = Overlay::default_scale(&scene.model);
+    let mut renderer = Renderer::new(scene.model.clone(), SIZE, SIZE).unwrap();
+    let q = state.q.as_slice();
+    let camera = Camera::orbit(Vec3::new(0.0, 0.0, 0.2), 3.0, -60.0, 25.0);
+    let plain = renderer.render(q, &camera).unwrap();
+    let marked = renderer
+        .render_overlaid(&[q], &[camera], std::slice::from_ref(&overlay), scale)
+        .unwrap()
+        .remove(0);
+    let none = renderer
+        .render_overlaid(&[q], &[camera], &[Overlay::default()], scale)
+        .unwrap()
+        .remove(0);
+    assert_eq!(none, plain, "no marks: the scene's image");
+    assert_eq!(marked.depth, plain.depth, "the depth image is the scene's");
+    let rgb = |image: &Image, p: &Vec3| {
+        let (u, v, _) = camera.project(p, SIZE, SIZE);
+        let k = 3 * (v as usize * SIZE as usize + u as usize);
+        [image.rgb[k], image.rgb[k + 1], image.rgb[k + 2]]
+    };
+    for (p, f) in &overlay.forces {
+        // The point a red ball, the arrow's middle yellow (each over the
+        // cube or the ground), beyond its tip the scene.
+        let [r, g, b] = rgb(&marked, p);
+        assert!(r > 120 && g < 60 && b < 60, "point {p:?}: {r} {g} {b}");
+        let middle = p + f * (0.4 * scale);
+        let [r, g, b] = rgb(&marked, &middle);
+        assert!(
+            r > 150 && g > 110 && b < 60,
+            "arrow {middle:?}: {r} {g} {b}"
+        );
+        let beyond = p + f * (1.3 * scale);
+        assert_eq!(rgb(&marked, &beyond), rgb(&plain, &beyond));
+    }
+    let bad = Overlay {
+        forces: vec![(Vec3::zeros(), Vec3::new(f64::NAN, 0.0, 0.0))],
+    };
+    let e = renderer
+        .render_overlaid(&[q], &[camera], &[bad], scale)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("overlay 0: a mark is not finite"), "{e}");
+}

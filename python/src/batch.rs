@@ -22,6 +22,7 @@ use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
 use crate::simulator::{params, q_side_codes};
 use crate::value_error;
 use crate::views::{StateViews, Which, lend_times, lend2};
+use moreau::render::Overlay;
 
 /// The record of one `BatchSim.step_for_vjp`: each world's step, kept for
 /// `BatchSim.vjp` (any number of times). Opaque.
@@ -694,9 +695,13 @@ impl BatchSim {
     /// distances along the camera's axis (0 where nothing is drawn). The
     /// camera looks at each world's centre of mass (or ``target``) from
     /// ``azimuth`` and ``elevation`` (degrees) at ``distance`` (m; default
-    /// from the bodies' spread). Drawn: the model's visuals (a file's geoms
-    /// with their ``rgba``), else its geometries.
-    #[pyo3(signature = (worlds=None, width=480, height=480, camera=None, track=None, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
+    /// from what it must hold). Drawn: the model's visuals (a file's geoms
+    /// with their ``rgba``), else its geometries and skeleton; with
+    /// ``contacts=True`` each world's last step's contacts over it (points
+    /// red, forces as yellow arrows, the model's weight 0.5 m long). The
+    /// camera: ``camera``, a file's camera (``Model.camera_names`` or its
+    /// index), or the free camera following ``track`` (a body or frame).
+    #[pyo3(signature = (worlds=None, width=480, height=480, camera=None, track=None, azimuth=None, elevation=None, distance=None, target=None, depth=false, contacts=false))]
     #[allow(clippy::too_many_arguments)]
     fn render<'py>(
         &mut self,
@@ -711,6 +716,7 @@ impl BatchSim {
         distance: Option<f64>,
         target: Option<[f64; 3]>,
         depth: bool,
+        contacts: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let n = self.batch.nworlds();
         let worlds = worlds.unwrap_or_else(|| (0..n).collect());
@@ -731,7 +737,18 @@ impl BatchSim {
             target,
         };
         let model = self.batch.model().clone();
-        let frames = self.renderer.render(&model, &qs, (width, height), &view)?;
+        let overlays = if contacts {
+            let all = self.batch.contacts().map_err(value_error)?;
+            let mut overlays = Vec::with_capacity(worlds.len());
+            for &w in &worlds {
+                let dt = self.batch.params(w).map_err(value_error)?.dt;
+                overlays.push(Overlay::from_contacts(&model, all[w].iter().cloned(), dt));
+            }
+            overlays
+        } else {
+            Vec::new()
+        };
+        let frames = (self.renderer).render(&model, &qs, (width, height), &view, &overlays)?;
         to_python(py, frames, depth, false)
     }
 

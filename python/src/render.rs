@@ -3,7 +3,7 @@
 
 use moreau::Model as CoreModel;
 use moreau::math::Vec3;
-use moreau::render::{Renderer, Target, View};
+use moreau::render::{Overlay, Renderer, Target, View};
 use numpy::IntoPyArray;
 use numpy::ndarray::{Array3, Array4, Axis};
 use pyo3::prelude::*;
@@ -106,6 +106,7 @@ impl CachedRenderer {
         qs: &[&[f64]],
         (width, height): (u32, u32),
         view: &ViewArgs,
+        overlays: &[Overlay],
     ) -> PyResult<Frames> {
         if self
             .renderer
@@ -121,7 +122,9 @@ impl CachedRenderer {
             .map(|q| renderer.camera(q, &view))
             .collect::<Result<Vec<_>, _>>()
             .map_err(value_error)?;
-        let images = renderer.render_many(qs, &cameras).map_err(value_error)?;
+        let scale = Overlay::default_scale(model);
+        let images =
+            (renderer.render_overlaid(qs, &cameras, overlays, scale)).map_err(value_error)?;
         let (w, h, n) = (width as usize, height as usize, images.len());
         let mut rgb = Vec::with_capacity(n * w * h * 3);
         let mut depth = Vec::with_capacity(n * w * h);

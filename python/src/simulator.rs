@@ -14,6 +14,7 @@ use crate::arrays::{Floats1, array2, matrix, vector};
 use crate::model::Model;
 use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
 use crate::value_error;
+use moreau::render::Overlay;
 
 /// Simulation parameters from keyword arguments.
 pub(crate) fn params(
@@ -289,7 +290,7 @@ impl Simulator {
     /// An image of the world at its configuration, drawn offscreen on the
     /// GPU: (height, width, 3) uint8 RGB, and with ``depth=True`` also
     /// (height, width) float32 depths (see ``BatchSim.render``).
-    #[pyo3(signature = (width=480, height=480, camera=None, track=None, azimuth=None, elevation=None, distance=None, target=None, depth=false))]
+    #[pyo3(signature = (width=480, height=480, camera=None, track=None, azimuth=None, elevation=None, distance=None, target=None, depth=false, contacts=false))]
     #[allow(clippy::too_many_arguments)]
     fn render<'py>(
         &mut self,
@@ -303,6 +304,7 @@ impl Simulator {
         distance: Option<f64>,
         target: Option<[f64; 3]>,
         depth: bool,
+        contacts: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let view = ViewArgs {
             camera,
@@ -314,7 +316,13 @@ impl Simulator {
         };
         let model = self.sim.model().clone();
         let qs = [self.state.q.as_slice()];
-        let frames = self.renderer.render(&model, &qs, (width, height), &view)?;
+        let overlays = if contacts {
+            let marks = self.sim.solved_contacts();
+            vec![Overlay::from_contacts(&model, marks, self.sim.params.dt)]
+        } else {
+            Vec::new()
+        };
+        let frames = (self.renderer).render(&model, &qs, (width, height), &view, &overlays)?;
         to_python(py, frames, depth, true)
     }
     /// The file's cameras at the configuration: their positions (ncam, 3)

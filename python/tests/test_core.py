@@ -833,3 +833,33 @@ def test_worlds_render_to_images_of_their_own_state():
         batch.render(worlds=[3])
     with pytest.raises(ValueError, match="image size"):
         batch.render(width=0)
+
+
+def test_contacts_are_drawn_over_the_worlds_that_have_them():
+    """render(contacts=True): the last step's contacts over each world's
+    image (the resting world's, not the one in the air), its depth image
+    the scene's; a file's camera and a tracked body by name."""
+    m = moreau.scene("cube-resting")
+    batch = moreau.BatchSim(m, 2)
+    q = batch.q
+    q[1, 2] += 1.0
+    batch.set_states(q, batch.v)
+    before = batch.render(width=64, height=48, contacts=True)
+    assert np.array_equal(before, batch.render(width=64, height=48)), "no step, no contacts"
+    batch.step(np.zeros((2, m.nv)))
+    rgb, depth = batch.render(width=64, height=48, depth=True)
+    marked, marked_depth = batch.render(width=64, height=48, depth=True, contacts=True)
+    assert np.array_equal(marked_depth, depth)
+    assert not np.array_equal(marked[0], rgb[0]) and np.array_equal(marked[1], rgb[1])
+    # Red balls at the points, yellow arrows: the resting world's new pixels.
+    changed = marked[0][np.any(marked[0] != rgb[0], axis=-1)].astype(int)
+    assert len(changed) > 5 and (changed[:, 0] > changed[:, 2] + 60).mean() > 0.9
+    sim = moreau.Simulator(m)
+    sim.step()
+    assert np.array_equal(sim.render(width=64, height=48, contacts=True), marked[0])
+    with pytest.raises(ValueError, match="camera `eye`: not one of the model's cameras"):
+        sim.render(camera="eye")
+    with pytest.raises(ValueError, match="track `nowhere`: not a body or frame"):
+        sim.render(track="nowhere")
+    with pytest.raises(ValueError, match="a model camera takes none of"):
+        moreau.Simulator(moreau.load(str(__import__("moreau.gym").gym.gymnasium_assets() / "ant.xml"))).render(camera="track", distance=2.0)

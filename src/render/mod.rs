@@ -15,8 +15,10 @@
 //! behind the camera, Lambert shading over an ambient third; no shadows.
 
 mod mesh;
+mod overlay;
 mod view;
 
+pub use overlay::Overlay;
 pub use view::{Target, View};
 
 use crate::dynamics::{Data, forward_kinematics};
@@ -38,6 +40,8 @@ pub enum RenderError {
     State { world: usize, reason: String },
     #[error("camera {world}: {reason}")]
     Camera { world: usize, reason: String },
+    #[error("overlay {world}: {reason}")]
+    Overlay { world: usize, reason: String },
     #[error("{got} images in one call; at most {max} (the adapter's {limit})")]
     TooMany {
         got: usize,
@@ -195,6 +199,9 @@ pub struct Renderer {
     width: u32,
     height: u32,
     pipeline: wgpu::RenderPipeline,
+    /// The marks' pass: colour only, over the scene.
+    overlay_pipeline: wgpu::RenderPipeline,
+    marks: overlay::MarkMeshes,
     layout: wgpu::BindGroupLayout,
     drawn: Vec<Drawn>,
     targets: Option<Targets>,
@@ -248,40 +255,47 @@ impl Renderer {
             immediate_size: 0,
         });
         let stride = std::mem::size_of::<mesh::Vertex>() as u64;
-        let pipeline = device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-            label: Some("render"),
-            layout: Some(&pipeline_layout),
-            vertex: wgpu::VertexState {
-                module: &shader,
-                entry_point: Some("vs_main"),
-                compilation_options: Default::default(),
-                buffers: &[Some(wgpu::VertexBufferLayout {
-                    array_stride: stride,
-                    step_mode: wgpu::VertexStepMode::Vertex,
-                    attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3],
-                })],
-            },
-            primitive: wgpu::PrimitiveState {
-                cull_mode: Some(wgpu::Face::Back),
-                ..Default::default()
-            },
-            depth_stencil: Some(wgpu::DepthStencilState {
-                format: DEPTH_FORMAT,
-                depth_write_enabled: Some(true),
-                depth_compare: Some(wgpu::CompareFunction::Less),
-                stencil: Default::default(),
-                bias: Default::default(),
-            }),
-            multisample: Default::default(),
-            fragment: Some(wgpu::FragmentState {
-                module: &shader,
-                entry_point: Some("fs_main"),
-                compilation_options: Default::default(),
-                targets: &[Some(COLOR_FORMAT.into()), Some(DEPTH_OUT_FORMAT.into())],
-            }),
-            multiview_mask: None,
-            cache: None,
-        });
+        let targets_scene = [Some(COLOR_FORMAT.into()), Some(DEPTH_OUT_FORMAT.into())];
+        let targets_marks = [Some(COLOR_FORMAT.into())];
+        let make = |entry: &str, targets: &[Option<wgpu::ColorTargetState>]| {
+            device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some("render"),
+                layout: Some(&pipeline_layout),
+                vertex: wgpu::VertexState {
+                    module: &shader,
+                    entry_point: Some("vs_main"),
+                    compilation_options: Default::default(),
+                    buffers: &[Some(wgpu::VertexBufferLayout {
+                        array_stride: stride,
+                        step_mode: wgpu::VertexStepMode::Vertex,
+                        attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x3],
+                    })],
+                },
+                primitive: wgpu::PrimitiveState {
+                    cull_mode: Some(wgpu::Face::Back),
+                    ..Default::default()
+                },
+                depth_stencil: Some(wgpu::DepthStencilState {
+                    format: DEPTH_FORMAT,
+                    depth_write_enabled: Some(true),
+                    depth_compare: Some(wgpu::CompareFunction::Less),
+                    stencil: Default::default(),
+                    bias: Default::default(),
+                }),
+                multisample: Default::default(),
+                fragment: Some(wgpu::FragmentState {
+                    module: &shader,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    targets,
+                }),
+                multiview_mask: None,
+                cache: None,
+            })
+        };
+        let pipeline = make("fs_main", &targets_scene);
+        let overlay_pipeline = make("fs_overlay", &targets_marks);
+        let marks = overlay::MarkMeshes::new(&ctx);
         let drawn = drawn_shapes(&ctx, &model);
         ctx.take_error("creating the renderer")?;
         Ok(Renderer {
@@ -291,6 +305,8 @@ impl Renderer {
             width,
             height,
             pipeline,
+            overlay_pipeline,
+            marks,
             layout,
             drawn,
             targets: None,
@@ -331,6 +347,20 @@ impl Renderer {
         qs: &[&[f64]],
         cameras: &[Camera],
     ) -> Result<Vec<Image>, RenderError> {
+        self.render_overlaid(qs, cameras, &[], 0.0)
+    }
+
+    /// As [`Renderer::render_many`], with each world's `overlays[k]` drawn
+    /// over its image (none when `overlays` is empty): contact points as
+    /// red balls, forces as yellow arrows `scale` metres per newton long
+    /// ([`Overlay::default_scale`]). The depth images are the scene's.
+    pub fn render_overlaid(
+        &mut self,
+        qs: &[&[f64]],
+        cameras: &[Camera],
+        overlays: &[Overlay],
+        scale: f64,
+    ) -> Result<Vec<Image>, RenderError> {
         let n = qs.len();
         if cameras.len() != n {
             return Err(RenderError::Camera {
@@ -338,6 +368,34 @@ impl Renderer {
                 reason: format!("{} cameras for {n} configurations", cameras.len()),
             });
         }
+        if !overlays.is_empty() && overlays.len() != n {
+            return Err(RenderError::Overlay {
+                world: n.min(overlays.len()),
+                reason: format!("{} overlays for {n} configurations", overlays.len()),
+            });
+        }
+        if !(scale.is_finite() && scale >= 0.0) {
+            return Err(RenderError::Overlay {
+                world: 0,
+                reason: format!("arrow scale {scale} is not a non-negative number"),
+            });
+        }
+        for (w, o) in overlays.iter().enumerate() {
+            if let Some((p, f)) = o
+                .forces
+                .iter()
+                .find(|(p, f)| !(p.iter().chain(f.iter()).all(|x| x.is_finite())))
+            {
+                return Err(RenderError::Overlay {
+                    world: w,
+                    reason: format!("a mark is not finite (point {p:?}, force {f:?})"),
+                });
+            }
+        }
+        // Instances per world: its shapes, then its marks (three each).
+        let base = self.drawn.len().max(1);
+        let max_marks = overlays.iter().map(|o| o.forces.len()).max().unwrap_or(0);
+        let per_world = base + overlay::PER_MARK * max_marks;
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -356,7 +414,7 @@ impl Renderer {
                 "max_buffer_size",
             ),
             (
-                (self.drawn.len().max(1) * INSTANCE_FLOATS * 4) as u64,
+                (per_world * INSTANCE_FLOATS * 4) as u64,
                 limits.max_storage_buffer_binding_size,
                 "max_storage_buffer_binding_size",
             ),
@@ -377,11 +435,10 @@ impl Renderer {
                 .map_err(|reason| RenderError::Camera { world: w, reason })?;
         }
         // Each shape's placement in each world, each world's camera.
-        let per_world = self.drawn.len().max(1);
         let mut instances = Vec::with_capacity(n * per_world * INSTANCE_FLOATS);
         let mut camera_data = Vec::with_capacity(n * CAMERA_FLOATS);
         let aspect = self.width as f64 / self.height as f64;
-        for (q, camera) in qs.iter().zip(cameras) {
+        for (w, (q, camera)) in qs.iter().zip(cameras).enumerate() {
             forward_kinematics(&self.model, &mut self.data, q);
             for d in &self.drawn {
                 let x = self.data.world_from_body[d.body].mul(&d.body_from_geom);
@@ -394,6 +451,17 @@ impl Renderer {
             if self.drawn.is_empty() {
                 instances.extend(std::iter::repeat_n(0.0f32, INSTANCE_FLOATS));
             }
+            // The marks: balls of a constant size on the image.
+            let forces = overlays.get(w).map_or(&[][..], |o| &o.forces[..]);
+            let radius = 0.006 * (camera.eye - camera.target).norm();
+            for (p, f) in forces {
+                for (m, c) in overlay::mark_instances(p, f, scale, radius) {
+                    instances.extend_from_slice(&m);
+                    instances.extend_from_slice(&c);
+                }
+            }
+            let unused = overlay::PER_MARK * (max_marks - forces.len());
+            instances.extend(std::iter::repeat_n(0.0f32, unused * INSTANCE_FLOATS));
             let view = camera.view();
             let view_proj = camera.projection(aspect) * view;
             camera_data.extend(view_proj.iter().map(|&v| v as f32));
@@ -503,6 +571,44 @@ impl Renderer {
                 let k = w * per_world as u32 + s as u32;
                 pass.set_vertex_buffer(0, d.vertices.slice(..));
                 pass.draw(0..d.count, k..k + 1);
+            }
+            drop(pass);
+            let marks = overlays.get(w as usize).map_or(0, |o| o.forces.len());
+            if marks == 0 {
+                continue;
+            }
+            // The marks over the scene, depth-tested among themselves.
+            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+                label: Some("render marks"),
+                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                    view: &color,
+                    depth_slice: None,
+                    resolve_target: None,
+                    ops: wgpu::Operations {
+                        load: wgpu::LoadOp::Load,
+                        store: wgpu::StoreOp::Store,
+                    },
+                })],
+                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                    view: &depth,
+                    depth_ops: Some(wgpu::Operations {
+                        load: wgpu::LoadOp::Clear(1.0),
+                        store: wgpu::StoreOp::Discard,
+                    }),
+                    stencil_ops: None,
+                }),
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            pass.set_pipeline(&self.overlay_pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            for m in 0..marks {
+                for (part, (vertices, count)) in self.marks.shapes.iter().enumerate() {
+                    let k = (w as usize * per_world + base + overlay::PER_MARK * m + part) as u32;
+                    pass.set_vertex_buffer(0, vertices.slice(..));
+                    pass.draw(0..*count, k..k + 1);
+                }
             }
         }
         // Both targets into the readback buffer: the colours, then the depths.

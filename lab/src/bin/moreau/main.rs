@@ -435,10 +435,14 @@ struct ViewArgs {
     azimuth: f64,
     #[arg(long, default_value_t = moreau::render::Renderer::ELEVATION, allow_hyphen_values = true)]
     elevation: f64,
-    /// Free camera distance from what it looks at, in metres (default: from
-    /// the bodies' spread).
+    /// Free camera distance from what it looks at, in metres (default: far
+    /// enough to hold what moves).
     #[arg(long)]
     distance: Option<f64>,
+    /// Draw the last step's contacts over the image: points as red balls,
+    /// forces as yellow arrows (the model's weight 0.5 m long).
+    #[arg(long)]
+    contacts: bool,
 }
 
 /// How to load a robot file.

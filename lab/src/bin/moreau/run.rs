@@ -115,11 +115,15 @@ pub(crate) fn run(
     // The video's frames: configurations kept during the run (one every
     // 1/fps s of simulated time), drawn after it, outside the timing.
     let mut frames: Vec<Vec<f64>> = Vec::new();
+    let mut overlays: Vec<moreau::render::Overlay> = Vec::new();
     let (every, video) = match video {
         Some((path, fps, view)) => {
             moreau_lab::video::check(&path, view.width, view.height, fps)?;
             super::show::view_of(&scene.model, &view)?;
             frames.push(state.q.as_slice().to_vec());
+            if view.contacts {
+                overlays.push(Default::default());
+            }
             let every = ((1.0 / (fps * sim.params.dt)).round() as usize).max(1);
             // Shown in simulated time: the rate of the frames kept.
             let fps = 1.0 / (every as f64 * sim.params.dt);
@@ -161,7 +165,11 @@ pub(crate) fn run(
                     w.finish()?;
                 }
                 if let Some((path, fps, view)) = &video {
-                    super::show::write_video(&scene.model, &frames, (path, *fps, view))?;
+                    super::show::write_video(
+                        &scene.model,
+                        (&frames, &overlays),
+                        (path, *fps, view),
+                    )?;
                 }
                 return Err(format!("step {step} (t = {} s): {e}", state.t).into());
             }
@@ -178,6 +186,14 @@ pub(crate) fn run(
         }
         if every > 0 && (step + 1) % every == 0 {
             frames.push(state.q.as_slice().to_vec());
+            if video.as_ref().is_some_and(|v| v.2.contacts) {
+                let marks = sim.solved_contacts();
+                overlays.push(moreau::render::Overlay::from_contacts(
+                    &scene.model,
+                    marks,
+                    sim.params.dt,
+                ));
+            }
         }
         pb.inc(1);
     }
@@ -230,7 +246,7 @@ pub(crate) fn run(
         say!("{n} contact problems written to {}", path.display());
     }
     if let Some((path, fps, view)) = &video {
-        super::show::write_video(&scene.model, &frames, (path, *fps, view))?;
+        super::show::write_video(&scene.model, (&frames, &overlays), (path, *fps, view))?;
     }
     Ok(())
 }

@@ -190,6 +190,13 @@ pub(crate) fn render(
     use moreau::render::Renderer;
     let scene = load_scene(name, file_args, false)?;
     let mut state = scene.state.clone();
+    if args.contacts && recorded.is_some() {
+        return Err(
+            "--contacts draws a step's forces, which a trajectory file does not hold: use --steps"
+                .into(),
+        );
+    }
+    let mut overlay = moreau::render::Overlay::default();
     if let Some((path, frame)) = &recorded {
         let (t, q) = recorded_configuration(path, *frame, scene.model.nq)?;
         (state.t, state.q) = (t, DVector::from_vec(q));
@@ -212,13 +219,23 @@ pub(crate) fn render(
             }
             .map_err(|e| format!("step {step}: {e}"))?;
         }
+        if args.contacts {
+            overlay = moreau::render::Overlay::from_contacts(
+                &scene.model,
+                sim.solved_contacts(),
+                sim.params.dt,
+            );
+        }
     }
     let view = view_of(&scene.model, args)?;
     let start = Instant::now();
     let mut renderer = Renderer::new(scene.model.clone(), args.width, args.height)?;
     let q = state.q.as_slice();
     let camera = renderer.camera(q, &view)?;
-    let image = renderer.render(q, &camera)?;
+    let scale = moreau::render::Overlay::default_scale(&scene.model);
+    let image = renderer
+        .render_overlaid(&[q], &[camera], &[overlay], scale)?
+        .remove(0);
     let elapsed = start.elapsed();
     write_png(out, &image)?;
     say!(
@@ -349,10 +366,11 @@ fn recorded_configuration(
     Ok((t, q))
 }
 
-/// Draws the configurations `qs` of a run into the video `path`.
+/// Draws the configurations `qs` of a run into the video `path`, each
+/// with its overlay when `overlays` has them.
 pub(crate) fn write_video(
     model: &std::sync::Arc<moreau::Model>,
-    qs: &[Vec<f64>],
+    (qs, overlays): (&[Vec<f64>], &[moreau::render::Overlay]),
     (path, fps, args): (&std::path::Path, f64, &ViewArgs),
 ) -> Result<(), AnyError> {
     use moreau::render::Renderer;
@@ -362,13 +380,15 @@ pub(crate) fn write_video(
     let mut renderer = Renderer::new(model.clone(), args.width, args.height)?;
     let mut video = VideoWriter::create(path, args.width, args.height, fps)?;
     // A few frames per submission: one image per layer of the targets.
-    for chunk in qs.chunks(16) {
+    let scale = moreau::render::Overlay::default_scale(model);
+    for (k, chunk) in qs.chunks(16).enumerate() {
         let refs: Vec<&[f64]> = chunk.iter().map(Vec::as_slice).collect();
         let cameras = refs
             .iter()
             .map(|q| renderer.camera(q, &view))
             .collect::<Result<Vec<_>, _>>()?;
-        for image in renderer.render_many(&refs, &cameras)? {
+        let marks = overlays.get(16 * k..16 * k + chunk.len()).unwrap_or(&[]);
+        for image in renderer.render_overlaid(&refs, &cameras, marks, scale)? {
             video.push(&image)?;
         }
     }
