@@ -346,3 +346,81 @@ fn contact_points_and_forces_are_drawn_over_the_scene() {
         .to_string();
     assert!(e.contains("overlay 0: a mark is not finite"), "{e}");
 }
+
+#[test]
+fn a_mesh_file_is_drawn_as_its_triangles_not_its_hull() {
+    if !gpu() {
+        return;
+    }
+    // One mesh of two cubes 0.6 m apart: its hull would fill the gap.
+    let cube = |x0: f64| -> (Vec<[f64; 3]>, Vec<[usize; 3]>) {
+        let v = (0..8)
+            .map(|i| {
+                [
+                    x0 + if i & 1 == 0 { 0.0 } else { 0.2 },
+                    if i & 2 == 0 { -0.1 } else { 0.1 },
+                    if i & 4 == 0 { -0.1 } else { 0.1 },
+                ]
+            })
+            .collect();
+        let f = vec![
+            [0, 2, 3],
+            [0, 3, 1],
+            [4, 5, 7],
+            [4, 7, 6],
+            [0, 1, 5],
+            [0, 5, 4],
+            [2, 6, 7],
+            [2, 7, 3],
+            [0, 4, 6],
+            [0, 6, 2],
+            [1, 3, 7],
+            [1, 7, 5],
+        ];
+        (v, f)
+    };
+    let (mut vertices, mut faces) = cube(-0.5);
+    let (v2, f2) = cube(0.3);
+    faces.extend(f2.iter().map(|t| t.map(|k| k + 8)));
+    vertices.extend(v2);
+    let text = format!(
+        r#"<mujoco>
+  <asset><mesh name="pair" vertex="{}" face="{}"/></asset>
+  <worldbody><body name="b"><freejoint/><geom type="mesh" mesh="pair" rgba="0.2 0.4 0.9 1"/></body></worldbody>
+</mujoco>"#,
+        vertices
+            .iter()
+            .flatten()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        faces
+            .iter()
+            .flatten()
+            .map(|k| k.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let m = parse_mjcf(&text, "pair.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    assert!(m.model.visuals[0].mesh.is_some());
+    let model = Arc::new(m.model);
+    let q: Vec<f64> = m.q0.iter().copied().collect();
+    let camera = Camera::look_at(Vec3::new(0.0, -3.0, 0.0), Vec3::zeros());
+    let mut renderer = Renderer::new(model.clone(), SIZE, SIZE).unwrap();
+    let image = renderer.render(&q, &camera).unwrap();
+    let depth_at = |image: &Image, x: f64| {
+        let (u, v, _) = camera.project(&Vec3::new(x, 0.0, 0.0), SIZE, SIZE);
+        image.depth[v as usize * SIZE as usize + u as usize]
+    };
+    // The cubes' faces at 2.9 m; nothing between them.
+    assert!(
+        (depth_at(&image, -0.4) - 2.9).abs() < 1e-3 && (depth_at(&image, 0.4) - 2.9).abs() < 1e-3
+    );
+    assert_eq!(depth_at(&image, 0.0), 0.0);
+    // Its hull (the same model without the triangles) fills the gap.
+    let mut hull = (*model).clone();
+    hull.visuals[0].mesh = None;
+    let mut renderer = Renderer::new(Arc::new(hull), SIZE, SIZE).unwrap();
+    let filled = renderer.render(&q, &camera).unwrap();
+    assert!((depth_at(&filled, 0.0) - 2.9).abs() < 1e-3);
+}

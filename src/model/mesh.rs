@@ -104,6 +104,39 @@ pub fn resolve_mesh_path(
     }
 }
 
+/// The triangles a visual draws as ([`super::Visual::mesh`]): vertices
+/// (single precision, as drawn) and the triangles' vertex indices.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VisualMesh {
+    pub vertices: Vec<[f32; 3]>,
+    pub triangles: Vec<[u32; 3]>,
+}
+
+impl VisualMesh {
+    /// `vertices` scaled by `scale` (per axis) and `triangles`; `None`
+    /// when a triangle refers to a vertex that does not exist or nothing
+    /// is left to draw.
+    pub fn new(vertices: &[Vec3], triangles: &[[usize; 3]], scale: Vec3) -> Option<VisualMesh> {
+        let n = vertices.len();
+        if triangles.is_empty()
+            || triangles.iter().flatten().any(|&k| k >= n)
+            || n > u32::MAX as usize
+        {
+            return None;
+        }
+        Some(VisualMesh {
+            vertices: vertices
+                .iter()
+                .map(|p| {
+                    let p = p.component_mul(&scale);
+                    [p.x as f32, p.y as f32, p.z as f32]
+                })
+                .collect(),
+            triangles: triangles.iter().map(|t| t.map(|k| k as u32)).collect(),
+        })
+    }
+}
+
 /// A triangle mesh as read from a file: vertices and the triangles'
 /// vertex indices, in the file's winding.
 #[derive(Clone, Debug, Default)]

@@ -476,11 +476,15 @@ pub struct Model {
 pub struct Visual {
     pub body: usize,
     pub body_from_geom: SE3,
-    /// A mesh is drawn as its convex hull; a half-space as a square of
-    /// [`Visual::PLANE_HALF_SIZE`] about its origin.
+    /// A half-space is drawn as a square of [`Visual::PLANE_HALF_SIZE`]
+    /// about its origin; a convex mesh as its hull unless `mesh` is given.
     pub shape: Shape,
     /// Colour and opacity, each in [0, 1] (MJCF's `rgba`).
     pub rgba: [f64; 4],
+    /// The triangles a mesh file draws as (in the geom's frame, scaled),
+    /// concave parts included; `None`: `shape` is drawn.
+    #[serde(default)]
+    pub mesh: Option<std::sync::Arc<mesh::VisualMesh>>,
 }
 
 impl Visual {

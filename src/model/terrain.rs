@@ -485,6 +485,7 @@ impl Model {
                 body_from_geom: terrain.world_from_field,
                 shape: Shape::HeightField(terrain.field.clone()),
                 rgba: super::Visual::GROUND_RGBA,
+                mesh: None,
             });
         }
         Ok(model)

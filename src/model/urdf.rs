@@ -88,9 +88,9 @@ struct MeshSource<'a> {
 struct Link {
     inertia: Option<Inertia>,
     collisions: Vec<(String, SE3, Shape)>,
-    /// `<visual>`s: placement, shape (`Err`: a mesh that could not be
-    /// read, the reason) and colour.
-    visuals: Vec<(SE3, Result<Shape, String>, [f64; 4])>,
+    /// `<visual>`s: placement, shape and a mesh's triangles (`Err`: a
+    /// mesh that could not be read, the reason) and colour.
+    visuals: Vec<(SE3, Result<Drawn, String>, [f64; 4])>,
 }
 
 /// The colour of a `<visual>` without a material colour.
@@ -416,16 +416,19 @@ pub fn read_urdf(
                         body_from_geom: body_from_link.mul(origin),
                         shape: shape.clone(),
                         rgba: URDF_GREY,
+                        mesh: None,
                     });
                 }
                 continue;
             }
-            for (origin, shape, rgba) in &link.visuals {
+            for (origin, drawn, rgba) in &link.visuals {
+                let (shape, mesh) = drawn.clone().expect("read");
                 model.visuals.push(super::Visual {
                     body,
                     body_from_geom: body_from_link.mul(origin),
-                    shape: shape.clone().expect("read"),
+                    shape,
                     rgba: *rgba,
+                    mesh,
                 });
             }
         }
@@ -517,8 +520,14 @@ fn parse_link(
             .attribute("name")
             .map(|c| format!("{name}/{c}"))
             .unwrap_or_else(|| format!("{name}/collision{k}"));
-        let shape = geometry(&c, &format!("<collision> {k}"), element, meshes, err)?
-            .map_err(|e| err(element, e))?;
+        let (shape, _) = geometry(
+            &c,
+            (&format!("<collision> {k}"), false),
+            element,
+            meshes,
+            err,
+        )?
+        .map_err(|e| err(element, e))?;
         collisions.push((gname, at, shape));
     }
     let mut visuals = Vec::new();
@@ -528,7 +537,7 @@ fn parse_link(
         .enumerate()
     {
         let at = origin(&v, element, err)?;
-        let shape = geometry(&v, &format!("<visual> {k}"), element, meshes, err)?;
+        let shape = geometry(&v, (&format!("<visual> {k}"), true), element, meshes, err)?;
         // The material's own colour, else the robot's material of its name.
         let rgba = match child(&v, "material") {
             Some(m) => match color(&m, element, err)? {
@@ -550,16 +559,20 @@ fn parse_link(
     })
 }
 
-/// The `<geometry>` of a `<collision>` or `<visual>` (`what`, for errors):
-/// `Ok(Err(reason))` when it is a mesh that cannot be read (not found, an
-/// unsupported format), so that a visual can fall back.
+/// A visual's shape and, for a mesh, the triangles it is drawn as.
+type Drawn = (Shape, Option<std::sync::Arc<super::mesh::VisualMesh>>);
+
+/// The `<geometry>` of a `<collision>` or `<visual>` (`what`, for errors;
+/// `draw`: a visual, whose mesh keeps its triangles): `Ok(Err(reason))`
+/// when it is a mesh that cannot be read (not found, an unsupported
+/// format), so that a visual can fall back.
 fn geometry(
     node: &roxmltree::Node,
-    what: &str,
+    (what, draw): (&str, bool),
     element: &str,
     meshes: &mut MeshSource,
     err: &impl Fn(&str, String) -> ModelFileError,
-) -> Result<Result<Shape, String>, ModelFileError> {
+) -> Result<Result<Drawn, String>, ModelFileError> {
     let geometry = child(node, "geometry")
         .and_then(|g| g.children().find(|n| n.is_element()))
         .ok_or_else(|| err(element, format!("{what} without <geometry>")))?;
@@ -595,15 +608,25 @@ fn geometry(
                 }
                 None => Vec3::repeat(1.0),
             };
-            let hull = resolve_mesh_path(&uri, meshes.model_dir, meshes.package_dirs)
-                .and_then(|path| meshes.cache.convex_hull(&path, scale));
-            return Ok(hull);
+            let drawn =
+                resolve_mesh_path(&uri, meshes.model_dir, meshes.package_dirs).and_then(|path| {
+                    let hull = meshes.cache.convex_hull(&path, scale)?;
+                    let triangles = if draw {
+                        let m = meshes.cache.mesh(&path)?;
+                        super::mesh::VisualMesh::new(&m.vertices, &m.triangles, scale)
+                            .map(std::sync::Arc::new)
+                    } else {
+                        None
+                    };
+                    Ok((hull, triangles))
+                });
+            return Ok(drawn);
         }
         other => {
             return Err(err(element, format!("{what}: unknown geometry <{other}>")));
         }
     };
-    Ok(Ok(shape))
+    Ok(Ok((shape, None)))
 }
 
 /// The `<color rgba>` of a `<material>`, if it has one.

@@ -39,6 +39,26 @@ pub(super) fn triangles(shape: &Shape) -> Option<Vec<Vertex>> {
     (!out.is_empty()).then_some(out)
 }
 
+/// The triangles of a mesh file ([`crate::model::mesh::VisualMesh`]),
+/// flat-shaded, each drawn from both sides (files do not always wind their
+/// triangles one way); `None` when every triangle is degenerate.
+pub(super) fn file_mesh(m: &crate::model::mesh::VisualMesh) -> Option<Vec<Vertex>> {
+    let mut out = Vec::with_capacity(6 * m.triangles.len());
+    for t in &m.triangles {
+        let [a, b, c] = t.map(|k| {
+            let p = m.vertices[k as usize];
+            Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64)
+        });
+        let n = (b - a).cross(&(c - a));
+        if !(n.norm() > 0.0) {
+            continue;
+        }
+        out.extend([vertex(a, n), vertex(b, n), vertex(c, n)]);
+        out.extend([vertex(a, -n), vertex(c, -n), vertex(b, -n)]);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// A sphere of `radius` cut at its equator, the halves `half` above and
 /// below it along z and joined by a cylinder (a capsule; `half = 0`: a ball).
 fn round(radius: f64, half: f64) -> Vec<Vertex> {

@@ -8,8 +8,8 @@
 //! skeleton (grey balls at the joints, thin capsules along the tree).
 //!
 //! Drawn: spheres, capsules, cylinders and boxes tessellated (32 slices,
-//! 16 stacks), convex meshes as their hulls (a mesh file is drawn as its
-//! convex hull, as it collides), height fields as their cells' triangles,
+//! 16 stacks), mesh files as their triangles (flat-shaded, both sides),
+//! other convex meshes as their hulls, height fields as their cells' triangles,
 //! half-spaces as checkered squares of side `2 ×` [`Visual::PLANE_HALF_SIZE`].
 //! Opaque: a transparent colour is drawn opaque. One light from above and
 //! behind the camera, Lambert shading over an ambient third; no shadows.
@@ -749,6 +749,7 @@ fn skeleton(model: &Model) -> Vec<Visual> {
             radius: 1.8 * radius,
         },
         rgba: [0.35, 0.35, 0.4, 1.0],
+        mesh: None,
     });
     bones
         .into_iter()
@@ -767,6 +768,7 @@ fn skeleton(model: &Model) -> Vec<Visual> {
                     radius,
                 },
                 rgba: [0.5, 0.5, 0.55, 1.0],
+                mesh: None,
             }
         })
         .chain(joints)
@@ -788,6 +790,7 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
                 } else {
                     [0.7, 0.55, 0.4, 1.0]
                 },
+                mesh: None,
             })
             .chain(skeleton(model))
             .collect();
@@ -798,7 +801,10 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
     visuals
         .iter()
         .filter_map(|v| {
-            let triangles = mesh::triangles(&v.shape)?;
+            let triangles = match &v.mesh {
+                Some(m) => mesh::file_mesh(m)?,
+                None => mesh::triangles(&v.shape)?,
+            };
             let checker = matches!(v.shape, Shape::HalfSpace { .. } | Shape::HeightField(_));
             let [r, g, b, _] = v.rgba;
             let reach = match &v.shape {
@@ -816,6 +822,16 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
                     Some(points.iter().map(|p| p.norm()).fold(0.0, f64::max))
                 }
                 Shape::HalfSpace { .. } | Shape::HeightField(_) => None,
+            };
+            // A file's triangles may reach beyond their hull's shape.
+            let reach = match &v.mesh {
+                Some(m) => Some(
+                    m.vertices
+                        .iter()
+                        .map(|p| Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64).norm())
+                        .fold(0.0, f64::max),
+                ),
+                None => reach,
             };
             Some(Drawn {
                 body: v.body,

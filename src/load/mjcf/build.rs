@@ -332,12 +332,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         // What the geoms look like, colliding or not.
         for b in 0..n {
             for g in &self.bodies[b].geoms {
-                if let Some((shape, rgba)) = &g.look {
+                if let Some((shape, rgba, triangles)) = &g.look {
                     visuals.push(crate::model::Visual {
                         body: carrier[b],
                         body_from_geom: from[b].mul(&g.mjcf_from_geom),
                         shape: shape.clone(),
                         rgba: *rgba,
+                        mesh: triangles.clone(),
                     });
                 }
             }

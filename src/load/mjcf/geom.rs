@@ -79,7 +79,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             (None, None) => [0.5, 0.5, 0.5, 1.0],
         };
         let look = match &shape {
-            Some(s) if (0..=2).contains(&group) && rgba[3] > 0.0 => Some((s.clone(), rgba)),
+            Some(s) if (0..=2).contains(&group) && rgba[3] > 0.0 => {
+                let triangles = match get("mesh") {
+                    Some(m) if gtype == "mesh" => self.visual_mesh(m),
+                    _ => None,
+                };
+                Some((s.clone(), rgba, triangles))
+            }
             _ => None,
         };
         Ok(GeomRec {
@@ -515,6 +521,37 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             a.loaded = Some(out.clone());
         }
         Ok(out)
+    }
+}
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// The triangles mesh asset `name` is drawn as: its file's or its
+    /// inline `face`s, scaled (`None`: inline vertices alone, drawn as their
+    /// hull, or a file whose triangles cannot be used).
+    fn visual_mesh(
+        &mut self,
+        name: &str,
+    ) -> Option<std::sync::Arc<crate::model::mesh::VisualMesh>> {
+        use crate::model::mesh::VisualMesh;
+        let asset = self.meshes.get(name)?;
+        if let Some(v) = &asset.visual {
+            return v.clone();
+        }
+        let mesh = match (&asset.file, &asset.vertices, &asset.faces) {
+            (Some(f), _, _) => {
+                let (f, scale) = (f.clone(), asset.scale);
+                let path = resolve_mesh_path(&f, &self.mesh_dir, &self.package_dirs).ok()?;
+                let m = self.mesh_cache.mesh(&path).ok()?;
+                VisualMesh::new(&m.vertices, &m.triangles, scale)
+            }
+            (None, Some(v), Some(t)) => VisualMesh::new(v, t, asset.scale),
+            _ => None,
+        }
+        .map(std::sync::Arc::new);
+        if let Some(a) = self.meshes.get_mut(name) {
+            a.visual = Some(mesh.clone());
+        }
+        mesh
     }
 }
 

@@ -443,8 +443,8 @@ struct GeomRec {
     /// Whether the geom is a plane (static bodies only).
     plane: bool,
     /// Its shape and colour when it is drawn (MuJoCo's visible groups 0 to
-    /// 2, not transparent).
-    look: Option<(Shape, [f64; 4])>,
+    /// 2, not transparent), and a mesh's triangles.
+    look: Option<Look>,
 }
 
 struct BodyRec {
@@ -472,6 +472,13 @@ struct SiteRec {
     zone: crate::model::Zone,
 }
 
+/// How a geom is drawn: its shape, colour and a mesh's triangles.
+type Look = (
+    Shape,
+    [f64; 4],
+    Option<std::sync::Arc<crate::model::mesh::VisualMesh>>,
+);
+
 struct MeshAsset {
     element: String,
     file: Option<String>,
@@ -483,6 +490,9 @@ struct MeshAsset {
     inertia: MeshInertia,
     /// Hull and unit-density mass properties, once loaded.
     loaded: Option<(Shape, f64, Vec3, Mat3)>,
+    /// The triangles it is drawn as, once asked for (`Some(None)`: its
+    /// hull is drawn).
+    visual: Option<Option<std::sync::Arc<crate::model::mesh::VisualMesh>>>,
 }
 
 type Classes<'a, 'i> = HashMap<String, DefaultClass<'a, 'i>>;

@@ -520,6 +520,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     scale,
                     inertia,
                     loaded: None,
+                    visual: None,
                 },
             );
         }

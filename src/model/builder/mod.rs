@@ -877,6 +877,7 @@ impl Model {
                 body_from_geom,
                 shape: Shape::HalfSpace { normal: Vec3::z() },
                 rgba: super::Visual::GROUND_RGBA,
+                mesh: None,
             });
         }
         Ok(())
