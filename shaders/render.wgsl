@@ -61,7 +61,7 @@ struct FragmentOut {
 };
 
 @fragment
-fn fs_main(in: VertexOut) -> FragmentOut {
+fn fs_main(in: VertexOut, @builtin(front_facing) front: bool) -> FragmentOut {
     let inst = instances[in.instance];
     let cam = cameras[in.instance / params.per_world];
     var base = inst.color.rgb;
@@ -73,7 +73,11 @@ fn fs_main(in: VertexOut) -> FragmentOut {
             base = base * 0.75;
         }
     }
-    let n = normalize(in.normal);
+    // A two-sided mesh seen from behind: its normal turned to the camera.
+    var n = normalize(in.normal);
+    if (!front) {
+        n = -n;
+    }
     let lit = max(dot(n, cam.light.xyz), 0.0);
     var out: FragmentOut;
     out.color = vec4<f32>(base * (0.3 + 0.7 * lit), 1.0);

@@ -597,7 +597,11 @@ fn visuals_carry_their_shapes_and_colours() {
     // And drawn as the file's 12 triangles, scaled.
     let mesh = v[1].mesh.as_ref().expect("the file's triangles");
     assert_eq!(mesh.triangles.len(), 12);
-    assert!(mesh.vertices.iter().all(|p| p.iter().all(|x| (x.abs() - 0.2).abs() < 1e-6)));
+    assert!(
+        mesh.vertices
+            .iter()
+            .all(|p| p.iter().all(|x| (x.abs() - 0.2).abs() < 1e-6))
+    );
     assert!(v[0].mesh.is_none());
     // The arm's COLLADA mesh is not read: its cylinder is drawn, and said.
     assert!(matches!(v[2].shape, Shape::Cylinder { .. }));

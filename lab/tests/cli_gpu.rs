@@ -279,5 +279,27 @@ fn render_and_video_from_the_command_line() {
         let (ok, text) = moreau(&args);
         assert!(!ok && text.contains(message), "{args:?}: {text}");
     }
+    // The renderer's frames per second, one JSON line per point.
+    let (ok, text) = moreau(&[
+        "bench",
+        "render",
+        "--scene",
+        "cartpole",
+        "--worlds",
+        "1,3",
+        "--size",
+        "32",
+        "--repeats",
+        "2",
+    ]);
+    assert!(ok, "{text}");
+    let points: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(points.len(), 2, "{text}");
+    assert_eq!(points[1]["worlds"], 3);
+    assert!(points[1]["frames_per_s"].as_f64().unwrap() > 0.0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -40,10 +40,10 @@ pub(super) fn triangles(shape: &Shape) -> Option<Vec<Vertex>> {
 }
 
 /// The triangles of a mesh file ([`crate::model::mesh::VisualMesh`]),
-/// flat-shaded, each drawn from both sides (files do not always wind their
-/// triangles one way); `None` when every triangle is degenerate.
+/// flat-shaded (drawn from both sides by the renderer: files do not always
+/// wind their triangles one way); `None` when every triangle is degenerate.
 pub(super) fn file_mesh(m: &crate::model::mesh::VisualMesh) -> Option<Vec<Vertex>> {
-    let mut out = Vec::with_capacity(6 * m.triangles.len());
+    let mut out = Vec::with_capacity(3 * m.triangles.len());
     for t in &m.triangles {
         let [a, b, c] = t.map(|k| {
             let p = m.vertices[k as usize];
@@ -54,7 +54,6 @@ pub(super) fn file_mesh(m: &crate::model::mesh::VisualMesh) -> Option<Vec<Vertex
             continue;
         }
         out.extend([vertex(a, n), vertex(b, n), vertex(c, n)]);
-        out.extend([vertex(a, -n), vertex(c, -n), vertex(b, -n)]);
     }
     (!out.is_empty()).then_some(out)
 }

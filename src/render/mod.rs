@@ -8,7 +8,8 @@
 //! skeleton (grey balls at the joints, thin capsules along the tree).
 //!
 //! Drawn: spheres, capsules, cylinders and boxes tessellated (32 slices,
-//! 16 stacks), mesh files as their triangles (flat-shaded, both sides),
+//! 16 stacks), mesh files as their triangles (flat-shaded, not culled:
+//! seen from either side),
 //! other convex meshes as their hulls, height fields as their cells' triangles,
 //! half-spaces as checkered squares of side `2 ×` [`Visual::PLANE_HALF_SIZE`].
 //! Opaque: a transparent colour is drawn opaque. One light from above and
@@ -172,6 +173,8 @@ struct Drawn {
     /// The radius of a ball about the origin holding the shape (`None`:
     /// unbounded, a ground).
     reach: Option<f64>,
+    /// Drawn from both sides (a mesh file's triangles), without culling.
+    two_sided: bool,
     color: [f32; 4],
     vertices: wgpu::Buffer,
     count: u32,
@@ -199,6 +202,8 @@ pub struct Renderer {
     width: u32,
     height: u32,
     pipeline: wgpu::RenderPipeline,
+    /// The same without culling, for two-sided shapes.
+    two_sided_pipeline: wgpu::RenderPipeline,
     /// The marks' pass: colour only, over the scene.
     overlay_pipeline: wgpu::RenderPipeline,
     marks: overlay::MarkMeshes,
@@ -257,7 +262,7 @@ impl Renderer {
         let stride = std::mem::size_of::<mesh::Vertex>() as u64;
         let targets_scene = [Some(COLOR_FORMAT.into()), Some(DEPTH_OUT_FORMAT.into())];
         let targets_marks = [Some(COLOR_FORMAT.into())];
-        let make = |entry: &str, targets: &[Option<wgpu::ColorTargetState>]| {
+        let make = |entry: &str, targets: &[Option<wgpu::ColorTargetState>], cull| {
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
                 label: Some("render"),
                 layout: Some(&pipeline_layout),
@@ -272,7 +277,7 @@ impl Renderer {
                     })],
                 },
                 primitive: wgpu::PrimitiveState {
-                    cull_mode: Some(wgpu::Face::Back),
+                    cull_mode: cull,
                     ..Default::default()
                 },
                 depth_stencil: Some(wgpu::DepthStencilState {
@@ -293,8 +298,10 @@ impl Renderer {
                 cache: None,
             })
         };
-        let pipeline = make("fs_main", &targets_scene);
-        let overlay_pipeline = make("fs_overlay", &targets_marks);
+        let back = Some(wgpu::Face::Back);
+        let pipeline = make("fs_main", &targets_scene, back);
+        let two_sided_pipeline = make("fs_main", &targets_scene, None);
+        let overlay_pipeline = make("fs_overlay", &targets_marks, back);
         let marks = overlay::MarkMeshes::new(&ctx);
         let drawn = drawn_shapes(&ctx, &model);
         ctx.take_error("creating the renderer")?;
@@ -305,6 +312,7 @@ impl Renderer {
             width,
             height,
             pipeline,
+            two_sided_pipeline,
             overlay_pipeline,
             marks,
             layout,
@@ -565,9 +573,17 @@ impl Renderer {
                 occlusion_query_set: None,
                 multiview_mask: None,
             });
-            pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
+            let mut two_sided = None;
             for (s, d) in self.drawn.iter().enumerate() {
+                if two_sided != Some(d.two_sided) {
+                    two_sided = Some(d.two_sided);
+                    pass.set_pipeline(if d.two_sided {
+                        &self.two_sided_pipeline
+                    } else {
+                        &self.pipeline
+                    });
+                }
                 let k = w * per_world as u32 + s as u32;
                 pass.set_vertex_buffer(0, d.vertices.slice(..));
                 pass.draw(0..d.count, k..k + 1);
@@ -837,6 +853,7 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
                 body: v.body,
                 body_from_geom: v.body_from_geom,
                 reach,
+                two_sided: v.mesh.is_some(),
                 color: [
                     r as f32,
                     g as f32,

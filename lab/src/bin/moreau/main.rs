@@ -128,6 +128,28 @@ enum BenchWhat {
         #[arg(long, default_value = "bench-solve-out")]
         out: PathBuf,
     },
+    /// The batched renderer's frames per second: --worlds copies of each
+    /// scene or robot file (each world's joints moved a little, so that no
+    /// two images are alike) drawn in one call at --width x --height, the
+    /// renderer made once; the best and median of --repeats calls, the
+    /// readback of colours and depths included. Prints one JSON line per
+    /// scene and size.
+    Render {
+        /// Scenes or robot files, as for `run`.
+        #[arg(long, value_delimiter = ',', default_values_t = ["quadruped".to_string()])]
+        scene: Vec<String>,
+        #[command(flatten)]
+        file: ModelFileArgs,
+        /// Worlds drawn per call.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 64])]
+        worlds: Vec<usize>,
+        /// Image sides in pixels (square images).
+        #[arg(long, value_delimiter = ',', default_values_t = [256])]
+        size: Vec<u32>,
+        /// Timed calls per point.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+    },
 }
 
 #[derive(Subcommand)]
@@ -560,6 +582,17 @@ fn main() -> ExitCode {
             },
             &out,
         ),
+        Command::Bench {
+            what:
+                Some(BenchWhat::Render {
+                    scene,
+                    file,
+                    worlds,
+                    size,
+                    repeats,
+                }),
+            ..
+        } => show::bench_render(&scene, &file, (&worlds, &size), repeats),
         Command::Bench {
             what: None,
             scene,

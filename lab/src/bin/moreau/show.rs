@@ -414,3 +414,66 @@ fn write_png(path: &std::path::Path, image: &moreau::render::Image) -> Result<()
     writer.finish()?;
     Ok(())
 }
+
+/// `moreau bench render`: frames per second of the batched renderer.
+pub(crate) fn bench_render(
+    scenes: &[String],
+    file_args: &ModelFileArgs,
+    (worlds, sizes): (&[usize], &[u32]),
+    repeats: usize,
+) -> Result<(), AnyError> {
+    use moreau::render::{Renderer, View};
+    let adapter = moreau::gpu::GpuContext::new()?.adapter;
+    if adapter.is_software() {
+        say!(
+            "note: {} is a software adapter: these are not GPU figures",
+            adapter.name
+        );
+    }
+    for name in scenes {
+        let scene = load_scene(name, file_args, false)?;
+        let model = &scene.model;
+        for &side in sizes {
+            let mut renderer = Renderer::new(model.clone(), side, side)?;
+            for &n in worlds {
+                // Each world's joints moved by up to 0.1 (a fixed sequence).
+                let qs: Vec<Vec<f64>> = (0..n)
+                    .map(|w| {
+                        let mut q = scene.state.q.clone();
+                        for j in 1..model.nbodies {
+                            if model.joint_type[j].nq() == 1 {
+                                let k = model.joint_idx_q[j];
+                                q[k] += 0.1 * ((w * 7 + j * 13) % 17) as f64 / 17.0;
+                            }
+                        }
+                        q.as_slice().to_vec()
+                    })
+                    .collect();
+                let refs: Vec<&[f64]> = qs.iter().map(Vec::as_slice).collect();
+                let cameras = (refs.iter())
+                    .map(|q| renderer.camera(q, &View::default()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                renderer.render_many(&refs, &cameras)?; // targets made, shaders compiled
+                let mut times = Vec::with_capacity(repeats.max(1));
+                for _ in 0..repeats.max(1) {
+                    let start = Instant::now();
+                    let images = renderer.render_many(&refs, &cameras)?;
+                    times.push(start.elapsed().as_secs_f64());
+                    assert_eq!(images.len(), n);
+                }
+                times.sort_by(f64::total_cmp);
+                let (best, median) = (times[0], times[times.len() / 2]);
+                say!(
+                    "{}",
+                    serde_json::json!({
+                        "scene": name, "worlds": n, "width": side, "height": side,
+                        "best_s": best, "median_s": median,
+                        "frames_per_s": n as f64 / best, "adapter": adapter.name,
+                        "software_adapter": adapter.is_software(),
+                    })
+                );
+            }
+        }
+    }
+    Ok(())
+}
