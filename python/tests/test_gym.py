@@ -161,8 +161,10 @@ def test_bad_task_keyword_arguments_raise_naming_them():
         mg.make_vec(TASK, 2, render_mode="human")
     with pytest.raises(ValueError, match="camera_id and camera_name: give one"):
         mg.make_vec(TASK, 2, render_mode="rgb_array", camera_id=0, camera_name="track")
-    with pytest.raises(ValueError, match="camera `nowhere`: not one of the model's cameras"):
-        mg.make_vec("Ant-v5", 1, render_mode="rgb_array", camera_name="nowhere").render()
+    with pytest.raises(ValueError, match="camera_name 'nowhere': not one of the file's cameras"):
+        mg.make_vec("Ant-v5", 1, render_mode="rgb_array", camera_name="nowhere")
+    with pytest.raises(ValueError, match="camera_id 1: the file has 1 camera"):
+        mg.make_vec("Ant-v5", 1, render_mode="rgb_array", camera_id=1)
     with pytest.raises(ValueError, match="frame_skip"):
         mg.make_vec(TASK, 2, frame_skip=0)
     with pytest.raises(OSError, match="does not exist"):

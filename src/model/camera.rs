@@ -2,7 +2,7 @@
 //! model's bodies. A camera's frame looks along its −z axis with +y up
 //! in the image (MuJoCo's convention); [`ModelCamera::pose`] places it
 //! from the bodies' world poses as MuJoCo's `mj_camlight` does for each
-//! `mode`. The renderer draws through them (`render::Camera::from_model`).
+//! `mode`. The renderer draws through them (`render::View::Model`).
 
 use super::{Model, Subtree};
 use crate::math::{Mat3, SE3, Vec3};

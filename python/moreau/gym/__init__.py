@@ -746,8 +746,16 @@ def _camera(task_id: str, rendering: dict[str, Any], model: "moreau.Model") -> d
     camera_id, camera_name = rendering.get("camera_id"), rendering.get("camera_name")
     if camera_id is not None and camera_name is not None:
         raise ValueError(f"{task_id}: camera_id and camera_name: give one")
-    if camera_id is not None or camera_name is not None:
-        out["camera"] = int(camera_id) if camera_id is not None else str(camera_name)
+    names = model.camera_names
+    if camera_name is not None:
+        if camera_name not in names:
+            raise ValueError(f"{task_id}: camera_name {camera_name!r}: not one of the file's cameras {names}")
+        out["camera"] = str(camera_name)
+        return out
+    if camera_id is not None and int(camera_id) != -1:  # -1: MuJoCo's free camera
+        if not 0 <= int(camera_id) < len(names):
+            raise ValueError(f"{task_id}: camera_id {camera_id}: the file has {len(names)} camera(s) {names}")
+        out["camera"] = int(camera_id)
         return out
     config = rendering.get("default_camera_config") or {}
     if "distance" in config:
