@@ -537,17 +537,26 @@ impl Renderer {
                 layer_view(&t.depth_out, w),
                 layer_view(&t.depth, w),
             );
-            let attachment = |view, clear| {
+            let attachment = |view, load| {
                 Some(wgpu::RenderPassColorAttachment {
                     view,
                     depth_slice: None,
                     resolve_target: None,
                     ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(clear),
+                        load,
                         store: wgpu::StoreOp::Store,
                     },
                 })
             };
+            // The depth test's buffer, cleared for each pass.
+            let depth_test = Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &depth,
+                depth_ops: Some(wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(1.0),
+                    store: wgpu::StoreOp::Discard,
+                }),
+                stencil_ops: None,
+            });
             // A pale sky; no depth where nothing is drawn.
             let sky = wgpu::Color {
                 r: 0.85,
@@ -558,17 +567,10 @@ impl Renderer {
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("render"),
                 color_attachments: &[
-                    attachment(&color, sky),
-                    attachment(&depth_out, wgpu::Color::TRANSPARENT),
+                    attachment(&color, wgpu::LoadOp::Clear(sky)),
+                    attachment(&depth_out, wgpu::LoadOp::Clear(wgpu::Color::TRANSPARENT)),
                 ],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &depth,
-                    depth_ops: Some(wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Discard,
-                    }),
-                    stencil_ops: None,
-                }),
+                depth_stencil_attachment: depth_test.clone(),
                 timestamp_writes: None,
                 occlusion_query_set: None,
                 multiview_mask: None,
@@ -596,23 +598,8 @@ impl Renderer {
             // The marks over the scene, depth-tested among themselves.
             let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
                 label: Some("render marks"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &color,
-                    depth_slice: None,
-                    resolve_target: None,
-                    ops: wgpu::Operations {
-                        load: wgpu::LoadOp::Load,
-                        store: wgpu::StoreOp::Store,
-                    },
-                })],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &depth,
-                    depth_ops: Some(wgpu::Operations {
-                        load: wgpu::LoadOp::Clear(1.0),
-                        store: wgpu::StoreOp::Discard,
-                    }),
-                    stencil_ops: None,
-                }),
+                color_attachments: &[attachment(&color, wgpu::LoadOp::Load)],
+                depth_stencil_attachment: depth_test,
                 timestamp_writes: None,
                 occlusion_query_set: None,
                 multiview_mask: None,
