@@ -396,6 +396,7 @@ pub fn read_urdf(
     let mut model = b.build().map_err(model_err)?;
     // What the links look like: their `<visual>`s; a link whose visual
     // mesh cannot be read shows its collision geometry instead.
+    let mut unread_links = Vec::new();
     if links.iter().any(|(_, link)| !link.visuals.is_empty()) {
         for (l, (name, link)) in links.iter().enumerate() {
             let (body, body_from_link) = link_body[l].expect("every link is placed");
@@ -406,10 +407,8 @@ pub fn read_urdf(
                 .filter_map(|v| v.1.as_ref().err())
                 .collect();
             if !unread.is_empty() {
-                warnings.push(format!(
-                    "<link name=\"{name}\">: a visual mesh could not be read ({}); the link is drawn as its collision geometry",
-                    unread.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
-                ));
+                let reasons: Vec<&str> = unread.iter().map(|s| s.as_str()).collect();
+                unread_links.push(format!("`{name}` ({})", reasons.join("; ")));
                 for (_, origin, shape) in &link.collisions {
                     model.visuals.push(super::Visual {
                         body,
@@ -432,6 +431,13 @@ pub fn read_urdf(
                 });
             }
         }
+    }
+    if !unread_links.is_empty() {
+        warnings.push(format!(
+            "the visual meshes of {} link(s) could not be read: drawn as their collision geometry: {}",
+            unread_links.len(),
+            unread_links.join(", ")
+        ));
     }
     Ok(UrdfModel {
         model,
