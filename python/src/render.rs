@@ -123,8 +123,19 @@ impl CachedRenderer {
             .collect::<Result<Vec<_>, _>>()
             .map_err(value_error)?;
         let scale = Overlay::default_scale(model);
-        let images =
-            (renderer.render_overlaid(qs, &cameras, overlays, scale)).map_err(value_error)?;
+        // In chunks the adapter holds, and at most 64 images at a time (the
+        // targets take 20 bytes per pixel per image on the device).
+        let marks = overlays.iter().map(|o| o.forces.len()).max().unwrap_or(0);
+        let chunk = renderer.max_images(marks).clamp(1, 64);
+        let mut images = Vec::with_capacity(qs.len());
+        for (k, (q, c)) in qs.chunks(chunk).zip(cameras.chunks(chunk)).enumerate() {
+            let o = overlays.get(k * chunk..k * chunk + q.len()).unwrap_or(&[]);
+            images.extend(
+                renderer
+                    .render_overlaid(q, c, o, scale)
+                    .map_err(value_error)?,
+            );
+        }
         let (w, h, n) = (width as usize, height as usize, images.len());
         let mut rgb = Vec::with_capacity(n * w * h * 3);
         let mut depth = Vec::with_capacity(n * w * h);

@@ -863,3 +863,18 @@ def test_contacts_are_drawn_over_the_worlds_that_have_them():
         sim.render(track="nowhere")
     with pytest.raises(ValueError, match="a model camera takes none of"):
         moreau.Simulator(moreau.load(str(__import__("moreau.gym").gym.gymnasium_assets() / "ant.xml"))).render(camera="track", distance=2.0)
+
+
+def test_a_batch_larger_than_one_submission_renders_in_chunks():
+    """More worlds than one submission draws (64): each image is its own
+    world's, as drawn alone."""
+    m = moreau.scene("cube-resting")
+    batch = moreau.BatchSim(m, 70)
+    q = batch.q
+    q[:, 0] += np.linspace(0.0, 0.3, 70)  # (not a whole checker period)
+    batch.set_states(q, batch.v)
+    frames = batch.render(width=16, height=12)
+    assert frames.shape == (70, 12, 16, 3)
+    for k in (0, 63, 64, 69):
+        assert np.array_equal(frames[k], batch.render(worlds=[k], width=16, height=12)[0]), k
+    assert not np.array_equal(frames[0], frames[69])

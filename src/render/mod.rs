@@ -321,6 +321,39 @@ impl Renderer {
         })
     }
 
+    /// The most images one call draws when each world has up to `marks`
+    /// overlay marks, and the adapter's limit that sets it (calls past it
+    /// are refused: draw in chunks of this size).
+    pub fn max_images(&self, marks: usize) -> usize {
+        self.capacity(marks).0
+    }
+
+    fn capacity(&self, marks: usize) -> (usize, &'static str) {
+        let limits = &self.ctx.limits;
+        let per_world = self.drawn.len().max(1) + overlay::PER_MARK * marks;
+        let per_image = [
+            (
+                1,
+                limits.max_texture_array_layers as u64,
+                "max_texture_array_layers",
+            ),
+            (
+                2 * padded_row(self.width, 4) as u64 * self.height as u64,
+                limits.max_buffer_size,
+                "max_buffer_size",
+            ),
+            (
+                (per_world * INSTANCE_FLOATS * 4) as u64,
+                limits.max_storage_buffer_binding_size,
+                "max_storage_buffer_binding_size",
+            ),
+        ];
+        (per_image.into_iter())
+            .map(|(bytes, limit, name)| ((limit / bytes).min(usize::MAX as u64) as usize, name))
+            .min_by_key(|(max, _)| *max)
+            .expect("three limits")
+    }
+
     /// The image size.
     pub fn size(&self) -> (u32, u32) {
         (self.width, self.height)
@@ -409,33 +442,13 @@ impl Renderer {
         }
         // Checked before anything is allocated: the targets' layers, the
         // readback and the instances of `n` images.
-        let limits = &self.ctx.limits;
-        let per_image = [
-            (
-                1,
-                limits.max_texture_array_layers as u64,
-                "max_texture_array_layers",
-            ),
-            (
-                2 * padded_row(self.width, 4) as u64 * self.height as u64,
-                limits.max_buffer_size,
-                "max_buffer_size",
-            ),
-            (
-                (per_world * INSTANCE_FLOATS * 4) as u64,
-                limits.max_storage_buffer_binding_size,
-                "max_storage_buffer_binding_size",
-            ),
-        ];
-        for (bytes, limit, name) in per_image {
-            let max = limit / bytes;
-            if n as u64 > max {
-                return Err(RenderError::TooMany {
-                    got: n,
-                    max,
-                    limit: name,
-                });
-            }
+        let (max, limit) = self.capacity(max_marks);
+        if n > max {
+            return Err(RenderError::TooMany {
+                got: n,
+                max: max as u64,
+                limit,
+            });
         }
         for (w, (q, c)) in qs.iter().zip(cameras).enumerate() {
             self.check_q(w, q)?;
