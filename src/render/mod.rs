@@ -791,6 +791,32 @@ fn skeleton(model: &Model) -> Vec<Visual> {
         .collect()
 }
 
+/// The radius of a ball about a visual's origin holding what it draws
+/// (`None`: unbounded, a ground): a mesh file's triangles, else its shape.
+fn reach(v: &Visual) -> Option<f64> {
+    if let Some(m) = &v.mesh {
+        let far = m
+            .vertices
+            .iter()
+            .map(|p| p.iter().map(|x| (*x as f64).powi(2)).sum::<f64>());
+        return Some(far.fold(0.0, f64::max).sqrt());
+    }
+    match &v.shape {
+        Shape::Ball { radius } => Some(*radius),
+        Shape::Cuboid { half_extents } => Some(half_extents.norm()),
+        Shape::Capsule {
+            half_length,
+            radius,
+        } => Some(half_length + radius),
+        Shape::Cylinder {
+            half_length,
+            radius,
+        } => Some(half_length.hypot(*radius)),
+        Shape::ConvexMesh { points } => Some(points.iter().map(|p| p.norm()).fold(0.0, f64::max)),
+        Shape::HalfSpace { .. } | Shape::HeightField(_) => None,
+    }
+}
+
 fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
     let from_geometries: Vec<Visual>;
     let visuals: &[Visual] = if model.visuals.is_empty() {
@@ -823,36 +849,10 @@ fn drawn_shapes(ctx: &GpuContext, model: &Model) -> Vec<Drawn> {
             };
             let checker = matches!(v.shape, Shape::HalfSpace { .. } | Shape::HeightField(_));
             let [r, g, b, _] = v.rgba;
-            let reach = match &v.shape {
-                Shape::Ball { radius } => Some(*radius),
-                Shape::Cuboid { half_extents } => Some(half_extents.norm()),
-                Shape::Capsule {
-                    half_length,
-                    radius,
-                } => Some(half_length + radius),
-                Shape::Cylinder {
-                    half_length,
-                    radius,
-                } => Some(half_length.hypot(*radius)),
-                Shape::ConvexMesh { points } => {
-                    Some(points.iter().map(|p| p.norm()).fold(0.0, f64::max))
-                }
-                Shape::HalfSpace { .. } | Shape::HeightField(_) => None,
-            };
-            // A file's triangles may reach beyond their hull's shape.
-            let reach = match &v.mesh {
-                Some(m) => Some(
-                    m.vertices
-                        .iter()
-                        .map(|p| Vec3::new(p[0] as f64, p[1] as f64, p[2] as f64).norm())
-                        .fold(0.0, f64::max),
-                ),
-                None => reach,
-            };
             Some(Drawn {
                 body: v.body,
                 body_from_geom: v.body_from_geom,
-                reach,
+                reach: reach(v),
                 two_sided: v.mesh.is_some(),
                 color: [
                     r as f32,
