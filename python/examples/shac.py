@@ -59,6 +59,7 @@ class Config:
     action_std: float = 0.3  # exploration noise (reparameterized)
     hidden: int = 64
     seed: int = 0
+    backend: str = "cpu"  # the batch's: "cpu", "cpu1" or "gpu"
     # Observations standardized by running statistics of the training
     # windows (actor and critic share them).
     normalize_observations: bool = False
@@ -82,8 +83,12 @@ class RunningNormalizer(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
+    def update(self, x: torch.Tensor, combine=None) -> None:
+        """Adds the rows of ``x``; ``combine(n, mean, var)``, if given, returns
+        the moments of every process's rows (see ``distributed.py``)."""
         n, mean, var = len(x), x.mean(0), x.var(0, unbiased=False)
+        if combine is not None:
+            n, mean, var = combine(n, mean, var)
         total = self.count + n
         delta = mean - self.mean
         m2 = self.var * self.count + var * n + delta**2 * self.count * n / total
@@ -359,10 +364,14 @@ def evaluate_gym(actor, task: GymLocomotion, seed: int) -> float:
     return float(total.mean())
 
 
-def train(cfg: Config, log=None) -> Result:
+def train(cfg: Config, log=None, sync=None) -> Result:
+    """Trains for ``cfg.windows`` windows. ``sync``: one process of several
+    training one policy (``distributed.py``'s ``Sync``: replicas made
+    equal, gradients and observation statistics averaged over the
+    processes, each process's worlds drawn from its own seed)."""
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    task = TASKS[cfg.task](cfg.num_envs)
+    task = TASKS[cfg.task](cfg.num_envs, backend=cfg.backend)
     normalizer = RunningNormalizer(task.obs_dim) if cfg.normalize_observations else nn.Identity()
     actor = nn.Sequential(normalizer, mlp(task.obs_dim, task.act_dim, cfg.hidden))
     critic = nn.Sequential(normalizer, mlp(task.obs_dim, 1, cfg.hidden))
@@ -370,6 +379,12 @@ def train(cfg: Config, log=None) -> Result:
     target.load_state_dict(critic.state_dict())
     actor_opt = torch.optim.Adam(actor.parameters(), lr=cfg.actor_lr)
     critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.critic_lr)
+    if sync is not None:
+        sync.replicate(actor, critic, target)
+        # Each process's own initial states and exploration noise.
+        seed = sync.seed(cfg.seed)
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
     result = Result(actor)
     start = time.perf_counter()
     q, v = task.initial_states(rng)
@@ -414,6 +429,8 @@ def train(cfg: Config, log=None) -> Result:
         loss = loss / (cfg.num_envs * cfg.horizon)
         actor_opt.zero_grad()
         loss.backward()
+        if sync is not None:
+            sync.average_gradients(actor)
         nn.utils.clip_grad_norm_(actor.parameters(), 1.0)
         actor_opt.step()
 
@@ -431,18 +448,22 @@ def train(cfg: Config, log=None) -> Result:
         keep = torch.cat(running) > 0
         inputs = torch.cat(observations[:-1])[keep]
         if cfg.normalize_observations:
-            normalizer.update(inputs)
+            normalizer.update(inputs, combine=None if sync is None else sync.combine_moments)
         flat_targets = targets.reshape(-1)[keep]
         for _ in range(cfg.critic_iterations):
             critic_opt.zero_grad()
             critic_loss = ((critic(inputs)[:, 0] - flat_targets) ** 2).mean()
             critic_loss.backward()
+            if sync is not None:
+                sync.average_gradients(critic)
             critic_opt.step()
         with torch.no_grad():
             for p, pt in zip(critic.parameters(), target.parameters()):
                 pt.mul_(1 - cfg.target_alpha).add_(cfg.target_alpha * p)
         mean_reward = float(torch.stack(rewards).mean())
-        steps = (w + 1) * cfg.horizon * cfg.num_envs
+        if sync is not None:
+            mean_reward = sync.mean(mean_reward)
+        steps = (w + 1) * cfg.horizon * cfg.num_envs * (1 if sync is None else sync.world_size)
         result.curve.append((w + 1, steps, time.perf_counter() - start, mean_reward))
         if log is not None and (w + 1) % 10 == 0:
             log(f"window {w + 1}/{cfg.windows}: {steps} steps, mean reward per step {mean_reward:.3f}")

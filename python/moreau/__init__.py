@@ -18,8 +18,10 @@ from ._moreau import (
     Tape,
     Task,
     load,
+    num_threads,
     scene,
     scene_names,
+    set_num_threads,
     solve,
 )
 
@@ -34,7 +36,9 @@ __all__ = [
     "Tape",
     "Task",
     "load",
+    "num_threads",
     "scene",
     "scene_names",
+    "set_num_threads",
     "solve",
 ]

@@ -133,6 +133,15 @@ def scene(name: str) -> Model:
 def scene_names() -> list[str]:
     """The built-in scenes' names."""
 
+def set_num_threads(threads: int) -> None:
+    """Sets the number of threads batches step their worlds on, for the rest of the
+    process (one per core unless set, here or by ``RAYON_NUM_THREADS``). The pool starts
+    once per process: call it before the first batch steps; asking for another count
+    afterwards raises ``RuntimeError`` (the same count is no error)."""
+
+def num_threads() -> int:
+    """The number of threads batches step their worlds on."""
+
 def solve(
     g_matrix: ArrayIn,
     g: ArrayIn,

@@ -24,7 +24,7 @@ mod views;
 
 use moreau::batch::GPU_MIN_TOLERANCE;
 use moreau::contact::{DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use batch::{_batch_from_pickle, BatchSim, Tape};
@@ -35,6 +35,29 @@ use task::Task;
 
 pub(crate) fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
+}
+
+/// Sets the number of threads batches step their worlds on, for the rest
+/// of the process (rayon's pool: one per core unless set, by this or by
+/// `RAYON_NUM_THREADS`). Call it before the first batch steps: the pool
+/// starts once per process.
+#[pyfunction]
+fn set_num_threads(threads: i64) -> PyResult<()> {
+    let n = usize::try_from(threads).map_err(|_| {
+        value_error(format!(
+            "the number of threads must be at least 1, got {threads}"
+        ))
+    })?;
+    moreau::batch::set_threads(n).map_err(|e| match e {
+        moreau::batch::ThreadsError::Zero => value_error(e),
+        moreau::batch::ThreadsError::Started { .. } => PyRuntimeError::new_err(e.to_string()),
+    })
+}
+
+/// The number of threads batches step their worlds on.
+#[pyfunction]
+fn num_threads() -> usize {
+    moreau::batch::threads()
 }
 
 #[pymodule]
@@ -48,6 +71,8 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scene, m)?)?;
     m.add_function(wrap_pyfunction!(scene_names, m)?)?;
     m.add_function(wrap_pyfunction!(solve, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(_model_from_pickle, m)?)?;
     m.add_function(wrap_pyfunction!(_batch_from_pickle, m)?)?;
     // The defaults, from the library's catalog (the stubs say `...`).

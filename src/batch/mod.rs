@@ -70,7 +70,9 @@ mod gpu_step;
 mod gradients;
 mod options;
 mod report;
-pub use options::{Backend, BatchError, BatchOptions, GPU_MIN_TOLERANCE};
+pub use options::{
+    Backend, BatchError, BatchOptions, GPU_MIN_TOLERANCE, ThreadsError, set_threads, threads,
+};
 use report::Tally;
 
 use gpu_step::{GpuState, host_prepared_gpu};

@@ -169,3 +169,63 @@ impl Default for BatchOptions {
         }
     }
 }
+
+/// Sets the number of threads the CPU backends (and the GPU backends' host
+/// stages) step worlds on, for the rest of the process: rayon's global
+/// pool, which otherwise starts with one thread per core (or
+/// `RAYON_NUM_THREADS`) at the first parallel step. A process whose cores
+/// are rationed (an RL worker given `k` CPUs, one rank of several on a
+/// machine) calls it first.
+///
+/// Errors: `threads` is 0, or the pool already runs with another count
+/// (it starts once per process: at the first parallel step, or at an
+/// earlier call); asking again for the count it has is no error.
+pub fn set_threads(threads: usize) -> Result<(), ThreadsError> {
+    if threads == 0 {
+        return Err(ThreadsError::Zero);
+    }
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+    {
+        Ok(()) => {
+            let _ = THREADS_SET.set(threads);
+            Ok(())
+        }
+        Err(_) if rayon::current_num_threads() == threads => Ok(()),
+        Err(_) => Err(ThreadsError::Started {
+            running: rayon::current_num_threads(),
+            asked: threads,
+        }),
+    }
+}
+
+/// The number of threads worlds are stepped on: rayon's global pool's, as
+/// [`set_threads`] set it, or else as the pool starts (or started) by
+/// itself: `RAYON_NUM_THREADS` if set, one per core otherwise. Asking does
+/// not start the pool (rayon's own query would, fixing its size).
+pub fn threads() -> usize {
+    if let Some(n) = THREADS_SET.get() {
+        return *n;
+    }
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+}
+
+/// The count [`set_threads`] started the pool with.
+static THREADS_SET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Why [`set_threads`] refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ThreadsError {
+    #[error("the number of threads must be at least 1")]
+    Zero,
+    #[error(
+        "the thread pool already runs {running} threads and cannot be resized to {asked}: it starts once per process (at the first parallel step, or the first call that sets it); set it before any batch steps, or set RAYON_NUM_THREADS before the process starts"
+    )]
+    Started { running: usize, asked: usize },
+}

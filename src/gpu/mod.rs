@@ -282,11 +282,49 @@ pub fn enumerate_adapters() -> (wgpu::Instance, Vec<wgpu::Adapter>) {
     (instance, adapters)
 }
 
-/// Index of the adapter to use among `infos`: the first whose name contains
-/// `wanted` (case-insensitive) if given, else the best by device type, then backend.
+/// Index of the adapter to use among `infos`: if `wanted` is `#k`, the
+/// `k`-th (from 0) in the order of preference (by device type, then backend,
+/// then as listed: a node's GPUs, one per process, as `#{local rank}`);
+/// else the first whose name contains `wanted` (case-insensitive) if given;
+/// else the best by device type, then backend.
 pub fn choose_adapter(infos: &[AdapterSummary], wanted: Option<&str>) -> Result<usize, GpuError> {
     if infos.is_empty() {
         return Err(GpuError::NoAdapter);
+    }
+    let available = || {
+        infos
+            .iter()
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut ranked: Vec<usize> = (0..infos.len()).collect();
+    ranked.sort_by_key(|&i| {
+        (
+            type_rank(infos[i].device_type),
+            backend_rank(infos[i].backend),
+            i,
+        )
+    });
+    if let Some(k) = wanted.and_then(|w| w.strip_prefix('#')) {
+        return k
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .and_then(|k| ranked.get(k).copied())
+            .ok_or_else(|| GpuError::NoMatchingAdapter {
+                wanted: format!("#{k}"),
+                available: format!(
+                    "{} adapter(s), `#0` to `#{}` in order of preference: {}",
+                    infos.len(),
+                    infos.len() - 1,
+                    ranked
+                        .iter()
+                        .map(|&i| infos[i].to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            });
     }
     if let Some(w) = wanted.filter(|w| !w.is_empty()) {
         let lw = w.to_lowercase();
@@ -295,22 +333,10 @@ pub fn choose_adapter(infos: &[AdapterSummary], wanted: Option<&str>) -> Result<
             .position(|a| a.name.to_lowercase().contains(&lw))
             .ok_or_else(|| GpuError::NoMatchingAdapter {
                 wanted: w.to_string(),
-                available: infos
-                    .iter()
-                    .map(|a| a.to_string())
-                    .collect::<Vec<_>>()
-                    .join("; "),
+                available: available(),
             });
     }
-    Ok((0..infos.len())
-        .min_by_key(|&i| {
-            (
-                type_rank(infos[i].device_type),
-                backend_rank(infos[i].backend),
-                i,
-            )
-        })
-        .expect("non-empty"))
+    Ok(ranked[0])
 }
 
 impl GpuContext {
@@ -665,5 +691,18 @@ mod tests {
         let e = choose_adapter(&infos, Some("radeon")).unwrap_err();
         assert!(e.to_string().contains("radeon") && e.to_string().contains("llvmpipe"));
         assert_eq!(choose_adapter(&[], None).unwrap_err(), GpuError::NoAdapter);
+        // By rank in the order of preference: one GPU per process.
+        let node = [
+            info("llvmpipe (LLVM 19)", T::Cpu, B::Vulkan),
+            info("NVIDIA H100", T::DiscreteGpu, B::Vulkan),
+            info("NVIDIA H100", T::DiscreteGpu, B::Vulkan),
+        ];
+        assert_eq!(choose_adapter(&node, Some("#0")).unwrap(), 1);
+        assert_eq!(choose_adapter(&node, Some("#1")).unwrap(), 2);
+        assert_eq!(choose_adapter(&node, Some("#2")).unwrap(), 0);
+        for bad in ["#3", "#x", "#"] {
+            let e = choose_adapter(&node, Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("`#0` to `#2`"), "{e}");
+        }
     }
 }

@@ -18,8 +18,10 @@ pub(crate) fn info() -> Result<(), AnyError> {
         }
     };
     say!("adapters found: {}", ctx.adapters.len());
-    for (i, a) in ctx.adapters.iter().enumerate() {
-        say!("  [{i}] {a}");
+    // In the order of preference: `MOREAU_ADAPTER=#k` chooses the k-th.
+    for k in 0..ctx.adapters.len() {
+        let i = moreau::gpu::choose_adapter(&ctx.adapters, Some(&format!("#{k}")))?;
+        say!("  #{k} {}", ctx.adapters[i]);
     }
     say!(
         "chosen: {}{}",
