@@ -3,7 +3,8 @@
 //! scratch folder) and must succeed, the main job included. The two lines
 //! this test cannot run inside `cargo test` are checked to be what CI
 //! runs: `scripts/test` is `.ci/run`'s test command, and the `pip install`
-//! line is the one `scripts/python-tests` installs the package with.
+//! line is the one `scripts/python-tests` installs the package with; a
+//! `python` example's options are its own; `ray start` is Ray's.
 
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -46,6 +47,21 @@ fn every_readme_command_runs_as_written() {
                 python_tests.contains(&format!("pip\" install --quiet {args}")),
                 "scripts/python-tests does not install the package as the README says: {line}"
             );
+        } else if let Some(args) = line.strip_prefix("python ") {
+            // A Python example (it needs the package installed: the Python
+            // tests run it); here its file exists and takes those options.
+            let mut words = args.split_whitespace();
+            let script = words.next().unwrap_or_default();
+            let text = std::fs::read_to_string(root.join(script))
+                .unwrap_or_else(|e| panic!("`{line}`: {script}: {e}"));
+            for flag in words.filter(|w| w.starts_with("--")) {
+                assert!(
+                    text.contains(&format!("\"{flag}\"")),
+                    "`{line}`: {script} has no option {flag}"
+                );
+            }
+        } else if line.starts_with("ray start ") {
+            // Ray's own command, on a cluster's nodes.
         } else {
             panic!("a README command this test does not know how to run: `{line}`");
         }

@@ -181,3 +181,25 @@ def test_torchrun_ranks_all_reduce_equal_gradients(tmp_path):
         np.testing.assert_allclose(r0[f"averaged{i}"], (r0[k] + r1[k]) / 2, rtol=1e-12, atol=1e-15)
     for k in [k for k in r0.files if k.startswith("param")]:
         np.testing.assert_array_equal(r0[k], r1[k])
+
+
+def test_a_failed_world_is_reported_to_the_runner_and_reset_without_ending_it():
+    """A world whose physics fails (here: a velocity of 1e200) is truncated
+    and flagged in its info, as RLlib's runner reads infos (Gymnasium's
+    DictInfoToList, one dict per world); the next step resets it and the
+    other worlds step on."""
+    rllib = pytest.importorskip("moreau.rllib")
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    env = DictInfoToList(rllib.make_env({"task": "Hopper-v5", "num_envs": 3}))
+    env.reset(seed=0)
+    batch = env.unwrapped.batch
+    batch.set_state(1, batch.q[1], np.full(batch.v.shape[1], 1e200))
+    _, _, _, truncated, infos = env.step(np.zeros((3, 3), np.float32))
+    assert truncated.tolist() == [False, True, False]
+    assert [bool(i.get("failure", False)) for i in infos] == [False, True, False]
+    obs, reward, terminated, truncated, infos = env.step(np.zeros((3, 3), np.float32))
+    assert np.isfinite(obs).all() and reward[1] == 0.0
+    assert not truncated.any() and not terminated.any()
+    assert not any(i.get("failure", False) for i in infos)
+    assert np.abs(batch.v[1]).max() < 10
