@@ -56,7 +56,13 @@ def build_config(
         train_batch = max(2048, 16 * max(env_runners, 1) * envs_per_runner)
     config = (
         PPOConfig()
-        .environment(moreau.rllib.ENV_NAME, env_config={"task": task, "backend": backend, **(env_config or {})})
+        .environment(
+            moreau.rllib.ENV_NAME,
+            env_config={"task": task, "backend": backend, **(env_config or {})},
+            # Actions clipped to the control range before the environment
+            # (its control cost then sees what the actuators do), as SB3 does.
+            clip_actions=True,
+        )
         .env_runners(
             num_env_runners=env_runners,
             num_envs_per_env_runner=envs_per_runner,
