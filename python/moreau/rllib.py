@@ -13,8 +13,8 @@
     )
 
 Importing this module registers the environment ``"moreau"`` with Ray
-(:func:`register`; in every process that imports it, EnvRunner actors
-included, since RLlib unpickles the config there). Each EnvRunner makes one
+(:func:`register`; Ray's registry carries the creator to the EnvRunner
+actors, before or after ``ray.init``). Each EnvRunner makes one
 :class:`moreau.gym.MoreauVectorEnv` of ``num_envs_per_env_runner`` worlds
 (one :class:`moreau.BatchSim`), through Gymnasium's vector entry point: no
 per-world Python environments, no ``SyncVectorEnv``.

@@ -90,7 +90,9 @@ def test_rllib_ppo_with_two_env_runners_trains_the_inverted_pendulum_through_a_k
     """RLlib's PPO (python/examples/rllib_ppo.py's config) with 2 EnvRunners
     of 8 worlds each on a local Ray instance: each runner's batch is one
     moreau vector environment on 1 thread (the CPU Ray gave it), its
-    worlds seeded apart from the other runner's. After 3 iterations one
+    worlds seeded apart from the other runner's, and the runners have no
+    Vulkan driver (a CPU runner opens no adapter; a GPU batch there
+    fails). After 3 iterations one
     runner's actor is killed (ray.kill, its process ended as by a
     crash); RLlib replaces it and training
     goes on until the mean return reaches 500 (at most 1 000)."""
@@ -98,7 +100,10 @@ def test_rllib_ppo_with_two_env_runners_trains_the_inverted_pendulum_through_a_k
     rllib_ppo = _example("rllib_ppo")
     import moreau
 
-    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    # The runners see no Vulkan driver: a CPU runner must not need one (a
+    # GPU batch there fails, which describe() checks).
+    no_vulkan = {"VK_ICD_FILENAMES": "/nonexistent/icd.json", "VK_DRIVER_FILES": "/nonexistent/icd.json"}
+    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": no_vulkan})
     try:
         algo = rllib_ppo.build_config(
             task="InvertedPendulum-v5",
@@ -113,6 +118,12 @@ def test_rllib_ppo_with_two_env_runners_trains_the_inverted_pendulum_through_a_k
 
         def describe(runner):
             env = runner.env.unwrapped
+            try:
+                moreau.BatchSim(env.model, 1, backend="gpu")
+                adapter = "found"
+            except ValueError as e:
+                adapter = str(e)
+            assert "adapter" in adapter, adapter
             return (
                 os.getpid(),
                 moreau.num_threads(),

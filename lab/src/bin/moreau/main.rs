@@ -213,6 +213,17 @@ enum Command {
         /// that of the frames kept, so that it plays in simulated time).
         #[arg(long, default_value_t = 30.0, requires = "video")]
         fps: f64,
+        /// Drive the model's actuators with controls drawn uniformly in
+        /// their control ranges, from this seed (reproducible), a fresh
+        /// draw every --control-period steps; a robot file's joints are
+        /// then free of moreau's posture PD (as with --passive).
+        #[arg(long, value_name = "SEED")]
+        random_controls: Option<u64>,
+        /// With --random-controls: steps per draw (a Gymnasium task's
+        /// frame_skip, e.g. 5 for Humanoid-v5).
+        #[arg(long, value_name = "STEPS", default_value_t = 1, requires = "random_controls",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        control_period: u64,
         #[command(flatten, next_help_heading = "Video (with --video)")]
         view: ViewArgs,
     },
@@ -524,9 +535,12 @@ fn main() -> ExitCode {
             video,
             fps,
             view,
+            random_controls,
+            control_period,
         } => run(
             &scene,
             (&file, passive),
+            random_controls.map(|seed| (seed, control_period as usize)),
             steps,
             dt,
             &solver,

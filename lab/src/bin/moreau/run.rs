@@ -97,10 +97,73 @@ pub(crate) fn stage_summary(times: &StageTimes) -> String {
         .join(", ")
 }
 
+/// The controls of `--random-controls`: every actuator's, uniform in its
+/// control range, redrawn every `period` steps.
+struct RandomControls {
+    seed: u64,
+    rng: moreau::math::Rng,
+    ranges: Vec<(f64, f64)>,
+    period: usize,
+    ctrl: Vec<f64>,
+}
+
+impl RandomControls {
+    fn new(scene: &Scene, name: &str, seed: u64, period: usize) -> Result<Self, AnyError> {
+        let model = &scene.model;
+        if model.nu() == 0 {
+            return Err(format!("--random-controls: {name} has no actuators to drive").into());
+        }
+        if scene.controller.is_some() {
+            return Err(format!(
+                "--random-controls: scene {name} is driven by its own controller; it drives a robot file's actuators"
+            )
+            .into());
+        }
+        let ranges = model
+            .actuators
+            .iter()
+            .map(|a| {
+                a.ctrl_range.ok_or_else(|| {
+                    format!(
+                        "--random-controls: actuator `{}` has no control range (ctrllimited), nothing to draw within",
+                        a.name
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RandomControls {
+            seed,
+            rng: moreau::math::Rng::new(seed),
+            ctrl: vec![0.0; ranges.len()],
+            ranges,
+            period,
+        })
+    }
+    /// The controls of step `step` (drawn at multiples of the period).
+    fn at(&mut self, step: usize) -> &[f64] {
+        if step.is_multiple_of(self.period) {
+            for (c, &(lo, hi)) in self.ctrl.iter_mut().zip(&self.ranges) {
+                *c = self.rng.range(lo, hi);
+            }
+        }
+        &self.ctrl
+    }
+}
+
+/// `q`-quantile of sorted `xs` (nearest rank).
+fn quantile(xs: &[f64], q: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let k = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len());
+    xs[k - 1]
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     name: &str,
     (file_args, passive): (&ModelFileArgs, bool),
+    random: Option<(u64, usize)>,
     steps: usize,
     dt: Option<f64>,
     solver: &str,
@@ -109,7 +172,12 @@ pub(crate) fn run(
     dump: Option<(PathBuf, u64)>,
     video: Option<(PathBuf, f64, ViewArgs)>,
 ) -> Result<(), AnyError> {
-    let scene = load_scene(name, file_args, passive)?;
+    // Random controls drive the actuators alone: a file's joints free.
+    let scene = load_scene(name, file_args, passive || random.is_some())?;
+    let mut random = match random {
+        Some((seed, period)) => Some(RandomControls::new(&scene, name, seed, period)?),
+        None => None,
+    };
     let mut sim = make_sim(&scene, dt, solver, settings)?;
     let mut state = scene.state.clone();
     // The video's frames: configurations kept during the run (one every
@@ -149,13 +217,18 @@ pub(crate) fn run(
     };
     let pb = progress(steps);
     let mut tally = Tally::default();
+    // Each step's wall time, for the quantiles.
+    let mut step_times = Vec::with_capacity(steps);
     let start = Instant::now();
     for step in 0..steps {
+        let began = Instant::now();
         scene.control(&state, tau.as_mut_slice());
-        let stepped = match &ctrl {
-            Some(ctrl) => sim.step_controls(&mut state, ctrl),
-            None => sim.step(&mut state, tau.as_slice()),
+        let stepped = match (&mut random, &ctrl) {
+            (Some(random), _) => sim.step_controls(&mut state, random.at(step)),
+            (None, Some(ctrl)) => sim.step_controls(&mut state, ctrl),
+            (None, None) => sim.step(&mut state, tau.as_slice()),
         };
+        step_times.push(began.elapsed().as_secs_f64());
         let r = match stepped {
             Ok(r) => r,
             Err(e) => {
@@ -224,6 +297,22 @@ pub(crate) fn run(
         wall.as_secs_f64(),
         steps as f64 / wall.as_secs_f64(),
         state.t / wall.as_secs_f64()
+    );
+    step_times.sort_by(f64::total_cmp);
+    let p50 = quantile(&step_times, 0.5);
+    say!(
+        "step time: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs (p99/p50 {:.1}){}",
+        1e6 * p50,
+        1e6 * quantile(&step_times, 0.99),
+        1e6 * quantile(&step_times, 1.0),
+        quantile(&step_times, 0.99) / p50,
+        match &random {
+            Some(r) => format!(
+                "; random controls every {} step(s), seed {}",
+                r.period, r.seed
+            ),
+            None => String::new(),
+        }
     );
     say!(
         "contacts: mean {:.2}, max {nc_max}; joint limits: mean {:.2}, max {nl_max}; solver: {solves} solves, mean {:.1} iterations (max {it_max}), {unconverged} not converged, max eps_abs {eps_max:.2e}",
