@@ -59,9 +59,10 @@ def build_config(
         .environment(
             moreau.rllib.ENV_NAME,
             env_config={"task": task, "backend": backend, **(env_config or {})},
-            # Actions clipped to the control range before the environment
-            # (its control cost then sees what the actuators do), as SB3 does.
-            clip_actions=True,
+            # RLlib's default: the policy acts in [-1, 1], mapped onto the
+            # control range and clipped to it before the environment (its
+            # control cost then sees what the actuators do), as SB3 clips.
+            normalize_actions=True,
         )
         .env_runners(
             num_env_runners=env_runners,
