@@ -43,22 +43,32 @@ def build_config(
     normalize_observations: bool = True,
     seed: int = 0,
     env_config: Optional[dict[str, Any]] = None,
+    engine: str = "moreau",
 ) -> PPOConfig:
     """RLlib's PPO on moreau's ``task``: ``env_runners`` EnvRunner actors of
     ``envs_per_runner`` worlds each on ``backend``, each actor given
     ``cpus_per_runner`` CPUs (its batch's threads) and ``gpus_per_runner``
     GPUs (``backend="gpu"`` needs one). The train batch defaults to 16
     steps of every world, at least 2 048 steps; minibatches to a 16th of
-    it."""
+    it. ``engine="mujoco"``: the same on Gymnasium's own task (MuJoCo,
+    ``envs_per_runner`` environments per runner in a ``SyncVectorEnv``), for
+    comparison."""
+    if engine not in ("moreau", "mujoco"):
+        raise ValueError(f"engine must be 'moreau' or 'mujoco', got {engine!r}")
     if backend == "gpu" and gpus_per_runner <= 0:
         raise ValueError("backend='gpu' needs gpus_per_runner > 0 (each runner's batch opens an adapter)")
     if train_batch is None:
         train_batch = max(2048, 16 * max(env_runners, 1) * envs_per_runner)
+    if engine == "moreau":
+        env, env_settings = moreau.rllib.ENV_NAME, moreau.rllib.ENV_RUNNER_SETTINGS
+        env_config = {"task": task, "backend": backend, **(env_config or {})}
+    else:
+        env, env_settings, env_config = task, {}, dict(env_config or {})
     config = (
         PPOConfig()
         .environment(
-            moreau.rllib.ENV_NAME,
-            env_config={"task": task, "backend": backend, **(env_config or {})},
+            env,
+            env_config=env_config,
             # RLlib's default: the policy acts in [-1, 1], mapped onto the
             # control range and clipped to it before the environment (its
             # control cost then sees what the actuators do), as SB3 clips.
@@ -71,7 +81,7 @@ def build_config(
             num_gpus_per_env_runner=gpus_per_runner,
             rollout_fragment_length="auto",
             env_to_module_connector=(lambda env, spaces, device: MeanStdFilter()) if normalize_observations else None,
-            **moreau.rllib.ENV_RUNNER_SETTINGS,
+            **env_settings,
         )
         .training(
             train_batch_size_per_learner=train_batch,
@@ -102,6 +112,8 @@ def _main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--address", default=None, help="a running Ray cluster ('auto'); default: a local instance")
     p.add_argument("--checkpoint", default=None, help="save the trained algorithm here")
+    p.add_argument("--engine", default="moreau", choices=["moreau", "mujoco"],
+                   help="mujoco: Gymnasium's own task, for comparison")
     args = p.parse_args()
 
     import ray
@@ -123,6 +135,7 @@ def _main() -> None:
         backend=args.backend,
         gpus_per_runner=args.gpus_per_runner,
         seed=args.seed,
+        engine=args.engine,
     ).build_algo()
     start = time.perf_counter()
     for i in range(args.iterations):
