@@ -27,6 +27,19 @@ fn run_writes_csv_and_json_trajectories() {
         summary.contains("50 steps") && summary.contains("time per stage"),
         "{summary}"
     );
+    // Every solve is counted once by how it ended: 50 steps, 50 solves.
+    let finishes = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("solves by how they ended: "))
+        .expect("the solves by how they ended");
+    let counted: usize = finishes
+        .split(", ")
+        .map(|part| {
+            let words: Vec<&str> = part.split(" (").next().unwrap().split(' ').collect();
+            words.last().unwrap().parse::<usize>().unwrap()
+        })
+        .sum();
+    assert_eq!(counted, 50, "{finishes}");
     let text = std::fs::read_to_string(&csv).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 52, "header + initial state + 50 steps");

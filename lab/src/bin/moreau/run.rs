@@ -15,9 +15,62 @@ pub(crate) struct Tally {
     it_max: usize,
     solves: usize,
     unconverged: usize,
+    /// Solves by how they ended ([`Finish`]): count and solve-stage seconds.
+    finishes: [(usize, f64); 4],
+}
+
+/// How a solve ended, cheapest first: its warm start already solved it; an
+/// active-set polish did, before any ADMM iteration; Newton steps did
+/// (after a factorization); ADMM iterated.
+#[derive(Clone, Copy)]
+enum Finish {
+    WarmStart,
+    Polish,
+    Newton,
+    Admm,
+}
+
+impl Finish {
+    const ALL: [Finish; 4] = [
+        Finish::WarmStart,
+        Finish::Polish,
+        Finish::Newton,
+        Finish::Admm,
+    ];
+    fn of(s: &moreau::contact::SolverStats) -> Finish {
+        if s.iterations > 0 {
+            Finish::Admm
+        } else if s.newton_steps > 0 {
+            Finish::Newton
+        } else if s.polishes > 0 {
+            Finish::Polish
+        } else {
+            Finish::WarmStart
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Finish::WarmStart => "warm start",
+            Finish::Polish => "polish",
+            Finish::Newton => "Newton",
+            Finish::Admm => "ADMM iterations",
+        }
+    }
 }
 
 impl Tally {
+    /// "warm start 1 200 (2.1 µs each), polish …": the solves by how they
+    /// ended, with their mean solve-stage time.
+    fn finishes(&self) -> String {
+        Finish::ALL
+            .iter()
+            .zip(&self.finishes)
+            .filter(|(_, (n, _))| *n > 0)
+            .map(|(f, (n, t))| format!("{} {n} ({:.1} µs each)", f.name(), 1e6 * t / *n as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     fn add(&mut self, r: &StepReport) {
         self.nc_sum += r.nc;
         self.nc_max = self.nc_max.max(r.nc);
@@ -29,6 +82,9 @@ impl Tally {
             self.it_max = self.it_max.max(s.iterations);
             self.unconverged += usize::from(!s.converged);
             self.eps_max = self.eps_max.max(s.residuals.eps_abs);
+            let finish = &mut self.finishes[Finish::of(&s) as usize];
+            finish.0 += 1;
+            finish.1 += r.times.get(Stage::Solve).as_secs_f64();
         }
     }
 }
@@ -272,6 +328,7 @@ pub(crate) fn run(
     }
     pb.finish_and_clear();
     let wall = start.elapsed();
+    let finishes = tally.finishes();
     let Tally {
         nc_sum,
         nc_max,
@@ -282,6 +339,7 @@ pub(crate) fn run(
         it_max,
         solves,
         unconverged,
+        ..
     } = tally;
     let (ke, pe) = sim.energy(&state)?;
     say!(
@@ -320,6 +378,9 @@ pub(crate) fn run(
         nl_sum as f64 / steps.max(1) as f64,
         it_sum as f64 / solves.max(1) as f64
     );
+    if solves > 0 {
+        say!("solves by how they ended: {finishes}");
+    }
     say!(
         "energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})",
         ke + pe
