@@ -294,6 +294,7 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
     let mut cpu = BatchSim::new(model.clone(), &start, n, &options(Backend::CpuParallel)).unwrap();
     let mut rng = common::Lcg(7);
     let (mut contacts, mut iterations, mut cpu_contacts, mut cpu_iterations) = (0, 0, 0, 0);
+    let (mut unconverged, mut cpu_unconverged, mut steps) = (0, 0, Vec::new());
     for _ in 0..60 {
         let ctrl: Vec<f64> = (0..n * nu).map(|_| rng.range(-1.0, 1.0)).collect();
         let r = gpu.step_controls(&ctrl).unwrap();
@@ -304,18 +305,35 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
         cpu_contacts += c.contacts;
         iterations += r.iterations;
         cpu_iterations += c.iterations;
+        unconverged += r.unconverged;
+        cpu_unconverged += c.unconverged;
+        steps.push((r.iterations, c.iterations));
         if r.contacts > 0 {
             assert!(r.worlds_solved > 0, "the worlds with contacts solved them");
         }
     }
     println!(
-        "ant: 60 steps: {contacts} contacts ({cpu_contacts} on the cpu), {iterations} iterations on the device ({cpu_iterations} on the cpu)"
+        "ant: 60 steps: {contacts} contacts ({cpu_contacts} on the cpu), {iterations} iterations on the device ({cpu_iterations} on the cpu), {unconverged} unconverged ({cpu_unconverged}); per step (device, cpu): {steps:?}"
     );
     assert!(contacts > 0 && iterations > 0 && cpu_iterations > 0);
-    // f32 against f64: the same iterations within a quarter.
+    // f32 against f64: ADMM alone, at a tolerance of 1e-6, stalls short of
+    // it on a few problems in f32 and runs to the cap there (NVIDIA H200,
+    // 2026-11-28: 16 of the 480 solves, lavapipe 10, the CPU 1; with the
+    // finishers, as by default, none). The solves that converged took the
+    // same iterations within a quarter.
+    let cap = options(Backend::Gpu).params.solver_settings.max_iterations;
     assert!(
-        iterations.abs_diff(cpu_iterations) * 4 <= cpu_iterations,
-        "{iterations} {cpu_iterations}"
+        unconverged * 10 <= 60 * n,
+        "{unconverged} of {} solves unconverged",
+        60 * n
+    );
+    let (own, cpu_own) = (
+        iterations.saturating_sub(cap * unconverged),
+        cpu_iterations.saturating_sub(cap * cpu_unconverged),
+    );
+    assert!(
+        own > 0 && own.abs_diff(cpu_own) * 4 <= cpu_own,
+        "{own} {cpu_own}"
     );
     assert!(
         contacts.abs_diff(cpu_contacts) * 10 <= cpu_contacts,

@@ -85,7 +85,7 @@ pub const RHO_RANGE_MIN: f64 = 1e-4;
 /// budget per lane is a fraction of lavapipe's limit.
 pub const CPU_ADAPTER_ADMM_BUDGET: u32 = 8_000;
 /// Loop budget per problem and dispatch on a GPU.
-pub const GPU_ADMM_BUDGET: u32 = 1 << 24;
+pub const GPU_ADMM_BUDGET: u32 = u32::MAX;
 /// Invocations per workgroup of `main_workgroup` (WGSL `WA_LANES`): one
 /// warp of an NVIDIA GPU, so that its barriers are cheap.
 pub const WA_LANES: u32 = 32;
@@ -255,5 +255,69 @@ impl BatchKernel for AdmmKernel {
                 + batch.max_iterations * (3 + m / 5)
                 + polishes * polish_steps
                 + newton_runs * newton_steps)
+    }
+
+    /// A dispatch runs steps until its budget (`chunk` loop iterations) is
+    /// spent, so it runs at least `chunk / max_step_cost` of them; the
+    /// solve takes at most `max_dispatches` steps.
+    fn dispatches_to_finish(&self, batch: BatchShape, chunk: u32) -> u64 {
+        let steps_per_dispatch = (chunk as u64 / max_step_cost(batch.max_rows as u64)).max(1);
+        self.max_dispatches(batch, chunk)
+            .div_ceil(steps_per_dispatch)
+            .max(1)
+    }
+}
+
+/// A bound on the loop iterations of one step of `admm.wgsl`'s state
+/// machine on a problem of `m` rows (`step_cost`, `polish_step_cost` and
+/// `newton_step_cost` there: the largest of them with every count at `m`).
+fn max_step_cost(m: u64) -> u64 {
+    let mv = m * (m / 4 + 8) + 16;
+    2 * mv + m * (m + 4) + 32 * m + 64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a GPU a resident step encodes the dispatches its solve can need
+    /// (a bound: every polish and Newton run at its most; the dispatches
+    /// after the last problem finishes return at once): one for the
+    /// quadruped's problems at the default cap, a few for the humanoid's
+    /// room, some tens for a bed of 120 balls (360 rows), never fewer than
+    /// the step bound allows (each dispatch runs at least `chunk / cost`
+    /// steps).
+    #[test]
+    fn a_gpu_dispatch_count_covers_the_whole_solve() {
+        let shape = |rows: usize| BatchShape {
+            max_contacts: rows / 3,
+            max_rows: rows,
+            max_local_updates: rows,
+            max_iterations: 1000,
+        };
+        let k = AdmmKernel;
+        let counts: Vec<u64> = [12, 91, 169, 360]
+            .iter()
+            .map(|&rows| k.dispatches_to_finish(shape(rows), GPU_ADMM_BUDGET))
+            .collect();
+        println!("dispatches for 12, 91, 169, 360 rows: {counts:?}");
+        assert_eq!(counts[0], 1, "the quadruped's problems");
+        assert!(counts.windows(2).all(|w| w[0] <= w[1]));
+        assert!(counts[3] <= 100, "a bed of 120 balls");
+        for rows in [12, 60, 169, 360, 2000] {
+            let s = shape(rows);
+            let n = k.dispatches_to_finish(s, GPU_ADMM_BUDGET);
+            let per = GPU_ADMM_BUDGET as u64 / max_step_cost(rows as u64);
+            assert!(
+                n * per >= k.max_dispatches(s, GPU_ADMM_BUDGET),
+                "{rows} rows: {n}"
+            );
+            assert!(
+                (n - 1) * per < k.max_dispatches(s, GPU_ADMM_BUDGET),
+                "{rows} rows: {n}"
+            );
+        }
+        // The budget of old (2^24 loop iterations) held no 60-row solve.
+        assert!(k.dispatches_to_finish(shape(60), 1 << 24) > 1);
     }
 }

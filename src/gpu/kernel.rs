@@ -88,6 +88,13 @@ pub trait BatchKernel: Sync {
     ) -> u32;
     /// The most dispatches a batch can need with that chunk (a guard against a runaway loop).
     fn max_dispatches(&self, batch: BatchShape, chunk: u32) -> u64;
+    /// Dispatches that finish every problem of the batch on an adapter
+    /// without a loop limit, encoded back to back with no readback between
+    /// them (a resident step's solve on a GPU): those after the last
+    /// problem finishes return at once.
+    fn dispatches_to_finish(&self, batch: BatchShape, chunk: u32) -> u64 {
+        self.max_dispatches(batch, chunk)
+    }
     /// Problems per workgroup of `decomposition`'s entry point: the
     /// workgroup's invocations with one per problem, else one (the lane
     /// kernel's vary with its segments: `pgs::lane_segments`).

@@ -13,9 +13,11 @@ impl GpuSolver {
     /// most `max_contacts` contacts and `max_rows` rows each: writes the
     /// kernel parameters (one chunk per dispatch, as [`Self::submit`]
     /// sizes it). Returns the dispatches a step encodes after the
-    /// problems are written: 1 on a GPU, whose chunk holds a whole solve;
-    /// on a CPU adapter, whose driver cuts long loops, the first round of
-    /// [`Self::resident_rounds`].
+    /// problems are written: on a GPU, as many as the solve can need
+    /// (`BatchKernel::dispatches_to_finish`: one for small problems; those
+    /// after the last problem finishes return at once), since no readback
+    /// comes between them; on a CPU adapter, whose driver cuts long loops,
+    /// the first round of [`Self::resident_rounds`].
     pub(crate) fn prepare_resident(
         &mut self,
         nworlds: usize,
@@ -47,7 +49,16 @@ impl GpuSolver {
             .write_buffer(&self.buffers.params, 0, bytemuck::bytes_of(&params));
         self.resident_max_dispatches = self.kernel.max_dispatches(shape, chunk);
         Ok(match self.adapter_class() {
-            AdapterClass::Gpu => 1,
+            AdapterClass::Gpu => {
+                let n = self.kernel.dispatches_to_finish(shape, chunk);
+                u32::try_from(n).map_err(|_| GpuError::Gpu {
+                    during: "preparing a resident solve".into(),
+                    reason: format!(
+                        "problems of {max_rows} rows at {} iterations could need {n} dispatches a step",
+                        settings.max_iterations
+                    ),
+                })?
+            }
             AdapterClass::Cpu => FIRST_ROUND,
         })
     }

@@ -34,8 +34,9 @@
 //! deterministic per-world perturbations of the controlled joints'
 //! velocities so that the robots are not copies of one another (the same on
 //! every backend). Actions are the
-//! scene's controller (a PD for the robots), computed on the calling thread
-//! every step from each world's state: not random.
+//! scene's controller (a PD for the robots), computed every step from each
+//! world's state on the threads the backend steps with (rayon's for `gpu`
+//! and `cpu`, the calling thread for `cpu1`): not random.
 //!
 //! A (backend, size) whose time, extrapolated from the same backend's
 //! smaller sizes, would exceed [`SceneBenchConfig::budget`] is skipped, and
@@ -786,7 +787,7 @@ pub fn run(
             layout: cfg.layout,
             envs,
             backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
-            actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the calling thread".into(),
+            actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the backend's threads (one for cpu1)".into(),
             random_actions: false,
             initial_state: format!(
                 "the scene's initial state settled for {} steps on one world; per world, the velocities of the controlled joints perturbed by up to ±0.02 (deterministic; scenes without a controller: identical worlds)",
@@ -852,8 +853,19 @@ fn measure(
     let mut action_time = Duration::ZERO;
     let mut step = |batch: &mut BatchSim, row: &mut BenchRun, timed: bool| {
         let t = Instant::now();
-        for (w, state) in batch.states().enumerate() {
-            scene.control(state, &mut actions[w * nv..(w + 1) * nv]);
+        if backend == Backend::CpuSingle {
+            for (w, state) in batch.states().enumerate() {
+                scene.control(state, &mut actions[w * nv..(w + 1) * nv]);
+            }
+        } else {
+            // On the threads the backend steps with (the host's share of a
+            // GPU step would otherwise be one core's PD loop).
+            use rayon::prelude::*;
+            let states: Vec<&State> = batch.states().collect();
+            actions
+                .par_chunks_mut(nv.max(1))
+                .zip(states.par_iter())
+                .for_each(|(a, state)| scene.control(state, a));
         }
         if timed {
             action_time += t.elapsed();
