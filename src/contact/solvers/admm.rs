@@ -298,7 +298,7 @@ impl AdmmCore {
         self.polish_c.resize(n, 0.0);
         self.polish_best.resize(n, 0.0);
         let mut found = false;
-        let (pc, pb) = (&mut self.polish_c, &mut self.polish_best);
+        let (pc, pb, best) = (&mut self.polish_c, &mut self.polish_best, &mut self.best);
         model.polish(
             &mut self.polish,
             a,
@@ -314,6 +314,12 @@ impl AdmmCore {
                 if found {
                     pb.copy_from_slice(cand);
                     return None;
+                }
+                // A candidate better than every iterate so far is what the
+                // solve returns if it reaches its cap.
+                if eps < *best_eps {
+                    best.copy_from_slice(cand);
+                    *best_eps = eps;
                 }
                 Some(eps)
             },
