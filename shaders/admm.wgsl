@@ -135,28 +135,41 @@ fn l_put(pr: Problem, ca: Cache, t: u32, v: f32) {
     }
 }
 
-// Σ_j (G + R)_ij v_j for scratch vector v, unrolled by 4.
-fn row_times(pr: Problem, ca: Cache, i: u32, v: u32) -> f32 {
+// Σ_j (G + R)_ij v_j for scratch vector v, unrolled by 4, and Σ_j |(G + R)_ij v_j|.
+fn row_product(pr: Problem, ca: Cache, i: u32, v: u32) -> vec2<f32> {
     let M = rows(pr);
     var s = compliance(pr, i) * wv(pr, v, i);
+    var a = abs(s);
     let row = tri(i);
     var j = 0u;
     for (; j + 4u <= i + 1u; j += 4u) {
-        s += g_at(pr, ca, row + j) * wv(pr, v, j) + g_at(pr, ca, row + j + 1u) * wv(pr, v, j + 1u)
-            + g_at(pr, ca, row + j + 2u) * wv(pr, v, j + 2u) + g_at(pr, ca, row + j + 3u) * wv(pr, v, j + 3u);
+        let p = vec4<f32>(g_at(pr, ca, row + j) * wv(pr, v, j), g_at(pr, ca, row + j + 1u) * wv(pr, v, j + 1u),
+            g_at(pr, ca, row + j + 2u) * wv(pr, v, j + 2u), g_at(pr, ca, row + j + 3u) * wv(pr, v, j + 3u));
+        s += p.x + p.y + p.z + p.w;
+        a += dot(abs(p), vec4<f32>(1.0));
     }
     for (; j <= i; j++) {
-        s += g_at(pr, ca, row + j) * wv(pr, v, j);
+        let p = g_at(pr, ca, row + j) * wv(pr, v, j);
+        s += p;
+        a += abs(p);
     }
     j = i + 1u;
     for (; j + 4u <= M; j += 4u) {
-        s += g_at(pr, ca, tri(j) + i) * wv(pr, v, j) + g_at(pr, ca, tri(j + 1u) + i) * wv(pr, v, j + 1u)
-            + g_at(pr, ca, tri(j + 2u) + i) * wv(pr, v, j + 2u) + g_at(pr, ca, tri(j + 3u) + i) * wv(pr, v, j + 3u);
+        let p = vec4<f32>(g_at(pr, ca, tri(j) + i) * wv(pr, v, j), g_at(pr, ca, tri(j + 1u) + i) * wv(pr, v, j + 1u),
+            g_at(pr, ca, tri(j + 2u) + i) * wv(pr, v, j + 2u), g_at(pr, ca, tri(j + 3u) + i) * wv(pr, v, j + 3u));
+        s += p.x + p.y + p.z + p.w;
+        a += dot(abs(p), vec4<f32>(1.0));
     }
     for (; j < M; j++) {
-        s += g_at(pr, ca, tri(j) + i) * wv(pr, v, j);
+        let p = g_at(pr, ca, tri(j) + i) * wv(pr, v, j);
+        s += p;
+        a += abs(p);
     }
-    return s;
+    return vec2<f32>(s, a);
+}
+
+fn row_times(pr: Problem, ca: Cache, i: u32, v: u32) -> f32 {
+    return row_product(pr, ca, i, v).x;
 }
 
 // --- Per-unit work: units first, first + stride, ... -------------------------
@@ -227,22 +240,37 @@ fn scale_units(pr: Problem, v: u32, a: f32, first: u32, stride: u32) {
 }
 
 // Unit u of scratch vector l (an impulse): its rows of c = (G + R) l + b
-// into scratch vector cv, and its residuals of (l, c).
+// into scratch vector cv, and its residuals of (l, c) with, in place of
+// their maximum (w), the largest Σ_j |(G + R)_ij l_j| + |b_i| of its rows
+// (what rounding c costs: see take_floor).
 fn unit_residuals(pr: Problem, ca: Cache, u: u32, l: u32, cv: u32) -> vec4<f32> {
     let r0 = unit_row(pr, u);
+    var size = 0.0;
     for (var k = r0; k < r0 + unit_len(pr, u); k++) {
-        work[wk(pr, cv, k)] = row_times(pr, ca, k, l) + free_velocity(pr, k);
+        let p = row_product(pr, ca, k, l);
+        let b = free_velocity(pr, k);
+        work[wk(pr, cv, k)] = p.x + b;
+        size = max(size, p.y + abs(b));
     }
+    var r: vec4<f32>;
     if (u < pr.nc) {
         let c = vec3<f32>(wv(pr, cv, r0), wv(pr, cv, r0 + 1u), wv(pr, cv, r0 + 2u));
         let z = vec3<f32>(wv(pr, l, r0), wv(pr, l, r0 + 1u), wv(pr, l, r0 + 2u));
-        return contact_residuals(params.model, params.facets, friction(pr, u), z, c);
+        r = contact_residuals(params.model, params.facets, friction(pr, u), z, c);
+    } else {
+        r = unilateral_residuals(wv(pr, l, r0), wv(pr, cv, r0));
     }
-    return unilateral_residuals(wv(pr, l, r0), wv(pr, cv, r0));
+    return vec4<f32>(r.xyz, size);
+}
+
+// The residuals' maximum, eps_abs, of (primal, dual, complementarity, ·).
+fn eps_of(r: vec4<f32>) -> f32 {
+    return nan_max(nan_max(r.x, r.y), r.z);
 }
 
 // c = (G + R) z + b on the units' rows, s = s(c) (de Saxce for the NCP's
-// contacts, else 0); returns the units' largest residuals of (z, c).
+// contacts, else 0); returns the units' largest (primal, dual,
+// complementarity, size of c's terms): see take_floor.
 fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     for (var u = first; u < units(pr); u += stride) {
@@ -263,6 +291,24 @@ fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> 
         r = vec4<f32>(nan_max(r.x, ru.x), nan_max(r.y, ru.y), nan_max(r.z, ru.z), nan_max(r.w, ru.w));
     }
     return r;
+}
+
+// f32's floor under eps_abs at z, from evaluate_units' maxima e: rounding
+// c_i = Σ_j (G + R)_ij z_j + b_i costs about F32_ROUNDOFF times the size of
+// its terms, and residuals of c below that are rounding. A solve stops at
+// max(tolerance, floor) (reach), and where it stalls within
+// FLOOR_STALL_FACTOR floors (stall_guarded). Records the floor in st;
+// returns the residuals with eps_abs as w.
+fn take_floor(st: ptr<function, SolveResult>, e: vec4<f32>) -> vec4<f32> {
+    // (Not finite: no floor, rather than one that passes anything.)
+    (*st).eps_floor = select(0.0, F32_ROUNDOFF * e.w, is_finite(e.w));
+    return vec4<f32>(e.xyz, eps_of(e));
+}
+
+// The residual at which the solve stops: its tolerance, or f32's floor
+// at the last iterate where that is larger.
+fn reach(pr: Problem, st: SolveResult) -> f32 {
+    return max(pr.tolerance, st.eps_floor);
 }
 
 // u = -(c + s) / rho on the units' rows (the dual of a fresh attempt).
@@ -606,9 +652,10 @@ fn polish_k(st: SolveResult) -> u32 {
     return (st.polish >> 9u) & 0x3fffffu;
 }
 
-// Whether to polish the iterate z of this evaluation (eps: its eps_abs).
-fn polish_due(pr: Problem, eps: f32) -> bool {
-    return params.polish != 0u && params.model == MODEL_NCP && eps > pr.tolerance && is_finite(eps);
+// Whether to polish the iterate z of st's evaluation.
+fn polish_due(pr: Problem, st: SolveResult) -> bool {
+    let eps = st.eps_abs;
+    return params.polish != 0u && params.model == MODEL_NCP && eps > reach(pr, st) && is_finite(eps);
 }
 
 // Whether iteration `it` is polished: the CPU's every POLISH_INTERVAL-th,
@@ -634,7 +681,7 @@ fn polish_start(st: ptr<function, SolveResult>, ret: u32) {
 // caller starts the power iteration when that is where it goes).
 fn polish_failed(pr: Problem, st: ptr<function, SolveResult>) {
     let ret = polish_ret(*st);
-    if (((*st).polish & NEWTON_AFTER) != 0u && newton_due(pr, (*st).eps_abs)) {
+    if (((*st).polish & NEWTON_AFTER) != 0u && newton_due(pr, *st)) {
         newton_start(st, ret);
         return;
     }
@@ -880,7 +927,7 @@ fn polish_factor_column(pr: Problem, ca: Cache, n: u32, j: u32, scale: f32) -> b
 
 // PSOLVE, even steps: the candidate lambda = B y in x, c = (G + R) x + g in
 // tmp (as evaluate_units makes c from z), and its eps_abs.
-fn polish_candidate(pr: Problem, ca: Cache, n: u32) -> f32 {
+fn polish_candidate(pr: Problem, ca: Cache, n: u32, st: ptr<function, SolveResult>) -> f32 {
     let m = rows(pr);
     for (var k = 0u; k < m; k++) {
         work[wk(pr, X, k)] = 0.0;
@@ -899,11 +946,18 @@ fn polish_candidate(pr: Problem, ca: Cache, n: u32) -> f32 {
             work[wk(pr, X, r + 2u)] = y;
         }
     }
-    var r = 0.0;
+    return judge_candidate(pr, ca, st);
+}
+
+// c of the candidate x into tmp; returns its eps_abs and records f32's floor
+// at x in st (take_floor), by which it is judged.
+fn judge_candidate(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) -> f32 {
+    var r = vec4<f32>(0.0);
     for (var u = 0u; u < units(pr); u++) {
-        r = nan_max(r, unit_residuals(pr, ca, u, X, TMP).w);
+        let ru = unit_residuals(pr, ca, u, X, TMP);
+        r = vec4<f32>(nan_max(r.x, ru.x), nan_max(r.y, ru.y), nan_max(r.z, ru.z), nan_max(r.w, ru.w));
     }
-    return r;
+    return take_floor(st, r).w;
 }
 
 // Whether every sliding contact's direction t is that of -c_T within
@@ -912,9 +966,11 @@ fn polish_candidate(pr: Problem, ca: Cache, n: u32) -> f32 {
 // contact's complementarity is mu lambda_N |c_T| (1 - cos theta)): at
 // f32's tolerances they pass directions 0.05 rad off, and lambda_T with them
 // (measured on the quadruped's problems, tests/batch_gradients.rs). A slip
-// slower than the tolerance is not checked: its direction is rounding (a
-// humanoid's feet at the edge of sticking kept every polish from settling).
-fn polish_directions_settled(pr: Problem) -> bool {
+// slower than the tolerance (or f32's floor, reach) is not checked: its
+// direction is rounding (a humanoid's feet at the edge of sticking kept
+// every polish from settling).
+fn polish_directions_settled(pr: Problem, st: SolveResult) -> bool {
+    let slow = reach(pr, st);
     for (var i = 0u; i < pr.nc; i++) {
         let r = 3u * i;
         if (pv(pr, PMODE, r + 2u) != MODE_SLIDING) {
@@ -923,7 +979,7 @@ fn polish_directions_settled(pr: Problem) -> bool {
         let ct = vec2<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u));
         let n = length(ct);
         let t = vec2<f32>(pv(pr, PMODE, r), pv(pr, PMODE, r + 1u));
-        if (n > pr.tolerance && length(t + ct / n) > POLISH_DIRECTION_TOLERANCE) {
+        if (n > slow && length(t + ct / n) > POLISH_DIRECTION_TOLERANCE) {
             return false;
         }
     }
@@ -1003,16 +1059,16 @@ fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
         polish_refine(pr, n);
         (*st).step += 1u;
     } else {
-        let eps = polish_candidate(pr, ca, n);
+        let eps = polish_candidate(pr, ca, n, st);
         // Judged after the last refinement only: an earlier candidate can
         // meet the tolerance on c while its lambda still carries the
         // regularization's bias along H's small eigenvalues (measured: 3e-3
         // of |lambda| on the quadruped's problems, tests/batch_gradients.rs).
         let last_solve = (*st).step >= 2u * POLISH_SOLVES || n == 0u;
-        let settled = polish_directions_settled(pr);
-        if (last_solve && eps <= pr.tolerance && settled) {
+        let settled = polish_directions_settled(pr, *st);
+        if (last_solve && eps <= reach(pr, *st) && settled) {
             divide_units(pr, X, Z, 1.0, 0u, 1u);
-            if (record(st, evaluate_units(pr, ca, 0u, 1u))) {
+            if (record(st, take_floor(st, evaluate_units(pr, ca, 0u, 1u)))) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
             (*st).polishes += 1u;
@@ -1039,7 +1095,7 @@ fn polish_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
         work[pk(pr, PAUX, 1u)] = eps;
         // (Within the tolerance but with sliding directions still turning:
         // on while rounds remain, whether or not eps_abs halves.)
-        let turning = eps <= pr.tolerance && !settled;
+        let turning = eps <= reach(pr, *st) && !settled;
         if ((round + 1u >= POLISH_ROUNDS && !(eps < 0.5 * last) && !turning) || round + 1u >= POLISH_MAX_ROUNDS || !polish_revise(pr)) {
             polish_failed(pr, st);
             return;
@@ -1144,8 +1200,8 @@ fn newton_scale(st: SolveResult) -> f32 {
 }
 
 // Whether to run Newton from an iterate of residual eps.
-fn newton_due(pr: Problem, eps: f32) -> bool {
-    return params.newton != 0u && polish_due(pr, eps) && rows(pr) <= POLISH_MAX_UNKNOWNS;
+fn newton_due(pr: Problem, st: SolveResult) -> bool {
+    return params.newton != 0u && polish_due(pr, st) && rows(pr) <= POLISH_MAX_UNKNOWNS;
 }
 
 fn newton_start(st: ptr<function, SolveResult>, ret: u32) {
@@ -1323,14 +1379,15 @@ fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
 // Whether every sliding contact of (x, tmp) slides against c_T (within
 // POLISH_DIRECTION_TOLERANCE, where |c_T| is over the tolerance), as
 // polish_directions_settled judges the polish's candidates.
-fn newton_directions_settled(pr: Problem) -> bool {
+fn newton_directions_settled(pr: Problem, st: SolveResult) -> bool {
+    let slow = reach(pr, st);
     for (var i = 0u; i < pr.nc; i++) {
         let r = 3u * i;
         let lt = vec2<f32>(wv(pr, X, r), wv(pr, X, r + 1u));
         let ct = vec2<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u));
         let n = length(ct);
         let nl = length(lt);
-        if (n > pr.tolerance && nl > 0.0 && length(lt / nl + ct / n) > POLISH_DIRECTION_TOLERANCE) {
+        if (n > slow && nl > 0.0 && length(lt / nl + ct / n) > POLISH_DIRECTION_TOLERANCE) {
             return false;
         }
     }
@@ -1338,12 +1395,8 @@ fn newton_directions_settled(pr: Problem) -> bool {
 }
 
 // c of x into tmp; returns the largest eps_abs of (x, tmp).
-fn newton_candidate(pr: Problem, ca: Cache) -> f32 {
-    var r = 0.0;
-    for (var u = 0u; u < units(pr); u++) {
-        r = nan_max(r, unit_residuals(pr, ca, u, X, TMP).w);
-    }
-    return r;
+fn newton_candidate(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) -> f32 {
+    return judge_candidate(pr, ca, st);
 }
 
 // One step of Newton (one invocation does it all; in main_workgroup, lane
@@ -1354,7 +1407,7 @@ fn newton_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
     let state = (*st).state;
     if (state == PHASE_NSTART) {
         divide_units(pr, Z, X, 1.0, 0u, 1u);
-        newton_candidate(pr, ca);
+        newton_candidate(pr, ca, st);
         (*st).state = PHASE_NJAC;
     } else if (state == PHASE_NJAC) {
         work[pk(pr, PPHI, 0u)] = newton_merit(pr, ca, scale, true);
@@ -1460,11 +1513,11 @@ fn newton_line(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f3
         return;
     }
     newton_clean(pr, ca, scale);
-    let eps = newton_candidate(pr, ca);
-    let settled = newton_directions_settled(pr);
-    if (eps <= pr.tolerance && settled) {
+    let eps = newton_candidate(pr, ca, st);
+    let settled = newton_directions_settled(pr, *st);
+    if (eps <= reach(pr, *st) && settled) {
         divide_units(pr, X, Z, 1.0, 0u, 1u);
-        if (record(st, evaluate_units(pr, ca, 0u, 1u))) {
+        if (record(st, take_floor(st, evaluate_units(pr, ca, 0u, 1u)))) {
             divide_units(pr, Z, BEST, 1.0, 0u, 1u);
         }
         (*st).polishes += 1u;
@@ -1552,6 +1605,15 @@ fn keep_if_best(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
     if (eps < (*st).best_eps) {
         divide_units(pr, X, BEST, 1.0, 0u, 1u);
         (*st).best_eps = eps;
+        near_floor(st, eps);
+    }
+}
+
+// Notes the first iteration whose iterate or candidate (of residual eps)
+// came within FLOOR_STALL_FACTOR of f32's floor (see iteration_evaluated).
+fn near_floor(st: ptr<function, SolveResult>, eps: f32) {
+    if ((*st).floor_since == 0u && eps <= FLOOR_STALL_FACTOR * (*st).eps_floor) {
+        (*st).floor_since = (*st).iterations + 1u;
     }
 }
 
@@ -1561,6 +1623,7 @@ fn record(st: ptr<function, SolveResult>, r: vec4<f32>) -> bool {
     set_residuals(st, r);
     if (r.w < (*st).best_eps) {
         (*st).best_eps = r.w;
+        near_floor(st, r.w);
         return true;
     }
     return false;
@@ -1569,7 +1632,7 @@ fn record(st: ptr<function, SolveResult>, r: vec4<f32>) -> bool {
 // After FRESH's evaluation: done if the warm start solves the problem, else
 // on to the power iteration.
 fn fresh_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
-    if (eps <= pr.tolerance) {
+    if (eps <= reach(pr, *st)) {
         // (st.rho: the problem's initial rho from the host, or 0.)
         (*st).rho = select(max(params.rho, 0.0), (*st).rho, (*st).rho > 0.0);
         (*st).state = STATE_DONE;
@@ -1618,7 +1681,7 @@ fn power_iterated(st: ptr<function, SolveResult>, nrm: f32) -> bool {
 // After ATTEMPT's evaluation: done if it already solves, else factorize.
 fn attempt_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
     (*st).start_eps = eps;
-    if (eps <= pr.tolerance) {
+    if (eps <= reach(pr, *st)) {
         (*st).state = STATE_DONE;
         return;
     }
@@ -1648,7 +1711,7 @@ fn factor_column_done(pr: Problem, st: ptr<function, SolveResult>, ok: bool) -> 
             (*st).state = PHASE_ITERATE;
             // The attempt's first factorization (before any iteration):
             // Newton from the guess, as the CPU (G has passed the check).
-            if (rescale == 0.0 && (*st).iterations == (*st).window_start && newton_due(pr, (*st).eps_abs)) {
+            if (rescale == 0.0 && (*st).iterations == (*st).window_start && newton_due(pr, *st)) {
                 newton_start(st, PHASE_ITERATE);
             }
             return rescale;
@@ -1671,8 +1734,19 @@ fn factor_column_done(pr: Problem, st: ptr<function, SolveResult>, ok: bool) -> 
 // After an iteration's evaluation: done, restart, final, or go on; true when
 // rho is to be balanced (the caller then calls `balance`).
 fn iteration_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) -> bool {
-    if (eps <= pr.tolerance) {
-        (*st).state = STATE_DONE;
+    if (eps <= reach(pr, *st)) {
+        // (At the floor, short of the tolerance: the best point seen.)
+        (*st).state = select(PHASE_FINAL, STATE_DONE, eps <= pr.tolerance);
+        return false;
+    }
+    // STALL_WINDOW iterations after an iterate came within
+    // FLOOR_STALL_FACTOR of f32's floor (take_floor) without reaching the
+    // tolerance: f32 goes no further, the best point seen is the answer.
+    // (Measured on tests/data/quadruped_random_torques_f32.json: ncp-admm
+    // stalled at 7 to 13 floors there, to its cap, where the CPU's f64
+    // converges; the floors were below the tolerance.)
+    if ((*st).floor_since != 0u && (*st).iterations + 1u - (*st).floor_since >= STALL_WINDOW) {
+        (*st).state = PHASE_FINAL;
         return false;
     }
     if (params.model == MODEL_NCP && (!is_finite(eps) || eps > DIVERGENCE_FACTOR * max((*st).start_eps, pr.tolerance))) {
@@ -1836,12 +1910,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
             // A warm start that already solves the problem costs one evaluation.
             fresh_units(pr, 0u, 1u);
-            if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
+            if (record(&st, take_floor(&st, evaluate_units(pr, ca, 0u, 1u)))) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
             fresh_evaluated(pr, &st, st.eps_abs);
             if (st.state == PHASE_POWER) {
-                if (polish_due(pr, st.eps_abs)) {
+                if (polish_due(pr, st)) {
                     polish_start(&st, PHASE_POWER);
                 } else {
                     power_start_units(pr, 0u, 1u);
@@ -1870,7 +1944,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 fill_units(pr, TMP, 0.0, 0u, 1u);
             }
             project_units(pr, 0u, 1u);
-            if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
+            if (record(&st, take_floor(&st, evaluate_units(pr, ca, 0u, 1u)))) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
             dual_start_units(pr, st.rho, 0u, 1u);
@@ -1901,10 +1975,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 backward_unit(pr, ca, vv - 1u, true, 0u, 1u);
             }
             relax_project_units(pr, alpha, 0u, 1u);
-            if (record(&st, evaluate_units(pr, ca, 0u, 1u))) {
+            if (record(&st, take_floor(&st, evaluate_units(pr, ca, 0u, 1u)))) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
-            if (polish_iteration(st.iterations) && polish_due(pr, st.eps_abs)) {
+            if (polish_iteration(st.iterations) && polish_due(pr, st)) {
                 polish_start(&st, PHASE_ITERATE);
                 if (st.iterations % POLISH_INTERVAL == 0u) {
                     st.polish |= NEWTON_AFTER;
@@ -1919,7 +1993,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             // PHASE_FINAL: the best iterate seen, with its own velocity and residuals.
             if (final_takes_best(st)) {
                 divide_units(pr, BEST, Z, 1.0, 0u, 1u);
-                set_residuals(&st, evaluate_units(pr, ca, 0u, 1u));
+                set_residuals(&st, take_floor(&st, evaluate_units(pr, ca, 0u, 1u)));
             }
             final_flags(&st);
         }
@@ -1987,7 +2061,7 @@ fn wa_lane0(lane: u32, v: f32) -> f32 {
 // best so far.
 fn wa_evaluate(pr: Problem, ca: Cache, lane: u32, st: ptr<function, SolveResult>) {
     wa_sync();
-    let r = wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES));
+    let r = take_floor(st, wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES)));
     if (record(st, r)) {
         divide_units(pr, Z, BEST, 1.0, lane, WA_LANES);
     }
@@ -2094,7 +2168,7 @@ fn main_workgroup(
             wa_evaluate(pr, ca, lane, &st);
             fresh_evaluated(pr, &st, st.eps_abs);
             if (st.state == PHASE_POWER) {
-                if (polish_due(pr, st.eps_abs)) {
+                if (polish_due(pr, st)) {
                     polish_start(&st, PHASE_POWER);
                 } else {
                     power_start_units(pr, lane, WA_LANES);
@@ -2170,7 +2244,7 @@ fn main_workgroup(
             wa_sync();
             relax_project_units(pr, alpha, lane, WA_LANES);
             wa_evaluate(pr, ca, lane, &st);
-            if (polish_iteration(st.iterations) && polish_due(pr, st.eps_abs)) {
+            if (polish_iteration(st.iterations) && polish_due(pr, st)) {
                 polish_start(&st, PHASE_ITERATE);
                 if (st.iterations % POLISH_INTERVAL == 0u) {
                     st.polish |= NEWTON_AFTER;
@@ -2186,7 +2260,7 @@ fn main_workgroup(
             if (final_takes_best(st)) {
                 divide_units(pr, BEST, Z, 1.0, lane, WA_LANES);
                 wa_sync();
-                set_residuals(&st, wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES)));
+                set_residuals(&st, take_floor(&st, wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES))));
             }
             final_flags(&st);
         }

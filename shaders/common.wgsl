@@ -73,6 +73,8 @@ struct SolveResult {
     window_best: f32,  // the window's best eps_abs
     window_start: u32, // the window's first iteration
     newton_steps: u32, // ADMM: Newton steps taken
+    eps_floor: f32,    // ADMM: f32's floor under eps_abs at the last iterate (see admm.wgsl take_floor)
+    floor_since: u32,  // ADMM: 1 + the iteration whose iterate came within FLOOR_STALL_FACTOR floors (0: none)
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

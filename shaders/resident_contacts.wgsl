@@ -65,6 +65,8 @@ struct CResult {
     window_best: f32,
     window_start: u32,
     newton_steps: u32,
+    eps_floor: f32,
+    floor_since: u32,
 }
 
 // Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7, 8: a ball,
@@ -963,7 +965,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         flags_w = FLAG_LOOP_LIMIT;
     }
     problems[w] = CProblem(w, w, nc, params.solve.x, wp(7u, params.limits.w), w, flags_w, scale, nl, n, w, 0u);
-    results[w] = CResult(0u, 0u, 0.0, 0.0, 0.0, 0.0, rho, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0.0, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0u);
+    results[w] = CResult(0u, 0u, 0.0, 0.0, 0.0, 0.0, rho, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0.0, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0u, 0.0, 0u);
 }
 
 // Mesa's lavapipe (22.x) leaves every loop after one iteration once an
@@ -997,6 +999,7 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
     let st = results[w];
     set_cw(CW_STATS, bitcast<f32>(st.iterations));
     set_cw(CW_STATS + 1u, st.eps_abs);
+    set_cw(CW_STATS + 3u, st.eps_floor);
     if (st.state != STATE_DONE) {
         flags[w] = WORLD_SOLVE_UNFINISHED;
         return;

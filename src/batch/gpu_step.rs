@@ -259,6 +259,7 @@ fn take_impulses(world: &mut World, p: crate::gpu::ProblemOutput<'_>) {
         factorizations: r.factorizations as usize,
         polishes: r.polishes as usize,
         newton_steps: r.newton_steps as usize,
+        eps_floor: r.eps_floor as f64,
         ..Default::default()
     };
 }
@@ -422,13 +423,14 @@ impl BatchSim {
                     world.constraint_force = None;
                     return;
                 }
-                if let Some((nc, nl, iterations, eps_abs)) = c.solve(w) {
+                if let Some((nc, nl, iterations, eps_abs, eps_floor)) = c.solve(w) {
                     // The last of the `repeats` steps' problem.
                     world.step = WorldStep::Stepping { contacts: nc };
                     world.device_rows = 3 * nc + nl;
                     world.stats.iterations = iterations;
                     world.stats.residuals.eps_abs = eps_abs;
                     world.stats.converged = eps_abs <= tolerance;
+                    world.stats.eps_floor = eps_floor;
                 }
                 for t in 0..nq {
                     world.state.q[t] = c.q(w, t);

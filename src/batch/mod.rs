@@ -117,8 +117,13 @@ pub struct BatchStepReport {
     /// Solver iterations summed over the solves, and the largest final `ε_abs`.
     pub iterations: usize,
     pub max_eps_abs: f64,
-    /// Solves that stopped at their iteration cap.
+    /// Solves that stopped at their iteration cap, short of their
+    /// tolerance and of f32's floor.
     pub unconverged: usize,
+    /// f32 solves (the GPU's ADMM) that stopped short of their tolerance
+    /// within [`crate::gpu::batch::FLOOR_STALL_FACTOR`] of f32's floor
+    /// under `ε_abs` ([`SolverStats::at_floor`]): as far as f32 goes.
+    pub at_floor: usize,
     /// GPU problems solved on the CPU instead (flagged by the GPU), with why.
     pub fallbacks: Vec<(usize, String)>,
     /// Whether the GPU buffers grew in this step (and to what capacity).
@@ -857,6 +862,7 @@ impl BatchSim {
             iterations: tally.iterations,
             max_eps_abs: tally.max_eps_abs,
             unconverged: tally.unconverged,
+            at_floor: tally.at_floor,
             fallbacks: tally.fallbacks,
             failed: tally.failed,
             overflowed_worlds: tally.overflowed_worlds,

@@ -12,6 +12,7 @@ pub(super) struct Tally {
     pub(super) iterations: usize,
     pub(super) max_eps_abs: f64,
     pub(super) unconverged: usize,
+    pub(super) at_floor: usize,
     pub(super) fallbacks: Vec<(usize, String)>,
     pub(super) failed: Vec<(usize, SimError)>,
     pub(super) overflowed_worlds: usize,
@@ -29,7 +30,9 @@ impl Tally {
                 if world.sim.problem().m() > 0 || world.device_rows > 0 {
                     self.worlds_solved += 1;
                     self.iterations += world.stats.iterations;
-                    self.unconverged += usize::from(!world.stats.converged);
+                    let at_floor = world.stats.at_floor();
+                    self.at_floor += usize::from(at_floor);
+                    self.unconverged += usize::from(!world.stats.converged && !at_floor);
                     self.max_eps_abs = self.max_eps_abs.max(world.stats.residuals.eps_abs);
                 }
             }
@@ -49,6 +52,7 @@ impl Tally {
         self.worlds_solved += other.worlds_solved;
         self.iterations += other.iterations;
         self.unconverged += other.unconverged;
+        self.at_floor += other.at_floor;
         self.max_eps_abs = self.max_eps_abs.max(other.max_eps_abs);
         self.failed.extend(other.failed);
         self.fallbacks.extend(other.fallbacks);

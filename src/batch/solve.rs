@@ -22,6 +22,11 @@ pub struct SolvedProblem {
     /// `ncp-admm`: semismooth Newton steps taken (see `SolverStats`).
     pub newton_steps: usize,
     pub converged: bool,
+    /// f32's floor under `ε_abs` at the returned λ (the GPU's ADMM; 0 on
+    /// the CPU): see [`crate::contact::SolverStats::at_floor`].
+    pub eps_floor: f64,
+    /// Short of the tolerance within f32's floor (see `eps_floor`).
+    pub at_floor: bool,
     /// The solver's own residuals (on the GPU, the kernel's).
     pub residuals: Residuals,
     /// Wall time of this problem's solve (µs); on the GPU, and on all CPU
@@ -74,6 +79,8 @@ pub fn solve_problems(
             iterations: s.stats.iterations,
             newton_steps: s.stats.newton_steps,
             converged: s.stats.converged,
+            eps_floor: s.stats.eps_floor,
+            at_floor: s.stats.at_floor(),
             residuals: s.stats.residuals,
             time_us: start.elapsed().as_secs_f64() * 1e6,
         })
@@ -114,6 +121,8 @@ pub fn solve_problems(
                     iterations: r.iterations as usize,
                     newton_steps: r.newton_steps as usize,
                     converged: p.converged(),
+                    eps_floor: f64::from(r.eps_floor),
+                    at_floor: p.at_floor(),
                     residuals: Residuals {
                         primal: f64::from(r.primal),
                         dual: f64::from(r.dual),

@@ -46,7 +46,8 @@
 
 use super::Decomposition;
 use super::batch::{
-    ADMM_SLOTS, BatchCapacity, CANARY, GpuParams, POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
+    ADMM_SLOTS, BatchCapacity, CANARY, F32_ROUNDOFF, FLOOR_STALL_FACTOR, GpuParams, GpuResult,
+    POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
 };
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
 use super::shader::WgslConst;
@@ -91,7 +92,7 @@ pub const GPU_ADMM_BUDGET: u32 = u32::MAX;
 pub const WA_LANES: u32 = 32;
 /// Workgroup memory of `main_workgroup` besides the cache: the reduction
 /// (`wa_red`), the broadcast state and word, the loop-limit flag.
-const WA_OTHER_BYTES: u64 = 16 * WA_LANES as u64 + 80 + 16 + 4;
+const WA_OTHER_BYTES: u64 = 16 * WA_LANES as u64 + std::mem::size_of::<GpuResult>() as u64 + 16 + 4;
 /// The most floats of `main_workgroup`'s cache (WGSL override `WA_CACHE`):
 /// the factor's triangle when it fits (`m ≤ 88`), G's after it when both
 /// fit (`m ≤ 62`), within WebGPU's default 16 KiB of workgroup memory.
@@ -133,6 +134,8 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("RHO_RANGE_MAX", admm::RHO_RANGE.1),
             WgslConst::u32("POWER_ITERATIONS", POWER_ITERATIONS),
             WgslConst::u32("STALL_WINDOW", admm::STALL_WINDOW as u32),
+            WgslConst::f32("F32_ROUNDOFF", F32_ROUNDOFF),
+            WgslConst::f32("FLOOR_STALL_FACTOR", FLOOR_STALL_FACTOR),
             WgslConst::u32("POLISH_SLOTS", POLISH_SLOTS as u32),
             WgslConst::u32("POLISH_INTERVAL", admm::POLISH_INTERVAL as u32),
             WgslConst::u32("POLISH_ROUNDS", admm::POLISH_ROUNDS as u32),

@@ -301,7 +301,32 @@ pub struct GpuResult {
     pub window_start: u32,
     /// ADMM (`ncp-admm`): Newton steps taken (solved or not).
     pub newton_steps: u32,
+    /// ADMM: f32's floor under `ε_abs` at the last iterate,
+    /// [`F32_ROUNDOFF`]`·maxᵢ(Σⱼ|(G + R)ᵢⱼλⱼ| + |gᵢ|)`: what rounding
+    /// `c` costs. The solve stops at `max(tolerance, floor)`, and where it
+    /// stalls within [`FLOOR_STALL_FACTOR`] floors (0 for the PGS kernels).
+    pub eps_floor: f32,
+    /// ADMM: 1 + the iteration whose iterate first came within
+    /// [`FLOOR_STALL_FACTOR`] floors (0: none); the stall window (100)
+    /// iterations later the solve ends with its best point.
+    pub floor_since: u32,
 }
+
+/// Whether a solve that ended at `eps_abs`, with f32's floor `eps_floor`
+/// there, stopped within [`FLOOR_STALL_FACTOR`] floors.
+pub fn at_floor(eps_abs: f64, eps_floor: f64) -> bool {
+    eps_floor > 0.0 && eps_abs <= FLOOR_STALL_FACTOR * eps_floor
+}
+
+/// f32's unit roundoff, `2⁻²⁴`.
+pub const F32_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
+/// How many of f32's floors ([`GpuResult::eps_floor`]) above it an ADMM
+/// solve may stall and still end, with its best point, before its cap.
+/// Measured on `tests/data/quadruped_random_torques_f32.json` (lavapipe,
+/// 2026-11-28): the device's `ncp-admm` stalled at 7 to 13 floors on the
+/// three problems whose floor was below the tolerance, 1e-6, where the
+/// CPU's f64 converges (its Newton steps in f32 on `G` of condition 1e8).
+pub const FLOOR_STALL_FACTOR: f64 = 16.0;
 
 /// `GpuResult::state` of a problem not started (the buffer is zeroed).
 pub const STATE_FRESH: u32 = 0;
@@ -313,7 +338,7 @@ pub const STATE_DONE: u32 = 2;
 const _: () = assert!(std::mem::size_of::<GpuParams>() == 48 + 16 * LANE_SEGMENTS);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
-const _: () = assert!(std::mem::size_of::<GpuResult>() == 96);
+const _: () = assert!(std::mem::size_of::<GpuResult>() == 104);
 
 /// `m(m+1)/2`.
 #[inline]
@@ -964,6 +989,13 @@ impl ProblemOutput<'_> {
     pub fn converged(&self) -> bool {
         // (A finished solve; unfinished ones are flagged by the solver.)
         self.result.flags == 0 && self.result.eps_abs <= self.tolerance
+    }
+    /// Solved without any flag, short of its tolerance but within
+    /// [`FLOOR_STALL_FACTOR`] of f32's floor ([`GpuResult::eps_floor`]):
+    /// as far as f32 goes, counted apart from the unconverged.
+    pub fn at_floor(&self) -> bool {
+        let r = &self.result;
+        r.flags == 0 && !self.converged() && at_floor(r.eps_abs as f64, r.eps_floor as f64)
     }
     /// λ as f64.
     pub fn lambda_f64(&self) -> nalgebra::DVector<f64> {

@@ -196,8 +196,10 @@ impl Columns<'_> {
     }
 
     /// World `w`'s last contact problem: contacts, limit rows, solver
-    /// iterations and `ε_abs` (`None` for a model without contacts).
-    pub fn solve(&self, w: usize) -> Option<(usize, usize, usize, f64)> {
+    /// iterations, `ε_abs` and f32's floor under it
+    /// ([`crate::gpu::batch::GpuResult::eps_floor`]) (`None` for a model
+    /// without contacts).
+    pub fn solve(&self, w: usize) -> Option<(usize, usize, usize, f64, f64)> {
         if self.solves.is_empty() {
             return None;
         }
@@ -207,6 +209,7 @@ impl Columns<'_> {
             at(1).to_bits() as usize,
             at(2).to_bits() as usize,
             at(3) as f64,
+            at(super::contacts::ContactSizes::FLOOR) as f64,
         ))
     }
 }

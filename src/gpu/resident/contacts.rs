@@ -360,7 +360,7 @@ impl ContactSizes {
 
     /// The offsets of the sections of a world's contact scratch (`cwork`,
     /// world-minor) and its length: the counts (nc, nl) and the solve's
-    /// statistics (iterations, ε_abs, contacts dropped) first, read back with the state;
+    /// statistics (iterations, ε_abs, contacts dropped, floor) first, read back with the state;
     /// `v_f` (nv); the columns of `X = M̃⁻¹Jᵀ` (rows × nv); the rows of `J`
     /// (rows × nv); per contact its slot, normal, point and pair
     /// ([`CONTACT_FLOATS`]); per limit row its
@@ -371,7 +371,7 @@ impl ContactSizes {
         let m = self.max_rows();
         let sizes = [
             ("CW_COUNT", 2),
-            ("CW_STATS", 3),
+            ("CW_STATS", 4),
             ("CW_VFREE", nv),
             ("CW_X", m * nv),
             ("CW_J", m * nv),
@@ -403,10 +403,12 @@ impl ContactSizes {
     }
 
     /// Floats per world read back with the state: nc, nl, iterations,
-    /// ε_abs, contacts dropped.
-    pub const READBACK: usize = 5;
+    /// ε_abs, contacts dropped, f32's floor under ε_abs.
+    pub const READBACK: usize = 6;
     /// Where the contacts dropped sit among those floats.
     pub const DROPPED: usize = 4;
+    /// Where f32's floor under ε_abs sits among those floats.
+    pub const FLOOR: usize = 5;
 
     /// The WGSL constants of the contact stage.
     pub fn header(&self, nv: usize, nbodies: usize) -> String {

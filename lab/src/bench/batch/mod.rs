@@ -193,6 +193,9 @@ pub struct BenchRun {
     pub iterations_per_solve: f64,
     pub max_eps_abs: f64,
     pub unconverged: usize,
+    /// f32 solves that ended short of the tolerance within f32's floor
+    /// (`BatchStepReport::at_floor`), not counted in `unconverged`.
+    pub at_floor: usize,
     /// GPU problems solved on the CPU instead, and the first reason.
     pub fallbacks: usize,
     pub first_fallback: Option<String>,
@@ -879,6 +882,7 @@ fn measure(
             row.iterations_per_solve += r.iterations as f64;
             row.max_eps_abs = row.max_eps_abs.max(r.max_eps_abs);
             row.unconverged += r.unconverged;
+            row.at_floor += r.at_floor;
         }
         row.fallbacks += r.fallbacks.len();
         if row.first_fallback.is_none() {

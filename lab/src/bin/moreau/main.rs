@@ -258,10 +258,14 @@ enum Command {
     },
     /// Solve the contact problems of a JSON file (one problem or a list; see
     /// `moreau run --dump-problems`). Prints one JSON object per problem and line:
-    /// problem, nc, solver, model, lambda, c, iterations, newton_steps, converged, eps_abs,
-    /// eps_p, eps_d, eps_c, eps_ncp, time_us. eps_abs (= max of eps_p, eps_d,
+    /// problem, nc, solver, model, lambda, c, iterations, newton_steps, converged,
+    /// eps_floor, at_floor, eps_abs, eps_p, eps_d, eps_c, eps_ncp, time_us.
+    /// eps_abs (= max of eps_p, eps_d,
     /// eps_c) is the residual of the solver's own model (ncp, ccp, lcp-<facets>;
     /// for raisim, which solves no cone problem, its own stopping residual);
+    /// eps_floor is f32's floor under the GPU ADMM's eps_abs (what rounding
+    /// c costs; 0 on the CPU), and at_floor says the solve ended short of
+    /// --tol within 16 floors, as far as f32 goes;
     /// eps_ncp is the NCP's, the physical truth. Both are recomputed from the
     /// returned lambda, with c = (G + R) lambda + g (raisim's own residual
     /// comes from the solver: its last sweep's largest correction).
@@ -287,7 +291,8 @@ enum Command {
         /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
         /// problems in one batch; the adapter is picked as `moreau info`
         /// says; in f32, tolerances much below 1e-6 of the problem's scale
-        /// are not reachable and the solve stops at --max-iter; time_us is
+        /// are not reachable: the ADMM stops at f32's floor, eps_floor, and
+        /// the others at --max-iter; time_us is
         /// the batch's time divided by the number of problems).
         #[arg(long, value_enum, default_value_t = Device::Cpu)]
         device: Device,

@@ -16,6 +16,10 @@ pub(crate) struct SolveLine<'a> {
     iterations: usize,
     newton_steps: usize,
     converged: bool,
+    /// f32's floor under the solver's `ε_abs` (the GPU's ADMM; 0 on the
+    /// CPU), and whether the solve ended short of its tolerance within it.
+    eps_floor: f64,
+    at_floor: bool,
     #[serde(flatten)]
     eps: Eps,
     time_us: f64,
@@ -85,6 +89,8 @@ pub(crate) fn solve(
             iterations: s.iterations,
             newton_steps: s.newton_steps,
             converged: s.converged,
+            eps_floor: s.eps_floor,
+            at_floor: s.at_floor,
             eps: Eps::new(own.unwrap_or(s.residuals), ncp),
             time_us: s.time_us,
         })?;
