@@ -958,7 +958,7 @@ fn locomotion_trajectories_keep_the_cpus_statistics() {
                         if nc + nl > 0 {
                             let at = if eps <= 1e-6 {
                                 0
-                            } else if moreau::gpu::batch::at_floor(eps, floor) {
+                            } else if moreau::contact::criteria::at_floor(eps, floor) {
                                 1
                             } else {
                                 2

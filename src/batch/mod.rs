@@ -121,7 +121,7 @@ pub struct BatchStepReport {
     /// tolerance and of f32's floor.
     pub unconverged: usize,
     /// f32 solves (the GPU's ADMM) that stopped short of their tolerance
-    /// within [`crate::gpu::batch::FLOOR_STALL_FACTOR`] of f32's floor
+    /// within [`crate::contact::criteria::FLOOR_STALL_FACTOR`] of f32's floor
     /// under `ε_abs` ([`SolverStats::at_floor`]): as far as f32 goes.
     pub at_floor: usize,
     /// GPU problems solved on the CPU instead (flagged by the GPU), with why.

@@ -515,3 +515,21 @@ pub fn evaluate(
         c,
     }
 }
+
+// --- f32's floor (the GPU's ADMM, `shaders/admm.wgsl` take_floor) ---
+
+/// Whether a solve that ended at `eps_abs`, with f32's floor `eps_floor`
+/// there, stopped within [`FLOOR_STALL_FACTOR`] floors.
+pub fn at_floor(eps_abs: f64, eps_floor: f64) -> bool {
+    eps_floor > 0.0 && eps_abs <= FLOOR_STALL_FACTOR * eps_floor
+}
+
+/// f32's unit roundoff, `2⁻²⁴`.
+pub const F32_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
+/// How many of f32's floors (`GpuResult::eps_floor`) above it an ADMM
+/// solve may stall and still end, with its best point, before its cap.
+/// Measured on `tests/data/quadruped_random_torques_f32.json` (lavapipe,
+/// 2026-11-28): the device's `ncp-admm` stalled at 7 to 13 floors on the
+/// three problems whose floor was below the tolerance, 1e-6, where the
+/// CPU's f64 converges (its Newton steps in f32 on `G` of condition 1e8).
+pub const FLOOR_STALL_FACTOR: f64 = 16.0;

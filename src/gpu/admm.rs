@@ -46,11 +46,11 @@
 
 use super::Decomposition;
 use super::batch::{
-    ADMM_SLOTS, BatchCapacity, CANARY, F32_ROUNDOFF, FLOOR_STALL_FACTOR, GpuParams, GpuResult,
-    POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
+    ADMM_SLOTS, BatchCapacity, CANARY, GpuParams, GpuResult, POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
 };
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
 use super::shader::WgslConst;
+use crate::contact::criteria::{F32_ROUNDOFF, FLOOR_STALL_FACTOR};
 use crate::contact::solvers::{admm, newton, polish};
 use crate::contact::{KernelModel, SolverSettings};
 

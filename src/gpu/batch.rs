@@ -38,6 +38,7 @@
 //! flagged and not uploaded; the rest of the batch is solved normally.
 
 use super::GpuError;
+pub use super::output::{BatchOutput, ProblemOutput};
 use crate::contact::{ContactProblem, Kernel};
 use bytemuck::{Pod, Zeroable};
 
@@ -301,32 +302,17 @@ pub struct GpuResult {
     pub window_start: u32,
     /// ADMM (`ncp-admm`): Newton steps taken (solved or not).
     pub newton_steps: u32,
-    /// ADMM: f32's floor under `ε_abs` at the last iterate,
-    /// [`F32_ROUNDOFF`]`·maxᵢ(Σⱼ|(G + R)ᵢⱼλⱼ| + |gᵢ|)`: what rounding
+    /// ADMM: f32's floor under `ε_abs` at the last point judged,
+    /// [`F32_ROUNDOFF`](crate::contact::criteria::F32_ROUNDOFF)`·maxᵢ(Σⱼ|(G + R)ᵢⱼλⱼ| + |gᵢ|)`: what rounding
     /// `c` costs. The solve stops at `max(tolerance, floor)`, and where it
-    /// stalls within [`FLOOR_STALL_FACTOR`] floors (0 for the PGS kernels).
+    /// stalls within [`FLOOR_STALL_FACTOR`](crate::contact::criteria::FLOOR_STALL_FACTOR)
+    /// floors (0 for the PGS kernels).
     pub eps_floor: f32,
     /// ADMM: 1 + the iteration whose iterate first came within
-    /// [`FLOOR_STALL_FACTOR`] floors (0: none); the stall window (100)
+    /// `FLOOR_STALL_FACTOR` floors (0: none); the stall window (100)
     /// iterations later the solve ends with its best point.
     pub floor_since: u32,
 }
-
-/// Whether a solve that ended at `eps_abs`, with f32's floor `eps_floor`
-/// there, stopped within [`FLOOR_STALL_FACTOR`] floors.
-pub fn at_floor(eps_abs: f64, eps_floor: f64) -> bool {
-    eps_floor > 0.0 && eps_abs <= FLOOR_STALL_FACTOR * eps_floor
-}
-
-/// f32's unit roundoff, `2⁻²⁴`.
-pub const F32_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
-/// How many of f32's floors ([`GpuResult::eps_floor`]) above it an ADMM
-/// solve may stall and still end, with its best point, before its cap.
-/// Measured on `tests/data/quadruped_random_torques_f32.json` (lavapipe,
-/// 2026-11-28): the device's `ncp-admm` stalled at 7 to 13 floors on the
-/// three problems whose floor was below the tolerance, 1e-6, where the
-/// CPU's f64 converges (its Newton steps in f32 on `G` of condition 1e8).
-pub const FLOOR_STALL_FACTOR: f64 = 16.0;
 
 /// `GpuResult::state` of a problem not started (the buffer is zeroed).
 pub const STATE_FRESH: u32 = 0;
@@ -950,77 +936,4 @@ fn fits_f32(p: &ContactProblem) -> bool {
         && ok(&p.mu)
         && ok(p.compliance.as_slice())
         && ok(p.warm_start.as_slice())
-}
-
-/// The results of a batch, read back from the device; reused across solves.
-#[derive(Clone, Debug, Default)]
-pub struct BatchOutput {
-    /// (3·blocks) impulses, problem after problem (see the module's layout;
-    /// [`Self::problem`] gives each problem's `m`).
-    pub lambda: Vec<f32>,
-    /// (3·blocks) contact velocities `(G + R)λ + g`, exact for the returned λ (in f32).
-    pub c: Vec<f32>,
-    /// (problems) per-problem stats and flags.
-    pub results: Vec<GpuResult>,
-    pub(crate) headers: Vec<GpuProblem>,
-    pub(crate) declared_nc: Vec<u32>,
-    pub(crate) declared_nl: Vec<u32>,
-}
-
-/// One problem's view of a [`BatchOutput`].
-#[derive(Clone, Copy, Debug)]
-pub struct ProblemOutput<'a> {
-    /// Contacts of the problem as given (λ and c are empty when it was flagged by the host).
-    pub nc: usize,
-    /// Unilateral rows of the problem as given.
-    pub nl: usize,
-    pub lambda: &'a [f32],
-    pub c: &'a [f32],
-    pub result: GpuResult,
-    /// The tolerance the problem was given.
-    pub tolerance: f32,
-}
-
-impl ProblemOutput<'_> {
-    pub fn flags(&self) -> u32 {
-        self.result.flags
-    }
-    /// Solved without any flag and reached its tolerance.
-    pub fn converged(&self) -> bool {
-        // (A finished solve; unfinished ones are flagged by the solver.)
-        self.result.flags == 0 && self.result.eps_abs <= self.tolerance
-    }
-    /// Solved without any flag, short of its tolerance but within
-    /// [`FLOOR_STALL_FACTOR`] of f32's floor ([`GpuResult::eps_floor`]):
-    /// as far as f32 goes, counted apart from the unconverged.
-    pub fn at_floor(&self) -> bool {
-        let r = &self.result;
-        r.flags == 0 && !self.converged() && at_floor(r.eps_abs as f64, r.eps_floor as f64)
-    }
-    /// λ as f64.
-    pub fn lambda_f64(&self) -> nalgebra::DVector<f64> {
-        nalgebra::DVector::from_iterator(self.lambda.len(), self.lambda.iter().map(|&x| x as f64))
-    }
-}
-
-impl BatchOutput {
-    pub fn len(&self) -> usize {
-        self.results.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.results.is_empty()
-    }
-    pub fn problem(&self, i: usize) -> ProblemOutput<'_> {
-        let h = &self.headers[i];
-        let a = 3 * h.contact_offset as usize;
-        let b = a + h.m();
-        ProblemOutput {
-            nc: self.declared_nc[i] as usize,
-            nl: self.declared_nl.get(i).map_or(0, |&n| n as usize),
-            lambda: &self.lambda[a..b],
-            c: &self.c[a..b],
-            result: self.results[i],
-            tolerance: h.tolerance,
-        }
-    }
 }

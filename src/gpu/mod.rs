@@ -60,6 +60,7 @@ pub mod admm;
 pub mod batch;
 pub mod cpu_f32;
 pub mod kernel;
+mod output;
 pub mod pgs;
 pub mod resident;
 pub mod shader;

@@ -148,19 +148,19 @@ pub struct SolverStats {
     /// ADMM (NCP): steps of the semismooth Newton finisher (each a dense
     /// `m × m` LU), tried where the polish failed.
     pub newton_steps: usize,
-    /// The f32 kernels' floor under `ε_abs` at the returned `λ`
-    /// ([`crate::gpu::batch::GpuResult::eps_floor`]: what rounding `c` in
-    /// f32 costs); 0 for the f64 solvers, whose floor is far below any
-    /// tolerance.
+    /// The f32 kernels' floor under `ε_abs` at the returned `λ` (the GPU
+    /// ADMM's `eps_floor`: what rounding `c` in f32 costs); 0 for the f64
+    /// solvers, whose floor is far below any tolerance.
     pub eps_floor: f64,
 }
 
 impl SolverStats {
     /// Short of the tolerance, but within
-    /// [`crate::gpu::batch::FLOOR_STALL_FACTOR`] of f32's floor: as far as
-    /// an f32 solve goes (counted apart from the unconverged).
+    /// [`FLOOR_STALL_FACTOR`](super::criteria::FLOOR_STALL_FACTOR) of f32's
+    /// floor: as far as an f32 solve goes (counted apart from the
+    /// unconverged).
     pub fn at_floor(&self) -> bool {
-        !self.converged && crate::gpu::batch::at_floor(self.residuals.eps_abs, self.eps_floor)
+        !self.converged && super::criteria::at_floor(self.residuals.eps_abs, self.eps_floor)
     }
 }
 
