@@ -66,6 +66,13 @@ const POLISH_SOLVES: u32 = 4;
 /// `−c_T` in a polished solution (the residuals alone let it be 0.05 rad off
 /// at f32's tolerances, see `shaders/admm.wgsl`).
 const POLISH_DIRECTION_TOLERANCE: f64 = 1e-4;
+/// Where f32 cannot tell `c_T`'s direction that well, the floors of
+/// rounding (`GpuResult::eps_floor`) over `|c_T|` it may be off instead
+/// (each component of `c_T` carries up to a floor of rounding).
+const DIRECTION_FLOORS: f64 = 4.0;
+/// How close to the cone's boundary, relative to `μλ_N`, Newton's
+/// candidate's `|λ_T|` is sliding (its direction then judged).
+const SLIDING_BAND: f64 = 1e-3;
 /// The polish's regularization of `H`, relative to its largest diagonal
 /// entry: the CPU's 1e-6 of `H`'s largest entry is ten f32 roundings.
 const POLISH_REGULARIZATION: f64 = 1e-5;
@@ -144,6 +151,8 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("POLISH_REGULARIZATION", POLISH_REGULARIZATION),
             WgslConst::u32("POLISH_MAX_UNKNOWNS", POLISH_MAX_UNKNOWNS as u32),
             WgslConst::f32("POLISH_DIRECTION_TOLERANCE", POLISH_DIRECTION_TOLERANCE),
+            WgslConst::f32("DIRECTION_FLOORS", DIRECTION_FLOORS),
+            WgslConst::f32("SLIDING_BAND", SLIDING_BAND),
             WgslConst::f32("NEWTON_REGULARIZATION", NEWTON_REGULARIZATION),
             WgslConst::u32("NEWTON_STEPS", newton::NEWTON_STEPS as u32),
             WgslConst::u32("NEWTON_SOLVES", 1 + newton::REFINEMENTS as u32),
