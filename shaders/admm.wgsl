@@ -293,12 +293,13 @@ fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> 
     return r;
 }
 
-// f32's floor under eps_abs at z, from evaluate_units' maxima e: rounding
-// c_i = Σ_j (G + R)_ij z_j + b_i costs about F32_ROUNDOFF times the size of
-// its terms, and residuals of c below that are rounding. A solve stops at
-// max(tolerance, floor) (reach), and where it stalls within
-// FLOOR_STALL_FACTOR floors (stall_guarded). Records the floor in st;
-// returns the residuals with eps_abs as w.
+// f32's floor under eps_abs at the point judged (z, or a finisher's
+// candidate), from the units' maxima e: rounding c_i = Σ_j (G + R)_ij z_j +
+// b_i costs about F32_ROUNDOFF times the size of its terms, and residuals of
+// c below that are rounding. A solve stops at max(tolerance, floor)
+// (reach), and where it stalls within FLOOR_STALL_FACTOR floors
+// (iteration_evaluated). Records the floor in st; returns the residuals
+// with eps_abs as w.
 fn take_floor(st: ptr<function, SolveResult>, e: vec4<f32>) -> vec4<f32> {
     // (Not finite: no floor, rather than one that passes anything.)
     (*st).eps_floor = select(0.0, F32_ROUNDOFF * e.w, is_finite(e.w));
@@ -306,8 +307,11 @@ fn take_floor(st: ptr<function, SolveResult>, e: vec4<f32>) -> vec4<f32> {
 }
 
 // The residual at which the solve stops: its tolerance, or f32's floor
-// at the last iterate where that is larger.
+// at the last point judged where that is larger.
 fn reach(pr: Problem, st: SolveResult) -> f32 {
+    if (params.floor_stop == 0u) {
+        return pr.tolerance;
+    }
     return max(pr.tolerance, st.eps_floor);
 }
 
@@ -1629,7 +1633,7 @@ fn keep_if_best(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
 // Notes the first iteration whose iterate or candidate (of residual eps)
 // came within FLOOR_STALL_FACTOR of f32's floor (see iteration_evaluated).
 fn near_floor(st: ptr<function, SolveResult>, eps: f32) {
-    if ((*st).floor_since == 0u && eps <= FLOOR_STALL_FACTOR * (*st).eps_floor) {
+    if (params.floor_stop != 0u && (*st).floor_since == 0u && eps <= FLOOR_STALL_FACTOR * (*st).eps_floor) {
         (*st).floor_since = (*st).iterations + 1u;
     }
 }

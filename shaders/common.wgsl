@@ -23,6 +23,10 @@ struct Params {
     polish: u32,       // ADMM (NCP): polish the warm start and some iterates
     stall_guard: u32,  // ADMM (NCP, adaptive rho): the stall guard
     newton: u32,       // ADMM (NCP): Newton where the polish fails
+    floor_stop: u32,   // ADMM: stop at f32's floor under eps_abs (admm.wgsl take_floor)
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
     // PGS main_lanes: runs of problems with the same lanes per problem,
     // (first workgroup, first problem, problems, lanes per problem).
     segment: array<vec4<u32>, LANE_SEGMENTS>,

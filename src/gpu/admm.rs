@@ -214,6 +214,7 @@ impl BatchKernel for AdmmKernel {
             polish: (ncp && settings.polish) as u32,
             stall_guard: (ncp && settings.adaptive_rho && settings.stall_guard) as u32,
             newton: (ncp && settings.polish && settings.newton) as u32,
+            floor_stop: settings.f32_floor as u32,
             omega: settings.over_relaxation as f32,
             rho: settings.rho.unwrap_or(0.0) as f32,
             chunk: 1,

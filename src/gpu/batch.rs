@@ -144,6 +144,10 @@ pub struct GpuParams {
     /// ADMM (`ncp-admm` with the polish): semismooth Newton where the
     /// polish fails (1) or not (0), see `shaders/admm.wgsl`.
     pub newton: u32,
+    /// ADMM: stop at f32's floor under `ε_abs` (1) or not (0), see
+    /// `SolverSettings::f32_floor`.
+    pub floor_stop: u32,
+    pub pad: [u32; 3],
     /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
     /// uploaded problems with the same lanes per problem, each `[first
     /// workgroup, first problem, problems, lanes per problem]`.
@@ -321,7 +325,7 @@ pub const STATE_RUNNING: u32 = 1;
 /// `GpuResult::state` of a finished problem.
 pub const STATE_DONE: u32 = 2;
 
-const _: () = assert!(std::mem::size_of::<GpuParams>() == 48 + 16 * LANE_SEGMENTS);
+const _: () = assert!(std::mem::size_of::<GpuParams>() == 64 + 16 * LANE_SEGMENTS);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
 const _: () = assert!(std::mem::size_of::<GpuResult>() == 104);

@@ -114,6 +114,8 @@ pub fn run(
     let settings = SolverSettings {
         max_iterations: cfg.max_iterations,
         tolerance,
+        // (Fixed iterations: the GPU's ADMM would stop at f32's floor.)
+        f32_floor: cfg.tolerance.is_some(),
         ..Default::default()
     };
     let (kernel, _) = check_kernel(cfg.kind)?;

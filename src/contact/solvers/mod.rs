@@ -66,6 +66,12 @@ pub struct SolverSettings {
     /// The GPU kernels do not: set it to false, with `polish`, to compare
     /// the CPU solver with them iteration for iteration.
     pub stall_guard: bool,
+    /// The GPU's ADMM (f32): stop at f32's floor under `ε_abs` where it is
+    /// over the tolerance, and where the solve stalls near it (see
+    /// [`criteria::FLOOR_STALL_FACTOR`](super::criteria::FLOOR_STALL_FACTOR)).
+    /// False: run to the tolerance or the cap, as fixed-iteration
+    /// benchmarks do (a tolerance of 1e-30).
+    pub f32_floor: bool,
 }
 
 impl SolverSettings {
@@ -122,6 +128,7 @@ impl Default for SolverSettings {
             polish: true,
             newton: true,
             stall_guard: true,
+            f32_floor: true,
         }
     }
 }
