@@ -288,7 +288,7 @@ fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> 
         } else {
             work[wk(pr, S, r0)] = 0.0;
         }
-        r = vec4<f32>(nan_max(r.x, ru.x), nan_max(r.y, ru.y), nan_max(r.z, ru.z), nan_max(r.w, ru.w));
+        r = nan_max4(r, ru);
     }
     return r;
 }
@@ -959,7 +959,7 @@ fn judge_candidate(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) -> f3
     var r = vec4<f32>(0.0);
     for (var u = 0u; u < units(pr); u++) {
         let ru = unit_residuals(pr, ca, u, X, TMP);
-        r = vec4<f32>(nan_max(r.x, ru.x), nan_max(r.y, ru.y), nan_max(r.z, ru.z), nan_max(r.w, ru.w));
+        r = nan_max4(r, ru);
     }
     return take_floor(st, r).w;
 }
@@ -1415,11 +1415,6 @@ fn newton_directions_settled(pr: Problem, st: SolveResult) -> bool {
     return true;
 }
 
-// c of x into tmp; returns the largest eps_abs of (x, tmp).
-fn newton_candidate(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) -> f32 {
-    return judge_candidate(pr, ca, st);
-}
-
 // One step of Newton (one invocation does it all; in main_workgroup, lane
 // 0). On success z holds the iterate, evaluated, and the solve is done.
 fn newton_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
@@ -1428,7 +1423,7 @@ fn newton_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
     let state = (*st).state;
     if (state == PHASE_NSTART) {
         divide_units(pr, Z, X, 1.0, 0u, 1u);
-        newton_candidate(pr, ca, st);
+        judge_candidate(pr, ca, st);
         (*st).state = PHASE_NJAC;
     } else if (state == PHASE_NJAC) {
         work[pk(pr, PPHI, 0u)] = newton_merit(pr, ca, scale, true);
@@ -1534,7 +1529,7 @@ fn newton_line(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f3
         return;
     }
     newton_clean(pr, ca, scale);
-    let eps = newton_candidate(pr, ca, st);
+    let eps = judge_candidate(pr, ca, st);
     let settled = newton_directions_settled(pr, *st);
     if (eps <= reach(pr, *st) && settled) {
         divide_units(pr, X, Z, 1.0, 0u, 1u);
@@ -2063,7 +2058,7 @@ fn wa_max(lane: u32, v: vec4<f32>) -> vec4<f32> {
         if (lane < h) {
             let a = wa_red[lane];
             let b = wa_red[lane + h];
-            wa_red[lane] = vec4<f32>(nan_max(a.x, b.x), nan_max(a.y, b.y), nan_max(a.z, b.z), nan_max(a.w, b.w));
+            wa_red[lane] = nan_max4(a, b);
         }
         workgroupBarrier();
     }

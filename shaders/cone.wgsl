@@ -24,6 +24,11 @@ fn nan_max(a: f32, b: f32) -> f32 {
     return max(a, b);
 }
 
+// nan_max of each component.
+fn nan_max4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+    return vec4<f32>(nan_max(a.x, b.x), nan_max(a.y, b.y), nan_max(a.z, b.z), nan_max(a.w, b.w));
+}
+
 // Largest eigenvalue of the tangential 2x2 block of w.
 fn tangent_sigma(w: mat3x3<f32>) -> f32 {
     let a = w[0][0];
