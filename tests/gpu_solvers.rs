@@ -1648,11 +1648,7 @@ fn newton_on_the_device_converges_the_lying_humanoid_cold() {
 #[test]
 fn a_capped_solve_returns_the_best_point_it_judged() {
     let Some(ctx) = context() else { return };
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/quadruped_random_torques_f32.json"
-    );
-    let problems = moreau::contact::io::read_problems(path).unwrap();
+    let problems = random_torque_problems();
     assert_eq!(problems.len(), 14);
     let at = |tolerance: f64| {
         admm_on_gpu(
@@ -1691,6 +1687,16 @@ fn a_capped_solve_returns_the_best_point_it_judged() {
     );
 }
 
+/// The 14 quadruped problems under random torques that the device's
+/// `ncp-admm` stalled on (tests/data, formed by the device).
+fn random_torque_problems() -> Vec<ContactProblem> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/quadruped_random_torques_f32.json"
+    );
+    moreau::contact::io::read_problems(path).unwrap()
+}
+
 /// f32's floor under `ε_abs` (`GpuResult::eps_floor`): the kernel reports
 /// `2⁻²⁴·maxᵢ(Σⱼ|(G + R)ᵢⱼλⱼ| + |gᵢ|)`, which the host recomputes in f64
 /// from the returned λ, and a solve whose floor is above its tolerance
@@ -1703,11 +1709,7 @@ fn a_capped_solve_returns_the_best_point_it_judged() {
 #[test]
 fn a_solve_stops_at_f32s_floor_and_says_so() {
     let Some(ctx) = context() else { return };
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/quadruped_random_torques_f32.json"
-    );
-    let problems = moreau::contact::io::read_problems(path).unwrap();
+    let problems = random_torque_problems();
     let settings = SolverSettings {
         tolerance: 1e-6,
         max_iterations: 1000,
