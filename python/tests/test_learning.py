@@ -47,15 +47,16 @@ _shac_spec.loader.exec_module(shac)
 def test_shac_improves_the_cartpole_swing_up():
     """SHAC (python/examples/shac.py: gradients through 50-step windows of
     64 worlds, moreau.autograd, on the library's task ``cartpole-swingup``
-    differentiated through its written derivatives) for 100 windows (320k
-    simulated steps, about 20 s): the deterministic policy's return on
-    fresh episodes (reward ``(1 + cos θ)/2`` less small penalties, at most
-    250) beats the untrained policy's and no force at all (the pole
-    hanging, about 0) by a wide margin: the pole is swung up part of the
-    time."""
+    differentiated through its written derivatives) for 60 windows (192k
+    simulated steps, about 20 s on two cores): the deterministic policy's
+    return on fresh episodes (reward ``(1 + cos θ)/2`` less small
+    penalties, at most 250) beats the untrained policy's and no force at
+    all (the pole hanging, about 0) by a wide margin: the pole is swung up
+    part of the time. (Measured 2026-11-28: untrained −19.0, no force 0.1,
+    trained 92.0 after 60 windows, 138.9 after 100.)"""
     import torch
 
-    cfg = shac.Config(windows=100, seed=0)
+    cfg = shac.Config(windows=60, seed=0)
     torch.manual_seed(cfg.seed)
     untrained = shac.evaluate(shac.mlp(5, 1, cfg.hidden), cfg, seed=1000)
     idle = shac.evaluate(lambda obs: torch.zeros(len(obs), 1, dtype=torch.float64), cfg, seed=1000)

@@ -48,7 +48,7 @@ use super::Decomposition;
 use super::batch::{
     ADMM_SLOTS, BatchCapacity, CANARY, GpuParams, GpuResult, POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
 };
-use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
+use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, row_bucket};
 use super::shader::WgslConst;
 use crate::contact::criteria::{F32_ROUNDOFF, FLOOR_STALL_FACTOR};
 use crate::contact::solvers::{admm, newton, polish};
@@ -109,11 +109,12 @@ pub const WA_WORKGROUP_BYTES: u64 = 4 * WA_CACHE + WA_OTHER_BYTES;
 const _: () = assert!(WA_WORKGROUP_BYTES <= 16384);
 
 /// `main_workgroup`'s cache for problems of at most `max_rows` rows: the
-/// factor's and G's triangles (`m(m + 1)` floats) or [`WA_CACHE`],
-/// whichever is smaller, so that small problems leave workgroup memory to
-/// more resident workgroups.
+/// factor's and G's triangles (`m(m + 1)` floats) for `m` =
+/// [`row_bucket`]`(max_rows)`, or [`WA_CACHE`], whichever is smaller, so
+/// that small problems leave workgroup memory to more resident workgroups.
 pub fn wa_cache_floats(max_rows: usize) -> u64 {
-    ((max_rows * (max_rows + 1)) as u64).clamp(1, WA_CACHE)
+    let m = row_bucket(max_rows);
+    ((m * (m + 1)) as u64).clamp(1, WA_CACHE)
 }
 
 /// The ADMM kernel (`shaders/admm.wgsl`).

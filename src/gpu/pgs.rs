@@ -36,7 +36,7 @@
 
 use super::Decomposition;
 use super::batch::{BatchCapacity, CANARY, GpuParams, GpuProblem, LANE_SEGMENTS, tri};
-use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET};
+use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, row_bucket};
 use super::shader::WgslConst;
 use crate::contact::solvers::raisim;
 use crate::contact::{KernelModel, SolverSettings};
@@ -60,11 +60,13 @@ const _: () = assert!(WG_WORKGROUP_BYTES <= 16384);
 
 /// `main_workgroup`'s rows of λ and c and floats of cached G (WGSL
 /// overrides `WG_MAX_ROWS`, `WG_G_CACHE`) for a capacity whose largest
-/// problem has `max_rows` rows: no more than it needs, so that small
-/// problems leave workgroup memory to more resident workgroups.
+/// problem has `max_rows` rows: for [`row_bucket`]`(max_rows)` rows, not
+/// many more than it needs, so that small problems leave workgroup memory
+/// to more resident workgroups.
 pub const fn wg_sizes(max_rows: usize) -> (usize, usize) {
-    let rows = if max_rows < 3 * WG_MAX_CONTACTS {
-        max_rows
+    let bucket = row_bucket(max_rows);
+    let rows = if bucket < 3 * WG_MAX_CONTACTS {
+        bucket
     } else {
         3 * WG_MAX_CONTACTS
     };
@@ -439,17 +441,30 @@ mod tests {
         use crate::gpu::admm::{WA_CACHE, wa_cache_floats};
         // main_workgroup: λ and c of the largest problem, its triangle up to 80 rows.
         assert_eq!(wg_sizes(0), (1, 1));
-        assert_eq!(wg_sizes(36), (36, tri(36)));
+        for rows in 1..1000 {
+            let b = row_bucket(rows);
+            assert!(b >= rows && (rows < 4 || 2 * b <= 3 * rows), "{rows}: {b}");
+        }
+        // (Sizes in buckets: 36 rows are sized as 48, like 33 to 48.)
+        assert_eq!(wg_sizes(36), (48, tri(48)));
+        assert_eq!(wg_sizes(33), wg_sizes(48));
+        assert_eq!(wg_sizes(24), (24, tri(24)));
+        assert_eq!(wg_sizes(3), (4, tri(4)));
         assert_eq!(
             wg_sizes(3 * WG_MAX_CONTACTS),
             (3 * WG_MAX_CONTACTS, tri(WG_G_CACHE_ROWS))
         );
         assert_eq!(wg_sizes(10_000), wg_sizes(3 * WG_MAX_CONTACTS));
         assert_eq!(wg_workgroup_bytes(10_000), WG_WORKGROUP_BYTES);
-        // 12 contacts: 3.6 KiB instead of 15.2.
-        assert_eq!(wg_workgroup_bytes(36), 4 * (2 * 36 + 666) + WG_OTHER_BYTES);
-        // ADMM's main_workgroup: the factor and G for 12 contacts, capped.
-        assert_eq!(wa_cache_floats(36), 36 * 37);
+        // 12 contacts (sized as 16): 5.8 kB instead of 15.2.
+        assert_eq!(
+            wg_workgroup_bytes(36),
+            4 * (2 * 48 + tri(48) as u64) + WG_OTHER_BYTES
+        );
+        assert_eq!(wg_workgroup_bytes(36), 5780);
+        // ADMM's main_workgroup: the factor and G for 12 contacts (16), capped.
+        assert_eq!(wa_cache_floats(36), 48 * 49);
+        assert_eq!(wa_cache_floats(18), 24 * 25);
         assert_eq!(wa_cache_floats(0), 1);
         assert_eq!(wa_cache_floats(1000), WA_CACHE);
     }
