@@ -108,16 +108,20 @@ pub trait BatchKernel: Sync {
 
 /// The implementation of `kernel`.
 /// The rows a workgroup entry point's memory is sized for, for problems of
-/// at most `rows` rows: the next of 4, 6, 8, 12, 16, 24, 32, 48, … (2^k and
-/// 3·2^(k−1)), at most 1.5 × `rows`. The sizes are pipeline-overridable
-/// constants, and each distinct value is a compile of the whole kernel (on
-/// lavapipe 5 to 15 s for the ADMM kernel, measured 2026-11-28): batches of
-/// nearby sizes share one pipeline, and the shader cache keeps it.
+/// at most `rows` rows: 24 (8 contacts; 2.4 kB of ADMM's cache), or the
+/// next of 32, 48, 64, 96, … (2^k and 3·2^(k−1)), at most 1.5 × `rows`.
+/// The sizes are pipeline-overridable constants, and each distinct value is
+/// a compile of the whole kernel (on lavapipe 5 to 15 s for the ADMM
+/// kernel, measured 2026-11-28): batches of nearby sizes share one
+/// pipeline, and the shader cache keeps it.
 pub const fn row_bucket(rows: usize) -> usize {
     if rows == 0 {
         return 0;
     }
-    let mut b = 4;
+    if rows <= 24 {
+        return 24;
+    }
+    let mut b = 32;
     loop {
         if rows <= b {
             return b;
