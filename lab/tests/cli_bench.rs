@@ -293,3 +293,48 @@ fn moreau_bench_refuses_a_hundred_million_worlds_with_the_sizes() {
     assert!(!json.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Solves that end short of the tolerance are named in the table, not only
+/// counted in the JSON: the pyramid capped at 2 iterations with a
+/// tolerance f64 does not reach in 2 iterations.
+#[test]
+fn bench_names_its_unconverged_solves_in_the_table() {
+    let dir = out_dir("unconverged");
+    let json = dir.join("b.json");
+    let out = moreau(
+        &[
+            "bench",
+            "--scene",
+            "pyramid",
+            "--envs",
+            "1",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--settle",
+            "20",
+            "--backend",
+            "cpu1",
+            "--max-iter",
+            "2",
+            "--tol",
+            "1e-14",
+            "--out",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = runs(&doc, "cpu1")[0];
+    let (solves, unconverged) = (
+        run["solves"].as_u64().unwrap(),
+        run["unconverged"].as_u64().unwrap(),
+    );
+    assert!(unconverged > 0 && unconverged <= solves, "{run}");
+    let line = format!("of {solves} solves, {unconverged} unconverged");
+    assert!(stdout.contains(&line), "{line} not in:\n{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

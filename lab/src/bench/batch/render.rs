@@ -128,6 +128,13 @@ pub fn render(report: &BenchReport) -> String {
                     "", r.overflowed_worlds, r.dropped_contacts
                 );
             }
+            if r.unconverged > 0 || r.at_floor > 0 {
+                let _ = writeln!(
+                    s,
+                    "{:>13} of {} solves, {} unconverged (over the tolerance at the iteration cap), {} ended at f32's floor short of the tolerance",
+                    "", r.solves, r.unconverged, r.at_floor
+                );
+            }
             if r.failed > 0 {
                 let _ = writeln!(
                     s,
