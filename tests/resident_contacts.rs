@@ -863,10 +863,10 @@ fn a_step_cut_by_the_loop_limit_is_flagged_and_left_as_it_was() {
 /// each its own sequence; a step waits for its slowest world's solve, and
 /// 6 worlds took 176 s instead of 118 under lavapipe, 2026-11-28): the
 /// statistics of what a policy sees, contacts per world step and the
-/// height of the centre of mass (both sampled every 5 steps), agree. Single trajectories part once a contact starts or
-/// ends a step apart (f32 against f64), so it is the statistics that are
-/// compared; the one-step twins are
-/// `gymnasium_locomotion_steps_resident_as_on_the_cpu`.
+/// height of the centre of mass (both sampled every 5 steps), agree.
+/// Single trajectories part once a contact starts or ends a step apart
+/// (f32 against f64), so it is the statistics that are compared; the
+/// one-step twins are `gymnasium_locomotion_steps_resident_as_on_the_cpu`.
 #[test]
 fn locomotion_trajectories_keep_the_cpus_statistics() {
     use moreau::dynamics::{Data, forward_kinematics};

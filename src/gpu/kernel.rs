@@ -106,7 +106,6 @@ pub trait BatchKernel: Sync {
     }
 }
 
-/// The implementation of `kernel`.
 /// The rows a workgroup entry point's memory is sized for, for problems of
 /// at most `rows` rows: 24 (8 contacts; 2.4 kB of ADMM's cache), or the
 /// next of 32, 48, 64, 96, … (2^k and 3·2^(k−1)), at most 1.5 × `rows`.
@@ -133,6 +132,7 @@ pub const fn row_bucket(rows: usize) -> usize {
     }
 }
 
+/// The implementation of `kernel`.
 pub fn of(kernel: Kernel) -> &'static dyn BatchKernel {
     match kernel {
         Kernel::Pgs => &super::pgs::PgsKernel,
