@@ -18,7 +18,7 @@
 // dispatch runs steps until its loop budget (params.chunk) is spent, and
 // always at least one. The steps, in order:
 //   FRESH    checks, projected warm start, its residuals (a solution: done)
-//   POWER    one of 20 power iterations for L, the largest eigenvalue of G + R
+//   POWER    one of LANCZOS_STEPS Lanczos steps for L, the largest eigenvalue of G + R
 //   ATTEMPT  start of an attempt (0: warm, 1: cold restart): z, u, start eps
 //   FACTOR   one column of the Cholesky factor of G + R + rho I
 //   ITERATE  one ADMM iteration (and, with adaptive rho, a possible change of
@@ -39,7 +39,7 @@
 // `lambda` and `cvel` at the end of each dispatch.
 
 // WORKGROUP_SIZE, WA_LANES, ADMM_SLOTS, RHO_*, DIVERGENCE_FACTOR and
-// POWER_ITERATIONS are generated from Rust (src/gpu/admm.rs,
+// LANCZOS_STEPS are generated from Rust (src/gpu/admm.rs,
 // src/contact/solvers/admm.rs).
 
 const PHASE_POWER: u32 = 3u;
@@ -1659,39 +1659,115 @@ fn fresh_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
     (*st).state = PHASE_POWER;
 }
 
-// After a power iteration whose product has norm nrm: true when x is to be
-// replaced by tmp / nrm. After the last one, rho and on to ATTEMPT (the
-// caller then restores tmp = z, the projected guess the power iteration
-// overwrote).
-fn power_iterated(st: ptr<function, SolveResult>, nrm: f32) -> bool {
-    (*st).step += 1u;
-    var divide = false;
-    if (!(nrm > 0.0)) {
-        (*st).scale = 0.0;
-        (*st).step = POWER_ITERATIONS;
-    } else {
-        (*st).scale = nrm;
-        divide = true;
-    }
-    if ((*st).step >= POWER_ITERATIONS) {
-        if (!((*st).scale > 0.0)) {
-            (*st).scale = 1.0;
+// Largest eigenvalue of the k x k symmetric tridiagonal matrix of the
+// Lanczos steps (diagonal alpha in u[0..k), off-diagonal beta in
+// z_prev[0..k-1)), by bisection on Sturm counts between Gershgorin's bounds
+// (linalg.rs tridiagonal_largest); 0 when not finite.
+fn tridiagonal_largest(pr: Problem, k: u32) -> f32 {
+    var lo = 3.4e38;
+    var hi = -3.4e38;
+    for (var i = 0u; i < k; i++) {
+        var r = 0.0;
+        if (i + 1u < k) {
+            r += abs(wv(pr, ZPREV, i));
         }
-        // The problem's initial rho (st.rho, set by the host and untouched
-        // until here), else the batch's, else a cold one.
-        let warm = (*st).rho;
-        let lo = RHO_RANGE_MIN * (*st).scale;
-        let hi = RHO_RANGE_MAX * (*st).scale;
-        (*st).rho = rho_cold(*st);
-        if (warm > 0.0 && is_finite(warm)) {
-            (*st).rho = clamp(warm, lo, hi);
-        } else if (params.rho > 0.0 && is_finite(params.rho)) {
-            (*st).rho = clamp(params.rho, lo, hi);
+        if (i > 0u) {
+            r += abs(wv(pr, ZPREV, i - 1u));
         }
-        (*st).attempt = 0u;
-        (*st).state = PHASE_ATTEMPT;
+        lo = min(lo, wv(pr, U, i) - r);
+        hi = max(hi, wv(pr, U, i) + r);
     }
-    return divide;
+    if (k == 0u || !is_finite(lo) || !is_finite(hi)) {
+        return 0.0;
+    }
+    for (var it = 0u; it < 100u; it++) {
+        let mid = 0.5 * (lo + hi);
+        if (!(mid > lo && mid < hi)) {
+            break;
+        }
+        // Eigenvalues below mid: the negative LDL^T pivots of T - mid I.
+        var count = 0u;
+        var d = 1.0;
+        for (var i = 0u; i < k; i++) {
+            var bb = 0.0;
+            if (i > 0u) {
+                let b = wv(pr, ZPREV, i - 1u);
+                bb = b * b / d;
+            }
+            d = wv(pr, U, i) - mid - bb;
+            if (d == 0.0) {
+                d = -1.1920929e-7 * (abs(mid) + 1.0);
+            }
+            if (d < 0.0) {
+                count += 1u;
+            }
+        }
+        if (count >= k) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    return hi;
+}
+
+// One Lanczos step of the estimate of L, the largest eigenvalue of G + R
+// (linalg.rs lanczos_largest, as the CPU's ncp-admm: its Ritz value is
+// exact where 20 power iterations fell 8 % short, and rho starts at 0.1 L),
+// after tmp = (G + R) x, with q = x and the previous q in y: alpha_k =
+// <tmp, x>, tmp -= alpha_k x + beta_(k-1) y, beta_k = |tmp|, kept in u[k]
+// and z_prev[k]; then y = x, x = tmp / beta_k, or, after min(LANCZOS_STEPS,
+// m) steps or a breakdown, the scale and the attempt's rho (one invocation,
+// whole vectors: main_workgroup's lane 0).
+fn lanczos_iterated(pr: Problem, st: ptr<function, SolveResult>) {
+    let m = rows(pr);
+    let k = (*st).step;
+    var a = 0.0;
+    for (var i = 0u; i < m; i++) {
+        a += wv(pr, TMP, i) * wv(pr, X, i);
+    }
+    var b_prev = 0.0;
+    if (k > 0u) {
+        b_prev = wv(pr, ZPREV, k - 1u);
+    }
+    var bsq = 0.0;
+    for (var i = 0u; i < m; i++) {
+        var w = wv(pr, TMP, i) - a * wv(pr, X, i);
+        if (k > 0u) {
+            w -= b_prev * wv(pr, Y, i);
+        }
+        work[wk(pr, TMP, i)] = w;
+        bsq += w * w;
+    }
+    let b = sqrt(bsq);
+    work[wk(pr, U, k)] = a;
+    work[wk(pr, ZPREV, k)] = b;
+    (*st).step = k + 1u;
+    // (f32: a beta under 1e-6 of alpha is rounding, a breakdown.)
+    if ((*st).step < min(LANCZOS_STEPS, m) && b > 1e-6 * abs(a) && is_finite(b)) {
+        for (var i = 0u; i < m; i++) {
+            work[wk(pr, Y, i)] = wv(pr, X, i);
+            work[wk(pr, X, i)] = wv(pr, TMP, i) / b;
+        }
+        return;
+    }
+    (*st).scale = tridiagonal_largest(pr, (*st).step);
+    if (!((*st).scale > 0.0)) {
+        (*st).scale = 1.0;
+    }
+    // The problem's initial rho (st.rho, set by the host and untouched
+    // until here), else the batch's, else a cold one.
+    let warm = (*st).rho;
+    let lo = RHO_RANGE_MIN * (*st).scale;
+    let hi = RHO_RANGE_MAX * (*st).scale;
+    (*st).rho = rho_cold(*st);
+    if (warm > 0.0 && is_finite(warm)) {
+        (*st).rho = clamp(warm, lo, hi);
+    } else if (params.rho > 0.0 && is_finite(params.rho)) {
+        (*st).rho = clamp(params.rho, lo, hi);
+    }
+    (*st).attempt = 0u;
+    (*st).state = PHASE_ATTEMPT;
 }
 
 // After ATTEMPT's evaluation: done if it already solves, else factorize.
@@ -1875,8 +1951,8 @@ fn step_cost(pr: Problem, st: SolveResult) -> u32 {
     let mv = m * (m / 4u + 8u) + 8u;
     let tri_solve = units(pr) * (units(pr) + 4u) + 8u;
     switch st.state {
-        case 3u: { // PHASE_POWER
-            return mv + 4u * m;
+        case 3u: { // PHASE_POWER (the last step's bisection: 100 Sturm counts)
+            return mv + 8u * m + 110u * LANCZOS_STEPS;
         }
         case 5u: { // PHASE_FACTOR
             return (m - st.step) * (st.step / 4u + 8u) + 2u * units(pr) + 8u;
@@ -1946,10 +2022,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             }
         } else if (st.state == PHASE_POWER) {
             power_units(pr, ca, 0u, 1u);
-            let nrm = sqrt(squared_norm(pr, TMP));
-            if (power_iterated(&st, nrm)) {
-                divide_units(pr, TMP, X, nrm, 0u, 1u);
-            }
+            lanczos_iterated(pr, &st);
             if (st.state == PHASE_ATTEMPT) {
                 divide_units(pr, Z, TMP, 1.0, 0u, 1u);
             }
@@ -2101,8 +2174,8 @@ fn wa_step_cost(pr: Problem, st: SolveResult) -> u32 {
     let mv = own * (m / 4u + 8u) + 8u;
     let reduce = 4u * WA_LANES;
     switch st.state {
-        case 3u: { // PHASE_POWER
-            return mv + m + reduce;
+        case 3u: { // PHASE_POWER (lane 0's step and the last one's bisection)
+            return mv + 8u * m + reduce + 110u * LANCZOS_STEPS;
         }
         case 5u: { // PHASE_FACTOR
             return own * (st.step / 4u + 8u) + reduce;
@@ -2208,10 +2281,15 @@ fn main_workgroup(
             }
         } else if (st.state == PHASE_POWER) {
             power_units(pr, ca, lane, WA_LANES);
-            let nrm = sqrt(wa_squared_norm(pr, lane, TMP));
-            if (power_iterated(&st, nrm)) {
-                divide_units(pr, TMP, X, nrm, lane, WA_LANES);
+            wa_sync();
+            // Lane 0 takes the step on whole vectors, in the order `main`
+            // does; the state is then broadcast.
+            if (lane == 0u) {
+                lanczos_iterated(pr, &st);
+                wa_state = st;
             }
+            st = workgroupUniformLoad(&wa_state);
+            wa_sync();
             if (st.state == PHASE_ATTEMPT) {
                 divide_units(pr, Z, TMP, 1.0, lane, WA_LANES);
             }

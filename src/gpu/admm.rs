@@ -54,11 +54,6 @@ use crate::contact::criteria::{F32_ROUNDOFF, FLOOR_STALL_FACTOR};
 use crate::contact::solvers::{admm, newton, polish};
 use crate::contact::{KernelModel, SolverSettings};
 
-/// Power iterations of the kernel's estimate of the largest eigenvalue of
-/// `G + R` (one matrix-vector product per phase; the CPU `ncp-admm` takes
-/// a few Lanczos steps instead, whose Ritz value is a tighter bound).
-const POWER_ITERATIONS: u32 = 20;
-
 /// Solves of one polish round (the first, then refinements; the last
 /// candidate is judged), as on the CPU.
 const POLISH_SOLVES: u32 = 4;
@@ -140,7 +135,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("RHO_MAX_STEP", admm::RHO_MAX_STEP),
             WgslConst::f32("RHO_RANGE_MIN", RHO_RANGE_MIN),
             WgslConst::f32("RHO_RANGE_MAX", admm::RHO_RANGE.1),
-            WgslConst::u32("POWER_ITERATIONS", POWER_ITERATIONS),
+            WgslConst::u32("LANCZOS_STEPS", admm::LANCZOS_STEPS as u32),
             WgslConst::u32("STALL_WINDOW", admm::STALL_WINDOW as u32),
             WgslConst::f32("F32_ROUNDOFF", F32_ROUNDOFF),
             WgslConst::f32("FLOOR_STALL_FACTOR", FLOOR_STALL_FACTOR),

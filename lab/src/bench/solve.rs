@@ -7,7 +7,9 @@
 //! in f32; on one CPU core, the reference solver runs in f64 and, for the
 //! PGS solvers, the kernel's f32 twin ([`moreau::gpu::cpu_f32`]) on the same
 //! packed batch. All get the same iteration cap and tolerance
-//! (fixed-iteration runs use a tolerance of 1e-30, never reached). Each
+//! (fixed-iteration runs use a tolerance of 1e-30, never reached, and turn
+//! off `ncp-admm`'s polish and Newton finisher, which end a solve early
+//! where they find an exact solution: f32's residual can be exactly 0). Each
 //! point runs every requested [`Decomposition`] the solver has, with each
 //! requested [`Layout`] of G. Wall times are host-side: upload
 //! (packing into wgpu's staging buffers and encoding), solve (submit to
@@ -114,8 +116,12 @@ pub fn run(
     let settings = SolverSettings {
         max_iterations: cfg.max_iterations,
         tolerance,
-        // (Fixed iterations: the GPU's ADMM would stop at f32's floor.)
+        // (Fixed iterations: the GPU's ADMM would stop at f32's floor, and
+        // where a finisher's answer has a residual of exactly 0, as the
+        // device's polish found on one of the 8 problems of 3 contacts.)
         f32_floor: cfg.tolerance.is_some(),
+        polish: cfg.tolerance.is_some(),
+        newton: cfg.tolerance.is_some(),
         ..Default::default()
     };
     let (kernel, _) = check_kernel(cfg.kind)?;

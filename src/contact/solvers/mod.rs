@@ -52,9 +52,9 @@ pub struct SolverSettings {
     pub pyramid_facets: usize,
     /// `ncp-admm`: polish the warm start and every 20th iterate by an
     /// active-set solve (see `solvers/polish.rs`), ending the run when that
-    /// solves the problem. The GPU `ncp-admm` polishes too (in f32, without
-    /// the Newton finisher, see `shaders/admm.wgsl`): set it to false to
-    /// compare the CPU solver with the GPU kernels iteration for iteration.
+    /// solves the problem. The GPU `ncp-admm` polishes too (in f32, see
+    /// `shaders/admm.wgsl`): set it to false to compare the ADMM iterations
+    /// alone, or to run a fixed number of them.
     pub polish: bool,
     /// `ncp-admm`, with `polish`: where a polish fails, a few semismooth
     /// Newton steps on the Alart–Curnier function from the same iterate
@@ -63,8 +63,8 @@ pub struct SolverSettings {
     /// `ncp-admm`: when `ε_abs` gains less than 1 % in 100 iterations,
     /// raise ρ tenfold and keep the residual balancing above it (the de
     /// Saxcé fixed point cycles at small ρ on ill-conditioned problems).
-    /// The GPU kernels do not: set it to false, with `polish`, to compare
-    /// the CPU solver with them iteration for iteration.
+    /// The GPU `ncp-admm` guards too: set it to false, with `polish`, to
+    /// compare bare ADMM iterations.
     pub stall_guard: bool,
     /// The GPU's ADMM (f32): stop at f32's floor under `ε_abs` where it is
     /// over the tolerance, and where the solve stalls near it (see
