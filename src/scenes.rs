@@ -116,9 +116,15 @@ impl PdController {
     }
     /// Writes the torques into `tau` (nv); other entries are zeroed.
     pub fn torques(&self, state: &State, tau: &mut [f64]) {
+        self.torques_toward(state, &[], tau);
+    }
+    /// Like [`Self::torques`] toward `q_ref` moved by `offset[j]` on
+    /// controlled joint `j` (in the order of `dofs`; missing entries: 0).
+    pub fn torques_toward(&self, state: &State, offset: &[f64], tau: &mut [f64]) {
         tau.fill(0.0);
         for (j, &(iv, iq)) in self.dofs.iter().enumerate() {
-            tau[iv] = self.kp[j] * (self.q_ref[iq] - state.q[iq]) - self.kd[j] * state.v[iv];
+            let target = self.q_ref[iq] + offset.get(j).copied().unwrap_or(0.0);
+            tau[iv] = self.kp[j] * (target - state.q[iq]) - self.kd[j] * state.v[iv];
         }
     }
 }

@@ -338,3 +338,188 @@ fn bench_names_its_unconverged_solves_in_the_table() {
     assert!(stdout.contains(&line), "{line} not in:\n{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A hinged pole with one motor of control range `range` (an attribute
+/// string, empty: none) standing on a plane.
+fn pole_file(name: &str, range: &str) -> PathBuf {
+    let dir = out_dir(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("pole.xml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"<mujoco model="pole">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="pole" pos="0 0 0.1">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom name="rod" type="capsule" fromto="0 0 0 0 0 0.5" size="0.03"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="m" joint="hinge" gear="2" {range}/>
+  </actuator>
+</mujoco>"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn random_actions_are_each_worlds_own_draws_on_any_thread_count() {
+    use moreau_lab::bench::batch::{ActionDriver, BenchActions, RANDOM_TARGET_SCALE};
+    // A PD scene: its targets move within the scale about the reference.
+    let scene = moreau::scenes::scene("quadruped").unwrap();
+    let c = scene.controller.clone().unwrap();
+    let n = 5;
+    let actions = BenchActions::Random { seed: 3, period: 2 };
+    let mut seq = ActionDriver::new(&scene, actions, n).unwrap();
+    let mut par = ActionDriver::new(&scene, actions, n).unwrap();
+    let mut other =
+        ActionDriver::new(&scene, BenchActions::Random { seed: 4, period: 2 }, n).unwrap();
+    assert!(!seq.controls());
+    assert!(
+        seq.describe(&scene).contains("random PD targets"),
+        "{}",
+        seq.describe(&scene)
+    );
+    let states: Vec<&moreau::State> = vec![&scene.state; n];
+    let nv = scene.model.nv;
+    let mut previous: Vec<f64> = Vec::new();
+    for step in 0..4 {
+        let a = seq.next(&scene, &states, false).to_vec();
+        let b = par.next(&scene, &states, true).to_vec();
+        let o = other.next(&scene, &states, false).to_vec();
+        assert_eq!(
+            a, b,
+            "step {step}: the same draws on one thread and on many"
+        );
+        assert_ne!(a, o, "step {step}: another seed, other draws");
+        // Each world's torques are the PD's toward a target within the
+        // scale of the reference; the worlds differ.
+        for w in 0..n {
+            let tau = &a[w * nv..(w + 1) * nv];
+            for (j, &(iv, iq)) in c.dofs.iter().enumerate() {
+                let pd = c.kp[j] * (c.q_ref[iq] - scene.state.q[iq]) - c.kd[j] * scene.state.v[iv];
+                let offset = (tau[iv] - pd) / c.kp[j];
+                assert!(
+                    offset.abs() <= RANDOM_TARGET_SCALE + 1e-12,
+                    "world {w} joint {j}: {offset}"
+                );
+            }
+            if w > 0 {
+                assert_ne!(tau, &a[(w - 1) * nv..w * nv], "worlds {w} and {}", w - 1);
+            }
+        }
+        // Redrawn every second step only.
+        if step % 2 == 1 {
+            assert_eq!(a, previous, "step {step}: within the period");
+        } else if step > 0 {
+            assert_ne!(a, previous, "step {step}: a new draw");
+        }
+        previous = a;
+    }
+
+    // A model with actuators: controls uniform in their ranges.
+    let path = pole_file("driver", r#"ctrllimited="true" ctrlrange="-2 3""#);
+    let loaded =
+        moreau::load::load_model_file(&path, &moreau::load::LoadOptions::default()).unwrap();
+    let pole = moreau::scenes::from_loaded(&loaded, false).unwrap();
+    let mut d = ActionDriver::new(&pole, BenchActions::Random { seed: 0, period: 1 }, 200).unwrap();
+    assert!(d.controls());
+    let states: Vec<&moreau::State> = vec![&pole.state; 200];
+    let u = d.next(&pole, &states, true).to_vec();
+    assert_eq!(u.len(), 200);
+    assert!(u.iter().all(|&x| (-2.0..=3.0).contains(&x)), "{u:?}");
+    let (lo, hi) = u
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!(
+        lo < -1.5 && hi > 2.5,
+        "uniform over the range: {lo} to {hi}"
+    );
+    // The controller's mode is untouched by the seed.
+    let mut pd = ActionDriver::new(&pole, BenchActions::Controller, 2).unwrap();
+    assert!(!pd.controls());
+    assert_eq!(pd.next(&pole, &states[..2], false).len(), 2 * pole.model.nv);
+}
+
+#[test]
+fn bench_random_actions_drive_a_files_actuators_and_refuse_one_without_a_range() {
+    let path = pole_file("cli", r#"ctrllimited="true" ctrlrange="-1 1""#);
+    let dir = out_dir("random");
+    let json = dir.join("bench.json");
+    let out = moreau(
+        &[
+            "bench",
+            "--scene",
+            path.to_str().unwrap(),
+            "--envs",
+            "3",
+            "--backend",
+            "cpu1,cpu",
+            "--steps",
+            "6",
+            "--warmup",
+            "1",
+            "--settle",
+            "5",
+            "--random-actions",
+            "7",
+            "--control-period",
+            "2",
+            "--out",
+            json.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("actions: random controls of its 1 actuators"),
+        "{stdout}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["settings"]["random_actions"], true);
+    let scene_actions = doc["scenes"][0]["actions"].as_str().unwrap();
+    assert!(
+        scene_actions.contains("redrawn every 2 step(s)"),
+        "{scene_actions}"
+    );
+    // The same draws on one core and on all: the same contacts.
+    let (one, all) = (&runs(&doc, "cpu1")[0], &runs(&doc, "cpu")[0]);
+    assert_eq!(one["contacts_per_world"], all["contacts_per_world"]);
+    assert_eq!(one["failed"], 0);
+
+    // An actuator with no range: nothing to draw within, said by name.
+    let path = pole_file("cli-unlimited", "");
+    let out = moreau(
+        &[
+            "bench",
+            "--scene",
+            path.to_str().unwrap(),
+            "--envs",
+            "1",
+            "--backend",
+            "cpu1",
+            "--random-actions",
+            "0",
+            "--out",
+            dir.join("b.json").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("actuator `m` has no control range"), "{err}");
+    // --control-period needs --random-actions.
+    let out = moreau(&["bench", "--control-period", "2"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--random-actions"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -36,7 +36,9 @@
 //! every backend). Actions are the
 //! scene's controller (a PD for the robots), computed every step from each
 //! world's state on the threads the backend steps with (rayon's for `gpu`
-//! and `cpu`, the calling thread for `cpu1`): not random.
+//! and `cpu`, the calling thread for `cpu1`), or random
+//! ([`BenchActions::Random`], the states RL visits): each world's own draws,
+//! the same on every backend ([`ActionDriver`]).
 //!
 //! A (backend, size) whose time, extrapolated from the same backend's
 //! smaller sizes, would exceed [`SceneBenchConfig::budget`] is skipped, and
@@ -88,6 +90,184 @@ pub struct SceneBenchConfig {
     pub decomposition: Decomposition,
     /// GPU: [`BatchOptions::gpu_layout`].
     pub layout: moreau::gpu::Layout,
+    /// What drives the worlds.
+    pub actions: BenchActions,
+}
+
+/// What drives the benchmark's worlds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchActions {
+    /// The scene's PD controller every step (zero torques without one).
+    Controller,
+    /// Random actions, redrawn every `period` steps (at least 1) from each
+    /// world's own generator (`world_seed(seed, w)`: the same draws on every
+    /// backend, whatever the threads): a model with actuators gets controls
+    /// uniform in their control ranges (Gymnasium's action space); a
+    /// PD-driven scene without actuators, the PD's targets moved by
+    /// [`RANDOM_TARGET_SCALE`]` · u`, `u` uniform in `[−1, 1]` per joint
+    /// (the built-in quadruped task's action space); a scene with neither
+    /// runs passive.
+    Random { seed: u64, period: usize },
+}
+
+/// The reach of random PD targets about the scene's reference (rad or m):
+/// the built-in quadruped task's `action_scale`.
+pub const RANDOM_TARGET_SCALE: f64 = 0.5;
+
+/// How one scene's worlds get their inputs each step (see [`BenchActions`]).
+#[derive(Clone, Debug)]
+pub struct ActionDriver {
+    kind: DriverKind,
+    period: usize,
+    /// Per world, its generator and its current draws (`width` each).
+    rngs: Vec<moreau::math::Rng>,
+    draws: Vec<f64>,
+    width: usize,
+    /// Per world, the step's inputs (torques, nv, or controls, nu).
+    inputs: Vec<f64>,
+    steps: usize,
+}
+
+#[derive(Clone, Debug)]
+enum DriverKind {
+    /// The scene's controller (or zero torques).
+    Controller,
+    /// Controls uniform in these ranges.
+    Controls(Vec<(f64, f64)>),
+    /// The scene's PD toward targets moved by the draws.
+    Targets,
+}
+
+impl ActionDriver {
+    /// The driver of `n` worlds of `scene`; refuses random actions on a
+    /// model with an actuator that has no control range (nothing to draw
+    /// within), naming it.
+    pub fn new(scene: &Scene, actions: BenchActions, n: usize) -> Result<Self, String> {
+        let (kind, seed, period) = match actions {
+            BenchActions::Controller => (DriverKind::Controller, 0, 1),
+            BenchActions::Random { seed, period } => {
+                let model = &scene.model;
+                let kind = if model.nu() > 0 {
+                    let ranges = model
+                        .actuators
+                        .iter()
+                        .map(|a| {
+                            a.ctrl_range.ok_or_else(|| {
+                                format!(
+                                    "random actions: actuator `{}` has no control range (ctrllimited), nothing to draw within",
+                                    a.name
+                                )
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    DriverKind::Controls(ranges)
+                } else if scene.controller.is_some() {
+                    DriverKind::Targets
+                } else {
+                    DriverKind::Controller
+                };
+                (kind, seed, period.max(1))
+            }
+        };
+        let (width, input_width) = match &kind {
+            DriverKind::Controller => (0, scene.model.nv),
+            DriverKind::Controls(r) => (r.len(), r.len()),
+            DriverKind::Targets => (
+                scene.controller.as_ref().map_or(0, |c| c.dofs.len()),
+                scene.model.nv,
+            ),
+        };
+        Ok(ActionDriver {
+            kind,
+            period,
+            rngs: (0..n)
+                .map(|w| moreau::math::Rng::new(moreau::envs::world_seed(seed, w)))
+                .collect(),
+            draws: vec![0.0; n * width],
+            width,
+            inputs: vec![0.0; n * input_width],
+            steps: 0,
+        })
+    }
+
+    /// What drives the worlds, in words (the report's scene entry).
+    pub fn describe(&self, scene: &Scene) -> String {
+        match &self.kind {
+            DriverKind::Controller if scene.controller.is_some() => {
+                "the scene's PD controller, every step".into()
+            }
+            DriverKind::Controller => "none: zero torques (nothing to drive)".into(),
+            DriverKind::Controls(r) => format!(
+                "random controls of its {} actuators, uniform in their control ranges, redrawn every {} step(s), per world",
+                r.len(),
+                self.period
+            ),
+            DriverKind::Targets => format!(
+                "random PD targets, the reference ± {RANDOM_TARGET_SCALE} (uniform) on its {} controlled joints, redrawn every {} step(s), per world",
+                self.width, self.period
+            ),
+        }
+    }
+
+    /// Whether the inputs are actuator controls (else joint torques).
+    pub fn controls(&self) -> bool {
+        matches!(self.kind, DriverKind::Controls(_))
+    }
+
+    /// The next step's inputs of every world ((nworlds, nv) torques or
+    /// (nworlds, nu) controls, see [`Self::controls`]) from their
+    /// `states`; on rayon's threads when `parallel` (the same values).
+    pub fn next(&mut self, scene: &Scene, states: &[&State], parallel: bool) -> &[f64] {
+        use rayon::prelude::*;
+        let redraw = self.width > 0 && self.steps.is_multiple_of(self.period);
+        self.steps += 1;
+        let (width, kind) = (self.width, &self.kind);
+        let draw = |(d, rng): (&mut [f64], &mut moreau::math::Rng)| match kind {
+            DriverKind::Controls(ranges) => {
+                for (x, &(lo, hi)) in d.iter_mut().zip(ranges) {
+                    *x = rng.range(lo, hi);
+                }
+            }
+            _ => {
+                for x in d.iter_mut() {
+                    *x = RANDOM_TARGET_SCALE * rng.range(-1.0, 1.0);
+                }
+            }
+        };
+        if redraw {
+            if parallel {
+                self.draws
+                    .par_chunks_mut(width)
+                    .zip(self.rngs.par_iter_mut())
+                    .for_each(draw);
+            } else {
+                self.draws
+                    .chunks_mut(width)
+                    .zip(self.rngs.iter_mut())
+                    .for_each(draw);
+            }
+        }
+        let nv = scene.model.nv;
+        match kind {
+            DriverKind::Controls(_) => self.inputs.copy_from_slice(&self.draws),
+            DriverKind::Controller | DriverKind::Targets => {
+                let draws = &self.draws;
+                let one = |(w, tau): (usize, &mut [f64])| match (&scene.controller, kind) {
+                    (Some(c), DriverKind::Targets) => {
+                        c.torques_toward(states[w], &draws[w * width..(w + 1) * width], tau)
+                    }
+                    _ => scene.control(states[w], tau),
+                };
+                if nv == 0 {
+                } else if parallel {
+                    self.inputs.par_chunks_mut(nv).enumerate().for_each(one);
+                } else {
+                    self.inputs.chunks_mut(nv).enumerate().for_each(one);
+                }
+            }
+        }
+        &self.inputs
+    }
 }
 
 impl Default for SceneBenchConfig {
@@ -111,6 +291,7 @@ impl Default for SceneBenchConfig {
             pipeline_chunks: o.pipeline_chunks,
             decomposition: o.gpu_decomposition,
             layout: o.gpu_layout,
+            actions: BenchActions::Controller,
         }
     }
 }
@@ -243,8 +424,10 @@ pub struct SceneInfo {
     pub nq: usize,
     pub nv: usize,
     pub dt: f64,
-    /// The controller giving the actions (`PD` or `none`: zero torques).
+    /// The scene's controller (`PD` or `none`).
     pub controller: String,
+    /// What drove its worlds ([`ActionDriver::describe`]).
+    pub actions: String,
     /// Contacts of the settled state every world starts from.
     pub settled_contacts: usize,
     /// Loader warnings (robot files).
@@ -614,6 +797,12 @@ pub fn run(
                 "none"
             }
             .into(),
+            actions: ActionDriver::new(&scene, cfg.actions, 0)
+                .map_err(|reason| BenchError::Scene {
+                    scene: spec.clone(),
+                    reason,
+                })?
+                .describe(&scene),
             settled_contacts: nc,
             warnings,
         });
@@ -790,8 +979,14 @@ pub fn run(
             layout: cfg.layout,
             envs,
             backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
-            actions: "scene PD controller (zero torques for scenes without one), every step, per world, on the backend's threads (one for cpu1)".into(),
-            random_actions: false,
+            actions: match cfg.actions {
+                BenchActions::Controller => "scene PD controller (zero torques for scenes without one), every step, per world, on the backend's threads (one for cpu1)".into(),
+                BenchActions::Random { seed, period } => format!(
+                    "random (seed {seed}, redrawn every {} step(s)): a robot file's actuators uniform in their control ranges, a PD scene's targets within ±{RANDOM_TARGET_SCALE} of its reference; each world's own draws, the same on every backend; see each scene's `actions`",
+                    period.max(1)
+                ),
+            },
+            random_actions: matches!(cfg.actions, BenchActions::Random { .. }),
             initial_state: format!(
                 "the scene's initial state settled for {} steps on one world; per world, the velocities of the controlled joints perturbed by up to ±0.02 (deterministic; scenes without a controller: identical worlds)",
                 cfg.settle_steps
@@ -851,29 +1046,28 @@ fn measure(
             .set_state(w, perturbed(scene, settled, w))
             .map_err(fail)?;
     }
-    let nv = scene.model.nv;
-    let mut actions = vec![0.0; n * nv];
+    let mut driver =
+        ActionDriver::new(scene, cfg.actions, n).map_err(|reason| BenchError::Scene {
+            scene: scene.name.clone(),
+            reason,
+        })?;
     let mut action_time = Duration::ZERO;
     let mut step = |batch: &mut BatchSim, row: &mut BenchRun, timed: bool| {
         let t = Instant::now();
-        if backend == Backend::CpuSingle {
-            for (w, state) in batch.states().enumerate() {
-                scene.control(state, &mut actions[w * nv..(w + 1) * nv]);
-            }
-        } else {
-            // On the threads the backend steps with (the host's share of a
-            // GPU step would otherwise be one core's PD loop).
-            use rayon::prelude::*;
-            let states: Vec<&State> = batch.states().collect();
-            actions
-                .par_chunks_mut(nv.max(1))
-                .zip(states.par_iter())
-                .for_each(|(a, state)| scene.control(state, a));
-        }
+        // On the threads the backend steps with (the host's share of a GPU
+        // step would otherwise be one core's PD loop).
+        let controls = driver.controls();
+        let states: Vec<&State> = batch.states().collect();
+        let inputs = driver.next(scene, &states, backend != Backend::CpuSingle);
         if timed {
             action_time += t.elapsed();
         }
-        let r = batch.step(&actions).map_err(fail)?;
+        let r = if controls {
+            batch.step_controls(inputs)
+        } else {
+            batch.step(inputs)
+        }
+        .map_err(fail)?;
         row.gpu_buffer_growths += usize::from(r.grew.is_some());
         if timed {
             row.contacts_per_world += r.contacts as f64;

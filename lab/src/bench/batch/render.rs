@@ -13,7 +13,7 @@ pub fn render(report: &BenchReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "solver {} (tolerance {:e}, cap {} iterations, warm start {}), actions: scene PD controller; random actions: {}",
+        "solver {} (tolerance {:e}, cap {} iterations, warm start {}), actions: {}",
         report.settings.solver,
         report.settings.tolerance,
         report.settings.max_iterations,
@@ -23,9 +23,9 @@ pub fn render(report: &BenchReport) -> String {
             "off"
         },
         if report.settings.random_actions {
-            "yes"
+            "random (each scene's below)"
         } else {
-            "no"
+            "the scenes' PD controllers"
         },
     );
     let _ = writeln!(
@@ -52,6 +52,9 @@ pub fn render(report: &BenchReport) -> String {
             "\n{} (nq {}, nv {}, dt {} s, {} steps timed after {} warm-up; stage shares in %)",
             sc.name, sc.nq, sc.nv, sc.dt, report.settings.steps, report.settings.warmup_steps
         );
+        if report.settings.random_actions {
+            let _ = writeln!(s, "actions: {}", sc.actions);
+        }
         let stage_heads: String = STAGE_HEADS.iter().map(|h| format!(" {h:>4}")).collect();
         let _ = writeln!(
             s,

@@ -33,7 +33,7 @@ use moreau::counters::{Stage, StageTimes};
 use moreau::load::{LoadOptions, ModelFormat, load_model_file};
 use moreau::scenes::{self, SCENE_NAMES, Scene};
 use moreau::sim::{DelassusPath, SimParams, Simulator, StepReport, Trajectory};
-use moreau_lab::bench::batch::SceneBenchConfig;
+use moreau_lab::bench::batch::{BenchActions, SceneBenchConfig};
 use moreau_lab::study::{self, report};
 use nalgebra::DVector;
 use run::{load_scene, run};
@@ -309,7 +309,8 @@ enum Command {
     /// and eps_abs, host and device bytes per world, the device and the
     /// precision; prints the GPU-over-single-core ratios; writes a JSON
     /// report (--out) and an SVG plot of throughput versus batch size next
-    /// to it. Actions: the scene's PD controller (not random). Without a GPU
+    /// to it. Actions: the scene's PD controller, or random with
+    /// --random-actions (the states RL visits). Without a GPU
     /// adapter the GPU backend is dropped with a note (an error if it is the
     /// only backend asked for). The defaults take a few minutes on two cores
     /// with a software GPU; on a real GPU pass e.g. --envs 1,64,4096,16384.
@@ -363,6 +364,17 @@ enum Command {
         /// size class (G, λ, c, the contact blocks, ADMM's scratch).
         #[arg(long, value_parser = parse_layout, default_value = "packed")]
         layout: moreau::gpu::Layout,
+        /// Random actions from this seed instead of the scene's controller:
+        /// a robot file's actuators uniform in their control ranges, a
+        /// built-in PD scene's targets within ±0.5 of its reference (the
+        /// quadruped task's action space); each world its own draws, the
+        /// same on every backend.
+        #[arg(long, value_name = "SEED")]
+        random_actions: Option<u64>,
+        /// With --random-actions: steps per draw (a task's frame skip).
+        #[arg(long, value_name = "STEPS", default_value_t = 1, requires = "random_actions",
+              value_parser = clap::value_parser!(u64).range(1..))]
+        control_period: u64,
         /// JSON report; the plot is written next to it (same name, .svg).
         #[arg(long, default_value = "bench-out/bench.json")]
         out: PathBuf,
@@ -627,6 +639,8 @@ fn main() -> ExitCode {
             pipeline,
             decomposition,
             layout,
+            random_actions,
+            control_period,
             out,
         } => bench(
             SceneBenchConfig {
@@ -643,6 +657,13 @@ fn main() -> ExitCode {
                 pipeline_chunks: pipeline as usize,
                 decomposition,
                 layout,
+                actions: match random_actions {
+                    Some(seed) => BenchActions::Random {
+                        seed,
+                        period: control_period as usize,
+                    },
+                    None => BenchActions::Controller,
+                },
             },
             &out,
         ),
