@@ -1000,6 +1000,8 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
     set_cw(CW_STATS, bitcast<f32>(st.iterations));
     set_cw(CW_STATS + 1u, st.eps_abs);
     set_cw(CW_STATS + 3u, st.eps_floor);
+    set_cw(CW_STATS + 4u, bitcast<f32>(st.newton_steps));
+    set_cw(CW_STATS + 5u, bitcast<f32>(st.polishes));
     if (st.state != STATE_DONE) {
         flags[w] = WORLD_SOLVE_UNFINISHED;
         return;

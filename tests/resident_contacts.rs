@@ -155,7 +155,7 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
                     "{file}: world {w} flagged {}",
                     cols.flag(w)
                 );
-                gpu_contacts.push(cols.solve(w).unwrap().0);
+                gpu_contacts.push(cols.solve(w).unwrap().nc);
                 for t in 0..model.nv {
                     dv = dv.max((cols.v(w, t) - want[w].v[t]).abs());
                     vmax = vmax.max(want[w].v[t].abs());
@@ -389,11 +389,25 @@ fn friction_per_world_with_contacts_on_the_device() {
     let ctrl: Vec<f64> = (0..n * nu)
         .map(|k| if k % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
+    // The solves the finishers ended, and their Newton steps, as read back
+    // from the device and counted on the CPU.
+    let (mut finished, mut newton, mut solved) = ([0; 2], [0; 2], [0; 2]);
     for _ in 0..30 {
         let r = gpu.step_controls(&ctrl).unwrap();
         assert!(r.failed.is_empty(), "{:?}", r.failed);
-        cpu.step_controls(&ctrl).unwrap();
+        let c = cpu.step_controls(&ctrl).unwrap();
+        for (k, x) in [r, c].iter().enumerate() {
+            assert!(x.finished <= x.worlds_solved, "{x:?}");
+            finished[k] += x.finished;
+            newton[k] += x.newton_steps;
+            solved[k] += x.worlds_solved;
+        }
     }
+    println!(
+        "ant on ice: solves ended by a finisher (device, cpu) {finished:?} of {solved:?}, Newton steps {newton:?}"
+    );
+    assert!(finished[0] > 0 && finished[1] > 0, "{finished:?}");
+    assert!(newton[0] > 0 && newton[1] > 0, "{newton:?}");
     assert!(gpu.is_resident(), "{:?}", gpu.notice());
     let (g, c): (Vec<State>, Vec<State>) = (
         gpu.states().cloned().collect(),
@@ -961,9 +975,10 @@ fn locomotion_trajectories_keep_the_cpus_statistics() {
                             "{name}: step {k}: world {w}: {}",
                             cols.flag(w)
                         );
-                        let (nc, nl, _, eps, floor) = cols.solve(w).unwrap();
+                        let s = cols.solve(w).unwrap();
+                        let (nc, eps, floor) = (s.nc, s.eps_abs, s.eps_floor);
                         contacts[0] += nc;
-                        if nc + nl > 0 {
+                        if nc + s.nl > 0 {
                             let at = if eps <= 1e-6 {
                                 0
                             } else if moreau::contact::criteria::at_floor(eps, floor) {

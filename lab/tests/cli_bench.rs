@@ -114,6 +114,10 @@ fn bench_measures_every_backend_and_writes_json_and_plot() {
             // 0 when every solve is polished from its warm start.
             let it = r["iterations_per_solve"].as_f64().unwrap();
             assert!(it.is_finite() && it >= 0.0, "{what}");
+            let newton = r["newton_steps_per_solve"].as_f64().unwrap();
+            assert!(newton.is_finite() && newton >= 0.0, "{what}");
+            let finished = r["finished_share"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&finished), "{what}");
             let eps = r["max_eps_abs"].as_f64().unwrap();
             assert!(eps.is_finite() && eps >= 0.0, "{what}");
             assert_eq!(r["failed"], 0, "{what}");
@@ -159,6 +163,8 @@ fn bench_measures_every_backend_and_writes_json_and_plot() {
             "max_contacts",
             "solves",
             "iterations_per_solve",
+            "newton_steps_per_solve",
+            "finished_share",
             "max_eps_abs",
         ] {
             assert_eq!(a[field], b[field], "cpu1 and cpu disagree on {field}");

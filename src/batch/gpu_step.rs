@@ -423,14 +423,16 @@ impl BatchSim {
                     world.constraint_force = None;
                     return;
                 }
-                if let Some((nc, nl, iterations, eps_abs, eps_floor)) = c.solve(w) {
+                if let Some(s) = c.solve(w) {
                     // The last of the `repeats` steps' problem.
-                    world.step = WorldStep::Stepping { contacts: nc };
-                    world.device_rows = 3 * nc + nl;
-                    world.stats.iterations = iterations;
-                    world.stats.residuals.eps_abs = eps_abs;
-                    world.stats.converged = eps_abs <= tolerance;
-                    world.stats.eps_floor = eps_floor;
+                    world.step = WorldStep::Stepping { contacts: s.nc };
+                    world.device_rows = 3 * s.nc + s.nl;
+                    world.stats.iterations = s.iterations;
+                    world.stats.residuals.eps_abs = s.eps_abs;
+                    world.stats.converged = s.eps_abs <= tolerance;
+                    world.stats.eps_floor = s.eps_floor;
+                    world.stats.newton_steps = s.newton_steps;
+                    world.stats.polishes = usize::from(s.finished);
                 }
                 for t in 0..nq {
                     world.state.q[t] = c.q(w, t);

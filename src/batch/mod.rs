@@ -117,6 +117,12 @@ pub struct BatchStepReport {
     /// Solver iterations summed over the solves, and the largest final `ε_abs`.
     pub iterations: usize,
     pub max_eps_abs: f64,
+    /// `ncp-admm`: semismooth Newton steps summed over the solves (each a
+    /// dense LU of the problem), and the solves an active-set polish or
+    /// Newton's steps ended ([`SolverStats::polishes`]): where the solve's
+    /// time goes when `iterations` is 0.
+    pub newton_steps: usize,
+    pub finished: usize,
     /// Solves that stopped at their iteration cap, short of their
     /// tolerance and of f32's floor.
     pub unconverged: usize,
@@ -860,6 +866,8 @@ impl BatchSim {
             max_contacts: tally.max_contacts,
             worlds_solved: tally.worlds_solved,
             iterations: tally.iterations,
+            newton_steps: tally.newton_steps,
+            finished: tally.finished,
             max_eps_abs: tally.max_eps_abs,
             unconverged: tally.unconverged,
             at_floor: tally.at_floor,

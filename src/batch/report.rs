@@ -10,6 +10,8 @@ pub(super) struct Tally {
     pub(super) max_contacts: usize,
     pub(super) worlds_solved: usize,
     pub(super) iterations: usize,
+    pub(super) newton_steps: usize,
+    pub(super) finished: usize,
     pub(super) max_eps_abs: f64,
     pub(super) unconverged: usize,
     pub(super) at_floor: usize,
@@ -30,6 +32,8 @@ impl Tally {
                 if world.sim.problem().m() > 0 || world.device_rows > 0 {
                     self.worlds_solved += 1;
                     self.iterations += world.stats.iterations;
+                    self.newton_steps += world.stats.newton_steps;
+                    self.finished += usize::from(world.stats.polishes > 0);
                     let at_floor = world.stats.at_floor();
                     self.at_floor += usize::from(at_floor);
                     self.unconverged += usize::from(!world.stats.converged && !at_floor);
@@ -51,6 +55,8 @@ impl Tally {
         self.max_contacts = self.max_contacts.max(other.max_contacts);
         self.worlds_solved += other.worlds_solved;
         self.iterations += other.iterations;
+        self.newton_steps += other.newton_steps;
+        self.finished += other.finished;
         self.unconverged += other.unconverged;
         self.at_floor += other.at_floor;
         self.max_eps_abs = self.max_eps_abs.max(other.max_eps_abs);

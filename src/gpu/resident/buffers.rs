@@ -146,7 +146,8 @@ pub struct Columns<'a> {
     pub(super) qfrc: &'a [f32],
     pub(super) flags: &'a [f32],
     /// With contacts: per world nc, nl, iterations, ε_abs, contacts
-    /// dropped (world-minor; the counts as u32 bits); else empty.
+    /// dropped, f32's floor, Newton steps, finished by a finisher
+    /// (world-minor; the counts as u32 bits); else empty.
     pub(super) solves: &'a [f32],
 }
 
@@ -195,23 +196,42 @@ impl Columns<'_> {
         self.solves[at * self.n + w].to_bits() as usize
     }
 
-    /// World `w`'s last contact problem: contacts, limit rows, solver
-    /// iterations, `ε_abs` and f32's floor under it
-    /// ([`crate::gpu::batch::GpuResult::eps_floor`]) (`None` for a model
+    /// World `w`'s last contact problem and its solve (`None` for a model
     /// without contacts).
-    pub fn solve(&self, w: usize) -> Option<(usize, usize, usize, f64, f64)> {
+    pub fn solve(&self, w: usize) -> Option<DeviceSolve> {
         if self.solves.is_empty() {
             return None;
         }
+        use super::contacts::ContactSizes as S;
         let at = |k: usize| self.solves[k * self.n + w];
-        Some((
-            at(0).to_bits() as usize,
-            at(1).to_bits() as usize,
-            at(2).to_bits() as usize,
-            at(3) as f64,
-            at(super::contacts::ContactSizes::FLOOR) as f64,
-        ))
+        Some(DeviceSolve {
+            nc: at(0).to_bits() as usize,
+            nl: at(1).to_bits() as usize,
+            iterations: at(2).to_bits() as usize,
+            eps_abs: at(3) as f64,
+            eps_floor: at(S::FLOOR) as f64,
+            newton_steps: at(S::NEWTON).to_bits() as usize,
+            finished: at(S::FINISHED).to_bits() != 0,
+        })
     }
+}
+
+/// A resident world's last contact problem and its solve, as read back.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceSolve {
+    /// Contacts and limit rows.
+    pub nc: usize,
+    pub nl: usize,
+    /// ADMM iterations.
+    pub iterations: usize,
+    pub eps_abs: f64,
+    /// f32's floor under `ε_abs` ([`crate::gpu::batch::GpuResult::eps_floor`]).
+    pub eps_floor: f64,
+    /// Semismooth Newton steps taken ([`crate::gpu::batch::GpuResult::newton_steps`]).
+    pub newton_steps: usize,
+    /// Whether the active-set polish or Newton's steps ended the solve
+    /// ([`crate::gpu::batch::GpuResult::polishes`]).
+    pub finished: bool,
 }
 
 /// The kernel's buffers, by binding.

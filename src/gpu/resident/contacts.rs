@@ -371,7 +371,7 @@ impl ContactSizes {
         let m = self.max_rows();
         let sizes = [
             ("CW_COUNT", 2),
-            ("CW_STATS", 4),
+            ("CW_STATS", 6),
             ("CW_VFREE", nv),
             ("CW_X", m * nv),
             ("CW_J", m * nv),
@@ -403,12 +403,17 @@ impl ContactSizes {
     }
 
     /// Floats per world read back with the state: nc, nl, iterations,
-    /// ε_abs, contacts dropped, f32's floor under ε_abs.
-    pub const READBACK: usize = 6;
+    /// ε_abs, contacts dropped, f32's floor under ε_abs, Newton steps,
+    /// whether a finisher ended the solve (`CW_COUNT` and `CW_STATS`).
+    pub const READBACK: usize = 8;
     /// Where the contacts dropped sit among those floats.
     pub const DROPPED: usize = 4;
     /// Where f32's floor under ε_abs sits among those floats.
     pub const FLOOR: usize = 5;
+    /// Where the solve's Newton steps sit among those floats.
+    pub const NEWTON: usize = 6;
+    /// Where whether a finisher ended the solve sits among those floats.
+    pub const FINISHED: usize = 7;
 
     /// The WGSL constants of the contact stage.
     pub fn header(&self, nv: usize, nbodies: usize) -> String {

@@ -133,8 +133,8 @@ pub mod contacts;
 mod records;
 mod state_io;
 
-pub use buffers::Columns;
 use buffers::{Bindings, Kernel, bind_group as make_bind_group, kernel};
+pub use buffers::{Columns, DeviceSolve};
 use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
 use records::{
     STORAGE_BUFFERS, WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params,

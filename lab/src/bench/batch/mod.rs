@@ -372,6 +372,11 @@ pub struct BenchRun {
     /// largest final `ε_abs`, and those that stopped at the iteration cap.
     pub solves: usize,
     pub iterations_per_solve: f64,
+    /// `ncp-admm`'s finishers: semismooth Newton steps per solve (each a
+    /// dense LU), and the share of solves an active-set polish or Newton's
+    /// steps ended (`BatchStepReport::newton_steps`, `finished`).
+    pub newton_steps_per_solve: f64,
+    pub finished_share: f64,
     pub max_eps_abs: f64,
     pub unconverged: usize,
     /// f32 solves that ended short of the tolerance within f32's floor
@@ -1074,6 +1079,8 @@ fn measure(
             row.max_contacts = row.max_contacts.max(r.max_contacts);
             row.solves += r.worlds_solved;
             row.iterations_per_solve += r.iterations as f64;
+            row.newton_steps_per_solve += r.newton_steps as f64;
+            row.finished_share += r.finished as f64;
             row.max_eps_abs = row.max_eps_abs.max(r.max_eps_abs);
             row.unconverged += r.unconverged;
             row.at_floor += r.at_floor;
@@ -1151,6 +1158,8 @@ fn measure(
     row.world_stage_seconds = world.scaled(1.0 / cfg.steps as f64);
     row.contacts_per_world /= (n * cfg.steps) as f64;
     row.iterations_per_solve /= row.solves.max(1) as f64;
+    row.newton_steps_per_solve /= row.solves.max(1) as f64;
+    row.finished_share /= row.solves.max(1) as f64;
     if let Some(name) = batch.device_name() {
         row.device = name;
     }

@@ -58,13 +58,15 @@ pub fn render(report: &BenchReport) -> String {
         let stage_heads: String = STAGE_HEADS.iter().map(|h| format!(" {h:>4}")).collect();
         let _ = writeln!(
             s,
-            "{:>7} {:>9} {:>11} {:>9} |{stage_heads} | {:>6} {:>6} {:>8} {:>4} {:>9} {:>8} {:>9}",
+            "{:>7} {:>9} {:>11} {:>9} |{stage_heads} | {:>6} {:>6} {:>5} {:>4} {:>8} {:>4} {:>9} {:>8} {:>9}",
             "worlds",
             "back",
             "steps/s",
             "ms/step",
             "nc/w",
             "iters",
+            "newt",
+            "fin%",
             "eps_abs",
             "fb",
             "host B/w",
@@ -83,13 +85,15 @@ pub fn render(report: &BenchReport) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "{:>7} {:>9} {:>11.0} {:>9.3} |{shares} | {:>6.2} {:>6.1} {:>8.1e} {:>4} {:>9} {:>8} {:>9.3}",
+                "{:>7} {:>9} {:>11.0} {:>9.3} |{shares} | {:>6.2} {:>6.1} {:>5.2} {:>4.0} {:>8.1e} {:>4} {:>9} {:>8} {:>9.3}",
                 r.nworlds,
                 r.backend,
                 r.steps_per_s,
                 1e3 / r.batch_steps_per_s,
                 r.contacts_per_world,
                 r.iterations_per_solve,
+                r.newton_steps_per_solve,
+                100.0 * r.finished_share,
                 r.max_eps_abs,
                 r.fallbacks,
                 r.memory
