@@ -138,6 +138,23 @@ enum DriverKind {
     Targets,
 }
 
+/// Every actuator's control range, or, naming the first without one,
+/// why there is nothing to draw within (`what` leads the message).
+pub fn control_ranges(model: &moreau::Model, what: &str) -> Result<Vec<(f64, f64)>, String> {
+    model
+        .actuators
+        .iter()
+        .map(|a| {
+            a.ctrl_range.ok_or_else(|| {
+                format!(
+                    "{what}: actuator `{}` has no control range (ctrllimited), nothing to draw within",
+                    a.name
+                )
+            })
+        })
+        .collect()
+}
+
 impl ActionDriver {
     /// The driver of `n` worlds of `scene`; refuses random actions on a
     /// model with an actuator that has no control range (nothing to draw
@@ -148,19 +165,7 @@ impl ActionDriver {
             BenchActions::Random { seed, period } => {
                 let model = &scene.model;
                 let kind = if model.nu() > 0 {
-                    let ranges = model
-                        .actuators
-                        .iter()
-                        .map(|a| {
-                            a.ctrl_range.ok_or_else(|| {
-                                format!(
-                                    "random actions: actuator `{}` has no control range (ctrllimited), nothing to draw within",
-                                    a.name
-                                )
-                            })
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    DriverKind::Controls(ranges)
+                    DriverKind::Controls(control_ranges(model, "random actions")?)
                 } else if scene.controller.is_some() {
                     DriverKind::Targets
                 } else {

@@ -175,18 +175,7 @@ impl RandomControls {
             )
             .into());
         }
-        let ranges = model
-            .actuators
-            .iter()
-            .map(|a| {
-                a.ctrl_range.ok_or_else(|| {
-                    format!(
-                        "--random-controls: actuator `{}` has no control range (ctrllimited), nothing to draw within",
-                        a.name
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let ranges = moreau_lab::bench::batch::control_ranges(model, "--random-controls")?;
         Ok(RandomControls {
             seed,
             rng: moreau::math::Rng::new(seed),
