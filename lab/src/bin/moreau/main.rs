@@ -305,8 +305,9 @@ enum Command {
     /// 16 384 and more) on every backend (gpu, cpu on all cores, cpu1 on one
     /// core), with a progress bar. Reports world steps per second, the time
     /// per stage (actions, dynamics, collision, Delassus, pack, upload,
-    /// solve, download, integrate), contacts per world, solver iterations
-    /// and eps_abs, host and device bytes per world, the device and the
+    /// solve, download, integrate), contacts per world, solver iterations,
+    /// Newton steps and the share of solves a finisher ended (newt, fin%),
+    /// eps_abs, host and device bytes per world, the device and the
     /// precision; prints the GPU-over-single-core ratios; writes a JSON
     /// report (--out) and an SVG plot of throughput versus batch size next
     /// to it. Actions: the scene's PD controller, or random with
