@@ -73,6 +73,7 @@ mod report;
 pub use options::{
     Backend, BatchError, BatchOptions, GPU_MIN_TOLERANCE, ThreadsError, set_threads, threads,
 };
+pub use report::BatchStepReport;
 use report::Tally;
 
 use gpu_step::{GpuState, host_prepared_gpu};
@@ -103,48 +104,6 @@ impl WorldStep {
             _ => None,
         }
     }
-}
-
-/// What one batch step did.
-#[derive(Clone, Debug, Default)]
-pub struct BatchStepReport {
-    /// Contacts over all worlds, and the most in one world.
-    pub contacts: usize,
-    pub max_contacts: usize,
-    /// Worlds whose step solved a constraint problem (contacts or active
-    /// joint limits).
-    pub worlds_solved: usize,
-    /// Solver iterations summed over the solves, and the largest final `ε_abs`.
-    pub iterations: usize,
-    pub max_eps_abs: f64,
-    /// `ncp-admm`: semismooth Newton steps summed over the solves (each a
-    /// dense LU of the problem), and the solves an active-set polish or
-    /// Newton's steps ended ([`SolverStats::polishes`]): where the solve's
-    /// time goes when `iterations` is 0.
-    pub newton_steps: usize,
-    pub finished: usize,
-    /// Solves that stopped at their iteration cap, short of their
-    /// tolerance and of f32's floor.
-    pub unconverged: usize,
-    /// f32 solves (the GPU's ADMM) that stopped short of their tolerance
-    /// within [`crate::contact::criteria::FLOOR_STALL_FACTOR`] of f32's floor
-    /// under `ε_abs` ([`SolverStats::at_floor`]): as far as f32 goes.
-    pub at_floor: usize,
-    /// GPU problems solved on the CPU instead (flagged by the GPU), with why.
-    pub fallbacks: Vec<(usize, String)>,
-    /// Whether the GPU buffers grew in this step (and to what capacity).
-    pub grew: Option<BatchCapacity>,
-    /// Worlds that did not step (non-finite actions, a failed step), with
-    /// why; their state is unchanged.
-    pub failed: Vec<(usize, SimError)>,
-    /// Resident worlds (the `gpu` backend on the device) whose step found
-    /// more contacts than the world has room for
-    /// ([`crate::gpu::resident::contacts::MOVING_CONTACT_CAPACITY`]), and
-    /// the contacts dropped over them: the deepest were kept. Over every
-    /// physics step of the call (a frame skip's included).
-    pub overflowed_worlds: usize,
-    pub dropped_contacts: usize,
-    pub times: BatchTimes,
 }
 
 struct World {
