@@ -263,10 +263,10 @@ impl ActionDriver {
                     }
                     _ => scene.control(states[w], tau),
                 };
-                if nv == 0 {
-                } else if parallel {
+                // (A model without dofs has no inputs: chunks of 0 are refused.)
+                if nv > 0 && parallel {
                     self.inputs.par_chunks_mut(nv).enumerate().for_each(one);
-                } else {
+                } else if nv > 0 {
                     self.inputs.chunks_mut(nv).enumerate().for_each(one);
                 }
             }
