@@ -123,7 +123,7 @@ pub struct ActionDriver {
     rngs: Vec<moreau::math::Rng>,
     draws: Vec<f64>,
     width: usize,
-    /// Per world, the step's inputs (torques, nv, or controls, nu).
+    /// Per world, the step's torques (nv; controls are the draws).
     inputs: Vec<f64>,
     steps: usize,
 }
@@ -176,7 +176,7 @@ impl ActionDriver {
         };
         let (width, input_width) = match &kind {
             DriverKind::Controller => (0, scene.model.nv),
-            DriverKind::Controls(r) => (r.len(), r.len()),
+            DriverKind::Controls(r) => (r.len(), 0),
             DriverKind::Targets => (
                 scene.controller.as_ref().map_or(0, |c| c.dofs.len()),
                 scene.model.nv,
@@ -254,7 +254,8 @@ impl ActionDriver {
         }
         let nv = scene.model.nv;
         match kind {
-            DriverKind::Controls(_) => self.inputs.copy_from_slice(&self.draws),
+            // (The draws are the controls.)
+            DriverKind::Controls(_) => return &self.draws,
             DriverKind::Controller | DriverKind::Targets => {
                 let draws = &self.draws;
                 let one = |(w, tau): (usize, &mut [f64])| match (&scene.controller, kind) {
