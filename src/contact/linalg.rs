@@ -184,12 +184,18 @@ pub fn lu_factor(h: &mut [f64], n: usize, pivot: &mut [usize]) -> bool {
             }
         }
         let inv = 1.0 / h[k * n + k];
-        for i in k + 1..n {
-            let f = h[k * n + i] * inv;
-            h[k * n + i] = f;
-            if f != 0.0 {
-                for j in k + 1..n {
-                    h[j * n + i] -= f * h[j * n + k];
+        for f in &mut h[k * n + k + 1..(k + 1) * n] {
+            *f *= inv;
+        }
+        // The trailing update column by column (contiguous in column-major
+        // storage; each entry gets the same single update as row by row).
+        let (head, tail) = h.split_at_mut((k + 1) * n);
+        let l = &head[k * n + k + 1..];
+        for col in tail.chunks_exact_mut(n) {
+            let u = col[k];
+            if u != 0.0 {
+                for (x, &f) in col[k + 1..].iter_mut().zip(l) {
+                    *x -= f * u;
                 }
             }
         }

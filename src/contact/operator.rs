@@ -60,11 +60,12 @@ impl DelassusOperator for DMatrix<f64> {
     /// Column by column, skipping the zero entries of `z` (the columns of
     /// breaking contacts).
     fn apply_add(&self, z: &[f64], out: &mut [f64]) {
-        for (j, &zj) in z.iter().enumerate() {
+        let m = self.nrows();
+        for (&zj, col) in z.iter().zip(self.as_slice().chunks_exact(m.max(1))) {
             if zj == 0.0 {
                 continue;
             }
-            for (ci, aij) in out.iter_mut().zip(self.column(j).iter()) {
+            for (ci, aij) in out.iter_mut().zip(col) {
                 *ci += aij * zj;
             }
         }

@@ -40,10 +40,11 @@
 //! there that is not a zero). ADMM goes on from there.
 //!
 //! The linear system is dense `m × m` (formed from `G`'s operator on the
-//! tree path), factorized by LU with partial pivoting on `J + εI` and
-//! refined against `J`: `J` is singular when `G` is (a body with more
-//! contacts than dofs), and the regularized solve then takes a small step
-//! along the null space.
+//! tree path). Its identity rows (a breaking contact's `F = λ`, a row on a
+//! bound's piece) fix their step at `−F`; the other rows' system is
+//! factorized by LU with partial pivoting on `J + εI` and refined against
+//! `J`: `J` is singular when `G` is (a body with more contacts than dofs),
+//! and the regularized solve then takes a small step along the null space.
 
 use crate::contact::RowSet;
 use crate::contact::cone::get3;
@@ -97,6 +98,12 @@ pub(crate) struct NewtonWork {
     step: Vec<f64>,
     residual: Vec<f64>,
     unit: Vec<f64>,
+    /// The rows of the reduced step (not identity rows), its matrix
+    /// `J_FF` (column-major), right-hand side and solution.
+    free: Vec<usize>,
+    jff: Vec<f64>,
+    rhs: Vec<f64>,
+    y: Vec<f64>,
 }
 
 impl NewtonWork {
@@ -148,7 +155,6 @@ pub(crate) fn newton(
         &mut work.f_trial,
         &mut work.trial,
         &mut work.step,
-        &mut work.residual,
     ] {
         v.clear();
         v.resize(m, 0.0);
@@ -156,7 +162,6 @@ pub(crate) fn newton(
     work.d_lambda.resize(nc + (m - 3 * nc), [0.0; 9]);
     work.d_c.resize(nc + (m - 3 * nc), [0.0; 9]);
     work.jac.resize(m * m, 0.0);
-    work.lu.resize(m * m, 0.0);
     work.pivot.resize(m, 0);
     // Each scale of r in turn, from z, until one solves the problem; the
     // last one that did first (consecutive problems of a simulation are alike).
@@ -199,36 +204,74 @@ fn attempt(
     }
     for _ in 0..NEWTON_STEPS {
         let phi = evaluate(work, mu, true);
-        // The step: (∂_λF + ∂_cF A) δ = −F.
+        // The step: (∂_λF + ∂_cF A) δ = −F, reduced to the rows that are
+        // not identity rows (a breaking block's `F = λ`, a row on a bound's
+        // piece): there `δ = −F`, and the others solve
+        // `J_FF δ_F = −F_F − J_FI δ_I`.
         assemble(work, nc, m);
-        work.lu.copy_from_slice(&work.jac);
         let jmax = work.jac.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+        work.free.clear();
         for k in 0..m {
-            work.lu[k * m + k] += REGULARIZATION * jmax;
-        }
-        if !lu_factor(&mut work.lu, m, &mut work.pivot) {
-            return false;
-        }
-        for k in 0..m {
-            work.step[k] = -work.f[k];
-        }
-        lu_apply(&work.lu, m, &work.pivot, &mut work.step);
-        for _ in 0..REFINEMENTS {
-            // residual = −F − J δ
-            for k in 0..m {
-                work.residual[k] = -work.f[k];
+            let identity = (0..m).all(|j| work.jac[j * m + k] == if j == k { 1.0 } else { 0.0 });
+            if identity {
+                work.step[k] = -work.f[k];
+            } else {
+                work.free.push(k);
             }
-            for (j, &sj) in work.step.iter().enumerate() {
+        }
+        let n = work.free.len();
+        // rhs_F = −F_F − J_FI δ_I, and J_FF (column-major n × n).
+        work.rhs.clear();
+        work.rhs.extend(work.free.iter().map(|&k| -work.f[k]));
+        work.jff.clear();
+        for &j in &work.free {
+            work.jff
+                .extend(work.free.iter().map(|&k| work.jac[j * m + k]));
+        }
+        {
+            let mut next = 0;
+            for j in 0..m {
+                if next < n && work.free[next] == j {
+                    next += 1;
+                    continue;
+                }
+                let sj = work.step[j];
                 if sj != 0.0 {
-                    for (rk, jk) in work.residual.iter_mut().zip(&work.jac[j * m..(j + 1) * m]) {
-                        *rk -= jk * sj;
+                    for (e, &k) in work.free.iter().enumerate() {
+                        work.rhs[e] -= work.jac[j * m + k] * sj;
                     }
                 }
             }
-            lu_apply(&work.lu, m, &work.pivot, &mut work.residual);
-            for (s, r) in work.step.iter_mut().zip(&work.residual) {
-                *s += r;
+        }
+        work.lu.clear();
+        work.lu.extend_from_slice(&work.jff);
+        for e in 0..n {
+            work.lu[e * n + e] += REGULARIZATION * jmax;
+        }
+        if !lu_factor(&mut work.lu, n, &mut work.pivot) {
+            return false;
+        }
+        work.y.clear();
+        work.y.extend_from_slice(&work.rhs);
+        lu_apply(&work.lu, n, &work.pivot, &mut work.y);
+        for _ in 0..REFINEMENTS {
+            // residual = rhs − J_FF y
+            work.residual.clear();
+            work.residual.extend_from_slice(&work.rhs);
+            for (j, &yj) in work.y.iter().enumerate() {
+                if yj != 0.0 {
+                    for (rk, jk) in work.residual.iter_mut().zip(&work.jff[j * n..(j + 1) * n]) {
+                        *rk -= jk * yj;
+                    }
+                }
             }
+            lu_apply(&work.lu, n, &work.pivot, &mut work.residual);
+            for (y, r) in work.y.iter_mut().zip(&work.residual) {
+                *y += r;
+            }
+        }
+        for (&k, &y) in work.free.iter().zip(&work.y) {
+            work.step[k] = y;
         }
         if !work.step.iter().all(|x| x.is_finite()) {
             return false;

@@ -333,6 +333,7 @@ fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b
     work.y.resize(n, 0.0);
     work.pivot.resize(n, 0);
     // H[:, j] = E (A + diag d) B[:, j]; rhs = −E b.
+    let m = a.nrows();
     for j in 0..n {
         work.column.fill(0.0);
         // The unknown's column of B: (row, weight) pairs.
@@ -342,8 +343,12 @@ fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b
                 continue;
             }
             let r = first + s;
-            for (q, x) in work.column.iter_mut().enumerate() {
-                *x += a[(q, r)] * w;
+            for (x, &arq) in work
+                .column
+                .iter_mut()
+                .zip(&a.as_slice()[r * m..(r + 1) * m])
+            {
+                *x += arq * w;
             }
             work.column[r] += d[r] * w;
         }
