@@ -98,10 +98,9 @@ pub(crate) struct NewtonWork {
     step: Vec<f64>,
     residual: Vec<f64>,
     unit: Vec<f64>,
-    /// The rows of the reduced step (not identity rows), its matrix
-    /// `J_FF` (column-major), right-hand side and solution.
+    /// The rows of the reduced step (not identity rows), its right-hand
+    /// side and solution (its matrix `J_FF` is packed into `jac`).
     free: Vec<usize>,
-    jff: Vec<f64>,
     rhs: Vec<f64>,
     y: Vec<f64>,
 }
@@ -220,14 +219,9 @@ fn attempt(
             }
         }
         let n = work.free.len();
-        // rhs_F = −F_F − J_FI δ_I, and J_FF (column-major n × n).
+        // rhs_F = −F_F − J_FI δ_I.
         work.rhs.clear();
         work.rhs.extend(work.free.iter().map(|&k| -work.f[k]));
-        work.jff.clear();
-        for &j in &work.free {
-            work.jff
-                .extend(work.free.iter().map(|&k| work.jac[j * m + k]));
-        }
         {
             let mut next = 0;
             for j in 0..m {
@@ -243,8 +237,17 @@ fn attempt(
                 }
             }
         }
+        // J_FF packed into the front of `jac` (column-major n × n): every
+        // entry moves to an index no larger than its own, in order, so no
+        // entry is overwritten before it is read.
+        for ec in 0..n {
+            for er in 0..n {
+                work.jac[ec * n + er] = work.jac[work.free[ec] * m + work.free[er]];
+            }
+        }
+        let jff = &work.jac[..n * n];
         work.lu.clear();
-        work.lu.extend_from_slice(&work.jff);
+        work.lu.extend_from_slice(jff);
         for e in 0..n {
             work.lu[e * n + e] += REGULARIZATION * jmax;
         }
@@ -260,7 +263,7 @@ fn attempt(
             work.residual.extend_from_slice(&work.rhs);
             for (j, &yj) in work.y.iter().enumerate() {
                 if yj != 0.0 {
-                    for (rk, jk) in work.residual.iter_mut().zip(&work.jff[j * n..(j + 1) * n]) {
+                    for (rk, jk) in work.residual.iter_mut().zip(&jff[j * n..(j + 1) * n]) {
                         *rk -= jk * yj;
                     }
                 }
