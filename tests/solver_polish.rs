@@ -193,6 +193,50 @@ fn the_newton_finisher_converges_the_lying_humanoid() {
     assert!(10 * it_with < it_without, "{it_with} vs {it_without}");
 }
 
+/// A problem `ncp-admm` alone leaves at its cap: step 11 958 of
+/// `moreau run humanoidstandup.xml --random-controls 0 --control-period 5
+/// --steps 20000 --dump-problems F` (7 contacts, one frictionless; `G` is
+/// 21 × 21 with three zero eigenvalues). ADMM stalls at `ε_abs` 3.5e-3
+/// with the polish only and 2.4e-3 with Newton; the solution needs
+/// internal forces far from its iterate's. The `ncp-pgs` fallback from ADMM's best iterate
+/// solves it, and the answer meets the NCP, judged independently.
+#[test]
+fn the_pgs_fallback_solves_a_problem_admm_stalls_on() {
+    let problems = moreau::contact::io::read_problems(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/humanoidstandup_admm_stall.json"
+    ))
+    .unwrap();
+    let p = &problems[0];
+    let settings = SolverSettings::default();
+    let solve = |settings: &SolverSettings| {
+        let mut s = ContactSolution::default();
+        SolverKind::NcpAdmm
+            .build()
+            .solve(p, settings, &mut s)
+            .unwrap();
+        s
+    };
+    let s = solve(&settings);
+    println!(
+        "with the finishers: {} ADMM iterations, {} fallback sweeps, eps_abs {:.2e}",
+        s.stats.iterations, s.stats.fallback_sweeps, s.stats.residuals.eps_abs
+    );
+    assert_eq!(s.stats.iterations, settings.max_iterations);
+    assert!(s.stats.fallback_sweeps > 0 && s.stats.fallback_sweeps < settings.max_iterations);
+    assert!(s.stats.converged);
+    let e = evaluate(p, Some(ContactModel::Ncp), s.lambda.as_slice());
+    assert!(e.ncp.eps_abs <= settings.tolerance, "{:e}", e.ncp.eps_abs);
+    // Newton off turns the fallback off too: ADMM's answer, unconverged.
+    let bare = solve(&SolverSettings {
+        newton: false,
+        ..settings
+    });
+    assert_eq!(bare.stats.fallback_sweeps, 0);
+    assert!(!bare.stats.converged);
+    assert!(bare.stats.residuals.eps_abs > 1e-4);
+}
+
 /// The block coupling of a pile of boxes (separate bodies): the simulator
 /// finds it, `G` vanishes outside it (the full validation checks), and the
 /// per-contact solvers, which then update velocities over the coupled

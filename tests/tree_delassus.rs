@@ -292,8 +292,9 @@ fn scenes_solve_alike_on_both_paths() {
         // problem to 1e-8). Elsewhere the paths agree to rounding, as
         // amplified by the conditioning: on the pyramid (36 contacts on 6
         // bodies, rank-deficient), one solve of 1000 differs by 1.7e-10
-        // since the Newton finisher's step was reduced to its non-identity
-        // rows (measured 2026-11-29); the others stay under 1e-10.
+        // since the Newton finisher runs before the spectrum estimate and
+        // on its non-identity rows only (measured 2026-11-29); the others
+        // stay under 1e-10.
         if scene.name == "humanoid" || scene.name == "ant" {
             assert!(r.over <= n / 100, "{}: {r:?}", scene.name);
         } else {

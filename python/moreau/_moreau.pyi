@@ -153,8 +153,9 @@ def solve(
 ) -> dict[str, Any]:
     """Solves one contact problem (G (m, m), g (m,), mu (nc,)) or a batch of B of one size
     (G (B, m, m), g (B, m), mu (B, nc)) on the CPU (f64, in parallel) or the GPU (f32, one
-    kernel): lambda, c, iterations, newton_steps (ncp-admm's finisher), converged, eps_abs
-    (per problem for a batch)."""
+    kernel): lambda, c, iterations, newton_steps (ncp-admm's finisher), fallback_sweeps
+    (ncp-admm on the CPU: ncp-pgs sweeps after ADMM's cap), converged, eps_abs (per problem
+    for a batch)."""
 
 class Simulator:
     """One world."""

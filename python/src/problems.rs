@@ -134,6 +134,7 @@ pub(crate) fn solve<'py>(
         d.set_item("c", PyArray1::from_slice(py, &s.c))?;
         d.set_item("iterations", s.iterations)?;
         d.set_item("newton_steps", s.newton_steps)?;
+        d.set_item("fallback_sweeps", s.fallback_sweeps)?;
         d.set_item("converged", s.converged)?;
         d.set_item("eps_abs", s.residuals.eps_abs)?;
     } else {
@@ -148,10 +149,12 @@ pub(crate) fn solve<'py>(
         d.set_item("c", array2(py, flat(|s| &s.c), b, m))?;
         let iterations: Vec<usize> = solved.iter().map(|s| s.iterations).collect();
         let newton_steps: Vec<usize> = solved.iter().map(|s| s.newton_steps).collect();
+        let fallback_sweeps: Vec<usize> = solved.iter().map(|s| s.fallback_sweeps).collect();
         let converged: Vec<bool> = solved.iter().map(|s| s.converged).collect();
         let eps: Vec<f64> = solved.iter().map(|s| s.residuals.eps_abs).collect();
         d.set_item("iterations", PyArray1::from_vec(py, iterations))?;
         d.set_item("newton_steps", PyArray1::from_vec(py, newton_steps))?;
+        d.set_item("fallback_sweeps", PyArray1::from_vec(py, fallback_sweeps))?;
         d.set_item("converged", PyArray1::from_vec(py, converged))?;
         d.set_item("eps_abs", PyArray1::from_vec(py, eps))?;
     }

@@ -21,6 +21,9 @@ pub struct SolvedProblem {
     pub iterations: usize,
     /// `ncp-admm`: semismooth Newton steps taken (see `SolverStats`).
     pub newton_steps: usize,
+    /// `ncp-admm` (CPU): sweeps of the `ncp-pgs` fallback where
+    /// ADMM reached its cap (see `SolverStats`).
+    pub fallback_sweeps: usize,
     pub converged: bool,
     /// f32's floor under `ε_abs` at the returned λ (the GPU's ADMM; 0 on
     /// the CPU): see [`crate::contact::SolverStats::at_floor`].
@@ -78,6 +81,7 @@ pub fn solve_problems(
             c: s.c.as_slice().to_vec(),
             iterations: s.stats.iterations,
             newton_steps: s.stats.newton_steps,
+            fallback_sweeps: s.stats.fallback_sweeps,
             converged: s.stats.converged,
             eps_floor: s.stats.eps_floor,
             at_floor: s.stats.at_floor(),
@@ -120,6 +124,7 @@ pub fn solve_problems(
                     c: p.c.iter().map(|&x| f64::from(x)).collect(),
                     iterations: r.iterations as usize,
                     newton_steps: r.newton_steps as usize,
+                    fallback_sweeps: 0,
                     converged: p.converged(),
                     eps_floor: f64::from(r.eps_floor),
                     at_floor: p.at_floor(),

@@ -64,6 +64,7 @@
 //! an exact warm start). Refactorizing is the cheaper choice at these rates.
 
 use super::newton::newton;
+use super::pgs::NcpPgs;
 use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::RowSet;
@@ -173,6 +174,9 @@ pub(crate) struct AdmmCore {
     polish_z: Vec<f64>,
     polish_c: Vec<f64>,
     polish_best: Vec<f64>,
+    /// The `ncp-pgs` fallback's start and answer.
+    fallback_start: Vec<f64>,
+    fallback: ContactSolution,
 }
 
 fn inf_norm(v: &[f64]) -> f64 {
@@ -717,6 +721,44 @@ fn solve_cones(
         settings,
         options,
     )?;
+    // ADMM at its cap, unconverged: it can stall at the de Saxcé fixed point
+    // on some rank-deficient problems whose solution needs internal forces
+    // far from its iterate's, which per-contact sweeps reach (measured on
+    // the humanoidstandup under random controls: a 7-contact problem left
+    // at ε_abs 2.4e-3 after 1 000 iterations, solved by 118 `ncp-pgs`
+    // sweeps from ADMM's iterate).
+    if model == ContactModel::Ncp && !out.stats.converged && settings.polish && settings.newton {
+        core.fallback_start.clear();
+        core.fallback_start.extend_from_slice(out.lambda.as_slice());
+        // The sweeps read `G`'s entries: on the tree path, a dense copy of
+        // the problem (symmetrized; rare enough to allocate).
+        let dense;
+        let q = match tree {
+            None => p,
+            Some(_) => {
+                let m = p.g.len();
+                let (mut g, mut unit) = (Vec::new(), Vec::new());
+                a.dense_into(&vec![0.0; m], &mut g, &mut unit);
+                let mut copy = p.clone();
+                copy.delassus =
+                    nalgebra::DMatrix::from_fn(m, m, |i, j| 0.5 * (g[j * m + i] + g[i * m + j]));
+                dense = copy;
+                &dense
+            }
+        };
+        let fallback = &mut core.fallback;
+        // A sweep that diverges leaves ADMM's answer (the error is not the
+        // problem's: ADMM's factorization has checked `G`).
+        if NcpPgs::solve_from(q, settings, &core.fallback_start, fallback).is_ok() {
+            out.stats.fallback_sweeps = fallback.stats.iterations;
+            if fallback.stats.residuals.eps_abs < out.stats.residuals.eps_abs {
+                out.lambda.copy_from(&fallback.lambda);
+                out.c.copy_from(&fallback.c);
+                out.stats.residuals = fallback.stats.residuals;
+                out.stats.converged = fallback.stats.converged;
+            }
+        }
+    }
     Ok(out.stats.rho)
 }
 

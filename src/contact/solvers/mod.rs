@@ -59,6 +59,10 @@ pub struct SolverSettings {
     /// `ncp-admm`, with `polish`: where a polish fails, a few semismooth
     /// Newton steps on the Alart–Curnier function from the same iterate
     /// (see `solvers/newton.rs`), ending the run when they solve the problem.
+    /// On the CPU, also the fallback where ADMM reaches its cap
+    /// unconverged: `ncp-pgs` sweeps from ADMM's best iterate (at most
+    /// `max_iterations` more; on the tree path over a dense copy of `G`),
+    /// kept where they end with a smaller `ε_abs`.
     pub newton: bool,
     /// `ncp-admm`: when `ε_abs` gains less than 1 % in 100 iterations,
     /// raise ρ tenfold and keep the residual balancing above it (the de
@@ -155,6 +159,10 @@ pub struct SolverStats {
     /// ADMM (NCP): steps of the semismooth Newton finisher (each a dense
     /// `m × m` LU), tried where the polish failed.
     pub newton_steps: usize,
+    /// ADMM (NCP, CPU): sweeps of the `ncp-pgs` fallback run
+    /// where ADMM reached its cap unconverged (counted whether or not their
+    /// answer was kept; `iterations` counts ADMM's alone).
+    pub fallback_sweeps: usize,
     /// The f32 kernels' floor under `ε_abs` at the returned `λ` (the GPU
     /// ADMM's `eps_floor`: what rounding `c` in f32 costs); 0 for the f64
     /// solvers, whose floor is far below any tolerance.

@@ -109,6 +109,24 @@ pub(crate) fn gauss_seidel(
     criterion: Criterion,
     out: &mut ContactSolution,
     initial: impl Fn(usize, [f64; 3]) -> [f64; 3],
+    local: impl FnMut(usize, [f64; 3], [f64; 3]) -> ([f64; 3], f64),
+    end_sweep: impl FnMut(),
+) -> Result<SolverStats, ProblemError> {
+    let start = p.warm_start.as_slice();
+    gauss_seidel_from(
+        p, settings, criterion, start, out, initial, local, end_sweep,
+    )
+}
+
+/// [`gauss_seidel`] from `start` (`m`) instead of the problem's warm start.
+#[allow(clippy::too_many_arguments)]
+fn gauss_seidel_from(
+    p: &ContactProblem,
+    settings: &SolverSettings,
+    criterion: Criterion,
+    start: &[f64],
+    out: &mut ContactSolution,
+    initial: impl Fn(usize, [f64; 3]) -> [f64; 3],
     mut local: impl FnMut(usize, [f64; 3], [f64; 3]) -> ([f64; 3], f64),
     mut end_sweep: impl FnMut(),
 ) -> Result<SolverStats, ProblemError> {
@@ -117,16 +135,19 @@ pub(crate) fn gauss_seidel(
     let nc = p.nc();
     let m = p.m();
     check_blocks(p)?;
+    if start.len() != m {
+        return Err(ProblemError::DimensionMismatch {
+            what: "start",
+            got: start.len(),
+            expected: m,
+        });
+    }
     out.resize(m);
     for i in 0..nc {
-        set3(
-            out.lambda.as_mut_slice(),
-            i,
-            initial(i, get3(p.warm_start.as_slice(), i)),
-        );
+        set3(out.lambda.as_mut_slice(), i, initial(i, get3(start, i)));
     }
     for k in 3 * nc..m {
-        out.lambda[k] = p.row_set(k - 3 * nc).project(p.warm_start[k]);
+        out.lambda[k] = p.row_set(k - 3 * nc).project(start[k]);
     }
     p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
     let mut stats = SolverStats::default();
@@ -270,11 +291,24 @@ impl ContactSolver for NcpPgs {
         settings: &SolverSettings,
         out: &mut ContactSolution,
     ) -> Result<(), ProblemError> {
+        Self::solve_from(p, settings, p.warm_start.as_slice(), out)
+    }
+}
+
+impl NcpPgs {
+    /// The sweeps from `start` (`m`) instead of the problem's warm start.
+    pub(crate) fn solve_from(
+        p: &ContactProblem,
+        settings: &SolverSettings,
+        start: &[f64],
+        out: &mut ContactSolution,
+    ) -> Result<(), ProblemError> {
         let omega = settings.over_relaxation;
-        out.stats = gauss_seidel(
+        out.stats = gauss_seidel_from(
             p,
             settings,
             Criterion::Model(ContactModel::Ncp),
+            start,
             out,
             |i, w| project_cone(p.mu[i], w),
             |i, l, c| {

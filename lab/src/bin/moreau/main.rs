@@ -258,7 +258,8 @@ enum Command {
     },
     /// Solve the contact problems of a JSON file (one problem or a list; see
     /// `moreau run --dump-problems`). Prints one JSON object per problem and line:
-    /// problem, nc, solver, model, lambda, c, iterations, newton_steps, converged,
+    /// problem, nc, solver, model, lambda, c, iterations, newton_steps,
+    /// fallback_sweeps, converged,
     /// eps_floor, at_floor, eps_abs, eps_p, eps_d, eps_c, eps_ncp, time_us.
     /// eps_abs (= max of eps_p, eps_d,
     /// eps_c) is the residual of the solver's own model (ncp, ccp, lcp-<facets>;

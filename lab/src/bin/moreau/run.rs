@@ -16,29 +16,34 @@ pub(crate) struct Tally {
     solves: usize,
     unconverged: usize,
     /// Solves by how they ended ([`Finish`]): count and solve-stage seconds.
-    finishes: [(usize, f64); 4],
+    finishes: [(usize, f64); 5],
 }
 
 /// How a solve ended, cheapest first: its warm start already solved it; an
 /// active-set polish did, before any ADMM iteration; Newton steps did
-/// (after a factorization); ADMM iterated.
+/// (after a factorization); ADMM iterated; ADMM reached its cap and the
+/// `ncp-pgs` fallback swept (whether or not it solved the problem).
 #[derive(Clone, Copy)]
 enum Finish {
     WarmStart,
     Polish,
     Newton,
     Admm,
+    Fallback,
 }
 
 impl Finish {
-    const ALL: [Finish; 4] = [
+    const ALL: [Finish; 5] = [
         Finish::WarmStart,
         Finish::Polish,
         Finish::Newton,
         Finish::Admm,
+        Finish::Fallback,
     ];
     fn of(s: &moreau::contact::SolverStats) -> Finish {
-        if s.iterations > 0 {
+        if s.fallback_sweeps > 0 {
+            Finish::Fallback
+        } else if s.iterations > 0 {
             Finish::Admm
         } else if s.newton_steps > 0 {
             Finish::Newton
@@ -54,6 +59,7 @@ impl Finish {
             Finish::Polish => "polish",
             Finish::Newton => "Newton",
             Finish::Admm => "ADMM iterations",
+            Finish::Fallback => "ADMM's cap, then ncp-pgs",
         }
     }
 }

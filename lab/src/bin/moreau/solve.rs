@@ -15,6 +15,7 @@ pub(crate) struct SolveLine<'a> {
     c: &'a [f64],
     iterations: usize,
     newton_steps: usize,
+    fallback_sweeps: usize,
     converged: bool,
     /// f32's floor under the solver's `ε_abs` (the GPU's ADMM; 0 on the
     /// CPU), and whether the solve ended short of its tolerance within it.
@@ -88,6 +89,7 @@ pub(crate) fn solve(
             c: &c,
             iterations: s.iterations,
             newton_steps: s.newton_steps,
+            fallback_sweeps: s.fallback_sweeps,
             converged: s.converged,
             eps_floor: s.eps_floor,
             at_floor: s.at_floor,
