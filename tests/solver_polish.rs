@@ -198,10 +198,9 @@ fn the_newton_finisher_converges_the_lying_humanoid() {
 /// --steps 20000 --dump-problems F` (7 contacts, one frictionless; `G` is
 /// 21 × 21 with three zero eigenvalues). ADMM stalls at `ε_abs` 3.5e-3
 /// with the polish only (2.4e-3 with Newton, measured before the fallback
-/// existed); the solution needs
-/// internal forces far from its iterate's. The `ncp-pgs` fallback from
-/// ADMM's best iterate solves it (118 sweeps), and the answer meets the
-/// NCP, judged independently.
+/// existed); the solution needs internal forces far from its iterate's.
+/// The `ncp-pgs` fallback from ADMM's best iterate solves it (118 sweeps),
+/// and the answer meets the NCP, judged independently.
 #[test]
 fn the_pgs_fallback_solves_a_problem_admm_stalls_on() {
     let problems = moreau::contact::io::read_problems(concat!(
