@@ -211,8 +211,7 @@ fn attempt(
         let jmax = work.jac.iter().fold(0.0f64, |s, x| s.max(x.abs()));
         work.free.clear();
         for k in 0..m {
-            let identity = (0..m).all(|j| work.jac[j * m + k] == if j == k { 1.0 } else { 0.0 });
-            if identity {
+            if identity_row(work, nc, k) {
                 work.step[k] = -work.f[k];
             } else {
                 work.free.push(k);
@@ -316,6 +315,18 @@ fn attempt(
         }
     }
     false
+}
+
+/// Whether row `k` of the Newton matrix is `e_kᵀ` (its `∂F/∂c` row is
+/// zero and its `∂F/∂λ` row the unit row), from the blocks `evaluate` kept.
+fn identity_row(work: &NewtonWork, nc: usize, k: usize) -> bool {
+    if k >= 3 * nc {
+        let b = nc + k - 3 * nc;
+        return work.d_c[b][0] == 0.0 && work.d_lambda[b][0] == 1.0;
+    }
+    let (b, s) = (k / 3, k % 3);
+    let (dl, dc) = (&work.d_lambda[b], &work.d_c[b]);
+    (0..3).all(|t| dc[3 * s + t] == 0.0 && dl[3 * s + t] == if t == s { 1.0 } else { 0.0 })
 }
 
 /// `out = A x` (`A` column-major `m × m`).
