@@ -190,15 +190,24 @@ impl<'a> TreeDelassus<'a> {
                     y[k] = 0.0;
                 }
             }
+            // `Yᵀ D⁻¹ Y` on the support: one division per dof (`y` holds
+            // `1 / D_k` meanwhile), the upper triangle mirrored.
+            for &k in support {
+                y[k] = 1.0 / l[(k, k)];
+            }
             let base = block_offset(nc, b);
             for c1 in 0..width {
-                for c2 in 0..width {
+                for c2 in c1..width {
                     let mut s = 0.0;
                     for (t, &k) in support.iter().enumerate() {
-                        s += ys[t][c1] * ys[t][c2] / l[(k, k)];
+                        s += ys[t][c1] * ys[t][c2] * y[k];
                     }
                     out[base + c2 * width + c1] = s;
+                    out[base + c1 * width + c2] = s;
                 }
+            }
+            for &k in support {
+                y[k] = 0.0;
             }
         }
     }

@@ -395,6 +395,14 @@ impl Simulator {
         let m = self.problem.m();
         if self.tree && self.problem.delassus.shape() != (m, m) {
             let (model, data, p) = (&*self.model, &self.data, &mut self.problem);
+            let jac = &self.jacobian;
+            p.coupling.from_supports(
+                jac.nblocks(),
+                model.nv,
+                &jac.support,
+                &jac.offsets,
+                &mut self.coupling_work,
+            );
             delassus_ltdl_coupled(
                 model,
                 data,
@@ -752,16 +760,22 @@ impl Simulator {
             p.row_sets.resize(self.limits.len(), RowSet::Unilateral);
             p.row_sets.extend(self.rows.rows.iter().map(|r| r.set));
         }
-        // Blocks whose supports do not meet (separate bodies) are zero.
+        // Blocks whose supports do not meet (separate bodies) are zero. The
+        // tree path forms no `G`: its coupling waits until one is formed
+        // ([`Self::problem_with_delassus`]; cleared, it reads as dense).
         let p = &mut self.problem;
         let jac = &self.jacobian;
-        p.coupling.from_supports(
-            nb,
-            model.nv,
-            &jac.support,
-            &jac.offsets,
-            &mut self.coupling_work,
-        );
+        if self.tree {
+            p.coupling.clear();
+        } else {
+            p.coupling.from_supports(
+                nb,
+                model.nv,
+                &jac.support,
+                &jac.offsets,
+                &mut self.coupling_work,
+            );
+        }
         if self.tree {
             if self.params.compliance > 0.0 {
                 let t = TreeDelassus::new(model, data, &self.jacobian, &self.tree_work);

@@ -145,6 +145,15 @@ pub(crate) const STALL_WINDOW: usize = 100;
 pub(crate) const POLISH_INTERVAL: usize = 20;
 /// Direction refinements per polishing attempt.
 pub(crate) const POLISH_ROUNDS: usize = 4;
+/// The most rows `m` of a problem `ncp-admm` takes Newton steps on (each
+/// step a dense LU of up to `m × m`). Measured on the box pyramid (108
+/// rows; `moreau run docs/experiments/piles/pyramid.xml --passive --steps
+/// 3000`, 2026-11-29): with Newton, its solves (2 ms each) and ADMM's runs
+/// between them took half the run while the pile settled, and the pile
+/// came to rest differently (up to 38 contacts instead of 36); without,
+/// the polish finished every solve ADMM did not. The lying humanoid's
+/// problems (up to 40 rows), where Newton is needed, stay under it.
+pub(crate) const NEWTON_MAX_ROWS: usize = 96;
 
 /// How a run is tuned.
 #[derive(Clone, Copy, Debug)]
@@ -306,6 +315,9 @@ impl AdmmCore {
         self.polish_c.resize(n, 0.0);
         self.polish_best.resize(n, 0.0);
         let mut found = false;
+        // The polish's linear solves stop refining at a thousandth of the
+        // tolerance (on the pyramid at rest, one refinement instead of three).
+        self.polish.target = 1e-3 * tolerance;
         let (pc, pb, best) = (&mut self.polish_c, &mut self.polish_best, &mut self.best);
         model.polish(
             &mut self.polish,
@@ -396,9 +408,12 @@ impl AdmmCore {
         // use (kept if ρ's range leaves ρ as it is), and the spectrum
         // estimate waits until ADMM needs it.
         let warm_rho = options.rho.filter(|r| r.is_finite() && *r > 0.0);
+        // Newton's step is a dense LU of up to `m × m`: above
+        // `NEWTON_MAX_ROWS` rows (piles) the polish finishes alone.
+        let newton = model.newton() && n <= NEWTON_MAX_ROWS;
         let mut newton_tried = false;
         if settings.polish
-            && model.newton()
+            && newton
             && let Some(rho) = warm_rho
         {
             stats.factorizations += self.factorize(a, d, rho)? as usize;
@@ -425,6 +440,11 @@ impl AdmmCore {
             _ => rho_cold,
         };
         let alpha = settings.over_relaxation;
+        let both = if newton {
+            Finisher::Both
+        } else {
+            Finisher::Polish
+        };
         // The Lanczos steps used tmp: restore the (projected) guess.
         self.tmp.clear();
         self.tmp.extend_from_slice(z);
@@ -464,6 +484,7 @@ impl AdmmCore {
             }
             stats.factorizations += self.factorize(a, d, rho)? as usize;
             if settings.polish
+                && newton
                 && !(attempt == 0 && newton_tried)
                 && let Some(r) =
                     self.polished(model, a, d, b, z, c, tol, &mut best_eps, Finisher::Newton)
@@ -504,8 +525,7 @@ impl AdmmCore {
                     && eps > settings.tolerance
                     && it % POLISH_INTERVAL == 0
                     && eps.is_finite()
-                    && let Some(r) =
-                        self.polished(model, a, d, b, z, c, tol, &mut best_eps, Finisher::Both)
+                    && let Some(r) = self.polished(model, a, d, b, z, c, tol, &mut best_eps, both)
                 {
                     stats.residuals = r;
                     stats.polishes += 1;

@@ -86,7 +86,13 @@ pub(crate) struct PolishWork {
     offsets: Vec<usize>,
     /// Tree path: the regularized diagonal `Δ` of `H + εI`'s Woodbury form.
     delta: Vec<f64>,
+    /// Tree path: each unknown's support (its block's dofs) at
+    /// `dofs[offsets[j]..offsets[j + 1]]`.
+    dofs: Vec<usize>,
     gdiag: Vec<f64>,
+    /// Refinements stop once the reduced system's residual is at most this
+    /// (set by the caller from its tolerance; 0: all [`REFINEMENTS`]).
+    pub(crate) target: f64,
     lambda: Vec<f64>,
     w: Vec<f64>,
     zero: Vec<f64>,
@@ -402,6 +408,9 @@ fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b
                 work.residual[e] -= work.h0[j * n + e] * yj;
             }
         }
+        if refined(&work.residual, work.target) {
+            break;
+        }
         lu_apply(&work.h, n, &work.pivot, &mut work.residual);
         for j in 0..n {
             work.y[j] += work.residual[j];
@@ -429,12 +438,14 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     work.rows.clear();
     work.offsets.clear();
     work.delta.clear();
+    work.dofs.clear();
     let mut hmax = 0.0f64;
     for e in 0..n {
         let (first, dir) = column(work, mu, e);
         let row = work.equations[e];
         let support = jac.contact_support(jac.block_of_row(row));
-        work.offsets.push(work.rows.len() / 2);
+        work.offsets.push(work.dofs.len());
+        work.dofs.extend_from_slice(support);
         for &k in support {
             work.rows.push(j[(row, k)]);
         }
@@ -456,7 +467,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
         hmax = hmax.max(hjj.abs());
         work.delta.push(d[row]);
     }
-    work.offsets.push(work.rows.len() / 2);
+    work.offsets.push(work.dofs.len());
     for x in work.delta.iter_mut() {
         *x += REGULARIZATION * hmax;
     }
@@ -466,19 +477,20 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     // K = M + Σ_j v_j u_jᵀ / Δ_j, dense nv × nv, column-major in h.
     work.h.clear();
     work.h.extend_from_slice(t.mass().as_slice());
+    let h = &mut work.h[..];
     for e in 0..n {
-        let support = jac.contact_support(jac.block_of_row(work.equations[e]));
-        let s = support.len();
-        let base = 2 * work.offsets[e];
-        let (u, v) = work.rows[base..base + 2 * s].split_at(s);
+        let (start, end) = (work.offsets[e], work.offsets[e + 1]);
+        let support = &work.dofs[start..end];
+        let (u, v) = work.rows[2 * start..2 * end].split_at(end - start);
         let inv = 1.0 / work.delta[e];
-        for (c, &kc) in support.iter().enumerate() {
-            let uc = u[c] * inv;
+        for (&uc, &kc) in u.iter().zip(support) {
+            let uc = uc * inv;
             if uc == 0.0 {
                 continue;
             }
-            for (r, &kr) in support.iter().enumerate() {
-                work.h[kc * nv + kr] += v[r] * uc;
+            let col = &mut h[kc * nv..(kc + 1) * nv];
+            for (&vr, &kr) in v.iter().zip(support) {
+                col[kr] += vr * uc;
             }
         }
     }
@@ -499,7 +511,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     }
     work.y.clear();
     work.y.extend_from_slice(&work.rhs);
-    woodbury_solve(work, t, nv);
+    woodbury_solve(work, nv);
     for _ in 0..REFINEMENTS {
         apply_h(work, mu, t, d, b, Source::Y);
         work.residual.clear();
@@ -507,8 +519,11 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
             work.residual
                 .push(work.rhs[e] - work.column[work.equations[e]]);
         }
+        if refined(&work.residual, work.target) {
+            break;
+        }
         std::mem::swap(&mut work.y, &mut work.residual);
-        woodbury_solve(work, t, nv);
+        woodbury_solve(work, nv);
         std::mem::swap(&mut work.y, &mut work.residual);
         for e in 0..n {
             work.y[e] += work.residual[e];
@@ -562,31 +577,33 @@ fn apply_h(
 }
 
 /// `work.y ← (Δ + U M⁻¹ Vᵀ)⁻¹ work.y` with the LU of `M + Vᵀ Δ⁻¹ U` in `work.h`.
-fn woodbury_solve(work: &mut PolishWork, t: &TreeDelassus, nv: usize) {
-    let jac = t.jacobian();
+fn woodbury_solve(work: &mut PolishWork, nv: usize) {
     work.w.fill(0.0);
     for e in 0..work.unknowns.len() {
-        let support = jac.contact_support(jac.block_of_row(work.equations[e]));
-        let s = support.len();
-        let base = 2 * work.offsets[e];
-        let v = &work.rows[base + s..base + 2 * s];
+        let (start, end) = (work.offsets[e], work.offsets[e + 1]);
+        let v = &work.rows[start + end..2 * end];
         let te = work.y[e] / work.delta[e];
-        for (r, &k) in support.iter().enumerate() {
-            work.w[k] += v[r] * te;
+        for (&vr, &k) in v.iter().zip(&work.dofs[start..end]) {
+            work.w[k] += vr * te;
         }
     }
     lu_apply(&work.h, nv, &work.pivot, &mut work.w);
     for e in 0..work.unknowns.len() {
-        let support = jac.contact_support(jac.block_of_row(work.equations[e]));
-        let s = support.len();
-        let base = 2 * work.offsets[e];
-        let u = &work.rows[base..base + s];
+        let (start, end) = (work.offsets[e], work.offsets[e + 1]);
+        let u = &work.rows[2 * start..start + end];
         let mut dot = 0.0;
-        for (c, &k) in support.iter().enumerate() {
-            dot += u[c] * work.w[k];
+        for (&uc, &k) in u.iter().zip(&work.dofs[start..end]) {
+            dot += uc * work.w[k];
         }
         work.y[e] = (work.y[e] - dot) / work.delta[e];
     }
+}
+
+/// Whether a refinement's residual `r` (the reduced system's equation
+/// rows) is within `target` everywhere: the next correction would move the
+/// candidate's velocities by less than that.
+fn refined(r: &[f64], target: f64) -> bool {
+    target > 0.0 && r.iter().all(|x| x.abs() <= target)
 }
 
 /// The angle of `b` from `a`, in (−π, π].
