@@ -162,32 +162,34 @@ impl<'a> TreeDelassus<'a> {
         out.resize(9 * nc + (nb - nc), 0.0);
         let (j, l) = (&self.jac.jacobian, self.ltdl);
         let mut y = self.work.scratch.borrow_mut();
-        // Y's columns for the block's rows, on the support only.
+        // Y's columns for the block's rows (up to three side by side, one
+        // walk up the tree for all), on the support only.
         let mut ys = self.work.block_columns.borrow_mut();
+        ys.resize(self.nv(), [0.0; 3]);
         for b in 0..nb {
             let support = self.jac.contact_support(b);
             let rows = self.jac.block_rows(b);
             let width = rows.len();
-            ys.clear();
-            ys.resize(support.len(), [0.0; 3]);
-            for (c, r) in rows.clone().enumerate() {
-                for &k in support {
-                    y[k] = j[(r, k)];
+            for &k in support {
+                let mut v = [0.0; 3];
+                for (c, r) in rows.clone().enumerate() {
+                    v[c] = j[(r, k)];
                 }
-                for &k in support {
-                    let yk = y[k];
-                    if yk == 0.0 {
-                        continue;
-                    }
-                    let mut a = self.parent[k];
-                    while a != NO_DOF {
-                        y[a] -= l[(k, a)] * yk;
-                        a = self.parent[a];
-                    }
+                ys[k] = v;
+            }
+            for &k in support {
+                let yk = ys[k];
+                if yk == [0.0; 3] {
+                    continue;
                 }
-                for (s, &k) in support.iter().enumerate() {
-                    ys[s][c] = y[k];
-                    y[k] = 0.0;
+                let mut a = self.parent[k];
+                while a != NO_DOF {
+                    let lka = l[(k, a)];
+                    let ya = &mut ys[a];
+                    for c in 0..3 {
+                        ya[c] -= lka * yk[c];
+                    }
+                    a = self.parent[a];
                 }
             }
             // `Yᵀ D⁻¹ Y` on the support: one division per dof (`y` holds
@@ -199,8 +201,8 @@ impl<'a> TreeDelassus<'a> {
             for c1 in 0..width {
                 for c2 in c1..width {
                     let mut s = 0.0;
-                    for (t, &k) in support.iter().enumerate() {
-                        s += ys[t][c1] * ys[t][c2] * y[k];
+                    for &k in support {
+                        s += ys[k][c1] * ys[k][c2] * y[k];
                     }
                     out[base + c2 * width + c1] = s;
                     out[base + c1 * width + c2] = s;
@@ -208,6 +210,7 @@ impl<'a> TreeDelassus<'a> {
             }
             for &k in support {
                 y[k] = 0.0;
+                ys[k] = [0.0; 3];
             }
         }
     }
