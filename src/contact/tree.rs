@@ -98,6 +98,11 @@ impl<'a> TreeDelassus<'a> {
         self.chain
     }
 
+    /// Each dof's parent dof (`Model::dof_parent`).
+    pub fn dof_parent(&self) -> &[usize] {
+        self.parent
+    }
+
     /// The mass matrix `M` (both triangles).
     pub fn mass(&self) -> &DMatrix<f64> {
         self.mass

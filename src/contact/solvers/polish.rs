@@ -43,6 +43,7 @@ use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
 use crate::contact::operator::{Delassus, DelassusOperator};
 use crate::contact::{ContactMode, TreeDelassus};
+use crate::model::NO_DOF;
 use nalgebra::DMatrix;
 
 /// Reusable buffers (no allocation once grown).
@@ -89,7 +90,10 @@ pub(crate) struct PolishWork {
     /// Tree path: each unknown's support (its block's dofs) at
     /// `dofs[offsets[j]..offsets[j + 1]]`.
     dofs: Vec<usize>,
+    /// Tree path: the independent blocks of `M + Vᵀ Δ⁻¹ U`.
+    blocks: Blocks,
     gdiag: Vec<f64>,
+    gather: Vec<f64>,
     /// Refinements stop once the reduced system's residual is at most this
     /// (set by the caller from its tolerance; 0: all [`REFINEMENTS`]).
     pub(crate) target: f64,
@@ -474,13 +478,37 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     if !work.delta.iter().all(|&x| x > 0.0) {
         return false;
     }
-    // K = M + Σ_j v_j u_jᵀ / Δ_j, dense nv × nv, column-major in h.
+    // K = M + Σ_j v_j u_jᵀ / Δ_j, one dense block (column-major in h) per
+    // set of dofs the tree and the unknowns' supports join: separate bodies
+    // (a grid of boxes) factor separately, and a body no unknown touches
+    // not at all.
+    let bl = &mut work.blocks;
+    bl.split(t.dof_parent(), &work.dofs, &work.offsets);
     work.h.clear();
-    work.h.extend_from_slice(t.mass().as_slice());
+    work.h.resize(bl.hoff[bl.count()], 0.0);
     let h = &mut work.h[..];
+    let mass = t.mass();
+    for c in 0..bl.count() {
+        let (dofs, base) = (bl.dofs(c), bl.hoff[c]);
+        let size = dofs.len();
+        if !bl.used[c] {
+            continue;
+        }
+        for (jl, &kj) in dofs.iter().enumerate() {
+            let col = &mut h[base + jl * size..base + (jl + 1) * size];
+            for (x, &ki) in col.iter_mut().zip(dofs) {
+                *x = mass[(ki, kj)];
+            }
+        }
+    }
     for e in 0..n {
         let (start, end) = (work.offsets[e], work.offsets[e + 1]);
         let support = &work.dofs[start..end];
+        let Some(&first) = support.first() else {
+            continue;
+        };
+        let c = bl.of[first];
+        let (base, size) = (bl.hoff[c], bl.start[c + 1] - bl.start[c]);
         let (u, v) = work.rows[2 * start..2 * end].split_at(end - start);
         let inv = 1.0 / work.delta[e];
         for (&uc, &kc) in u.iter().zip(support) {
@@ -488,15 +516,25 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
             if uc == 0.0 {
                 continue;
             }
-            let col = &mut h[kc * nv..(kc + 1) * nv];
+            let lc = bl.local[kc];
+            let col = &mut h[base + lc * size..base + (lc + 1) * size];
             for (&vr, &kr) in v.iter().zip(support) {
-                col[kr] += vr * uc;
+                col[bl.local[kr]] += vr * uc;
             }
         }
     }
     work.pivot.resize(nv, 0);
-    if !lu_factor(&mut work.h, nv, &mut work.pivot) {
-        return false;
+    for c in 0..bl.count() {
+        let (base, start, size) = (bl.hoff[c], bl.start[c], bl.start[c + 1] - bl.start[c]);
+        if bl.used[c]
+            && !lu_factor(
+                &mut h[base..base + size * size],
+                size,
+                &mut work.pivot[start..start + size],
+            )
+        {
+            return false;
+        }
     }
     // rhs = −E((G + R) B y₀ + b), the change δ from y₀ solves H δ = rhs.
     work.lambda.resize(m, 0.0);
@@ -511,7 +549,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     }
     work.y.clear();
     work.y.extend_from_slice(&work.rhs);
-    woodbury_solve(work, nv);
+    woodbury_solve(work);
     for _ in 0..REFINEMENTS {
         apply_h(work, mu, t, d, b, Source::Y);
         work.residual.clear();
@@ -523,7 +561,7 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
             break;
         }
         std::mem::swap(&mut work.y, &mut work.residual);
-        woodbury_solve(work, nv);
+        woodbury_solve(work);
         std::mem::swap(&mut work.y, &mut work.residual);
         for e in 0..n {
             work.y[e] += work.residual[e];
@@ -577,7 +615,7 @@ fn apply_h(
 }
 
 /// `work.y ← (Δ + U M⁻¹ Vᵀ)⁻¹ work.y` with the LU of `M + Vᵀ Δ⁻¹ U` in `work.h`.
-fn woodbury_solve(work: &mut PolishWork, nv: usize) {
+fn woodbury_solve(work: &mut PolishWork) {
     work.w.fill(0.0);
     for e in 0..work.unknowns.len() {
         let (start, end) = (work.offsets[e], work.offsets[e + 1]);
@@ -587,7 +625,25 @@ fn woodbury_solve(work: &mut PolishWork, nv: usize) {
             work.w[k] += vr * te;
         }
     }
-    lu_apply(&work.h, nv, &work.pivot, &mut work.w);
+    let bl = &work.blocks;
+    for c in 0..bl.count() {
+        if !bl.used[c] {
+            continue;
+        }
+        let (dofs, base, start) = (bl.dofs(c), bl.hoff[c], bl.start[c]);
+        let size = dofs.len();
+        work.gather.clear();
+        work.gather.extend(dofs.iter().map(|&k| work.w[k]));
+        lu_apply(
+            &work.h[base..base + size * size],
+            size,
+            &work.pivot[start..start + size],
+            &mut work.gather,
+        );
+        for (&k, &x) in dofs.iter().zip(&work.gather) {
+            work.w[k] = x;
+        }
+    }
     for e in 0..work.unknowns.len() {
         let (start, end) = (work.offsets[e], work.offsets[e + 1]);
         let u = &work.rows[2 * start..start + end];
@@ -689,4 +745,120 @@ fn revise_modes(work: &mut PolishWork, mu: &[f64], lambda: &[f64]) -> bool {
         *mode = new;
     }
     changed
+}
+
+/// The dofs split into the sets the kinematic tree and the supports of a
+/// system's unknowns join (union–find), each set's dofs in increasing
+/// order: `K = M + Vᵀ Δ⁻¹ U` is block diagonal over them.
+#[derive(Default)]
+struct Blocks {
+    /// Union–find parents, then each dof's root.
+    root: Vec<usize>,
+    /// A root's set, while numbering them.
+    label: Vec<usize>,
+    /// Each dof's set.
+    of: Vec<usize>,
+    /// The sets' dofs, `dofs[start[c]..start[c + 1]]`.
+    start: Vec<usize>,
+    sorted: Vec<usize>,
+    /// Each dof's place in its set.
+    local: Vec<usize>,
+    /// Where each set's block starts in `h` (`hoff[count]`: the total).
+    hoff: Vec<usize>,
+    /// Whether a set holds an unknown's support (else its block is skipped:
+    /// the Woodbury solve never reaches it).
+    used: Vec<bool>,
+}
+
+impl Blocks {
+    fn find(&mut self, mut k: usize) -> usize {
+        while self.root[k] != k {
+            self.root[k] = self.root[self.root[k]];
+            k = self.root[k];
+        }
+        k
+    }
+
+    fn join(&mut self, a: usize, b: usize) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a != b {
+            self.root[a.max(b)] = a.min(b);
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    fn dofs(&self, c: usize) -> &[usize] {
+        &self.sorted[self.start[c]..self.start[c + 1]]
+    }
+
+    /// The sets of the tree `parent` joined by the supports
+    /// `dofs[offsets[e]..offsets[e + 1]]`.
+    fn split(&mut self, parent: &[usize], dofs: &[usize], offsets: &[usize]) {
+        let nv = parent.len();
+        self.root.clear();
+        self.root.extend(0..nv);
+        for (k, &p) in parent.iter().enumerate() {
+            if p != NO_DOF {
+                self.join(k, p);
+            }
+        }
+        for w in offsets.windows(2) {
+            let support = &dofs[w[0]..w[1]];
+            if let Some((&first, rest)) = support.split_first() {
+                for &k in rest {
+                    self.join(first, k);
+                }
+            }
+        }
+        self.label.clear();
+        self.label.resize(nv, usize::MAX);
+        self.of.clear();
+        self.start.clear();
+        self.start.push(0);
+        for k in 0..nv {
+            let r = self.find(k);
+            if self.label[r] == usize::MAX {
+                self.label[r] = self.start.len() - 1;
+                self.start.push(0);
+            }
+            self.of.push(self.label[r]);
+        }
+        let count = self.start.len() - 1;
+        for k in 0..nv {
+            self.start[self.of[k] + 1] += 1;
+        }
+        for c in 0..count {
+            self.start[c + 1] += self.start[c];
+        }
+        // Each set's dofs in increasing order (`label` reused as cursors).
+        self.label.clear();
+        self.label.extend_from_slice(&self.start[..count]);
+        self.sorted.clear();
+        self.sorted.resize(nv, 0);
+        self.local.clear();
+        self.local.resize(nv, 0);
+        for k in 0..nv {
+            let c = self.of[k];
+            self.sorted[self.label[c]] = k;
+            self.local[k] = self.label[c] - self.start[c];
+            self.label[c] += 1;
+        }
+        self.used.clear();
+        self.used.resize(count, false);
+        for w in offsets.windows(2) {
+            if let Some(&k) = dofs[w[0]..w[1]].first() {
+                self.used[self.of[k]] = true;
+            }
+        }
+        self.hoff.clear();
+        self.hoff.push(0);
+        for c in 0..count {
+            let size = self.start[c + 1] - self.start[c];
+            let used = if self.used[c] { size * size } else { 0 };
+            self.hoff.push(self.hoff[c] + used);
+        }
+    }
 }
