@@ -94,8 +94,12 @@ pub(crate) struct PolishWork {
     blocks: Blocks,
     gdiag: Vec<f64>,
     gather: Vec<f64>,
-    /// Refinements stop once the reduced system's residual is at most this
-    /// (set by the caller from its tolerance; 0: all [`REFINEMENTS`]).
+    /// Tree path: each support entry's place in its block of `K`.
+    local: Vec<usize>,
+    /// Tree path: refinements stop once the reduced system's residual is at
+    /// most this (set by the caller from its tolerance; 0: all
+    /// [`REFINEMENTS`]). The dense path's refinements are cheap (`n²` with
+    /// `n` unknowns) and always all made.
     pub(crate) target: f64,
     lambda: Vec<f64>,
     w: Vec<f64>,
@@ -412,9 +416,6 @@ fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b
                 work.residual[e] -= work.h0[j * n + e] * yj;
             }
         }
-        if refined(&work.residual, work.target) {
-            break;
-        }
         lu_apply(&work.h, n, &work.pivot, &mut work.residual);
         for j in 0..n {
             work.y[j] += work.residual[j];
@@ -501,25 +502,28 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
             }
         }
     }
+    // Each support's places in its block.
+    work.local.clear();
+    work.local.extend(work.dofs.iter().map(|&k| bl.local[k]));
     for e in 0..n {
         let (start, end) = (work.offsets[e], work.offsets[e + 1]);
-        let support = &work.dofs[start..end];
-        let Some(&first) = support.first() else {
+        let Some(&first) = work.dofs[start..end].first() else {
             continue;
         };
         let c = bl.of[first];
         let (base, size) = (bl.hoff[c], bl.start[c + 1] - bl.start[c]);
         let (u, v) = work.rows[2 * start..2 * end].split_at(end - start);
+        let local = &work.local[start..end];
         let inv = 1.0 / work.delta[e];
-        for (&uc, &kc) in u.iter().zip(support) {
+        for (&uc, &lc) in u.iter().zip(local) {
             let uc = uc * inv;
-            if uc == 0.0 {
-                continue;
-            }
-            let lc = bl.local[kc];
-            let col = &mut h[base + lc * size..base + (lc + 1) * size];
-            for (&vr, &kr) in v.iter().zip(support) {
-                col[bl.local[kr]] += vr * uc;
+            if uc != 0.0 {
+                scatter_axpy(
+                    &mut h[base + lc * size..base + (lc + 1) * size],
+                    local,
+                    v,
+                    uc,
+                );
             }
         }
     }
@@ -621,9 +625,7 @@ fn woodbury_solve(work: &mut PolishWork) {
         let (start, end) = (work.offsets[e], work.offsets[e + 1]);
         let v = &work.rows[start + end..2 * end];
         let te = work.y[e] / work.delta[e];
-        for (&vr, &k) in v.iter().zip(&work.dofs[start..end]) {
-            work.w[k] += vr * te;
-        }
+        scatter_axpy(&mut work.w, &work.dofs[start..end], v, te);
     }
     let bl = &work.blocks;
     for c in 0..bl.count() {
@@ -647,12 +649,26 @@ fn woodbury_solve(work: &mut PolishWork) {
     for e in 0..work.unknowns.len() {
         let (start, end) = (work.offsets[e], work.offsets[e + 1]);
         let u = &work.rows[2 * start..start + end];
-        let mut dot = 0.0;
-        for (&uc, &k) in u.iter().zip(&work.dofs[start..end]) {
-            dot += uc * work.w[k];
-        }
+        let dot = gather_dot(&work.w, &work.dofs[start..end], u);
         work.y[e] = (work.y[e] - dot) / work.delta[e];
     }
+}
+
+/// `x[idx[i]] += v[i] · a` for every `i` (a function of its own: the
+/// slices' noalias lets the loop keep them in registers).
+fn scatter_axpy(x: &mut [f64], idx: &[usize], v: &[f64], a: f64) {
+    for (&i, &vi) in idx.iter().zip(v) {
+        x[i] += vi * a;
+    }
+}
+
+/// `Σ v[i] · x[idx[i]]`, summed in order.
+fn gather_dot(x: &[f64], idx: &[usize], v: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for (&i, &vi) in idx.iter().zip(v) {
+        s += vi * x[i];
+    }
+    s
 }
 
 /// Whether a refinement's residual `r` (the reduced system's equation
