@@ -774,7 +774,7 @@ struct Blocks {
     label: Vec<usize>,
     /// Each dof's set.
     of: Vec<usize>,
-    /// The sets' dofs, `dofs[start[c]..start[c + 1]]`.
+    /// The sets' dofs, `sorted[start[c]..start[c + 1]]`.
     start: Vec<usize>,
     sorted: Vec<usize>,
     /// Each dof's place in its set.
