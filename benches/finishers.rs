@@ -1,0 +1,96 @@
+//! Criterion benches of `ncp-admm`'s finishers on problems harvested from
+//! simulations (every 10th step after the first 300), each solved from the
+//! warm start the simulator gave it, with the dense `G`: as the simulator
+//! solves (warm start, active-set polish, Newton where the polish fails,
+//! then ADMM), with the polish alone (`newton: false`), and with neither
+//! (`polish: false`, ADMM from the warm start). Built-in scenes and, when
+//! `scripts/fetch-robot-files` has run, Gymnasium's humanoid and ant lying
+//! passive. Each bench solves the whole set once per iteration.
+//!
+//! `cargo bench --bench finishers`
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use moreau::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
+use moreau::scenes::{self, Scene};
+use moreau::sim::SimParams;
+use std::time::Duration;
+
+fn scenes_to_bench() -> Vec<Scene> {
+    let mut out: Vec<Scene> = ["pyramid", "cube-stack", "quadruped"]
+        .iter()
+        .map(|n| scenes::scene(n).unwrap())
+        .collect();
+    out.push(scenes::box_grid(3).unwrap());
+    if let Some(files) = common::robot_files() {
+        let assets = files.gymnasium_assets;
+        for f in ["humanoid.xml", "ant.xml"] {
+            let Ok(loaded) = moreau::load::load_model_file(assets.join(f), &Default::default())
+            else {
+                continue;
+            };
+            out.push(scenes::from_loaded(&loaded, true).unwrap());
+        }
+    }
+    out
+}
+
+fn harvest(scene: &Scene) -> Vec<ContactProblem> {
+    let params = SimParams {
+        dt: scene.dt,
+        ..Default::default()
+    };
+    scenes::harvest(scene, params, 800, 10, None)
+        .unwrap()
+        .into_iter()
+        .skip(30)
+        .collect()
+}
+
+fn finishers(c: &mut Criterion) {
+    for scene in scenes_to_bench() {
+        let problems = harvest(&scene);
+        if problems.is_empty() {
+            continue;
+        }
+        let rows = problems.iter().map(|p| p.m()).sum::<usize>() / problems.len();
+        let mut group = c.benchmark_group(format!(
+            "finishers/{}-{}problems-{}rows",
+            scene.name,
+            problems.len(),
+            rows
+        ));
+        group
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+        for (label, polish, newton) in [
+            ("polish+newton", true, true),
+            ("polish", true, false),
+            ("admm", false, false),
+        ] {
+            let settings = SolverSettings {
+                polish,
+                newton,
+                ..Default::default()
+            };
+            let mut solver = SolverKind::NcpAdmm.build();
+            let mut out = ContactSolution::default();
+            group.bench_function(label, |b| {
+                b.iter(|| {
+                    let mut converged = 0;
+                    for p in &problems {
+                        solver.solve(p, &settings, &mut out).unwrap();
+                        converged += usize::from(out.stats.converged);
+                    }
+                    converged
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, finishers);
+criterion_main!(benches);
