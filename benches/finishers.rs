@@ -24,16 +24,7 @@ fn scenes_to_bench() -> Vec<Scene> {
         .map(|n| scenes::scene(n).unwrap())
         .collect();
     out.push(scenes::box_grid(3).unwrap());
-    if let Some(files) = common::robot_files() {
-        let assets = files.gymnasium_assets;
-        for f in ["humanoid.xml", "ant.xml"] {
-            let Ok(loaded) = moreau::load::load_model_file(assets.join(f), &Default::default())
-            else {
-                continue;
-            };
-            out.push(scenes::from_loaded(&loaded, true).unwrap());
-        }
-    }
+    out.extend(common::gymnasium_scenes(&["humanoid.xml", "ant.xml"]));
     out
 }
 

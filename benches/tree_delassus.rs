@@ -23,16 +23,12 @@ fn scenes_to_bench() -> Vec<Scene> {
         .collect();
     out.push(scenes::box_grid(3).unwrap());
     // The tests' lookup of the robot files (without them: the built-in scenes only).
-    if let Some(files) = common::robot_files() {
-        let assets = files.gymnasium_assets;
-        for f in ["humanoid.xml", "ant.xml", "walker2d_v5.xml", "hopper.xml"] {
-            let Ok(loaded) = moreau::load::load_model_file(assets.join(f), &Default::default())
-            else {
-                continue;
-            };
-            out.push(scenes::from_loaded(&loaded, true).unwrap());
-        }
-    }
+    out.extend(common::gymnasium_scenes(&[
+        "humanoid.xml",
+        "ant.xml",
+        "walker2d_v5.xml",
+        "hopper.xml",
+    ]));
     out
 }
 

@@ -760,23 +760,10 @@ impl Simulator {
             p.row_sets.resize(self.limits.len(), RowSet::Unilateral);
             p.row_sets.extend(self.rows.rows.iter().map(|r| r.set));
         }
-        // Blocks whose supports do not meet (separate bodies) are zero. The
-        // tree path forms no `G`: its coupling waits until one is formed
-        // ([`Self::problem_with_delassus`]; cleared, it reads as dense).
-        let p = &mut self.problem;
-        let jac = &self.jacobian;
         if self.tree {
-            p.coupling.clear();
-        } else {
-            p.coupling.from_supports(
-                nb,
-                model.nv,
-                &jac.support,
-                &jac.offsets,
-                &mut self.coupling_work,
-            );
-        }
-        if self.tree {
+            // No `G` is formed, so no coupling until one is
+            // ([`Self::problem_with_delassus`]; cleared, it reads as dense).
+            self.problem.coupling.clear();
             if self.params.compliance > 0.0 {
                 let t = TreeDelassus::new(model, data, &self.jacobian, &self.tree_work);
                 t.block_diagonal(&mut self.scratch_rows);
@@ -787,7 +774,15 @@ impl Simulator {
                 }
             }
         } else {
-            let p = &mut self.problem;
+            // Blocks whose supports do not meet (separate bodies) are zero.
+            let (p, jac) = (&mut self.problem, &self.jacobian);
+            p.coupling.from_supports(
+                nb,
+                model.nv,
+                &jac.support,
+                &jac.offsets,
+                &mut self.coupling_work,
+            );
             delassus_ltdl_coupled(
                 model,
                 data,

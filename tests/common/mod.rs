@@ -152,6 +152,22 @@ pub fn rod(
     (b, j)
 }
 
+/// Gymnasium's files `names` as scenes (their own PD controllers), those
+/// that load; none without the robot files (the benches' robots).
+pub fn gymnasium_scenes(names: &[&str]) -> Vec<moreau::scenes::Scene> {
+    let Some(files) = robot_files() else {
+        return Vec::new();
+    };
+    names
+        .iter()
+        .filter_map(|f| {
+            let path = files.gymnasium_assets.join(f);
+            let loaded = moreau::load::load_model_file(path, &Default::default()).ok()?;
+            Some(moreau::scenes::from_loaded(&loaded, true).unwrap())
+        })
+        .collect()
+}
+
 /// Gymnasium's MJCF file `file`, loaded; None (the test passes, saying so)
 /// without the robot files, unless they are required.
 pub fn gymnasium(file: &str) -> Option<moreau::load::mjcf::MjcfModel> {

@@ -489,12 +489,9 @@ fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b:
     work.h.resize(bl.hoff[bl.count()], 0.0);
     let h = &mut work.h[..];
     let mass = t.mass();
-    for c in 0..bl.count() {
+    for c in (0..bl.count()).filter(|&c| bl.used[c]) {
         let (dofs, base) = (bl.dofs(c), bl.hoff[c]);
         let size = dofs.len();
-        if !bl.used[c] {
-            continue;
-        }
         for (jl, &kj) in dofs.iter().enumerate() {
             let col = &mut h[base + jl * size..base + (jl + 1) * size];
             for (x, &ki) in col.iter_mut().zip(dofs) {
