@@ -42,7 +42,7 @@
 //! `∂q̈/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)` at `a = q̈` and `∂q̈/∂τ = M⁻¹`, the solves
 //! by the tree-sparse `LᵀDL` of `M`.
 
-use super::{Data, aba, crba_from_kinematics, ltdl_factorize, ltdl_solve_in_place};
+use super::{Data, aba, crba_from_kinematics, ltdl_factorize, ltdl_solve_rows_in_place};
 use super::{forward_kinematics, forward_velocity, rnea_from_kinematics};
 use crate::math::{
     Mat3, Mat6, Vec3, Vec6, ang, exp3, exp6, force_cross, lin, motion_cross, skew,
@@ -71,7 +71,11 @@ pub struct Derivatives {
     composite_b: Vec<Mat6>,
     /// (nbodies) the bodies of each body's subtree, itself first.
     subtree: Vec<Vec<usize>>,
-    column: Vec<f64>,
+    /// (nv) per dof `r` of body `i`: `Yᶜ_i S_r` and `Bᶜ_iᵀ S_r`.
+    row_y: Vec<Vec6>,
+    row_b: Vec<Vec6>,
+    /// `[I, −∂τ/∂q, −∂τ/∂q̇]` row-major, solved into `[M⁻¹, ∂q̈/∂q, ∂q̈/∂q̇]`.
+    rows: Vec<f64>,
 }
 
 impl Derivatives {
@@ -88,7 +92,9 @@ impl Derivatives {
             subtree: (0..nb)
                 .map(|k| (k..nb).filter(|&i| supports(model, k, i)).collect())
                 .collect(),
-            column: vec![0.0; nv],
+            row_y: vec![Vec6::zeros(); nv],
+            row_b: vec![Vec6::zeros(); nv],
+            rows: vec![0.0; 3 * nv * nv],
         }
     }
 }
@@ -106,9 +112,9 @@ fn motion_cross_matrix(v: &Vec6) -> Mat6 {
 /// `B(v, I) = v ×* I − I (v ×) + H(I v)`, with `H(h) w = w ×* h`: the
 /// matrix of `w ↦ I (w × v) + w ×* (I v) + v ×* (I w)`.
 fn variation(v: &Vec6, inertia: &Mat6) -> Mat6 {
-    let x = motion_cross_matrix(v);
-    // v ×* = −(v ×)ᵀ.
-    let mut b = -x.transpose() * inertia - inertia * x;
+    // v ×* = −(v ×)ᵀ, and (v ×)ᵀ I = (I (v ×))ᵀ (I symmetric).
+    let p = inertia * motion_cross_matrix(v);
+    let mut b = -p - p.transpose();
     let h = inertia * v;
     let (f, n) = (skew(&lin(&h)), skew(&ang(&h)));
     // H(h) = [[0, −[f]×], [−[f]×, −[n]×]] (w = [w_lin; w_ang]).
@@ -168,6 +174,16 @@ pub fn rnea_derivatives_from_kinematics(
             out.composite_b[p] += bi;
         }
     }
+    // Row sides of the subtree pairs: `S_rᵀ (Yᶜ_i u + Bᶜ_i w) = yS_r·u +
+    // bS_r·w` with `yS_r = Yᶜ_i S_r` (symmetric) and `bS_r = Bᶜ_iᵀ S_r`
+    // (`i` dof r's body), once per dof instead of two 6 × 6 products per
+    // (row body, column dof) pair.
+    for r in 0..model.nv {
+        let i = model.dof_body[r];
+        let sr = &data.dof_jacobian[r];
+        out.row_y[r] = out.composite_inertia[i] * sr;
+        out.row_b[r] = out.composite_b[i].tr_mul(sr);
+    }
     out.dtau_dq.fill(0.0);
     out.dtau_dv.fill(0.0);
     for k in 1..model.nbodies {
@@ -182,14 +198,11 @@ pub fn rnea_derivatives_from_kinematics(
             let z = motion_cross(&(vp + vk), &s);
             // The subtree of k: its own dofs and its descendants'.
             for &i in &out.subtree[k] {
-                let (y, b) = (&out.composite_inertia[i], &out.composite_b[i]);
-                let fq = y * u + b * w;
-                let fv = y * z + b * s;
                 let ivi = model.joint_idx_v[i];
                 for r in ivi..ivi + model.joint_type[i].nv() {
-                    let sr = &data.dof_jacobian[r];
-                    out.dtau_dq[(r, c)] = sr.dot(&fq);
-                    out.dtau_dv[(r, c)] = sr.dot(&fv);
+                    let (ys, bs) = (&out.row_y[r], &out.row_b[r]);
+                    out.dtau_dq[(r, c)] = ys.dot(&u) + bs.dot(&w);
+                    out.dtau_dv[(r, c)] = ys.dot(&z) + bs.dot(&s);
                 }
             }
             // The strict ancestors of k.
@@ -244,18 +257,32 @@ pub fn aba_derivatives_from_kinematics(
     ddq_from_rnea_derivatives(model, data, out);
 }
 
-/// `M⁻¹` by the tree factorization `data.ltdl`, a column per dof; then
-/// `∂q̈/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)` as matrix products.
+/// `M⁻¹`, `∂q̈/∂q = −M⁻¹ ∂τ/∂q` and `∂q̈/∂q̇ = −M⁻¹ ∂τ/∂q̇` by the tree
+/// factorization `data.ltdl`, the `3 nv` right-hand sides `[I, ∂τ/∂q,
+/// ∂τ/∂q̇]` solved at once (row-major, [`ltdl_solve_rows_in_place`]).
 fn ddq_from_rnea_derivatives(model: &Model, data: &Data, out: &mut Derivatives) {
     let nv = model.nv;
-    for j in 0..nv {
-        out.column.fill(0.0);
-        out.column[j] = 1.0;
-        ltdl_solve_in_place(&model.dof_parent, &data.ltdl, &mut out.column);
-        out.ddq_dtau.column_mut(j).copy_from_slice(&out.column);
+    let k = 3 * nv;
+    let x = &mut out.rows;
+    x.clear();
+    x.resize(nv * k, 0.0);
+    for r in 0..nv {
+        let row = &mut x[r * k..(r + 1) * k];
+        row[r] = 1.0;
+        for c in 0..nv {
+            row[nv + c] = -out.dtau_dq[(r, c)];
+            row[2 * nv + c] = -out.dtau_dv[(r, c)];
+        }
     }
-    out.ddq_dq.gemm(-1.0, &out.ddq_dtau, &out.dtau_dq, 0.0);
-    out.ddq_dv.gemm(-1.0, &out.ddq_dtau, &out.dtau_dv, 0.0);
+    ltdl_solve_rows_in_place(&model.dof_parent, &data.ltdl, x, k);
+    for c in 0..nv {
+        for r in 0..nv {
+            let row = &x[r * k..(r + 1) * k];
+            out.ddq_dtau[(r, c)] = row[c];
+            out.ddq_dq[(r, c)] = row[nv + c];
+            out.ddq_dv[(r, c)] = row[2 * nv + c];
+        }
+    }
 }
 
 /// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`, i.e.

@@ -71,3 +71,46 @@ pub fn ltdl_solve_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64])
     }
     ltdl_solve_l_in_place(parent, ltdl, x);
 }
+
+/// Solves `M X = B` in place for `k` right-hand sides at once, `x` holding
+/// `B` row-major (`nv × k`: row `i` at `x[i·k..(i + 1)·k]`), with the
+/// factorization `ltdl`: each elimination step is an axpy across the
+/// columns.
+pub fn ltdl_solve_rows_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64], k: usize) {
+    let nv = parent.len();
+    debug_assert_eq!(x.len(), nv * k);
+    // Lᵀ Y = X, leaf to root: row i (an ancestor, i < j) -= L_ji row j.
+    for j in (0..nv).rev() {
+        let mut i = parent[j];
+        while i != NO_DOF {
+            let l = ltdl[(j, i)];
+            let (head, tail) = x.split_at_mut(j * k);
+            axpy_neg(&mut head[i * k..(i + 1) * k], l, &tail[..k]);
+            i = parent[i];
+        }
+    }
+    for j in 0..nv {
+        let d = 1.0 / ltdl[(j, j)];
+        for v in &mut x[j * k..(j + 1) * k] {
+            *v *= d;
+        }
+    }
+    // L X = Y, root to leaf: row j -= L_ji row i.
+    for j in 0..nv {
+        let mut i = parent[j];
+        while i != NO_DOF {
+            let l = ltdl[(j, i)];
+            let (head, tail) = x.split_at_mut(j * k);
+            axpy_neg(&mut tail[..k], l, &head[i * k..(i + 1) * k]);
+            i = parent[i];
+        }
+    }
+}
+
+/// `y -= a x`.
+#[inline]
+fn axpy_neg(y: &mut [f64], a: f64, x: &[f64]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y -= a * x;
+    }
+}

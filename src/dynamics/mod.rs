@@ -37,6 +37,6 @@ pub use kinematics::{
 };
 pub use ltdl::{
     ltdl_factorize, ltdl_factorize_in_place, ltdl_solve_in_place, ltdl_solve_l_in_place,
-    ltdl_solve_lt_in_place,
+    ltdl_solve_lt_in_place, ltdl_solve_rows_in_place,
 };
 pub use rnea::{nonlinear_effects, rnea, rnea_from_kinematics};

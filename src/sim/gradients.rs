@@ -96,8 +96,13 @@ pub struct StepJacobians {
     v0: DVector<f64>,
     derivatives: Option<Derivatives>,
     sensitivity: ContactSensitivity,
-    /// `J ∂v_f/∂x` then `∂λ/∂x` (m × nv).
+    /// `∂λ/∂x` (m × nv), `Λ J` (`Λ = ∂λ*/∂g`), and the restitution rows
+    /// `E` of `∂g/∂v` then `Λ E`.
     rows: DMatrix<f64>,
+    lj: DMatrix<f64>,
+    jv_impacts: DMatrix<f64>,
+    /// The multi-dof joints' blocks of `jv`: (first dof, dofs).
+    blocks: Vec<(usize, usize)>,
     jq: DMatrix<f64>,
     jv: DMatrix<f64>,
     /// `Jᵀ` and `M̃⁻¹Jᵀ` (nv × m).
@@ -351,35 +356,47 @@ impl Simulator {
             }
             let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
             out.minv_jt.gemm(1.0, minv, &out.jt, 0.0);
-            if out.rows.shape() != (m, nv) {
-                out.rows = DMatrix::zeros(m, nv);
+            for mat in [&mut out.rows, &mut out.jv_impacts] {
+                if mat.shape() != (m, nv) {
+                    *mat = DMatrix::zeros(m, nv);
+                }
             }
             // (Reverse mode: only ∂v⁺/∂q is formed, below.)
-            let forward = if reverse { 0 } else { 2 };
-            if forward > 0 {
+            if !reverse {
                 out.dv_dmu.gemm(1.0, &out.minv_jt, &out.dl_dmu, 1.0);
-            }
-            for (target, restitution) in [(0usize, true), (1, false)].into_iter().take(forward) {
-                let src = if target == 0 {
-                    &out.dv_dv
-                } else {
-                    &out.dv_dtau
-                };
-                j.mul_to(src, &mut out.rows);
-                if restitution {
-                    for &(row, e) in &out.impacts {
-                        for k in 0..nv {
-                            out.rows[(row, k)] += e * j[(row, k)];
-                        }
-                    }
+                // Λ (J Y) = (Λ J) Y for any Y (the columns of J Y are
+                // combinations of J's, Λ is linear): one solve, Λ J, for
+                // ∂v⁺/∂v and ∂v⁺/∂τ, instead of one per matrix.
+                if out.lj.shape() != j.shape() {
+                    out.lj = DMatrix::zeros(m, nv);
                 }
-                out.sensitivity.apply(&mut out.rows);
-                let dst = if target == 0 {
-                    &mut out.dv_dv
-                } else {
-                    &mut out.dv_dtau
-                };
-                dst.gemm(1.0, &out.minv_jt, &out.rows, 1.0);
+                out.lj.copy_from(j);
+                out.sensitivity.apply(&mut out.lj);
+                for target in 0..2 {
+                    let src = if target == 0 {
+                        &out.dv_dv
+                    } else {
+                        &out.dv_dtau
+                    };
+                    out.rows.gemm(1.0, &out.lj, src, 0.0);
+                    if target == 0 && !out.impacts.is_empty() {
+                        // The restitution rows `E` of ∂g/∂v, solved apart.
+                        out.jv_impacts.fill(0.0);
+                        for &(row, e) in &out.impacts {
+                            for k in 0..nv {
+                                out.jv_impacts[(row, k)] = e * j[(row, k)];
+                            }
+                        }
+                        out.sensitivity.apply(&mut out.jv_impacts);
+                        out.rows += &out.jv_impacts;
+                    }
+                    let dst = if target == 0 {
+                        &mut out.dv_dv
+                    } else {
+                        &mut out.dv_dtau
+                    };
+                    dst.gemm(1.0, &out.minv_jt, &out.rows, 1.0);
+                }
             }
             if out.wrt_q {
                 self.constrained_wrt_q(v0, out);
@@ -430,17 +447,27 @@ impl Simulator {
         if reverse {
             return Ok(());
         }
-        // jv is ∂(q ⊕ v dt)/∂v, dt included.
-        out.jv.mul_to(&out.dv_dv, &mut out.dq_dv);
-        out.jv.mul_to(&out.dv_dtau, &mut out.dq_dtau);
+        // jv is ∂(q ⊕ v dt)/∂v, dt included: block diagonal, a block per
+        // joint.
+        out.blocks.clear();
+        out.blocks.extend(
+            (1..model.nbodies)
+                .map(|b| (model.joint_idx_v[b], model.joint_type[b].nv()))
+                .filter(|&(_, n)| n > 1),
+        );
+        debug_assert!((0..nv).all(|k| {
+            out.blocks.iter().any(|&(iv, n)| (iv..iv + n).contains(&k)) || out.jv[(k, k)] == dt
+        }));
+        joint_blocks_mul(&out.blocks, dt, &out.jv, &out.dv_dv, &mut out.dq_dv);
+        joint_blocks_mul(&out.blocks, dt, &out.jv, &out.dv_dtau, &mut out.dq_dtau);
         if out.wrt_q {
-            out.jv.mul_to(&out.dv_dq, &mut out.dq_dq);
+            joint_blocks_mul(&out.blocks, dt, &out.jv, &out.dv_dq, &mut out.dq_dq);
             out.dq_dq += &out.jq;
         }
         if out.dq_dmu.shape() != out.dv_dmu.shape() {
             out.dq_dmu = DMatrix::zeros(nv, out.dv_dmu.ncols());
         }
-        out.jv.mul_to(&out.dv_dmu, &mut out.dq_dmu);
+        joint_blocks_mul(&out.blocks, dt, &out.jv, &out.dv_dmu, &mut out.dq_dmu);
         Ok(())
     }
 }
@@ -598,6 +625,42 @@ pub struct StepVjp {
     /// Which side of a kink each component of `q` is for (see
     /// [`StepJacobians::q_sides`]).
     pub q_sides: Vec<super::QSide>,
+}
+
+/// `dst = a src` for `a` block diagonal (`nv × nv`): `scale` on the
+/// diagonal but for the `blocks`, each `(first dof, size)` (the Jacobian
+/// of `q ⊕ v dt` with respect to `v`, [`integrate_jacobians`]: `dt` for a
+/// 1-dof joint, a block per free or spherical joint).
+fn joint_blocks_mul(
+    blocks: &[(usize, usize)],
+    scale: f64,
+    a: &DMatrix<f64>,
+    src: &DMatrix<f64>,
+    dst: &mut DMatrix<f64>,
+) {
+    let nv = a.nrows();
+    debug_assert_eq!(src.shape(), dst.shape());
+    debug_assert_eq!(src.nrows(), nv);
+    let a = a.as_slice();
+    for (s, d) in src
+        .as_slice()
+        .chunks_exact(nv)
+        .zip(dst.as_mut_slice().chunks_exact_mut(nv))
+    {
+        for (d, &s) in d.iter_mut().zip(s) {
+            *d = scale * s;
+        }
+        for &(iv, n) in blocks {
+            let (s, d) = (&s[iv..iv + n], &mut d[iv..iv + n]);
+            d.fill(0.0);
+            for (t, &st) in s.iter().enumerate() {
+                let at = &a[(iv + t) * nv + iv..(iv + t) * nv + iv + n];
+                for (d, &a) in d.iter_mut().zip(at) {
+                    *d += a * st;
+                }
+            }
+        }
+    }
 }
 
 /// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to

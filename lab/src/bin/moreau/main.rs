@@ -252,6 +252,11 @@ enum Command {
         /// contacts slide (see the README).
         #[arg(long, default_value_t = 1e-6)]
         eps: f64,
+        /// Time the steps and the steps with Jacobians this many times each,
+        /// alternating, and report the fastest pass of each (timings vary
+        /// between passes on a shared machine).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        repeats: u32,
         /// Write the states, torques and Jacobians of every step as JSON.
         #[arg(long, value_name = "FILE.json")]
         out: Option<PathBuf>,
@@ -677,8 +682,17 @@ fn main() -> ExitCode {
             tolerance,
             fd,
             eps,
+            repeats,
             out,
-        } => grad(&scene, (&file, passive), steps, tolerance, fd, eps, out),
+        } => grad(
+            &scene,
+            (&file, passive),
+            steps,
+            tolerance,
+            (fd, eps),
+            repeats as usize,
+            out,
+        ),
         Command::Compare {
             what: Some(CompareWhat::Events { out }),
             ..
