@@ -366,9 +366,9 @@ impl ContactSensitivity {
         let xt = &mut self.xt;
         xt.clear();
         xt.resize(m * k, 0.0);
-        for j in 0..k {
-            for r in 0..m {
-                xt[r * k + j] = x[(r, j)];
+        for (j, col) in x.as_slice().chunks_exact(m.max(1)).enumerate() {
+            for (r, &v) in col.iter().enumerate() {
+                xt[r * k + j] = v;
             }
         }
         let lu = &self.lu;
@@ -409,9 +409,9 @@ impl ContactSensitivity {
                 *x *= d;
             }
         }
-        for j in 0..k {
-            for r in 0..m {
-                x[(r, j)] = xt[r * k + j];
+        for (j, col) in x.as_mut_slice().chunks_exact_mut(m.max(1)).enumerate() {
+            for (r, v) in col.iter_mut().enumerate() {
+                *v = xt[r * k + j];
             }
         }
     }

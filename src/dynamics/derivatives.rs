@@ -99,30 +99,30 @@ impl Derivatives {
     }
 }
 
-/// The matrix of `m ↦ v × m` (motion cross product, linear-first).
-fn motion_cross_matrix(v: &Vec6) -> Mat6 {
-    let (l, a) = (skew(&lin(v)), skew(&ang(v)));
-    let mut x = Mat6::zeros();
-    x.fixed_view_mut::<3, 3>(0, 0).copy_from(&a);
-    x.fixed_view_mut::<3, 3>(0, 3).copy_from(&l);
-    x.fixed_view_mut::<3, 3>(3, 3).copy_from(&a);
-    x
-}
-
 /// `B(v, I) = v ×* I − I (v ×) + H(I v)`, with `H(h) w = w ×* h`: the
-/// matrix of `w ↦ I (w × v) + w ×* (I v) + v ×* (I w)`.
+/// matrix of `w ↦ I (w × v) + w ×* (I v) + v ×* (I w)`. With `v ×* = −(v
+/// ×)ᵀ` and `I` symmetric, `B = −P − Pᵀ + H` for `P = I (v ×)`, formed by
+/// 3 × 3 blocks (`v × = [[ω×, v_lin×], [0, ω×]]`, linear first).
 fn variation(v: &Vec6, inertia: &Mat6) -> Mat6 {
-    // v ×* = −(v ×)ᵀ, and (v ×)ᵀ I = (I (v ×))ᵀ (I symmetric).
-    let p = inertia * motion_cross_matrix(v);
-    let mut b = -p - p.transpose();
+    let (a, l) = (skew(&ang(v)), skew(&lin(v)));
+    let block = |r: usize, c: usize| -> Mat3 { inertia.fixed_view::<3, 3>(r, c).into_owned() };
+    let (i11, i12, i21, i22) = (block(0, 0), block(0, 3), block(3, 0), block(3, 3));
+    let p11 = i11 * a;
+    let p21 = i21 * a;
+    let p12 = i11 * l + i12 * a;
+    let p22 = i21 * l + i22 * a;
     let h = inertia * v;
-    let (f, n) = (skew(&lin(&h)), skew(&ang(&h)));
     // H(h) = [[0, −[f]×], [−[f]×, −[n]×]] (w = [w_lin; w_ang]).
-    let mut hm = Mat6::zeros();
-    hm.fixed_view_mut::<3, 3>(0, 3).copy_from(&(-f));
-    hm.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-f));
-    hm.fixed_view_mut::<3, 3>(3, 3).copy_from(&(-n));
-    b += hm;
+    let (f, n) = (skew(&lin(&h)), skew(&ang(&h)));
+    let mut b = Mat6::zeros();
+    b.fixed_view_mut::<3, 3>(0, 0)
+        .copy_from(&(-(p11 + p11.transpose())));
+    b.fixed_view_mut::<3, 3>(0, 3)
+        .copy_from(&(-(p12 + p21.transpose()) - f));
+    b.fixed_view_mut::<3, 3>(3, 0)
+        .copy_from(&(-(p21 + p12.transpose()) - f));
+    b.fixed_view_mut::<3, 3>(3, 3)
+        .copy_from(&(-(p22 + p22.transpose()) - n));
     b
 }
 

@@ -651,16 +651,39 @@ fn joint_blocks_mul(
             *d = scale * s;
         }
         for &(iv, n) in blocks {
-            let (s, d) = (&s[iv..iv + n], &mut d[iv..iv + n]);
-            d.fill(0.0);
-            for (t, &st) in s.iter().enumerate() {
-                let at = &a[(iv + t) * nv + iv..(iv + t) * nv + iv + n];
-                for (d, &a) in d.iter_mut().zip(at) {
-                    *d += a * st;
+            match n {
+                6 => block_mul::<6>(a, nv, iv, s, d),
+                3 => block_mul::<3>(a, nv, iv, s, d),
+                _ => {
+                    let (s, d) = (&s[iv..iv + n], &mut d[iv..iv + n]);
+                    d.fill(0.0);
+                    for (t, &st) in s.iter().enumerate() {
+                        let at = &a[(iv + t) * nv + iv..(iv + t) * nv + iv + n];
+                        for (d, &a) in d.iter_mut().zip(at) {
+                            *d += a * st;
+                        }
+                    }
                 }
             }
         }
     }
+}
+
+/// `d[iv..iv + N] = A s[iv..iv + N]` for the `N × N` block of the
+/// column-major `nv × nv` `a` at `(iv, iv)`.
+#[inline]
+fn block_mul<const N: usize>(a: &[f64], nv: usize, iv: usize, s: &[f64], d: &mut [f64]) {
+    let s: &[f64; N] = s[iv..iv + N].try_into().expect("a joint's block");
+    let mut out = [0.0; N];
+    for (t, &st) in s.iter().enumerate() {
+        let at: &[f64; N] = a[(iv + t) * nv + iv..(iv + t) * nv + iv + N]
+            .try_into()
+            .expect("a joint's block");
+        for (o, &a) in out.iter_mut().zip(at) {
+            *o += a * st;
+        }
+    }
+    d[iv..iv + N].copy_from_slice(&out);
 }
 
 /// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to
