@@ -74,7 +74,7 @@ pub struct Derivatives {
     /// (nv) per dof `r` of body `i`: `Yᶜ_i S_r` and `Bᶜ_iᵀ S_r`.
     row_y: Vec<Vec6>,
     row_b: Vec<Vec6>,
-    /// `[I, −∂τ/∂q, −∂τ/∂q̇]` row-major, solved into `[M⁻¹, ∂q̈/∂q, ∂q̈/∂q̇]`.
+    /// The identity, solved into `M⁻¹` (row-major).
     rows: Vec<f64>,
 }
 
@@ -94,7 +94,7 @@ impl Derivatives {
                 .collect(),
             row_y: vec![Vec6::zeros(); nv],
             row_b: vec![Vec6::zeros(); nv],
-            rows: vec![0.0; 3 * nv * nv],
+            rows: vec![0.0; nv * nv],
         }
     }
 }
@@ -257,32 +257,25 @@ pub fn aba_derivatives_from_kinematics(
     ddq_from_rnea_derivatives(model, data, out);
 }
 
-/// `M⁻¹`, `∂q̈/∂q = −M⁻¹ ∂τ/∂q` and `∂q̈/∂q̇ = −M⁻¹ ∂τ/∂q̇` by the tree
-/// factorization `data.ltdl`, the `3 nv` right-hand sides `[I, ∂τ/∂q,
-/// ∂τ/∂q̇]` solved at once (row-major, [`ltdl_solve_rows_in_place`]).
+/// `M⁻¹` by the tree factorization `data.ltdl`, the identity's columns
+/// solved at once (row-major, [`ltdl_solve_rows_in_place`]); then
+/// `∂q̈/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)` as matrix products.
 fn ddq_from_rnea_derivatives(model: &Model, data: &Data, out: &mut Derivatives) {
     let nv = model.nv;
-    let k = 3 * nv;
     let x = &mut out.rows;
     x.clear();
-    x.resize(nv * k, 0.0);
+    x.resize(nv * nv, 0.0);
     for r in 0..nv {
-        let row = &mut x[r * k..(r + 1) * k];
-        row[r] = 1.0;
-        for c in 0..nv {
-            row[nv + c] = -out.dtau_dq[(r, c)];
-            row[2 * nv + c] = -out.dtau_dv[(r, c)];
+        x[r * nv + r] = 1.0;
+    }
+    ltdl_solve_rows_in_place(&model.dof_parent, &data.ltdl, x, nv);
+    for (c, col) in out.ddq_dtau.as_mut_slice().chunks_exact_mut(nv).enumerate() {
+        for (r, v) in col.iter_mut().enumerate() {
+            *v = x[r * nv + c];
         }
     }
-    ltdl_solve_rows_in_place(&model.dof_parent, &data.ltdl, x, k);
-    for c in 0..nv {
-        for r in 0..nv {
-            let row = &x[r * k..(r + 1) * k];
-            out.ddq_dtau[(r, c)] = row[c];
-            out.ddq_dq[(r, c)] = row[nv + c];
-            out.ddq_dv[(r, c)] = row[2 * nv + c];
-        }
-    }
+    out.ddq_dq.gemm(-1.0, &out.ddq_dtau, &out.dtau_dq, 0.0);
+    out.ddq_dv.gemm(-1.0, &out.ddq_dtau, &out.dtau_dv, 0.0);
 }
 
 /// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`, i.e.

@@ -49,7 +49,7 @@ use crate::dynamics::{
     Derivatives, aba_derivatives_from_kinematics, crba_from_kinematics, integrate_jacobians,
     ltdl_factorize,
 };
-use crate::math::{Vec3, Vec6, ang, lin, motion_cross, spatial};
+use crate::math::{Vec3, Vec6, ang, force_cross, lin, motion_cross, spatial};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
 
@@ -816,14 +816,15 @@ impl Simulator {
             }
             subtree_sums(model, &mut w.dwrench);
             // ∂(Jᵀλ)_j/∂q_k = S_j·δW_sub(j) + (S_k × S_j)·W_sub(j) where k
-            // supports j's body.
-            for jj in 0..nv {
-                let b = model.dof_body[jj];
-                let mut d = s[jj].dot(&w.dwrench[b]);
+            // supports j's body, = S_j·(δW_sub(j) − S_k ×* W_sub(j)) since
+            // (a ×)ᵀ = −(a ×*): once per body, then a dot per dof.
+            for b in 1..nb {
                 if w.supports[b * nv + k] {
-                    d += motion_cross(&s[k], &s[jj]).dot(&w.wrench[b]);
+                    w.dwrench[b] -= force_cross(&s[k], &w.wrench[b]);
                 }
-                w.djtl[(jj, k)] = d;
+            }
+            for (jj, sj) in s.iter().enumerate().take(nv) {
+                w.djtl[(jj, k)] = sj.dot(&w.dwrench[model.dof_body[jj]]);
             }
         }
         // X = dt (∂q̈/∂q − M̃⁻¹K) + M̃⁻¹ ∂(Jᵀλ)/∂q.
