@@ -316,6 +316,21 @@ impl ContactSensitivity {
     /// `A` is singular, a column outside its range has no solution (see
     /// [`Self::worst_residual`]).
     pub fn apply(&mut self, dg: &mut DMatrix<f64>) {
+        self.apply_refined(dg, f64::INFINITY);
+    }
+
+    /// [`Self::apply`] for a caller that takes the least-squares answer
+    /// ([`Self::apply_least_squares`]) where the worst relative residual
+    /// exceeds `unsolvable`: the refinement stops once it is above and
+    /// falls by less than a tenth in a round (a direction outside `A`'s
+    /// range, whose residual no refinement removes). A residual that would
+    /// have fallen below `unsolvable` in the remaining rounds from there is
+    /// within 1/0.81 of it.
+    pub fn apply_unless_unsolvable(&mut self, dg: &mut DMatrix<f64>, unsolvable: f64) {
+        self.apply_refined(dg, unsolvable);
+    }
+
+    fn apply_refined(&mut self, dg: &mut DMatrix<f64>, unsolvable: f64) {
         let (m, k) = (dg.nrows(), dg.ncols());
         self.worst_residual = 0.0;
         self.column_residuals.clear();
@@ -336,13 +351,16 @@ impl ContactSensitivity {
         // residuals of the answer measured last.
         let a = DMatrix::from_column_slice(m, m, &self.a);
         let mut r = b.clone();
+        let mut previous = f64::INFINITY;
         for round in 0..=REFINEMENTS {
             r.copy_from(&b);
             r.gemm(-1.0, &a, dg, 1.0);
             self.measure_residuals(&r, &b);
-            if round == REFINEMENTS || self.worst_residual <= REFINED {
+            let stalled = self.worst_residual > unsolvable && self.worst_residual > 0.9 * previous;
+            if round == REFINEMENTS || self.worst_residual <= REFINED || stalled {
                 break;
             }
+            previous = self.worst_residual;
             self.lu_solve_columns(&mut r);
             *dg += &r;
         }
@@ -352,13 +370,19 @@ impl ContactSensitivity {
     fn measure_residuals(&mut self, r: &DMatrix<f64>, b: &DMatrix<f64>) {
         self.worst_residual = 0.0;
         self.column_residuals.clear();
-        for j in 0..b.ncols() {
-            let scale = b.column(j).amax();
-            let e = if scale > 0.0 {
-                r.column(j).amax() / scale
-            } else {
-                0.0
-            };
+        let m = b.nrows();
+        if m == 0 {
+            self.column_residuals.resize(b.ncols(), 0.0);
+            return;
+        }
+        let amax = |x: &[f64]| x.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+        for (rj, bj) in r
+            .as_slice()
+            .chunks_exact(m)
+            .zip(b.as_slice().chunks_exact(m))
+        {
+            let scale = amax(bj);
+            let e = if scale > 0.0 { amax(rj) / scale } else { 0.0 };
             self.column_residuals.push(e);
             self.worst_residual = self.worst_residual.max(e);
         }
@@ -438,18 +462,23 @@ impl ContactSensitivity {
             self.rhs_of(dg, j);
             b.column_mut(j).copy_from_slice(&self.rhs);
         }
-        let mut normal = a.tr_mul(&a);
+        // (Products by `gemm`, on Aᵀ formed once.)
+        let at = a.transpose();
+        let mut normal = DMatrix::zeros(m, m);
+        normal.gemm(1.0, &at, &a, 0.0);
         let dmax = normal.diagonal().max().max(f64::MIN_POSITIVE);
         for r in 0..m {
             normal[(r, r)] += TIKHONOV * dmax;
         }
-        let mut x = a.tr_mul(&b);
+        let mut x = DMatrix::zeros(m, k);
+        x.gemm(1.0, &at, &b, 0.0);
         match normal.cholesky() {
             Some(ch) => ch.solve_mut(&mut x),
             // (Positive definite by construction; rounding aside.)
             None => x.fill(0.0),
         }
-        let residual = &a * &x - &b;
+        let mut residual = b.clone();
+        residual.gemm(1.0, &a, &x, -1.0);
         self.measure_residuals(&residual, &b);
         dg.copy_from(&x);
     }

@@ -405,7 +405,8 @@ impl Simulator {
                 // solution (a singular A, the residual says), all in the
                 // least-squares sense.
                 w.dc_kept.clone_from(&w.dc);
-                out.sensitivity.apply(&mut w.dc);
+                out.sensitivity
+                    .apply_unless_unsolvable(&mut w.dc, Q_EXACT_RESIDUAL);
                 out.q_residual = out.sensitivity.worst_residual();
                 if out.q_residual > Q_EXACT_RESIDUAL {
                     w.dc.copy_from(&w.dc_kept);
