@@ -37,14 +37,17 @@ pub fn ltdl_factorize_in_place(parent: &[usize], h: &mut DMatrix<f64>) {
 
 /// Solves `Lᵀ y = x` in place (leaf to root).
 pub fn ltdl_solve_lt_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64]) {
-    for k in (0..parent.len()).rev() {
+    let (nv, l) = (parent.len(), ltdl.as_slice());
+    debug_assert_eq!(ltdl.shape(), (nv, nv));
+    for k in (0..nv).rev() {
         let xk = x[k];
         if xk == 0.0 {
             continue;
         }
         let mut i = parent[k];
         while i != NO_DOF {
-            x[i] -= ltdl[(k, i)] * xk;
+            // (Column-major: (k, i) at i·nv + k.)
+            x[i] -= l[i * nv + k] * xk;
             i = parent[i];
         }
     }
@@ -52,11 +55,13 @@ pub fn ltdl_solve_lt_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f6
 
 /// Solves `L y = x` in place (root to leaf).
 pub fn ltdl_solve_l_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64]) {
-    for k in 0..parent.len() {
+    let (nv, l) = (parent.len(), ltdl.as_slice());
+    debug_assert_eq!(ltdl.shape(), (nv, nv));
+    for k in 0..nv {
         let mut i = parent[k];
         let mut s = x[k];
         while i != NO_DOF {
-            s -= ltdl[(k, i)] * x[i];
+            s -= l[i * nv + k] * x[i];
             i = parent[i];
         }
         x[k] = s;
@@ -66,8 +71,9 @@ pub fn ltdl_solve_l_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64
 /// Solves `M x = b` in place with the factorization in `data.ltdl`: O(nv · depth).
 pub fn ltdl_solve_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64]) {
     ltdl_solve_lt_in_place(parent, ltdl, x);
-    for k in 0..parent.len() {
-        x[k] /= ltdl[(k, k)];
+    let nv = parent.len();
+    for (k, x) in x.iter_mut().enumerate().take(nv) {
+        *x /= ltdl.as_slice()[k * nv + k];
     }
     ltdl_solve_l_in_place(parent, ltdl, x);
 }
@@ -78,19 +84,21 @@ pub fn ltdl_solve_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64])
 /// columns.
 pub fn ltdl_solve_rows_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [f64], k: usize) {
     let nv = parent.len();
+    let lt = ltdl.as_slice();
+    debug_assert_eq!(ltdl.shape(), (nv, nv));
     debug_assert_eq!(x.len(), nv * k);
     // Lᵀ Y = X, leaf to root: row i (an ancestor, i < j) -= L_ji row j.
     for j in (0..nv).rev() {
         let mut i = parent[j];
         while i != NO_DOF {
-            let l = ltdl[(j, i)];
+            let l = lt[i * nv + j];
             let (head, tail) = x.split_at_mut(j * k);
             axpy_neg(&mut head[i * k..(i + 1) * k], l, &tail[..k]);
             i = parent[i];
         }
     }
     for j in 0..nv {
-        let d = 1.0 / ltdl[(j, j)];
+        let d = 1.0 / lt[j * nv + j];
         for v in &mut x[j * k..(j + 1) * k] {
             *v *= d;
         }
@@ -99,7 +107,7 @@ pub fn ltdl_solve_rows_in_place(parent: &[usize], ltdl: &DMatrix<f64>, x: &mut [
     for j in 0..nv {
         let mut i = parent[j];
         while i != NO_DOF {
-            let l = ltdl[(j, i)];
+            let l = lt[i * nv + j];
             let (head, tail) = x.split_at_mut(j * k);
             axpy_neg(&mut tail[..k], l, &head[i * k..(i + 1) * k]);
             i = parent[i];
