@@ -90,6 +90,11 @@ pub struct ContactSensitivity {
     regularized: bool,
     /// Right-hand sides transposed, for [`Self::lu_solve_columns`].
     xt: Vec<f64>,
+    /// [`Self::apply`]'s right-hand sides and residuals, and `A` as a
+    /// matrix, where `A` is refined against.
+    b: DMatrix<f64>,
+    r: DMatrix<f64>,
+    a_matrix: DMatrix<f64>,
 }
 
 impl ContactSensitivity {
@@ -336,21 +341,31 @@ impl ContactSensitivity {
         self.column_residuals.clear();
         self.column_residuals.resize(k, 0.0);
         // B = −D_c dg, in `dg`'s place; X = LU⁻¹ B.
-        let mut b = DMatrix::zeros(m, k);
         for j in 0..k {
             self.rhs_of(dg, j);
-            b.column_mut(j).copy_from_slice(&self.rhs);
+            dg.column_mut(j).copy_from_slice(&self.rhs);
         }
-        dg.copy_from(&b);
-        self.lu_solve_columns(dg);
         if !self.regularized {
+            self.lu_solve_columns(dg);
             return;
         }
+        // (Buffers kept: B, the residual, A as a matrix.)
+        let (mut b, mut r, mut a) = (
+            std::mem::take(&mut self.b),
+            std::mem::take(&mut self.r),
+            std::mem::take(&mut self.a_matrix),
+        );
+        for (buffer, shape) in [(&mut b, (m, k)), (&mut r, (m, k)), (&mut a, (m, m))] {
+            if buffer.shape() != shape {
+                *buffer = DMatrix::zeros(shape.0, shape.1);
+            }
+        }
+        b.copy_from(dg);
+        a.as_mut_slice().copy_from_slice(&self.a);
+        self.lu_solve_columns(dg);
         // Refined against A: X += LU⁻¹ (B − A X), up to REFINEMENTS times,
         // until every column's relative residual is below REFINED; the
         // residuals of the answer measured last.
-        let a = DMatrix::from_column_slice(m, m, &self.a);
-        let mut r = b.clone();
         let mut previous = f64::INFINITY;
         for round in 0..=REFINEMENTS {
             r.copy_from(&b);
@@ -364,6 +379,7 @@ impl ContactSensitivity {
             self.lu_solve_columns(&mut r);
             *dg += &r;
         }
+        (self.b, self.r, self.a_matrix) = (b, r, a);
     }
 
     /// The relative residual of each column, and the worst.

@@ -291,7 +291,10 @@ impl Simulator {
             ltdl_factorize(&model, &mut self.data);
         }
         let w = &mut out.wrt_q_work;
-        w.ddq.clone_from(&self.v_next);
+        if w.ddq.len() != nv {
+            w.ddq = DVector::zeros(nv);
+        }
+        w.ddq.copy_from(&self.v_next);
         w.ddq -= v0;
         w.ddq /= dt;
         aba_derivatives_from_kinematics(&model, &mut self.data, der, w.ddq.as_slice());
@@ -404,7 +407,7 @@ impl Simulator {
                 // Where a direction leaves the modes' equations without a
                 // solution (a singular A, the residual says), all in the
                 // least-squares sense.
-                w.dc_kept.clone_from(&w.dc);
+                copy_matrix(&mut w.dc_kept, &w.dc);
                 out.sensitivity
                     .apply_unless_unsolvable(&mut w.dc, Q_EXACT_RESIDUAL);
                 out.q_residual = out.sensitivity.worst_residual();
@@ -416,7 +419,7 @@ impl Simulator {
                 {
                     // ∂c/∂q = C + (G + R) ∂λ/∂q.
                     let problem = &self.problem;
-                    w.dc_total.clone_from(&w.dc_kept);
+                    copy_matrix(&mut w.dc_total, &w.dc_kept);
                     w.dc_total.gemm(1.0, &problem.delassus, &w.dc, 1.0);
                     for r in 0..m {
                         let rr = problem.compliance[r];
@@ -685,6 +688,14 @@ fn block_mul<const N: usize>(a: &[f64], nv: usize, iv: usize, s: &[f64], d: &mut
         }
     }
     d[iv..iv + N].copy_from_slice(&out);
+}
+
+/// `dst = src`, reusing `dst`'s allocation where the shapes agree.
+fn copy_matrix(dst: &mut DMatrix<f64>, src: &DMatrix<f64>) {
+    if dst.shape() != src.shape() {
+        *dst = DMatrix::zeros(src.nrows(), src.ncols());
+    }
+    dst.copy_from(src);
 }
 
 /// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to
