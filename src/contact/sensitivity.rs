@@ -328,9 +328,9 @@ impl ContactSensitivity {
     /// ([`Self::apply_least_squares`]) where the worst relative residual
     /// exceeds `unsolvable`: the refinement stops once it is above and
     /// falls by less than a tenth in a round (a direction outside `A`'s
-    /// range, whose residual no refinement removes). A residual that would
-    /// have fallen below `unsolvable` in the remaining rounds from there is
-    /// within 1/0.81 of it.
+    /// range, whose residual no refinement removes). At that rate the two
+    /// rounds left would lower it by at most a factor 0.81: only a residual
+    /// within 1/0.81 of `unsolvable` could have crossed it.
     pub fn apply_unless_unsolvable(&mut self, dg: &mut DMatrix<f64>, unsolvable: f64) {
         self.apply_refined(dg, unsolvable);
     }
