@@ -2,7 +2,7 @@
 //! (`Simulator::step_with_jacobians`: of v⁺ and q⁺ with respect to q, v,
 //! τ and μ) and with a vector–Jacobian product (`step_with_vjp`), on the
 //! built-in quadruped and, when `scripts/fetch-robot-files` has run, on
-//! Gymnasium's half-cheetah and humanoid and example-robot-data's UR5,
+//! Gymnasium's half-cheetah, ant and humanoid and example-robot-data's UR5,
 //! Solo-12 and Talos, each under its PD after 300 steps, solver tolerance
 //! 1e-10. (Central differences cost `6 nv` such steps, and more from a
 //! cold start: `moreau grad FILE --fd` times them.)
@@ -24,6 +24,7 @@ fn scenes_to_bench() -> Vec<Scene> {
         let erd = &files.example_robot_data;
         for path in [
             files.gymnasium_assets.join("half_cheetah.xml"),
+            files.gymnasium_assets.join("ant.xml"),
             files.gymnasium_assets.join("humanoid.xml"),
             erd.join("ur_description/urdf/ur5_robot.urdf"),
             erd.join("solo_description/robots/solo12.urdf"),
