@@ -725,3 +725,44 @@ fn settled_robots_report_the_side_of_each_q_column() {
         }
     }
 }
+
+/// One `StepJacobians` reused by simulators of two different trees with
+/// as many dofs gives each tree's own Jacobians (bit for bit those of a
+/// fresh one): its workspaces follow the model, not only the dof count.
+#[test]
+fn jacobians_reused_across_trees_with_as_many_dofs_are_each_trees_own() {
+    // Two random trees with the same nv and different parents.
+    let trees: Vec<Model> = (0..40)
+        .map(|seed| moreau::scenes::random_tree(8, seed).unwrap())
+        .collect();
+    let (a, b) = trees
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| {
+            trees[i + 1..]
+                .iter()
+                .find(|b| b.nv == a.nv && b.body_parent != a.body_parent)
+                .map(|b| (a.clone(), b.clone()))
+        })
+        .expect("two trees with as many dofs");
+    let jacobians = |model: &Model, jac: &mut StepJacobians| {
+        let model = Arc::new(model.clone());
+        let mut sim = Simulator::new(model.clone(), params(1e-3)).unwrap();
+        let mut state = State::new(
+            common::random_q(&model, &mut common::Lcg(3)),
+            DVector::from_fn(model.nv, |i, _| 0.1 * (i as f64 + 1.0).sin()),
+        );
+        let tau = DVector::from_fn(model.nv, |i, _| 0.3 * (i as f64).cos());
+        sim.step_with_jacobians(&mut state, tau.as_slice(), jac)
+            .unwrap();
+        (jac.dv_dq.clone(), jac.dv_dv.clone(), jac.dq_dtau.clone())
+    };
+    let mut reused = StepJacobians::default();
+    let _ = jacobians(&a, &mut reused);
+    let after_a = jacobians(&b, &mut reused);
+    let fresh = jacobians(&b, &mut StepJacobians::default());
+    assert_eq!(
+        after_a, fresh,
+        "a reused StepJacobians kept the first tree's workspaces"
+    );
+}

@@ -76,6 +76,9 @@ pub struct Derivatives {
     row_b: Vec<Vec6>,
     /// The identity, solved into `M⁻¹` (row-major).
     rows: Vec<f64>,
+    /// The tree these workspaces were built for (see [`Self::fits`]).
+    body_parent: Vec<usize>,
+    dof_body: Vec<usize>,
 }
 
 impl Derivatives {
@@ -95,7 +98,16 @@ impl Derivatives {
             row_y: vec![Vec6::zeros(); nv],
             row_b: vec![Vec6::zeros(); nv],
             rows: vec![0.0; nv * nv],
+            body_parent: model.body_parent.clone(),
+            dof_body: model.dof_body.clone(),
         }
+    }
+
+    /// Whether these workspaces were built for `model`'s tree (the same
+    /// parents and dofs per body): workspaces of another tree with as many
+    /// dofs would give wrong derivatives.
+    pub fn fits(&self, model: &Model) -> bool {
+        self.body_parent == model.body_parent && self.dof_body == model.dof_body
     }
 }
 

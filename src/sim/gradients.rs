@@ -270,11 +270,7 @@ impl Simulator {
                 *mat = DMatrix::zeros(nv, nv);
             }
         }
-        if out
-            .derivatives
-            .as_ref()
-            .is_none_or(|d| d.dtau_dq.nrows() != nv)
-        {
+        if out.derivatives.as_ref().is_none_or(|d| !d.fits(&model)) {
             out.derivatives = Some(Derivatives::new(&model));
         }
         let der = out.derivatives.as_mut().expect("just built");
