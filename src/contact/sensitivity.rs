@@ -35,7 +35,7 @@
 
 use super::ContactProblem;
 use super::cone::get3;
-use super::linalg::{lu_apply, lu_apply_transpose, lu_factor};
+use super::linalg::{lu_apply, lu_apply_transpose, lu_factor, reshape_zeroed};
 use crate::error::ProblemError;
 use nalgebra::DMatrix;
 
@@ -74,7 +74,7 @@ pub struct ContactSensitivity {
     /// `D_c` per block (3 × 3 row-major for contacts, a scalar at 0 for rows).
     d_c: Vec<[f64; 9]>,
     /// `A = D_λ + D_c (G + R)`, then its LU factors (m × m column-major).
-    a: Vec<f64>,
+    a: DMatrix<f64>,
     lu: Vec<f64>,
     pivot: Vec<usize>,
     rhs: Vec<f64>,
@@ -90,11 +90,10 @@ pub struct ContactSensitivity {
     regularized: bool,
     /// Right-hand sides transposed, for [`Self::lu_solve_columns`].
     xt: Vec<f64>,
-    /// [`Self::apply`]'s right-hand sides and residuals, and `A` as a
-    /// matrix, where `A` is refined against.
+    /// [`Self::apply`]'s right-hand sides and residuals, where `A` is
+    /// refined against.
     b: DMatrix<f64>,
     r: DMatrix<f64>,
-    a_matrix: DMatrix<f64>,
 }
 
 impl ContactSensitivity {
@@ -142,8 +141,8 @@ impl ContactSensitivity {
         let zero = (BREAK_IMPULSE * lmax).max(accuracy);
         self.modes.clear();
         self.d_c.clear();
-        self.a.clear();
-        self.a.resize(m * m, 0.0);
+        reshape_zeroed(&mut self.a, m, m);
+        let a = self.a.as_mut_slice();
         for i in 0..nc {
             let (l, ci) = (get3(lambda, i), get3(c, i));
             let ct = ci[0].hypot(ci[1]);
@@ -186,12 +185,12 @@ impl ContactSensitivity {
                             + if 3 * i + t == j { p.compliance[j] } else { 0.0 };
                         v += dc[3 * r + t] * g;
                     }
-                    self.a[j * m + 3 * i + r] = v;
+                    a[j * m + 3 * i + r] = v;
                 }
             }
             for r in 0..3 {
                 for t in 0..3 {
-                    self.a[(3 * i + t) * m + 3 * i + r] += dl[3 * r + t];
+                    a[(3 * i + t) * m + 3 * i + r] += dl[3 * r + t];
                 }
             }
         }
@@ -212,11 +211,10 @@ impl ContactSensitivity {
             if active {
                 dc[0] = 1.0;
                 for j in 0..m {
-                    self.a[j * m + k] =
-                        p.delassus[(k, j)] + if k == j { p.compliance[k] } else { 0.0 };
+                    a[j * m + k] = p.delassus[(k, j)] + if k == j { p.compliance[k] } else { 0.0 };
                 }
             } else {
-                self.a[k * m + k] = 1.0;
+                a[k * m + k] = 1.0;
             }
             self.d_c.push(dc);
         }
@@ -226,12 +224,12 @@ impl ContactSensitivity {
         let amax = self.a.iter().fold(0.0f64, |s, x| s.max(x.abs()));
         self.pivot.resize(m, 0);
         self.lu.clear();
-        self.lu.extend_from_slice(&self.a);
+        self.lu.extend_from_slice(self.a.as_slice());
         self.regularized = !(lu_factor(&mut self.lu, m, &mut self.pivot)
             && (0..m).all(|k| self.lu[k * m + k].abs() > SINGULAR * amax));
         if self.regularized {
             self.lu.clear();
-            self.lu.extend_from_slice(&self.a);
+            self.lu.extend_from_slice(self.a.as_slice());
             for k in 0..m {
                 self.lu[k * m + k] += REGULARIZATION * amax.max(f64::MIN_POSITIVE);
             }
@@ -349,19 +347,14 @@ impl ContactSensitivity {
             self.lu_solve_columns(dg);
             return;
         }
-        // (Buffers kept: B, the residual, A as a matrix.)
-        let (mut b, mut r, mut a) = (
-            std::mem::take(&mut self.b),
-            std::mem::take(&mut self.r),
-            std::mem::take(&mut self.a_matrix),
-        );
-        for (buffer, shape) in [(&mut b, (m, k)), (&mut r, (m, k)), (&mut a, (m, m))] {
+        // (Buffers kept: B and the residual.)
+        let (mut b, mut r) = (std::mem::take(&mut self.b), std::mem::take(&mut self.r));
+        for (buffer, shape) in [(&mut b, (m, k)), (&mut r, (m, k))] {
             if buffer.shape() != shape {
                 *buffer = DMatrix::zeros(shape.0, shape.1);
             }
         }
         b.copy_from(dg);
-        a.as_mut_slice().copy_from_slice(&self.a);
         self.lu_solve_columns(dg);
         // Refined against A: X += LU⁻¹ (B − A X), up to REFINEMENTS times,
         // until every column's relative residual is below REFINED; the
@@ -369,7 +362,7 @@ impl ContactSensitivity {
         let mut previous = f64::INFINITY;
         for round in 0..=REFINEMENTS {
             r.copy_from(&b);
-            r.gemm(-1.0, &a, dg, 1.0);
+            r.gemm(-1.0, &self.a, dg, 1.0);
             self.measure_residuals(&r, &b);
             let stalled = self.worst_residual > unsolvable && self.worst_residual > 0.9 * previous;
             if round == REFINEMENTS || self.worst_residual <= REFINED || stalled {
@@ -379,7 +372,7 @@ impl ContactSensitivity {
             self.lu_solve_columns(&mut r);
             *dg += &r;
         }
-        (self.b, self.r, self.a_matrix) = (b, r, a);
+        (self.b, self.r) = (b, r);
     }
 
     /// The relative residual of each column, and the worst.
@@ -472,16 +465,16 @@ impl ContactSensitivity {
     /// damped along the others). The residuals are measured against `A`.
     pub fn apply_least_squares(&mut self, dg: &mut DMatrix<f64>) {
         let (m, k) = (dg.nrows(), dg.ncols());
-        let a = DMatrix::from_column_slice(m, m, &self.a);
         let mut b = DMatrix::zeros(m, k);
         for j in 0..k {
             self.rhs_of(dg, j);
             b.column_mut(j).copy_from_slice(&self.rhs);
         }
         // (Products by `gemm`, on Aᵀ formed once.)
+        let a = &self.a;
         let at = a.transpose();
         let mut normal = DMatrix::zeros(m, m);
-        normal.gemm(1.0, &at, &a, 0.0);
+        normal.gemm(1.0, &at, a, 0.0);
         let dmax = normal.diagonal().max().max(f64::MIN_POSITIVE);
         for r in 0..m {
             normal[(r, r)] += TIKHONOV * dmax;
@@ -494,7 +487,7 @@ impl ContactSensitivity {
             None => x.fill(0.0),
         }
         let mut residual = b.clone();
-        residual.gemm(1.0, &a, &x, -1.0);
+        residual.gemm(1.0, a, &x, -1.0);
         self.measure_residuals(&residual, &b);
         dg.copy_from(&x);
     }
@@ -527,7 +520,7 @@ impl ContactSensitivity {
     /// only, `λ_T + μ λ_N ĉ_T = 0`, so column `i` is `−A⁻¹ (λ_N ĉ_T)` on
     /// contact `i`'s tangent rows if it slides, zero otherwise.
     pub fn apply_mu(&mut self, lambda: &[f64], c: &[f64], out: &mut DMatrix<f64>) {
-        let m = self.a.len().isqrt();
+        let m = self.a.nrows();
         if out.shape() != (m, self.nc) {
             *out = DMatrix::zeros(m, self.nc);
         }
@@ -568,7 +561,7 @@ impl ContactSensitivity {
                 w[first + t] = -v;
             }
         }
-        debug_assert_eq!(m, self.a.len().isqrt());
+        debug_assert_eq!(m, self.a.nrows());
     }
 
     /// `x = A⁻¹ rhs` (or `A⁻ᵀ rhs`), refined against `A`.
@@ -586,9 +579,9 @@ impl ContactSensitivity {
                 if round > 0 {
                     for k in 0..m {
                         let a = if transpose {
-                            self.a[r * m + k]
+                            self.a.as_slice()[r * m + k]
                         } else {
-                            self.a[k * m + r]
+                            self.a.as_slice()[k * m + r]
                         };
                         v -= a * self.x[k];
                     }
@@ -608,7 +601,7 @@ impl ContactSensitivity {
 
     /// `rhs = −D_c dg` for column `j` of `dg`.
     fn rhs_of(&mut self, dg: &DMatrix<f64>, j: usize) {
-        let m = self.a.len().isqrt();
+        let m = self.a.nrows();
         self.rhs.clear();
         self.rhs.resize(m, 0.0);
         for b in 0..self.d_c.len() {
