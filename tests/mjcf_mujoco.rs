@@ -636,3 +636,167 @@ fn connect_and_weld_match_mujoco() {
     }
     assert!(worst < 2e-3, "worst |Δq| from stiff MuJoCo {worst:e}");
 }
+
+/// tests/data/mujoco/wrapping.json.
+#[derive(Deserialize)]
+struct WrappingReference {
+    versions: Versions,
+    tendons: Vec<String>,
+    states: Vec<WrappingState>,
+    ctrl: Vec<f64>,
+    trajectory: Vec<Vec<f64>>,
+    /// Per tendon, how many of the run's steps had its path through k
+    /// points (2: straight, 4: wrapped, 5: over the pulley).
+    steps_by_path_points: Vec<Vec<usize>>,
+    probe_radius: f64,
+    probes: Vec<WrapProbe>,
+}
+
+/// Four tendons from point a to point b (mocap sites) around a sphere and
+/// a cylinder (axis z) at the origin, each without and with the side
+/// site s: `points` a, b, s; MuJoCo's lengths and path point counts.
+#[derive(Deserialize)]
+struct WrapProbe {
+    points: [[f64; 3]; 3],
+    ten_length: [f64; 4],
+    ten_wrapnum: [usize; 4],
+}
+
+/// MuJoCo's tendons and forces at one random state (`mj_forward`).
+#[derive(Deserialize)]
+struct WrappingState {
+    qpos: Vec<f64>,
+    qvel: Vec<f64>,
+    ctrl: Vec<f64>,
+    ten_length: Vec<f64>,
+    #[serde(rename = "ten_J")]
+    ten_jacobian: Vec<Vec<f64>>,
+    ten_wrapnum: Vec<usize>,
+    qfrc_actuator: Vec<f64>,
+}
+
+/// wrapping.xml: spatial tendons over a sphere fixed in the world, around
+/// a cylinder carried by a moving body (a side site choosing the side),
+/// over a pulley and through a ring (a side site inside: the path touches
+/// from within), with springs, a motor and a position servo on tendons.
+/// At 40 random states, the lengths and Jacobians are MuJoCo's to
+/// rounding, and so are the actuators' generalized forces (through the
+/// tendons' Jacobians); then 1 s of the model under constant controls
+/// follows MuJoCo's Euler run (no constraint rows: the same step).
+#[test]
+fn spatial_tendons_wrap_as_mujocos() {
+    use moreau::model::Coordinate;
+    use moreau::sim::State;
+    let r: WrappingReference =
+        reference("wrapping.json", include_str!("data/mujoco/wrapping.json"));
+    assert_eq!(r.versions.mujoco, "4.0.0");
+    let (m, model, mut sim) = data_file_simulator("wrapping.xml");
+    let names: Vec<&str> = model.tendons.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, r.tendons);
+    let nv = model.nv;
+    let mut data = Data::new(&model);
+    let (mut worst_length, mut worst_jacobian, mut worst_ring, mut worst_force) =
+        (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let mut wrapped = vec![0usize; model.tendons.len()];
+    for s in &r.states {
+        let q = m.q_from_mujoco(&s.qpos).unwrap();
+        forward_kinematics(&model, &mut data, q.as_slice());
+        for (t, tendon) in model.tendons.iter().enumerate() {
+            let mut jac = Vec::new();
+            let length = moreau::sim::rows::coordinate(
+                &model,
+                Coordinate::Tendon(t),
+                &data,
+                q.as_slice(),
+                1.0,
+                &mut jac,
+            );
+            let mut dense = vec![0.0; nv];
+            for (k, c) in jac {
+                dense[k] += c;
+            }
+            worst_length = worst_length.max((length - s.ten_length[t]).abs());
+            let dj = (0..nv)
+                .map(|k| (dense[k] - s.ten_jacobian[t][k]).abs())
+                .fold(0.0, f64::max);
+            // MuJoCo finds the ring's touching point by Newton's method to
+            // |f| ≤ 1e-6 of its equation, moreau to rounding: the point,
+            // hence the Jacobian, differ at first order, the length at second.
+            if tendon.name == "through_ring" {
+                worst_ring = worst_ring.max(dj);
+            } else {
+                worst_jacobian = worst_jacobian.max(dj);
+            }
+            wrapped[t] += usize::from(s.ten_wrapnum[t] == 4);
+        }
+        let mut tau = vec![0.0; nv];
+        moreau::sim::actuator_forces(&model, q.as_slice(), &s.qvel, &s.ctrl, &[], m.timestep, &mut tau);
+        for k in 0..nv {
+            worst_force = worst_force.max((tau[k] - s.qfrc_actuator[k]).abs());
+        }
+    }
+    println!(
+        "wrapped at {wrapped:?} of {} states; max |ΔL| {worst_length:.1e}, |ΔJ| {worst_jacobian:.1e} (the ring's {worst_ring:.1e}), |Δqfrc_actuator| {worst_force:.1e}",
+        r.states.len()
+    );
+    // Both cases met: the sphere wraps at some states and not at others;
+    // the side site keeps the drum's path wrapped, the ring's touching.
+    assert!(wrapped[0] > 5 && wrapped[0] < r.states.len() - 5, "{wrapped:?}");
+    assert_eq!((wrapped[2], wrapped[4]), (r.states.len(), r.states.len()));
+    assert!(worst_length < 1e-12, "max |ΔL| {worst_length:e}");
+    assert!(worst_jacobian < 1e-12, "max |ΔJ| {worst_jacobian:e}");
+    assert!(worst_ring < 1e-5, "the ring's max |ΔJ| {worst_ring:e}");
+    assert!(worst_force < 1e-5, "max |Δqfrc_actuator| {worst_force:e}");
+
+    // The geometry alone, between random points: whether the path wraps
+    // and its length, as MuJoCo's, with and without a side site (inside
+    // or outside the obstacle).
+    let (mut worst_probe, mut kinds) = (0.0f64, [[0usize; 2]; 4]);
+    for p in &r.probes {
+        let [a, b, s] = p.points.map(|x| Vec3::new(x[0], x[1], x[2]));
+        for (k, (cylinder, side)) in [(false, None), (false, Some(&s)), (true, None), (true, Some(&s))]
+            .into_iter()
+            .enumerate()
+        {
+            let w = moreau::dynamics::wrap(&a, &b, &SE3::identity(), r.probe_radius, cylinder, side);
+            let length = match &w {
+                None => (b - a).norm(),
+                Some(w) => (w.touch[0] - a).norm() + w.arc + (b - w.touch[1]).norm(),
+            };
+            assert_eq!(
+                w.is_some(),
+                p.ten_wrapnum[k] == 4,
+                "probe {:?}, tendon {k}: wrapped {:?}, MuJoCo's path points {}",
+                p.points,
+                w,
+                p.ten_wrapnum[k]
+            );
+            kinds[k][usize::from(w.is_some())] += 1;
+            worst_probe = worst_probe.max((length - p.ten_length[k]).abs());
+        }
+    }
+    println!("probes (straight, wrapped) per tendon {kinds:?}: max |ΔL| {worst_probe:.1e}");
+    assert!(worst_probe < 1e-9, "max |ΔL| {worst_probe:e}");
+    assert!(kinds.iter().all(|k| k[0] > 20 && k[1] > 20), "{kinds:?}");
+
+    // The run: the sphere's and the drum's paths wrap on part of it.
+    assert!(r.steps_by_path_points[0][4] > 100 && r.steps_by_path_points[2][4] > 100);
+    let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(nv));
+    // The arm through the ring (its path's touching point found to
+    // MuJoCo's Newton tolerance there) apart, the step is MuJoCo's.
+    let ring = model.joint_idx_q[model.body_id("arm4").unwrap()];
+    let (mut worst, mut worst_ring) = (0.0f64, 0.0f64);
+    for row in &r.trajectory {
+        while (state.t - row[0]).abs() > 1e-9 {
+            sim.step_controls(&mut state, &r.ctrl).unwrap();
+        }
+        let want = m.q_from_mujoco(&row[1..]).unwrap();
+        let d = &state.q - &want;
+        let others = (0..model.nq).filter(|&i| i != ring).map(|i| d[i].abs()).fold(0.0, f64::max);
+        println!("t = {:.1}: max |Δq| {others:.1e}, the ring's arm {:.1e}", state.t, d[ring].abs());
+        worst = worst.max(others);
+        worst_ring = worst_ring.max(d[ring].abs());
+    }
+    assert!(worst < 1e-12, "max |Δq| {worst:e}");
+    assert!(worst_ring < 1e-6, "the ring's arm: max |Δq| {worst_ring:e}");
+}

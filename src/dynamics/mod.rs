@@ -16,6 +16,7 @@ mod jacobian;
 mod kinematics;
 mod ltdl;
 mod rnea;
+pub mod wrap;
 
 pub use aba::{aba, aba_from_kinematics};
 pub use com::{COM_INERTIA, com_inertias, com_velocities, com_wrenches, subtree_coms};
@@ -35,6 +36,7 @@ pub use jacobian::{ReferenceFrame, frame_jacobian, frame_placement, point_veloci
 pub use kinematics::{
     center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy,
 };
+pub use wrap::wrap;
 pub use ltdl::{
     ltdl_factorize, ltdl_factorize_in_place, ltdl_solve_in_place, ltdl_solve_l_in_place,
     ltdl_solve_lt_in_place, ltdl_solve_rows_in_place,

@@ -158,12 +158,24 @@ impl LoadedModel {
             )?;
             for t in &m.tendons {
                 let path = if t.is_spatial() {
-                    let sites: Vec<String> = t
-                        .sites
+                    let path: Vec<String> = t
+                        .path
                         .iter()
-                        .map(|(b, p)| format!("{} {:?}", m.body_name[*b], p.as_slice()))
+                        .map(|w| match w {
+                            crate::model::Wrap::Site(b, p) => {
+                                format!("{} {:?}", m.body_name[*b], p.as_slice())
+                            }
+                            crate::model::Wrap::Geom(g) => format!(
+                                "around {} `{}` (radius {}{})",
+                                if g.cylinder { "cylinder" } else { "sphere" },
+                                g.name,
+                                g.radius,
+                                if g.side.is_some() { ", side site" } else { "" }
+                            ),
+                            crate::model::Wrap::Pulley(d) => format!("| pulley 1/{d} |"),
+                        })
                         .collect();
-                    format!("spatial through {}", sites.join(" -> "))
+                    format!("spatial through {}", path.join(" -> "))
                 } else {
                     let joints: Vec<String> = t
                         .joints

@@ -8,6 +8,15 @@
 //! `L_s ∈ [lo, hi]`, explicit), dry friction (a box row `|λ| ≤ f·dt`), a
 //! length range (unilateral rows as joint limits) and actuators.
 //!
+//! A **spatial tendon** is a path through sites fixed on bodies (MuJoCo's
+//! `<spatial>`): straight segments between consecutive sites, or, where a
+//! sphere or a cylinder lies between two sites ([`Wrap::Geom`]), the
+//! shortest path around it when the straight segment would cross it (the
+//! tangent lines and the geodesic arc between them, a helix on a
+//! cylinder); a [`Wrap::Pulley`] starts a branch whose length counts
+//! `1/divisor`. See [`crate::sim::rows::coordinate`] for the length and
+//! Jacobian, [`crate::dynamics::wrap`] for the geometry.
+//!
 //! An **equality** ties a first coordinate `y` (a joint's position or a
 //! tendon's length) to a polynomial of a second one `x`, as MuJoCo does:
 //! `y − y₀ = a₀ + a₁ (x − x₀) + a₂ (x − x₀)² + a₃ (x − x₀)³ + a₄ (x − x₀)⁴`
@@ -24,7 +33,7 @@
 //! more rows `ω₁ − ω₂`, residual the rotation vector of `R₁ R R₂ᵀ`. Both
 //! are stabilized as contacts are.
 
-use crate::math::{Mat3, Vec3};
+use crate::math::{Mat3, SE3, Vec3};
 
 /// A scalar coordinate of the configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -35,19 +44,52 @@ pub enum Coordinate {
     Tendon(usize),
 }
 
+/// One element of a spatial tendon's path, in MuJoCo's order (its "wrap
+/// objects": site, sphere or cylinder geom, pulley).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Wrap {
+    /// A point fixed on a body: `(body, point in the body frame)`.
+    Site(usize, Vec3),
+    /// A sphere or an infinite cylinder (axis the geom frame's z) that the
+    /// path between the sites before and after it goes around.
+    Geom(WrapGeom),
+    /// The start of a new branch: the segments after it (to the next
+    /// pulley) count `1/divisor` in the length and the Jacobian.
+    Pulley(f64),
+}
+
+/// A wrapping obstacle of a spatial tendon (MuJoCo's `<spatial><geom>`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WrapGeom {
+    /// The geom's name (for messages).
+    pub name: String,
+    /// The body it is fixed on, and its frame there.
+    pub body: usize,
+    pub body_from_geom: SE3,
+    pub radius: f64,
+    /// A cylinder (about the frame's z axis); else a sphere.
+    pub cylinder: bool,
+    /// MuJoCo's `sidesite`: a point `(body, point in the body frame)`
+    /// that picks the side the path goes around (outside the obstacle),
+    /// or, inside it, makes the path touch the obstacle's surface from
+    /// within where the straight segment would miss it.
+    pub side: Option<(usize, Vec3)>,
+}
+
 /// A fixed tendon, `L = Σ coef_j q_j` over 1-dof joints, or a spatial
-/// one, the length of the path through its sites (straight segments
-/// between points fixed on bodies: MuJoCo's `<spatial>` without wrapping),
-/// whose value and Jacobian need the kinematics ([`crate::sim::rows::coordinate`]).
+/// one, the length of its path (see the module docs), whose value and
+/// Jacobian need the kinematics ([`crate::sim::rows::coordinate`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tendon {
     pub name: String,
     /// A fixed tendon's `(joint, coef)`: the joint's body index and its
     /// coefficient (empty for a spatial tendon).
     pub joints: Vec<(usize, f64)>,
-    /// A spatial tendon's sites in path order: `(body, point in the body
-    /// frame)`, two or more (empty for a fixed tendon).
-    pub sites: Vec<(usize, Vec3)>,
+    /// A spatial tendon's path (empty for a fixed tendon): two sites or
+    /// more, each geom between two sites, no pulley last or twice in a
+    /// row, every site next to a site or a geom (MuJoCo's rules, checked by
+    /// the builder).
+    pub path: Vec<Wrap>,
     /// Length range `(lo, hi)`, enforced as unilateral rows; `None`: free.
     pub range: Option<(f64, f64)>,
     /// Spring stiffness (N/m or N·m/rad per unit length), ≥ 0.
@@ -65,7 +107,18 @@ pub struct Tendon {
 impl Tendon {
     /// Whether it is spatial (a path through sites).
     pub fn is_spatial(&self) -> bool {
-        !self.sites.is_empty()
+        !self.path.is_empty()
+    }
+
+    /// The bodies its path's points are fixed on (sites, obstacles and
+    /// side sites), in path order, with repetitions.
+    pub fn path_bodies(&self) -> impl Iterator<Item = usize> + '_ {
+        self.path.iter().flat_map(|w| match w {
+            Wrap::Site(b, _) => [Some(*b), None],
+            Wrap::Geom(g) => [Some(g.body), g.side.map(|s| s.0)],
+            Wrap::Pulley(_) => [None, None],
+        })
+        .flatten()
     }
 
     /// A fixed tendon's `L(q)`, given each joint's `q` index

@@ -21,7 +21,8 @@ pub(crate) mod xml;
 
 pub use builder::{Material, ModelBuilder, validate_inertia};
 pub use camera::{CameraMode, ModelCamera};
-pub use constraints::{BodyEquality, Coordinate, Equality, Tendon};
+pub use constraints::{BodyEquality, Coordinate, Equality, Tendon, Wrap, WrapGeom};
+pub(crate) use builder::constraints::check_path as check_tendon_path;
 pub use sensor::{Attachment, Sensor, SensorKind, Subtree, Zone};
 pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;
@@ -197,9 +198,10 @@ pub struct Actuator {
     /// `(lo, hi)` when the scalar force is limited.
     pub force_range: Option<(f64, f64)>,
     /// `Some(t)`: a tendon transmission (MJCF's `tendon`): the actuator
-    /// pulls on fixed tendon `t` of [`Model::tendons`], its length
-    /// `gear·L` and velocity `gear·L̇`, and each of the tendon's joints gets
-    /// `gear·coef·force`; `joint` and `dof` are then its first joint's.
+    /// pulls on tendon `t` of [`Model::tendons`], its length `gear·L` and
+    /// velocity `gear·L̇`, and the dofs get `gear·force·∂L/∂q` (each of a
+    /// fixed tendon's joints `gear·coef·force`); `joint` and `dof` are then
+    /// a fixed tendon's first joint's, the world's (0) for a spatial tendon.
     pub tendon: Option<usize>,
     /// Activation dynamics (MJCF's `dyntype`): with any but `None`, the
     /// force is `gain·act + bias` where `act` is the actuator's state,

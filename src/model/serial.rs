@@ -13,7 +13,7 @@ use crate::error::ModelError;
 use crate::model::Coordinate;
 
 /// Version of the byte format; bytes of another version are refused.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// A geometry as stored: everything but the collider.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
@@ -211,8 +211,9 @@ impl Model {
             for &(j, _) in &t.joints {
                 body(j, &format!("tendon `{}`", t.name))?;
             }
-            for &(s, _) in &t.sites {
-                body(s, &format!("tendon `{}`", t.name))?;
+            if t.is_spatial() {
+                super::builder::constraints::check_path(&t.path, nb)
+                    .map_err(|e| format!("tendon `{}`: {e}", t.name))?;
             }
         }
         let coordinate = |c: &Coordinate, what: &str| match *c {

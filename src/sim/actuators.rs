@@ -1,7 +1,9 @@
 //! What drives a step: generalized forces, or the actuators' controls
 //! turned into them.
 
+use crate::dynamics::{Data, forward_kinematics};
 use crate::model::{Actuator, Model};
+use crate::sim::rows::spatial_length;
 
 /// What drives a step: raw generalized forces on the dofs, or the
 /// actuators' controls.
@@ -15,16 +17,19 @@ pub enum Actuation<'a> {
 
 /// The actuators' generalized forces (nv) at `(q, v)` under the controls
 /// `ctrl` (nu) and activations `act` (`Model::na`, or empty: all zero),
-/// written into `tau`, as MuJoCo computes them for joint and
-/// fixed-tendon transmissions (a tendon's length `L` in place of `q`, its
-/// joints each getting `coef·gear·force`): each control is clamped to its
+/// written into `tau`, as MuJoCo computes them for joint and tendon
+/// transmissions (a tendon's length `L` in place of `q`, the force
+/// reaching the dofs through the tendon's Jacobian `∂L/∂q`: a fixed
+/// tendon's joints each get `coef·gear·force`): each control is clamped to its
 /// `ctrl_range`; the actuator's input is that control, or its activation
 /// when it has [`crate::model::ActuatorDynamics`] (the activation at the end of the step
 /// of `dt` for an `act_early` one, see [`next_activations`]); the scalar
 /// force `gain·input + bias₀ + bias₁·l + bias₂·l̇` (length `l = gear·q`,
 /// velocity `l̇ = gear·q̇`) is clamped to its `force_range`, and the dof receives
 /// `gear · force`. Then each dof's total is clamped to its effort limit
-/// (`Model::dof_effort_limit`, URDF's `effort`).
+/// (`Model::dof_effort_limit`, URDF's `effort`). Actuators on spatial
+/// tendons need the kinematics at `q`, computed here (the simulator's
+/// step reuses its own).
 pub fn actuator_forces(
     model: &Model,
     q: &[f64],
@@ -34,6 +39,43 @@ pub fn actuator_forces(
     dt: f64,
     tau: &mut [f64],
 ) {
+    let data = pulls_spatial_tendons(model).then(|| {
+        let mut data = Data::new(model);
+        forward_kinematics(model, &mut data, q);
+        data
+    });
+    let input = ActuatorInput { q, v, ctrl, act, dt };
+    actuator_forces_with(model, data.as_ref(), &input, tau, &mut Vec::new());
+}
+
+/// Whether an actuator of `model` pulls on a spatial tendon.
+pub(crate) fn pulls_spatial_tendons(model: &Model) -> bool {
+    model
+        .actuators
+        .iter()
+        .any(|a| a.tendon.is_some_and(|t| model.tendons[t].is_spatial()))
+}
+
+/// What [`actuator_forces`] reads.
+pub(crate) struct ActuatorInput<'a> {
+    pub q: &'a [f64],
+    pub v: &'a [f64],
+    pub ctrl: &'a [f64],
+    pub act: &'a [f64],
+    pub dt: f64,
+}
+
+/// [`actuator_forces`] with the kinematics at `q` given (`data`; only
+/// actuators on spatial tendons read it, and skip without it) and a
+/// workspace for a tendon's Jacobian.
+pub(crate) fn actuator_forces_with(
+    model: &Model,
+    data: Option<&Data>,
+    input: &ActuatorInput<'_>,
+    tau: &mut [f64],
+    scratch: &mut Vec<(usize, f64)>,
+) {
+    let ActuatorInput { q, v, ctrl, act, dt } = *input;
     tau.fill(0.0);
     for (u, a) in ctrl.iter().zip(&model.actuators) {
         let ctrl = clamped_control(a, *u);
@@ -48,8 +90,14 @@ pub fn actuator_forces(
                 }
             }
         };
+        scratch.clear();
         let (length, velocity) = match a.tendon {
             None => (q[model.joint_idx_q[a.joint]], v[a.dof]),
+            Some(t) if model.tendons[t].is_spatial() => {
+                let Some(data) = data else { continue };
+                let l = spatial_length(model, &model.tendons[t], data, 1.0, scratch);
+                (l, scratch.iter().map(|&(k, c)| c * v[k]).sum())
+            }
             Some(t) => {
                 let t = &model.tendons[t];
                 (
@@ -65,6 +113,11 @@ pub fn actuator_forces(
         }
         match a.tendon {
             None => tau[a.dof] += a.gear * force,
+            Some(t) if model.tendons[t].is_spatial() => {
+                for &(k, c) in scratch.iter() {
+                    tau[k] += a.gear * c * force;
+                }
+            }
             Some(t) => {
                 for &(j, c) in &model.tendons[t].joints {
                     tau[model.joint_idx_v[j]] += a.gear * c * force;

@@ -662,7 +662,14 @@ impl Simulator {
         match input {
             Actuation::Torques(tau) => self.tau.copy_from_slice(tau),
             Actuation::Controls(ctrl) => {
-                actuator_forces(model, q, v, ctrl, act, dt, self.tau.as_mut_slice());
+                let input = actuators::ActuatorInput { q, v, ctrl, act, dt };
+                actuators::actuator_forces_with(
+                    model,
+                    Some(&*data),
+                    &input,
+                    self.tau.as_mut_slice(),
+                    &mut self.tendon_scratch,
+                );
                 if !self.act_next.is_empty() {
                     next_activations(model, ctrl, act, dt, self.act_next.as_mut_slice());
                     self.act_pending = true;

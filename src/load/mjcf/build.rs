@@ -603,26 +603,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     ));
                     continue;
                 }
-                // The transmission: a joint, or a fixed tendon (through
-                // its first joint, see `Actuator::tendon`).
+                // The transmission: a joint, or a tendon (a fixed one
+                // through its first joint, a spatial one through the
+                // world's: see `Actuator::tendon`).
                 let (jname, tendon) = match (e.attribute("joint"), e.attribute("tendon")) {
                     (Some(j), _) => (j, None),
                     (None, Some(t)) => match tendons.get(t) {
-                        Some(&index) => match builder_tendons[index] {
-                            Some(first_joint) => (first_joint, Some(index)),
-                            None => {
-                                self.warnings.push(format!(
-                                    "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
-                                ));
-                                continue;
-                            }
-                        },
-                        None if has_spatial_tendon(&top, t) => {
-                            self.warnings.push(format!(
-                                "{el}: spatial tendon transmission not supported (joints and fixed tendons are), not mapped"
-                            ));
-                            continue;
-                        }
+                        Some(&index) => (builder_tendons[index].unwrap_or(""), Some(index)),
                         None => return Err(self.error(&el, format!("unknown tendon `{t}`"))),
                     },
                     (None, None) => {
@@ -631,20 +618,26 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                             .find(|t| e.attribute(*t).is_some())
                             .unwrap_or("no");
                         self.warnings.push(format!(
-                            "{el}: {trn} transmission not supported (only joints and fixed tendons), not mapped"
+                            "{el}: {trn} transmission not supported (only joints and tendons), not mapped"
                         ));
                         continue;
                     }
                 };
-                let Some((plan, kind, _)) = joint_plan.get(jname) else {
-                    return Err(self.error(&el, format!("unknown joint `{jname}`")));
+                // (A spatial tendon's actuator drives no joint of its own.)
+                let plan = if tendon.is_some() && jname.is_empty() {
+                    WORLD
+                } else {
+                    let Some((plan, kind, _)) = joint_plan.get(jname) else {
+                        return Err(self.error(&el, format!("unknown joint `{jname}`")));
+                    };
+                    if !matches!(kind, JointKind::Hinge | JointKind::Slide) {
+                        self.warnings.push(format!(
+                            "{el}: motors on {kind:?} joints are not supported (only hinge and slide), not mapped"
+                        ));
+                        continue;
+                    }
+                    *plan
                 };
-                if !matches!(kind, JointKind::Hinge | JointKind::Slide) {
-                    self.warnings.push(format!(
-                        "{el}: motors on {kind:?} joints are not supported (only hinge and slide), not mapped"
-                    ));
-                    continue;
-                }
                 let gear = match get("gear") {
                     Some(s) => {
                         let g = self.list(s, "gear", &el)?;
@@ -709,7 +702,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                             .or(e.attribute("tendon"))
                             .unwrap_or(jname)
                             .to_string(),
-                        joint: *plan,
+                        joint: plan,
                         dof: 0,
                         gear,
                         gain,
@@ -814,14 +807,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             warnings: self.warnings,
         })
     }
-}
-
-/// Whether the `<tendon>` sections of `top` declare a spatial tendon `name`.
-fn has_spatial_tendon(top: &[Node<'_, '_>], name: &str) -> bool {
-    top.iter()
-        .filter(|n| n.has_tag_name("tendon"))
-        .flat_map(|n| n.children())
-        .any(|t| t.has_tag_name("spatial") && t.attribute("name") == Some(name))
 }
 
 /// MuJoCo's `springdamper="τ ζ"`: the dof's stiffness and damping set so

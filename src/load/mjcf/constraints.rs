@@ -1,12 +1,12 @@
 //! `<tendon><fixed>` and `<equality><joint>`, `<equality><tendon>`,
 //! `<connect>`, `<weld>` onto the model's [`Tendon`]s, [`Equality`]s and
-//! [`crate::model::BodyEquality`]s. Spatial tendons through sites are
-//! simulated; those wrapping around geoms or over pulleys are warned about
-//! where they act; `solref` and `solimp` are not read (the rows are rigid,
+//! [`crate::model::BodyEquality`]s. Spatial tendons are simulated whole:
+//! through sites, around sphere and cylinder geoms (with `sidesite`), over
+//! pulleys; `solref` and `solimp` are not read (the rows are rigid,
 //! stabilized like contacts).
 
 use super::*;
-use crate::model::{Coordinate, Equality, Tendon};
+use crate::model::{Coordinate, Equality, Tendon, Wrap, WrapGeom};
 
 /// The joints of the file by name: `(body index, kind, element)`.
 pub(super) type JointPlan = HashMap<String, (usize, JointKind, String)>;
@@ -28,8 +28,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     ) -> Result<HashMap<String, usize>, ModelFileError> {
         let mut tendons = HashMap::new();
         let mut lengths0 = Vec::new();
-        // The bodies' world poses at qpos0 (for spatial tendons' lengths).
-        let mut reference: Option<Vec<SE3>> = None;
+        // The model so far and its kinematics at qpos0 (for spatial
+        // tendons' lengths).
+        let mut reference: Option<(crate::model::Model, crate::dynamics::Data)> = None;
         let mut warnings = Vec::new();
         let joint = |p: &Self, name: &str, el: &str| -> Result<usize, ModelFileError> {
             match joint_plan.get(name) {
@@ -45,20 +46,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             for t in section.children().filter(|n| n.is_element()) {
                 let el = element_name(&t, "");
                 let spatial = t.tag_name().name() == "spatial";
-                if spatial
-                    && t.children()
-                        .filter(|n| n.is_element())
-                        .any(|n| !n.has_tag_name("site"))
-                {
-                    // A spatial tendon with no effect (no range, spring,
-                    // friction, actuator or equality) needs no warning.
-                    if spatial_acts(top, &t) {
-                        warnings.push(format!(
-                            "{el}: spatial tendons wrapping around geoms or over pulleys are not supported (paths through sites are), ignored"
-                        ));
-                    }
-                    continue;
-                }
                 if !spatial && t.tag_name().name() != "fixed" {
                     warnings.push(format!(
                         "{el}: unknown tendon type <{}>, ignored",
@@ -75,20 +62,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                 };
                 let mut joints = Vec::new();
-                let mut sites = Vec::new();
-                for j in t.children().filter(|n| n.is_element() && spatial) {
-                    let jel = element_name(&j, "");
-                    let Some(name) = j.attribute("site") else {
-                        return Err(self.error(&jel, "needs a `site`".into()));
-                    };
-                    let Some((b, local)) = self.site(name) else {
-                        return Err(self.error(&jel, format!("no site named `{name}`")));
-                    };
-                    sites.push((carrier[b], from[b].mul(&local).translation));
-                }
-                if spatial && sites.len() < 2 {
-                    return Err(self.error(&el, "a spatial tendon needs two sites or more".into()));
-                }
+                let path = if spatial {
+                    self.spatial_path(&t, carrier, from)?
+                } else {
+                    Vec::new()
+                };
                 for j in t.children().filter(|n| n.is_element() && !spatial) {
                     let jel = element_name(&j, "");
                     if !j.has_tag_name("joint") {
@@ -115,15 +93,23 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                             .map_err(|e| self.error(&el, e.to_string()))?;
                         let mut data = crate::dynamics::Data::new(&model);
                         crate::dynamics::forward_kinematics(&model, &mut data, q0);
-                        reference = Some(data.world_from_body.clone());
+                        reference = Some((model, data));
                     }
-                    let x = reference.as_ref().expect("built above");
-                    sites
-                        .windows(2)
-                        .map(|w| {
-                            (x[w[1].0].act_point(&w[1].1) - x[w[0].0].act_point(&w[0].1)).norm()
-                        })
-                        .sum()
+                    let (model, data) = reference.as_ref().expect("built above");
+                    let probe = Tendon {
+                        name: String::new(),
+                        joints: Vec::new(),
+                        path: path.clone(),
+                        range: None,
+                        stiffness: 0.0,
+                        damping: 0.0,
+                        spring_length: (0.0, 0.0),
+                        frictionloss: 0.0,
+                        length0: 0.0,
+                    };
+                    crate::model::check_tendon_path(&path, model.nbodies)
+                        .map_err(|e| self.error(&el, e))?;
+                    crate::sim::rows::spatial_length(model, &probe, data, 1.0, &mut Vec::new())
                 } else {
                     joints.iter().map(|&(b, c)| c * q0[joint_idx_q(b)]).sum()
                 };
@@ -172,7 +158,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         name.clone()
                     },
                     joints,
-                    sites,
+                    path,
                     range,
                     stiffness: if self.flags.spring {
                         scalar("stiffness")?
@@ -306,34 +292,6 @@ pub(super) enum Anchor {
     /// `weld anchor relpose`: `anchor` a point of body 2 (MJCF frame);
     /// body 2's pose in body 1's MJCF frame (`None`: as at `qpos0`).
     Weld { anchor: Vec3, relpose: Option<SE3> },
-}
-
-/// Whether a spatial tendon acts on the dynamics: a range, a spring,
-/// damping, friction or armature, or an actuator or equality naming it.
-fn spatial_acts(top: &[Node<'_, '_>], t: &Node<'_, '_>) -> bool {
-    let nonzero = |attr: &str| {
-        t.attribute(attr)
-            .is_some_and(|v| v.split_whitespace().any(|x| x.parse::<f64>() != Ok(0.0)))
-    };
-    let limited = match t.attribute("limited") {
-        Some("true") => true,
-        Some("false") => false,
-        _ => t.attribute("range").is_some(),
-    };
-    let named = t.attribute("name").is_some_and(|name| {
-        top.iter().any(|s| {
-            s.descendants().any(|d| {
-                ["tendon", "tendon1", "tendon2"]
-                    .iter()
-                    .any(|a| d.attribute(*a) == Some(name))
-            })
-        })
-    });
-    limited
-        || named
-        || ["stiffness", "damping", "frictionloss", "armature"]
-            .iter()
-            .any(|a| nonzero(a))
 }
 
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
@@ -501,4 +459,76 @@ pub(super) fn place_body_equalities(
         model.body_equalities.push(equality);
     }
     Ok(notes)
+}
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// A `<spatial>` tendon's path: its `<site>`, `<geom>` (a sphere or a
+    /// cylinder, with its `sidesite`) and `<pulley>` children in order, on
+    /// the model's bodies (`carrier`, with `from` each MJCF body's frame in
+    /// its carrier's). MuJoCo's rules on the order are the builder's
+    /// (`check_path`, applied by the caller).
+    fn spatial_path(
+        &self,
+        t: &Node<'a, 'i>,
+        carrier: &[usize],
+        from: &[SE3],
+    ) -> Result<Vec<Wrap>, ModelFileError> {
+        let site = |name: &str, what: &str, jel: &str| -> Result<(usize, Vec3), ModelFileError> {
+            let Some((b, local)) = self.site(name) else {
+                return Err(self.error(jel, format!("no {what} named `{name}`")));
+            };
+            Ok((carrier[b], from[b].mul(&local).translation))
+        };
+        let mut path = Vec::new();
+        for j in t.children().filter(|n| n.is_element()) {
+            let jel = element_name(&j, "");
+            let need = |attr: &str| {
+                j.attribute(attr)
+                    .ok_or_else(|| self.error(&jel, format!("needs a `{attr}`")))
+            };
+            path.push(match j.tag_name().name() {
+                "site" => {
+                    let (b, p) = site(need("site")?, "site", &jel)?;
+                    Wrap::Site(b, p)
+                }
+                "geom" => {
+                    let name = need("geom")?;
+                    let Some((b, rec)) = self.bodies.iter().enumerate().find_map(|(b, r)| {
+                        r.geoms.iter().find(|g| g.name == name).map(|g| (b, g))
+                    }) else {
+                        return Err(self.error(&jel, format!("no geom named `{name}`")));
+                    };
+                    let Some((cylinder, radius)) = rec.wrap else {
+                        return Err(self.error(
+                            &jel,
+                            format!("geom `{name}` ({}): a tendon wraps around spheres and cylinders only", rec.element),
+                        ));
+                    };
+                    let side = match j.attribute("sidesite") {
+                        Some(s) => Some(site(s, "side site", &jel)?),
+                        None => None,
+                    };
+                    Wrap::Geom(WrapGeom {
+                        name: name.to_string(),
+                        body: carrier[b],
+                        body_from_geom: from[b].mul(&rec.mjcf_from_geom),
+                        radius,
+                        cylinder,
+                        side,
+                    })
+                }
+                "pulley" => {
+                    let [d] = self.fixed::<1>(need("divisor")?, "divisor", &jel)?;
+                    Wrap::Pulley(d)
+                }
+                other => {
+                    return Err(self.error(
+                        &jel,
+                        format!("<{other}> in a spatial tendon (its path holds <site>, <geom> and <pulley>)"),
+                    ));
+                }
+            });
+        }
+        Ok(path)
+    }
 }

@@ -88,6 +88,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             _ => None,
         };
+        let wrap = match (gtype, size.values.first()) {
+            ("sphere", Some(&r)) => Some((false, r)),
+            ("cylinder", Some(&r)) => Some((true, r)),
+            _ => None,
+        };
         Ok(GeomRec {
             look,
             name,
@@ -103,6 +108,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             material,
             inertia,
             plane: gtype == "plane",
+            wrap,
         })
     }
 

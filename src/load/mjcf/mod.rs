@@ -442,6 +442,9 @@ struct GeomRec {
     inertia: Inertia,
     /// Whether the geom is a plane (static bodies only).
     plane: bool,
+    /// A sphere's or a cylinder's `(cylinder, radius)`: what a spatial
+    /// tendon may wrap around, colliding or not.
+    wrap: Option<(bool, f64)>,
     /// Its shape and colour when it is drawn (MuJoCo's visible groups 0 to
     /// 2, not transparent), and a mesh's triangles.
     look: Option<Look>,

@@ -2,7 +2,7 @@
 
 use super::ModelBuilder;
 use crate::error::ModelError;
-use crate::model::WORLD;
+use crate::model::{WORLD, Wrap};
 
 impl ModelBuilder {
     /// The tendons added so far.
@@ -17,21 +17,11 @@ impl ModelBuilder {
             what: what.clone(),
             reason,
         };
-        match (tendon.joints.is_empty(), tendon.sites.len()) {
-            (false, 0) => {}
-            (true, 0) => return Err(invalid("has no joint and no site".into())),
-            (true, 1) => return Err(invalid("a spatial tendon needs two sites or more".into())),
-            (true, _) => {
-                for (b, p) in &tendon.sites {
-                    if *b >= self.bodies.len() {
-                        return Err(invalid(format!("site on body {b}, which does not exist")));
-                    }
-                    if !p.iter().all(|x| x.is_finite()) {
-                        return Err(invalid(format!("site point {p:?} is not finite")));
-                    }
-                }
-            }
-            (false, _) => return Err(invalid("has both joints and sites".into())),
+        match (tendon.joints.is_empty(), tendon.path.is_empty()) {
+            (false, true) => {}
+            (true, true) => return Err(invalid("has no joint and no site".into())),
+            (true, false) => check_path(&tendon.path, self.bodies.len()).map_err(invalid)?,
+            (false, false) => return Err(invalid("has both joints and sites".into())),
         }
         for &(j, coef) in &tendon.joints {
             match self.bodies.get(j) {
@@ -179,4 +169,71 @@ impl ModelBuilder {
         self.body_equalities.push(equality);
         Ok(self.body_equalities.len() - 1)
     }
+}
+
+/// Why a spatial tendon's path is not one MuJoCo accepts, if it is not:
+/// two elements or more, each geom between two sites, a positive finite
+/// sphere or cylinder radius, no pulley last or twice in a row, each site
+/// next to a site or a geom (a branch has a segment), a positive divisor,
+/// bodies that exist and finite points.
+pub(crate) fn check_path(path: &[Wrap], nbodies: usize) -> Result<(), String> {
+    if path.len() < 2 {
+        return Err("a spatial tendon needs two sites or more".into());
+    }
+    let point = |(b, p): (usize, &crate::math::Vec3), what: &str| {
+        if b >= nbodies {
+            Err(format!("{what} on body {b}, which does not exist"))
+        } else if !p.iter().all(|x| x.is_finite()) {
+            Err(format!("{what} point {p:?} is not finite"))
+        } else {
+            Ok(())
+        }
+    };
+    let site = |k: usize| matches!(path.get(k), Some(Wrap::Site(..)));
+    let not_pulley = |k: usize| matches!(path.get(k), Some(Wrap::Site(..) | Wrap::Geom(_)));
+    for (k, w) in path.iter().enumerate() {
+        match w {
+            Wrap::Site(b, p) => {
+                point((*b, p), "site")?;
+                if !(k > 0 && not_pulley(k - 1) || not_pulley(k + 1)) {
+                    return Err(format!(
+                        "path element {k}, a site, needs a neighbour that is not a pulley (a branch needs a segment)"
+                    ));
+                }
+            }
+            Wrap::Geom(g) => {
+                if !(k > 0 && site(k - 1) && site(k + 1)) {
+                    return Err(format!(
+                        "path element {k}, geom `{}`, must lie between two sites",
+                        g.name
+                    ));
+                }
+                point((g.body, &g.body_from_geom.translation), "wrapping geom")?;
+                if let Some((b, p)) = &g.side {
+                    point((*b, p), "side site")?;
+                }
+                if !(g.radius.is_finite() && g.radius > 0.0) {
+                    return Err(format!(
+                        "geom `{}`: the radius must be positive and finite, got {}",
+                        g.name, g.radius
+                    ));
+                }
+            }
+            Wrap::Pulley(d) => {
+                if !(d.is_finite() && *d > 0.0) {
+                    return Err(format!(
+                        "path element {k}: a pulley's divisor must be positive, got {d}"
+                    ));
+                }
+                match path.get(k + 1) {
+                    None => return Err("the path ends with a pulley".into()),
+                    Some(Wrap::Pulley(_)) => {
+                        return Err(format!("path elements {k} and {}: two pulleys in a row", k + 1));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
 }

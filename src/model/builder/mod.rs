@@ -10,7 +10,7 @@ use parry3d_f64::math::Vector as PVec;
 use parry3d_f64::shape::{HeightFieldFlags, SharedShape};
 use parry3d_f64::utils::Array2;
 
-mod constraints;
+pub(crate) mod constraints;
 
 /// Surface properties of a geometry. A pair's contact takes them as
 /// [`Model::pair_contact`] says.
@@ -560,7 +560,8 @@ impl ModelBuilder {
     }
 
     /// Adds an actuator on the joint of `actuator.joint`, a 1-dof joint
-    /// (its `dof` is set by [`Self::build`]); returns its index.
+    /// (its `dof` is set by [`Self::build`]), or on a tendon (a fixed
+    /// tendon's first joint, the world for a spatial tendon); returns its index.
     pub fn add_actuator(&mut self, actuator: Actuator) -> Result<usize, ModelError> {
         let what = format!("actuator `{}`", actuator.name);
         if let Some(t) = actuator.tendon {
@@ -570,20 +571,33 @@ impl ModelBuilder {
                     reason: format!("no tendon {t} (the model has {})", self.tendons.len()),
                 });
             };
-            if tendon.joints.first().map(|j| j.0) != Some(actuator.joint) {
+            if tendon.is_spatial() {
+                if actuator.joint != WORLD {
+                    return Err(ModelError::Invalid {
+                        what,
+                        reason: format!(
+                            "`joint` must be the world's (0) on spatial tendon `{}`",
+                            tendon.name
+                        ),
+                    });
+                }
+            } else if tendon.joints.first().map(|j| j.0) != Some(actuator.joint) {
                 return Err(ModelError::Invalid {
                     what,
                     reason: format!("`joint` must be tendon `{}`'s first joint", tendon.name),
                 });
             }
         }
+        let spatial = actuator
+            .tendon
+            .is_some_and(|t| self.tendons[t].is_spatial());
         let Some(b) = self.bodies.get(actuator.joint) else {
             return Err(ModelError::Invalid {
                 what,
                 reason: format!("no body {} to drive", actuator.joint),
             });
         };
-        if b.joint.nv() != 1 {
+        if b.joint.nv() != 1 && !spatial {
             return Err(ModelError::Invalid {
                 what,
                 reason: format!(

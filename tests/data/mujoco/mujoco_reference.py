@@ -60,6 +60,18 @@ Outputs:
 - loops.json: for loops.xml (a four-bar linkage closed by `connect`, a
   weight welded to a hinged arm by `weld` with `relpose`, a pendulum on a
   spatial tendon's spring), as constraints.json with no control.
+- wrapping.json: for wrapping.xml (spatial tendons over a sphere, around a
+  cylinder with a side site, over a pulley, through a ring; a motor and a
+  servo on two of them): at WRAP_CONFIGURATIONS random states (qpos, qvel
+  uniform in [-1.2, 1.2], controls in [-3, 3], seed 0), `ten_length`,
+  the dense `ten_J`, `ten_wrapnum`, `qfrc_passive` and `qfrc_actuator`;
+  then `qpos` every 0.1 s of 1 s from qpos0 under WRAP_CTRL, with how many
+  of the steps found each tendon wrapped (`ten_wrapnum` 4) or not (2);
+  and WRAP_PROBES paths between random points around a sphere and a
+  cylinder (radius 0.1, at the origin, the cylinder's axis z) with and
+  without a random side site (mocap bodies carry the three sites):
+  `ten_length` and `ten_wrapnum`, the geometry alone.
+  This file alone: `... mujoco_reference.py --only wrapping`.
 - hfield.json: for hfield.xml (an `elevation` height field, moved and
   turned), the surface's world height (mj_ray straight down) at points on
   its cells' edges along x.
@@ -349,6 +361,111 @@ def actuators_reference(xml):
     }
 
 
+WRAP_CONFIGURATIONS = 40
+
+
+def tendon_jacobian(m, d):
+    """`ten_J` as a dense (ntendon, nv) matrix (MuJoCo 4 stores it sparse,
+    its pattern in the model)."""
+    out = np.zeros((m.ntendon, m.nv))
+    for t in range(m.ntendon):
+        adr, nnz = m.ten_J_rowadr[t], m.ten_J_rownnz[t]
+        out[t, m.ten_J_colind[adr : adr + nnz]] = d.ten_J[adr : adr + nnz]
+    return out
+WRAP_CTRL = [2.0, 0.45]
+WRAP_PROBES = 500
+
+PROBE_XML = """
+<mujoco>
+  <worldbody>
+    <geom name="sphere" type="sphere" size="0.1" contype="0" conaffinity="0"/>
+    <geom name="cylinder" type="cylinder" size="0.1 0.2" contype="0" conaffinity="0"/>
+    <body name="a" mocap="true"><site name="a"/></body>
+    <body name="b" mocap="true"><site name="b"/></body>
+    <body name="s" mocap="true"><site name="s"/></body>
+  </worldbody>
+  <tendon>
+    <spatial><site site="a"/><geom geom="sphere"/><site site="b"/></spatial>
+    <spatial><site site="a"/><geom geom="sphere" sidesite="s"/><site site="b"/></spatial>
+    <spatial><site site="a"/><geom geom="cylinder"/><site site="b"/></spatial>
+    <spatial><site site="a"/><geom geom="cylinder" sidesite="s"/><site site="b"/></spatial>
+  </tendon>
+</mujoco>
+"""
+
+
+def wrap_probes():
+    """Tendon lengths around a sphere and a cylinder between random points."""
+    m = mujoco.MjModel.from_xml_string(PROBE_XML)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(1)
+    out = []
+    for _ in range(WRAP_PROBES):
+        # Half the probes in a plane through the axis's normal (z = 0),
+        # where the cylinder's and the sphere's circles are the same.
+        pts = rng.uniform(-0.3, 0.3, (3, 3))
+        if rng.uniform() < 0.5:
+            pts[:, 2] = 0.0
+        d.mocap_pos[:] = pts
+        mujoco.mj_forward(m, d)
+        out.append(
+            {
+                "points": rows(pts),
+                "ten_length": floats(d.ten_length),
+                "ten_wrapnum": [int(x) for x in d.ten_wrapnum],
+            }
+        )
+    return out
+
+
+def wrapping_reference(xml):
+    """Tendon lengths, Jacobians and forces at random states, then a 1 s run."""
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    states = []
+    for _ in range(WRAP_CONFIGURATIONS):
+        d.qpos[:] = rng.uniform(-1.2, 1.2, m.nq)
+        d.qvel[:] = rng.uniform(-1.2, 1.2, m.nv)
+        d.ctrl[:] = rng.uniform(-3.0, 3.0, m.nu)
+        mujoco.mj_forward(m, d)
+        states.append(
+            {
+                "qpos": floats(d.qpos),
+                "qvel": floats(d.qvel),
+                "ctrl": floats(d.ctrl),
+                "ten_length": floats(d.ten_length),
+                "ten_J": rows(tendon_jacobian(m, d)),
+                "ten_wrapnum": [int(x) for x in d.ten_wrapnum],
+                "qfrc_passive": floats(d.qfrc_passive),
+                "qfrc_actuator": floats(d.qfrc_actuator),
+            }
+        )
+    d = mujoco.MjData(m)
+    d.ctrl[:] = WRAP_CTRL
+    steps = int(round(1.0 / m.opt.timestep))
+    every = int(round(0.1 / m.opt.timestep))
+    trajectory = []
+    points = np.zeros((m.ntendon, 6), dtype=int)
+    for k in range(steps + 1):
+        if k % every == 0:
+            trajectory.append([float(d.time)] + floats(d.qpos))
+        if k < steps:
+            mujoco.mj_step(m, d)
+            for t in range(m.ntendon):
+                points[t, d.ten_wrapnum[t]] += 1
+    return {
+        "versions": versions(),
+        "tendons": [name(m, mujoco.mjtObj.mjOBJ_TENDON, t) for t in range(m.ntendon)],
+        "states": states,
+        "ctrl": WRAP_CTRL,
+        "trajectory": trajectory,
+        "steps_by_path_points": [[int(x) for x in r] for r in points],
+        "probe_radius": 0.1,
+        "probes": wrap_probes(),
+    }
+
+
 def hfield_reference(xml):
     """Heights of the height field (MuJoCo's mj_ray straight down) at
     points on its cells' edges along x, where any triangulation of the
@@ -397,6 +514,9 @@ def gymnasium_assets(usage):
 
 
 def main():
+    if sys.argv[1:3] == ["--only", "wrapping"]:
+        write(HERE / "wrapping.json", wrapping_reference(HERE / "wrapping.xml"))
+        return
     assets = gymnasium_assets(__doc__)
     site = assets.parent.parent.parent.parent
     write(
@@ -432,6 +552,7 @@ def main():
     write(HERE / "actuators.json", actuators_reference(HERE / "actuators.xml"))
     write(HERE / "hfield.json", hfield_reference(HERE / "hfield.xml"))
     write(HERE / "loops.json", constraints_reference(HERE / "loops.xml", ctrl=[]))
+    write(HERE / "wrapping.json", wrapping_reference(HERE / "wrapping.xml"))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
