@@ -270,25 +270,6 @@ fn unsupported_physics_is_reported_by_name_and_harmless_elements_are_skipped() {
         c.point2
     );
     assert!(m.model.dof_frictionloss.contains(&0.1));
-    // A wrapping spatial tendon that changes nothing (no range, spring,
-    // damping, friction, actuator or equality) is not warned about; one with
-    // a range is (paths through sites only are simulated).
-    let spatial = |attrs: &str| {
-        PENDULUM.replace(
-            "</mujoco>",
-            &format!(
-                r#"<tendon><spatial name="s"{attrs}><site site="a"/><geom geom="ball"/><site site="b"/></spatial></tendon></mujoco>"#
-            ),
-        )
-    };
-    let spatial_warned = |xml: &str| {
-        parse(xml)
-            .warnings
-            .iter()
-            .any(|w| w.contains("wrapping around geoms"))
-    };
-    assert!(!spatial_warned(&spatial("")));
-    assert!(spatial_warned(&spatial(r#" range="0 1""#)));
     let v = m.model.actuators.iter().find(|a| a.name == "v").unwrap();
     assert_eq!((v.gain, v.bias), (3.0, [0.0, 0.0, -3.0]));
     assert_eq!(m.model.medium.viscosity, 0.1);
@@ -694,4 +675,59 @@ fn contacts_take_friction_and_condim_by_priority() {
         r#"<mujoco><worldbody><geom name="g" type="plane" size="1 1 1" condim="2"/></worldbody></mujoco>"#,
     );
     assert!(err.to_string().contains("condim"), "{err}");
+}
+
+/// Spatial tendons' paths as MuJoCo allows them: sites, sphere and
+/// cylinder geoms between two sites (with a side site), pulleys; every
+/// other path refused naming the tendon and the element, as MuJoCo
+/// refuses it. (Their lengths and forces: tests/mjcf_mujoco.rs.)
+#[test]
+fn spatial_tendon_paths_are_read_or_refused_as_mujoco_does() {
+    use common::mjcf::parse_err;
+    use moreau::model::Wrap;
+    let xml = |path: &str| {
+        format!(
+            r#"<mujoco><worldbody>
+  <site name="a" pos="0 0 1"/><site name="s" pos="0 0.5 0.5"/>
+  <geom name="post" type="cylinder" size="0.05 0.2" pos="0.2 0 0.5" contype="0" conaffinity="0"/>
+  <body name="b"><joint type="hinge" axis="0 1 0"/>
+    <geom name="g" type="sphere" size="0.1" contype="0" conaffinity="0"/>
+    <geom name="bx" type="box" size="0.1 0.1 0.1"/>
+    <site name="e" pos="0.5 0 0"/>
+  </body>
+</worldbody><tendon><spatial name="t" stiffness="1">{path}</spatial></tendon></mujoco>"#
+        )
+    };
+    let m = parse(&xml(
+        r#"<site site="a"/><geom geom="g" sidesite="s"/><site site="e"/><pulley divisor="2"/><site site="a"/><geom geom="post"/><site site="e"/>"#,
+    ));
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    let path = &m.model.tendons[0].path;
+    assert_eq!(path.len(), 7);
+    let Wrap::Geom(g) = &path[1] else { panic!("{path:?}") };
+    assert_eq!((g.name.as_str(), g.cylinder, g.radius, g.side.is_some()), ("g", false, 0.1, true));
+    assert_eq!(path[3], Wrap::Pulley(2.0));
+    let Wrap::Geom(post) = &path[5] else { panic!("{path:?}") };
+    assert_eq!((post.body, post.cylinder, post.side), (0, true, None));
+    for (path, says) in [
+        (r#"<geom geom="g"/><site site="a"/><site site="e"/>"#, "must lie between two sites"),
+        (r#"<site site="a"/><geom geom="g"/><geom geom="post"/><site site="e"/>"#, "must lie between two sites"),
+        (r#"<site site="a"/><geom geom="bx"/><site site="e"/>"#, "spheres and cylinders only"),
+        (r#"<site site="a"/><site site="e"/><pulley divisor="2"/>"#, "ends with a pulley"),
+        (r#"<site site="a"/><site site="e"/><pulley divisor="2"/><pulley divisor="2"/><site site="a"/><site site="e"/>"#, "two pulleys in a row"),
+        (r#"<site site="a"/><site site="e"/><pulley divisor="2"/><site site="a"/>"#, "neighbour that is not a pulley"),
+        (r#"<site site="a"/><site site="e"/><pulley divisor="0"/><site site="a"/><site site="e"/>"#, "divisor must be positive"),
+        (r#"<site site="a"/><site site="e"/><pulley/><site site="a"/><site site="e"/>"#, "needs a `divisor`"),
+        (r#"<site site="a"/><geom geom="g" sidesite="nowhere"/><site site="e"/>"#, "no side site named `nowhere`"),
+        (r#"<site site="a"/><geom geom="nothing"/><site site="e"/>"#, "no geom named `nothing`"),
+        (r#"<site site="a"/><joint joint="x"/><site site="e"/>"#, "<joint> in a spatial tendon"),
+        (r#"<site site="a"/>"#, "two sites or more"),
+    ] {
+        let e = parse_err(&xml(path));
+        let text = e.to_string();
+        println!("{text}");
+        // The tendon (and the path's element at fault) is named.
+        assert!(text.contains(says), "{path}: {text}");
+        assert!(e.element.starts_with(r#"<spatial name="t">"#), "{path}: {text}");
+    }
 }

@@ -15,8 +15,8 @@
 //! constraints as stiff as it allows (MuJoCo's own approach to rigid
 //! contacts; the printout gives both distances), or, where those two
 //! MuJoCo runs are further apart than 2 cm, within their distance. Files whose loading warns about physics moreau
-//! does not simulate yet (spatial tendons wrapping around geoms, unmapped
-//! actuators) are printed with their distance, not held to 2 cm;
+//! does not simulate yet (unmapped actuators, equalities it does not
+//! read) are printed with their distance, not held to 2 cm;
 //! `condim` 4 and 6 (their sliding friction simulated, torsional and
 //! rolling friction not: dm_control's dog and quadruped) are held.
 
@@ -79,7 +79,6 @@ fn unsimulated(m: &MjcfModel) -> Vec<&String> {
         .iter()
         .filter(|w| {
             [
-                "wrapping around geoms",
                 "equality constraints are not supported",
                 "inactive",
                 "not mapped",

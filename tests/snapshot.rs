@@ -60,12 +60,14 @@ fn models_read_back_from_bytes_equal_and_simulate_alike() {
             (name.to_string(), s.model, s.state, s.dt)
         })
         .collect();
-    // Tendons, equalities, activation dynamics, a height field, pairs.
+    // Tendons (wrapping ones too), equalities, activation dynamics, a
+    // height field, pairs.
     for file in [
         "loops.xml",
         "actuators.xml",
         "hfield.xml",
         "constraints.xml",
+        "wrapping.xml",
     ] {
         let (model, state, dt) = data_file(file);
         cases.push((file.into(), model, state, dt));

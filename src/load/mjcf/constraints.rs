@@ -63,7 +63,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 };
                 let mut joints = Vec::new();
                 let path = if spatial {
-                    self.spatial_path(&t, carrier, from)?
+                    self.spatial_path(&t, &el, carrier, from)?
                 } else {
                     Vec::new()
                 };
@@ -470,6 +470,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     fn spatial_path(
         &self,
         t: &Node<'a, 'i>,
+        el: &str,
         carrier: &[usize],
         from: &[SE3],
     ) -> Result<Vec<Wrap>, ModelFileError> {
@@ -481,7 +482,12 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         };
         let mut path = Vec::new();
         for j in t.children().filter(|n| n.is_element()) {
-            let jel = element_name(&j, "");
+            // The tendon and the element, named by what it points at.
+            let key = ["site", "geom", "divisor"]
+                .iter()
+                .find_map(|k| j.attribute(*k).map(|v| format!(" {k}=\"{v}\"")))
+                .unwrap_or_default();
+            let jel = format!("{el} {}", element_name(&j, &key));
             let need = |attr: &str| {
                 j.attribute(attr)
                     .ok_or_else(|| self.error(&jel, format!("needs a `{attr}`")))

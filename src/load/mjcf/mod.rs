@@ -125,9 +125,9 @@
 //!   `mode`, `fovy`; intrinsics warned about.
 //! - Skipped without a warning (no effect on the dynamics):
 //!   `light`, `visual`, `statistic`, `size`, `custom`, `keyframe`,
-//!   textures and materials. `<tendon><fixed>` and
+//!   textures and materials. `<tendon><fixed|spatial>` and
 //!   `<equality><joint|tendon|connect|weld>`: see `constraints.rs`. Warned about:
-//!   spatial tendons that wrap and act, other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
+//!   other equalities, `composite`, `flexcomp`, `replicate`, `attach`, `plugin`,
 //!   `deformable`, `extension` and anything unknown.
 //!
 //! Errors (a [`ModelFileError`] naming the file, the element, e.g.
