@@ -704,23 +704,63 @@ fn spatial_tendon_paths_are_read_or_refused_as_mujoco_does() {
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
     let path = &m.model.tendons[0].path;
     assert_eq!(path.len(), 7);
-    let Wrap::Geom(g) = &path[1] else { panic!("{path:?}") };
-    assert_eq!((g.name.as_str(), g.cylinder, g.radius, g.side.is_some()), ("g", false, 0.1, true));
+    let Wrap::Geom(g) = &path[1] else {
+        panic!("{path:?}")
+    };
+    assert_eq!(
+        (g.name.as_str(), g.cylinder, g.radius, g.side.is_some()),
+        ("g", false, 0.1, true)
+    );
     assert_eq!(path[3], Wrap::Pulley(2.0));
-    let Wrap::Geom(post) = &path[5] else { panic!("{path:?}") };
+    let Wrap::Geom(post) = &path[5] else {
+        panic!("{path:?}")
+    };
     assert_eq!((post.body, post.cylinder, post.side), (0, true, None));
     for (path, says) in [
-        (r#"<geom geom="g"/><site site="a"/><site site="e"/>"#, "must lie between two sites"),
-        (r#"<site site="a"/><geom geom="g"/><geom geom="post"/><site site="e"/>"#, "must lie between two sites"),
-        (r#"<site site="a"/><geom geom="bx"/><site site="e"/>"#, "spheres and cylinders only"),
-        (r#"<site site="a"/><site site="e"/><pulley divisor="2"/>"#, "ends with a pulley"),
-        (r#"<site site="a"/><site site="e"/><pulley divisor="2"/><pulley divisor="2"/><site site="a"/><site site="e"/>"#, "two pulleys in a row"),
-        (r#"<site site="a"/><site site="e"/><pulley divisor="2"/><site site="a"/>"#, "neighbour that is not a pulley"),
-        (r#"<site site="a"/><site site="e"/><pulley divisor="0"/><site site="a"/><site site="e"/>"#, "divisor must be positive"),
-        (r#"<site site="a"/><site site="e"/><pulley/><site site="a"/><site site="e"/>"#, "needs a `divisor`"),
-        (r#"<site site="a"/><geom geom="g" sidesite="nowhere"/><site site="e"/>"#, "no side site named `nowhere`"),
-        (r#"<site site="a"/><geom geom="nothing"/><site site="e"/>"#, "no geom named `nothing`"),
-        (r#"<site site="a"/><joint joint="x"/><site site="e"/>"#, "<joint> in a spatial tendon"),
+        (
+            r#"<geom geom="g"/><site site="a"/><site site="e"/>"#,
+            "must lie between two sites",
+        ),
+        (
+            r#"<site site="a"/><geom geom="g"/><geom geom="post"/><site site="e"/>"#,
+            "must lie between two sites",
+        ),
+        (
+            r#"<site site="a"/><geom geom="bx"/><site site="e"/>"#,
+            "spheres and cylinders only",
+        ),
+        (
+            r#"<site site="a"/><site site="e"/><pulley divisor="2"/>"#,
+            "ends with a pulley",
+        ),
+        (
+            r#"<site site="a"/><site site="e"/><pulley divisor="2"/><pulley divisor="2"/><site site="a"/><site site="e"/>"#,
+            "two pulleys in a row",
+        ),
+        (
+            r#"<site site="a"/><site site="e"/><pulley divisor="2"/><site site="a"/>"#,
+            "neighbour that is not a pulley",
+        ),
+        (
+            r#"<site site="a"/><site site="e"/><pulley divisor="0"/><site site="a"/><site site="e"/>"#,
+            "divisor must be positive",
+        ),
+        (
+            r#"<site site="a"/><site site="e"/><pulley/><site site="a"/><site site="e"/>"#,
+            "needs a `divisor`",
+        ),
+        (
+            r#"<site site="a"/><geom geom="g" sidesite="nowhere"/><site site="e"/>"#,
+            "no side site named `nowhere`",
+        ),
+        (
+            r#"<site site="a"/><geom geom="nothing"/><site site="e"/>"#,
+            "no geom named `nothing`",
+        ),
+        (
+            r#"<site site="a"/><joint joint="x"/><site site="e"/>"#,
+            "<joint> in a spatial tendon",
+        ),
         (r#"<site site="a"/>"#, "two sites or more"),
     ] {
         let e = parse_err(&xml(path));
@@ -728,6 +768,73 @@ fn spatial_tendon_paths_are_read_or_refused_as_mujoco_does() {
         println!("{text}");
         // The tendon (and the path's element at fault) is named.
         assert!(text.contains(says), "{path}: {text}");
-        assert!(e.element.starts_with(r#"<spatial name="t">"#), "{path}: {text}");
+        assert!(
+            e.element.starts_with(r#"<spatial name="t">"#),
+            "{path}: {text}"
+        );
     }
+}
+
+/// MuJoCo's `condim` 4 and 6 (torsional and rolling friction) are not
+/// simulated: a file where some pair of geoms would collide with them is
+/// refused naming the pair, unless asked to take them as 3; a pair whose
+/// higher-priority geom has `condim` 3 is not one (MuJoCo's rule).
+#[test]
+fn torsional_friction_is_refused_per_pair_unless_taken_as_sliding() {
+    use common::mjcf::parse_err;
+    let xml = |floor: &str, ball: &str| {
+        format!(
+            r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1" {floor}/>
+            <body><freejoint/><geom name="ball" type="sphere" size=".1" {ball}/></body>
+            <body pos="1 0 0"><freejoint/><geom name="cube" type="box" size=".1 .1 .1"/></body>
+            </worldbody></mujoco>"#
+        )
+    };
+    let e = parse_err(&xml("", r#"condim="6""#));
+    assert!(
+        e.to_string().contains("`floor` and `ball` (condim 6)"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("`ball` and `cube` (condim 6)"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("2 pair(s)"), "{e}");
+    assert!(e.to_string().contains("sliding_friction_only"), "{e}");
+    // The floor's priority makes its pair condim 3; the cube's still is 4.
+    let e = parse_err(&xml(r#"priority="1""#, r#"condim="4""#));
+    assert!(
+        e.to_string().contains("1 pair(s)")
+            && e.to_string().contains("`ball` and `cube` (condim 4)"),
+        "{e}"
+    );
+    // A ball that collides with nothing (no bits) is no pair.
+    let m = parse(&xml("", r#"condim="6" contype="0" conaffinity="0""#));
+    assert!(
+        m.warnings.iter().all(|w| !w.contains("condim")),
+        "{:?}",
+        m.warnings
+    );
+    // Asked for: loaded and said; the model keeps MuJoCo's condim and the
+    // contact its sliding friction (MuJoCo's default, 1).
+    let options = moreau::load::mjcf::MjcfOptions {
+        sliding_friction_only: true,
+        ..Default::default()
+    };
+    let m = moreau::load::mjcf::parse_mjcf(
+        &xml("", r#"condim="6""#),
+        "test.xml",
+        std::path::Path::new("."),
+        &options,
+    )
+    .unwrap();
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("condim 4 and 6 taken as 3") && w.contains("2 pair(s)")),
+        "{:?}",
+        m.warnings
+    );
+    let (mu, _, condim) = m.model.geometry_contact(0, 1);
+    assert_eq!((mu, condim), (1.0, 6));
 }

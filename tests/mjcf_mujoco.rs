@@ -730,7 +730,15 @@ fn spatial_tendons_wrap_as_mujocos() {
             wrapped[t] += usize::from(s.ten_wrapnum[t] == 4);
         }
         let mut tau = vec![0.0; nv];
-        moreau::sim::actuator_forces(&model, q.as_slice(), &s.qvel, &s.ctrl, &[], m.timestep, &mut tau);
+        moreau::sim::actuator_forces(
+            &model,
+            q.as_slice(),
+            &s.qvel,
+            &s.ctrl,
+            &[],
+            m.timestep,
+            &mut tau,
+        );
         for k in 0..nv {
             worst_force = worst_force.max((tau[k] - s.qfrc_actuator[k]).abs());
         }
@@ -741,7 +749,10 @@ fn spatial_tendons_wrap_as_mujocos() {
     );
     // Both cases met: the sphere wraps at some states and not at others;
     // the side site keeps the drum's path wrapped, the ring's touching.
-    assert!(wrapped[0] > 5 && wrapped[0] < r.states.len() - 5, "{wrapped:?}");
+    assert!(
+        wrapped[0] > 5 && wrapped[0] < r.states.len() - 5,
+        "{wrapped:?}"
+    );
     assert_eq!((wrapped[2], wrapped[4]), (r.states.len(), r.states.len()));
     assert!(worst_length < 1e-12, "max |ΔL| {worst_length:e}");
     assert!(worst_jacobian < 1e-12, "max |ΔJ| {worst_jacobian:e}");
@@ -754,11 +765,17 @@ fn spatial_tendons_wrap_as_mujocos() {
     let (mut worst_probe, mut kinds) = (0.0f64, [[0usize; 2]; 4]);
     for p in &r.probes {
         let [a, b, s] = p.points.map(|x| Vec3::new(x[0], x[1], x[2]));
-        for (k, (cylinder, side)) in [(false, None), (false, Some(&s)), (true, None), (true, Some(&s))]
-            .into_iter()
-            .enumerate()
+        for (k, (cylinder, side)) in [
+            (false, None),
+            (false, Some(&s)),
+            (true, None),
+            (true, Some(&s)),
+        ]
+        .into_iter()
+        .enumerate()
         {
-            let w = moreau::dynamics::wrap(&a, &b, &SE3::identity(), r.probe_radius, cylinder, side);
+            let w =
+                moreau::dynamics::wrap(&a, &b, &SE3::identity(), r.probe_radius, cylinder, side);
             let length = match &w {
                 None => (b - a).norm(),
                 Some(w) => (w.touch[0] - a).norm() + w.arc + (b - w.touch[1]).norm(),
@@ -792,8 +809,15 @@ fn spatial_tendons_wrap_as_mujocos() {
         }
         let want = m.q_from_mujoco(&row[1..]).unwrap();
         let d = &state.q - &want;
-        let others = (0..model.nq).filter(|&i| i != ring).map(|i| d[i].abs()).fold(0.0, f64::max);
-        println!("t = {:.1}: max |Δq| {others:.1e}, the ring's arm {:.1e}", state.t, d[ring].abs());
+        let others = (0..model.nq)
+            .filter(|&i| i != ring)
+            .map(|i| d[i].abs())
+            .fold(0.0, f64::max);
+        println!(
+            "t = {:.1}: max |Δq| {others:.1e}, the ring's arm {:.1e}",
+            state.t,
+            d[ring].abs()
+        );
         worst = worst.max(others);
         worst_ring = worst_ring.max(d[ring].abs());
     }

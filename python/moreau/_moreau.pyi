@@ -123,7 +123,10 @@ class Model:
         """The states (q, v) of MuJoCo's (qpos, qvel): the inverse of to_mujoco."""
 
 def load(
-    path: str, floating_base: Optional[bool] = None, package_dirs: Sequence[str] = ()
+    path: str,
+    floating_base: Optional[bool] = None,
+    package_dirs: Sequence[str] = (),
+    sliding_friction_only: bool = False,
 ) -> Model:
     """Loads a URDF or MJCF file."""
 

@@ -519,16 +519,20 @@ pub(crate) fn _model_from_pickle(
 }
 
 /// Loads a URDF or MJCF file. `floating_base` (URDF): attach the root link
-/// by a free joint (default: unless the root link is `world`). What the
-/// file holds that moreau does not load (an unsupported sensor type, a
-/// wrapping tendon, …) is said in a `UserWarning` each, naming the element.
+/// by a free joint (default: unless the root link is `world`).
+/// `sliding_friction_only` (MJCF): take contacts with torsional or rolling
+/// friction (`condim` 4 or 6, which moreau does not simulate) as `condim`
+/// 3; without it such a file is refused. What the file holds that moreau
+/// does not load (an unsupported sensor type, …) is said in a
+/// `UserWarning` each, naming the element.
 #[pyfunction]
-#[pyo3(signature = (path, floating_base=None, package_dirs=Vec::new()))]
+#[pyo3(signature = (path, floating_base=None, package_dirs=Vec::new(), sliding_friction_only=false))]
 pub(crate) fn load(
     py: Python<'_>,
     path: &str,
     floating_base: Option<bool>,
     package_dirs: Vec<String>,
+    sliding_friction_only: bool,
 ) -> PyResult<Model> {
     if !std::path::Path::new(path).exists() {
         return Err(PyFileNotFoundError::new_err(format!(
@@ -538,6 +542,7 @@ pub(crate) fn load(
     let options = moreau::load::LoadOptions {
         floating_base,
         package_dirs: package_dirs.into_iter().map(Into::into).collect(),
+        sliding_friction_only,
     };
     let loaded = moreau::load::load_model_file(path, &options).map_err(value_error)?;
     let category = py.get_type::<pyo3::exceptions::PyUserWarning>();

@@ -36,9 +36,9 @@ pub use jacobian::{ReferenceFrame, frame_jacobian, frame_placement, point_veloci
 pub use kinematics::{
     center_of_mass, forward_kinematics, forward_velocity, kinetic_energy, potential_energy,
 };
-pub use wrap::wrap;
 pub use ltdl::{
     ltdl_factorize, ltdl_factorize_in_place, ltdl_solve_in_place, ltdl_solve_l_in_place,
     ltdl_solve_lt_in_place, ltdl_solve_rows_in_place,
 };
 pub use rnea::{nonlinear_effects, rnea, rnea_from_kinematics};
+pub use wrap::wrap;

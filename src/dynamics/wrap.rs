@@ -86,7 +86,11 @@ pub fn wrap(
     let side = side.map(|s| {
         let s = local(s);
         let planar = plane(&s);
-        let direction = if planar.norm() < TINY { Vec2::x() } else { planar.normalize() };
+        let direction = if planar.norm() < TINY {
+            Vec2::x()
+        } else {
+            planar.normalize()
+        };
         (s.norm() < radius, direction * radius)
     });
     let (t0, t1, mut arc) = match side {
@@ -145,7 +149,12 @@ fn swept(p: &Vec2, q: &Vec2) -> f64 {
 /// (counter-clockwise where `w > 0`), and its arc is `w` less the
 /// tangent pieces' own windings. Without one, it wraps where the segment
 /// crosses the circle, the shorter chord's way.
-fn around_circle(d0: &Vec2, d1: &Vec2, side: Option<&Vec2>, radius: f64) -> Option<(Vec2, Vec2, f64)> {
+fn around_circle(
+    d0: &Vec2,
+    d1: &Vec2,
+    side: Option<&Vec2>,
+    radius: f64,
+) -> Option<(Vec2, Vec2, f64)> {
     let r2 = radius * radius;
     let (n0, n1) = (d0.norm_squared(), d1.norm_squared());
     if n0 < r2 || n1 < r2 || radius < TINY {
@@ -180,7 +189,11 @@ fn around_circle(d0: &Vec2, d1: &Vec2, side: Option<&Vec2>, radius: f64) -> Opti
             // The shorter chord, a way whose pieces cross ranking last;
             // ties go counter-clockwise.
             let score = |(t0, t1, crossed): &(Vec2, Vec2, bool)| {
-                if *crossed { -10000.0 } else { -(t0 - t1).norm_squared() }
+                if *crossed {
+                    -10000.0
+                } else {
+                    -(t0 - t1).norm_squared()
+                }
             };
             score(&cw) > score(&ccw)
         }
@@ -331,9 +344,15 @@ mod tests {
         let w = wrap(&x0, &x1, &at, 0.3, true, Some(&Vec3::new(0.0, -1.0, 0.0))).unwrap();
         assert!(w.touch.iter().all(|t| t.y < 0.0), "{:?}", w.touch);
         // On the segment's side: no wrap.
-        assert_eq!(wrap(&x0, &x1, &at, 0.3, true, Some(&Vec3::new(0.0, 1.0, 0.0))), None);
+        assert_eq!(
+            wrap(&x0, &x1, &at, 0.3, true, Some(&Vec3::new(0.0, 1.0, 0.0))),
+            None
+        );
         // A point inside: no wrap.
-        assert_eq!(wrap(&Vec3::new(0.1, 0.0, 0.0), &x1, &at, 0.3, false, None), None);
+        assert_eq!(
+            wrap(&Vec3::new(0.1, 0.0, 0.0), &x1, &at, 0.3, false, None),
+            None
+        );
     }
 
     /// A cylinder's path is a helix: unrolled, the straight line from one
@@ -342,13 +361,29 @@ mod tests {
     fn around_a_cylinder_the_path_is_a_helix() {
         let (r, d, h) = (0.25, 0.8, 0.6);
         let (x0, x1) = (Vec3::new(-d, 0.0, 0.0), Vec3::new(d, 0.0, h));
-        let w = wrap(&x0, &x1, &SE3::identity(), r, true, Some(&Vec3::new(0.0, 1.0, 0.0))).unwrap();
+        let w = wrap(
+            &x0,
+            &x1,
+            &SE3::identity(),
+            r,
+            true,
+            Some(&Vec3::new(0.0, 1.0, 0.0)),
+        )
+        .unwrap();
         let leg = (d * d - r * r).sqrt();
         let planar_arc = r * (PI - 2.0 * (r / d).acos());
         let planar = 2.0 * leg + planar_arc;
         let total = (w.touch[0] - x0).norm() + w.arc + (x1 - w.touch[1]).norm();
-        assert!((total - planar.hypot(h)).abs() < 1e-13, "{total} vs {}", planar.hypot(h));
-        assert!(w.touch.iter().all(|t| t.y > 0.0 && (t.xy().norm() - r).abs() < 1e-14));
+        assert!(
+            (total - planar.hypot(h)).abs() < 1e-13,
+            "{total} vs {}",
+            planar.hypot(h)
+        );
+        assert!(
+            w.touch
+                .iter()
+                .all(|t| t.y > 0.0 && (t.xy().norm() - r).abs() < 1e-14)
+        );
     }
 
     /// A side point inside: the path touches the circle from within where
@@ -358,7 +393,15 @@ mod tests {
     fn a_side_point_inside_makes_the_path_touch_from_within() {
         let r = 0.4;
         let (x0, x1) = (Vec3::new(-1.0, 0.7, 0.0), Vec3::new(0.6, 0.9, 0.0));
-        let w = wrap(&x0, &x1, &SE3::identity(), r, true, Some(&Vec3::new(0.0, 0.1, 0.0))).unwrap();
+        let w = wrap(
+            &x0,
+            &x1,
+            &SE3::identity(),
+            r,
+            true,
+            Some(&Vec3::new(0.0, 0.1, 0.0)),
+        )
+        .unwrap();
         assert_eq!(w.touch[0], w.touch[1]);
         assert_eq!(w.arc, 0.0);
         let t = w.touch[0];

@@ -63,6 +63,8 @@ pub struct LoadOptions {
     pub floating_base: Option<bool>,
     /// Directories searched for `package://` meshes (URDF) and mesh files.
     pub package_dirs: Vec<PathBuf>,
+    /// MJCF only: [`mjcf::MjcfOptions::sliding_friction_only`].
+    pub sliding_friction_only: bool,
 }
 
 /// The file formats read.
@@ -142,6 +144,7 @@ pub fn load_model_file(
                 path,
                 &MjcfOptions {
                     package_dirs: options.package_dirs.clone(),
+                    sliding_friction_only: options.sliding_friction_only,
                 },
             )?;
             let has_ground = r

@@ -113,12 +113,14 @@ impl Tendon {
     /// The bodies its path's points are fixed on (sites, obstacles and
     /// side sites), in path order, with repetitions.
     pub fn path_bodies(&self) -> impl Iterator<Item = usize> + '_ {
-        self.path.iter().flat_map(|w| match w {
-            Wrap::Site(b, _) => [Some(*b), None],
-            Wrap::Geom(g) => [Some(g.body), g.side.map(|s| s.0)],
-            Wrap::Pulley(_) => [None, None],
-        })
-        .flatten()
+        self.path
+            .iter()
+            .flat_map(|w| match w {
+                Wrap::Site(b, _) => [Some(*b), None],
+                Wrap::Geom(g) => [Some(g.body), g.side.map(|s| s.0)],
+                Wrap::Pulley(_) => [None, None],
+            })
+            .flatten()
     }
 
     /// A fixed tendon's `L(q)`, given each joint's `q` index

@@ -19,10 +19,10 @@ pub mod terrain;
 pub mod urdf;
 pub(crate) mod xml;
 
+pub(crate) use builder::constraints::check_path as check_tendon_path;
 pub use builder::{Material, ModelBuilder, validate_inertia};
 pub use camera::{CameraMode, ModelCamera};
 pub use constraints::{BodyEquality, Coordinate, Equality, Tendon, Wrap, WrapGeom};
-pub(crate) use builder::constraints::check_path as check_tendon_path;
 pub use sensor::{Attachment, Sensor, SensorKind, Subtree, Zone};
 pub use terrain::{HeightField, Terrain};
 pub use xml::ModelFileError;

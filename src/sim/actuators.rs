@@ -44,7 +44,13 @@ pub fn actuator_forces(
         forward_kinematics(model, &mut data, q);
         data
     });
-    let input = ActuatorInput { q, v, ctrl, act, dt };
+    let input = ActuatorInput {
+        q,
+        v,
+        ctrl,
+        act,
+        dt,
+    };
     actuator_forces_with(model, data.as_ref(), &input, tau, &mut Vec::new());
 }
 
@@ -75,7 +81,13 @@ pub(crate) fn actuator_forces_with(
     tau: &mut [f64],
     scratch: &mut Vec<(usize, f64)>,
 ) {
-    let ActuatorInput { q, v, ctrl, act, dt } = *input;
+    let ActuatorInput {
+        q,
+        v,
+        ctrl,
+        act,
+        dt,
+    } = *input;
     tau.fill(0.0);
     for (u, a) in ctrl.iter().zip(&model.actuators) {
         let ctrl = clamped_control(a, *u);

@@ -662,7 +662,13 @@ impl Simulator {
         match input {
             Actuation::Torques(tau) => self.tau.copy_from_slice(tau),
             Actuation::Controls(ctrl) => {
-                let input = actuators::ActuatorInput { q, v, ctrl, act, dt };
+                let input = actuators::ActuatorInput {
+                    q,
+                    v,
+                    ctrl,
+                    act,
+                    dt,
+                };
                 actuators::actuator_forces_with(
                     model,
                     Some(&*data),

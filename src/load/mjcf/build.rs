@@ -421,9 +421,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         builder
                             .add_contact_pair(ids[0], ids[1], friction, condim)
                             .map_err(|err| self.error(&el, err.to_string()))?;
-                        if condim > 3 {
-                            self.odd_condim.push(format!("{el} (condim {condim})"));
-                        }
                     }
                     other => self.warnings.push(format!(
                         "<contact><{other}>{}: not supported, ignored",
@@ -761,12 +758,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 self.ellipsoids.join(", ")
             ));
         }
-        if !self.odd_condim.is_empty() {
-            self.warnings.push(format!(
-                "condim 4 and 6 are taken as 3: sliding friction only, no torsional or rolling friction: {}",
-                self.odd_condim.join(", ")
-            ));
-        }
+        self.torsional_pairs(&model)?;
         // MuJoCo lets `qpos0` (every joint at 0, or at its `ref`) lie beyond a
         // joint's range; its soft limit then pushes the joint back over a few
         // tens of milliseconds, moreau's rigid stop within a few steps: the
@@ -840,5 +832,54 @@ fn springdamper_gains(
         if damper {
             model.dof_damping[dof] = 2.0 * mass / tau;
         }
+    }
+}
+
+impl Parser<'_, '_, '_> {
+    /// The pairs of geoms that may collide with MuJoCo's `condim` 4 or 6
+    /// (torsional, and rolling, friction, which moreau does not simulate):
+    /// refused, naming them, unless [`MjcfOptions::sliding_friction_only`]
+    /// asks for them as `condim` 3 (then a warning names them). A pair that
+    /// the neutral-pose overlap pass later drops is named too.
+    fn torsional_pairs(&mut self, model: &Model) -> Result<(), ModelFileError> {
+        let ng = model.geometries.len();
+        let name = |g: usize| {
+            let geom = &model.geometries[g];
+            if geom.name.is_empty() {
+                format!("geom {g} of `{}`", model.body_name[geom.body])
+            } else {
+                format!("`{}`", geom.name)
+            }
+        };
+        let pairs: Vec<String> = (0..ng)
+            .flat_map(|a| (a + 1..ng).map(move |b| (a, b)))
+            .filter(|&(a, b)| model.can_collide(a, b))
+            .filter_map(|(a, b)| {
+                let condim = model.geometry_contact(a, b).2;
+                (condim > 3).then(|| format!("{} and {} (condim {condim})", name(a), name(b)))
+            })
+            .collect();
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let shown = pairs.iter().take(6).cloned().collect::<Vec<_>>().join(", ");
+        let more = match pairs.len() {
+            n if n > 6 => format!(" and {} more", n - 6),
+            _ => String::new(),
+        };
+        if self.sliding_friction_only {
+            self.warnings.push(format!(
+                "condim 4 and 6 taken as 3 (sliding_friction_only): no torsional or rolling friction between {} pair(s) of geoms: {shown}{more}",
+                pairs.len()
+            ));
+            return Ok(());
+        }
+        Err(self.error(
+            "<geom condim>",
+            format!(
+                "{} pair(s) of geoms would collide with torsional (condim 4) or rolling (condim 6) friction, which moreau does not simulate: {shown}{more}; load with sliding_friction_only (moreau: --sliding-friction-only; Python: moreau.load(..., sliding_friction_only=True)) to take them as condim 3",
+                pairs.len()
+            ),
+        ))
     }
 }

@@ -437,9 +437,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         };
         let (contype, conaffinity) = (bits("contype")?, bits("conaffinity")?);
         let condim = self.condim(get("condim"), el)?;
-        if condim > 3 && (contype | conaffinity) != 0 {
-            self.odd_condim.push(format!("{el} (condim {condim})"));
-        }
         let priority = match get("priority") {
             None => 0,
             Some(s) => s

@@ -176,6 +176,11 @@ pub struct MjcfOptions {
     /// Directories searched for `package://` mesh references (see
     /// [`resolve_mesh_path`]).
     pub package_dirs: Vec<PathBuf>,
+    /// Take the contacts MuJoCo gives `condim` 4 or 6 (torsional, and
+    /// rolling, friction) as `condim` 3, sliding friction only, with a
+    /// warning naming the pairs. Without it such a file is refused: moreau
+    /// does not simulate torsional or rolling friction.
+    pub sliding_friction_only: bool,
 }
 
 /// Where an MJCF body went: the model body that carries its geoms and
@@ -272,7 +277,7 @@ pub fn parse_mjcf(
         joint_names: HashSet::new(),
         geom_names: HashSet::new(),
         ellipsoids: Vec::new(),
-        odd_condim: Vec::new(),
+        sliding_friction_only: options.sliding_friction_only,
         paired: HashSet::new(),
         settotalmass: None,
         flags: Flags::default(),
@@ -555,7 +560,8 @@ struct Parser<'a, 'i, 'e> {
     joint_names: HashSet<String>,
     geom_names: HashSet<String>,
     ellipsoids: Vec<String>,
-    odd_condim: Vec<String>,
+    /// [`MjcfOptions::sliding_friction_only`].
+    sliding_friction_only: bool,
     /// Geoms named by a `<contact><pair>` (they keep a collider even
     /// without collision bits).
     paired: HashSet<String>,

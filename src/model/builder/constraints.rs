@@ -228,7 +228,10 @@ pub(crate) fn check_path(path: &[Wrap], nbodies: usize) -> Result<(), String> {
                 match path.get(k + 1) {
                     None => return Err("the path ends with a pulley".into()),
                     Some(Wrap::Pulley(_)) => {
-                        return Err(format!("path elements {k} and {}: two pulleys in a row", k + 1));
+                        return Err(format!(
+                            "path elements {k} and {}: two pulleys in a row",
+                            k + 1
+                        ));
                     }
                     _ => {}
                 }

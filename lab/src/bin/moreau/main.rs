@@ -514,6 +514,11 @@ struct ModelFileArgs {
     /// A directory searched for `package://NAME/...` meshes (repeatable).
     #[arg(long, value_name = "DIR")]
     package_dir: Vec<PathBuf>,
+    /// MJCF: take contacts with torsional or rolling friction (`condim` 4
+    /// or 6, which moreau does not simulate) as `condim` 3, sliding friction
+    /// only; without it such a file is refused.
+    #[arg(long)]
+    sliding_friction_only: bool,
 }
 
 impl ModelFileArgs {
@@ -525,6 +530,7 @@ impl ModelFileArgs {
                 _ => None,
             },
             package_dirs: self.package_dir.clone(),
+            sliding_friction_only: self.sliding_friction_only,
         }
     }
 }
