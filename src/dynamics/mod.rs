@@ -41,4 +41,4 @@ pub use ltdl::{
     ltdl_solve_lt_in_place, ltdl_solve_rows_in_place,
 };
 pub use rnea::{nonlinear_effects, rnea, rnea_from_kinematics};
-pub use wrap::wrap;
+pub use wrap::{spatial_length, wrap};

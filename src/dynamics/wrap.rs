@@ -1,5 +1,6 @@
-//! Tendon wrapping (MuJoCo's spatial tendons around `<geom>`s): where the
-//! shortest path between two points outside a sphere or an infinite
+//! Spatial tendons (MuJoCo's `<spatial>`): a path's length and Jacobian
+//! ([`spatial_length`]), and its wrapping around `<geom>`s ([`wrap`]): where
+//! the shortest path between two points outside a sphere or an infinite
 //! cylinder touches it.
 //!
 //! Both reduce to a circle in a plane: for a sphere, the great circle in
@@ -26,9 +27,11 @@
 //! points of the shortest path, so moving them along the surface changes the length only
 //! to second order, and the length's Jacobian is that of the straight
 //! pieces with the tangent points fixed on the obstacle's body
-//! ([`crate::sim::rows::coordinate`]).
+//! ([`spatial_length`]).
 
+use super::{Data, point_velocity_column};
 use crate::math::{SE3, Vec3};
+use crate::model::{Model, NO_DOF, Tendon, Wrap};
 use nalgebra::Vector2;
 
 type Vec2 = Vector2<f64>;
@@ -118,6 +121,78 @@ pub fn wrap(
         ],
         arc,
     })
+}
+
+/// A spatial tendon's length, as MuJoCo's `mj_tendon` walks its path:
+/// the straight segments between consecutive sites, or, where a geom lies
+/// between two sites, the two straight pieces to the points where the
+/// path touches it and the arc between those ([`wrap`];
+/// straight where the path misses it); each branch after a pulley
+/// divided by the pulley's divisor. Its Jacobian, pushed onto `jac` scaled
+/// by `scale`, is `Σ uᵢᵀ (J_{bᵢ} − J_{aᵢ})/divisor` over the straight
+/// pieces `aᵢ → bᵢ` between points on different bodies (unit directions
+/// `uᵢ`), with the touching points fixed on the obstacle's body: they are
+/// the shortest path's, so their sliding changes the length only to
+/// second order.
+pub fn spatial_length(
+    model: &Model,
+    tendon: &Tendon,
+    data: &Data,
+    scale: f64,
+    jac: &mut Vec<(usize, f64)>,
+) -> f64 {
+    let world = |b: usize, p: &Vec3| data.world_from_body[b].act_point(p);
+    // A straight piece from `a` on body `ba` to `b` on body `bb`.
+    let mut piece = |(ba, a): (usize, Vec3), (bb, b): (usize, Vec3), weight: f64| -> f64 {
+        let d = b - a;
+        let l = d.norm();
+        if ba == bb || l < 1e-12 {
+            return l; // (no rate: one body, or no direction)
+        }
+        let u = d / l;
+        for (body, p, sign) in [(bb, b, weight), (ba, a, -weight)] {
+            let mut k = model.body_last_dof[body];
+            while k != NO_DOF {
+                let pv = point_velocity_column(&data.dof_jacobian[k], &p);
+                jac.push((k, sign * u.dot(&pv)));
+                k = model.dof_parent[k];
+            }
+        }
+        l
+    };
+    let path = &tendon.path;
+    let (mut divisor, mut length, mut k) = (1.0, 0.0, 0);
+    while k + 1 < path.len() {
+        let weight = scale / divisor;
+        match (&path[k], &path[k + 1], path.get(k + 2)) {
+            (Wrap::Pulley(d), _, _) => {
+                divisor = *d;
+                k += 1;
+            }
+            (Wrap::Site(b0, p0), Wrap::Site(b1, p1), _) => {
+                length += piece((*b0, world(*b0, p0)), (*b1, world(*b1, p1)), weight) / divisor;
+                k += 1;
+            }
+            (Wrap::Site(b0, p0), Wrap::Geom(g), Some(Wrap::Site(b1, p1))) => {
+                let (x0, x1) = (world(*b0, p0), world(*b1, p1));
+                let side = g.side.map(|(b, p)| world(b, &p));
+                let at = data.world_from_body[g.body].mul(&g.body_from_geom);
+                length += match wrap(&x0, &x1, &at, g.radius, g.cylinder, side.as_ref()) {
+                    None => piece((*b0, x0), (*b1, x1), weight),
+                    Some(w) => {
+                        piece((*b0, x0), (g.body, w.touch[0]), weight)
+                            + w.arc
+                            + piece((g.body, w.touch[1]), (*b1, x1), weight)
+                    }
+                } / divisor;
+                k += 2;
+            }
+            // A site before a pulley (its branch ends), or a path the
+            // builder refuses.
+            _ => k += 1,
+        }
+    }
+    length
 }
 
 /// Whether the segments `a0 a1` and `b0 b1` cross (end points included).

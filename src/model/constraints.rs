@@ -14,7 +14,7 @@
 //! shortest path around it when the straight segment would cross it (the
 //! tangent lines and the geodesic arc between them, a helix on a
 //! cylinder); a [`Wrap::Pulley`] starts a branch whose length counts
-//! `1/divisor`. See [`crate::sim::rows::coordinate`] for the length and
+//! `1/divisor`. See [`crate::dynamics::spatial_length`] for the length and
 //! Jacobian, [`crate::dynamics::wrap`] for the geometry.
 //!
 //! An **equality** ties a first coordinate `y` (a joint's position or a

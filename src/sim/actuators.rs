@@ -1,9 +1,9 @@
 //! What drives a step: generalized forces, or the actuators' controls
 //! turned into them.
 
+use crate::dynamics::spatial_length;
 use crate::dynamics::{Data, forward_kinematics};
 use crate::model::{Actuator, Model};
-use crate::sim::rows::spatial_length;
 
 /// What drives a step: raw generalized forces on the dofs, or the
 /// actuators' controls.
@@ -44,13 +44,7 @@ pub fn actuator_forces(
         forward_kinematics(model, &mut data, q);
         data
     });
-    let input = ActuatorInput {
-        q,
-        v,
-        ctrl,
-        act,
-        dt,
-    };
+    let input = ActuatorInput::new(q, v, ctrl, act, dt);
     actuator_forces_with(model, data.as_ref(), &input, tau, &mut Vec::new());
 }
 
@@ -64,11 +58,29 @@ pub(crate) fn pulls_spatial_tendons(model: &Model) -> bool {
 
 /// What [`actuator_forces`] reads.
 pub(crate) struct ActuatorInput<'a> {
-    pub q: &'a [f64],
-    pub v: &'a [f64],
-    pub ctrl: &'a [f64],
-    pub act: &'a [f64],
-    pub dt: f64,
+    q: &'a [f64],
+    v: &'a [f64],
+    ctrl: &'a [f64],
+    act: &'a [f64],
+    dt: f64,
+}
+
+impl<'a> ActuatorInput<'a> {
+    pub(crate) fn new(
+        q: &'a [f64],
+        v: &'a [f64],
+        ctrl: &'a [f64],
+        act: &'a [f64],
+        dt: f64,
+    ) -> Self {
+        ActuatorInput {
+            q,
+            v,
+            ctrl,
+            act,
+            dt,
+        }
+    }
 }
 
 /// [`actuator_forces`] with the kinematics at `q` given (`data`; only

@@ -662,20 +662,9 @@ impl Simulator {
         match input {
             Actuation::Torques(tau) => self.tau.copy_from_slice(tau),
             Actuation::Controls(ctrl) => {
-                let input = actuators::ActuatorInput {
-                    q,
-                    v,
-                    ctrl,
-                    act,
-                    dt,
-                };
-                actuators::actuator_forces_with(
-                    model,
-                    Some(&*data),
-                    &input,
-                    self.tau.as_mut_slice(),
-                    &mut self.tendon_scratch,
-                );
+                let input = actuators::ActuatorInput::new(q, v, ctrl, act, dt);
+                let (tau, scratch) = (self.tau.as_mut_slice(), &mut self.tendon_scratch);
+                actuators::actuator_forces_with(model, Some(&*data), &input, tau, scratch);
                 if !self.act_next.is_empty() {
                     next_activations(model, ctrl, act, dt, self.act_next.as_mut_slice());
                     self.act_pending = true;

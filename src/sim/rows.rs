@@ -15,9 +15,9 @@
 //!   with the joint limits' speculative and Baumgarte terms.
 
 use crate::contact::{LimitSide, RowSet, SparseRows};
-use crate::dynamics::{Data, point_velocity_column, wrap};
-use crate::math::{Vec3, ang, log3};
-use crate::model::{Coordinate, Model, NO_DOF, Wrap};
+use crate::dynamics::{Data, point_velocity_column};
+use crate::math::{ang, log3};
+use crate::model::{Coordinate, Model, NO_DOF};
 
 /// What a row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,7 +250,7 @@ impl ExtraRows {
 /// pushed onto `jac` scaled by `scale` (a dof may appear more than
 /// once: the entries add up). `data` holds the kinematics at `q`
 /// ([`crate::dynamics::forward_kinematics`]), which a spatial tendon's
-/// path needs ([`spatial_length`]).
+/// path needs ([`crate::dynamics::spatial_length`]).
 pub fn coordinate(
     model: &Model,
     c: Coordinate,
@@ -265,7 +265,7 @@ pub fn coordinate(
             q[model.joint_idx_q[j]]
         }
         Coordinate::Tendon(t) if model.tendons[t].is_spatial() => {
-            spatial_length(model, &model.tendons[t], data, scale, jac)
+            crate::dynamics::spatial_length(model, &model.tendons[t], data, scale, jac)
         }
         Coordinate::Tendon(t) => {
             let t = &model.tendons[t];
@@ -277,78 +277,6 @@ pub fn coordinate(
             t.length(&model.joint_idx_q, q)
         }
     }
-}
-
-/// A spatial tendon's length, as MuJoCo's `mj_tendon` walks its path:
-/// the straight segments between consecutive sites, or, where a geom lies
-/// between two sites, the two straight pieces to the points where the
-/// path touches it and the arc between those ([`crate::dynamics::wrap`];
-/// straight where the path misses it); each branch after a pulley
-/// divided by the pulley's divisor. Its Jacobian, pushed onto `jac` scaled
-/// by `scale`, is `Σ uᵢᵀ (J_{bᵢ} − J_{aᵢ})/divisor` over the straight
-/// pieces `aᵢ → bᵢ` between points on different bodies (unit directions
-/// `uᵢ`), with the touching points fixed on the obstacle's body: they are
-/// the shortest path's, so their sliding changes the length only to
-/// second order.
-pub fn spatial_length(
-    model: &Model,
-    tendon: &crate::model::Tendon,
-    data: &Data,
-    scale: f64,
-    jac: &mut Vec<(usize, f64)>,
-) -> f64 {
-    let world = |b: usize, p: &Vec3| data.world_from_body[b].act_point(p);
-    // A straight piece from `a` on body `ba` to `b` on body `bb`.
-    let mut piece = |(ba, a): (usize, Vec3), (bb, b): (usize, Vec3), weight: f64| -> f64 {
-        let d = b - a;
-        let l = d.norm();
-        if ba == bb || l < 1e-12 {
-            return l; // (no rate: one body, or no direction)
-        }
-        let u = d / l;
-        for (body, p, sign) in [(bb, b, weight), (ba, a, -weight)] {
-            let mut k = model.body_last_dof[body];
-            while k != NO_DOF {
-                let pv = point_velocity_column(&data.dof_jacobian[k], &p);
-                jac.push((k, sign * u.dot(&pv)));
-                k = model.dof_parent[k];
-            }
-        }
-        l
-    };
-    let path = &tendon.path;
-    let (mut divisor, mut length, mut k) = (1.0, 0.0, 0);
-    while k + 1 < path.len() {
-        let weight = scale / divisor;
-        match (&path[k], &path[k + 1], path.get(k + 2)) {
-            (Wrap::Pulley(d), _, _) => {
-                divisor = *d;
-                k += 1;
-            }
-            (Wrap::Site(b0, p0), Wrap::Site(b1, p1), _) => {
-                length += piece((*b0, world(*b0, p0)), (*b1, world(*b1, p1)), weight) / divisor;
-                k += 1;
-            }
-            (Wrap::Site(b0, p0), Wrap::Geom(g), Some(Wrap::Site(b1, p1))) => {
-                let (x0, x1) = (world(*b0, p0), world(*b1, p1));
-                let side = g.side.map(|(b, p)| world(b, &p));
-                let at = data.world_from_body[g.body].mul(&g.body_from_geom);
-                length += match wrap(&x0, &x1, &at, g.radius, g.cylinder, side.as_ref()) {
-                    None => piece((*b0, x0), (*b1, x1), weight),
-                    Some(w) => {
-                        piece((*b0, x0), (g.body, w.touch[0]), weight)
-                            + w.arc
-                            + piece((g.body, w.touch[1]), (*b1, x1), weight)
-                    }
-                } / divisor;
-                k += 2;
-            }
-            // A site before a pulley (its branch ends), or a path the
-            // builder refuses.
-            _ => k += 1,
-        }
-    }
-    length
 }
 
 /// Tendon spring-dampers, explicit: `τ += Jᵀ(−k·d − b·L̇)` with `d` the

@@ -109,7 +109,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     };
                     crate::model::check_tendon_path(&path, model.nbodies)
                         .map_err(|e| self.error(&el, e))?;
-                    crate::sim::rows::spatial_length(model, &probe, data, 1.0, &mut Vec::new())
+                    crate::dynamics::spatial_length(model, &probe, data, 1.0, &mut Vec::new())
                 } else {
                     joints.iter().map(|&(b, c)| c * q0[joint_idx_q(b)]).sum()
                 };
