@@ -838,3 +838,27 @@ fn torsional_friction_is_refused_per_pair_unless_taken_as_sliding() {
     let (mu, _, condim) = m.model.geometry_contact(0, 1);
     assert_eq!((mu, condim), (1.0, 6));
 }
+
+/// A servo's `kv` and `dampratio` on one element are refused, as MuJoCo
+/// refuses them; the element's own one wins over its class's. (The gains
+/// against MuJoCo's: tests/mjcf_mujoco.rs, servo_dampratio_is_mujocos.)
+#[test]
+fn a_servo_takes_kv_or_dampratio_not_both() {
+    use common::mjcf::parse_err;
+    let xml = |class: &str, servo: &str| {
+        format!(
+            r#"<mujoco><default>{class}</default><worldbody><body><joint name="h" type="hinge"/>
+            <geom type="sphere" size=".1" mass="1"/></body></worldbody>
+            <actuator><position joint="h" kp="4" {servo}/></actuator></mujoco>"#
+        )
+    };
+    let e = parse_err(&xml("", r#"kv="1" dampratio="1""#));
+    assert!(e.to_string().contains("kv and dampratio cannot both be defined"), "{e}");
+    // The class's kv yields to the element's dampratio, and the reverse.
+    let m = parse(&xml(r#"<position kv="3"/>"#, r#"dampratio="1""#));
+    let kv = -m.model.actuators[0].bias[2];
+    assert!(kv > 0.0 && kv != 3.0, "{kv}");
+    let m = parse(&xml(r#"<position dampratio="1"/>"#, r#"kv="2""#));
+    assert_eq!(m.model.actuators[0].bias[2], -2.0);
+    assert!(parse_err(&xml("", r#"dampratio="-1""#)).to_string().contains("dampratio must be"));
+}

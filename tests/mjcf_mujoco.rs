@@ -824,3 +824,54 @@ fn spatial_tendons_wrap_as_mujocos() {
     assert!(worst < 1e-12, "max |Δq| {worst:e}");
     assert!(worst_ring < 1e-6, "the ring's arm: max |Δq| {worst_ring:e}");
 }
+
+/// tests/data/mujoco/dampratio.json.
+#[derive(Deserialize)]
+struct DampratioReference {
+    versions: Versions,
+    actuators: Vec<String>,
+    gain: Vec<f64>,
+    bias: Vec<[f64; 3]>,
+    ctrl: Vec<f64>,
+    trajectory: Vec<Vec<f64>>,
+}
+
+/// dampratio.xml: servos damped by `dampratio` (on a hinge with armature,
+/// a geared slide, a fixed and a spatial tendon, an intvelocity servo, an
+/// element's dampratio over its class's kv) get MuJoCo's velocity gain
+/// `2 ζ √(kp m)` with its reflected inertia at `qpos0`, and 1 s under
+/// constant controls is MuJoCo's run.
+#[test]
+fn servo_dampratio_is_mujocos() {
+    use moreau::sim::State;
+    let r: DampratioReference =
+        reference("dampratio.json", include_str!("data/mujoco/dampratio.json"));
+    assert_eq!(r.versions.mujoco, "4.0.0");
+    let (m, model, mut sim) = data_file_simulator("dampratio.xml");
+    let names: Vec<&str> = model.actuators.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, r.actuators);
+    for ((a, gain), bias) in model.actuators.iter().zip(&r.gain).zip(&r.bias) {
+        assert_eq!(a.gain, *gain, "{}", a.name);
+        for k in 0..3 {
+            assert!(
+                (a.bias[k] - bias[k]).abs() < 1e-12 * bias[k].abs().max(1.0),
+                "{}: bias {:?} against MuJoCo's {bias:?}",
+                a.name,
+                a.bias
+            );
+        }
+    }
+    let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let mut worst = 0.0f64;
+    for row in &r.trajectory {
+        while (state.t - row[0]).abs() > 1e-9 {
+            sim.step_controls(&mut state, &r.ctrl).unwrap();
+        }
+        let want = m.q_from_mujoco(&row[1..]).unwrap();
+        worst = worst.max((&state.q - &want).amax());
+    }
+    let moved = (&state.q - &m.q0).amax();
+    println!("max |Δq| {worst:.1e} over 1 s, in which the servos moved the joints by up to {moved:.2}");
+    assert!(moved > 0.05, "{moved}");
+    assert!(worst < 1e-9, "max |Δq| {worst:e}");
+}

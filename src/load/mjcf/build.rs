@@ -458,7 +458,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .iter()
             .map(|t| t.joints.first().map(|j| plan_joint[&j.0]))
             .collect();
-        // Actuators.
+        // Actuators; `(actuator, dampratio)` of the servos given one.
+        let mut damp_ratios = Vec::new();
         for a in top.iter().filter(|n| n.has_tag_name("actuator")) {
             for e in a.children().filter(|n| n.is_element()) {
                 let tag = e.tag_name().name();
@@ -472,7 +473,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 }
                 let class = self.class_of(&e, "main", &el)?;
                 let get = |attr: &str| self.get(&e, &class, ACTUATOR_TAGS, attr);
-                let mut notes = Vec::new();
+                // A servo's `dampratio`, turned into its kv once the model is built.
+                let mut damp_ratio = None;
                 // MuJoCo's force = gain·ctrl + bias₀ + bias₁·length + bias₂·velocity.
                 let scalar = |attr: &str, default: f64| -> Result<f64, ModelFileError> {
                     match get(attr) {
@@ -483,12 +485,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 let (gain, bias, dynamics) = match tag {
                     "motor" => (1.0, [0.0; 3], ActuatorDynamics::None),
                     "position" => {
-                        let (kp, kv) = (scalar("kp", 1.0)?, scalar("kv", 0.0)?);
-                        if get("dampratio").is_some() {
-                            notes.push(format!(
-                                "{el}: position actuator's dampratio not supported, ignored"
-                            ));
-                        }
+                        let kp = scalar("kp", 1.0)?;
+                        let kv = self.servo_damping(&e, &get, &el, &mut damp_ratio)?;
                         // MuJoCo: a positive time constant makes it a
                         // first-order filter integrated exactly.
                         let timeconst = scalar("timeconst", 0.0)?;
@@ -505,12 +503,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     }
                     "intvelocity" => {
                         // An integrated velocity command driving a position servo.
-                        let (kp, kv) = (scalar("kp", 1.0)?, scalar("kv", 0.0)?);
-                        if get("dampratio").is_some() {
-                            notes.push(format!(
-                                "{el}: intvelocity actuator's dampratio not supported, ignored"
-                            ));
-                        }
+                        let kp = scalar("kp", 1.0)?;
+                        let kv = self.servo_damping(&e, &get, &el, &mut damp_ratio)?;
                         (kp, [0.0, -kp, -kv], ActuatorDynamics::Integrator)
                     }
                     "cylinder" => {
@@ -691,8 +685,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     Some(s) => self.boolean(s, "actearly", &el)?,
                     None => false,
                 };
-                self.warnings.extend(notes);
-                builder
+                let index = builder
                     .add_actuator(Actuator {
                         name: e
                             .attribute("name")
@@ -713,12 +706,16 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         act: None,
                     })
                     .map_err(|err| self.error(&el, err.to_string()))?;
+                if let Some(ratio) = damp_ratio {
+                    damp_ratios.push((index, ratio));
+                }
             }
         }
         let mut model = builder
             .build()
             .map_err(|e| self.error("<mujoco>", e.to_string()))?;
         springdamper_gains(&mut model, &q0, &springdampers, flags.spring, flags.damper);
+        dampratio_gains(&mut model, &q0, &damp_ratios);
         let notes =
             super::constraints::place_body_equalities(&mut model, &q0, &pending, &carrier, &from)
                 .map_err(|(el, reason)| self.error(&el, reason))?;
@@ -881,5 +878,91 @@ impl Parser<'_, '_, '_> {
                 pairs.len()
             ),
         ))
+    }
+}
+
+/// MuJoCo's servo `dampratio` (`position`, `intvelocity`): the velocity gain
+/// `kv = 2 ζ √(kp m)` that damps the servo by the ratio `ζ`, with `m` the
+/// actuator's reflected inertia at `qpos0`, `1/(J M⁻¹ Jᵀ)` for its moment
+/// `J` (`gear` on its dof, `gear·∂L/∂q` on a tendon; armature in `M`), as
+/// MuJoCo 3.15 and later compute it. Written into the bias's velocity term.
+fn dampratio_gains(model: &mut Model, q0: &[f64], ratios: &[(usize, f64)]) {
+    if ratios.is_empty() {
+        return;
+    }
+    let mut data = crate::dynamics::Data::new(model);
+    crate::dynamics::crba(model, &mut data, q0);
+    crate::dynamics::forward_kinematics(model, &mut data, q0);
+    let Some(inverse) = data.mass_matrix.clone().cholesky().map(|c| c.inverse()) else {
+        return;
+    };
+    for &(a, ratio) in ratios {
+        let act = &model.actuators[a];
+        let mut moment = vec![0.0; model.nv];
+        let mut entries = Vec::new();
+        match act.tendon {
+            None => entries.push((act.dof, 1.0)),
+            Some(t) if model.tendons[t].is_spatial() => {
+                crate::dynamics::spatial_length(model, &model.tendons[t], &data, 1.0, &mut entries);
+            }
+            Some(t) => entries.extend(
+                model.tendons[t]
+                    .joints
+                    .iter()
+                    .map(|&(j, c)| (model.joint_idx_v[j], c)),
+            ),
+        }
+        for (k, c) in entries {
+            moment[k] += act.gear * c;
+        }
+        let moment = nalgebra::DVector::from_vec(moment);
+        let inverse_mass = moment.dot(&(&inverse * &moment));
+        let kv = if inverse_mass > 0.0 {
+            2.0 * ratio * (act.gain / inverse_mass).sqrt()
+        } else {
+            0.0
+        };
+        model.actuators[a].bias[2] = -kv;
+    }
+}
+
+impl<'a, 'i> Parser<'a, 'i, '_> {
+    /// A servo's velocity gain: its `kv`, or 0 with its `dampratio` noted
+    /// in `ratio` (the gain follows from the built model,
+    /// `dampratio_gains`). The element's own attribute wins over its class's;
+    /// both on one element (or one class) are refused, as MuJoCo refuses them.
+    fn servo_damping(
+        &self,
+        e: &Node<'a, 'i>,
+        get: &dyn Fn(&str) -> Option<&'a str>,
+        el: &str,
+        ratio: &mut Option<f64>,
+    ) -> Result<f64, ModelFileError> {
+        let own = (e.attribute("kv").is_some(), e.attribute("dampratio").is_some());
+        let from = match own {
+            (true, true) => None,
+            (true, false) => Some("kv"),
+            (false, true) => Some("dampratio"),
+            (false, false) => match (get("kv"), get("dampratio")) {
+                (Some(_), Some(_)) => None,
+                (_, Some(_)) => Some("dampratio"),
+                _ => Some("kv"),
+            },
+        };
+        let Some(from) = from else {
+            return Err(self.error(el, "kv and dampratio cannot both be defined".into()));
+        };
+        let value = match get(from) {
+            Some(s) => self.fixed::<1>(s, from, el)?[0],
+            None => 0.0,
+        };
+        if from == "kv" {
+            return Ok(value);
+        }
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(self.error(el, format!("dampratio must be finite and ≥ 0, got {value}")));
+        }
+        *ratio = Some(value);
+        Ok(0.0)
     }
 }

@@ -72,6 +72,10 @@ Outputs:
   without a random side site (mocap bodies carry the three sites):
   `ten_length` and `ten_wrapnum`, the geometry alone.
   This file alone: `... mujoco_reference.py --only wrapping`.
+- dampratio.json: for dampratio.xml (servos given `dampratio`), each
+  actuator's `gainprm[0]` and `biasprm[0:3]` (kv is −biasprm[2]), then
+  `qpos` every 0.1 s of 1 s under the constant controls DAMPRATIO_CTRL.
+  This file alone: `... mujoco_reference.py --only dampratio`.
 - hfield.json: for hfield.xml (an `elevation` height field, moved and
   turned), the surface's world height (mj_ray straight down) at points on
   its cells' edges along x.
@@ -361,6 +365,32 @@ def actuators_reference(xml):
     }
 
 
+DAMPRATIO_CTRL = [0.5, 0.2, -0.3, 0.8, 1.6, -0.4]
+
+
+def dampratio_reference(xml):
+    """The servos' gains as compiled, then a 1 s run."""
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    d.ctrl[:] = DAMPRATIO_CTRL
+    steps = int(round(1.0 / m.opt.timestep))
+    every = int(round(0.1 / m.opt.timestep))
+    trajectory = []
+    for k in range(steps + 1):
+        if k % every == 0:
+            trajectory.append([float(d.time)] + floats(d.qpos))
+        if k < steps:
+            mujoco.mj_step(m, d)
+    return {
+        "versions": versions(),
+        "actuators": [name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(m.nu)],
+        "gain": floats(m.actuator_gainprm[:, 0]),
+        "bias": rows(m.actuator_biasprm[:, :3]),
+        "ctrl": DAMPRATIO_CTRL,
+        "trajectory": trajectory,
+    }
+
+
 WRAP_CONFIGURATIONS = 40
 
 
@@ -517,6 +547,9 @@ def main():
     if sys.argv[1:3] == ["--only", "wrapping"]:
         write(HERE / "wrapping.json", wrapping_reference(HERE / "wrapping.xml"))
         return
+    if sys.argv[1:3] == ["--only", "dampratio"]:
+        write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
+        return
     assets = gymnasium_assets(__doc__)
     site = assets.parent.parent.parent.parent
     write(
@@ -553,6 +586,7 @@ def main():
     write(HERE / "hfield.json", hfield_reference(HERE / "hfield.xml"))
     write(HERE / "loops.json", constraints_reference(HERE / "loops.xml", ctrl=[]))
     write(HERE / "wrapping.json", wrapping_reference(HERE / "wrapping.xml"))
+    write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
     write(
         HERE / "frames.json",
         poses_reference(HERE / "frames.xml", [np.zeros(2), np.array([0.7, -0.3])]),
