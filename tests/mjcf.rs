@@ -853,12 +853,20 @@ fn a_servo_takes_kv_or_dampratio_not_both() {
         )
     };
     let e = parse_err(&xml("", r#"kv="1" dampratio="1""#));
-    assert!(e.to_string().contains("kv and dampratio cannot both be defined"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("kv and dampratio cannot both be defined"),
+        "{e}"
+    );
     // The class's kv yields to the element's dampratio, and the reverse.
     let m = parse(&xml(r#"<position kv="3"/>"#, r#"dampratio="1""#));
     let kv = -m.model.actuators[0].bias[2];
     assert!(kv > 0.0 && kv != 3.0, "{kv}");
     let m = parse(&xml(r#"<position dampratio="1"/>"#, r#"kv="2""#));
     assert_eq!(m.model.actuators[0].bias[2], -2.0);
-    assert!(parse_err(&xml("", r#"dampratio="-1""#)).to_string().contains("dampratio must be"));
+    assert!(
+        parse_err(&xml("", r#"dampratio="-1""#))
+            .to_string()
+            .contains("dampratio must be")
+    );
 }

@@ -871,7 +871,9 @@ fn servo_dampratio_is_mujocos() {
         worst = worst.max((&state.q - &want).amax());
     }
     let moved = (&state.q - &m.q0).amax();
-    println!("max |Δq| {worst:.1e} over 1 s, in which the servos moved the joints by up to {moved:.2}");
+    println!(
+        "max |Δq| {worst:.1e} over 1 s, in which the servos moved the joints by up to {moved:.2}"
+    );
     assert!(moved > 0.05, "{moved}");
     assert!(worst < 1e-9, "max |Δq| {worst:e}");
 }

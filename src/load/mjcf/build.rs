@@ -938,7 +938,10 @@ impl<'a, 'i> Parser<'a, 'i, '_> {
         el: &str,
         ratio: &mut Option<f64>,
     ) -> Result<f64, ModelFileError> {
-        let own = (e.attribute("kv").is_some(), e.attribute("dampratio").is_some());
+        let own = (
+            e.attribute("kv").is_some(),
+            e.attribute("dampratio").is_some(),
+        );
         let from = match own {
             (true, true) => None,
             (true, false) => Some("kv"),
