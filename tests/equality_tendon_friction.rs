@@ -467,3 +467,76 @@ fn a_spatial_tendon_holds_a_ball_on_a_string() {
         assert!(state.v.norm() < 1e-3, "{solver:?}: {}", state.v.norm());
     }
 }
+
+/// A ball joint's cone limit (`range="0 30"`, degrees) stops a rod spun
+/// about a horizontal axis without gravity at 30° of rotation, on every
+/// solver, where the free rod turns on; and leaves a rod whose spin axis
+/// stays inside the cone alone.
+#[test]
+fn a_ball_joints_cone_limit_stops_the_rotation_at_its_angle() {
+    let xml = |range: &str| {
+        format!(
+            r#"<mujoco><option gravity="0 0 0" timestep="0.001"/><worldbody><body>
+            <joint name="ball" type="ball" {range}/>
+            <geom type="capsule" fromto="0 0 0 0 0 -0.5" size=".05" mass="1" contype="0" conaffinity="0"/>
+            </body></worldbody></mujoco>"#
+        )
+    };
+    let angle = |q: &[f64]| {
+        2.0 * nalgebra::Vector3::new(q[0], q[1], q[2])
+            .norm()
+            .atan2(q[3].abs())
+    };
+    let limit = 30f64.to_radians();
+    let (limited, warnings) = model(&xml(r#"range="0 30""#));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(
+        limited
+            .constraint_features()
+            .unwrap()
+            .contains("1 ball joint cone limit")
+    );
+    let (free, _) = model(&xml(""));
+    let spin = |m: &Arc<Model>, solver: SolverKind| {
+        let mut s = sim(m, solver);
+        let mut v = nalgebra::DVector::zeros(3);
+        v[0] = 2.0;
+        let mut state = State::new(m.neutral_configuration(), v);
+        let mut worst = 0.0f64;
+        for _ in 0..1000 {
+            s.step(&mut state, &[0.0; 3]).unwrap();
+            worst = worst.max(angle(state.q.as_slice()));
+        }
+        (worst, angle(state.q.as_slice()), state.v.norm())
+    };
+    let (turned, _, _) = spin(&free, SolverKind::NcpAdmm);
+    assert!(
+        (turned - 2.0).abs() < 1e-9,
+        "the free rod turns 2 rad in 1 s: {turned}"
+    );
+    for solver in SOLVERS {
+        let (worst, last, speed) = spin(&limited, solver);
+        println!(
+            "{solver:?}: at most {:.4}°, last {:.4}°, speed {speed:.1e}",
+            worst.to_degrees(),
+            last.to_degrees()
+        );
+        assert!(worst < limit + 1e-3, "{solver:?}: {}°", worst.to_degrees());
+        assert!(
+            (last - limit).abs() < 1e-3,
+            "{solver:?}: {}°",
+            last.to_degrees()
+        );
+        assert!(speed < 1e-3, "{solver:?}: still turning at {speed}");
+    }
+    // Inside the cone: no row, the rod turns freely.
+    let mut s = sim(&limited, SolverKind::NcpAdmm);
+    let mut v = nalgebra::DVector::zeros(3);
+    v[0] = 0.2;
+    let mut state = State::new(limited.neutral_configuration(), v);
+    for _ in 0..1000 {
+        s.step(&mut state, &[0.0; 3]).unwrap();
+        assert!(s.extra_rows().is_empty());
+    }
+    assert!((angle(state.q.as_slice()) - 0.2).abs() < 1e-9);
+}

@@ -614,6 +614,14 @@ impl Model {
                 "{acting} tendon(s) with a spring, damping, friction or a range"
             ));
         }
+        let cones = (1..self.nbodies)
+            .filter(|&b| {
+                matches!(self.joint_type[b], JointType::Spherical) && self.joint_range[b].is_some()
+            })
+            .count();
+        if cones > 0 {
+            what.push(format!("{cones} ball joint cone limit(s)"));
+        }
         let pulling = self.actuators.iter().filter(|a| a.tendon.is_some()).count();
         if pulling > 0 {
             what.push(format!("{pulling} actuator(s) on tendons"));

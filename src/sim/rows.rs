@@ -12,7 +12,9 @@
 //!   tendon's `L̇`), `|λ| ≤ f·dt`, no stabilization (MuJoCo's `frictionloss`);
 //! - a tendon's length range, as a joint's: a row per side within
 //!   `SimParams::limit_margin` of its stop or about to cross it, `c = ±L̇`
-//!   with the joint limits' speculative and Baumgarte terms.
+//!   with the joint limits' speculative and Baumgarte terms;
+//! - a ball joint's cone limit (its rotation angle at most its range's
+//!   upper end), the same way with `c = −θ̇`.
 
 use crate::contact::{LimitSide, RowSet, SparseRows};
 use crate::dynamics::{Data, point_velocity_column};
@@ -33,6 +35,8 @@ pub enum RowKind {
     /// Row `r` (0–2: position along world x, y, z; 3–5: orientation) of
     /// body equality `i` of [`Model::body_equalities`].
     BodyEquality(usize, usize),
+    /// The cone limit of the ball joint of body `b`.
+    BallLimit(usize),
 }
 
 impl RowKind {
@@ -47,6 +51,9 @@ impl RowKind {
                 ne + nv + model.tendons.len() + 2 * t + (side == LimitSide::Upper) as usize
             }
             RowKind::BodyEquality(i, r) => ne + nv + 3 * model.tendons.len() + 6 * i + r,
+            RowKind::BallLimit(b) => {
+                ne + nv + 3 * model.tendons.len() + 6 * model.body_equalities.len() + b
+            }
         }
     }
 
@@ -56,6 +63,7 @@ impl RowKind {
             + model.nv
             + 3 * model.tendons.len()
             + 6 * model.body_equalities.len()
+            + model.nbodies
     }
 
     /// A name for messages.
@@ -79,6 +87,7 @@ impl RowKind {
                 let what = ["x", "y", "z", "rotation x", "rotation y", "rotation z"][r];
                 format!("{} `{}` ({what})", e.kind(), e.name)
             }
+            RowKind::BallLimit(b) => format!("cone limit of ball joint `{}`", model.joint_name[b]),
         }
     }
 }
@@ -241,6 +250,42 @@ impl ExtraRows {
                         });
                     }
                 }
+            }
+        }
+        // Ball joints' cone limits (MuJoCo's `range` of a ball joint): the
+        // rotation angle θ = 2 atan2(|v|, |w|) of the joint's quaternion
+        // (v, w) at most the range's upper end; θ̇ = a·ω, with `a` the
+        // rotation's axis and ω the joint's angular velocity (`a` is the
+        // log map's fixed direction), so the row is `−a` on its dofs, with
+        // the joint limits' speculative and Baumgarte terms. (At θ = 0 the
+        // axis is undefined and the stop, above the margin, inactive.)
+        for (body, _, (_, upper)) in model.limited_joints() {
+            if !matches!(model.joint_type[body], crate::model::JointType::Spherical) {
+                continue;
+            }
+            let k = model.joint_idx_q[body];
+            let (v, w) = (crate::math::Vec3::new(q[k], q[k + 1], q[k + 2]), q[k + 3]);
+            let s = v.norm();
+            if s < 1e-12 {
+                continue;
+            }
+            let axis = v * (w.signum() / s);
+            let distance = upper - 2.0 * s.atan2(w.abs());
+            let dof = model.joint_idx_v[body];
+            let rate: f64 = -(0..3).map(|i| axis[i] * v_free[dof + i]).sum::<f64>();
+            if distance < limit_margin || distance + dt * rate < 0.0 {
+                self.jacobian.push((0..3).map(|i| (dof + i, -axis[i])));
+                let stabilization = if distance >= 0.0 {
+                    distance / dt
+                } else {
+                    baumgarte * distance / dt
+                };
+                self.rows.push(Row {
+                    kind: RowKind::BallLimit(body),
+                    set: RowSet::Unilateral,
+                    stabilization,
+                    violation: distance,
+                });
             }
         }
     }

@@ -75,7 +75,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let mut weld = vec![0usize; n];
         let mut q0: Vec<f64> = Vec::new();
         let mut joint_plan: HashMap<String, (usize, JointKind, String)> = HashMap::new();
-        let mut ball_limited = 0usize;
         let mut used: HashSet<String> = HashSet::from(["world".to_string()]);
         for b in 1..n {
             let body = &self.bodies[b];
@@ -199,9 +198,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 tail = SE3::from_translation(-j.pos);
                 if !j.name.is_empty() {
                     joint_plan.insert(j.name.clone(), (parent_plan, j.kind, j.element.clone()));
-                }
-                if j.spec.range.is_some() && j.kind == JointKind::Ball {
-                    ball_limited += 1;
                 }
             }
             carrier[b] = parent_plan;
@@ -742,11 +738,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "joint `{attr}` {what} on {} joint(s): {}",
                 joints.len(),
                 joints.join(", ")
-            ));
-        }
-        if ball_limited > 0 {
-            self.warnings.push(format!(
-                "{ball_limited} ball joint range(s) (cone limits) recorded in the model (Model::joint_range) but not enforced by the simulator"
             ));
         }
         if !self.ellipsoids.is_empty() {
