@@ -31,7 +31,7 @@
 
 use super::{Data, point_velocity_column};
 use crate::math::{SE3, Vec3};
-use crate::model::{Model, NO_DOF, Tendon, Wrap};
+use crate::model::{Model, NO_DOF, Wrap};
 use nalgebra::Vector2;
 
 type Vec2 = Vector2<f64>;
@@ -136,7 +136,7 @@ pub fn wrap(
 /// second order.
 pub fn spatial_length(
     model: &Model,
-    tendon: &Tendon,
+    path: &[Wrap],
     data: &Data,
     scale: f64,
     jac: &mut Vec<(usize, f64)>,
@@ -160,7 +160,6 @@ pub fn spatial_length(
         }
         l
     };
-    let path = &tendon.path;
     let (mut divisor, mut length, mut k) = (1.0, 0.0, 0);
     while k + 1 < path.len() {
         let weight = scale / divisor;

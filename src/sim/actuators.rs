@@ -119,7 +119,7 @@ pub(crate) fn actuator_forces_with(
             None => (q[model.joint_idx_q[a.joint]], v[a.dof]),
             Some(t) if model.tendons[t].is_spatial() => {
                 let Some(data) = data else { continue };
-                let l = spatial_length(model, &model.tendons[t], data, 1.0, scratch);
+                let l = spatial_length(model, &model.tendons[t].path, data, 1.0, scratch);
                 (l, scratch.iter().map(|&(k, c)| c * v[k]).sum())
             }
             Some(t) => {

@@ -310,7 +310,7 @@ pub fn coordinate(
             q[model.joint_idx_q[j]]
         }
         Coordinate::Tendon(t) if model.tendons[t].is_spatial() => {
-            crate::dynamics::spatial_length(model, &model.tendons[t], data, scale, jac)
+            crate::dynamics::spatial_length(model, &model.tendons[t].path, data, scale, jac)
         }
         Coordinate::Tendon(t) => {
             let t = &model.tendons[t];

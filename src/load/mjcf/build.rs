@@ -804,11 +804,7 @@ fn springdamper_gains(
     if joints.is_empty() {
         return;
     }
-    // (`Data::new` takes the model's armature: M includes it.)
-    let mut data = crate::dynamics::Data::new(model);
-    crate::dynamics::crba(model, &mut data, q0);
-    // (M is positive definite: the builder checked every body's inertia.)
-    let Some(inverse) = data.mass_matrix.clone().cholesky().map(|c| c.inverse()) else {
+    let Some((_, inverse)) = inverse_mass_matrix(model, q0) else {
         return;
     };
     for &(body, (tau, zeta)) in joints {
@@ -872,6 +868,20 @@ impl Parser<'_, '_, '_> {
     }
 }
 
+/// The kinematics and `M⁻¹` at `q0`, armature included (`Data::new` takes
+/// the model's); `None` if `M` is not positive definite (the builder
+/// checked every body's inertia, so it is).
+fn inverse_mass_matrix(
+    model: &Model,
+    q0: &[f64],
+) -> Option<(crate::dynamics::Data, nalgebra::DMatrix<f64>)> {
+    let mut data = crate::dynamics::Data::new(model);
+    crate::dynamics::crba(model, &mut data, q0);
+    crate::dynamics::forward_kinematics(model, &mut data, q0);
+    let inverse = data.mass_matrix.clone().cholesky()?.inverse();
+    Some((data, inverse))
+}
+
 /// MuJoCo's servo `dampratio` (`position`, `intvelocity`): the velocity gain
 /// `kv = 2 ζ √(kp m)` that damps the servo by the ratio `ζ`, with `m` the
 /// actuator's reflected inertia at `qpos0`, `1/(J M⁻¹ Jᵀ)` for its moment
@@ -881,10 +891,7 @@ fn dampratio_gains(model: &mut Model, q0: &[f64], ratios: &[(usize, f64)]) {
     if ratios.is_empty() {
         return;
     }
-    let mut data = crate::dynamics::Data::new(model);
-    crate::dynamics::crba(model, &mut data, q0);
-    crate::dynamics::forward_kinematics(model, &mut data, q0);
-    let Some(inverse) = data.mass_matrix.clone().cholesky().map(|c| c.inverse()) else {
+    let Some((data, inverse)) = inverse_mass_matrix(model, q0) else {
         return;
     };
     for &(a, ratio) in ratios {
@@ -894,7 +901,13 @@ fn dampratio_gains(model: &mut Model, q0: &[f64], ratios: &[(usize, f64)]) {
         match act.tendon {
             None => entries.push((act.dof, 1.0)),
             Some(t) if model.tendons[t].is_spatial() => {
-                crate::dynamics::spatial_length(model, &model.tendons[t], &data, 1.0, &mut entries);
+                crate::dynamics::spatial_length(
+                    model,
+                    &model.tendons[t].path,
+                    &data,
+                    1.0,
+                    &mut entries,
+                );
             }
             Some(t) => entries.extend(
                 model.tendons[t]

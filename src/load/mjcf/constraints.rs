@@ -96,20 +96,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         reference = Some((model, data));
                     }
                     let (model, data) = reference.as_ref().expect("built above");
-                    let probe = Tendon {
-                        name: String::new(),
-                        joints: Vec::new(),
-                        path: path.clone(),
-                        range: None,
-                        stiffness: 0.0,
-                        damping: 0.0,
-                        spring_length: (0.0, 0.0),
-                        frictionloss: 0.0,
-                        length0: 0.0,
-                    };
                     crate::model::check_tendon_path(&path, model.nbodies)
                         .map_err(|e| self.error(&el, e))?;
-                    crate::dynamics::spatial_length(model, &probe, data, 1.0, &mut Vec::new())
+                    crate::dynamics::spatial_length(model, &path, data, 1.0, &mut Vec::new())
                 } else {
                     joints.iter().map(|&(b, c)| c * q0[joint_idx_q(b)]).sum()
                 };
