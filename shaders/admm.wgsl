@@ -26,8 +26,8 @@
 //   FINAL    best iterate if the cap was reached, residuals, done
 //
 // A problem's unknowns come in units: its nc contacts (3 rows each, a
-// friction cone) then its nl unilateral rows (1 row each, R+, no de Saxce
-// correction: s = 0, as in admm.rs). Every per-row and per-unit function
+// friction cone) then its nl one-dimensional rows (1 row each, in R+, R or
+// a box by row_bound, no de Saxce correction: s = 0, as in admm.rs). Every per-row and per-unit function
 // below takes (first, stride) and works on units first, first + stride, ...:
 // (0, 1) in `main`, (lane, WA_LANES) in `main_workgroup`, where a lane owns
 // its units' rows and alone writes them.
@@ -189,7 +189,7 @@ fn fresh_units(pr: Problem, first: u32, stride: u32) {
     }
 }
 
-// z = P_C(tmp) on unit u: its friction cone, or R+.
+// z = P_C(tmp) on unit u: its friction cone, or its row's set (row_bound).
 fn project_unit(pr: Problem, u: u32) {
     let r = unit_row(pr, u);
     if (u < pr.nc) {
@@ -199,7 +199,7 @@ fn project_unit(pr: Problem, u: u32) {
         work[wk(pr, Z, r + 1u)] = p.y;
         work[wk(pr, Z, r + 2u)] = p.z;
     } else {
-        work[wk(pr, Z, r)] = project_unilateral(wv(pr, TMP, r));
+        work[wk(pr, Z, r)] = project_row(wv(pr, TMP, r), row_bound(pr, r));
     }
 }
 
@@ -258,7 +258,7 @@ fn unit_residuals(pr: Problem, ca: Cache, u: u32, l: u32, cv: u32) -> vec4<f32> 
         let z = vec3<f32>(wv(pr, l, r0), wv(pr, l, r0 + 1u), wv(pr, l, r0 + 2u));
         r = contact_residuals(params.model, params.facets, friction(pr, u), z, c);
     } else {
-        r = unilateral_residuals(wv(pr, l, r0), wv(pr, cv, r0));
+        r = row_residuals(wv(pr, l, r0), wv(pr, cv, r0), row_bound(pr, r0));
     }
     return vec4<f32>(r.xyz, size);
 }
@@ -593,7 +593,7 @@ fn backward_unit(pr: Problem, ca: Cache, v: u32, owner: bool, first: u32, stride
 //            forces); after POLISH_SOLVES solves, the round's end.
 // In f32 the regularization is larger than the CPU's (1e-6 of an f32 entry
 // is ten roundings). Scratch after the factor: the modes (per contact rows 3i, 3i+1: the
-// sliding direction t, row 3i+2: the mode; per unilateral row: active),
+// sliding direction t, row 3i+2: the mode; per one-dimensional row: ROW_*),
 // the unknowns' codes (a row r < m, or m + i for contact i sliding), the
 // pivots, two scalars (the regularization, the last round's eps_abs), then
 // H's k x k factor by columns (k <= POLISH_MAX_UNKNOWNS; the scratch has
@@ -613,6 +613,11 @@ const PAUX: u32 = 3u;
 const MODE_BREAKING: f32 = 0.0;
 const MODE_STICKING: f32 = 1.0;
 const MODE_SLIDING: f32 = 2.0;
+// A one-dimensional row's modes (polish.rs RowMode): lambda fixed on its
+// set's lower end (a unilateral row's 0), c = 0, lambda on the upper end.
+const ROW_AT_LOWER: f32 = 0.0;
+const ROW_ACTIVE: f32 = 1.0;
+const ROW_AT_UPPER: f32 = 2.0;
 
 // Index of row k of polish vector v (after the factor).
 fn pk(pr: Problem, v: u32, k: u32) -> u32 {
@@ -755,7 +760,15 @@ fn polish_guess(pr: Problem) -> bool {
         work[pk(pr, PMODE, r + 2u)] = mode;
     }
     for (var k = 3u * pr.nc; k < m; k++) {
-        work[pk(pr, PMODE, k)] = select(0.0, 1.0, wv(pr, Z, k) > zero);
+        let b = row_bound(pr, k);
+        let z = wv(pr, Z, k);
+        var mode = ROW_ACTIVE;
+        if (z <= row_lower(b) + zero) {
+            mode = ROW_AT_LOWER;
+        } else if (z >= row_upper(b) - zero) {
+            mode = ROW_AT_UPPER;
+        }
+        work[pk(pr, PMODE, k)] = mode;
     }
     work[pk(pr, PAUX, 1u)] = 3.4e38;
     return true;
@@ -803,15 +816,24 @@ fn polish_revise(pr: Problem) -> bool {
         work[pk(pr, PMODE, r + 2u)] = new_mode;
     }
     for (var k = 3u * pr.nc; k < m; k++) {
-        let on = pv(pr, PMODE, k) != 0.0;
-        var new_on = wv(pr, TMP, k) < 0.0;
-        if (on) {
-            new_on = wv(pr, X, k) >= 0.0;
+        let b = row_bound(pr, k);
+        let mode = pv(pr, PMODE, k);
+        let l = wv(pr, X, k);
+        let c = wv(pr, TMP, k);
+        var new_mode = mode;
+        if (mode == ROW_ACTIVE) {
+            if (l < row_lower(b)) {
+                new_mode = ROW_AT_LOWER;
+            } else if (l > row_upper(b)) {
+                new_mode = ROW_AT_UPPER;
+            }
+        } else if ((mode == ROW_AT_LOWER && c < 0.0) || (mode == ROW_AT_UPPER && c > 0.0)) {
+            new_mode = ROW_ACTIVE;
         }
-        if (new_on != on) {
+        if (new_mode != mode) {
             changed = true;
         }
-        work[pk(pr, PMODE, k)] = select(0.0, 1.0, new_on);
+        work[pk(pr, PMODE, k)] = new_mode;
     }
     return changed;
 }
@@ -842,7 +864,7 @@ fn polish_unknowns(pr: Problem, ca: Cache, reference: u32) -> u32 {
         }
     }
     for (var r = 3u * pr.nc; r < m; r++) {
-        if (pv(pr, PMODE, r) != 0.0) {
+        if (pv(pr, PMODE, r) == ROW_ACTIVE) {
             if (k < POLISH_MAX_UNKNOWNS) {
                 work[pk(pr, PUNK, k)] = f32(r);
                 work[wk(pr, Y, k)] = wv(pr, reference, r);
@@ -935,6 +957,15 @@ fn polish_candidate(pr: Problem, ca: Cache, n: u32, st: ptr<function, SolveResul
     let m = rows(pr);
     for (var k = 0u; k < m; k++) {
         work[wk(pr, X, k)] = 0.0;
+    }
+    // The rows fixed on a bound (0 for a unilateral row's).
+    for (var k = 3u * pr.nc; k < m; k++) {
+        let mode = pv(pr, PMODE, k);
+        if (mode == ROW_AT_LOWER) {
+            work[wk(pr, X, k)] = row_lower(row_bound(pr, k));
+        } else if (mode == ROW_AT_UPPER) {
+            work[wk(pr, X, k)] = row_upper(row_bound(pr, k));
+        }
     }
     for (var j = 0u; j < n; j++) {
         let code = u32(pv(pr, PUNK, j));
@@ -1149,7 +1180,7 @@ fn polish_step_cost(pr: Problem, st: SolveResult) -> u32 {
 // Newton steps on the Alart-Curnier function F(lambda) (per contact, with
 // c = (G + R) lambda + g and a scale r: F_N = lambda_N - max(0, lambda_N -
 // r c_N), F_T = lambda_T - P_D(mu max(0, lambda_N - r c_N))(lambda_T - r
-// c_T); per unilateral row F = lambda - max(0, lambda - r c)): each solves
+// c_T); per one-dimensional row F = lambda - P_S(lambda - r c), S its set): each solves
 // (dF/dlambda + dF/dc (G + R)) delta = -F with an element of the
 // generalized Jacobian (LU with partial pivoting of J + eps I, refined
 // against J), then backtracks on ||F||^2. The iterate after each step is
@@ -1282,10 +1313,17 @@ fn newton_unit(pr: Problem, ca: Cache, u: u32, scale: f32, lv: u32, cv: u32) -> 
     b.r = r;
     let k = unit_row(pr, u);
     if (u >= pr.nc) {
+        // F = lambda - P_S(lambda - r c): on a bound's piece lambda - bound,
+        // else r c.
         let l = wv(pr, lv, k);
         let c = wv(pr, cv, k);
-        if (l - r * c <= 0.0) {
-            b.f.x = l;
+        let bound = row_bound(pr, k);
+        let w = l - r * c;
+        if (w <= row_lower(bound)) {
+            b.f.x = l - row_lower(bound);
+            b.l0.x = 1.0;
+        } else if (w >= row_upper(bound)) {
+            b.f.x = l - row_upper(bound);
             b.l0.x = 1.0;
         } else {
             b.f.x = r * c;
@@ -1375,13 +1413,23 @@ fn newton_merit(pr: Problem, ca: Cache, scale: f32, store: bool) -> f32 {
     return phi;
 }
 
-// The breaking blocks of x (lambda_N - r c_N <= 0) set to zero, as the CPU
-// does (a tiny lambda would count its whole velocity in the complementarity
-// residual).
+// The breaking blocks of x (lambda_N - r c_N <= 0) set to zero and the rows
+// in a bound's piece put on the bound, as the CPU does (a tiny lambda would
+// count its whole velocity in the complementarity residual).
 fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
     for (var u = 0u; u < units(pr); u++) {
         let k = unit_row(pr, u);
         let n = unit_len(pr, u);
+        if (u >= pr.nc) {
+            let b = row_bound(pr, k);
+            let w = wv(pr, X, k) - newton_r(pr, ca, u, scale) * wv(pr, TMP, k);
+            if (w <= row_lower(b)) {
+                work[wk(pr, X, k)] = row_lower(b);
+            } else if (w >= row_upper(b)) {
+                work[wk(pr, X, k)] = row_upper(b);
+            }
+            continue;
+        }
         let top = k + n - 1u;
         if (wv(pr, X, top) - newton_r(pr, ca, u, scale) * wv(pr, TMP, top) <= 0.0) {
             for (var s = 0u; s < n; s++) {

@@ -4,8 +4,8 @@
 // solve. The Rust side compiles every kernel as the generated constants
 // (src/gpu/shader.rs), cone.wgsl, this file, then the kernel's own file.
 // Contact 3-vectors are [t1, t2, n] (normal last). A problem's rows are its
-// nc contacts' (3 each), then its nl unilateral rows (joint limits, the 1-D
-// cone R+); the unilateral rows' g and R are stored three to a Contact block
+// nc contacts' (3 each), then its nl one-dimensional rows (joint limits, the
+// 1-D cone R+; equalities, R; dry friction, a box: row_bound); their g and R are stored three to a Contact block
 // after the contacts', so that row k of either kind has its g and R at lane
 // k % 3 of block contact_offset + k / 3, and its lambda and c at
 // 3 contact_offset + k.
@@ -44,7 +44,7 @@ struct Problem {
     nl: u32,             // unilateral rows, after the contacts' 3 nc
     stride: u32,          // words between consecutive elements of G, λ/c rows, blocks and scratch (1: packed; interleaved: the problems of its size class)
     vector_offset: u32,   // row 0 of its λ and c (packed: 3 contact_offset)
-    pad2: u32,
+    row_bounds: u32,      // 1: the rows' sets follow G's triangle (row_bound); 0: all unilateral
 }
 
 struct Contact {
@@ -124,6 +124,17 @@ fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
     return gtri(pr, a * (a + 1u) / 2u + b);
 }
 
+// The set of row k >= 3 nc, coded as src/gpu/batch.rs `row_bound` codes it
+// (ROW_UNILATERAL: R+; ROW_BILATERAL: R; else the box [-b, b]; see
+// project_row): stored after G's triangle where pr.row_bounds says so.
+fn row_bound(pr: Problem, k: u32) -> f32 {
+    if (pr.row_bounds == 0u) {
+        return ROW_UNILATERAL;
+    }
+    let m = rows(pr);
+    return gtri(pr, m * (m + 1u) / 2u + k - 3u * pr.nc);
+}
+
 fn free_velocity(pr: Problem, k: u32) -> f32 {
     return block_at(pr, k / 3u).g_mu[k % 3u];
 }
@@ -176,7 +187,7 @@ fn problem_residuals(pr: Problem) -> vec4<f32> {
     }
     let M = rows(pr);
     for (var k = 3u * pr.nc; k < M; k++) {
-        let ri = unilateral_residuals(lambda[vidx(pr, k)], cvel[vidx(pr, k)]);
+        let ri = row_residuals(lambda[vidx(pr, k)], cvel[vidx(pr, k)], row_bound(pr, k));
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
     return r;

@@ -209,3 +209,43 @@ fn project_unilateral(x: f32) -> f32 {
 fn unilateral_residuals(l: f32, c: f32) -> vec4<f32> {
     return assemble(max(-l, 0.0), max(-c, 0.0), vec3<f32>(0.0, 0.0, l), vec3<f32>(0.0, 0.0, c));
 }
+
+// --- Any one-dimensional row (problem.rs `RowSet`), its set coded by b as
+// src/gpu/batch.rs `row_bound` codes it: b < 0 (ROW_UNILATERAL) R+; b =
+// ROW_BILATERAL the line R (an equality constraint); else the box [-b, b]
+// (dry friction). The law is -c ∈ N_S(λ).
+
+fn project_row(x: f32, b: f32) -> f32 {
+    if (b < 0.0) {
+        return max(x, 0.0);
+    }
+    return clamp(x, -b, b);
+}
+
+// The set's lower and upper ends (ROW_BILATERAL standing for infinity).
+fn row_lower(b: f32) -> f32 {
+    return select(-b, 0.0, b < 0.0);
+}
+
+fn row_upper(b: f32) -> f32 {
+    return select(b, ROW_BILATERAL, b < 0.0);
+}
+
+// criteria.rs `row_residuals`: R+ as unilateral_residuals; R: the dual
+// residual |c|; the box: the primal excess max(0, |λ| - b) and the Fenchel
+// gap (b |c| + λ c) / b with λ clamped into the box (0 for b = 0).
+fn row_residuals(l: f32, c: f32, b: f32) -> vec4<f32> {
+    if (b < 0.0) {
+        return unilateral_residuals(l, c);
+    }
+    if (b >= ROW_BILATERAL) {
+        return assemble(0.0, abs(c), vec3<f32>(0.0), vec3<f32>(0.0, 0.0, c));
+    }
+    let primal = max(abs(l) - b, 0.0);
+    var gap = 0.0;
+    if (b > 0.0) {
+        let lc = clamp(l, -b, b);
+        gap = max((b * abs(c) + lc * c) / b, 0.0);
+    }
+    return vec4<f32>(primal, 0.0, gap, nan_max(primal, gap));
+}

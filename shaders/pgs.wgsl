@@ -269,14 +269,14 @@ fn add_column(pr: Problem, k: u32, dr: f32, M: u32) {
     }
 }
 
-// The step of unilateral row k with impulse l, velocity c and diagonal w =
-// (G + R)_kk, as gauss_seidel in pgs.rs: λ ← max(0, λ − ω c / w) (exact for
-// one row with ω = 1); a row with w <= 0 cannot move.
-fn unilateral_step(w: f32, l: f32, c: f32) -> f32 {
+// The step of one-dimensional row k with impulse l, velocity c, diagonal w =
+// (G + R)_kk and set b (row_bound), as gauss_seidel in pgs.rs: λ ← P(λ − ω
+// c / w) (exact for one row with ω = 1); a row with w <= 0 cannot move.
+fn row_step(w: f32, l: f32, c: f32, b: f32) -> f32 {
     if (!(w > 0.0)) {
         return l;
     }
-    return project_unilateral(l - params.omega * c / w);
+    return project_row(l - params.omega * c / w, b);
 }
 
 // One sweep over the contacts, then the unilateral rows; returns its
@@ -310,7 +310,7 @@ fn sweep(pr: Problem, alpha: f32) -> f32 {
             continue;
         }
         let old = lambda[vidx(pr, k)];
-        let upd = unilateral_step(w, old, cvel[vidx(pr, k)]);
+        let upd = row_step(w, old, cvel[vidx(pr, k)], row_bound(pr, k));
         let d = upd - old;
         local_max = nan_max(local_max, abs(w * d));
         if (d == 0.0) {
@@ -365,7 +365,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             set_lambda(pr, i, initial(pr, i, get_lambda(pr, i)));
         }
         for (var k = 3u * pr.nc; k < M; k++) {
-            lambda[vidx(pr, k)] = project_unilateral(lambda[vidx(pr, k)]);
+            lambda[vidx(pr, k)] = project_row(lambda[vidx(pr, k)], row_bound(pr, k));
         }
         st.iterations = 0u;
         st.eps_abs = bitcast<f32>(0x7f800000u); // RaiSim: no correction yet
@@ -521,7 +521,7 @@ fn wg_residuals(pr: Problem, lane: u32, M: u32) -> WgSummary {
         if (!(is_finite(l) && is_finite(c))) {
             bad = 1u;
         }
-        let ri = unilateral_residuals(l, c);
+        let ri = row_residuals(l, c, row_bound(pr, k));
         r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
     }
     wg_res[lane] = r;
@@ -591,7 +591,7 @@ fn wg_sweep(pr: Problem, cached: bool, lane: u32, M: u32, alpha: f32) -> f32 {
             var d = 0.0;
             if (w > 0.0) {
                 let old = wg_lambda[k];
-                let upd = unilateral_step(w, old, wg_c[k]);
+                let upd = row_step(w, old, wg_c[k], row_bound(pr, k));
                 d = upd - old;
                 local_max = nan_max(local_max, abs(w * d));
                 wg_lambda[k] = upd;
@@ -701,7 +701,7 @@ fn main_workgroup(
             wg_lambda[k + 2u] = w.z;
         }
         for (var k = 3u * pr.nc + lane; k < M; k += LANES) {
-            wg_lambda[k] = project_unilateral(wg_lambda[k]);
+            wg_lambda[k] = project_row(wg_lambda[k], row_bound(pr, k));
         }
         workgroupBarrier();
     } else {
@@ -938,7 +938,7 @@ fn lc_summarize(pr: Problem, l: Lc, lane: u32, M: u32, lane_max: f32) -> LcSlot 
             if (!(is_finite(lv) && is_finite(c))) {
                 bad = 1u;
             }
-            let ri = unilateral_residuals(lv, c);
+            let ri = row_residuals(lv, c, row_bound(pr, k));
             r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
         }
     }
@@ -1001,7 +1001,7 @@ fn lc_sweep(pr: Problem, l: Lc, M: u32, run: bool, alpha: f32, nc_wg: u32, nl_wg
             var d = 0.0;
             if (w > 0.0) {
                 let old = lc_lambda[l.base + k];
-                let upd = unilateral_step(w, old, lc_c[l.base + k]);
+                let upd = row_step(w, old, lc_c[l.base + k], row_bound(pr, k));
                 d = upd - old;
                 local_max = nan_max(local_max, abs(w * d));
                 lc_lambda[l.base + k] = upd;
@@ -1090,7 +1090,7 @@ fn main_lanes(
         for (var k = 3u * pr.nc + l.t; k < M; k += l.S) {
             var w = lambda[vidx(pr, k)];
             if (fresh) {
-                w = project_unilateral(w);
+                w = project_row(w, row_bound(pr, k));
             }
             lc_lambda[l.base + k] = w;
         }

@@ -35,8 +35,9 @@ pub(super) fn host_prepared_gpu(
     nworlds: usize,
     ctx: &GpuContext,
 ) -> Result<GpuState, BatchError> {
-    // Joint-limit rows: at most one per side of each limited joint.
-    let max_nl = 2 * model.limited_joints().count();
+    // The rows after the contacts: one per side of each limited joint, the
+    // equalities, dry friction and tendon limits.
+    let max_nl = crate::sim::rows::max_rows(model);
     let mut max_nc = options.max_contacts_per_world.max(1);
     // A decomposition that holds a bounded number of rows keeps room for
     // the limit rows: fewer contacts go to the GPU (the rest is solved on

@@ -188,14 +188,6 @@ impl BatchSim {
         if nworlds == 0 {
             return Err(BatchError::NoWorlds);
         }
-        if options.backend.uses_gpu()
-            && let Some(what) = model.constraint_features()
-        {
-            return Err(BatchError::GpuRows {
-                model: model.name.clone(),
-                what,
-            });
-        }
         let tol = options.params.solver_settings.tolerance;
         if options.backend.uses_gpu() && tol < GPU_MIN_TOLERANCE {
             return Err(BatchError::GpuTolerance {

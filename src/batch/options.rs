@@ -97,10 +97,6 @@ pub enum BatchError {
     Input(SimError),
     #[error("the resident GPU worlds: {0}")]
     Resident(String),
-    #[error(
-        "{model}: the GPU kernels solve contacts and unilateral rows only, and this model has {what}; use the cpu backend"
-    )]
-    GpuRows { model: String, what: String },
     #[error("the initial state: {0}")]
     InitialState(SimError),
     #[error("world {world}: {error}")]

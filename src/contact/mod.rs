@@ -21,6 +21,7 @@ pub mod tree;
 pub use criteria::{
     ContactModel, ContactPhysics, Evaluation, PhysicsCriteria, Residuals, contact_physics,
     contact_power, contact_residuals, evaluate, model_residuals, ncp_residuals, physics,
+    rows_residuals,
 };
 pub use delassus::{
     ContactJacobian, JointLimitRow, LimitSide, SparseRows, constraint_jacobian, contact_jacobian,

@@ -7,7 +7,7 @@
 //! | buffer      | element            | per problem                    | offset field     |
 //! |-------------|--------------------|--------------------------------|------------------|
 //! | `problems`  | [`GpuProblem`]     | 1 (48 B)                       | problem index    |
-//! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`) | `delassus_offset` |
+//! | `delassus`  | f32                | `m(m+1)/2`: lower triangle of G, row-major packed (`G[i][j]`, `j ≤ i`, at `i(i+1)/2 + j`); then, where some row after the contacts is not unilateral, each such row's set ([`row_bound`], `nl` floats) | `delassus_offset` |
 //! | `contacts`  | [`GpuContact`]     | `b = nc + ⌈nl/3⌉` blocks of 3 rows (32 B each: g, μ, R): the contacts, then the unilateral rows three to a block | `contact_offset` |
 //! | `lambda`, `c` | f32              | `3b` (row `k` at `3·contact_offset + k`; warm start in, λ out; c out; the last `3b − m` unused) | `3·contact_offset` |
 //! | `results`   | [`GpuResult`]      | 1 (96 B)                       | problem index    |
@@ -20,7 +20,11 @@
 //! (the kernels already use 8 storage buffers, WebGPU's default limit); the
 //! cost is at most 2 unused rows (8 B of λ and c, 16 B of a block) per
 //! problem with unilateral rows. A block of unilateral rows has no μ (its
-//! fourth lanes are 0); what a row is, is told by `k < 3·nc`.
+//! fourth lanes are 0); what a row is, is told by `k < 3·nc`. The rows
+//! after the contacts are unilateral (`ℝ₊`, joint and tendon limits)
+//! unless the header's `row_bounds` says their sets follow G's triangle:
+//! bilateral (`ℝ`, equality constraints) or boxes (`[−b, b]`, dry friction),
+//! one f32 per row, read only where a row is projected or judged.
 //!
 //! Why the lower triangle rather than the dense `m × m`: G is symmetric (the
 //! host refuses one that is not), the triangle halves the upload and the
@@ -39,12 +43,12 @@
 
 use super::GpuError;
 pub use super::output::{BatchOutput, ProblemOutput};
-use crate::contact::{ContactProblem, Kernel};
+use crate::contact::{ContactProblem, Kernel, RowSet};
 use bytemuck::{Pod, Zeroable};
 
 /// Flag: the problem failed host validation (NaN, sizes, μ < 0, R < 0,
-/// asymmetric G), or holds bilateral or box rows (equality constraints,
-/// dry friction on dofs: the kernels project the rows onto `ℝ₊` only).
+/// asymmetric G), or a value f32 cannot hold (a box bound of
+/// [`ROW_BILATERAL`] or more among them).
 pub const FLAG_INVALID: u32 = 1;
 /// Flag: a 3×3 diagonal block of G + R has a negative principal minor, or
 /// the in-kernel Cholesky factorization of G + R + ρI met a non-positive pivot.
@@ -188,13 +192,27 @@ pub struct GpuProblem {
     /// Row 0 of its λ and c in `lambda` and `cvel` (row `k` at
     /// `vector_offset + k·stride`): `3·contact_offset` when packed.
     pub vector_offset: u32,
-    pub _pad: [u32; 1],
+    /// 0: every row after the contacts is unilateral (`ℝ₊`). 1: the rows'
+    /// sets follow G's triangle in `delassus`, one f32 per row (element
+    /// `m(m+1)/2 + l` of the problem's array for row `3·nc + l`), coded by
+    /// [`row_bound`].
+    pub row_bounds: u32,
 }
 
 impl GpuProblem {
     /// Rows `m = 3·nc + nl`.
     pub fn m(&self) -> usize {
         3 * self.nc as usize + self.nl as usize
+    }
+    /// Its floats in `delassus`: G's triangle, then the rows' sets where
+    /// [`Self::row_bounds`] says they are stored.
+    pub fn delassus_len(&self) -> usize {
+        tri(self.m())
+            + if self.row_bounds != 0 {
+                self.nl as usize
+            } else {
+                0
+            }
     }
     /// Blocks of 3 rows in `contacts` (and `3·blocks` floats of λ, c): `nc + ⌈nl/3⌉`.
     pub fn blocks(&self) -> usize {
@@ -238,6 +256,34 @@ impl std::str::FromStr for Layout {
             .find(|l| l.name() == s)
             .ok_or_else(|| format!("unknown layout `{s}` (packed, interleaved)"))
     }
+}
+
+/// A unilateral row (`ℝ₊`, a joint or tendon limit) as [`row_bound`] codes it.
+pub const ROW_UNILATERAL: f32 = -1.0;
+/// A bilateral row (`ℝ`, an equality constraint) as [`row_bound`] codes it
+/// (far from `f32::MAX`, so that WGSL's literal of it is plainly in range).
+pub const ROW_BILATERAL: f32 = 1e38;
+
+/// A one-dimensional row's set as the kernels read it: [`ROW_UNILATERAL`]
+/// (negative), [`ROW_BILATERAL`], or a box `[−b, b]` as `b` (`0 ≤ b <
+/// ROW_BILATERAL`: dry friction, MJCF's `frictionloss`). `None` for a box
+/// whose bound f32 cannot hold below [`ROW_BILATERAL`] (NaN, negative, too
+/// large).
+pub fn row_bound(set: RowSet) -> Option<f32> {
+    match set {
+        RowSet::Unilateral => Some(ROW_UNILATERAL),
+        RowSet::Bilateral => Some(ROW_BILATERAL),
+        RowSet::Box(b) => {
+            let x = b as f32;
+            (x >= 0.0 && x < ROW_BILATERAL).then_some(x)
+        }
+    }
+}
+
+/// Floats problem `p` takes in `delassus`: G's lower triangle, then one per
+/// row after the contacts where some row is not unilateral.
+pub fn delassus_len(p: &ContactProblem) -> usize {
+    tri(p.m()) + if p.all_unilateral() { 0 } else { p.nl() }
 }
 
 /// Blocks of 3 rows a problem of `nc` contacts and `nl` unilateral rows takes in `contacts`.
@@ -378,7 +424,9 @@ pub struct BatchCapacity {
     /// Unilateral rows of the largest problem; a problem with more is
     /// flagged, not solved.
     pub max_unilateral_rows_per_problem: usize,
-    /// Total f32 of the packed lower triangles (`Σ m(m+1)/2`, `m = 3·nc + nl`).
+    /// Total f32 of the packed lower triangles (`Σ m(m+1)/2`, `m = 3·nc +
+    /// nl`) and of the rows' sets of the problems whose rows are not all
+    /// unilateral (`nl` each, see [`GpuProblem::row_bounds`]).
     pub delassus_floats: usize,
 }
 
@@ -403,7 +451,8 @@ impl BatchCapacity {
             max_contacts_per_problem: contacts_per_problem,
             unilateral_rows: problems * 3 * nl.div_ceil(3),
             max_unilateral_rows_per_problem: nl,
-            delassus_floats: problems * tri(3 * contacts_per_problem + nl),
+            // (With room for the rows' sets, should they not be unilateral.)
+            delassus_floats: problems * (tri(3 * contacts_per_problem + nl) + nl),
         }
     }
 
@@ -415,7 +464,7 @@ impl BatchCapacity {
             max_contacts_per_problem: problems.iter().map(|p| p.nc()).max().unwrap_or(0),
             unilateral_rows: problems.iter().map(|p| 3 * p.nl().div_ceil(3)).sum(),
             max_unilateral_rows_per_problem: problems.iter().map(|p| p.nl()).max().unwrap_or(0),
-            delassus_floats: problems.iter().map(|p| tri(p.m())).sum(),
+            delassus_floats: problems.iter().map(delassus_len).sum(),
         }
     }
 
@@ -650,6 +699,8 @@ impl HostBatch {
         // region in G, in the blocks and in the scratch.
         struct Class {
             m: usize,
+            /// Floats of each member in `delassus` (G's triangle, its rows' sets).
+            len: usize,
             count: usize,
             g: usize,
             block: usize,
@@ -657,16 +708,20 @@ impl HostBatch {
             placed: usize,
         }
         let mut classes: Vec<Class> = Vec::new();
-        let class_of = |classes: &[Class], m: usize| classes.iter().position(|c| c.m == m);
+        let class_of = |classes: &[Class], h: &GpuProblem| {
+            let (m, len) = (h.m(), h.delassus_len());
+            classes.iter().position(|c| c.m == m && c.len == len)
+        };
         for h in &self.problems {
             let m = h.m();
             if m == 0 {
                 continue;
             }
-            match class_of(&classes, m) {
+            match class_of(&classes, h) {
                 Some(c) => classes[c].count += 1,
                 None => classes.push(Class {
                     m,
+                    len: h.delassus_len(),
                     count: 1,
                     g: 0,
                     block: 0,
@@ -678,7 +733,7 @@ impl HostBatch {
         let (mut g, mut block, mut work) = (0, 0, 0);
         for c in &mut classes {
             (c.g, c.block, c.work) = (g, block, work);
-            g += c.count * tri(c.m);
+            g += c.count * c.len;
             // Every problem of m rows has ⌈m/3⌉ blocks, whatever its nc.
             block += c.count * c.m.div_ceil(3);
             work += c.count * admm_work(c.m);
@@ -687,17 +742,20 @@ impl HostBatch {
         out.order.clear();
         out.order.extend(0..self.problems.len() as u32);
         out.order.sort_by_key(|&i| {
-            let m = self.problems[i as usize].m();
-            class_of(&classes, m).unwrap_or(usize::MAX)
+            let h = &self.problems[i as usize];
+            (h.m() > 0)
+                .then(|| class_of(&classes, h))
+                .flatten()
+                .unwrap_or(usize::MAX)
         });
         out.problems.clear();
         for &i in out.order.iter() {
             let mut h = self.problems[i as usize];
             let m = h.m();
-            if let Some(c) = (m > 0).then(|| class_of(&classes, m)).flatten() {
+            if let Some(c) = (m > 0).then(|| class_of(&classes, &h)).flatten() {
                 let c = &mut classes[c];
                 let (k, j) = (c.count, c.placed);
-                let src = &self.delassus[h.delassus_offset as usize..][..tri(m)];
+                let src = &self.delassus[h.delassus_offset as usize..][..c.len];
                 for (t, &x) in src.iter().enumerate() {
                     out.delassus[c.g + j + t * k] = x;
                 }
@@ -738,14 +796,20 @@ impl HostBatch {
             nl: 0,
             stride: 1,
             vector_offset: 3 * self.contacts.len() as u32,
-            _pad: [0; 1],
+            row_bounds: 0,
         });
         self.declared_nc.push(nc.min(u32::MAX as usize) as u32);
         self.declared_nl.push(nl.min(u32::MAX as usize) as u32);
         self.problems.len() - 1
     }
 
-    fn header(&mut self, nc: usize, nl: usize, max_iterations: usize, tolerance: f64) {
+    fn header(
+        &mut self,
+        (nc, nl): (usize, usize),
+        row_bounds: bool,
+        max_iterations: usize,
+        tolerance: f64,
+    ) {
         let m = 3 * nc + nl;
         self.problems.push(GpuProblem {
             delassus_offset: self.delassus.len() as u32,
@@ -759,7 +823,7 @@ impl HostBatch {
             nl: nl as u32,
             stride: 1,
             vector_offset: 3 * self.contacts.len() as u32,
-            _pad: [0; 1],
+            row_bounds: row_bounds as u32,
         });
         self.declared_nc.push(nc as u32);
         self.declared_nl.push(nl as u32);
@@ -772,7 +836,7 @@ impl HostBatch {
             return FLAG_OVER_CAPACITY;
         }
         let bad_tol = !(tolerance.is_finite() && tolerance > 0.0);
-        if p.validate().is_err() || bad_tol || !fits_f32(p) || !p.all_unilateral() {
+        if p.validate().is_err() || bad_tol || !fits_f32(p) {
             return FLAG_INVALID;
         }
         0
@@ -814,13 +878,13 @@ impl HostBatch {
                 self.flagged((nc, nl), f, max_iterations, tolerance);
                 continue;
             }
-            self.header(nc, nl, max_iterations, tolerance);
+            self.header((nc, nl), !p.all_unilateral(), max_iterations, tolerance);
             let h = self.problems.last_mut().expect("a header was pushed");
             // The header's offsets, for the totals; the data come below.
             self.unilateral_rows += 3 * nl.div_ceil(3);
-            let m = h.m();
             let blocks = h.blocks();
-            self.delassus.resize(self.delassus.len() + tri(m), 0.0);
+            self.delassus
+                .resize(self.delassus.len() + h.delassus_len(), 0.0);
             self.contacts
                 .resize(self.contacts.len() + blocks, GpuContact::default());
         }
@@ -831,7 +895,7 @@ impl HostBatch {
         let mut lambda = &mut self.lambda[3 * c0..];
         let mut parts = Vec::with_capacity(problems.len());
         for (h, &(p, _, _)) in self.problems[h0..].iter_mut().zip(problems) {
-            let (tri_len, blocks) = (tri(h.m()), h.blocks());
+            let (tri_len, blocks) = (h.delassus_len(), h.blocks());
             let (g, rest) = std::mem::take(&mut delassus).split_at_mut(tri_len);
             delassus = rest;
             let (b, rest) = std::mem::take(&mut contacts).split_at_mut(blocks);
@@ -896,6 +960,11 @@ fn fill(p: &ContactProblem, tri: &mut [f32], blocks: &mut [GpuContact], lambda: 
             t += 1;
         }
     }
+    // The rows' sets, where the triangle is followed by them (fits_f32
+    // accepted every bound).
+    for (l, b) in tri[t..].iter_mut().enumerate() {
+        *b = row_bound(p.row_set(l)).unwrap_or(ROW_UNILATERAL);
+    }
     for (i, b) in blocks[..nc].iter_mut().enumerate() {
         let k = 3 * i;
         *b = GpuContact {
@@ -940,4 +1009,5 @@ fn fits_f32(p: &ContactProblem) -> bool {
         && ok(&p.mu)
         && ok(p.compliance.as_slice())
         && ok(p.warm_start.as_slice())
+        && p.row_sets.iter().all(|&set| row_bound(set).is_some())
 }

@@ -11,17 +11,20 @@
 //! semi-definiteness. Its `c` is recomputed exactly only there (the kernel
 //! also recomputes it at the start of each dispatch's chunk of sweeps), so
 //! iteration counts agree with the kernel's within one on the tests'
-//! problems, not bit for bit. Unilateral rows (joint limits, after the
-//! contacts) are swept after the contacts as the kernel and the f64
-//! `gauss_seidel` do, and judged by [`unilateral_residuals`].
+//! problems, not bit for bit. The one-dimensional rows after the contacts
+//! (unilateral, bilateral or boxes, their sets read as the kernel reads
+//! them) are swept after the contacts as the kernel and the f64
+//! `gauss_seidel` do, and judged by [`row_residuals`].
 
 use super::batch::{
-    FLAG_DIVERGED, FLAG_NOT_PSD, GpuContact, GpuProblem, GpuResult, HostBatch, STATE_DONE,
+    FLAG_DIVERGED, FLAG_NOT_PSD, GpuContact, GpuProblem, GpuResult, HostBatch, ROW_BILATERAL,
+    STATE_DONE,
 };
 use super::{BatchOutput, GpuError};
 use crate::contact::ContactModel;
+use crate::contact::RowSet;
 use crate::contact::cone::{get3, project_cone, project_disk, set3};
-use crate::contact::criteria::unilateral_residuals;
+use crate::contact::criteria::row_residuals;
 use crate::contact::solvers::pgs::{ccp_step, horizontal_step, lcp_initial, negative_minor};
 use crate::contact::{Residuals, SolverKind, SolverSettings};
 
@@ -40,6 +43,9 @@ struct Problem<'a> {
     /// Its blocks: the contacts, then the unilateral rows three to a block.
     contacts: &'a [GpuContact],
     nc: usize,
+    /// The sets of its rows after the contacts, coded as [`super::batch::row_bound`]
+    /// codes them (empty: all unilateral).
+    bounds: &'a [f32],
 }
 
 impl Problem<'_> {
@@ -58,6 +64,25 @@ impl Problem<'_> {
 
     fn free(&self, k: usize) -> f32 {
         self.contacts[k / 3].g_mu[k % 3]
+    }
+
+    /// The set of row `k ≥ 3·nc`, decoded from its bound (kernel `row_bound`).
+    fn set(&self, k: usize) -> RowSet {
+        match self.bounds.get(k - 3 * self.nc) {
+            None => RowSet::Unilateral,
+            Some(&b) if b < 0.0 => RowSet::Unilateral,
+            Some(&b) if b >= ROW_BILATERAL => RowSet::Bilateral,
+            Some(&b) => RowSet::Box(b as f64),
+        }
+    }
+
+    /// Row `k`'s projection in f32 (kernel `project_row`).
+    fn project(&self, k: usize, x: f32) -> f32 {
+        match self.set(k) {
+            RowSet::Unilateral => x.max(0.0),
+            RowSet::Bilateral => x,
+            RowSet::Box(b) => x.clamp(-(b as f32), b as f32),
+        }
     }
 
     /// `W_i = G_ii + R_i`, symmetric.
@@ -126,7 +151,7 @@ fn residuals(model: ContactModel, p: &Problem, lambda: &[f32], c: &[f32]) -> Res
     let r = (0..p.nc).fold(Residuals::zero(), |r, i| {
         r.max(model.contact_residuals(p.mu(i), get3(lambda, i), get3(c, i)))
     });
-    (3 * p.nc..lambda.len()).fold(r, |r, k| r.max(unilateral_residuals(lambda[k], c[k])))
+    (3 * p.nc..lambda.len()).fold(r, |r, k| r.max(row_residuals(p.set(k), lambda[k], c[k])))
 }
 
 fn initial(model: ContactModel, mu: f32, w: V3) -> V3 {
@@ -170,14 +195,14 @@ fn sweep(model: ContactModel, omega: f32, p: &Problem, lambda: &mut [f32], c: &m
             }
         }
     }
-    // The unilateral rows: λ ← max(0, λ − ω c / (G + R)_kk) (kernel `unilateral_step`).
+    // The one-dimensional rows: λ ← P(λ − ω c / (G + R)_kk) (kernel `row_step`).
     for k in 3 * nc..lambda.len() {
         let w = p.g(k, k) + p.compliance(k);
         if !(w > 0.0) {
             continue;
         }
         let old = lambda[k];
-        let new = (old - omega * c[k] / w).max(0.0);
+        let new = p.project(k, old - omega * c[k] / w);
         let d = new - old;
         if d == 0.0 {
             continue;
@@ -215,8 +240,8 @@ fn solve_one(
     for i in 0..nc {
         set3(lambda, i, initial(model, p.mu(i), get3(lambda, i)));
     }
-    for l in lambda.iter_mut().skip(3 * nc) {
-        *l = l.max(0.0);
+    for k in 3 * nc..lambda.len() {
+        lambda[k] = p.project(k, lambda[k]);
     }
     p.velocity(lambda, c);
     let mut it = 0u32;
@@ -272,10 +297,13 @@ pub fn solve_batch_f32(
         let m = h.m();
         let v = 3 * h.contact_offset as usize;
         let d = h.delassus_offset as usize;
+        let own = &batch.delassus[d..d + h.delassus_len()];
+        let (tri, bounds) = own.split_at(m * (m + 1) / 2);
         let p = Problem {
-            tri: &batch.delassus[d..d + m * (m + 1) / 2],
+            tri,
             contacts: &batch.contacts[h.contact_offset as usize..][..h.blocks()],
             nc: h.nc as usize,
+            bounds,
         };
         let r = solve_one(
             model,

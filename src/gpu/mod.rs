@@ -70,7 +70,8 @@ pub mod vjp;
 pub use batch::{
     BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
     FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch,
-    Layout, POLISH_MAX_UNKNOWNS, ProblemOutput, flag_names,
+    Layout, POLISH_MAX_UNKNOWNS, ProblemOutput, ROW_BILATERAL, ROW_UNILATERAL, flag_names,
+    row_bound,
 };
 pub use kernel::{Decomposition, check_kernel, gpu_solvers};
 

@@ -7,7 +7,9 @@
 //! naga, reads each generated constant back, and checks the WGSL structs'
 //! sizes against their `#[repr(C)]` twins.
 
-use super::batch::{FLAGS, LANE_SEGMENTS, STATE_DONE, STATE_FRESH, STATE_RUNNING};
+use super::batch::{
+    FLAGS, LANE_SEGMENTS, ROW_BILATERAL, ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
+};
 use super::kernel::BatchKernel;
 use crate::contact::KernelModel;
 use std::fmt::Write;
@@ -65,6 +67,8 @@ pub fn shared_constants() -> Vec<WgslConst> {
         WgslConst::u32("STATE_RUNNING", STATE_RUNNING),
         WgslConst::u32("STATE_DONE", STATE_DONE),
         WgslConst::u32("LANE_SEGMENTS", LANE_SEGMENTS as u32),
+        WgslConst::f32("ROW_UNILATERAL", ROW_UNILATERAL as f64),
+        WgslConst::f32("ROW_BILATERAL", ROW_BILATERAL as f64),
     ];
     c.extend(
         KernelModel::ALL

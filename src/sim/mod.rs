@@ -26,10 +26,10 @@
 //! `c = ±q̇` after the contact rows of the problem (see
 //! [`crate::contact::ContactProblem`]), with the contacts' speculative and
 //! Baumgarte terms on its distance to the stop (and no restitution: a stop
-//! is inelastic). Ball joints' cone limits are not enforced (the model
-//! loaders warn). After the limits come the other one-dimensional rows
+//! is inelastic). After the limits come the other one-dimensional rows
 //! ([`rows`]): equality constraints (bilateral), dry friction on dofs and
-//! tendons (boxes `|λ| ≤ f·dt`) and tendon limits (unilateral), each with
+//! tendons (boxes `|λ| ≤ f·dt`), tendon limits and ball joints' cone
+//! limits (unilateral), each with
 //! its set in `ContactProblem::row_sets`; fixed tendons' springs are
 //! explicit forces.
 //!

@@ -291,6 +291,37 @@ impl ExtraRows {
     }
 }
 
+/// The most one-dimensional rows a step of `model` can have after its
+/// contacts: two per limited hinge or slide (one per stop), one per ball
+/// joint's cone limit, then what [`ExtraRows::gather`] can make (each
+/// equality's rows, dry friction on each dof and tendon that has it, two
+/// per tendon range). The GPU batches size their problems by it.
+pub fn max_rows(model: &Model) -> usize {
+    use crate::model::JointType;
+    let limits: usize = model
+        .limited_joints()
+        .map(|(b, _, _)| match model.joint_type[b] {
+            JointType::Revolute(_) | JointType::Prismatic(_) => 2,
+            JointType::Spherical => 1,
+            _ => 0,
+        })
+        .sum();
+    let tendons: usize = model
+        .tendons
+        .iter()
+        .map(|t| (t.frictionloss > 0.0) as usize + 2 * t.range.is_some() as usize)
+        .sum();
+    limits
+        + model.equalities.len()
+        + model
+            .body_equalities
+            .iter()
+            .map(|e| e.rows())
+            .sum::<usize>()
+        + model.dof_frictionloss.iter().filter(|&&f| f > 0.0).count()
+        + tendons
+}
+
 /// The value of a coordinate at `q`, and its Jacobian row `(dof, ∂/∂v_dof)`
 /// pushed onto `jac` scaled by `scale` (a dof may appear more than
 /// once: the entries add up). `data` holds the kinematics at `q`
