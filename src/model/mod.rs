@@ -591,7 +591,7 @@ impl Model {
     /// What makes a step hold rows other than contacts and joint limits
     /// (equalities, dry friction, tendon limits), or tendon forces, in words;
     /// `None` when nothing does. For the paths that do not simulate them
-    /// (the GPU kernels, the derivatives, inverse dynamics).
+    /// (the resident GPU worlds, the derivatives, inverse dynamics).
     pub fn constraint_features(&self) -> Option<String> {
         let mut what = Vec::new();
         let ne = self.equalities.len() + self.body_equalities.len();
