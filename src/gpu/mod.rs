@@ -59,6 +59,7 @@
 pub mod admm;
 pub mod batch;
 pub mod cpu_f32;
+mod flags;
 pub mod kernel;
 mod output;
 pub mod pgs;
