@@ -8,6 +8,7 @@
 //! and the impulse `λ` acts on `a` (and `−λ` on `b`). When one geometry is on
 //! the world it is always `b`.
 
+mod smooth;
 mod variation;
 
 pub use variation::{ContactGeometry, ContactVariation};
@@ -243,6 +244,14 @@ impl CollisionDetector {
                     geom_a: ga.name.clone(),
                     geom_b: gb.name.clone(),
                 })?;
+            if let Some(contact) =
+                self.polished(model, (a, b), (&pose_a, &pose_b), (mu, restitution))
+            {
+                if contact.distance <= self.margin {
+                    contacts.push(contact);
+                }
+                continue;
+            }
             for m in &self.manifolds {
                 if m.points.is_empty() {
                     continue;
@@ -301,6 +310,58 @@ impl CollisionDetector {
             }
         }
         Ok(())
+    }
+}
+
+impl CollisionDetector {
+    /// The one contact of a convex pair with an ellipsoid, from parry's
+    /// manifold polished to the true closest points ([`smooth::polish`]);
+    /// `None` for other pairs, for no contact, or where the polish fails
+    /// (parry's manifold then stands).
+    fn polished(
+        &self,
+        model: &Model,
+        (a, b): (usize, usize),
+        (pose_a, pose_b): (&SE3, &SE3),
+        (mu, restitution): (f64, f64),
+    ) -> Option<Contact> {
+        let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
+        let ellipsoid = |s: &ModelShape| matches!(s, ModelShape::Ellipsoid { .. });
+        if !(ellipsoid(&ga.shape) || ellipsoid(&gb.shape)) || self.manifolds.len() != 1 {
+            return None;
+        }
+        let m = &self.manifolds[0];
+        let first = m.points.first()?;
+        let (sa, sb) = (ga.collider.as_support_map()?, gb.collider.as_support_map()?);
+        let u0 = (pose_a.rotation * to_vec3(m.local_n1)).try_normalize(0.5)?;
+        let side_a = smooth::Side {
+            shape: sa,
+            pose: pose_a,
+        };
+        let side_b = smooth::Side {
+            shape: sb,
+            pose: pose_b,
+        };
+        let found = smooth::polish(&side_a, &side_b, u0)?;
+        let n = -found.u;
+        Some(Contact {
+            geom_a: a,
+            geom_b: b,
+            body_a: ga.body,
+            body_b: gb.body,
+            point: (found.on_a + found.on_b) * 0.5,
+            frame: frame_from_normal(&n),
+            distance: found.distance,
+            mu,
+            restitution,
+            key: ContactKey {
+                geom_a: a as u32,
+                geom_b: b as u32,
+                feature_a: first.fid1.0,
+                feature_b: first.fid2.0,
+            },
+            geometry: ContactGeometry::Unknown,
+        })
     }
 }
 

@@ -22,6 +22,7 @@ impl Shape {
                 half_length,
                 radius,
             } => format!("cylinder r={radius} half-length={half_length}"),
+            Shape::Ellipsoid { radii: r } => format!("ellipsoid radii {} {} {}", r.x, r.y, r.z),
             Shape::ConvexMesh { points } => format!("convex hull of {} vertices", points.len()),
             Shape::HalfSpace { normal: n } => format!("plane, normal {} {} {}", n.x, n.y, n.z),
             Shape::HeightField(f) => {

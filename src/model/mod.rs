@@ -12,6 +12,7 @@
 mod builder;
 pub mod camera;
 pub mod constraints;
+pub mod ellipsoid;
 pub mod mesh;
 pub mod sensor;
 mod serial;
@@ -301,6 +302,7 @@ impl Actuator {
 }
 
 /// Collision shapes. Capsules and cylinders are along the geometry's z axis;
+/// an ellipsoid has its semi-axes `radii` along the geometry's x, y, z;
 /// a half-space is `{x : n·x ≤ 0}` in the geometry frame (outward normal `n`);
 /// a height field is a surface `z = h(x, y)` over a rectangle of the
 /// geometry's xy plane (on the world only; see [`HeightField`]).
@@ -310,6 +312,7 @@ pub enum Shape {
     Cuboid { half_extents: Vec3 },
     Capsule { half_length: f64, radius: f64 },
     Cylinder { half_length: f64, radius: f64 },
+    Ellipsoid { radii: Vec3 },
     ConvexMesh { points: Vec<Vec3> },
     HalfSpace { normal: Vec3 },
     HeightField(HeightField),
@@ -322,6 +325,7 @@ impl Shape {
             Shape::Cuboid { .. } => "cuboid",
             Shape::Capsule { .. } => "capsule",
             Shape::Cylinder { .. } => "cylinder",
+            Shape::Ellipsoid { .. } => "ellipsoid",
             Shape::ConvexMesh { .. } => "convex-mesh",
             Shape::HalfSpace { .. } => "half-space",
             Shape::HeightField(_) => "height-field",

@@ -32,6 +32,7 @@ pub(super) fn triangles(shape: &Shape) -> Option<Vec<Vertex>> {
             radius,
         } => cylinder(*radius, *half_length),
         Shape::Cuboid { half_extents } => cuboid(half_extents),
+        Shape::Ellipsoid { radii } => ellipsoid(radii),
         Shape::ConvexMesh { points } => hull(points)?,
         Shape::HalfSpace { normal } => plane(normal, Visual::PLANE_HALF_SIZE),
         Shape::HeightField(field) => height_field(field),
@@ -93,6 +94,18 @@ fn round(radius: f64, half: f64) -> Vec<Vertex> {
             let shift = Vec3::new(0.0, 0.0, -2.0 * half);
             quad(&mut out, a, (a.0 + shift, a.1), (d.0 + shift, d.1), d);
         }
+    }
+    out
+}
+
+/// A unit ball's triangles stretched by `radii` along x, y, z, each normal
+/// the surface's (the gradient `x/r²`).
+fn ellipsoid(radii: &Vec3) -> Vec<Vertex> {
+    let mut out = round(1.0, 0.0);
+    for v in &mut out {
+        let p = Vec3::new(v[0] as f64, v[1] as f64, v[2] as f64).component_mul(radii);
+        let n = p.component_div(&radii.component_mul(radii)).normalize();
+        *v = vertex(p, n);
     }
     out
 }

@@ -804,6 +804,7 @@ fn reach(v: &Visual) -> Option<f64> {
     match &v.shape {
         Shape::Ball { radius } => Some(*radius),
         Shape::Cuboid { half_extents } => Some(half_extents.norm()),
+        Shape::Ellipsoid { radii } => Some(radii.max()),
         Shape::Capsule {
             half_length,
             radius,

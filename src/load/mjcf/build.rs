@@ -740,12 +740,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 joints.join(", ")
             ));
         }
-        if !self.ellipsoids.is_empty() {
-            self.warnings.push(format!(
-                "ellipsoid geoms collide as an inscribed convex polytope (exact mass properties): {}",
-                self.ellipsoids.join(", ")
-            ));
-        }
         self.torsional_pairs(&model)?;
         // MuJoCo lets `qpos0` (every joint at 0, or at its `ref`) lie beyond a
         // joint's range; its soft limit then pushes the joint back over a few

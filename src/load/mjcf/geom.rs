@@ -322,8 +322,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 let i =
                     Mat3::from_diagonal(&Vec3::new(b * b + c * c, a * a + c * c, a * a + b * b))
                         * (v / 5.0);
-                self.ellipsoids.push(el.to_string());
-                (Some(ellipsoid_hull(a, b, c)), v, Vec3::zeros(), i)
+                let radii = Vec3::new(a, b, c);
+                (Some(Shape::Ellipsoid { radii }), v, Vec3::zeros(), i)
             }
             "plane" => (
                 Some(Shape::HalfSpace { normal: Vec3::z() }),
@@ -611,23 +611,4 @@ pub(super) fn hull_mass_properties(points: &[Vec3]) -> Option<(f64, Vec3, Mat3)>
     let about_com = second - com * com.transpose() * volume;
     let inertia = Mat3::identity() * about_com.trace() - about_com;
     Some((volume, com + o, inertia))
-}
-
-/// A convex polytope inscribed in the ellipsoid with radii `a, b, c`:
-/// points on a latitude-longitude grid of its surface.
-pub(super) fn ellipsoid_hull(a: f64, b: f64, c: f64) -> Shape {
-    let (nlat, nlon) = (8usize, 16usize);
-    let mut points = vec![Vec3::new(0.0, 0.0, c), Vec3::new(0.0, 0.0, -c)];
-    for i in 1..nlat {
-        let theta = PI * i as f64 / nlat as f64;
-        for j in 0..nlon {
-            let phi = 2.0 * PI * j as f64 / nlon as f64;
-            points.push(Vec3::new(
-                a * theta.sin() * phi.cos(),
-                b * theta.sin() * phi.sin(),
-                c * theta.cos(),
-            ));
-        }
-    }
-    Shape::ConvexMesh { points }
 }

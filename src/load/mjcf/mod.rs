@@ -70,8 +70,7 @@
 //!   `fromto` with the radius), `box` → [`Shape::Cuboid`] (half-sizes),
 //!   `plane` → [`Shape::HalfSpace`] with outward normal +z (static bodies
 //!   only, as in MuJoCo), `mesh` → [`Shape::ConvexMesh`] of the mesh file's
-//!   convex hull, `ellipsoid` → a convex hull of points on its surface (its
-//!   mass properties are the exact ellipsoid's; a warning says so); `fromto`
+//!   convex hull, `ellipsoid` → [`Shape::Ellipsoid`] (its radii); `fromto`
 //!   works for capsule, cylinder, box and ellipsoid. `hfield` →
 //!   [`Shape::HeightField`] of its `<hfield>` asset (world geoms only);
 //!   `sdf` is not loaded (warning). `friction`'s first value is the
@@ -276,7 +275,6 @@ pub fn parse_mjcf(
         bodies: Vec::new(),
         joint_names: HashSet::new(),
         geom_names: HashSet::new(),
-        ellipsoids: Vec::new(),
         sliding_friction_only: options.sliding_friction_only,
         paired: HashSet::new(),
         settotalmass: None,
@@ -559,7 +557,6 @@ struct Parser<'a, 'i, 'e> {
     bodies: Vec<BodyRec>,
     joint_names: HashSet<String>,
     geom_names: HashSet<String>,
-    ellipsoids: Vec<String>,
     /// [`MjcfOptions::sliding_friction_only`].
     sliding_friction_only: bool,
     /// Geoms named by a `<contact><pair>` (they keep a collider even

@@ -215,6 +215,16 @@ pub(crate) fn make_collider(name: &str, shape: &Shape) -> Result<(SharedShape, S
             let y_to_z = SE3::from_axis_angle(&Vec3::x(), std::f64::consts::FRAC_PI_2);
             Ok((SharedShape::cylinder(*half_length, *radius), y_to_z))
         }
+        Shape::Ellipsoid { radii: r } => {
+            if !r.iter().all(|&x| pos(x)) {
+                return bad(format!(
+                    "ellipsoid radii must be positive, got {:?}",
+                    r.as_slice()
+                ));
+            }
+            let e = super::ellipsoid::Ellipsoid::new(pvec(r));
+            Ok((SharedShape::new(e), SE3::identity()))
+        }
         Shape::ConvexMesh { points } => {
             if points.len() < 4 || !points.iter().all(finite3) {
                 return bad(format!(
