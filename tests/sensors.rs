@@ -184,3 +184,51 @@ fn a_welded_group_takes_a_new_inertia_on_its_first_body() {
     let e = model.set_body_inertia(1, light).unwrap_err().to_string();
     assert!(e.contains("`rod` takes the change"), "{e}");
 }
+
+/// A rangefinder on a slider at height `h` above the floor, its axis
+/// tilted by `α` from straight down, reads `h / cos α` (its own body's
+/// ball around it does not count); one pointing up reads −1; after
+/// model bytes, the same.
+#[test]
+fn a_rangefinder_reads_the_distance_to_the_floor_along_its_axis() {
+    let alpha: f64 = 0.4;
+    let text = format!(
+        r#"<mujoco>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 0.1"/>
+    <body name="slider">
+      <joint name="z" type="slide" axis="0 0 1"/>
+      <geom type="sphere" size="0.1" contype="0" conaffinity="0"/>
+      <site name="tilted" zaxis="0 {s} {c}"/>
+      <site name="up" zaxis="0 0 1"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <rangefinder name="tilted" site="tilted"/>
+    <rangefinder name="up" site="up"/>
+    <rangefinder name="short" site="tilted" cutoff="0.7"/>
+  </sensor>
+</mujoco>"#,
+        s = alpha.sin(),
+        c = -alpha.cos()
+    );
+    let m = parse_mjcf(&text, "rf.xml", Path::new("."), &MjcfOptions::default()).unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    let model = Arc::new(m.model);
+    let back = Arc::new(Model::from_bytes(&model.to_bytes()).unwrap());
+    for model in [model, back] {
+        let mut sim = Simulator::new(model.clone(), SimParams::default()).unwrap();
+        for h in [1.0, 0.5, 0.05] {
+            let state = State::new(DVector::from_element(1, h), DVector::zeros(1));
+            let all = sim.sensors(&state).unwrap();
+            let expected = h / alpha.cos();
+            assert!((values(&model, &all, "tilted")[0] - expected).abs() < 1e-12);
+            assert_eq!(values(&model, &all, "up")[0], -1.0);
+            assert!((values(&model, &all, "short")[0] - expected.min(0.7)).abs() < 1e-12);
+        }
+        // Below the floor: planes are seen from the front only.
+        let state = State::new(DVector::from_element(1, -0.2), DVector::zeros(1));
+        let all = sim.sensors(&state).unwrap();
+        assert_eq!(values(&model, &all, "tilted")[0], -1.0);
+    }
+}

@@ -14,6 +14,7 @@ pub mod camera;
 pub mod constraints;
 pub mod ellipsoid;
 pub mod mesh;
+pub mod ray;
 pub mod sensor;
 mod serial;
 pub mod terrain;
@@ -475,6 +476,10 @@ pub struct Model {
     /// MuJoCo's order (by body, then file order).
     #[serde(default)]
     pub cameras: Vec<ModelCamera>,
+    /// What rangefinders see ([`ray::RayTarget`]): MJCF's opaque geoms,
+    /// colliding or not; empty without rangefinders.
+    #[serde(default)]
+    pub ray_targets: Vec<ray::RayTarget>,
 }
 
 /// A shape drawn on a body (the renderer's; it does not collide).

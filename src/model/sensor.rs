@@ -177,6 +177,15 @@ pub enum SensorKind {
     JointPos { index: usize },
     /// A hinge or slide joint's velocity: `v[index]`.
     JointVel { index: usize },
+    /// The distance along the site's z axis to the first surface of the
+    /// model's [`Model::ray_targets`] it meets, not counting those of the
+    /// site's own file body (`exclude`, as [`super::Geometry::frame`];
+    /// `None`: the world's), or −1 where it meets none (MuJoCo's
+    /// `rangefinder`).
+    Rangefinder {
+        site: Attachment,
+        exclude: Option<usize>,
+    },
 }
 
 impl SensorKind {
@@ -184,6 +193,7 @@ impl SensorKind {
     pub fn dim(&self) -> usize {
         match self {
             SensorKind::Touch { .. }
+            | SensorKind::Rangefinder { .. }
             | SensorKind::JointPos { .. }
             | SensorKind::JointVel { .. } => 1,
             SensorKind::FrameQuat { .. } => 4,
@@ -224,6 +234,7 @@ impl SensorKind {
             SensorKind::SubtreeAngMom(_) => "subtreeangmom",
             SensorKind::JointPos { .. } => "jointpos",
             SensorKind::JointVel { .. } => "jointvel",
+            SensorKind::Rangefinder { .. } => "rangefinder",
         }
     }
 
@@ -231,9 +242,11 @@ impl SensorKind {
     pub(super) fn attachments_mut(&mut self) -> Vec<&mut Attachment> {
         use SensorKind::*;
         match self {
-            Touch { site, .. } | Accelerometer(site) | Velocimeter(site) | Gyro(site) => {
-                vec![site]
-            }
+            Touch { site, .. }
+            | Accelerometer(site)
+            | Velocimeter(site)
+            | Gyro(site)
+            | Rangefinder { site, .. } => vec![site],
             Force { site, .. } | Torque { site, .. } => vec![site],
             FramePos { object, reference }
             | FrameQuat { object, reference }
@@ -253,9 +266,11 @@ impl SensorKind {
     fn references(&self) -> (Vec<&Attachment>, Option<&Subtree>) {
         use SensorKind::*;
         match self {
-            Touch { site, .. } | Accelerometer(site) | Velocimeter(site) | Gyro(site) => {
-                (vec![site], None)
-            }
+            Touch { site, .. }
+            | Accelerometer(site)
+            | Velocimeter(site)
+            | Gyro(site)
+            | Rangefinder { site, .. } => (vec![site], None),
             Force { site, subtree } | Torque { site, subtree } => (vec![site], Some(subtree)),
             FramePos { object, reference }
             | FrameQuat { object, reference }
@@ -356,6 +371,9 @@ impl Model {
                 SensorKind::JointVel { index } if *index >= self.nv => {
                     return bad("dof out of range");
                 }
+                SensorKind::Rangefinder {
+                    exclude: Some(k), ..
+                } if *k >= self.frames.len() => return bad("its body frame is out of range"),
                 _ => {}
             }
         }

@@ -245,6 +245,9 @@ impl Model {
                 ));
             }
         }
+        for t in &self.ray_targets {
+            t.check(self.nbodies)?;
+        }
         self.check_sensors()?;
         self.check_cameras()
     }

@@ -75,6 +75,7 @@ fn sensor_values(
             match s.kind {
                 SensorKind::FrameQuat { .. } | SensorKind::FrameAxis { .. } => {}
                 SensorKind::Touch { .. } => o.iter_mut().for_each(|x| *x = x.min(s.cutoff)),
+                // (A rangefinder's −1 too, as MuJoCo's: −cutoff below 1.)
                 _ => o.iter_mut().for_each(|x| *x = x.clamp(-s.cutoff, s.cutoff)),
             }
         }
@@ -170,6 +171,15 @@ fn state_sensor(model: &Model, kind: &SensorKind, data: &Data, out: &mut [f64]) 
         SensorKind::SubtreeCom(t) => put(out, &subtree_motion(model, data, t).0),
         SensorKind::SubtreeLinVel(t) => put(out, &subtree_motion(model, data, t).1),
         SensorKind::SubtreeAngMom(t) => put(out, &subtree_motion(model, data, t).2),
+        SensorKind::Rangefinder { site, exclude } => {
+            let x = placement(data, site);
+            let (origin, dir) = (x.translation, x.rotation.column(2).into_owned());
+            let nearest = (model.ray_targets.iter())
+                .filter(|t| t.frame != *exclude)
+                .filter_map(|t| t.cast(&data.world_from_body[t.body], &origin, &dir))
+                .fold(f64::INFINITY, f64::min);
+            out[0] = if nearest.is_finite() { nearest } else { -1.0 };
+        }
         // (The joint sensors are read from q and v by the caller.)
         _ => unreachable!("a sensor of the step or of the joints"),
     }

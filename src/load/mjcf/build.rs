@@ -726,6 +726,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         let cameras = self.cameras(&cx, &q0)?;
         (model.sensors, model.cameras) = (sensors, cameras);
         model.visuals = visuals;
+        if (model.sensors.iter())
+            .any(|s| matches!(s.kind, crate::model::SensorKind::Rangefinder { .. }))
+        {
+            model.ray_targets = self.ray_targets(&carrier, &from);
+        }
 
         // Warnings gathered along the way.
         for (attr, joints) in &self.unmodelled {

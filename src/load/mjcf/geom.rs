@@ -88,6 +88,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             _ => None,
         };
+        let ray = shape.as_ref().filter(|_| rgba[3] > 0.0).map(|s| RaySource {
+            shape: s.clone(),
+            plane_half: [0, 1].map(|k| size.values.get(k).copied().unwrap_or(0.0)),
+            mesh: get("mesh").filter(|_| gtype == "mesh").map(str::to_string),
+        });
         let wrap = match (gtype, size.values.first()) {
             ("sphere", Some(&r)) => Some((false, r)),
             ("cylinder", Some(&r)) => Some((true, r)),
@@ -109,6 +114,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             inertia,
             plane: gtype == "plane",
             wrap,
+            ray,
         })
     }
 
@@ -531,7 +537,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     /// The triangles mesh asset `name` is drawn as: its file's or its
     /// inline `face`s, scaled (`None`: inline vertices alone, drawn as their
     /// hull, or a file whose triangles cannot be used).
-    fn visual_mesh(
+    pub(super) fn visual_mesh(
         &mut self,
         name: &str,
     ) -> Option<std::sync::Arc<crate::model::mesh::VisualMesh>> {

@@ -117,9 +117,10 @@
 //!   `accelerometer`, `velocimeter`, `gyro`, `force`, `torque`, the frame
 //!   sensors (`framepos`, `framequat`, `frame[xyz]axis`, `framelinvel`,
 //!   `frameangvel`; objtype `site`, `xbody`, `body` where the orientation
-//!   is not read, non-mesh `geom`; with or without a reference frame), the
-//!   subtree sensors, `jointpos` and `jointvel`, with `cutoff`. Other types
-//!   are warned about and left out.
+//!   is not read or the body is the world, non-mesh `geom`; with or
+//!   without a reference frame), the subtree sensors, `jointpos`,
+//!   `jointvel` and `rangefinder` (against [`crate::model::ray`]'s
+//!   targets), with `cutoff`. Other types are warned about and left out.
 //! - `<camera>` → [`crate::model::ModelCamera`] (`cameras.rs`): every
 //!   `mode`, `fovy`; intrinsics warned about.
 //! - Skipped without a warning (no effect on the dynamics):
@@ -451,6 +452,18 @@ struct GeomRec {
     /// Its shape and colour when it is drawn (MuJoCo's visible groups 0 to
     /// 2, not transparent), and a mesh's triangles.
     look: Option<Look>,
+    /// What a rangefinder sees of it (any group, colliding or not; `None`
+    /// when transparent or without a shape).
+    ray: Option<RaySource>,
+}
+
+/// A geom as a rangefinder sees it, before its mesh's triangles are read.
+struct RaySource {
+    shape: Shape,
+    /// A plane's `size` (half sizes, 0: unbounded).
+    plane_half: [f64; 2],
+    /// A mesh geom's asset.
+    mesh: Option<String>,
 }
 
 struct BodyRec {

@@ -5,13 +5,13 @@
 //! them by name).
 
 use super::*;
+use crate::model::ray::{RayShape, RayTarget};
 use crate::model::{Attachment, Sensor, SensorKind, Subtree};
 use constraints::JointPlan;
 
 /// Sensor types moreau does not evaluate (MuJoCo's names).
 const UNSUPPORTED: &[&str] = &[
     "magnetometer",
-    "rangefinder",
     "camprojection",
     "actuatorpos",
     "actuatorvel",
@@ -148,6 +148,13 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             "accelerometer" => SensorKind::Accelerometer(site("site")?.1),
             "velocimeter" => SensorKind::Velocimeter(site("site")?.1),
             "gyro" => SensorKind::Gyro(site("site")?.1),
+            "rangefinder" => {
+                let (b, site) = site("site")?;
+                SensorKind::Rangefinder {
+                    site,
+                    exclude: b.checked_sub(1),
+                }
+            }
             "force" | "torque" => {
                 let (b, at) = site("site")?;
                 if b == 0 {
@@ -247,7 +254,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     /// The frame a frame sensor reads (`type_attr`, `name_attr`: objtype
     /// and objname, or reftype and refname). `oriented`: its orientation
     /// is read, which a body's inertial frame (objtype `body`, whose
-    /// principal axes moreau does not keep) cannot give.
+    /// principal axes moreau does not keep) cannot give but for the world's.
     fn frame_object(
         &self,
         e: &Node,
@@ -274,6 +281,11 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             "body" => {
                 let b = self.body_named(name).ok_or_else(|| no("body"))?;
+                if b == 0 {
+                    // The world's inertial frame is the world frame (MuJoCo's
+                    // `xipos`, `ximat` of body 0): mjlab's up-vector sensors.
+                    return Ok(attach(cx, 0, &SE3::identity()));
+                }
                 if oriented {
                     return Err(Skip::Warn(format!(
                         "{type_attr}=\"body\" (the inertial frame, whose principal axes moreau does not keep) where the orientation is read; `xbody` is the body frame"
@@ -302,6 +314,40 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "{type_attr}=\"{other}\" is not supported"
             ))),
         }
+    }
+
+    /// What rangefinders see: every geom with a shape that is not
+    /// transparent, meshes by their triangles where the file gives them.
+    pub(super) fn ray_targets(&mut self, carrier: &[usize], from: &[SE3]) -> Vec<RayTarget> {
+        let mut sources = Vec::new();
+        for (b, body) in self.bodies.iter().enumerate() {
+            for g in &body.geoms {
+                if let Some(r) = &g.ray {
+                    let placement = from[b].mul(&g.mjcf_from_geom);
+                    sources.push((b, placement, r.shape.clone(), r.plane_half, r.mesh.clone()));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(sources.len());
+        for (b, placement, shape, plane_half, mesh) in sources {
+            let shape = match (&shape, mesh) {
+                (Shape::HalfSpace { .. }, _) => RayShape::Plane {
+                    half_size: plane_half,
+                },
+                (_, Some(m)) => match self.visual_mesh(&m) {
+                    Some(triangles) => RayShape::Mesh(triangles),
+                    None => RayShape::Solid(shape),
+                },
+                _ => RayShape::Solid(shape),
+            };
+            out.push(RayTarget::new(
+                carrier[b],
+                b.checked_sub(1),
+                placement,
+                shape,
+            ));
+        }
+        out
     }
 
     /// The subtree of MJCF body `root` (the whole model for the world).

@@ -813,6 +813,7 @@ impl ModelBuilder {
             sensors: Vec::new(),
             visuals: Vec::new(),
             cameras: Vec::new(),
+            ray_targets: Vec::new(),
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
             let inherited = if i == WORLD {
