@@ -26,8 +26,10 @@
 //!   `<flag>`: `contact`, `constraint`, `limit`, `gravity`, `spring`,
 //!   `damper` (both off: no fluid either), `equality` and `frictionloss`
 //!   are applied; `actuation`, `clampctrl`, `eulerdamp` and `filterparent`
-//!   disabled are refused. The integrator, the solver settings and the
-//!   solver's flags are not used by moreau: one warning names them.
+//!   disabled are refused. The integrator (but `Euler`, moreau's own), the
+//!   solver settings (but `cone="elliptic"`: moreau's cones are the exact
+//!   Coulomb cones) and the solver's flags are not used by moreau: one
+//!   warning names them.
 //! - `<default>`: classes, nested inheritance, `class=` on elements and
 //!   `childclass=` on bodies (and frames); the unnamed top class is `main`.
 //!   Read for `joint`, `geom`, `mesh` and the actuators.

@@ -340,6 +340,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 "magnetic" => {}
                 // MuJoCo's default, semi-implicit like moreau's.
                 "integrator" if a.value() == "Euler" => {}
+                // moreau's friction cones are the exact Coulomb cones, which
+                // MuJoCo's elliptic ones are (its default, pyramidal, is not).
+                "cone" if a.value() == "elliptic" => {}
                 other => ignored.push(format!("{other}=\"{}\"", a.value())),
             }
         }
@@ -403,6 +406,8 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     ));
                 }
                 "actuation" | "clampctrl" | "eulerdamp" | "filterparent" => {}
+                // MuJoCo's energy bookkeeping (moreau's `energy` is always there).
+                "energy" => {}
                 // MuJoCo's solver, collision and bookkeeping switches.
                 _ => ignored.push(format!("<flag> {name}=\"{v}\"")),
             }
