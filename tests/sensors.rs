@@ -231,4 +231,19 @@ fn a_rangefinder_reads_the_distance_to_the_floor_along_its_axis() {
         let all = sim.sensors(&state).unwrap();
         assert_eq!(values(&model, &all, "tilted")[0], -1.0);
     }
+    // On a terrain 0.3 m up, the rangefinder sees it, not the plane it replaces.
+    let mut terrain = moreau::model::Terrain::flat([20.0, 20.0], 1.0);
+    terrain.world_from_field.translation.z += 0.3;
+    let raised = Arc::new(model_of(&text).with_terrain(&terrain).unwrap());
+    let mut sim = Simulator::new(raised.clone(), SimParams::default()).unwrap();
+    let state = State::new(DVector::from_element(1, 1.0), DVector::zeros(1));
+    let all = sim.sensors(&state).unwrap();
+    let reading = values(&raised, &all, "tilted")[0];
+    assert!((reading - 0.7 / alpha.cos()).abs() < 1e-9, "{reading}");
+}
+
+fn model_of(text: &str) -> Model {
+    parse_mjcf(text, "rf.xml", Path::new("."), &MjcfOptions::default())
+        .unwrap()
+        .model
 }

@@ -10,6 +10,7 @@
 //! those triangles (parry's `HeightField`, whose grid is y-up: the
 //! geometry maps it onto z). Outside the rectangle there is nothing.
 
+use super::ray::{RayShape, RayTarget};
 use super::{Material, Model, Shape, WORLD};
 use crate::error::ModelError;
 use crate::math::{SE3, Vec3};
@@ -487,6 +488,22 @@ impl Model {
                 rgba: super::Visual::GROUND_RGBA,
                 mesh: None,
             });
+        }
+        // Rangefinders see the terrain in place of the upward planes.
+        let rangefinders =
+            (model.sensors.iter()).any(|s| matches!(s.kind, super::SensorKind::Rangefinder { .. }));
+        if rangefinders {
+            model.ray_targets.retain(|t| {
+                !(t.body == WORLD
+                    && matches!(t.shape, RayShape::Plane { .. })
+                    && (t.body_from_geom.rotation * Vec3::z()).z > 0.999)
+            });
+            model.ray_targets.push(RayTarget::new(
+                WORLD,
+                None,
+                terrain.world_from_field,
+                RayShape::Solid(Shape::HeightField(terrain.field.clone())),
+            ));
         }
         Ok(model)
     }
