@@ -326,21 +326,28 @@ mod ellipsoids {
         ];
         for (name, shape, support_other) in &others {
             // Exact to rounding where both surfaces are smooth (the polish
-            // after GJK) or one is flat (GJK); against a capsule's side, a
+            // after GJK or EPA) or one is flat and they are apart (GJK;
+            // overlapping, EPA within 1e-9 m and 1e-6); against a capsule's side, a
             // segment whose support jumps, GJK's answer stands: measured
             // within nanometres and 1e-4 rad (MuJoCo's own `ccd_tolerance`
             // is 1e-6).
-            let (tol_d, tol_n) = if *name == "capsule side" {
-                (1e-7, 1e-3)
-            } else {
-                (1e-12, 1e-8)
+            let (tol_d, tol_n) = match *name {
+                "capsule side" => (1e-7, 1e-3),
+                // Overlapping a flat face, parry's EPA answers.
+                "box" | "hull" => (1e-9, 1e-6),
+                _ => (1e-12, 1e-8),
             };
             let (mut worst, mut worst_n) = (0.0f64, 0.0f64);
             for trial in 0..30 {
                 let pose_e = SE3::new(random_rotation(&mut rng), Vec3::zeros());
                 let n = Vec3::new(rng.normal(), rng.normal(), rng.normal()).normalize();
                 let x = support(&pose_e, &radii, &n);
-                let d = rng.range(0.002, 0.03);
+                // Apart, or overlapping (odd trials).
+                let d = if trial % 2 == 0 {
+                    rng.range(0.002, 0.03)
+                } else {
+                    -rng.range(0.001, 0.02)
+                };
                 // The other's rotation: random, or for the flat-faced ones
                 // with its +z face turned against n (so that its support
                 // towards −n is that face's centre).
@@ -398,6 +405,34 @@ mod ellipsoids {
                 "ellipsoid against {name}: worst distance error {worst:.1e}, normal {worst_n:.1e} over 30 placements"
             );
         }
+    }
+
+    /// A ball whose centre is inside the ellipsoid: the contact pushes it
+    /// out the nearest way, through the surface point nearest its centre.
+    #[test]
+    fn a_ball_centred_inside_an_ellipsoid_is_pushed_out_the_nearest_way() {
+        let ball = (
+            Shape::Ball { radius: 0.15 },
+            SE3::from_translation(Vec3::new(0.02, 0.0, 0.05)),
+        );
+        let (model, c) = contacts((ellipsoid(), SE3::identity()), ball, false, 0.05);
+        assert_eq!(c.len(), 1);
+        let sign = if model.geometries[c[0].geom_a].name == "a" {
+            -1.0
+        } else {
+            1.0
+        };
+        // Nearest surface point to (0.02, 0, 0.05): on the shortest axis's
+        // side, found by the closest-point equation; depth = its distance
+        // to the centre + the radius.
+        let n = c[0].normal() * sign;
+        assert!(n.z > 0.9, "{n:?}");
+        let surface = c[0].point - n * (0.5 * c[0].distance);
+        let level =
+            (surface.x / 0.3).powi(2) + (surface.y / 0.2).powi(2) + (surface.z / 0.1).powi(2);
+        assert!((level - 1.0).abs() < 1e-9, "{level}");
+        let centre = Vec3::new(0.02, 0.0, 0.05);
+        assert!(((surface - centre).norm() + 0.15 + c[0].distance).abs() < 1e-9);
     }
 
     /// An ellipsoid of radii (a, b, c) rocking without slip about its
