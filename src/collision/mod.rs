@@ -331,7 +331,7 @@ impl CollisionDetector {
             return None;
         }
         let m = &self.manifolds[0];
-        let first = m.points.first()?;
+        m.points.first()?;
         let (sa, sb) = (ga.collider.as_support_map()?, gb.collider.as_support_map()?);
         let u0 = (pose_a.rotation * to_vec3(m.local_n1)).try_normalize(0.5)?;
         let side_a = smooth::Side {
@@ -357,8 +357,10 @@ impl CollisionDetector {
             key: ContactKey {
                 geom_a: a as u32,
                 geom_b: b as u32,
-                feature_a: first.fid1.0,
-                feature_b: first.fid2.0,
+                // Two smooth surfaces touch at one point: the pair is the
+                // contact's identity, the same from step to step.
+                feature_a: 0,
+                feature_b: 0,
             },
             geometry: ContactGeometry::Unknown,
         })

@@ -11,6 +11,13 @@
 //! few steps wherever both support maps are smooth near the answer. Where
 //! one is not (a cylinder's side, a box's edge: the support jumps), the
 //! polish does not converge and GJK's answer stands.
+//!
+//! Why an accepted polish is never worse than GJK: `φ(u)`, evaluated with
+//! the true support points, is at most the signed distance for every `u`,
+//! and a polish is kept only where `φ` is at least `φ(u₀)` (GJK's own
+//! estimate) and `w` is along `u` (the witness points face each other
+//! across `φ`), so its distance lies between GJK's and the exact one and
+//! its points are closest points.
 
 use crate::math::{SE3, Vec3};
 use parry3d_f64::math::Vector as PVec;
