@@ -350,6 +350,9 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
                 let cv = cylinder_vertex(half.x, half.y, dir, k);
                 local = cv.xyz;
                 vslot = u32(cv.w);
+            } else if (kind == 9u) {
+                // An ellipsoid's support point: radii² d / |radii d|.
+                local = half * half * dir / length(half * dir);
             } else if (HAS_HULLS && kind == 8u) {
                 vslot = u32(pair_f32[face + 4u + k]);
                 let at = hull + 1u + 8u * u32(pair_f32[hull]) + 3u * vslot;

@@ -7,9 +7,9 @@
 //! then the velocity update and the integration (the kernel's `finish`
 //! entry point). One command buffer per step; the host only submits.
 //!
-//! The device collides balls, capsules, boxes, cylinders and convex meshes
-//! (of up to [`MAX_HULL_VERTICES`] vertices) with half-spaces fixed on the
-//! world, balls and capsules with each other,
+//! The device collides balls, capsules, boxes, cylinders, convex meshes
+//! (of up to [`MAX_HULL_VERTICES`] vertices) and ellipsoids with
+//! half-spaces fixed on the world, balls and capsules with each other,
 //! boxes with balls and boxes with boxes: legged robots and the MuJoCo
 //! locomotion tasks on flat ground, their links against each other, stacks
 //! and pyramids of boxes, cans on a table.
@@ -18,7 +18,8 @@
 //! against a half-space, the vertices of the shape's support feature toward
 //! it within the margin (a cylinder's: parry's polygonal approximation, a
 //! segment of its side or a square inscribed in a cap; a hull's: the first
-//! four vertices of its face most aligned with the plane's inner normal); between moving shapes, parry's one-point manifolds
+//! four vertices of its face most aligned with the plane's inner normal; an
+//! ellipsoid's: its one support point); between moving shapes, parry's one-point manifolds
 //! and, for two boxes, its cuboid–cuboid manifold: the separating axis of
 //! largest separation among both boxes' face normals and their edges'
 //! cross products, then the two faces most aligned with it clipped against
@@ -94,6 +95,10 @@ const CYLINDER_PLANE: u32 = 7;
 /// (parry's `ConvexPolyhedron::local_support_feature`: the first four of
 /// them) within the margin.
 const HULL_PLANE: u32 = 8;
+/// An ellipsoid against a half-space fixed on the world: its one support
+/// point toward it, within the margin (the host's half-space path on
+/// `model::ellipsoid`).
+const ELLIPSOID_PLANE: u32 = 9;
 
 /// The most vertices a convex hull collided on the device may have (each
 /// has a warm-start slot).
@@ -162,6 +167,7 @@ fn pair_kind(a: &Shape, b: &Shape, b_on_world: bool) -> Option<u32> {
         (Cuboid { .. }, HalfSpace { .. }) if b_on_world => Some(BOX_PLANE),
         (Cylinder { .. }, HalfSpace { .. }) if b_on_world => Some(CYLINDER_PLANE),
         (ConvexMesh { .. }, HalfSpace { .. }) if b_on_world => Some(HULL_PLANE),
+        (Ellipsoid { .. }, HalfSpace { .. }) if b_on_world => Some(ELLIPSOID_PLANE),
         (x, y) if round(x) && round(y) => Some(ROUND_ROUND),
         (Cuboid { .. }, Ball { .. }) | (Ball { .. }, Cuboid { .. }) => Some(BOX_BALL),
         (Cuboid { .. }, Cuboid { .. }) => Some(BOX_BOX),
@@ -191,8 +197,8 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
             let Some(kind) = pair_kind(&ga.shape, &gb.shape, gb.body == WORLD) else {
                 return Err(format!(
                     "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
-                     capsules, boxes, cylinders and convex meshes against a half-space fixed on \
-                     the world, balls and capsules against each other, boxes against balls and \
+                     capsules, boxes, cylinders, convex meshes and ellipsoids against a half-space \
+                     fixed on the world, balls and capsules against each other, boxes against balls and \
                      boxes against boxes collide yet",
                     ga.name,
                     ga.shape.name(),
@@ -489,6 +495,11 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
                 Shape::Cuboid { half_extents } => {
                     for k in 0..3 {
                         f[at + 13 + k] = half_extents[k] as f32;
+                    }
+                }
+                Shape::Ellipsoid { radii } => {
+                    for k in 0..3 {
+                        f[at + 13 + k] = radii[k] as f32;
                     }
                 }
                 // (parry's cylinder, along its collider's y.)
