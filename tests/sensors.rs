@@ -216,6 +216,10 @@ fn a_rangefinder_reads_the_distance_to_the_floor_along_its_axis() {
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
     let model = Arc::new(m.model);
     let back = Arc::new(Model::from_bytes(&model.to_bytes()).unwrap());
+    let mut bad = (*model).clone();
+    bad.ray_targets[0].body = 99;
+    let e = Model::from_bytes(&bad.to_bytes()).unwrap_err().to_string();
+    assert!(e.contains("rangefinder target"), "{e}");
     for model in [model, back] {
         let mut sim = Simulator::new(model.clone(), SimParams::default()).unwrap();
         for h in [1.0, 0.5, 0.05] {

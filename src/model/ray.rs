@@ -62,10 +62,14 @@ impl RayTarget {
     }
 
     /// Why it cannot be used, if it cannot.
-    pub(super) fn check(&self, nbodies: usize) -> Result<(), String> {
-        if self.body >= nbodies || !self.body_from_geom.is_finite() {
+    pub(super) fn check(&self, nbodies: usize, nframes: usize) -> Result<(), String> {
+        if self.body >= nbodies
+            || self.frame.is_some_and(|k| k >= nframes)
+            || !self.body_from_geom.is_finite()
+        {
             return Err(
-                "a rangefinder target's body is out of range or its pose not finite".into(),
+                "a rangefinder target's body or frame is out of range or its pose not finite"
+                    .into(),
             );
         }
         match &self.shape {

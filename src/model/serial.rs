@@ -246,7 +246,7 @@ impl Model {
             }
         }
         for t in &self.ray_targets {
-            t.check(self.nbodies)?;
+            t.check(self.nbodies, self.frames.len())?;
         }
         self.check_sensors()?;
         self.check_cameras()
