@@ -206,7 +206,7 @@ pub fn row_bound(set: RowSet) -> Option<f32> {
         RowSet::Bilateral => Some(ROW_BILATERAL),
         RowSet::Box(b) => {
             let x = b as f32;
-            (x >= 0.0 && x < ROW_BILATERAL).then_some(x)
+            (0.0..ROW_BILATERAL).contains(&x).then_some(x)
         }
     }
 }
