@@ -1074,36 +1074,14 @@ fn cylinders_on_the_floor_collide_as_parry_collides_them() {
             State::new(q, nalgebra::DVector::zeros(model.nv))
         })
         .collect();
-    let mut gpu = ResidentBatch::new(&ctx, model, &params, &states, n).unwrap();
-    gpu.step(&vec![0.0; n * model.nv]).unwrap();
-    let device = gpu.read_contacts().unwrap();
-    let (mut dp, mut dd, mut counts) = (0.0f64, 0.0f64, Vec::new());
-    for (w, (s, got)) in states.iter().zip(&device).enumerate() {
-        forward_kinematics(model, &mut data, s.q.as_slice());
+    let (dp, dd, counts) = device_contacts_against_the_hosts(&ctx, model, &params, &states, |q| {
+        forward_kinematics(model, &mut data, q.as_slice());
         let mut want = Vec::new();
         CollisionDetector::new(model, params.contact_margin)
             .detect(model, &data, &mut want)
             .unwrap();
-        counts.push(want.len());
-        assert_eq!(
-            want.len(),
-            got.len(),
-            "world {w}: host {want:#?}\ndevice {got:#?}"
-        );
-        for c in &want {
-            let g = got
-                .iter()
-                .min_by(|x, y| {
-                    (x.point - c.point)
-                        .norm()
-                        .total_cmp(&(y.point - c.point).norm())
-                })
-                .unwrap();
-            dp = dp.max((g.point - c.point).norm());
-            dd = dd.max((g.distance - c.distance).abs());
-            assert!((g.normal - c.normal()).norm() < 1e-6);
-        }
-    }
+        want
+    });
     println!(
         "a cylinder on the floor, {n} poses: contacts {counts:?}; |Δpoint| {dp:.1e}, |Δφ| {dd:.1e}"
     );
@@ -1185,32 +1163,9 @@ fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
             State::new(q, nalgebra::DVector::zeros(model.nv))
         })
         .collect();
-    let mut gpu = ResidentBatch::new(&ctx, model, &params, &states, n).unwrap();
-    gpu.step(&vec![0.0; n * model.nv]).unwrap();
-    let device = gpu.read_contacts().unwrap();
-    let (mut dp, mut dd, mut counts) = (0.0f64, 0.0f64, Vec::new());
-    for (w, (s, got)) in states.iter().zip(&device).enumerate() {
-        let want = detect(&s.q, params.contact_margin);
-        counts.push(want.len());
-        assert_eq!(
-            want.len(),
-            got.len(),
-            "world {w}: host {want:#?}\ndevice {got:#?}"
-        );
-        for c in &want {
-            let g = got
-                .iter()
-                .min_by(|x, y| {
-                    (x.point - c.point)
-                        .norm()
-                        .total_cmp(&(y.point - c.point).norm())
-                })
-                .unwrap();
-            dp = dp.max((g.point - c.point).norm());
-            dd = dd.max((g.distance - c.distance).abs());
-            assert!((g.normal - c.normal()).norm() < 1e-6);
-        }
-    }
+    let (dp, dd, counts) = device_contacts_against_the_hosts(&ctx, model, &params, &states, |q| {
+        detect(q, params.contact_margin)
+    });
     println!(
         "a rock on the floor, {n} poses: contacts {counts:?}; |Δpoint| {dp:.1e}, |Δφ| {dd:.1e}"
     );
@@ -1227,9 +1182,6 @@ fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
     assert!(worst < 1e-3, "|Δq| {worst:e}");
 }
 
-/// `steps` unforced steps of one resident world from `start` against the
-/// CPU's: the largest `|Δq|` along the way and the device's contacts at
-/// the end.
 /// An ellipsoid on the floor on the device as the host collides it (its
 /// one support point toward the floor): 48 random poses, its lowest point
 /// −4 to 4 mm from the floor, the same contact in every world; then one
@@ -1278,28 +1230,15 @@ fn ellipsoids_on_the_floor_collide_as_the_host_collides_them() {
             State::new(q, nalgebra::DVector::zeros(model.nv))
         })
         .collect();
-    let mut gpu = ResidentBatch::new(&ctx, model, &params, &states, n).unwrap();
-    gpu.step(&vec![0.0; n * model.nv]).unwrap();
-    let device = gpu.read_contacts().unwrap();
-    let (mut dp, mut dd, mut touching) = (0.0f64, 0.0f64, 0);
-    for (w, (s, got)) in states.iter().zip(&device).enumerate() {
-        forward_kinematics(model, &mut data, s.q.as_slice());
+    let (dp, dd, counts) = device_contacts_against_the_hosts(&ctx, model, &params, &states, |q| {
+        forward_kinematics(model, &mut data, q.as_slice());
         let mut want = Vec::new();
         CollisionDetector::new(model, params.contact_margin)
             .detect(model, &data, &mut want)
             .unwrap();
-        assert_eq!(
-            want.len(),
-            got.len(),
-            "world {w}: host {want:#?}\ndevice {got:#?}"
-        );
-        for (c, g) in want.iter().zip(got) {
-            dp = dp.max((g.point - c.point).norm());
-            dd = dd.max((g.distance - c.distance).abs());
-            assert!((g.normal - c.normal()).norm() < 1e-6);
-        }
-        touching += want.len();
-    }
+        want
+    });
+    let touching: usize = counts.iter().sum();
     println!(
         "an ellipsoid on the floor, {n} poses: {touching} contacts; |Δpoint| {dp:.1e}, |Δφ| {dd:.1e}"
     );
@@ -1316,6 +1255,50 @@ fn ellipsoids_on_the_floor_collide_as_the_host_collides_them() {
     assert!(worst < 1e-3, "|Δq| {worst:e}");
 }
 
+/// Steps `states` once on the device and compares each world's contacts
+/// with the host's at its state (`detect(q)`): as many, each host contact's
+/// nearest device contact with its normal to 1e-6. Returns the worst
+/// point and signed-distance differences and the contacts per world.
+fn device_contacts_against_the_hosts(
+    ctx: &GpuContext,
+    model: &Model,
+    params: &SimParams,
+    states: &[State],
+    mut detect: impl FnMut(&nalgebra::DVector<f64>) -> Vec<moreau::collision::Contact>,
+) -> (f64, f64, Vec<usize>) {
+    let n = states.len();
+    let mut gpu = ResidentBatch::new(ctx, model, params, states, n).unwrap();
+    gpu.step(&vec![0.0; n * model.nv]).unwrap();
+    let device = gpu.read_contacts().unwrap();
+    let (mut dp, mut dd, mut counts) = (0.0f64, 0.0f64, Vec::new());
+    for (w, (s, got)) in states.iter().zip(&device).enumerate() {
+        let want = detect(&s.q);
+        counts.push(want.len());
+        assert_eq!(
+            want.len(),
+            got.len(),
+            "world {w}: host {want:#?}\ndevice {got:#?}"
+        );
+        for c in &want {
+            let g = got
+                .iter()
+                .min_by(|x, y| {
+                    (x.point - c.point)
+                        .norm()
+                        .total_cmp(&(y.point - c.point).norm())
+                })
+                .unwrap();
+            dp = dp.max((g.point - c.point).norm());
+            dd = dd.max((g.distance - c.distance).abs());
+            assert!((g.normal - c.normal()).norm() < 1e-6, "world {w}");
+        }
+    }
+    (dp, dd, counts)
+}
+
+/// `steps` unforced steps of one resident world from `start` against the
+/// CPU's: the largest `|Δq|` along the way and the device's contacts at
+/// the end.
 fn resident_against_cpu(
     ctx: &GpuContext,
     model: &Model,
