@@ -619,3 +619,50 @@ def test_rangefinders_match_mujoco(tmp_path):
     # Both outcomes seen often, and the cutoff applied.
     assert kinds["miss"] > 100 and kinds["hit"] > 600, kinds
     print(f"rangefinders: {kinds}, worst difference {worst:.1e} m")
+
+
+PRINCIPAL = """
+<mujoco>
+  <worldbody>
+    <body name="torso" euler="10 20 30">
+      <freejoint/>
+      <inertial pos="0.1 0 0.2" euler="40 -30 70" mass="2" diaginertia="3 2 1.5"/>
+      <geom type="box" size="0.2 0.1 0.05" contype="0" conaffinity="0"/>
+      <site name="imu" pos="0.05 0.02 0" euler="0 90 0"/>
+      <body name="arm" pos="0.2 0 0">
+        <joint name="shoulder" type="hinge" axis="0 1 0"/>
+        <frame euler="0 0 45">
+          <inertial pos="0.1 0 0" quat="0.9 0.1 0.3 0.2" mass="0.5" diaginertia="0.01 0.02 0.015"/>
+        </frame>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" contype="0" conaffinity="0"/>
+      </body>
+      <body name="hand" pos="0 0.3 0">
+        <joint name="wrist" type="hinge" axis="1 0 0"/>
+        <geom type="box" size="0.05 0.03 0.02" euler="0 0 30" contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+  <sensor>
+    <framequat name="torso_principal" objtype="body" objname="torso"/>
+    <framexaxis name="arm_principal_x" objtype="body" objname="arm"/>
+    <framezaxis name="up_in_imu" objtype="body" objname="world" reftype="site" refname="imu"/>
+    <framequat name="arm_in_torso" objtype="body" objname="arm" reftype="body" refname="torso"/>
+    <framepos name="arm_com" objtype="body" objname="arm"/>
+    <framequat name="hand_principal" objtype="body" objname="hand"/>
+  </sensor>
+</mujoco>
+"""
+
+
+def test_frame_sensors_read_an_inertials_principal_axes_as_mujoco(tmp_path):
+    """objtype "body" with the orientation read: an <inertial>'s frame
+    (diaginertia with an orientation, inside a <frame> too) is MuJoCo's
+    principal axes; the world's is the world frame; a body whose inertia
+    comes from its geoms is warned about by name and left out."""
+    path = tmp_path / "principal.xml"
+    path.write_text(PRINCIPAL)
+    with pytest.warns(UserWarning, match="`hand`, whose principal axes come from its geoms"):
+        model = moreau.load(str(path))
+    assert "hand_principal" not in model.sensor_names
+    model_, compared = compare_state_sensors(str(path), n=6, seed=4)
+    assert compared == 6 * 5

@@ -28,7 +28,8 @@ pub struct Attachment {
     pub body_from_frame: SE3,
     /// `Some(k)`: the centre of mass of the file's body of frame `k`
     /// (MuJoCo's objtype `body`), which follows that body's inertia
-    /// ([`Model::set_body_inertia`]).
+    /// ([`Model::set_body_inertia`]); the frame's orientation is that
+    /// body's principal axes where the file gives them.
     #[serde(default)]
     pub com_of: Option<usize>,
 }
@@ -289,7 +290,9 @@ impl SensorKind {
 
 impl Model {
     /// Moves the sensors' attachments at the centre of mass of frame `k`'s
-    /// file body to where its inertia now puts it.
+    /// file body to where its inertia now puts it. Their orientation (an
+    /// `<inertial>`'s principal axes) stays the file's, as MuJoCo's
+    /// `body_iquat` does not follow `body_inertia`.
     pub(super) fn follow_center_of_mass(&mut self, k: usize) {
         let f = &self.frames[k];
         let Some(inertia) = f.inertia else { return };
@@ -297,7 +300,7 @@ impl Model {
         for s in &mut self.sensors {
             for a in s.kind.attachments_mut() {
                 if a.com_of == Some(k) {
-                    a.body_from_frame = placement;
+                    a.body_from_frame = SE3::new(a.body_from_frame.rotation, placement.translation);
                 }
             }
         }

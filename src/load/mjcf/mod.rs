@@ -118,8 +118,9 @@
 //! - `<sensor>` → [`crate::model::Sensor`] (`sensors.rs`): `touch`,
 //!   `accelerometer`, `velocimeter`, `gyro`, `force`, `torque`, the frame
 //!   sensors (`framepos`, `framequat`, `frame[xyz]axis`, `framelinvel`,
-//!   `frameangvel`; objtype `site`, `xbody`, `body` where the orientation
-//!   is not read or the body is the world, non-mesh `geom`; with or
+//!   `frameangvel`; objtype `site`, `xbody`, `body` (its orientation where
+//!   an `<inertial>` with `diaginertia` gives it, or the world's), non-mesh
+//!   `geom`; with or
 //!   without a reference frame), the subtree sensors, `jointpos`,
 //!   `jointvel` and `rangefinder` (against [`crate::model::ray`]'s
 //!   targets), with `cutoff`. Other types are warned about and left out.
@@ -324,6 +325,7 @@ pub fn parse_mjcf(
         joints: Vec::new(),
         inertia: Inertia::zero(),
         has_inertial: false,
+        principal: None,
         geoms: Vec::new(),
         sites: Vec::new(),
         cameras: Vec::new(),
@@ -478,6 +480,9 @@ struct BodyRec {
     /// Own inertia in the MJCF body frame.
     inertia: Inertia,
     has_inertial: bool,
+    /// Its `<inertial>`'s frame where that gives `diaginertia` and sets the
+    /// inertia: the principal axes frame sensors of objtype `body` read.
+    principal: Option<SE3>,
     geoms: Vec<GeomRec>,
     /// Named sites.
     sites: Vec<SiteRec>,

@@ -685,9 +685,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     if self.bodies[body].has_inertial {
                         return Err(self.error(&el, "more than one <inertial>".into()));
                     }
-                    let inertia = self.inertial(ch, &el, frame)?;
+                    let (inertia, principal) = self.inertial(ch, &el, frame)?;
                     if self.inertia_from_geom != InertiaFromGeom::True {
                         self.bodies[body].inertia = inertia;
+                        self.bodies[body].principal = principal;
                     }
                     self.bodies[body].has_inertial = true;
                 }
@@ -749,6 +750,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             joints: Vec::new(),
             inertia: Inertia::zero(),
             has_inertial: false,
+            principal: None,
             geoms: Vec::new(),
             sites: Vec::new(),
             cameras: Vec::new(),
@@ -767,6 +769,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 .iter()
                 .fold(Inertia::zero(), |acc, g| acc.add(&g.inertia));
             self.bodies[id].inertia = total;
+            self.bodies[id].principal = None;
         }
         Ok(())
     }
@@ -944,12 +947,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         })
     }
 
+    /// An `<inertial>`: the inertia in the body frame, and with
+    /// `diaginertia` its frame (MuJoCo's `body_ipos`, `body_iquat`: the
+    /// principal axes as given, not reordered).
     pub(super) fn inertial(
         &mut self,
         node: Node,
         el: &str,
         frame: &SE3,
-    ) -> Result<Inertia, ModelFileError> {
+    ) -> Result<(Inertia, Option<SE3>), ModelFileError> {
         let f = frame.mul(&self.frame(&|a| node.attribute(a), el)?);
         let mass = match node.attribute("mass") {
             Some(s) => self.fixed::<1>(s, "mass", el)?[0],
@@ -989,10 +995,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 return Err(self.error(el, "needs diaginertia or fullinertia".into()));
             }
         };
-        Ok(Inertia::new(
-            mass,
-            f.translation,
-            f.rotation * local * f.rotation.transpose(),
+        let principal = node.attribute("diaginertia").map(|_| f);
+        Ok((
+            Inertia::new(
+                mass,
+                f.translation,
+                f.rotation * local * f.rotation.transpose(),
+            ),
+            principal,
         ))
     }
 }

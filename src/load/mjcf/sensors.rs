@@ -253,8 +253,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 
     /// The frame a frame sensor reads (`type_attr`, `name_attr`: objtype
     /// and objname, or reftype and refname). `oriented`: its orientation
-    /// is read, which a body's inertial frame (objtype `body`, whose
-    /// principal axes moreau does not keep) cannot give but for the world's.
+    /// is read, which a body's inertial frame (objtype `body`) gives where
+    /// an `<inertial>` with `diaginertia` sets its principal axes (and the
+    /// world's is the world frame).
     fn frame_object(
         &self,
         e: &Node,
@@ -286,15 +287,18 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     // `xipos`, `ximat` of body 0): mjlab's up-vector sensors.
                     return Ok(attach(cx, 0, &SE3::identity()));
                 }
-                if oriented {
-                    return Err(Skip::Warn(format!(
-                        "{type_attr}=\"body\" (the inertial frame, whose principal axes moreau does not keep) where the orientation is read; `xbody` is the body frame"
-                    )));
-                }
-                let com = self.bodies[b].inertia.com;
+                let frame = match self.bodies[b].principal {
+                    Some(principal) => principal,
+                    None if oriented => {
+                        return Err(Skip::Warn(format!(
+                            "{type_attr}=\"body\" on body `{name}`, whose principal axes come from its geoms or a `fullinertia` (moreau keeps them only from an `<inertial>` with `diaginertia`), where the orientation is read; `xbody` is the body frame"
+                        )));
+                    }
+                    None => SE3::from_translation(self.bodies[b].inertia.com),
+                };
                 Ok(Attachment {
                     com_of: b.checked_sub(1),
-                    ..attach(cx, b, &SE3::from_translation(com))
+                    ..attach(cx, b, &frame)
                 })
             }
             "geom" => {
