@@ -618,3 +618,64 @@ pub(super) fn hull_mass_properties(points: &[Vec3]) -> Option<(f64, Vec3, Mat3)>
     let inertia = Mat3::identity() * about_com.trace() - about_com;
     Some((volume, com + o, inertia))
 }
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// An `<inertial>`: the inertia in the body frame, and with
+    /// `diaginertia` its frame (MuJoCo's `body_ipos`, `body_iquat`: the
+    /// principal axes as given, not reordered).
+    pub(super) fn inertial(
+        &mut self,
+        node: Node,
+        el: &str,
+        frame: &SE3,
+    ) -> Result<(Inertia, Option<SE3>), ModelFileError> {
+        let f = frame.mul(&self.frame(&|a| node.attribute(a), el)?);
+        let mass = match node.attribute("mass") {
+            Some(s) => self.fixed::<1>(s, "mass", el)?[0],
+            None => return Err(self.error(el, "missing attribute `mass`".into())),
+        };
+        if mass < 0.0 {
+            return Err(self.error(el, format!("mass must not be negative, got {mass}")));
+        }
+        let local = match (node.attribute("diaginertia"), node.attribute("fullinertia")) {
+            (Some(d), None) => {
+                let d = self.fixed::<3>(d, "diaginertia", el)?;
+                if d.iter().any(|x| *x < 0.0) {
+                    return Err(
+                        self.error(el, format!("diaginertia must not be negative, got {d:?}"))
+                    );
+                }
+                Mat3::from_diagonal(&v3(d))
+            }
+            (None, Some(fi)) => {
+                // MuJoCo: the full tensor is in the body's orientation.
+                if ["quat", "axisangle", "euler", "xyaxes", "zaxis"]
+                    .iter()
+                    .any(|a| node.attribute(*a).is_some())
+                {
+                    return Err(self.error(
+                        el,
+                        "fullinertia cannot be combined with an orientation".into(),
+                    ));
+                }
+                let v = self.fixed::<6>(fi, "fullinertia", el)?;
+                Mat3::new(v[0], v[3], v[4], v[3], v[1], v[5], v[4], v[5], v[2])
+            }
+            (Some(_), Some(_)) => {
+                return Err(self.error(el, "both diaginertia and fullinertia given".into()));
+            }
+            (None, None) => {
+                return Err(self.error(el, "needs diaginertia or fullinertia".into()));
+            }
+        };
+        let principal = node.attribute("diaginertia").map(|_| f);
+        Ok((
+            Inertia::new(
+                mass,
+                f.translation,
+                f.rotation * local * f.rotation.transpose(),
+            ),
+            principal,
+        ))
+    }
+}
