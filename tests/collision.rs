@@ -163,9 +163,7 @@ mod ellipsoids {
     }
 
     fn ellipsoid() -> Shape {
-        Shape::Ellipsoid {
-            radii: Vec3::from(RADII),
-        }
+        ellipsoid_of(RADII[0], RADII[1], RADII[2])
     }
 
     /// The ellipsoid's surface point with outward normal `n` (world), at `pose`.

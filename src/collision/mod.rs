@@ -331,7 +331,9 @@ impl CollisionDetector {
             return None;
         }
         let m = &self.manifolds[0];
-        m.points.first()?;
+        if m.points.is_empty() {
+            return None;
+        }
         let (sa, sb) = (ga.collider.as_support_map()?, gb.collider.as_support_map()?);
         let u0 = (pose_a.rotation * to_vec3(m.local_n1)).try_normalize(0.5)?;
         let side_a = smooth::Side {

@@ -54,11 +54,8 @@ pub(super) fn polish(a: &Side, b: &Side, u0: Vec3) -> Option<Closest> {
         let (pa, pb) = (a.support(u), b.support(&-u));
         (pa, pb, pb - pa)
     };
-    let scale = {
-        let (pa, pb, _) = eval(&u0);
-        1.0 + (pa - a.pose.translation).norm() + (pb - b.pose.translation).norm()
-    };
-    let (_, _, w0) = eval(&u0);
+    let (pa0, pb0, w0) = eval(&u0);
+    let scale = 1.0 + (pa0 - a.pose.translation).norm() + (pb0 - b.pose.translation).norm();
     let phi0 = w0.dot(&u0);
     let mut u = u0;
     let h = 1e-7;

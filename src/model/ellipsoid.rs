@@ -109,13 +109,8 @@ impl Ellipsoid {
             }
         }
         let t = 0.5 * (lo + hi);
+        // (q is not zero here: the centre took the branch above.)
         let x = r2 * q / (r2 + Vector::splat(t));
-        if !(self.level(x) > 0.0) {
-            // p is the centre: the nearest surface point is on the shortest axis.
-            let mut x = Vector::ZERO;
-            x[k] = r[k];
-            return x;
-        }
         // Back onto the surface exactly (scaled along its own ray).
         x / self.level(x).sqrt()
     }
