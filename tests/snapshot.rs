@@ -288,3 +288,50 @@ fn a_restored_ant_on_slippery_ground_continues_bit_for_bit() {
         assert_eq!(run(&mut fresh, 50), expected, "seed {seed}");
     }
 }
+
+/// A settled pile's polish reuses the last solve's factors (ending within
+/// the tolerance of a fresh factorization, not bit for bit): a snapshot
+/// drops them on both sides, so the simulator it was taken from and one
+/// restored from it continue alike.
+#[test]
+fn a_pile_solved_with_kept_factors_restores_bit_for_bit() {
+    let scene = moreau::scenes::scene("pyramid").unwrap();
+    let params = SimParams {
+        dt: scene.dt,
+        ..Default::default()
+    };
+    let tau = vec![0.0; scene.model.nv];
+    let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
+    let mut state = scene.state.clone();
+    let mut reused = 0;
+    let run = |sim: &mut Simulator, state: &mut State, n: usize, reused: &mut usize| {
+        (0..n)
+            .map(|_| {
+                sim.step(state, &tau).unwrap();
+                *reused += usize::from(sim.solution().stats.reused_factors > 0);
+                state.clone()
+            })
+            .collect::<Vec<_>>()
+    };
+    run(&mut sim, &mut state, 100, &mut reused);
+    assert!(
+        reused > 0,
+        "the pile's polish kept no factors: the test tests nothing"
+    );
+    let (saved, warm) = (state.clone(), sim.warm_start());
+    let mut after = 0;
+    let expected = run(&mut sim, &mut state, 30, &mut after);
+    assert!(after > 0, "no kept factors after the snapshot");
+    let mut other = Simulator::new(scene.model.clone(), params).unwrap();
+    let mut ours = 0;
+    // Into a fresh simulator, and back into the one it was taken from
+    // (which holds kept factors of a later state).
+    for target in [&mut other, &mut sim] {
+        target.set_warm_start(warm.clone()).unwrap();
+        let mut s = saved.clone();
+        let got = run(target, &mut s, 30, &mut ours);
+        for (k, (e, g)) in expected.iter().zip(&got).enumerate() {
+            assert_eq!((&e.q, &e.v), (&g.q, &g.v), "step {k} after the restore");
+        }
+    }
+}

@@ -191,6 +191,9 @@ struct Alike {
     /// The worst NCP residual of the tree path's answer on the dense
     /// path's problem (both paths' answers solve the same problem).
     cross: f64,
+    /// Tree-path solves whose polish refined with the last polish's
+    /// factors (counted in the above like the others).
+    reused: usize,
 }
 
 /// Steps a scene with the dense `G`; at every step solves its problem both
@@ -239,6 +242,7 @@ fn both_paths(scene: &moreau::scenes::Scene, steps: usize) -> Alike {
             let d = (&vd - &vt).amax() / vd.amax().max(1e-300);
             out.worst = out.worst.max(d);
             out.over += usize::from(d > 1e-10);
+            out.reused += usize::from(st.stats.reused_factors > 0);
         }
         sim.finish(&mut state, sd.lambda.as_slice(), sd.stats)
             .unwrap();
@@ -300,6 +304,10 @@ fn scenes_solve_alike_on_both_paths() {
             assert!(r.worst <= 1e-9, "{}: {r:?}", scene.name);
             assert!(r.over <= 1, "{}: {r:?}", scene.name);
         }
+        // The piles' comparison covers the polish with kept factors.
+        if scene.name == "pyramid" || scene.name == "box-grid" {
+            assert!(r.reused >= n / 2, "{}: {r:?}", scene.name);
+        }
     }
 }
 
@@ -348,5 +356,52 @@ fn the_simulator_picks_its_path() {
             dq <= 1e-9 && dv <= 1e-7,
             "{name}: the paths' trajectories part by {dq:.1e} (q), {dv:.1e} (v)"
         );
+    }
+}
+
+/// Piles at rest on the simulator's own (tree) path: most steps' polishes
+/// finish with the factors kept from the step before, and every such
+/// answer solves that step's NCP to the solver's tolerance, checked
+/// against the dense `G` formed afresh.
+#[test]
+fn settled_piles_reuse_their_polish_factors() {
+    for scene in [
+        moreau::scenes::scene("pyramid").unwrap(),
+        moreau::scenes::box_grid(4).unwrap(),
+    ] {
+        let params = SimParams {
+            dt: scene.dt,
+            ..Default::default()
+        };
+        let tol = params.solver_settings.tolerance;
+        let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
+        let mut state = scene.state.clone();
+        let mut tau = vec![0.0; scene.model.nv];
+        let (mut solves, mut reused, mut worst) = (0usize, 0usize, 0.0f64);
+        for _ in 0..1000 {
+            scene.control(&state, &mut tau);
+            sim.step(&mut state, &tau).unwrap();
+            if sim.problem().m() == 0 {
+                continue;
+            }
+            assert!(sim.tree_path(), "{}", scene.name);
+            let stats = sim.solution().stats;
+            assert!(stats.converged, "{}: {stats:?}", scene.name);
+            solves += 1;
+            if stats.reused_factors > 0 {
+                reused += 1;
+                let lambda = sim.solution().lambda.clone();
+                let e =
+                    moreau::contact::evaluate(sim.problem_with_delassus(), None, lambda.as_slice());
+                worst = worst.max(e.ncp.eps_abs);
+            }
+        }
+        println!(
+            "{}: {reused} of {solves} reused, worst NCP {worst:.1e}",
+            scene.name
+        );
+        assert!(solves > 900, "{}: {solves} solves", scene.name);
+        assert!(reused >= solves / 2, "{}: {reused} of {solves}", scene.name);
+        assert!(worst <= tol * (1.0 + 1e-9), "{}: {worst:.2e}", scene.name);
     }
 }

@@ -1022,7 +1022,7 @@ impl BatchSim {
     /// the worlds drift apart by the solver's tolerance). On "gpu" with the
     /// worlds on the device (``resident``) the warm starts live there:
     /// refused (ValueError).
-    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    fn snapshot<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let worlds = (0..self.batch.nworlds())
             .map(|w| {
                 Ok(Snapshot {
@@ -1049,7 +1049,7 @@ impl BatchSim {
     /// parameters and own model (domain randomization), and ``snapshot()``:
     /// an unpickled batch continues bit for bit. Refused where
     /// ``snapshot`` is.
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Pickled<'py>)> {
+    fn __reduce__<'py>(&mut self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Pickled<'py>)> {
         let f = py.import("moreau._moreau")?.getattr("_batch_from_pickle")?;
         let n = self.batch.nworlds();
         let mut params = Vec::with_capacity(n);

@@ -239,7 +239,7 @@ impl Simulator {
     /// The world's full state as bytes: ``q``, ``v``, ``act``, time and
     /// the warm starts (see ``BatchSim.snapshot``); ``restore`` sets it
     /// back and the world continues bit for bit.
-    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    fn snapshot<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
         let s = Snapshot {
             state: self.state.clone(),
             warm: self.sim.warm_start(),

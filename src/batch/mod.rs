@@ -407,9 +407,9 @@ impl BatchSim {
     /// step reads, so that [`Self::restore`] into any batch of the model
     /// continues bit for bit. Resident worlds ([`Backend::Gpu`]) keep theirs
     /// on the device, in its own format: refused there.
-    pub fn warm_start(&self, w: usize) -> Result<WarmStart, BatchError> {
+    pub fn warm_start(&mut self, w: usize) -> Result<WarmStart, BatchError> {
         self.refuse_resident_warm_starts()?;
-        Ok(self.world(w)?.sim.warm_start())
+        Ok(self.world_mut(w)?.sim.warm_start())
     }
 
     /// Sets world `w`'s state and warm starts (from [`Self::state`] and

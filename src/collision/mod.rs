@@ -8,6 +8,7 @@
 //! and the impulse `λ` acts on `a` (and `−λ` on `b`). When one geometry is on
 //! the world it is always `b`.
 
+mod boxes;
 mod smooth;
 mod variation;
 
@@ -230,20 +231,28 @@ impl CollisionDetector {
             if let Some(m) = self.manifolds.first_mut() {
                 m.clear();
             }
-            let mut workspace = None;
-            dispatcher
-                .contact_manifolds(
-                    &pos12,
-                    ga.collider.as_ref(),
-                    gb.collider.as_ref(),
-                    self.margin,
-                    &mut self.manifolds,
-                    &mut workspace,
-                )
-                .map_err(|_| SimError::UnsupportedPair {
-                    geom_a: ga.name.clone(),
-                    geom_b: gb.name.clone(),
-                })?;
+            if let (Some(c1), Some(c2)) = (ga.collider.as_cuboid(), gb.collider.as_cuboid()) {
+                // Two boxes: our clipping of parry's faces ([`boxes`]).
+                if self.manifolds.is_empty() {
+                    self.manifolds.push(ContactManifold::new());
+                }
+                boxes::cuboid_cuboid(&pos12, c1, c2, self.margin, &mut self.manifolds[0]);
+            } else {
+                let mut workspace = None;
+                dispatcher
+                    .contact_manifolds(
+                        &pos12,
+                        ga.collider.as_ref(),
+                        gb.collider.as_ref(),
+                        self.margin,
+                        &mut self.manifolds,
+                        &mut workspace,
+                    )
+                    .map_err(|_| SimError::UnsupportedPair {
+                        geom_a: ga.name.clone(),
+                        geom_b: gb.name.clone(),
+                    })?;
+            }
             if let Some(contact) =
                 self.polished(model, (a, b), (&pose_a, &pose_b), (mu, restitution))
             {

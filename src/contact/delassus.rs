@@ -113,6 +113,10 @@ pub struct ContactJacobian {
     /// `support[offsets[b]..offsets[b + 1]]`.
     pub support: Vec<usize>,
     pub offsets: Vec<usize>,
+    /// `J`'s entries on the supports, packed: `packed[offsets[b] + s]` holds
+    /// block `b`'s rows (up to three; zero past the block's width) at dof
+    /// `support[offsets[b] + s]` (contiguous for the products).
+    packed: Vec<[f64; 3]>,
     /// `Y = L⁻ᵀ Jᵀ` by block: `y[b·nv + k]` holds row `k` of block `b`'s
     /// (up to three) columns, zero outside the block's support.
     y: Vec<[f64; 3]>,
@@ -153,6 +157,26 @@ impl ContactJacobian {
     /// The dofs supporting block `b`, in descending order.
     pub fn contact_support(&self, b: usize) -> &[usize] {
         &self.support[self.offsets[b]..self.offsets[b + 1]]
+    }
+    /// Block `b`'s rows of `J` on its support: entry `s` holds the rows'
+    /// entries (up to three, zero past the block's width) at dof
+    /// `contact_support(b)[s]`.
+    pub fn block_entries(&self, b: usize) -> &[[f64; 3]] {
+        &self.packed[self.offsets[b]..self.offsets[b + 1]]
+    }
+    /// Packs `jacobian` on the supports ([`Self::block_entries`]).
+    fn pack(&mut self) {
+        self.packed.clear();
+        for b in 0..self.nblocks() {
+            let rows = self.block_rows(b);
+            for &k in &self.support[self.offsets[b]..self.offsets[b + 1]] {
+                let mut v = [0.0; 3];
+                for (c, r) in rows.clone().enumerate() {
+                    v[c] = self.jacobian[(r, k)];
+                }
+                self.packed.push(v);
+            }
+        }
     }
 }
 
@@ -234,6 +258,7 @@ pub fn constraint_jacobian(
         cj.support[start..].sort_unstable_by(|a, b| b.cmp(a));
         cj.offsets.push(cj.support.len());
     }
+    cj.pack();
 }
 
 /// `G = Yᵀ D⁻¹ Y` from the factorization in `data.ltdl` (see

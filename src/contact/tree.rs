@@ -116,25 +116,38 @@ impl<'a> TreeDelassus<'a> {
     /// `w = Jᵀ z` (w: nv, zeroed here).
     pub fn jt_mul(&self, z: &[f64], w: &mut [f64]) {
         w.fill(0.0);
-        let j = &self.jac.jacobian;
         for b in 0..self.jac.nblocks() {
-            for &k in self.jac.contact_support(b) {
-                let mut s = 0.0;
-                for r in self.jac.block_rows(b) {
-                    s += j[(r, k)] * z[r];
+            let rows = self.jac.block_rows(b);
+            let mut zb = [0.0; 3];
+            for (c, r) in rows.clone().enumerate() {
+                zb[c] = z[r];
+            }
+            let (support, entries) = (self.jac.contact_support(b), self.jac.block_entries(b));
+            if rows.len() == 1 {
+                for (&k, e) in support.iter().zip(entries) {
+                    w[k] += e[0] * zb[0];
                 }
-                w[k] += s;
+            } else {
+                for (&k, e) in support.iter().zip(entries) {
+                    w[k] += e[0] * zb[0] + e[1] * zb[1] + e[2] * zb[2];
+                }
             }
         }
     }
 
     /// `f(r, J_r · w)` for every row `r`.
     fn for_each_row_dot(&self, w: &[f64], mut f: impl FnMut(usize, f64)) {
-        let j = &self.jac.jacobian;
         for b in 0..self.jac.nblocks() {
-            let support = self.jac.contact_support(b);
-            for r in self.jac.block_rows(b) {
-                f(r, support.iter().map(|&k| j[(r, k)] * w[k]).sum());
+            let (support, entries) = (self.jac.contact_support(b), self.jac.block_entries(b));
+            let mut s = [0.0; 3];
+            for (&k, e) in support.iter().zip(entries) {
+                let wk = w[k];
+                s[0] += e[0] * wk;
+                s[1] += e[1] * wk;
+                s[2] += e[2] * wk;
+            }
+            for (c, r) in self.jac.block_rows(b).enumerate() {
+                f(r, s[c]);
             }
         }
     }
@@ -165,7 +178,7 @@ impl<'a> TreeDelassus<'a> {
         let (nc, nb) = (self.jac.nc(), self.jac.nblocks());
         out.clear();
         out.resize(9 * nc + (nb - nc), 0.0);
-        let (j, l) = (&self.jac.jacobian, self.ltdl);
+        let l = self.ltdl;
         let mut y = self.work.scratch.borrow_mut();
         // Y's columns for the block's rows (up to three side by side, one
         // walk up the tree for all), on the support only.
@@ -175,12 +188,8 @@ impl<'a> TreeDelassus<'a> {
             let support = self.jac.contact_support(b);
             let rows = self.jac.block_rows(b);
             let width = rows.len();
-            for &k in support {
-                let mut v = [0.0; 3];
-                for (c, r) in rows.clone().enumerate() {
-                    v[c] = j[(r, k)];
-                }
-                ys[k] = v;
+            for (&k, e) in support.iter().zip(self.jac.block_entries(b)) {
+                ys[k] = *e;
             }
             for &k in support {
                 let yk = ys[k];
@@ -270,20 +279,20 @@ impl TreeFactor {
         self.k.copy_from(t.mass);
         self.inv_delta.clear();
         self.inv_delta.extend(delta.iter().map(|d| 1.0 / d));
-        let (j, jac) = (&t.jac.jacobian, t.jac);
+        let jac = t.jac;
         // The lower triangle (descendant row, ancestor column; the supports
         // are in descending order): all that either factorization reads.
         for b in 0..jac.nblocks() {
-            let support = jac.contact_support(b);
-            for r in jac.block_rows(b) {
+            let (support, entries) = (jac.contact_support(b), jac.block_entries(b));
+            for (c, r) in jac.block_rows(b).enumerate() {
                 let w = self.inv_delta[r];
                 for (i, &ki) in support.iter().enumerate() {
-                    let ji = j[(r, ki)] * w;
+                    let ji = entries[i][c] * w;
                     if ji == 0.0 {
                         continue;
                     }
-                    for &kj in &support[i..] {
-                        self.k[(ki, kj)] += ji * j[(r, kj)];
+                    for (&kj, e) in support[i..].iter().zip(&entries[i..]) {
+                        self.k[(ki, kj)] += ji * e[c];
                     }
                 }
             }

@@ -437,6 +437,7 @@ impl Simulator {
         self.limit_warm.fill(f64::NAN);
         self.row_warm.fill(f64::NAN);
         self.last_rho = None;
+        self.solver.forget_kept();
     }
     pub fn reset_timers(&mut self) {
         self.times = StageTimes::default();

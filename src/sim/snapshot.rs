@@ -26,8 +26,12 @@ pub struct WarmStart {
 }
 
 impl Simulator {
-    /// The warm starts the next step reads.
-    pub fn warm_start(&self) -> WarmStart {
+    /// The warm starts the next step reads. The solver's other memory (the
+    /// polish's kept factors, [`crate::contact::ContactSolver::forget_kept`])
+    /// is dropped here and in [`Self::set_warm_start`], so that this
+    /// simulator and one restored from the snapshot continue bit for bit.
+    pub fn warm_start(&mut self) -> WarmStart {
+        self.solver.forget_kept();
         let mut contacts: Vec<_> = self
             .warm
             .iter()
@@ -100,6 +104,7 @@ impl Simulator {
         self.limit_warm = warm.limits;
         self.row_warm = warm.rows;
         self.last_rho = warm.rho;
+        self.solver.forget_kept();
         Ok(())
     }
 }

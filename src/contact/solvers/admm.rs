@@ -203,6 +203,10 @@ fn inf_norm(v: &[f64]) -> f64 {
 }
 
 impl AdmmCore {
+    /// See [`super::ContactSolver::forget_kept`].
+    pub(crate) fn forget_kept(&mut self) {
+        self.polish.forget_kept();
+    }
     /// Factorizes `G + diag(d) + ρI` unless that exact matrix is already
     /// factored (for the tree path: the same `J`, `M`, `d` and `ρ`).
     /// Returns whether it factorized.
@@ -324,7 +328,7 @@ impl AdmmCore {
         self.polish_z.resize(n, 0.0);
         self.polish_c.resize(n, 0.0);
         self.polish_best.resize(n, 0.0);
-        let mut found = false;
+        let mut found = None;
         // The polish's linear solves on the tree path stop refining once the
         // residual is a millionth of the tolerance, near rounding (piles: 9 %
         // fewer instructions; at a thousandth the tree and dense paths'
@@ -341,10 +345,15 @@ impl AdmmCore {
             &mut self.polish_z,
             finisher,
             &mut |cand: &[f64]| {
+                // Accepted already (the finishers stop there): keep it.
+                if found.is_some() {
+                    return None;
+                }
                 a.affine(d, b, cand, pc);
-                let eps = model.residuals(cand, pc).eps_abs;
-                found = eps <= tolerance;
-                if found {
+                let r = model.residuals(cand, pc);
+                let eps = r.eps_abs;
+                if eps <= tolerance {
+                    found = Some(r);
                     pb.copy_from_slice(cand);
                     return None;
                 }
@@ -357,11 +366,17 @@ impl AdmmCore {
                 Some(eps)
             },
         );
-        if !found {
-            return None;
-        }
+        let r = found?;
+        // The accepted candidate's velocity and residuals are those of the
+        // test's last call (it ends the polish): `evaluate`, less the work.
         z.copy_from_slice(&self.polish_best);
-        Some(self.evaluate(model, a, d, b, z, c, best_eps))
+        c.copy_from_slice(&self.polish_c);
+        model.correction(c, &mut self.s);
+        if r.eps_abs < *best_eps {
+            *best_eps = r.eps_abs;
+            self.best.copy_from_slice(z);
+        }
+        Some(r)
     }
 
     /// Runs ADMM from the guess `z` (n); leaves the solution in `z` and its
@@ -410,7 +425,10 @@ impl AdmmCore {
             return Ok(stats);
         }
         // The warm start's modes are often the solution's: one polish
-        // before the spectrum estimate and any factorization.
+        // before the spectrum estimate and any factorization, first with
+        // the factors of the last polish where its unknowns are these.
+        self.polish.reuse = true;
+        self.polish.reused = 0;
         if settings.polish
             && let Some(r) = self.polished(
                 model,
@@ -426,10 +444,12 @@ impl AdmmCore {
         {
             stats.residuals = r;
             stats.polishes += 1;
+            stats.reused_factors = self.polish.reused;
             stats.converged = true;
             stats.rho = options.rho.unwrap_or(0.0);
             return Ok(stats);
         }
+        self.polish.reuse = false;
         // Where the polish fails, Newton steps from the warm start usually
         // finish (the humanoid under random controls: 2 675 of 4 974
         // solves). They need `G` checked first, by a factorization; with
@@ -911,6 +931,9 @@ impl ContactSolver for AdmmSolver {
     }
     fn set_finisher_scale(&mut self, scale: usize) -> bool {
         self.core.polish.newton.set_scale(scale)
+    }
+    fn forget_kept(&mut self) {
+        self.core.forget_kept();
     }
     fn solve(
         &mut self,

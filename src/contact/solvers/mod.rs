@@ -156,6 +156,10 @@ pub struct SolverStats {
     pub inner_iterations: usize,
     /// ADMM (NCP): active-set polishes or Newton finishes that solved the problem.
     pub polishes: usize,
+    /// ADMM (NCP, CPU, tree path): polishes that solved the problem with the
+    /// factors kept from an earlier solve of the same unknowns (no
+    /// factorization; counted in `polishes` too).
+    pub reused_factors: usize,
     /// ADMM (NCP): steps of the semismooth Newton finisher (each a dense
     /// `m × m` LU), tried where the polish failed.
     pub newton_steps: usize,
@@ -221,6 +225,12 @@ pub trait ContactSolver: Send {
     fn set_finisher_scale(&mut self, scale: usize) -> bool {
         scale == 0
     }
+    /// Drops what the solver keeps from its last solves besides its warm
+    /// start (ADMM's polish keeps the factors of its last system, and a
+    /// solve that reuses them ends within the tolerance of one that does
+    /// not, yet not bit for bit): the next solve then depends on the
+    /// problem, the warm start and [`Self::finisher_scale`] only.
+    fn forget_kept(&mut self) {}
     /// ADMM's final penalty in the last solve, to warm start the next one;
     /// `None` when that solve chose none (a warm start that solved it).
     fn last_rho(&self) -> Option<f64> {

@@ -38,13 +38,15 @@
 //! `ε_abs` ≈ 1e-4 long after the modes are settled. One polish there costs
 //! one `k × k` factorization (`k ≤ m`).
 
+mod tree;
+
+use crate::contact::ContactMode;
 use crate::contact::RowSet;
 use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
 use crate::contact::operator::{Delassus, DelassusOperator};
-use crate::contact::{ContactMode, TreeDelassus};
-use crate::model::NO_DOF;
 use nalgebra::DMatrix;
+use tree::{Blocks, resolve_tree, solve_tree};
 
 /// Reusable buffers (no allocation once grown).
 #[derive(Default)]
@@ -104,6 +106,26 @@ pub(crate) struct PolishWork {
     lambda: Vec<f64>,
     w: Vec<f64>,
     zero: Vec<f64>,
+    /// Tree path: whether the factors above (`h`, `pivot`, `rows`,
+    /// `delta`, `dofs`, `offsets`, `blocks`) are those of the last polish
+    /// that solved its problem, whose unknowns `kept_unknowns` are, in a
+    /// tree of `kept_nv` dofs (see [`resolve_tree`]).
+    kept: bool,
+    kept_unknowns: Vec<Unknown>,
+    kept_nv: usize,
+    /// Set by the caller for one polish: try the kept factors first.
+    pub(crate) reuse: bool,
+    /// Polishes that the kept factors finished (the caller reads and
+    /// resets it).
+    pub(crate) reused: usize,
+}
+
+impl PolishWork {
+    /// The next polish factorizes afresh (see
+    /// [`super::ContactSolver::forget_kept`]).
+    pub(crate) fn forget_kept(&mut self) {
+        self.kept = false;
+    }
 }
 
 /// `ε` of the regularized factorization, relative to `H`'s largest entry
@@ -115,7 +137,7 @@ const REGULARIZATION: f64 = 1e-6;
 /// Iterative refinements of each solve.
 const REFINEMENTS: usize = 3;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Unknown {
     /// `λ[row] = y`.
     Row(usize),
@@ -224,12 +246,29 @@ pub(crate) fn polish(
     let mut last = f64::INFINITY;
     work.reference.clear();
     work.reference.extend_from_slice(z);
+    // The last solved problem's factors, where its unknowns are these
+    // modes' (a pile at rest, a robot standing): no factorization.
+    if std::mem::take(&mut work.reuse)
+        && work.kept
+        && solve_modes(work, mu, a, d, b, candidate, true)
+        && accept(candidate).is_none()
+    {
+        work.reused += 1;
+        return true;
+    }
     for round in 0..MAX_ROUNDS {
-        if !solve_modes(work, mu, a, d, b, candidate) {
+        if !solve_modes(work, mu, a, d, b, candidate, false) {
             return false;
         }
         work.reference.copy_from_slice(candidate);
         let Some(eps) = accept(candidate) else {
+            if let Delassus::Tree(t) = a
+                && !work.unknowns.is_empty()
+            {
+                work.kept = true;
+                work.kept_nv = t.nv();
+                work.kept_unknowns.clone_from(&work.unknowns);
+            }
             return true;
         };
         // Past `rounds`, go on only while the residual keeps halving (the
@@ -246,7 +285,9 @@ pub(crate) fn polish(
     false
 }
 
-/// Solves the linear system of the current modes into `candidate`.
+/// Solves the linear system of the current modes into `candidate`; with
+/// `reuse`, by the kept factors ([`resolve_tree`]), and false where they
+/// are not these modes' or do not converge.
 fn solve_modes(
     work: &mut PolishWork,
     mu: &[f64],
@@ -254,6 +295,7 @@ fn solve_modes(
     d: &[f64],
     b: &[f64],
     candidate: &mut [f64],
+    reuse: bool,
 ) -> bool {
     let nc = mu.len();
     work.unknowns.clear();
@@ -289,6 +331,12 @@ fn solve_modes(
             }
         }
     }
+    if reuse
+        && !(matches!(a, Delassus::Tree(t) if t.nv() == work.kept_nv)
+            && work.unknowns == work.kept_unknowns)
+    {
+        return false;
+    }
     candidate.copy_from_slice(&work.fixed);
     let n = work.unknowns.len();
     if n == 0 {
@@ -310,6 +358,7 @@ fn solve_modes(
         });
     }
     let solved = match a {
+        Delassus::Tree(t) if reuse => resolve_tree(work, mu, t, d, b),
         Delassus::Dense(a) => solve_dense(work, mu, a, d, b),
         Delassus::Tree(t) => solve_tree(work, mu, t, d, b),
     };
@@ -348,6 +397,7 @@ fn column(work: &PolishWork, mu: &[f64], j: usize) -> (usize, [f64; 3]) {
 /// The reduced system with the dense `G`: `H` formed, factored by LU
 /// (regularized) and refined; the unknowns in `work.y`.
 fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b: &[f64]) -> bool {
+    work.kept = false;
     let n = work.unknowns.len();
     work.h.resize(n * n, 0.0);
     work.y.resize(n, 0.0);
@@ -425,254 +475,6 @@ fn solve_dense(work: &mut PolishWork, mu: &[f64], a: &DMatrix<f64>, d: &[f64], b
         work.y[j] += work.y0[j];
     }
     true
-}
-
-/// The reduced system with `G`'s factors: `H + εI = Δ + U M⁻¹ Vᵀ`, with
-/// `U`'s rows `E J` (the equations' rows of `J`), `V`'s rows `Bᵀ J` (the
-/// unknowns' impulse directions) and `Δ` diagonal (`E R B` is: each unknown
-/// has its own equation row), solved by the Woodbury identity through the
-/// `nv × nv` matrix `M + Vᵀ Δ⁻¹ U` (LU: `V ≠ U` where contacts slide),
-/// then refined against `H` like the dense path. `ε` is relative to `H`'s
-/// largest diagonal entry (the dense path's largest entry, for sticking
-/// contacts the same).
-fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b: &[f64]) -> bool {
-    let (n, nv, m) = (work.unknowns.len(), t.nv(), b.len());
-    let jac = t.jacobian();
-    let j = &jac.jacobian;
-    t.block_diagonal(&mut work.gdiag);
-    work.rows.clear();
-    work.offsets.clear();
-    work.delta.clear();
-    work.dofs.clear();
-    let mut hmax = 0.0f64;
-    for e in 0..n {
-        let (first, dir) = column(work, mu, e);
-        let row = work.equations[e];
-        let support = jac.contact_support(jac.block_of_row(row));
-        work.offsets.push(work.dofs.len());
-        work.dofs.extend_from_slice(support);
-        for &k in support {
-            work.rows.push(j[(row, k)]);
-        }
-        for &k in support {
-            let mut v = 0.0;
-            for (s, &w) in dir.iter().enumerate() {
-                if w != 0.0 {
-                    v += w * j[(first + s, k)];
-                }
-            }
-            work.rows.push(v);
-        }
-        let mut hjj = d[row];
-        for (s, &w) in dir.iter().enumerate() {
-            if w != 0.0 {
-                hjj += w * t.block_entry(&work.gdiag, row, first + s);
-            }
-        }
-        hmax = hmax.max(hjj.abs());
-        work.delta.push(d[row]);
-    }
-    work.offsets.push(work.dofs.len());
-    for x in work.delta.iter_mut() {
-        *x += REGULARIZATION * hmax;
-    }
-    if !work.delta.iter().all(|&x| x > 0.0) {
-        return false;
-    }
-    // K = M + Σ_j v_j u_jᵀ / Δ_j, one dense block (column-major in h) per
-    // set of dofs the tree and the unknowns' supports join: separate bodies
-    // (a grid of boxes) factor separately, and a body no unknown touches
-    // not at all.
-    let bl = &mut work.blocks;
-    bl.split(t.dof_parent(), &work.dofs, &work.offsets);
-    work.h.clear();
-    work.h.resize(bl.hoff[bl.count()], 0.0);
-    let h = &mut work.h[..];
-    let mass = t.mass();
-    for c in (0..bl.count()).filter(|&c| bl.used[c]) {
-        let (dofs, base) = (bl.dofs(c), bl.hoff[c]);
-        let size = dofs.len();
-        for (jl, &kj) in dofs.iter().enumerate() {
-            let col = &mut h[base + jl * size..base + (jl + 1) * size];
-            for (x, &ki) in col.iter_mut().zip(dofs) {
-                *x = mass[(ki, kj)];
-            }
-        }
-    }
-    // Each support's places in its block.
-    work.local.clear();
-    work.local.extend(work.dofs.iter().map(|&k| bl.local[k]));
-    for e in 0..n {
-        let (start, end) = (work.offsets[e], work.offsets[e + 1]);
-        let Some(&first) = work.dofs[start..end].first() else {
-            continue;
-        };
-        let c = bl.of[first];
-        let (base, size) = (bl.hoff[c], bl.start[c + 1] - bl.start[c]);
-        let (u, v) = work.rows[2 * start..2 * end].split_at(end - start);
-        let local = &work.local[start..end];
-        let inv = 1.0 / work.delta[e];
-        for (&uc, &lc) in u.iter().zip(local) {
-            let uc = uc * inv;
-            if uc != 0.0 {
-                scatter_axpy(
-                    &mut h[base + lc * size..base + (lc + 1) * size],
-                    local,
-                    v,
-                    uc,
-                );
-            }
-        }
-    }
-    work.pivot.resize(nv, 0);
-    for c in 0..bl.count() {
-        let (base, start, size) = (bl.hoff[c], bl.start[c], bl.start[c + 1] - bl.start[c]);
-        if bl.used[c]
-            && !lu_factor(
-                &mut h[base..base + size * size],
-                size,
-                &mut work.pivot[start..start + size],
-            )
-        {
-            return false;
-        }
-    }
-    // rhs = −E((G + R) B y₀ + b), the change δ from y₀ solves H δ = rhs.
-    work.lambda.resize(m, 0.0);
-    work.zero.clear();
-    work.zero.resize(m, 0.0);
-    work.column.resize(m, 0.0);
-    work.w.resize(nv, 0.0);
-    apply_h(work, mu, t, d, b, Source::Y0);
-    work.rhs.clear();
-    for e in 0..n {
-        work.rhs.push(-work.column[work.equations[e]]);
-    }
-    work.y.clear();
-    work.y.extend_from_slice(&work.rhs);
-    woodbury_solve(work);
-    for _ in 0..REFINEMENTS {
-        apply_h(work, mu, t, d, b, Source::Y);
-        work.residual.clear();
-        for e in 0..n {
-            work.residual
-                .push(work.rhs[e] - work.column[work.equations[e]]);
-        }
-        if refined(&work.residual, work.target) {
-            break;
-        }
-        std::mem::swap(&mut work.y, &mut work.residual);
-        woodbury_solve(work);
-        std::mem::swap(&mut work.y, &mut work.residual);
-        for e in 0..n {
-            work.y[e] += work.residual[e];
-        }
-    }
-    for e in 0..n {
-        work.y[e] += work.y0[e];
-    }
-    true
-}
-
-/// Which unknowns [`apply_h`] multiplies.
-#[derive(Clone, Copy, PartialEq)]
-enum Source {
-    /// `work.y0`, with `b` added: `(G + R) B y₀ + b`.
-    Y0,
-    /// `work.y`, without `b`.
-    Y,
-}
-
-/// `work.column = (G + R) B y (+ b)` for the unknowns `y` of `source`
-/// (`H y` is its equations' rows).
-fn apply_h(
-    work: &mut PolishWork,
-    mu: &[f64],
-    t: &TreeDelassus,
-    d: &[f64],
-    b: &[f64],
-    source: Source,
-) {
-    work.lambda.fill(0.0);
-    for e in 0..work.unknowns.len() {
-        let (first, dir) = column(work, mu, e);
-        let y = if source == Source::Y0 {
-            work.y0[e]
-        } else {
-            work.y[e]
-        };
-        for (s, &w) in dir.iter().enumerate() {
-            if w != 0.0 {
-                work.lambda[first + s] += w * y;
-            }
-        }
-    }
-    let rhs = if source == Source::Y0 {
-        b
-    } else {
-        &work.zero[..]
-    };
-    Delassus::Tree(t).affine(d, rhs, &work.lambda, &mut work.column);
-}
-
-/// `work.y ← (Δ + U M⁻¹ Vᵀ)⁻¹ work.y` with the LU of `M + Vᵀ Δ⁻¹ U` in `work.h`.
-fn woodbury_solve(work: &mut PolishWork) {
-    work.w.fill(0.0);
-    for e in 0..work.unknowns.len() {
-        let (start, end) = (work.offsets[e], work.offsets[e + 1]);
-        let v = &work.rows[start + end..2 * end];
-        let te = work.y[e] / work.delta[e];
-        scatter_axpy(&mut work.w, &work.dofs[start..end], v, te);
-    }
-    let bl = &work.blocks;
-    for c in 0..bl.count() {
-        if !bl.used[c] {
-            continue;
-        }
-        let (dofs, base, start) = (bl.dofs(c), bl.hoff[c], bl.start[c]);
-        let size = dofs.len();
-        work.gather.clear();
-        work.gather.extend(dofs.iter().map(|&k| work.w[k]));
-        lu_apply(
-            &work.h[base..base + size * size],
-            size,
-            &work.pivot[start..start + size],
-            &mut work.gather,
-        );
-        for (&k, &x) in dofs.iter().zip(&work.gather) {
-            work.w[k] = x;
-        }
-    }
-    for e in 0..work.unknowns.len() {
-        let (start, end) = (work.offsets[e], work.offsets[e + 1]);
-        let u = &work.rows[2 * start..start + end];
-        let dot = gather_dot(&work.w, &work.dofs[start..end], u);
-        work.y[e] = (work.y[e] - dot) / work.delta[e];
-    }
-}
-
-/// `x[idx[i]] += v[i] · a` for every `i` (a function of its own: the
-/// slices' noalias lets the loop keep them in registers).
-fn scatter_axpy(x: &mut [f64], idx: &[usize], v: &[f64], a: f64) {
-    for (&i, &vi) in idx.iter().zip(v) {
-        x[i] += vi * a;
-    }
-}
-
-/// `Σ v[i] · x[idx[i]]`, summed in order.
-fn gather_dot(x: &[f64], idx: &[usize], v: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for (&i, &vi) in idx.iter().zip(v) {
-        s += vi * x[i];
-    }
-    s
-}
-
-/// Whether a refinement's residual `r` (the reduced system's equation
-/// rows) is within `target` everywhere: the next correction would move the
-/// candidate's velocities by less than that.
-fn refined(r: &[f64], target: f64) -> bool {
-    target > 0.0 && r.iter().all(|x| x.abs() <= target)
 }
 
 /// The angle of `b` from `a`, in (−π, π].
@@ -758,120 +560,4 @@ fn revise_modes(work: &mut PolishWork, mu: &[f64], lambda: &[f64]) -> bool {
         *mode = new;
     }
     changed
-}
-
-/// The dofs split into the sets the kinematic tree and the supports of a
-/// system's unknowns join (union–find), each set's dofs in increasing
-/// order: `K = M + Vᵀ Δ⁻¹ U` is block diagonal over them.
-#[derive(Default)]
-struct Blocks {
-    /// Union–find parents, then each dof's root.
-    root: Vec<usize>,
-    /// A root's set, while numbering them.
-    label: Vec<usize>,
-    /// Each dof's set.
-    of: Vec<usize>,
-    /// The sets' dofs, `sorted[start[c]..start[c + 1]]`.
-    start: Vec<usize>,
-    sorted: Vec<usize>,
-    /// Each dof's place in its set.
-    local: Vec<usize>,
-    /// Where each set's block starts in `h` (`hoff[count]`: the total).
-    hoff: Vec<usize>,
-    /// Whether a set holds an unknown's support (else its block is skipped:
-    /// the Woodbury solve never reaches it).
-    used: Vec<bool>,
-}
-
-impl Blocks {
-    fn find(&mut self, mut k: usize) -> usize {
-        while self.root[k] != k {
-            self.root[k] = self.root[self.root[k]];
-            k = self.root[k];
-        }
-        k
-    }
-
-    fn join(&mut self, a: usize, b: usize) {
-        let (a, b) = (self.find(a), self.find(b));
-        if a != b {
-            self.root[a.max(b)] = a.min(b);
-        }
-    }
-
-    fn count(&self) -> usize {
-        self.start.len() - 1
-    }
-
-    fn dofs(&self, c: usize) -> &[usize] {
-        &self.sorted[self.start[c]..self.start[c + 1]]
-    }
-
-    /// The sets of the tree `parent` joined by the supports
-    /// `dofs[offsets[e]..offsets[e + 1]]`.
-    fn split(&mut self, parent: &[usize], dofs: &[usize], offsets: &[usize]) {
-        let nv = parent.len();
-        self.root.clear();
-        self.root.extend(0..nv);
-        for (k, &p) in parent.iter().enumerate() {
-            if p != NO_DOF {
-                self.join(k, p);
-            }
-        }
-        for w in offsets.windows(2) {
-            let support = &dofs[w[0]..w[1]];
-            if let Some((&first, rest)) = support.split_first() {
-                for &k in rest {
-                    self.join(first, k);
-                }
-            }
-        }
-        self.label.clear();
-        self.label.resize(nv, usize::MAX);
-        self.of.clear();
-        self.start.clear();
-        self.start.push(0);
-        for k in 0..nv {
-            let r = self.find(k);
-            if self.label[r] == usize::MAX {
-                self.label[r] = self.start.len() - 1;
-                self.start.push(0);
-            }
-            self.of.push(self.label[r]);
-        }
-        let count = self.start.len() - 1;
-        for k in 0..nv {
-            self.start[self.of[k] + 1] += 1;
-        }
-        for c in 0..count {
-            self.start[c + 1] += self.start[c];
-        }
-        // Each set's dofs in increasing order (`label` reused as cursors).
-        self.label.clear();
-        self.label.extend_from_slice(&self.start[..count]);
-        self.sorted.clear();
-        self.sorted.resize(nv, 0);
-        self.local.clear();
-        self.local.resize(nv, 0);
-        for k in 0..nv {
-            let c = self.of[k];
-            self.sorted[self.label[c]] = k;
-            self.local[k] = self.label[c] - self.start[c];
-            self.label[c] += 1;
-        }
-        self.used.clear();
-        self.used.resize(count, false);
-        for w in offsets.windows(2) {
-            if let Some(&k) = dofs[w[0]..w[1]].first() {
-                self.used[self.of[k]] = true;
-            }
-        }
-        self.hoff.clear();
-        self.hoff.push(0);
-        for c in 0..count {
-            let size = self.start[c + 1] - self.start[c];
-            let used = if self.used[c] { size * size } else { 0 };
-            self.hoff.push(self.hoff[c] + used);
-        }
-    }
 }

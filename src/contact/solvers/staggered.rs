@@ -145,6 +145,10 @@ impl ContactSolver for Staggered {
     fn kind(&self) -> SolverKind {
         SolverKind::Staggered
     }
+    fn forget_kept(&mut self) {
+        self.normal.forget_kept();
+        self.friction.forget_kept();
+    }
 
     fn solve(
         &mut self,

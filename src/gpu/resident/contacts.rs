@@ -20,10 +20,10 @@
 //! segment of its side or a square inscribed in a cap; a hull's: the first
 //! four vertices of its face most aligned with the plane's inner normal; an
 //! ellipsoid's: its one support point); between moving shapes, parry's one-point manifolds
-//! and, for two boxes, its cuboid–cuboid manifold: the separating axis of
+//! and, for two boxes, `collision::boxes`: the separating axis of
 //! largest separation among both boxes' face normals and their edges'
 //! cross products, then the two faces most aligned with it clipped against
-//! each other). A box–box contact's warm start is found again by its
+//! each other with a tolerance). A box–box contact's warm start is found again by its
 //! features (vertex–face, face–vertex or edge–edge), as the host's
 //! `ContactKey`.
 //!

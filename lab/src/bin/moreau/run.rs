@@ -16,16 +16,18 @@ pub(crate) struct Tally {
     solves: usize,
     unconverged: usize,
     /// Solves by how they ended ([`Finish`]): count and solve-stage seconds.
-    finishes: [(usize, f64); 5],
+    finishes: [(usize, f64); 6],
 }
 
 /// How a solve ended, cheapest first: its warm start already solved it; an
-/// active-set polish did, before any ADMM iteration; Newton steps did
+/// active-set polish did, before any ADMM iteration, with the factors kept
+/// from an earlier solve or with its own; Newton steps did
 /// (after a factorization); ADMM iterated; ADMM reached its cap and the
 /// `ncp-pgs` fallback swept (whether or not it solved the problem).
 #[derive(Clone, Copy)]
 enum Finish {
     WarmStart,
+    KeptPolish,
     Polish,
     Newton,
     Admm,
@@ -33,8 +35,9 @@ enum Finish {
 }
 
 impl Finish {
-    const ALL: [Finish; 5] = [
+    const ALL: [Finish; 6] = [
         Finish::WarmStart,
+        Finish::KeptPolish,
         Finish::Polish,
         Finish::Newton,
         Finish::Admm,
@@ -47,6 +50,8 @@ impl Finish {
             Finish::Admm
         } else if s.newton_steps > 0 {
             Finish::Newton
+        } else if s.reused_factors > 0 {
+            Finish::KeptPolish
         } else if s.polishes > 0 {
             Finish::Polish
         } else {
@@ -56,6 +61,7 @@ impl Finish {
     fn name(self) -> &'static str {
         match self {
             Finish::WarmStart => "warm start",
+            Finish::KeptPolish => "polish with kept factors",
             Finish::Polish => "polish",
             Finish::Newton => "Newton",
             Finish::Admm => "ADMM iterations",
