@@ -38,15 +38,11 @@
 // factor L (m(m+1)/2, packed lower triangle by rows). z and c are copied to
 // `lambda` and `cvel` at the end of each dispatch.
 
-// WORKGROUP_SIZE, WA_LANES, ADMM_SLOTS, RHO_*, DIVERGENCE_FACTOR and
-// LANCZOS_STEPS are generated from Rust (src/gpu/admm.rs,
-// src/contact/solvers/admm.rs).
-
-const PHASE_POWER: u32 = 3u;
-const PHASE_ATTEMPT: u32 = 4u;
-const PHASE_FACTOR: u32 = 5u;
-const PHASE_ITERATE: u32 = 6u;
-const PHASE_FINAL: u32 = 7u;
+// WORKGROUP_SIZE, WA_LANES, ADMM_SLOTS, RHO_*, DIVERGENCE_FACTOR,
+// LANCZOS_STEPS, the phases PHASE_* (after STATE_DONE), the contact modes
+// MODE_* (as f32: they live among the polish's floats) and the rows' modes
+// ROW_AT_LOWER, ROW_ACTIVE, ROW_AT_UPPER are generated from Rust
+// (src/gpu/admm.rs, src/gpu/shader.rs, src/contact/solvers/admm.rs).
 
 const X: u32 = 0u;
 const ZPREV: u32 = 1u;
@@ -601,23 +597,11 @@ fn backward_unit(pr: Problem, ca: Cache, v: u32, owner: bool, first: u32, stride
 // st.polish packs the phase to return to (4 bits), the round (5 bits) and k
 // (the rest); st.step is the factor's column or the solve's step.
 
-const PHASE_PMODES: u32 = 8u;
-const PHASE_PFACTOR: u32 = 9u;
-const PHASE_PSOLVE: u32 = 10u;
-
 const PMODE: u32 = 0u;
 const PUNK: u32 = 1u;
 const PPIV: u32 = 2u;
 const PAUX: u32 = 3u;
 
-const MODE_BREAKING: f32 = 0.0;
-const MODE_STICKING: f32 = 1.0;
-const MODE_SLIDING: f32 = 2.0;
-// A one-dimensional row's modes (polish.rs RowMode): lambda fixed on its
-// set's lower end (a unilateral row's 0), c = 0, lambda on the upper end.
-const ROW_AT_LOWER: f32 = 0.0;
-const ROW_ACTIVE: f32 = 1.0;
-const ROW_AT_UPPER: f32 = 2.0;
 
 // Index of row k of polish vector v (after the factor).
 fn pk(pr: Problem, v: u32, k: u32) -> u32 {
@@ -1157,10 +1141,10 @@ fn polish_step_cost(pr: Problem, st: SolveResult) -> u32 {
     let m = rows(pr);
     let n = polish_k(st);
     switch st.state {
-        case 8u: { // PHASE_PMODES
+        case PHASE_PMODES: {
             return 12u * m + 16u;
         }
-        case 9u: { // PHASE_PFACTOR
+        case PHASE_PFACTOR: {
             return n * (st.step / 4u + 8u) + 2u * st.step + 16u;
         }
         default: { // PHASE_PSOLVE
@@ -1207,12 +1191,6 @@ fn polish_step_cost(pr: Problem, st: SolveResult) -> u32 {
 // st.polish packs the phase to return to (4 bits), the steps taken (4
 // bits), the scale's index (1 bit) and h (4 bits); st.step is the factor's
 // column or the solve's step.
-
-const PHASE_NSTART: u32 = 11u;
-const PHASE_NJAC: u32 = 12u;
-const PHASE_NFACTOR: u32 = 13u;
-const PHASE_NSOLVE: u32 = 14u;
-const PHASE_NLINE: u32 = 15u;
 
 // Newton's vectors after the polish's: (G + R) delta, the iterate's lambda
 // and c (from NJAC to NSOLVE's end, F in c's place), and ||F||^2 (row 0).
@@ -1606,10 +1584,10 @@ fn newton_step_cost(pr: Problem, st: SolveResult) -> u32 {
     let m = rows(pr);
     let mv = m * (m / 4u + 8u) + 16u;
     switch st.state {
-        case 13u: { // PHASE_NFACTOR
+        case PHASE_NFACTOR: {
             return m * (st.step / 4u + 8u) + 2u * st.step + 16u;
         }
-        case 14u: { // PHASE_NSOLVE
+        case PHASE_NSOLVE: {
             return 2u * mv + m * (m + 4u) + 8u * m;
         }
         default: { // NSTART, NJAC, NLINE
@@ -1999,19 +1977,19 @@ fn step_cost(pr: Problem, st: SolveResult) -> u32 {
     let mv = m * (m / 4u + 8u) + 8u;
     let tri_solve = units(pr) * (units(pr) + 4u) + 8u;
     switch st.state {
-        case 3u: { // PHASE_POWER (the last step's bisection: 100 Sturm counts)
+        case PHASE_POWER: { // the last step's bisection: 100 Sturm counts
             return mv + 8u * m + 110u * LANCZOS_STEPS;
         }
-        case 5u: { // PHASE_FACTOR
+        case PHASE_FACTOR: {
             return (m - st.step) * (st.step / 4u + 8u) + 2u * units(pr) + 8u;
         }
-        case 6u: { // PHASE_ITERATE
+        case PHASE_ITERATE: {
             return mv + tri_solve + 20u * m;
         }
-        case 8u, 9u, 10u: { // the polish's phases
+        case PHASE_PMODES, PHASE_PFACTOR, PHASE_PSOLVE: { // the polish's phases
             return polish_step_cost(pr, st);
         }
-        case 11u, 12u, 13u, 14u, 15u: { // Newton's
+        case PHASE_NSTART, PHASE_NJAC, PHASE_NFACTOR, PHASE_NSOLVE, PHASE_NLINE: { // Newton's
             return newton_step_cost(pr, st);
         }
         default: {
@@ -2222,19 +2200,19 @@ fn wa_step_cost(pr: Problem, st: SolveResult) -> u32 {
     let mv = own * (m / 4u + 8u) + 8u;
     let reduce = 4u * WA_LANES;
     switch st.state {
-        case 3u: { // PHASE_POWER (lane 0's step and the last one's bisection)
+        case PHASE_POWER: { // lane 0's step and the last one's bisection
             return mv + 8u * m + reduce + 110u * LANCZOS_STEPS;
         }
-        case 5u: { // PHASE_FACTOR
+        case PHASE_FACTOR: {
             return own * (st.step / 4u + 8u) + reduce;
         }
-        case 6u: { // PHASE_ITERATE
+        case PHASE_ITERATE: {
             return mv + 2u * units(pr) * (own + 8u) + 20u * own + 2u * reduce;
         }
-        case 8u, 9u, 10u: { // the polish's phases (lane 0)
+        case PHASE_PMODES, PHASE_PFACTOR, PHASE_PSOLVE: { // the polish's phases (lane 0)
             return polish_step_cost(pr, st) + reduce;
         }
-        case 11u, 12u, 13u, 14u, 15u: { // Newton's (lane 0)
+        case PHASE_NSTART, PHASE_NJAC, PHASE_NFACTOR, PHASE_NSOLVE, PHASE_NLINE: { // Newton's (lane 0)
             return newton_step_cost(pr, st) + reduce;
         }
         default: {

@@ -1,85 +1,15 @@
-// Shared by every contact kernel: the batch layout (mirrors src/gpu/batch.rs,
-// whose sizes tests/wgsl.rs checks), access to one problem's packed data, the
+// Shared by every contact kernel: the batch's bindings, access to one problem's packed data, the
 // problem-wide residuals, (G + R) lambda + g, the block test and the end of a
-// solve. The Rust side compiles every kernel as the generated constants
-// (src/gpu/shader.rs), cone.wgsl, this file, then the kernel's own file.
+// solve. The Rust side compiles every kernel as the generated constants and
+// structs (src/gpu/shader.rs; Params, Problem, Contact and SolveResult from
+// GpuParams, GpuProblem, GpuContact and GpuResult in src/gpu/batch.rs),
+// cone.wgsl, this file, then the kernel's own file.
 // Contact 3-vectors are [t1, t2, n] (normal last). A problem's rows are its
 // nc contacts' (3 each), then its nl one-dimensional rows (joint limits, the
 // 1-D cone R+; equalities, R; dry friction, a box: row_bound); their g and R are stored three to a Contact block
 // after the contacts', so that row k of either kind has its g and R at lane
 // k % 3 of block contact_offset + k / 3, and its lambda and c at
 // 3 contact_offset + k.
-
-struct Params {
-    num_problems: u32,
-    model: u32,        // MODEL_* (generated from contact::KernelModel)
-    facets: u32,       // LCP: pyramid facets
-    adaptive_rho: u32, // ADMM
-    omega: f32,        // over-relaxation
-    rho: f32,          // ADMM: initial rho (<= 0: 0.1 L)
-    chunk: u32,        // per problem and dispatch: PGS iterations, ADMM loop budget
-    canary: u32,       // trip count of the canary loop (16)
-    segments: u32,     // PGS main_lanes: segments in use
-    polish: u32,       // ADMM (NCP): polish the warm start and some iterates
-    stall_guard: u32,  // ADMM (NCP, adaptive rho): the stall guard
-    newton: u32,       // ADMM (NCP): Newton where the polish fails
-    floor_stop: u32,   // ADMM: stop at f32's floor under eps_abs (admm.wgsl take_floor)
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
-    // PGS main_lanes: runs of problems with the same lanes per problem,
-    // (first workgroup, first problem, problems, lanes per problem).
-    segment: array<vec4<u32>, LANE_SEGMENTS>,
-}
-
-struct Problem {
-    delassus_offset: u32,
-    contact_offset: u32,
-    nc: u32,
-    max_iterations: u32,
-    tolerance: f32,
-    work_offset: u32,
-    flags: u32,
-    delassus_scale: f32, // max |G_ij|
-    nl: u32,             // unilateral rows, after the contacts' 3 nc
-    stride: u32,          // words between consecutive elements of G, λ/c rows, blocks and scratch (1: packed; interleaved: the problems of its size class)
-    vector_offset: u32,   // row 0 of its λ and c (packed: 3 contact_offset)
-    row_bounds: u32,      // 1: the rows' sets follow G's triangle (row_bound); 0: all unilateral
-}
-
-struct Contact {
-    g_mu: vec4<f32>,       // g_t1, g_t2, g_n, mu (unilateral rows: g of three rows, 0)
-    compliance: vec4<f32>, // R_t1, R_t2, R_n, 0 (unilateral rows: R of three rows, 0)
-}
-
-struct SolveResult {
-    iterations: u32,
-    flags: u32,
-    eps_abs: f32,
-    primal: f32,
-    dual: f32,
-    complementarity: f32,
-    rho: f32,
-    factorizations: u32,
-    state: u32, // STATE_FRESH, STATE_RUNNING, STATE_DONE
-    attempt: u32,
-    last_update: u32,
-    adapt: u32,
-    start_eps: f32,
-    best_eps: f32,
-    scale: f32,
-    step: u32,
-    rho_prev: f32,
-    polishes: u32, // ADMM: polishes that solved the problem (0 or 1)
-    polish: u32,   // ADMM: the polish's state (see admm.wgsl)
-    guarded_from: f32, // ADMM stall guard: rho before its first raise (0: none)
-    rho_floor: f32,    // the floor it set under the balancing (0: none)
-    window_best: f32,  // the window's best eps_abs
-    window_start: u32, // the window's first iteration
-    newton_steps: u32, // ADMM: Newton steps taken
-    eps_floor: f32,    // ADMM: f32's floor under eps_abs at the last iterate (see admm.wgsl take_floor)
-    floor_since: u32,  // ADMM: 1 + the iteration whose iterate came within FLOOR_STALL_FACTOR floors (0: none)
-}
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> problems: array<Problem>;

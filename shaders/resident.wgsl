@@ -341,13 +341,13 @@ fn local_column(jtype: u32, axis: vec3<f32>, a: u32) -> V6 {
     let k = a % 3u;
     let e = vec3<f32>(f32(k == 0u), f32(k == 1u), f32(k == 2u));
     switch jtype {
-        case 1u: {
+        case JOINT_HINGE: {
             return V6(zero3, axis);
         }
-        case 2u: {
+        case JOINT_SLIDE: {
             return V6(axis, zero3);
         }
-        case 3u: {
+        case JOINT_FREE: {
             if (a < 3u) {
                 return V6(e, zero3);
             }
@@ -413,10 +413,10 @@ fn apply_inverse_inertia() {
         unit_live[i] = 0u;
     }
     for (var i = NB - 1u; i >= 1u; i--) {
-        let parent = bu(i, 0u);
-        let iv = bu(i, 3u);
-        let nj = bu(i, 5u);
-        let off = bu(i, 6u);
+        let parent = bu(i, BU_PARENT);
+        let iv = bu(i, BU_IV);
+        let nj = bu(i, BU_NV);
+        let off = bu(i, BU_DINV);
         var live = unit_live[i];
         for (var a = 0u; a < nj; a++) {
             if (unit_f[iv + a] != 0.0) {
@@ -449,10 +449,10 @@ fn apply_inverse_inertia() {
     // (unit_live 2 marks the moving ones; the world does not).
     unit_a[0] = V6(zero3, zero3);
     for (var i = 1u; i < NB; i++) {
-        let iv = bu(i, 3u);
-        let nj = bu(i, 5u);
-        let off = bu(i, 6u);
-        let parent = bu(i, 0u);
+        let iv = bu(i, BU_IV);
+        let nj = bu(i, BU_NV);
+        let off = bu(i, BU_DINV);
+        let parent = bu(i, BU_PARENT);
         if (unit_live[i] == 0u && unit_live[parent] != 2u) {
             for (var k = 0u; k < nj; k++) {
                 unit_f[iv + k] = 0.0;
@@ -548,7 +548,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     world = w;
-    let dt = wp(0u, params.dt);
+    let dt = wp(WP_DT, params.dt);
     let zero3 = vec3<f32>(0.0);
     let zero6 = V6(zero3, zero3);
     let zero33 = mat3x3<f32>(zero3, zero3, zero3);
@@ -564,64 +564,64 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     } else {
         for (var a = 0u; a < params.nu; a++) {
-            let dof = act_u(a, 0u);
-            let iq = act_u(a, 1u);
-            let gear = act_f(a, 2u);
-            let uc = clamp(ctrl[a * n + w], act_f(a, 7u), act_f(a, 8u));
+            let dof = act_u(a, ACT_DOF);
+            let iq = act_u(a, ACT_IQ);
+            let gear = act_f(a, ACT_GEAR);
+            let uc = clamp(ctrl[a * n + w], act_f(a, ACT_CTRL_RANGE), act_f(a, ACT_CTRL_RANGE + 1u));
             let length = gear * q[iq * n + w];
             let speed = gear * v[dof * n + w];
-            let force = act_f(a, 3u) * uc + act_f(a, 4u) + act_f(a, 5u) * length + act_f(a, 6u) * speed;
-            tau_w[dof] += gear * clamp(force, act_f(a, 9u), act_f(a, 10u));
+            let force = act_f(a, ACT_GAIN) * uc + act_f(a, ACT_BIAS) + act_f(a, ACT_BIAS + 1u) * length + act_f(a, ACT_BIAS + 2u) * speed;
+            tau_w[dof] += gear * clamp(force, act_f(a, ACT_FORCE_RANGE), act_f(a, ACT_FORCE_RANGE + 1u));
         }
         for (var k = 0u; k < NV; k++) {
-            let e = df(k, 4u);
+            let e = df(k, DF_EFFORT);
             tau_w[k] = clamp(tau_w[k], -e, e);
         }
     }
     // Springs (explicit) and damping (implicit: −D v here, D·dt in the
     // armature), as free_dynamics.
     for (var k = 0u; k < NV; k++) {
-        let qk = q[u32(df(k, 5u)) * n + w];
-        tau_w[k] -= df(k, 2u) * (qk - df(k, 3u)) + df(k, 1u) * v[k * n + w];
+        let qk = q[u32(df(k, DF_IQ)) * n + w];
+        tau_w[k] -= df(k, DF_STIFFNESS) * (qk - df(k, DF_SPRINGREF)) + df(k, DF_DAMPING) * v[k * n + w];
     }
     rot[0] = IDENTITY3;
     pos[0] = zero3;
     vel[0] = zero6;
-    let viscosity = wp(9u, params.medium.y);
-    let density = wp(8u, params.medium.x);
+    let viscosity = wp(WP_VISCOSITY, params.medium.y);
+    let density = wp(WP_DENSITY, params.medium.x);
     // Forward kinematics, velocities, inertias (forward_kinematics,
     // forward_velocity, the first loop of aba_from_kinematics) and the
     // fluid's wrench.
     for (var i = 1u; i < NB; i++) {
-        let parent = bu(i, 0u);
-        let jtype = bu(i, 1u);
-        let iq = bu(i, 2u);
-        let iv = bu(i, 3u);
-        let nj = bu(i, 5u);
-        let axis = bvec(i, 12u);
+        let parent = bu(i, BU_PARENT);
+        let jtype = bu(i, BU_JOINT);
+        let iq = bu(i, BU_IQ);
+        let iv = bu(i, BU_IV);
+        let nj = bu(i, BU_NV);
+        let axis = bvec(i, BF_AXIS);
         // joint_from_body (JointType::transform).
         var joint_rot = IDENTITY3;
         var joint_pos = zero3;
         switch jtype {
-            case 1u: {
+            case JOINT_HINGE: {
                 joint_rot = exp3(axis * q[iq * n + w]);
             }
-            case 2u: {
+            case JOINT_SLIDE: {
                 joint_pos = axis * q[iq * n + w];
             }
-            case 3u: {
+            case JOINT_FREE: {
                 joint_pos = vec3<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w]);
                 joint_rot = quat_matrix(vec4<f32>(q[(iq + 3u) * n + w], q[(iq + 4u) * n + w], q[(iq + 5u) * n + w], q[(iq + 6u) * n + w]));
             }
-            case 4u: {
+            case JOINT_BALL: {
                 joint_rot = quat_matrix(vec4<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w], q[(iq + 3u) * n + w]));
             }
             default: {}
         }
         // parent_from_body = placement · joint; world_from_body = parent's · that.
-        let placement = bmat(i, 0u);
+        let placement = bmat(i, BF_ROTATION);
         let pfb_rot = placement * joint_rot;
-        let pfb_pos = placement * joint_pos + bvec(i, 9u);
+        let pfb_pos = placement * joint_pos + bvec(i, BF_TRANSLATION);
         rot[i] = rot[parent] * pfb_rot;
         pos[i] = rot[parent] * pfb_pos + pos[parent];
         // The motion columns in the world frame (act_motion) and the joint velocity.
@@ -635,10 +635,10 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         vel[i] = v6_add(vel[parent], vj);
         c[i] = motion_cross(vel[i], vj);
         // The world inertia (Inertia::transformed, write_matrix).
-        let mass = bf(i, 15u);
-        let com = rot[i] * bvec(i, 16u) + pos[i];
-        let r6 = bvec(i, 19u);
-        let r3 = bvec(i, 22u);
+        let mass = bf(i, BF_MASS);
+        let com = rot[i] * bvec(i, BF_COM) + pos[i];
+        let r6 = bvec(i, BF_INERTIA_DIAGONAL);
+        let r3 = bvec(i, BF_INERTIA_OFF_DIAGONAL);
         let inertia_body = mat3x3<f32>(vec3<f32>(r6.x, r3.x, r3.y), vec3<f32>(r3.x, r6.y, r3.z), vec3<f32>(r3.y, r3.z, r6.z));
         let rotational = rot[i] * inertia_body * transpose(rot[i]);
         let mc = skew(com) * mass;
@@ -648,10 +648,10 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         // The fluid (fluid_forces): the inertia box's drag at the centre of
         // mass, in its principal axes; an external wrench enters the bias
         // force with a minus sign.
-        let sides = bvec(i, 36u);
+        let sides = bvec(i, BF_FLUID_SIDES);
         if (sides.x + sides.y + sides.z > 0.0) {
-            let frame = rot[i] * bmat(i, 27u);
-            let lv = transpose(frame) * (vel[i].l + cross(vel[i].a, com) - vec3<f32>(wp(10u, params.wind.x), wp(11u, params.wind.y), wp(12u, params.wind.z)));
+            let frame = rot[i] * bmat(i, BF_FLUID_AXES);
+            let lv = transpose(frame) * (vel[i].l + cross(vel[i].a, com) - vec3<f32>(wp(WP_WIND, params.wind.x), wp(WP_WIND + 1u, params.wind.y), wp(WP_WIND + 2u, params.wind.z)));
             let la = transpose(frame) * vel[i].a;
             var f = zero3;
             var t = zero3;
@@ -674,17 +674,17 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Backward pass (aba_from_kinematics): U = Iᴬ S, D = Sᵀ U + armature,
     // Iᴬ − U D⁻¹ Uᵀ and pᴬ + Iᴬ c + U D⁻¹ (τ − Sᵀ pᴬ) passed to the parent.
     for (var i = NB - 1u; i >= 1u; i--) {
-        let parent = bu(i, 0u);
-        let iv = bu(i, 3u);
-        let nj = bu(i, 5u);
-        let off = bu(i, 6u);
+        let parent = bu(i, BU_PARENT);
+        let iv = bu(i, BU_IV);
+        let nj = bu(i, BU_NV);
+        let off = bu(i, BU_DINV);
         var m = ia[i];
         var p = pa[i];
         if (nj == 1u) {
             // A hinge or slide: D is a scalar (the common case, kept short).
             let si = s[iv];
             let ui = m6_apply(m, si);
-            let d = 1.0 / (v6_dot(si, ui) + df(iv, 0u));
+            let d = 1.0 / (v6_dot(si, ui) + df(iv, DF_ARMATURE));
             let b = tau_w[iv] - v6_dot(si, p);
             u[iv] = ui;
             ub[iv] = b;
@@ -709,7 +709,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
             for (var b = 0u; b < nj; b++) {
                 dmat[a * 6u + b] = v6_dot(s[iv + a], u[iv + b]);
             }
-            dmat[a * 6u + a] += df(iv + a, 0u);
+            dmat[a * 6u + a] += df(iv + a, DF_ARMATURE);
         }
         invert_joint_block(nj, off);
         if (parent != 0u) {
@@ -735,12 +735,12 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
     // Forward pass: accelerations, and the free velocity.
-    acc[0] = V6(-vec3<f32>(wp(1u, params.gravity.x), wp(2u, params.gravity.y), wp(3u, params.gravity.z)), zero3);
+    acc[0] = V6(-vec3<f32>(wp(WP_GRAVITY, params.gravity.x), wp(WP_GRAVITY + 1u, params.gravity.y), wp(WP_GRAVITY + 2u, params.gravity.z)), zero3);
     for (var i = 1u; i < NB; i++) {
-        let iv = bu(i, 3u);
-        let nj = bu(i, 5u);
-        let off = bu(i, 6u);
-        var a = v6_add(acc[bu(i, 0u)], c[i]);
+        let iv = bu(i, BU_IV);
+        let nj = bu(i, BU_NV);
+        let off = bu(i, BU_DINV);
+        var a = v6_add(acc[bu(i, BU_PARENT)], c[i]);
         if (nj == 1u) {
             let x = dinv[off] * (ub[iv] - v6_dot(u[iv], a));
             ddq[iv] = x;
@@ -785,20 +785,20 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Joint limits (active_limits, assemble_problem): a row per stop that
     // is within the margin or would be crossed at the free velocity,
     // g = ±v_f + (d/dt if d ≥ 0, else β d/dt), λ ≥ 0 ⟂ (G + R)λ + g ≥ 0.
-    let margin = wp(4u, params.limits.x);
-    let beta = wp(5u, params.limits.y);
+    let margin = wp(WP_LIMIT_MARGIN, params.limits.x);
+    let beta = wp(WP_BAUMGARTE, params.limits.y);
     var nl = 0u;
     for (var i = 1u; i < NB; i++) {
-        if (bu(i, 4u) == 0u) {
+        if (bu(i, BU_LIMITED) == 0u) {
             continue;
         }
-        let dof = bu(i, 3u);
-        let qv = q[bu(i, 2u) * n + w];
+        let dof = bu(i, BU_IV);
+        let qv = q[bu(i, BU_IQ) * n + w];
         for (var side = 0u; side < 2u; side++) {
-            var dist = qv - bf(i, 25u);
+            var dist = qv - bf(i, BF_RANGE);
             var sign = 1.0;
             if (side == 1u) {
-                dist = bf(i, 26u) - qv;
+                dist = bf(i, BF_RANGE + 1u) - qv;
                 sign = -1.0;
             }
             if ((dist < margin || dist + dt * sign * v_free[dof] < 0.0) && nl < LROWS) {
@@ -835,14 +835,14 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         // Compliance R = α diag(G).
         for (var a = 0u; a < nl; a++) {
-            set_gm(a * LROWS + a, gm(a * LROWS + a) * (1.0 + wp(6u, params.limits.z)));
+            set_gm(a * LROWS + a, gm(a * LROWS + a) * (1.0 + wp(WP_COMPLIANCE, params.limits.z)));
         }
         // The LCP λ ≥ 0 ⟂ (G + R)λ + g ≥ 0 solved exactly by Murty's
         // least-index principal pivoting (finite for G + R positive
         // definite): start from the rows with g < 0, solve the active
         // rows' equations, move the first row that violates its sign
         // (an active λ < 0, an inactive (G+R)λ + g < 0) across, repeat.
-        let tol = wp(7u, params.limits.w);
+        let tol = wp(WP_TOLERANCE, params.limits.w);
         for (var a = 0u; a < nl; a++) {
             row_in[a] = u32(row_g[a] < 0.0);
         }
@@ -897,14 +897,14 @@ fn commit(w: u32, n: u32, dt: f32) -> bool {
     }
     var q_next: array<f32, NQ>;
     for (var i = 1u; i < NB; i++) {
-        let jtype = bu(i, 1u);
-        let iq = bu(i, 2u);
-        let iv = bu(i, 3u);
+        let jtype = bu(i, BU_JOINT);
+        let iq = bu(i, BU_IQ);
+        let iv = bu(i, BU_IV);
         switch jtype {
-            case 1u, 2u: {
+            case JOINT_HINGE, JOINT_SLIDE: {
                 q_next[iq] = q[iq * n + w] + dt * vn[iv];
             }
-            case 3u: {
+            case JOINT_FREE: {
                 // p + R · (J_l(ω dt) v dt), quaternion ⊗ exp(ω dt).
                 let lin = vec3<f32>(vn[iv], vn[iv + 1u], vn[iv + 2u]) * dt;
                 let ang = vec3<f32>(vn[iv + 3u], vn[iv + 4u], vn[iv + 5u]) * dt;
@@ -919,7 +919,7 @@ fn commit(w: u32, n: u32, dt: f32) -> bool {
                 q_next[iq + 5u] = qn.z;
                 q_next[iq + 6u] = qn.w;
             }
-            case 4u: {
+            case JOINT_BALL: {
                 let ang = vec3<f32>(vn[iv], vn[iv + 1u], vn[iv + 2u]) * dt;
                 let quat = vec4<f32>(q[iq * n + w], q[(iq + 1u) * n + w], q[(iq + 2u) * n + w], q[(iq + 3u) * n + w]);
                 let qn = normalize(quat_mul(normalize(quat), quat_exp(ang)));

@@ -18,56 +18,9 @@
 // PAIR_F32, STATE_DONE, FLAG_LOOP_LIMIT, WORLD_* (a world's flag values),
 // CW_* (sections of the contact scratch), HAS_* (whether the model has
 // pairs of each kind: the others' code folds away, and lavapipe compiles
-// a model's kernel faster).
-
-struct CProblem {
-    delassus_offset: u32,
-    contact_offset: u32,
-    nc: u32,
-    max_iterations: u32,
-    tolerance: f32,
-    work_offset: u32,
-    flags: u32,
-    delassus_scale: f32,
-    nl: u32,
-    stride: u32,
-    vector_offset: u32,
-    pad: u32,
-}
-
-struct CBlock {
-    g_mu: vec4<f32>,
-    compliance: vec4<f32>,
-}
-
-struct CResult {
-    iterations: u32,
-    flags: u32,
-    eps_abs: f32,
-    primal: f32,
-    dual: f32,
-    complementarity: f32,
-    rho: f32,
-    factorizations: u32,
-    state: u32,
-    attempt: u32,
-    last_update: u32,
-    adapt: u32,
-    start_eps: f32,
-    best_eps: f32,
-    scale: f32,
-    step: u32,
-    rho_prev: f32,
-    polishes: u32,
-    polish: u32,
-    guarded_from: f32,
-    rho_floor: f32,
-    window_best: f32,
-    window_start: u32,
-    newton_steps: u32,
-    eps_floor: f32,
-    floor_since: u32,
-}
+// a model's kernel faster); the structs Problem, Contact and SolveResult,
+// generated from their Rust twins (src/gpu/batch.rs) as the solver
+// kernels' are.
 
 // Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7, 8: a ball,
 // capsule, box, cylinder or convex hull against a half-space on the world;
@@ -81,11 +34,11 @@ struct CResult {
 // half-space's normal (3) and offset, friction, restitution, 0, 0; then
 // b's collider, radius and half extents as a's (24 to 39).
 @group(1) @binding(1) var<storage, read> pair_f32: array<f32>;
-@group(1) @binding(2) var<storage, read_write> problems: array<CProblem>;
+@group(1) @binding(2) var<storage, read_write> problems: array<Problem>;
 @group(1) @binding(3) var<storage, read_write> delassus: array<f32>;
-@group(1) @binding(4) var<storage, read_write> blocks: array<CBlock>;
+@group(1) @binding(4) var<storage, read_write> blocks: array<Contact>;
 @group(1) @binding(5) var<storage, read_write> lambda: array<f32>;
-@group(1) @binding(6) var<storage, read_write> results: array<CResult>;
+@group(1) @binding(6) var<storage, read_write> results: array<SolveResult>;
 // Each world's contact scratch, world-minor (sections CW_*).
 @group(1) @binding(7) var<storage, read_write> cwork: array<f32>;
 
@@ -294,35 +247,35 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
     var nc = 0u;
     dropped = 0u;
     for (var p = 0u; p < NPAIRS; p++) {
-        let body = pu(p, 0u);
-        let kind = pu(p, 1u);
-        let grot = rot[body] * mat3x3<f32>(pvec(p, 0u), pvec(p, 3u), pvec(p, 6u));
-        let gpos = rot[body] * pvec(p, 9u) + pos[body];
-        let border = pf(p, 12u);
-        let half = pvec(p, 13u);
-        let nrm = pvec(p, 16u);
-        let offset = pf(p, 19u);
-        if (HAS_BOX_BOX && kind == 6u) {
+        let body = pu(p, PU_BODY_A);
+        let kind = pu(p, PU_KIND);
+        let grot = rot[body] * mat3x3<f32>(pvec(p, PF_A + PG_ROTATION), pvec(p, PF_A + PG_ROTATION + 3u), pvec(p, PF_A + PG_ROTATION + 6u));
+        let gpos = rot[body] * pvec(p, PF_A + PG_TRANSLATION) + pos[body];
+        let border = pf(p, PF_A + PG_RADIUS);
+        let half = pvec(p, PF_A + PG_HALF);
+        let nrm = pvec(p, PF_NORMAL);
+        let offset = pf(p, PF_OFFSET);
+        if (HAS_BOX_BOX && kind == PAIR_BOX_BOX) {
             nc = collide_boxes(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
-        if (HAS_MOVING && (kind == 4u || kind == 5u)) {
+        if (HAS_MOVING && (kind == PAIR_ROUND_ROUND || kind == PAIR_BOX_BALL)) {
             nc = collide_moving(p, nc, grot, gpos, margin, friction_scale);
             continue;
         }
         let dir = transpose(grot) * (-nrm);
         var count = 1u;
-        if (kind == 2u) {
+        if (kind == PAIR_CAPSULE_PLANE) {
             count = 2u;
-        } else if (kind == 3u) {
+        } else if (kind == PAIR_BOX_PLANE) {
             count = 4u;
-        } else if (HAS_CYLINDERS && kind == 7u) {
+        } else if (HAS_CYLINDERS && kind == PAIR_CYLINDER_PLANE) {
             count = select(4u, 2u, abs(dir.y) < 0.5);
         }
         // A hull: its face most aligned with dir (the first of equals).
-        let hull = pu(p, 4u);
+        let hull = pu(p, PU_HULL);
         var face = 0u;
-        if (HAS_HULLS && kind == 8u) {
+        if (HAS_HULLS && kind == PAIR_HULL_PLANE) {
             let nf = u32(pair_f32[hull]);
             var best = -3.4e38;
             for (var f = 0u; f < nf; f++) {
@@ -338,22 +291,22 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
         for (var k = 0u; k < count; k++) {
             var local = vec3<f32>(0.0);
             var vslot = 0u;
-            if (kind == 2u) {
+            if (kind == PAIR_CAPSULE_PLANE) {
                 // capsule_z's segment: (0, 0, −h) then (0, 0, h).
                 local = vec3<f32>(0.0, 0.0, select(-half.z, half.z, k == 1u));
                 vslot = k;
-            } else if (kind == 3u) {
+            } else if (kind == PAIR_BOX_PLANE) {
                 let bv = box_vertex(half, dir, k);
                 local = bv.xyz;
                 vslot = u32(bv.w);
-            } else if (HAS_CYLINDERS && kind == 7u) {
+            } else if (HAS_CYLINDERS && kind == PAIR_CYLINDER_PLANE) {
                 let cv = cylinder_vertex(half.x, half.y, dir, k);
                 local = cv.xyz;
                 vslot = u32(cv.w);
-            } else if (kind == 9u) {
+            } else if (kind == PAIR_ELLIPSOID_PLANE) {
                 // An ellipsoid's support point: radii² d / |radii d|.
                 local = half * half * dir / length(half * dir);
-            } else if (HAS_HULLS && kind == 8u) {
+            } else if (HAS_HULLS && kind == PAIR_HULL_PLANE) {
                 vslot = u32(pair_f32[face + 4u + k]);
                 let at = hull + 1u + 8u * u32(pair_f32[hull]) + 3u * vslot;
                 local = vec3<f32>(pair_f32[at], pair_f32[at + 1u], pair_f32[at + 2u]);
@@ -366,7 +319,7 @@ fn collide(margin: f32, friction_scale: f32) -> u32 {
             // Midway between the surfaces.
             let at = contact_record(nc, d);
             if (at < CMAX) {
-                set_contact(at, pu(p, 2u) + vslot, vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, 20u) * friction_scale);
+                set_contact(at, pu(p, PU_SLOT) + vslot, vslot, p, body, 0u, nrm, pw - nrm * (border + 0.5 * d), d, pf(p, PF_FRICTION) * friction_scale);
             }
             nc = min(nc + 1u, CMAX);
         }
@@ -414,20 +367,20 @@ fn closest_segments(p0: vec3<f32>, p1: vec3<f32>, q0: vec3<f32>, q1: vec3<f32>) 
 // A pair of moving geometries (kinds 4 and 5): at most one contact, at
 // index nc; returns the new count. The normal n points from b to a.
 fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f32, friction_scale: f32) -> u32 {
-    let body_b = pu(p, 3u);
-    let brot = rot[body_b] * mat3x3<f32>(pvec(p, 24u), pvec(p, 27u), pvec(p, 30u));
-    let bpos = rot[body_b] * pvec(p, 33u) + pos[body_b];
-    let ra = pf(p, 12u);
-    let rb = pf(p, 36u);
+    let body_b = pu(p, PU_BODY_B);
+    let brot = rot[body_b] * mat3x3<f32>(pvec(p, PF_B + PG_ROTATION), pvec(p, PF_B + PG_ROTATION + 3u), pvec(p, PF_B + PG_ROTATION + 6u));
+    let bpos = rot[body_b] * pvec(p, PF_B + PG_TRANSLATION) + pos[body_b];
+    let ra = pf(p, PF_A + PG_RADIUS);
+    let rb = pf(p, PF_B + PG_RADIUS);
     // The closest points of a's and b's cores, and the direction u from
     // b's core to a's along which they separate.
     var core_a = gpos;
     var core_b = bpos;
     var u = vec3<f32>(0.0);
     var dist = 0.0;
-    if (pu(p, 1u) == 4u) {
-        let ha = grot * vec3<f32>(0.0, 0.0, pf(p, 15u));
-        let hb = brot * vec3<f32>(0.0, 0.0, pf(p, 39u));
+    if (pu(p, PU_KIND) == PAIR_ROUND_ROUND) {
+        let ha = grot * vec3<f32>(0.0, 0.0, pf(p, PF_A + PG_HALF + 2u));
+        let hb = brot * vec3<f32>(0.0, 0.0, pf(p, PF_B + PG_HALF + 2u));
         let cp = closest_segments(gpos - ha, gpos + ha, bpos - hb, bpos + hb);
         core_a = cp[0];
         core_b = cp[1];
@@ -442,13 +395,13 @@ fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f
         let box_is_a = ra == 0.0;
         var brot2 = grot;
         var bo = gpos;
-        var half = pvec(p, 13u);
+        var half = pvec(p, PF_A + PG_HALF);
         var centre = bpos;
         var radius = rb;
         if (!box_is_a) {
             brot2 = brot;
             bo = bpos;
-            half = pvec(p, 37u);
+            half = pvec(p, PF_B + PG_HALF);
             centre = gpos;
             radius = ra;
         }
@@ -491,7 +444,7 @@ fn collide_moving(p: u32, nc: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f
     // Midway between the surfaces (a box's radius is 0).
     let at = contact_record(nc, dist);
     if (at < CMAX) {
-        set_contact(at, pu(p, 2u), 0u, p, pu(p, 0u), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, 20u) * friction_scale);
+        set_contact(at, pu(p, PU_SLOT), 0u, p, pu(p, PU_BODY_A), body_b, u, 0.5 * ((core_a - u * ra) + (core_b + u * rb)), dist, pf(p, PF_FRICTION) * friction_scale);
     }
     return min(nc + 1u, CMAX);
 }
@@ -673,7 +626,7 @@ fn box_box_contact(nc: u32, p1: vec3<f32>, p2: vec3<f32>, d: f32, key: u32) -> u
     let p = bb.pair;
     let at = contact_record(nc, d);
     if (at < CMAX) {
-        set_contact(at, pu(p, 2u) + bb_count, key, p, pu(p, 0u), pu(p, 3u), bb.normal, bb.rot_a * mid + bb.pos_a, d, bb.mu);
+        set_contact(at, pu(p, PU_SLOT) + bb_count, key, p, pu(p, PU_BODY_A), pu(p, PU_BODY_B), bb.normal, bb.rot_a * mid + bb.pos_a, d, bb.mu);
     }
     bb_count += 1u;
     return min(nc + 1u, CMAX);
@@ -681,11 +634,11 @@ fn box_box_contact(nc: u32, p1: vec3<f32>, p2: vec3<f32>, d: f32, key: u32) -> u
 
 fn collide_boxes(p: u32, nc_in: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin: f32, friction_scale: f32) -> u32 {
     var nc = nc_in;
-    let body_b = pu(p, 3u);
-    let brot = rot[body_b] * mat3x3<f32>(pvec(p, 24u), pvec(p, 27u), pvec(p, 30u));
-    let bpos = rot[body_b] * pvec(p, 33u) + pos[body_b];
-    let h1 = pvec(p, 13u);
-    let h2 = pvec(p, 37u);
+    let body_b = pu(p, PU_BODY_B);
+    let brot = rot[body_b] * mat3x3<f32>(pvec(p, PF_B + PG_ROTATION), pvec(p, PF_B + PG_ROTATION + 3u), pvec(p, PF_B + PG_ROTATION + 6u));
+    let bpos = rot[body_b] * pvec(p, PF_B + PG_TRANSLATION) + pos[body_b];
+    let h1 = pvec(p, PF_A + PG_HALF);
+    let h2 = pvec(p, PF_B + PG_HALF);
     let r12 = transpose(grot) * brot;
     let t12 = transpose(grot) * (bpos - gpos);
     let r21 = transpose(r12);
@@ -708,7 +661,7 @@ fn collide_boxes(p: u32, nc_in: u32, grot: mat3x3<f32>, gpos: vec3<f32>, margin:
         axis = s3.xyz;
     }
     let scale = max(max(h1.x, max(h1.y, h1.z)), max(h2.x, max(h2.y, h2.z)));
-    bb = BoxBox(p, grot, gpos, -(grot * axis), pf(p, 20u) * friction_scale, margin, 1e-5 * scale);
+    bb = BoxBox(p, grot, gpos, -(grot * axis), pf(p, PF_FRICTION) * friction_scale, margin, 1e-5 * scale);
     bb_count = 0u;
     // The two support faces, b's in a's frame, with their vertices'
     // corners (bit i: coordinate i negative) and the faces' ids.
@@ -800,11 +753,11 @@ fn jacobian_row(k: u32, nc: u32) {
             if (b == 0u) {
                 break;
             }
-            let iv = bu(b, 3u);
-            for (var a = 0u; a < bu(b, 5u); a++) {
+            let iv = bu(b, BU_IV);
+            for (var a = 0u; a < bu(b, BU_NV); a++) {
                 unit_f[iv + a] += sgn * (dot(s[iv + a].l, d) + dot(s[iv + a].a, pd));
             }
-            b = bu(b, 0u);
+            b = bu(b, BU_PARENT);
         }
     }
 }
@@ -821,9 +774,9 @@ fn contact_velocity(m: ptr<private, array<V6, NB>>, i: u32, p: vec3<f32>, d: vec
 fn warm_slot(i: u32) -> u32 {
     let p = c_pair(i);
     let key = c_key(i);
-    var first = pu(p, 2u);
+    var first = pu(p, PU_SLOT);
     var count = 1u;
-    if (pu(p, 1u) == 6u) {
+    if (pu(p, PU_KIND) == PAIR_BOX_BOX) {
         count = BOX_BOX_CONTACTS;
     } else {
         first = c_slot(i);
@@ -839,11 +792,11 @@ fn warm_slot(i: u32) -> u32 {
 // After the free velocity and the limit rows (row_* of `step`, nl of
 // them): the world's contact problem, written for the solver.
 fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
-    let margin = wp(13u, params.contact.x);
-    let friction_scale = wp(14u, params.contact.y);
-    let bounce = wp(15u, params.contact.z);
-    let beta = wp(5u, params.limits.y);
-    let alpha = wp(6u, params.limits.z);
+    let margin = wp(WP_CONTACT_MARGIN, params.contact.x);
+    let friction_scale = wp(WP_FRICTION_SCALE, params.contact.y);
+    let bounce = wp(WP_BOUNCE_VELOCITY, params.contact.z);
+    let beta = wp(WP_BAUMGARTE, params.limits.y);
+    let alpha = wp(WP_COMPLIANCE, params.limits.z);
     let nc = collide(margin, friction_scale);
     // Summed over the steps until the host reads the state back (and
     // clears it): a frame skip's every step counts.
@@ -857,9 +810,9 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         unit_a[i] = V6(vec3<f32>(0.0), vec3<f32>(0.0));
     }
     for (var i = 1u; i < NB; i++) {
-        let iv = bu(i, 3u);
-        var a = unit_a[bu(i, 0u)];
-        for (var k = 0u; k < bu(i, 5u); k++) {
+        let iv = bu(i, BU_IV);
+        var a = unit_a[bu(i, BU_PARENT)];
+        for (var k = 0u; k < bu(i, BU_NV); k++) {
             a = v6_add(a, v6_scale(s[iv + k], v_free[iv + k]));
         }
         unit_a[i] = a;
@@ -868,7 +821,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         let f = frame_from_normal(c_normal(i));
         let p = c_point(i);
         let phi = c_g(i).x;
-        let restitution = pf(c_pair(i), 21u);
+        let restitution = pf(c_pair(i), PF_RESTITUTION);
         let vn_before = contact_velocity(&vel, i, p, f[2]);
         var gn = contact_velocity(&unit_a, i, p, f[2]);
         let impact = restitution > 0.0 && vn_before < -bounce && phi + vn_before * dt <= 0.0;
@@ -918,7 +871,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             let kk = 3u * i + k;
             r[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
         }
-        blocks[i * n + w] = CBlock(vec4<f32>(c_g(i), c_mu(i)), vec4<f32>(r, 0.0));
+        blocks[i * n + w] = Contact(vec4<f32>(c_g(i), c_mu(i)), vec4<f32>(r, 0.0));
         let slot = warm_slot(i);
         var lw = vec3<f32>(NO_WARM);
         if (slot < SLOTS) {
@@ -951,7 +904,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             }
             lambda[(3u * (nc + b) + k) * n + w] = l0;
         }
-        blocks[(nc + b) * n + w] = CBlock(vec4<f32>(gl, 0.0), vec4<f32>(rl, 0.0));
+        blocks[(nc + b) * n + w] = Contact(vec4<f32>(gl, 0.0), vec4<f32>(rl, 0.0));
     }
     for (var j = 0u; j < NV; j++) {
         set_cw(CW_VFREE + j, v_free[j]);
@@ -967,8 +920,23 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         flags[w] = WORLD_LOOP_LIMIT;
         flags_w = FLAG_LOOP_LIMIT;
     }
-    problems[w] = CProblem(w, w, nc, params.solve.x, wp(7u, params.limits.w), w, flags_w, scale, nl, n, w, 0u);
-    results[w] = CResult(0u, 0u, 0.0, 0.0, 0.0, 0.0, rho, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0.0, 0u, 0u, 0.0, 0.0, 0.0, 0u, 0u, 0.0, 0u);
+    // (A function's variables start zeroed: the fields not set are 0.)
+    var pr: Problem;
+    pr.delassus_offset = w;
+    pr.contact_offset = w;
+    pr.nc = nc;
+    pr.max_iterations = params.solve.x;
+    pr.tolerance = wp(WP_TOLERANCE, params.limits.w);
+    pr.work_offset = w;
+    pr.flags = flags_w;
+    pr.delassus_scale = scale;
+    pr.nl = nl;
+    pr.stride = n;
+    pr.vector_offset = w;
+    problems[w] = pr;
+    var res: SolveResult;
+    res.rho = rho;
+    results[w] = res;
 }
 
 // Mesa's lavapipe (22.x) leaves every loop after one iteration once an
@@ -998,7 +966,7 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     world = w;
-    let dt = wp(0u, params.dt);
+    let dt = wp(WP_DT, params.dt);
     let st = results[w];
     set_cw(CW_STATS, bitcast<f32>(st.iterations));
     set_cw(CW_STATS + 1u, st.eps_abs);

@@ -8,20 +8,8 @@
 // and the solve refined VJP_ROUNDS times against Aᵀ itself.
 //
 // Constants from the Rust header: VJP_WORKGROUP, VJP_REGULARIZATION,
-// VJP_ROUNDS, MODE_BREAKING, MODE_STICKING, MODE_SLIDING, VJP_FLAG_SINGULAR.
-
-struct VjpWorld {
-    m: u32,
-    nc: u32,
-    // Offsets into `inputs` (G + R column-major m², then λ, c, μ, λ̄, m each),
-    // into `work` (Aᵀ m², its LU m², x m, residual m), and per row.
-    input: u32,
-    work: u32,
-    row: u32,
-    flags: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
+// VJP_ROUNDS, MODE_BREAKING, MODE_STICKING, MODE_SLIDING, VJP_FLAG_SINGULAR;
+// the struct VjpWorld, from GpuVjpWorld (src/gpu/vjp.rs).
 
 @group(0) @binding(0) var<storage, read> worlds: array<VjpWorld>;
 @group(0) @binding(1) var<storage, read> inputs: array<f32>;

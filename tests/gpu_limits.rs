@@ -507,7 +507,7 @@ fn bilateral_and_box_rows_are_solved_on_the_gpu_as_on_the_cpu() {
         ..Default::default()
     };
     let runs = gpu_kinds()
-        .map(|k| (k, plain.clone(), "kernels' algorithm"))
+        .map(|k| (k, plain, "kernels' algorithm"))
         .chain([(SolverKind::NcpAdmm, finished, "polish and Newton")]);
     for (kind, s, how) in runs {
         // (ADMM's workgroup kernel runs the same per-unit projections,

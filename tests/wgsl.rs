@@ -5,7 +5,9 @@
 //! - the generated header: every constant a kernel is compiled with reads
 //!   back from the parsed module with the Rust value, bit for bit, and no
 //!   shader file declares one of them by hand;
-//! - the WGSL structs have the sizes of their `#[repr(C)]` twins;
+//! - the WGSL structs are generated from their `#[repr(C)]` twins, and
+//!   naga's layout of each has every member at the Rust field's offset
+//!   with its size (a deliberate mismatch of each kind fails the check);
 //! - the pure functions of `shaders/cone.wgsl` (cone and dual-cone
 //!   projections, de Saxcé's correction, the pyramid, one contact's
 //!   residuals under each model), run by small test kernels on grids of
@@ -18,6 +20,7 @@
 use moreau::contact::cone::{Pyramid, de_saxce, project_cone, project_dual_cone};
 use moreau::contact::{ContactModel, KernelModel};
 use moreau::gpu::batch::{GpuContact, GpuParams, GpuProblem, GpuResult};
+use moreau::gpu::contract::{self, WgslMember, WgslRecord};
 use moreau::gpu::kernel::{self, BatchKernel};
 use moreau::gpu::shader::{self, WgslValue};
 use moreau::gpu::{GpuContext, kernel::ALL as KERNELS};
@@ -89,7 +92,7 @@ fn every_shader_parses_and_validates_with_naga() {
 
 /// The standalone contact-VJP kernel: its assembled source validates, its
 /// header's constants are Rust's and declared nowhere else, and its world
-/// header has the size of `GpuVjpWorld`.
+/// header is `GpuVjpWorld` field by field.
 #[test]
 fn the_vjp_kernel_validates_and_matches_its_rust_side() {
     use moreau::gpu::vjp;
@@ -97,24 +100,36 @@ fn the_vjp_kernel_validates_and_matches_its_rust_side() {
     let values = constants(&module);
     let text = std::fs::read_to_string(shaders_dir().join("vjp.wgsl")).unwrap();
     for c in vjp::constants() {
-        let expected = match c.value {
-            WgslValue::U32(v) => naga::Literal::U32(v),
-            WgslValue::F32(v) => naga::Literal::F32(v),
-        };
-        assert_eq!(values[c.name], expected, "{}", c.name);
+        assert_eq!(values[c.name], literal(c.value), "{}", c.name);
         assert!(!text.contains(&format!("const {}:", c.name)), "{}", c.name);
     }
-    let mut layouter = naga::proc::Layouter::default();
-    layouter.update(module.to_ctx()).unwrap();
-    let (h, _) = module
-        .types
-        .iter()
-        .find(|(_, t)| t.name.as_deref() == Some("VjpWorld"))
-        .expect("struct VjpWorld");
-    assert_eq!(
-        layouter[h].size as usize,
-        std::mem::size_of::<vjp::GpuVjpWorld>()
-    );
+    check_record::<vjp::GpuVjpWorld>(&module).unwrap();
+}
+
+/// A generated constant's value as naga reads it back.
+fn literal(v: WgslValue) -> naga::Literal {
+    match v {
+        WgslValue::U32(v) => naga::Literal::U32(v),
+        WgslValue::F32(v) => naga::Literal::F32(v),
+        WgslValue::Bool(v) => naga::Literal::Bool(v),
+    }
+}
+
+/// Every shader file's name and text.
+fn shader_files() -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = std::fs::read_dir(shaders_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("wgsl"))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// The value of every named constant of `module`.
@@ -195,26 +210,113 @@ fn the_generated_header_matches_the_rust_constants() {
     }
 }
 
-#[test]
-fn wgsl_structs_have_the_sizes_of_their_rust_twins() {
-    let k = kernel::of(moreau::contact::Kernel::Admm);
-    let source = shader::kernel_source(k);
-    let module = parse(k.name(), &source);
+/// The members of WGSL struct `name` in `module` as naga lays them out, and
+/// its size.
+fn members(module: &naga::Module, name: &str) -> (Vec<WgslMember>, usize) {
     let mut layouter = naga::proc::Layouter::default();
     layouter.update(module.to_ctx()).unwrap();
-    let size = |name: &str| {
-        let (h, _) = module
-            .types
-            .iter()
-            .find(|(_, t)| t.name.as_deref() == Some(name))
-            .unwrap_or_else(|| panic!("no struct {name}"));
-        layouter[h].size as usize
+    let (_, t) = module
+        .types
+        .iter()
+        .find(|(_, t)| t.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no struct {name}"));
+    let naga::TypeInner::Struct { members, span } = &t.inner else {
+        panic!("{name} is not a struct");
     };
-    use std::mem::size_of;
-    assert_eq!(size("Params"), size_of::<GpuParams>());
-    assert_eq!(size("Problem"), size_of::<GpuProblem>());
-    assert_eq!(size("Contact"), size_of::<GpuContact>());
-    assert_eq!(size("SolveResult"), size_of::<GpuResult>());
+    let members = members
+        .iter()
+        .map(|m| WgslMember {
+            name: m.name.clone().unwrap_or_default(),
+            offset: m.offset as usize,
+            size: layouter[m.ty].size as usize,
+        })
+        .collect();
+    (members, *span as usize)
+}
+
+/// Record `T`'s listed fields tile it, and its WGSL struct in `module` has
+/// every member at the Rust field's offset with its size.
+fn check_record<T: WgslRecord>(module: &naga::Module) -> Result<(), String> {
+    let size = std::mem::size_of::<T>();
+    contract::check_tiling(T::WGSL_NAME, &T::fields(), size)?;
+    let (m, wgsl_size) = members(module, T::WGSL_NAME);
+    contract::check_layout(T::WGSL_NAME, &T::fields(), size, &m, wgsl_size)
+}
+
+#[test]
+fn wgsl_structs_are_their_rust_twins_field_by_field() {
+    for k in kernels() {
+        let module = parse(k.name(), &shader::kernel_source(k));
+        check_record::<GpuParams>(&module).unwrap();
+        check_record::<GpuProblem>(&module).unwrap();
+        check_record::<GpuContact>(&module).unwrap();
+        check_record::<GpuResult>(&module).unwrap();
+    }
+    // The resident contact stage binds the same records.
+    let model = moreau::scenes::scene("quadruped").unwrap().model;
+    let module = parse("resident", &moreau::gpu::resident::source(&model));
+    check_record::<GpuProblem>(&module).unwrap();
+    check_record::<GpuContact>(&module).unwrap();
+    check_record::<GpuResult>(&module).unwrap();
+    // No shader file declares one of them by hand (the resident step and
+    // the renderer have a uniform `Params` of their own).
+    for entry in std::fs::read_dir(shaders_dir()).unwrap() {
+        let p = entry.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let own_params = p.ends_with("resident.wgsl") || p.ends_with("render.wgsl");
+        for name in ["Params", "Problem", "Contact", "SolveResult"] {
+            if name == "Params" && own_params {
+                continue;
+            }
+            assert!(
+                !text.contains(&format!("struct {name} {{")),
+                "{} declares `struct {name}` by hand; it is generated",
+                p.display()
+            );
+        }
+    }
+}
+
+/// A deliberate mismatch of each kind is caught: a field whose WGSL type
+/// aligns differently from its Rust type, a field left out of the list,
+/// and a WGSL struct whose members were reordered by hand.
+#[test]
+fn the_record_checks_fail_on_a_mismatch() {
+    #[repr(C)]
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    struct Skewed {
+        a: f32,
+        b: [f32; 4],
+    }
+    moreau::wgsl_record!(Skewed as "Skewed" { a: "f32", b: "vec4<f32>" });
+    let source = format!(
+        "{}@group(0) @binding(0) var<storage, read> s: array<Skewed>;",
+        contract::declaration::<Skewed>()
+    );
+    let e = check_record::<Skewed>(&parse("skewed", &source)).unwrap_err();
+    assert!(
+        e.contains("`b` at byte 4") && e.contains("at byte 16"),
+        "{e}"
+    );
+
+    let mut missing = GpuProblem::fields();
+    missing.remove(3);
+    let e =
+        contract::check_tiling("Problem", &missing, std::mem::size_of::<GpuProblem>()).unwrap_err();
+    assert!(e.contains("`tolerance`"), "{e}");
+
+    // Two members swapped by hand in the WGSL (same types: naga is happy).
+    let swapped = contract::declaration::<GpuProblem>().replace(
+        "    delassus_offset: u32,\n    contact_offset: u32,",
+        "    contact_offset: u32,\n    delassus_offset: u32,",
+    );
+    assert_ne!(swapped, contract::declaration::<GpuProblem>());
+    let source = format!("{swapped}@group(0) @binding(0) var<storage, read> p: array<Problem>;");
+    let e = check_record::<GpuProblem>(&parse("swapped", &source)).unwrap_err();
+    assert!(
+        e.contains("`delassus_offset`") && e.contains("`contact_offset`"),
+        "{e}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -535,24 +637,166 @@ fn unilateral_residuals_and_projection_match_their_cpu_twins_on_a_grid() {
 }
 
 /// The resident step's WGSL validates with naga for the models' sizes
-/// (every scene's: the header only changes array lengths and bounds).
+/// (every scene's, with and without per-world records), every constant it
+/// is compiled with reads back with the Rust value and is declared in no
+/// shader file by hand, and every flat record's listed fields tile it.
 #[test]
-fn the_resident_kernel_validates() {
-    use moreau::gpu::resident;
+fn the_resident_kernel_validates_and_its_constants_are_rusts() {
+    use moreau::gpu::resident::{self, layout, pairs};
+    let files = shader_files();
     let mut with_contacts = 0;
     for name in moreau::scenes::SCENE_NAMES {
         let scene = moreau::scenes::scene(name).unwrap();
-        let source = resident::source(&scene.model);
-        with_contacts += usize::from(source.contains("const CONTACTS: bool = true"));
-        parse(&format!("resident.wgsl ({name})"), &source);
+        for per_world in [false, true] {
+            let source = resident::source_for(&scene.model, per_world, 0);
+            with_contacts += usize::from(source.contains("const CONTACTS: bool = true"));
+            let module = parse(&format!("resident.wgsl ({name})"), &source);
+            let values = constants(&module);
+            let generated = resident::constants_for(&scene.model, per_world, 0);
+            for c in &generated {
+                assert_eq!(
+                    values.get(c.name),
+                    Some(&literal(c.value)),
+                    "{name}: {}",
+                    c.name
+                );
+                for (file, text) in &files {
+                    assert!(
+                        !text.contains(&format!("const {}:", c.name)),
+                        "{file} declares `{}` by hand; it is generated",
+                        c.name
+                    );
+                }
+            }
+        }
     }
     // The contact stage (resident_contacts.wgsl) is in some of them.
     assert!(with_contacts > 0);
-    let text = std::fs::read_to_string(shaders_dir().join("resident.wgsl")).unwrap();
-    for name in ["NB", "NV", "NQ", "BODY_F32", "WORKGROUP"] {
-        assert!(
-            !text.contains(&format!("const {name}:")),
-            "{name} is generated"
-        );
+    for (name, fields, size) in layout::records().into_iter().chain(pairs::records()) {
+        contract::check_tiling(name, &fields, size).unwrap();
     }
+}
+
+/// The number-coded facts the host and the kernels share are spelled by
+/// name in every shader: a pair's kind, a joint's code, a contact's or a
+/// row's mode, a solve's state or phase are compared with the generated
+/// constants (`kind == PAIR_BOX_BOX`, `case JOINT_FREE:`), and the flat
+/// records are indexed by their fields' offsets (`bf(i, BF_MASS)`), never
+/// by a number.
+#[test]
+fn no_shader_spells_a_shared_code_or_record_field_by_number() {
+    let mut bad = Vec::new();
+    for (file, text) in shader_files() {
+        bad.extend(spelled_by_number(&file, &text));
+    }
+    assert!(
+        bad.is_empty(),
+        "codes or record fields by number:\n{}",
+        bad.join("\n")
+    );
+    // The scan finds each kind of number it looks for.
+    let snippet = "switch jtype {\n    case JOINT_HINGE, 3u: {}\n}\n\
+                   let m = bf(i, 15u) + bf(i, BF_MASS + 1u);\n\
+                   if (kind == 6u || pu(p, PU_KIND) == PAIR_BOX_BOX) {}\n\
+                   (*st).state = 8u; // PHASE_PMODES\n\
+                   let mode = MODE_SLIDING; if (new_mode != 2.0) {}\n\
+                   let x = wp(7u, params.limits.w);\n";
+    let found = spelled_by_number("snippet", snippet);
+    assert_eq!(found.len(), 6, "{found:#?}");
+}
+
+/// The lines of `text` (comments aside) that spell a shared code or a
+/// record field by number (see the test above).
+fn spelled_by_number(file: &str, text: &str) -> Vec<String> {
+    let coded = |word: &str| {
+        let w = word.to_ascii_lowercase();
+        ["kind", "jtype", "mode", "state", "phase"]
+            .iter()
+            .any(|k| w.contains(k))
+    };
+    // The record accessors and which argument is the field's offset.
+    let accessors = [
+        ("bu", 1),
+        ("bf", 1),
+        ("bvec", 1),
+        ("bmat", 1),
+        ("df", 1),
+        ("act_u", 1),
+        ("act_f", 1),
+        ("wp", 0),
+        ("pu", 1),
+        ("pf", 1),
+        ("pvec", 1),
+    ];
+    let mut bad = Vec::new();
+    {
+        let code: Vec<&str> = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap())
+            .collect();
+        let mut switch_on: Option<bool> = None;
+        for (n, line) in code.iter().enumerate() {
+            let at = format!("{file}:{}: {}", n + 1, line.trim());
+            let tokens: Vec<&str> = line
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .filter(|t| !t.is_empty())
+                .collect();
+            let numeric = |t: &str| t.starts_with(|c: char| c.is_ascii_digit());
+            // `x == 3u`, `x != 2.0`, `x = 8u;` where x names a code.
+            for op in ["==", "!=", " = "] {
+                for (i, _) in line.match_indices(op) {
+                    let left = line[..i].trim_end();
+                    let right = line[i + op.len()..].trim_start();
+                    let word = left
+                        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                        .next()
+                        .unwrap_or("");
+                    if coded(word) && numeric(right) {
+                        bad.push(at.clone());
+                    }
+                }
+            }
+            if let Some(rest) = line.trim().strip_prefix("switch ") {
+                switch_on = Some(coded(rest));
+            }
+            if switch_on == Some(true)
+                && line.trim_start().starts_with("case ")
+                && tokens.iter().skip(1).any(|t| numeric(t))
+            {
+                bad.push(at.clone());
+            }
+            for (name, arg) in accessors {
+                let pat = format!("{name}(");
+                for (i, _) in line.match_indices(&pat) {
+                    let before = line[..i].chars().last();
+                    if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                        continue;
+                    }
+                    let args = &line[i + pat.len()..];
+                    let mut depth = 0;
+                    let mut parts = vec![String::new()];
+                    for c in args.chars() {
+                        match c {
+                            '(' => depth += 1,
+                            ')' if depth == 0 => break,
+                            ')' => depth -= 1,
+                            ',' if depth == 0 => {
+                                parts.push(String::new());
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        parts.last_mut().unwrap().push(c);
+                    }
+                    if line.trim_start().starts_with("fn ") {
+                        continue;
+                    }
+                    if parts.get(arg).is_some_and(|a| numeric(a.trim())) {
+                        bad.push(at.clone());
+                    }
+                }
+            }
+        }
+    }
+    bad
 }

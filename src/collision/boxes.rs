@@ -294,7 +294,7 @@ mod tests {
             Cuboid::new(PVec::splat(0.1)),
             Pose::from_parts(
                 PVec::new(0.03, -0.02, 0.199),
-                Rotation::from_scaled_axis(PVec::new(0.0, 0.0, 0.5236)),
+                Rotation::from_scaled_axis(PVec::new(0.0, 0.0, std::f64::consts::FRAC_PI_6)),
             ),
         )];
         let mut seed = 12345u64;

@@ -115,6 +115,49 @@ pub fn wa_cache_floats(max_rows: usize) -> u64 {
 /// The ADMM kernel (`shaders/admm.wgsl`).
 pub struct AdmmKernel;
 
+/// The phases of the kernel's state machine (`GpuResult::state` of a
+/// running solve; WGSL `PHASE_*`), numbered after
+/// [`STATE_DONE`](super::batch::STATE_DONE): ADMM's (power iteration,
+/// attempt, factorization, iterations, final), the polish's (modes,
+/// factorization, solve) and Newton's (start, Jacobian, factorization,
+/// solve, line search). See `shaders/admm.wgsl`.
+pub const PHASES: [&str; 13] = [
+    "PHASE_POWER",
+    "PHASE_ATTEMPT",
+    "PHASE_FACTOR",
+    "PHASE_ITERATE",
+    "PHASE_FINAL",
+    "PHASE_PMODES",
+    "PHASE_PFACTOR",
+    "PHASE_PSOLVE",
+    "PHASE_NSTART",
+    "PHASE_NJAC",
+    "PHASE_NFACTOR",
+    "PHASE_NSOLVE",
+    "PHASE_NLINE",
+];
+
+/// The first phase's number.
+const FIRST_PHASE: u32 = super::batch::STATE_DONE + 1;
+
+// The polish and Newton pack the phase to return to in 4 bits of
+// `GpuResult::polish`.
+const _: () = assert!(FIRST_PHASE as usize + PHASES.len() <= 16);
+
+/// [`PHASES`] with their numbers.
+pub fn phase_constants() -> Vec<WgslConst> {
+    PHASES
+        .iter()
+        .enumerate()
+        .map(|(i, &name)| WgslConst::u32(name, FIRST_PHASE + i as u32))
+        .collect()
+}
+
+/// A one-dimensional row's modes in the polish (`polish.rs`'s `RowMode`:
+/// λ fixed on its set's lower end, `c = 0`, λ on the upper end), coded
+/// 0, 1, 2 among the polish's floats.
+pub const ROW_MODES: [&str; 3] = ["ROW_AT_LOWER", "ROW_ACTIVE", "ROW_AT_UPPER"];
+
 impl BatchKernel for AdmmKernel {
     fn name(&self) -> &'static str {
         "admm"
@@ -125,7 +168,7 @@ impl BatchKernel for AdmmKernel {
     }
 
     fn constants(&self) -> Vec<WgslConst> {
-        vec![
+        let mut c = vec![
             WgslConst::u32("WORKGROUP_SIZE", WORKGROUP_SIZE),
             WgslConst::u32("WA_LANES", WA_LANES),
             WgslConst::u32("ADMM_SLOTS", ADMM_SLOTS as u32),
@@ -156,7 +199,16 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("NEWTON_SCALE_1", newton::R_SCALES[1]),
             WgslConst::f32("NEWTON_ARMIJO", newton::ARMIJO),
             WgslConst::f32("NEWTON_MIN_STEP", newton::MIN_STEP),
-        ]
+        ];
+        c.extend(phase_constants());
+        c.extend(super::shader::mode_constants(true));
+        c.extend(
+            ROW_MODES
+                .iter()
+                .enumerate()
+                .map(|(i, &name)| WgslConst::f32(name, i as f64)),
+        );
+        c
     }
 
     fn workgroup_size(&self) -> u32 {

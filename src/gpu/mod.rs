@@ -58,6 +58,7 @@
 
 pub mod admm;
 pub mod batch;
+pub mod contract;
 pub mod cpu_f32;
 mod flags;
 pub mod kernel;

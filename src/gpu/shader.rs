@@ -11,7 +11,7 @@ use super::batch::{
     FLAGS, LANE_SEGMENTS, ROW_BILATERAL, ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
 };
 use super::kernel::BatchKernel;
-use crate::contact::KernelModel;
+use crate::contact::{ContactMode, KernelModel};
 use std::fmt::Write;
 
 /// `shaders/cone.wgsl`.
@@ -24,6 +24,7 @@ pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
 pub enum WgslValue {
     U32(u32),
     F32(f32),
+    Bool(bool),
 }
 
 /// One generated `const NAME: type = value;`.
@@ -41,6 +42,13 @@ impl WgslConst {
         }
     }
 
+    pub const fn bool(name: &'static str, value: bool) -> Self {
+        WgslConst {
+            name,
+            value: WgslValue::Bool(value),
+        }
+    }
+
     /// An f32 constant from an f64 (rounded to the nearest f32).
     pub const fn f32(name: &'static str, value: f64) -> Self {
         WgslConst {
@@ -55,6 +63,7 @@ impl WgslConst {
         match self.value {
             WgslValue::U32(v) => format!("const {}: u32 = {v}u;", self.name),
             WgslValue::F32(v) => format!("const {}: f32 = {v:?};", self.name),
+            WgslValue::Bool(v) => format!("const {}: bool = {v};", self.name),
         }
     }
 }
@@ -79,6 +88,35 @@ pub fn shared_constants() -> Vec<WgslConst> {
     c
 }
 
+/// A contact's mode as the kernels code it (the polish's and Newton's
+/// modes in `admm.wgsl`, the VJP's in `vjp.wgsl`).
+pub fn mode_code(mode: ContactMode) -> u32 {
+    match mode {
+        ContactMode::Breaking => 0,
+        ContactMode::Sticking => 1,
+        ContactMode::Sliding => 2,
+    }
+}
+
+/// The contact modes' constants `MODE_*`: as `u32`, or as `f32` for a
+/// kernel that keeps them among floats.
+pub fn mode_constants(as_f32: bool) -> Vec<WgslConst> {
+    [
+        ("MODE_BREAKING", ContactMode::Breaking),
+        ("MODE_STICKING", ContactMode::Sticking),
+        ("MODE_SLIDING", ContactMode::Sliding),
+    ]
+    .into_iter()
+    .map(|(name, m)| {
+        if as_f32 {
+            WgslConst::f32(name, mode_code(m) as f64)
+        } else {
+            WgslConst::u32(name, mode_code(m))
+        }
+    })
+    .collect()
+}
+
 /// The generated header declaring `constants`.
 pub fn header(constants: &[WgslConst]) -> String {
     let mut h =
@@ -96,11 +134,15 @@ pub fn constants(kernel: &dyn BatchKernel) -> Vec<WgslConst> {
     c
 }
 
-/// The complete source `kernel` is compiled from.
+/// The complete source `kernel` is compiled from: the constants, the
+/// records' structs (generated from their Rust twins), `cone.wgsl`,
+/// `common.wgsl`, then the kernel's file.
 pub fn kernel_source(kernel: &dyn BatchKernel) -> String {
     format!(
-        "{}\n{CONE}\n{COMMON}\n{}",
+        "{}{}{}\n{CONE}\n{COMMON}\n{}",
         header(&constants(kernel)),
+        super::contract::declaration::<super::batch::GpuParams>(),
+        super::batch::problem_structs(),
         kernel.wgsl()
     )
 }

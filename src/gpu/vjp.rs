@@ -37,15 +37,6 @@ pub const VJP_WORKGROUP: u32 = 64;
 /// A world whose factorization met an exactly zero pivot.
 pub const VJP_FLAG_SINGULAR: u32 = 1;
 
-/// Mode numbers shared with the kernel.
-fn mode_number(mode: ContactMode) -> u32 {
-    match mode {
-        ContactMode::Breaking => 0,
-        ContactMode::Sticking => 1,
-        ContactMode::Sliding => 2,
-    }
-}
-
 // The world's checks and `G + R` for the kernel's packing (the type is the
 // contact layer's: `contact::sensitivity::VjpWorld`).
 impl VjpWorld<'_> {
@@ -87,12 +78,16 @@ impl VjpWorld<'_> {
     }
 }
 
-/// The header of one world (`struct VjpWorld` in the kernel).
+/// The header of one world (`struct VjpWorld` in the kernel, generated
+/// from it).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct GpuVjpWorld {
     pub m: u32,
     pub nc: u32,
+    /// Offsets into `inputs` (`G + R` column-major `m²`, then λ, c, μ, λ̄,
+    /// `m` each), into `work` (Aᵀ `m²`, its LU `m²`, x `m`, residual `m`),
+    /// and per row.
     pub input: u32,
     pub work: u32,
     pub row: u32,
@@ -101,22 +96,34 @@ pub struct GpuVjpWorld {
     pub _pad1: u32,
 }
 
+crate::wgsl_record!(GpuVjpWorld as "VjpWorld" {
+    m: "u32",
+    nc: "u32",
+    input: "u32",
+    work: "u32",
+    row: "u32",
+    flags: "u32",
+    _pad0: "u32",
+    _pad1: "u32",
+});
+
 /// The kernel's constants.
 pub fn constants() -> Vec<WgslConst> {
-    vec![
+    let mut c = vec![
         WgslConst::u32("VJP_WORKGROUP", VJP_WORKGROUP),
         WgslConst::f32("VJP_REGULARIZATION", VJP_REGULARIZATION),
         WgslConst::u32("VJP_ROUNDS", VJP_ROUNDS),
-        WgslConst::u32("MODE_BREAKING", mode_number(ContactMode::Breaking)),
-        WgslConst::u32("MODE_STICKING", mode_number(ContactMode::Sticking)),
-        WgslConst::u32("MODE_SLIDING", mode_number(ContactMode::Sliding)),
         WgslConst::u32("VJP_FLAG_SINGULAR", VJP_FLAG_SINGULAR),
-    ]
+    ];
+    c.extend(super::shader::mode_constants(false));
+    c
 }
 
-/// The assembled WGSL source: the constants, then `shaders/vjp.wgsl`.
+/// The assembled WGSL source: the constants, the world's header (generated
+/// from [`GpuVjpWorld`]), then `shaders/vjp.wgsl`.
 pub fn source() -> String {
-    let mut s: String = constants().iter().map(|c| c.declaration() + "\n").collect();
+    let mut s = super::shader::header(&constants());
+    s.push_str(&super::contract::declaration::<GpuVjpWorld>());
     s.push_str(include_str!("../../shaders/vjp.wgsl"));
     s
 }
@@ -393,7 +400,7 @@ impl GpuContactVjp {
             inputs.extend(w.lambda_bar.iter().map(|&x| x as f32));
             for r in 0..m {
                 let block = if r < 3 * nc { r / 3 } else { nc + r - 3 * nc };
-                modes.push(mode_number(w.modes[block]));
+                modes.push(super::shader::mode_code(w.modes[block]));
             }
         }
         let device = &self.ctx.device;

@@ -323,8 +323,8 @@ mod tests {
                 .map(|i| {
                     let (u, v) = (i as f64 * 0.61803 % 1.0, i as f64 / 2000.0);
                     let dir = Vector::new(
-                        (2.0 * v - 1.0).acos().sin() * (6.2832 * u).cos(),
-                        (2.0 * v - 1.0).acos().sin() * (6.2832 * u).sin(),
+                        (2.0 * v - 1.0).acos().sin() * (std::f64::consts::TAU * u).cos(),
+                        (2.0 * v - 1.0).acos().sin() * (std::f64::consts::TAU * u).sin(),
                         2.0 * v - 1.0,
                     );
                     (e.support(dir) - p).length()

@@ -45,21 +45,21 @@
 //! world and reported (`BatchStepReport::
 //! dropped_contacts`, `overflowed_worlds`), never silent.
 
+use super::pairs::{GATES, PairFloats, PairKind, PairWords};
 use super::{
     ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED,
 };
 use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
+use crate::gpu::shader::WgslConst;
 use crate::gpu::{GpuContext, GpuError, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
 use crate::model::{Model, Shape, WORLD};
 use crate::sim::{SimParams, WorldContact};
 
-/// Words per pair record (see the shader): body of `a`, kind, first
-/// warm-start slot, body of `b`, where `a`'s convex hull starts in the
-/// pair floats (0: not a hull).
-pub const PAIR_U32: usize = 5;
-/// Floats per pair record (see the shader).
-pub const PAIR_F32: usize = 40;
+/// Words per pair record ([`PairWords`]).
+pub const PAIR_U32: usize = std::mem::size_of::<PairWords>() / 4;
+/// Floats per pair record ([`PairFloats`]).
+pub const PAIR_F32: usize = std::mem::size_of::<PairFloats>() / 4;
 
 /// Floats per contact in the scratch: warm-start slot (u32 bits), world
 /// normal (3), world point (3), pair index (u32 bits), then for the step
@@ -68,37 +68,6 @@ pub const PAIR_F32: usize = 40;
 /// as the host's `ContactKey`), then the signed distance φ. The host reads
 /// them back as [`WorldContact`]s.
 pub const CONTACT_FLOATS: usize = 16;
-
-/// Pair kinds: a ball, capsule or box against a half-space on the world.
-const BALL_PLANE: u32 = 1;
-const CAPSULE_PLANE: u32 = 2;
-const BOX_PLANE: u32 = 3;
-/// Two balls or capsules (their cores are segments, a ball's of length 0):
-/// one contact at the closest points of the cores (parry's ball-ball,
-/// convex-ball and capsule-capsule manifolds).
-const ROUND_ROUND: u32 = 4;
-/// A box and a ball (either order): one contact at the point of the box
-/// closest to the ball's centre (parry's convex-ball manifold).
-const BOX_BALL: u32 = 5;
-/// Two boxes: parry's cuboid–cuboid manifold (the separating axis among
-/// both boxes' face normals and their edges' cross products, then each
-/// box's face most aligned with it clipped against the other's), at most
-/// [`BOX_BOX_CONTACTS`] points.
-const BOX_BOX: u32 = 6;
-
-/// A cylinder against a half-space fixed on the world: the vertices of
-/// parry's polygonal approximation of the cylinder toward it (a segment
-/// of its side, or a square inscribed in a cap) within the margin.
-const CYLINDER_PLANE: u32 = 7;
-/// A convex hull (a mesh) against a half-space fixed on the world: the
-/// vertices of its face most aligned with the half-space's inner normal
-/// (parry's `ConvexPolyhedron::local_support_feature`: the first four of
-/// them) within the margin.
-const HULL_PLANE: u32 = 8;
-/// An ellipsoid against a half-space fixed on the world: its one support
-/// point toward it, within the margin (the host's half-space path on
-/// `model::ellipsoid`).
-const ELLIPSOID_PLANE: u32 = 9;
 
 /// The most vertices a convex hull collided on the device may have (each
 /// has a warm-start slot).
@@ -118,8 +87,8 @@ pub const MOVING_CONTACT_CAPACITY: usize = 16;
 pub struct DevicePair {
     pub geom_a: usize,
     pub geom_b: usize,
-    /// What collides with what (see the kinds above).
-    pub kind: u32,
+    /// What collides with what.
+    pub kind: PairKind,
     /// The vertices of `a`'s convex hull (0: not a hull).
     pub hull_vertices: usize,
 }
@@ -127,51 +96,20 @@ pub struct DevicePair {
 impl DevicePair {
     /// The most contacts the pair makes in one step.
     pub fn max_contacts(&self) -> usize {
-        match self.kind {
-            CAPSULE_PLANE => 2,
-            BOX_PLANE | CYLINDER_PLANE | HULL_PLANE => 4,
-            BOX_BOX => BOX_BOX_CONTACTS,
-            _ => 1,
-        }
+        self.kind.max_contacts()
     }
     /// Whether both shapes may move (else one is a half-space on the world).
     pub fn moving(&self) -> bool {
-        matches!(self.kind, ROUND_ROUND | BOX_BALL | BOX_BOX)
+        self.kind.moving()
     }
     /// Warm-start slots: one per vertex the pair can touch with, or for
     /// two boxes one per contact (found again by its features).
     pub fn slots(&self) -> usize {
-        match self.kind {
-            CAPSULE_PLANE => 2,
-            // A cylinder: its caps' four vertices each.
-            BOX_PLANE | CYLINDER_PLANE => 8,
-            // A hull: one per vertex.
-            HULL_PLANE => self.hull_vertices,
-            BOX_BOX => BOX_BOX_CONTACTS,
-            _ => 1,
-        }
+        self.kind.slots(self.hull_vertices)
     }
     /// Whether both geometries are boxes.
     pub fn boxes(&self) -> bool {
-        self.kind == BOX_BOX
-    }
-}
-
-/// The kind of pair `(a, b)` (in the host's order), if the device collides it.
-fn pair_kind(a: &Shape, b: &Shape, b_on_world: bool) -> Option<u32> {
-    use Shape::*;
-    let round = |s: &Shape| matches!(s, Ball { .. } | Capsule { .. });
-    match (a, b) {
-        (Ball { .. }, HalfSpace { .. }) if b_on_world => Some(BALL_PLANE),
-        (Capsule { .. }, HalfSpace { .. }) if b_on_world => Some(CAPSULE_PLANE),
-        (Cuboid { .. }, HalfSpace { .. }) if b_on_world => Some(BOX_PLANE),
-        (Cylinder { .. }, HalfSpace { .. }) if b_on_world => Some(CYLINDER_PLANE),
-        (ConvexMesh { .. }, HalfSpace { .. }) if b_on_world => Some(HULL_PLANE),
-        (Ellipsoid { .. }, HalfSpace { .. }) if b_on_world => Some(ELLIPSOID_PLANE),
-        (x, y) if round(x) && round(y) => Some(ROUND_ROUND),
-        (Cuboid { .. }, Ball { .. }) | (Ball { .. }, Cuboid { .. }) => Some(BOX_BALL),
-        (Cuboid { .. }, Cuboid { .. }) => Some(BOX_BOX),
-        _ => None,
+        self.kind == PairKind::BoxBox
     }
 }
 
@@ -194,7 +132,7 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
                 (i, j)
             };
             let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
-            let Some(kind) = pair_kind(&ga.shape, &gb.shape, gb.body == WORLD) else {
+            let Some(kind) = PairKind::of(&ga.shape, &gb.shape, gb.body == WORLD) else {
                 return Err(format!(
                     "geometries `{}` ({}) and `{}` ({}) can collide: on the device, only balls, \
                      capsules, boxes, cylinders, convex meshes and ellipsoids against a half-space \
@@ -207,7 +145,7 @@ pub fn device_pairs(model: &Model) -> Result<Vec<DevicePair>, String> {
                 ));
             };
             let hull_vertices = match ga.collider.as_convex_polyhedron() {
-                Some(hull) if kind == HULL_PLANE => hull.points().len(),
+                Some(hull) if kind == PairKind::HullPlane => hull.points().len(),
                 _ => 0,
             };
             if hull_vertices > MAX_HULL_VERTICES {
@@ -316,9 +254,9 @@ pub struct ContactSizes {
     pub slots: usize,
     /// Joint-limit rows per world (the kernel's `LROWS`).
     pub limit_rows: usize,
-    /// Which kinds of pairs the model has (the kernel's `HAS_*`): two
-    /// round shapes or a box and a ball, two boxes, a cylinder on the
-    /// ground, a hull on the ground.
+    /// Which of the kernel's switches ([`GATES`]: two round shapes or a
+    /// box and a ball, two boxes, a cylinder on the ground, a hull on the
+    /// ground) the model's pairs need.
     pub kinds: [bool; 4],
 }
 
@@ -349,13 +287,7 @@ impl ContactSizes {
             exact_contacts: on_world + moving,
             slots: pairs.iter().map(DevicePair::slots).sum(),
             limit_rows,
-            kinds: [
-                &[ROUND_ROUND, BOX_BALL][..],
-                &[BOX_BOX],
-                &[CYLINDER_PLANE],
-                &[HULL_PLANE],
-            ]
-            .map(|k| pairs.iter().any(|p| k.contains(&p.kind))),
+            kinds: GATES.map(|g| pairs.iter().any(|p| p.kind.gate() == Some(g))),
         }
     }
 
@@ -421,85 +353,86 @@ impl ContactSizes {
     /// Where whether a finisher ended the solve sits among those floats.
     pub const FINISHED: usize = 7;
 
-    /// The WGSL constants of the contact stage.
-    pub fn header(&self, nv: usize, nbodies: usize) -> String {
-        let mut out = format!(
-            "const NPAIRS: u32 = {}u;\nconst CMAX: u32 = {}u;\nconst SLOTS: u32 = {}u;\n\
-             const MROWS: u32 = {}u;\nconst PAIR_U32: u32 = {PAIR_U32}u;\nconst PAIR_F32: u32 = {PAIR_F32}u;\n\
-             const STATE_DONE: u32 = {STATE_DONE}u;\nconst FLAG_LOOP_LIMIT: u32 = {FLAG_LOOP_LIMIT}u;\n\
-             const WORLD_SOLVE_FAILED: u32 = {WORLD_FLAG_CONTACT_SOLVE}u;\n\
-             const WORLD_SOLVE_UNFINISHED: u32 = {WORLD_FLAG_UNFINISHED}u;\n\
-             const WORLD_LOOP_LIMIT: u32 = {WORLD_FLAG_LOOP_LIMIT}u;\n\
-             const CONTACT_FLOATS: u32 = {CONTACT_FLOATS}u;\n\
-             const BOX_BOX_CONTACTS: u32 = {BOX_BOX_CONTACTS}u;\n\
-             const HAS_MOVING: bool = {};\nconst HAS_BOX_BOX: bool = {};\n\
-             const HAS_CYLINDERS: bool = {};\nconst HAS_HULLS: bool = {};\n",
-            self.pairs.max(1),
-            self.max_contacts.max(1),
-            self.slots.max(1),
-            self.max_rows().max(1),
-            self.kinds[0],
-            self.kinds[1],
-            self.kinds[2],
-            self.kinds[3],
+    /// The WGSL constants of the contact stage: its sizes, the records'
+    /// sizes and flags it shares with the host and the solver, the pair
+    /// kinds and which of their code to compile ([`GATES`]), and the
+    /// sections of its scratch.
+    pub fn constants(&self, nv: usize, nbodies: usize) -> Vec<WgslConst> {
+        let u = |name, x: usize| WgslConst::u32(name, x as u32);
+        let mut c = vec![
+            u("NPAIRS", self.pairs.max(1)),
+            u("CMAX", self.max_contacts.max(1)),
+            u("SLOTS", self.slots.max(1)),
+            u("MROWS", self.max_rows().max(1)),
+            u("PAIR_U32", PAIR_U32),
+            u("PAIR_F32", PAIR_F32),
+            WgslConst::u32("STATE_DONE", STATE_DONE),
+            WgslConst::u32("FLAG_LOOP_LIMIT", FLAG_LOOP_LIMIT),
+            WgslConst::u32("WORLD_SOLVE_FAILED", WORLD_FLAG_CONTACT_SOLVE),
+            WgslConst::u32("WORLD_SOLVE_UNFINISHED", WORLD_FLAG_UNFINISHED),
+            WgslConst::u32("WORLD_LOOP_LIMIT", WORLD_FLAG_LOOP_LIMIT),
+            u("CONTACT_FLOATS", CONTACT_FLOATS),
+            u("BOX_BOX_CONTACTS", BOX_BOX_CONTACTS),
+        ];
+        c.extend(
+            GATES
+                .iter()
+                .zip(self.kinds)
+                .map(|(&g, on)| WgslConst::bool(g, on)),
         );
-        for (name, at) in self.scratch(nv, nbodies) {
-            out.push_str(&format!("const {name}: u32 = {at}u;\n"));
-        }
-        out
+        c.extend(super::pairs::constants());
+        c.extend(
+            self.scratch(nv, nbodies)
+                .map(|(name, at)| WgslConst::u32(name, at as u32)),
+        );
+        c
     }
 }
 
-/// The pair records: [`PAIR_U32`] words and [`PAIR_F32`] floats per pair:
-/// `a`'s collider pose in its body's frame (rotation column-major, 9;
-/// translation, 3), its border radius (ball, capsule; 0 for a box), its
-/// half extents (a capsule's `(0, 0, half_length)`, a cylinder's
-/// `(radius, half_length, 0)`), a half-space `b`'s
-/// world normal (3) and offset, the combined friction and restitution, 0,
-/// 0, then `b`'s pose and shape as `a`'s (floats 24 to 39).
+/// The pair records: a [`PairWords`] and a [`PairFloats`] per pair (as
+/// words and floats), then each hull's faces and points after the floats.
 pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>) {
-    let mut words = Vec::with_capacity(PAIR_U32 * pairs.len().max(1));
-    let mut floats = Vec::with_capacity(PAIR_F32 * pairs.len().max(1));
+    let mut words = Vec::with_capacity(pairs.len().max(1));
+    let mut records = Vec::with_capacity(pairs.len().max(1));
     let mut slot = 0;
     for p in pairs {
         let (ga, gb) = (&model.geometries[p.geom_a], &model.geometries[p.geom_b]);
-        // A hull's faces and points go after the pair records (below).
-        let hull = usize::from(p.kind == HULL_PLANE);
-        words.extend([
-            ga.body as u32,
-            p.kind,
-            slot as u32,
-            gb.body as u32,
-            hull as u32,
-        ]);
+        words.push(PairWords {
+            body_a: ga.body as u32,
+            kind: p.kind as u32,
+            slot: slot as u32,
+            body_b: gb.body as u32,
+            // A hull's faces and points go after the pair records (below).
+            hull: u32::from(p.kind == PairKind::HullPlane),
+        });
         slot += p.slots();
-        let mut f = [0f32; PAIR_F32];
-        // Each geometry's collider pose and shape: a's at 0, b's at 24.
-        for (g, at) in [(ga, 0), (gb, 24)] {
+        let mut f = PairFloats::default();
+        // Each geometry's collider pose and shape.
+        for (g, r) in [(ga, &mut f.a), (gb, &mut f.b)] {
             let pose = &g.body_from_collider;
             for col in 0..3 {
                 for row in 0..3 {
-                    f[at + 3 * col + row] = pose.rotation[(row, col)] as f32;
+                    r.rotation[3 * col + row] = pose.rotation[(row, col)] as f32;
                 }
-                f[at + 9 + col] = pose.translation[col] as f32;
+                r.translation[col] = pose.translation[col] as f32;
             }
             match g.shape {
-                Shape::Ball { radius } => f[at + 12] = radius as f32,
+                Shape::Ball { radius } => r.radius = radius as f32,
                 Shape::Capsule {
                     half_length,
                     radius,
                 } => {
-                    f[at + 12] = radius as f32;
-                    f[at + 15] = half_length as f32;
+                    r.radius = radius as f32;
+                    r.half[2] = half_length as f32;
                 }
                 Shape::Cuboid { half_extents } => {
                     for k in 0..3 {
-                        f[at + 13 + k] = half_extents[k] as f32;
+                        r.half[k] = half_extents[k] as f32;
                     }
                 }
                 Shape::Ellipsoid { radii } => {
                     for k in 0..3 {
-                        f[at + 13 + k] = radii[k] as f32;
+                        r.half[k] = radii[k] as f32;
                     }
                 }
                 // (parry's cylinder, along its collider's y.)
@@ -507,8 +440,8 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
                     half_length,
                     radius,
                 } => {
-                    f[at + 13] = radius as f32;
-                    f[at + 14] = half_length as f32;
+                    r.half[0] = radius as f32;
+                    r.half[1] = half_length as f32;
                 }
                 _ => {}
             }
@@ -518,15 +451,16 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
             let pose_b = &gb.body_from_collider;
             let n = pose_b.rotation * (normal / normal.norm());
             for k in 0..3 {
-                f[16 + k] = n[k] as f32;
+                f.normal[k] = n[k] as f32;
             }
-            f[19] = n.dot(&pose_b.translation) as f32;
+            f.offset = n.dot(&pose_b.translation) as f32;
         }
         let (mu, restitution, _) = model.geometry_contact(p.geom_a, p.geom_b);
-        f[20] = mu as f32;
-        f[21] = restitution as f32;
-        floats.extend(f);
+        f.friction = mu as f32;
+        f.restitution = restitution as f32;
+        records.push(f);
     }
+    let mut floats: Vec<f32> = bytemuck::cast_slice(&records).to_vec();
     // Each hull: its face count, then per face its normal (3), its vertex
     // count (at most 4, as parry takes) and those vertices' indices (4),
     // then its points (3 each); word 4 of the pair says where it starts.
@@ -535,11 +469,11 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
         let Some(hull) = geom
             .collider
             .as_convex_polyhedron()
-            .filter(|_| p.kind == HULL_PLANE)
+            .filter(|_| p.kind == PairKind::HullPlane)
         else {
             continue;
         };
-        words[k * PAIR_U32 + 4] = floats.len() as u32;
+        words[k].hull = floats.len() as u32;
         let adjacent = hull.vertices_adj_to_face();
         floats.push(hull.faces().len() as f32);
         for face in hull.faces() {
@@ -562,10 +496,10 @@ pub fn pair_records(model: &Model, pairs: &[DevicePair]) -> (Vec<u32>, Vec<f32>)
         }
     }
     if words.is_empty() {
-        words.resize(PAIR_U32, 0);
+        words.push(PairWords::default());
         floats.resize(PAIR_F32, 0.0);
     }
-    (words, floats)
+    (bytemuck::cast_slice(&words).to_vec(), floats)
 }
 
 /// The contact parameters of the step kernel's uniform: margin, friction

@@ -33,14 +33,14 @@ use crate::sim::{Actuation, SimParams, State};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
-/// Words per body record of the model's u32 buffer (see the shader).
-pub const BODY_U32: usize = 7;
-/// Floats per body record of the model's f32 buffer (see the shader).
-pub const BODY_F32: usize = 39;
-/// Floats per dof record (see the shader).
-pub const DOF_F32: usize = 6;
-/// Words per actuator record (see the shader).
-pub const ACT_WORDS: usize = 11;
+/// Words per body record of the model's u32 buffer ([`layout::BodyWords`]).
+pub const BODY_U32: usize = std::mem::size_of::<layout::BodyWords>() / 4;
+/// Floats per body record of the model's f32 buffer ([`layout::BodyFloats`]).
+pub const BODY_F32: usize = std::mem::size_of::<layout::BodyFloats>() / 4;
+/// Floats per dof record ([`layout::DofFloats`]).
+pub const DOF_F32: usize = std::mem::size_of::<layout::DofFloats>() / 4;
+/// Words per actuator record ([`layout::ActuatorWords`]).
+pub const ACT_WORDS: usize = std::mem::size_of::<layout::ActuatorWords>() / 4;
 /// The most principal pivots of one step's joint-limit LCP per row
 /// capacity (Murty's method ends in far fewer on the small LCPs of joint
 /// stops; see the shader).
@@ -130,6 +130,8 @@ pub const WORLD_FLAG_LOOP_LIMIT: u32 = 4;
 
 mod buffers;
 pub mod contacts;
+pub mod layout;
+pub mod pairs;
 mod records;
 mod state_io;
 
@@ -139,7 +141,7 @@ use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
 use records::{
     STORAGE_BUFFERS, WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params,
 };
-pub use records::{limit_rows, source, source_for};
+pub use records::{constants_for, limit_rows, source, source_for};
 
 /// Each actuator's (dof, q index) from its records.
 fn actuated_joints(actuator_words: &[u32]) -> Vec<(u32, u32)> {
@@ -889,7 +891,7 @@ impl ResidentBatch {
         queue.write_buffer(
             &self.b.world_params,
             at(WORLD_PARAMS),
-            bytemuck::cast_slice(&p),
+            bytemuck::bytes_of(&p),
         );
         self.ctx.take_error("setting a world's model")?;
         Ok(())
@@ -946,7 +948,7 @@ impl ResidentBatch {
             "resident actuators (per world)",
             bytemuck::cast_slice(&acts),
         );
-        let world_params = each("resident world parameters", bytemuck::cast_slice(&p));
+        let world_params = each("resident world parameters", bytemuck::bytes_of(&p));
         let shared = [
             std::mem::replace(&mut self.b.body_f32, body_f32),
             std::mem::replace(&mut self.b.dof_f32, dof_f32),

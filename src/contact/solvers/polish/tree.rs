@@ -17,7 +17,13 @@ use crate::model::NO_DOF;
 /// then refined against `H` like the dense path. `ε` is relative to `H`'s
 /// largest diagonal entry (the dense path's largest entry, for sticking
 /// contacts the same).
-pub(super) fn solve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b: &[f64]) -> bool {
+pub(super) fn solve_tree(
+    work: &mut PolishWork,
+    mu: &[f64],
+    t: &TreeDelassus,
+    d: &[f64],
+    b: &[f64],
+) -> bool {
     work.kept = false;
     let (n, nv) = (work.unknowns.len(), t.nv());
     let jac = t.jacobian();
@@ -183,7 +189,13 @@ const KEPT_FLOOR: f64 = 16.0;
 /// fails, leaving the kept factors as they are, where it grows. The
 /// polish accepts the answer only if it solves the NCP to the solve's
 /// tolerance, as it does [`solve_tree`]'s.
-pub(super) fn resolve_tree(work: &mut PolishWork, mu: &[f64], t: &TreeDelassus, d: &[f64], b: &[f64]) -> bool {
+pub(super) fn resolve_tree(
+    work: &mut PolishWork,
+    mu: &[f64],
+    t: &TreeDelassus,
+    d: &[f64],
+    b: &[f64],
+) -> bool {
     let n = work.unknowns.len();
     if !(work.target > 0.0) || work.w.len() != t.nv() {
         return false;
