@@ -4,7 +4,7 @@
 //! call fails here rather than going unnoticed. (The lab and the Python
 //! package are separate crates: the compiler keeps them out of the library.)
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Bottom up.
@@ -71,7 +71,9 @@ fn uses(text: &str) -> BTreeSet<String> {
             .chars()
             .take_while(|c| c.is_ascii_lowercase() || *c == '_')
             .collect();
-        if !name.is_empty() {
+        // (A macro exported at the root, `crate::name!`, is not a layer.)
+        let macro_call = rest[name.len()..].starts_with('!');
+        if !name.is_empty() && !macro_call {
             found.insert(name);
         }
     }
@@ -154,4 +156,251 @@ fn no_file_of_the_library_has_more_than_a_thousand_lines() {
         .map(|(f, n)| format!("{} ({n} lines)", f.display()))
         .collect();
     assert!(long.is_empty(), "over 1 000 lines: {long:?}");
+}
+
+/// A module's path from its file: `src/gpu/kernel.rs` → `gpu::kernel`,
+/// `src/gpu/mod.rs` → `gpu` (`lib.rs` → the root, empty).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every path a `crate::` or `super::` prefix starts in `code`, as written
+/// from the crate's root (a `use` group `a::{b, c::D}` gives each of its
+/// paths; `self` in a group is the group's own path).
+fn paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    fn ident(s: &str) -> (&str, &str) {
+        let end = s
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len());
+        (&s[..end], &s[end..])
+    }
+    /// A path and its group from `s` (after a prefix), each full path
+    /// appended to `out` under `base`.
+    fn tree(mut s: &str, mut base: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+        let start = s.len();
+        loop {
+            s = s.trim_start();
+            if let Some(rest) = s.strip_prefix('{') {
+                s = rest;
+                loop {
+                    s = s.trim_start();
+                    if let Some(rest) = s.strip_prefix('}') {
+                        s = rest;
+                        break;
+                    }
+                    if let Some(rest) = s.strip_prefix(',') {
+                        s = rest;
+                        continue;
+                    }
+                    if s.is_empty() {
+                        break;
+                    }
+                    let used = tree(s, base.clone(), out);
+                    if used == 0 {
+                        // Not a path (`*`): skip a character.
+                        s = &s[s.char_indices().nth(1).map_or(s.len(), |(i, _)| i)..];
+                    } else {
+                        s = &s[used..];
+                    }
+                }
+                return start - s.len();
+            }
+            let (name, rest) = ident(s);
+            if name.is_empty() {
+                if !base.is_empty() {
+                    out.push(base);
+                }
+                return start - s.len();
+            }
+            s = rest;
+            if name != "self" {
+                base.push(name.to_string());
+            }
+            match s.strip_prefix("::") {
+                Some(rest) => s = rest,
+                None => {
+                    out.push(base);
+                    return start - s.len();
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find(['c', 's']) {
+        let before = code.len() - rest.len() + i;
+        rest = &rest[i..];
+        let boundary = code[..before]
+            .chars()
+            .last()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let (base, after) = if let Some(after) = rest.strip_prefix("crate::") {
+            (Vec::new(), after)
+        } else if rest.starts_with("super::") {
+            let mut base = module.to_vec();
+            let mut after = rest;
+            while let Some(a) = after.strip_prefix("super::") {
+                base.pop();
+                after = a;
+            }
+            (base, after)
+        } else {
+            rest = &rest[1..];
+            continue;
+        };
+        if boundary {
+            tree(after, base, &mut out);
+            rest = after;
+        } else {
+            rest = &rest[1..];
+        }
+    }
+    out
+}
+
+/// The library's modules (by path) and, for each, the modules it names
+/// (the longest module prefix of each path), leaving out its own
+/// ancestors and descendants (a `mod.rs` re-exports its children and they
+/// reach its items through `super::`).
+fn module_graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(&src, f)).collect();
+    let related = |a: &[String], b: &[String]| a.starts_with(b) || b.starts_with(a);
+    let mut graph = BTreeMap::new();
+    for file in &files {
+        let module = module_of(&src, file);
+        let text = code(&std::fs::read_to_string(file).unwrap());
+        let mut edges = BTreeSet::new();
+        for path in paths(&text, &module) {
+            let target = (0..=path.len())
+                .rev()
+                .map(|n| path[..n].to_vec())
+                .find(|p| modules.contains(p))
+                .unwrap_or_default();
+            if !related(&module, &target) {
+                edges.insert(target);
+            }
+        }
+        graph.insert(module, edges);
+    }
+    graph
+}
+
+/// The cycles of `graph`: its strongly connected components of more than
+/// one module (Tarjan's algorithm).
+fn cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'a Vec<String>, (usize, usize)>,
+        stack: Vec<&'a Vec<String>>,
+        on_stack: BTreeSet<&'a Vec<String>>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'a> Walk<'a> {
+        fn visit(&mut self, v: &'a Vec<String>) {
+            let n = self.index.len();
+            self.index.insert(v, (n, n));
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                if !self.graph.contains_key(w) {
+                    continue;
+                }
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.index[w].1.min(self.index[v].1);
+                    self.index.get_mut(v).unwrap().1 = low;
+                } else if self.on_stack.contains(w) {
+                    let low = self.index[w].0.min(self.index[v].1);
+                    self.index.get_mut(v).unwrap().1 = low;
+                }
+            }
+            if self.index[v].0 == self.index[v].1 {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w.join("::"));
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+/// No module of the library reaches itself through others: the modules
+/// form layers within each layer too (a module and its `mod.rs` aside).
+#[test]
+fn no_import_cycle_among_the_librarys_modules() {
+    let graph = module_graph();
+    assert!(graph.len() > 50, "read {} modules", graph.len());
+    let found = cycles(&graph);
+    if !found.is_empty() {
+        for c in &found {
+            for m in c {
+                let key: Vec<String> = m.split("::").map(str::to_string).collect();
+                let within: Vec<String> = graph[&key]
+                    .iter()
+                    .map(|t| t.join("::"))
+                    .filter(|t| c.contains(t))
+                    .collect();
+                eprintln!("{m} -> {within:?}");
+            }
+        }
+    }
+    assert!(found.is_empty(), "import cycles: {found:?}");
+}
+
+#[test]
+fn the_cycle_check_reads_use_groups_and_finds_a_cycle() {
+    let m = |s: &str| -> Vec<String> { s.split("::").map(str::to_string).collect() };
+    let text = "use super::{kernel::{self, BatchKernel}, batch::X};\nuse crate::gpu::pgs::Y;\nfn f() { super::super::math::Vec3::zeros(); }\n";
+    let found = paths(text, &m("gpu::admm"));
+    assert_eq!(
+        found,
+        vec![
+            m("gpu::kernel"),
+            m("gpu::kernel::BatchKernel"),
+            m("gpu::batch::X"),
+            m("gpu::pgs::Y"),
+            m("math::Vec3::zeros"),
+        ]
+    );
+    let mut graph = BTreeMap::new();
+    graph.insert(m("a"), BTreeSet::from([m("b")]));
+    graph.insert(m("b"), BTreeSet::from([m("c")]));
+    graph.insert(m("c"), BTreeSet::from([m("a")]));
+    graph.insert(m("d"), BTreeSet::from([m("a")]));
+    assert_eq!(
+        cycles(&graph),
+        vec![vec!["a".to_string(), "b".into(), "c".into()]]
+    );
 }

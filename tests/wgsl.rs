@@ -19,11 +19,12 @@
 
 use moreau::contact::cone::{Pyramid, de_saxce, project_cone, project_dual_cone};
 use moreau::contact::{ContactModel, KernelModel};
+use moreau::gpu::GpuContext;
 use moreau::gpu::batch::{GpuContact, GpuParams, GpuProblem, GpuResult};
 use moreau::gpu::contract::{self, WgslMember, WgslRecord};
-use moreau::gpu::kernel::{self, BatchKernel};
+use moreau::gpu::kernel::BatchKernel;
+use moreau::gpu::registry::{self, ALL as KERNELS};
 use moreau::gpu::shader::{self, WgslValue};
-use moreau::gpu::{GpuContext, kernel::ALL as KERNELS};
 use std::collections::HashMap;
 
 fn shaders_dir() -> std::path::PathBuf {
@@ -43,7 +44,7 @@ fn parse(name: &str, source: &str) -> naga::Module {
 }
 
 fn kernels() -> Vec<&'static dyn BatchKernel> {
-    KERNELS.iter().map(|&k| kernel::of(k)).collect()
+    KERNELS.iter().map(|&k| registry::of(k)).collect()
 }
 
 #[test]

@@ -48,8 +48,8 @@ use super::Decomposition;
 use super::batch::{
     ADMM_SLOTS, BatchCapacity, CANARY, GpuParams, GpuResult, POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
 };
+use super::contract::WgslConst;
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, row_bucket};
-use super::shader::WgslConst;
 use crate::contact::criteria::{F32_ROUNDOFF, FLOOR_STALL_FACTOR};
 use crate::contact::solvers::{admm, newton, polish};
 use crate::contact::{KernelModel, SolverSettings};
@@ -201,7 +201,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("NEWTON_MIN_STEP", newton::MIN_STEP),
         ];
         c.extend(phase_constants());
-        c.extend(super::shader::mode_constants(true));
+        c.extend(super::contract::mode_constants(true));
         c.extend(
             ROW_MODES
                 .iter()

@@ -43,8 +43,7 @@
 
 use super::GpuError;
 pub use super::flags::*;
-pub use super::output::{BatchOutput, ProblemOutput};
-use crate::contact::{ContactProblem, Kernel, RowSet};
+use crate::contact::{ContactProblem, RowSet};
 use bytemuck::{Pod, Zeroable};
 
 /// Kernel parameters shared by the whole batch (uniform buffer).
@@ -297,88 +296,6 @@ pub struct GpuResult {
     pub floor_since: u32,
 }
 
-// The WGSL structs of these records are generated from them (`common.wgsl`
-// and the resident contact stage read them; tests/wgsl.rs checks each
-// member's offset and size through naga).
-crate::wgsl_record!(GpuParams as "Params" {
-    num_problems: "u32",
-    model: "u32",
-    facets: "u32",
-    adaptive_rho: "u32",
-    omega: "f32",
-    rho: "f32",
-    chunk: "u32",
-    canary: "u32",
-    segments: "u32",
-    polish: "u32",
-    stall_guard: "u32",
-    newton: "u32",
-    floor_stop: "u32",
-    pad0: "u32",
-    pad1: "u32",
-    pad2: "u32",
-    segment: "array<vec4<u32>, LANE_SEGMENTS>",
-});
-crate::wgsl_record!(GpuProblem as "Problem" {
-    delassus_offset: "u32",
-    contact_offset: "u32",
-    nc: "u32",
-    max_iterations: "u32",
-    tolerance: "f32",
-    work_offset: "u32",
-    flags: "u32",
-    delassus_scale: "f32",
-    nl: "u32",
-    stride: "u32",
-    vector_offset: "u32",
-    row_bounds: "u32",
-});
-crate::wgsl_record!(GpuContact as "Contact" {
-    g_mu: "vec4<f32>",
-    compliance: "vec4<f32>",
-});
-crate::wgsl_record!(GpuResult as "SolveResult" {
-    iterations: "u32",
-    flags: "u32",
-    eps_abs: "f32",
-    primal: "f32",
-    dual: "f32",
-    complementarity: "f32",
-    rho: "f32",
-    factorizations: "u32",
-    state: "u32",
-    attempt: "u32",
-    last_update: "u32",
-    adapt: "u32",
-    start_eps: "f32",
-    best_eps: "f32",
-    scale: "f32",
-    step: "u32",
-    rho_prev: "f32",
-    polishes: "u32",
-    polish: "u32",
-    guarded_from: "f32",
-    rho_floor: "f32",
-    window_best: "f32",
-    window_start: "u32",
-    newton_steps: "u32",
-    eps_floor: "f32",
-    floor_since: "u32",
-});
-
-/// The WGSL structs of the problem records (`Problem`, `Contact`,
-/// `SolveResult`), which the solver kernels and the resident contact
-/// stage share.
-pub fn problem_structs() -> String {
-    use super::contract::declaration;
-    format!(
-        "{}{}{}",
-        declaration::<GpuProblem>(),
-        declaration::<GpuContact>(),
-        declaration::<GpuResult>()
-    )
-}
-
 /// `GpuResult::state` of a problem not started (the buffer is zeroed).
 pub const STATE_FRESH: u32 = 0;
 /// `GpuResult::state` of a PGS problem between dispatches (ADMM uses its phases).
@@ -526,19 +443,6 @@ impl BatchCapacity {
     pub fn readback_bytes(&self) -> u64 {
         let b = self.buffer_bytes(0);
         b[4].1 + b[5].1 + b[6].1 + READBACK_TAIL_BYTES
-    }
-
-    /// Device bytes of the buffers a solver of `kernel` allocates (ADMM adds
-    /// its scratch), the running counter and the readback staging buffer included.
-    pub fn device_bytes(&self, kernel: Kernel) -> u64 {
-        let bound: u64 = self
-            .buffer_bytes(super::kernel::of(kernel).work_floats(self))
-            .iter()
-            .map(|(_, b)| b)
-            .sum();
-        // The running counter, the readback of λ, c, results, the counter
-        // and the timestamps, and the timestamps' resolve buffer.
-        bound + RUNNING_COUNTER_BYTES + self.readback_bytes() + 8 * ROUND_TIMESTAMPS as u64
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::GpuError;
 use super::batch::{BatchCapacity, GpuParams};
-use super::shader::WgslConst;
+use super::contract::WgslConst;
 use crate::contact::{Kernel, KernelModel, SolverKind, SolverSettings};
 
 /// Whether a solver's dispatches must stay under a driver's loop limit
@@ -132,29 +132,6 @@ pub const fn row_bucket(rows: usize) -> usize {
     }
 }
 
-/// The implementation of `kernel`.
-pub fn of(kernel: Kernel) -> &'static dyn BatchKernel {
-    match kernel {
-        Kernel::Pgs => &super::pgs::PgsKernel,
-        Kernel::Admm => &super::admm::AdmmKernel,
-    }
-}
-
-/// Every kernel.
-pub const ALL: [Kernel; 2] = [Kernel::Pgs, Kernel::Admm];
-
-/// The largest workgroup any kernel's entry point uses (the adapter must allow it).
-pub fn max_workgroup_size() -> u32 {
-    ALL.iter()
-        .flat_map(|&k| {
-            Decomposition::ALL
-                .iter()
-                .map(move |&d| of(k).invocations_per_workgroup(d))
-        })
-        .max()
-        .unwrap_or(1)
-}
-
 /// The solvers with a GPU kernel, comma-separated.
 pub fn gpu_solvers() -> String {
     SolverKind::names_where(|s| s.gpu.is_some())
@@ -201,40 +178,6 @@ impl Decomposition {
             Decomposition::Invocation => "invocation",
             Decomposition::Workgroup => "workgroup",
             Decomposition::Lane => "lane",
-        }
-    }
-
-    /// The most rows (`3·nc + nl`) one problem of `kind` may have under
-    /// this decomposition (`None`: no limit but the device's memory).
-    pub fn max_rows(self, kind: SolverKind) -> Result<Option<usize>, GpuError> {
-        let (k, _) = check_kernel(kind)?;
-        Ok(of(k).max_rows(self))
-    }
-
-    /// The entry point of `kind`'s kernel for this decomposition; refuses
-    /// a decomposition the kernel or `capacity` does not fit.
-    pub fn check(
-        self,
-        kind: SolverKind,
-        capacity: &BatchCapacity,
-    ) -> Result<&'static str, GpuError> {
-        let (k, _) = check_kernel(kind)?;
-        let kernel = of(k);
-        let entry = kernel
-            .entry_point(self)
-            .ok_or(GpuError::NoWorkgroupKernel {
-                solver: kind.name(),
-                decomposition: self.name(),
-            })?;
-        match kernel.max_rows(self) {
-            Some(max) if capacity.max_rows_per_problem() > max => {
-                Err(GpuError::WorkgroupCapacity {
-                    decomposition: self.name(),
-                    max_rows: max,
-                    got: capacity.max_rows_per_problem(),
-                })
-            }
-            _ => Ok(entry),
         }
     }
 }

@@ -64,18 +64,19 @@ mod flags;
 pub mod kernel;
 mod output;
 pub mod pgs;
+pub mod registry;
 pub mod resident;
 pub mod shader;
 mod solver;
 pub mod vjp;
 
 pub use batch::{
-    BatchCapacity, BatchOutput, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
-    FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch,
-    Layout, POLISH_MAX_UNKNOWNS, ProblemOutput, ROW_BILATERAL, ROW_UNILATERAL, flag_names,
-    row_bound,
+    BatchCapacity, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
+    GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch, Layout,
+    POLISH_MAX_UNKNOWNS, ROW_BILATERAL, ROW_UNILATERAL, flag_names, row_bound,
 };
 pub use kernel::{Decomposition, check_kernel, gpu_solvers};
+pub use output::{BatchOutput, ProblemOutput};
 
 pub use solver::{GpuSolver, Submission, check_capacity};
 
@@ -414,12 +415,12 @@ impl GpuContext {
         need(
             "max_compute_invocations_per_workgroup",
             limits.max_compute_invocations_per_workgroup as u64,
-            kernel::max_workgroup_size() as u64,
+            registry::max_workgroup_size() as u64,
         )?;
         need(
             "max_compute_workgroup_size_x",
             limits.max_compute_workgroup_size_x as u64,
-            kernel::max_workgroup_size() as u64,
+            registry::max_workgroup_size() as u64,
         )?;
         // Timestamp queries where the adapter has them (GPU timings are
         // reported beside wall times; nothing depends on them).

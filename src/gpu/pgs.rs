@@ -36,8 +36,8 @@
 
 use super::Decomposition;
 use super::batch::{BatchCapacity, CANARY, GpuParams, GpuProblem, LANE_SEGMENTS, tri};
+use super::contract::WgslConst;
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, row_bucket};
-use super::shader::WgslConst;
 use crate::contact::solvers::raisim;
 use crate::contact::{KernelModel, SolverSettings};
 

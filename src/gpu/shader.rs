@@ -8,64 +8,99 @@
 //! sizes against their `#[repr(C)]` twins.
 
 use super::batch::{
-    FLAGS, LANE_SEGMENTS, ROW_BILATERAL, ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
+    FLAGS, GpuContact, GpuParams, GpuProblem, GpuResult, LANE_SEGMENTS, ROW_BILATERAL,
+    ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
 };
+use super::contract::{WgslConst, declaration, header};
 use super::kernel::BatchKernel;
-use crate::contact::{ContactMode, KernelModel};
-use std::fmt::Write;
+use crate::contact::KernelModel;
+
+pub use super::contract::{WgslValue, mode_code, mode_constants};
 
 /// `shaders/cone.wgsl`.
 pub const CONE: &str = include_str!("../../shaders/cone.wgsl");
 /// `shaders/common.wgsl`.
 pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
 
-/// A constant's value, as WGSL types it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum WgslValue {
-    U32(u32),
-    F32(f32),
-    Bool(bool),
-}
+// The WGSL structs of the batch's records (`common.wgsl` and the resident
+// contact stage read them; tests/wgsl.rs checks each member's offset and
+// size through naga), generated from their `#[repr(C)]` twins.
+crate::wgsl_record!(GpuParams as "Params" {
+    num_problems: "u32",
+    model: "u32",
+    facets: "u32",
+    adaptive_rho: "u32",
+    omega: "f32",
+    rho: "f32",
+    chunk: "u32",
+    canary: "u32",
+    segments: "u32",
+    polish: "u32",
+    stall_guard: "u32",
+    newton: "u32",
+    floor_stop: "u32",
+    pad0: "u32",
+    pad1: "u32",
+    pad2: "u32",
+    segment: "array<vec4<u32>, LANE_SEGMENTS>",
+});
+crate::wgsl_record!(GpuProblem as "Problem" {
+    delassus_offset: "u32",
+    contact_offset: "u32",
+    nc: "u32",
+    max_iterations: "u32",
+    tolerance: "f32",
+    work_offset: "u32",
+    flags: "u32",
+    delassus_scale: "f32",
+    nl: "u32",
+    stride: "u32",
+    vector_offset: "u32",
+    row_bounds: "u32",
+});
+crate::wgsl_record!(GpuContact as "Contact" {
+    g_mu: "vec4<f32>",
+    compliance: "vec4<f32>",
+});
+crate::wgsl_record!(GpuResult as "SolveResult" {
+    iterations: "u32",
+    flags: "u32",
+    eps_abs: "f32",
+    primal: "f32",
+    dual: "f32",
+    complementarity: "f32",
+    rho: "f32",
+    factorizations: "u32",
+    state: "u32",
+    attempt: "u32",
+    last_update: "u32",
+    adapt: "u32",
+    start_eps: "f32",
+    best_eps: "f32",
+    scale: "f32",
+    step: "u32",
+    rho_prev: "f32",
+    polishes: "u32",
+    polish: "u32",
+    guarded_from: "f32",
+    rho_floor: "f32",
+    window_best: "f32",
+    window_start: "u32",
+    newton_steps: "u32",
+    eps_floor: "f32",
+    floor_since: "u32",
+});
 
-/// One generated `const NAME: type = value;`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct WgslConst {
-    pub name: &'static str,
-    pub value: WgslValue,
-}
-
-impl WgslConst {
-    pub const fn u32(name: &'static str, value: u32) -> Self {
-        WgslConst {
-            name,
-            value: WgslValue::U32(value),
-        }
-    }
-
-    pub const fn bool(name: &'static str, value: bool) -> Self {
-        WgslConst {
-            name,
-            value: WgslValue::Bool(value),
-        }
-    }
-
-    /// An f32 constant from an f64 (rounded to the nearest f32).
-    pub const fn f32(name: &'static str, value: f64) -> Self {
-        WgslConst {
-            name,
-            value: WgslValue::F32(value as f32),
-        }
-    }
-
-    /// The WGSL declaration. f32 values are written with Rust's shortest
-    /// round-trip formatting, which WGSL parses back to the same f32.
-    pub fn declaration(&self) -> String {
-        match self.value {
-            WgslValue::U32(v) => format!("const {}: u32 = {v}u;", self.name),
-            WgslValue::F32(v) => format!("const {}: f32 = {v:?};", self.name),
-            WgslValue::Bool(v) => format!("const {}: bool = {v};", self.name),
-        }
-    }
+/// The WGSL structs of the problem records (`Problem`, `Contact`,
+/// `SolveResult`), which the solver kernels and the resident contact
+/// stage share.
+pub fn problem_structs() -> String {
+    format!(
+        "{}{}{}",
+        declaration::<GpuProblem>(),
+        declaration::<GpuContact>(),
+        declaration::<GpuResult>()
+    )
 }
 
 /// The constants every kernel sees: the states of a solve, the models
@@ -88,45 +123,6 @@ pub fn shared_constants() -> Vec<WgslConst> {
     c
 }
 
-/// A contact's mode as the kernels code it (the polish's and Newton's
-/// modes in `admm.wgsl`, the VJP's in `vjp.wgsl`).
-pub fn mode_code(mode: ContactMode) -> u32 {
-    match mode {
-        ContactMode::Breaking => 0,
-        ContactMode::Sticking => 1,
-        ContactMode::Sliding => 2,
-    }
-}
-
-/// The contact modes' constants `MODE_*`: as `u32`, or as `f32` for a
-/// kernel that keeps them among floats.
-pub fn mode_constants(as_f32: bool) -> Vec<WgslConst> {
-    [
-        ("MODE_BREAKING", ContactMode::Breaking),
-        ("MODE_STICKING", ContactMode::Sticking),
-        ("MODE_SLIDING", ContactMode::Sliding),
-    ]
-    .into_iter()
-    .map(|(name, m)| {
-        if as_f32 {
-            WgslConst::f32(name, mode_code(m) as f64)
-        } else {
-            WgslConst::u32(name, mode_code(m))
-        }
-    })
-    .collect()
-}
-
-/// The generated header declaring `constants`.
-pub fn header(constants: &[WgslConst]) -> String {
-    let mut h =
-        String::from("// Generated by src/gpu/shader.rs from the Rust constants: do not edit.\n");
-    for c in constants {
-        let _ = writeln!(h, "{}", c.declaration());
-    }
-    h
-}
-
 /// Every constant `kernel`'s source is given: the shared ones, then its own.
 pub fn constants(kernel: &dyn BatchKernel) -> Vec<WgslConst> {
     let mut c = shared_constants();
@@ -141,8 +137,8 @@ pub fn kernel_source(kernel: &dyn BatchKernel) -> String {
     format!(
         "{}{}{}\n{CONE}\n{COMMON}\n{}",
         header(&constants(kernel)),
-        super::contract::declaration::<super::batch::GpuParams>(),
-        super::batch::problem_structs(),
+        declaration::<GpuParams>(),
+        problem_structs(),
         kernel.wgsl()
     )
 }

@@ -5,11 +5,12 @@
 //! can work while the device solves.
 
 use super::batch::{
-    BatchCapacity, BatchOutput, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult,
-    InterleavedBatch, Layout, READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES,
-    STATE_DONE,
+    BatchCapacity, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult, InterleavedBatch, Layout,
+    READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE,
 };
-use super::kernel::{self, AdapterClass, BatchKernel, BatchShape, Decomposition, check_kernel};
+use super::kernel::{AdapterClass, BatchKernel, BatchShape, Decomposition, check_kernel};
+use super::output::BatchOutput;
+use super::registry;
 use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
 use crate::contact::{ContactProblem, KernelModel, SolverKind, SolverSettings};
 use crate::counters::{DeviceTimes, Stage, StageTimes};
@@ -155,7 +156,7 @@ pub fn check_capacity(
 ) -> Result<&'static str, GpuError> {
     let entry_point = decomposition.check(kind, capacity)?;
     let (kernel_kind, _) = check_kernel(kind)?;
-    let kernel = kernel::of(kernel_kind);
+    let kernel = registry::of(kernel_kind);
     let p = capacity.problems as u64;
     let sizes = capacity.buffer_bytes(kernel.work_floats(capacity));
     let too_large = |what, bytes: u64, limit_name, limit: u64| {
@@ -244,7 +245,7 @@ impl GpuSolver {
             decomposition,
         )?;
         let (kernel_kind, model) = check_kernel(kind)?;
-        let kernel = kernel::of(kernel_kind);
+        let kernel = registry::of(kernel_kind);
         let sizes = capacity.buffer_bytes(kernel.work_floats(&capacity));
         let device = &ctx.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);

@@ -19,7 +19,7 @@
 //! adapter's limits first): this path is for learning loops' backward
 //! passes, whose cost is the solve, not the allocation.
 
-use super::shader::WgslConst;
+use super::contract::WgslConst;
 use super::{GpuContext, GpuError};
 use crate::contact::ContactMode;
 pub use crate::contact::sensitivity::VjpWorld;
@@ -115,14 +115,14 @@ pub fn constants() -> Vec<WgslConst> {
         WgslConst::u32("VJP_ROUNDS", VJP_ROUNDS),
         WgslConst::u32("VJP_FLAG_SINGULAR", VJP_FLAG_SINGULAR),
     ];
-    c.extend(super::shader::mode_constants(false));
+    c.extend(super::contract::mode_constants(false));
     c
 }
 
 /// The assembled WGSL source: the constants, the world's header (generated
 /// from [`GpuVjpWorld`]), then `shaders/vjp.wgsl`.
 pub fn source() -> String {
-    let mut s = super::shader::header(&constants());
+    let mut s = super::contract::header(&constants());
     s.push_str(&super::contract::declaration::<GpuVjpWorld>());
     s.push_str(include_str!("../../shaders/vjp.wgsl"));
     s
@@ -400,7 +400,7 @@ impl GpuContactVjp {
             inputs.extend(w.lambda_bar.iter().map(|&x| x as f32));
             for r in 0..m {
                 let block = if r < 3 * nc { r / 3 } else { nc + r - 3 * nc };
-                modes.push(super::shader::mode_code(w.modes[block]));
+                modes.push(super::contract::mode_code(w.modes[block]));
             }
         }
         let device = &self.ctx.device;

@@ -45,12 +45,13 @@
 //! world and reported (`BatchStepReport::
 //! dropped_contacts`, `overflowed_worlds`), never silent.
 
+pub use super::pairs::BOX_BOX_CONTACTS;
 use super::pairs::{GATES, PairFloats, PairKind, PairWords};
 use super::{
     ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED,
 };
 use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
-use crate::gpu::shader::WgslConst;
+use crate::gpu::contract::WgslConst;
 use crate::gpu::{GpuContext, GpuError, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
 use crate::model::{Model, Shape, WORLD};
@@ -72,11 +73,6 @@ pub const CONTACT_FLOATS: usize = 16;
 /// The most vertices a convex hull collided on the device may have (each
 /// has a warm-start slot).
 pub const MAX_HULL_VERTICES: usize = 64;
-
-/// The most contacts the device keeps of one box–box manifold: the
-/// corners of two quadrilaterals' overlap (a step that finds more, in
-/// degenerate f32 cases, drops them and counts them).
-pub const BOX_BOX_CONTACTS: usize = 8;
 
 /// The most contacts between moving shapes a world has room for (see the
 /// module's comment).

@@ -3,8 +3,8 @@
 //! constants (`bf(i, BF_MASS)`), generated from here with the joint codes
 //! (see [`crate::gpu::contract`]). `records.rs` fills them.
 
+use crate::gpu::contract::WgslConst;
 use crate::gpu::contract::{WgslRecord, offsets};
-use crate::gpu::shader::WgslConst;
 use crate::math::Vec3;
 use crate::model::JointType;
 use bytemuck::{Pod, Zeroable};

@@ -6,11 +6,15 @@
 //! `collide` dispatches on the kind; `tests/wgsl.rs` checks that every
 //! kind is dispatched there by name and that no kind's number appears.
 
-use super::contacts::BOX_BOX_CONTACTS;
+use crate::gpu::contract::WgslConst;
 use crate::gpu::contract::offsets;
-use crate::gpu::shader::WgslConst;
 use crate::model::Shape;
 use bytemuck::{Pod, Zeroable};
+
+/// The most contacts the device keeps of one box–box manifold: the
+/// corners of two quadrilaterals' overlap (a step that finds more, in
+/// degenerate f32 cases, drops them and counts them).
+pub const BOX_BOX_CONTACTS: usize = 8;
 
 /// A pair's words (`pair_u32`).
 #[repr(C)]

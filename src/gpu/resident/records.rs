@@ -6,7 +6,7 @@
 use super::contacts::{ContactSizes, device_pairs};
 use super::layout::{ActuatorWords, BodyFloats, BodyWords, DofFloats, JointCode, WorldParams};
 use super::{ACT_WORDS, BODY_F32, BODY_U32, DOF_F32, LIMIT_PIVOTS_PER_ROW, WORKGROUP};
-use crate::gpu::shader::{WgslConst, header};
+use crate::gpu::contract::{WgslConst, header};
 use crate::model::{JointType, Model, NO_DOF};
 use crate::sim::SimParams;
 
@@ -36,7 +36,7 @@ pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> Stri
     format!(
         "{}{}{resident}{}",
         header(&c),
-        crate::gpu::batch::problem_structs(),
+        crate::gpu::shader::problem_structs(),
         include_str!("../../../shaders/resident_contacts.wgsl")
     )
 }
