@@ -62,11 +62,16 @@ fn every_shader_parses_and_validates_with_naga() {
         "vjp.wgsl",
         "resident.wgsl",
         "resident_contacts.wgsl",
+        "resident_collide.wgsl",
         "render.wgsl",
     ]
     .iter()
     .map(|s| s.to_string())
-    .chain(kernels().iter().map(|k| format!("{}.wgsl", k.name())))
+    .chain(
+        kernels()
+            .iter()
+            .flat_map(|k| k.wgsl_files().iter().map(|(name, _)| name.to_string())),
+    )
     .collect();
     expected.sort();
     assert_eq!(files, expected, "every shader file is shared or a kernel's");
@@ -81,13 +86,16 @@ fn every_shader_parses_and_validates_with_naga() {
     );
     parse("cone.wgsl", &shader::functions_source());
     for k in kernels() {
-        let file = format!("{}.wgsl", k.name());
-        assert_eq!(
-            k.wgsl(),
-            std::fs::read_to_string(dir.join(&file)).unwrap(),
-            "{file}"
-        );
-        parse(&file, &shader::kernel_source(k));
+        // The kernel's files, its first named after it.
+        assert_eq!(k.wgsl_files()[0].0, format!("{}.wgsl", k.name()));
+        for (file, text) in k.wgsl_files() {
+            assert_eq!(
+                *text,
+                std::fs::read_to_string(dir.join(file)).unwrap(),
+                "{file}"
+            );
+        }
+        parse(k.name(), &shader::kernel_source(k));
     }
 }
 
@@ -673,6 +681,14 @@ fn the_resident_kernel_validates_and_its_constants_are_rusts() {
     }
     // The contact stage (resident_contacts.wgsl) is in some of them.
     assert!(with_contacts > 0);
+    // Every pair kind has its narrow phase, dispatched by name.
+    let collide = std::fs::read_to_string(shaders_dir().join("resident_collide.wgsl")).unwrap();
+    for kind in pairs::PairKind::ALL {
+        assert!(
+            collide.contains(&format!("== {}", kind.wgsl_name())),
+            "resident_collide.wgsl does not dispatch {kind:?}"
+        );
+    }
     for (name, fields, size) in layout::records().into_iter().chain(pairs::records()) {
         contract::check_tiling(name, &fields, size).unwrap();
     }

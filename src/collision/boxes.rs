@@ -11,7 +11,7 @@
 //! 35, 36 or 37 contacts from one step to the next (a corner lost, or
 //! found twice). Here the boundary counts as inside up to a tolerance, and
 //! a point found twice (a corner that is also an edges' crossing) is kept
-//! once. The device's box–box collision (`shaders/resident_contacts.wgsl`)
+//! once. The device's box–box collision (`shaders/resident_collide.wgsl`)
 //! makes the same points the same way in f32.
 
 use parry3d_f64::math::{Pose, Vector as PVec};

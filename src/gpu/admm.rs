@@ -163,8 +163,22 @@ impl BatchKernel for AdmmKernel {
         "admm"
     }
 
-    fn wgsl(&self) -> &'static str {
-        include_str!("../../shaders/admm.wgsl")
+    fn wgsl_files(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("admm.wgsl", include_str!("../../shaders/admm.wgsl")),
+            (
+                "admm_polish.wgsl",
+                include_str!("../../shaders/admm_polish.wgsl"),
+            ),
+            (
+                "admm_newton.wgsl",
+                include_str!("../../shaders/admm_newton.wgsl"),
+            ),
+            (
+                "admm_main.wgsl",
+                include_str!("../../shaders/admm_main.wgsl"),
+            ),
+        ]
     }
 
     fn constants(&self) -> Vec<WgslConst> {

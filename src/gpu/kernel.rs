@@ -46,8 +46,17 @@ pub struct BatchShape {
 pub trait BatchKernel: Sync {
     /// Its stem: `shaders/<name>.wgsl`, `src/gpu/<name>.rs`.
     fn name(&self) -> &'static str;
-    /// The text of `shaders/<name>.wgsl`.
-    fn wgsl(&self) -> &'static str;
+    /// Its files under `shaders/` (name, text), split by phase, in the
+    /// order they are compiled.
+    fn wgsl_files(&self) -> &'static [(&'static str, &'static str)];
+    /// Its WGSL: its files, one after the other.
+    fn wgsl(&self) -> String {
+        self.wgsl_files()
+            .iter()
+            .map(|(_, text)| *text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
     /// Its own generated WGSL constants (workgroup sizes, tuning constants
     /// shared with its CPU twin), after the shared ones
     /// ([`super::shader::shared_constants`]).

@@ -181,8 +181,18 @@ impl BatchKernel for PgsKernel {
         "pgs"
     }
 
-    fn wgsl(&self) -> &'static str {
-        include_str!("../../shaders/pgs.wgsl")
+    fn wgsl_files(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("pgs.wgsl", include_str!("../../shaders/pgs.wgsl")),
+            (
+                "pgs_workgroup.wgsl",
+                include_str!("../../shaders/pgs_workgroup.wgsl"),
+            ),
+            (
+                "pgs_lanes.wgsl",
+                include_str!("../../shaders/pgs_lanes.wgsl"),
+            ),
+        ]
     }
 
     fn constants(&self) -> Vec<WgslConst> {

@@ -2,7 +2,7 @@
 //! narrow phase for, and the table that says, for each, what it is called
 //! in the kernel (`PAIR_*`, generated from here), which shapes make it, how
 //! many contacts and warm-start slots it takes, and which of the kernel's
-//! `HAS_*` switches compiles its code. `shaders/resident_contacts.wgsl`'s
+//! `HAS_*` switches compiles its code. `shaders/resident_collide.wgsl`'s
 //! `collide` dispatches on the kind; `tests/wgsl.rs` checks that every
 //! kind is dispatched there by name and that no kind's number appears.
 

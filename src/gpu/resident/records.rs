@@ -23,7 +23,8 @@ pub fn source(model: &Model) -> String {
 /// sizes, the records' offsets, the joint codes; with contacts, the
 /// contact stage's sizes, the pair kinds and the problem records'
 /// structs), then `shaders/resident.wgsl`, then
-/// `shaders/resident_contacts.wgsl` or, without contacts, a stub.
+/// `shaders/resident_contacts.wgsl` and `shaders/resident_collide.wgsl`
+/// or, without contacts, a stub.
 pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> String {
     let c = constants_for(model, per_world, initial_moving);
     let resident = include_str!("../../../shaders/resident.wgsl");
@@ -34,10 +35,11 @@ pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> Stri
         );
     }
     format!(
-        "{}{}{resident}{}",
+        "{}{}{resident}{}\n{}",
         header(&c),
         crate::gpu::shader::problem_structs(),
-        include_str!("../../../shaders/resident_contacts.wgsl")
+        include_str!("../../../shaders/resident_contacts.wgsl"),
+        include_str!("../../../shaders/resident_collide.wgsl")
     )
 }
 
