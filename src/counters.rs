@@ -186,6 +186,58 @@ impl DeviceTimes {
     }
 }
 
+/// The stages of a resident step (worlds living on the device), nested
+/// under its wait for the device: the step kernel (actuators, dynamics,
+/// the joint-limit rows, collision and the contact problem's assembly),
+/// the contact solve, the finish (velocity update, integration).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ResidentStages {
+    pub step: Duration,
+    pub solve: Duration,
+    pub finish: Duration,
+}
+
+impl ResidentStages {
+    pub fn accumulate(&mut self, o: &ResidentStages) {
+        self.step += o.step;
+        self.solve += o.solve;
+        self.finish += o.finish;
+    }
+
+    pub fn total(&self) -> Duration {
+        self.step + self.solve + self.finish
+    }
+
+    /// `(name, time)` in order.
+    pub fn iter(&self) -> [(&'static str, Duration); 3] {
+        [
+            ("step", self.step),
+            ("solve", self.solve),
+            ("finish", self.finish),
+        ]
+    }
+}
+
+/// What the resident step's stage timing measured over `steps` steps
+/// (`gpu::resident::ResidentBatch::set_stage_timing`; each stage submitted
+/// alone and waited for).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ResidentStageTimes {
+    pub steps: u64,
+    /// Whether `device` was measured by the device's timestamp queries
+    /// (else it is zero but for the rounds below: the adapter has none,
+    /// and `host` is the measure).
+    pub device_measured: bool,
+    /// The passes' device time; on an adapter with a loop limit, the
+    /// solve's later rounds are in `solve` by the host's clock.
+    pub device: ResidentStages,
+    /// The host's clock from each stage's submission to its completion.
+    pub host: ResidentStages,
+    /// The solve's rounds after its first dispatches (adapters with a loop
+    /// limit).
+    pub solve_rounds: u64,
+}
+
 /// Wall time of one batch step: the host's parallel sections, each of
 /// which runs several stages of every world at once (the worlds' own stage
 /// times are in [`crate::sim::Simulator::times`]), and the GPU solver's stages.

@@ -331,6 +331,20 @@ impl BatchSim {
     pub fn resident_device_bytes(&self) -> Option<u64> {
         self.resident.as_ref().map(|r| r.device_bytes())
     }
+    /// Times the resident step's stages from the next step on, or stops
+    /// (see [`crate::gpu::resident::ResidentBatch::set_stage_timing`]:
+    /// each stage submitted alone and waited for); false, and nothing
+    /// done, where the worlds are not resident.
+    pub fn set_resident_stage_timing(&mut self, on: bool) -> bool {
+        self.resident
+            .as_mut()
+            .map(|r| r.set_stage_timing(on))
+            .is_some()
+    }
+    /// What the resident stage timing measured (`None`: off, or not resident).
+    pub fn resident_stage_times(&self) -> Option<crate::counters::ResidentStageTimes> {
+        self.resident.as_ref().and_then(|r| r.stage_times())
+    }
     /// Why [`Backend::Gpu`] runs the host-prepared path, if it does: one
     /// line naming the reason.
     pub fn notice(&self) -> Option<&str> {

@@ -134,6 +134,7 @@ pub mod layout;
 pub mod pairs;
 mod records;
 mod state_io;
+mod timing;
 
 use buffers::{Bindings, Kernel, bind_group as make_bind_group, kernel};
 pub use buffers::{Columns, DeviceSolve};
@@ -186,6 +187,8 @@ pub struct ResidentBatch {
     staging: Vec<f32>,
     /// Time spent waiting for the device in reads, since creation.
     waited: Duration,
+    /// The stages' timer, while stage timing is on (`timing.rs`).
+    timer: Option<timing::StageTimer>,
 }
 
 /// One world's stage outputs in a step (see [`ResidentBatch::read_stages`]).
@@ -527,6 +530,7 @@ impl ResidentBatch {
             readback,
             staging,
             waited: Duration::ZERO,
+            timer: None,
         })
     }
 
@@ -693,6 +697,16 @@ impl ResidentBatch {
                 self.all_active = true;
             }
             None => {}
+        }
+        if self.timer.is_some() {
+            for r in 0..repeats {
+                let clear = r == 0 && std::mem::take(&mut self.clear_flags);
+                self.timed_step(clear)?;
+            }
+            if let Some((stage, _)) = self.contacts.as_mut() {
+                stage.stepped(active);
+            }
+            return Ok(());
         }
         let mut encoder = self
             .ctx
