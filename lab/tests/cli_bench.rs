@@ -140,11 +140,32 @@ fn bench_measures_every_backend_and_writes_json_and_plot() {
                 assert!(r["precision"].as_str().unwrap().contains("f32"), "{what}");
                 let dev = r["memory"]["device_bytes_per_world"].as_f64().unwrap();
                 assert!(dev > 0.0, "{what}");
+                // The quadruped lives on the device: its step's stages
+                // are timed (5 steps after the timed ones), and printed.
+                assert_eq!(r["resident"], true, "{what}");
+                let st = &r["resident_stages"];
+                assert_eq!(st["steps"], 5, "{what}");
+                for stage in ["step_s", "solve_s", "finish_s"] {
+                    assert!(st["host"][stage].as_f64().unwrap() > 0.0, "{stage}: {what}");
+                    // Lavapipe has timestamp queries; a GPU without them
+                    // says so with null.
+                    let d = &st["device"];
+                    assert!(
+                        d.is_null() || d[stage].as_f64().unwrap() > 0.0,
+                        "{stage}: {what}"
+                    );
+                }
             } else {
                 assert_eq!(r["precision"], "f64", "{what}");
                 assert!(r["memory"]["device_bytes"].is_null(), "{what}");
             }
         }
+    }
+    if gpu_available {
+        assert!(
+            stdout.contains("device stages per step, ms"),
+            "the stages line: {stdout}"
+        );
     }
     if cfg!(target_os = "linux") {
         let most = doc["runs"]

@@ -341,6 +341,47 @@ pub struct Memory {
     pub device_bytes_per_world: Option<f64>,
 }
 
+/// Seconds per batch step in each of the resident step's stages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ResidentStageSeconds {
+    /// The step kernel: actuators, dynamics, the joint-limit rows,
+    /// collision and the contact problem's assembly.
+    pub step_s: f64,
+    /// The contact solve's dispatches (and, on an adapter with a loop
+    /// limit, its later rounds by the host's clock).
+    pub solve_s: f64,
+    /// The velocity update and the integration.
+    pub finish_s: f64,
+}
+
+impl ResidentStageSeconds {
+    fn per_step(s: &moreau::counters::ResidentStages, steps: u64) -> Self {
+        let k = 1.0 / steps.max(1) as f64;
+        ResidentStageSeconds {
+            step_s: s.step.as_secs_f64() * k,
+            solve_s: s.solve.as_secs_f64() * k,
+            finish_s: s.finish.as_secs_f64() * k,
+        }
+    }
+}
+
+/// The resident step's time per stage, measured after the throughput's
+/// steps on a few more, each stage submitted alone and waited for
+/// (`BatchSim::set_resident_stage_timing`): where a step's device time
+/// goes, not how fast pipelined steps run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ResidentStageRow {
+    /// The steps timed so.
+    pub steps: u64,
+    /// By the device's timestamp queries (`None`: the adapter has none).
+    pub device: Option<ResidentStageSeconds>,
+    /// By the host's clock from each stage's submission to its completion.
+    pub host: ResidentStageSeconds,
+}
+
+/// The batch steps whose stages a resident row times after its timed steps.
+const STAGE_TIMING_STEPS: usize = 20;
+
 /// One (scene, backend, batch size) point.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct BenchRun {
@@ -409,6 +450,9 @@ pub struct BenchRun {
     /// GPU backend, per batch step: dispatches, queue submissions and
     /// readback maps of the contact solves.
     pub dispatches_per_step: f64,
+    /// Resident rows: the device's time per stage of a step (see
+    /// [`ResidentStageRow`]).
+    pub resident_stages: Option<ResidentStageRow>,
     pub submits_per_step: f64,
     pub maps_per_step: f64,
     /// Whether the worlds lived on the device (the `gpu` backend on a model
@@ -1121,6 +1165,30 @@ fn measure(
     let wall = t.elapsed().as_secs_f64();
     let rss2 = crate::bench::solve::rss_kib();
     let world = diff(&world0, &sum_world_times(&batch));
+    // The resident step's stages, on a few more steps (each stage
+    // submitted alone and waited for: after the throughput's steps, which
+    // it would slow).
+    if batch.set_resident_stage_timing(true) {
+        for _ in 0..cfg.steps.clamp(1, STAGE_TIMING_STEPS) {
+            let controls = driver.controls();
+            let states: Vec<&State> = batch.states().collect();
+            let inputs = driver.next(scene, &states, true);
+            if controls {
+                batch.step_controls(inputs)
+            } else {
+                batch.step(inputs)
+            }
+            .map_err(fail)?;
+        }
+        row.resident_stages = batch.resident_stage_times().map(|t| ResidentStageRow {
+            steps: t.steps,
+            device: t
+                .device_measured
+                .then(|| ResidentStageSeconds::per_step(&t.device, t.steps)),
+            host: ResidentStageSeconds::per_step(&t.host, t.steps),
+        });
+        batch.set_resident_stage_timing(false);
+    }
 
     row.wall_s = wall;
     row.steps_per_s = (n * cfg.steps) as f64 / wall;

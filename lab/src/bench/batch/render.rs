@@ -112,6 +112,26 @@ pub fn render(report: &BenchReport) -> String {
                     r.host_cpu_seconds_per_world_step * 1e6,
                     r.stage_seconds.get(Stage::Solve) * 1e3,
                 );
+                if let Some(st) = &r.resident_stages {
+                    let ms = |x: &ResidentStageSeconds| {
+                        format!(
+                            "step {:.3}, solve {:.3}, finish {:.3}",
+                            x.step_s * 1e3,
+                            x.solve_s * 1e3,
+                            x.finish_s * 1e3
+                        )
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{:>13} device stages per step, ms ({} steps, each stage alone): {}; host clock: {}",
+                        "",
+                        st.steps,
+                        st.device
+                            .as_ref()
+                            .map_or("not timed (no timestamp queries)".into(), ms),
+                        ms(&st.host),
+                    );
+                }
             } else if r.backend == Backend::Gpu.name() || r.backend == Backend::GpuSolve.name() {
                 let solve = r.stage_seconds.get(Stage::Solve);
                 let _ = writeln!(
