@@ -379,8 +379,11 @@ pub struct ResidentStageRow {
     pub host: ResidentStageSeconds,
 }
 
-/// The batch steps whose stages a resident row times after its timed steps.
+/// The batch steps whose stages a resident row times after its timed
+/// steps: at most this many, and no more once [`STAGE_TIMING_BUDGET`] is
+/// spent (a software adapter's large batches take a second a step).
 const STAGE_TIMING_STEPS: usize = 20;
+const STAGE_TIMING_BUDGET: Duration = Duration::from_secs(2);
 
 /// One (scene, backend, batch size) point.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -1169,7 +1172,11 @@ fn measure(
     // submitted alone and waited for: after the throughput's steps, which
     // it would slow).
     if batch.set_resident_stage_timing(true) {
-        for _ in 0..cfg.steps.clamp(1, STAGE_TIMING_STEPS) {
+        let timing = Instant::now();
+        for k in 0..cfg.steps.clamp(1, STAGE_TIMING_STEPS) {
+            if k > 0 && timing.elapsed() > STAGE_TIMING_BUDGET {
+                break;
+            }
             let controls = driver.controls();
             let states: Vec<&State> = batch.states().collect();
             let inputs = driver.next(scene, &states, true);
