@@ -392,7 +392,9 @@ impl BatchSim {
         // A world that failed in an earlier call steps again (as on the
         // CPU); within this call one that fails sits out the rest.
         r.clear_flags();
-        r.step_repeated(input, mask, repeats).map_err(resident)?;
+        // (Each active world's input was checked above: read once more
+        // only to be uploaded.)
+        r.step_checked(input, mask, repeats).map_err(resident)?;
         let worlds = &mut self.worlds;
         let (nq, nv) = (self.model.nq, self.model.nv);
         let tolerance = r.params().solver_settings.tolerance;

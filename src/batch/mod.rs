@@ -12,10 +12,12 @@
 //! - [`Backend::CpuParallel`]: the same code on rayon's threads, one world per
 //!   task;
 //! - [`Backend::Gpu`]: the worlds live on the GPU where the model allows it
-//!   ([`crate::gpu::resident`]: contact-free trees of free, ball, hinge,
-//!   slide and fixed joints, with actuators, joint limits and a fluid): state and whole step
-//!   on the device, the host uploading the actions and reading `q`, `v`
-//!   back once per step. Elsewhere it runs the host-prepared path below and
+//!   ([`crate::gpu::resident`]: trees of free, ball, hinge, slide and
+//!   fixed joints, with actuators, joint limits, a fluid, and contacts
+//!   between the pairs the device collides, `gpu::resident::pairs`):
+//!   state and whole step on the device, the host uploading the actions
+//!   (checked once, where they enter) and reading `q`, `v` back once per
+//!   step. Elsewhere it runs the host-prepared path below and
 //!   says why ([`BatchSim::notice`]). Per-world models and parameters
 //!   (domain randomization) stay on the device. It leaves the device for
 //!   that path, saying so, when asked for what only the host path does:
