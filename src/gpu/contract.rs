@@ -134,6 +134,11 @@ pub trait WgslRecord: bytemuck::Pod {
     }
 }
 
+/// A record's name, fields and size, for the tests' tiling check.
+pub fn record_of<T: WgslRecord>() -> (&'static str, Vec<RecordField>, usize) {
+    (T::WGSL_NAME, T::fields(), std::mem::size_of::<T>())
+}
+
 /// The size of a field, from a projection (for [`wgsl_record!`]).
 #[doc(hidden)]
 pub const fn field_size<T, F>(_: fn(&T) -> &F) -> usize {

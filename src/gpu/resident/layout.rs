@@ -4,7 +4,7 @@
 //! (see [`crate::gpu::contract`]). `records.rs` fills them.
 
 use crate::gpu::contract::WgslConst;
-use crate::gpu::contract::{WgslRecord, offsets};
+use crate::gpu::contract::offsets;
 use crate::math::Vec3;
 use crate::model::JointType;
 use bytemuck::{Pod, Zeroable};
@@ -220,14 +220,12 @@ pub fn constants() -> Vec<WgslConst> {
 
 /// Each record's fields and size, for the tests' tiling check.
 pub fn records() -> Vec<(&'static str, Vec<crate::gpu::contract::RecordField>, usize)> {
-    fn one<T: WgslRecord>() -> (&'static str, Vec<crate::gpu::contract::RecordField>, usize) {
-        (T::WGSL_NAME, T::fields(), std::mem::size_of::<T>())
-    }
+    use crate::gpu::contract::record_of;
     vec![
-        one::<BodyWords>(),
-        one::<BodyFloats>(),
-        one::<DofFloats>(),
-        one::<ActuatorWords>(),
-        one::<WorldParams>(),
+        record_of::<BodyWords>(),
+        record_of::<BodyFloats>(),
+        record_of::<DofFloats>(),
+        record_of::<ActuatorWords>(),
+        record_of::<WorldParams>(),
     ]
 }

@@ -238,14 +238,11 @@ pub fn constants() -> Vec<WgslConst> {
 
 /// Each record's fields and size, for the tests' tiling check.
 pub fn records() -> Vec<(&'static str, Vec<crate::gpu::contract::RecordField>, usize)> {
-    use crate::gpu::contract::WgslRecord;
-    fn one<T: WgslRecord>() -> (&'static str, Vec<crate::gpu::contract::RecordField>, usize) {
-        (T::WGSL_NAME, T::fields(), std::mem::size_of::<T>())
-    }
+    use crate::gpu::contract::record_of;
     vec![
-        one::<PairWords>(),
-        one::<PairGeometry>(),
-        one::<PairFloats>(),
+        record_of::<PairWords>(),
+        record_of::<PairGeometry>(),
+        record_of::<PairFloats>(),
     ]
 }
 

@@ -47,6 +47,15 @@ impl ResidentBatch {
         self.clear_flags = true;
     }
 
+    /// What `input` is called, its values, its width per world, and the
+    /// uniform's code for it (0: torques, 1: controls).
+    fn input_of<'a>(&self, input: Actuation<'a>) -> (&'static str, &'a [f64], usize, u32) {
+        match input {
+            Actuation::Torques(t) => ("tau", t, self.model.nv, 0),
+            Actuation::Controls(c) => ("ctrl", c, self.model.nu(), 1),
+        }
+    }
+
     /// [`Self::step_active`] `repeats` times under the same input, in one
     /// submission.
     pub fn step_repeated(
@@ -56,10 +65,7 @@ impl ResidentBatch {
         repeats: usize,
     ) -> Result<(), ResidentError> {
         let n = self.nworlds;
-        let (what, x, width) = match input {
-            Actuation::Torques(t) => ("tau", t, self.model.nv),
-            Actuation::Controls(c) => ("ctrl", c, self.model.nu()),
-        };
+        let (what, x, width, _) = self.input_of(input);
         if x.len() != n * width {
             return Err(ResidentError::DimensionMismatch {
                 what,
@@ -101,10 +107,7 @@ impl ResidentBatch {
         repeats: usize,
     ) -> Result<(), ResidentError> {
         let n = self.nworlds;
-        let (x, width, controls) = match input {
-            Actuation::Torques(t) => (t, self.model.nv, 0),
-            Actuation::Controls(c) => (c, self.model.nu(), 1),
-        };
+        let (_, x, width, controls) = self.input_of(input);
         debug_assert!(x.len() == n * width && active.is_none_or(|a| a.len() == n));
         let is_active = |w: usize| active.is_none_or(|a| a[w]);
         let queue = &self.ctx.queue;
