@@ -1,29 +1,9 @@
 // The renderer (src/render/mod.rs): each shape of each world drawn as one
 // instance; a Lambert light from above and behind the camera plus an
 // ambient term; planes checkered. Two targets: the colour and the depth
-// along the camera's axis (0 where nothing is drawn).
-
-struct Instance {
-    // Shape frame → world (column-major).
-    model: mat4x4<f32>,
-    // rgb, and w > 0.5 for a checkered plane.
-    color: vec4<f32>,
-};
-
-struct Camera {
-    view_proj: mat4x4<f32>,
-    view: mat4x4<f32>,
-    // The light's direction towards it, world frame (w unused).
-    light: vec4<f32>,
-};
-
-struct Params {
-    // Instances per world: instance k belongs to world k / per_world.
-    per_world: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-};
+// along the camera's axis (0 where nothing is drawn). The structs Instance,
+// Camera and Params are generated from their Rust twins
+// (src/render/records.rs).
 
 @group(0) @binding(0) var<storage, read> instances: array<Instance>;
 @group(0) @binding(1) var<storage, read> cameras: array<Camera>;

@@ -17,6 +17,7 @@
 
 mod mesh;
 mod overlay;
+pub mod records;
 mod view;
 
 pub use overlay::Overlay;
@@ -216,10 +217,12 @@ pub struct Renderer {
 const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
 const DEPTH_OUT_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::R32Float;
 const DEPTH_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
-/// Floats per instance: the 4 × 4 model matrix and the colour.
-const INSTANCE_FLOATS: usize = 20;
-/// Floats per camera: view-projection, view, light direction.
-const CAMERA_FLOATS: usize = 36;
+/// Floats per instance ([`records::RenderInstance`]): the 4 × 4 model
+/// matrix and the colour.
+const INSTANCE_FLOATS: usize = std::mem::size_of::<records::RenderInstance>() / 4;
+/// Floats per camera ([`records::RenderCamera`]): view-projection, view,
+/// light direction.
+const CAMERA_FLOATS: usize = std::mem::size_of::<records::RenderCamera>() / 4;
 
 impl Renderer {
     /// A renderer of `model` making `width` × `height` images, on the
@@ -233,7 +236,7 @@ impl Renderer {
         let device = &ctx.device;
         let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("render"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/render.wgsl").into()),
+            source: wgpu::ShaderSource::Wgsl(records::source().into()),
         });
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
@@ -510,10 +513,13 @@ impl Renderer {
             bytemuck::cast_slice(&camera_data),
             wgpu::BufferUsages::STORAGE,
         );
-        let params = [per_world as u32, 0, 0, 0];
+        let params = records::RenderParams {
+            per_world: per_world as u32,
+            ..Default::default()
+        };
         let params_buffer = buffer(
             "render params",
-            bytemuck::cast_slice(&params),
+            bytemuck::bytes_of(&params),
             wgpu::BufferUsages::UNIFORM,
         );
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
