@@ -98,9 +98,9 @@ fn contact_record(nc: u32, d: f32) -> u32 {
     }
     dropped += 1u;
     var worst = 0u;
-    var worst_d = cw(crec(0u, 10u));
+    var worst_d = cw(crec(0u, CR_G));
     for (var i = 1u; i < CMAX; i++) {
-        let di = cw(crec(i, 10u)); // φ, in g's first lane until the stabilization
+        let di = cw(crec(i, CR_G)); // φ, in g's first lane until the stabilization
         if (di > worst_d) {
             worst = i;
             worst_d = di;

@@ -56,72 +56,70 @@ fn set_cw(k: u32, x: f32) {
 }
 
 // Contact i of the step, in the scratch (world-minor, not the thread's
-// private memory: a humanoid has room for 45), CONTACT_FLOATS floats:
-// warm-start slot, normal (3, from b to a), point (3), pair, body of a,
-// body of b, g (3; φ in its first lane until the stabilization), μ, key
-// (the features in contact, within the pair), φ. The host reads them back
-// (contact forces).
+// private memory: a humanoid has room for 45), CONTACT_FLOATS floats, its
+// fields at CR_* (ContactRecord, src/gpu/resident/layout.rs). The host
+// reads them back (contact forces).
 fn crec(i: u32, k: u32) -> u32 {
     return CW_CONTACT + CONTACT_FLOATS * i + k;
 }
 
 fn c_slot(i: u32) -> u32 {
-    return bitcast<u32>(cw(crec(i, 0u)));
+    return bitcast<u32>(cw(crec(i, CR_SLOT)));
 }
 
 fn c_normal(i: u32) -> vec3<f32> {
-    return vec3<f32>(cw(crec(i, 1u)), cw(crec(i, 2u)), cw(crec(i, 3u)));
+    return vec3<f32>(cw(crec(i, CR_NORMAL)), cw(crec(i, CR_NORMAL + 1u)), cw(crec(i, CR_NORMAL + 2u)));
 }
 
 fn c_point(i: u32) -> vec3<f32> {
-    return vec3<f32>(cw(crec(i, 4u)), cw(crec(i, 5u)), cw(crec(i, 6u)));
+    return vec3<f32>(cw(crec(i, CR_POINT)), cw(crec(i, CR_POINT + 1u)), cw(crec(i, CR_POINT + 2u)));
 }
 
 fn c_pair(i: u32) -> u32 {
-    return bitcast<u32>(cw(crec(i, 7u)));
+    return bitcast<u32>(cw(crec(i, CR_PAIR)));
 }
 
 fn c_body(i: u32) -> u32 {
-    return bitcast<u32>(cw(crec(i, 8u)));
+    return bitcast<u32>(cw(crec(i, CR_BODY_A)));
 }
 
 fn c_body_b(i: u32) -> u32 {
-    return bitcast<u32>(cw(crec(i, 9u)));
+    return bitcast<u32>(cw(crec(i, CR_BODY_B)));
 }
 
 fn c_g(i: u32) -> vec3<f32> {
-    return vec3<f32>(cw(crec(i, 10u)), cw(crec(i, 11u)), cw(crec(i, 12u)));
+    return vec3<f32>(cw(crec(i, CR_G)), cw(crec(i, CR_G + 1u)), cw(crec(i, CR_G + 2u)));
 }
 
 fn c_mu(i: u32) -> f32 {
-    return cw(crec(i, 13u));
+    return cw(crec(i, CR_MU));
 }
 
 fn c_key(i: u32) -> u32 {
-    return bitcast<u32>(cw(crec(i, 14u)));
+    return bitcast<u32>(cw(crec(i, CR_KEY)));
 }
 
 fn set_c_g(i: u32, g: vec3<f32>) {
-    set_cw(crec(i, 10u), g.x);
-    set_cw(crec(i, 11u), g.y);
-    set_cw(crec(i, 12u), g.z);
+    set_cw(crec(i, CR_G), g.x);
+    set_cw(crec(i, CR_G + 1u), g.y);
+    set_cw(crec(i, CR_G + 2u), g.z);
 }
 
 fn set_contact(i: u32, slot: u32, key: u32, pair: u32, body: u32, body_b: u32, nrm: vec3<f32>, point: vec3<f32>, phi: f32, mu: f32) {
-    set_cw(crec(i, 0u), bitcast<f32>(slot));
-    set_cw(crec(i, 1u), nrm.x);
-    set_cw(crec(i, 2u), nrm.y);
-    set_cw(crec(i, 3u), nrm.z);
-    set_cw(crec(i, 4u), point.x);
-    set_cw(crec(i, 5u), point.y);
-    set_cw(crec(i, 6u), point.z);
-    set_cw(crec(i, 7u), bitcast<f32>(pair));
-    set_cw(crec(i, 8u), bitcast<f32>(body));
-    set_cw(crec(i, 9u), bitcast<f32>(body_b));
+    set_cw(crec(i, CR_SLOT), bitcast<f32>(slot));
+    set_cw(crec(i, CR_NORMAL), nrm.x);
+    set_cw(crec(i, CR_NORMAL + 1u), nrm.y);
+    set_cw(crec(i, CR_NORMAL + 2u), nrm.z);
+    set_cw(crec(i, CR_POINT), point.x);
+    set_cw(crec(i, CR_POINT + 1u), point.y);
+    set_cw(crec(i, CR_POINT + 2u), point.z);
+    set_cw(crec(i, CR_PAIR), bitcast<f32>(pair));
+    set_cw(crec(i, CR_BODY_A), bitcast<f32>(body));
+    set_cw(crec(i, CR_BODY_B), bitcast<f32>(body_b));
     set_c_g(i, vec3<f32>(phi, 0.0, 0.0));
-    set_cw(crec(i, 13u), mu);
-    set_cw(crec(i, 14u), bitcast<f32>(key));
-    set_cw(crec(i, 15u), phi);
+    set_cw(crec(i, CR_MU), mu);
+    set_cw(crec(i, CR_KEY), bitcast<f32>(key));
+    set_cw(crec(i, CR_PHI), phi);
 }
 
 fn pu(p: u32, k: u32) -> u32 {

@@ -754,6 +754,7 @@ fn spelled_by_number(file: &str, text: &str) -> Vec<String> {
         ("pu", 1),
         ("pf", 1),
         ("pvec", 1),
+        ("crec", 1),
     ];
     let mut bad = Vec::new();
     {

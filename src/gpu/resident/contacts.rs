@@ -45,6 +45,7 @@
 //! world and reported (`BatchStepReport::
 //! dropped_contacts`, `overflowed_worlds`), never silent.
 
+use super::layout::ContactRecord;
 pub use super::pairs::BOX_BOX_CONTACTS;
 use super::pairs::{GATES, PairFloats, PairKind, PairWords};
 use super::{
@@ -62,13 +63,9 @@ pub const PAIR_U32: usize = std::mem::size_of::<PairWords>() / 4;
 /// Floats per pair record ([`PairFloats`]).
 pub const PAIR_F32: usize = std::mem::size_of::<PairFloats>() / 4;
 
-/// Floats per contact in the scratch: warm-start slot (u32 bits), world
-/// normal (3), world point (3), pair index (u32 bits), then for the step
-/// kernel alone the bodies of `a` and `b` (u32 bits), `g` (3), μ and the
-/// contact's identity within its pair (u32 bits: the features touching,
-/// as the host's `ContactKey`), then the signed distance φ. The host reads
+/// Floats per contact in the scratch ([`ContactRecord`]). The host reads
 /// them back as [`WorldContact`]s.
-pub const CONTACT_FLOATS: usize = 16;
+pub const CONTACT_FLOATS: usize = std::mem::size_of::<ContactRecord>() / 4;
 
 /// The most vertices a convex hull collided on the device may have (each
 /// has a warm-start slot).
@@ -718,16 +715,17 @@ impl ContactStage {
                     .map(|i| {
                         let r = |k: usize| records[(CONTACT_FLOATS * i + k) * n + w];
                         let v = |k: usize| Vec3::new(r(k) as f64, r(k + 1) as f64, r(k + 2) as f64);
-                        let normal = v(1);
+                        let normal = v(crate::word_of!(ContactRecord, normal));
                         let l = |k: usize| lambda[(3 * i + k) * n + w] as f64;
                         let frame = frame_from_normal(&normal);
-                        let pair = &self.pairs[(r(7).to_bits() as usize).min(self.pairs.len() - 1)];
+                        let pair_index = r(crate::word_of!(ContactRecord, pair)).to_bits() as usize;
+                        let pair = &self.pairs[pair_index.min(self.pairs.len() - 1)];
                         WorldContact {
                             geom_a: pair.geom_a,
                             geom_b: pair.geom_b,
-                            point: v(4),
+                            point: v(crate::word_of!(ContactRecord, point)),
                             normal,
-                            distance: r(15) as f64,
+                            distance: r(crate::word_of!(ContactRecord, phi)) as f64,
                             impulse: frame * Vec3::new(l(0), l(1), l(2)),
                         }
                     })

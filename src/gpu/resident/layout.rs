@@ -159,6 +159,52 @@ crate::wgsl_record!(WorldParams as "WorldParams" {
     bounce_velocity: "WP_BOUNCE_VELOCITY",
 });
 
+/// One contact of a step in the contact scratch (`CW_CONTACT`, each float
+/// world-minor): what the step kernel's collision writes, its assembly and
+/// `finish` read, and the host reads back (contact points and forces).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct ContactRecord {
+    /// Its warm-start slot (u32 bits).
+    pub slot: u32,
+    /// The world normal, from `b` to `a`, and the world point.
+    pub normal: [f32; 3],
+    pub point: [f32; 3],
+    /// Its pair and the bodies of `a` and `b` (u32 bits).
+    pub pair: u32,
+    pub body_a: u32,
+    pub body_b: u32,
+    /// `g` (the signed distance φ in its first lane until the
+    /// stabilization) and μ.
+    pub g: [f32; 3],
+    pub mu: f32,
+    /// Its identity within the pair: the features touching (u32 bits, as
+    /// the host's `ContactKey`).
+    pub key: u32,
+    /// The signed distance φ.
+    pub phi: f32,
+}
+crate::wgsl_record!(ContactRecord as "ContactRecord" {
+    slot: "CR_SLOT",
+    normal: "CR_NORMAL",
+    point: "CR_POINT",
+    pair: "CR_PAIR",
+    body_a: "CR_BODY_A",
+    body_b: "CR_BODY_B",
+    g: "CR_G",
+    mu: "CR_MU",
+    key: "CR_KEY",
+    phi: "CR_PHI",
+});
+
+/// A record field's first word.
+#[macro_export]
+macro_rules! word_of {
+    ($ty:ty, $field:ident) => {
+        std::mem::offset_of!($ty, $field) / 4
+    };
+}
+
 /// A body's joint as the kernel's `BU_JOINT` codes it.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,6 +256,7 @@ pub fn constants() -> Vec<WgslConst> {
     c.extend(offsets::<DofFloats>());
     c.extend(offsets::<ActuatorWords>());
     c.extend(offsets::<WorldParams>());
+    c.extend(offsets::<ContactRecord>());
     c.extend(
         JointCode::ALL
             .iter()
@@ -227,5 +274,6 @@ pub fn records() -> Vec<(&'static str, Vec<crate::gpu::contract::RecordField>, u
         record_of::<DofFloats>(),
         record_of::<ActuatorWords>(),
         record_of::<WorldParams>(),
+        record_of::<ContactRecord>(),
     ]
 }
