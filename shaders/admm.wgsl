@@ -42,7 +42,7 @@
 // LANCZOS_STEPS, the phases PHASE_* (after STATE_DONE), the contact modes
 // MODE_* (as f32: they live among the polish's floats) and the rows' modes
 // ROW_AT_LOWER, ROW_ACTIVE, ROW_AT_UPPER are generated from Rust
-// (src/gpu/admm.rs, src/gpu/shader.rs, src/contact/solvers/admm.rs).
+// (src/gpu/batched/admm.rs, src/gpu/batched/shader.rs, src/contact/solvers/admm.rs).
 
 const X: u32 = 0u;
 const ZPREV: u32 = 1u;
@@ -55,7 +55,7 @@ const C: u32 = 7u;
 const Y: u32 = 8u;
 
 // Floats of workgroup memory main_workgroup keeps the factor (and G) in:
-// set per pipeline by the host (src/gpu/admm.rs), 1 for `main`, which never
+// set per pipeline by the host (src/gpu/batched/admm.rs), 1 for `main`, which never
 // touches it.
 override WA_CACHE: u32 = 1u;
 var<workgroup> wa_cache: array<f32, WA_CACHE>;

@@ -1,4 +1,4 @@
-// The ADMM kernel, part 2 of 4 (after admm.wgsl; src/gpu/admm.rs assembles them).
+// The ADMM kernel, part 2 of 4 (after admm.wgsl; src/gpu/batched/admm.rs assembles them).
 
 // --- The active-set polish (the f32 twin of src/contact/solvers/polish.rs) --
 //

@@ -1,8 +1,8 @@
 // Shared by every contact kernel: the batch's bindings, access to one problem's packed data, the
 // problem-wide residuals, (G + R) lambda + g, the block test and the end of a
 // solve. The Rust side compiles every kernel as the generated constants and
-// structs (src/gpu/shader.rs; Params, Problem, Contact and SolveResult from
-// GpuParams, GpuProblem, GpuContact and GpuResult in src/gpu/batch.rs),
+// structs (src/gpu/batched/shader.rs; Params, Problem, Contact and SolveResult from
+// GpuParams, GpuProblem, GpuContact and GpuResult in src/gpu/batched/batch.rs),
 // cone.wgsl, this file, then the kernel's own file.
 // Contact 3-vectors are [t1, t2, n] (normal last). A problem's rows are its
 // nc contacts' (3 each), then its nl one-dimensional rows (joint limits, the
@@ -31,7 +31,7 @@ fn rows(pr: Problem) -> u32 {
 
 // Element t of the problem's lower triangle of G (row-major, G[a][b] at
 // t = a(a+1)/2 + b), packed (stride 1) or interleaved with the problems of
-// its size class (stride: their number), see src/gpu/batch.rs.
+// its size class (stride: their number), see src/gpu/batched/batch.rs.
 fn gtri(pr: Problem, t: u32) -> f32 {
     return delassus[pr.delassus_offset + t * pr.stride];
 }
@@ -54,7 +54,7 @@ fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
     return gtri(pr, a * (a + 1u) / 2u + b);
 }
 
-// The set of row k >= 3 nc, coded as src/gpu/batch.rs `row_bound` codes it
+// The set of row k >= 3 nc, coded as src/gpu/batched/batch.rs `row_bound` codes it
 // (ROW_UNILATERAL: R+; ROW_BILATERAL: R; else the box [-b, b]; see
 // project_row): stored after G's triangle where pr.row_bounds says so.
 fn row_bound(pr: Problem, k: u32) -> f32 {

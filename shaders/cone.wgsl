@@ -211,7 +211,7 @@ fn unilateral_residuals(l: f32, c: f32) -> vec4<f32> {
 }
 
 // --- Any one-dimensional row (problem.rs `RowSet`), its set coded by b as
-// src/gpu/batch.rs `row_bound` codes it: b < 0 (ROW_UNILATERAL) R+; b =
+// src/gpu/batched/batch.rs `row_bound` codes it: b < 0 (ROW_UNILATERAL) R+; b =
 // ROW_BILATERAL the line R (an equality constraint); else the box [-b, b]
 // (dry friction). The law is -c ∈ N_S(λ).
 

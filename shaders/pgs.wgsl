@@ -4,7 +4,7 @@
 // RaiSim's exact per-contact step, relaxed). One invocation solves one
 // problem (see shaders/README.md for why). The constants in capitals that
 // this file uses and does not declare (WORKGROUP_SIZE, LANES, RAISIM_*, ...)
-// are generated from Rust (src/gpu/pgs.rs, src/gpu/shader.rs).
+// are generated from Rust (src/gpu/batched/pgs.rs, src/gpu/batched/shader.rs).
 
 // The "horizontal" step of NcpPgs / LcpPgs: normal step, then the tangential
 // step with the tangential velocity corrected for the normal change,

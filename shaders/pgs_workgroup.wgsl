@@ -1,4 +1,4 @@
-// The PGS kernel, part 2 of 3 (after pgs.wgsl; src/gpu/pgs.rs assembles them).
+// The PGS kernel, part 2 of 3 (after pgs.wgsl; src/gpu/batched/pgs.rs assembles them).
 
 // ---------------------------------------------------------------------------
 // One workgroup per problem (`Decomposition::Workgroup`, entry point
@@ -15,7 +15,7 @@
 // LANES invocations per problem (generated); WG_MAX_ROWS rows of the largest
 // problem (the host refuses larger capacities); WG_G_CACHE floats of G
 // cached in workgroup memory (the triangle of its first rows). The last two
-// are set per pipeline by the host from the capacity (src/gpu/pgs.rs
+// are set per pipeline by the host from the capacity (src/gpu/batched/pgs.rs
 // wg_sizes); the other entry points never touch these arrays.
 override WG_MAX_ROWS: u32 = 1u;
 override WG_G_CACHE: u32 = 1u;

@@ -19,7 +19,7 @@
 // CW_* (sections of the contact scratch), HAS_* (whether the model has
 // pairs of each kind: the others' code folds away, and lavapipe compiles
 // a model's kernel faster); the structs Problem, Contact and SolveResult,
-// generated from their Rust twins (src/gpu/batch.rs) as the solver
+// generated from their Rust twins (src/gpu/batched/batch.rs) as the solver
 // kernels' are.
 
 // Per pair, PAIR_U32 words: body of a, kind (1, 2, 3, 7, 8: a ball,

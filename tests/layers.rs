@@ -165,7 +165,7 @@ fn no_file_of_the_library_has_more_than_a_thousand_lines() {
     assert!(long.is_empty(), "over 1 000 lines: {long:?}");
 }
 
-/// A module's path from its file: `src/gpu/kernel.rs` → `gpu::kernel`,
+/// A module's path from its file: `src/gpu/batched/kernel.rs` → `gpu::batched::kernel`,
 /// `src/gpu/mod.rs` → `gpu` (`lib.rs` → the root, empty).
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap().with_extension("");

@@ -56,29 +56,21 @@
 //! against one CPU core, in f64 and (PGS, [`cpu_f32`]) in f32 (`moreau
 //! bench solve`).
 
-pub mod admm;
-pub mod batch;
+pub mod batched;
 pub mod contract;
-pub mod cpu_f32;
-mod flags;
-pub mod kernel;
-mod output;
-pub mod pgs;
-pub mod registry;
 pub mod resident;
-pub mod shader;
-mod solver;
 pub mod vjp;
+
+// The batched solves' modules at their paths of before (`gpu::batch`, …).
+pub use batched::{admm, batch, cpu_f32, kernel, pgs, registry, shader};
 
 pub use batch::{
     BatchCapacity, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
     GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch, Layout,
     POLISH_MAX_UNKNOWNS, ROW_BILATERAL, ROW_UNILATERAL, flag_names, row_bound,
 };
+pub use batched::{BatchOutput, GpuSolver, ProblemOutput, Submission, check_capacity};
 pub use kernel::{Decomposition, check_kernel, gpu_solvers};
-pub use output::{BatchOutput, ProblemOutput};
-
-pub use solver::{GpuSolver, Submission, check_capacity};
 
 use std::sync::{Arc, Mutex};
 use thiserror::Error;

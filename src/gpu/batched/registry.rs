@@ -2,10 +2,10 @@
 //! device bytes and the adapter checks look kernels up in (apart from the
 //! trait's file, which the kernels implement).
 
-use super::GpuError;
 use super::batch::{BatchCapacity, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES};
 use super::kernel::{BatchKernel, Decomposition, check_kernel};
 use crate::contact::{Kernel, SolverKind};
+use crate::gpu::GpuError;
 
 /// The implementation of `kernel`.
 pub fn of(kernel: Kernel) -> &'static dyn BatchKernel {

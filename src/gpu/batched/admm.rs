@@ -44,15 +44,15 @@
 //! ([`admm_work`](super::batch::admm_work)`(m)` f32 per problem: the
 //! iterate's vectors, the factor, the polish's vectors and its factor).
 
-use super::Decomposition;
 use super::batch::{
     ADMM_SLOTS, BatchCapacity, CANARY, GpuParams, GpuResult, POLISH_MAX_UNKNOWNS, POLISH_SLOTS,
 };
-use super::contract::WgslConst;
+use super::kernel::Decomposition;
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, row_bucket};
 use crate::contact::criteria::{F32_ROUNDOFF, FLOOR_STALL_FACTOR};
 use crate::contact::solvers::{admm, newton, polish};
 use crate::contact::{KernelModel, SolverSettings};
+use crate::gpu::contract::WgslConst;
 
 /// Solves of one polish round (the first, then refinements; the last
 /// candidate is judged), as on the CPU.
@@ -165,18 +165,18 @@ impl BatchKernel for AdmmKernel {
 
     fn wgsl_files(&self) -> &'static [(&'static str, &'static str)] {
         &[
-            ("admm.wgsl", include_str!("../../shaders/admm.wgsl")),
+            ("admm.wgsl", include_str!("../../../shaders/admm.wgsl")),
             (
                 "admm_polish.wgsl",
-                include_str!("../../shaders/admm_polish.wgsl"),
+                include_str!("../../../shaders/admm_polish.wgsl"),
             ),
             (
                 "admm_newton.wgsl",
-                include_str!("../../shaders/admm_newton.wgsl"),
+                include_str!("../../../shaders/admm_newton.wgsl"),
             ),
             (
                 "admm_main.wgsl",
-                include_str!("../../shaders/admm_main.wgsl"),
+                include_str!("../../../shaders/admm_main.wgsl"),
             ),
         ]
     }
@@ -215,7 +215,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("NEWTON_MIN_STEP", newton::MIN_STEP),
         ];
         c.extend(phase_constants());
-        c.extend(super::contract::mode_constants(true));
+        c.extend(crate::gpu::contract::mode_constants(true));
         c.extend(
             ROW_MODES
                 .iter()

@@ -11,16 +11,16 @@ use super::batch::{
     FLAGS, GpuContact, GpuParams, GpuProblem, GpuResult, LANE_SEGMENTS, ROW_BILATERAL,
     ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
 };
-use super::contract::{WgslConst, declaration, header};
 use super::kernel::BatchKernel;
 use crate::contact::KernelModel;
+use crate::gpu::contract::{WgslConst, declaration, header};
 
-pub use super::contract::{WgslValue, mode_code, mode_constants};
+pub use crate::gpu::contract::{WgslValue, mode_code, mode_constants};
 
 /// `shaders/cone.wgsl`.
-pub const CONE: &str = include_str!("../../shaders/cone.wgsl");
+pub const CONE: &str = include_str!("../../../shaders/cone.wgsl");
 /// `shaders/common.wgsl`.
-pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
+pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
 
 // The WGSL structs of the batch's records (`common.wgsl` and the resident
 // contact stage read them; tests/wgsl.rs checks each member's offset and

@@ -34,12 +34,12 @@
 //! `GpuContact`s, 4 λ (warm start in, λ out), 5 c (out), 6 `GpuResult`s,
 //! 7 ADMM scratch (unused here).
 
-use super::Decomposition;
 use super::batch::{BatchCapacity, CANARY, GpuParams, GpuProblem, LANE_SEGMENTS, tri};
-use super::contract::WgslConst;
+use super::kernel::Decomposition;
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, CPU_ADAPTER_LOOP_BUDGET, row_bucket};
 use crate::contact::solvers::raisim;
 use crate::contact::{KernelModel, SolverSettings};
+use crate::gpu::contract::WgslConst;
 
 /// Invocations per workgroup of `main` (the WGSL constant of the same name).
 pub const WORKGROUP_SIZE: u32 = 64;
@@ -183,14 +183,14 @@ impl BatchKernel for PgsKernel {
 
     fn wgsl_files(&self) -> &'static [(&'static str, &'static str)] {
         &[
-            ("pgs.wgsl", include_str!("../../shaders/pgs.wgsl")),
+            ("pgs.wgsl", include_str!("../../../shaders/pgs.wgsl")),
             (
                 "pgs_workgroup.wgsl",
-                include_str!("../../shaders/pgs_workgroup.wgsl"),
+                include_str!("../../../shaders/pgs_workgroup.wgsl"),
             ),
             (
                 "pgs_lanes.wgsl",
-                include_str!("../../shaders/pgs_lanes.wgsl"),
+                include_str!("../../../shaders/pgs_lanes.wgsl"),
             ),
         ]
     }

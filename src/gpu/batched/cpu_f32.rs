@@ -16,17 +16,18 @@
 //! them) are swept after the contacts as the kernel and the f64
 //! `gauss_seidel` do, and judged by [`row_residuals`].
 
+use super::BatchOutput;
 use super::batch::{
     FLAG_DIVERGED, FLAG_NOT_PSD, GpuContact, GpuProblem, GpuResult, HostBatch, ROW_BILATERAL,
     STATE_DONE,
 };
-use super::{BatchOutput, GpuError};
 use crate::contact::ContactModel;
 use crate::contact::RowSet;
 use crate::contact::cone::{get3, project_cone, project_disk, set3};
 use crate::contact::criteria::row_residuals;
 use crate::contact::solvers::pgs::{ccp_step, horizontal_step, lcp_initial, negative_minor};
 use crate::contact::{Residuals, SolverKind, SolverSettings};
+use crate::gpu::GpuError;
 
 /// Whether `kind` has an f32 CPU twin (its catalog entry says so).
 pub fn has_f32_twin(kind: SolverKind) -> bool {

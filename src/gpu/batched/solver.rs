@@ -4,6 +4,7 @@
 //! or split ([`GpuSolver::submit`] then [`GpuSolver::wait`]) so that the host
 //! can work while the device solves.
 
+use super::batch::HostBatch;
 use super::batch::{
     BatchCapacity, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult, InterleavedBatch, Layout,
     READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE,
@@ -11,9 +12,10 @@ use super::batch::{
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, Decomposition, check_kernel};
 use super::output::BatchOutput;
 use super::registry;
-use super::{GpuContext, GpuError, HostBatch, shader, wgpu_error};
+use super::shader;
 use crate::contact::{ContactProblem, KernelModel, SolverKind, SolverSettings};
 use crate::counters::{DeviceTimes, Stage, StageTimes};
+use crate::gpu::{GpuContext, GpuError, wgpu_error};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -586,7 +588,7 @@ impl GpuSolver {
             during: during.into(),
             reason: e.to_string(),
         })?;
-        super::map_outcome(mapped)
+        crate::gpu::map_outcome(mapped)
     }
 
     /// Bytes of λ (and of c) and of the results of `problems` problems
@@ -662,7 +664,7 @@ impl GpuSolver {
             )
         };
         self.upload_order.clone_from(&self.interleaved.order);
-        let mut params = super::GpuParams {
+        let mut params = super::batch::GpuParams {
             num_problems: n as u32,
             chunk,
             ..self.kernel.params(self.model, settings)

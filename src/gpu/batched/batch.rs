@@ -41,9 +41,9 @@
 //! fails validation (NaN, negative μ or R, asymmetric G, wrong sizes), is
 //! flagged and not uploaded; the rest of the batch is solved normally.
 
-use super::GpuError;
 pub use super::flags::*;
 use crate::contact::{ContactProblem, RowSet};
+use crate::gpu::GpuError;
 use bytemuck::{Pod, Zeroable};
 
 /// Kernel parameters shared by the whole batch (uniform buffer).

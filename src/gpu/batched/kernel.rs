@@ -6,10 +6,10 @@
 //! Which solver runs on which kernel is said once, in the solver catalog
 //! ([`crate::contact::SolverKind::spec`]).
 
-use super::GpuError;
 use super::batch::{BatchCapacity, GpuParams};
-use super::contract::WgslConst;
 use crate::contact::{Kernel, KernelModel, SolverKind, SolverSettings};
+use crate::gpu::GpuError;
+use crate::gpu::contract::WgslConst;
 
 /// Whether a solver's dispatches must stay under a driver's loop limit
 /// ([`super::GpuContext::loop_limit`], probed when the context is created).
