@@ -158,18 +158,7 @@ fn constants(module: &naga::Module) -> HashMap<String, naga::Literal> {
 
 #[test]
 fn the_generated_header_matches_the_rust_constants() {
-    let dir = shaders_dir();
-    let hand_written: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("wgsl"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().to_string(),
-                std::fs::read_to_string(&p).unwrap(),
-            )
-        })
-        .collect();
+    let hand_written = shader_files();
     for k in kernels() {
         let source = shader::kernel_source(k);
         let module = parse(k.name(), &source);
