@@ -12,13 +12,12 @@
 //!   (the field's offset in words), and the kernels index the array with
 //!   them (`bf(i, BF_MASS)`), so that a field moved in Rust moves in every
 //!   kernel.
-//!
 //! - A constant the kernels share with the host (a flag, a code, a size) is
 //!   a [`WgslConst`] made from the Rust value; [`header`] declares them.
 //!
 //! [`check_tiling`] checks, for either kind, that the named fields cover
 //! the struct exactly, in order, without gaps: a field added to the Rust
-//! struct and not to its list is an error of the tests.
+//! struct and not to its list fails the tests.
 
 use crate::contact::ContactMode;
 use std::fmt::Write;
