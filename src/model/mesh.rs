@@ -145,8 +145,45 @@ pub struct TriangleMesh {
     pub triangles: Vec<[usize; 3]>,
 }
 
-/// The vertices and triangles of a mesh file (STL or OBJ; OBJ polygons are
-/// fanned into triangles), in the file's units.
+/// The triangles of a binary STL file: its size is that of the triangle
+/// count its header gives (84 bytes, then 50 per triangle). Taken as
+/// binary whatever its first bytes: an 80-byte header may begin with
+/// `solid` (robosuite's Jaco meshes do), which `stl_io` reads as ASCII and
+/// refuses. `None` where the size does not fit (an ASCII file).
+fn binary_stl(bytes: &[u8]) -> Option<Vec<stl_io::Triangle>> {
+    let count = u32::from_le_bytes(bytes.get(80..84)?.try_into().ok()?) as usize;
+    if count.checked_mul(50).and_then(|n| n.checked_add(84)) != Some(bytes.len()) {
+        return None;
+    }
+    let f = |at: usize| f32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let v = |at: usize| stl_io::Vector::new([f(at), f(at + 4), f(at + 8)]);
+    Some(
+        (0..count)
+            .map(|k| {
+                let at = 84 + 50 * k;
+                stl_io::Triangle {
+                    normal: v(at),
+                    vertices: [v(at + 12), v(at + 24), v(at + 36)],
+                }
+            })
+            .collect(),
+    )
+}
+
+/// A binary STL's triangles, for `stl_io`'s merging of equal vertices.
+struct BinaryTriangles(std::vec::IntoIter<stl_io::Triangle>);
+
+impl Iterator for BinaryTriangles {
+    type Item = std::io::Result<stl_io::Triangle>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next().map(Ok)
+    }
+}
+
+impl stl_io::TriangleIterator for BinaryTriangles {}
+
+/// The vertices and triangles of a mesh file (STL, binary or ASCII, or
+/// OBJ; OBJ polygons are fanned into triangles), in the file's units.
 pub fn read_mesh(path: &Path) -> Result<TriangleMesh, String> {
     let ext = path
         .extension()
@@ -160,8 +197,16 @@ pub fn read_mesh(path: &Path) -> Result<TriangleMesh, String> {
     };
     let mesh = match ext.as_str() {
         "stl" => {
-            let mesh = stl_io::read_stl(&mut open()?)
-                .map_err(|e| format!("{}: not a valid STL file: {e}", path.display()))?;
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let invalid =
+                |e: std::io::Error| format!("{}: not a valid STL file: {e}", path.display());
+            let mesh = match binary_stl(&bytes) {
+                Some(triangles) => stl_io::TriangleIterator::as_indexed_triangles(
+                    &mut BinaryTriangles(triangles.into_iter()),
+                )
+                .map_err(invalid)?,
+                None => stl_io::read_stl(&mut std::io::Cursor::new(bytes)).map_err(invalid)?,
+            };
             TriangleMesh {
                 vertices: mesh
                     .vertices
@@ -315,5 +360,57 @@ impl MeshCache {
     /// Number of distinct mesh files hulled so far.
     pub fn hull_count(&self) -> usize {
         self.hulls.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tetrahedron as a binary STL whose header begins with `solid`,
+    /// and as ASCII: both read, with the same four vertices.
+    #[test]
+    fn a_binary_stl_whose_header_says_solid_is_read_as_binary() {
+        let p = [
+            [0.0f32, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+        ];
+        let faces = [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]];
+        let mut bin = vec![b' '; 80];
+        bin[..12].copy_from_slice(b"solid jaco \n");
+        bin.extend(4u32.to_le_bytes());
+        for f in faces {
+            bin.extend([0.0f32; 3].iter().flat_map(|x| x.to_le_bytes()));
+            for i in f {
+                bin.extend(p[i].iter().flat_map(|x| x.to_le_bytes()));
+            }
+            bin.extend([0u8, 0]);
+        }
+        let mut ascii = String::from("solid t\n");
+        for f in faces {
+            ascii.push_str("facet normal 0 0 0\nouter loop\n");
+            for i in f {
+                ascii.push_str(&format!("vertex {} {} {}\n", p[i][0], p[i][1], p[i][2]));
+            }
+            ascii.push_str("endloop\nendfacet\n");
+        }
+        ascii.push_str("endsolid t\n");
+        let dir = std::env::temp_dir().join(format!("moreau-stl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (b, a) = (dir.join("bin.stl"), dir.join("ascii.stl"));
+        std::fs::write(&b, &bin).unwrap();
+        std::fs::write(&a, ascii).unwrap();
+        // stl_io alone takes the binary file for ASCII and refuses it.
+        assert!(stl_io::read_stl(&mut std::io::Cursor::new(&bin)).is_err());
+        let (mb, ma) = (read_mesh(&b).unwrap(), read_mesh(&a).unwrap());
+        assert_eq!((mb.vertices.len(), mb.triangles.len()), (4, 4));
+        assert_eq!(mb.vertices, ma.vertices);
+        assert_eq!(mb.triangles, ma.triangles);
+        // A binary file cut short is not taken as binary, and is refused.
+        std::fs::write(&b, &bin[..bin.len() - 10]).unwrap();
+        assert!(read_mesh(&b).unwrap_err().contains("not a valid STL"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
