@@ -207,15 +207,6 @@ impl ResidentStages {
     pub fn total(&self) -> Duration {
         self.step + self.solve + self.finish
     }
-
-    /// `(name, time)` in order.
-    pub fn iter(&self) -> [(&'static str, Duration); 3] {
-        [
-            ("step", self.step),
-            ("solve", self.solve),
-            ("finish", self.finish),
-        ]
-    }
 }
 
 /// What the resident step's stage timing measured over `steps` steps

@@ -2,11 +2,13 @@
 //! read, each a `#[repr(C)]` (bytemuck) struct whose WGSL side is generated
 //! from it, never written by hand.
 //!
+//! - A record is declared with [`wgsl_struct!`] (or listed after its
+//!   declaration with [`wgsl_record!`]), each field with its WGSL side.
 //! - A record the kernels bind as a WGSL struct (a problem's header, a
-//!   result, a uniform's parameters) declares its fields' WGSL types with
-//!   [`wgsl_record!`]; [`declaration`] writes the WGSL struct, and
-//!   `tests/wgsl.rs` checks through naga that every member sits at the
-//!   Rust field's offset with its size ([`check_layout`]).
+//!   result, a uniform's parameters) gives its fields' WGSL types;
+//!   [`declaration`] writes the WGSL struct, and `tests/wgsl.rs` checks
+//!   through naga that every member sits at the Rust field's offset with
+//!   its size ([`check_layout`]).
 //! - A record the kernels read as words of a flat array (a body's floats, a
 //!   pair's words) names a WGSL constant per field; [`offsets`] makes them
 //!   (the field's offset in words), and the kernels index the array with
@@ -16,8 +18,9 @@
 //!   a [`WgslConst`] made from the Rust value; [`header`] declares them.
 //!
 //! [`check_tiling`] checks, for either kind, that the named fields cover
-//! the struct exactly, in order, without gaps: a field added to the Rust
-//! struct and not to its list fails the tests.
+//! the struct exactly, in order, without gaps (with [`wgsl_struct!`] a
+//! field cannot be left out; with [`wgsl_record!`] one left out fails the
+//! tests).
 
 use crate::contact::ContactMode;
 use std::fmt::Write;
@@ -163,6 +166,36 @@ macro_rules! wgsl_record {
                 }),*]
             }
         }
+    };
+}
+
+/// Declares a `#[repr(C)]` record and lists it for the WGSL side at once
+/// (see [`wgsl_record!`]): each field written once, with its WGSL type or
+/// offset constant after `=>`.
+///
+/// ```ignore
+/// wgsl_struct! {
+///     #[derive(Clone, Copy, Pod, Zeroable)]
+///     pub struct DofFloats as "DofFloats" {
+///         pub armature: f32 => "DF_ARMATURE",
+///         pub damping: f32 => "DF_DAMPING",
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! wgsl_struct {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident as $wgsl_name:literal {
+            $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $fty:ty => $wgsl:literal ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(C)]
+        $vis struct $name {
+            $( $(#[$fmeta])* $fvis $field: $fty ),*
+        }
+        $crate::wgsl_record!($name as $wgsl_name { $($field: $wgsl),* });
     };
 }
 

@@ -78,34 +78,24 @@ impl VjpWorld<'_> {
     }
 }
 
-/// The header of one world (`struct VjpWorld` in the kernel, generated
-/// from it).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub struct GpuVjpWorld {
-    pub m: u32,
-    pub nc: u32,
-    /// Offsets into `inputs` (`G + R` column-major `m²`, then λ, c, μ, λ̄,
-    /// `m` each), into `work` (Aᵀ `m²`, its LU `m²`, x `m`, residual `m`),
-    /// and per row.
-    pub input: u32,
-    pub work: u32,
-    pub row: u32,
-    pub flags: u32,
-    pub _pad0: u32,
-    pub _pad1: u32,
+crate::wgsl_struct! {
+    /// The header of one world (`struct VjpWorld` in the kernel, generated
+    /// from it).
+    #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+    pub struct GpuVjpWorld as "VjpWorld" {
+        pub m: u32 => "u32",
+        pub nc: u32 => "u32",
+        /// Offsets into `inputs` (`G + R` column-major `m²`, then λ, c, μ, λ̄,
+        /// `m` each), into `work` (Aᵀ `m²`, its LU `m²`, x `m`, residual `m`),
+        /// and per row.
+        pub input: u32 => "u32",
+        pub work: u32 => "u32",
+        pub row: u32 => "u32",
+        pub flags: u32 => "u32",
+        pub _pad0: u32 => "u32",
+        pub _pad1: u32 => "u32",
+    }
 }
-
-crate::wgsl_record!(GpuVjpWorld as "VjpWorld" {
-    m: "u32",
-    nc: "u32",
-    input: "u32",
-    work: "u32",
-    row: "u32",
-    flags: "u32",
-    _pad0: "u32",
-    _pad1: "u32",
-});
 
 /// The kernel's constants.
 pub fn constants() -> Vec<WgslConst> {

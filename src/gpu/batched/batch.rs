@@ -46,89 +46,91 @@ use crate::contact::{ContactProblem, RowSet};
 use crate::gpu::GpuError;
 use bytemuck::{Pod, Zeroable};
 
-/// Kernel parameters shared by the whole batch (uniform buffer).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuParams {
-    pub num_problems: u32,
-    /// 0: NCP, 1: CCP, 2: LCP (pyramid).
-    pub model: u32,
-    /// LCP: facets of the friction pyramid.
-    pub facets: u32,
-    /// ADMM: adapt ρ by residual balancing (1) or keep it (0).
-    pub adaptive_rho: u32,
-    /// Over-relaxation ω (PGS) or α (ADMM).
-    pub omega: f32,
-    /// ADMM: initial ρ; ≤ 0 picks `0.1·L`.
-    pub rho: f32,
-    /// How much one dispatch may do per problem before the problem suspends
-    /// (the work is split across dispatches, see [`super::GpuSolver`]): PGS,
-    /// iterations; ADMM, loop iterations (its steps have unequal costs).
-    pub chunk: u32,
-    /// A loop count (16) whose shortfall reveals a driver's loop limiter.
-    pub canary: u32,
-    /// PGS, one lane per contact ([`super::Decomposition::Lane`]): how many
-    /// of `segment` are in use; unused by the other entry points.
-    pub segments: u32,
-    /// ADMM (`ncp-admm`): polish the warm start and some iterates (1) or
-    /// not (0), see `shaders/admm.wgsl`.
-    pub polish: u32,
-    /// ADMM (`ncp-admm`, adaptive ρ): the stall guard (1) or not (0).
-    pub stall_guard: u32,
-    /// ADMM (`ncp-admm` with the polish): semismooth Newton where the
-    /// polish fails (1) or not (0), see `shaders/admm.wgsl`.
-    pub newton: u32,
-    /// ADMM: stop at f32's floor under `ε_abs` (1) or not (0), see
-    /// `SolverSettings::f32_floor`.
-    pub floor_stop: u32,
-    pub pad0: u32,
-    pub pad1: u32,
-    pub pad2: u32,
-    /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
-    /// uploaded problems with the same lanes per problem, each `[first
-    /// workgroup, first problem, problems, lanes per problem]`.
-    pub segment: [[u32; 4]; LANE_SEGMENTS],
+crate::wgsl_struct! {
+    /// Kernel parameters shared by the whole batch (uniform buffer).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct GpuParams as "Params" {
+        pub num_problems: u32 => "u32",
+        /// 0: NCP, 1: CCP, 2: LCP (pyramid).
+        pub model: u32 => "u32",
+        /// LCP: facets of the friction pyramid.
+        pub facets: u32 => "u32",
+        /// ADMM: adapt ρ by residual balancing (1) or keep it (0).
+        pub adaptive_rho: u32 => "u32",
+        /// Over-relaxation ω (PGS) or α (ADMM).
+        pub omega: f32 => "f32",
+        /// ADMM: initial ρ; ≤ 0 picks `0.1·L`.
+        pub rho: f32 => "f32",
+        /// How much one dispatch may do per problem before the problem suspends
+        /// (the work is split across dispatches, see [`super::GpuSolver`]): PGS,
+        /// iterations; ADMM, loop iterations (its steps have unequal costs).
+        pub chunk: u32 => "u32",
+        /// A loop count (16) whose shortfall reveals a driver's loop limiter.
+        pub canary: u32 => "u32",
+        /// PGS, one lane per contact ([`super::Decomposition::Lane`]): how many
+        /// of `segment` are in use; unused by the other entry points.
+        pub segments: u32 => "u32",
+        /// ADMM (`ncp-admm`): polish the warm start and some iterates (1) or
+        /// not (0), see `shaders/admm.wgsl`.
+        pub polish: u32 => "u32",
+        /// ADMM (`ncp-admm`, adaptive ρ): the stall guard (1) or not (0).
+        pub stall_guard: u32 => "u32",
+        /// ADMM (`ncp-admm` with the polish): semismooth Newton where the
+        /// polish fails (1) or not (0), see `shaders/admm.wgsl`.
+        pub newton: u32 => "u32",
+        /// ADMM: stop at f32's floor under `ε_abs` (1) or not (0), see
+        /// `SolverSettings::f32_floor`.
+        pub floor_stop: u32 => "u32",
+        pub pad0: u32 => "u32",
+        pub pad1: u32 => "u32",
+        pub pad2: u32 => "u32",
+        /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
+        /// uploaded problems with the same lanes per problem, each `[first
+        /// workgroup, first problem, problems, lanes per problem]`.
+        pub segment: [[u32; 4]; LANE_SEGMENTS] => "array<vec4<u32>, LANE_SEGMENTS>",
+    }
 }
 
 /// The most segments of the lane kernel: one per power of two of lanes
 /// per problem from 1 to 64 (WGSL `LANE_SEGMENTS`).
 pub const LANE_SEGMENTS: usize = 8;
 
-/// One problem's header.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuProblem {
-    /// First f32 of the lower triangle of G in `delassus`.
-    pub delassus_offset: u32,
-    /// First block in `contacts` (block `b` at `contact_offset + b·stride`).
-    pub contact_offset: u32,
-    /// Contacts uploaded (0 when the problem is flagged by the host).
-    pub nc: u32,
-    pub max_iterations: u32,
-    /// Target `ε_abs`.
-    pub tolerance: f32,
-    /// First f32 of the ADMM scratch in `work` (element `t` at
-    /// `work_offset + t·stride`).
-    pub work_offset: u32,
-    /// Host flags (non-zero: the kernel skips the problem).
-    pub flags: u32,
-    /// `max |G_ij|`, the scale of the positive semi-definiteness test.
-    pub delassus_scale: f32,
-    /// Unilateral rows uploaded, after the contacts' `3·nc` (0 when flagged).
-    pub nl: u32,
-    /// Words between consecutive elements of each of the problem's arrays
-    /// (G's triangle, λ and c rows, blocks, ADMM scratch): 1 as packed by
-    /// [`HostBatch`]; the number of problems of its size class where the
-    /// solver interleaves them ([`Layout::Interleaved`]).
-    pub stride: u32,
-    /// Row 0 of its λ and c in `lambda` and `cvel` (row `k` at
-    /// `vector_offset + k·stride`): `3·contact_offset` when packed.
-    pub vector_offset: u32,
-    /// 0: every row after the contacts is unilateral (`ℝ₊`). 1: the rows'
-    /// sets follow G's triangle in `delassus`, one f32 per row (element
-    /// `m(m+1)/2 + l` of the problem's array for row `3·nc + l`), coded by
-    /// [`row_bound`].
-    pub row_bounds: u32,
+crate::wgsl_struct! {
+    /// One problem's header.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct GpuProblem as "Problem" {
+        /// First f32 of the lower triangle of G in `delassus`.
+        pub delassus_offset: u32 => "u32",
+        /// First block in `contacts` (block `b` at `contact_offset + b·stride`).
+        pub contact_offset: u32 => "u32",
+        /// Contacts uploaded (0 when the problem is flagged by the host).
+        pub nc: u32 => "u32",
+        pub max_iterations: u32 => "u32",
+        /// Target `ε_abs`.
+        pub tolerance: f32 => "f32",
+        /// First f32 of the ADMM scratch in `work` (element `t` at
+        /// `work_offset + t·stride`).
+        pub work_offset: u32 => "u32",
+        /// Host flags (non-zero: the kernel skips the problem).
+        pub flags: u32 => "u32",
+        /// `max |G_ij|`, the scale of the positive semi-definiteness test.
+        pub delassus_scale: f32 => "f32",
+        /// Unilateral rows uploaded, after the contacts' `3·nc` (0 when flagged).
+        pub nl: u32 => "u32",
+        /// Words between consecutive elements of each of the problem's arrays
+        /// (G's triangle, λ and c rows, blocks, ADMM scratch): 1 as packed by
+        /// [`HostBatch`]; the number of problems of its size class where the
+        /// solver interleaves them ([`Layout::Interleaved`]).
+        pub stride: u32 => "u32",
+        /// Row 0 of its λ and c in `lambda` and `cvel` (row `k` at
+        /// `vector_offset + k·stride`): `3·contact_offset` when packed.
+        pub vector_offset: u32 => "u32",
+        /// 0: every row after the contacts is unilateral (`ℝ₊`). 1: the rows'
+        /// sets follow G's triangle in `delassus`, one f32 per row (element
+        /// `m(m+1)/2 + l` of the problem's array for row `3·nc + l`), coded by
+        /// [`row_bound`].
+        pub row_bounds: u32 => "u32",
+    }
 }
 
 impl GpuProblem {
@@ -224,76 +226,78 @@ pub fn blocks(nc: usize, nl: usize) -> usize {
     nc + nl.div_ceil(3)
 }
 
-/// One contact's data: free velocity `g` with `μ` in the fourth lane, and
-/// the diagonal compliance `R` (WGSL: two `vec4<f32>`). After a problem's
-/// contacts, the same record holds three unilateral rows (`g`, `R` of rows
-/// `3·nc + 3j .. 3·nc + 3j + 3`, fourth lanes 0, unused lanes 0).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuContact {
-    /// `[g_t1, g_t2, g_n, μ]`.
-    pub g_mu: [f32; 4],
-    /// `[R_t1, R_t2, R_n, 0]`.
-    pub compliance: [f32; 4],
+crate::wgsl_struct! {
+    /// One contact's data: free velocity `g` with `μ` in the fourth lane, and
+    /// the diagonal compliance `R` (WGSL: two `vec4<f32>`). After a problem's
+    /// contacts, the same record holds three unilateral rows (`g`, `R` of rows
+    /// `3·nc + 3j .. 3·nc + 3j + 3`, fourth lanes 0, unused lanes 0).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct GpuContact as "Contact" {
+        /// `[g_t1, g_t2, g_n, μ]`.
+        pub g_mu: [f32; 4] => "vec4<f32>",
+        /// `[R_t1, R_t2, R_n, 0]`.
+        pub compliance: [f32; 4] => "vec4<f32>",
+    }
 }
 
-/// What the kernel writes back per problem; also the state of a solve that
-/// spans several dispatches (zeroed before the first).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct GpuResult {
-    pub iterations: u32,
-    /// Host flags, plus the kernel's `FLAG_NOT_PSD`, `FLAG_DIVERGED`.
-    pub flags: u32,
-    pub eps_abs: f32,
-    pub primal: f32,
-    pub dual: f32,
-    pub complementarity: f32,
-    /// ADMM: final ρ.
-    pub rho: f32,
-    /// ADMM: number of factorizations of `G + R + ρI`.
-    pub factorizations: u32,
-    /// 0: not started, 2: done; others: running (PGS: 1; ADMM: its phase).
-    pub state: u32,
-    /// ADMM: attempt (0 warm, 1 cold restart), iteration of the last ρ
-    /// change, whether ρ still adapts.
-    pub attempt: u32,
-    pub last_update: u32,
-    pub adapt: u32,
-    /// ADMM: `ε_abs` at the start of the attempt, best `ε_abs` so far, and
-    /// the largest eigenvalue estimate of `G + R`.
-    pub start_eps: f32,
-    pub best_eps: f32,
-    pub scale: f32,
-    /// ADMM: step within a phase (power iteration, factorization column).
-    pub step: u32,
-    /// ADMM: ρ before the change being factorized (0: not an adaptive change).
-    pub rho_prev: f32,
-    /// ADMM (`ncp-admm` with polish): 1 when an active-set polish or
-    /// Newton's steps solved the problem, else 0.
-    pub polishes: u32,
-    /// ADMM: the polish's or Newton's state (phase to return to, round,
-    /// unknowns; or steps, scale, halvings).
-    pub polish: u32,
-    /// ADMM stall guard: the ρ before it first raised ρ (0: never), the
-    /// floor it set under the residual balancing (0: none), the best
-    /// `ε_abs` of the current window and the window's first iteration.
-    pub guarded_from: f32,
-    pub rho_floor: f32,
-    pub window_best: f32,
-    pub window_start: u32,
-    /// ADMM (`ncp-admm`): Newton steps taken (solved or not).
-    pub newton_steps: u32,
-    /// ADMM: f32's floor under `ε_abs` at the last point judged,
-    /// [`F32_ROUNDOFF`](crate::contact::criteria::F32_ROUNDOFF)`·maxᵢ(Σⱼ|(G + R)ᵢⱼλⱼ| + |gᵢ|)`: what rounding
-    /// `c` costs. The solve stops at `max(tolerance, floor)`, and where it
-    /// stalls within [`FLOOR_STALL_FACTOR`](crate::contact::criteria::FLOOR_STALL_FACTOR)
-    /// floors (0 for the PGS kernels).
-    pub eps_floor: f32,
-    /// ADMM: 1 + the iteration whose iterate first came within
-    /// `FLOOR_STALL_FACTOR` floors (0: none); the stall window (100)
-    /// iterations later the solve ends with its best point.
-    pub floor_since: u32,
+crate::wgsl_struct! {
+    /// What the kernel writes back per problem; also the state of a solve that
+    /// spans several dispatches (zeroed before the first).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct GpuResult as "SolveResult" {
+        pub iterations: u32 => "u32",
+        /// Host flags, plus the kernel's `FLAG_NOT_PSD`, `FLAG_DIVERGED`.
+        pub flags: u32 => "u32",
+        pub eps_abs: f32 => "f32",
+        pub primal: f32 => "f32",
+        pub dual: f32 => "f32",
+        pub complementarity: f32 => "f32",
+        /// ADMM: final ρ.
+        pub rho: f32 => "f32",
+        /// ADMM: number of factorizations of `G + R + ρI`.
+        pub factorizations: u32 => "u32",
+        /// 0: not started, 2: done; others: running (PGS: 1; ADMM: its phase).
+        pub state: u32 => "u32",
+        /// ADMM: attempt (0 warm, 1 cold restart), iteration of the last ρ
+        /// change, whether ρ still adapts.
+        pub attempt: u32 => "u32",
+        pub last_update: u32 => "u32",
+        pub adapt: u32 => "u32",
+        /// ADMM: `ε_abs` at the start of the attempt, best `ε_abs` so far, and
+        /// the largest eigenvalue estimate of `G + R`.
+        pub start_eps: f32 => "f32",
+        pub best_eps: f32 => "f32",
+        pub scale: f32 => "f32",
+        /// ADMM: step within a phase (power iteration, factorization column).
+        pub step: u32 => "u32",
+        /// ADMM: ρ before the change being factorized (0: not an adaptive change).
+        pub rho_prev: f32 => "f32",
+        /// ADMM (`ncp-admm` with polish): 1 when an active-set polish or
+        /// Newton's steps solved the problem, else 0.
+        pub polishes: u32 => "u32",
+        /// ADMM: the polish's or Newton's state (phase to return to, round,
+        /// unknowns; or steps, scale, halvings).
+        pub polish: u32 => "u32",
+        /// ADMM stall guard: the ρ before it first raised ρ (0: never), the
+        /// floor it set under the residual balancing (0: none), the best
+        /// `ε_abs` of the current window and the window's first iteration.
+        pub guarded_from: f32 => "f32",
+        pub rho_floor: f32 => "f32",
+        pub window_best: f32 => "f32",
+        pub window_start: u32 => "u32",
+        /// ADMM (`ncp-admm`): Newton steps taken (solved or not).
+        pub newton_steps: u32 => "u32",
+        /// ADMM: f32's floor under `ε_abs` at the last point judged,
+        /// [`F32_ROUNDOFF`](crate::contact::criteria::F32_ROUNDOFF)`·maxᵢ(Σⱼ|(G + R)ᵢⱼλⱼ| + |gᵢ|)`: what rounding
+        /// `c` costs. The solve stops at `max(tolerance, floor)`, and where it
+        /// stalls within [`FLOOR_STALL_FACTOR`](crate::contact::criteria::FLOOR_STALL_FACTOR)
+        /// floors (0 for the PGS kernels).
+        pub eps_floor: f32 => "f32",
+        /// ADMM: 1 + the iteration whose iterate first came within
+        /// `FLOOR_STALL_FACTOR` floors (0: none); the stall window (100)
+        /// iterations later the solve ends with its best point.
+        pub floor_since: u32 => "u32",
+    }
 }
 
 /// `GpuResult::state` of a problem not started (the buffer is zeroed).

@@ -22,78 +22,9 @@ pub const CONE: &str = include_str!("../../../shaders/cone.wgsl");
 /// `shaders/common.wgsl`.
 pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
 
-// The WGSL structs of the batch's records (`common.wgsl` and the resident
-// contact stage read them; tests/wgsl.rs checks each member's offset and
-// size through naga), generated from their `#[repr(C)]` twins.
-crate::wgsl_record!(GpuParams as "Params" {
-    num_problems: "u32",
-    model: "u32",
-    facets: "u32",
-    adaptive_rho: "u32",
-    omega: "f32",
-    rho: "f32",
-    chunk: "u32",
-    canary: "u32",
-    segments: "u32",
-    polish: "u32",
-    stall_guard: "u32",
-    newton: "u32",
-    floor_stop: "u32",
-    pad0: "u32",
-    pad1: "u32",
-    pad2: "u32",
-    segment: "array<vec4<u32>, LANE_SEGMENTS>",
-});
-crate::wgsl_record!(GpuProblem as "Problem" {
-    delassus_offset: "u32",
-    contact_offset: "u32",
-    nc: "u32",
-    max_iterations: "u32",
-    tolerance: "f32",
-    work_offset: "u32",
-    flags: "u32",
-    delassus_scale: "f32",
-    nl: "u32",
-    stride: "u32",
-    vector_offset: "u32",
-    row_bounds: "u32",
-});
-crate::wgsl_record!(GpuContact as "Contact" {
-    g_mu: "vec4<f32>",
-    compliance: "vec4<f32>",
-});
-crate::wgsl_record!(GpuResult as "SolveResult" {
-    iterations: "u32",
-    flags: "u32",
-    eps_abs: "f32",
-    primal: "f32",
-    dual: "f32",
-    complementarity: "f32",
-    rho: "f32",
-    factorizations: "u32",
-    state: "u32",
-    attempt: "u32",
-    last_update: "u32",
-    adapt: "u32",
-    start_eps: "f32",
-    best_eps: "f32",
-    scale: "f32",
-    step: "u32",
-    rho_prev: "f32",
-    polishes: "u32",
-    polish: "u32",
-    guarded_from: "f32",
-    rho_floor: "f32",
-    window_best: "f32",
-    window_start: "u32",
-    newton_steps: "u32",
-    eps_floor: "f32",
-    floor_since: "u32",
-});
-
 /// The WGSL structs of the problem records (`Problem`, `Contact`,
-/// `SolveResult`), which the solver kernels and the resident contact
-/// stage share.
+/// `SolveResult`, generated from their twins in `batch.rs`), which the
+/// solver kernels and the resident contact stage share.
 pub fn problem_structs() -> String {
     format!(
         "{}{}{}",

@@ -9,193 +9,135 @@ use crate::math::Vec3;
 use crate::model::JointType;
 use bytemuck::{Pod, Zeroable};
 
-/// A body's words (`body_u32`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct BodyWords {
-    /// The parent body.
-    pub parent: u32,
-    /// Its joint's [`JointCode`].
-    pub joint: u32,
-    /// The joint's first coordinate in `q`, and first dof in `v`.
-    pub iq: u32,
-    pub iv: u32,
-    /// 1: a hinge or slide with a range (it gets limit rows).
-    pub limited: u32,
-    /// The joint's dofs.
-    pub nv: u32,
-    /// Where its `D⁻¹` block starts among the world's.
-    pub dinv: u32,
+crate::wgsl_struct! {
+    /// A body's words (`body_u32`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct BodyWords as "BodyWords" {
+        /// The parent body.
+        pub parent: u32 => "BU_PARENT",
+        /// Its joint's [`JointCode`].
+        pub joint: u32 => "BU_JOINT",
+        /// The joint's first coordinate in `q`, and first dof in `v`.
+        pub iq: u32 => "BU_IQ",
+        pub iv: u32 => "BU_IV",
+        /// 1: a hinge or slide with a range (it gets limit rows).
+        pub limited: u32 => "BU_LIMITED",
+        /// The joint's dofs.
+        pub nv: u32 => "BU_NV",
+        /// Where its `D⁻¹` block starts among the world's.
+        pub dinv: u32 => "BU_DINV",
+    }
 }
-crate::wgsl_record!(BodyWords as "BodyWords" {
-    parent: "BU_PARENT",
-    joint: "BU_JOINT",
-    iq: "BU_IQ",
-    iv: "BU_IV",
-    limited: "BU_LIMITED",
-    nv: "BU_NV",
-    dinv: "BU_DINV",
-});
 
-/// A body's floats (`body_f32`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct BodyFloats {
-    /// The joint's placement in the parent: rotation (column-major) and
-    /// translation.
-    pub rotation: [f32; 9],
-    pub translation: [f32; 3],
-    /// The joint's axis (hinge, slide).
-    pub axis: [f32; 3],
-    pub mass: f32,
-    /// The centre of mass in the body's frame.
-    pub com: [f32; 3],
-    /// The rotational inertia about the centre of mass: xx, yy, zz, then
-    /// xy, xz, yz.
-    pub inertia_diagonal: [f32; 3],
-    pub inertia_off_diagonal: [f32; 3],
-    /// The joint's range, lower and upper (±`f32::MAX` where open).
-    pub range: [f32; 2],
-    /// The fluid's inertia box: its principal axes (column-major, body
-    /// frame) and sides (zero: no drag).
-    pub fluid_axes: [f32; 9],
-    pub fluid_sides: [f32; 3],
+crate::wgsl_struct! {
+    /// A body's floats (`body_f32`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct BodyFloats as "BodyFloats" {
+        /// The joint's placement in the parent: rotation (column-major) and
+        /// translation.
+        pub rotation: [f32; 9] => "BF_ROTATION",
+        pub translation: [f32; 3] => "BF_TRANSLATION",
+        /// The joint's axis (hinge, slide).
+        pub axis: [f32; 3] => "BF_AXIS",
+        pub mass: f32 => "BF_MASS",
+        /// The centre of mass in the body's frame.
+        pub com: [f32; 3] => "BF_COM",
+        /// The rotational inertia about the centre of mass: xx, yy, zz, then
+        /// xy, xz, yz.
+        pub inertia_diagonal: [f32; 3] => "BF_INERTIA_DIAGONAL",
+        pub inertia_off_diagonal: [f32; 3] => "BF_INERTIA_OFF_DIAGONAL",
+        /// The joint's range, lower and upper (±`f32::MAX` where open).
+        pub range: [f32; 2] => "BF_RANGE",
+        /// The fluid's inertia box: its principal axes (column-major, body
+        /// frame) and sides (zero: no drag).
+        pub fluid_axes: [f32; 9] => "BF_FLUID_AXES",
+        pub fluid_sides: [f32; 3] => "BF_FLUID_SIDES",
+    }
 }
-crate::wgsl_record!(BodyFloats as "BodyFloats" {
-    rotation: "BF_ROTATION",
-    translation: "BF_TRANSLATION",
-    axis: "BF_AXIS",
-    mass: "BF_MASS",
-    com: "BF_COM",
-    inertia_diagonal: "BF_INERTIA_DIAGONAL",
-    inertia_off_diagonal: "BF_INERTIA_OFF_DIAGONAL",
-    range: "BF_RANGE",
-    fluid_axes: "BF_FLUID_AXES",
-    fluid_sides: "BF_FLUID_SIDES",
-});
 
-/// A dof's floats (`dof_f32`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct DofFloats {
-    /// Armature plus `dt` times the damping (implicit damping).
-    pub armature: f32,
-    pub damping: f32,
-    pub stiffness: f32,
-    pub springref: f32,
-    /// The effort limit (`f32::MAX` where open).
-    pub effort: f32,
-    /// The `q` index of its joint, an integer in f32 (`nq < 2²⁴`).
-    pub iq: f32,
+crate::wgsl_struct! {
+    /// A dof's floats (`dof_f32`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct DofFloats as "DofFloats" {
+        /// Armature plus `dt` times the damping (implicit damping).
+        pub armature: f32 => "DF_ARMATURE",
+        pub damping: f32 => "DF_DAMPING",
+        pub stiffness: f32 => "DF_STIFFNESS",
+        pub springref: f32 => "DF_SPRINGREF",
+        /// The effort limit (`f32::MAX` where open).
+        pub effort: f32 => "DF_EFFORT",
+        /// The `q` index of its joint, an integer in f32 (`nq < 2²⁴`).
+        pub iq: f32 => "DF_IQ",
+    }
 }
-crate::wgsl_record!(DofFloats as "DofFloats" {
-    armature: "DF_ARMATURE",
-    damping: "DF_DAMPING",
-    stiffness: "DF_STIFFNESS",
-    springref: "DF_SPRINGREF",
-    effort: "DF_EFFORT",
-    iq: "DF_IQ",
-});
 
-/// An actuator's words (`actuators`: the floats as their bits).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct ActuatorWords {
-    pub dof: u32,
-    /// The `q` index of its joint.
-    pub iq: u32,
-    pub gear: f32,
-    pub gain: f32,
-    /// The bias: constant, times the length, times the velocity.
-    pub bias: [f32; 3],
-    /// The control range and the force range (±`f32::MAX` where open).
-    pub ctrl_range: [f32; 2],
-    pub force_range: [f32; 2],
+crate::wgsl_struct! {
+    /// An actuator's words (`actuators`: the floats as their bits).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct ActuatorWords as "ActuatorWords" {
+        pub dof: u32 => "ACT_DOF",
+        /// The `q` index of its joint.
+        pub iq: u32 => "ACT_IQ",
+        pub gear: f32 => "ACT_GEAR",
+        pub gain: f32 => "ACT_GAIN",
+        /// The bias: constant, times the length, times the velocity.
+        pub bias: [f32; 3] => "ACT_BIAS",
+        /// The control range and the force range (±`f32::MAX` where open).
+        pub ctrl_range: [f32; 2] => "ACT_CTRL_RANGE",
+        pub force_range: [f32; 2] => "ACT_FORCE_RANGE",
+    }
 }
-crate::wgsl_record!(ActuatorWords as "ActuatorWords" {
-    dof: "ACT_DOF",
-    iq: "ACT_IQ",
-    gear: "ACT_GEAR",
-    gain: "ACT_GAIN",
-    bias: "ACT_BIAS",
-    ctrl_range: "ACT_CTRL_RANGE",
-    force_range: "ACT_FORCE_RANGE",
-});
 
-/// One world's parameters in the per-world mode (`world_params`; else the
-/// uniform's, which `wp` takes in their place).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct WorldParams {
-    pub dt: f32,
-    pub gravity: [f32; 3],
-    /// The joint-limit rows' margin, Baumgarte β, compliance α and the
-    /// limit solve's tolerance (the contact solve's too).
-    pub limit_margin: f32,
-    pub baumgarte: f32,
-    pub compliance: f32,
-    pub tolerance: f32,
-    /// The fluid's density, viscosity and wind.
-    pub density: f32,
-    pub viscosity: f32,
-    pub wind: [f32; 3],
-    /// The contacts' margin, friction scale and bounce velocity.
-    pub contact_margin: f32,
-    pub friction_scale: f32,
-    pub bounce_velocity: f32,
+crate::wgsl_struct! {
+    /// One world's parameters in the per-world mode (`world_params`; else the
+    /// uniform's, which `wp` takes in their place).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct WorldParams as "WorldParams" {
+        pub dt: f32 => "WP_DT",
+        pub gravity: [f32; 3] => "WP_GRAVITY",
+        /// The joint-limit rows' margin, Baumgarte β, compliance α and the
+        /// limit solve's tolerance (the contact solve's too).
+        pub limit_margin: f32 => "WP_LIMIT_MARGIN",
+        pub baumgarte: f32 => "WP_BAUMGARTE",
+        pub compliance: f32 => "WP_COMPLIANCE",
+        pub tolerance: f32 => "WP_TOLERANCE",
+        /// The fluid's density, viscosity and wind.
+        pub density: f32 => "WP_DENSITY",
+        pub viscosity: f32 => "WP_VISCOSITY",
+        pub wind: [f32; 3] => "WP_WIND",
+        /// The contacts' margin, friction scale and bounce velocity.
+        pub contact_margin: f32 => "WP_CONTACT_MARGIN",
+        pub friction_scale: f32 => "WP_FRICTION_SCALE",
+        pub bounce_velocity: f32 => "WP_BOUNCE_VELOCITY",
+    }
 }
-crate::wgsl_record!(WorldParams as "WorldParams" {
-    dt: "WP_DT",
-    gravity: "WP_GRAVITY",
-    limit_margin: "WP_LIMIT_MARGIN",
-    baumgarte: "WP_BAUMGARTE",
-    compliance: "WP_COMPLIANCE",
-    tolerance: "WP_TOLERANCE",
-    density: "WP_DENSITY",
-    viscosity: "WP_VISCOSITY",
-    wind: "WP_WIND",
-    contact_margin: "WP_CONTACT_MARGIN",
-    friction_scale: "WP_FRICTION_SCALE",
-    bounce_velocity: "WP_BOUNCE_VELOCITY",
-});
 
-/// One contact of a step in the contact scratch (`CW_CONTACT`, each float
-/// world-minor): what the step kernel's collision writes, its assembly and
-/// `finish` read, and the host reads back (contact points and forces).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct ContactRecord {
-    /// Its warm-start slot (u32 bits).
-    pub slot: u32,
-    /// The world normal, from `b` to `a`, and the world point.
-    pub normal: [f32; 3],
-    pub point: [f32; 3],
-    /// Its pair and the bodies of `a` and `b` (u32 bits).
-    pub pair: u32,
-    pub body_a: u32,
-    pub body_b: u32,
-    /// `g` (the signed distance φ in its first lane until the
-    /// stabilization) and μ.
-    pub g: [f32; 3],
-    pub mu: f32,
-    /// Its identity within the pair: the features touching (u32 bits, as
-    /// the host's `ContactKey`).
-    pub key: u32,
-    /// The signed distance φ.
-    pub phi: f32,
+crate::wgsl_struct! {
+    /// One contact of a step in the contact scratch (`CW_CONTACT`, each float
+    /// world-minor): what the step kernel's collision writes, its assembly and
+    /// `finish` read, and the host reads back (contact points and forces).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct ContactRecord as "ContactRecord" {
+        /// Its warm-start slot (u32 bits).
+        pub slot: u32 => "CR_SLOT",
+        /// The world normal, from `b` to `a`, and the world point.
+        pub normal: [f32; 3] => "CR_NORMAL",
+        pub point: [f32; 3] => "CR_POINT",
+        /// Its pair and the bodies of `a` and `b` (u32 bits).
+        pub pair: u32 => "CR_PAIR",
+        pub body_a: u32 => "CR_BODY_A",
+        pub body_b: u32 => "CR_BODY_B",
+        /// `g` (the signed distance φ in its first lane until the
+        /// stabilization) and μ.
+        pub g: [f32; 3] => "CR_G",
+        pub mu: f32 => "CR_MU",
+        /// Its identity within the pair: the features touching (u32 bits, as
+        /// the host's `ContactKey`).
+        pub key: u32 => "CR_KEY",
+        /// The signed distance φ.
+        pub phi: f32 => "CR_PHI",
+    }
 }
-crate::wgsl_record!(ContactRecord as "ContactRecord" {
-    slot: "CR_SLOT",
-    normal: "CR_NORMAL",
-    point: "CR_POINT",
-    pair: "CR_PAIR",
-    body_a: "CR_BODY_A",
-    body_b: "CR_BODY_B",
-    g: "CR_G",
-    mu: "CR_MU",
-    key: "CR_KEY",
-    phi: "CR_PHI",
-});
 
 /// A record field's first word.
 #[macro_export]

@@ -16,73 +16,54 @@ use bytemuck::{Pod, Zeroable};
 /// degenerate f32 cases, drops them and counts them).
 pub const BOX_BOX_CONTACTS: usize = 8;
 
-/// A pair's words (`pair_u32`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct PairWords {
-    /// The bodies of `a` and `b`.
-    pub body_a: u32,
-    /// Its [`PairKind`].
-    pub kind: u32,
-    /// Its first warm-start slot.
-    pub slot: u32,
-    pub body_b: u32,
-    /// Where `a`'s convex hull starts in `pair_f32`, after the pair
-    /// records (0: not a hull).
-    pub hull: u32,
+crate::wgsl_struct! {
+    /// A pair's words (`pair_u32`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct PairWords as "PairWords" {
+        /// The bodies of `a` and `b`.
+        pub body_a: u32 => "PU_BODY_A",
+        /// Its [`PairKind`].
+        pub kind: u32 => "PU_KIND",
+        /// Its first warm-start slot.
+        pub slot: u32 => "PU_SLOT",
+        pub body_b: u32 => "PU_BODY_B",
+        /// Where `a`'s convex hull starts in `pair_f32`, after the pair
+        /// records (0: not a hull).
+        pub hull: u32 => "PU_HULL",
+    }
 }
-crate::wgsl_record!(PairWords as "PairWords" {
-    body_a: "PU_BODY_A",
-    kind: "PU_KIND",
-    slot: "PU_SLOT",
-    body_b: "PU_BODY_B",
-    hull: "PU_HULL",
-});
 
-/// One geometry of a pair: its collider's pose in its body's frame and
-/// its shape.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct PairGeometry {
-    /// Rotation (column-major) and translation.
-    pub rotation: [f32; 9],
-    pub translation: [f32; 3],
-    /// A ball's or capsule's radius (0 for a box).
-    pub radius: f32,
-    /// A box's half extents, an ellipsoid's radii, a capsule's `(0, 0,
-    /// half_length)`, a cylinder's `(radius, half_length, 0)`.
-    pub half: [f32; 3],
+crate::wgsl_struct! {
+    /// One geometry of a pair: its collider's pose in its body's frame and
+    /// its shape.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct PairGeometry as "PairGeometry" {
+        /// Rotation (column-major) and translation.
+        pub rotation: [f32; 9] => "PG_ROTATION",
+        pub translation: [f32; 3] => "PG_TRANSLATION",
+        /// A ball's or capsule's radius (0 for a box).
+        pub radius: f32 => "PG_RADIUS",
+        /// A box's half extents, an ellipsoid's radii, a capsule's `(0, 0,
+        /// half_length)`, a cylinder's `(radius, half_length, 0)`.
+        pub half: [f32; 3] => "PG_HALF",
+    }
 }
-crate::wgsl_record!(PairGeometry as "PairGeometry" {
-    rotation: "PG_ROTATION",
-    translation: "PG_TRANSLATION",
-    radius: "PG_RADIUS",
-    half: "PG_HALF",
-});
 
-/// A pair's floats (`pair_f32`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct PairFloats {
-    pub a: PairGeometry,
-    /// A half-space `b`'s world normal and offset.
-    pub normal: [f32; 3],
-    pub offset: f32,
-    /// The pair's combined friction and restitution.
-    pub friction: f32,
-    pub restitution: f32,
-    pub pad: [f32; 2],
-    pub b: PairGeometry,
+crate::wgsl_struct! {
+    /// A pair's floats (`pair_f32`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct PairFloats as "PairFloats" {
+        pub a: PairGeometry => "PF_A",
+        /// A half-space `b`'s world normal and offset.
+        pub normal: [f32; 3] => "PF_NORMAL",
+        pub offset: f32 => "PF_OFFSET",
+        /// The pair's combined friction and restitution.
+        pub friction: f32 => "PF_FRICTION",
+        pub restitution: f32 => "PF_RESTITUTION",
+        pub pad: [f32; 2] => "PF_PAD",
+        pub b: PairGeometry => "PF_B",
+    }
 }
-crate::wgsl_record!(PairFloats as "PairFloats" {
-    a: "PF_A",
-    normal: "PF_NORMAL",
-    offset: "PF_OFFSET",
-    friction: "PF_FRICTION",
-    restitution: "PF_RESTITUTION",
-    pad: "PF_PAD",
-    b: "PF_B",
-});
 
 /// A kind of collidable pair on the device (its number is the pair
 /// record's word `PU_KIND` and the kernel's `PAIR_*` constant).

@@ -26,9 +26,12 @@ pub fn source(model: &Model) -> String {
 /// `shaders/resident_contacts.wgsl` and `shaders/resident_collide.wgsl`
 /// or, without contacts, a stub.
 pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> String {
-    let c = constants_for(model, per_world, initial_moving);
+    // The contact stage when the model has pairs that can collide (a model
+    // with pairs the device cannot collide is refused before).
+    let pairs = device_pairs(model).unwrap_or_default();
+    let c = constants_with(model, per_world, initial_moving, &pairs);
     let resident = include_str!("../../../shaders/resident.wgsl");
-    if !has_contacts(model) {
+    if pairs.is_empty() {
         return format!(
             "{}{resident}fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {{}}\n",
             header(&c)
@@ -43,20 +46,23 @@ pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> Stri
     )
 }
 
-/// Whether the kernel of `model` has the contact stage: the model has
-/// pairs that can collide (a model with pairs the device cannot collide is
-/// refused before).
-fn has_contacts(model: &Model) -> bool {
-    device_pairs(model).is_ok_and(|p| !p.is_empty())
-}
-
 /// The constants [`source_for`] generates.
 pub fn constants_for(model: &Model, per_world: bool, initial_moving: usize) -> Vec<WgslConst> {
+    let pairs = device_pairs(model).unwrap_or_default();
+    constants_with(model, per_world, initial_moving, &pairs)
+}
+
+/// [`constants_for`] with the model's device pairs.
+fn constants_with(
+    model: &Model,
+    per_world: bool,
+    initial_moving: usize,
+    pairs: &[super::contacts::DevicePair],
+) -> Vec<WgslConst> {
     // At least 4: lavapipe compiled the kernel with 1- or 2-row arrays
     // into code 7× slower (13 ms against 1.9 ms a step of 1 024 double
     // pendulums, 2 cores), whatever the rows in use.
     let rows = limit_rows(model).max(4);
-    let pairs = device_pairs(model).unwrap_or_default();
     let u = |name, x: usize| WgslConst::u32(name, x as u32);
     let mut c = vec![
         u("NB", model.nbodies),
@@ -79,7 +85,7 @@ pub fn constants_for(model: &Model, per_world: bool, initial_moving: usize) -> V
     c.extend(super::layout::constants());
     if !pairs.is_empty() {
         c.extend(
-            ContactSizes::starting_with(&pairs, rows, initial_moving)
+            ContactSizes::starting_with(pairs, rows, initial_moving)
                 .constants(model.nv, model.nbodies),
         );
     }
