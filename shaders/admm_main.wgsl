@@ -631,7 +631,7 @@ fn main_workgroup(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let index = wid.x + wid.y * nwg.x;
+    let index = group_index(wid, nwg);
     if (index >= params.num_problems) {
         return;
     }

@@ -24,6 +24,12 @@
 @group(0) @binding(8) var<storage, read_write> running_count: atomic<u32>;
 
 
+// The problem (or group of problems) a workgroup serves: the dispatch is
+// two-dimensional where the count exceeds one dimension's limit.
+fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
 // Rows of the problem, m = 3 nc + nl.
 fn rows(pr: Problem) -> u32 {
     return 3u * pr.nc + pr.nl;
@@ -113,12 +119,12 @@ fn problem_residuals(pr: Problem) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     for (var i = 0u; i < pr.nc; i++) {
         let ri = contact_residuals(params.model, params.facets, friction(pr, i), get_lambda(pr, i), get_c(pr, i));
-        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+        r = nan_max4(r, ri);
     }
     let M = rows(pr);
     for (var k = 3u * pr.nc; k < M; k++) {
         let ri = row_residuals(lambda[vidx(pr, k)], cvel[vidx(pr, k)], row_bound(pr, k));
-        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+        r = nan_max4(r, ri);
     }
     return r;
 }

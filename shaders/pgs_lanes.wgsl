@@ -158,7 +158,7 @@ fn lc_summarize(pr: Problem, l: Lc, lane: u32, M: u32, lane_max: f32) -> LcSlot 
                 bad = 1u;
             }
             let ri = contact_residuals(params.model, params.facets, friction(pr, i), lv, c);
-            r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+            r = nan_max4(r, ri);
         }
         for (var k = 3u * pr.nc + l.t; k < M; k += l.S) {
             let lv = lc_lambda[l.base + k];
@@ -167,7 +167,7 @@ fn lc_summarize(pr: Problem, l: Lc, lane: u32, M: u32, lane_max: f32) -> LcSlot 
                 bad = 1u;
             }
             let ri = row_residuals(lv, c, row_bound(pr, k));
-            r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+            r = nan_max4(r, ri);
         }
     }
     lc_res[lane] = r;
@@ -256,7 +256,7 @@ fn main_lanes(
 ) {
     var l: Lc;
     // This workgroup's segment: the last that starts at or before it.
-    let group = wid.x + wid.y * nwg.x;
+    let group = group_index(wid, nwg);
     var q = 0u;
     for (var k = 1u; k < min(params.segments, LANE_SEGMENTS); k++) {
         if (group >= params.segment[k].x) {

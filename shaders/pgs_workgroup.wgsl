@@ -91,7 +91,7 @@ fn wg_residuals(pr: Problem, lane: u32, M: u32) -> WgSummary {
             bad = 1u;
         }
         let ri = contact_residuals(params.model, params.facets, friction(pr, i), l, c);
-        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+        r = nan_max4(r, ri);
     }
     // The unilateral rows, row j on lane j mod LANES.
     for (var k = 3u * pr.nc + lane; k < M; k += LANES) {
@@ -101,7 +101,7 @@ fn wg_residuals(pr: Problem, lane: u32, M: u32) -> WgSummary {
             bad = 1u;
         }
         let ri = row_residuals(l, c, row_bound(pr, k));
-        r = vec4<f32>(nan_max(r.x, ri.x), nan_max(r.y, ri.y), nan_max(r.z, ri.z), nan_max(r.w, ri.w));
+        r = nan_max4(r, ri);
     }
     wg_res[lane] = r;
     wg_bad[lane] = bad;
@@ -228,7 +228,7 @@ fn main_workgroup(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let index = wid.x + wid.y * nwg.x;
+    let index = group_index(wid, nwg);
     if (index >= params.num_problems) {
         return;
     }

@@ -540,14 +540,23 @@ fn solve_active(nl: u32) {
     }
 }
 
+// Whether invocation w has a world to step (in the batch, stepping this
+// round, not flagged); if so, it becomes `world`.
+fn enter_world(w: u32) -> bool {
+    if (w >= params.nworlds || stepping[w] == 0u || flags[w] != 0u) {
+        return false;
+    }
+    world = w;
+    return true;
+}
+
 @compute @workgroup_size(WORKGROUP)
 fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = gid.x;
     let n = params.nworlds;
-    if (w >= n || stepping[w] == 0u || flags[w] != 0u) {
+    if (!enter_world(w)) {
         return;
     }
-    world = w;
     let dt = wp(WP_DT, params.dt);
     let zero3 = vec3<f32>(0.0);
     let zero6 = V6(zero3, zero3);

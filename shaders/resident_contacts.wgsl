@@ -370,10 +370,9 @@ fn loop_cut() -> bool {
 fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
     let w = gid.x;
     let n = params.nworlds;
-    if (w >= n || stepping[w] == 0u || flags[w] != 0u) {
+    if (!enter_world(w)) {
         return;
     }
-    world = w;
     let dt = wp(WP_DT, params.dt);
     let st = results[w];
     set_cw(CW_STATS, bitcast<f32>(st.iterations));

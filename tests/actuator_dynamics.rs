@@ -50,10 +50,7 @@ fn filter_step_response_is_first_order() {
         };
         let model = driven_rod(gain, dynamics, |_| {});
         assert_eq!(model.na(), 1);
-        let params = SimParams {
-            dt,
-            ..Default::default()
-        };
+        let params = SimParams::with_dt(dt);
         let mut sim = Simulator::new(model, params).unwrap();
         let mut state = at_rest();
         let mut omega = 0.0;
@@ -90,10 +87,7 @@ fn integrator_ramps_to_its_range() {
         a.act_range = Some((-0.2, 0.15));
         a.ctrl_range = Some((-1.0, 1.0));
     });
-    let params = SimParams {
-        dt,
-        ..Default::default()
-    };
+    let params = SimParams::with_dt(dt);
     let mut sim = Simulator::new(model, params).unwrap();
     let mut state = at_rest();
     for k in 1..=300 {
@@ -113,10 +107,7 @@ fn integrator_ramps_to_its_range() {
 #[test]
 fn act_early_removes_the_step_of_delay() {
     let (gain, tau, dt) = (2.0, 0.02, 1e-3);
-    let params = SimParams {
-        dt,
-        ..Default::default()
-    };
+    let params = SimParams::with_dt(dt);
     for early in [false, true] {
         let model = driven_rod(gain, ActuatorDynamics::Filter(tau), |a| a.act_early = early);
         let mut sim = Simulator::new(model, params).unwrap();

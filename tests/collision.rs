@@ -477,14 +477,7 @@ mod ellipsoids {
             .unwrap();
         let model = std::sync::Arc::new(builder.build().unwrap());
         let dt = 1e-3;
-        let mut sim = Simulator::new(
-            model.clone(),
-            SimParams {
-                dt,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let mut sim = Simulator::new(model.clone(), SimParams::with_dt(dt)).unwrap();
         let theta0: f64 = 0.01;
         let height = (b * b * theta0.sin().powi(2) + c * c * theta0.cos().powi(2)).sqrt();
         let (s, co) = ((0.5 * theta0).sin(), (0.5 * theta0).cos());

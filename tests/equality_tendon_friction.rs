@@ -286,10 +286,7 @@ fn mjcf_pose(
 /// `m`'s model and a simulator of it at step `dt` (the default solver).
 fn simulator_at(m: &moreau::load::mjcf::MjcfModel, dt: f64) -> (Arc<Model>, Simulator) {
     let model = Arc::new(m.model.clone());
-    let params = SimParams {
-        dt,
-        ..Default::default()
-    };
+    let params = SimParams::with_dt(dt);
     (model.clone(), Simulator::new(model, params).unwrap())
 }
 

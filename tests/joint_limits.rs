@@ -141,10 +141,7 @@ fn a_damped_joint_decays_at_the_implicit_rate() {
     // 2 kg at 0.5 m plus the rod's own 0.01 and the armature.
     assert!((inertia - (2.0 * 0.25 + 0.01 + armature)).abs() < 1e-12);
     for dt in [1e-2, 1e-3] {
-        let params = SimParams {
-            dt,
-            ..Default::default()
-        };
+        let params = SimParams::with_dt(dt);
         let mut sim = Simulator::new(model.clone(), params).unwrap();
         let v0 = 5.0;
         let mut state = State::new(DVector::zeros(1), DVector::from_element(1, v0));

@@ -42,14 +42,7 @@ fn a_loaded_humanoid_falls_and_lands_without_exploding() {
     .unwrap();
     let model = Arc::new(m.model.clone());
     let dt = m.timestep;
-    let mut sim = Simulator::new(
-        model.clone(),
-        SimParams {
-            dt,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut sim = Simulator::new(model.clone(), SimParams::with_dt(dt)).unwrap();
     // Gymnasium's initial state: qpos0 (torso at z = 1.4), plus a small push
     // (forward and a roll rate) so that it does not fall symmetrically.
     let mut v = DVector::zeros(model.nv);

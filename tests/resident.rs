@@ -116,10 +116,7 @@ fn random_states(model: &Model, n: usize, rng: &mut Rng) -> Vec<State> {
 }
 
 fn params(dt: f64) -> SimParams {
-    SimParams {
-        dt,
-        ..Default::default()
-    }
+    SimParams::with_dt(dt)
 }
 
 /// The CPU twin: the f64 simulator of the same model and time step.

@@ -449,8 +449,19 @@ fn states_set_at_once_land_on_the_device() {
     for (w, s) in states.iter_mut().enumerate() {
         s.q[0] = 0.25 * w as f64;
     }
-    assert!(gpu.set_states(&states[..2], &[]).is_err());
-    assert!(gpu.set_states(&states, &[3]).is_err());
+    let e = gpu.set_states(&states[..2], &[]).unwrap_err();
+    assert!(
+        e.to_string().contains("states has length 2, expected 3"),
+        "{e}"
+    );
+    let e = gpu.set_states(&states, &[3]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("world index 3 is out of range: the batch has 3 worlds"),
+        "{e}"
+    );
+    let e = gpu.set_state(5, &scene.state).unwrap_err();
+    assert!(e.to_string().contains("world index 5"), "{e}");
     let mut bad = states.clone();
     bad[2].v[1] = f64::NAN;
     let e = gpu.set_states(&bad, &[0]).unwrap_err();
@@ -909,10 +920,7 @@ fn locomotion_trajectories_keep_the_cpus_statistics() {
     }
     let (n, steps, every) = (4, 500, 5);
     for (name, model, start, dt) in robots {
-        let mut params = SimParams {
-            dt,
-            ..SimParams::default()
-        };
+        let mut params = SimParams::with_dt(dt);
         params.solver_settings.tolerance = 1e-6;
         let mut gpu =
             ResidentBatch::new(&ctx, &model, &params, std::slice::from_ref(&start), n).unwrap();

@@ -17,10 +17,7 @@ fn rollout(
     steps: usize,
     torques: impl Fn(usize) -> Vec<f64>,
 ) -> Vec<State> {
-    let params = SimParams {
-        dt,
-        ..Default::default()
-    };
+    let params = SimParams::with_dt(dt);
     let mut sim = Simulator::new(model, params).unwrap();
     let mut s = state.clone();
     (0..steps)

@@ -26,10 +26,7 @@ use nalgebra::DVector;
 use std::sync::Arc;
 
 fn params(dt: f64) -> SimParams {
-    let mut p = SimParams {
-        dt,
-        ..Default::default()
-    };
+    let mut p = SimParams::with_dt(dt);
     p.solver_settings.tolerance = 1e-12;
     p.solver_settings.max_iterations = 5000;
     p

@@ -26,14 +26,7 @@ fn initial_state(model: &moreau::Model, omega: Vec3) -> State {
 
 /// Runs 10 s; returns the max relative errors of kinetic energy and world angular momentum.
 fn drift(model: &Arc<moreau::Model>, omega: Vec3, dt: f64) -> (f64, f64) {
-    let mut sim = Simulator::new(
-        model.clone(),
-        SimParams {
-            dt,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut sim = Simulator::new(model.clone(), SimParams::with_dt(dt)).unwrap();
     let mut state = initial_state(model, omega);
     let tau = DVector::zeros(6);
     let momentum = |sim: &mut Simulator, s: &State| {

@@ -2,8 +2,8 @@
 //! read, each a `#[repr(C)]` (bytemuck) struct whose WGSL side is generated
 //! from it, never written by hand.
 //!
-//! - A record is declared with [`wgsl_struct!`] (or listed after its
-//!   declaration with [`wgsl_record!`]), each field with its WGSL side.
+//! - A record is declared with [`wgsl_struct!`](crate::wgsl_struct) (or listed after its
+//!   declaration with [`wgsl_record!`](crate::wgsl_record)), each field with its WGSL side.
 //! - A record the kernels bind as a WGSL struct (a problem's header, a
 //!   result, a uniform's parameters) gives its fields' WGSL types;
 //!   [`declaration`] writes the WGSL struct, and `tests/wgsl.rs` checks
@@ -18,8 +18,8 @@
 //!   a [`WgslConst`] made from the Rust value; [`header`] declares them.
 //!
 //! [`check_tiling`] checks, for either kind, that the named fields cover
-//! the struct exactly, in order, without gaps (with [`wgsl_struct!`] a
-//! field cannot be left out; with [`wgsl_record!`] one left out fails the
+//! the struct exactly, in order, without gaps (with [`wgsl_struct!`](crate::wgsl_struct) a
+//! field cannot be left out; with [`wgsl_record!`](crate::wgsl_record) one left out fails the
 //! tests).
 
 use crate::contact::ContactMode;
@@ -125,7 +125,7 @@ pub struct RecordField {
 }
 
 /// A `#[repr(C)]` record with its fields listed for the WGSL side (see
-/// [`wgsl_record!`]).
+/// [`wgsl_record!`](crate::wgsl_record)).
 pub trait WgslRecord: bytemuck::Pod {
     /// Its name in WGSL (a struct's; a flat record's, for messages).
     const WGSL_NAME: &'static str;
@@ -142,7 +142,7 @@ pub fn record_of<T: WgslRecord>() -> (&'static str, Vec<RecordField>, usize) {
     (T::WGSL_NAME, T::fields(), std::mem::size_of::<T>())
 }
 
-/// The size of a field, from a projection (for [`wgsl_record!`]).
+/// The size of a field, from a projection (for [`wgsl_record!`](crate::wgsl_record)).
 #[doc(hidden)]
 pub const fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
     std::mem::size_of::<F>()
@@ -170,7 +170,7 @@ macro_rules! wgsl_record {
 }
 
 /// Declares a `#[repr(C)]` record and lists it for the WGSL side at once
-/// (see [`wgsl_record!`]): each field written once, with its WGSL type or
+/// (see [`wgsl_record!`](crate::wgsl_record)): each field written once, with its WGSL type or
 /// offset constant after `=>`.
 ///
 /// ```ignore

@@ -67,7 +67,7 @@ crate::wgsl_struct! {
         pub chunk: u32 => "u32",
         /// A loop count (16) whose shortfall reveals a driver's loop limiter.
         pub canary: u32 => "u32",
-        /// PGS, one lane per contact ([`super::Decomposition::Lane`]): how many
+        /// PGS, one lane per contact ([`super::kernel::Decomposition::Lane`]): how many
         /// of `segment` are in use; unused by the other entry points.
         pub segments: u32 => "u32",
         /// ADMM (`ncp-admm`): polish the warm start and some iterates (1) or

@@ -316,11 +316,7 @@ pub fn solve_batch_f32(
         );
         out.results.push(r);
     }
-    out.headers.clear();
-    out.headers.extend_from_slice(&batch.problems);
-    out.declared_nc.clear();
-    out.declared_nc.extend_from_slice(&batch.declared_nc);
-    out.declared_nl.clear();
-    out.declared_nl.extend_from_slice(&batch.declared_nl);
+    out.headers
+        .assign(&batch.problems, &batch.declared_nc, &batch.declared_nl);
     Ok(())
 }

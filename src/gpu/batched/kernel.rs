@@ -12,7 +12,7 @@ use crate::gpu::GpuError;
 use crate::gpu::contract::WgslConst;
 
 /// Whether a solver's dispatches must stay under a driver's loop limit
-/// ([`super::GpuContext::loop_limit`], probed when the context is created).
+/// ([`crate::gpu::GpuContext::loop_limit`], probed when the context is created).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AdapterClass {
     /// No loop limit was found: a solve runs in one dispatch.

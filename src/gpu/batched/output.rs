@@ -14,9 +14,28 @@ pub struct BatchOutput {
     pub c: Vec<f32>,
     /// (problems) per-problem stats and flags.
     pub results: Vec<GpuResult>,
-    pub(crate) headers: Vec<GpuProblem>,
+    pub(crate) headers: Headers,
+}
+
+/// The problems' headers as solved, with the contact and row counts they
+/// were declared with (a problem flagged by the host is solved as empty).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Headers {
+    pub(crate) problems: Vec<GpuProblem>,
     pub(crate) declared_nc: Vec<u32>,
     pub(crate) declared_nl: Vec<u32>,
+}
+
+impl Headers {
+    /// These headers, reusing the vectors.
+    pub(crate) fn assign(&mut self, problems: &[GpuProblem], nc: &[u32], nl: &[u32]) {
+        self.problems.clear();
+        self.problems.extend_from_slice(problems);
+        self.declared_nc.clear();
+        self.declared_nc.extend_from_slice(nc);
+        self.declared_nl.clear();
+        self.declared_nl.extend_from_slice(nl);
+    }
 }
 
 /// One problem's view of a [`BatchOutput`].
@@ -63,12 +82,12 @@ impl BatchOutput {
         self.results.is_empty()
     }
     pub fn problem(&self, i: usize) -> ProblemOutput<'_> {
-        let h = &self.headers[i];
+        let h = &self.headers.problems[i];
         let a = 3 * h.contact_offset as usize;
         let b = a + h.m();
         ProblemOutput {
-            nc: self.declared_nc[i] as usize,
-            nl: self.declared_nl.get(i).map_or(0, |&n| n as usize),
+            nc: self.headers.declared_nc[i] as usize,
+            nl: self.headers.declared_nl.get(i).map_or(0, |&n| n as usize),
             lambda: &self.lambda[a..b],
             c: &self.c[a..b],
             result: self.results[i],

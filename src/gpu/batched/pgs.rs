@@ -18,7 +18,7 @@
 //! of `−1e-12·scaleᵏ`. The CCP step size, the largest eigenvalue of each
 //! contact block, is computed in closed form.
 //!
-//! Three entry points, one per [`super::Decomposition`]: `main`, one
+//! Three entry points, one per [`super::kernel::Decomposition`]: `main`, one
 //! invocation per problem; `main_workgroup`, one workgroup of [`LANES`]
 //! invocations per problem (λ, c and, up to [`WG_G_CACHE_ROWS`] rows, G in
 //! workgroup memory; lane 0 makes the local updates, every lane updates its

@@ -10,7 +10,7 @@ use super::batch::{
     READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE,
 };
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, Decomposition, check_kernel};
-use super::output::BatchOutput;
+use super::output::{BatchOutput, Headers};
 use super::registry;
 use super::shader;
 use crate::contact::{ContactProblem, KernelModel, SolverKind, SolverSettings};
@@ -89,9 +89,7 @@ pub struct GpuSolver {
     bind_group: wgpu::BindGroup,
     buffers: Buffers,
     /// Headers of the batch in flight (copied into the output by `wait`).
-    headers: Vec<GpuProblem>,
-    declared_nc: Vec<u32>,
-    declared_nl: Vec<u32>,
+    headers: Headers,
     pending: bool,
     /// Host-side times of the last solve: `Upload` (packing into wgpu's
     /// staging and encoding), `Solve` (from the submission to the readback
@@ -387,9 +385,7 @@ impl GpuSolver {
             pipeline,
             bind_group,
             buffers,
-            headers: Vec::new(),
-            declared_nc: Vec::new(),
-            declared_nl: Vec::new(),
+            headers: Headers::default(),
             pending: false,
             timings: StageTimes::default(),
             device_times: DeviceTimes::default(),
@@ -435,7 +431,7 @@ impl GpuSolver {
     /// Overrides the work per problem and dispatch (`GpuParams::chunk`: PGS
     /// iterations, ADMM loop budget); `None` restores the automatic choice.
     /// Past the limit of a CPU adapter's loop limiter, problems come back
-    /// flagged [`super::FLAG_LOOP_LIMIT`].
+    /// flagged [`super::flags::FLAG_LOOP_LIMIT`].
     pub fn set_chunk(&mut self, chunk: Option<u32>) {
         self.chunk_override = chunk.map(|c| c.max(1));
     }
@@ -727,12 +723,8 @@ impl GpuSolver {
         } else {
             RoundStamps::default()
         };
-        self.headers.clear();
-        self.headers.extend_from_slice(&batch.problems);
-        self.declared_nc.clear();
-        self.declared_nc.extend_from_slice(&batch.declared_nc);
-        self.declared_nl.clear();
-        self.declared_nl.extend_from_slice(&batch.declared_nl);
+        self.headers
+            .assign(&batch.problems, &batch.declared_nc, &batch.declared_nl);
         self.pending = true;
         self.timings = StageTimes::default();
         self.timings.set(Stage::Upload, started.elapsed());
@@ -833,8 +825,8 @@ impl GpuSolver {
                         // Back from the interleaving to the batch's layout.
                         out.lambda.resize(lambda.len(), 0.0);
                         out.c.resize(c.len(), 0.0);
-                        i.gather_vectors(&self.headers, lambda, &mut out.lambda);
-                        i.gather_vectors(&self.headers, c, &mut out.c);
+                        i.gather_vectors(&self.headers.problems, lambda, &mut out.lambda);
+                        i.gather_vectors(&self.headers.problems, c, &mut out.c);
                     }
                     if self.upload_order.is_empty() {
                         out.results.extend_from_slice(results);
@@ -879,12 +871,7 @@ impl GpuSolver {
             (index, mapped) = self.submit_round(encoder, total);
         }
         self.device_times.dispatches = dispatches;
-        out.headers.clear();
-        out.headers.extend_from_slice(&self.headers);
-        out.declared_nc.clear();
-        out.declared_nc.extend_from_slice(&self.declared_nc);
-        out.declared_nl.clear();
-        out.declared_nl.extend_from_slice(&self.declared_nl);
+        out.headers.clone_from(&self.headers);
         self.ctx.take_error("reading back")?;
         Ok(())
     }

@@ -64,6 +64,8 @@ pub enum ResidentError {
         got: usize,
         expected: usize,
     },
+    #[error("world index {world} is out of range: the batch has {nworlds} worlds")]
+    NoSuchWorld { world: usize, nworlds: usize },
     #[error("world {world}: {what}[{index}] is not finite ({value})")]
     NonFinite {
         what: &'static str,
@@ -90,6 +92,28 @@ pub enum ResidentError {
     Sim(#[from] SimError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+}
+
+impl ResidentError {
+    /// `DimensionMismatch` unless `got == expected`.
+    pub(crate) fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), Self> {
+        if got == expected {
+            return Ok(());
+        }
+        Err(Self::DimensionMismatch {
+            what,
+            got,
+            expected,
+        })
+    }
+
+    /// `NoSuchWorld` unless `world < nworlds`.
+    pub(crate) fn check_world(world: usize, nworlds: usize) -> Result<(), Self> {
+        if world < nworlds {
+            return Ok(());
+        }
+        Err(Self::NoSuchWorld { world, nworlds })
+    }
 }
 
 /// Why `model` cannot live on the GPU in this slice, if it cannot.
@@ -593,13 +617,7 @@ impl ResidentBatch {
         model: &Model,
         params: &SimParams,
     ) -> Result<(), ResidentError> {
-        if w >= self.nworlds {
-            return Err(ResidentError::DimensionMismatch {
-                what: "world index",
-                got: w,
-                expected: self.nworlds,
-            });
-        }
+        ResidentError::check_world(w, self.nworlds)?;
         params.validate()?;
         let unfit = |reason: String| ResidentError::Unsupported {
             model: model.name.clone(),

@@ -12,13 +12,7 @@ impl ResidentBatch {
     /// Sets world `w`'s state (validated) and clears its flag; the next
     /// step starts from it.
     pub fn set_state(&mut self, w: usize, state: &State) -> Result<(), ResidentError> {
-        if w >= self.nworlds {
-            return Err(ResidentError::DimensionMismatch {
-                what: "world index",
-                got: w,
-                expected: self.nworlds,
-            });
-        }
+        ResidentError::check_world(w, self.nworlds)?;
         crate::sim::check_state(&self.model, state)?;
         let (n, queue) = (self.nworlds as u64, &self.ctx.queue);
         let write = |buffer: &wgpu::Buffer, t: usize, x: f32| {
@@ -48,13 +42,7 @@ impl ResidentBatch {
     /// and `v` instead of one small write per element and world (4 096
     /// ants: 198 ms through [`Self::set_state`], lavapipe, 2026-11-26).
     pub fn set_states(&mut self, states: &[State], fresh: &[usize]) -> Result<(), ResidentError> {
-        if states.len() != self.nworlds {
-            return Err(ResidentError::DimensionMismatch {
-                what: "states",
-                got: states.len(),
-                expected: self.nworlds,
-            });
-        }
+        ResidentError::check_len("states", states.len(), self.nworlds)?;
         self.set_states_by(|w| &states[w], fresh)
     }
 
@@ -66,10 +54,9 @@ impl ResidentBatch {
     ) -> Result<(), ResidentError> {
         let n = self.nworlds;
         if let Some(&w) = fresh.iter().find(|&&w| w >= n) {
-            return Err(ResidentError::DimensionMismatch {
-                what: "world index",
-                got: w,
-                expected: n,
+            return Err(ResidentError::NoSuchWorld {
+                world: w,
+                nworlds: n,
             });
         }
         for w in 0..n {
@@ -112,13 +99,7 @@ impl ResidentBatch {
     /// finite one).
     pub fn read_states(&mut self, states: &mut [State]) -> Result<Vec<usize>, ResidentError> {
         let n = self.nworlds;
-        if states.len() != n {
-            return Err(ResidentError::DimensionMismatch {
-                what: "states",
-                got: states.len(),
-                expected: n,
-            });
-        }
+        ResidentError::check_len("states", states.len(), n)?;
         let mut flagged = Vec::new();
         self.read_raw(|w, q, v, _, flag| {
             states[w].q.iter_mut().zip(q).for_each(|(x, y)| *x = y);

@@ -66,21 +66,9 @@ impl ResidentBatch {
     ) -> Result<(), ResidentError> {
         let n = self.nworlds;
         let (what, x, width, _) = self.input_of(input);
-        if x.len() != n * width {
-            return Err(ResidentError::DimensionMismatch {
-                what,
-                got: x.len(),
-                expected: n * width,
-            });
-        }
-        if let Some(a) = active
-            && a.len() != n
-        {
-            return Err(ResidentError::DimensionMismatch {
-                what: "active",
-                got: a.len(),
-                expected: n,
-            });
+        ResidentError::check_len(what, x.len(), n * width)?;
+        if let Some(a) = active {
+            ResidentError::check_len("active", a.len(), n)?;
         }
         let is_active = |w: usize| active.is_none_or(|a| a[w]);
         for w in (0..n).filter(|&w| is_active(w)) {

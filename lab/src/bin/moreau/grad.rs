@@ -79,10 +79,7 @@ pub(crate) fn grad(
     let scene = load_scene(name, file_args, passive)?;
     let model = scene.model.clone();
     let (nv, dt) = (model.nv, scene.dt);
-    let mut params = SimParams {
-        dt,
-        ..Default::default()
-    };
+    let mut params = SimParams::with_dt(dt);
     params.solver_settings.tolerance = tolerance;
     params.solver_settings.max_iterations = 5000;
     // The trajectory, its states and torques kept.

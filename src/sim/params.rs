@@ -1,0 +1,161 @@
+//! The simulation parameters ([`SimParams`]) and how a step forms the
+//! Delassus matrix ([`DelassusPath`]).
+
+use crate::contact::{SolverKind, SolverSettings};
+use crate::error::SimError;
+
+/// Simulation parameters.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SimParams {
+    /// Time step (s).
+    pub dt: f64,
+    pub solver: SolverKind,
+    pub solver_settings: SolverSettings,
+    /// Baumgarte factor `β ∈ [0, 1]` for penetration recovery.
+    pub baumgarte: f64,
+    /// Contacts are generated for gaps below this margin (m).
+    pub contact_margin: f64,
+    /// Minimum approach speed for restitution to apply (m/s).
+    pub bounce_velocity: f64,
+    /// Warm start the solver from the previous step's impulses (by contact identity).
+    pub warm_start: bool,
+    /// MuJoCo-like compliance `α`: every contact problem gets `R = α·diag(G)`
+    /// ([`ContactProblem::set_diagonal_compliance`](crate::contact::ContactProblem::set_diagonal_compliance)); 0 = rigid contacts.
+    pub compliance: f64,
+    /// Multiplies every contact's friction coefficient (1: the model's):
+    /// per-world friction for domain randomization.
+    pub friction_scale: f64,
+    /// A joint limit becomes a constraint row when the joint is closer than
+    /// this to its stop (rad or m), or would cross it in the step.
+    pub limit_margin: f64,
+    /// How the simulator's own solve sees `G` (see [`DelassusPath`]).
+    pub delassus: DelassusPath,
+}
+
+/// Whether a step forms the dense Delassus matrix `G = J M⁻¹ Jᵀ` or hands
+/// the solver its factors ([`crate::contact::TreeDelassus`]). Only solvers
+/// with [`ContactSolver::solves_tree`](crate::contact::ContactSolver::solves_tree) (`ncp-admm`, `ccp-admm`) take the
+/// tree path; the others, and every problem prepared for an outside solver
+/// ([`Simulator::prepare`](super::Simulator::prepare), the GPU), get the dense `G`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum DelassusPath {
+    /// The tree path when the problem has at least
+    /// [`TREE_ROWS_PER_DOF`] rows per dof (measured, see its notes).
+    #[default]
+    Auto,
+    Dense,
+    Tree,
+}
+
+/// [`DelassusPath::Auto`] takes the tree path when `m ≥ TREE_ROWS_PER_DOF · nv`.
+///
+/// Measured on whole `ncp-admm` steps (`cargo bench --bench tree_delassus`,
+/// one core, 2026-11-24), tree against dense: the pyramid (m/nv = 3) 0.19×,
+/// a 3 × 3 grid of boxes (2) 0.21×, the stacked cubes (2 to 3) 0.90×, the
+/// resting cube (2) 0.94×, the walker (1.8) 1.01×, the standing quadruped
+/// (0.7) 1.07×, the hopper (1.3) 1.10×. On the humanoid lying down (m/nv
+/// near 1) each solve takes hundreds of iterations, and one iteration costs
+/// two products with `J` and a solve with `M` where the dense path has one
+/// `m × m` product: 1.6× per solve.
+pub const TREE_ROWS_PER_DOF: f64 = 1.5;
+
+impl std::str::FromStr for DelassusPath {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(DelassusPath::Auto),
+            "dense" => Ok(DelassusPath::Dense),
+            "tree" => Ok(DelassusPath::Tree),
+            _ => Err(format!("unknown Delassus path {s:?} (auto, dense, tree)")),
+        }
+    }
+}
+
+impl DelassusPath {
+    /// Whether a problem of `m` rows over `nv` dofs takes the tree path
+    /// (with a solver that can).
+    pub fn tree(self, m: usize, nv: usize) -> bool {
+        match self {
+            DelassusPath::Auto => m as f64 >= TREE_ROWS_PER_DOF * nv as f64,
+            DelassusPath::Dense => false,
+            DelassusPath::Tree => true,
+        }
+    }
+}
+
+impl Default for SimParams {
+    fn default() -> Self {
+        SimParams {
+            dt: 1e-3,
+            solver: SolverKind::DEFAULT,
+            solver_settings: SolverSettings::default(),
+            baumgarte: 0.2,
+            contact_margin: 5e-3,
+            bounce_velocity: 0.1,
+            warm_start: true,
+            compliance: 0.0,
+            friction_scale: 1.0,
+            limit_margin: 0.01,
+            delassus: DelassusPath::Auto,
+        }
+    }
+}
+
+impl SimParams {
+    /// The default parameters with the time step `dt`.
+    pub fn with_dt(dt: f64) -> Self {
+        SimParams {
+            dt,
+            ..Default::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), SimError> {
+        let bad = |name, reason: String| Err(SimError::InvalidParameter { name, reason });
+        if !(self.dt.is_finite() && self.dt > 0.0) {
+            return bad("dt", format!("must be positive, got {}", self.dt));
+        }
+        if !(self.bounce_velocity.is_finite() && self.bounce_velocity >= 0.0) {
+            return bad(
+                "bounce_velocity",
+                format!("must be finite and ≥ 0, got {}", self.bounce_velocity),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.baumgarte) {
+            return bad(
+                "baumgarte",
+                format!("must be in [0, 1], got {}", self.baumgarte),
+            );
+        }
+        if !(self.contact_margin.is_finite() && self.contact_margin >= 0.0) {
+            return bad(
+                "contact_margin",
+                format!("must be ≥ 0, got {}", self.contact_margin),
+            );
+        }
+        if !(self.compliance.is_finite() && self.compliance >= 0.0) {
+            return bad(
+                "compliance",
+                format!("must be finite and ≥ 0, got {}", self.compliance),
+            );
+        }
+        if !(self.friction_scale.is_finite() && self.friction_scale >= 0.0) {
+            return bad(
+                "friction_scale",
+                format!("must be finite and ≥ 0, got {}", self.friction_scale),
+            );
+        }
+        if !(self.limit_margin.is_finite() && self.limit_margin >= 0.0) {
+            return bad(
+                "limit_margin",
+                format!("must be finite and ≥ 0, got {}", self.limit_margin),
+            );
+        }
+        if let Err(crate::error::ProblemError::InvalidSetting { name, reason }) =
+            self.solver_settings.validate()
+        {
+            return bad(name, reason);
+        }
+        Ok(())
+    }
+}
