@@ -308,6 +308,54 @@ fn welded_bodies_stay_as_named_frames() {
     assert!((p - Vec3::new(0.0, 0.3, 1.0)).norm() < 1e-12, "{p}");
 }
 
+/// MuJoCo's rule for a moving body's mass: its own or that of the bodies
+/// welded to it. A free object whose geoms sit in a jointless child
+/// (Meta-World's nut, ball and tools are written so) loads, with the mass
+/// matrix of the same object written as one body; a hinge's body whose only
+/// mass lies past another joint is refused, as MuJoCo refuses it.
+#[test]
+fn a_moving_body_may_carry_its_mass_in_welded_children() {
+    let split = parse(
+        r#"<mujoco><worldbody>
+             <body name="obj" pos="0 0 1">
+               <freejoint/>
+               <body name="part" pos="0.1 0.05 0" euler="0 0 30">
+                 <geom type="box" size="0.1 0.05 0.02"/>
+                 <body name="tip" pos="0.2 0 0"><geom type="sphere" size="0.03"/></body>
+               </body>
+             </body>
+           </worldbody></mujoco>"#,
+    );
+    let whole = parse(
+        r#"<mujoco><worldbody>
+             <body name="obj" pos="0 0 1">
+               <freejoint/>
+               <geom type="box" size="0.1 0.05 0.02" pos="0.1 0.05 0" euler="0 0 30"/>
+               <geom type="sphere" size="0.03" pos="0.27320508075688773 0.15 0"/>
+             </body>
+           </worldbody></mujoco>"#,
+    );
+    let (a, b) = (&split.model, &whole.model);
+    assert_eq!((a.nq, a.nv, a.nbodies), (b.nq, b.nv, b.nbodies));
+    assert!(rel(a.total_mass(), b.total_mass()) < 1e-12);
+    let q = [0.3, -0.2, 1.1, 0.1, 0.5, -0.3, 0.8];
+    let (mut da, mut db) = (Data::new(a), Data::new(b));
+    let ma = moreau::dynamics::crba(a, &mut da, &q).clone();
+    let mb = moreau::dynamics::crba(b, &mut db, &q);
+    assert!((&ma - mb).norm() < 1e-12 * mb.norm(), "{ma} {mb}");
+
+    let past_a_joint = r#"<mujoco><worldbody>
+             <body name="link"><joint type="hinge"/>
+               <body name="arm" pos="1 0 0"><joint type="hinge"/><geom size="0.1"/></body>
+             </body>
+           </worldbody></mujoco>"#;
+    let e = common::mjcf::parse_err(past_a_joint).to_string();
+    assert!(
+        e.contains(r#"<body name="link">"#) && e.contains("positive mass"),
+        "{e}"
+    );
+}
+
 /// A scratch directory for files that include each other.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("moreau-mjcf-{name}-{}", std::process::id()));

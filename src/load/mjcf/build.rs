@@ -87,15 +87,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 continue;
             }
             weld[b] = b;
-            // MuJoCo's rule: a body moved by a joint has mass and inertia of its own.
-            validate_inertia(&body.name, &body.inertia).map_err(|e| {
-                self.error(
-                    &body.element,
-                    format!(
-                        "a body moved by a joint needs positive mass and a positive definite inertia (from <inertial> or its geoms): {e}"
-                    ),
-                )
-            })?;
             let bname = unique(
                 if body.name.is_empty() {
                     format!("body{b}")
@@ -211,6 +202,19 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     .inertia
                     .add(&self.bodies[b].inertia.transformed(&from[b]));
             }
+        }
+        // MuJoCo's rule: a body moved by a joint has mass and inertia, its
+        // own or that of the bodies welded to it (jointless descendants: a
+        // free object whose geoms sit in a child body).
+        for plan in plans.iter().skip(1).filter(|p| !p.massless) {
+            validate_inertia(&plan.name, &plan.inertia).map_err(|e| {
+                self.error(
+                    &plan.element,
+                    format!(
+                        "a body moved by a joint needs positive mass and a positive definite inertia (from <inertial> or its geoms, or those of the bodies welded to it): {e}"
+                    ),
+                )
+            })?;
         }
 
         // Pass 2: the builder (plan index = body index).
