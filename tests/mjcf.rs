@@ -356,6 +356,50 @@ fn a_moving_body_may_carry_its_mass_in_welded_children() {
     );
 }
 
+/// A flat mesh (a screen, a decal) that only shows is taken where nothing
+/// needs its volume: drawn, in a body whose `<inertial>` gives its mass
+/// (robosuite's Panda, Sawyer and Baxter, Meta-World's laptop). Where its
+/// body's inertia would come from it, and where it would collide, it is
+/// refused by name (MuJoCo refuses both too). Shell inertia from a flat
+/// mesh's area: tests/mjcf_mujoco.rs against MuJoCo's numbers.
+#[test]
+fn flat_visual_meshes_load_where_nothing_needs_their_volume() {
+    let with = |body: &str, geom: &str| {
+        format!(
+            r#"<mujoco><asset><mesh name="screen" vertex="0 0 0  0.4 0 0  0.4 0.3 0  0 0.3 0" face="0 1 2  0 2 3"/></asset>
+             <worldbody><body name="head" pos="0 0 1"><joint type="hinge"/>{body}
+               <geom name="face" type="mesh" mesh="screen" {geom}/></body></worldbody></mujoco>"#
+        )
+    };
+    let visual = r#"contype="0" conaffinity="0""#;
+    let m = parse(&with(
+        r#"<inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>"#,
+        visual,
+    ));
+    assert!(rel(m.model.total_mass(), 2.0) < 1e-12);
+    assert!(m.model.geometries.is_empty(), "it does not collide");
+    let drawn = m.model.visuals.iter().find(|v| v.mesh.is_some());
+    assert_eq!(
+        drawn.map(|v| v.mesh.as_ref().unwrap().triangles.len()),
+        Some(2)
+    );
+
+    let e = common::mjcf::parse_err(&with(r#"<geom size="0.05"/>"#, visual)).to_string();
+    assert!(
+        e.contains(r#"<geom name="face""#) && e.contains("flat") && e.contains("<inertial>"),
+        "{e}"
+    );
+    let e = common::mjcf::parse_err(&with(
+        r#"<inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>"#,
+        "",
+    ))
+    .to_string();
+    assert!(
+        e.contains(r#"<mesh name="screen">"#) && e.contains("flat"),
+        "{e}"
+    );
+}
+
 /// A scratch directory for files that include each other.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("moreau-mjcf-{name}-{}", std::process::id()));

@@ -280,11 +280,22 @@ pub fn read_mesh_vertices(path: &Path) -> Result<Vec<Vec3>, String> {
     read_mesh(path).map(|m| m.vertices)
 }
 
-/// The vertices of the convex hull of `points`.
-pub fn convex_hull_vertices(points: &[Vec3]) -> Result<Vec<Vec3>, String> {
+/// Whether `points` span no volume: no convex hull, or one whose volume
+/// is below 1e-9 of its bounding box's largest side cubed (a flat or
+/// degenerate mesh: a screen, a decal).
+pub fn is_flat(points: &[Vec3]) -> bool {
+    matches!(hull_and_volume(points), Ok((_, None)))
+}
+
+/// The convex hull of `points` and its volume (`None`: flat or degenerate).
+fn hull_and_volume(points: &[Vec3]) -> Result<(Vec<Vec3>, Option<f64>), String> {
     let pts: Vec<PVec> = points.iter().map(|p| PVec::new(p.x, p.y, p.z)).collect();
-    let (hull, triangles) = parry3d_f64::transformation::try_convex_hull(&pts)
-        .map_err(|e| format!("no convex hull ({e:?}): the mesh is flat, degenerate or empty"))?;
+    if pts.is_empty() {
+        return Err("the mesh has no vertices".into());
+    }
+    let Ok((hull, triangles)) = parry3d_f64::transformation::try_convex_hull(&pts) else {
+        return Ok((Vec::new(), None));
+    };
     let hull: Vec<Vec3> = hull.iter().map(|p| Vec3::new(p.x, p.y, p.z)).collect();
     // Volume by the divergence theorem, against the bounding box's.
     let volume: f64 = triangles
@@ -300,13 +311,21 @@ pub fn convex_hull_vertices(points: &[Vec3]) -> Result<Vec<Vec3>, String> {
         hi = hi.sup(p);
     }
     let extent = (hi - lo).max();
-    if hull.len() < 4 || !(volume.abs() > 1e-9 * extent.powi(3)) {
-        return Err(format!(
-            "the mesh is flat or degenerate (convex hull of {} vertices, volume {volume:e})",
-            hull.len()
-        ));
+    let solid = hull.len() >= 4 && volume.abs() > 1e-9 * extent.powi(3);
+    Ok((hull, solid.then_some(volume)))
+}
+
+/// The vertices of the convex hull of `points`; an error for a flat or
+/// degenerate hull (see [`is_flat`]).
+pub fn convex_hull_vertices(points: &[Vec3]) -> Result<Vec<Vec3>, String> {
+    match hull_and_volume(points)? {
+        (hull, Some(_)) => Ok(hull),
+        (hull, None) => Err(format!(
+            "the mesh is flat or degenerate (convex hull of {} of its {} vertices spans no volume)",
+            hull.len(),
+            points.len()
+        )),
     }
-    Ok(hull)
 }
 
 /// Mesh files, read once per file, and their convex hulls, computed once per file.

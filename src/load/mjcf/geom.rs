@@ -45,11 +45,40 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             Some(t) => self.boolean(t, "shellinertia", &el)?,
             None => false,
         };
-        let (shape, volume, com, unit_inertia) = self.geom_shape(&get, &size, body, shell)?;
-        let inertia = self
-            .geom_mass(&get, &el, volume, com, unit_inertia)?
-            .transformed(&mjcf_from_geom);
         let material = self.geom_material(&get, &el)?;
+        let paired = node
+            .attribute("name")
+            .is_some_and(|n| self.paired.contains(n));
+        // A visual geom (both bits zero) collides only in an explicit pair.
+        let visual_only = material.contype == 0 && material.conaffinity == 0 && !paired;
+        let mut flat = None;
+        let (shape, inertia) = match self.geom_shape(&get, &size, body, shell) {
+            Ok((shape, volume, com, unit_inertia)) => {
+                let inertia = self.geom_mass(&get, &el, volume, com, unit_inertia)?;
+                (shape, inertia.transformed(&mjcf_from_geom))
+            }
+            // A flat mesh that only shows (a screen, a decal: MuJoCo takes
+            // it while nothing needs its volume): drawn and seen by
+            // rangefinders through its triangles; its body's inertia may
+            // not come from it (`body` checks).
+            Err(e) if gtype == "mesh" && visual_only => {
+                let found = get("mesh").and_then(|m| self.flat_visual_mesh(m));
+                let Some((points, properties)) = found else {
+                    return Err(e);
+                };
+                let inertia = match properties {
+                    Ok((volume, com, unit)) => self
+                        .geom_mass(&get, &el, volume, com, unit)?
+                        .transformed(&mjcf_from_geom),
+                    Err(why) => {
+                        flat = Some(format!("{}; {why}", e.reason));
+                        Inertia::zero()
+                    }
+                };
+                (Some(Shape::ConvexMesh { points }), inertia)
+            }
+            Err(e) => return Err(e),
+        };
         let name = match node.attribute("name") {
             Some(n) => {
                 if !self.geom_names.insert(n.to_string()) {
@@ -59,7 +88,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             None => String::new(),
         };
-        let paired = self.paired.contains(&name);
         // Drawn as MuJoCo's viewer draws by default: groups 0 to 2, its
         // own rgba, else its material's, else grey.
         let group = match get("group") {
@@ -104,14 +132,10 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             mesh: gtype == "mesh",
             element: el,
             mjcf_from_geom,
-            // A visual geom (both bits zero) collides only in an explicit pair.
-            shape: if material.contype == 0 && material.conaffinity == 0 && !paired {
-                None
-            } else {
-                shape
-            },
+            shape: if visual_only { None } else { shape },
             material,
             inertia,
+            flat,
             plane: gtype == "plane",
             wrap,
             ray,
@@ -534,6 +558,39 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
 }
 
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// The vertices of mesh asset `name`, scaled, if they span no volume
+    /// and the asset has triangles to draw (`None` otherwise), with the
+    /// triangles' unit-density mass properties by the asset's `inertia`
+    /// mode, as MuJoCo computes them from the triangles (a shell's from
+    /// their area; an error where they have none).
+    #[allow(clippy::type_complexity)]
+    fn flat_visual_mesh(
+        &mut self,
+        name: &str,
+    ) -> Option<(Vec<Vec3>, Result<(f64, Vec3, Mat3), String>)> {
+        let drawn = self.visual_mesh(name)?;
+        let points: Vec<Vec3> = drawn
+            .vertices
+            .iter()
+            .map(|v| Vec3::new(v[0] as f64, v[1] as f64, v[2] as f64))
+            .collect();
+        if !crate::model::mesh::is_flat(&points) {
+            return None;
+        }
+        let triangles: Vec<[usize; 3]> = drawn
+            .triangles
+            .iter()
+            .map(|t| t.map(|k| k as usize))
+            .collect();
+        let properties = match self.meshes.get(name).map(|a| a.inertia) {
+            Some(MeshInertia::Convex) | None => {
+                Err("inertia=\"convex\" needs the hull's volume".to_string())
+            }
+            Some(mode) => mesh_mass_properties(&points, &triangles, mode),
+        };
+        Some((points, properties))
+    }
+
     /// The triangles mesh asset `name` is drawn as: its file's or its
     /// inline `face`s, scaled (`None`: inline vertices alone, drawn as their
     /// hull, or a file whose triangles cannot be used).

@@ -448,6 +448,9 @@ struct GeomRec {
     material: Material,
     /// Mass properties in the MJCF body frame (zero for planes and massless geoms).
     inertia: Inertia,
+    /// Why a visual mesh geom has no volume (a flat mesh): its body's
+    /// inertia cannot come from its geoms.
+    flat: Option<String>,
     /// Whether the geom is a plane (static bodies only).
     plane: bool,
     /// A sphere's or a cylinder's `(cylinder, radius)`: what a spatial

@@ -764,6 +764,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             InertiaFromGeom::False => false,
         };
         if from_geoms {
+            if let Some(g) = b.geoms.iter().find(|g| g.flat.is_some()) {
+                let reason = g.flat.clone().unwrap_or_default();
+                return Err(self.error(
+                    &g.element,
+                    format!(
+                        "{reason}; {el} takes its inertia from its geoms, and this one has no volume (give the body an <inertial>, as MuJoCo needs too)"
+                    ),
+                ));
+            }
             let total = b
                 .geoms
                 .iter()

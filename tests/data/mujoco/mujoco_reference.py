@@ -43,8 +43,10 @@ Outputs:
   (settle_root_xpos_stiff: override solref 2·timestep, 1; solimp 0.99
   0.999; margin 0).
 - inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
-  mesh under each `<mesh inertia>` mode), every body's mass, centre of mass
-  and inertia about it in the body frame.
+  mesh under each `<mesh inertia>` mode, a flat mesh's shell inertia), every
+  body's mass, centre of mass and inertia about it in the body frame. Last
+  written by MuJoCo 4.0.1 (the flat mesh added; the other bodies' numbers
+  as 4.0.0 wrote them).
 - constraints.json: for constraints.xml (dry joint friction, a polynomial
   joint equality, a fixed tendon's range, a tendon spring with a dead band,
   a tendon equality and a position servo on a tendon), `qpos` every 0.25 s of 1 s under the constant
