@@ -524,3 +524,88 @@ mod ellipsoids {
         }
     }
 }
+
+/// The broad phase (the model's pair filter applied once; the allowed
+/// pairs' bounding spheres then boxes, or sweep-and-prune when most pairs
+/// are allowed) drops no contact: at random configurations its contacts
+/// are, in order, the narrow phase's on every allowed pair (to rounding:
+/// parry's manifold keeps a direction from the pair before).
+/// The scenes take the pair list (few allowed pairs per geometry); a loose
+/// pile of 40 boxes, balls and capsules takes the sweep.
+#[test]
+fn the_broad_phase_drops_no_contact() {
+    use moreau::math::Rng;
+    let mut pile = ModelBuilder::new("pile");
+    pile.add_geometry(
+        "ground",
+        WORLD,
+        SE3::identity(),
+        Shape::HalfSpace { normal: Vec3::z() },
+        Material::default(),
+    )
+    .unwrap();
+    for k in 0..40 {
+        let body = pile
+            .add_body(
+                &format!("b{k}"),
+                WORLD,
+                JointType::Free,
+                SE3::identity(),
+                Inertia::new(1.0, Vec3::zeros(), moreau::math::Mat3::identity() * 0.01),
+            )
+            .unwrap();
+        let shape = match k % 3 {
+            0 => Shape::Cuboid {
+                half_extents: Vec3::new(0.05, 0.04, 0.03),
+            },
+            1 => Shape::Ball { radius: 0.04 },
+            _ => Shape::Capsule {
+                half_length: 0.05,
+                radius: 0.02,
+            },
+        };
+        pile.add_geometry(
+            &format!("g{k}"),
+            body,
+            SE3::identity(),
+            shape,
+            Material::default(),
+        )
+        .unwrap();
+    }
+    let pile = pile.build().unwrap();
+    let mut models = vec![(pile, 0.3)];
+    for name in ["pyramid", "quadruped", "arm", "cube-stack"] {
+        models.push(((*scenes::scene(name).unwrap().model).clone(), 0.3));
+    }
+    let mut rng = Rng::new(5);
+    let mut checked = 0;
+    for (model, spread) in &models {
+        let mut data = Data::new(model);
+        let (mut fast, mut every) = (Vec::new(), Vec::new());
+        for _ in 0..20 {
+            // Fresh detectors: the narrow phase keeps manifolds between calls.
+            let mut det = CollisionDetector::new(model, 5e-3);
+            let q0 = model.neutral_configuration();
+            let v: Vec<f64> = (0..model.nv).map(|_| spread * rng.normal()).collect();
+            let mut q = vec![0.0; model.nq];
+            moreau::dynamics::integrate(model, q0.as_slice(), &v, 1.0, &mut q);
+            forward_kinematics(model, &mut data, &q);
+            det.detect(model, &data, &mut fast).unwrap();
+            CollisionDetector::new(model, 5e-3)
+                .detect_every_allowed_pair(model, &data, &mut every)
+                .unwrap();
+            assert_eq!(fast.len(), every.len(), "{}", model.name);
+            for (a, b) in fast.iter().zip(&every) {
+                assert_eq!(a.key, b.key);
+                assert!((a.distance - b.distance).abs() < 1e-12);
+                assert!((a.point - b.point).norm() < 1e-12);
+            }
+            checked += fast.len();
+        }
+    }
+    assert!(
+        checked > 100,
+        "the configurations touch: {checked} contacts"
+    );
+}

@@ -86,6 +86,16 @@ pub fn geometry_aabb(model: &Model, data: &Data, g: usize) -> (Vec3, Vec3) {
     (to_vec3(aabb.mins), to_vec3(aabb.maxs))
 }
 
+/// Geometries `i` and `j` as a pair: the world-attached one, if any, is
+/// always `b`; else the lower index is `a`.
+fn oriented(model: &Model, i: usize, j: usize) -> (usize, usize) {
+    if model.geometries[i].body == WORLD || (model.geometries[j].body != WORLD && j < i) {
+        (j, i)
+    } else {
+        (i, j)
+    }
+}
+
 /// Reusable collision workspace.
 pub struct CollisionDetector {
     /// Contacts are generated for surfaces closer than this (m); contacts with
@@ -93,44 +103,130 @@ pub struct CollisionDetector {
     pub margin: f64,
     geom_pose: Vec<SE3>,
     aabbs: Vec<Aabb>,
+    /// Whether `aabbs[g]` is this call's (the pair list computes them on demand).
+    boxed: Vec<bool>,
     order: Vec<usize>,
     /// Candidate pairs from the broad phase in the last call.
     pub pairs: Vec<(usize, usize)>,
     manifolds: Vec<ContactManifold<(), ()>>,
+    /// The model's filter, applied once: every pair of geometries that may
+    /// collide ([`Model::can_collide`]), oriented as `pairs` are.
+    allowed: Vec<(usize, usize)>,
+    /// The geometries in some allowed pair, ascending.
+    active: Vec<usize>,
+    /// Each geometry's bounding sphere in its collider frame (centre,
+    /// radius; infinite for an unbounded shape).
+    spheres: Vec<(Vec3, f64)>,
 }
+
+/// At most this many allowed pairs per active geometry, the broad phase
+/// tests the allowed pairs' bounding spheres, then their boxes; above, it
+/// sweeps the active geometries' boxes (sweep-and-prune). An arm whose
+/// links may only meet a few others has a short list: no box of a mesh
+/// link is computed until its sphere comes near another.
+pub const PAIR_LIST_RATIO: usize = 4;
 
 impl CollisionDetector {
     pub fn new(model: &Model, margin: f64) -> Self {
         let n = model.geometries.len();
+        let mut allowed = Vec::new();
+        let mut used = vec![false; n];
+        for i in 0..n {
+            for j in i + 1..n {
+                if model.can_collide(i, j) {
+                    allowed.push(oriented(model, i, j));
+                    used[i] = true;
+                    used[j] = true;
+                }
+            }
+        }
+        allowed.sort_unstable();
+        let spheres = model
+            .geometries
+            .iter()
+            .map(|g| {
+                let b = g.collider.compute_local_aabb();
+                let (lo, hi) = (to_vec3(b.mins), to_vec3(b.maxs));
+                let radius = 0.5 * (hi - lo).norm();
+                if radius.is_finite() {
+                    (0.5 * (lo + hi), radius)
+                } else {
+                    (Vec3::zeros(), f64::INFINITY)
+                }
+            })
+            .collect();
         CollisionDetector {
             margin,
             geom_pose: vec![SE3::identity(); n],
-            aabbs: Vec::with_capacity(n),
-            order: (0..n).collect(),
+            aabbs: vec![Aabb::new_invalid(); n],
+            boxed: vec![false; n],
+            order: Vec::with_capacity(n),
             pairs: Vec::new(),
             manifolds: Vec::new(),
+            allowed,
+            active: (0..n).filter(|&g| used[g]).collect(),
+            spheres,
         }
     }
 
-    /// Broad phase: sweep-and-prune along x on margin-inflated world AABBs,
-    /// then the model's pair filter. Fills `self.pairs` (sorted, deterministic).
+    /// Broad phase: the pairs the model allows (filtered once, at
+    /// [`Self::new`]) whose margin-inflated world boxes overlap, found by
+    /// testing the allowed pairs' bounding spheres then boxes when the
+    /// list is short ([`PAIR_LIST_RATIO`]), else by sweep-and-prune along
+    /// x over the geometries that may collide. Fills `self.pairs` (sorted,
+    /// deterministic).
     pub fn broad_phase(&mut self, model: &Model, data: &Data) {
-        let n = model.geometries.len();
-        self.aabbs.clear();
-        for (g, geom) in model.geometries.iter().enumerate() {
-            let pose = data.world_from_body[geom.body].mul(&geom.body_from_collider);
-            self.geom_pose[g] = pose;
-            let mut aabb = geom.collider.compute_aabb(&to_pose(&pose));
-            aabb.mins -= PVec::splat(self.margin);
-            aabb.maxs += PVec::splat(self.margin);
-            self.aabbs.push(aabb);
+        self.pairs.clear();
+        for &g in &self.active {
+            let geom = &model.geometries[g];
+            self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
+        }
+        let inflated = |pose: &SE3, geom: &crate::model::Geometry, margin: f64| {
+            let mut aabb = geom.collider.compute_aabb(&to_pose(pose));
+            aabb.mins -= PVec::splat(margin);
+            aabb.maxs += PVec::splat(margin);
+            aabb
+        };
+        let overlap = |a: &Aabb, b: &Aabb| {
+            a.mins.x <= b.maxs.x
+                && b.mins.x <= a.maxs.x
+                && a.mins.y <= b.maxs.y
+                && b.mins.y <= a.maxs.y
+                && a.mins.z <= b.maxs.z
+                && b.mins.z <= a.maxs.z
+        };
+        if self.allowed.len() <= PAIR_LIST_RATIO * self.active.len() {
+            // Boxes computed on demand, once per geometry and call.
+            self.boxed.fill(false);
+            for &(a, b) in &self.allowed {
+                let (ca, ra) = self.spheres[a];
+                let (cb, rb) = self.spheres[b];
+                let (pa, pb) = (&self.geom_pose[a], &self.geom_pose[b]);
+                let reach = ra + rb + 2.0 * self.margin;
+                if reach.is_finite() && (pa.act_point(&ca) - pb.act_point(&cb)).norm() > reach {
+                    continue;
+                }
+                for g in [a, b] {
+                    if !self.boxed[g] {
+                        self.aabbs[g] =
+                            inflated(&self.geom_pose[g], &model.geometries[g], self.margin);
+                        self.boxed[g] = true;
+                    }
+                }
+                if overlap(&self.aabbs[a], &self.aabbs[b]) {
+                    self.pairs.push((a, b));
+                }
+            }
+            return;
+        }
+        for &g in &self.active {
+            self.aabbs[g] = inflated(&self.geom_pose[g], &model.geometries[g], self.margin);
         }
         self.order.clear();
-        self.order.extend(0..n);
+        self.order.extend_from_slice(&self.active);
         let aabbs = &self.aabbs;
         self.order
             .sort_unstable_by(|&a, &b| aabbs[a].mins.x.total_cmp(&aabbs[b].mins.x));
-        self.pairs.clear();
         for (oi, &i) in self.order.iter().enumerate() {
             let bi = &aabbs[i];
             for &j in &self.order[oi + 1..] {
@@ -138,20 +234,8 @@ impl CollisionDetector {
                 if bj.mins.x > bi.maxs.x {
                     break;
                 }
-                let overlap = bi.mins.y <= bj.maxs.y
-                    && bj.mins.y <= bi.maxs.y
-                    && bi.mins.z <= bj.maxs.z
-                    && bj.mins.z <= bi.maxs.z;
-                if overlap && model.can_collide(i, j) {
-                    // The world-attached geometry, if any, is always `b`.
-                    let (a, b) = if model.geometries[i].body == WORLD
-                        || (model.geometries[j].body != WORLD && j < i)
-                    {
-                        (j, i)
-                    } else {
-                        (i, j)
-                    };
-                    self.pairs.push((a, b));
+                if overlap(bi, bj) && model.can_collide(i, j) {
+                    self.pairs.push(oriented(model, i, j));
                 }
             }
         }
@@ -165,8 +249,31 @@ impl CollisionDetector {
         data: &Data,
         contacts: &mut Vec<Contact>,
     ) -> Result<(), SimError> {
-        contacts.clear();
         self.broad_phase(model, data);
+        self.narrow_phase(model, contacts)
+    }
+
+    /// [`Self::detect`] without the broad phase: the narrow phase on every
+    /// pair the model allows. Slow; the reference the broad phase is
+    /// tested against (it may drop a pair only where this finds no contact).
+    pub fn detect_every_allowed_pair(
+        &mut self,
+        model: &Model,
+        data: &Data,
+        contacts: &mut Vec<Contact>,
+    ) -> Result<(), SimError> {
+        for &g in &self.active {
+            let geom = &model.geometries[g];
+            self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
+        }
+        self.pairs.clear();
+        self.pairs.extend_from_slice(&self.allowed);
+        self.narrow_phase(model, contacts)
+    }
+
+    /// The narrow phase on `self.pairs`, whose geometries' poses are set.
+    fn narrow_phase(&mut self, model: &Model, contacts: &mut Vec<Contact>) -> Result<(), SimError> {
+        contacts.clear();
         let dispatcher = DefaultQueryDispatcher;
         for pi in 0..self.pairs.len() {
             let (a, b) = self.pairs[pi];

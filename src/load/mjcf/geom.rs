@@ -45,6 +45,17 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             Some(t) => self.boolean(t, "shellinertia", &el)?,
             None => false,
         };
+        // Drawn as MuJoCo's viewer draws by default: groups 0 to 2; its
+        // mass counts where the group is in `inertiagrouprange`.
+        let group = match get("group") {
+            Some(g) => g
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| self.error(&el, format!("`group` must be an integer, got `{g}`")))?,
+            None => 0,
+        };
+        let (lo, hi) = self.inertia_groups;
+        let weighs = (lo..=hi).contains(&group);
         let material = self.geom_material(&get, &el)?;
         let paired = node
             .attribute("name")
@@ -71,7 +82,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                         .geom_mass(&get, &el, volume, com, unit)?
                         .transformed(&mjcf_from_geom),
                     Err(why) => {
-                        flat = Some(format!("{}; {why}", e.reason));
+                        flat = weighs.then(|| format!("{}; {why}", e.reason));
                         Inertia::zero()
                     }
                 };
@@ -88,15 +99,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             }
             None => String::new(),
         };
-        // Drawn as MuJoCo's viewer draws by default: groups 0 to 2, its
-        // own rgba, else its material's, else grey.
-        let group = match get("group") {
-            Some(g) => g
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| self.error(&el, format!("`group` must be an integer, got `{g}`")))?,
-            None => 0,
-        };
+        // Its own rgba, else its material's, else grey.
         let rgba = match (get("rgba"), get("material")) {
             (Some(c), _) => self.rgba(c, &el)?,
             (None, Some(m)) => self
@@ -134,7 +137,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             mjcf_from_geom,
             shape: if visual_only { None } else { shape },
             material,
-            inertia,
+            inertia: if weighs { inertia } else { Inertia::zero() },
             flat,
             plane: gtype == "plane",
             wrap,

@@ -282,6 +282,7 @@ pub fn parse_mjcf(
         sliding_friction_only: options.sliding_friction_only,
         paired: HashSet::new(),
         settotalmass: None,
+        inertia_groups: (0, 5),
         flags: Flags::default(),
     };
     Rc::make_mut(&mut p.classes).insert(
@@ -586,6 +587,9 @@ struct Parser<'a, 'i, 'e> {
     /// without collision bits).
     paired: HashSet<String>,
     settotalmass: Option<f64>,
+    /// `<compiler inertiagrouprange>`: the geom groups whose masses count
+    /// (MuJoCo's default: 0 to 5).
+    inertia_groups: (i64, i64),
     flags: Flags,
 }
 

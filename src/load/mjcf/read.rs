@@ -253,6 +253,16 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                     // MuJoCo: a non-positive value disables it.
                     self.settotalmass = (m > 0.0).then_some(m);
                 }
+                "inertiagrouprange" => {
+                    let [lo, hi] = self.fixed::<2>(v, "inertiagrouprange", el)?;
+                    if lo.fract() != 0.0 || hi.fract() != 0.0 || lo > hi {
+                        return Err(self.error(
+                            el,
+                            format!("inertiagrouprange needs two whole numbers, the first not above the second, got `{v}`"),
+                        ));
+                    }
+                    self.inertia_groups = (lo as i64, hi as i64);
+                }
                 "meshdir" => self.mesh_dir = self.model_dir.join(v),
                 "assetdir" => {
                     if c.attribute("meshdir").is_none() {

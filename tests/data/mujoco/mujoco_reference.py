@@ -42,6 +42,11 @@ Outputs:
   then the same with MuJoCo's constraints made as stiff as it allows
   (settle_root_xpos_stiff: override solref 2·timestep, 1; solimp 0.99
   0.999; margin 0).
+- manipulation.json: the same as corpus.json for robosuite 1.5.2's robots
+  (`robosuite/models/assets/robots/*/robot.xml`) and Meta-World 3.1.1's
+  Sawyer scenes (`metaworld/assets/sawyer_xyz/*.xml`), both installed by
+  `scripts/fetch-robot-files`; written by MuJoCo 4.0.1 (alone: `--only
+  manipulation SITE_PACKAGES`).
 - inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
   mesh under each `<mesh inertia>` mode, a flat mesh's shell inertia), every
   body's mass, centre of mass and inertia about it in the body frame. Last
@@ -198,6 +203,10 @@ CORPUS_EXTRA = [
     "mjlab/asset_zoo/robots/unitree_g1/xmls/g1.xml",
     "mjlab/asset_zoo/robots/unitree_go1/xmls/go1.xml",
 ]
+# The manipulation files (robosuite's robots, Meta-World's Sawyer scenes),
+# from the same site-packages directory.
+ROBOSUITE_VERSION = "1.5.2"
+METAWORLD_VERSION = "3.1.1"
 # Seconds of passive settling, and how often the root body is recorded.
 SETTLE_SECONDS = 1.0
 SETTLE_EVERY = 0.25
@@ -206,6 +215,20 @@ SETTLE_EVERY = 0.25
 def corpus_files(site):
     suite = sorted((site / "dm_control" / "suite").glob("*.xml"))
     return [str(f.relative_to(site)) for f in suite] + CORPUS_EXTRA
+
+
+def manipulation_files(site):
+    robots = sorted((site / "robosuite" / "models" / "assets" / "robots").glob("*/robot.xml"))
+    scenes = sorted((site / "metaworld" / "assets" / "sawyer_xyz").glob("*.xml"))
+    return [str(f.relative_to(site)) for f in robots + scenes]
+
+
+def manipulation(site):
+    return {
+        "versions": dict(versions(), robosuite=ROBOSUITE_VERSION, metaworld=METAWORLD_VERSION),
+        "settle_seconds": SETTLE_SECONDS,
+        "models": [corpus_reference(site, rel) for rel in manipulation_files(site)],
+    }
 
 
 def settle(m, start):
@@ -552,6 +575,9 @@ def main():
     if sys.argv[1:3] == ["--only", "dampratio"]:
         write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
         return
+    if sys.argv[1:3] == ["--only", "manipulation"]:
+        write(HERE / "manipulation.json", manipulation(Path(sys.argv[3])))
+        return
     assets = gymnasium_assets(__doc__)
     site = assets.parent.parent.parent.parent
     write(
@@ -582,6 +608,8 @@ def main():
         HERE / "features.json",
         poses_reference(HERE / "features.xml", [features.qpos0.copy(), moved]),
     )
+    if (site / "robosuite").is_dir() and (site / "metaworld").is_dir():
+        write(HERE / "manipulation.json", manipulation(site))
     write(HERE / "inertia.json", inertia_reference(HERE / "inertia.xml"))
     write(HERE / "constraints.json", constraints_reference(HERE / "constraints.xml"))
     write(HERE / "actuators.json", actuators_reference(HERE / "actuators.xml"))
