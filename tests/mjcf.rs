@@ -400,6 +400,41 @@ fn flat_visual_meshes_load_where_nothing_needs_their_volume() {
     );
 }
 
+/// `<exclude>` names bodies as the file has them: excluding a torso and a
+/// shoulder leaves a head welded beside the torso (merged with it into one
+/// static body) colliding with the shoulder, as in MuJoCo 4.0.1 (one
+/// contact, head against arm, where without the exclusion it has the
+/// torso's too). robosuite's Baxter: 149 allowed geom pairs, as MuJoCo's
+/// filter gives; 137 when exclusions were kept per merged body.
+#[test]
+fn exclusions_name_the_files_bodies_not_the_merged_ones() {
+    let file = |contact: &str| {
+        format!(
+            r#"<mujoco><worldbody><body name="base">
+              <body name="torso"><geom name="torso_box" type="box" size="0.17 0.1 0.1"/></body>
+              <body name="head"><geom name="head_ball" type="sphere" size="0.1" pos="0.25 0 0"/></body>
+              <body name="shoulder" pos="0.2 0 0"><joint type="hinge" axis="0 0 1"/>
+                <geom name="arm" type="capsule" fromto="0 0 -0.05 0 0 0.05" size="0.06"/></body>
+            </body></worldbody>{contact}</mujoco>"#
+        )
+    };
+    let allowed = |text: &str| {
+        let m = parse(text).model;
+        let g = |n: &str| m.geometries.iter().position(|g| g.name == n).unwrap();
+        let arm = g("arm");
+        (
+            m.can_collide(arm, g("head_ball")),
+            m.can_collide(arm, g("torso_box")),
+        )
+    };
+    assert_eq!(allowed(&file("")), (true, true));
+    let excluded = file(r#"<contact><exclude body1="torso" body2="shoulder"/></contact>"#);
+    assert_eq!(allowed(&excluded), (true, false));
+    // The file's world body by name.
+    let world = file(r#"<contact><exclude body1="world" body2="shoulder"/></contact>"#);
+    assert_eq!(allowed(&world), (true, true));
+}
+
 /// A scratch directory for files that include each other.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("moreau-mjcf-{name}-{}", std::process::id()));

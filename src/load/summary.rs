@@ -228,8 +228,9 @@ impl LoadedModel {
         }
         writeln!(
             s,
-            "collision exclusions: {} body pairs (besides parent-child)",
-            m.collision_exclusions.len()
+            "collision exclusions: {} body pairs (besides parent-child), {} pairs of the file's bodies",
+            m.collision_exclusions.len(),
+            m.frame_exclusions.len()
         )?;
         writeln!(s, "warnings: {}", self.warnings.len())?;
         for w in &self.warnings {

@@ -353,6 +353,16 @@ pub struct Geometry {
     pub(crate) body_from_collider: SE3,
 }
 
+/// [`Model::frame_exclusions`]' name for the file's world body.
+pub const WORLD_FRAME: usize = usize::MAX;
+
+impl Geometry {
+    /// The file's body it was declared in: its frame, or [`WORLD_FRAME`].
+    pub fn file_body(&self) -> usize {
+        self.frame.unwrap_or(WORLD_FRAME)
+    }
+}
+
 impl fmt::Debug for Geometry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Geometry")
@@ -457,6 +467,13 @@ pub struct Model {
     pub geometries: Vec<Geometry>,
     /// Body pairs (sorted, `a < b`) whose geometries never collide.
     pub collision_exclusions: Vec<(usize, usize)>,
+    /// Pairs of a file's bodies (sorted, `a < b`: [`Geometry::frame`]s,
+    /// [`WORLD_FRAME`] for geometries of the file's world body) whose
+    /// geometries never collide: MJCF's `<exclude>`, which names bodies as
+    /// the file has them, before welded ones merge (an exclusion between a
+    /// torso and a shoulder leaves the head welded to the torso colliding).
+    #[serde(default)]
+    pub frame_exclusions: Vec<(usize, usize)>,
     /// Explicit geometry pairs (MJCF's `<contact><pair>`), sorted by
     /// geometries: they collide whatever the filters say, with their own
     /// friction and dimension.
@@ -818,6 +835,16 @@ impl Model {
         let key = (ba.min(bb), ba.max(bb));
         if self.collision_exclusions.binary_search(&key).is_ok() {
             return false;
+        }
+        if !self.frame_exclusions.is_empty() {
+            let (fa, fb) = (ga.file_body(), gb.file_body());
+            if self
+                .frame_exclusions
+                .binary_search(&(fa.min(fb), fa.max(fb)))
+                .is_ok()
+            {
+                return false;
+            }
         }
         // Bodies moved by the same dofs (welded together, or both static) never move
         // relative to each other: their contacts could not be resolved.

@@ -236,6 +236,14 @@ impl Model {
             body(a, "a collision exclusion")?;
             body(b, "a collision exclusion")?;
         }
+        let nf = self.frames.len();
+        for &(a, b) in &self.frame_exclusions {
+            if [a, b].iter().any(|&f| f != super::WORLD_FRAME && f >= nf) {
+                return Err(format!(
+                    "a collision exclusion refers to frames {a}, {b} of {nf}"
+                ));
+            }
+        }
         let ng = self.geometries.len();
         for p in &self.contact_pairs {
             if p.geoms.0 >= ng || p.geoms.1 >= ng {

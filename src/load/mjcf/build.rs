@@ -375,10 +375,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                                 self.error(&el, format!("{attr}: no body named `{name}`"))
                             })?;
                         }
-                        let (a, b) = (carrier[ids[0]], carrier[ids[1]]);
-                        if a != b {
+                        // By file body (frame `b - 1`; the world's own
+                        // geoms: WORLD_FRAME), as MuJoCo names them: not
+                        // every body welded into the same carrier.
+                        let frame =
+                            |b: usize| b.checked_sub(1).unwrap_or(crate::model::WORLD_FRAME);
+                        if ids[0] != ids[1] {
                             builder
-                                .exclude_collision(a, b)
+                                .exclude_frames(frame(ids[0]), frame(ids[1]))
                                 .map_err(|e| self.error(&el, e.to_string()))?;
                         }
                     }

@@ -75,6 +75,7 @@ pub struct ModelBuilder {
     bodies: Vec<BodyDef>,
     geometries: Vec<Geometry>,
     exclusions: Vec<(usize, usize)>,
+    frame_exclusions: Vec<(usize, usize)>,
     actuators: Vec<Actuator>,
     tendons: Vec<super::Tendon>,
     equalities: Vec<super::Equality>,
@@ -293,6 +294,7 @@ impl ModelBuilder {
             }],
             geometries: Vec::new(),
             exclusions: Vec::new(),
+            frame_exclusions: Vec::new(),
             actuators: Vec::new(),
             tendons: Vec::new(),
             equalities: Vec::new(),
@@ -767,6 +769,23 @@ impl ModelBuilder {
         Ok(())
     }
 
+    /// The geometries declared in file bodies (frames) `a` and `b`
+    /// ([`crate::model::WORLD_FRAME`]: the file's world body) never
+    /// collide ([`Model::frame_exclusions`]).
+    pub fn exclude_frames(&mut self, a: usize, b: usize) -> Result<(), ModelError> {
+        for x in [a, b] {
+            if x != crate::model::WORLD_FRAME && x >= self.frames.len() {
+                return Err(ModelError::UnknownBody {
+                    geom: format!("<collision exclusion of frames {a}/{b}>"),
+                    body: x,
+                    nbodies: self.frames.len(),
+                });
+            }
+        }
+        self.frame_exclusions.push((a.min(b), a.max(b)));
+        Ok(())
+    }
+
     pub fn build(self) -> Result<Model, ModelError> {
         let nb = self.bodies.len();
         let mut m = Model {
@@ -809,6 +828,7 @@ impl ModelBuilder {
             },
             geometries: self.geometries,
             collision_exclusions: self.exclusions,
+            frame_exclusions: self.frame_exclusions,
             frames: self.frames,
             sensors: Vec::new(),
             visuals: Vec::new(),
@@ -859,6 +879,8 @@ impl ModelBuilder {
         }
         m.collision_exclusions.sort_unstable();
         m.collision_exclusions.dedup();
+        m.frame_exclusions.sort_unstable();
+        m.frame_exclusions.dedup();
         for a in &mut m.actuators {
             a.dof = m.joint_idx_v[a.joint];
         }
