@@ -435,6 +435,30 @@ fn exclusions_name_the_files_bodies_not_the_merged_ones() {
     assert_eq!(allowed(&world), (true, true));
 }
 
+/// `<compiler inertiagrouprange>`: only the geoms of those groups give
+/// their body mass (Meta-World counts groups 4 and 5, its collision
+/// geoms); the others, drawn or colliding, weigh nothing. A range that is
+/// not two whole numbers in order is refused.
+#[test]
+fn inertiagrouprange_picks_the_geoms_that_weigh() {
+    let file = |compiler: &str| {
+        format!(
+            r#"<mujoco><compiler {compiler}/><worldbody><body><joint type="slide"/>
+                 <geom type="box" size="0.1 0.1 0.1" group="4"/>
+                 <geom type="sphere" size="0.1" group="1"/>
+               </body></worldbody></mujoco>"#
+        )
+    };
+    let box_mass = 1000.0 * 0.2f64.powi(3);
+    let ball_mass = 1000.0 * 4.0 / 3.0 * std::f64::consts::PI * 0.1f64.powi(3);
+    let mass = |c: &str| parse(&file(c)).model.total_mass();
+    assert!(rel(mass(""), box_mass + ball_mass) < 1e-12);
+    assert!(rel(mass(r#"inertiagrouprange="4 5""#), box_mass) < 1e-12);
+    assert!(rel(mass(r#"inertiagrouprange="0 3""#), ball_mass) < 1e-12);
+    let e = common::mjcf::parse_err(&file(r#"inertiagrouprange="5 4""#)).to_string();
+    assert!(e.contains("inertiagrouprange"), "{e}");
+}
+
 /// A scratch directory for files that include each other.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("moreau-mjcf-{name}-{}", std::process::id()));

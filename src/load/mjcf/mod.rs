@@ -12,7 +12,8 @@
 //!   `eulerseq` (default `xyz`; lowercase letters are intrinsic, rotating
 //!   axes, uppercase extrinsic), `inertiafromgeom` (`auto`: the `<inertial>`
 //!   element when present, else the geoms; `true`: always the geoms;
-//!   `false`: only `<inertial>`), `settotalmass` (every body's mass and
+//!   `false`: only `<inertial>`), `inertiagrouprange` (the geom groups
+//!   whose masses count; 0 to 5 by default), `settotalmass` (every body's mass and
 //!   inertia scaled so that they sum to it), `meshdir` / `assetdir`,
 //!   `coordinate="local"` (`global` is refused), `autolimits`. Other
 //!   attributes that change the physics (`boundmass`, `balanceinertia`,
@@ -94,10 +95,10 @@
 //!   `vertex` inline points, `face` their triangles); `<hfield name nrow
 //!   ncol size elevation file>` (`elevation` or MuJoCo's `.bin` files; PNG
 //!   refused), see `Parser::hfield`; textures, materials and skins are not physics.
-//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_collision`]
-//!   between the bodies carrying them: since welded bodies share one model
-//!   body, an exclusion also covers the bodies welded to the two named ones
-//!   (MuJoCo excludes exactly the two). `<pair geom1 geom2 friction condim>`
+//! - `<contact><exclude body1 body2>` → [`ModelBuilder::exclude_frames`]:
+//!   the geometries declared in exactly those two file bodies, as MuJoCo
+//!   excludes them (not the other bodies welded to them, which share their
+//!   model body). `<pair geom1 geom2 friction condim>`
 //!   → [`ModelBuilder::add_contact_pair`]: the pair collides whatever its
 //!   bits and exclusions say, with its own friction and dimension. MuJoCo's
 //!   parent filter (a body never collides with its parent, both taken with
