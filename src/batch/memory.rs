@@ -89,7 +89,7 @@ impl HostEstimate {
         let built = (std::mem::size_of::<super::World>() as u64)
             .saturating_add(10 * 1024)
             .saturating_add((model.nbodies as u64).saturating_mul(1536))
-            .saturating_add((ng as u64).saturating_mul(256))
+            .saturating_add((ng as u64).saturating_mul(384))
             .saturating_add(f64s(nv.saturating_mul(nv).saturating_mul(3)))
             .saturating_add(nq.saturating_add(nv).saturating_mul(128));
         let problem = if m == 0 {

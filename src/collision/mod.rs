@@ -110,8 +110,13 @@ pub struct CollisionDetector {
     pub pairs: Vec<(usize, usize)>,
     manifolds: Vec<ContactManifold<(), ()>>,
     /// The model's filter, applied once: every pair of geometries that may
-    /// collide ([`Model::can_collide`]), oriented as `pairs` are.
+    /// collide ([`Model::can_collide`]), oriented as `pairs` are, when
+    /// there are at most [`PAIR_LIST_RATIO`] per active geometry (empty
+    /// otherwise: the sweep filters as it goes, and a world's memory stays
+    /// linear in its geometries).
     allowed: Vec<(usize, usize)>,
+    /// Whether the broad phase tests `allowed` (else it sweeps).
+    pair_list: bool,
     /// The geometries in some allowed pair, ascending.
     active: Vec<usize>,
     /// Each geometry's bounding sphere in its collider frame (centre,
@@ -141,6 +146,11 @@ impl CollisionDetector {
             }
         }
         allowed.sort_unstable();
+        let active: Vec<usize> = (0..n).filter(|&g| used[g]).collect();
+        let pair_list = allowed.len() <= PAIR_LIST_RATIO * active.len();
+        if !pair_list {
+            allowed = Vec::new();
+        }
         let spheres = model
             .geometries
             .iter()
@@ -164,7 +174,8 @@ impl CollisionDetector {
             pairs: Vec::new(),
             manifolds: Vec::new(),
             allowed,
-            active: (0..n).filter(|&g| used[g]).collect(),
+            pair_list,
+            active,
             spheres,
         }
     }
@@ -195,7 +206,7 @@ impl CollisionDetector {
                 && a.mins.z <= b.maxs.z
                 && b.mins.z <= a.maxs.z
         };
-        if self.allowed.len() <= PAIR_LIST_RATIO * self.active.len() {
+        if self.pair_list {
             // Boxes computed on demand, once per geometry and call.
             self.boxed.fill(false);
             for &(a, b) in &self.allowed {
@@ -267,7 +278,14 @@ impl CollisionDetector {
             self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
         }
         self.pairs.clear();
-        self.pairs.extend_from_slice(&self.allowed);
+        for (k, &i) in self.active.iter().enumerate() {
+            for &j in &self.active[k + 1..] {
+                if model.can_collide(i, j) {
+                    self.pairs.push(oriented(model, i, j));
+                }
+            }
+        }
+        self.pairs.sort_unstable();
         self.narrow_phase(model, contacts)
     }
 
