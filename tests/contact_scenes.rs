@@ -139,3 +139,31 @@ fn quadruped_dropped_on_the_ground_comes_to_rest_on_its_four_feet() {
     let quat = moreau::math::quat_from_slice(&state.q.as_slice()[3..7]);
     assert!((quat * moreau::math::Vec3::z()).z > 0.99);
 }
+
+/// A cube started 5 cm into the ground comes out at the recovery speed
+/// `β φ / dt` (10 m/s at 1 ms, β = 0.2: thrown up) unless
+/// `max_recovery_speed` bounds it: then at 0.5 m/s, never faster.
+#[test]
+fn a_cube_started_in_the_ground_comes_out_at_the_bounded_speed() {
+    let scene = scenes::scene("cube-resting").unwrap();
+    let rise = |bound: Option<f64>| {
+        let params = SimParams {
+            dt: 1e-3,
+            max_recovery_speed: bound,
+            ..SimParams::default()
+        };
+        let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
+        let mut state = scene.state.clone();
+        state.q[2] -= 0.05;
+        let mut fastest: f64 = 0.0;
+        for _ in 0..20 {
+            sim.step(&mut state, &[0.0; 6]).unwrap();
+            fastest = fastest.max(state.v[2]);
+        }
+        fastest
+    };
+    let unbounded = rise(None);
+    assert!((unbounded - 0.2 * 0.05 / 1e-3).abs() < 1e-3, "{unbounded}");
+    let bounded = rise(Some(0.5));
+    assert!((bounded - 0.5).abs() < 1e-6, "{bounded}");
+}

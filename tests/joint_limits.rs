@@ -215,3 +215,71 @@ fn actuators_turn_controls_into_joint_forces() {
     assert!(sim.step_controls(&mut state, &[0.1, 0.2]).is_err());
     assert_eq!(state, before);
 }
+
+/// A joint starting 0.5 rad past its stop (no gravity) is pushed back at
+/// the recovery speed `β e / dt` (100 rad/s at 1 ms, β = 0.2: back in a
+/// few steps, 2 J of kinetic energy out of nothing) unless
+/// `max_recovery_speed` bounds it: then at 1 rad/s exactly while the
+/// error lasts, never faster, with at most `½ I (1 rad/s)²` of kinetic
+/// energy, and back within the range. A bounded recovery refuses the step
+/// derivatives by name; a bound that is not positive and finite is refused.
+#[test]
+fn a_start_past_a_stop_is_recovered_at_the_bounded_speed() {
+    let model = hinge(
+        JointSpec {
+            range: Some((0.0, 1.0)),
+            ..Default::default()
+        },
+        Vec3::zeros(),
+    );
+    let inertia = joint_inertia(&model);
+    let run = |bound: Option<f64>, steps: usize| {
+        let params = SimParams {
+            max_recovery_speed: bound,
+            ..SimParams::default()
+        };
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut state = State::new(DVector::from_element(1, -0.5), DVector::zeros(1));
+        let mut fastest: f64 = 0.0;
+        for _ in 0..steps {
+            sim.step(&mut state, &[0.0]).unwrap();
+            fastest = fastest.max(state.v[0].abs());
+        }
+        (state, fastest)
+    };
+    let (_, unbounded) = run(None, 20);
+    assert!((unbounded - 0.2 * 0.5 / 1e-3).abs() < 1e-6, "{unbounded}");
+    // 1 rad/s while more than dt/β = 5 mrad is left, then β e / dt.
+    let (state, fastest) = run(Some(1.0), 1000);
+    assert!((fastest - 1.0).abs() < 1e-9, "{fastest}");
+    assert!(0.5 * inertia * fastest * fastest <= 0.5 * inertia + 1e-12);
+    assert!(state.q[0] > -1e-3 && state.q[0] <= 1.0, "{}", state.q[0]);
+    let (early, _) = run(Some(1.0), 100);
+    assert!((early.q[0] - (-0.5 + 0.1)).abs() < 1e-9, "{}", early.q[0]);
+
+    let params = SimParams {
+        max_recovery_speed: Some(1.0),
+        ..SimParams::default()
+    };
+    let mut sim = Simulator::new(model.clone(), params).unwrap();
+    let mut state = State::new(DVector::from_element(1, -0.5), DVector::zeros(1));
+    let e = sim
+        .step_with_jacobians(
+            &mut state,
+            &[0.0],
+            &mut moreau::sim::StepJacobians::default(),
+        )
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("max_recovery_speed"), "{e}");
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let params = SimParams {
+            max_recovery_speed: Some(bad),
+            ..SimParams::default()
+        };
+        let e = Simulator::new(model.clone(), params)
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("max_recovery_speed"), "{e}");
+    }
+}

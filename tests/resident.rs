@@ -580,6 +580,14 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
         notice.contains("can collide") && notice.contains("gpu-solve"),
         "{notice}"
     );
+
+    // A bounded recovery speed, not in the kernel yet: host-prepared, saying why.
+    let mut o = options(Backend::Gpu);
+    o.params.max_recovery_speed = Some(0.5);
+    let b = BatchSim::new(model.clone(), &initial, 2, &o).unwrap();
+    assert!(!b.is_resident());
+    let notice = b.notice().unwrap();
+    assert!(notice.contains("recovery speed"), "{notice}");
 }
 
 /// Domain randomization on the device: every world of Gymnasium's swimmer

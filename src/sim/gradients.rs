@@ -41,7 +41,7 @@
 //! differentiated with respect to `q` (`wrt_q` false). Nor are the fluid
 //! forces: a model with an active medium is refused.
 
-use super::{SimError, Simulator, State, StepReport, check_vec};
+use super::{SimError, SimParams, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
 use crate::contact::sensitivity::VjpWorld;
 use crate::contact::{ContactProblem, ContactSensitivity};
@@ -179,7 +179,7 @@ impl Simulator {
         tau: &[f64],
         out: &mut StepJacobians,
     ) -> Result<StepReport, SimError> {
-        check_differentiable(&self.model)?;
+        check_differentiable(&self.model, &self.params)?;
         // (Kept in `out`'s buffers: no allocation once they have grown.)
         let mut v0 = std::mem::take(&mut out.v0);
         if v0.len() != state.v.len() {
@@ -214,7 +214,7 @@ impl Simulator {
     ) -> Result<StepReport, SimError> {
         check_vec("w_v", w_v, self.model.nv)?;
         check_vec("w_q", w_q, self.model.nv)?;
-        check_differentiable(&self.model)?;
+        check_differentiable(&self.model, &self.params)?;
         let v0 = state.v.clone();
         let report = self.step(state, tau)?;
         self.step_jacobians(&v0, work, true, 0.0)?;
@@ -234,7 +234,7 @@ impl Simulator {
         tau: &[f64],
         out: &mut StepJacobians,
     ) -> Result<StepReport, SimError> {
-        check_differentiable(&self.model)?;
+        check_differentiable(&self.model, &self.params)?;
         let v0 = state.v.clone();
         let report = self.step(state, tau)?;
         self.step_jacobians(&v0, out, true, 0.0)?;
@@ -589,7 +589,15 @@ impl StepJacobians {
 
 /// Step derivatives are written for every model but one whose medium is
 /// active (the fluid forces' derivatives are not).
-pub(crate) fn check_differentiable(model: &Model) -> Result<(), SimError> {
+pub(crate) fn check_differentiable(model: &Model, params: &SimParams) -> Result<(), SimError> {
+    if params.max_recovery_speed.is_some() {
+        return Err(SimError::InvalidParameter {
+            name: "max_recovery_speed",
+            reason: "the step derivatives are not written for a bounded recovery speed \
+                     (its kink where recovery reaches the bound): unset it to take them"
+                .into(),
+        });
+    }
     if let Some(what) = model.constraint_features() {
         return Err(SimError::InvalidParameter {
             name: "model",

@@ -417,9 +417,7 @@ impl Simulator {
                 &self.data,
                 state.q.as_slice(),
                 self.v_free.as_slice(),
-                self.params.dt,
-                self.params.baumgarte,
-                self.params.limit_margin,
+                &self.params,
             );
             Ok::<(), SimError>(())
         })?;
@@ -652,7 +650,7 @@ impl Simulator {
             }
         }
         let j = &self.jacobian.jacobian;
-        let (dt, beta) = (self.params.dt, self.params.baumgarte);
+        let (dt, params) = (self.params.dt, self.params);
         for (i, c) in self.contacts.iter().enumerate() {
             self.problem.mu[i] = c.mu * self.params.friction_scale;
             let mut gi = [0.0; 3];
@@ -668,11 +666,11 @@ impl Simulator {
                 && vn_before < -self.params.bounce_velocity
                 && phi + vn_before * dt <= 0.0;
             gi[2] += if impact {
-                c.restitution * vn_before + beta * phi.min(0.0) / dt
+                c.restitution * vn_before + params.recovery(phi.min(0.0))
             } else if phi >= 0.0 {
                 phi / dt
             } else {
-                beta * phi / dt
+                params.recovery(phi)
             };
             for r in 0..3 {
                 self.problem.g[3 * i + r] = gi[r];
@@ -689,7 +687,7 @@ impl Simulator {
         for (l, limit) in self.limits.iter().enumerate() {
             let k = 3 * nc + l;
             let d = limit.distance;
-            let stabilization = if d >= 0.0 { d / dt } else { beta * d / dt };
+            let stabilization = if d >= 0.0 { d / dt } else { params.recovery(d) };
             self.problem.g[k] = limit.sign() * self.v_free[limit.dof] + stabilization;
             let w = self.limit_warm[2 * limit.joint + limit.side as usize];
             if self.params.warm_start && w.is_finite() {

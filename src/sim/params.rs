@@ -11,8 +11,21 @@ pub struct SimParams {
     pub dt: f64,
     pub solver: SolverKind,
     pub solver_settings: SolverSettings,
-    /// Baumgarte factor `β ∈ [0, 1]` for penetration recovery.
+    /// Baumgarte factor `β ∈ [0, 1]` for penetration recovery: a row whose
+    /// position error `e` is a violation (a penetration, a joint past its
+    /// stop, an equality's error) asks for the velocity `β e / dt` back
+    /// (see [`Self::recovery`]).
     pub baumgarte: f64,
+    /// The most speed that recovery may ask for, in each row's units (m/s
+    /// for contacts, slides and positions, rad/s for hinges and
+    /// orientations); `None`: unbounded (`β e / dt` whatever `e`). A start
+    /// far from its constraints (a joint 0.5 rad past its stop, a hand
+    /// welded to a target 20 cm away) is then recovered at this speed
+    /// rather than in a few steps: the kinetic energy recovery can inject
+    /// is bounded. Not yet on the resident GPU path (a batch runs
+    /// host-prepared) nor in the step derivatives (refused by name).
+    #[serde(default)]
+    pub max_recovery_speed: Option<f64>,
     /// Contacts are generated for gaps below this margin (m).
     pub contact_margin: f64,
     /// Minimum approach speed for restitution to apply (m/s).
@@ -90,6 +103,7 @@ impl Default for SimParams {
             solver: SolverKind::DEFAULT,
             solver_settings: SolverSettings::default(),
             baumgarte: 0.2,
+            max_recovery_speed: None,
             contact_margin: 5e-3,
             bounce_velocity: 0.1,
             warm_start: true,
@@ -110,8 +124,27 @@ impl SimParams {
         }
     }
 
+    /// The velocity asked of a row whose position error `e` is a
+    /// violation: `β e / dt`, bounded by [`Self::max_recovery_speed`].
+    #[inline]
+    pub fn recovery(&self, e: f64) -> f64 {
+        let r = self.baumgarte * e / self.dt;
+        match self.max_recovery_speed {
+            Some(v) => r.clamp(-v, v),
+            None => r,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), SimError> {
         let bad = |name, reason: String| Err(SimError::InvalidParameter { name, reason });
+        if let Some(v) = self.max_recovery_speed
+            && !(v.is_finite() && v > 0.0)
+        {
+            return bad(
+                "max_recovery_speed",
+                format!("must be positive and finite (or unset), got {v}"),
+            );
+        }
         if !(self.dt.is_finite() && self.dt > 0.0) {
             return bad("dt", format!("must be positive, got {}", self.dt));
         }

@@ -120,19 +120,17 @@ impl ExtraRows {
     }
 
     /// The rows at configuration `q` (with `data`'s kinematics at `q`)
-    /// with free velocity `v_free` (for the tendon limits' crossing test)
-    /// and step `dt`.
-    #[allow(clippy::too_many_arguments)]
+    /// with free velocity `v_free` (for the tendon limits' crossing test),
+    /// under `params`' time step, limit margin and recovery.
     pub(crate) fn gather(
         &mut self,
         model: &Model,
         data: &Data,
         q: &[f64],
         v_free: &[f64],
-        dt: f64,
-        baumgarte: f64,
-        limit_margin: f64,
+        params: &super::SimParams,
     ) {
+        let (dt, limit_margin) = (params.dt, params.limit_margin);
         self.rows.clear();
         self.jacobian.clear();
         for (i, eq) in model.equalities.iter().enumerate() {
@@ -154,7 +152,7 @@ impl ExtraRows {
             self.rows.push(Row {
                 kind: RowKind::Equality(i),
                 set: RowSet::Bilateral,
-                stabilization: baumgarte * e / dt,
+                stabilization: params.recovery(e),
                 violation: e,
             });
         }
@@ -190,7 +188,7 @@ impl ExtraRows {
                 self.rows.push(Row {
                     kind: RowKind::BodyEquality(i, r),
                     set: RowSet::Bilateral,
-                    stabilization: baumgarte * e / dt,
+                    stabilization: params.recovery(e),
                     violation: e,
                 });
             }
@@ -240,7 +238,7 @@ impl ExtraRows {
                         let stabilization = if distance >= 0.0 {
                             distance / dt
                         } else {
-                            baumgarte * distance / dt
+                            params.recovery(distance)
                         };
                         self.rows.push(Row {
                             kind: RowKind::TendonLimit(t, side),
@@ -278,7 +276,7 @@ impl ExtraRows {
                 let stabilization = if distance >= 0.0 {
                     distance / dt
                 } else {
-                    baumgarte * distance / dt
+                    params.recovery(distance)
                 };
                 self.rows.push(Row {
                     kind: RowKind::BallLimit(body),

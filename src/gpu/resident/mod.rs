@@ -116,6 +116,13 @@ impl ResidentError {
     }
 }
 
+/// Why worlds stepped with `params` cannot live on the GPU, if they cannot.
+pub fn unsupported_params(params: &SimParams) -> Option<String> {
+    params
+        .max_recovery_speed
+        .map(|v| format!("the kernel does not bound the recovery speed (max_recovery_speed = {v})"))
+}
+
 /// Why `model` cannot live on the GPU in this slice, if it cannot.
 pub fn unsupported(model: &Model) -> Option<String> {
     if model.nv == 0 {
@@ -291,7 +298,7 @@ impl ResidentBatch {
         nworlds: usize,
         probe: bool,
     ) -> Result<Self, ResidentError> {
-        if let Some(reason) = unsupported(model) {
+        if let Some(reason) = unsupported(model).or_else(|| unsupported_params(params)) {
             return Err(ResidentError::Unsupported {
                 model: model.name.clone(),
                 reason,
@@ -623,7 +630,7 @@ impl ResidentBatch {
             model: model.name.clone(),
             reason: format!("world {w}'s model: {reason}"),
         };
-        if let Some(reason) = unsupported(model) {
+        if let Some(reason) = unsupported(model).or_else(|| unsupported_params(params)) {
             return Err(unfit(reason));
         }
         let base = &self.model;
