@@ -27,28 +27,9 @@
 // Layout: world-minor (element t of world w at t·N + w) for q, v, tau,
 // ctrl, qfrc, so that neighbouring invocations read neighbouring words.
 
-struct Params {
-    nworlds: u32,
-    dt: f32,
-    // 0: `tau` are the joint torques; 1: `ctrl` drives the actuators.
-    controls: u32,
-    nu: u32,
-    gravity: vec4<f32>,
-    // Limit margin, Baumgarte β, compliance α, the limit solve's tolerance.
-    limits: vec4<f32>,
-    // Fluid density, viscosity; then the wind (x, y, z) and 0.
-    medium: vec4<f32>,
-    wind: vec4<f32>,
-    // x: 1 writes each stage's output to `stages`.
-    probe: vec4<u32>,
-    // Contacts: margin, friction scale, bounce velocity, warm start (1/0).
-    contact: vec4<f32>,
-    // Contacts: the solver's iteration cap, the canary's trip count
-    // (CANARY), then 0.
-    solve: vec4<u32>,
-}
+// The uniform's struct, `StepParams`, is generated (gpu/resident/layout.rs).
 
-@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(0) var<uniform> params: StepParams;
 // Per body (world first), BODY_U32 words: parent, joint type (0 fixed,
 // 1 hinge, 2 slide, 3 free, 4 ball), q index, v index, limited (1: a hinge
 // or slide with a range), the joint's dofs, the offset of its D⁻¹ block.
@@ -327,6 +308,13 @@ fn wp(k: u32, batch_value: f32) -> f32 {
         return world_params[world * WORLD_PARAMS + k];
     }
     return batch_value;
+}
+
+// The velocity a position error `e` (a violation: e < 0 for a stop or a
+// contact) asks back: β e / dt, at most the bound (SimParams::recovery).
+fn recovery(e: f32, beta: f32, dt: f32) -> f32 {
+    let bound = wp(WP_MAX_RECOVERY, params.recovery.x);
+    return clamp(beta * e / dt, -bound, bound);
 }
 
 fn all_finite(x: f32) -> bool {
@@ -793,7 +781,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     // Joint limits (active_limits, assemble_problem): a row per stop that
     // is within the margin or would be crossed at the free velocity,
-    // g = ±v_f + (d/dt if d ≥ 0, else β d/dt), λ ≥ 0 ⟂ (G + R)λ + g ≥ 0.
+    // g = ±v_f + (d/dt if d ≥ 0, else recovery(d)), λ ≥ 0 ⟂ (G + R)λ + g ≥ 0.
     let margin = wp(WP_LIMIT_MARGIN, params.limits.x);
     let beta = wp(WP_BAUMGARTE, params.limits.y);
     var nl = 0u;
@@ -811,7 +799,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
                 sign = -1.0;
             }
             if ((dist < margin || dist + dt * sign * v_free[dof] < 0.0) && nl < LROWS) {
-                var stab = beta * dist / dt;
+                var stab = recovery(dist, beta, dt);
                 if (dist >= 0.0) {
                     stab = dist / dt;
                 }

@@ -234,11 +234,11 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
         var gn = contact_velocity(&unit_a, i, p, f[2]);
         let impact = restitution > 0.0 && vn_before < -bounce && phi + vn_before * dt <= 0.0;
         if (impact) {
-            gn += restitution * vn_before + beta * min(phi, 0.0) / dt;
+            gn += restitution * vn_before + recovery(min(phi, 0.0), beta, dt);
         } else if (phi >= 0.0) {
             gn += phi / dt;
         } else {
-            gn += beta * phi / dt;
+            gn += recovery(phi, beta, dt);
         }
         set_c_g(i, vec3<f32>(contact_velocity(&unit_a, i, p, f[0]), contact_velocity(&unit_a, i, p, f[1]), gn));
     }

@@ -221,8 +221,9 @@ fn actuators_turn_controls_into_joint_forces() {
 /// few steps, 2 J of kinetic energy out of nothing) unless
 /// `max_recovery_speed` bounds it: then at 1 rad/s exactly while the
 /// error lasts, never faster, with at most `½ I (1 rad/s)²` of kinetic
-/// energy, and back within the range. A bounded recovery refuses the step
-/// derivatives by name; a bound that is not positive and finite is refused.
+/// energy, and back within the range; the step's derivative in `q` is 0
+/// beyond the bound's depth, `β/dt` short of it (against differences). A
+/// bound that is not positive and finite is refused.
 #[test]
 fn a_start_past_a_stop_is_recovered_at_the_bounded_speed() {
     let model = hinge(
@@ -257,21 +258,35 @@ fn a_start_past_a_stop_is_recovered_at_the_bounded_speed() {
     let (early, _) = run(Some(1.0), 100);
     assert!((early.q[0] - (-0.5 + 0.1)).abs() < 1e-9, "{}", early.q[0]);
 
+    // The step's derivatives with the bound, against differences: past
+    // the bound's depth (5 mrad) recovery does not depend on q, short of
+    // it at β/dt.
     let params = SimParams {
         max_recovery_speed: Some(1.0),
+        solver_settings: moreau::contact::SolverSettings {
+            tolerance: 1e-12,
+            ..Default::default()
+        },
         ..SimParams::default()
     };
-    let mut sim = Simulator::new(model.clone(), params).unwrap();
-    let mut state = State::new(DVector::from_element(1, -0.5), DVector::zeros(1));
-    let e = sim
-        .step_with_jacobians(
-            &mut state,
-            &[0.0],
-            &mut moreau::sim::StepJacobians::default(),
-        )
-        .expect_err("refused")
-        .to_string();
-    assert!(e.contains("max_recovery_speed"), "{e}");
+    for (start, slope) in [(-0.5, 0.0), (-1e-3, 0.2 / 1e-3)] {
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut state = State::new(DVector::from_element(1, start), DVector::zeros(1));
+        let at = state.clone();
+        let mut jac = moreau::sim::StepJacobians::default();
+        sim.step_with_jacobians(&mut state, &[0.0], &mut jac)
+            .unwrap();
+        let fd =
+            moreau::sim::step_jacobians_by_differences(&model, params, &at, &[0.0], 1e-7).unwrap();
+        // v⁺ = −recovery(q − stop): ∂v⁺/∂q = −slope.
+        assert!((jac.dv_dq[(0, 0)] + slope).abs() < 1e-6, "{}", jac.dv_dq);
+        assert!(
+            (&jac.dv_dq - &fd.dv_dq).amax() < 1e-5 * slope.max(1.0),
+            "{} {}",
+            jac.dv_dq,
+            fd.dv_dq
+        );
+    }
     for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let params = SimParams {
             max_recovery_speed: Some(bad),

@@ -580,14 +580,55 @@ fn batch_sim_runs_resident_on_the_gpu_backend() {
         notice.contains("can collide") && notice.contains("gpu-solve"),
         "{notice}"
     );
+}
 
-    // A bounded recovery speed, not in the kernel yet: host-prepared, saying why.
-    let mut o = options(Backend::Gpu);
-    o.params.max_recovery_speed = Some(0.5);
-    let b = BatchSim::new(model.clone(), &initial, 2, &o).unwrap();
-    assert!(!b.is_resident());
-    let notice = b.notice().unwrap();
-    assert!(notice.contains("recovery speed"), "{notice}");
+/// A bounded recovery speed (`max_recovery_speed`) on the device as on the
+/// CPU: a cube started 5 cm into the ground rises at the bound (10 m/s
+/// unbounded), and a rod started 0.5 rad past its stop comes back at it
+/// (100 rad/s unbounded); resident, the worlds follow the CPU's.
+#[test]
+fn bounded_recovery_on_the_device_as_on_the_cpu() {
+    use moreau::batch::{Backend, BatchSim};
+    let cube = moreau::scenes::scene("cube-resting").unwrap();
+    let mut sunk = cube.state.clone();
+    sunk.q[2] -= 0.05;
+    let (rod, _) = common::rod(
+        2.0,
+        Vec3::zeros(),
+        moreau::model::JointSpec {
+            range: Some((0.0, 1.0)),
+            ..Default::default()
+        },
+    );
+    let rod = Arc::new(rod.build().unwrap());
+    let past = State::new(DVector::from_element(1, -0.5), DVector::zeros(1));
+    // (The model, its start, the dof that recovers.)
+    for (model, start, dof) in [(cube.model.clone(), sunk, 2), (rod, past, 0)] {
+        let options = |backend| {
+            let mut o = common::batch_options(backend, 1e-3);
+            o.params.max_recovery_speed = Some(0.5);
+            o
+        };
+        let Some(mut gpu) = common::gpu_batch(model.clone(), &start, 4, &options(Backend::Gpu))
+        else {
+            return;
+        };
+        assert!(gpu.is_resident(), "{:?}", gpu.notice());
+        let mut cpu =
+            BatchSim::new(model.clone(), &start, 4, &options(Backend::CpuSingle)).unwrap();
+        let zeros = vec![0.0; 4 * model.nv];
+        let (mut fastest, mut apart): (f64, f64) = (0.0, 0.0);
+        for _ in 0..30 {
+            gpu.step(&zeros).unwrap();
+            cpu.step(&zeros).unwrap();
+            for (g, c) in gpu.states().zip(cpu.states()) {
+                apart = apart.max((&g.q - &c.q).amax()).max((&g.v - &c.v).amax());
+                fastest = fastest.max(g.v[dof]);
+            }
+        }
+        assert!((fastest - 0.5).abs() < 1e-4, "{}: {fastest}", model.name);
+        assert!(apart < 1e-4, "{}: {apart:e}", model.name);
+    }
 }
 
 /// Domain randomization on the device: every world of Gymnasium's swimmer

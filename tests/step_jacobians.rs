@@ -69,7 +69,23 @@ fn settle_and_differentiate(
     StepJacobians,
     moreau::sim::StepReport,
 ) {
-    let mut sim = Simulator::new(scene.model.clone(), params(scene.dt)).unwrap();
+    settle_and_differentiate_with(scene, steps, prepare, params(scene.dt))
+}
+
+/// [`settle_and_differentiate`] under `params`.
+fn settle_and_differentiate_with(
+    scene: &Scene,
+    steps: usize,
+    prepare: &dyn Fn(&Model, &mut State),
+    params: SimParams,
+) -> (
+    Simulator,
+    State,
+    DVector<f64>,
+    StepJacobians,
+    moreau::sim::StepReport,
+) {
+    let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);
     for _ in 0..steps {
@@ -97,8 +113,20 @@ fn check(
     prepare: &dyn Fn(&Model, &mut State),
     exact_q: bool,
 ) -> f64 {
+    check_with(scene, steps, eps, prepare, exact_q, params(scene.dt))
+}
+
+/// [`check`] under `params`.
+fn check_with(
+    scene: &Scene,
+    steps: usize,
+    eps: f64,
+    prepare: &dyn Fn(&Model, &mut State),
+    exact_q: bool,
+    params: SimParams,
+) -> f64 {
     let model = scene.model.clone();
-    let (sim, at, tau, jac, report) = settle_and_differentiate(scene, steps, prepare);
+    let (sim, at, tau, jac, report) = settle_and_differentiate_with(scene, steps, prepare, params);
     assert!(jac.wrt_q, "{}", scene.name);
     assert_eq!(
         jac.q_residual <= Q_EXACT_RESIDUAL,
@@ -108,8 +136,7 @@ fn check(
         jac.q_residual,
         sim.contacts()
     );
-    let fd =
-        step_jacobians_by_differences(&model, params(scene.dt), &at, tau.as_slice(), eps).unwrap();
+    let fd = step_jacobians_by_differences(&model, params, &at, tau.as_slice(), eps).unwrap();
     let mut worst = 0.0f64;
     let mut parts = Vec::new();
     // Each relative to its largest entry, but at least its scale in free
@@ -329,6 +356,49 @@ fn step_jacobians_match_finite_differences() {
         let worst = check(scene, *steps, *eps, prepare.as_ref(), *exact_q);
         assert!(worst < 1e-5, "{}: {worst:e}", scene.name);
     }
+}
+
+/// With recovery bounded (`max_recovery_speed` 1 m/s, rad/s: the bound is
+/// reached 5 mm, 5 mrad deep at 1 ms, β = 0.2): a cube 1 cm into the
+/// ground (its recovery at the bound: slope 0 in φ) and 1 mm into it
+/// (below the bound: β/dt), the quadruped's legs 1 cm past their stops,
+/// against differences, with respect to `q` too; and the kink reported
+/// where the depth sits on the bound.
+#[test]
+fn step_jacobians_with_bounded_recovery_match_finite_differences() {
+    let bounded = |dt: f64| SimParams {
+        max_recovery_speed: Some(1.0),
+        ..params(dt)
+    };
+    let scene = |name: &str| moreau::scenes::scene(name).unwrap();
+    let sunk = |depth: f64, stops: bool| move |m: &Model, s: &mut State| sink(m, s, depth, stops);
+    let ball = |depth: f64| move |_: &Model, s: &mut State| s.q[2] = 0.1 - depth;
+    type Prepare = Box<dyn Fn(&Model, &mut State)>;
+    let cases: [(Scene, usize, Prepare); 4] = [
+        (scene("ball-drop"), 0, Box::new(ball(1e-2))),
+        (scene("ball-drop"), 0, Box::new(ball(1e-3))),
+        (scene("quadruped"), 300, Box::new(sunk(1e-2, true))),
+        (scene("quadruped"), 300, Box::new(sunk(1e-3, true))),
+    ];
+    for (scene, steps, prepare) in &cases {
+        let p = bounded(scene.dt);
+        let worst = check_with(scene, *steps, 1e-7, prepare.as_ref(), true, p);
+        assert!(worst < 1e-5, "{}: {worst:e}", scene.name);
+    }
+    // On the bound: a cube exactly 5 mm deep. Moving it up leaves the
+    // bound, down keeps it: its height's column is one-sided.
+    let cube = scene("cube-resting");
+    let p = bounded(cube.dt);
+    let kink = p.recovery_kink().unwrap();
+    assert!((kink - 5e-3).abs() < 1e-15);
+    let (_, _, _, jac, _) =
+        settle_and_differentiate_with(&cube, 0, &|_, s: &mut State| s.q[2] -= kink, p);
+    assert_ne!(
+        jac.q_sides[2],
+        moreau::sim::QSide::Both,
+        "{:?}",
+        jac.q_sides
+    );
 }
 
 /// With respect to `q` (through `⊕`), on steps without contacts and limit

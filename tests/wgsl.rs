@@ -256,16 +256,17 @@ fn wgsl_structs_are_their_rust_twins_field_by_field() {
     check_record::<GpuProblem>(&module).unwrap();
     check_record::<GpuContact>(&module).unwrap();
     check_record::<GpuResult>(&module).unwrap();
-    // No shader file declares one of them by hand (the resident step has
-    // a uniform `Params` of its own; the renderer's is generated).
+    // The resident step's own uniform, with and without contacts.
+    check_record::<moreau::gpu::resident::layout::StepParams>(&module).unwrap();
+    let pendulum = moreau::scenes::scene("cartpole").unwrap().model;
+    let module = parse("resident", &moreau::gpu::resident::source(&pendulum));
+    check_record::<moreau::gpu::resident::layout::StepParams>(&module).unwrap();
+    // No shader file declares one of them by hand (the renderer's are
+    // generated too).
     for entry in std::fs::read_dir(shaders_dir()).unwrap() {
         let p = entry.unwrap().path();
         let text = std::fs::read_to_string(&p).unwrap();
-        let own_params = p.ends_with("resident.wgsl");
-        for name in ["Params", "Problem", "Contact", "SolveResult"] {
-            if name == "Params" && own_params {
-                continue;
-            }
+        for name in ["Params", "StepParams", "Problem", "Contact", "SolveResult"] {
             assert!(
                 !text.contains(&format!("struct {name} {{")),
                 "{} declares `struct {name}` by hand; it is generated",

@@ -700,10 +700,8 @@ impl BatchSim {
             }));
         }
         if record != Record::Nothing {
-            for (w, world) in self.worlds.iter().enumerate() {
-                crate::sim::check_differentiable(world.sim.model(), &world.sim.params)
-                    .map_err(|error| BatchError::Sim { world: w, error })?;
-            }
+            crate::sim::check_differentiable(&self.model)
+                .map_err(|error| BatchError::Sim { world: 0, error })?;
             self.leave_resident("derivatives are taken on the host-prepared path")?;
         }
         let n = self.worlds.len();

@@ -41,7 +41,7 @@
 //! differentiated with respect to `q` (`wrt_q` false). Nor are the fluid
 //! forces: a model with an active medium is refused.
 
-use super::{SimError, SimParams, Simulator, State, StepReport, check_vec};
+use super::{SimError, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
 use crate::contact::sensitivity::VjpWorld;
 use crate::contact::{ContactProblem, ContactSensitivity};
@@ -179,7 +179,7 @@ impl Simulator {
         tau: &[f64],
         out: &mut StepJacobians,
     ) -> Result<StepReport, SimError> {
-        check_differentiable(&self.model, &self.params)?;
+        check_differentiable(&self.model)?;
         // (Kept in `out`'s buffers: no allocation once they have grown.)
         let mut v0 = std::mem::take(&mut out.v0);
         if v0.len() != state.v.len() {
@@ -214,7 +214,7 @@ impl Simulator {
     ) -> Result<StepReport, SimError> {
         check_vec("w_v", w_v, self.model.nv)?;
         check_vec("w_q", w_q, self.model.nv)?;
-        check_differentiable(&self.model, &self.params)?;
+        check_differentiable(&self.model)?;
         let v0 = state.v.clone();
         let report = self.step(state, tau)?;
         self.step_jacobians(&v0, work, true, 0.0)?;
@@ -234,7 +234,7 @@ impl Simulator {
         tau: &[f64],
         out: &mut StepJacobians,
     ) -> Result<StepReport, SimError> {
-        check_differentiable(&self.model, &self.params)?;
+        check_differentiable(&self.model)?;
         let v0 = state.v.clone();
         let report = self.step(state, tau)?;
         self.step_jacobians(&v0, out, true, 0.0)?;
@@ -435,6 +435,7 @@ impl Simulator {
                         dphi: &w.dphi,
                         impacts: &out.impacts,
                         residuals: out.sensitivity.column_residuals(),
+                        recovery_kink: self.params.recovery_kink(),
                     };
                     super::kinks::q_sides(&pieces, nv, &mut out.q_sides);
                 }
@@ -589,15 +590,7 @@ impl StepJacobians {
 
 /// Step derivatives are written for every model but one whose medium is
 /// active (the fluid forces' derivatives are not).
-pub(crate) fn check_differentiable(model: &Model, params: &SimParams) -> Result<(), SimError> {
-    if params.max_recovery_speed.is_some() {
-        return Err(SimError::InvalidParameter {
-            name: "max_recovery_speed",
-            reason: "the step derivatives are not written for a bounded recovery speed \
-                     (its kink where recovery reaches the bound): unset it to take them"
-                .into(),
-        });
-    }
+pub(crate) fn check_differentiable(model: &Model) -> Result<(), SimError> {
     if let Some(what) = model.constraint_features() {
         return Err(SimError::InvalidParameter {
             name: "model",
@@ -719,12 +712,7 @@ impl Simulator {
     /// is known (checked by the caller).
     fn constrained_wrt_q(&self, v0: &DVector<f64>, out: &mut StepJacobians) {
         let model = &*self.model;
-        let (nv, nb, dt, beta) = (
-            model.nv,
-            model.nbodies,
-            self.params.dt,
-            self.params.baumgarte,
-        );
+        let (nv, nb, dt, params) = (model.nv, model.nbodies, self.params.dt, self.params);
         let data = &self.data;
         let s = &data.dof_jacobian;
         let j = &self.jacobian.jacobian;
@@ -759,7 +747,7 @@ impl Simulator {
             w.force.push(f);
             let impact = impact_rows.iter().any(|&(row, _)| row == 3 * i + 2);
             w.slope.push(if c.distance < 0.0 {
-                beta / dt
+                params.recovery_slope(c.distance)
             } else if impact {
                 0.0
             } else {
@@ -855,7 +843,11 @@ impl Simulator {
         w.dc.gemm(1.0, j, &out.dv_dq, 1.0);
         for (l, limit) in self.limits.iter().enumerate() {
             let d = limit.distance;
-            let slope = if d >= 0.0 { 1.0 / dt } else { beta / dt };
+            let slope = if d >= 0.0 {
+                1.0 / dt
+            } else {
+                params.recovery_slope(d)
+            };
             // The distance to the stop is ±(q − stop).
             w.dc[(3 * nc + l, limit.dof)] += slope * limit.sign();
         }

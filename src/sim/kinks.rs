@@ -4,7 +4,9 @@
 //! or a joint stop changes mode (a sticking contact reaches its cone's
 //! edge, a sliding one stops, a pressed one lets go, a breaking one
 //! touches) or where the stabilization's slope changes (a contact's or a
-//! stop's distance crossing 0: `φ/dt` on a gap, `βφ/dt` in penetration).
+//! stop's distance crossing 0: `φ/dt` on a gap, `βφ/dt` in penetration;
+//! and, with [`super::SimParams::max_recovery_speed`], crossing the depth
+//! where `βφ/dt` reaches the bound).
 //! A robot at rest sits on such a boundary: its feet settle at distance 0.
 //! [`StepJacobians::dv_dq`](super::StepJacobians::dv_dq) is the derivative
 //! of the piece the step is on; for each direction `k` of `q` (a column),
@@ -88,6 +90,22 @@ pub(crate) struct StepPieces<'a> {
     /// Each column's relative residual of the modes' linearized equations
     /// (above [`super::Q_EXACT_RESIDUAL`]: no solution, the modes change).
     pub residuals: &'a [f64],
+    /// The penetration (or a stop's overrun) at which recovery reaches
+    /// [`super::SimParams::max_recovery_speed`]: its slope changes there.
+    pub recovery_kink: Option<f64>,
+}
+
+/// The side of the stabilization's pieces a distance `d` is on, as a
+/// quantity kept ≥ 0 by that piece: measured from 0 (the gap's `φ/dt`
+/// against recovery) or, in penetration deeper than the bound's kink
+/// `b`, from `−b` (bounded against `β φ / dt`).
+fn stabilization_piece(d: f64, kink: Option<f64>) -> (f64, f64) {
+    let boundary = match kink {
+        Some(b) if d < -b / 2.0 => -b,
+        _ => 0.0,
+    };
+    let sign = if d >= boundary { 1.0 } else { -1.0 };
+    (sign * (d - boundary), sign)
 }
 
 /// The side of each of the `nv` columns (see the module doc).
@@ -124,9 +142,9 @@ pub(crate) fn q_sides(p: &StepPieces, nv: usize, out: &mut Vec<QSide>) {
                     // The stabilization's slope: the gap side's for
                     // φ ≥ 0, the penetration side's below.
                     if !p.impacts.iter().any(|&(row, _)| row == n) {
-                        let phi = p.contacts[i].distance;
-                        let sign = if phi >= 0.0 { 1.0 } else { -1.0 };
-                        keep(sign * phi, sign * p.dphi[(i, k)]);
+                        let (s, sign) =
+                            stabilization_piece(p.contacts[i].distance, p.recovery_kink);
+                        keep(s, sign * p.dphi[(i, k)]);
                     }
                     let (lt1, lt2) = (p.lambda[t1], p.lambda[t2]);
                     if mode == ContactMode::Sticking {
@@ -155,9 +173,8 @@ pub(crate) fn q_sides(p: &StepPieces, nv: usize, out: &mut Vec<QSide>) {
             } else {
                 keep(p.lambda[r], p.dlambda[(r, k)]);
                 if k == limit.dof {
-                    let d = limit.distance;
-                    let sign = if d >= 0.0 { 1.0 } else { -1.0 };
-                    keep(sign * d, sign * limit.sign());
+                    let (s, sign) = stabilization_piece(limit.distance, p.recovery_kink);
+                    keep(s, sign * limit.sign());
                 }
             }
         }

@@ -22,8 +22,9 @@ pub struct SimParams {
     /// far from its constraints (a joint 0.5 rad past its stop, a hand
     /// welded to a target 20 cm away) is then recovered at this speed
     /// rather than in a few steps: the kinetic energy recovery can inject
-    /// is bounded. Not yet on the resident GPU path (a batch runs
-    /// host-prepared) nor in the step derivatives (refused by name).
+    /// is bounded. The step derivatives take the bound (slope 0 beyond
+    /// it, its depth a kink: [`crate::sim::QSide`]), and so does the
+    /// resident GPU step.
     #[serde(default)]
     pub max_recovery_speed: Option<f64>,
     /// Contacts are generated for gaps below this margin (m).
@@ -133,6 +134,22 @@ impl SimParams {
             Some(v) => r.clamp(-v, v),
             None => r,
         }
+    }
+
+    /// `∂/∂e` of [`Self::recovery`]: `β / dt`, or 0 where the bound holds.
+    #[inline]
+    pub fn recovery_slope(&self, e: f64) -> f64 {
+        match self.max_recovery_speed {
+            Some(v) if (self.baumgarte * e / self.dt).abs() > v => 0.0,
+            _ => self.baumgarte / self.dt,
+        }
+    }
+
+    /// The error at which [`Self::recovery`] reaches its bound, `v dt / β`
+    /// (`None`: unbounded, or β = 0): a kink of the step in `q`.
+    pub fn recovery_kink(&self) -> Option<f64> {
+        let v = self.max_recovery_speed?;
+        (self.baumgarte > 0.0).then(|| v * self.dt / self.baumgarte)
     }
 
     pub fn validate(&self) -> Result<(), SimError> {

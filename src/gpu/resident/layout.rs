@@ -89,6 +89,36 @@ crate::wgsl_struct! {
 }
 
 crate::wgsl_struct! {
+    /// The resident step's uniform (WGSL `StepParams`, bound as `params`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct StepParams as "StepParams" {
+        pub nworlds: u32 => "u32",
+        pub dt: f32 => "f32",
+        /// 0: `tau` are the joint torques; 1: `ctrl` drives the actuators.
+        pub controls: u32 => "u32",
+        pub nu: u32 => "u32",
+        /// (x, y, z, 0).
+        pub gravity: [f32; 4] => "vec4<f32>",
+        /// Limit margin, Baumgarte β, compliance α, the limit solve's tolerance.
+        pub limits: [f32; 4] => "vec4<f32>",
+        /// Fluid density, viscosity, then 0, 0.
+        pub medium: [f32; 4] => "vec4<f32>",
+        /// The wind (x, y, z), 0.
+        pub wind: [f32; 4] => "vec4<f32>",
+        /// x: 1 writes each stage's output to `stages`.
+        pub probe: [u32; 4] => "vec4<u32>",
+        /// Contacts: margin, friction scale, bounce velocity, warm start (1/0).
+        pub contact: [f32; 4] => "vec4<f32>",
+        /// Contacts: the solver's iteration cap, the canary's trip count
+        /// (CANARY), then 0.
+        pub solve: [u32; 4] => "vec4<u32>",
+        /// x: the most speed a position error's recovery may ask for
+        /// (`SimParams::max_recovery_speed`; `f32::MAX`: unbounded), then 0.
+        pub recovery: [f32; 4] => "vec4<f32>",
+    }
+}
+
+crate::wgsl_struct! {
     /// One world's parameters in the per-world mode (`world_params`; else the
     /// uniform's, which `wp` takes in their place).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
@@ -109,6 +139,9 @@ crate::wgsl_struct! {
         pub contact_margin: f32 => "WP_CONTACT_MARGIN",
         pub friction_scale: f32 => "WP_FRICTION_SCALE",
         pub bounce_velocity: f32 => "WP_BOUNCE_VELOCITY",
+        /// The most speed a position error's recovery may ask for
+        /// (`f32::MAX`: unbounded).
+        pub max_recovery: f32 => "WP_MAX_RECOVERY",
     }
 }
 

@@ -45,8 +45,6 @@ pub const ACT_WORDS: usize = std::mem::size_of::<layout::ActuatorWords>() / 4;
 /// capacity (Murty's method ends in far fewer on the small LCPs of joint
 /// stops; see the shader).
 pub const LIMIT_PIVOTS_PER_ROW: u32 = 4;
-/// Words of the kernel's uniform (see the shader's `Params`).
-const UNIFORM_WORDS: usize = 32;
 /// Invocations per workgroup.
 pub const WORKGROUP: u32 = 64;
 /// The largest tree the kernel is compiled for (bodies, world included):
@@ -114,13 +112,6 @@ impl ResidentError {
         }
         Err(Self::NoSuchWorld { world, nworlds })
     }
-}
-
-/// Why worlds stepped with `params` cannot live on the GPU, if they cannot.
-pub fn unsupported_params(params: &SimParams) -> Option<String> {
-    params
-        .max_recovery_speed
-        .map(|v| format!("the kernel does not bound the recovery speed (max_recovery_speed = {v})"))
 }
 
 /// Why `model` cannot live on the GPU in this slice, if it cannot.
@@ -205,7 +196,7 @@ pub struct ResidentBatch {
     /// body records' words and each actuator's (dof, q index).
     body_u32: Vec<u32>,
     actuated_joints: Vec<(u32, u32)>,
-    uniform_words: [u32; UNIFORM_WORDS],
+    uniform_words: layout::StepParams,
     b: Bindings,
     /// Whether `active` holds all ones.
     all_active: bool,
@@ -298,7 +289,7 @@ impl ResidentBatch {
         nworlds: usize,
         probe: bool,
     ) -> Result<Self, ResidentError> {
-        if let Some(reason) = unsupported(model).or_else(|| unsupported_params(params)) {
+        if let Some(reason) = unsupported(model) {
             return Err(ResidentError::Unsupported {
                 model: model.name.clone(),
                 reason,
@@ -457,46 +448,34 @@ impl ResidentBatch {
             bytemuck::cast_slice(&actuator_words),
             storage,
         );
-        let g = model.gravity;
-        let medium = model.medium;
-        let f = |x: f64| (x as f32).to_bits();
-        let c = contact_uniform(params);
-        let uniform_words: [u32; UNIFORM_WORDS] = [
-            nworlds as u32,
-            f(params.dt),
-            0,
-            model.nu() as u32,
-            f(g.x),
-            f(g.y),
-            f(g.z),
-            0,
-            f(params.limit_margin),
-            f(params.baumgarte),
-            f(params.compliance),
-            f(params.solver_settings.tolerance),
-            f(medium.density),
-            f(medium.viscosity),
-            0,
-            0,
-            f(medium.wind.x),
-            f(medium.wind.y),
-            f(medium.wind.z),
-            0,
-            u32::from(probe),
-            0,
-            0,
-            0,
-            c[0].to_bits(),
-            c[1].to_bits(),
-            c[2].to_bits(),
-            c[3].to_bits(),
-            params.solver_settings.max_iterations.min(u32::MAX as usize) as u32,
-            // The canary's trip count, from the uniform: a constant one
-            // is folded away by the compiler (see `loop_cut`).
-            crate::gpu::batch::CANARY,
-            0,
-            0,
-        ];
+        let (g, medium) = (model.gravity, model.medium);
+        let f = |x: f64| x as f32;
+        let uniform_words = layout::StepParams {
+            nworlds: nworlds as u32,
+            dt: f(params.dt),
+            controls: 0,
+            nu: model.nu() as u32,
+            gravity: [f(g.x), f(g.y), f(g.z), 0.0],
+            limits: [
+                f(params.limit_margin),
+                f(params.baumgarte),
+                f(params.compliance),
+                f(params.solver_settings.tolerance),
+            ],
+            medium: [f(medium.density), f(medium.viscosity), 0.0, 0.0],
+            wind: [f(medium.wind.x), f(medium.wind.y), f(medium.wind.z), 0.0],
+            probe: [u32::from(probe), 0, 0, 0],
+            contact: contact_uniform(params),
+            solve: [
+                params.solver_settings.max_iterations.min(u32::MAX as usize) as u32,
+                // The canary's trip count, from the uniform: a constant one
+                // is folded away by the compiler (see `loop_cut`).
+                crate::gpu::batch::CANARY,
+                0,
+                0,
+            ],
+            recovery: [records::max_recovery(params), 0.0, 0.0, 0.0],
+        };
         let stage_floats = if probe {
             stage_width(model) * nworlds
         } else {
@@ -507,7 +486,7 @@ impl ResidentBatch {
         let world_params = zeroed("resident world parameters", 1);
         let uniform = init(
             "resident params",
-            bytemuck::cast_slice(&uniform_words),
+            bytemuck::bytes_of(&uniform_words),
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         );
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
@@ -630,7 +609,7 @@ impl ResidentBatch {
             model: model.name.clone(),
             reason: format!("world {w}'s model: {reason}"),
         };
-        if let Some(reason) = unsupported(model).or_else(|| unsupported_params(params)) {
+        if let Some(reason) = unsupported(model) {
             return Err(unfit(reason));
         }
         let base = &self.model;

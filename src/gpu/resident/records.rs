@@ -4,9 +4,11 @@
 //! `layout.rs`).
 
 use super::contacts::{ContactSizes, device_pairs};
-use super::layout::{ActuatorWords, BodyFloats, BodyWords, DofFloats, JointCode, WorldParams};
+use super::layout::{
+    ActuatorWords, BodyFloats, BodyWords, DofFloats, JointCode, StepParams, WorldParams,
+};
 use super::{ACT_WORDS, BODY_F32, BODY_U32, DOF_F32, LIMIT_PIVOTS_PER_ROW, WORKGROUP};
-use crate::gpu::contract::{WgslConst, header};
+use crate::gpu::contract::{WgslConst, declaration, header};
 use crate::model::{JointType, Model, NO_DOF};
 use crate::sim::SimParams;
 
@@ -19,7 +21,8 @@ pub fn source(model: &Model) -> String {
 /// The kernel's source for `model`, with each world's own model records
 /// and parameters (`per_world`) or one copy for all, and room for
 /// `initial_moving` contacts between moving shapes at least (see
-/// [`ContactSizes::starting_with`]): the generated constants (the model's
+/// [`ContactSizes::starting_with`]): the generated constants and the
+/// uniform's struct (`StepParams`) (the model's
 /// sizes, the records' offsets, the joint codes; with contacts, the
 /// contact stage's sizes, the pair kinds and the problem records'
 /// structs), then `shaders/resident.wgsl`, then
@@ -31,14 +34,15 @@ pub fn source_for(model: &Model, per_world: bool, initial_moving: usize) -> Stri
     let pairs = device_pairs(model).unwrap_or_default();
     let c = constants_with(model, per_world, initial_moving, &pairs);
     let resident = include_str!("../../../shaders/resident.wgsl");
+    let step_params = declaration::<StepParams>();
     if pairs.is_empty() {
         return format!(
-            "{}{resident}fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {{}}\n",
+            "{}{step_params}{resident}fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {{}}\n",
             header(&c)
         );
     }
     format!(
-        "{}{}{resident}{}\n{}",
+        "{}{step_params}{}{resident}{}\n{}",
         header(&c),
         crate::gpu::shader::problem_structs(),
         include_str!("../../../shaders/resident_contacts.wgsl"),
@@ -118,7 +122,16 @@ pub(super) fn world_params(model: &Model, params: &SimParams) -> WorldParams {
         contact_margin: f(params.contact_margin),
         friction_scale: f(params.friction_scale),
         bounce_velocity: f(params.bounce_velocity),
+        max_recovery: max_recovery(params),
     }
+}
+
+/// [`SimParams::max_recovery_speed`] as the kernel reads it (`f32::MAX`:
+/// unbounded).
+pub(super) fn max_recovery(params: &SimParams) -> f32 {
+    params
+        .max_recovery_speed
+        .map_or(f32::MAX, |v| (v as f32).min(f32::MAX))
 }
 
 /// Floats of the limit LCP's scratch: `G + R` and its factor per world

@@ -99,13 +99,9 @@ impl ResidentBatch {
         debug_assert!(x.len() == n * width && active.is_none_or(|a| a.len() == n));
         let is_active = |w: usize| active.is_none_or(|a| a[w]);
         let queue = &self.ctx.queue;
-        if self.uniform_words[2] != controls {
-            self.uniform_words[2] = controls;
-            queue.write_buffer(
-                &self.b.uniform,
-                0,
-                bytemuck::cast_slice(&self.uniform_words),
-            );
+        if self.uniform_words.controls != controls {
+            self.uniform_words.controls = controls;
+            queue.write_buffer(&self.b.uniform, 0, bytemuck::bytes_of(&self.uniform_words));
         }
         if width > 0 {
             world_minor(x, n, width, is_active, &mut self.staging);
