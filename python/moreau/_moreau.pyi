@@ -327,9 +327,12 @@ class BatchSim:
         baumgarte: Optional[float] = None,
         compliance: Optional[float] = None,
         friction_scale: Optional[float] = None,
+        max_recovery_speed: Optional[float] = None,
     ) -> None:
-        """World ``world``'s step parameters from its next step on; a bad
-        value raises ValueError and nothing changes."""
+        """World ``world``'s step parameters from its next step on
+        (``max_recovery_speed``: the most speed the recovery of a
+        penetration or a joint past its stop may ask for, ``math.inf``
+        unbounded); a bad value raises ValueError and nothing changes."""
     def set_states(self, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None) -> None:
         """Every world's state from (nworlds, nq), (nworlds, nv) and (nworlds, na;
         zero when not given) arrays (all checked first)."""

@@ -299,6 +299,34 @@ def test_float32_integer_list_and_tensor_arguments_read_as_float64():
 
 
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
+def test_a_bounded_recovery_speed_per_world(backend):
+    # Cubes started 5 cm into the ground: world 0's recovery unbounded
+    # (beta phi / dt = 10 m/s at 1 ms), world 1's bounded at 0.5 m/s.
+    m = moreau.scene("cube-resting")
+    batch = moreau.BatchSim(m, 2, backend=backend, dt=1e-3)
+    q = np.array(batch.q)
+    q[:, 2] -= 0.05
+    batch.set_states(q, np.zeros((2, m.nv)))
+    batch.set_world_params(1, max_recovery_speed=0.5)
+    fastest = np.zeros(2)
+    for _ in range(20):
+        batch.step(np.zeros((2, m.nv)))
+        fastest = np.maximum(fastest, batch.v[:, 2])
+    assert fastest[0] == pytest.approx(10.0, rel=1e-3)
+    assert fastest[1] == pytest.approx(0.5, rel=1e-4)
+    if backend == "gpu":
+        assert batch.resident, batch.notice
+    for bad in [0.0, -1.0, float("nan")]:
+        with pytest.raises(ValueError, match="max_recovery_speed"):
+            batch.set_world_params(0, max_recovery_speed=bad)
+    # math.inf: unbounded again.
+    batch.set_world_params(1, max_recovery_speed=math.inf)
+    batch.set_states(q, np.zeros((2, m.nv)))
+    batch.step(np.zeros((2, m.nv)))
+    assert batch.v[1, 2] == pytest.approx(batch.v[0, 2], rel=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
 def test_domain_randomization_per_world(backend):
     # Without gravity or damping a step from rest is M Δv = τ dt: all the
     # masses and inertias doubled halve Δv, half the time step halves it.
