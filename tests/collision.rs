@@ -530,51 +530,13 @@ mod ellipsoids {
 /// are allowed) drops no contact: at random configurations its contacts
 /// are, in order, the narrow phase's on every allowed pair (to rounding:
 /// parry's manifold keeps a direction from the pair before).
-/// The scenes take the pair list (few allowed pairs per geometry); a loose
-/// pile of 40 boxes, balls and capsules takes the sweep.
+/// The scenes and a pile of 4 take the pair list (few allowed pairs per
+/// geometry); a pile of 40 boxes, balls, capsules and convex meshes (their
+/// world boxes their local ones turned) takes the sweep.
 #[test]
 fn the_broad_phase_drops_no_contact() {
     use moreau::math::Rng;
-    let mut pile = ModelBuilder::new("pile");
-    pile.add_geometry(
-        "ground",
-        WORLD,
-        SE3::identity(),
-        Shape::HalfSpace { normal: Vec3::z() },
-        Material::default(),
-    )
-    .unwrap();
-    for k in 0..40 {
-        let body = pile
-            .add_body(
-                &format!("b{k}"),
-                WORLD,
-                JointType::Free,
-                SE3::identity(),
-                Inertia::new(1.0, Vec3::zeros(), moreau::math::Mat3::identity() * 0.01),
-            )
-            .unwrap();
-        let shape = match k % 3 {
-            0 => Shape::Cuboid {
-                half_extents: Vec3::new(0.05, 0.04, 0.03),
-            },
-            1 => Shape::Ball { radius: 0.04 },
-            _ => Shape::Capsule {
-                half_length: 0.05,
-                radius: 0.02,
-            },
-        };
-        pile.add_geometry(
-            &format!("g{k}"),
-            body,
-            SE3::identity(),
-            shape,
-            Material::default(),
-        )
-        .unwrap();
-    }
-    let pile = pile.build().unwrap();
-    let mut models = vec![(pile, 0.3)];
+    let mut models = vec![(pile(40), 0.3), (pile(4), 0.1)];
     for name in ["pyramid", "quadruped", "arm", "cube-stack"] {
         models.push(((*scenes::scene(name).unwrap().model).clone(), 0.3));
     }
@@ -608,4 +570,62 @@ fn the_broad_phase_drops_no_contact() {
         checked > 100,
         "the configurations touch: {checked} contacts"
     );
+}
+
+/// `count` free bodies on a ground: boxes, balls, capsules and convex
+/// meshes in turn.
+fn pile(count: usize) -> moreau::Model {
+    let mut pile = ModelBuilder::new("pile");
+    pile.add_geometry(
+        "ground",
+        WORLD,
+        SE3::identity(),
+        Shape::HalfSpace { normal: Vec3::z() },
+        Material::default(),
+    )
+    .unwrap();
+    for k in 0..count {
+        let body = pile
+            .add_body(
+                &format!("b{k}"),
+                WORLD,
+                JointType::Free,
+                SE3::identity(),
+                Inertia::new(1.0, Vec3::zeros(), moreau::math::Mat3::identity() * 0.01),
+            )
+            .unwrap();
+        let shape = match k % 4 {
+            0 => Shape::Cuboid {
+                half_extents: Vec3::new(0.05, 0.04, 0.03),
+            },
+            1 => Shape::Ball { radius: 0.04 },
+            2 => Shape::Capsule {
+                half_length: 0.05,
+                radius: 0.02,
+            },
+            // A convex mesh off its own origin (its box turned, not walked).
+            _ => Shape::ConvexMesh {
+                points: [
+                    [0.06, 0.0, 0.0],
+                    [-0.02, 0.0, 0.0],
+                    [0.02, 0.04, 0.0],
+                    [0.02, -0.03, 0.0],
+                    [0.02, 0.0, 0.05],
+                    [0.03, 0.01, -0.02],
+                ]
+                .iter()
+                .map(|p| Vec3::new(p[0] + 0.02, p[1], p[2]))
+                .collect(),
+            },
+        };
+        pile.add_geometry(
+            &format!("g{k}"),
+            body,
+            SE3::identity(),
+            shape,
+            Material::default(),
+        )
+        .unwrap();
+    }
+    pile.build().unwrap()
 }

@@ -119,9 +119,14 @@ pub struct CollisionDetector {
     pair_list: bool,
     /// The geometries in some allowed pair, ascending.
     active: Vec<usize>,
-    /// Each geometry's bounding sphere in its collider frame (centre,
-    /// radius; infinite for an unbounded shape).
-    spheres: Vec<(Vec3, f64)>,
+    /// Each geometry's box in its collider frame (centre, half extents;
+    /// `None` for an unbounded shape): its bounding sphere, and a world
+    /// box in O(1) (a mesh's hull need not be walked each step).
+    local_boxes: Vec<Option<(Vec3, Vec3)>>,
+    /// Whether a geometry's world box is its local box turned (a convex
+    /// mesh, whose exact box walks its hull) rather than parry's exact one
+    /// (a primitive's, as cheap and tighter).
+    turned_box: Vec<bool>,
 }
 
 /// At most this many allowed pairs per active geometry, the broad phase
@@ -151,18 +156,29 @@ impl CollisionDetector {
         if !pair_list {
             allowed = Vec::new();
         }
-        let spheres = model
+        let local_boxes = model
             .geometries
             .iter()
             .map(|g| {
                 let b = g.collider.compute_local_aabb();
                 let (lo, hi) = (to_vec3(b.mins), to_vec3(b.maxs));
-                let radius = 0.5 * (hi - lo).norm();
-                if radius.is_finite() {
-                    (0.5 * (lo + hi), radius)
-                } else {
-                    (Vec3::zeros(), f64::INFINITY)
-                }
+                let half = 0.5 * (hi - lo);
+                half.iter()
+                    .all(|x| x.is_finite())
+                    .then(|| (0.5 * (lo + hi), half))
+            })
+            .collect();
+        let turned_box = model
+            .geometries
+            .iter()
+            .map(|g| {
+                matches!(
+                    g.collider.shape_type(),
+                    ShapeType::ConvexPolyhedron
+                        | ShapeType::RoundConvexPolyhedron
+                        | ShapeType::Compound
+                        | ShapeType::TriMesh
+                )
             })
             .collect();
         CollisionDetector {
@@ -176,7 +192,8 @@ impl CollisionDetector {
             allowed,
             pair_list,
             active,
-            spheres,
+            local_boxes,
+            turned_box,
         }
     }
 
@@ -192,8 +209,21 @@ impl CollisionDetector {
             let geom = &model.geometries[g];
             self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
         }
-        let inflated = |pose: &SE3, geom: &crate::model::Geometry, margin: f64| {
-            let mut aabb = geom.collider.compute_aabb(&to_pose(pose));
+        // A convex mesh's world box holds its local box turned (|R| h
+        // about R c + t); other shapes' are parry's; inflated by the margin.
+        let (local_boxes, turned_box) = (&self.local_boxes, &self.turned_box);
+        let inflated = |pose: &SE3, g: usize, geom: &crate::model::Geometry, margin: f64| {
+            let mut aabb = match local_boxes[g] {
+                Some((c, h)) if turned_box[g] => {
+                    let centre = pose.act_point(&c);
+                    let half = pose.rotation.abs() * h;
+                    Aabb::new(
+                        PVec::new(centre.x - half.x, centre.y - half.y, centre.z - half.z),
+                        PVec::new(centre.x + half.x, centre.y + half.y, centre.z + half.z),
+                    )
+                }
+                _ => geom.collider.compute_aabb(&to_pose(pose)),
+            };
             aabb.mins -= PVec::splat(margin);
             aabb.maxs += PVec::splat(margin);
             aabb
@@ -210,17 +240,17 @@ impl CollisionDetector {
             // Boxes computed on demand, once per geometry and call.
             self.boxed.fill(false);
             for &(a, b) in &self.allowed {
-                let (ca, ra) = self.spheres[a];
-                let (cb, rb) = self.spheres[b];
-                let (pa, pb) = (&self.geom_pose[a], &self.geom_pose[b]);
-                let reach = ra + rb + 2.0 * self.margin;
-                if reach.is_finite() && (pa.act_point(&ca) - pb.act_point(&cb)).norm() > reach {
-                    continue;
+                if let (Some((ca, ha)), Some((cb, hb))) = (local_boxes[a], local_boxes[b]) {
+                    let (pa, pb) = (&self.geom_pose[a], &self.geom_pose[b]);
+                    let reach = ha.norm() + hb.norm() + 2.0 * self.margin;
+                    if (pa.act_point(&ca) - pb.act_point(&cb)).norm() > reach {
+                        continue;
+                    }
                 }
                 for g in [a, b] {
                     if !self.boxed[g] {
                         self.aabbs[g] =
-                            inflated(&self.geom_pose[g], &model.geometries[g], self.margin);
+                            inflated(&self.geom_pose[g], g, &model.geometries[g], self.margin);
                         self.boxed[g] = true;
                     }
                 }
@@ -231,7 +261,7 @@ impl CollisionDetector {
             return;
         }
         for &g in &self.active {
-            self.aabbs[g] = inflated(&self.geom_pose[g], &model.geometries[g], self.margin);
+            self.aabbs[g] = inflated(&self.geom_pose[g], g, &model.geometries[g], self.margin);
         }
         self.order.clear();
         self.order.extend_from_slice(&self.active);
