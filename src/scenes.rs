@@ -169,13 +169,7 @@ pub fn scene(name: &str) -> Result<Scene, ModelError> {
 }
 
 fn ground(b: &mut ModelBuilder, material: Material) -> Result<(), ModelError> {
-    b.add_geometry(
-        "ground",
-        WORLD,
-        SE3::identity(),
-        Shape::HalfSpace { normal: Vec3::z() },
-        material,
-    )?;
+    b.add_ground("ground", material)?;
     Ok(())
 }
 

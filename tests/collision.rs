@@ -59,14 +59,7 @@ fn box_resting_flat_on_a_plane_yields_its_four_corners() {
 #[test]
 fn filters_skip_same_body_parent_child_excluded_and_masked_pairs() {
     let mut b = ModelBuilder::new("filters");
-    b.add_geometry(
-        "ground",
-        WORLD,
-        SE3::identity(),
-        Shape::HalfSpace { normal: Vec3::z() },
-        Material::default(),
-    )
-    .unwrap();
+    b.add_ground("ground", Material::default()).unwrap();
     let inertia = Inertia::cuboid(1.0, Vec3::repeat(0.2));
     let a = b
         .add_body("a", WORLD, JointType::Free, SE3::identity(), inertia)
@@ -576,14 +569,7 @@ fn the_broad_phase_drops_no_contact() {
 /// meshes in turn.
 fn pile(count: usize) -> moreau::Model {
     let mut pile = ModelBuilder::new("pile");
-    pile.add_geometry(
-        "ground",
-        WORLD,
-        SE3::identity(),
-        Shape::HalfSpace { normal: Vec3::z() },
-        Material::default(),
-    )
-    .unwrap();
+    pile.add_ground("ground", Material::default()).unwrap();
     for k in 0..count {
         let body = pile
             .add_body(

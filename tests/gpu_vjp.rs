@@ -70,14 +70,7 @@ fn cube_and_pendulum() -> Scene {
     use moreau::math::{Inertia, SE3, Vec3};
     use moreau::model::{JointSpec, JointType, Material, ModelBuilder, Shape, WORLD};
     let mut b = ModelBuilder::new("cube-and-pendulum");
-    b.add_geometry(
-        "ground",
-        WORLD,
-        SE3::identity(),
-        Shape::HalfSpace { normal: Vec3::z() },
-        Material::default(),
-    )
-    .unwrap();
+    b.add_ground("ground", Material::default()).unwrap();
     let cube = b
         .add_body(
             "cube",

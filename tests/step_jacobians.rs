@@ -54,6 +54,15 @@ fn sink(model: &Model, state: &mut State, depth: f64, stops: bool) {
     }
 }
 
+/// What [`settle_and_differentiate`] returns.
+type Differentiated = (
+    Simulator,
+    State,
+    DVector<f64>,
+    StepJacobians,
+    moreau::sim::StepReport,
+);
+
 /// Steps `scene` `steps` times under its controller (or zero torques),
 /// applies `prepare` to the state, then steps once more with the
 /// Jacobians: the simulator, the state that last step started from, its
@@ -62,13 +71,7 @@ fn settle_and_differentiate(
     scene: &Scene,
     steps: usize,
     prepare: &dyn Fn(&Model, &mut State),
-) -> (
-    Simulator,
-    State,
-    DVector<f64>,
-    StepJacobians,
-    moreau::sim::StepReport,
-) {
+) -> Differentiated {
     settle_and_differentiate_with(scene, steps, prepare, params(scene.dt))
 }
 
@@ -78,13 +81,7 @@ fn settle_and_differentiate_with(
     steps: usize,
     prepare: &dyn Fn(&Model, &mut State),
     params: SimParams,
-) -> (
-    Simulator,
-    State,
-    DVector<f64>,
-    StepJacobians,
-    moreau::sim::StepReport,
-) {
+) -> Differentiated {
     let mut sim = Simulator::new(scene.model.clone(), params).unwrap();
     let mut state = scene.state.clone();
     let mut tau = DVector::zeros(scene.model.nv);

@@ -68,13 +68,7 @@ impl BoxPush {
     /// The ground, the box, the pusher (see the type's doc).
     pub fn build_model() -> Result<Model, crate::ModelError> {
         let mut b = ModelBuilder::new("box-push");
-        b.add_geometry(
-            "ground",
-            WORLD,
-            SE3::identity(),
-            Shape::HalfSpace { normal: Vec3::z() },
-            Material::with_friction(0.4),
-        )?;
+        b.add_ground("ground", Material::with_friction(0.4))?;
         let size = Vec3::repeat(2.0 * BOX_HALF);
         let body = b.add_body(
             "box",

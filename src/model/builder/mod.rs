@@ -422,6 +422,17 @@ impl ModelBuilder {
         Ok(self.bodies.len() - 1)
     }
 
+    /// A ground on the world: the half-space `z ≤ 0`, named `name`.
+    pub fn add_ground(&mut self, name: &str, material: Material) -> Result<usize, ModelError> {
+        self.add_geometry(
+            name,
+            WORLD,
+            SE3::identity(),
+            Shape::HalfSpace { normal: Vec3::z() },
+            material,
+        )
+    }
+
     /// Attaches a collision geometry to `body` (or to the world, `WORLD`).
     pub fn add_geometry(
         &mut self,
