@@ -245,6 +245,29 @@ fn the_command_line_reports_errors_without_panicking() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dt"));
+    let out = std::process::Command::new(bin)
+        .args(["run", "cube-resting", "--max-recovery-speed", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("max_recovery_speed"), "{err}");
+    let out = std::process::Command::new(bin)
+        .args([
+            "run",
+            "cube-resting",
+            "--steps",
+            "5",
+            "--max-recovery-speed",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `moreau run FILE --random-controls SEED`: the actuators driven by

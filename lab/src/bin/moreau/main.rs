@@ -192,6 +192,11 @@ enum Command {
         /// problem has at least as many rows as the robot has dofs).
         #[arg(long, default_value = "auto")]
         delassus: DelassusPath,
+        /// The most speed (m/s, rad/s) the recovery of a penetration, a
+        /// joint past its stop or an equality's error may ask for
+        /// (default: unbounded, β e / dt).
+        #[arg(long)]
+        max_recovery_speed: Option<f64>,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -559,6 +564,7 @@ fn main() -> ExitCode {
             no_polish,
             no_newton,
             delassus,
+            max_recovery_speed,
             out,
             dump_problems,
             dump_every,
@@ -572,7 +578,7 @@ fn main() -> ExitCode {
             (&file, passive),
             random_controls.map(|seed| (seed, control_period as usize)),
             steps,
-            dt,
+            (dt, max_recovery_speed),
             &solver,
             (
                 tolerance,

@@ -222,7 +222,7 @@ pub(crate) fn run(
     (file_args, passive): (&ModelFileArgs, bool),
     random: Option<(u64, usize)>,
     steps: usize,
-    dt: Option<f64>,
+    (dt, max_recovery_speed): (Option<f64>, Option<f64>),
     solver: &str,
     settings: (f64, usize, (bool, bool), DelassusPath),
     out: Option<PathBuf>,
@@ -236,6 +236,8 @@ pub(crate) fn run(
         None => None,
     };
     let mut sim = make_sim(&scene, dt, solver, settings)?;
+    sim.params.max_recovery_speed = max_recovery_speed;
+    sim.params.validate()?;
     let mut state = scene.state.clone();
     // The video's frames: configurations kept during the run (one every
     // 1/fps s of simulated time), drawn after it, outside the timing.
