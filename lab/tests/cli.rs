@@ -225,44 +225,30 @@ fn grad_checks_and_writes_the_step_jacobians() {
 #[test]
 fn the_command_line_reports_errors_without_panicking() {
     let bin = env!("CARGO_BIN_EXE_moreau");
-    let out = std::process::Command::new(bin)
-        .args(["run", "no-such-scene"])
-        .output()
-        .unwrap();
+    let moreau = |args: &[&str]| std::process::Command::new(bin).args(args).output().unwrap();
+    let out = moreau(&["run", "no-such-scene"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown scene `no-such-scene`"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    let out = std::process::Command::new(bin)
-        .args(["run", "cube-resting", "--solver", "magic"])
-        .output()
-        .unwrap();
+    let out = moreau(&["run", "cube-resting", "--solver", "magic"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown solver `magic`"));
-    let out = std::process::Command::new(bin)
-        .args(["run", "cube-resting", "--dt=-1"])
-        .output()
-        .unwrap();
+    let out = moreau(&["run", "cube-resting", "--dt=-1"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dt"));
-    let out = std::process::Command::new(bin)
-        .args(["run", "cube-resting", "--max-recovery-speed", "0"])
-        .output()
-        .unwrap();
+    let out = moreau(&["run", "cube-resting", "--max-recovery-speed", "0"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("max_recovery_speed"), "{err}");
-    let out = std::process::Command::new(bin)
-        .args([
-            "run",
-            "cube-resting",
-            "--steps",
-            "5",
-            "--max-recovery-speed",
-            "0.5",
-        ])
-        .output()
-        .unwrap();
+    let out = moreau(&[
+        "run",
+        "cube-resting",
+        "--steps",
+        "5",
+        "--max-recovery-speed",
+        "0.5",
+    ]);
     assert!(
         out.status.success(),
         "{}",

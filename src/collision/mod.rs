@@ -197,6 +197,14 @@ impl CollisionDetector {
         }
     }
 
+    /// The world pose of every geometry that may collide.
+    fn set_poses(&mut self, model: &Model, data: &Data) {
+        for &g in &self.active {
+            let geom = &model.geometries[g];
+            self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
+        }
+    }
+
     /// Broad phase: the pairs the model allows (filtered once, at
     /// [`Self::new`]) whose margin-inflated world boxes overlap, found by
     /// testing the allowed pairs' bounding spheres then boxes when the
@@ -205,10 +213,7 @@ impl CollisionDetector {
     /// deterministic).
     pub fn broad_phase(&mut self, model: &Model, data: &Data) {
         self.pairs.clear();
-        for &g in &self.active {
-            let geom = &model.geometries[g];
-            self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
-        }
+        self.set_poses(model, data);
         // A convex mesh's world box holds its local box turned (|R| h
         // about R c + t); other shapes' are parry's; inflated by the margin.
         let (local_boxes, turned_box) = (&self.local_boxes, &self.turned_box);
@@ -303,10 +308,7 @@ impl CollisionDetector {
         data: &Data,
         contacts: &mut Vec<Contact>,
     ) -> Result<(), SimError> {
-        for &g in &self.active {
-            let geom = &model.geometries[g];
-            self.geom_pose[g] = data.world_from_body[geom.body].mul(&geom.body_from_collider);
-        }
+        self.set_poses(model, data);
         self.pairs.clear();
         for (k, &i) in self.active.iter().enumerate() {
             for &j in &self.active[k + 1..] {

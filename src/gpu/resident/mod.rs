@@ -196,7 +196,7 @@ pub struct ResidentBatch {
     /// body records' words and each actuator's (dof, q index).
     body_u32: Vec<u32>,
     actuated_joints: Vec<(u32, u32)>,
-    uniform_words: layout::StepParams,
+    step_params: layout::StepParams,
     b: Bindings,
     /// Whether `active` holds all ones.
     all_active: bool,
@@ -450,7 +450,7 @@ impl ResidentBatch {
         );
         let (g, medium) = (model.gravity, model.medium);
         let f = |x: f64| x as f32;
-        let uniform_words = layout::StepParams {
+        let step_params = layout::StepParams {
             nworlds: nworlds as u32,
             dt: f(params.dt),
             controls: 0,
@@ -486,7 +486,7 @@ impl ResidentBatch {
         let world_params = zeroed("resident world parameters", 1);
         let uniform = init(
             "resident params",
-            bytemuck::bytes_of(&uniform_words),
+            bytemuck::bytes_of(&step_params),
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         );
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
@@ -533,7 +533,7 @@ impl ResidentBatch {
             per_world: false,
             actuated_joints: actuated_joints(&actuator_words),
             body_u32,
-            uniform_words,
+            step_params,
             b: buffers,
             all_active: true,
             clear_flags: false,

@@ -215,7 +215,7 @@ impl ResidentBatch {
     pub fn read_stages(&self) -> Result<Vec<StageOutputs>, ResidentError> {
         let (n, nb, nv) = (self.nworlds, self.model.nbodies, self.model.nv);
         let width = stage_width(&self.model);
-        if self.uniform_words.probe[0] == 0 {
+        if self.step_params.probe[0] == 0 {
             return Err(ResidentError::Unsupported {
                 model: self.model.name.clone(),
                 reason: "the batch was not made with_stage_probe".into(),

@@ -99,9 +99,9 @@ impl ResidentBatch {
         debug_assert!(x.len() == n * width && active.is_none_or(|a| a.len() == n));
         let is_active = |w: usize| active.is_none_or(|a| a[w]);
         let queue = &self.ctx.queue;
-        if self.uniform_words.controls != controls {
-            self.uniform_words.controls = controls;
-            queue.write_buffer(&self.b.uniform, 0, bytemuck::bytes_of(&self.uniform_words));
+        if self.step_params.controls != controls {
+            self.step_params.controls = controls;
+            queue.write_buffer(&self.b.uniform, 0, bytemuck::bytes_of(&self.step_params));
         }
         if width > 0 {
             world_minor(x, n, width, is_active, &mut self.staging);
