@@ -333,9 +333,12 @@ class BatchSim:
         (``max_recovery_speed``: the most speed the recovery of a
         penetration or a joint past its stop may ask for, ``math.inf``
         unbounded); a bad value raises ValueError and nothing changes."""
-    def set_states(self, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None) -> None:
+    def set_states(
+        self, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None, worlds: Optional[Sequence[int]] = None
+    ) -> None:
         """Every world's state from (nworlds, nq), (nworlds, nv) and (nworlds, na;
-        zero when not given) arrays (all checked first)."""
+        zero when not given) arrays, or with ``worlds`` (distinct indices)
+        those worlds' states, one row per listed world (all checked first)."""
     def snapshot(self) -> bytes:
         """Every world's full state: q, v, act, time and the warm starts
         (refused, ValueError, for worlds living on the device)."""
@@ -384,6 +387,39 @@ class BatchSim:
         """One step under torques (nworlds, nv), recording each world's step for `vjp`."""
     def vjp(self, tape: Tape, w_v: ArrayIn, w_q: ArrayIn) -> dict[str, Any]:
         """The recorded step's vector-Jacobian products (q, v, tau, mu, wrt_q, q_residual, gpu_fallbacks)."""
+
+class Gym:
+    """Gymnasium's v5 task ``task_id`` over the worlds of ``batch``, in the
+    library: every world's observation, reward, termination and info in
+    one call after the frame skip (``moreau.gym`` builds on it).
+    ``params``: Gymnasium's keyword arguments (missing ones: Gymnasium
+    1.2's defaults); ``qpos0``: MuJoCo's initial qpos of the file."""
+
+    def __init__(self, batch: BatchSim, task_id: str, params: dict[str, Any], qpos0: ArrayIn, frame_skip: int) -> None: ...
+    @property
+    def obs_dim(self) -> int: ...
+    @property
+    def info_columns(self) -> list[tuple[str, int, bool]]:
+        """The info's terms ``(name, width, in_reset_info)`` in a row's order."""
+    @property
+    def fresh(self) -> npt.NDArray[np.bool_]:
+        """Whether each world was reset since its last step."""
+    def observe(
+        self, batch: BatchSim, reset: npt.NDArray[np.bool_]
+    ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_], FloatArray]:
+        """Takes the worlds where ``reset`` is true as just reset and
+        evaluates them; returns every world's (obs, reward, terminated, info)."""
+    def step(
+        self, batch: BatchSim, ctrl: ArrayIn, action_sq: ArrayIn, reset: npt.NDArray[np.bool_]
+    ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_], FloatArray]:
+        """The frame skip of every world not just reset (``reset``), then
+        every world's (obs, reward, terminated, info); failures in
+        ``batch.failures``."""
+    def kinematic_states(self) -> tuple[FloatArray, FloatArray]:
+        """The states the worlds' last physics steps started from."""
+    def times(self) -> dict[str, float]:
+        """Seconds in the physics, in the task, and the number of steps."""
+    def reset_times(self) -> None: ...
 
 class Task:
     """One of the library's RL tasks (``Task.names()``: its model, reset,
@@ -467,4 +503,4 @@ class Task:
         """Adjoints of ``q_prev``, ``v_prev``, ``q``, ``v``, ``action``, ``energy`` for the rewards' adjoint ``g`` (n,)."""
     def terminated(
         self, q: ArrayIn, v: ArrayIn, t: Optional[ArrayIn] = None, episode: Optional[ArrayIn] = None
-    ) -> npt.NDArray[np.bool_]: ...
+    ) -> npt.npt.NDArray[np.bool_]: ...

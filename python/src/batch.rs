@@ -24,9 +24,11 @@ use crate::value_error;
 use crate::views::{StateViews, Which, lend_times, lend2};
 use moreau::render::Overlay;
 
+mod gym;
 mod helpers;
 mod pickle;
 
+pub(crate) use gym::Gym;
 pub(crate) use pickle::_batch_from_pickle;
 use pickle::Pickled;
 
@@ -699,16 +701,19 @@ impl BatchSim {
 
     /// Sets every world's state: configurations `q` (nworlds, nq),
     /// velocities `v` (nworlds, nv) and the actuators' activations `act`
-    /// (nworlds, na; not given: zero, as a reset). Checked first: on bad
-    /// input no world changes.
-    #[pyo3(signature = (q, v, act=None))]
+    /// (nworlds, na; not given: zero, as a reset); or, with ``worlds`` (a
+    /// list of distinct world indices), those worlds' states, one row of
+    /// each array per listed world. Checked first: on bad input no world
+    /// changes.
+    #[pyo3(signature = (q, v, act=None, worlds=None))]
     fn set_states(
         &mut self,
         q: Floats2<'_>,
         v: Floats2<'_>,
         act: Option<Floats2<'_>>,
+        worlds: Option<Vec<usize>>,
     ) -> PyResult<()> {
-        let set = self.set_states_unsynced(q, v, act);
+        let set = self.set_states_unsynced(q, v, act, worlds);
         self.sync_views();
         set
     }

@@ -27,7 +27,7 @@ use moreau::contact::{DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, SolverKind};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use batch::{_batch_from_pickle, BatchSim, Tape};
+use batch::{_batch_from_pickle, BatchSim, Gym, Tape};
 use model::{_model_from_pickle, Model, load, scene, scene_names};
 use problems::solve;
 use simulator::Simulator;
@@ -66,6 +66,7 @@ fn _moreau(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulator>()?;
     m.add_class::<BatchSim>()?;
     m.add_class::<Tape>()?;
+    m.add_class::<Gym>()?;
     m.add_class::<Task>()?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(scene, m)?)?;

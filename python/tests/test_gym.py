@@ -580,6 +580,81 @@ def test_bad_input_raises():
         mg.make_vec(TASK, 0)
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_the_librarys_defaults_are_the_installed_gymnasiums(task):
+    """The library's task (moreau._moreau.Gym) given no keyword arguments
+    takes Gymnasium 1.2's defaults (GymParams::gymnasium): the same
+    outputs over 20 random steps as given the installed Gymnasium's
+    own (what moreau.gym passes)."""
+    env = mg.make_vec(task, 3)
+    env.reset(seed=0)
+    params = dict(env.params)
+    if "main_body" in params:
+        params["main_body"] = mg._main_body(task, params["main_body"], env.model)
+    skip = params["frame_skip"]
+    # A parameter each task reads, changed: the outputs must change (the
+    # names are read, not ignored).
+    changed = {
+        "Ant-v5": {"contact_force_range": (-0.5, 0.5)},
+        "Humanoid-v5": {"include_cvel_in_observation": False},
+        "InvertedDoublePendulum-v5": {"healthy_reward": 3.0},
+        "Reacher-v5": {"reward_dist_weight": 2.0},
+        "Swimmer-v5": {"forward_reward_weight": 3.0},
+        "HalfCheetah-v5": {"ctrl_cost_weight": 1.0},
+        "Hopper-v5": {"exclude_current_positions_from_observation": False},
+        "Walker2d-v5": {"healthy_reward": 0.5},
+    }.get(task)
+    outputs = []
+    for given in (params, {}) + (({**params, **changed},) if changed else ()):
+        batch = moreau.BatchSim(env.model, 3)
+        g = moreau._moreau.Gym(batch, task, given, env._qpos0, skip)
+        g.observe(batch, np.ones(3, dtype=bool))
+        rng = np.random.default_rng(1)
+        run = []
+        for _ in range(20):
+            ctrl = rng.uniform(-0.5, 0.5, size=(3, env.model.nu))
+            out = g.step(batch, ctrl, np.sum(ctrl**2, axis=1), np.zeros(3, dtype=bool))
+            run.append(np.concatenate([out[0].ravel(), out[1], out[3].ravel()]))
+        outputs.append(np.concatenate(run))
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    if changed:
+        assert len(outputs[2]) != len(outputs[0]) or (outputs[2] != outputs[0]).any(), changed
+
+
+def test_the_library_task_refuses_bad_input_by_name():
+    env = mg.make_vec("Ant-v5", 2)
+    g = env._gym
+    with pytest.raises(ValueError, match="reset has 3 entries for 2 worlds"):
+        g.observe(env.batch, np.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match="ctrl has shape"):
+        g.step(env.batch, np.zeros((2, 3)), np.zeros(2), np.zeros(2, dtype=bool))
+    with pytest.raises(ValueError, match="healthy_z_range"):
+        moreau._moreau.Gym(env.batch, "Ant-v5", {"healthy_z_range": "high"}, env._qpos0, 5)
+    with pytest.raises(ValueError, match="unknown Gymnasium task"):
+        moreau._moreau.Gym(env.batch, "Ant-v9", {}, env._qpos0, 5)
+    with pytest.raises(ValueError, match="main_body"):
+        mg.make_vec("Ant-v5", 2, main_body=99)
+    with pytest.raises(ValueError, match='"thorax"'):
+        mg.make_vec("Ant-v5", 2, main_body="thorax")
+
+
+def test_set_states_of_some_worlds():
+    model = moreau.load(str(mg.gymnasium_assets() / "inverted_pendulum.xml"))
+    batch = moreau.BatchSim(model, 4)
+    q = np.array([[0.1, 0.2], [0.3, 0.4]])
+    batch.set_states(q, -q, worlds=[3, 1])
+    np.testing.assert_array_equal(batch.q[[3, 1]], q)
+    np.testing.assert_array_equal(batch.v[[3, 1]], -q)
+    np.testing.assert_array_equal(batch.q[[0, 2]], 0.0)
+    np.testing.assert_array_equal(batch.q_view[[3, 1]], q)
+    for worlds, message in (([1, 1], "listed twice"), ([0, 4], "world 4 of a batch of 4")):
+        with pytest.raises(ValueError, match=message):
+            batch.set_states(np.ones((2, 2)), np.ones((2, 2)), worlds=worlds)
+    with pytest.raises(ValueError, match=r"q has shape \(2, 2\), expected \(3, 2\)"):
+        batch.set_states(q, q, worlds=[0, 1, 2])
+    np.testing.assert_array_equal(batch.q[[3, 1]], q)
+
+
 def test_the_benchmark_runs_and_prints_a_ratio(capsys):
     """`python -m moreau.bench` on a tiny batch: it runs both sides and
     prints a row per size (its speed is measured, not asserted)."""

@@ -55,6 +55,7 @@
 
 mod box_push;
 mod cartpole;
+pub mod gymnasium;
 mod quadruped;
 mod registry;
 

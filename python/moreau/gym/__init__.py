@@ -18,6 +18,11 @@ arguments). The tasks read states in MuJoCo's conventions (``qpos`` with
 quaternions ``(w, x, y, z)``, a free joint's linear velocity in the world
 frame: :meth:`moreau.Model.to_mujoco`) and MuJoCo's body quantities
 (``cinert``, ``cvel``, ``cfrc_ext``, ``qfrc_actuator``) from moreau's own.
+
+Each task's observation, reward, termination and info are the library's
+(``moreau._moreau.Gym``: Rust, every environment in one call on the batch's
+threads after the frame skip); this module keeps Gymnasium's interface,
+its reset draws (numpy's generators, seed for seed) and the autoreset.
 """
 
 from __future__ import annotations
@@ -45,31 +50,20 @@ except ImportError as e:  # pragma: no cover - a clear message without gymnasium
 
 @dataclass(frozen=True)
 class Task:
-    """One of Gymnasium's MuJoCo tasks, as moreau runs it (each function as
-    the task's v5 source in ``gymnasium/envs/mujoco/`` defines it). Its
+    """How ``moreau.gym`` resets one of Gymnasium's MuJoCo tasks (its
+    observation, reward and termination are the library's: ``Gym``). Its
     parameters (``xml_file``, ``frame_skip``, the reward weights, the
     healthy ranges, the observation's switches, ``reset_noise_scale``) are
     Gymnasium's keyword arguments, with Gymnasium's defaults read from its
     task class: the environment's ``params``."""
 
-    # (env, qpos, qvel) batched, MuJoCo's conventions -> observations
-    observation: Callable[..., np.ndarray]
-    # (env, position before the step, qpos, qvel, actions, dt) -> (rewards, terminated, infos)
-    outcome: Callable[..., tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]
     # The velocity's reset noise: "uniform" in [-scale, scale], or "normal" (scale · N(0, 1)).
     velocity_noise: str = "uniform"
     # (rng, qpos0, qvel0) -> (qpos, qvel): a task's own reset (drawing as its source does).
     reset: Optional[Callable[..., tuple[np.ndarray, np.ndarray]]] = None
-    # (env) -> what the task's velocity reward differentiates: by default
-    # qpos[0] (the 2-D tasks); Ant: its main body's (x, y); Humanoid: the
-    # centre of mass's (x, y).
-    position: Optional[Callable[..., np.ndarray]] = None
-    # What the task's reset() reports (its source's _get_reset_info): "x"
-    # (x_position), "xy" (x and y positions, distance_from_origin), "xz"
-    # (x_position, z_distance_from_origin), or "" (nothing).
-    reset_info: str = ""
-    # Whether its infos hold the tendons' lengths and velocities (Humanoid).
-    tendons: bool = False
+    # Whether its control cost reads the actions in float64 (Humanoid's
+    # reads data.ctrl) rather than in their own dtype.
+    ctrl_in_float64: bool = False
 
 
 # Keyword arguments of Gymnasium's MuJoCo environments that only concern
@@ -119,122 +113,6 @@ def _rendering_defaults(task_id: str) -> dict[str, Any]:
     }
 
 
-def _tendon_info(env, qpos=None) -> dict[str, np.ndarray]:
-    """Humanoid's tendon lengths and velocities (num_envs, ntendon), at the
-    state ``body_positions`` reads (MuJoCo's ``ten_length``,
-    ``ten_velocity``)."""
-    length, velocity = env.batch.tendon_states(env._kinematics_q, env._kinematics_v)
-    return {"tendon_length": length, "tendon_velocity": velocity}
-
-
-def _reset_info(env, qpos: np.ndarray) -> dict[str, np.ndarray]:
-    """The task's reset info (see ``Task.reset_info``) for every
-    environment, from MuJoCo's ``qpos`` (num_envs, nq)."""
-    kind = env.task.reset_info
-    info = {}
-    if kind:
-        info["x_position"] = qpos[:, 0].copy()
-    if kind == "xy":
-        info["y_position"] = qpos[:, 1].copy()
-        info["distance_from_origin"] = np.linalg.norm(qpos[:, 0:2], axis=1)
-    if kind == "xz":
-        info["z_distance_from_origin"] = qpos[:, 1] - env._qpos0[1]
-    if env.task.tendons:
-        info.update(_tendon_info(env))
-    return info
-
-
-def _inverted_pendulum(env, x_before, q, v, action, dt):
-    # inverted_pendulum_v5.py: terminated when the observation is not
-    # finite or |angle| > 0.2; reward 1 while healthy.
-    obs = np.concatenate([q, v], axis=1)
-    terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
-    reward = (~terminated).astype(np.float64)
-    return reward, terminated, {"reward_survive": reward}
-
-
-def _healthy_outcome(env, ok, forward, costs, info):
-    """The reward ``forward + healthy_reward·ok − costs`` and termination
-    (unhealthy, when ``terminate_when_unhealthy``) of the tasks with a
-    healthy state."""
-    p = env.params
-    survive = ok * p["healthy_reward"]
-    info["reward_survive"] = survive
-    terminated = ~ok if p["terminate_when_unhealthy"] else np.zeros(len(ok), dtype=bool)
-    return forward + survive - costs, terminated, info
-
-
-def _locomotion(healthy=None, info_kind=""):
-    """Forward velocity `(x_after - x_before)/dt` (qpos[0]) times
-    ``forward_reward_weight``, minus the control cost ``ctrl_cost_weight ·
-    Σ a²`` (of the action as given), plus ``healthy_reward`` while
-    `healthy(params, q, v)` (terminated when not, if
-    ``terminate_when_unhealthy``). The info also has, as the task's source:
-    "xy" the y position and velocity and the distance from the origin (the
-    position before is then qpos[0:2]); "xz" the height from the initial
-    one (qpos[1])."""
-
-    def outcome(env, before, q, v, action, dt):
-        p = env.params
-        x_before = before[:, 0] if before.ndim == 2 else before
-        x_velocity = (q[:, 0] - x_before) / dt
-        forward = p["forward_reward_weight"] * x_velocity
-        ctrl = p["ctrl_cost_weight"] * np.sum(np.square(action), axis=1).astype(np.float64)
-        info = {"x_position": q[:, 0].copy(), "x_velocity": x_velocity, "reward_forward": forward, "reward_ctrl": -ctrl}
-        if info_kind == "xy":
-            info["y_position"] = q[:, 1].copy()
-            info["distance_from_origin"] = np.linalg.norm(q[:, 0:2], axis=1)
-            info["y_velocity"] = (q[:, 1] - before[:, 1]) / dt
-        if info_kind == "xz":
-            info["z_distance_from_origin"] = q[:, 1] - env._qpos0[1]
-        if healthy is None:
-            return forward - ctrl, np.zeros(len(q), dtype=bool), info
-        return _healthy_outcome(env, healthy(p, q, v), forward, ctrl, info)
-
-    return outcome
-
-
-def _within(x, bounds, closed=False):
-    lo, hi = bounds
-    return (lo <= x) & (x <= hi) if closed else (lo < x) & (x < hi)
-
-
-def _hopper_healthy(p, q, v):
-    # hopper_v5.py: state_vector()[2:], z and angle within their ranges.
-    state = np.concatenate([q[:, 2:], v], axis=1)
-    return (
-        np.all(_within(state, p["healthy_state_range"]), axis=1)
-        & _within(q[:, 1], p["healthy_z_range"])
-        & _within(q[:, 2], p["healthy_angle_range"])
-    )
-
-
-def _walker_healthy(p, q, v):
-    # walker2d_v5.py: z and angle within their ranges.
-    return _within(q[:, 1], p["healthy_z_range"]) & _within(q[:, 2], p["healthy_angle_range"])
-
-
-def _positions(env, q, dropped):
-    """qpos without its first ``dropped`` entries when the task's
-    ``exclude_current_positions_from_observation`` says so."""
-    return q[:, dropped:] if env.params["exclude_current_positions_from_observation"] else q
-
-
-def _reacher_observation(env, q, v):
-    # reacher_v5.py: cos and sin of the arm's angles, the target's position,
-    # the arm's velocities, fingertip − target (x, y) (bodies' origins).
-    tip = env.body_positions("fingertip") - env.body_positions("target")
-    return np.concatenate([np.cos(q[:, :2]), np.sin(q[:, :2]), q[:, 2:], v[:, :2], tip[:, :2]], axis=1)
-
-
-def _reacher_outcome(env, x_before, q, v, action, dt):
-    p = env.params
-    distance = -np.linalg.norm(env.body_positions("fingertip") - env.body_positions("target"), axis=1)
-    distance = distance * p["reward_dist_weight"]
-    ctrl = -np.sum(np.square(action), axis=1).astype(np.float64) * p["reward_control_weight"]
-    return distance + ctrl, np.zeros(len(q), dtype=bool), {"reward_dist": distance, "reward_ctrl": ctrl}
-
-
 def _reacher_reset(rng, q0, v0):
     # reacher_v5.py's reset_model, draw for draw.
     q = rng.uniform(low=-0.1, high=0.1, size=len(q0)) + q0
@@ -248,164 +126,28 @@ def _reacher_reset(rng, q0, v0):
     return q, v
 
 
-def _double_pendulum_observation(env, q, v):
-    # inverted_double_pendulum_v5.py: the cart's x, sin and cos of the link
-    # angles, clipped velocities, the cart's clipped constraint force.
-    force = np.clip(env.constraint_forces(), -10, 10)[:, :1]
-    return np.concatenate([q[:, :1], np.sin(q[:, 1:]), np.cos(q[:, 1:]), np.clip(v, -10, 10), force], axis=1)
-
-
-def _double_pendulum_outcome(env, x_before, q, v, action, dt):
-    tip = env.body_positions("tip")
-    x, y = tip[:, 0], tip[:, 2]
-    terminated = y <= 1
-    distance = 0.01 * x**2 + (y - 2) ** 2
-    velocity = 1e-3 * v[:, 1] ** 2 + 5e-3 * v[:, 2] ** 2
-    alive = env.params["healthy_reward"] * (~terminated)
-    info = {"reward_survive": alive, "distance_penalty": -distance, "velocity_penalty": -velocity}
-    return alive - distance - velocity, terminated, info
-
-
-def _state_finite(qpos, qvel):
-    return np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1)
-
-
-def _planar_outcome(contact_cost, healthy, ctrl_in_float64):
-    """Ant and Humanoid: the (x, y) velocity of the task's ``position``,
-    ``forward_reward_weight`` times its x, plus ``healthy_reward`` while
-    ``healthy(params, qpos, qvel)`` (terminated when not, if
-    ``terminate_when_unhealthy``), minus the control cost and
-    ``contact_cost(params, cfrc_ext)``."""
-
-    def outcome(env, xy_before, qpos, qvel, action, dt):
-        p = env.params
-        xy_velocity = (env.task.position(env) - xy_before) / dt
-        forward = p["forward_reward_weight"] * xy_velocity[:, 0]
-        a = action.astype(np.float64) if ctrl_in_float64 else action
-        ctrl = (p["ctrl_cost_weight"] * np.sum(np.square(a), axis=1)).astype(np.float64)
-        contact = contact_cost(p, env.com_external_forces())
-        info = {
-            "x_position": qpos[:, 0].copy(),
-            "y_position": qpos[:, 1].copy(),
-            "distance_from_origin": np.linalg.norm(qpos[:, 0:2], axis=1),
-            "x_velocity": xy_velocity[:, 0],
-            "y_velocity": xy_velocity[:, 1],
-            "reward_forward": forward,
-            "reward_ctrl": -ctrl,
-            "reward_contact": -contact,
-        }
-        if env.task.tendons:
-            info.update(_tendon_info(env))
-        return _healthy_outcome(env, healthy(p, qpos, qvel), forward, ctrl + contact, info)
-
-    return outcome
-
-
-def _ant_contact_forces(p, f):
-    # ant_v5.py: cfrc_ext clipped to contact_force_range.
-    return np.clip(f, *p["contact_force_range"])
-
-
-def _ant_observation(env, qpos, qvel):
-    # ant_v5.py: qpos (without x, y); qvel; cfrc_ext of the bodies but the
-    # world, clipped (when include_cfrc_ext_in_observation).
-    parts = [_positions(env, qpos, 2), qvel]
-    if env.params["include_cfrc_ext_in_observation"]:
-        parts.append(_ant_contact_forces(env.params, env.com_external_forces()).reshape(len(qpos), -1))
-    return np.concatenate(parts, axis=1)
-
-
-def _ant_position(env):
-    # ant_v5.py: the main body's (x, y) (an id, MuJoCo's body order, or a name).
-    body = env.params["main_body"]
-    if not isinstance(body, str):
-        names = env.model.body_frame_names
-        if not 1 <= int(body) <= len(names):
-            raise ValueError(f"main_body {body!r}: body ids are 1 to {len(names)} (the world, 0, does not move)")
-        body = names[int(body) - 1]
-    return env.body_positions(body)[:, :2]
-
-
-def _humanoid_observation(env, qpos, qvel):
-    # humanoid_v5.py: qpos (without x, y); qvel; then, each when its
-    # include_*_in_observation says so, cinert and cvel of the bodies but
-    # the world, qfrc_actuator but the free joint's, cfrc_ext.
-    n, p = len(qpos), env.params
-    parts = [_positions(env, qpos, 2), qvel]
-    if p["include_cinert_in_observation"]:
-        parts.append(env.com_inertias().reshape(n, -1))
-    if p["include_cvel_in_observation"]:
-        parts.append(env.com_velocities().reshape(n, -1))
-    if p["include_qfrc_actuator_in_observation"]:
-        parts.append(env.actuator_forces()[:, 6:])
-    if p["include_cfrc_ext_in_observation"]:
-        parts.append(env.com_external_forces().reshape(n, -1))
-    return np.concatenate(parts, axis=1)
-
-
 TASKS: dict[str, Task] = {
-    "Ant-v5": Task(
-        observation=_ant_observation,
-        outcome=_planar_outcome(
-            lambda p, f: p["contact_cost_weight"] * np.sum(np.square(_ant_contact_forces(p, f)), axis=(1, 2)),
-            # ant_v5.py: the state finite and z within the range, bounds included.
-            lambda p, qpos, qvel: _state_finite(qpos, qvel) & _within(qpos[:, 2], p["healthy_z_range"], closed=True),
-            ctrl_in_float64=False,
-        ),
-        velocity_noise="normal",
-        position=_ant_position,
-        reset_info="xy",
-    ),
-    "Humanoid-v5": Task(
-        observation=_humanoid_observation,
-        outcome=_planar_outcome(
-            lambda p, f: np.clip(p["contact_cost_weight"] * np.sum(np.square(f), axis=(1, 2)), *p["contact_cost_range"]),
-            lambda p, qpos, qvel: _within(qpos[:, 2], p["healthy_z_range"]),
-            # (humanoid_v5.py's control cost reads data.ctrl, float64)
-            ctrl_in_float64=True,
-        ),
-        position=lambda env: env.centers_of_mass()[:, :2],
-        reset_info="xy",
-        tendons=True,
-    ),
-    "InvertedDoublePendulum-v5": Task(
-        observation=_double_pendulum_observation,
-        outcome=_double_pendulum_outcome,
-        velocity_noise="normal",
-    ),
-    "Reacher-v5": Task(
-        observation=_reacher_observation,
-        outcome=_reacher_outcome,
-        reset=_reacher_reset,
-    ),
-    "InvertedPendulum-v5": Task(
-        observation=lambda env, q, v: np.concatenate([q, v], axis=1),
-        outcome=_inverted_pendulum,
-    ),
-    "Swimmer-v5": Task(
-        observation=lambda env, q, v: np.concatenate([_positions(env, q, 2), v], axis=1),
-        outcome=_locomotion(info_kind="xy"),
-        # (Its slides are qpos[0:2], in moreau's q as in MuJoCo's.)
-        position=lambda env: env.batch.q[:, 0:2],
-        reset_info="xy",
-    ),
-    "HalfCheetah-v5": Task(
-        observation=lambda env, q, v: np.concatenate([_positions(env, q, 1), v], axis=1),
-        outcome=_locomotion(),
-        velocity_noise="normal",
-        reset_info="x",
-    ),
-    "Hopper-v5": Task(
-        observation=lambda env, q, v: np.concatenate([_positions(env, q, 1), np.clip(v, -10, 10)], axis=1),
-        outcome=_locomotion(_hopper_healthy, info_kind="xz"),
-        reset_info="xz",
-    ),
-    "Walker2d-v5": Task(
-        observation=lambda env, q, v: np.concatenate([_positions(env, q, 1), np.clip(v, -10, 10)], axis=1),
-        outcome=_locomotion(_walker_healthy, info_kind="xz"),
-        reset_info="xz",
-    ),
+    "Ant-v5": Task(velocity_noise="normal"),
+    "Humanoid-v5": Task(ctrl_in_float64=True),
+    "InvertedDoublePendulum-v5": Task(velocity_noise="normal"),
+    "Reacher-v5": Task(reset=_reacher_reset),
+    "InvertedPendulum-v5": Task(),
+    "Swimmer-v5": Task(),
+    "HalfCheetah-v5": Task(velocity_noise="normal"),
+    "Hopper-v5": Task(),
+    "Walker2d-v5": Task(),
 }
+
+
+def _main_body(task_id: str, body: Any, model: "moreau.Model") -> str:
+    """Ant's ``main_body`` as a body's name (given as a name, or as an id
+    in MuJoCo's body order)."""
+    if isinstance(body, str):
+        return body
+    names = model.body_frame_names
+    if not 1 <= int(body) <= len(names):
+        raise ValueError(f"{task_id}: main_body {body!r}: body ids are 1 to {len(names)} (the world, 0, does not move)")
+    return names[int(body) - 1]
 
 
 def gymnasium_assets() -> pathlib.Path:
@@ -510,18 +252,17 @@ class MoreauVectorEnv(VectorEnv):
         # in the world frame), which the reset noise is added to.
         qpos0, qvel0 = self.model.to_mujoco(self.model.q0[None, :], self.model.v0[None, :])
         self._qpos0, self._qvel0 = qpos0[0], qvel0[0]
-        # The state the bodies' positions, inertias and velocities are read
-        # at (None: the current one), see body_positions.
-        self._kinematics_q = None
-        self._kinematics_v = None
         # Each environment's controls in its last step (0 after a reset, as
         # MuJoCo's data.ctrl).
         self._ctrl = np.zeros((num_envs, self.model.nu))
-        # Environments reset since their last step.
-        self._fresh = np.ones(num_envs, dtype=bool)
-        obs = self._observe()
-        # (Reads what the reward's position reads: a bad main_body raises here.)
-        self._position()
+        # The task in the library: observations, rewards, terminations and
+        # infos of every environment in one call.
+        gym_params = dict(self.params)
+        if "main_body" in gym_params:
+            gym_params["main_body"] = _main_body(task_id, gym_params["main_body"], self.model)
+        self._gym = moreau._moreau.Gym(self.batch, task_id, gym_params, self._qpos0, int(frame_skip))
+        self._info_columns = self._gym.info_columns
+        obs, *_ = self._gym.observe(self.batch, np.ones(num_envs, dtype=bool))
         self.single_observation_space = Box(
             low=-np.inf, high=np.inf, shape=(obs.shape[1],), dtype=np.float64
         )
@@ -537,23 +278,31 @@ class MoreauVectorEnv(VectorEnv):
         # Gymnasium's order: reset() before the first step().
         self._was_reset = False
 
-    def _reset_env(self, i: int) -> None:
+    def _reset_envs(self, envs: np.ndarray) -> None:
+        """Resets the environments ``envs`` (indices), each drawing its noise
+        from its own generator as Gymnasium's task does; their states set
+        in one call."""
+        if len(envs) == 0:
+            return
         scale = self.params.get("reset_noise_scale", 0.0)
-        rng = self._rngs[i]
-        if self.task.reset is not None:
-            qpos, qvel = self.task.reset(rng, self._qpos0, self._qvel0)
-        else:
-            qpos = self._qpos0 + rng.uniform(low=-scale, high=scale, size=self.model.nq)
-            if self.task.velocity_noise == "normal":
-                qvel = self._qvel0 + scale * rng.standard_normal(self.model.nv)
+        nq, nv = self.model.nq, self.model.nv
+        qpos, qvel = np.empty((len(envs), nq)), np.empty((len(envs), nv))
+        for k, i in enumerate(envs):
+            rng = self._rngs[i]
+            if self.task.reset is not None:
+                qpos[k], qvel[k] = self.task.reset(rng, self._qpos0, self._qvel0)
             else:
-                qvel = self._qvel0 + rng.uniform(low=-scale, high=scale, size=self.model.nv)
+                qpos[k] = self._qpos0 + rng.uniform(low=-scale, high=scale, size=nq)
+                if self.task.velocity_noise == "normal":
+                    qvel[k] = self._qvel0 + scale * rng.standard_normal(nv)
+                else:
+                    qvel[k] = self._qvel0 + rng.uniform(low=-scale, high=scale, size=nv)
         # (A quaternion with noise stays unnormalized in the state until the
         # first step, as in MuJoCo's qpos.)
-        q, v = self.model.from_mujoco(qpos[None, :], qvel[None, :])
-        self.batch.set_state(i, q[0], v[0])
-        self._ctrl[i] = 0.0
-        self._elapsed[i] = 0
+        q, v = self.model.from_mujoco(qpos, qvel)
+        self.batch.set_states(q, v, worlds=[int(i) for i in envs])
+        self._ctrl[envs] = 0.0
+        self._elapsed[envs] = 0
 
     def body_positions(self, name: str) -> np.ndarray:
         """World positions (num_envs, 3) of the file's body ``name``'s origin
@@ -602,17 +351,35 @@ class MoreauVectorEnv(VectorEnv):
         f[self._fresh] = 0.0
         return f
 
-    def _state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The environments' (qpos, qvel) in MuJoCo's conventions."""
-        return self.model.to_mujoco(self.batch.q, self.batch.v)
+    @property
+    def _kinematics_q(self) -> np.ndarray:
+        """The configurations (num_envs, nq) the last physics steps started
+        from (the state of an environment reset since)."""
+        return self._gym.kinematic_states()[0]
 
-    def _position(self) -> np.ndarray:
-        if self.task.position is not None:
-            return self.task.position(self)
-        return self.batch.q[:, 0]
+    @property
+    def _kinematics_v(self) -> np.ndarray:
+        return self._gym.kinematic_states()[1]
 
-    def _observe(self) -> np.ndarray:
-        return self.task.observation(self, *self._state())
+    @property
+    def _fresh(self) -> np.ndarray:
+        """Environments reset since their last step."""
+        return self._gym.fresh
+
+    def _infos(self, rows: np.ndarray, stepped: np.ndarray) -> dict[str, np.ndarray]:
+        """Gymnasium's vector info from the library's info ``rows``: each
+        term's mask ``_key`` says which environments it holds a value for
+        (those ``stepped``; those reset too for the terms their reset
+        reports)."""
+        info, at = {}, 0
+        for name, width, on_reset in self._info_columns:
+            value = rows[:, at] if width == 1 else rows[:, at : at + width]
+            at += width
+            mask = stepped | ~stepped if on_reset else stepped
+            if mask.any():
+                info[name] = value.copy()
+                info["_" + name] = mask.copy()
+        return info
 
     def render(self):
         """Every environment's image, a tuple of (height, width, 3) uint8
@@ -644,23 +411,15 @@ class MoreauVectorEnv(VectorEnv):
                 raise ValueError(f"{len(seeds)} seeds for {self.num_envs} environments")
             for i in np.flatnonzero(mask):
                 self._rngs[i] = np.random.default_rng(seeds[i])
-        reset = np.flatnonzero(mask)
-        for i in reset:
-            self._reset_env(i)
+        self._reset_envs(np.flatnonzero(mask))
         self._needs_reset[mask] = False
-        if mask.all() or self._kinematics_q is None:
-            self._kinematics_q = self._kinematics_v = None
-        else:
-            # The kinematics of an environment just reset are its state's.
-            self._kinematics_q[reset] = self.batch.q[reset]
-            self._kinematics_v[reset] = self.batch.v[reset]
-        self._fresh[mask] = True
         self._was_reset = True
-        qpos, _ = self._state()
-        info = _reset_info(self, qpos)
-        for key in list(info):
-            info["_" + key] = mask.copy()
-        return self._observe(), info
+        obs, _, _, rows = self._gym.observe(self.batch, mask)
+        # The reset info of the environments reset.
+        info = {}
+        for key, value in self._infos(rows, np.zeros(self.num_envs, dtype=bool)).items():
+            info[key] = mask.copy() if key.startswith("_") else value
+        return obs, info
 
     def step(self, actions):
         if not self._was_reset:
@@ -673,62 +432,35 @@ class MoreauVectorEnv(VectorEnv):
         if not np.issubdtype(actions.dtype, np.number) or not np.isfinite(actions).all():
             raise ValueError("actions must be finite numbers")
         ctrl = np.ascontiguousarray(actions, dtype=np.float64)
+        # NEXT_STEP autoreset: the environments whose episode ended in the
+        # last step are reset now, not stepped, and report their first
+        # observation.
         resetting = self._needs_reset.copy()
-        position_before = self._position()
-        failed = np.zeros(self.num_envs, dtype=bool)
-        # The frame skip in two calls (on the GPU, two readbacks): only the
-        # last physics step's start state is read.
-        skip = self.params["frame_skip"]
-        for repeats, last in ((skip - 1, False), (1, True)):
-            if repeats == 0:
-                continue
-            if last:
-                self._kinematics_q, self._kinematics_v = self.batch.q, self.batch.v
-            self.batch.step_controls(ctrl, repeats)
-            for i, _why in self.batch.failures:
-                failed[i] = True
-        self._ctrl = ctrl.copy()
-        self._fresh[:] = resetting
-        for i in np.flatnonzero(resetting):
-            self._reset_env(i)
-            self._kinematics_q[i] = self.batch.q[i]
-            self._kinematics_v[i] = self.batch.v[i]
-        self._elapsed += 1
-        qpos, qvel = self._state()
-        obs = self.task.observation(self, qpos, qvel)
+        self._reset_envs(np.flatnonzero(resetting))
         # (The control costs on the actions as given, in their dtype, as
-        # Gymnasium computes them.)
-        reward, terminated, info = self.task.outcome(self, position_before, qpos, qvel, actions, self.dt)
+        # Gymnasium computes them; Humanoid's on data.ctrl, float64.)
+        a = ctrl if self.task.ctrl_in_float64 else actions
+        action_sq = np.sum(np.square(a), axis=1).astype(np.float64)
+        obs, reward, terminated, rows = self._gym.step(self.batch, ctrl, action_sq, resetting)
+        failed = np.zeros(self.num_envs, dtype=bool)
+        for i, _why in self.batch.failures:
+            failed[i] = True
+        self._ctrl = np.where(resetting[:, None], 0.0, ctrl)
+        self._elapsed += 1
+        self._elapsed[resetting] = 0
         truncated = (
             self._elapsed >= self.max_episode_steps
             if self.max_episode_steps is not None
             else np.zeros(self.num_envs, dtype=bool)
         )
+        truncated[resetting] = False
+        info = self._infos(rows, ~resetting)
         # A world whose physics failed (a diverged solve) ends its episode
         # as truncated, flagged in info["failure"].
         if failed.any():
             truncated = truncated | failed
             info["failure"] = failed.copy()
-        # The environments reset this step report their first observation.
-        reward[resetting] = 0.0
-        terminated[resetting] = False
-        truncated[resetting] = False
-        self._elapsed[resetting] = 0
         self._needs_reset = terminated | truncated
-        # Gymnasium's vector info: each key's mask `_key` says which
-        # environments it holds a value for. An environment reset in this
-        # step had no outcome; it reports its reset's info instead.
-        for key in [k for k in info if not k.startswith("_")]:
-            info["_" + key] = ~resetting
-        if resetting.any():
-            for key, value in _reset_info(self, qpos).items():
-                if key in info:
-                    mask = resetting.reshape((-1,) + (1,) * (np.ndim(value) - 1))
-                    info[key] = np.where(mask, value, info[key])
-                    info["_" + key] = np.ones(self.num_envs, dtype=bool)
-                else:
-                    info[key] = value
-                    info["_" + key] = resetting.copy()
         return obs, reward, terminated, truncated, info
 
 

@@ -43,13 +43,31 @@ impl BatchSim {
         q: Floats2<'_>,
         v: Floats2<'_>,
         act: Option<Floats2<'_>>,
+        worlds: Option<Vec<usize>>,
     ) -> PyResult<()> {
-        let q = self.actions("q", &q, self.nq)?;
-        let v = self.actions("v", &v, self.nv)?;
+        let n = self.batch.nworlds();
+        let worlds = match worlds {
+            None => (0..n).collect(),
+            Some(list) => {
+                let mut seen = vec![false; n];
+                for &w in &list {
+                    if w >= n {
+                        return Err(value_error(format!("world {w} of a batch of {n}")));
+                    }
+                    if std::mem::replace(&mut seen[w], true) {
+                        return Err(value_error(format!("world {w} is listed twice")));
+                    }
+                }
+                list
+            }
+        };
+        let k = worlds.len();
+        let q = rows("q", &q, k, self.nq)?;
+        let v = rows("v", &v, k, self.nv)?;
         let na = self.batch.model().na();
-        let act = self.optional("act", &act, na)?;
+        let act = act.as_ref().map(|a| rows("act", a, k, na)).transpose()?;
         let (nq, nv) = (self.nq, self.nv);
-        let states: Vec<State> = (0..self.batch.nworlds())
+        let states: Vec<State> = (0..k)
             .map(|w| {
                 let mut s = State::new(
                     DVector::from_column_slice(&q[w * nq..(w + 1) * nq]),
@@ -62,14 +80,14 @@ impl BatchSim {
             })
             .collect();
         // (Each world's state is checked before any is set.)
-        for (w, s) in states.iter().enumerate() {
+        for (&w, s) in worlds.iter().zip(&states) {
             self.batch
                 .simulator(w)
                 .map_err(value_error)?
                 .check_state(s)
                 .map_err(|e| value_error(format!("world {w}: {e}")))?;
         }
-        for (w, s) in states.into_iter().enumerate() {
+        for (&w, s) in worlds.iter().zip(states) {
             self.batch.set_state(w, s).map_err(value_error)?;
         }
         Ok(())
