@@ -195,6 +195,51 @@ fn bad_files_are_refused_naming_file_element_and_reason() {
             r#"<body name="link">"#,
             "duplicate body name",
         ),
+        (
+            "mocap body with a joint",
+            swap(r#"<body name="link" pos="0 0 1">"#, r#"<body name="link" pos="0 0 1" mocap="true">"#),
+            r#"<joint name="hinge">"#,
+            "a mocap body has no joints",
+        ),
+        (
+            "mocap body inside another body",
+            swap(r#"<body name="tip" pos="0 0 -0.5">"#, r#"<body name="tip" pos="0 0 -0.5" mocap="true">"#),
+            r#"<body name="tip">"#,
+            "child of the world",
+        ),
+        (
+            "mocap body carrying a body",
+            swap(
+                r#"<geom name="floor" type="plane" size="1 1 0.1"/>"#,
+                r#"<body name="m" mocap="true"><body name="held"/></body>"#,
+            ),
+            r#"<body name="held">"#,
+            "a body on mocap body",
+        ),
+        (
+            "mocap body with a colliding geom",
+            swap(
+                r#"<geom name="floor" type="plane" size="1 1 0.1"/>"#,
+                r#"<body name="m" mocap="true"><geom name="paddle" size="0.1"/></body>"#,
+            ),
+            r#"<geom name="paddle""#,
+            "colliding geom on mocap body",
+        ),
+        (
+            "mocap body welded to the world",
+            PENDULUM.replace(
+                "</worldbody>",
+                r#"<body name="m" mocap="true"/></worldbody><equality><weld name="w" body1="m"/></equality>"#,
+            ),
+            r#"<weld name="w">"#,
+            "ties a mocap body to the world",
+        ),
+        (
+            "mocap not a boolean",
+            swap(r#"<body name="link" pos="0 0 1">"#, r#"<body name="link" pos="0 0 1" mocap="yes">"#),
+            r#"<body name="link">"#,
+            "expected true or false",
+        ),
     ];
     let deep = format!(
         "<mujoco><worldbody>{}{}</worldbody></mujoco>",

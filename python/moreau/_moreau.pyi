@@ -114,6 +114,9 @@ class Model:
     @property
     def body_frame_names(self) -> list[str]:
         """The file's bodies (MuJoCo's, world excluded): the rows of the com-based quantities."""
+    @property
+    def mocap_names(self) -> list[str]:
+        """The mocap bodies (``mocap="true"``), in file order."""
     def to_mujoco(self, q: ArrayIn, v: ArrayIn) -> tuple[FloatArray, FloatArray]:
         """MuJoCo's (qpos, qvel), each (n, ·), of states (q, v): quaternions (w, x, y, z),
         a free joint's linear velocity in the world frame."""
@@ -333,6 +336,17 @@ class BatchSim:
         (``max_recovery_speed``: the most speed the recovery of a
         penetration or a joint past its stop may ask for, ``math.inf``
         unbounded); a bad value raises ValueError and nothing changes."""
+    def mocap_poses(self) -> tuple[FloatArray, FloatArray]:
+        """Every world's mocap poses: positions (nworlds, nmocap, 3) and
+        quaternions (nworlds, nmocap, 4), (w, x, y, z) with w >= 0 (MuJoCo's
+        ``mocap_pos``, ``mocap_quat``)."""
+    def set_mocap(
+        self, pos: ArrayIn, quat: Optional[ArrayIn] = None, worlds: Optional[Sequence[int]] = None
+    ) -> None:
+        """The mocap bodies' poses from the next step on, (k, nmocap, 3) and
+        (k, nmocap, 4) for every world or the listed ``worlds``; the
+        ``connect``s and ``weld``s naming them follow. ValueError, nothing
+        changed, on a bad value."""
     def set_states(
         self, q: ArrayIn, v: ArrayIn, act: Optional[ArrayIn] = None, worlds: Optional[Sequence[int]] = None
     ) -> None:

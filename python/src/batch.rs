@@ -16,7 +16,7 @@ use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::arrays::{Floats1, Floats2, array2, array3, rows, vector};
+use crate::arrays::{Floats1, Floats2, FloatsDyn, array2, array3, rows, vector};
 use crate::model::{Model, Pair};
 use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
 use crate::simulator::{params, q_side_codes};
@@ -26,6 +26,7 @@ use moreau::render::Overlay;
 
 mod gym;
 mod helpers;
+mod mocap;
 mod pickle;
 
 pub(crate) use gym::Gym;
@@ -50,6 +51,9 @@ impl Tape {
         format!("Tape(nworlds={})", self.tape.nworlds())
     }
 }
+
+/// Two (n, k, width) arrays.
+type Pair3<'py> = (Bound<'py, PyArray3<f64>>, Bound<'py, PyArray3<f64>>);
 
 /// Many worlds of one model, stepped together.
 #[pyclass(module = "moreau._moreau", unsendable)]
@@ -807,7 +811,7 @@ impl BatchSim {
 
     /// Every world's full state as bytes: its ``q``, ``v``, ``act``, time
     /// and warm starts (the last step's impulses by contact, joint stop and
-    /// row, and the solver's penalty), which ``restore`` sets back so that
+    /// row, and the solver's penalty; the mocap poses), which ``restore`` sets back so that
     /// the worlds continue bit for bit as they would have (``set_states``
     /// sets ``q``, ``v``, ``act`` only: the next solves then start cold and
     /// the worlds drift apart by the solver's tolerance). On "gpu" with the
@@ -880,6 +884,31 @@ impl BatchSim {
                 snapshot,
             ),
         ))
+    }
+
+    /// Every world's mocap body poses (``Model.mocap_names``), as MuJoCo's
+    /// ``mocap_pos`` and ``mocap_quat``: positions (nworlds, nmocap, 3)
+    /// and quaternions (nworlds, nmocap, 4), ``(w, x, y, z)`` with ``w >= 0``.
+    fn mocap_poses<'py>(&self, py: Python<'py>) -> PyResult<Pair3<'py>> {
+        let (n, nm) = (self.batch.nworlds(), self.batch.model().mocap.len());
+        let (pos, quat) = self.mocap_arrays()?;
+        Ok((array3(py, pos, n, nm, 3), array3(py, quat, n, nm, 4)))
+    }
+
+    /// Sets the mocap bodies' poses from the next step on: ``pos`` (k,
+    /// nmocap, 3) and ``quat`` (k, nmocap, 4; ``(w, x, y, z)``, normalized
+    /// as MuJoCo does; not given: each keeps its orientation) for every
+    /// world (k = nworlds) or for the worlds listed in ``worlds``. The
+    /// ``connect``s and ``weld``s that name a mocap body pull their other
+    /// body after it. A bad value raises ValueError and no world changes.
+    #[pyo3(signature = (pos, quat=None, worlds=None))]
+    fn set_mocap(
+        &mut self,
+        pos: FloatsDyn<'_>,
+        quat: Option<FloatsDyn<'_>>,
+        worlds: Option<Vec<usize>>,
+    ) -> PyResult<()> {
+        self.set_mocap_checked(pos, quat, worlds)
     }
 
     /// Sets world `world`'s state (``act``: the activations, (na,); not

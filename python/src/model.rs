@@ -111,6 +111,12 @@ impl Model {
             .map(|(_, f)| f.name.clone())
             .collect()
     }
+    /// The mocap bodies' names (``mocap="true"``), in file order: the
+    /// order of ``BatchSim.mocap_poses`` and ``set_mocap``.
+    #[getter]
+    fn mocap_names(&self) -> Vec<String> {
+        self.model.mocap.iter().map(|m| m.name.clone()).collect()
+    }
     /// Joint names, one per body (the world's first, ``""``: it has no
     /// joint), aligned with ``body_names``; MuJoCo's joint ``j`` is moreau's
     /// joint of the body it moves.

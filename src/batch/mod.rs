@@ -551,6 +551,23 @@ impl BatchSim {
         }
         Ok(out)
     }
+    /// Sets mocap body `i`'s pose in world `w` from its next step on
+    /// ([`Simulator::set_mocap_pose`]; refused, nothing changed, for a bad
+    /// index or pose).
+    pub fn set_mocap_pose(
+        &mut self,
+        w: usize,
+        i: usize,
+        pose: crate::math::SE3,
+    ) -> Result<(), BatchError> {
+        (self.world_mut(w)?.sim)
+            .set_mocap_pose(i, pose)
+            .map_err(|error| BatchError::Sim { world: w, error })
+    }
+    /// World `w`'s mocap poses ([`crate::model::Model::mocap`]'s order).
+    pub fn mocap_poses(&self, w: usize) -> Result<&[crate::math::SE3], BatchError> {
+        Ok(self.world(w)?.sim.mocap_poses())
+    }
     /// World `w`'s simulation parameters.
     pub fn params(&self, w: usize) -> Result<&SimParams, BatchError> {
         Ok(&self.world(w)?.sim.params)
@@ -577,6 +594,7 @@ impl BatchSim {
             || model.nbodies != base.nbodies
             || model.geometries.len() != base.geometries.len()
             || model.body_parent != base.body_parent
+            || model.mocap.len() != base.mocap.len()
             || model
                 .sensors
                 .iter()
@@ -587,8 +605,12 @@ impl BatchSim {
         }
         self.world(w)?;
         let params = self.world(w)?.sim.params;
-        let sim =
+        let mut sim =
             Simulator::new(model, params).map_err(|error| BatchError::Sim { world: w, error })?;
+        // The world's mocap poses stay its own.
+        for (i, &pose) in self.world(w)?.sim.mocap_poses().iter().enumerate() {
+            (sim.set_mocap_pose(i, pose)).map_err(|error| BatchError::Sim { world: w, error })?;
+        }
         // Resident worlds take their own model on the device when it has
         // the batch's structure there too; else the batch leaves it.
         if let Some(r) = self.resident.as_mut() {

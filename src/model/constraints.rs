@@ -182,6 +182,11 @@ pub struct BodyEquality {
     /// A weld: the relative orientation `R₁ᵀR₂` held (a rotation);
     /// `None`: a connect.
     pub rotation: Option<Mat3>,
+    /// For each side, the mocap body it names ([`crate::model::Model::mocap`]):
+    /// that side's body is then the world, its point and orientation given
+    /// at the mocap's file pose and carried by each world's mocap pose.
+    #[serde(default)]
+    pub mocap: [Option<usize>; 2],
 }
 
 impl BodyEquality {
@@ -205,8 +210,16 @@ impl BodyEquality {
                 self.body1, self.body2
             ));
         }
-        if self.body1 == self.body2 {
+        if self.body1 == self.body2 && self.mocap[0] == self.mocap[1] {
             return Err("ties a body to itself".into());
+        }
+        for (side, (m, body)) in self.mocap.iter().zip([self.body1, self.body2]).enumerate() {
+            if m.is_some() && body != crate::model::WORLD {
+                return Err(format!(
+                    "side {} names a mocap body but is carried by body {body}, not the world",
+                    side + 1
+                ));
+            }
         }
         if !(self
             .point1

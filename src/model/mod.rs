@@ -497,6 +497,25 @@ pub struct Model {
     /// colliding or not; empty without rangefinders.
     #[serde(default)]
     pub ray_targets: Vec<ray::RayTarget>,
+    /// MuJoCo's mocap bodies ([`Mocap`]), in file order: poses each world
+    /// sets ([`crate::sim::Simulator::set_mocap_pose`]), which `connect`s
+    /// and `weld`s to them follow.
+    #[serde(default)]
+    pub mocap: Vec<Mocap>,
+}
+
+/// A mocap body (MJCF's `mocap="true"`): a body of the world whose pose is
+/// an input, set per world and held there (no dynamics). Its pose acts
+/// through the `connect`s and `weld`s that name it
+/// ([`BodyEquality::mocap`]); it carries no colliding geometry and no
+/// other body (the loader refuses them), and the frames of the file's
+/// body ([`Model::frames`]) stay at [`Mocap::pose`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Mocap {
+    pub name: String,
+    /// Its pose in the world as the file puts it (the default of every
+    /// world's).
+    pub pose: SE3,
 }
 
 /// A shape drawn on a body (the renderer's; it does not collide).

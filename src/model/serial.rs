@@ -231,6 +231,13 @@ impl Model {
         for e in &self.body_equalities {
             body(e.body1, &format!("equality `{}`", e.name))?;
             body(e.body2, &format!("equality `{}`", e.name))?;
+            if let Some(&m) = e.mocap.iter().flatten().find(|&&m| m >= self.mocap.len()) {
+                return Err(format!(
+                    "equality `{}` refers to mocap body {m} of {}",
+                    e.name,
+                    self.mocap.len()
+                ));
+            }
         }
         for &(a, b) in &self.collision_exclusions {
             body(a, "a collision exclusion")?;

@@ -56,7 +56,7 @@ use crate::dynamics::{
     potential_energy,
 };
 use crate::error::SimError;
-use crate::math::Vec3;
+use crate::math::{SE3, Vec3};
 use crate::model::{JointType, Model};
 use nalgebra::DVector;
 use rustc_hash::FxHashMap;
@@ -151,6 +151,22 @@ pub struct Simulator {
     /// The last step, for the sensors that read it, and their workspace.
     last_step: sensors::LastStep,
     sensor_data: Option<Box<Data>>,
+    /// Each mocap body's pose in this world ([`Model::mocap`]), and its
+    /// displacement from the file's pose (`pose · file_pose⁻¹`), which
+    /// carries the `connect`s and `weld`s that name it.
+    mocap: Vec<SE3>,
+    mocap_shift: Vec<SE3>,
+}
+
+/// Whether `pose` is finite and its rotation a rotation matrix (to 1e-9).
+pub(crate) fn is_pose(pose: &SE3) -> bool {
+    let r = &pose.rotation;
+    pose.translation
+        .iter()
+        .chain(r.iter())
+        .all(|x| x.is_finite())
+        && (r.transpose() * r - crate::math::Mat3::identity()).amax() <= 1e-9
+        && r.determinant() > 0.0
 }
 
 impl Simulator {
@@ -188,9 +204,45 @@ impl Simulator {
             times: StageTimes::default(),
             last_step: Default::default(),
             sensor_data: None,
+            mocap: model.mocap.iter().map(|m| m.pose).collect(),
+            mocap_shift: vec![SE3::identity(); model.mocap.len()],
             params,
             model,
         })
+    }
+
+    /// Each mocap body's pose in this world ([`Model::mocap`], in its
+    /// order): the file's until set.
+    pub fn mocap_poses(&self) -> &[SE3] {
+        &self.mocap
+    }
+
+    /// Sets mocap body `i`'s pose in this world from the next step on
+    /// (MuJoCo's `mocap_pos` and `mocap_quat`): the `connect`s and `weld`s
+    /// that name it pull their other bodies towards it, at the recovery
+    /// rate of any violated equality ([`SimParams::recovery`]). A pose that
+    /// is not finite, or an index past [`Model::mocap`], is refused and
+    /// nothing changes.
+    pub fn set_mocap_pose(&mut self, i: usize, pose: SE3) -> Result<(), SimError> {
+        let n = self.model.mocap.len();
+        if i >= n {
+            return Err(SimError::InvalidParameter {
+                name: "mocap",
+                reason: format!("mocap body {i} of a model with {n}"),
+            });
+        }
+        if !is_pose(&pose) {
+            return Err(SimError::InvalidParameter {
+                name: "mocap",
+                reason: format!(
+                    "the pose of mocap body `{}` must be finite with a rotation matrix",
+                    self.model.mocap[i].name
+                ),
+            });
+        }
+        self.mocap[i] = pose;
+        self.mocap_shift[i] = pose.mul(&self.model.mocap[i].pose.inverse());
+        Ok(())
     }
 
     pub fn model(&self) -> &Arc<Model> {
@@ -418,6 +470,7 @@ impl Simulator {
                 state.q.as_slice(),
                 self.v_free.as_slice(),
                 &self.params,
+                &self.mocap_shift,
             );
             Ok::<(), SimError>(())
         })?;

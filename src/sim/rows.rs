@@ -129,6 +129,7 @@ impl ExtraRows {
         q: &[f64],
         v_free: &[f64],
         params: &super::SimParams,
+        mocap_shift: &[crate::math::SE3],
     ) {
         let (dt, limit_margin) = (params.dt, params.limit_margin);
         self.rows.clear();
@@ -157,10 +158,13 @@ impl ExtraRows {
             });
         }
         for (i, eq) in model.body_equalities.iter().enumerate() {
-            let (x1, x2) = (
-                &data.world_from_body[eq.body1],
-                &data.world_from_body[eq.body2],
-            );
+            // A side naming a mocap body: the world, carried by the mocap's
+            // displacement in this world.
+            let side = |body: usize, mocap: Option<usize>| match mocap {
+                Some(m) => &mocap_shift[m],
+                None => &data.world_from_body[body],
+            };
+            let (x1, x2) = (side(eq.body1, eq.mocap[0]), side(eq.body2, eq.mocap[1]));
             let (p1, p2) = (x1.act_point(&eq.point1), x2.act_point(&eq.point2));
             let mut residual = [0.0; 6];
             residual[..3].copy_from_slice((p1 - p2).as_slice());

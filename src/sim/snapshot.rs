@@ -1,12 +1,13 @@
 //! What a simulator carries from one step to the next besides the
-//! [`super::State`]: the warm starts. With both, a world restored into a
+//! [`super::State`]: the warm starts (and the mocap poses, the inputs it
+//! keeps). With both, a world restored into a
 //! fresh simulator continues bit for bit as the original would have
 //! (MuJoCo's `mjSTATE_INTEGRATION` with its warm start).
 
 use super::{Simulator, State, rows::RowKind};
 use crate::collision::ContactKey;
 use crate::error::SimError;
-use crate::math::Vec3;
+use crate::math::{SE3, Vec3};
 
 /// The impulses the next step starts its solve from, and the ADMM
 /// penalty it starts with.
@@ -23,6 +24,10 @@ pub struct WarmStart {
     pub rho: Option<f64>,
     /// The solver's Newton finisher's scale ([`crate::contact::ContactSolver::finisher_scale`]).
     pub finisher_scale: usize,
+    /// Each mocap body's pose in this world ([`Simulator::mocap_poses`]);
+    /// empty: the file's (a model without mocap bodies, older snapshots).
+    #[serde(default)]
+    pub mocap: Vec<SE3>,
 }
 
 impl Simulator {
@@ -44,6 +49,7 @@ impl Simulator {
             rows: self.row_warm.clone(),
             rho: self.last_rho,
             finisher_scale: self.solver.finisher_scale(),
+            mocap: self.mocap_poses().to_vec(),
         }
     }
 
@@ -89,6 +95,18 @@ impl Simulator {
         if warm.rho.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
             return bad(format!("ρ must be positive, got {:?}", warm.rho));
         }
+        let nm = self.model.mocap.len();
+        if !(warm.mocap.is_empty() || warm.mocap.len() == nm) {
+            return bad(format!(
+                "{} mocap poses, the model has {nm} mocap bodies",
+                warm.mocap.len()
+            ));
+        }
+        if let Some(m) = warm.mocap.iter().position(|p| !super::is_pose(p)) {
+            return bad(format!(
+                "mocap pose {m} is not finite with a rotation matrix"
+            ));
+        }
         // (The one check that sets what it checks: nothing else is set yet.)
         if !self.solver.set_finisher_scale(warm.finisher_scale) {
             return bad(format!(
@@ -105,6 +123,14 @@ impl Simulator {
         self.row_warm = warm.rows;
         self.last_rho = warm.rho;
         self.solver.forget_kept();
+        for i in 0..nm {
+            let pose = warm
+                .mocap
+                .get(i)
+                .copied()
+                .unwrap_or(self.model.mocap[i].pose);
+            self.set_mocap_pose(i, pose)?;
+        }
         Ok(())
     }
 }

@@ -720,9 +720,22 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .map_err(|e| self.error("<mujoco>", e.to_string()))?;
         springdamper_gains(&mut model, &q0, &springdampers, flags.spring, flags.damper);
         dampratio_gains(&mut model, &q0, &damp_ratios);
-        let notes =
-            super::constraints::place_body_equalities(&mut model, &q0, &pending, &carrier, &from)
-                .map_err(|(el, reason)| self.error(&el, reason))?;
+        // The mocap bodies (carried by the world), in file order.
+        let mut mocap_of = vec![None; self.bodies.len()];
+        for (b, body) in self.bodies.iter().enumerate().filter(|(_, b)| b.mocap) {
+            mocap_of[b] = Some(model.mocap.len());
+            model.mocap.push(crate::model::Mocap {
+                name: body.name.clone(),
+                pose: from[b],
+            });
+        }
+        let placed = super::constraints::Placement {
+            carrier: &carrier,
+            from: &from,
+            mocap: &mocap_of,
+        };
+        let notes = super::constraints::place_body_equalities(&mut model, &q0, &pending, &placed)
+            .map_err(|(el, reason)| self.error(&el, reason))?;
         self.warnings.extend(notes);
         let cx = super::sensors::SensorContext {
             model: &model,

@@ -371,6 +371,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     }
 }
 
+/// Where each MJCF body is on the built model: its carrier (a model
+/// body), its MJCF frame in its carrier's, and the mocap body it is.
+pub(super) struct Placement<'a> {
+    pub carrier: &'a [usize],
+    pub from: &'a [SE3],
+    pub mocap: &'a [Option<usize>],
+}
+
 /// Places the file's `connect`s and `weld`s on the built `model` (bodies
 /// welded into others act through their carriers: `carrier`, and `from`
 /// the MJCF body frame in its carrier's), their points and orientation
@@ -379,9 +387,9 @@ pub(super) fn place_body_equalities(
     model: &mut Model,
     q0: &[f64],
     pending: &[PendingBodyEquality],
-    carrier: &[usize],
-    from: &[SE3],
+    placed: &Placement,
 ) -> Result<Vec<String>, (String, String)> {
+    let (carrier, from) = (placed.carrier, placed.from);
     let mut notes = Vec::new();
     if pending.is_empty() {
         return Ok(notes);
@@ -423,7 +431,15 @@ pub(super) fn place_body_equalities(
             point1,
             point2,
             rotation: relative.map(|r| r.rotation),
+            mocap: [placed.mocap[p.body1], placed.mocap[p.body2]],
         };
+        if c1 == c2 && equality.mocap != [None; 2] {
+            return Err((
+                p.element.clone(),
+                "ties a mocap body to the world or to another mocap body: nothing it holds can move"
+                    .into(),
+            ));
+        }
         if c1 == c2 {
             // Both bodies move as one: it holds by itself where it holds
             // at all.

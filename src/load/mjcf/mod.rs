@@ -166,6 +166,7 @@ mod geom;
 mod hfield;
 mod include;
 mod mesh_inertia;
+mod mocap;
 mod read;
 mod sensors;
 use mesh_inertia::{MeshInertia, mesh_mass_properties};
@@ -331,6 +332,7 @@ pub fn parse_mjcf(
         geoms: Vec::new(),
         sites: Vec::new(),
         cameras: Vec::new(),
+        mocap: false,
     });
     for w in named("worldbody") {
         p.body_children(*w, 0, "main", &SE3::identity())?;
@@ -492,6 +494,8 @@ struct BodyRec {
     /// Named sites.
     sites: Vec<SiteRec>,
     cameras: Vec<cameras::CameraRec>,
+    /// MJCF's `mocap="true"`: a world's body whose pose each world sets.
+    mocap: bool,
 }
 
 /// A named site of an MJCF body.

@@ -742,15 +742,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         if !name.is_empty() && self.bodies.iter().any(|b| b.name == name) {
             return Err(self.error(&el, format!("duplicate body name `{name}`")));
         }
-        for attr in ["mocap", "gravcomp"] {
-            if let Some(v) = node.attribute(attr)
-                && v != "false"
-                && v != "0"
-            {
-                self.warnings
-                    .push(format!("{el}: `{attr}=\"{v}\"` not supported, ignored"));
-            }
+        if let Some(v) = node.attribute("gravcomp")
+            && v != "false"
+            && v != "0"
+        {
+            self.warnings
+                .push(format!("{el}: `gravcomp=\"{v}\"` not supported, ignored"));
         }
+        let mocap = self.mocap_attribute(&node, &el, parent)?;
         let id = self.bodies.len();
         self.bodies.push(BodyRec {
             name,
@@ -764,8 +763,12 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             geoms: Vec::new(),
             sites: Vec::new(),
             cameras: Vec::new(),
+            mocap,
         });
         self.body_children(node, id, &cc, &SE3::identity())?;
+        if mocap {
+            self.check_mocap(id)?;
+        }
         // The body's own inertia from its geoms.
         let b = &self.bodies[id];
         let from_geoms = match self.inertia_from_geom {

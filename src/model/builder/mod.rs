@@ -845,6 +845,7 @@ impl ModelBuilder {
             visuals: Vec::new(),
             cameras: Vec::new(),
             ray_targets: Vec::new(),
+            mocap: Vec::new(),
         };
         for (i, b) in self.bodies.into_iter().enumerate() {
             let inherited = if i == WORLD {

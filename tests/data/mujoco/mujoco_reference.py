@@ -79,6 +79,11 @@ Outputs:
   without a random side site (mocap bodies carry the three sites):
   `ten_length` and `ten_wrapnum`, the geometry alone.
   This file alone: `... mujoco_reference.py --only wrapping`.
+- mocap.json: for mocap.xml (a free box welded to mocap body `target`, an
+  arm's tip held on mocap body `pointer` by a connect), the mocap bodies
+  moved at t = 0 to MOCAP_POSES, then `qpos` every 0.25 s of 1 s, default
+  and stiff as constraints.json. This file alone: `... mujoco_reference.py
+  --only mocap` (MuJoCo 4.0.1).
 - dampratio.json: for dampratio.xml (servos given `dampratio`), each
   actuator's `gainprm[0]` and `biasprm[0:3]` (kv is −biasprm[2]), then
   `qpos` every 0.1 s of 1 s under the constant controls DAMPRATIO_CTRL.
@@ -328,9 +333,19 @@ def inertia_reference(xml):
 CONSTRAINT_CTRL = [2.9, 5.0, 0.05, 0.3, 0.1, 0.02, 0.4]
 
 
-def constraints_reference(xml, ctrl=CONSTRAINT_CTRL):
-    """qpos every 0.25 s of 1 s under `ctrl`, default and stiff."""
+# The mocap bodies' poses from t = 0: position, quaternion (w x y z).
+MOCAP_POSES = [
+    [0.1, -0.05, 1.3, 0.9238795325112867, 0.0, 0.3826834323650898, 0.0],
+    [1.35, 0.2, 0.75, 1.0, 0.0, 0.0, 0.0],
+]
+
+
+def constraints_reference(xml, ctrl=CONSTRAINT_CTRL, mocap=None):
+    """qpos every 0.25 s of 1 s under `ctrl` (and the mocap bodies at
+    `mocap`'s poses), default and stiff."""
     out = {"versions": versions(), "ctrl": ctrl}
+    if mocap is not None:
+        out["mocap"] = mocap
     for key, stiff in [("qpos", False), ("qpos_stiff", True)]:
         m = mujoco.MjModel.from_xml_path(str(xml))
         if stiff:
@@ -349,6 +364,8 @@ def constraints_reference(xml, ctrl=CONSTRAINT_CTRL):
                 imp[:] = solimp
         d = mujoco.MjData(m)
         d.ctrl[:] = ctrl
+        for i, pose in enumerate(mocap or []):
+            d.mocap_pos[i], d.mocap_quat[i] = pose[:3], pose[3:]
         steps = int(round(1.0 / m.opt.timestep))
         every = int(round(0.25 / m.opt.timestep))
         rows_out = []
@@ -575,6 +592,9 @@ def main():
     if sys.argv[1:3] == ["--only", "dampratio"]:
         write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
         return
+    if sys.argv[1:3] == ["--only", "mocap"]:
+        write(HERE / "mocap.json", constraints_reference(HERE / "mocap.xml", ctrl=[], mocap=MOCAP_POSES))
+        return
     if sys.argv[1:3] == ["--only", "manipulation"]:
         write(HERE / "manipulation.json", manipulation(Path(sys.argv[3])))
         return
@@ -615,6 +635,7 @@ def main():
     write(HERE / "actuators.json", actuators_reference(HERE / "actuators.xml"))
     write(HERE / "hfield.json", hfield_reference(HERE / "hfield.xml"))
     write(HERE / "loops.json", constraints_reference(HERE / "loops.xml", ctrl=[]))
+    write(HERE / "mocap.json", constraints_reference(HERE / "mocap.xml", ctrl=[], mocap=MOCAP_POSES))
     write(HERE / "wrapping.json", wrapping_reference(HERE / "wrapping.xml"))
     write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
     write(

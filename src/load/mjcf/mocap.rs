@@ -1,0 +1,60 @@
+//! MuJoCo's mocap bodies as the file declares them (`mocap="true"`):
+//! which bodies, and the refusals of what a mocap body would not carry.
+
+use super::{ModelFileError, Parser};
+use roxmltree::Node;
+
+impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
+    /// Whether the body `node` (element `el`, child of MJCF body `parent`)
+    /// is a mocap body; a mocap body must be a child of the world.
+    pub(super) fn mocap_attribute(
+        &self,
+        node: &Node<'a, 'i>,
+        el: &str,
+        parent: usize,
+    ) -> Result<bool, ModelFileError> {
+        let mocap = match node.attribute("mocap") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(v) => {
+                return Err(self.error(el, format!("mocap=\"{v}\": expected true or false")));
+            }
+        };
+        if mocap && parent != 0 {
+            return Err(self.error(
+                el,
+                "a mocap body must be a child of the world (as MuJoCo requires)".into(),
+            ));
+        }
+        Ok(mocap)
+    }
+
+    /// A mocap body's pose is an input of each world: refused where it
+    /// would not carry what it holds (a joint, a body, a colliding geom
+    /// would stay at the file's pose).
+    pub(super) fn check_mocap(&self, id: usize) -> Result<(), ModelFileError> {
+        let b = &self.bodies[id];
+        if let Some(j) = b.joints.first() {
+            return Err(self.error(
+                &j.element,
+                "a mocap body has no joints (as MuJoCo requires)".into(),
+            ));
+        }
+        if let Some(child) = self.bodies.iter().find(|c| c.parent == id) {
+            return Err(self.error(
+                &child.element,
+                format!("a body on mocap body {} is not supported (it would not follow the mocap's pose)", b.element),
+            ));
+        }
+        if let Some(g) = b.geoms.iter().find(|g| g.shape.is_some()) {
+            return Err(self.error(
+                &g.element,
+                format!(
+                    "a colliding geom on mocap body {} is not supported (it would collide at the file's pose); give it contype=\"0\" conaffinity=\"0\"",
+                    b.element
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
