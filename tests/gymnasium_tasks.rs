@@ -23,7 +23,8 @@ fn setup(file: &str, kind: GymKind, n: usize, backend: Backend) -> Option<(Batch
     let initial = State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));
     let options = common::batch_options(backend, loaded.timestep);
     let batch = BatchSim::new(model.clone(), &initial, n, &options).unwrap();
-    let task = GymTask::new(kind, GymParams::gymnasium(kind), model, &qpos0).unwrap();
+    let qvel0 = vec![0.0; model.nv];
+    let task = GymTask::new(kind, GymParams::gymnasium(kind), model, &qpos0, &qvel0).unwrap();
     let gym = GymBatch::new(task, &batch, 5).unwrap();
     Some((batch, gym))
 }
@@ -180,13 +181,15 @@ fn bad_input_is_refused_by_name() {
     model.mujoco_qpos(loaded.q0.as_slice(), &mut qpos0);
     let mut p = GymParams::gymnasium(GymKind::Ant);
     p.main_body = "thorax".into();
-    let e = GymTask::new(GymKind::Ant, p, model.clone(), &qpos0).unwrap_err();
+    let qvel0 = vec![0.0; model.nv];
+    let e = GymTask::new(GymKind::Ant, p, model.clone(), &qpos0, &qvel0).unwrap_err();
     assert!(e.contains("\"thorax\""), "{e}");
     let e = GymTask::new(
         GymKind::Reacher,
         GymParams::gymnasium(GymKind::Reacher),
         model.clone(),
         &qpos0,
+        &qvel0,
     )
     .unwrap_err();
     assert!(e.contains("fingertip"), "{e}");
@@ -199,4 +202,49 @@ fn bad_input_is_refused_by_name() {
     assert!(e.unwrap_err().to_string().contains("controls"));
     assert_eq!(batch.state(0).unwrap(), &before, "state untouched");
     assert!(GymBatch::new(gym.task().clone(), &batch, 0).is_err());
+}
+
+#[test]
+fn philox_resets_depend_on_seed_world_and_episode_only() {
+    let Some((mut b1, mut g1)) = setup("humanoid.xml", GymKind::Humanoid, 4, Backend::CpuSingle)
+    else {
+        return;
+    };
+    let (mut b2, mut g2) =
+        setup("humanoid.xml", GymKind::Humanoid, 4, Backend::CpuParallel).unwrap();
+    let all = [true; 4];
+    let q = |b: &BatchSim, w: usize| b.state(w).unwrap().q.clone();
+    g1.seed(&all, &[5; 4]).unwrap();
+    g2.seed(&all, &[5; 4]).unwrap();
+    g1.reset_worlds(&mut b1, &all).unwrap();
+    // Worlds reset one at a time, in another order: the same states.
+    for w in [3, 1, 0, 2] {
+        let mut one = [false; 4];
+        one[w] = true;
+        g2.reset_worlds(&mut b2, &one).unwrap();
+    }
+    for w in 0..4 {
+        assert_eq!(q(&b1, w), q(&b2, w), "world {w}");
+    }
+    assert_ne!(q(&b1, 0), q(&b1, 1), "worlds draw their own noise");
+    let first = q(&b1, 0);
+    g1.reset_worlds(&mut b1, &all).unwrap();
+    assert_ne!(q(&b1, 0), first, "the next episode, other noise");
+    g1.seed(&all, &[5; 4]).unwrap();
+    g1.reset_worlds(&mut b1, &all).unwrap();
+    assert_eq!(q(&b1, 0), first, "seeded again: the first episode's");
+    // Humanoid-v5's noise: uniform within ±0.01 of qpos0 (MuJoCo's).
+    let m = b1.model().clone();
+    let mut qpos = vec![0.0; m.nq];
+    m.mujoco_qpos(first.as_slice(), &mut qpos);
+    let loaded = common::gymnasium("humanoid.xml").unwrap();
+    let mut qpos0 = vec![0.0; m.nq];
+    m.mujoco_qpos(loaded.q0.as_slice(), &mut qpos0);
+    let worst = qpos
+        .iter()
+        .zip(&qpos0)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 0.01 && worst > 0.005, "{worst}");
+    assert!(g1.seed(&all, &[1; 3]).is_err());
 }

@@ -593,7 +593,7 @@ def test_the_librarys_defaults_are_the_installed_gymnasiums(task):
         params["main_body"] = mg._main_body(task, params["main_body"], env.model)
     skip = params["frame_skip"]
     # A parameter each task reads, changed: the outputs must change (the
-    # names are read, not ignored).
+    # names are read, not ignored). (Reacher's reset draws its own noise.)
     changed = {
         "Ant-v5": {"contact_force_range": (-0.5, 0.5)},
         "Humanoid-v5": {"include_cvel_in_observation": False},
@@ -601,13 +601,17 @@ def test_the_librarys_defaults_are_the_installed_gymnasiums(task):
         "Reacher-v5": {"reward_dist_weight": 2.0},
         "Swimmer-v5": {"forward_reward_weight": 3.0},
         "HalfCheetah-v5": {"ctrl_cost_weight": 1.0},
+        "InvertedPendulum-v5": {"reset_noise_scale": 0.02},
         "Hopper-v5": {"exclude_current_positions_from_observation": False},
         "Walker2d-v5": {"healthy_reward": 0.5},
     }.get(task)
     outputs = []
-    for given in (params, {}) + (({**params, **changed},) if changed else ()):
+    for given in (params, {}, {**params, **changed}):
         batch = moreau.BatchSim(env.model, 3)
-        g = moreau._moreau.Gym(batch, task, given, env._qpos0, skip)
+        g = moreau._moreau.Gym(batch, task, given, env._qpos0, env._qvel0, skip)
+        # Philox resets: the same draws with the same noise scale.
+        g.seed(np.ones(3, dtype=bool), [11, 12, 13])
+        g.reset_worlds(batch, np.ones(3, dtype=bool))
         g.observe(batch, np.ones(3, dtype=bool))
         rng = np.random.default_rng(1)
         run = []
@@ -617,8 +621,54 @@ def test_the_librarys_defaults_are_the_installed_gymnasiums(task):
             run.append(np.concatenate([out[0].ravel(), out[1], out[3].ravel()]))
         outputs.append(np.concatenate(run))
     np.testing.assert_array_equal(outputs[0], outputs[1])
-    if changed:
-        assert len(outputs[2]) != len(outputs[0]) or (outputs[2] != outputs[0]).any(), changed
+    assert len(outputs[2]) != len(outputs[0]) or (outputs[2] != outputs[0]).any(), changed
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_philox_resets_are_the_same_on_every_backend_and_drawn_as_gymnasiums(task):
+    """reset_rng="philox": the same seed gives the same resets on "cpu",
+    "cpu1" and "gpu" (the states set bit for bit; the GPU's first
+    observation within f32), episodes ending and resetting the same way
+    on the two CPU backends over 60 random steps; the noise has
+    Gymnasium's support and scale (uniform within ±reset_noise_scale of
+    qpos0, or its normal's spread); another seed, other resets; the
+    environment checker passes."""
+    n = 64
+    envs = {b: mg.make_vec(task, n, backend=b, reset_rng="philox") for b in ("cpu", "cpu1", "gpu")}
+    first = {b: e.reset(seed=9)[0] for b, e in envs.items()}
+    np.testing.assert_array_equal(first["cpu"], first["cpu1"])
+    np.testing.assert_array_equal(envs["cpu"].batch.q, envs["gpu"].batch.q)
+    np.testing.assert_allclose(first["gpu"], first["cpu"], rtol=0, atol=1e-5)
+    other, _ = mg.make_vec(task, n, reset_rng="philox").reset(seed=10)
+    assert (other != first["cpu"]).any()
+    env = envs["cpu"]
+    qpos, qvel = env.model.to_mujoco(env.batch.q, env.batch.v)
+    scale = env.params.get("reset_noise_scale")
+    if task != "Reacher-v5":
+        noise = qpos - env._qpos0
+        assert np.abs(noise).max() <= scale and np.abs(noise).max() > 0.8 * scale
+        spread = (qvel - env._qvel0).std()
+        expected = scale if TASK_NOISE.get(task) == "normal" else scale / np.sqrt(3)
+        assert 0.8 * expected < spread < 1.2 * expected, (spread, expected)
+    else:
+        assert (np.hypot(qpos[:, -2], qpos[:, -1]) < 0.2).all()
+        np.testing.assert_array_equal(qvel[:, -2:], 0.0)
+    rng = np.random.default_rng(0)
+    runs = []
+    for backend in ("cpu", "cpu1"):
+        e = envs[backend]
+        run = []
+        rng = np.random.default_rng(0)
+        for _ in range(60):
+            out = e.step(rng.uniform(-1, 1, size=e.action_space.shape).astype(np.float32))
+            run.append(np.concatenate([out[0].ravel(), out[1], out[2], out[3]]))
+        runs.append(np.array(run))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    check_env(mg.make(task, reset_rng="philox"), skip_render_check=True)
+
+
+# The tasks whose velocity noise is normal (the others' is uniform).
+TASK_NOISE = {"Ant-v5": "normal", "InvertedDoublePendulum-v5": "normal", "HalfCheetah-v5": "normal"}
 
 
 def test_the_library_task_refuses_bad_input_by_name():
@@ -629,9 +679,9 @@ def test_the_library_task_refuses_bad_input_by_name():
     with pytest.raises(ValueError, match="ctrl has shape"):
         g.step(env.batch, np.zeros((2, 3)), np.zeros(2), np.zeros(2, dtype=bool))
     with pytest.raises(ValueError, match="healthy_z_range"):
-        moreau._moreau.Gym(env.batch, "Ant-v5", {"healthy_z_range": "high"}, env._qpos0, 5)
+        moreau._moreau.Gym(env.batch, "Ant-v5", {"healthy_z_range": "high"}, env._qpos0, env._qvel0, 5)
     with pytest.raises(ValueError, match="unknown Gymnasium task"):
-        moreau._moreau.Gym(env.batch, "Ant-v9", {}, env._qpos0, 5)
+        moreau._moreau.Gym(env.batch, "Ant-v9", {}, env._qpos0, env._qvel0, 5)
     with pytest.raises(ValueError, match="main_body"):
         mg.make_vec("Ant-v5", 2, main_body=99)
     with pytest.raises(ValueError, match='"thorax"'):

@@ -8,8 +8,10 @@
 //!   (`p_a = R p_b + t`);
 //! - quaternions in configuration vectors are stored `(x, y, z, w)`.
 
+mod philox;
 mod rng;
 
+pub use philox::{PhiloxStream, philox4x32};
 pub use rng::Rng;
 
 use nalgebra::{Matrix3, Matrix6, Quaternion, UnitQuaternion, Vector3, Vector6};

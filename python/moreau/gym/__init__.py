@@ -182,9 +182,16 @@ class MoreauVectorEnv(VectorEnv):
         backend: str = "cpu",
         max_episode_steps: Optional[int] = None,
         render_mode: Optional[str] = None,
+        reset_rng: str = "numpy",
         **kwargs: Any,
     ):
-        """``kwargs``: the task's own keyword arguments, as Gymnasium's
+        """``reset_rng``: where the reset noise comes from: ``"numpy"``
+        (each environment's numpy generator, seeded ``seed + i`` and drawn
+        as Gymnasium's task draws: Gymnasium's numbers for its seeds) or
+        ``"philox"`` (Philox4x32-10 keyed by the seed, the environment's
+        index and its episode, drawn in the library with no Python per
+        environment: the same distributions, other numbers, the same on
+        every backend). ``kwargs``: the task's own keyword arguments, as Gymnasium's
         (``xml_file``, ``frame_skip``, ``ctrl_cost_weight``,
         ``reset_noise_scale``, ``healthy_z_range``, …; see
         :func:`gymnasium_parameters`), Gymnasium's rendering options
@@ -196,6 +203,9 @@ class MoreauVectorEnv(VectorEnv):
         ``decomposition``, ``layout``, ``pipeline``."""
         if task_id not in TASKS:
             raise ValueError(f"unknown task {task_id!r}; tasks: {', '.join(sorted(TASKS))}")
+        if reset_rng not in ("numpy", "philox"):
+            raise ValueError(f"reset_rng must be 'numpy' or 'philox', got {reset_rng!r}")
+        self.reset_rng = reset_rng
         if not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if render_mode not in (None, "rgb_array"):
@@ -260,7 +270,9 @@ class MoreauVectorEnv(VectorEnv):
         gym_params = dict(self.params)
         if "main_body" in gym_params:
             gym_params["main_body"] = _main_body(task_id, gym_params["main_body"], self.model)
-        self._gym = moreau._moreau.Gym(self.batch, task_id, gym_params, self._qpos0, int(frame_skip))
+        self._gym = moreau._moreau.Gym(
+            self.batch, task_id, gym_params, self._qpos0, self._qvel0, int(frame_skip)
+        )
         self._info_columns = self._gym.info_columns
         obs, *_ = self._gym.observe(self.batch, np.ones(num_envs, dtype=bool))
         self.single_observation_space = Box(
@@ -273,6 +285,10 @@ class MoreauVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._rngs = [np.random.default_rng() for _ in range(num_envs)]
+        if reset_rng == "philox":
+            # Unseeded: a key from the operating system's entropy.
+            key = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+            self._gym.seed(np.ones(num_envs, dtype=bool), [key] * num_envs)
         self._elapsed = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = np.zeros(num_envs, dtype=bool)
         # Gymnasium's order: reset() before the first step().
@@ -283,6 +299,13 @@ class MoreauVectorEnv(VectorEnv):
         from its own generator as Gymnasium's task does; their states set
         in one call."""
         if len(envs) == 0:
+            return
+        self._ctrl[envs] = 0.0
+        self._elapsed[envs] = 0
+        if self.reset_rng == "philox":
+            which = np.zeros(self.num_envs, dtype=bool)
+            which[envs] = True
+            self._gym.reset_worlds(self.batch, which)
             return
         scale = self.params.get("reset_noise_scale", 0.0)
         nq, nv = self.model.nq, self.model.nv
@@ -301,8 +324,6 @@ class MoreauVectorEnv(VectorEnv):
         # first step, as in MuJoCo's qpos.)
         q, v = self.model.from_mujoco(qpos, qvel)
         self.batch.set_states(q, v, worlds=[int(i) for i in envs])
-        self._ctrl[envs] = 0.0
-        self._elapsed[envs] = 0
 
     def body_positions(self, name: str) -> np.ndarray:
         """World positions (num_envs, 3) of the file's body ``name``'s origin
@@ -395,7 +416,9 @@ class MoreauVectorEnv(VectorEnv):
         (a boolean array of shape (num_envs,)) those where ``m`` is true,
         the others stepping on from their state (their observations are
         returned unchanged). A seed (an int: ``seed + i`` for environment
-        ``i``; or one per environment) reseeds the environments reset."""
+        ``i``; or one per environment) reseeds the environments reset (with
+        ``reset_rng="philox"``: an int keys every environment's stream, the
+        environment's index and episode telling them apart)."""
         mask = np.ones(self.num_envs, dtype=bool)
         if options is not None and "reset_mask" in options:
             m = np.asarray(options["reset_mask"])
@@ -409,6 +432,11 @@ class MoreauVectorEnv(VectorEnv):
             seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"{len(seeds)} seeds for {self.num_envs} environments")
+            if self.reset_rng == "philox":
+                # One key for all (the environment's index keys its stream),
+                # or each environment's own.
+                keys = [seed] * self.num_envs if isinstance(seed, int) else [int(k) for k in seeds]
+                self._gym.seed(mask, [k % 2**64 for k in keys])
             for i in np.flatnonzero(mask):
                 self._rngs[i] = np.random.default_rng(seeds[i])
         self._reset_envs(np.flatnonzero(mask))

@@ -71,6 +71,7 @@ impl Gym {
         task_id: &str,
         params: &Bound<'_, PyDict>,
         qpos0: Floats1<'_>,
+        qvel0: Floats1<'_>,
         frame_skip: usize,
     ) -> PyResult<Self> {
         let kind = GymKind::from_id(task_id)
@@ -83,6 +84,7 @@ impl Gym {
             ("healthy_reward", &mut p.healthy_reward),
             ("reward_dist_weight", &mut p.reward_dist_weight),
             ("reward_control_weight", &mut p.reward_control_weight),
+            ("reset_noise_scale", &mut p.reset_noise_scale),
         ] {
             read(params, key, slot)?;
         }
@@ -113,7 +115,8 @@ impl Gym {
         }
         read(params, "main_body", &mut p.main_body)?;
         let model = batch.batch.model().clone();
-        let task = GymTask::new(kind, p, model, &vector(&qpos0)).map_err(value_error)?;
+        let task =
+            GymTask::new(kind, p, model, &vector(&qpos0), &vector(&qvel0)).map_err(value_error)?;
         let gym = GymBatch::new(task, &batch.batch, frame_skip).map_err(value_error)?;
         Ok(Gym { gym })
     }
@@ -188,6 +191,29 @@ impl Gym {
         let failed = stepped.map_err(value_error)?;
         batch.failures = failed.iter().map(|(w, e)| (*w, e.to_string())).collect();
         Ok(self.outputs(py))
+    }
+
+    /// Keys the reset streams of the worlds where ``which`` (bool,
+    /// (nworlds,)) is true with ``seeds`` (nworlds integers in [0, 2**64)),
+    /// their episodes counted from 0 again.
+    fn seed(&mut self, which: PyReadonlyArray1<'_, bool>, seeds: Vec<u64>) -> PyResult<()> {
+        let which = mask("which", &which, self.gym.output().reward.len())?;
+        self.gym.seed(&which, &seeds).map_err(value_error)
+    }
+
+    /// Resets the worlds where ``which`` is true to states drawn from
+    /// their Philox streams (keyed by seed, world and episode: the same on
+    /// every backend); their observations come with the next ``step`` or
+    /// ``observe``.
+    fn reset_worlds(
+        &mut self,
+        mut batch: PyRefMut<'_, BatchSim>,
+        which: PyReadonlyArray1<'_, bool>,
+    ) -> PyResult<()> {
+        let which = mask("which", &which, batch.batch.nworlds())?;
+        let reset = self.gym.reset_worlds(&mut batch.batch, &which);
+        batch.sync_views();
+        reset.map_err(value_error)
     }
 
     /// The states each world's last physics step started from (its state

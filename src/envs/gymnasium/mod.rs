@@ -25,7 +25,7 @@ pub use task::{GymRow, GymScratch, GymTask, GymWorld};
 
 use crate::SimError;
 use crate::batch::{Backend, BatchError, BatchSim};
-use crate::math::Vec3;
+use crate::math::{PhiloxStream, Vec3};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
@@ -101,6 +101,8 @@ pub struct GymParams {
     pub reward_control_weight: f64,
     /// Ant's main body (a body's name).
     pub main_body: String,
+    /// The reset noise's scale ([`GymTask::draw_reset`]; Reacher's is its own).
+    pub reset_noise_scale: f64,
 }
 
 impl GymParams {
@@ -128,6 +130,7 @@ impl GymParams {
             reward_dist_weight: 1.0,
             reward_control_weight: 1.0,
             main_body: "torso".into(),
+            reset_noise_scale: 0.1,
         };
         match kind {
             GymKind::Ant => {
@@ -142,22 +145,26 @@ impl GymParams {
                 p.contact_cost_range = (-inf, 10.0);
                 p.healthy_reward = 5.0;
                 p.healthy_z_range = (1.0, 2.0);
+                p.reset_noise_scale = 1e-2;
             }
             GymKind::InvertedDoublePendulum => p.healthy_reward = 10.0,
             GymKind::Swimmer => p.ctrl_cost_weight = 1e-4,
             GymKind::HalfCheetah => p.ctrl_cost_weight = 0.1,
+            GymKind::InvertedPendulum => p.reset_noise_scale = 1e-2,
             GymKind::Hopper => {
+                p.reset_noise_scale = 5e-3;
                 p.ctrl_cost_weight = 1e-3;
                 p.healthy_state_range = (-100.0, 100.0);
                 p.healthy_z_range = (0.7, inf);
                 p.healthy_angle_range = (-0.2, 0.2);
             }
             GymKind::Walker2d => {
+                p.reset_noise_scale = 5e-3;
                 p.ctrl_cost_weight = 1e-3;
                 p.healthy_z_range = (0.8, 2.0);
                 p.healthy_angle_range = (-1.0, 1.0);
             }
-            GymKind::InvertedPendulum | GymKind::Reacher => {}
+            GymKind::Reacher => {}
         }
         p
     }
@@ -196,6 +203,10 @@ pub struct GymBatch {
     position: Vec<[f64; 2]>,
     out: GymOutput,
     times: GymTimes,
+    /// Each world's reset stream: its key and the episodes drawn since
+    /// it was set ([`Self::seed`], [`Self::reset_worlds`]).
+    seeds: Vec<u64>,
+    episodes: Vec<u32>,
 }
 
 /// Where a [`GymBatch`]'s calls spent their time, summed since it was made
@@ -253,6 +264,8 @@ impl GymBatch {
             out,
             task,
             times: GymTimes::default(),
+            seeds: vec![0; n],
+            episodes: vec![0; n],
         })
     }
 
@@ -281,6 +294,50 @@ impl GymBatch {
     /// Whether each world was reset since its last step.
     pub fn fresh(&self) -> &[bool] {
         &self.fresh
+    }
+
+    /// Keys the reset streams of the worlds where `which` is true:
+    /// `seeds` (nworlds) their keys, their episodes counted from 0 again.
+    pub fn seed(&mut self, which: &[bool], seeds: &[u64]) -> Result<(), BatchError> {
+        let n = self.nworlds;
+        if which.len() != n || seeds.len() != n {
+            return Err(BatchError::DimensionMismatch {
+                what: "seeds",
+                got: seeds.len().min(which.len()),
+                expected: n,
+                nworlds: n,
+                per_world: 1,
+            });
+        }
+        for w in (0..n).filter(|&w| which[w]) {
+            (self.seeds[w], self.episodes[w]) = (seeds[w], 0);
+        }
+        Ok(())
+    }
+
+    /// Resets the worlds where `which` is true to initial states drawn
+    /// from their streams ([`GymTask::draw_reset`] from Philox4x32-10 keyed
+    /// by the world's seed, its index and its episode: the same states on
+    /// every backend, whatever the other worlds do), counting an episode
+    /// each. Their observations come with the next [`Self::step`] or
+    /// [`Self::observe`].
+    pub fn reset_worlds(&mut self, batch: &mut BatchSim, which: &[bool]) -> Result<(), BatchError> {
+        self.check(batch, which)?;
+        let m = batch.model().clone();
+        let (mut qpos, mut qvel) = (vec![0.0; m.nq], vec![0.0; m.nv]);
+        for w in (0..self.nworlds).filter(|&w| which[w]) {
+            let mut rng = PhiloxStream::new(self.seeds[w], w as u32, self.episodes[w]);
+            self.task.draw_reset(&mut rng, &mut qpos, &mut qvel);
+            let mut state = crate::sim::State::new(
+                nalgebra::DVector::zeros(m.nq),
+                nalgebra::DVector::zeros(m.nv),
+            );
+            m.q_from_mujoco(&qpos, state.q.as_mut_slice());
+            m.v_from_mujoco(state.q.as_slice(), &qvel, state.v.as_mut_slice());
+            batch.set_state(w, state)?;
+            self.episodes[w] = self.episodes[w].wrapping_add(1);
+        }
+        Ok(())
     }
 
     /// Takes the worlds where `reset` is true as just reset at their

@@ -6,7 +6,7 @@ use crate::dynamics::{
     COM_INERTIA, Data, com_inertias, com_velocities, com_wrenches, forward_kinematics,
     forward_velocity, subtree_coms,
 };
-use crate::math::Vec3;
+use crate::math::{PhiloxStream, Vec3};
 use crate::model::{Coordinate, Model};
 use crate::sim::actuator_forces;
 use std::sync::Arc;
@@ -18,8 +18,9 @@ pub struct GymTask {
     kind: GymKind,
     params: GymParams,
     model: Arc<Model>,
-    /// MuJoCo's `qpos0[1]` (the 2-D walkers' initial height).
-    height0: f64,
+    /// MuJoCo's `qpos0` and `qvel0` (the reset noise's centre).
+    qpos0: Vec<f64>,
+    qvel0: Vec<f64>,
     /// Frames read: Ant's main body, Reacher's fingertip and target, the
     /// double pendulum's tip (indices into `Model::frames`).
     frames: Vec<usize>,
@@ -120,13 +121,14 @@ impl Cursor<'_> {
 impl GymTask {
     /// The task `kind` with Gymnasium's keyword arguments `params` on
     /// `model` (Gymnasium's file of the task, or a user's in its place),
-    /// `qpos0`: MuJoCo's initial `qpos` of the file. Refused, naming it,
-    /// when the model lacks what the task reads (a frame, dofs).
+    /// `qpos0` and `qvel0`: MuJoCo's initial state of the file. Refused,
+    /// naming it, when the model lacks what the task reads (a frame, dofs).
     pub fn new(
         kind: GymKind,
         params: GymParams,
         model: Arc<Model>,
         qpos0: &[f64],
+        qvel0: &[f64],
     ) -> Result<Self, String> {
         let frame = |name: &str| {
             model
@@ -148,11 +150,19 @@ impl GymTask {
         } else {
             3
         };
-        if nq < least || nv < least || qpos0.len() != nq {
+        if nq < least || nv < least || qpos0.len() != nq || qvel0.len() != nv {
             return Err(format!(
-                "{}: a model of nq {nq}, nv {nv} (qpos0 of {}) does not fit the task",
+                "{}: a model of nq {nq}, nv {nv} (qpos0 of {}, qvel0 of {}) does not fit the task",
                 kind.id(),
-                qpos0.len()
+                qpos0.len(),
+                qvel0.len()
+            ));
+        }
+        if !(params.reset_noise_scale.is_finite() && params.reset_noise_scale >= 0.0) {
+            return Err(format!(
+                "{}: reset_noise_scale must be finite and at least 0, got {}",
+                kind.id(),
+                params.reset_noise_scale
             ));
         }
         let body_frames = model.body_frames().count();
@@ -204,7 +214,8 @@ impl GymTask {
         Ok(GymTask {
             kind,
             params,
-            height0: qpos0[1],
+            qpos0: qpos0.to_vec(),
+            qvel0: qvel0.to_vec(),
             model,
             frames,
             body_frames,
@@ -387,6 +398,51 @@ impl GymTask {
         self.outcome(s, w, row, contact_cost);
     }
 
+    /// An initial state drawn from `rng` as the task's v5 source draws it
+    /// (its `reset_model`), in MuJoCo's conventions: `qpos0` plus uniform
+    /// noise in `±reset_noise_scale`, `qvel0` plus the same (or, for Ant,
+    /// InvertedDoublePendulum and HalfCheetah, `reset_noise_scale` times a
+    /// standard normal); Reacher: its arm's angles ±0.1, a goal uniform in
+    /// the disc of radius 0.2 (drawn in its square until inside), velocities
+    /// ±0.005 and the goal's zero. The same distributions as Gymnasium's,
+    /// not its numbers (another generator).
+    pub fn draw_reset(&self, rng: &mut PhiloxStream, qpos: &mut [f64], qvel: &mut [f64]) {
+        let s = self.params.reset_noise_scale;
+        let (nq, nv) = (qpos.len(), qvel.len());
+        if self.kind == GymKind::Reacher {
+            for (x, x0) in qpos.iter_mut().zip(&self.qpos0) {
+                *x = x0 + rng.range(-0.1, 0.1);
+            }
+            let goal = loop {
+                let g = [rng.range(-0.2, 0.2), rng.range(-0.2, 0.2)];
+                if g[0].hypot(g[1]) < 0.2 {
+                    break g;
+                }
+            };
+            qpos[nq - 2..].copy_from_slice(&goal);
+            for (v, v0) in qvel.iter_mut().zip(&self.qvel0) {
+                *v = v0 + rng.range(-0.005, 0.005);
+            }
+            qvel[nv - 2..].fill(0.0);
+            return;
+        }
+        for (x, x0) in qpos.iter_mut().zip(&self.qpos0) {
+            *x = x0 + rng.range(-s, s);
+        }
+        let normal = matches!(
+            self.kind,
+            GymKind::Ant | GymKind::InvertedDoublePendulum | GymKind::HalfCheetah
+        );
+        for (v, v0) in qvel.iter_mut().zip(&self.qvel0) {
+            *v = v0
+                + if normal {
+                    s * rng.normal()
+                } else {
+                    rng.range(-s, s)
+                };
+        }
+    }
+
     /// World position of the task's frame `k`, after the kinematics.
     fn frame_position(&self, s: &GymScratch, k: usize) -> Vec3 {
         let f = &self.model.frames[self.frames[k]];
@@ -457,7 +513,7 @@ impl GymTask {
                         term("y_velocity", (qpos[1] - before[1]) / dt);
                     }
                     GymKind::Hopper | GymKind::Walker2d => {
-                        term("z_distance_from_origin", qpos[1] - self.height0);
+                        term("z_distance_from_origin", qpos[1] - self.qpos0[1]);
                         let mut ok = within(qpos[1], p.healthy_z_range, false)
                             && within(qpos[2], p.healthy_angle_range, false);
                         if self.kind == GymKind::Hopper {
