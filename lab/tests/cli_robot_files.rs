@@ -107,3 +107,77 @@ fn inspect_and_run_installed_robot_files() {
         assert!(ok && out.contains("200 steps"), "{out}{err}");
     }
 }
+
+/// `moreau bench env` on Gymnasium's files: a row per (task, backend,
+/// size) with its rates and the time per environment step split into
+/// physics, task, resets and the rest (adding up to the whole); the same
+/// episodes end on `cpu` and `cpu1` (Philox resets, random actions keyed
+/// per world); an unknown task and a missing assets folder are refused by
+/// name.
+#[test]
+fn bench_env_measures_gymnasiums_tasks_in_rust() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("moreau-bench-env-{}", std::process::id()));
+    let assets = files.gymnasium_assets.to_str().unwrap().to_string();
+    let (ok, stdout, stderr) = moreau(&[
+        "bench",
+        "env",
+        "--task",
+        "InvertedPendulum-v5,Ant-v5",
+        "--envs",
+        "8",
+        "--steps",
+        "30",
+        "--backend",
+        "cpu,cpu1",
+        "--assets",
+        &assets,
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("InvertedPendulum-v5") && stdout.contains("env steps/s"),
+        "{stdout}"
+    );
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bench_env.json")).unwrap())
+            .unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        let f = |k: &str| r[k].as_f64().unwrap();
+        assert!(f("env_steps_per_s") > 0.0 && f("physics_steps_per_s") > f("env_steps_per_s"));
+        let parts = f("physics_us") + f("task_us") + f("reset_us") + f("other_us");
+        assert!(
+            parts <= f("us_per_env_step") * 1.001 && parts > 0.9 * f("us_per_env_step"),
+            "{r}"
+        );
+        assert_eq!(r["failed"], 0);
+    }
+    // The pendulum falls within 30 steps under random actions: episodes
+    // end, the same number on both CPU backends.
+    let ended = |task: &str, backend: &str| {
+        rows.iter()
+            .find(|r| r["task"] == task && r["backend"] == backend)
+            .unwrap()["episodes_ended"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(ended("InvertedPendulum-v5", "cpu") > 0);
+    assert_eq!(
+        ended("InvertedPendulum-v5", "cpu"),
+        ended("InvertedPendulum-v5", "cpu1")
+    );
+    assert_eq!(ended("Ant-v5", "cpu"), ended("Ant-v5", "cpu1"));
+    let (ok, _, stderr) = moreau(&["bench", "env", "--task", "Ant-v9", "--assets", &assets]);
+    assert!(
+        !ok && stderr.contains("unknown task `Ant-v9`") && stderr.contains("Humanoid-v5"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = moreau(&["bench", "env", "--assets", "/no/such/dir", "--envs", "1"]);
+    assert!(!ok && stderr.contains("/no/such/dir"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

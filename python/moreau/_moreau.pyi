@@ -409,7 +409,16 @@ class Gym:
     ``params``: Gymnasium's keyword arguments (missing ones: Gymnasium
     1.2's defaults); ``qpos0``: MuJoCo's initial qpos of the file."""
 
-    def __init__(self, batch: BatchSim, task_id: str, params: dict[str, Any], qpos0: ArrayIn, frame_skip: int) -> None: ...
+    def __init__(
+        self, batch: BatchSim, task_id: str, params: dict[str, Any], qpos0: ArrayIn, qvel0: ArrayIn, frame_skip: int
+    ) -> None: ...
+    @staticmethod
+    def registration(task_id: str) -> tuple[str, int, int]:
+        """Gymnasium's (xml_file, frame_skip, max_episode_steps) of the task."""
+    def seed(self, which: npt.NDArray[np.bool_], seeds: Sequence[int]) -> None:
+        """Keys the reset streams of the worlds ``which`` (episodes from 0)."""
+    def reset_worlds(self, batch: BatchSim, which: npt.NDArray[np.bool_]) -> None:
+        """Resets the worlds ``which`` to states drawn from their Philox streams."""
     @property
     def obs_dim(self) -> int: ...
     @property

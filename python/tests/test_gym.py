@@ -671,6 +671,19 @@ def test_philox_resets_are_the_same_on_every_backend_and_drawn_as_gymnasiums(tas
 TASK_NOISE = {"Ant-v5": "normal", "InvertedDoublePendulum-v5": "normal", "HalfCheetah-v5": "normal"}
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_the_librarys_registrations_are_gymnasiums(task):
+    """moreau bench env runs each task by the library's record of its
+    registration: Gymnasium's file, frame skip and episode length."""
+    spec = gym.spec(task)
+    params = mg.gymnasium_parameters(task)
+    assert moreau._moreau.Gym.registration(task) == (
+        params["xml_file"],
+        params["frame_skip"],
+        spec.max_episode_steps,
+    )
+
+
 def test_the_library_task_refuses_bad_input_by_name():
     env = mg.make_vec("Ant-v5", 2)
     g = env._gym

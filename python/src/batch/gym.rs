@@ -121,6 +121,16 @@ impl Gym {
         Ok(Gym { gym })
     }
 
+    /// Gymnasium 1.2's registration of ``task_id`` as the library keeps it
+    /// (``moreau bench env`` runs by it): ``(xml_file, frame_skip,
+    /// max_episode_steps)``.
+    #[staticmethod]
+    fn registration(task_id: &str) -> PyResult<(&'static str, usize, usize)> {
+        GymKind::from_id(task_id)
+            .map(GymKind::registration)
+            .ok_or_else(|| value_error(format!("unknown Gymnasium task {task_id:?}")))
+    }
+
     /// The observation's length.
     #[getter]
     fn obs_dim(&self) -> usize {

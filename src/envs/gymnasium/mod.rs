@@ -72,6 +72,21 @@ impl GymKind {
     pub fn from_id(id: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.id() == id)
     }
+    /// Gymnasium 1.2's registration: its file among Gymnasium's MuJoCo
+    /// assets, its frame skip and its episodes' length.
+    pub fn registration(self) -> (&'static str, usize, usize) {
+        match self {
+            GymKind::Ant => ("ant.xml", 5, 1000),
+            GymKind::Humanoid => ("humanoid.xml", 5, 1000),
+            GymKind::InvertedPendulum => ("inverted_pendulum.xml", 2, 1000),
+            GymKind::InvertedDoublePendulum => ("inverted_double_pendulum.xml", 5, 1000),
+            GymKind::Reacher => ("reacher.xml", 2, 50),
+            GymKind::Swimmer => ("swimmer.xml", 4, 1000),
+            GymKind::HalfCheetah => ("half_cheetah.xml", 5, 1000),
+            GymKind::Hopper => ("hopper.xml", 4, 1000),
+            GymKind::Walker2d => ("walker2d_v5.xml", 4, 1000),
+        }
+    }
 }
 
 /// Gymnasium's keyword arguments of the v5 tasks that their step reads

@@ -145,3 +145,83 @@ pub(crate) fn bench(cfg: SceneBenchConfig, out: &std::path::Path) -> Result<(), 
     say!("bench: {:.1} s wall", started.elapsed().as_secs_f64());
     Ok(())
 }
+
+/// `moreau bench env`.
+pub(crate) fn bench_env(
+    tasks: &[String],
+    envs: &[usize],
+    backends: &[Backend],
+    steps: usize,
+    assets: Option<PathBuf>,
+    out: &std::path::Path,
+) -> Result<(), AnyError> {
+    use moreau::envs::gymnasium::GymKind;
+    let kinds: Vec<GymKind> = if tasks.iter().any(|t| t == "all") {
+        GymKind::ALL.to_vec()
+    } else {
+        (tasks.iter())
+            .map(|t| {
+                GymKind::from_id(t).ok_or_else(|| {
+                    let ids: Vec<_> = GymKind::ALL.iter().map(|k| k.id()).collect();
+                    format!("unknown task `{t}`; tasks: {}, or all", ids.join(", "))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    if steps == 0 || envs.contains(&0) {
+        return Err("--steps and --envs must be at least 1".into());
+    }
+    let assets = match assets {
+        Some(a) => a,
+        None => match std::env::var_os("MOREAU_ROBOT_FILES") {
+            Some(site) => PathBuf::from(site).join("gymnasium/envs/mujoco/assets"),
+            None => {
+                return Err(
+                    "Gymnasium's MuJoCo assets: give --assets DIR or set MOREAU_ROBOT_FILES \
+                            (scripts/fetch-robot-files)"
+                        .into(),
+                );
+            }
+        },
+    };
+    println!(
+        "{:<26} {:>6} {:>7} {:>12} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6}",
+        "task",
+        "envs",
+        "backend",
+        "env steps/s",
+        "µs/step",
+        "physics",
+        "task",
+        "reset",
+        "other",
+        "layer"
+    );
+    let mut rows = Vec::new();
+    for &kind in &kinds {
+        for &backend in backends {
+            for &n in envs {
+                let r = moreau_lab::bench::env::bench_env(kind, &assets, n, backend, steps, 1)?;
+                println!(
+                    "{:<26} {:>6} {:>7} {:>12.0} {:>8.2} {:>8.2} {:>6.2} {:>6.2} {:>6.2} {:>5.1}%",
+                    r.task,
+                    n,
+                    r.backend,
+                    r.env_steps_per_s,
+                    r.us_per_env_step,
+                    r.physics_us,
+                    r.task_us,
+                    r.reset_us,
+                    r.other_us,
+                    100.0 * r.layer_share_of_physics
+                );
+                rows.push(r);
+            }
+        }
+    }
+    std::fs::create_dir_all(out)?;
+    let path = out.join("bench_env.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
+    println!("wrote {}", path.display());
+    Ok(())
+}

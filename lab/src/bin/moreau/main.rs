@@ -150,6 +150,35 @@ enum BenchWhat {
         #[arg(long, default_value_t = 5)]
         repeats: usize,
     },
+    /// Gymnasium's v5 tasks as an RL loop runs them, in Rust: random
+    /// actions in each task's control range, the frame skip, every
+    /// environment's observation, reward and termination computed in the
+    /// batch, NEXT_STEP autoreset with Philox resets, Gymnasium's time
+    /// limits. Prints a table (environment steps/s; µs per environment
+    /// step in the physics, the task, the resets and the rest) and writes
+    /// bench_env.json to --out.
+    Env {
+        /// Gymnasium task ids (Ant-v5, Humanoid-v5, InvertedPendulum-v5,
+        /// InvertedDoublePendulum-v5, Reacher-v5, Swimmer-v5,
+        /// HalfCheetah-v5, Hopper-v5, Walker2d-v5), or `all`.
+        #[arg(long, value_delimiter = ',', default_values_t = ["Ant-v5".to_string(), "Humanoid-v5".to_string()])]
+        task: Vec<String>,
+        /// Environments per batch.
+        #[arg(long, value_delimiter = ',', default_values_t = [1024, 4096, 16384])]
+        envs: Vec<usize>,
+        #[arg(long, value_delimiter = ',', value_parser = parse_backend, default_values_t = [Backend::CpuParallel])]
+        backend: Vec<Backend>,
+        /// Environment steps timed (after 5 of warm-up).
+        #[arg(long, default_value_t = 20)]
+        steps: usize,
+        /// Gymnasium's MuJoCo assets (default:
+        /// $MOREAU_ROBOT_FILES/gymnasium/envs/mujoco/assets).
+        #[arg(long)]
+        assets: Option<PathBuf>,
+        /// Output folder.
+        #[arg(long, default_value = "bench-env-out")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -643,6 +672,18 @@ fn main() -> ExitCode {
                 }),
             ..
         } => show::bench_render(&scene, &file, (&worlds, &size), repeats),
+        Command::Bench {
+            what:
+                Some(BenchWhat::Env {
+                    task,
+                    envs,
+                    backend,
+                    steps,
+                    assets,
+                    out,
+                }),
+            ..
+        } => bench::bench_env(&task, &envs, &backend, steps, assets, &out),
         Command::Bench {
             what: None,
             scene,
