@@ -173,6 +173,10 @@ class Simulator:
         solver: str = ...,  # DEFAULT_SOLVER
         tolerance: float = ...,  # DEFAULT_TOLERANCE
     ) -> None: ...
+    def mocap_poses(self) -> tuple[FloatArray, FloatArray]:
+        """The mocap bodies' poses: positions (nmocap, 3), quaternions (nmocap, 4), (w, x, y, z)."""
+    def set_mocap(self, pos: ArrayIn, quat: Optional[ArrayIn] = None) -> None:
+        """The mocap bodies' poses from the next step on (ValueError, nothing changed, on a bad value)."""
     def step(
         self, tau: Optional[ArrayIn] = None, ctrl: Optional[ArrayIn] = None
     ) -> dict[str, Any]:

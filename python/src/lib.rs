@@ -15,6 +15,7 @@
 
 mod arrays;
 mod batch;
+mod mocap;
 mod model;
 mod problems;
 mod render;

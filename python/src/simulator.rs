@@ -10,8 +10,8 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::arrays::{Floats1, array2, matrix, vector};
-use crate::model::Model;
+use crate::arrays::{Floats1, FloatsDyn, array2, matrix, vector};
+use crate::model::{Model, Pair};
 use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
 use crate::value_error;
 use moreau::render::Overlay;
@@ -65,6 +65,37 @@ impl Simulator {
             sim,
             state: State::new(model.q0.clone(), model.v0.clone()),
         })
+    }
+
+    /// The mocap bodies' poses (``Model.mocap_names``) as MuJoCo's
+    /// ``mocap_pos`` (nmocap, 3) and ``mocap_quat`` (nmocap, 4; ``(w, x,
+    /// y, z)``, ``w >= 0``).
+    fn mocap_poses<'py>(&self, py: Python<'py>) -> Pair<'py> {
+        let (mut pos, mut quat) = (Vec::new(), Vec::new());
+        let poses = self.sim.mocap_poses();
+        crate::mocap::poses_out(poses, &mut pos, &mut quat);
+        let nm = poses.len();
+        (array2(py, pos, nm, 3), array2(py, quat, nm, 4))
+    }
+
+    /// Sets the mocap bodies' poses from the next step on: ``pos`` (nmocap,
+    /// 3) and ``quat`` (nmocap, 4; ``(w, x, y, z)``, normalized; not given:
+    /// each keeps its orientation). The ``connect``s and ``weld``s naming
+    /// them follow. A bad value raises ValueError and nothing changes.
+    #[pyo3(signature = (pos, quat=None))]
+    fn set_mocap(&mut self, pos: FloatsDyn<'_>, quat: Option<FloatsDyn<'_>>) -> PyResult<()> {
+        let current = self.sim.mocap_poses().to_vec();
+        if current.is_empty() {
+            return Err(value_error(format!(
+                "model `{}` has no mocap bodies",
+                self.sim.model().name
+            )));
+        }
+        let poses = crate::mocap::poses_in(&pos, quat.as_ref(), &[], &current)?;
+        for (i, pose) in poses.into_iter().enumerate() {
+            self.sim.set_mocap_pose(i, pose).map_err(value_error)?;
+        }
+        Ok(())
     }
 
     /// One step under joint torques `tau` (nv,) or actuator controls

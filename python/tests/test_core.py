@@ -951,3 +951,15 @@ def test_mocap_bodies_are_set_per_world_and_kept_by_snapshots():
         moreau.BatchSim(moreau.scene("quadruped"), 1).set_mocap(np.zeros((1, 0, 3)))
     after = batch.mocap_poses()
     assert all(np.array_equal(a, b) for a, b in zip(before, after))
+    # One world: the same through Simulator, its snapshot keeping the poses.
+    sim = moreau.Simulator(m)
+    sim.set_mocap(got_pos[1], got_quat[1])
+    for _ in range(500):
+        sim.step()
+    np.testing.assert_allclose(sim.q[:3], [-0.0414, -0.05, 1.1586], atol=1e-3)
+    snap = sim.snapshot()
+    fresh = moreau.Simulator(m)
+    fresh.restore(snap)
+    np.testing.assert_array_equal(fresh.mocap_poses()[0], got_pos[1])
+    with pytest.raises(ValueError, match=r"pos has shape \[1, 3\], expected \[2, 3\]"):
+        sim.set_mocap(np.zeros((1, 3)))

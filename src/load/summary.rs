@@ -201,19 +201,35 @@ impl LoadedModel {
                     e.name, e.first, e.second, e.polycoef
                 )?;
             }
+            // A side naming a mocap body is named by it.
+            let side = |body: usize, mocap: Option<usize>| match mocap {
+                Some(i) => format!("mocap body {}", m.mocap[i].name),
+                None => m.body_name[body].clone(),
+            };
             for e in &m.body_equalities {
                 writeln!(
                     s,
                     "  {:24} {} of {} at {:?} to {} at {:?} ({} rows)",
                     e.name,
                     e.kind(),
-                    m.body_name[e.body1],
+                    side(e.body1, e.mocap[0]),
                     e.point1.as_slice(),
-                    m.body_name[e.body2],
+                    side(e.body2, e.mocap[1]),
                     e.point2.as_slice(),
                     e.rows()
                 )?;
             }
+        }
+        if !m.mocap.is_empty() {
+            writeln!(
+                s,
+                "mocap bodies (poses set per world): {}",
+                m.mocap
+                    .iter()
+                    .map(|b| b.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
         }
         let friction: Vec<String> = (0..m.nv)
             .filter(|&k| m.dof_frictionloss[k] > 0.0)
