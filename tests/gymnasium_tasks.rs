@@ -200,6 +200,17 @@ fn bad_input_is_refused_by_name() {
     assert!(e.unwrap_err().to_string().contains("reset mask"));
     let e = gym.step(&mut batch, &vec![0.0; nu], &[0.0; 2], &[false; 2]);
     assert!(e.unwrap_err().to_string().contains("controls"));
+    let e = gym.step(
+        &mut batch,
+        &vec![0.0; 2 * nu],
+        &[0.0, f64::NAN],
+        &[false; 2],
+    );
+    assert!(
+        e.unwrap_err()
+            .to_string()
+            .contains("world 1's sum of squared actions")
+    );
     assert_eq!(batch.state(0).unwrap(), &before, "state untouched");
     assert!(GymBatch::new(gym.task().clone(), &batch, 0).is_err());
 }

@@ -22,7 +22,9 @@ frame: :meth:`moreau.Model.to_mujoco`) and MuJoCo's body quantities
 Each task's observation, reward, termination and info are the library's
 (``moreau._moreau.Gym``: Rust, every environment in one call on the batch's
 threads after the frame skip); this module keeps Gymnasium's interface,
-its reset draws (numpy's generators, seed for seed) and the autoreset.
+its reset draws (numpy's generators, seed for seed; or, with
+``reset_rng="philox"``, the library's counter-based streams) and the
+autoreset.
 """
 
 from __future__ import annotations

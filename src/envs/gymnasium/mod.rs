@@ -386,22 +386,28 @@ impl GymBatch {
         let mut physics = Duration::ZERO;
         self.check(batch, reset)?;
         let (n, nu) = (self.nworlds, batch.model().nu());
-        if ctrl.len() != n * nu || action_sq.len() != n {
+        let (what, got, expected, per_world) = if ctrl.len() != n * nu {
+            ("controls", ctrl.len(), n * nu, nu)
+        } else {
+            ("action_sq", action_sq.len(), n, 1)
+        };
+        if got != expected {
             return Err(BatchError::DimensionMismatch {
-                what: if ctrl.len() != n * nu {
-                    "controls"
-                } else {
-                    "action_sq"
-                },
-                got: if ctrl.len() != n * nu {
-                    ctrl.len()
-                } else {
-                    action_sq.len()
-                },
-                expected: if ctrl.len() != n * nu { n * nu } else { n },
+                what,
+                got,
+                expected,
                 nworlds: n,
-                per_world: if ctrl.len() != n * nu { nu } else { 1 },
+                per_world,
             });
+        }
+        if let Some(w) = action_sq.iter().position(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(BatchError::Input(SimError::InvalidParameter {
+                name: "action_sq",
+                reason: format!(
+                    "world {w}'s sum of squared actions must be finite and at least 0, got {}",
+                    action_sq[w]
+                ),
+            }));
         }
         let mut active: Vec<bool> = reset.iter().map(|r| !r).collect();
         let mut failed = Vec::new();
