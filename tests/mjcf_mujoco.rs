@@ -615,10 +615,41 @@ fn connect_and_weld_match_mujoco() {
     let (m, model, mut sim) = data_file_simulator("loops.xml");
     assert_eq!(model.body_equalities.len(), 2);
     let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let worst = follow_stiff_rows(
+        &m,
+        &mut sim,
+        &mut state,
+        (&r.qpos, &r.qpos_stiff),
+        |state, want| {
+            // The pendulum on the spatial tendon's spring has no row: it is
+            // MuJoCo's Euler step, to rounding.
+            let swing = model.nq - 1;
+            assert!(
+                (state.q[swing] - want[swing]).abs() < 1e-9,
+                "swing {} vs {}",
+                state.q[swing],
+                want[swing]
+            );
+        },
+    );
+    assert!(worst < 2e-3, "worst |Δq| from stiff MuJoCo {worst:e}");
+}
+
+/// Steps `sim` without torques through MuJoCo's rows `(default, stiff)`
+/// (time, qpos…), printing the distance to each, calling `check(state,
+/// stiff q)` at each; the largest distance to the stiff rows after t = 0.
+fn follow_stiff_rows(
+    m: &MjcfModel,
+    sim: &mut moreau::sim::Simulator,
+    state: &mut moreau::sim::State,
+    (soft_rows, stiff_rows): (&[Vec<f64>], &[Vec<f64>]),
+    mut check: impl FnMut(&moreau::sim::State, &nalgebra::DVector<f64>),
+) -> f64 {
+    let nv = m.model.nv;
     let mut worst = 0.0f64;
-    for (row, (soft, stiff)) in r.qpos.iter().zip(&r.qpos_stiff).enumerate() {
+    for (soft, stiff) in soft_rows.iter().zip(stiff_rows) {
         while (state.t - stiff[0]).abs() > 1e-9 {
-            sim.step(&mut state, &vec![0.0; model.nv]).unwrap();
+            sim.step(state, &vec![0.0; nv]).unwrap();
         }
         // MuJoCo's quaternion is (w, x, y, z), moreau's (x, y, z, w).
         let want = m.q_from_mujoco(&stiff[1..]).unwrap();
@@ -628,20 +659,12 @@ fn connect_and_weld_match_mujoco() {
             "t = {:.2}: max |Δq| {d:.1e} from stiff MuJoCo, {d_soft:.1e} from its default",
             state.t
         );
-        if row > 0 {
+        if state.t > 0.0 {
             worst = worst.max(d);
         }
-        // The pendulum on the spatial tendon's spring has no row: it is
-        // MuJoCo's Euler step, to rounding.
-        let swing = model.nq - 1;
-        assert!(
-            (state.q[swing] - want[swing]).abs() < 1e-9,
-            "swing {} vs {}",
-            state.q[swing],
-            want[swing]
-        );
+        check(state, &want);
     }
-    assert!(worst < 2e-3, "worst |Δq| from stiff MuJoCo {worst:e}");
+    worst
 }
 
 /// tests/data/mujoco/mocap.json.
@@ -676,22 +699,13 @@ fn welds_and_connects_to_mocap_bodies_match_mujoco() {
             .unwrap();
     }
     let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let mut worst = 0.0f64;
-    for (soft, stiff) in r.qpos.iter().zip(&r.qpos_stiff) {
-        while (state.t - stiff[0]).abs() > 1e-9 {
-            sim.step(&mut state, &vec![0.0; model.nv]).unwrap();
-        }
-        let want = m.q_from_mujoco(&stiff[1..]).unwrap();
-        let d = (&state.q - &want).amax();
-        let d_soft = (&state.q - m.q_from_mujoco(&soft[1..]).unwrap()).amax();
-        println!(
-            "t = {:.2}: max |Δq| {d:.1e} from stiff MuJoCo, {d_soft:.1e} from its default",
-            state.t
-        );
-        if state.t > 0.0 {
-            worst = worst.max(d);
-        }
-    }
+    let worst = follow_stiff_rows(
+        &m,
+        &mut sim,
+        &mut state,
+        (&r.qpos, &r.qpos_stiff),
+        |_, _| {},
+    );
     // The box and the arm moved (a pose ignored would leave them).
     let start = m.q_from_mujoco(&r.qpos_stiff[0][1..]).unwrap();
     assert!((&state.q - &start).amax() > 0.2);

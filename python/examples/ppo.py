@@ -48,6 +48,8 @@ import numpy as np
 import optax
 from gymnasium.vector import AutoresetMode
 
+import moreau.gym as mg
+
 
 @dataclass
 class Config:
@@ -322,19 +324,8 @@ def load_policy(path) -> Callable[[np.ndarray], np.ndarray]:
     return act
 
 
-def evaluate(envs, policy: Callable[[np.ndarray], np.ndarray], seed: int) -> np.ndarray:
-    """The return of one fresh episode in each of ``envs``' environments
-    (seeded ``seed + i``), actions from ``policy(observations)``."""
-    obs, _ = envs.reset(seed=seed)
-    n = envs.num_envs
-    returns = np.zeros(n)
-    running = np.ones(n, dtype=bool)
-    low, high = envs.single_action_space.low, envs.single_action_space.high
-    while running.any():
-        obs, reward, terminated, truncated, _ = envs.step(np.clip(policy(obs), low, high).astype(np.float32))
-        returns += np.where(running, reward, 0.0)
-        running &= ~(terminated | truncated)
-    return returns
+# The return of one fresh episode per environment (seeded ``seed + i``).
+evaluate = mg.episode_returns
 
 
 def _main() -> None:

@@ -225,18 +225,8 @@ def train(envs, cfg: Config, log: Optional[Callable[[str], None]] = None) -> Res
     return result
 
 
-def evaluate(envs, policy: Callable[[np.ndarray], np.ndarray], seed: int) -> np.ndarray:
-    """The return of one fresh episode in each of ``envs``' environments,
-    actions from ``policy(observations)``."""
-    obs, _ = envs.reset(seed=seed)
-    returns = np.zeros(envs.num_envs)
-    running = np.ones(envs.num_envs, dtype=bool)
-    low, high = envs.single_action_space.low, envs.single_action_space.high
-    while running.any():
-        obs, reward, terminated, truncated, _ = envs.step(np.clip(policy(obs), low, high).astype(np.float32))
-        returns += np.where(running, reward, 0.0)
-        running &= ~(terminated | truncated)
-    return returns
+# The return of one fresh episode per environment.
+evaluate = mg.episode_returns
 
 
 def _main() -> None:

@@ -1,7 +1,8 @@
 """Learning: PPO (python/examples/ppo.py, a CleanRL-style single-file PPO on
-JAX and optax) learns InvertedPendulum-v5 on moreau's vector environment,
-judged on fresh episodes with the deterministic policy, beside random
-actions on the same episodes."""
+JAX and optax; ppo_torch.py, the same in PyTorch on the gpu backend)
+learns InvertedPendulum-v5 on moreau's vector environment, judged on fresh
+episodes with the deterministic policy, beside random actions on the same
+episodes; SHAC improves the cart-pole swing-up."""
 
 import importlib.util
 import pathlib
@@ -11,37 +12,46 @@ import numpy as np
 
 import moreau.gym as mg
 
-_spec = importlib.util.spec_from_file_location(
-    "ppo", pathlib.Path(__file__).resolve().parents[1] / "examples" / "ppo.py"
-)
-ppo = importlib.util.module_from_spec(_spec)
-sys.modules["ppo"] = ppo  # (its dataclasses look their module up)
-_spec.loader.exec_module(ppo)
+
+
+def _example(name):
+    """python/examples/NAME.py as a module (registered: its dataclasses
+    look their module up)."""
+    spec = importlib.util.spec_from_file_location(
+        name, pathlib.Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ppo = _example("ppo")
+shac = _example("shac")
+ppo_torch = _example("ppo_torch")
+
+
+def _against_random(evaluate, act, seed=10_000):
+    """The learned policy's and random actions' returns on the same 20
+    fresh InvertedPendulum-v5 episodes (at most 1000 steps, reward 1 a step)."""
+    evaluation = mg.make_vec("InvertedPendulum-v5", num_envs=20)
+    learned = evaluate(evaluation, act, seed=seed)
+    rng = np.random.default_rng(0)
+    low, high = evaluation.single_action_space.low, evaluation.single_action_space.high
+    random = evaluate(evaluation, lambda obs: rng.uniform(low, high, (len(obs), 1)), seed=seed)
+    return learned, random
 
 
 def test_ppo_learns_inverted_pendulum_on_moreau():
     envs = mg.make_vec("InvertedPendulum-v5", num_envs=16)
     result = ppo.train(envs, ppo.Config(total_steps=60_000, seed=1))
     assert result.curve, "no episode ended during training"
-    # Fresh episodes: other seeds than training's, 20 environments, one
-    # episode each (at most 1000 steps, reward 1 per step).
-    evaluation = mg.make_vec("InvertedPendulum-v5", num_envs=20)
-    learned = ppo.evaluate(evaluation, result.act, seed=10_000)
-    rng = np.random.default_rng(0)
-    low, high = evaluation.single_action_space.low, evaluation.single_action_space.high
-    random = ppo.evaluate(evaluation, lambda obs: rng.uniform(low, high, (len(obs), 1)), seed=10_000)
+    # Fresh episodes: other seeds than training's.
+    learned, random = _against_random(ppo.evaluate, result.act)
     print(f"PPO: {learned.mean():.1f} (min {learned.min():.0f}); random: {random.mean():.1f}")
     assert random.mean() < 10.0
     assert learned.mean() >= 500.0
     assert result.curve[-1][2] > 10 * random.mean()
-
-
-_shac_spec = importlib.util.spec_from_file_location(
-    "shac", pathlib.Path(__file__).resolve().parents[1] / "examples" / "shac.py"
-)
-shac = importlib.util.module_from_spec(_shac_spec)
-sys.modules["shac"] = shac
-_shac_spec.loader.exec_module(shac)
 
 
 def test_shac_improves_the_cartpole_swing_up():
@@ -72,14 +82,6 @@ def test_shac_improves_the_cartpole_swing_up():
     assert last > first + 0.15, (first, last)
 
 
-_torch_spec = importlib.util.spec_from_file_location(
-    "ppo_torch", pathlib.Path(__file__).resolve().parents[1] / "examples" / "ppo_torch.py"
-)
-ppo_torch = importlib.util.module_from_spec(_torch_spec)
-sys.modules["ppo_torch"] = ppo_torch
-_torch_spec.loader.exec_module(ppo_torch)
-
-
 def test_torch_ppo_learns_inverted_pendulum_on_the_gpu_backend():
     """python/examples/ppo_torch.py on the "gpu" backend (the worlds on the
     device: lavapipe in CI), 64 environments with philox resets: after
@@ -89,11 +91,7 @@ def test_torch_ppo_learns_inverted_pendulum_on_the_gpu_backend():
     assert envs.batch.resident
     result = ppo_torch.train(envs, ppo_torch.Config(total_steps=60_000, num_steps=32, seed=1, device="cpu"))
     assert result.curve, "no episode ended during training"
-    evaluation = mg.make_vec("InvertedPendulum-v5", 20, reset_rng="philox")
-    learned = ppo_torch.evaluate(evaluation, result.act, seed=10_000)
-    rng = np.random.default_rng(0)
-    low, high = evaluation.single_action_space.low, evaluation.single_action_space.high
-    random = ppo_torch.evaluate(evaluation, lambda obs: rng.uniform(low, high, (len(obs), 1)), seed=10_000)
+    learned, random = _against_random(ppo_torch.evaluate, result.act)
     print(f"torch PPO: {learned.mean():.1f} (min {learned.min():.0f}); random: {random.mean():.1f}")
     assert random.mean() < 10.0
     assert learned.mean() >= 10 * random.mean()

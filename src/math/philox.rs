@@ -73,9 +73,7 @@ impl PhiloxStream {
     }
     /// Standard normal (Box–Muller, one of the pair).
     pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform(); // (0, 1]
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        super::rng::box_muller(self.uniform(), self.uniform())
     }
 }
 

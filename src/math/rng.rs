@@ -30,8 +30,13 @@ impl Rng {
     }
     /// Standard normal (Box–Muller, one of the pair).
     pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform(); // (0, 1]
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        box_muller(self.uniform(), self.uniform())
     }
+}
+
+/// A standard normal from two uniforms in `[0, 1)` (Box–Muller, one of
+/// the pair).
+pub(crate) fn box_muller(a: f64, b: f64) -> f64 {
+    let u1 = 1.0 - a; // (0, 1]
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
 }

@@ -575,6 +575,21 @@ class MoreauEnv(gymnasium.Env):
         return None if frames is None else frames[0]
 
 
+def episode_returns(envs, policy: Callable[[np.ndarray], np.ndarray], seed: int) -> np.ndarray:
+    """The undiscounted return of one fresh episode in each of ``envs``'
+    environments (reset with ``seed``), actions ``policy(observations)``
+    clipped to the action space: how the examples judge a policy."""
+    obs, _ = envs.reset(seed=seed)
+    returns = np.zeros(envs.num_envs)
+    running = np.ones(envs.num_envs, dtype=bool)
+    low, high = envs.single_action_space.low, envs.single_action_space.high
+    while running.any():
+        obs, reward, terminated, truncated, _ = envs.step(np.clip(policy(obs), low, high).astype(np.float32))
+        returns += np.where(running, reward, 0.0)
+        running &= ~(terminated | truncated)
+    return returns
+
+
 def make(task_id: str, backend: str = "cpu1", **kwargs: Any) -> MoreauEnv:
     """One environment of Gymnasium's task ``task_id`` on moreau (keywords:
     as :func:`make_vec`'s)."""
@@ -603,4 +618,14 @@ for _task in TASKS:
             kwargs={"task_id": _task},
         )
 
-__all__ = ["MoreauEnv", "MoreauVectorEnv", "TASKS", "Task", "make", "make_vec", "gymnasium_assets", "gymnasium_parameters"]
+__all__ = [
+    "MoreauEnv",
+    "MoreauVectorEnv",
+    "TASKS",
+    "Task",
+    "episode_returns",
+    "make",
+    "make_vec",
+    "gymnasium_assets",
+    "gymnasium_parameters",
+]
