@@ -437,6 +437,17 @@ impl BatchSim {
                     world.stats.newton_steps = s.newton_steps;
                     world.stats.polishes = usize::from(s.finished);
                 }
+                if c.start_q(w, 0).is_some() {
+                    let (q, v) = world
+                        .start
+                        .get_or_insert_with(|| (DVector::zeros(nq), DVector::zeros(nv)));
+                    for t in 0..nq {
+                        q[t] = c.start_q(w, t).unwrap_or(f64::NAN);
+                    }
+                    for t in 0..nv {
+                        v[t] = c.start_v(w, t).unwrap_or(f64::NAN);
+                    }
+                }
                 for t in 0..nq {
                     world.state.q[t] = c.q(w, t);
                 }

@@ -72,81 +72,20 @@ mod gpu_step;
 mod gradients;
 mod options;
 mod report;
+mod world;
 pub use options::{
     Backend, BatchError, BatchOptions, GPU_MIN_TOLERANCE, ThreadsError, set_threads, threads,
 };
 pub use report::BatchStepReport;
 use report::Tally;
+use world::{Record, World, WorldStep, finish_on_cpu, finish_with_lambda, step_on_cpu};
 
 use gpu_step::{GpuState, host_prepared_gpu};
-use gradients::record_derivatives;
 pub use gradients::{BatchTape, BatchVjp};
 use memory::HostEstimate;
 
-/// Where a world stands in the current step.
-#[derive(Debug, Clone, PartialEq)]
-enum WorldStep {
-    /// In the step, with this many contacts prepared (0 before preparation).
-    Stepping { contacts: usize },
-    /// Sitting out the step ([`BatchSim::step_active`]); not a failure.
-    Inactive,
-    /// Out of the step, with why (its state is unchanged).
-    Failed(SimError),
-}
-
-impl WorldStep {
-    fn is_stepping(&self) -> bool {
-        matches!(self, WorldStep::Stepping { .. })
-    }
-
-    /// Contacts of a world in the step.
-    fn contacts(&self) -> Option<usize> {
-        match self {
-            WorldStep::Stepping { contacts } => Some(*contacts),
-            _ => None,
-        }
-    }
-}
-
-struct World {
-    sim: Simulator,
-    state: State,
-    /// This step's torques (nv) or, when `controls`, its controls (nu).
-    tau: Vec<f64>,
-    ctrl: Vec<f64>,
-    controls: bool,
-    /// Where the world stands in this step.
-    step: WorldStep,
-    /// λ of this world's problem, as f64 (GPU backend).
-    lambda: Vec<f64>,
-    stats: SolverStats,
-    /// Whether the GPU flagged this world's problem (then solved on the CPU).
-    fallback: Option<String>,
-    /// The step Jacobians, when asked for ([`BatchSim::step_with_jacobians`]),
-    /// or the step's record for reverse mode ([`BatchSim::step_for_vjp`]).
-    jacobians: Option<StepJacobians>,
-    record: Record,
-    /// The velocity the step started from (kept when recording on the GPU).
-    v0: DVector<f64>,
-    /// The generalized constraint forces of the last step when it ran on
-    /// the device (the host paths compute them from the world's simulator).
-    constraint_force: Option<DVector<f64>>,
-    /// Rows of the last contact problem solved on the device (resident
-    /// worlds with contacts; 0 otherwise).
-    device_rows: usize,
-    /// Contacts the device dropped in this step for want of room (resident
-    /// worlds; 0 otherwise).
-    dropped_contacts: usize,
-}
-
-/// What a step records for its derivatives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Record {
-    Nothing,
-    Jacobians,
-    /// For reverse mode.
-    Tape,
-}
+/// A world's `q` and `v`, borrowed.
+pub type StateView<'a> = (&'a [f64], &'a [f64]);
 
 /// N worlds of one model, stepped together (see the module doc).
 pub struct BatchSim {
@@ -159,6 +98,9 @@ pub struct BatchSim {
     resident: Option<crate::gpu::resident::ResidentBatch>,
     /// Why [`Backend::Gpu`] runs the host-prepared path, if it does.
     notice: Option<String>,
+    /// Whether each world keeps the state its last step of a call started
+    /// from ([`BatchSim::keep_last_start`]).
+    keep_start: bool,
     /// (nworlds, width) inputs of a resident step, and which worlds step.
     resident_inputs: Vec<f64>,
     resident_active: Vec<bool>,
@@ -283,6 +225,7 @@ impl BatchSim {
                 constraint_force: None,
                 device_rows: 0,
                 dropped_contacts: 0,
+                start: None,
             });
         }
         Ok(BatchSim {
@@ -293,6 +236,7 @@ impl BatchSim {
             gpu,
             resident,
             notice,
+            keep_start: false,
             resident_inputs: Vec::new(),
             resident_active: Vec::new(),
             resident_dirty: vec![false; nworlds],
@@ -393,6 +337,29 @@ impl BatchSim {
         self.worlds
             .get_mut(w)
             .ok_or(BatchError::NoSuchWorld { world: w, nworlds })
+    }
+
+    /// Keeps, or stops keeping, each stepped world's `q` and `v` as the
+    /// last step of every step call found them ([`Self::last_start`]): an
+    /// RL task's frame skip reads its bodies there (MuJoCo's `data.xpos`
+    /// after `mj_step`), with one call and, on the device, one readback
+    /// per environment step.
+    pub fn keep_last_start(&mut self, on: bool) -> Result<(), BatchError> {
+        if let Some(r) = self.resident.as_mut() {
+            r.keep_last_start(on)
+                .map_err(|e| BatchError::Resident(e.to_string()))?;
+        }
+        self.keep_start = on;
+        if !on {
+            self.worlds.iter_mut().for_each(|w| w.start = None);
+        }
+        Ok(())
+    }
+    /// World `w`'s `q` and `v` as the last step of its last step call
+    /// found them, while [`Self::keep_last_start`] is on (`None` before
+    /// its first stepped call since).
+    pub fn last_start(&self, w: usize) -> Result<Option<StateView<'_>>, BatchError> {
+        Ok((self.world(w)?.start.as_ref()).map(|(q, v)| (q.as_slice(), v.as_slice())))
     }
 
     /// The state of world `w`.
@@ -811,7 +778,19 @@ impl BatchSim {
         match self.backend {
             Backend::Gpu if self.resident.is_some() => self.step_resident(&mut times, repeats)?,
             _ => {
-                for _ in 0..repeats {
+                for r in 0..repeats {
+                    if self.keep_start && r + 1 == repeats {
+                        let keep = |world: &mut World| {
+                            if world.step.is_stepping() {
+                                world.keep_start();
+                            }
+                        };
+                        if serial {
+                            self.worlds.iter_mut().for_each(keep);
+                        } else {
+                            self.worlds.par_iter_mut().for_each(keep);
+                        }
+                    }
                     match self.backend {
                         Backend::CpuSingle => {
                             let t = Instant::now();
@@ -868,82 +847,6 @@ impl BatchSim {
             times,
         };
         Ok(report)
-    }
-}
-
-/// One whole CPU step of a world that is not out of this step.
-fn step_on_cpu(world: &mut World) {
-    if !world.step.is_stepping() {
-        return;
-    }
-    let input = if world.controls {
-        Actuation::Controls(&world.ctrl)
-    } else {
-        Actuation::Torques(&world.tau)
-    };
-    let stepped = match (&mut world.jacobians, input) {
-        (Some(jac), Actuation::Torques(tau)) if world.record == Record::Tape => {
-            world.sim.step_for_vjp(&mut world.state, tau, jac)
-        }
-        (Some(jac), Actuation::Torques(tau)) => {
-            world.sim.step_with_jacobians(&mut world.state, tau, jac)
-        }
-        _ => world.sim.step_with(&mut world.state, input),
-    };
-    if stepped.is_err() {
-        world.jacobians = None;
-    }
-    world.step = match stepped {
-        Ok(r) => {
-            if let Some(s) = r.solver {
-                world.stats = s;
-            }
-            WorldStep::Stepping { contacts: r.nc }
-        }
-        Err(e) => WorldStep::Failed(e),
-    };
-}
-
-/// Finishes a prepared world with the λ the GPU returned.
-fn finish_with_lambda(world: &mut World) {
-    if world.step.contacts().is_none() {
-        return;
-    }
-    let lambda: &[f64] = if world.sim.problem().m() > 0 {
-        &world.lambda
-    } else {
-        &[]
-    };
-    // The derivatives at the f32 impulses, the modes read at the solve's
-    // accuracy (its residual, or the tolerance it was asked for).
-    let accuracy = 10.0
-        * world
-            .stats
-            .residuals
-            .eps_abs
-            .max(world.sim.params.solver_settings.tolerance);
-    match world.sim.finish(&mut world.state, lambda, world.stats) {
-        Ok(_) => record_derivatives(world, accuracy),
-        Err(e) => {
-            world.jacobians = None;
-            world.step = WorldStep::Failed(e);
-        }
-    }
-}
-
-/// Finishes a prepared world whose problem the GPU flagged, with its CPU solver.
-fn finish_on_cpu(world: &mut World) {
-    match world.sim.solve_and_finish(&mut world.state) {
-        Ok(r) => {
-            if let Some(s) = r.solver {
-                world.stats = s;
-            }
-            record_derivatives(world, 0.0);
-        }
-        Err(e) => {
-            world.jacobians = None;
-            world.step = WorldStep::Failed(e);
-        }
     }
 }
 

@@ -409,30 +409,29 @@ impl GymBatch {
                 ),
             }));
         }
-        let mut active: Vec<bool> = reset.iter().map(|r| !r).collect();
+        // The frame skip in one call, the state its last step started from
+        // kept (on the device: one submission, one readback).
+        let active: Vec<bool> = reset.iter().map(|r| !r).collect();
+        batch.keep_last_start(true)?;
         let mut failed = Vec::new();
-        if self.frame_skip > 1 {
-            let t = Instant::now();
-            let report = batch.step_controls_repeated(ctrl, self.frame_skip - 1, Some(&active))?;
-            physics += t.elapsed();
-            for (w, e) in report.failed {
-                active[w] = false;
-                failed.push((w, e));
-            }
-        }
-        // The state the last physics step starts from.
-        let (nq, nv) = (batch.model().nq, batch.model().nv);
-        for (w, s) in batch.states().enumerate() {
-            if !reset[w] {
-                self.kin_q[w * nq..(w + 1) * nq].copy_from_slice(s.q.as_slice());
-                self.kin_v[w * nv..(w + 1) * nv].copy_from_slice(s.v.as_slice());
-            }
-        }
         if active.iter().any(|&a| a) {
             let t = Instant::now();
-            let report = batch.step_controls_repeated(ctrl, 1, Some(&active))?;
+            let report = batch.step_controls_repeated(ctrl, self.frame_skip, Some(&active))?;
             physics += t.elapsed();
-            failed.extend(report.failed);
+            failed = report.failed;
+        }
+        let (nq, nv) = (batch.model().nq, batch.model().nv);
+        for w in (0..n).filter(|&w| !reset[w]) {
+            // A world that failed keeps the state it failed from: read there.
+            let start = if failed.iter().any(|(f, _)| *f == w) {
+                None
+            } else {
+                batch.last_start(w)?
+            };
+            let s = batch.state(w)?;
+            let (q, v) = start.unwrap_or((s.q.as_slice(), s.v.as_slice()));
+            self.kin_q[w * nq..(w + 1) * nq].copy_from_slice(q);
+            self.kin_v[w * nv..(w + 1) * nv].copy_from_slice(v);
         }
         for w in 0..n {
             if !reset[w] {

@@ -149,11 +149,22 @@ pub struct Columns<'a> {
     /// dropped, f32's floor, Newton steps, finished by a finisher
     /// (world-minor; the counts as u32 bits); else empty.
     pub(super) solves: &'a [f32],
+    /// While kept ([`super::ResidentBatch::keep_last_start`]): `q` and `v`
+    /// as the last step found them.
+    pub(super) start: Option<(&'a [f32], &'a [f32])>,
 }
 
 impl Columns<'_> {
     pub fn nworlds(&self) -> usize {
         self.n
+    }
+    /// Element `t` of world `w`'s `q` and `v` as the last step of the call
+    /// found them, when kept.
+    pub fn start_q(&self, w: usize, t: usize) -> Option<f64> {
+        self.start.map(|(q, _)| q[t * self.n + w] as f64)
+    }
+    pub fn start_v(&self, w: usize, t: usize) -> Option<f64> {
+        self.start.map(|(_, v)| v[t * self.n + w] as f64)
     }
 
     /// `q[t]` of world `w`.

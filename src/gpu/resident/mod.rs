@@ -204,8 +204,12 @@ pub struct ResidentBatch {
     clear_flags: bool,
     active_words: Vec<u32>,
     /// `q`, `v`, the constraint forces and the flags, copied here to be
-    /// read (kept: a step allocates nothing on the device).
+    /// read (kept: a step allocates nothing on the device); then, while
+    /// [`ResidentBatch::keep_last_start`] is on, `start`'s `q` and `v`.
     readback: wgpu::Buffer,
+    /// While on: `q` and `v` as the last step of each call found them
+    /// (copied on the device before it; read back with the state).
+    start: Option<(wgpu::Buffer, wgpu::Buffer)>,
     /// Host staging, world-minor f32 (kept: a step allocates nothing).
     staging: Vec<f32>,
     /// Time spent waiting for the device in reads, since creation.
@@ -539,10 +543,71 @@ impl ResidentBatch {
             clear_flags: false,
             active_words: Vec::new(),
             readback,
+            start: None,
             staging,
             waited: Duration::ZERO,
             timer: None,
         })
+    }
+
+    /// Keeps, or stops keeping, each world's `q` and `v` as the last step
+    /// of every [`Self::step_repeated`] call found them (a copy on the
+    /// device in the same submission, read back with the state by
+    /// [`Self::read_columns`]): the state an RL task's frame skip reads its
+    /// body positions at, with one readback per call. Refused (nothing
+    /// changed) when the larger readback buffer would not fit the device.
+    pub fn keep_last_start(&mut self, on: bool) -> Result<(), ResidentError> {
+        if on == self.start.is_some() {
+            return Ok(());
+        }
+        let (n, nq, nv) = (
+            self.nworlds as u64,
+            self.model.nq as u64,
+            self.model.nv as u64,
+        );
+        let extra = (nq + nv) * n * 4;
+        let size = if on {
+            self.readback.size() + extra
+        } else {
+            self.readback.size() - extra
+        };
+        if size > self.ctx.limits.max_buffer_size {
+            return Err(ResidentError::Capacity {
+                nworlds: self.nworlds,
+                what: "bytes in the readback buffer with the last steps' starts",
+                needed: size,
+                limit: self.ctx.limits.max_buffer_size,
+            });
+        }
+        let buffer = |label, size, usage| {
+            self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        self.start = on.then(|| {
+            (
+                buffer("resident start q", nq * n * 4, copies),
+                buffer("resident start v", nv * n * 4, copies),
+            )
+        });
+        self.readback = buffer(
+            "resident readback",
+            size,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        );
+        Ok(())
+    }
+
+    /// Encodes the copies of `q` and `v` into the start buffers (when kept).
+    fn encode_start(&self, encoder: &mut wgpu::CommandEncoder) {
+        if let Some((sq, sv)) = &self.start {
+            encoder.copy_buffer_to_buffer(&self.b.q, 0, sq, 0, sq.size());
+            encoder.copy_buffer_to_buffer(&self.b.v, 0, sv, 0, sv.size());
+        }
     }
 
     pub fn nworlds(&self) -> usize {

@@ -172,8 +172,20 @@ impl ResidentBatch {
             let dropped = ContactSizes::DROPPED;
             encoder.clear_buffer(&stage.cwork, (dropped * n * 4) as u64, Some((n * 4) as u64));
         }
+        // The last step's start, after all that.
+        let solves_len = if self.contacts.is_some() {
+            n * ContactSizes::READBACK
+        } else {
+            0
+        };
+        if let Some((sq, sv)) = &self.start {
+            let at = bq + 2 * bv + ((n + solves_len) * 4) as u64;
+            encoder.copy_buffer_to_buffer(sq, 0, &self.readback, at, bq);
+            encoder.copy_buffer_to_buffer(sv, 0, &self.readback, at + bq, bv);
+        }
         // The wait for the device starts at this submission: a software
         // adapter (lavapipe) runs the queued steps inside it.
+        let kept = self.start.is_some();
         let wait = Instant::now();
         let index = queue.submit(Some(encoder.finish()));
         let mut waited = None;
@@ -189,7 +201,9 @@ impl ResidentBatch {
                 let (q, rest) = words.split_at(n * nq);
                 let (v, rest) = rest.split_at(n * nv);
                 let (qfrc, rest) = rest.split_at(n * nv);
-                let (flags, solves) = rest.split_at(n);
+                let (flags, rest) = rest.split_at(n);
+                let (solves, rest) = rest.split_at(solves_len);
+                let start = kept.then(|| rest.split_at(n * nq));
                 out = Some(read(&Columns {
                     n,
                     q,
@@ -197,6 +211,7 @@ impl ResidentBatch {
                     qfrc,
                     flags,
                     solves,
+                    start,
                 }));
             },
         )?;

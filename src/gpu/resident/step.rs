@@ -138,6 +138,14 @@ impl ResidentBatch {
         if self.timer.is_some() {
             for r in 0..repeats {
                 let clear = r == 0 && std::mem::take(&mut self.clear_flags);
+                if r + 1 == repeats && self.start.is_some() {
+                    let mut encoder =
+                        (self.ctx.device).create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                            label: Some("resident start"),
+                        });
+                    self.encode_start(&mut encoder);
+                    self.ctx.queue.submit(Some(encoder.finish()));
+                }
                 self.timed_step(clear)?;
             }
             if let Some((stage, _)) = self.contacts.as_mut() {
@@ -156,14 +164,24 @@ impl ResidentBatch {
         }
         let groups = (n as u32).div_ceil(WORKGROUP);
         let Some((stage, contact_group)) = &self.contacts else {
-            {
+            // All the steps in one pass; with the last step's start kept,
+            // its copy between the others and the last.
+            let kept = self.start.is_some();
+            let passes = if kept { [repeats - 1, 1] } else { [repeats, 0] };
+            for (k, dispatches) in passes.into_iter().enumerate() {
+                if k == 1 && kept {
+                    self.encode_start(&mut encoder);
+                }
+                if dispatches == 0 {
+                    continue;
+                }
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some("resident step"),
                     timestamp_writes: None,
                 });
                 pass.set_pipeline(&self.kernel.step);
                 pass.set_bind_group(0, &self.bind_group, &[]);
-                for _ in 0..repeats {
+                for _ in 0..dispatches {
                     pass.dispatch_workgroups(groups, 1, 1);
                 }
             }
@@ -191,6 +209,9 @@ impl ResidentBatch {
                         label: Some("resident step"),
                     })
             });
+            if r + 1 == repeats {
+                self.encode_start(enc);
+            }
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("resident step with contacts"),
                 timestamp_writes: None,
