@@ -235,6 +235,33 @@ fn bad_files_are_refused_naming_file_element_and_reason() {
             "ties a mocap body to the world",
         ),
         (
+            "sensor on a mocap body's site",
+            PENDULUM.replace(
+                "</worldbody>",
+                r#"<body name="m" mocap="true"><site name="s"/></body></worldbody><sensor><framepos name="p" objtype="site" objname="s"/></sensor>"#,
+            ),
+            r#"<framepos name="p">"#,
+            "reads a frame of mocap body",
+        ),
+        (
+            "spatial tendon through a mocap body's site",
+            PENDULUM.replace(
+                "</worldbody>",
+                r#"<body name="m" mocap="true"><site name="s"/></body><site name="w" pos="0 0 2"/></worldbody><tendon><spatial name="t"><site site="s"/><site site="w"/></spatial></tendon>"#,
+            ),
+            r#"site="s""#,
+            "is on a mocap body",
+        ),
+        (
+            "camera on a mocap body",
+            PENDULUM.replace(
+                "</worldbody>",
+                r#"<body name="m" mocap="true"><camera name="eye"/></body></worldbody>"#,
+            ),
+            r#"<camera name="eye">"#,
+            "a camera on mocap body",
+        ),
+        (
             "mocap not a boolean",
             swap(r#"<body name="link" pos="0 0 1">"#, r#"<body name="link" pos="0 0 1" mocap="yes">"#),
             r#"<body name="link">"#,

@@ -13,7 +13,7 @@ use crate::model::{CameraMode, ModelCamera};
 /// A `<camera>` of an MJCF body, as read.
 pub(super) struct CameraRec {
     name: Option<String>,
-    element: String,
+    pub(super) element: String,
     /// Placement in the MJCF body frame.
     local: SE3,
     mode: String,

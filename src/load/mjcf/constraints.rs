@@ -483,6 +483,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             let Some((b, local)) = self.site(name) else {
                 return Err(self.error(jel, format!("no {what} named `{name}`")));
             };
+            if self.is_mocap(b) {
+                return Err(self.error(
+                    jel,
+                    format!(
+                        "{what} `{name}` is on a mocap body, whose frames stay at the file's pose: not supported"
+                    ),
+                ));
+            }
             Ok((carrier[b], from[b].mul(&local).translation))
         };
         let mut path = Vec::new();

@@ -46,6 +46,15 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 format!("a body on mocap body {} is not supported (it would not follow the mocap's pose)", b.element),
             ));
         }
+        if let Some(c) = b.cameras.first() {
+            return Err(self.error(
+                &c.element,
+                format!(
+                    "a camera on mocap body {} is not supported (it would stay at the file's pose)",
+                    b.element
+                ),
+            ));
+        }
         if let Some(g) = b.geoms.iter().find(|g| g.shape.is_some()) {
             return Err(self.error(
                 &g.element,
@@ -56,5 +65,47 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             ));
         }
         Ok(())
+    }
+
+    /// The mocap body (its element) that the sensor `e` reads a site or
+    /// body of, if any: its frames stay at the file's pose, so such a
+    /// sensor is refused.
+    pub(super) fn sensor_on_mocap(&self, e: &Node<'a, 'i>) -> Option<&str> {
+        let mocap = |b: usize| {
+            self.bodies
+                .get(b)
+                .filter(|r| r.mocap)
+                .map(|r| r.element.as_str())
+        };
+        let site = |name: &str| self.site_full(name).and_then(|(b, _)| mocap(b));
+        let body = |name: &str| {
+            let b = self.bodies.iter().position(|r| r.name == name)?;
+            mocap(b)
+        };
+        if let Some(found) = e.attribute("site").and_then(site) {
+            return Some(found);
+        }
+        if let Some(found) = e.attribute("body").and_then(body) {
+            return Some(found);
+        }
+        for (kind, name) in [("objtype", "objname"), ("reftype", "refname")] {
+            let (Some(k), Some(n)) = (e.attribute(kind), e.attribute(name)) else {
+                continue;
+            };
+            let found = match k {
+                "site" => site(n),
+                "body" | "xbody" => body(n),
+                _ => None,
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// Whether MJCF body `b` is a mocap body.
+    pub(super) fn is_mocap(&self, b: usize) -> bool {
+        self.bodies.get(b).is_some_and(|r| r.mocap)
     }
 }

@@ -130,6 +130,14 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             self.body_named(name)
                 .ok_or_else(|| Skip::Refuse(self.error(el, format!("no body named `{name}`"))))
         };
+        if let Some(mocap) = self.sensor_on_mocap(e) {
+            return Err(Skip::Refuse(self.error(
+                el,
+                format!(
+                    "reads a frame of mocap body {mocap}, which stays at the file's pose: not supported"
+                ),
+            )));
+        }
         let kind = match tag {
             "touch" => {
                 let name = need("site")?;
