@@ -537,6 +537,10 @@ fn meta_worlds_hand_follows_its_mocap_body() {
         let m = load_mjcf(&path, &options).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.model.mocap.len(), 1, "{}", path.display());
         assert_eq!(m.model.mocap[0].name, "mocap");
+        // Its frames: its body's and its site's, both named `mocap`.
+        let frames = &m.model.mocap[0].frames;
+        assert_eq!(frames.len(), 2);
+        assert!(frames.iter().all(|&f| m.model.frames[f].name == "mocap"));
         assert!(
             m.warnings.iter().all(|w| !w.contains("mocap")),
             "{:?}",

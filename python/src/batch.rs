@@ -395,7 +395,8 @@ impl BatchSim {
 
     /// World-frame positions (nworlds, 3) of the named frame `name` (a
     /// file's body, including those welded into their parents) at each
-    /// world's configuration, or at the configurations `q` (nworlds, nq).
+    /// world's configuration, or at the configurations `q` (nworlds, nq);
+    /// a mocap body's frames where each world's mocap pose puts them.
     #[pyo3(signature = (name, q=None))]
     fn frame_positions<'py>(
         &mut self,
@@ -414,6 +415,21 @@ impl BatchSim {
             return Err(value_error(format!("no frame named {name:?}")));
         };
         let given = self.optional("q", &q, self.nq)?;
+        let index = (self.batch.model().frames.iter()).position(|f| f.name == name);
+        if let Some(m) = index.and_then(|f| self.batch.model().mocap_of_frame(f)) {
+            // A mocap body's frame: where each world's mocap pose puts it.
+            let file = self.batch.model().mocap[m].pose;
+            let n = self.batch.nworlds();
+            let mut flat = Vec::with_capacity(3 * n);
+            for w in 0..n {
+                let pose = self.batch.mocap_poses(w).map_err(value_error)?[m];
+                let p = pose
+                    .mul(&file.inverse())
+                    .act_point(&frame.body_from_frame.translation);
+                flat.extend_from_slice(p.as_slice());
+            }
+            return Ok(array2(py, flat, n, 3));
+        }
         self.positions(py, frame.body, &frame.body_from_frame, given.as_deref())
     }
 

@@ -928,6 +928,10 @@ def test_mocap_bodies_are_set_per_world_and_kept_by_snapshots():
     np.testing.assert_allclose(got_pos[1, 0], [0.1, -0.05, 1.3], atol=1e-15)
     np.testing.assert_allclose(got_quat[1], turned[0], atol=1e-8)
     np.testing.assert_array_equal(got_pos[[0, 2]], pos[[0, 2]])
+    # The mocap body's frames follow each world's pose: its site, 0 m
+    # from its origin, is where the pose puts it.
+    np.testing.assert_allclose(batch.frame_positions("pointer")[[0, 1]], pos[[0, 1], 1], atol=1e-15)
+    np.testing.assert_allclose(batch.frame_positions("target")[1], [0.1, -0.05, 1.3], atol=1e-15)
     batch.step(np.zeros((3, m.nv)), 500)
     # MuJoCo's box (mocap.json, stiff) ends at (-0.0414, -0.05, 1.1586).
     np.testing.assert_allclose(batch.q[1, :3], [-0.0414, -0.05, 1.1586], atol=1e-3)

@@ -516,6 +516,11 @@ pub struct Mocap {
     /// Its pose in the world as the file puts it (the default of every
     /// world's).
     pub pose: SE3,
+    /// Its frames ([`Model::frames`]: its body's and its sites'), which
+    /// the model keeps at [`Mocap::pose`]: a world's are its mocap pose
+    /// times `pose⁻¹` times theirs ([`Model::mocap_of_frame`]).
+    #[serde(default)]
+    pub frames: Vec<usize>,
 }
 
 /// A shape drawn on a body (the renderer's; it does not collide).
@@ -738,6 +743,10 @@ impl Model {
         }
     }
     /// The frames of the file's bodies (`(frame index, frame)`), in file order.
+    /// The mocap body ([`Model::mocap`]) that frame `f` is on, if any.
+    pub fn mocap_of_frame(&self, f: usize) -> Option<usize> {
+        self.mocap.iter().position(|m| m.frames.contains(&f))
+    }
     pub fn body_frames(&self) -> impl Iterator<Item = (usize, &Frame)> + '_ {
         self.frames
             .iter()

@@ -239,6 +239,17 @@ impl Model {
                 ));
             }
         }
+        let nf = self.frames.len();
+        if let Some(m) = self
+            .mocap
+            .iter()
+            .find(|m| m.frames.iter().any(|&f| f >= nf))
+        {
+            return Err(format!(
+                "mocap body `{}` refers to a frame past the {nf}",
+                m.name
+            ));
+        }
         for &(a, b) in &self.collision_exclusions {
             body(a, "a collision exclusion")?;
             body(b, "a collision exclusion")?;

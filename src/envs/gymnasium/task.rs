@@ -143,6 +143,13 @@ impl GymTask {
             GymKind::InvertedDoublePendulum => vec![frame("tip")?],
             _ => Vec::new(),
         };
+        if let Some(&f) = frames.iter().find(|&&f| model.mocap_of_frame(f).is_some()) {
+            return Err(format!(
+                "{}: `{}` is on a mocap body, whose frames the task does not move",
+                kind.id(),
+                model.frames[f].name
+            ));
+        }
         let (nq, nv) = (model.nq, model.nv);
         // (Every task reads its first three coordinates but the pendulum, two.)
         let least = if kind == GymKind::InvertedPendulum {
