@@ -507,9 +507,10 @@ pub struct Model {
 /// A mocap body (MJCF's `mocap="true"`): a body of the world whose pose is
 /// an input, set per world and held there (no dynamics). Its pose acts
 /// through the `connect`s and `weld`s that name it
-/// ([`BodyEquality::mocap`]); it carries no colliding geometry and no
-/// other body (the loader refuses them), and the frames of the file's
-/// body ([`Model::frames`]) stay at [`Mocap::pose`].
+/// ([`BodyEquality::mocap`]); it carries no colliding geometry, camera or
+/// other body, and no sensor or spatial tendon reads its frames (the
+/// loader refuses them): the model keeps its frames ([`Mocap::frames`])
+/// at [`Mocap::pose`], a world's are where its pose puts them.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Mocap {
     pub name: String,
