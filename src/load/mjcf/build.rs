@@ -720,23 +720,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
             .map_err(|e| self.error("<mujoco>", e.to_string()))?;
         springdamper_gains(&mut model, &q0, &springdampers, flags.spring, flags.damper);
         dampratio_gains(&mut model, &q0, &damp_ratios);
-        // The mocap bodies (carried by the world), in file order.
-        let mut mocap_of = vec![None; self.bodies.len()];
-        // (Frame b − 1 is MJCF body b; the sites follow, body by body.)
-        let mut site_frame = self.bodies.len() - 1;
-        for (b, body) in self.bodies.iter().enumerate() {
-            let sites = site_frame..site_frame + body.sites.len();
-            site_frame = sites.end;
-            if !body.mocap {
-                continue;
-            }
-            mocap_of[b] = Some(model.mocap.len());
-            model.mocap.push(crate::model::Mocap {
-                name: body.name.clone(),
-                pose: from[b],
-                frames: std::iter::once(b - 1).chain(sites).collect(),
-            });
-        }
+        let mocap_of = self.mocap_bodies(&mut model, &from);
         let placed = super::constraints::Placement {
             carrier: &carrier,
             from: &from,

@@ -2,6 +2,8 @@
 //! which bodies, and the refusals of what a mocap body would not carry.
 
 use super::{ModelFileError, Parser};
+use crate::math::SE3;
+use crate::model::Model;
 use roxmltree::Node;
 
 impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
@@ -107,5 +109,28 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
     /// Whether MJCF body `b` is a mocap body.
     pub(super) fn is_mocap(&self, b: usize) -> bool {
         self.bodies.get(b).is_some_and(|r| r.mocap)
+    }
+
+    /// The mocap bodies (carried by the world) added to `model` in file
+    /// order (`from`: each MJCF body's frame in its carrier's): each MJCF
+    /// body's mocap index, if it is one.
+    pub(super) fn mocap_bodies(&self, model: &mut Model, from: &[SE3]) -> Vec<Option<usize>> {
+        let mut mocap_of = vec![None; self.bodies.len()];
+        // (Frame b − 1 is MJCF body b; the sites follow, body by body.)
+        let mut site_frame = self.bodies.len() - 1;
+        for (b, body) in self.bodies.iter().enumerate() {
+            let sites = site_frame..site_frame + body.sites.len();
+            site_frame = sites.end;
+            if !body.mocap {
+                continue;
+            }
+            mocap_of[b] = Some(model.mocap.len());
+            model.mocap.push(crate::model::Mocap {
+                name: body.name.clone(),
+                pose: from[b],
+                frames: std::iter::once(b - 1).chain(sites).collect(),
+            });
+        }
+        mocap_of
     }
 }
