@@ -610,46 +610,39 @@ fn activation_dynamics_match_mujoco() {
 /// spatial tendon's spring-damper (two sites), exactly.
 #[test]
 fn connect_and_weld_match_mujoco() {
-    use moreau::sim::State;
     let r: ConstraintsReference = reference("loops.json", include_str!("data/mujoco/loops.json"));
     let (m, model, mut sim) = data_file_simulator("loops.xml");
     assert_eq!(model.body_equalities.len(), 2);
-    let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let worst = follow_stiff_rows(
-        &m,
-        &mut sim,
-        &mut state,
-        (&r.qpos, &r.qpos_stiff),
-        |state, want| {
-            // The pendulum on the spatial tendon's spring has no row: it is
-            // MuJoCo's Euler step, to rounding.
-            let swing = model.nq - 1;
-            assert!(
-                (state.q[swing] - want[swing]).abs() < 1e-9,
-                "swing {} vs {}",
-                state.q[swing],
-                want[swing]
-            );
-        },
-    );
+    let (worst, _) = follow_stiff_rows(&m, &mut sim, (&r.qpos, &r.qpos_stiff), |state, want| {
+        // The pendulum on the spatial tendon's spring has no row: it is
+        // MuJoCo's Euler step, to rounding.
+        let swing = model.nq - 1;
+        assert!(
+            (state.q[swing] - want[swing]).abs() < 1e-9,
+            "swing {} vs {}",
+            state.q[swing],
+            want[swing]
+        );
+    });
     assert!(worst < 2e-3, "worst |Δq| from stiff MuJoCo {worst:e}");
 }
 
-/// Steps `sim` without torques through MuJoCo's rows `(default, stiff)`
-/// (time, qpos…), printing the distance to each, calling `check(state,
-/// stiff q)` at each; the largest distance to the stiff rows after t = 0.
+/// Steps `sim` without torques from `qpos0` at rest through MuJoCo's rows
+/// `(default, stiff)` (time, qpos…), printing the distance to each,
+/// calling `check(state, stiff q)` at each; the largest distance to the
+/// stiff rows after t = 0, and the final state.
 fn follow_stiff_rows(
     m: &MjcfModel,
     sim: &mut moreau::sim::Simulator,
-    state: &mut moreau::sim::State,
     (soft_rows, stiff_rows): (&[Vec<f64>], &[Vec<f64>]),
     mut check: impl FnMut(&moreau::sim::State, &nalgebra::DVector<f64>),
-) -> f64 {
+) -> (f64, moreau::sim::State) {
     let nv = m.model.nv;
+    let mut state = moreau::sim::State::new(m.q0.clone(), nalgebra::DVector::zeros(nv));
     let mut worst = 0.0f64;
     for (soft, stiff) in soft_rows.iter().zip(stiff_rows) {
         while (state.t - stiff[0]).abs() > 1e-9 {
-            sim.step(state, &vec![0.0; nv]).unwrap();
+            sim.step(&mut state, &vec![0.0; nv]).unwrap();
         }
         // MuJoCo's quaternion is (w, x, y, z), moreau's (x, y, z, w).
         let want = m.q_from_mujoco(&stiff[1..]).unwrap();
@@ -662,9 +655,9 @@ fn follow_stiff_rows(
         if state.t > 0.0 {
             worst = worst.max(d);
         }
-        check(state, &want);
+        check(&state, &want);
     }
-    worst
+    (worst, state)
 }
 
 /// tests/data/mujoco/mocap.json.
@@ -683,7 +676,6 @@ struct MocapReference {
 #[test]
 fn welds_and_connects_to_mocap_bodies_match_mujoco() {
     use moreau::math::{SE3, Vec3};
-    use moreau::sim::State;
     use nalgebra::{Quaternion, UnitQuaternion};
     let r: MocapReference = reference("mocap.json", include_str!("data/mujoco/mocap.json"));
     let (m, model, mut sim) = data_file_simulator("mocap.xml");
@@ -698,14 +690,7 @@ fn welds_and_connects_to_mocap_bodies_match_mujoco() {
         sim.set_mocap_pose(i, SE3::from_quaternion(&q, Vec3::new(p[0], p[1], p[2])))
             .unwrap();
     }
-    let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let worst = follow_stiff_rows(
-        &m,
-        &mut sim,
-        &mut state,
-        (&r.qpos, &r.qpos_stiff),
-        |_, _| {},
-    );
+    let (worst, state) = follow_stiff_rows(&m, &mut sim, (&r.qpos, &r.qpos_stiff), |_, _| {});
     // The box and the arm moved (a pose ignored would leave them).
     let start = m.q_from_mujoco(&r.qpos_stiff[0][1..]).unwrap();
     assert!((&state.q - &start).amax() > 0.2);

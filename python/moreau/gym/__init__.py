@@ -398,7 +398,7 @@ class MoreauVectorEnv(VectorEnv):
         for name, width, on_reset in self._info_columns:
             value = rows[:, at] if width == 1 else rows[:, at : at + width]
             at += width
-            mask = stepped | ~stepped if on_reset else stepped
+            mask = np.ones_like(stepped) if on_reset else stepped
             if mask.any():
                 info[name] = value.copy()
                 info["_" + name] = mask.copy()
@@ -439,8 +439,9 @@ class MoreauVectorEnv(VectorEnv):
                 # or each environment's own.
                 keys = [seed] * self.num_envs if isinstance(seed, int) else [int(k) for k in seeds]
                 self._gym.seed(mask, [k % 2**64 for k in keys])
-            for i in np.flatnonzero(mask):
-                self._rngs[i] = np.random.default_rng(seeds[i])
+            else:
+                for i in np.flatnonzero(mask):
+                    self._rngs[i] = np.random.default_rng(seeds[i])
         self._reset_envs(np.flatnonzero(mask))
         self._needs_reset[mask] = False
         self._was_reset = True

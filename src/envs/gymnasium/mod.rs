@@ -196,6 +196,20 @@ pub struct GymOutput {
     pub info: Vec<f64>,
 }
 
+/// `got == n` (one value per world), or the mismatch naming `what`.
+fn per_world(what: &'static str, got: usize, n: usize) -> Result<(), BatchError> {
+    if got == n {
+        return Ok(());
+    }
+    Err(BatchError::DimensionMismatch {
+        what,
+        got,
+        expected: n,
+        nworlds: n,
+        per_world: 1,
+    })
+}
+
 /// One world's output slots: its observation and info rows, reward,
 /// termination and position.
 type RowSlots<'a> = (
@@ -315,15 +329,8 @@ impl GymBatch {
     /// `seeds` (nworlds) their keys, their episodes counted from 0 again.
     pub fn seed(&mut self, which: &[bool], seeds: &[u64]) -> Result<(), BatchError> {
         let n = self.nworlds;
-        if which.len() != n || seeds.len() != n {
-            return Err(BatchError::DimensionMismatch {
-                what: "seeds",
-                got: seeds.len().min(which.len()),
-                expected: n,
-                nworlds: n,
-                per_world: 1,
-            });
-        }
+        per_world("which", which.len(), n)?;
+        per_world("seeds", seeds.len(), n)?;
         for w in (0..n).filter(|&w| which[w]) {
             (self.seeds[w], self.episodes[w]) = (seeds[w], 0);
         }
@@ -449,17 +456,8 @@ impl GymBatch {
     }
 
     fn check(&self, batch: &BatchSim, reset: &[bool]) -> Result<(), BatchError> {
-        let n = self.nworlds;
-        if batch.nworlds() != n || reset.len() != n {
-            return Err(BatchError::DimensionMismatch {
-                what: "reset mask",
-                got: reset.len().min(batch.nworlds()),
-                expected: n,
-                nworlds: n,
-                per_world: 1,
-            });
-        }
-        Ok(())
+        per_world("the batch's worlds", batch.nworlds(), self.nworlds)?;
+        per_world("reset mask", reset.len(), self.nworlds)
     }
 
     /// Worlds reset: their kinematic state is their state, no forces, no controls.
