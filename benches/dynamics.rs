@@ -124,6 +124,7 @@ fn algorithms(c: &mut Criterion) {
                     frame: moreau::math::Mat3::identity(),
                     distance: 0.0,
                     mu: 0.5,
+                    spin: [0.0; 2],
                     restitution: 0.0,
                     key: moreau::collision::ContactKey {
                         geom_a: k as u32,

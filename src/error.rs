@@ -112,14 +112,15 @@ pub enum ProblemError {
     BadFriction { contact: usize, mu: f64 },
     #[error("row_sets[{row}]: the box bound {bound} must be finite and non-negative")]
     BadBox { row: usize, bound: f64 },
+    #[error("row_sets[{row}]: a cone row ({reason})")]
+    BadConeRow { row: usize, reason: String },
     #[error(
-        "row {row} after the contacts is {set}: {who} takes contacts and unilateral rows only (use {instead})"
+        "row_sets[{row}] is a row of contact {contact}'s friction cone (torsional or rolling friction: MuJoCo's condim 4 or 6), which {who} does not solve (ncp-admm and ccp-admm do)"
     )]
-    UnsupportedRow {
+    ConeRowUnsupported {
         row: usize,
-        set: &'static str,
+        contact: usize,
         who: &'static str,
-        instead: &'static str,
     },
     #[error("compliance[{index}] = {value} must be non-negative")]
     BadCompliance { index: usize, value: f64 },

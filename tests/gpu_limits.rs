@@ -466,6 +466,7 @@ fn bilateral_and_box_rows_are_solved_on_the_gpu_as_on_the_cpu() {
                 RowSet::Box(b) if (x.abs() - b).abs() < 1e-9 => counts[1] += 1,
                 RowSet::Box(_) => counts[2] += 1,
                 RowSet::Unilateral => counts[3] += (x > 1e-6) as usize,
+                RowSet::Cone(_) => panic!("no contact here has cone rows"),
             }
         }
     }

@@ -806,7 +806,7 @@ fn contacts_take_friction_and_condim_by_priority() {
         </worldbody></mujoco>"#,
     );
     assert_eq!(visual.model.geometries.len(), 1);
-    let (mu, condim, nc, v, z) = paired(r#"<pair geom1="b" geom2="floor" friction="0.2"/>"#);
+    let (mu, condim, nc, v, z) = paired(r#"<pair geom1="b" geom2="floor" friction="0.2 0.2"/>"#);
     assert_eq!((mu, condim), (0.2, 3));
     assert!(nc > 0 && (z - 0.1).abs() < 1e-3, "{nc} contacts, z {z}");
     assert!((v - (1.0 - 0.2 * g * 0.1)).abs() < 1e-3, "{v}");
@@ -818,6 +818,14 @@ fn contacts_take_friction_and_condim_by_priority() {
         <contact><pair geom1="g" geom2="nowhere"/></contact></mujoco>"#,
     );
     assert!(err.to_string().contains("no geom named `nowhere`"), "{err}");
+    // MuJoCo reads `friction="0.2"` as 0.2 along one tangent, 1 along the
+    // other: refused, not taken as 0.2 (as moreau once did).
+    let err = common::mjcf::parse_err(
+        r#"<mujoco><worldbody><geom name="g" type="plane" size="1 1 1"/>
+        <body><freejoint/><geom name="b" type="sphere" size=".1"/></body></worldbody>
+        <contact><pair geom1="g" geom2="b" friction="0.2"/></contact></mujoco>"#,
+    );
+    assert!(err.to_string().contains("[0.2, 1.0, 0.005"), "{err}");
     // A condim MuJoCo does not have is refused.
     let err = common::mjcf::parse_err(
         r#"<mujoco><worldbody><geom name="g" type="plane" size="1 1 1" condim="2"/></worldbody></mujoco>"#,
@@ -928,7 +936,7 @@ fn spatial_tendon_paths_are_read_or_refused_as_mujoco_does() {
 /// refused naming the pair, unless asked to take them as 3; a pair whose
 /// higher-priority geom has `condim` 3 is not one (MuJoCo's rule).
 #[test]
-fn torsional_friction_is_refused_per_pair_unless_taken_as_sliding() {
+fn torsional_friction_is_read_per_pair_or_taken_as_sliding() {
     use common::mjcf::parse_err;
     let xml = |floor: &str, ball: &str| {
         format!(
@@ -938,33 +946,49 @@ fn torsional_friction_is_refused_per_pair_unless_taken_as_sliding() {
             </worldbody></mujoco>"#
         )
     };
-    let e = parse_err(&xml("", r#"condim="6""#));
+    // MuJoCo's defaults (1, 0.005, 0.0001), the larger at equal priority.
+    let m = parse(&xml(r#"friction="1 0.02""#, r#"condim="6""#)).model;
+    assert_eq!(m.geometry_spin(0, 1), [0.02, 0.0001]);
+    assert_eq!(m.geometry_spin(1, 2), [0.005, 0.0001]);
+    assert_eq!(m.geometry_spin(0, 2), [0.0; 2], "condim 3: no cone rows");
+    assert_eq!(m.spin_pairs(), vec![(0, 1), (1, 2)]);
+    // The floor's priority makes its pair's condim 3 (no rows), the cube's stays 4.
+    let m = parse(&xml(
+        r#"priority="1""#,
+        r#"condim="4" friction="1 0.03 0.2""#,
+    ))
+    .model;
+    assert_eq!(m.geometry_spin(0, 1), [0.0; 2]);
+    assert_eq!(m.geometry_spin(1, 2), [0.03, 0.0]);
+    assert_eq!(m.spin_pairs(), vec![(1, 2)]);
+    let features = m.constraint_features().unwrap_or_default();
     assert!(
-        e.to_string().contains("`floor` and `ball` (condim 6)"),
-        "{e}"
+        features.contains("torsional or rolling friction"),
+        "{features}"
     );
-    assert!(
-        e.to_string().contains("`ball` and `cube` (condim 6)"),
-        "{e}"
-    );
-    assert!(e.to_string().contains("2 pair(s)"), "{e}");
-    assert!(e.to_string().contains("sliding_friction_only"), "{e}");
-    // The floor's priority makes its pair condim 3; the cube's still is 4.
-    let e = parse_err(&xml(r#"priority="1""#, r#"condim="4""#));
-    assert!(
-        e.to_string().contains("1 pair(s)")
-            && e.to_string().contains("`ball` and `cube` (condim 4)"),
-        "{e}"
-    );
-    // A ball that collides with nothing (no bits) is no pair.
+    // A ball that collides with nothing (no bits) makes no pair.
     let m = parse(&xml("", r#"condim="6" contype="0" conaffinity="0""#));
-    assert!(
-        m.warnings.iter().all(|w| !w.contains("condim")),
-        "{:?}",
-        m.warnings
-    );
-    // Asked for: loaded and said; the model keeps MuJoCo's condim and the
-    // contact its sliding friction (MuJoCo's default, 1).
+    assert!(m.model.spin_pairs().is_empty());
+    // An explicit pair's five numbers; anisotropy refused by name.
+    let paired = |pair: &str| {
+        format!(
+            r#"<mujoco><worldbody><geom name="floor" type="plane" size="5 5 .1"/>
+            <body><freejoint/><geom name="ball" type="sphere" size=".1"/></body>
+            </worldbody><contact>{pair}</contact></mujoco>"#
+        )
+    };
+    let m = parse(&paired(
+        r#"<pair geom1="ball" geom2="floor" condim="6" friction="0.7 0.7 0.01 0.002 0.002"/>"#,
+    ));
+    assert_eq!(m.model.geometry_contact(0, 1).0, 0.7);
+    assert_eq!(m.model.geometry_spin(0, 1), [0.01, 0.002]);
+    let e = parse_err(&paired(
+        r#"<pair geom1="ball" geom2="floor" condim="4" friction="0.7 0.5"/>"#,
+    ));
+    assert!(e.to_string().contains("anisotropic"), "{e}");
+    let e = parse_err(&xml("", r#"friction="1 -0.1""#));
+    assert!(e.to_string().contains("non-negative"), "{e}");
+    // Taken as sliding friction when asked: said, and no cone rows.
     let options = moreau::load::mjcf::MjcfOptions {
         sliding_friction_only: true,
         ..Default::default()
@@ -984,7 +1008,8 @@ fn torsional_friction_is_refused_per_pair_unless_taken_as_sliding() {
         m.warnings
     );
     let (mu, _, condim) = m.model.geometry_contact(0, 1);
-    assert_eq!((mu, condim), (1.0, 6));
+    assert_eq!((mu, condim), (1.0, 3));
+    assert!(m.model.spin_pairs().is_empty());
 }
 
 /// A servo's `kv` and `dampratio` on one element are refused, as MuJoCo

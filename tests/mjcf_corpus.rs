@@ -17,9 +17,8 @@
 //! MuJoCo runs are further apart than 2 cm, within their distance. Files whose loading warns about physics moreau
 //! does not simulate yet (unmapped actuators, equalities it does not
 //! read) are printed with their distance, not held to 2 cm;
-//! `condim` 4 and 6 (torsional and rolling friction, not simulated: the
-//! dog and the quadruped are refused by default and loaded with
-//! `sliding_friction_only`, their sliding friction simulated) are held.
+//! `condim` 4 and 6 (torsional and rolling friction: the dog's and the
+//! quadruped's, simulated) are held.
 
 mod common;
 
@@ -110,7 +109,8 @@ fn in_moreau_coordinates(m: &MjcfModel, data: &Data, mj: &DMatrix<f64>) -> DMatr
 
 /// What [`load_and_settle`] found for one file.
 struct Settled {
-    /// Refused for `condim` 4 or 6, then loaded taking it as 3.
+    /// Some pair of its geoms collides with torsional or rolling friction
+    /// (`condim` 4 or 6, simulated: cone rows).
     torsional: bool,
     /// Where the settle started, and the state it ended in.
     start: DVector<f64>,
@@ -125,8 +125,7 @@ struct Settled {
     failed: Option<String>,
 }
 
-/// Loads reference `r`'s file (taking `condim` 4 and 6 as 3 where it is
-/// refused for them), checks what it loads against MuJoCo's numbers
+/// Loads reference `r`'s file, checks what it loads against MuJoCo's numbers
 /// (sizes, time step, actuators, every body's mass, the dofs' damping,
 /// stiffness and dry friction, the mass matrix at `qpos0`), then settles
 /// it passively for `settle_seconds` against MuJoCo's runs; prints a line.
@@ -136,30 +135,9 @@ fn load_and_settle(
     r: &Reference,
     max_recovery_speed: Option<f64>,
 ) -> Settled {
-    let mut torsional = false;
     let path = files.site_packages.join(&r.file);
-    // Files with torsional or rolling friction are refused unless
-    // asked to take them as sliding friction only.
-    let m = match load_mjcf(&path, &MjcfOptions::default()) {
-        Err(e)
-            if e.reason
-                .contains("torsional (condim 4) or rolling (condim 6)") =>
-        {
-            torsional = true;
-            let options = MjcfOptions {
-                sliding_friction_only: true,
-                ..Default::default()
-            };
-            let m = load_mjcf(&path, &options).unwrap_or_else(|e| panic!("{e}"));
-            assert!(
-                m.warnings
-                    .iter()
-                    .any(|w| w.contains("condim 4 and 6 taken as 3"))
-            );
-            m
-        }
-        m => m.unwrap_or_else(|e| panic!("{e}")),
-    };
+    let m = load_mjcf(&path, &MjcfOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let torsional = !m.model.spin_pairs().is_empty();
     let model = &m.model;
     assert_eq!(
         (model.nq, model.nv, m.bodies),
@@ -257,11 +235,15 @@ fn load_and_settle(
     let steps = (settle_seconds / r.timestep).round() as usize;
     let mut step = 0;
     let mut failed = None;
+    let mut unconverged = 0;
     for (k, rec) in r.settle_root_xpos.iter().enumerate() {
         let until = (rec[0] / r.timestep).round() as usize;
         while step < until && failed.is_none() {
             match sim.step_controls(&mut state, &ctrl) {
-                Ok(report) => contacts = report.nc,
+                Ok(report) => {
+                    contacts = report.nc;
+                    unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
+                }
                 Err(e) => failed = Some(format!("step {step}: {e}")),
             }
             step += 1;
@@ -279,7 +261,7 @@ fn load_and_settle(
     assert!(state.q.iter().all(|x| x.is_finite()), "{}", r.file);
     let gaps = unsimulated(&m);
     println!(
-        "{}: nq {} nv {} nu {}/{}; body masses within {worst_mass:.1e}, mass matrix {worst_m:.1e}; root body after {} s at {:.4?}, within {:.4} m of MuJoCo's, {:.4} m of MuJoCo's with its stiffest constraints ({} contacts, MuJoCo {}){}",
+        "{}: nq {} nv {} nu {}/{}; body masses within {worst_mass:.1e}, mass matrix {worst_m:.1e}; root body after {} s at {:.4?}, within {:.4} m of MuJoCo's, {:.4} m of MuJoCo's with its stiffest constraints ({} contacts, MuJoCo {}; {unconverged} solves unconverged{}){}",
         r.file,
         model.nq,
         model.nv,
@@ -291,6 +273,11 @@ fn load_and_settle(
         worst_stiff,
         contacts,
         r.settle_ncon,
+        if torsional {
+            ", torsional or rolling friction"
+        } else {
+            ""
+        },
         if gaps.is_empty() {
             String::new()
         } else {
@@ -338,16 +325,17 @@ fn dm_control_suite_and_unitree_robots_load_and_settle_like_mujoco() {
     let mut torsional = Vec::new();
     for r in &corpus.models {
         let Settled {
-            torsional: refused,
+            torsional: spinning,
             start,
             state,
             worst_settle,
             worst_stiff,
             gaps,
             failed,
+            ..
         } = load_and_settle(&files, corpus.settle_seconds, r, None);
         assert_eq!(failed, None, "{}", r.file);
-        if refused {
+        if spinning {
             torsional.push(r.file.as_str());
         }
         if UPRIGHT.contains(&r.file.as_str()) {
@@ -408,18 +396,24 @@ fn dm_control_suite_and_unitree_robots_load_and_settle_like_mujoco() {
 }
 
 /// Manipulation files whose passive settle may stop on a step the solver
-/// refuses (measured 2026-12-07): the hand's weld to its mocap target
-/// recovered at `β e / dt` against the arm's stops, a blow-up whose end
-/// depends on rounding (the hammer's stopped on a non-PSD Delassus matrix
-/// at one commit and ran its second at the next). With
-/// `max_recovery_speed` at 1 m/s (rad/s) each runs its second.
+/// refuses (measured 2026-12-07, with and without their torsional
+/// friction): the hand's weld to its mocap target recovered at `β e / dt`
+/// against the arm's stops, a blow-up whose end depends on rounding (the
+/// hammer's stopped on a non-PSD Delassus matrix at one commit and ran its
+/// second at the next). With `max_recovery_speed` at 1 m/s (rad/s) each
+/// runs its second.
 const SETTLE_REFUSED: &[&str] = &[
+    "metaworld/assets/sawyer_xyz/sawyer_box.xml",
+    "metaworld/assets/sawyer_xyz/sawyer_coffee.xml",
+    "metaworld/assets/sawyer_xyz/sawyer_faucet.xml",
     "metaworld/assets/sawyer_xyz/sawyer_hammer.xml",
     "metaworld/assets/sawyer_xyz/sawyer_peg_unplug_side.xml",
+    "metaworld/assets/sawyer_xyz/sawyer_pick_out_of_hole.xml",
     "metaworld/assets/sawyer_xyz/sawyer_pick_place_v3.xml",
     "metaworld/assets/sawyer_xyz/sawyer_pick_place_wall_v3.xml",
     "metaworld/assets/sawyer_xyz/sawyer_push_v3.xml",
     "metaworld/assets/sawyer_xyz/sawyer_push_wall_v3.xml",
+    "metaworld/assets/sawyer_xyz/sawyer_reach_push_pick_and_place.xml",
     "metaworld/assets/sawyer_xyz/sawyer_reach_v3.xml",
     "metaworld/assets/sawyer_xyz/sawyer_sweep_tool.xml",
 ];
@@ -431,9 +425,8 @@ const SETTLE_REFUSED: &[&str] = &[
 /// body's mass, the dofs' damping, stiffness and dry friction, the mass
 /// matrix at `qpos0`: a free object whose mass sits in a welded child, a
 /// flat visual mesh), and settles passively for 1 s without a non-finite
-/// value. Refused by default for `condim` 4 (torsional friction, not
-/// simulated yet, loaded with `sliding_friction_only` here): exactly the
-/// files counted below. The settle's distance from MuJoCo's is printed,
+/// value. Torsional friction (`condim` 4) simulated: exactly the files
+/// counted below have it. The settle's distance from MuJoCo's is printed,
 /// not yet held (mocap welds, MuJoCo's soft limits on out-of-range starts:
 /// docs/robot-files.md).
 #[test]
@@ -499,7 +492,7 @@ fn manipulation_robots_and_scenes_load_like_mujoco() {
         "a settle stopped that is not known to: {failed:?}"
     );
     println!(
-        "refused for condim 4 (loaded as condim 3 here): {}",
+        "with torsional or rolling friction (condim 4 or 6): {}",
         torsional.join(", ")
     );
     assert!(torsional.contains(&"robosuite/models/assets/robots/spot/robot.xml"));
@@ -524,10 +517,7 @@ fn meta_worlds_hand_follows_its_mocap_body() {
         eprintln!("SKIPPED: metaworld not installed");
         return;
     }
-    let options = MjcfOptions {
-        sliding_friction_only: true,
-        ..Default::default()
-    };
+    let options = MjcfOptions::default();
     let mut scene_count = 0;
     for entry in std::fs::read_dir(&scenes).unwrap() {
         let path = entry.unwrap().path();

@@ -203,15 +203,23 @@ def test_robot_files_state_sensors_match_mujoco(name):
     assert compared > 0
 
 
-def test_torsional_and_rolling_friction_are_refused_unless_taken_as_sliding():
-    """dm_control's quadruped has a ball with condim 6: refused, naming
-    the pairs and the way out; with it, loaded with a warning."""
+def test_torsional_and_rolling_friction_load_or_are_taken_as_sliding():
+    """dm_control's quadruped has a ball with condim 6: simulated (no
+    warning), stepped on the CPU backends and refused by the GPU's by name;
+    taken as condim 3 on request, with a warning."""
     path = robot_file("dm_control/suite/quadruped.xml")
-    with pytest.raises(ValueError, match=r"ball.*\(condim 6\).*sliding_friction_only"):
-        moreau.load(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = moreau.load(path)
+    assert model.nv == mujoco.MjModel.from_xml_path(path).nv
+    batch = moreau.BatchSim(model, 2, backend="cpu1")
+    batch.step_controls(np.zeros((2, model.nu)), repeats=5)
+    assert np.isfinite(batch.q).all()
+    with pytest.raises(Exception, match="three-row friction cones"):
+        moreau.BatchSim(model, 2, backend="gpu")
     with pytest.warns(UserWarning, match="condim 4 and 6 taken as 3"):
         model = moreau.load(path, sliding_friction_only=True)
-    assert model.nv == mujoco.MjModel.from_xml_path(path).nv
+    moreau.BatchSim(model, 2, backend="cpu1")
 
 
 def step_sensors_against_inverse(path, n=3, seed=1, height=5.0):

@@ -145,6 +145,13 @@ impl BatchSim {
         let available = memory::available_memory();
         estimate.check(nworlds, available)?;
         let (mut gpu, mut resident, mut notice) = (None, None, None);
+        if options.backend.uses_gpu() && !model.spin_pairs().is_empty() {
+            return Err(BatchError::GpuUnsupported(format!(
+                "{}: its kernels solve three-row friction cones only, and {} pair(s) of its geoms have torsional or rolling friction (condim 4 or 6); use a CPU backend, or load with sliding_friction_only",
+                model.name,
+                model.spin_pairs().len()
+            )));
+        }
         if options.backend.uses_gpu() {
             let mut ctx = GpuContext::new()?;
             // An adapter on the host's memory holds the device buffers there too.

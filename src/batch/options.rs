@@ -97,6 +97,8 @@ pub enum BatchError {
     Input(SimError),
     #[error("the resident GPU worlds: {0}")]
     Resident(String),
+    #[error("the GPU backend cannot step this model: {0}")]
+    GpuUnsupported(String),
     #[error("the initial state: {0}")]
     InitialState(SimError),
     #[error("world {world}: {error}")]

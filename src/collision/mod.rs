@@ -50,6 +50,13 @@ pub struct Contact {
     pub distance: f64,
     /// Combined friction coefficient.
     pub mu: f64,
+    /// Torsional and rolling friction coefficients (m; zero where the
+    /// pair's `condim` has no such rows: [`crate::model::Model::geometry_spin`]).
+    /// With `mu > 0`, the contact's impulse lies in MuJoCo's elliptic cone
+    /// `‖(λ_t1/μ, λ_t2/μ, λ_spin/μ_t, λ_roll1/μ_r, λ_roll2/μ_r)‖ ≤ λ_N`, its
+    /// spin (about `n`) and rolling (about `t1`, `t2`) rows those of the
+    /// bodies' relative angular velocity.
+    pub spin: [f64; 2],
     /// Combined restitution coefficient.
     pub restitution: f64,
     pub key: ContactKey,
@@ -330,6 +337,7 @@ impl CollisionDetector {
             let (ga, gb) = (&model.geometries[a], &model.geometries[b]);
             let (pose_a, pose_b) = (self.geom_pose[a], self.geom_pose[b]);
             let (mu, restitution, condim) = model.geometry_contact(a, b);
+            let spin = model.geometry_spin(a, b);
             if let (Some(half), Some((pfm, border))) = (
                 gb.collider.as_halfspace(),
                 ga.collider.as_polygonal_feature_map(),
@@ -370,6 +378,7 @@ impl CollisionDetector {
                         frame,
                         distance,
                         mu,
+                        spin,
                         restitution,
                         key: ContactKey {
                             geom_a: a as u32,
@@ -463,6 +472,7 @@ impl CollisionDetector {
                         frame,
                         distance: pt.dist,
                         mu,
+                        spin,
                         restitution,
                         key: ContactKey {
                             geom_a: a as u32,
@@ -521,6 +531,7 @@ impl CollisionDetector {
             frame: frame_from_normal(&n),
             distance: found.distance,
             mu,
+            spin: model.geometry_spin(a, b),
             restitution,
             key: ContactKey {
                 geom_a: a as u32,

@@ -21,6 +21,9 @@ use super::RowSet;
 use super::cone::{
     Pyramid, Real, de_saxce, dist3, get3, norm2, project_cone, project_dual_cone, real,
 };
+use super::wide::{
+    ConeRows, Wide, de_saxce_wide, project_cone_wide, project_dual_cone_wide, project_problem,
+};
 
 /// Residuals of a contact solution; for a set of contacts, the maximum over
 /// them. In f64, the reference; in f32 for the GPU kernels' CPU twins.
@@ -187,6 +190,8 @@ pub fn row_residuals<T: Real>(set: RowSet, lambda: T, c: T) -> Residuals<T> {
                 eps_abs: nan_max(primal, complementarity),
             }
         }
+        // Judged with its contact ([`rows_residuals`]), never alone.
+        RowSet::Cone(_) => Residuals::zero(),
     }
 }
 
@@ -212,9 +217,25 @@ pub fn rows_residuals<T: Real>(
     lambda: &[T],
     c: &[T],
 ) -> Residuals<T> {
+    let cones = if row_sets.iter().any(|s| matches!(s, RowSet::Cone(_))) {
+        // Validated by the problem; a bad index judged as no cone rows.
+        ConeRows::new(mu.len(), row_sets).unwrap_or_default()
+    } else {
+        ConeRows::default()
+    };
     let mut r = Residuals::zero();
     for (i, &m) in mu.iter().enumerate() {
-        r = r.max(model.contact_residuals(m, get3(lambda, i), get3(c, i)));
+        let rows = cones.of(i);
+        r = r.max(if rows.is_empty() {
+            model.contact_residuals(m, get3(lambda, i), get3(c, i))
+        } else {
+            wide_residuals(
+                model,
+                m,
+                Wide::gather(lambda, i, rows),
+                Wide::gather(c, i, rows),
+            )
+        });
     }
     let first = 3 * mu.len();
     for k in first..lambda.len().min(c.len()) {
@@ -222,6 +243,42 @@ pub fn rows_residuals<T: Real>(
         r = r.max(row_residuals(set, lambda[k], c[k]));
     }
     r
+}
+
+/// Residuals of one wide contact under `model` (the NCP or the CCP; the
+/// pyramid of the LCP has no wide form, and is judged as the NCP: its
+/// solvers refuse wide contacts).
+pub fn wide_residuals<T: Real>(
+    model: ContactModel,
+    mu: T,
+    lambda: Wide<T>,
+    c: Wide<T>,
+) -> Residuals<T> {
+    let primal = lambda.dist(&project_cone_wide(mu, lambda));
+    let mut y = c;
+    if model != ContactModel::Ccp {
+        y.x[c.d - 1] += de_saxce_wide(mu, &c);
+    }
+    let dual = y.dist(&project_dual_cone_wide(mu, y));
+    // |⟨λ, y⟩| / ‖λ‖, λ rescaled by its largest entry first (f32's underflow).
+    let scale = lambda.x[..lambda.d]
+        .iter()
+        .fold(T::zero(), |m, &v| m.max(v.abs()));
+    let complementarity = if scale > T::zero() {
+        let mut u = lambda;
+        for v in &mut u.x[..u.d] {
+            *v /= scale;
+        }
+        u.dot(&y).abs() / u.dot(&u).sqrt()
+    } else {
+        T::zero()
+    };
+    Residuals {
+        primal,
+        dual,
+        complementarity,
+        eps_abs: nan_max(nan_max(primal, dual), complementarity),
+    }
 }
 
 /// Physical criteria of one contact, judged against the true law (Signorini,
@@ -249,27 +306,45 @@ pub fn contact_physics(
     c: [f64; 3],
     slide_threshold: f64,
 ) -> ContactPhysics {
-    let norm = (lambda[0] * lambda[0] + lambda[1] * lambda[1] + lambda[2] * lambda[2]).sqrt();
-    let lt = lambda[0].hypot(lambda[1]);
-    let ct = c[0].hypot(c[1]);
-    let signorini = (-c[2]).max(0.0)
+    contact_physics_wide(
+        mu,
+        Wide::gather(&lambda, 0, &[]),
+        Wide::gather(&c, 0, &[]),
+        slide_threshold,
+    )
+}
+
+/// [`contact_physics`] of a contact with cone rows ([`super::wide`]):
+/// Coulomb's cone and maximum dissipation over all its tangential rows.
+pub fn contact_physics_wide(
+    mu: f64,
+    lambda: Wide<f64>,
+    c: Wide<f64>,
+    slide_threshold: f64,
+) -> ContactPhysics {
+    let d = lambda.d;
+    let (ln, cn) = (lambda.normal(), c.normal());
+    let lt = lambda.tangent_norm();
+    let norm = lt.hypot(ln);
+    let ct = c.tangent_norm();
+    let signorini = (-cn).max(0.0)
         + if norm > 0.0 {
-            (lambda[2] * c[2]).abs() / norm
+            (ln * cn).abs() / norm
         } else {
             0.0
         };
     let coulomb = if norm > 0.0 {
-        (lt - mu * lambda[2]).max(-lambda[2]).max(0.0) / norm
+        (lt - mu * ln).max(-ln).max(0.0) / norm
     } else {
         0.0
     };
     let sliding = ct > slide_threshold;
-    let loaded = lambda[2] > 1e-12 * norm.max(f64::MIN_POSITIVE) && mu > 0.0;
+    let loaded = ln > 1e-12 * norm.max(f64::MIN_POSITIVE) && mu > 0.0;
     let mdp = if !(sliding && loaded) {
         0.0
     } else if lt > 0.0 {
-        let cos = -(lambda[0] * c[0] + lambda[1] * c[1]) / (lt * ct);
-        cos.clamp(-1.0, 1.0).acos()
+        let dot: f64 = (0..d - 1).map(|k| lambda.x[k] * c.x[k]).sum();
+        (-dot / (lt * ct)).clamp(-1.0, 1.0).acos()
     } else {
         std::f64::consts::FRAC_PI_2
     };
@@ -316,8 +391,14 @@ pub fn physics(
     let l = nalgebra::DVector::from_column_slice(lambda);
     let c = &p.delassus * &l + &p.g;
     let mut out = PhysicsCriteria::default();
+    let cones = ConeRows::new(p.nc(), &p.row_sets)?;
     for (i, &mu) in p.mu.iter().enumerate() {
-        let k = contact_physics(mu, get3(lambda, i), get3(c.as_slice(), i), slide_threshold);
+        let rows = cones.of(i);
+        let (l, c) = (
+            Wide::gather(lambda, i, rows),
+            Wide::gather(c.as_slice(), i, rows),
+        );
+        let k = contact_physics_wide(mu, l, c, slide_threshold);
         out.signorini = nan_max(out.signorini, k.signorini);
         out.coulomb = nan_max(out.coulomb, k.coulomb);
         out.mdp = nan_max(out.mdp, k.mdp);
@@ -326,7 +407,7 @@ pub fn physics(
     }
     // One-dimensional rows: Signorini's law in one dimension for the
     // unilateral ones; the others' law violation (velocity units) counts
-    // there too.
+    // there too (a cone row's is its contact's).
     for k in 3 * p.nc()..m {
         let s = match p.row_set(k - 3 * p.nc()) {
             RowSet::Unilateral => {
@@ -385,24 +466,21 @@ fn min_norm_admissible(
         lambda + &basis * (basis.transpose() * d)
     };
     let scale = lambda.norm().max(f64::MIN_POSITIVE);
+    // Validated by `physics`.
+    let cones = ConeRows::new(p.nc(), &p.row_sets).unwrap_or_default();
+    let project = |w: &nalgebra::DVector<f64>, out: &mut nalgebra::DVector<f64>| {
+        project_problem(&p.mu, &p.row_sets, &cones, w.as_slice(), out.as_mut_slice());
+    };
     let mut x = nalgebra::DVector::zeros(m);
     let mut q = nalgebra::DVector::zeros(m);
+    let mut next = nalgebra::DVector::zeros(m);
     for _ in 0..20_000 {
         let y = project_affine(&x);
         let w = &y + &q;
-        let mut next = w.clone();
-        for (i, &mu) in p.mu.iter().enumerate() {
-            let v = project_cone(mu, get3(w.as_slice(), i));
-            next[3 * i] = v[0];
-            next[3 * i + 1] = v[1];
-            next[3 * i + 2] = v[2];
-        }
-        for k in 3 * p.nc()..m {
-            next[k] = p.row_set(k - 3 * p.nc()).project(w[k]);
-        }
+        project(&w, &mut next);
         q = &w - &next;
         let moved = (&next - &x).norm();
-        x = next;
+        x.copy_from(&next);
         if moved < 1e-13 * scale {
             break;
         }
@@ -411,15 +489,8 @@ fn min_norm_admissible(
     // has exactly the same motion. Return the latter when it is admissible to
     // rounding (Dykstra converged), else x.
     let y = project_affine(&x);
-    let violation = (0..p.mu.len())
-        .map(|i| {
-            dist3(
-                get3(y.as_slice(), i),
-                project_cone(p.mu[i], get3(y.as_slice(), i)),
-            )
-        })
-        .chain((3 * p.nc()..m).map(|k| (p.row_set(k - 3 * p.nc()).project(y[k]) - y[k]).abs()))
-        .fold(0.0, nan_max);
+    project(&y, &mut next);
+    let violation = (&y - &next).amax();
     if violation <= 1e-9 * scale { y } else { x }
 }
 
@@ -447,6 +518,24 @@ mod tests {
     use super::*;
     use crate::contact::ContactProblem;
     use nalgebra::{DMatrix, DVector};
+
+    #[test]
+    fn a_three_row_wide_contact_has_the_three_row_residuals() {
+        let mut rng = crate::math::Rng::new(7);
+        let three = |v: [f64; 3]| Wide::gather(&v, 0, &[]);
+        for _ in 0..200 {
+            let v = [0; 3].map(|_| rng.range(-2.0, 2.0));
+            let c = [0; 3].map(|_| rng.range(-2.0, 2.0));
+            let mu = rng.range(0.0, 1.5);
+            for model in [ContactModel::Ncp, ContactModel::Ccp] {
+                let r = model.contact_residuals(mu, v, c);
+                let w = wide_residuals(model, mu, three(v), three(c));
+                assert_eq!((r.primal, r.dual), (w.primal, w.dual));
+                let tol = 1e-12 * (1.0 + r.complementarity);
+                assert!((r.complementarity - w.complementarity).abs() <= tol);
+            }
+        }
+    }
 
     #[test]
     fn physical_criteria_on_hand_made_contacts() {

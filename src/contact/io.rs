@@ -71,6 +71,11 @@ enum RawSet {
     Name(String),
 }
 
+/// The contact `i` of a set written `"cone i"` (a row of its cone).
+fn cone_contact(name: &str) -> Option<usize> {
+    name.strip_prefix("cone ")?.trim().parse().ok()
+}
+
 fn raw_sets(problem: &ContactProblem) -> Option<Vec<RawSet>> {
     (!problem.all_unilateral()).then(|| {
         problem
@@ -78,6 +83,7 @@ fn raw_sets(problem: &ContactProblem) -> Option<Vec<RawSet>> {
             .iter()
             .map(|s| match *s {
                 super::RowSet::Box(b) => RawSet::Bound(b),
+                super::RowSet::Cone(i) => RawSet::Name(format!("cone {i}")),
                 s => RawSet::Name(s.name().to_string()),
             })
             .collect()
@@ -379,14 +385,17 @@ fn build(raw: RawProblem) -> Result<ContactProblem, (Option<&'static str>, Probl
                 RawSet::Bound(b) => super::RowSet::Box(*b),
                 RawSet::Name(n) if n == "unilateral" => super::RowSet::Unilateral,
                 RawSet::Name(n) if n == "bilateral" => super::RowSet::Bilateral,
-                RawSet::Name(n) => {
-                    return Err((
-                        Some("sets"),
-                        ProblemFileReason::Data(format!(
-                            "sets[{l}] = \"{n}\": a row's set is \"unilateral\", \"bilateral\" or a box bound b ≥ 0"
-                        )),
-                    ));
-                }
+                RawSet::Name(n) => match cone_contact(n) {
+                    Some(i) => super::RowSet::Cone(i),
+                    None => {
+                        return Err((
+                            Some("sets"),
+                            ProblemFileReason::Data(format!(
+                                "sets[{l}] = \"{n}\": a row's set is \"unilateral\", \"bilateral\", \"cone i\" (a row of contact i's cone) or a box bound b ≥ 0"
+                            )),
+                        ));
+                    }
+                },
             });
         }
     }

@@ -17,6 +17,7 @@ pub mod random;
 pub mod sensitivity;
 pub mod solvers;
 pub mod tree;
+pub mod wide;
 
 pub use criteria::{
     ContactModel, ContactPhysics, Evaluation, PhysicsCriteria, Residuals, contact_physics,
@@ -36,3 +37,4 @@ pub use solvers::{
     KernelModel, Law, SolverKind, SolverSettings, SolverSpec, SolverStats,
 };
 pub use tree::{TreeDelassus, TreeFactor, TreeWork};
+pub use wide::{ConeRows, MAX_CONE_ROWS, Wide};

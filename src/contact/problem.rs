@@ -54,6 +54,14 @@ pub enum RowSet {
     Bilateral,
     /// `|λ| ≤ b`, `b ≥ 0` finite.
     Box(f64),
+    /// A row of contact `i`'s friction cone beyond its three: the spin and
+    /// rolling rows of MuJoCo's `condim` 4 and 6, scaled (by `μ_t/μ`,
+    /// `μ_r/μ`) so that the contact's impulse lies in the second-order cone
+    /// `‖(λ_t1, λ_t2, λ_rows…)‖ ≤ μ λ_N`, de Saxcé's correction taken over
+    /// the same tangential rows. Projected with its contact, never alone:
+    /// only the solvers that say so take it (`ncp-admm`, `ccp-admm`; the
+    /// others refuse the problem by name).
+    Cone(usize),
 }
 
 impl RowSet {
@@ -64,6 +72,7 @@ impl RowSet {
             RowSet::Unilateral => (0.0, f64::INFINITY),
             RowSet::Bilateral => (f64::NEG_INFINITY, f64::INFINITY),
             RowSet::Box(b) => (-b, b),
+            RowSet::Cone(_) => (f64::NEG_INFINITY, f64::INFINITY),
         }
     }
 
@@ -74,6 +83,8 @@ impl RowSet {
             RowSet::Unilateral => x.max(0.0),
             RowSet::Bilateral => x,
             RowSet::Box(b) => x.clamp(-b, b),
+            // Alone, only the bound that holds whatever the normal impulse.
+            RowSet::Cone(_) => x,
         }
     }
 
@@ -91,6 +102,7 @@ impl RowSet {
             RowSet::Unilateral => "unilateral",
             RowSet::Bilateral => "bilateral",
             RowSet::Box(_) => "box",
+            RowSet::Cone(_) => "cone",
         }
     }
 }
@@ -414,7 +426,21 @@ impl ContactProblem {
                 return Err(ProblemError::BadBox { row, bound: b });
             }
         }
+        super::ConeRows::new(self.nc(), &self.row_sets)?;
         Ok(())
+    }
+
+    /// Refuses a problem with rows of a contact's cone ([`RowSet::Cone`])
+    /// for solver `who`, which does not solve such cones.
+    pub fn refuse_cone_rows(&self, who: &'static str) -> Result<(), ProblemError> {
+        let cone = |(row, s): (usize, &RowSet)| match *s {
+            RowSet::Cone(contact) => Some((row, contact)),
+            _ => None,
+        };
+        match self.row_sets.iter().enumerate().find_map(cone) {
+            Some((row, contact)) => Err(ProblemError::ConeRowUnsupported { row, contact, who }),
+            None => Ok(()),
+        }
     }
 
     /// `G`'s `O(m²)` checks (skipped in release builds for the simulator's

@@ -69,12 +69,13 @@ impl LoadedModel {
         }
         writeln!(
             s,
-            "contacts: friction {}; condim 1 frictionless, 4 and 6 as 3",
+            "contacts: friction {}; condim 1 frictionless, 4 with torsional friction, 6 with rolling friction too ({} pair(s) of geoms)",
             match m.friction_mix {
                 crate::model::FrictionMix::GeometricMean => "√(μa μb) of the pair",
                 crate::model::FrictionMix::Maximum =>
                     "of the higher-priority geometry, the larger at equal priority (MuJoCo)",
-            }
+            },
+            m.spin_pairs().len()
         )?;
         writeln!(s, "tree:")?;
         // Depth-first from the world, children in model order.
@@ -106,6 +107,12 @@ impl LoadedModel {
                 let mut extra = String::new();
                 if mat.condim != 3 {
                     extra += &format!(", condim {}", mat.condim);
+                }
+                if mat.condim > 3 {
+                    extra += &format!(", torsional {}", mat.torsional);
+                }
+                if mat.condim > 4 {
+                    extra += &format!(", rolling {}", mat.rolling);
                 }
                 if mat.priority != 0 {
                     extra += &format!(", priority {}", mat.priority);

@@ -22,7 +22,7 @@ pub mod urdf;
 pub(crate) mod xml;
 
 pub(crate) use builder::constraints::check_path as check_tendon_path;
-pub use builder::{Material, ModelBuilder, validate_inertia};
+pub use builder::{DEFAULT_ROLLING, DEFAULT_TORSIONAL, Material, ModelBuilder, validate_inertia};
 pub use camera::{CameraMode, ModelCamera};
 pub use constraints::{BodyEquality, Coordinate, Equality, Tendon, Wrap, WrapGeom};
 pub use sensor::{Attachment, Sensor, SensorKind, Subtree, Zone};
@@ -383,8 +383,17 @@ pub struct ContactPair {
     pub geoms: (usize, usize),
     /// The contact's friction coefficient (≥ 0).
     pub friction: f64,
-    /// Its dimension (1: frictionless, 3; 4 and 6 taken as 3).
+    /// Its dimension (1: frictionless, 3, 4: with torsional friction, 6:
+    /// with rolling friction too).
     pub condim: u8,
+    /// Its torsional and rolling friction coefficients (m, ≥ 0; used by
+    /// dimensions 4 and 6).
+    #[serde(default = "default_spin")]
+    pub spin: [f64; 2],
+}
+
+fn default_spin() -> [f64; 2] {
+    [DEFAULT_TORSIONAL, DEFAULT_ROLLING]
 }
 
 /// How a pair of geometries combines their friction coefficients.
@@ -578,14 +587,43 @@ impl Model {
         if condim == 1 {
             return 0.0;
         }
+        self.mix(a, b, a.friction, b.friction)
+    }
+
+    /// Coefficients `fa` of material `a` and `fb` of `b` combined by
+    /// [`Self::friction_mix`].
+    fn mix(&self, a: &Material, b: &Material, fa: f64, fb: f64) -> f64 {
         match self.friction_mix {
-            FrictionMix::GeometricMean => a.friction.sqrt() * b.friction.sqrt(),
+            FrictionMix::GeometricMean => fa.sqrt() * fb.sqrt(),
             FrictionMix::Maximum => match a.priority.cmp(&b.priority) {
-                std::cmp::Ordering::Greater => a.friction,
-                std::cmp::Ordering::Less => b.friction,
-                std::cmp::Ordering::Equal => a.friction.max(b.friction),
+                std::cmp::Ordering::Greater => fa,
+                std::cmp::Ordering::Less => fb,
+                std::cmp::Ordering::Equal => fa.max(fb),
             },
         }
+    }
+
+    /// The torsional and rolling friction coefficients (m) of a contact
+    /// between geometries `a` and `b`: an explicit pair's own, else their
+    /// materials' combined as their sliding friction is; each zero where
+    /// the contact's dimension ([`Self::geometry_contact`]) has no such
+    /// rows (torsional from 4, rolling at 6).
+    pub fn geometry_spin(&self, a: usize, b: usize) -> [f64; 2] {
+        let (ma, mb) = (&self.geometries[a].material, &self.geometries[b].material);
+        let (spin, condim) = match self.contact_pair(a, b) {
+            Some(p) => (p.spin, p.condim),
+            None => (
+                [
+                    self.mix(ma, mb, ma.torsional, mb.torsional),
+                    self.mix(ma, mb, ma.rolling, mb.rolling),
+                ],
+                self.pair_condim(ma, mb),
+            ),
+        };
+        [
+            if condim >= 4 { spin[0] } else { 0.0 },
+            if condim >= 6 { spin[1] } else { 0.0 },
+        ]
     }
 
     /// The explicit pair of geometries `a` and `b`, if there is one.
@@ -677,7 +715,39 @@ impl Model {
         if pulling > 0 {
             what.push(format!("{pulling} actuator(s) on tendons"));
         }
+        let spinning = self.spin_pairs().len();
+        if spinning > 0 {
+            what.push(format!(
+                "torsional or rolling friction (condim 4 or 6) between {spinning} pair(s) of geoms"
+            ));
+        }
         (!what.is_empty()).then(|| what.join(", "))
+    }
+
+    /// The pairs of geometries `(a, b)`, `a < b`, that may collide
+    /// ([`Self::can_collide`]) with torsional or rolling friction
+    /// ([`Self::geometry_spin`] not zero, sliding friction positive): their
+    /// contacts add cone rows ([`crate::contact::wide`]). `O(ng²)`: for
+    /// setup, not stepping.
+    pub fn spin_pairs(&self) -> Vec<(usize, usize)> {
+        let ng = self.geometries.len();
+        let spinning = |g: &Geometry| {
+            let m = &g.material;
+            m.condim > 3 && (m.torsional > 0.0 || m.rolling > 0.0)
+        };
+        // A pair's condim is one of its geometries' (or its explicit pair's).
+        if !self.geometries.iter().any(spinning) && !self.contact_pairs.iter().any(|p| p.condim > 3)
+        {
+            return Vec::new();
+        }
+        (0..ng)
+            .flat_map(|a| (a + 1..ng).map(move |b| (a, b)))
+            .filter(|&(a, b)| {
+                self.geometry_spin(a, b) != [0.0; 2]
+                    && self.geometry_contact(a, b).0 > 0.0
+                    && self.can_collide(a, b)
+            })
+            .collect()
     }
     /// `(body, name, range)` of each joint with a position range, in model order.
     pub fn limited_joints(&self) -> impl Iterator<Item = (usize, &str, (f64, f64))> + '_ {

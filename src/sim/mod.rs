@@ -123,6 +123,10 @@ pub struct Simulator {
     /// Previous step's impulses by contact identity, in world coordinates
     /// (robust to a change of tangent basis).
     warm: FxHashMap<ContactKey, Vec3>,
+    /// Previous step's impulses of the contacts' cone rows (spin and
+    /// rolling, scaled as their rows are) by contact identity: `Σ_r λ_r a_r`
+    /// over their unit axes `a_r` (`n`, `t1`, `t2`) in world coordinates.
+    spin_warm: FxHashMap<ContactKey, Vec3>,
     last_rho: Option<f64>,
     /// The generalized forces of the step (applied, actuators, springs,
     /// explicit part of the damping).
@@ -187,6 +191,7 @@ impl Simulator {
             solver: params.solver.build(),
             solver_kind: params.solver,
             warm: FxHashMap::default(),
+            spin_warm: FxHashMap::default(),
             last_rho: None,
             tau: DVector::zeros(nv),
             v_free: DVector::zeros(nv),
@@ -339,6 +344,7 @@ impl Simulator {
     /// Drops the warm-start memory (e.g. after teleporting the state).
     pub fn clear_warm_start(&mut self) {
         self.warm.clear();
+        self.spin_warm.clear();
         self.limit_warm.fill(f64::NAN);
         self.row_warm.fill(f64::NAN);
         self.last_rho = None;
@@ -472,6 +478,8 @@ impl Simulator {
                 &self.params,
                 &self.mocap_shift,
             );
+            self.rows
+                .gather_cones(&self.model, &self.data, &self.contacts);
             Ok::<(), SimError>(())
         })?;
         let nc = self.contacts.len();
@@ -537,6 +545,7 @@ impl Simulator {
             } else {
                 self.v_next.copy_from(&self.v_free);
                 self.warm.clear();
+                self.spin_warm.clear();
                 self.limit_warm.fill(f64::NAN);
                 self.row_warm.fill(f64::NAN);
             }
@@ -757,7 +766,16 @@ impl Simulator {
                 .map(|(dof, c)| c * self.v_free[dof])
                 .sum();
             self.problem.g[k] = jv + row.stabilization;
-            let w = self.row_warm[row.kind.slot(&self.model)];
+            let w = match (row.kind.slot(&self.model), row.kind) {
+                (Some(slot), _) => self.row_warm[slot],
+                (None, rows::RowKind::ContactCone(i, r)) => {
+                    let c = &self.contacts[i];
+                    self.spin_warm
+                        .get(&c.key)
+                        .map_or(f64::NAN, |w| w.dot(&rows::cone_axis(&c.frame, r)))
+                }
+                (None, _) => f64::NAN,
+            };
             if self.params.warm_start && w.is_finite() {
                 self.problem.warm_start[k] = row.set.project(w);
             }
@@ -843,9 +861,19 @@ impl Simulator {
                 self.solution.lambda[3 * nc + l];
         }
         self.row_warm.fill(f64::NAN);
+        self.spin_warm.clear();
         let first = 3 * nc + self.limits.len();
         for (r, row) in self.rows.rows.iter().enumerate() {
-            self.row_warm[row.kind.slot(&self.model)] = self.solution.lambda[first + r];
+            let lambda = self.solution.lambda[first + r];
+            match (row.kind.slot(&self.model), row.kind) {
+                (Some(slot), _) => self.row_warm[slot] = lambda,
+                (None, rows::RowKind::ContactCone(i, a)) => {
+                    let c = &self.contacts[i];
+                    *self.spin_warm.entry(c.key).or_insert_with(Vec3::zeros) +=
+                        rows::cone_axis(&c.frame, a) * lambda;
+                }
+                (None, _) => {}
+            }
         }
         Ok(())
     }

@@ -16,6 +16,7 @@
 //! - a ball joint's cone limit (its rotation angle at most its range's
 //!   upper end), the same way with `c = −θ̇`.
 
+use crate::collision::Contact;
 use crate::contact::{LimitSide, RowSet, SparseRows};
 use crate::dynamics::{Data, point_velocity_column};
 use crate::math::{ang, log3};
@@ -37,13 +38,18 @@ pub enum RowKind {
     BodyEquality(usize, usize),
     /// The cone limit of the ball joint of body `b`.
     BallLimit(usize),
+    /// Row `r` of contact `i`'s cone beyond its three (0: spin about its
+    /// normal, 1 and 2: rolling about `t1` and `t2`; see [`gather_cones`](ExtraRows::gather_cones)).
+    ContactCone(usize, usize),
 }
 
 impl RowKind {
-    /// Its slot in the warm-start memory of a model (one per possible row).
-    pub(crate) fn slot(self, model: &Model) -> usize {
+    /// Its slot in the warm-start memory of a model (one per possible
+    /// row); `None` for a contact's cone row, kept with its contact.
+    pub(crate) fn slot(self, model: &Model) -> Option<usize> {
         let (ne, nv) = (model.equalities.len(), model.nv);
-        match self {
+        Some(match self {
+            RowKind::ContactCone(..) => return None,
             RowKind::Equality(i) => i,
             RowKind::DofFriction(k) => ne + k,
             RowKind::TendonFriction(t) => ne + nv + t,
@@ -54,7 +60,7 @@ impl RowKind {
             RowKind::BallLimit(b) => {
                 ne + nv + 3 * model.tendons.len() + 6 * model.body_equalities.len() + b
             }
-        }
+        })
     }
 
     /// Slots of a model (see [`Self::slot`]).
@@ -88,6 +94,10 @@ impl RowKind {
                 format!("{} `{}` ({what})", e.kind(), e.name)
             }
             RowKind::BallLimit(b) => format!("cone limit of ball joint `{}`", model.joint_name[b]),
+            RowKind::ContactCone(i, r) => {
+                let what = ["torsional", "rolling (t1)", "rolling (t2)"][r];
+                format!("{what} friction of contact {i}")
+            }
         }
     }
 }
@@ -287,6 +297,52 @@ impl ExtraRows {
                     set: RowSet::Unilateral,
                     stabilization,
                     violation: distance,
+                });
+            }
+        }
+    }
+}
+
+/// The unit axis of cone row `r` of a contact with frame `[t1, t2, n]`:
+/// `n` (spin), `t1`, `t2` (rolling).
+pub(crate) fn cone_axis(frame: &crate::math::Mat3, r: usize) -> crate::math::Vec3 {
+    frame.column((r + 2) % 3).into_owned()
+}
+
+impl ExtraRows {
+    /// Appends the cone rows of `contacts` (MuJoCo's `condim` 4 and 6, see
+    /// [`crate::contact::wide`]): for each contact with sliding friction,
+    /// its spin row `n·(ω_a − ω_b)` scaled by `μ_t/μ` where its torsional
+    /// coefficient is positive, and its rolling rows `t1·(ω_a − ω_b)`,
+    /// `t2·(ω_a − ω_b)` scaled by `μ_r/μ` where its rolling one is. A
+    /// contact without sliding friction has none (its cone is the ray
+    /// `λ_T = 0`; MuJoCo clamps `μ` to 1e-5 instead).
+    pub(crate) fn gather_cones(&mut self, model: &Model, data: &Data, contacts: &[Contact]) {
+        for (i, c) in contacts.iter().enumerate() {
+            if !(c.mu > 0.0) || c.spin == [0.0; 2] {
+                continue;
+            }
+            for r in 0..3 {
+                let coef = c.spin[(r > 0) as usize];
+                if !(coef > 0.0) {
+                    continue;
+                }
+                let axis = cone_axis(&c.frame, r) * (coef / c.mu);
+                self.entries.clear();
+                for (body, sign) in [(c.body_a, 1.0), (c.body_b, -1.0)] {
+                    let mut k = model.body_last_dof[body];
+                    while k != NO_DOF {
+                        self.entries
+                            .push((k, sign * axis.dot(&ang(&data.dof_jacobian[k]))));
+                        k = model.dof_parent[k];
+                    }
+                }
+                self.jacobian.push(self.entries.iter().copied());
+                self.rows.push(Row {
+                    kind: RowKind::ContactCone(i, r),
+                    set: RowSet::Cone(i),
+                    stabilization: 0.0,
+                    violation: 0.0,
                 });
             }
         }

@@ -16,6 +16,11 @@ pub struct WarmStart {
     /// The last step's contact impulses by contact identity, in world
     /// coordinates, sorted by key.
     pub contacts: Vec<(ContactKey, [f64; 3])>,
+    /// The contacts' cone-row impulses (torsional and rolling friction,
+    /// scaled as their rows are) by contact identity, in world coordinates
+    /// (`Σ_r λ_r a_r` over the rows' unit axes), sorted by key.
+    #[serde(default)]
+    pub contact_spins: Vec<(ContactKey, [f64; 3])>,
     /// The joint stops' impulses, `2·body + side` (NaN: none).
     pub limits: Vec<f64>,
     /// The other rows' impulses by [`RowKind::slot`] (NaN: none).
@@ -37,14 +42,14 @@ impl Simulator {
     /// simulator and one restored from the snapshot continue bit for bit.
     pub fn warm_start(&mut self) -> WarmStart {
         self.solver.forget_kept();
-        let mut contacts: Vec<_> = self
-            .warm
-            .iter()
-            .map(|(k, l)| (*k, [l.x, l.y, l.z]))
-            .collect();
-        contacts.sort_by_key(|(k, _)| *k);
+        let sorted = |map: &rustc_hash::FxHashMap<ContactKey, Vec3>| {
+            let mut v: Vec<_> = map.iter().map(|(k, l)| (*k, [l.x, l.y, l.z])).collect();
+            v.sort_by_key(|(k, _)| *k);
+            v
+        };
         WarmStart {
-            contacts,
+            contacts: sorted(&self.warm),
+            contact_spins: sorted(&self.spin_warm),
             limits: self.limit_warm.clone(),
             rows: self.row_warm.clone(),
             rho: self.last_rho,
@@ -73,7 +78,7 @@ impl Simulator {
             ));
         }
         let ng = self.model.geometries.len() as u32;
-        for (k, l) in &warm.contacts {
+        for (k, l) in warm.contacts.iter().chain(&warm.contact_spins) {
             if k.geom_a >= ng || k.geom_b >= ng {
                 return bad(format!(
                     "a contact between geometries {} and {} (the model has {ng})",
@@ -118,6 +123,10 @@ impl Simulator {
         self.warm.clear();
         for (k, l) in warm.contacts {
             self.warm.insert(k, Vec3::from(l));
+        }
+        self.spin_warm.clear();
+        for (k, l) in warm.contact_spins {
+            self.spin_warm.insert(k, Vec3::from(l));
         }
         self.limit_warm = warm.limits;
         self.row_warm = warm.rows;

@@ -62,6 +62,7 @@ pub fn random_contacts(model: &Model, rng: &mut Lcg, n: usize) -> Vec<moreau::co
                 frame: frame_from_normal(&n),
                 distance: 0.0,
                 mu: 0.5,
+                spin: [0.0; 2],
                 restitution: 0.0,
                 key: ContactKey {
                     geom_a: i as u32,

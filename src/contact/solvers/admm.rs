@@ -68,11 +68,11 @@ use super::pgs::NcpPgs;
 use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::RowSet;
-use crate::contact::cone::{de_saxce, get3, project_cone, set3};
 use crate::contact::criteria::{ContactModel, nan_max, rows_residuals};
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place, lanczos_largest};
 use crate::contact::operator::{Delassus, DelassusOperator};
 use crate::contact::tree::{TreeDelassus, TreeFactor};
+use crate::contact::wide::{ConeRows, correct_problem, project_problem};
 use crate::contact::{ContactProblem, Residuals};
 use crate::error::ProblemError;
 
@@ -692,29 +692,17 @@ struct Cones<'a> {
     model: ContactModel,
     /// Newton steps where a polish fails (`SolverSettings::newton`).
     newton: bool,
+    /// The contacts' cone rows ([`RowSet::Cone`]).
+    cones: ConeRows,
 }
 
 impl AdmmModel for Cones<'_> {
     fn project(&self, v: &[f64], z: &mut [f64]) {
-        for (i, &mu) in self.mu.iter().enumerate() {
-            set3(z, i, project_cone(mu, get3(v, i)));
-        }
-        // The rows' sets.
-        let first = 3 * self.mu.len();
-        for k in first..v.len() {
-            z[k] = match self.row_sets.get(k - first) {
-                Some(set) => set.project(v[k]),
-                None => v[k].max(0.0),
-            };
-        }
+        project_problem(self.mu, self.row_sets, &self.cones, v, z);
     }
     fn correction(&self, c: &[f64], s: &mut [f64]) {
         if self.model == ContactModel::Ncp {
-            for (i, &mu) in self.mu.iter().enumerate() {
-                set3(s, i, de_saxce(mu, get3(c, i)));
-            }
-            // No correction on the rows.
-            s[3 * self.mu.len()..].fill(0.0);
+            correct_problem(self.mu, &self.cones, c, s);
         }
     }
     fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
@@ -724,7 +712,7 @@ impl AdmmModel for Cones<'_> {
         self.model == ContactModel::Ncp
     }
     fn newton(&self) -> bool {
-        self.model == ContactModel::Ncp && self.newton
+        self.model == ContactModel::Ncp && self.newton && self.cones.is_empty()
     }
     fn polish(
         &self,
@@ -737,7 +725,8 @@ impl AdmmModel for Cones<'_> {
         finisher: Finisher,
         accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
     ) {
-        if self.model != ContactModel::Ncp {
+        // The finishers solve three-row cones only.
+        if self.model != ContactModel::Ncp || !self.cones.is_empty() {
             return;
         }
         let solved = finisher != Finisher::Newton
@@ -798,6 +787,7 @@ fn solve_cones(
         row_sets: &p.row_sets,
         model,
         newton: settings.newton,
+        cones: ConeRows::new(p.nc(), &p.row_sets)?,
     };
     out.stats = core.run(
         &cones,
@@ -815,7 +805,12 @@ fn solve_cones(
     // the humanoidstandup under random controls: a 7-contact problem left
     // at ε_abs 2.4e-3 after 1 000 iterations, solved by 118 `ncp-pgs`
     // sweeps from ADMM's iterate).
-    if model == ContactModel::Ncp && !out.stats.converged && settings.polish && settings.newton {
+    if model == ContactModel::Ncp
+        && !out.stats.converged
+        && settings.polish
+        && settings.newton
+        && cones.cones.is_empty()
+    {
         core.fallback_start.clear();
         core.fallback_start.extend_from_slice(out.lambda.as_slice());
         // The sweeps read `G`'s entries: on the tree path, a dense copy of

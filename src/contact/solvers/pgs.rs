@@ -61,6 +61,10 @@ pub(crate) fn negative_minor<T: Real>(w: &[[T; 3]; 3], tol: T, scale: T) -> Opti
 /// semi-definite (a necessary condition for `G + R`; cheap, `O(nc)`); the
 /// unilateral rows' diagonal is checked by `ContactProblem::validate`.
 pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
+    // Their local steps are three-row cones.
+    p.refuse_cone_rows(
+        "the per-contact solvers (ncp-pgs, ccp-pgs, lcp-pgs, raisim, raisim-ds, staggered)",
+    )?;
     let nc = p.nc();
     let scale = p.delassus.amax();
     for i in 0..nc {

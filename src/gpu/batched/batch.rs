@@ -202,7 +202,8 @@ pub const ROW_BILATERAL: f32 = 1e38;
 /// (negative), [`ROW_BILATERAL`], or a box `[−b, b]` as `b` (`0 ≤ b <
 /// ROW_BILATERAL`: dry friction, MJCF's `frictionloss`). `None` for a box
 /// whose bound f32 cannot hold below [`ROW_BILATERAL`] (NaN, negative, too
-/// large).
+/// large), and for a row of a contact's cone (the kernels solve three-row
+/// cones only: such a problem is flagged invalid).
 pub fn row_bound(set: RowSet) -> Option<f32> {
     match set {
         RowSet::Unilateral => Some(ROW_UNILATERAL),
@@ -211,6 +212,7 @@ pub fn row_bound(set: RowSet) -> Option<f32> {
             let x = b as f32;
             (0.0..ROW_BILATERAL).contains(&x).then_some(x)
         }
+        RowSet::Cone(_) => None,
     }
 }
 

@@ -81,7 +81,8 @@ impl Problem<'_> {
     fn project(&self, k: usize, x: f32) -> f32 {
         match self.set(k) {
             RowSet::Unilateral => x.max(0.0),
-            RowSet::Bilateral => x,
+            // (A cone row is never decoded: its problem is refused.)
+            RowSet::Bilateral | RowSet::Cone(_) => x,
             RowSet::Box(b) => x.clamp(-(b as f32), b as f32),
         }
     }

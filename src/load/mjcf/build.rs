@@ -410,18 +410,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                             continue;
                         }
                         let condim = self.condim(get("condim"), &el)?;
-                        let friction = match get("friction") {
-                            Some(f) => match self.list(f, "friction", &el)?.first() {
-                                Some(&mu) if mu >= 0.0 => mu,
-                                _ => {
-                                    return Err(self.error(
-                                        &el,
-                                        format!("`friction` needs 1 to 5 non-negative numbers, got `{f}`"),
-                                    ));
-                                }
-                            },
-                            None => 1.0,
-                        };
+                        let friction = self.pair_friction(get("friction"), &el)?;
                         builder
                             .add_contact_pair(ids[0], ids[1], friction, condim)
                             .map_err(|err| self.error(&el, err.to_string()))?;
@@ -758,7 +747,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 joints.join(", ")
             ));
         }
-        self.torsional_pairs(&model)?;
+        self.sliding_only(&mut model);
         // MuJoCo lets `qpos0` (every joint at 0, or at its `ref`) lie beyond a
         // joint's range; its soft limit then pushes the joint back over a few
         // tens of milliseconds, moreau's rigid stop within a few steps: the
@@ -832,12 +821,13 @@ fn springdamper_gains(
 }
 
 impl Parser<'_, '_, '_> {
-    /// The pairs of geoms that may collide with MuJoCo's `condim` 4 or 6
-    /// (torsional, and rolling, friction, which moreau does not simulate):
-    /// refused, naming them, unless [`MjcfOptions::sliding_friction_only`]
-    /// asks for them as `condim` 3 (then a warning names them). A pair that
-    /// the neutral-pose overlap pass later drops is named too.
-    fn torsional_pairs(&mut self, model: &Model) -> Result<(), ModelFileError> {
+    /// With [`MjcfOptions::sliding_friction_only`], every `condim` 4 or 6
+    /// (torsional, and rolling, friction) taken as 3, a warning naming the
+    /// pairs of geoms that may collide with it.
+    fn sliding_only(&mut self, model: &mut Model) {
+        if !self.sliding_friction_only {
+            return;
+        }
         let ng = model.geometries.len();
         let name = |g: usize| {
             let geom = &model.geometries[g];
@@ -855,28 +845,24 @@ impl Parser<'_, '_, '_> {
                 (condim > 3).then(|| format!("{} and {} (condim {condim})", name(a), name(b)))
             })
             .collect();
+        for g in &mut model.geometries {
+            g.material.condim = g.material.condim.min(3);
+        }
+        for p in &mut model.contact_pairs {
+            p.condim = p.condim.min(3);
+        }
         if pairs.is_empty() {
-            return Ok(());
+            return;
         }
         let shown = pairs.iter().take(6).cloned().collect::<Vec<_>>().join(", ");
         let more = match pairs.len() {
             n if n > 6 => format!(" and {} more", n - 6),
             _ => String::new(),
         };
-        if self.sliding_friction_only {
-            self.warnings.push(format!(
-                "condim 4 and 6 taken as 3 (sliding_friction_only): no torsional or rolling friction between {} pair(s) of geoms: {shown}{more}",
-                pairs.len()
-            ));
-            return Ok(());
-        }
-        Err(self.error(
-            "<geom condim>",
-            format!(
-                "{} pair(s) of geoms would collide with torsional (condim 4) or rolling (condim 6) friction, which moreau does not simulate: {shown}{more}; load with sliding_friction_only (moreau: --sliding-friction-only; Python: moreau.load(..., sliding_friction_only=True)) to take them as condim 3",
-                pairs.len()
-            ),
-        ))
+        self.warnings.push(format!(
+            "condim 4 and 6 taken as 3 (sliding_friction_only): no torsional or rolling friction between {} pair(s) of geoms: {shown}{more}",
+            pairs.len()
+        ));
     }
 }
 

@@ -434,29 +434,68 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         })
     }
 
-    /// Friction (the first of `friction`'s numbers), the collision bits
-    /// `contype`, `conaffinity`, `condim` and `priority`; a `condim` of 4
-    /// or 6 (torsional, rolling friction: taken as 3) is reported.
+    /// A `<pair>`'s `friction` (MuJoCo's five numbers, default
+    /// `1 1 0.005 0.0001 0.0001`) as sliding, torsional and rolling; the two
+    /// tangents' (and the two rolling axes') coefficients must be equal.
+    pub(super) fn pair_friction(
+        &self,
+        text: Option<&str>,
+        el: &str,
+    ) -> Result<[f64; 3], ModelFileError> {
+        let mut f = [
+            1.0,
+            1.0,
+            DEFAULT_TORSIONAL,
+            DEFAULT_ROLLING,
+            DEFAULT_ROLLING,
+        ];
+        if let Some(s) = text {
+            let given = self.list(s, "friction", el)?;
+            if given.is_empty() || given.len() > 5 || given.iter().any(|x| !(*x >= 0.0)) {
+                let reason = format!("`friction` needs 1 to 5 non-negative numbers, got `{s}`");
+                return Err(self.error(el, reason));
+            }
+            f[..given.len()].copy_from_slice(&given);
+            if f[0] != f[1] || f[3] != f[4] {
+                let reason = format!(
+                    "`friction` `{s}` reads as {f:?} (MuJoCo fills the numbers not given from `1 1 0.005 0.0001 0.0001`): anisotropic friction (different coefficients along the two tangents or the two rolling axes) is not simulated"
+                );
+                return Err(self.error(el, reason));
+            }
+        }
+        Ok([f[0], f[2], f[3]])
+    }
+
+    /// A `condim` attribute: 3 when absent; 1, 3, 4 or 6 else refused.
+    pub(super) fn condim(&self, text: Option<&str>, element: &str) -> Result<u8, ModelFileError> {
+        match text.map(str::trim) {
+            None => Ok(3),
+            Some(s) => match s.parse::<u8>() {
+                Ok(c @ (1 | 3 | 4 | 6)) => Ok(c),
+                _ => Err(self.error(element, format!("`condim` must be 1, 3, 4 or 6, got `{s}`"))),
+            },
+        }
+    }
+
+    /// Friction (`friction`'s sliding, torsional and rolling numbers), the
+    /// collision bits `contype`, `conaffinity`, `condim` and `priority`.
     fn geom_material(
         &mut self,
         get: &dyn Fn(&str) -> Option<&'a str>,
         el: &str,
     ) -> Result<Material, ModelFileError> {
-        let friction = match get("friction") {
-            Some(s) => {
-                let f = self.list(s, "friction", el)?;
-                match f.first() {
-                    Some(&mu) if f.len() <= 3 && mu >= 0.0 => mu,
-                    _ => {
-                        return Err(self.error(
-                            el,
-                            format!("`friction` needs 1 to 3 non-negative numbers, got `{s}`"),
-                        ));
-                    }
-                }
+        // MuJoCo's defaults: sliding 1, torsional 0.005 m, rolling 1e-4 m.
+        let mut friction = [1.0, DEFAULT_TORSIONAL, DEFAULT_ROLLING];
+        if let Some(s) = get("friction") {
+            let f = self.list(s, "friction", el)?;
+            if f.is_empty() || f.len() > 3 || f.iter().any(|x| !(*x >= 0.0)) {
+                return Err(self.error(
+                    el,
+                    format!("`friction` needs 1 to 3 non-negative numbers, got `{s}`"),
+                ));
             }
-            None => 1.0,
-        };
+            friction[..f.len()].copy_from_slice(&f);
+        }
         let bits = |attr: &str| -> Result<u32, ModelFileError> {
             match get(attr) {
                 None => Ok(1),
@@ -478,7 +517,9 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 .map_err(|_| self.error(el, format!("`priority` must be an integer, got `{s}`")))?,
         };
         Ok(Material {
-            friction,
+            friction: friction[0],
+            torsional: friction[1],
+            rolling: friction[2],
             restitution: 0.0,
             contype,
             conaffinity,

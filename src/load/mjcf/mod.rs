@@ -153,6 +153,7 @@ use crate::model::{
     Actuator, ActuatorDynamics, FrictionMix, JointSpec, JointType, Material, Model, ModelBuilder,
     Shape, WORLD,
 };
+use crate::model::{DEFAULT_ROLLING, DEFAULT_TORSIONAL};
 use nalgebra::{DVector, Quaternion, Rotation3, Unit, UnitQuaternion};
 use roxmltree::Node;
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -49,17 +49,6 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
         }
     }
 
-    /// A `condim` attribute: 3 when absent; 1, 3, 4 or 6 else refused.
-    pub(super) fn condim(&self, text: Option<&str>, element: &str) -> Result<u8, ModelFileError> {
-        match text.map(str::trim) {
-            None => Ok(3),
-            Some(s) => match s.parse::<u8>() {
-                Ok(c @ (1 | 3 | 4 | 6)) => Ok(c),
-                _ => Err(self.error(element, format!("`condim` must be 1, 3, 4 or 6, got `{s}`"))),
-            },
-        }
-    }
-
     /// An `rgba` attribute: four numbers, each clamped to [0, 1].
     pub(super) fn rgba(&self, text: &str, el: &str) -> Result<[f64; 4], ModelFileError> {
         let [r, g, b, a] = self.fixed::<4>(text, "rgba", el)?;

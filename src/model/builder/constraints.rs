@@ -108,14 +108,15 @@ impl ModelBuilder {
 
     /// Makes geometries `a` and `b` an explicit pair (MJCF's
     /// `<contact><pair>`): they collide whatever their bits and the
-    /// exclusions say, with friction `friction` and dimension `condim`
-    /// (1: frictionless; 3; 4 and 6 taken as 3). A second call for the same
-    /// pair replaces the first.
+    /// exclusions say, with friction `friction` (sliding, then the
+    /// torsional and rolling coefficients in metres) and dimension `condim`
+    /// (1: frictionless; 3; 4: torsional friction; 6: rolling too). A
+    /// second call for the same pair replaces the first.
     pub fn add_contact_pair(
         &mut self,
         a: usize,
         b: usize,
-        friction: f64,
+        friction: [f64; 3],
         condim: u8,
     ) -> Result<(), ModelError> {
         let n = self.geometries.len();
@@ -135,10 +136,8 @@ impl ModelBuilder {
         if a == b {
             return Err(invalid("pairs a geometry with itself".into()));
         }
-        if !(friction.is_finite() && friction >= 0.0) {
-            return Err(invalid(format!(
-                "friction must be finite and ≥ 0, got {friction}"
-            )));
+        if let Some(f) = friction.iter().find(|f| !(f.is_finite() && **f >= 0.0)) {
+            return Err(invalid(format!("friction must be finite and ≥ 0, got {f}")));
         }
         if ![1, 3, 4, 6].contains(&condim) {
             return Err(invalid(format!(
@@ -149,8 +148,9 @@ impl ModelBuilder {
         self.contact_pairs.retain(|p| p.geoms != geoms);
         self.contact_pairs.push(crate::model::ContactPair {
             geoms,
-            friction,
+            friction: friction[0],
             condim,
+            spin: [friction[1], friction[2]],
         });
         Ok(())
     }

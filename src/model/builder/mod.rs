@@ -11,49 +11,9 @@ use parry3d_f64::shape::{HeightFieldFlags, SharedShape};
 use parry3d_f64::utils::Array2;
 
 pub(crate) mod constraints;
+mod material;
 
-/// Surface properties of a geometry. A pair's contact takes them as
-/// [`Model::pair_contact`] says.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Material {
-    /// Coulomb friction coefficient (≥ 0), combined by [`Model::friction_mix`].
-    pub friction: f64,
-    /// Restitution coefficient in [0, 1]. Pairs combine by maximum.
-    pub restitution: f64,
-    /// Collision bits (MuJoCo's `contype` / `conaffinity`): two geometries
-    /// collide when `contype_a & conaffinity_b` or `contype_b & conaffinity_a`
-    /// is non-zero.
-    pub contype: u32,
-    pub conaffinity: u32,
-    /// MuJoCo's geom `priority`: in a pair, the geometry of higher
-    /// priority gives the contact its friction and dimension.
-    pub priority: i32,
-    /// MuJoCo's contact dimension `condim`: 1 frictionless, 3 Coulomb
-    /// friction; 4 and 6 (torsional, rolling friction) are taken as 3.
-    pub condim: u8,
-}
-
-impl Default for Material {
-    fn default() -> Self {
-        Material {
-            friction: 0.5,
-            restitution: 0.0,
-            contype: 1,
-            conaffinity: 1,
-            priority: 0,
-            condim: 3,
-        }
-    }
-}
-
-impl Material {
-    pub fn with_friction(friction: f64) -> Self {
-        Material {
-            friction,
-            ..Default::default()
-        }
-    }
-}
+pub use material::{DEFAULT_ROLLING, DEFAULT_TORSIONAL, Material};
 
 #[derive(Clone)]
 struct BodyDef {
@@ -462,11 +422,17 @@ impl ModelBuilder {
             });
         }
         let m = &material;
-        if !(m.friction.is_finite() && m.friction >= 0.0) {
-            return Err(ModelError::InvalidGeometry {
-                geom: name.into(),
-                reason: format!("friction must be finite and ≥ 0, got {}", m.friction),
-            });
+        for (what, f) in [
+            ("friction", m.friction),
+            ("torsional friction", m.torsional),
+            ("rolling friction", m.rolling),
+        ] {
+            if !(f.is_finite() && f >= 0.0) {
+                return Err(ModelError::InvalidGeometry {
+                    geom: name.into(),
+                    reason: format!("{what} must be finite and ≥ 0, got {f}"),
+                });
+            }
         }
         if !(m.restitution.is_finite() && (0.0..=1.0).contains(&m.restitution)) {
             return Err(ModelError::InvalidGeometry {

@@ -549,8 +549,8 @@ struct ModelFileArgs {
     #[arg(long, value_name = "DIR")]
     package_dir: Vec<PathBuf>,
     /// MJCF: take contacts with torsional or rolling friction (`condim` 4
-    /// or 6, which moreau does not simulate) as `condim` 3, sliding friction
-    /// only; without it such a file is refused.
+    /// or 6; simulated on the CPU, refused by the GPU backends) as
+    /// `condim` 3, sliding friction only.
     #[arg(long)]
     sliding_friction_only: bool,
 }
