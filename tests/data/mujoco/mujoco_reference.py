@@ -84,6 +84,12 @@ Outputs:
   moved at t = 0 to MOCAP_POSES, then `qpos` every 0.25 s of 1 s, default
   and stiff as constraints.json. This file alone: `... mujoco_reference.py
   --only mocap` (MuJoCo 4.0.1).
+- torsional.json: for torsional.xml (condim 4 and 6 in the elliptic
+  cone: a sphere spinning on the floor, a ball rolling on it, a cube
+  pinched about its pinch axis by a motor at 0.75 then 1.25 of the
+  torsional bound), `qpos` and `qvel` every 0.05 s of 1 s from
+  TORSIONAL_QVEL under TORSIONAL_CTRL. This file alone: `...
+  mujoco_reference.py --only torsional` (MuJoCo 4.0.1).
 - dampratio.json: for dampratio.xml (servos given `dampratio`), each
   actuator's `gainprm[0]` and `biasprm[0:3]` (kv is −biasprm[2]), then
   `qpos` every 0.1 s of 1 s under the constant controls DAMPRATIO_CTRL.
@@ -565,6 +571,44 @@ def hfield_reference(xml):
     return {"versions": versions(), "points": points}
 
 
+# torsional.xml: the spinner's and the roller's initial velocities (qvel:
+# the free joints' linear velocity in world axes, angular in the body's:
+# both moreau's at the identity orientation), the pinch's two phases of
+# controls (turn, push) and when the second starts.
+TORSIONAL_QVEL = {"spinner": [0, 0, 0, 0, 0, 5.0], "roller": [0.5, 0, 0, 0, 1.0, 0]}
+TORSIONAL_CTRL = [[0.15, -10.0], [0.25, -10.0]]
+TORSIONAL_SWITCH = 0.5
+
+
+def torsional_reference(xml):
+    """qpos and qvel every 0.05 s of 1 s from the initial velocities, under
+    the pinch's controls. (MuJoCo's contacts at their defaults: its
+    override to the stiffest solref weakens the elliptic cone's friction
+    rows here, the roller then barely slowing.)"""
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    for name, qvel in TORSIONAL_QVEL.items():
+        adr = m.jnt_dofadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)]
+        d.qvel[adr : adr + 6] = qvel
+    steps = int(round(1.0 / m.opt.timestep))
+    every = int(round(0.05 / m.opt.timestep))
+    switch = int(round(TORSIONAL_SWITCH / m.opt.timestep))
+    samples = []
+    for k in range(steps + 1):
+        if k % every == 0:
+            samples.append({"t": float(d.time), "qpos": floats(d.qpos), "qvel": floats(d.qvel)})
+        if k < steps:
+            d.ctrl[:] = TORSIONAL_CTRL[0 if k < switch else 1]
+            mujoco.mj_step(m, d)
+    return {
+        "versions": versions(),
+        "qvel0": TORSIONAL_QVEL,
+        "ctrl": TORSIONAL_CTRL,
+        "switch": TORSIONAL_SWITCH,
+        "samples": samples,
+    }
+
+
 def write(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
     print(f"wrote {path.relative_to(HERE.parent.parent.parent)}")
@@ -591,6 +635,9 @@ def main():
         return
     if sys.argv[1:3] == ["--only", "dampratio"]:
         write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
+        return
+    if sys.argv[1:3] == ["--only", "torsional"]:
+        write(HERE / "torsional.json", torsional_reference(HERE / "torsional.xml"))
         return
     if sys.argv[1:3] == ["--only", "mocap"]:
         write(HERE / "mocap.json", constraints_reference(HERE / "mocap.xml", ctrl=[], mocap=MOCAP_POSES))
@@ -636,6 +683,7 @@ def main():
     write(HERE / "hfield.json", hfield_reference(HERE / "hfield.xml"))
     write(HERE / "loops.json", constraints_reference(HERE / "loops.xml", ctrl=[]))
     write(HERE / "mocap.json", constraints_reference(HERE / "mocap.xml", ctrl=[], mocap=MOCAP_POSES))
+    write(HERE / "torsional.json", torsional_reference(HERE / "torsional.xml"))
     write(HERE / "wrapping.json", wrapping_reference(HERE / "wrapping.xml"))
     write(HERE / "dampratio.json", dampratio_reference(HERE / "dampratio.xml"))
     write(
