@@ -712,7 +712,7 @@ impl AdmmModel for Cones<'_> {
         self.model == ContactModel::Ncp
     }
     fn newton(&self) -> bool {
-        self.model == ContactModel::Ncp && self.newton && self.cones.is_empty()
+        self.model == ContactModel::Ncp && self.newton
     }
     fn polish(
         &self,
@@ -725,11 +725,12 @@ impl AdmmModel for Cones<'_> {
         finisher: Finisher,
         accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
     ) {
-        // The finishers solve three-row cones only.
-        if self.model != ContactModel::Ncp || !self.cones.is_empty() {
+        if self.model != ContactModel::Ncp {
             return;
         }
+        // (The active-set polish takes three-row cones only; Newton any.)
         let solved = finisher != Finisher::Newton
+            && self.cones.is_empty()
             && polish(
                 work,
                 self.mu,
@@ -747,6 +748,7 @@ impl AdmmModel for Cones<'_> {
                 &mut work.newton,
                 self.mu,
                 self.row_sets,
+                &self.cones,
                 a,
                 d,
                 b,

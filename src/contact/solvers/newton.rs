@@ -39,6 +39,12 @@
 //! inconsistent by about the tolerance, and `‖F‖²` has a stationary point
 //! there that is not a zero). ADMM goes on from there.
 //!
+//! A contact with rows beyond its three ([`crate::contact::wide`]: MuJoCo's
+//! `condim` 4 and 6) is one block of `d ≤ 6` rows: the problem is
+//! reordered so that its rows are contiguous (`[t1, t2, its cone rows…,
+//! n]`), `F_T` and its derivatives taken over all `d − 1` tangential rows;
+//! without such rows the order, and the arithmetic, are the three-row ones.
+//!
 //! The linear system is dense `m × m` (formed from `G`'s operator on the
 //! tree path). Its identity rows (a breaking contact's `F = λ`, a row on a
 //! bound's piece) fix their step at `−F`; the other rows' system is
@@ -47,9 +53,9 @@
 //! and the regularized solve then takes a small step along the null space.
 
 use crate::contact::RowSet;
-use crate::contact::cone::get3;
 use crate::contact::linalg::{lu_apply, lu_factor};
 use crate::contact::operator::{Delassus, DelassusOperator};
+use crate::contact::wide::{ConeRows, MAX_CONE_ROWS};
 
 /// Newton steps per attempt (measured: the solves it finishes take 2 to 6).
 pub(crate) const NEWTON_STEPS: usize = 10;
@@ -59,6 +65,9 @@ pub(crate) const NEWTON_STEPS: usize = 10;
 /// 8 left unsolved instead of 22, on the Allegro hand's 50 problems 6.8
 /// ADMM iterations per solve instead of 13.6).
 pub(crate) const R_SCALES: [f64; 2] = [1.0, 100.0];
+/// The row stride of a block's derivatives: the largest cone's rows
+/// (three, and [`MAX_CONE_ROWS`] more).
+const STRIDE: usize = 3 + MAX_CONE_ROWS;
 /// `ε` of `J + εI`, relative to `J`'s largest entry (as the polish's).
 const REGULARIZATION: f64 = 1e-6;
 /// Iterative refinements of each step against `J`.
@@ -88,9 +97,25 @@ pub(crate) struct NewtonWork {
     a_step: Vec<f64>,
     f: Vec<f64>,
     f_trial: Vec<f64>,
-    /// Per block, `∂F/∂λ` and `∂F/∂c` (3 × 3 row-major; a row's entry at 0).
-    d_lambda: Vec<[f64; 9]>,
-    d_c: Vec<[f64; 9]>,
+    /// Per block, `∂F/∂λ` and `∂F/∂c` (`d × d` with row stride
+    /// [`STRIDE`]; a row's entry at 0).
+    d_lambda: Vec<[f64; STRIDE * STRIDE]>,
+    d_c: Vec<[f64; STRIDE * STRIDE]>,
+    /// Each contact's first row and dimension in the working order.
+    blocks: Vec<(usize, usize)>,
+    /// Each working row's block and place in it (contacts' rows only).
+    row_block: Vec<(usize, usize)>,
+    /// Where the one-dimensional rows start in the working order.
+    rows_start: usize,
+    /// With cone rows: the problem's row of each working row (each
+    /// contact's rows made contiguous, `[t1, t2, its cone rows…, n]`),
+    /// and the problem's `b` and starting point in that order; empty
+    /// without (the working order is the problem's).
+    order: Vec<usize>,
+    b_work: Vec<f64>,
+    z_work: Vec<f64>,
+    /// `A` in the problem's order, while it is permuted.
+    a_problem: Vec<f64>,
     /// The Newton matrix, `m × m` column-major, then its LU factors.
     jac: Vec<f64>,
     lu: Vec<f64>,
@@ -122,8 +147,8 @@ impl NewtonWork {
 }
 
 /// Newton steps from `z` on the problem `c = (a + diag d) λ + b` with
-/// `nc = mu.len()` contacts and the rows after `3·nc` in `row_sets` (empty:
-/// all unilateral). Each
+/// `nc = mu.len()` contacts (with the rows `cones` adds to their cones) and
+/// the rows after `3·nc` in `row_sets` (empty: all unilateral). Each
 /// iterate is offered to `accept`, which returns its `ε_abs`, or `None` to
 /// stop (it solves the problem). `candidate` holds the last iterate offered.
 #[allow(clippy::too_many_arguments)]
@@ -131,6 +156,7 @@ pub(crate) fn newton(
     work: &mut NewtonWork,
     mu: &[f64],
     row_sets: &[RowSet],
+    cones: &ConeRows,
     a: &Delassus,
     d: &[f64],
     b: &[f64],
@@ -142,10 +168,23 @@ pub(crate) fn newton(
     if m == 0 {
         return;
     }
-    work.sets.clear();
-    work.sets
-        .extend((0..m - 3 * nc).map(|l| row_sets.get(l).copied().unwrap_or_default()));
+    layout(work, nc, m, row_sets, cones);
     a.dense_into(d, &mut work.a, &mut work.unit);
+    if !work.order.is_empty() {
+        // Each contact's rows made contiguous: A, b and z reordered.
+        std::mem::swap(&mut work.a, &mut work.a_problem);
+        work.a.clear();
+        work.a.resize(m * m, 0.0);
+        for (j, &oj) in work.order.iter().enumerate() {
+            for (i, &oi) in work.order.iter().enumerate() {
+                work.a[j * m + i] = work.a_problem[oj * m + oi];
+            }
+        }
+        work.b_work.clear();
+        work.b_work.extend(work.order.iter().map(|&o| b[o]));
+        work.z_work.clear();
+        work.z_work.extend(work.order.iter().map(|&o| z[o]));
+    }
     for v in [
         &mut work.c,
         &mut work.c_trial,
@@ -158,8 +197,9 @@ pub(crate) fn newton(
         v.clear();
         v.resize(m, 0.0);
     }
-    work.d_lambda.resize(nc + (m - 3 * nc), [0.0; 9]);
-    work.d_c.resize(nc + (m - 3 * nc), [0.0; 9]);
+    let nb = nc + (m - work.rows_start);
+    work.d_lambda.resize(nb, [0.0; STRIDE * STRIDE]);
+    work.d_c.resize(nb, [0.0; STRIDE * STRIDE]);
     work.jac.resize(m * m, 0.0);
     work.pivot.resize(m, 0);
     // Each scale of r in turn, from z, until one solves the problem; the
@@ -171,16 +211,55 @@ pub(crate) fn newton(
         // velocity), times the scale.
         work.r.clear();
         for i in 0..nc {
-            let tr: f64 = (3 * i..3 * i + 3).map(|k| work.a[k * m + k]).sum();
-            work.r.push(scale * if tr > 0.0 { 3.0 / tr } else { 1.0 });
+            let (first, dim) = work.blocks[i];
+            let tr: f64 = (first..first + dim).map(|k| work.a[k * m + k]).sum();
+            work.r
+                .push(scale * if tr > 0.0 { dim as f64 / tr } else { 1.0 });
         }
-        for k in 3 * nc..m {
+        for k in work.rows_start..m {
             let akk = work.a[k * m + k];
             work.r.push(scale * if akk > 0.0 { 1.0 / akk } else { 1.0 });
         }
         if attempt(work, mu, b, z, candidate, accept) {
             work.last_scale = which;
             return;
+        }
+    }
+}
+
+/// The working order of a problem: each contact's block (its first row and
+/// dimension), each row's block, the sets of the one-dimensional rows and,
+/// with cone rows, the permutation that makes each contact's rows
+/// contiguous (`[t1, t2, its cone rows…, n]`, then the other rows in order).
+fn layout(work: &mut NewtonWork, nc: usize, m: usize, row_sets: &[RowSet], cones: &ConeRows) {
+    let set = |l: usize| row_sets.get(l).copied().unwrap_or_default();
+    work.blocks.clear();
+    work.row_block.clear();
+    work.order.clear();
+    work.sets.clear();
+    if cones.is_empty() {
+        for i in 0..nc {
+            work.blocks.push((3 * i, 3));
+            work.row_block.extend((0..3).map(|s| (i, s)));
+        }
+        work.rows_start = 3 * nc;
+        work.sets.extend((0..m - 3 * nc).map(set));
+        return;
+    }
+    for i in 0..nc {
+        let extra = cones.of(i);
+        work.blocks.push((work.order.len(), 3 + extra.len()));
+        work.order.extend([3 * i, 3 * i + 1]);
+        work.order.extend_from_slice(extra);
+        work.order.push(3 * i + 2);
+        work.row_block.extend((0..3 + extra.len()).map(|s| (i, s)));
+    }
+    work.rows_start = work.order.len();
+    for k in 3 * nc..m {
+        let s = set(k - 3 * nc);
+        if !matches!(s, RowSet::Cone(_)) {
+            work.order.push(k);
+            work.sets.push(s);
         }
     }
 }
@@ -194,7 +273,29 @@ fn attempt(
     candidate: &mut [f64],
     accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
 ) -> bool {
-    let (nc, m) = (mu.len(), b.len());
+    if work.order.is_empty() {
+        return steps(work, mu, b, z, candidate, accept);
+    }
+    let (b, z) = (
+        std::mem::take(&mut work.b_work),
+        std::mem::take(&mut work.z_work),
+    );
+    let solved = steps(work, mu, &b, &z, candidate, accept);
+    (work.b_work, work.z_work) = (b, z);
+    solved
+}
+
+/// [`attempt`]'s steps in the working order (`b`, `z` in it); each
+/// iterate offered to `accept` in the problem's order.
+fn steps(
+    work: &mut NewtonWork,
+    mu: &[f64],
+    b: &[f64],
+    z: &[f64],
+    candidate: &mut [f64],
+    accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
+) -> bool {
+    let m = b.len();
     work.lambda.clear();
     work.lambda.extend_from_slice(z);
     multiply(&work.a, m, &work.lambda, &mut work.c);
@@ -207,11 +308,11 @@ fn attempt(
         // not identity rows (a breaking block's `F = λ`, a row on a bound's
         // piece): there `δ = −F`, and the others solve
         // `J_FF δ_F = −F_F − J_FI δ_I`.
-        assemble(work, nc, m);
+        assemble(work, m);
         let jmax = work.jac.iter().fold(0.0f64, |s, x| s.max(x.abs()));
         work.free.clear();
         for k in 0..m {
-            if identity_row(work, nc, k) {
+            if identity_row(work, k) {
                 work.step[k] = -work.f[k];
             } else {
                 work.free.push(k);
@@ -309,7 +410,13 @@ fn attempt(
                 *ci += bi;
             }
         }
-        candidate.copy_from_slice(&work.lambda);
+        if work.order.is_empty() {
+            candidate.copy_from_slice(&work.lambda);
+        } else {
+            for (&o, &l) in work.order.iter().zip(&work.lambda) {
+                candidate[o] = l;
+            }
+        }
         if accept(candidate).is_none() {
             return true;
         }
@@ -319,14 +426,16 @@ fn attempt(
 
 /// Whether row `k` of the Newton matrix is `e_kᵀ` (its `∂F/∂c` row is
 /// zero and its `∂F/∂λ` row the unit row), from the blocks `evaluate` kept.
-fn identity_row(work: &NewtonWork, nc: usize, k: usize) -> bool {
-    if k >= 3 * nc {
-        let b = nc + k - 3 * nc;
+fn identity_row(work: &NewtonWork, k: usize) -> bool {
+    if k >= work.rows_start {
+        let b = work.blocks.len() + k - work.rows_start;
         return work.d_c[b][0] == 0.0 && work.d_lambda[b][0] == 1.0;
     }
-    let (b, s) = (k / 3, k % 3);
+    let (b, s) = work.row_block[k];
+    let dim = work.blocks[b].1;
     let (dl, dc) = (&work.d_lambda[b], &work.d_c[b]);
-    (0..3).all(|t| dc[3 * s + t] == 0.0 && dl[3 * s + t] == if t == s { 1.0 } else { 0.0 })
+    (0..dim)
+        .all(|t| dc[STRIDE * s + t] == 0.0 && dl[STRIDE * s + t] == if t == s { 1.0 } else { 0.0 })
 }
 
 /// `out = A x` (`A` column-major `m × m`).
@@ -347,17 +456,19 @@ fn clean(work: &mut NewtonWork, mu: &[f64], m: usize) -> bool {
     let nc = mu.len();
     let mut changed = false;
     for i in 0..nc {
-        let k = 3 * i;
-        if work.lambda[k + 2] - work.r[i] * work.c[k + 2] <= 0.0
-            && work.lambda[k..k + 3].iter().any(|&x| x != 0.0)
+        let (k, dim) = work.blocks[i];
+        let n = k + dim - 1;
+        if work.lambda[n] - work.r[i] * work.c[n] <= 0.0
+            && work.lambda[k..k + dim].iter().any(|&x| x != 0.0)
         {
-            work.lambda[k..k + 3].fill(0.0);
+            work.lambda[k..k + dim].fill(0.0);
             changed = true;
         }
     }
-    for k in 3 * nc..m {
-        let (lo, hi) = work.sets[k - 3 * nc].bounds();
-        let w = work.lambda[k] - work.r[nc + k - 3 * nc] * work.c[k];
+    let first = work.rows_start;
+    for k in first..m {
+        let (lo, hi) = work.sets[k - first].bounds();
+        let w = work.lambda[k] - work.r[nc + k - first] * work.c[k];
         let bound = if w <= lo {
             lo
         } else if w >= hi {
@@ -374,64 +485,79 @@ fn clean(work: &mut NewtonWork, mu: &[f64], m: usize) -> bool {
 }
 
 /// `F` at `(work.lambda, work.c)` into `work.f`, and with `jacobian` its
-/// blocks `∂F/∂λ`, `∂F/∂c`; returns `‖F‖²`.
+/// blocks `∂F/∂λ`, `∂F/∂c`; returns `‖F‖²`. A contact's block of `d` rows
+/// has `d − 1` tangential rows and its normal last.
 fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
     let nc = mu.len();
     let m = work.lambda.len();
     let mut phi = 0.0;
     for (i, &mu_i) in mu.iter().enumerate() {
-        let (l, c, r) = (get3(&work.lambda, i), get3(&work.c, i), work.r[i]);
-        let mut dl = [0.0; 9];
-        let mut dc = [0.0; 9];
-        let rn = l[2] - r * c[2];
-        let f = if rn <= 0.0 {
+        let (k, dim) = work.blocks[i];
+        let (l, c, r) = (&work.lambda[k..k + dim], &work.c[k..k + dim], work.r[i]);
+        let n = dim - 1;
+        let mut dl = [0.0; STRIDE * STRIDE];
+        let mut dc = [0.0; STRIDE * STRIDE];
+        let mut f = [0.0; STRIDE];
+        let rn = l[n] - r * c[n];
+        if rn <= 0.0 {
             // Breaking: F = λ.
-            dl[0] = 1.0;
-            dl[4] = 1.0;
-            dl[8] = 1.0;
-            l
+            for s in 0..dim {
+                dl[STRIDE * s + s] = 1.0;
+                f[s] = l[s];
+            }
         } else {
-            dc[8] = r;
-            let w = [l[0] - r * c[0], l[1] - r * c[1]];
-            let nw = w[0].hypot(w[1]);
+            dc[STRIDE * n + n] = r;
+            f[n] = r * c[n];
+            let mut w = [0.0; STRIDE];
+            for s in 0..n {
+                w[s] = l[s] - r * c[s];
+            }
+            let nw = if n == 2 {
+                w[0].hypot(w[1])
+            } else {
+                w[..n].iter().map(|x| x * x).sum::<f64>().sqrt()
+            };
             let rad = mu_i * rn;
             if rad > 0.0 && nw <= rad {
                 // Sticking: F = r c.
-                dc[0] = r;
-                dc[4] = r;
-                [r * c[0], r * c[1], r * c[2]]
+                for s in 0..n {
+                    dc[STRIDE * s + s] = r;
+                    f[s] = r * c[s];
+                }
             } else if nw > 0.0 {
                 // Sliding: F_T = λ_T − rad ŵ.
-                let u = [w[0] / nw, w[1] / nw];
-                let s = rad / nw;
-                // P = s (I − ûûᵀ): dF_T = (I − P) dλ_T − μ û dλ_N + r P dc_T + μ r û dc_N.
-                let p = [
-                    s * (1.0 - u[0] * u[0]),
-                    -s * u[0] * u[1],
-                    s * (1.0 - u[1] * u[1]),
-                ];
-                dl[0] = 1.0 - p[0];
-                dl[1] = -p[1];
-                dl[3] = -p[1];
-                dl[4] = 1.0 - p[2];
-                dl[2] = -mu_i * u[0];
-                dl[5] = -mu_i * u[1];
-                dc[0] = r * p[0];
-                dc[1] = r * p[1];
-                dc[3] = r * p[1];
-                dc[4] = r * p[2];
-                dc[2] = mu_i * r * u[0];
-                dc[5] = mu_i * r * u[1];
-                [l[0] - rad * u[0], l[1] - rad * u[1], r * c[2]]
+                let mut u = [0.0; STRIDE];
+                for s in 0..n {
+                    u[s] = w[s] / nw;
+                }
+                let sc = rad / nw;
+                // P = sc (I − ûûᵀ): dF_T = (I − P) dλ_T − μ û dλ_N + r P dc_T + μ r û dc_N.
+                for s in 0..n {
+                    for t in 0..n {
+                        // (The lower index first: the three-row block's
+                        // arithmetic, rounding included.)
+                        let p = if s == t {
+                            sc * (1.0 - u[s] * u[s])
+                        } else {
+                            -sc * u[s.min(t)] * u[s.max(t)]
+                        };
+                        dl[STRIDE * s + t] = if s == t { 1.0 - p } else { -p };
+                        dc[STRIDE * s + t] = r * p;
+                    }
+                    dl[STRIDE * s + n] = -mu_i * u[s];
+                    dc[STRIDE * s + n] = mu_i * r * u[s];
+                    f[s] = l[s] - rad * u[s];
+                }
             } else {
                 // No friction (μ = 0) and w = 0: F_T = λ_T.
-                dl[0] = 1.0;
-                dl[4] = 1.0;
-                [l[0], l[1], r * c[2]]
+                for s in 0..n {
+                    dl[STRIDE * s + s] = 1.0;
+                    f[s] = l[s];
+                }
             }
-        };
-        for (s, &v) in f.iter().enumerate() {
-            work.f[3 * i + s] = v;
+        }
+        for (s, &v) in f[..dim].iter().enumerate() {
+            work.f[k + s] = v;
             phi += v * v;
         }
         if jacobian {
@@ -439,10 +565,11 @@ fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
             work.d_c[i] = dc;
         }
     }
-    for k in 3 * nc..m {
+    let first = work.rows_start;
+    for k in first..m {
         let (l, c) = (work.lambda[k], work.c[k]);
-        let r = work.r[nc + k - 3 * nc];
-        let (lo, hi) = work.sets[k - 3 * nc].bounds();
+        let r = work.r[nc + k - first];
+        let (lo, hi) = work.sets[k - first].bounds();
         let w = l - r * c;
         // F = λ − P_S(λ − r c): on a bound's piece λ − bound, else r c.
         let (f, dl, dc) = if w <= lo {
@@ -455,38 +582,40 @@ fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
         work.f[k] = f;
         phi += f * f;
         if jacobian {
-            work.d_lambda[nc + k - 3 * nc][0] = dl;
-            work.d_c[nc + k - 3 * nc][0] = dc;
+            work.d_lambda[nc + k - first][0] = dl;
+            work.d_c[nc + k - first][0] = dc;
         }
     }
     phi
 }
 
 /// The Newton matrix `∂_λF + ∂_cF A` into `work.jac`.
-fn assemble(work: &mut NewtonWork, nc: usize, m: usize) {
+fn assemble(work: &mut NewtonWork, m: usize) {
     let (a, jac) = (&work.a, &mut work.jac);
-    for i in 0..nc {
+    let nc = work.blocks.len();
+    for (i, &(k, dim)) in work.blocks.iter().enumerate() {
         let (dl, dc) = (&work.d_lambda[i], &work.d_c[i]);
         for j in 0..m {
             let col = &a[j * m..(j + 1) * m];
-            for s in 0..3 {
+            for s in 0..dim {
                 let mut v = 0.0;
-                for t in 0..3 {
-                    v += dc[3 * s + t] * col[3 * i + t];
+                for t in 0..dim {
+                    v += dc[STRIDE * s + t] * col[k + t];
                 }
-                jac[j * m + 3 * i + s] = v;
+                jac[j * m + k + s] = v;
             }
         }
-        for s in 0..3 {
-            for t in 0..3 {
-                jac[(3 * i + t) * m + 3 * i + s] += dl[3 * s + t];
+        for s in 0..dim {
+            for t in 0..dim {
+                jac[(k + t) * m + k + s] += dl[STRIDE * s + t];
             }
         }
     }
-    for k in 3 * nc..m {
+    let first = work.rows_start;
+    for k in first..m {
         let (dl, dc) = (
-            work.d_lambda[nc + k - 3 * nc][0],
-            work.d_c[nc + k - 3 * nc][0],
+            work.d_lambda[nc + k - first][0],
+            work.d_c[nc + k - first][0],
         );
         for j in 0..m {
             jac[j * m + k] = dc * a[j * m + k];
