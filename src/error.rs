@@ -115,7 +115,7 @@ pub enum ProblemError {
     #[error("row_sets[{row}]: a cone row ({reason})")]
     BadConeRow { row: usize, reason: String },
     #[error(
-        "row_sets[{row}] is a row of contact {contact}'s friction cone (torsional or rolling friction: MuJoCo's condim 4 or 6), which {who} does not solve (ncp-admm and ccp-admm do)"
+        "row_sets[{row}] is a row of contact {contact}'s friction cone (torsional or rolling friction: MuJoCo's condim 4 or 6), which {who} do not solve (ncp-admm, ccp-admm and ncp-pgs do)"
     )]
     ConeRowUnsupported {
         row: usize,

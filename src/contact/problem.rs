@@ -59,7 +59,7 @@ pub enum RowSet {
     /// `μ_r/μ`) so that the contact's impulse lies in the second-order cone
     /// `‖(λ_t1, λ_t2, λ_rows…)‖ ≤ μ λ_N`, de Saxcé's correction taken over
     /// the same tangential rows. Projected with its contact, never alone:
-    /// only the solvers that say so take it (`ncp-admm`, `ccp-admm`; the
+    /// only the solvers that say so take it (`ncp-admm`, `ccp-admm`, `ncp-pgs`; the
     /// others refuse the problem by name).
     Cone(usize),
 }

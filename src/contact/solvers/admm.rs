@@ -807,12 +807,7 @@ fn solve_cones(
     // the humanoidstandup under random controls: a 7-contact problem left
     // at ε_abs 2.4e-3 after 1 000 iterations, solved by 118 `ncp-pgs`
     // sweeps from ADMM's iterate).
-    if model == ContactModel::Ncp
-        && !out.stats.converged
-        && settings.polish
-        && settings.newton
-        && cones.cones.is_empty()
-    {
+    if model == ContactModel::Ncp && !out.stats.converged && settings.polish && settings.newton {
         core.fallback_start.clear();
         core.fallback_start.extend_from_slice(out.lambda.as_slice());
         // The sweeps read `G`'s entries: on the tree path, a dense copy of

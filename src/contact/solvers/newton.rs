@@ -97,10 +97,11 @@ pub(crate) struct NewtonWork {
     a_step: Vec<f64>,
     f: Vec<f64>,
     f_trial: Vec<f64>,
-    /// Per block, `∂F/∂λ` and `∂F/∂c` (`d × d` with row stride
-    /// [`STRIDE`]; a row's entry at 0).
-    d_lambda: Vec<[f64; STRIDE * STRIDE]>,
-    d_c: Vec<[f64; STRIDE * STRIDE]>,
+    /// Per block, `∂F/∂λ` and `∂F/∂c` (`d × d` row-major, at the block's
+    /// `d_at`: a contact's `d` its rows, a one-dimensional row's 1).
+    d_lambda: Vec<f64>,
+    d_c: Vec<f64>,
+    d_at: Vec<usize>,
     /// Each contact's first row and dimension in the working order.
     blocks: Vec<(usize, usize)>,
     /// Each working row's block and place in it (contacts' rows only).
@@ -198,8 +199,14 @@ pub(crate) fn newton(
         v.resize(m, 0.0);
     }
     let nb = nc + (m - work.rows_start);
-    work.d_lambda.resize(nb, [0.0; STRIDE * STRIDE]);
-    work.d_c.resize(nb, [0.0; STRIDE * STRIDE]);
+    work.d_at.clear();
+    let mut at = 0;
+    for b in 0..nb {
+        work.d_at.push(at);
+        at += work.blocks.get(b).map_or(1, |&(_, d)| d * d);
+    }
+    work.d_lambda.resize(at, 0.0);
+    work.d_c.resize(at, 0.0);
     work.jac.resize(m * m, 0.0);
     work.pivot.resize(m, 0);
     // Each scale of r in turn, from z, until one solves the problem; the
@@ -429,13 +436,14 @@ fn steps(
 fn identity_row(work: &NewtonWork, k: usize) -> bool {
     if k >= work.rows_start {
         let b = work.blocks.len() + k - work.rows_start;
-        return work.d_c[b][0] == 0.0 && work.d_lambda[b][0] == 1.0;
+        let at = work.d_at[b];
+        return work.d_c[at] == 0.0 && work.d_lambda[at] == 1.0;
     }
     let (b, s) = work.row_block[k];
     let dim = work.blocks[b].1;
-    let (dl, dc) = (&work.d_lambda[b], &work.d_c[b]);
-    (0..dim)
-        .all(|t| dc[STRIDE * s + t] == 0.0 && dl[STRIDE * s + t] == if t == s { 1.0 } else { 0.0 })
+    let at = work.d_at[b] + dim * s;
+    let (dl, dc) = (&work.d_lambda[at..at + dim], &work.d_c[at..at + dim]);
+    (0..dim).all(|t| dc[t] == 0.0 && dl[t] == if t == s { 1.0 } else { 0.0 })
 }
 
 /// `out = A x` (`A` column-major `m × m`).
@@ -561,8 +569,13 @@ fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
             phi += v * v;
         }
         if jacobian {
-            work.d_lambda[i] = dl;
-            work.d_c[i] = dc;
+            let at = work.d_at[i];
+            for s in 0..dim {
+                for t in 0..dim {
+                    work.d_lambda[at + dim * s + t] = dl[STRIDE * s + t];
+                    work.d_c[at + dim * s + t] = dc[STRIDE * s + t];
+                }
+            }
         }
     }
     let first = work.rows_start;
@@ -582,8 +595,9 @@ fn evaluate(work: &mut NewtonWork, mu: &[f64], jacobian: bool) -> f64 {
         work.f[k] = f;
         phi += f * f;
         if jacobian {
-            work.d_lambda[nc + k - first][0] = dl;
-            work.d_c[nc + k - first][0] = dc;
+            let at = work.d_at[nc + k - first];
+            work.d_lambda[at] = dl;
+            work.d_c[at] = dc;
         }
     }
     phi
@@ -594,28 +608,29 @@ fn assemble(work: &mut NewtonWork, m: usize) {
     let (a, jac) = (&work.a, &mut work.jac);
     let nc = work.blocks.len();
     for (i, &(k, dim)) in work.blocks.iter().enumerate() {
-        let (dl, dc) = (&work.d_lambda[i], &work.d_c[i]);
+        let at = work.d_at[i];
+        let (dl, dc) = (&work.d_lambda[at..], &work.d_c[at..]);
         for j in 0..m {
             let col = &a[j * m..(j + 1) * m];
             for s in 0..dim {
                 let mut v = 0.0;
                 for t in 0..dim {
-                    v += dc[STRIDE * s + t] * col[k + t];
+                    v += dc[dim * s + t] * col[k + t];
                 }
                 jac[j * m + k + s] = v;
             }
         }
         for s in 0..dim {
             for t in 0..dim {
-                jac[(k + t) * m + k + s] += dl[STRIDE * s + t];
+                jac[(k + t) * m + k + s] += dl[dim * s + t];
             }
         }
     }
     let first = work.rows_start;
     for k in first..m {
         let (dl, dc) = (
-            work.d_lambda[nc + k - first][0],
-            work.d_c[nc + k - first][0],
+            work.d_lambda[work.d_at[nc + k - first]],
+            work.d_c[work.d_at[nc + k - first]],
         );
         for j in 0..m {
             jac[j * m + k] = dc * a[j * m + k];

@@ -9,8 +9,10 @@
 
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::ContactProblem;
+use crate::contact::RowSet;
 use crate::contact::cone::{Pyramid, Real, get3, project_cone, project_disk, real, set3};
 use crate::contact::criteria::{ContactModel, Residuals, rows_residuals};
+use crate::contact::wide::{ConeRows, Wide, project_cone_wide};
 use crate::error::ProblemError;
 
 /// The 3×3 diagonal block `W_i = G_ii + R_i` of contact `i`, row-major.
@@ -61,10 +63,6 @@ pub(crate) fn negative_minor<T: Real>(w: &[[T; 3]; 3], tol: T, scale: T) -> Opti
 /// semi-definite (a necessary condition for `G + R`; cheap, `O(nc)`); the
 /// unilateral rows' diagonal is checked by `ContactProblem::validate`.
 pub(crate) fn check_blocks(p: &ContactProblem) -> Result<(), ProblemError> {
-    // Their local steps are three-row cones.
-    p.refuse_cone_rows(
-        "the per-contact solvers (ncp-pgs, ccp-pgs, lcp-pgs, raisim, raisim-ds, staggered)",
-    )?;
     let nc = p.nc();
     let scale = p.delassus.amax();
     for i in 0..nc {
@@ -116,6 +114,8 @@ pub(crate) fn gauss_seidel(
     local: impl FnMut(usize, [f64; 3], [f64; 3]) -> ([f64; 3], f64),
     end_sweep: impl FnMut(),
 ) -> Result<SolverStats, ProblemError> {
+    // Their local steps are three-row cones.
+    p.refuse_cone_rows("ccp-pgs, lcp-pgs, raisim and raisim-ds")?;
     let start = p.warm_start.as_slice();
     gauss_seidel_from(
         p, settings, criterion, start, out, initial, local, end_sweep,
@@ -139,6 +139,10 @@ fn gauss_seidel_from(
     let nc = p.nc();
     let m = p.m();
     check_blocks(p)?;
+    // Contacts with rows beyond their three (only `ncp-pgs` gets here with
+    // them): the horizontal step over all their tangential rows.
+    let cones = ConeRows::new(nc, &p.row_sets)?;
+    let wide = WideBlocks::new(p, &cones);
     if start.len() != m {
         return Err(ProblemError::DimensionMismatch {
             what: "start",
@@ -147,11 +151,20 @@ fn gauss_seidel_from(
         });
     }
     out.resize(m);
-    for i in 0..nc {
-        set3(out.lambda.as_mut_slice(), i, initial(i, get3(start, i)));
-    }
     for k in 3 * nc..m {
         out.lambda[k] = p.row_set(k - 3 * nc).project(start[k]);
+    }
+    for i in 0..nc {
+        let rows = cones.of(i);
+        if rows.is_empty() {
+            set3(out.lambda.as_mut_slice(), i, initial(i, get3(start, i)));
+        } else {
+            project_cone_wide(p.mu[i], Wide::gather(start, i, rows)).scatter(
+                out.lambda.as_mut_slice(),
+                i,
+                rows,
+            );
+        }
     }
     p.contact_velocity(out.lambda.as_slice(), out.c.as_mut_slice());
     let mut stats = SolverStats::default();
@@ -176,6 +189,11 @@ fn gauss_seidel_from(
         }
         local_max = 0.0;
         for i in 0..nc {
+            if !cones.of(i).is_empty() {
+                let correction = wide.step(p, i, cones.of(i), settings.over_relaxation, out);
+                local_max = crate::contact::criteria::nan_max(local_max, correction);
+                continue;
+            }
             let old = get3(out.lambda.as_slice(), i);
             let (new, correction) = local(i, old, get3(out.c.as_slice(), i));
             local_max = crate::contact::criteria::nan_max(local_max, correction);
@@ -193,7 +211,7 @@ fn gauss_seidel_from(
         // a zero diagonal cannot move.
         for k in 3 * nc..m {
             let w = p.delassus[(k, k)] + p.compliance[k];
-            if !(w > 0.0) {
+            if !(w > 0.0) || matches!(p.row_set(k - 3 * nc), RowSet::Cone(_)) {
                 continue;
             }
             let old = out.lambda[k];
@@ -221,6 +239,95 @@ fn gauss_seidel_from(
         stats.converged = stats.residuals.eps_abs <= settings.tolerance || m == 0;
     }
     Ok(stats)
+}
+
+/// The blocks `W = (G + R)` of the contacts with cone rows, over their
+/// rows `[t1, t2, cone rows…, n]`, with the largest eigenvalue of each
+/// one's tangential block (`σ_T` of the horizontal step).
+struct WideBlocks {
+    /// Per contact (empty for three-row contacts): `d × d` row-major, `σ_T`.
+    blocks: Vec<(Vec<f64>, f64)>,
+}
+
+impl WideBlocks {
+    fn new(p: &ContactProblem, cones: &ConeRows) -> Self {
+        let blocks = (0..p.nc())
+            .map(|i| {
+                let extra = cones.of(i);
+                if extra.is_empty() {
+                    return (Vec::new(), 0.0);
+                }
+                let idx = wide_rows(i, extra);
+                let d = idx.len();
+                let w: Vec<f64> = (0..d * d)
+                    .map(|e| {
+                        let (r, s) = (idx[e / d], idx[e % d]);
+                        p.delassus[(r, s)] + if r == s { p.compliance[r] } else { 0.0 }
+                    })
+                    .collect();
+                let tt = nalgebra::DMatrix::from_fn(d - 1, d - 1, |r, s| w[r * d + s]);
+                (w, tt.symmetric_eigenvalues().max())
+            })
+            .collect();
+        WideBlocks { blocks }
+    }
+
+    /// The horizontal step of contact `i` (cone rows `extra`) on `out`'s
+    /// impulse and velocity: `λ_N ← max(0, λ_N − ω c_N / W_NN)`, then
+    /// `λ_T ← P(μ λ_N, λ_T − ω c_T / σ_T)` over all its tangential rows
+    /// (`c_T` corrected for the normal change, `P(r, ·)` onto the ball of
+    /// radius `r`); returns the size of its correction (0: the NCP's
+    /// criterion judges the sweep).
+    fn step(
+        &self,
+        p: &ContactProblem,
+        i: usize,
+        extra: &[usize],
+        omega: f64,
+        out: &mut ContactSolution,
+    ) -> f64 {
+        let (w, sigma) = (&self.blocks[i].0, self.blocks[i].1);
+        let idx = wide_rows(i, extra);
+        let (d, n) = (idx.len(), idx.len() - 1);
+        let l: Vec<f64> = idx.iter().map(|&r| out.lambda[r]).collect();
+        let c: Vec<f64> = idx.iter().map(|&r| out.c[r]).collect();
+        let wnn = w[n * d + n];
+        let ln = if wnn > 0.0 {
+            (l[n] - omega * c[n] / wnn).max(0.0)
+        } else {
+            l[n]
+        };
+        let dn = ln - l[n];
+        let mut new = l.clone();
+        new[n] = ln;
+        if sigma > 0.0 {
+            for t in 0..n {
+                new[t] = l[t] - omega * (c[t] + w[t * d + n] * dn) / sigma;
+            }
+        }
+        let norm = new[..n].iter().map(|x| x * x).sum::<f64>().sqrt();
+        let radius = p.mu[i] * ln;
+        if norm > radius {
+            let k = if norm > 0.0 { radius / norm } else { 0.0 };
+            new[..n].iter_mut().for_each(|x| *x *= k);
+        }
+        for (e, &r) in idx.iter().enumerate() {
+            let delta = new[e] - l[e];
+            if delta != 0.0 {
+                out.lambda[r] = new[e];
+                add_column(p, r, delta, out.c.as_mut_slice());
+            }
+        }
+        0.0
+    }
+}
+
+/// Contact `i`'s rows with its cone rows `extra`: `[t1, t2, extra…, n]`.
+fn wide_rows(i: usize, extra: &[usize]) -> Vec<usize> {
+    let mut idx = vec![3 * i, 3 * i + 1];
+    idx.extend_from_slice(extra);
+    idx.push(3 * i + 2);
+    idx
 }
 
 /// The local update shared by the NCP and LCP sweeps: a normal step

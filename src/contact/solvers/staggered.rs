@@ -159,6 +159,7 @@ impl ContactSolver for Staggered {
         p.validate()?;
         settings.validate()?;
         super::pgs::check_blocks(p)?;
+        p.refuse_cone_rows("staggered")?;
         let nc = p.nc();
         let m = p.m();
         out.resize(m);
