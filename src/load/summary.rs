@@ -69,7 +69,7 @@ impl LoadedModel {
         }
         writeln!(
             s,
-            "contacts: friction {}; condim 1 frictionless, 4 with torsional friction, 6 with rolling friction too ({} pair(s) of geoms)",
+            "contacts: friction {}; condim 1 frictionless, 4 with torsional friction, 6 with rolling friction too ({} pair(s) of geoms may collide with torsional or rolling friction)",
             match m.friction_mix {
                 crate::model::FrictionMix::GeometricMean => "√(μa μb) of the pair",
                 crate::model::FrictionMix::Maximum =>

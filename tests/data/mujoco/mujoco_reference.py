@@ -45,8 +45,9 @@ Outputs:
 - manipulation.json: the same as corpus.json for robosuite 1.5.2's robots
   (`robosuite/models/assets/robots/*/robot.xml`) and Meta-World 3.1.1's
   Sawyer scenes (`metaworld/assets/sawyer_xyz/*.xml`), both installed by
-  `scripts/fetch-robot-files`; written by MuJoCo 4.0.1 (alone: `--only
-  manipulation SITE_PACKAGES`).
+  `scripts/fetch-robot-files`, and every body's `xpos` at the end of both
+  settles (`settle_xpos_end`, `settle_xpos_end_stiff`); written by MuJoCo
+  4.0.1 (alone: `--only manipulation SITE_PACKAGES`).
 - inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
   mesh under each `<mesh inertia>` mode, a flat mesh's shell inertia), every
   body's mass, centre of mass and inertia about it in the body frame. Last
@@ -238,13 +239,14 @@ def manipulation(site):
     return {
         "versions": dict(versions(), robosuite=ROBOSUITE_VERSION, metaworld=METAWORLD_VERSION),
         "settle_seconds": SETTLE_SECONDS,
-        "models": [corpus_reference(site, rel) for rel in manipulation_files(site)],
+        "models": [corpus_reference(site, rel, all_bodies=True) for rel in manipulation_files(site)],
     }
 
 
 def settle(m, start):
     """(time, x, y, z) of body 1 every SETTLE_EVERY seconds of a passive
-    settle from `start`, zero controls; and the contacts at its end."""
+    settle from `start`, zero controls; the contacts at its end; and every
+    body's position (xpos) at its end."""
     d = mujoco.MjData(m)
     d.qpos[:] = start
     mujoco.mj_forward(m, d)
@@ -259,10 +261,10 @@ def settle(m, start):
             root.append([float(d.time)] + floats(d.xpos[1] if m.nbody > 1 else np.zeros(3)))
         if k < steps:
             mujoco.mj_step(m, d)
-    return root, int(d.ncon)
+    return root, int(d.ncon), [floats(p) for p in d.xpos]
 
 
-def corpus_reference(site, rel):
+def corpus_reference(site, rel, all_bodies=False):
     """Sizes, masses, the mass matrix at qpos0 and a passive settle of 1 s
     from qpos0 with zero controls, with the semi-implicit Euler integrator
     at the file's time step (whatever integrator the file names)."""
@@ -281,7 +283,7 @@ def corpus_reference(site, rel):
         if m.jnt_limited[j] and hinge_or_slide:
             a = m.jnt_qposadr[j]
             start[a] = min(max(start[a], m.jnt_range[j, 0]), m.jnt_range[j, 1])
-    root, ncon = settle(m, start)
+    root, ncon, end = settle(m, start)
     # The same with MuJoCo's constraints as stiff as it allows (time constant
     # 2 dt, critically damped, impedance 0.99 to 0.999, no margin): MuJoCo's
     # own approach to rigid contacts and limits.
@@ -289,8 +291,8 @@ def corpus_reference(site, rel):
     m.opt.o_solref[:] = [2 * m.opt.timestep, 1.0]
     m.opt.o_solimp[:] = [0.99, 0.999, 0.001, 0.5, 2.0]
     m.opt.o_margin = 0.0
-    stiff, _ = settle(m, start)
-    return {
+    stiff, _, end_stiff = settle(m, start)
+    out = {
         "file": rel,
         "nq": m.nq,
         "nv": m.nv,
@@ -315,6 +317,10 @@ def corpus_reference(site, rel):
         "settle_root_xpos_stiff": stiff,
         "settle_ncon": ncon,
     }
+    if all_bodies:
+        out["settle_xpos_end"] = end
+        out["settle_xpos_end_stiff"] = end_stiff
+    return out
 
 
 def inertia_reference(xml):
