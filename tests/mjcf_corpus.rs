@@ -256,7 +256,7 @@ fn load_and_settle(
                 Ok(report) => {
                     contacts = report.nc;
                     unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
-                    at_stops += (report.nl > 0) as usize;
+                    at_stops += !sim.limits().is_empty() as usize;
                 }
                 Err(e) => failed = Some(format!("step {step}: {e}")),
             }
