@@ -932,7 +932,9 @@ def test_mocap_bodies_are_set_per_world_and_kept_by_snapshots():
     # from its origin, is where the pose puts it.
     np.testing.assert_allclose(batch.frame_positions("pointer")[[0, 1]], pos[[0, 1], 1], atol=1e-15)
     np.testing.assert_allclose(batch.frame_positions("target")[1], [0.1, -0.05, 1.3], atol=1e-15)
-    batch.step(np.zeros((3, m.nv)), 500)
+    # (The weld's error, 0.77 at the jump, recovered at most 1 m/s (rad/s)
+    # by default: closed well within 1.5 s.)
+    batch.step(np.zeros((3, m.nv)), 1500)
     # MuJoCo's box (mocap.json, stiff) ends at (-0.0414, -0.05, 1.1586).
     np.testing.assert_allclose(batch.q[1, :3], [-0.0414, -0.05, 1.1586], atol=1e-3)
     np.testing.assert_allclose(batch.q[0, :3], [0.0, 0.0, 1.0], atol=1e-6)

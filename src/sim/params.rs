@@ -27,6 +27,15 @@ pub struct SimParams {
     /// resident GPU step.
     #[serde(default)]
     pub max_recovery_speed: Option<f64>,
+    /// The most speed the recovery of an equality's error may ask for
+    /// (m/s, rad/s), under [`Self::max_recovery_speed`] too: by default
+    /// [`DEFAULT_EQUALITY_RECOVERY`]. A weld started far from its pose (a
+    /// hand welded to a mocap target its arm's stops keep it from) then
+    /// pulls at this speed instead of `β e / dt` (Meta-World's scenes: a
+    /// body thrown 72 m in a passive second, three settles refused on a
+    /// non-finite step; none bounded). `None`: unbounded.
+    #[serde(default = "default_equality_recovery")]
+    pub max_equality_recovery_speed: Option<f64>,
     /// Contacts are generated for gaps below this margin (m).
     pub contact_margin: f64,
     /// Minimum approach speed for restitution to apply (m/s).
@@ -105,6 +114,7 @@ impl Default for SimParams {
             solver_settings: SolverSettings::default(),
             baumgarte: 0.2,
             max_recovery_speed: None,
+            max_equality_recovery_speed: default_equality_recovery(),
             contact_margin: 5e-3,
             bounce_velocity: 0.1,
             warm_start: true,
@@ -114,6 +124,13 @@ impl Default for SimParams {
             delassus: DelassusPath::Auto,
         }
     }
+}
+
+/// The default [`SimParams::max_equality_recovery_speed`]: 1 m/s (rad/s).
+pub const DEFAULT_EQUALITY_RECOVERY: f64 = 1.0;
+
+fn default_equality_recovery() -> Option<f64> {
+    Some(DEFAULT_EQUALITY_RECOVERY)
 }
 
 impl SimParams {
@@ -131,6 +148,17 @@ impl SimParams {
     pub fn recovery(&self, e: f64) -> f64 {
         let r = self.baumgarte * e / self.dt;
         match self.max_recovery_speed {
+            Some(v) => r.clamp(-v, v),
+            None => r,
+        }
+    }
+
+    /// [`Self::recovery`] of an equality's error, bounded by
+    /// [`Self::max_equality_recovery_speed`] too.
+    #[inline]
+    pub fn equality_recovery(&self, e: f64) -> f64 {
+        let r = self.recovery(e);
+        match self.max_equality_recovery_speed {
             Some(v) => r.clamp(-v, v),
             None => r,
         }
@@ -154,13 +182,21 @@ impl SimParams {
 
     pub fn validate(&self) -> Result<(), SimError> {
         let bad = |name, reason: String| Err(SimError::InvalidParameter { name, reason });
-        if let Some(v) = self.max_recovery_speed
-            && !(v.is_finite() && v > 0.0)
-        {
-            return bad(
-                "max_recovery_speed",
-                format!("must be positive and finite (or unset), got {v}"),
-            );
+        for (name, bound) in [
+            ("max_recovery_speed", self.max_recovery_speed),
+            (
+                "max_equality_recovery_speed",
+                self.max_equality_recovery_speed,
+            ),
+        ] {
+            if let Some(v) = bound
+                && !(v.is_finite() && v > 0.0)
+            {
+                return bad(
+                    name,
+                    format!("must be positive and finite (or unset), got {v}"),
+                );
+            }
         }
         if !(self.dt.is_finite() && self.dt > 0.0) {
             return bad("dt", format!("must be positive, got {}", self.dt));

@@ -4,7 +4,8 @@
 //! stabilization.
 //!
 //! - equality `e(q) = 0` ([`crate::model::Equality`]): `c = J v`, `g` gets
-//!   `β e/dt` (the contacts' Baumgarte factor), so `ė = −β e/dt` after the step;
+//!   `β e/dt` (the contacts' Baumgarte factor), so `ė = −β e/dt` after the step,
+//!   at most [`super::SimParams::max_equality_recovery_speed`];
 //! - `connect` and `weld` ([`crate::model::BodyEquality`]): 3 (6) such rows
 //!   in world axes, the points' relative velocity (and the bodies'
 //!   relative angular velocity);
@@ -163,7 +164,7 @@ impl ExtraRows {
             self.rows.push(Row {
                 kind: RowKind::Equality(i),
                 set: RowSet::Bilateral,
-                stabilization: params.recovery(e),
+                stabilization: params.equality_recovery(e),
                 violation: e,
             });
         }
@@ -202,7 +203,7 @@ impl ExtraRows {
                 self.rows.push(Row {
                     kind: RowKind::BodyEquality(i, r),
                     set: RowSet::Bilateral,
-                    stabilization: params.recovery(e),
+                    stabilization: params.equality_recovery(e),
                     violation: e,
                 });
             }
