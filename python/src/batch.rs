@@ -790,10 +790,11 @@ impl BatchSim {
     /// time step ``dt``, ``limit_margin``, ``baumgarte``, ``compliance``,
     /// ``friction_scale``, ``max_recovery_speed`` (the most speed the
     /// recovery of a penetration or a joint past its stop may ask for;
-    /// ``math.inf``: unbounded) (those not given are kept). A bad value
-    /// (not finite, out of range) raises ValueError naming it, and nothing
-    /// changes.
-    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None, max_recovery_speed=None))]
+    /// ``math.inf``: unbounded), ``max_equality_recovery_speed`` (an
+    /// equality's: 1 by default; ``math.inf``: unbounded) (those not given
+    /// are kept). A bad value (not finite, out of range) raises ValueError
+    /// naming it, and nothing changes.
+    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None, max_recovery_speed=None, max_equality_recovery_speed=None))]
     #[allow(clippy::too_many_arguments)]
     fn set_world_params(
         &mut self,
@@ -804,10 +805,19 @@ impl BatchSim {
         compliance: Option<f64>,
         friction_scale: Option<f64>,
         max_recovery_speed: Option<f64>,
+        max_equality_recovery_speed: Option<f64>,
     ) -> PyResult<()> {
         let mut p = *self.batch.params(world).map_err(value_error)?;
-        if let Some(v) = max_recovery_speed {
-            p.max_recovery_speed = (v != f64::INFINITY).then_some(v);
+        for (field, value) in [
+            (&mut p.max_recovery_speed, max_recovery_speed),
+            (
+                &mut p.max_equality_recovery_speed,
+                max_equality_recovery_speed,
+            ),
+        ] {
+            if let Some(v) = value {
+                *field = (v != f64::INFINITY).then_some(v);
+            }
         }
         for (field, value) in [
             (&mut p.dt, dt),

@@ -326,6 +326,28 @@ def test_a_bounded_recovery_speed_per_world(backend):
     assert batch.v[1, 2] == pytest.approx(batch.v[0, 2], rel=1e-6)
 
 
+def test_equality_recovery_is_bounded_by_default_and_set_per_world():
+    # mocap.xml's box welded to mocap body `target`, the target moved 15 cm:
+    # world 0 closes the weld at the default 1 m/s, world 1 unbounded.
+    path = pathlib.Path(__file__).resolve().parents[2] / "tests/data/mujoco/mocap.xml"
+    m = moreau.load(str(path))
+    batch = moreau.BatchSim(m, 2, backend="cpu")
+    pos, quat = batch.mocap_poses()
+    batch.set_mocap(pos + [[0.1, -0.05, 0.1], [0.0, 0.0, 0.0]], quat)
+    batch.set_world_params(1, max_equality_recovery_speed=math.inf)
+    start = batch.q[:, :3].copy()
+    batch.step(np.zeros((2, m.nv)), 20)
+    # In 20 ms: at most 1 m/s along each world axis (a row each), against
+    # the whole 15 cm unbounded.
+    moved = np.linalg.norm(batch.q[:, :3] - start, axis=1)
+    assert moved[0] <= np.sqrt(3) * 0.02 * 1.001 and moved[1] > 0.14, moved
+    batch.step(np.zeros((2, m.nv)), 1500)
+    np.testing.assert_allclose(batch.q[0], batch.q[1], atol=1e-6)
+    for bad in [0.0, -1.0, float("nan")]:
+        with pytest.raises(ValueError, match="max_equality_recovery_speed"):
+            batch.set_world_params(0, max_equality_recovery_speed=bad)
+
+
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
 def test_domain_randomization_per_world(backend):
     # Without gravity or damping a step from rest is M Δv = τ dt: all the
