@@ -11,29 +11,14 @@ mod common;
 
 use moreau::batch::{Backend, BatchSim};
 use moreau::envs::Rng;
-use moreau::envs::gymnasium::{GymBatch, GymKind, GymParams, GymTask};
-use moreau::sim::State;
-use std::sync::Arc;
+use moreau::envs::gymnasium::{GymBatch, GymKind};
 
 const WORLDS: usize = 4;
 const STEPS: usize = 500;
 
 fn setup(kind: GymKind, backend: Backend) -> Option<(BatchSim, GymBatch)> {
     let (file, frame_skip, _) = kind.registration();
-    let loaded = common::gymnasium(file)?;
-    let model = Arc::new(loaded.model);
-    let mut qpos0 = vec![0.0; model.nq];
-    model.mujoco_qpos(loaded.q0.as_slice(), &mut qpos0);
-    let initial = State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let options = common::batch_options(backend, loaded.timestep);
-    let batch = if backend == Backend::Gpu {
-        common::gpu_batch(model.clone(), &initial, WORLDS, &options)?
-    } else {
-        BatchSim::new(model.clone(), &initial, WORLDS, &options).unwrap()
-    };
-    let qvel0 = vec![0.0; model.nv];
-    let task = GymTask::new(kind, GymParams::gymnasium(kind), model, &qpos0, &qvel0).unwrap();
-    let mut gym = GymBatch::new(task, &batch, frame_skip).unwrap();
+    let (batch, mut gym) = common::gym_batch(file, kind, WORLDS, backend, frame_skip)?;
     gym.seed(&[true; WORLDS], &[11, 12, 13, 14]).unwrap();
     Some((batch, gym))
 }

@@ -16,17 +16,7 @@ use std::sync::Arc;
 /// A batch of `n` worlds of Gymnasium's `file` for task `kind` on `backend`,
 /// with MuJoCo's qpos0.
 fn setup(file: &str, kind: GymKind, n: usize, backend: Backend) -> Option<(BatchSim, GymBatch)> {
-    let loaded = common::gymnasium(file)?;
-    let model = Arc::new(loaded.model);
-    let mut qpos0 = vec![0.0; model.nq];
-    model.mujoco_qpos(loaded.q0.as_slice(), &mut qpos0);
-    let initial = State::new(loaded.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let options = common::batch_options(backend, loaded.timestep);
-    let batch = BatchSim::new(model.clone(), &initial, n, &options).unwrap();
-    let qvel0 = vec![0.0; model.nv];
-    let task = GymTask::new(kind, GymParams::gymnasium(kind), model, &qpos0, &qvel0).unwrap();
-    let gym = GymBatch::new(task, &batch, 5).unwrap();
-    Some((batch, gym))
+    common::gym_batch(file, kind, n, backend, 5)
 }
 
 /// Sets the worlds `reset` to noisy states drawn from `rng` (q0 ± 0.1).

@@ -241,3 +241,32 @@ pub fn capsule_on_a_table() -> (std::sync::Arc<Model>, moreau::sim::State) {
     let state = moreau::sim::State::new(m.q0.clone(), DVector::zeros(m.model.nv));
     (std::sync::Arc::new(m.model), state)
 }
+
+/// `n` worlds of Gymnasium's `file` on `backend` (on `gpu`, `None` without
+/// an adapter unless `MOREAU_REQUIRE_GPU=1`), at MuJoCo's qpos0, with task
+/// `kind` (Gymnasium's parameters) and `frame_skip`; `None` too without the
+/// robot files.
+pub fn gym_batch(
+    file: &str,
+    kind: moreau::envs::gymnasium::GymKind,
+    n: usize,
+    backend: moreau::batch::Backend,
+    frame_skip: usize,
+) -> Option<(moreau::batch::BatchSim, moreau::envs::gymnasium::GymBatch)> {
+    use moreau::envs::gymnasium::{GymBatch, GymParams, GymTask};
+    let loaded = gymnasium(file)?;
+    let model = std::sync::Arc::new(loaded.model);
+    let mut qpos0 = vec![0.0; model.nq];
+    model.mujoco_qpos(loaded.q0.as_slice(), &mut qpos0);
+    let initial = moreau::sim::State::new(loaded.q0.clone(), DVector::zeros(model.nv));
+    let options = batch_options(backend, loaded.timestep);
+    let batch = if backend == moreau::batch::Backend::Gpu {
+        gpu_batch(model.clone(), &initial, n, &options)?
+    } else {
+        moreau::batch::BatchSim::new(model.clone(), &initial, n, &options).unwrap()
+    };
+    let qvel0 = vec![0.0; model.nv];
+    let task = GymTask::new(kind, GymParams::gymnasium(kind), model, &qpos0, &qvel0).unwrap();
+    let gym = GymBatch::new(task, &batch, frame_skip).unwrap();
+    Some((batch, gym))
+}
