@@ -251,6 +251,10 @@ struct WideBlocks {
 
 impl WideBlocks {
     fn new(p: &ContactProblem, cones: &ConeRows) -> Self {
+        if cones.is_empty() {
+            // (Nothing allocated for three-row problems.)
+            return WideBlocks { blocks: Vec::new() };
+        }
         let blocks = (0..p.nc())
             .map(|i| {
                 let extra = cones.of(i);
