@@ -376,7 +376,7 @@ pub(crate) fn run(
         }
     );
     say!(
-        "contacts: mean {:.2}, max {nc_max}; joint limits: mean {:.2}, max {nl_max}; solver: {solves} solves, mean {:.1} iterations (max {it_max}), {unconverged} not converged, max eps_abs {eps_max:.2e}",
+        "contacts: mean {:.2}, max {nc_max}; rows past the contacts (joint stops, equalities, dry friction, torsional and rolling friction): mean {:.2}, max {nl_max}; solver: {solves} solves, mean {:.1} iterations (max {it_max}), {unconverged} not converged, max eps_abs {eps_max:.2e}",
         nc_sum as f64 / steps.max(1) as f64,
         nl_sum as f64 / steps.max(1) as f64,
         it_sum as f64 / solves.max(1) as f64
