@@ -154,6 +154,10 @@ def _main() -> None:
         after = shac.evaluate(result.actor, cfg, seed=1000)
         print(f"{cfg.task}: {steps} environment steps on {sync.world_size} ranks in {wall:.1f} s; "
               f"return on fresh episodes {after:.1f}", flush=True)
+    # Every rank here before any leaves: a rank that tore its group down
+    # while rank 0 still evaluated was aborted by gloo's threads ("terminate
+    # called without an active exception", exit code -6; seen once in CI).
+    dist.barrier()
     dist.destroy_process_group()
 
 
