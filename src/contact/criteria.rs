@@ -223,6 +223,19 @@ pub fn rows_residuals<T: Real>(
     } else {
         ConeRows::default()
     };
+    rows_residuals_with(model, mu, row_sets, &cones, lambda, c)
+}
+
+/// [`rows_residuals`] with the contacts' cone rows given (`cones`, from
+/// `row_sets`).
+pub fn rows_residuals_with<T: Real>(
+    model: ContactModel,
+    mu: &[T],
+    row_sets: &[RowSet],
+    cones: &ConeRows,
+    lambda: &[T],
+    c: &[T],
+) -> Residuals<T> {
     let mut r = Residuals::zero();
     for (i, &m) in mu.iter().enumerate() {
         let rows = cones.of(i);

@@ -68,7 +68,7 @@ use super::pgs::NcpPgs;
 use super::polish::{PolishWork, polish};
 use super::{ContactSolution, ContactSolver, SolverKind, SolverSettings, SolverStats};
 use crate::contact::RowSet;
-use crate::contact::criteria::{ContactModel, nan_max, rows_residuals};
+use crate::contact::criteria::{ContactModel, nan_max, rows_residuals_with};
 use crate::contact::linalg::{cholesky_in_place, cholesky_solve_in_place, lanczos_largest};
 use crate::contact::operator::{Delassus, DelassusOperator};
 use crate::contact::tree::{TreeDelassus, TreeFactor};
@@ -706,7 +706,7 @@ impl AdmmModel for Cones<'_> {
         }
     }
     fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
-        rows_residuals(self.model, self.mu, self.row_sets, z, c)
+        rows_residuals_with(self.model, self.mu, self.row_sets, &self.cones, z, c)
     }
     fn corrected(&self) -> bool {
         self.model == ContactModel::Ncp

@@ -209,6 +209,17 @@ pub(crate) fn newton(
     work.d_c.resize(at, 0.0);
     work.jac.resize(m * m, 0.0);
     work.pivot.resize(m, 0);
+    // With cone rows, b and z in the working order (taken out of `work`
+    // for the attempts, put back after).
+    let (b_work, z_work) = (
+        std::mem::take(&mut work.b_work),
+        std::mem::take(&mut work.z_work),
+    );
+    let (b, z) = if work.order.is_empty() {
+        (b, z)
+    } else {
+        (&b_work[..], &z_work[..])
+    };
     // Each scale of r in turn, from z, until one solves the problem; the
     // last one that did first (consecutive problems of a simulation are alike).
     for k in 0..R_SCALES.len() {
@@ -229,9 +240,10 @@ pub(crate) fn newton(
         }
         if attempt(work, mu, b, z, candidate, accept) {
             work.last_scale = which;
-            return;
+            break;
         }
     }
+    (work.b_work, work.z_work) = (b_work, z_work);
 }
 
 /// The working order of a problem: each contact's block (its first row and
@@ -271,30 +283,10 @@ fn layout(work: &mut NewtonWork, nc: usize, m: usize, row_sets: &[RowSet], cones
     }
 }
 
-/// Newton steps from `z` with the current `work.r`; whether `accept` stopped them (solved).
+/// Newton steps from `z` with the current `work.r`, in the working order
+/// (`b`, `z` in it); each iterate offered to `accept` in the problem's
+/// order. Whether `accept` stopped them (solved).
 fn attempt(
-    work: &mut NewtonWork,
-    mu: &[f64],
-    b: &[f64],
-    z: &[f64],
-    candidate: &mut [f64],
-    accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
-) -> bool {
-    if work.order.is_empty() {
-        return steps(work, mu, b, z, candidate, accept);
-    }
-    let (b, z) = (
-        std::mem::take(&mut work.b_work),
-        std::mem::take(&mut work.z_work),
-    );
-    let solved = steps(work, mu, &b, &z, candidate, accept);
-    (work.b_work, work.z_work) = (b, z);
-    solved
-}
-
-/// [`attempt`]'s steps in the working order (`b`, `z` in it); each
-/// iterate offered to `accept` in the problem's order.
-fn steps(
     work: &mut NewtonWork,
     mu: &[f64],
     b: &[f64],

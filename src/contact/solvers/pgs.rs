@@ -12,7 +12,7 @@ use crate::contact::ContactProblem;
 use crate::contact::RowSet;
 use crate::contact::cone::{Pyramid, Real, get3, project_cone, project_disk, real, set3};
 use crate::contact::criteria::{ContactModel, Residuals, rows_residuals};
-use crate::contact::wide::{ConeRows, Wide, project_cone_wide};
+use crate::contact::wide::{ConeRows, MAX_CONE_ROWS, Wide, project_cone_wide};
 use crate::error::ProblemError;
 
 /// The 3×3 diagonal block `W_i = G_ii + R_i` of contact `i`, row-major.
@@ -261,8 +261,7 @@ impl WideBlocks {
                 if extra.is_empty() {
                     return (Vec::new(), 0.0);
                 }
-                let idx = wide_rows(i, extra);
-                let d = idx.len();
+                let (idx, d) = wide_rows(i, extra);
                 let w: Vec<f64> = (0..d * d)
                     .map(|e| {
                         let (r, s) = (idx[e / d], idx[e % d]);
@@ -291,10 +290,12 @@ impl WideBlocks {
         out: &mut ContactSolution,
     ) -> f64 {
         let (w, sigma) = (&self.blocks[i].0, self.blocks[i].1);
-        let idx = wide_rows(i, extra);
-        let (d, n) = (idx.len(), idx.len() - 1);
-        let l: Vec<f64> = idx.iter().map(|&r| out.lambda[r]).collect();
-        let c: Vec<f64> = idx.iter().map(|&r| out.c[r]).collect();
+        let (rows, d) = wide_rows(i, extra);
+        let (idx, n) = (&rows[..d], d - 1);
+        let (mut l, mut c) = ([0.0; 3 + MAX_CONE_ROWS], [0.0; 3 + MAX_CONE_ROWS]);
+        for (e, &r) in idx.iter().enumerate() {
+            (l[e], c[e]) = (out.lambda[r], out.c[r]);
+        }
         let wnn = w[n * d + n];
         let ln = if wnn > 0.0 {
             (l[n] - omega * c[n] / wnn).max(0.0)
@@ -302,7 +303,7 @@ impl WideBlocks {
             l[n]
         };
         let dn = ln - l[n];
-        let mut new = l.clone();
+        let mut new = l;
         new[n] = ln;
         if sigma > 0.0 {
             for t in 0..n {
@@ -326,12 +327,14 @@ impl WideBlocks {
     }
 }
 
-/// Contact `i`'s rows with its cone rows `extra`: `[t1, t2, extra…, n]`.
-fn wide_rows(i: usize, extra: &[usize]) -> Vec<usize> {
-    let mut idx = vec![3 * i, 3 * i + 1];
-    idx.extend_from_slice(extra);
-    idx.push(3 * i + 2);
-    idx
+/// Contact `i`'s rows with its cone rows `extra`, `[t1, t2, extra…, n]`,
+/// and their count.
+fn wide_rows(i: usize, extra: &[usize]) -> ([usize; 3 + MAX_CONE_ROWS], usize) {
+    let mut idx = [0; 3 + MAX_CONE_ROWS];
+    idx[..2].copy_from_slice(&[3 * i, 3 * i + 1]);
+    idx[2..2 + extra.len()].copy_from_slice(extra);
+    idx[2 + extra.len()] = 3 * i + 2;
+    (idx, 3 + extra.len())
 }
 
 /// The local update shared by the NCP and LCP sweeps: a normal step
