@@ -475,47 +475,6 @@ fn states_set_at_once_land_on_the_device() {
     }
 }
 
-/// More worlds than the device holds at the model's contact capacity (a
-/// humanoid has room for 45 contacts, 169 rows: one world's solver scratch
-/// is 103 kB): `BatchSim` runs them host-prepared (`gpu-solve`, whose buffers
-/// hold the contacts there are) and says why, instead of failing.
-#[test]
-fn worlds_beyond_the_devices_capacity_run_host_prepared_and_say_why() {
-    use moreau::batch::{Backend, BatchOptions};
-    let (Some(ctx), Some(m)) = (GpuContext::for_tests(), common::gymnasium("humanoid.xml")) else {
-        return;
-    };
-    let model = Arc::new(m.model.clone());
-    let sizes = moreau::gpu::resident::contacts::ContactSizes::of(
-        &device_pairs(&model).unwrap(),
-        moreau::gpu::resident::limit_rows(&model).max(4),
-    );
-    // The solver's scratch is the largest buffer per world.
-    let per_world = moreau::gpu::batch::admm_work(sizes.max_rows()) as u64 * 4;
-    let n = (ctx.limits.max_storage_buffer_binding_size / per_world + 1) as usize;
-    if n > 20_000 {
-        // (A device with room for that many humanoids: nothing to show here.)
-        return;
-    }
-    let mut options = BatchOptions {
-        backend: Backend::Gpu,
-        ..Default::default()
-    };
-    options.params.dt = m.timestep;
-    let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
-    let Some(mut batch) = common::gpu_batch(model.clone(), &start, n, &options) else {
-        return;
-    };
-    assert!(!batch.is_resident());
-    let notice = batch.notice().unwrap();
-    assert!(
-        notice.contains("do not fit the device") && notice.contains("gpu-solve"),
-        "{notice}"
-    );
-    let r = batch.step_controls(&vec![0.0; n * model.nu()]).unwrap();
-    assert!(r.failed.is_empty());
-}
-
 /// More contacts than a world has room for: a rake of 20 balls pressed
 /// into a table (20 box–ball pairs, room for
 /// `MOVING_CONTACT_CAPACITY` = 16: the batch is made with the rake above

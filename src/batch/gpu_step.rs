@@ -398,9 +398,12 @@ impl BatchSim {
         let worlds = &mut self.worlds;
         let (nq, nv) = (self.model.nq, self.model.nv);
         let tolerance = r.params().solver_settings.tolerance;
-        r.read_columns(|c| {
-            worlds.par_iter_mut().enumerate().for_each(|(w, world)| {
-                if !active[w] {
+        // Each chunk's columns (one batch's, unless the device's limits
+        // split it) indexed within the chunk.
+        r.read_columns(|first, c| {
+            let chunk = &mut worlds[first..first + c.nworlds()];
+            chunk.par_iter_mut().enumerate().for_each(|(w, world)| {
+                if !active[first + w] {
                     world.dropped_contacts = 0;
                     return;
                 }

@@ -95,7 +95,7 @@ pub struct BatchSim {
     options: BatchOptions,
     gpu: Option<GpuState>,
     /// The worlds on the device ([`Backend::Gpu`] where the model allows).
-    resident: Option<crate::gpu::resident::ResidentBatch>,
+    resident: Option<crate::gpu::resident::ResidentChunks>,
     /// Why [`Backend::Gpu`] runs the host-prepared path, if it does.
     notice: Option<String>,
     /// Whether each world keeps the state its last step of a call started
@@ -179,18 +179,30 @@ impl BatchSim {
                     model.name
                 ));
             } else if options.backend == Backend::Gpu {
-                use crate::gpu::resident::{ResidentBatch, ResidentError};
-                match ResidentBatch::new(
+                use crate::gpu::resident::{ResidentChunks, ResidentError};
+                if options.gpu_chunk_worlds == Some(0) {
+                    return Err(BatchError::Resident(
+                        "gpu_chunk_worlds must be at least 1".into(),
+                    ));
+                }
+                match ResidentChunks::new(
                     &ctx,
                     &model,
                     &options.params,
                     std::slice::from_ref(initial),
                     nworlds,
+                    options.gpu_chunk_worlds,
                 ) {
                     Ok(r) => resident = Some(r),
                     Err(ResidentError::Unsupported { reason, .. }) => {
                         notice = Some(format!(
                             "{}: not on the device ({reason}); the gpu backend runs the host-prepared path (gpu-solve)",
+                            model.name
+                        ))
+                    }
+                    Err(e @ ResidentError::Capacity { .. }) => {
+                        notice = Some(format!(
+                            "{}: not on the device (one world alone: {e}); the gpu backend runs the host-prepared path (gpu-solve)",
                             model.name
                         ))
                     }
@@ -279,6 +291,12 @@ impl BatchSim {
     /// it can run, until asked for what only the host path does).
     pub fn is_resident(&self) -> bool {
         self.resident.is_some()
+    }
+    /// The sizes of the chunks the resident worlds are split into (one,
+    /// unless the device's limits or `gpu_chunk_worlds` split them; see
+    /// [`crate::gpu::resident::ResidentChunks`]), when resident.
+    pub fn resident_chunk_sizes(&self) -> Option<Vec<usize>> {
+        self.resident.as_ref().map(|r| r.chunk_sizes())
     }
     /// Device bytes of the resident worlds' buffers (when resident).
     pub fn resident_device_bytes(&self) -> Option<u64> {

@@ -143,6 +143,10 @@ pub struct BatchOptions {
     pub gpu_decomposition: Decomposition,
     /// GPU: how G is laid out on the device ([`crate::gpu::Layout`]).
     pub gpu_layout: crate::gpu::Layout,
+    /// GPU, worlds on the device: at most this many worlds per chunk
+    /// (`None`: as many as the device's binding and dispatch limits allow;
+    /// a batch over them is split, see [`crate::gpu::resident::ResidentChunks`]).
+    pub gpu_chunk_worlds: Option<usize>,
 }
 
 /// The smallest solver tolerance the GPU backend accepts: its kernels work
@@ -164,6 +168,7 @@ impl Default for BatchOptions {
             pipeline_chunks: 1,
             gpu_decomposition: Decomposition::Invocation,
             gpu_layout: crate::gpu::Layout::Packed,
+            gpu_chunk_worlds: None,
         }
     }
 }

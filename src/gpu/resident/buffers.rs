@@ -8,6 +8,7 @@ use crate::model::Model;
 /// The kernel's pipelines: `step`, and with contacts `finish`, sharing
 /// one explicit layout (group 0: the state and model; group 1: the
 /// contact stage).
+#[derive(Clone)]
 pub(super) struct Kernel {
     pub(super) step: wgpu::ComputePipeline,
     pub(super) finish: Option<wgpu::ComputePipeline>,

@@ -550,35 +550,34 @@ impl ContactStage {
         sizes: ContactSizes,
         nworlds: usize,
     ) -> Result<Self, ResidentError> {
-        let floats = sizes.scratch_floats(model.nv, model.nbodies);
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
-        // Too many worlds for the device at the model's exact capacity: not
-        // an error of the caller's, the host-prepared path (whose buffers
-        // hold the contacts there are) can run them (`BatchSim` does).
-        let too_big = |why: String| ResidentError::Unsupported {
-            model: model.name.clone(),
-            reason: format!(
-                "{nworlds} worlds' contact problems at the model's capacity ({} contacts, {} rows \
-                 each) do not fit the device: {why}",
-                sizes.max_contacts,
-                sizes.max_rows()
-            ),
-        };
-        let needed = (floats as u64).saturating_mul(nworlds as u64 * 4);
-        if needed > limit {
-            return Err(too_big(format!(
-                "{needed} bytes of contact scratch (M̃⁻¹Jᵀ, J, warm starts), over the {limit} of one buffer"
-            )));
-        }
         let capacity =
             BatchCapacity::uniform_with_rows(nworlds, sizes.max_contacts, sizes.limit_rows);
+        // Too many worlds for one binding: `ResidentChunks` splits the
+        // batch (its `check_capacity` checks the scratch before any kernel
+        // is built); the solver's own limits are told the same way.
         let mut solver = GpuSolver::new(ctx, params.solver, capacity).map_err(|e| match e {
-            GpuError::CapacityTooLarge { .. }
-            | GpuError::DispatchCapacity { .. }
-            | GpuError::OutOfMemory { .. } => too_big(e.to_string()),
+            GpuError::CapacityTooLarge {
+                what, bytes, limit, ..
+            } => ResidentError::Capacity {
+                nworlds,
+                what,
+                needed: bytes,
+                limit,
+            },
+            GpuError::DispatchCapacity { problems, max, .. } => ResidentError::Capacity {
+                nworlds,
+                what: "contact problems in one dispatch",
+                needed: problems,
+                limit: max,
+            },
+            e @ GpuError::OutOfMemory { .. } => ResidentError::Unsupported {
+                model: model.name.clone(),
+                reason: format!(
+                    "{nworlds} worlds' contact problems at the model's capacity ({} contacts, {} rows each) do not fit the device: {e}",
+                    sizes.max_contacts,
+                    sizes.max_rows()
+                ),
+            },
             e => e.into(),
         })?;
         let dispatches = solver.prepare_resident(
@@ -605,6 +604,7 @@ impl ContactStage {
         let pair_f32 = init("resident pairs (f32)", bytemuck::cast_slice(&pf));
         // No warm start anywhere (f32::MAX, the shader's NO_WARM), ρ 0, no
         // reset pending.
+        let floats = sizes.scratch_floats(model.nv, model.nbodies);
         let mut scratch = vec![0f32; floats * nworlds];
         let at = |name| sizes.section(model.nv, model.nbodies, name);
         let (warm, rho) = (at("CW_WARM"), at("CW_RHO"));

@@ -151,6 +151,7 @@ pub const WORLD_FLAG_UNFINISHED: u32 = 3;
 pub const WORLD_FLAG_LOOP_LIMIT: u32 = 4;
 
 mod buffers;
+mod chunks;
 pub mod contacts;
 pub mod layout;
 pub mod pairs;
@@ -161,10 +162,10 @@ mod timing;
 
 use buffers::{Bindings, Kernel, bind_group as make_bind_group, kernel};
 pub use buffers::{Columns, DeviceSolve};
+pub use chunks::ResidentChunks;
+use chunks::check_model;
 use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
-use records::{
-    STORAGE_BUFFERS, WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params,
-};
+use records::{WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params};
 pub use records::{constants_for, limit_rows, source, source_for};
 
 /// Each actuator's (dof, q index) from its records.
@@ -293,80 +294,51 @@ impl ResidentBatch {
         nworlds: usize,
         probe: bool,
     ) -> Result<Self, ResidentError> {
-        if let Some(reason) = unsupported(model) {
-            return Err(ResidentError::Unsupported {
-                model: model.name.clone(),
-                reason,
-            });
-        }
-        params.validate()?;
-        if initial.len() != 1 && initial.len() != nworlds {
-            return Err(ResidentError::DimensionMismatch {
-                what: "initial states",
-                got: initial.len(),
-                expected: nworlds,
-            });
-        }
+        check_model(model, params)?;
+        ResidentError::check_initial(initial.len(), nworlds)?;
+        let initial_moving = chunks::initial_moving(model, params, initial);
+        chunks::check_capacity(ctx, model, nworlds, initial_moving)?;
+        // The kernel is built first and checked before any buffer is made:
+        // a driver that fails to build it loses the device (NVIDIA's, on
+        // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
+        // it would fail for that reason.
+        let built = kernel(ctx, model, false, initial_moving)?;
+        Self::assemble(
+            ctx,
+            model,
+            params,
+            initial,
+            nworlds,
+            probe,
+            initial_moving,
+            built,
+        )
+    }
+
+    /// The batch of `nworlds` worlds from `initial` (one state, or one per
+    /// world) with a kernel built for `initial_moving` moving contacts,
+    /// its model and capacity checked ([`check_model`],
+    /// [`chunks::check_capacity`]).
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        ctx: &GpuContext,
+        model: &Model,
+        params: &SimParams,
+        initial: &[State],
+        nworlds: usize,
+        probe: bool,
+        initial_moving: usize,
+        built: Kernel,
+    ) -> Result<Self, ResidentError> {
         let (nq, nv, nu) = (model.nq, model.nv, model.nu().max(1));
-        let limit = ctx
-            .limits
-            .max_storage_buffer_binding_size
-            .min(ctx.limits.max_buffer_size);
-        let groups = nworlds.div_ceil(WORKGROUP as usize) as u64;
-        let max_groups = ctx.limits.max_compute_workgroups_per_dimension as u64;
-        if groups > max_groups {
-            return Err(ResidentError::Capacity {
-                nworlds,
-                what: "workgroups in one dispatch",
-                needed: groups,
-                limit: max_groups,
-            });
-        }
-        let widest = (nq.max(nv).max(nu) as u64).saturating_mul(nworlds as u64 * 4);
-        if widest > limit {
-            return Err(ResidentError::Capacity {
-                nworlds,
-                what: "bytes in one buffer",
-                needed: widest,
-                limit,
-            });
-        }
-        let lcp_words = lcp_floats(model, nworlds);
-        if (lcp_words as u64).saturating_mul(4) > limit {
-            return Err(ResidentError::Capacity {
-                nworlds,
-                what: "bytes of joint-limit scratch (G and its factor per world)",
-                needed: (lcp_words as u64).saturating_mul(4),
-                limit,
-            });
-        }
         let pairs = device_pairs(model).unwrap_or_default();
-        // (The contact stage's group binds 8 more.)
-        let needed = STORAGE_BUFFERS + if pairs.is_empty() { 0 } else { 8 };
-        let storage_buffers = ctx.limits.max_storage_buffers_per_shader_stage;
-        if storage_buffers < needed {
-            return Err(ResidentError::Unsupported {
-                model: model.name.clone(),
-                reason: format!(
-                    "the kernel binds {needed} storage buffers, {} allows {storage_buffers}",
-                    ctx.adapter.name
-                ),
-            });
-        }
+        let lcp_words = lcp_floats(model, nworlds);
         let extra = if pairs.is_empty() {
             0
         } else {
             ContactSizes::READBACK
         };
         let readback_bytes = ((nq + 2 * nv + 1 + extra) as u64).saturating_mul(nworlds as u64 * 4);
-        if readback_bytes > ctx.limits.max_buffer_size {
-            return Err(ResidentError::Capacity {
-                nworlds,
-                what: "bytes in the readback buffer",
-                needed: readback_bytes,
-                limit: ctx.limits.max_buffer_size,
-            });
-        }
         let mut q0 = Vec::with_capacity(nworlds * nq);
         let mut v0 = Vec::with_capacity(nworlds * nv);
         for w in 0..nworlds {
@@ -381,13 +353,6 @@ impl ResidentBatch {
         let (body_u32, body_f32, dof_f32) = model_records(model, params.dt);
         let actuator_words = actuator_records(model);
         let device = &ctx.device;
-        // The kernel is built first and checked before any buffer is made:
-        // a driver that fails to build it loses the device (NVIDIA's, on
-        // Gymnasium's humanoid, H100, 2026-11-26), and every later call on
-        // it would fail for that reason.
-        let initial_moving =
-            contacts::initial_moving_contacts(model, &pairs, params.contact_margin, initial);
-        let built = kernel(ctx, model, false, initial_moving)?;
         let contacts = if pairs.is_empty() {
             None
         } else {

@@ -90,6 +90,8 @@ pub struct SceneBenchConfig {
     pub decomposition: Decomposition,
     /// GPU: [`BatchOptions::gpu_layout`].
     pub layout: moreau::gpu::Layout,
+    /// GPU, resident: [`BatchOptions::gpu_chunk_worlds`].
+    pub chunk_worlds: Option<usize>,
     /// What drives the worlds.
     pub actions: BenchActions,
 }
@@ -297,6 +299,7 @@ impl Default for SceneBenchConfig {
             pipeline_chunks: o.pipeline_chunks,
             decomposition: o.gpu_decomposition,
             layout: o.gpu_layout,
+            chunk_worlds: o.gpu_chunk_worlds,
             actions: BenchActions::Controller,
         }
     }
@@ -339,6 +342,11 @@ pub struct Memory {
     /// GPU backend: device bytes of the solver's buffers, and per world.
     pub device_bytes: Option<u64>,
     pub device_bytes_per_world: Option<f64>,
+    /// GPU backend, resident: how many chunks the worlds were split into
+    /// (one unless the device's limits or `--gpu-chunk-worlds` split them),
+    /// and the largest chunk's worlds.
+    pub resident_chunks: Option<usize>,
+    pub resident_chunk_worlds: Option<usize>,
 }
 
 /// Seconds per batch step in each of the resident step's stages.
@@ -522,6 +530,9 @@ pub struct BenchSettings {
     pub decomposition: Decomposition,
     /// GPU: G packed problem after problem, or interleaved by size class.
     pub layout: moreau::gpu::Layout,
+    /// GPU, resident: the most worlds per chunk asked for (none: as the
+    /// device's limits allow).
+    pub chunk_worlds: Option<usize>,
     pub envs: Vec<usize>,
     pub backends: Vec<String>,
     pub actions: String,
@@ -1035,6 +1046,7 @@ pub fn run(
             pipeline_chunks: cfg.pipeline_chunks,
             decomposition: cfg.decomposition,
             layout: cfg.layout,
+            chunk_worlds: cfg.chunk_worlds,
             envs,
             backends: cfg.backends.iter().map(|b| b.name().to_string()).collect(),
             actions: match cfg.actions {
@@ -1089,6 +1101,7 @@ fn measure(
         pipeline_chunks: cfg.pipeline_chunks.max(1),
         gpu_decomposition: cfg.decomposition,
         gpu_layout: cfg.layout,
+        gpu_chunk_worlds: cfg.chunk_worlds,
         ..Default::default()
     };
     let mut batch = BatchSim::new(scene.model.clone(), settled, n, &options).map_err(fail)?;
@@ -1262,6 +1275,8 @@ fn measure(
         },
         device_bytes: device,
         device_bytes_per_world: device.map(|d| d as f64 / n as f64),
+        resident_chunks: batch.resident_chunk_sizes().map(|c| c.len()),
+        resident_chunk_worlds: (batch.resident_chunk_sizes()).and_then(|c| c.into_iter().max()),
     };
     Ok(())
 }

@@ -396,6 +396,11 @@ enum Command {
         /// (one chunk on the GPU while the host prepares the next).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
         pipeline: u64,
+        /// GPU, worlds on the device: at most this many worlds per chunk
+        /// (default: as many as the device's binding and dispatch limits
+        /// allow; a larger batch is split into chunks of even size)
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        gpu_chunk_worlds: Option<u64>,
         /// GPU: invocation (one invocation per world's problem), workgroup
         /// (one workgroup per problem) or lane (one lane per contact, the
         /// PGS solvers only).
@@ -697,6 +702,7 @@ fn main() -> ExitCode {
             tol,
             max_iter,
             pipeline,
+            gpu_chunk_worlds,
             decomposition,
             layout,
             random_actions,
@@ -715,6 +721,7 @@ fn main() -> ExitCode {
                 tolerance: tol,
                 max_iterations: max_iter,
                 pipeline_chunks: pipeline as usize,
+                chunk_worlds: gpu_chunk_worlds.map(|c| c as usize),
                 decomposition,
                 layout,
                 actions: match random_actions {
