@@ -1,6 +1,8 @@
 //! Resident worlds with contacts (issue 34): collision, Delassus, the
 //! solve in place and the finish on the device, against the f64 CPU step
-//! (`Simulator`) of the same model, solver and parameters.
+//! (`Simulator`) of the same model, solver and parameters. The CPU twin
+//! keeps every contact the detector reports (`screen_contacts: false`):
+//! the device does not set open contacts aside.
 
 mod common;
 
@@ -52,6 +54,7 @@ fn seed_scenes_step_resident_as_on_the_cpu() {
         assert!(!device_pairs(model).unwrap().is_empty(), "{name}");
         let mut params = SimParams {
             dt: scene.dt,
+            screen_contacts: false,
             ..SimParams::default()
         };
         // (f32 ADMM stops at 1e-6, `BatchSim`'s default; at the
@@ -115,6 +118,7 @@ fn gymnasium_locomotion_steps_resident_as_on_the_cpu() {
         let model = &m.model;
         let mut params = SimParams {
             dt: m.timestep,
+            screen_contacts: false,
             ..SimParams::default()
         };
         params.solver_settings.tolerance = 1e-6;
@@ -284,6 +288,7 @@ fn batch_sim_keeps_the_ant_resident_with_its_contacts() {
     let options = |backend| {
         let mut o = common::batch_options(backend, m.timestep);
         o.params.solver_settings.polish = false;
+        o.params.screen_contacts = false;
         o
     };
     let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
@@ -369,7 +374,11 @@ fn friction_per_world_with_contacts_on_the_device() {
     };
     let model = Arc::new(m.model.clone());
     let (n, nu) = (4, model.nu());
-    let options = |backend| common::batch_options(backend, m.timestep);
+    let options = |backend| {
+        let mut o = common::batch_options(backend, m.timestep);
+        o.params.screen_contacts = false;
+        o
+    };
     // Standing on the ground: 60 CPU steps from the file's posture.
     let mut settle = Simulator::new(model.clone(), options(Backend::CpuParallel).params).unwrap();
     let mut start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
@@ -433,6 +442,7 @@ fn states_set_at_once_land_on_the_device() {
     let scene = moreau::scenes::scene("cube-sliding").unwrap();
     let params = SimParams {
         dt: scene.dt,
+        screen_contacts: false,
         ..SimParams::default()
     };
     let n = 3;
@@ -519,7 +529,11 @@ fn contacts_beyond_a_worlds_room_keep_the_deepest_and_are_counted() {
     let mut above = start.clone();
     above.q[2] += 1.0;
     let n = 3;
-    let options = |backend| common::batch_options(backend, 0.001);
+    let options = |backend| {
+        let mut o = common::batch_options(backend, 0.001);
+        o.params.screen_contacts = false;
+        o
+    };
     // Made at the pressed state: room for its 20 contacts. (Its one step
     // checks the room, not the solve: a rigid body on 20 contacts is 60
     // rows of rank 6, which ncp-admm runs to its cap of 1 000 iterations,
@@ -619,7 +633,10 @@ fn boxes_collide_on_the_device_as_parry_collides_them() {
     )
     .unwrap();
     let model = &m.model;
-    let params = SimParams::default();
+    let params = SimParams {
+        screen_contacts: false,
+        ..SimParams::default()
+    };
     let margin = params.contact_margin;
     let detect = |q: &nalgebra::DVector<f64>, margin: f64| -> Vec<Contact> {
         let mut data = Data::new(model);
@@ -732,6 +749,7 @@ fn boxes_collide_on_the_device_as_parry_collides_them() {
     let pyramid = moreau::scenes::scene("pyramid").unwrap();
     let params = SimParams {
         dt: pyramid.dt,
+        screen_contacts: false,
         ..SimParams::default()
     };
     let mut gpu = ResidentBatch::new(
@@ -814,6 +832,7 @@ fn a_step_cut_by_the_loop_limit_is_flagged_and_left_as_it_was() {
     let model = &m.model;
     let params = SimParams {
         dt: 1e-3,
+        screen_contacts: false,
         ..SimParams::default()
     };
     let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
@@ -881,6 +900,7 @@ fn locomotion_trajectories_keep_the_cpus_statistics() {
     for (name, model, start, dt) in robots {
         let mut params = SimParams::with_dt(dt);
         params.solver_settings.tolerance = 1e-6;
+        params.screen_contacts = false;
         let mut gpu =
             ResidentBatch::new(&ctx, &model, &params, std::slice::from_ref(&start), n).unwrap();
         let mut sims: Vec<Simulator> = (0..n)
@@ -1013,7 +1033,10 @@ fn cylinders_on_the_floor_collide_as_parry_collides_them() {
     )
     .unwrap();
     let model = &m.model;
-    let params = SimParams::default();
+    let params = SimParams {
+        screen_contacts: false,
+        ..SimParams::default()
+    };
     let mut data = Data::new(model);
     let mut rng = common::Lcg(7);
     let n = 48;
@@ -1104,7 +1127,10 @@ fn convex_meshes_on_the_floor_collide_as_parry_collides_them() {
     )
     .unwrap();
     let model = &m.model;
-    let params = SimParams::default();
+    let params = SimParams {
+        screen_contacts: false,
+        ..SimParams::default()
+    };
     let mut data = Data::new(model);
     let mut detect = |q: &nalgebra::DVector<f64>, margin: f64| {
         forward_kinematics(model, &mut data, q.as_slice());
@@ -1171,7 +1197,10 @@ fn ellipsoids_on_the_floor_collide_as_the_host_collides_them() {
     )
     .unwrap();
     let model = &m.model;
-    let params = SimParams::default();
+    let params = SimParams {
+        screen_contacts: false,
+        ..SimParams::default()
+    };
     let mut data = Data::new(model);
     let mut rng = common::Lcg(11);
     let n = 48;

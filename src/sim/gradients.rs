@@ -187,7 +187,7 @@ impl Simulator {
         }
         v0.copy_from(&state.v);
         let result = self
-            .step(state, tau)
+            .keeping_all_contacts(|s| s.step(state, tau))
             .and_then(|report| self.step_jacobians(&v0, out, false, 0.0).map(|()| report));
         out.v0 = v0;
         result
@@ -216,7 +216,7 @@ impl Simulator {
         check_vec("w_q", w_q, self.model.nv)?;
         check_differentiable(&self.model)?;
         let v0 = state.v.clone();
-        let report = self.step(state, tau)?;
+        let report = self.keeping_all_contacts(|s| s.step(state, tau))?;
         self.step_jacobians(&v0, work, true, 0.0)?;
         work.vjp(w_v, w_q, out)?;
         Ok(report)
@@ -236,7 +236,7 @@ impl Simulator {
     ) -> Result<StepReport, SimError> {
         check_differentiable(&self.model)?;
         let v0 = state.v.clone();
-        let report = self.step(state, tau)?;
+        let report = self.keeping_all_contacts(|s| s.step(state, tau))?;
         self.step_jacobians(&v0, out, true, 0.0)?;
         Ok(report)
     }
@@ -960,7 +960,7 @@ pub fn step_jacobians_by_differences(
 
 /// Spatial velocity (world frame, at the origin) of each body under the
 /// generalized velocity `u`, from the dofs' world motion columns `s`.
-fn body_velocities(model: &Model, s: &[Vec6], u: &[f64], out: &mut Vec<Vec6>) {
+pub(super) fn body_velocities(model: &Model, s: &[Vec6], u: &[f64], out: &mut Vec<Vec6>) {
     out.clear();
     out.resize(model.nbodies, Vec6::zeros());
     for b in 1..model.nbodies {

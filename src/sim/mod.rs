@@ -70,6 +70,7 @@ mod gradients;
 pub mod kinks;
 mod params;
 pub mod rows;
+mod screen;
 mod sensors;
 mod snapshot;
 mod state;
@@ -160,6 +161,12 @@ pub struct Simulator {
     /// carries the `connect`s and `weld`s that name it.
     mocap: Vec<SE3>,
     mocap_shift: Vec<SE3>,
+    /// The contacts set aside by [`SimParams::screen_contacts`] this step
+    /// (`screen.rs`) and the bodies' velocities it uses, and whether the
+    /// step keeps every contact (it is differentiated).
+    screened: Vec<Contact>,
+    screen_body_v: Vec<crate::math::Vec6>,
+    keep_all_contacts: bool,
 }
 
 /// Whether `pose` is finite and its rotation a rotation matrix (to 1e-9).
@@ -211,6 +218,9 @@ impl Simulator {
             sensor_data: None,
             mocap: model.mocap.iter().map(|m| m.pose).collect(),
             mocap_shift: vec![SE3::identity(); model.mocap.len()],
+            screened: Vec::new(),
+            screen_body_v: Vec::new(),
+            keep_all_contacts: false,
             params,
             model,
         })
@@ -411,9 +421,16 @@ impl Simulator {
         if self.prepared.is_none() {
             return Err(SimError::NotPrepared);
         }
-        if self.problem.m() > 0 {
+        if self.problem.m() > 0 || !self.screened.is_empty() {
             let clock = Instant::now();
-            self.solve()?;
+            loop {
+                if self.problem.m() > 0 {
+                    self.solve()?;
+                }
+                if !self.readmit_violated(state) {
+                    break;
+                }
+            }
             if let Some(t) = self.prepared.as_mut() {
                 t.set(Stage::Solve, clock.elapsed());
             }
@@ -467,9 +484,13 @@ impl Simulator {
         }
         let mut times = StageTimes::default();
         times.time(Stage::FreeDynamics, || self.free_dynamics(state, input));
+        self.screened.clear();
         times.time(Stage::Collision, || {
             self.collision()?;
             self.active_limits(state);
+            if own_solver {
+                self.screen_contacts();
+            }
             self.rows.gather(
                 &self.model,
                 &self.data,

@@ -53,6 +53,19 @@ pub struct SimParams {
     pub limit_margin: f64,
     /// How the simulator's own solve sees `G` (see [`DelassusPath`]).
     pub delassus: DelassusPath,
+    /// Set aside, before the solve, the contacts that open on their own: a
+    /// gap (`φ > 0`) that the free velocity widens or closes by less than
+    /// `φ` in the step (`J_N v_f + φ/dt > 0`). The problem is solved without
+    /// them, and any of them the answer would violate (`J_N v⁺ + φ/dt <
+    /// −tolerance`) is taken back and the problem solved again, so the
+    /// answer solves the whole NCP (see `src/sim/screen.rs`). Only on the
+    /// CPU, for the NCP's solvers, not in steps that are differentiated.
+    #[serde(default = "yes")]
+    pub screen_contacts: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Whether a step forms the dense Delassus matrix `G = J M⁻¹ Jᵀ` or hands
@@ -122,6 +135,7 @@ impl Default for SimParams {
             friction_scale: 1.0,
             limit_margin: 0.01,
             delassus: DelassusPath::Auto,
+            screen_contacts: true,
         }
     }
 }

@@ -226,6 +226,11 @@ enum Command {
         /// (default: unbounded, β e / dt).
         #[arg(long)]
         max_recovery_speed: Option<f64>,
+        /// Keep the open contacts in the problem (by default those whose gap
+        /// the free motion does not close are set aside and taken back only
+        /// where the answer would violate them: SimParams::screen_contacts)
+        #[arg(long)]
+        keep_open_contacts: bool,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -599,6 +604,7 @@ fn main() -> ExitCode {
             no_newton,
             delassus,
             max_recovery_speed,
+            keep_open_contacts,
             out,
             dump_problems,
             dump_every,
@@ -612,7 +618,7 @@ fn main() -> ExitCode {
             (&file, passive),
             random_controls.map(|seed| (seed, control_period as usize)),
             steps,
-            (dt, max_recovery_speed),
+            (dt, max_recovery_speed, !keep_open_contacts),
             &solver,
             (
                 tolerance,
