@@ -98,6 +98,11 @@ pub struct StepReport {
     /// Solver stats (`None` when there was no contact).
     pub solver: Option<crate::contact::SolverStats>,
     pub times: StageTimes,
+    /// Open contacts set aside and left out of the step's problem
+    /// ([`SimParams::screen_contacts`]), and those taken back after a solve
+    /// (each time, the problem was solved again).
+    pub set_aside: usize,
+    pub taken_back: usize,
 }
 
 /// A single-world simulator. Owns its workspaces; `step` does not allocate
@@ -165,6 +170,7 @@ pub struct Simulator {
     /// (`screen.rs`) and the bodies' velocities it uses, and whether the
     /// step keeps every contact (it is differentiated).
     screened: Vec<Contact>,
+    taken_back: usize,
     screen_body_v: Vec<crate::math::Vec6>,
     keep_all_contacts: bool,
 }
@@ -219,6 +225,7 @@ impl Simulator {
             mocap: model.mocap.iter().map(|m| m.pose).collect(),
             mocap_shift: vec![SE3::identity(); model.mocap.len()],
             screened: Vec::new(),
+            taken_back: 0,
             screen_body_v: Vec::new(),
             keep_all_contacts: false,
             params,
@@ -485,6 +492,7 @@ impl Simulator {
         let mut times = StageTimes::default();
         times.time(Stage::FreeDynamics, || self.free_dynamics(state, input));
         self.screened.clear();
+        self.taken_back = 0;
         times.time(Stage::Collision, || {
             self.collision()?;
             self.active_limits(state);
@@ -582,6 +590,8 @@ impl Simulator {
             nl,
             solver: (nc + nl > 0).then_some(self.solution.stats),
             times,
+            set_aside: self.screened.len(),
+            taken_back: self.taken_back,
         })
     }
 

@@ -122,6 +122,7 @@ impl Simulator {
         if self.contacts.len() == before {
             return false;
         }
+        self.taken_back += self.contacts.len() - before;
         // The rows that name contacts (their cone rows) and the problem,
         // again: the answer is the warm start of the kept ones.
         self.rows.gather(

@@ -17,6 +17,11 @@ pub(crate) struct Tally {
     unconverged: usize,
     /// Solves by how they ended ([`Finish`]): count and solve-stage seconds.
     finishes: [(usize, f64); 6],
+    /// Open contacts set aside (summed over steps), those taken back after
+    /// a solve, and the steps that solved again.
+    set_aside: usize,
+    taken_back: usize,
+    solved_again: usize,
 }
 
 /// How a solve ended, cheapest first: its warm start already solved it; an
@@ -84,6 +89,9 @@ impl Tally {
     }
 
     fn add(&mut self, r: &StepReport) {
+        self.set_aside += r.set_aside;
+        self.taken_back += r.taken_back;
+        self.solved_again += usize::from(r.taken_back > 0);
         self.nc_sum += r.nc;
         self.nc_max = self.nc_max.max(r.nc);
         self.nl_sum += r.nl;
@@ -343,6 +351,9 @@ pub(crate) fn run(
         it_max,
         solves,
         unconverged,
+        set_aside,
+        taken_back,
+        solved_again,
         ..
     } = tally;
     let (ke, pe) = sim.energy(&state)?;
@@ -384,6 +395,12 @@ pub(crate) fn run(
     );
     if solves > 0 {
         say!("solves by how they ended: {finishes}");
+    }
+    if set_aside + taken_back > 0 {
+        say!(
+            "open contacts set aside: mean {:.2} a step; {taken_back} taken back after a solve, in {solved_again} steps that solved again (--keep-open-contacts keeps them all)",
+            set_aside as f64 / steps.max(1) as f64
+        );
     }
     say!(
         "energy: initial {e0:.6} J, final {:.6} J (kinetic {ke:.6}, potential {pe:.6})",
