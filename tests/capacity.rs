@@ -181,6 +181,9 @@ fn measured_bytes_per_world(
     n: usize,
     steps: usize,
 ) -> (f64, usize) {
+    // What the model's worlds share, built once for all of them (its
+    // convex meshes' edge graphs), held by a world outside the count.
+    let _shared = moreau::sim::Simulator::new(scene.model.clone(), o.params).unwrap();
     let before = LIVE.load(Ordering::Relaxed);
     let mut batch = BatchSim::new(scene.model.clone(), &scene.state, n, o).unwrap();
     let nv = scene.model.nv;

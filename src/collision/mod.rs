@@ -9,6 +9,7 @@
 //! the world it is always `b`.
 
 mod boxes;
+mod hull;
 mod smooth;
 mod variation;
 
@@ -134,6 +135,9 @@ pub struct CollisionDetector {
     /// mesh, whose exact box walks its hull) rather than parry's exact one
     /// (a primitive's, as cheap and tighter).
     turned_box: Vec<bool>,
+    /// Each convex mesh's edge graph ([`hull`]), shared with the other
+    /// worlds of the model.
+    hulls: Vec<Option<std::sync::Arc<hull::HullGraph>>>,
 }
 
 /// At most this many allowed pairs per active geometry, the broad phase
@@ -201,6 +205,9 @@ impl CollisionDetector {
             active,
             local_boxes,
             turned_box,
+            hulls: (model.geometries.iter())
+                .map(|g| hull::HullGraph::of(&g.collider))
+                .collect(),
         }
     }
 
@@ -403,7 +410,7 @@ impl CollisionDetector {
                     self.manifolds.push(ContactManifold::new());
                 }
                 boxes::cuboid_cuboid(&pos12, c1, c2, self.margin, &mut self.manifolds[0]);
-            } else {
+            } else if !self.walked_hulls(&pos12, (a, b), (ga, gb)) {
                 let mut workspace = None;
                 dispatcher
                     .contact_manifolds(
