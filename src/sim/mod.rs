@@ -499,16 +499,7 @@ impl Simulator {
             if own_solver {
                 self.screen_contacts();
             }
-            self.rows.gather(
-                &self.model,
-                &self.data,
-                state.q.as_slice(),
-                self.v_free.as_slice(),
-                &self.params,
-                &self.mocap_shift,
-            );
-            self.rows
-                .gather_cones(&self.model, &self.data, &self.contacts);
+            self.gather_rows(state);
             Ok::<(), SimError>(())
         })?;
         let nc = self.contacts.len();
@@ -593,6 +584,21 @@ impl Simulator {
             set_aside: self.screened.len(),
             taken_back: self.taken_back,
         })
+    }
+
+    /// The rows after the contacts and the limits (equalities, dry
+    /// friction, tendon limits, the contacts' cone rows) at `state`.
+    fn gather_rows(&mut self, state: &State) {
+        self.rows.gather(
+            &self.model,
+            &self.data,
+            state.q.as_slice(),
+            self.v_free.as_slice(),
+            &self.params,
+            &self.mocap_shift,
+        );
+        self.rows
+            .gather_cones(&self.model, &self.data, &self.contacts);
     }
 
     /// Stage 1: kinematics at (q, v), the step's generalized forces and

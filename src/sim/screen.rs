@@ -125,16 +125,7 @@ impl Simulator {
         self.taken_back += self.contacts.len() - before;
         // The rows that name contacts (their cone rows) and the problem,
         // again: the answer is the warm start of the kept ones.
-        self.rows.gather(
-            model,
-            &self.data,
-            state.q.as_slice(),
-            self.v_free.as_slice(),
-            &self.params,
-            &self.mocap_shift,
-        );
-        self.rows
-            .gather_cones(&self.model, &self.data, &self.contacts);
+        self.gather_rows(state);
         let m = 3 * self.contacts.len() + self.limits.len() + self.rows.len();
         self.tree = self.solver.solves_tree() && self.params.delassus.tree(m, self.model.nv);
         self.assemble_problem(state);
