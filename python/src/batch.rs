@@ -791,10 +791,11 @@ impl BatchSim {
     /// ``friction_scale``, ``max_recovery_speed`` (the most speed the
     /// recovery of a penetration or a joint past its stop may ask for;
     /// ``math.inf``: unbounded), ``max_equality_recovery_speed`` (an
-    /// equality's: 1 by default; ``math.inf``: unbounded) (those not given
-    /// are kept). A bad value (not finite, out of range) raises ValueError
-    /// naming it, and nothing changes.
-    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None, max_recovery_speed=None, max_equality_recovery_speed=None))]
+    /// equality's: 1 by default; ``math.inf``: unbounded),
+    /// ``screen_contacts`` (False: every contact within the margin stays in
+    /// the problem) (those not given are kept). A bad value (not finite,
+    /// out of range) raises ValueError naming it, and nothing changes.
+    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None, max_recovery_speed=None, max_equality_recovery_speed=None, screen_contacts=None))]
     #[allow(clippy::too_many_arguments)]
     fn set_world_params(
         &mut self,
@@ -806,8 +807,10 @@ impl BatchSim {
         friction_scale: Option<f64>,
         max_recovery_speed: Option<f64>,
         max_equality_recovery_speed: Option<f64>,
+        screen_contacts: Option<bool>,
     ) -> PyResult<()> {
         let mut p = *self.batch.params(world).map_err(value_error)?;
+        p.screen_contacts = screen_contacts.unwrap_or(p.screen_contacts);
         for (field, value) in [
             (&mut p.max_recovery_speed, max_recovery_speed),
             (

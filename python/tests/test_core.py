@@ -326,6 +326,23 @@ def test_a_bounded_recovery_speed_per_world(backend):
     assert batch.v[1, 2] == pytest.approx(batch.v[0, 2], rel=1e-6)
 
 
+def test_open_contacts_set_aside_per_world():
+    # Cubes at rest 3 mm above the ground (inside the 5 mm margin): world 0
+    # sets their open contacts aside (the default), world 1 keeps them;
+    # both fall alike.
+    m = moreau.scene("cube-resting")
+    batch = moreau.BatchSim(m, 2, backend="cpu", dt=1e-3)
+    q = np.array(batch.q)
+    q[:, 2] += 0.003
+    batch.set_states(q, np.zeros((2, m.nv)))
+    batch.set_world_params(1, screen_contacts=False)
+    batch.step(np.zeros((2, m.nv)))
+    worlds = batch.contacts()["world"]
+    assert (np.sum(worlds == 0), np.sum(worlds == 1)) == (0, 4)
+    np.testing.assert_allclose(batch.q[0], batch.q[1], atol=1e-12)
+    np.testing.assert_allclose(batch.v[0], batch.v[1], atol=1e-12)
+
+
 def test_equality_recovery_is_bounded_by_default_and_set_per_world():
     # mocap.xml's box welded to mocap body `target`, the target moved 15 cm:
     # world 0 closes the weld at the default 1 m/s, world 1 unbounded.
