@@ -10,9 +10,8 @@
 //!
 //! A contact whose gap the free motion alone does not close (`φ` over a
 //! tenth of the margin and `J_N v_f + φ/dt > 0`) and that did not push in
-//! the last step (no warm
-//! start: a box resting on another that falls with it under the free
-//! motion stays in) is set aside before the problem is built. After
+//! the last step (a box resting on another that falls with it under the
+//! free motion stays in) is set aside before the problem is built. After
 //! the solve, each one set aside is checked at the answer's velocity: with
 //! `λ = 0` it satisfies the NCP (Signorini, and Coulomb's law with the de
 //! Saxcé correction, whose dual-cone condition at `λ = 0` reduces to `c_N
