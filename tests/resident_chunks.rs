@@ -124,6 +124,21 @@ fn chunked_worlds_step_bit_for_bit_as_one_batch() {
     // The worlds differ from each other (the test compares something).
     let (s0, s1) = (one.state(0).unwrap(), one.state(1).unwrap());
     assert!(bits(s0.q.as_slice()) != bits(s1.q.as_slice()));
+    // No worlds, or too few initial states: refused, not a panic later.
+    let ctx = moreau::gpu::GpuContext::for_tests().unwrap();
+    let chunks = |n, initial: &[State]| {
+        moreau::gpu::resident::ResidentChunks::new(
+            &ctx,
+            &model,
+            &options.params,
+            initial,
+            n,
+            Some(7),
+        )
+    };
+    assert!(chunks(0, std::slice::from_ref(&scene.state)).is_err());
+    let e = chunks(20, &starts[..3]).err().unwrap();
+    assert!(e.to_string().contains("initial states"), "{e}");
     // Bad input is refused naming the world as the batch numbers it.
     let mut bad = starts[0].clone();
     bad.v[0] = f64::NAN;

@@ -173,6 +173,12 @@ impl ResidentChunks {
         max_chunk: Option<usize>,
     ) -> Result<Self, ResidentError> {
         check_model(model, params)?;
+        if nworlds == 0 {
+            return Err(ResidentError::Unsupported {
+                model: model.name.clone(),
+                reason: "a batch of 0 worlds".into(),
+            });
+        }
         ResidentError::check_initial(initial.len(), nworlds)?;
         let state = |w: usize| &initial[if initial.len() == 1 { 0 } else { w }];
         for w in 0..initial.len() {
