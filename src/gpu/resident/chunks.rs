@@ -180,9 +180,8 @@ impl ResidentChunks {
             });
         }
         ResidentError::check_initial(initial.len(), nworlds)?;
-        let state = |w: usize| &initial[if initial.len() == 1 { 0 } else { w }];
-        for w in 0..initial.len() {
-            crate::sim::check_state(model, state(w)).map_err(|e| ResidentError::Unsupported {
+        for (w, s) in initial.iter().enumerate() {
+            crate::sim::check_state(model, s).map_err(|e| ResidentError::Unsupported {
                 model: model.name.clone(),
                 reason: format!("initial state of world {w}: {e}"),
             })?;
@@ -356,9 +355,8 @@ impl ResidentChunks {
             Actuation::Controls(x) => (x, true),
         };
         let width = x.len() / n.max(1);
-        let first = self.first.clone();
-        for (k, chunk) in self.chunks.iter_mut().enumerate() {
-            let (a, b) = (first[k], first[k + 1]);
+        for (ends, chunk) in self.first.windows(2).zip(self.chunks.iter_mut()) {
+            let (a, b) = (ends[0], ends[1]);
             let rows = &x[a * width..b * width];
             let input = if controls {
                 Actuation::Controls(rows)
