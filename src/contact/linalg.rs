@@ -43,6 +43,59 @@ pub fn cholesky_solve_in_place(l: &[f64], n: usize, x: &mut [f64]) {
     }
 }
 
+/// [`cholesky_solve_in_place`] for every column of `x` (n × k,
+/// column-major) at once: the columns transposed into `xt` (a run of `k`
+/// values per row), so that each elimination step is an axpy across the
+/// columns.
+pub fn cholesky_solve_columns(l: &[f64], n: usize, x: &mut [f64], xt: &mut Vec<f64>) {
+    if n == 0 {
+        return;
+    }
+    let k = x.len() / n;
+    xt.clear();
+    xt.resize(n * k, 0.0);
+    for (j, col) in x.chunks_exact(n).enumerate() {
+        for (r, &v) in col.iter().enumerate() {
+            xt[r * k + j] = v;
+        }
+    }
+    // L y = b: row i −= L[i][p] row p (p < i), then / L[i][i].
+    for i in 0..n {
+        let (head, tail) = xt.split_at_mut(i * k);
+        let row = &mut tail[..k];
+        for p in 0..i {
+            let lip = l[p * n + i];
+            if lip != 0.0 {
+                for (x, s) in row.iter_mut().zip(&head[p * k..(p + 1) * k]) {
+                    *x -= lip * s;
+                }
+            }
+        }
+        let d = 1.0 / l[i * n + i];
+        row.iter_mut().for_each(|x| *x *= d);
+    }
+    // Lᵀ x = y: row i −= L[p][i] row p (p > i), then / L[i][i].
+    for i in (0..n).rev() {
+        let (head, tail) = xt.split_at_mut((i + 1) * k);
+        let row = &mut head[i * k..];
+        for p in i + 1..n {
+            let lpi = l[i * n + p];
+            if lpi != 0.0 {
+                for (x, s) in row.iter_mut().zip(&tail[(p - i - 1) * k..(p - i) * k]) {
+                    *x -= lpi * s;
+                }
+            }
+        }
+        let d = 1.0 / l[i * n + i];
+        row.iter_mut().for_each(|x| *x *= d);
+    }
+    for (j, col) in x.chunks_exact_mut(n).enumerate() {
+        for (r, v) in col.iter_mut().enumerate() {
+            *v = xt[r * k + j];
+        }
+    }
+}
+
 /// Estimate of the largest eigenvalue of the symmetric PSD operator `apply`
 /// (`out = A x`, n × n) by `steps` Lanczos steps from a fixed start vector
 /// (not symmetric, so unlikely to be orthogonal to the top eigenvector): the
@@ -251,6 +304,27 @@ pub fn lu_apply_transpose(h: &[f64], n: usize, pivot: &[usize], r: &mut [f64]) {
 mod tests {
     use super::*;
     use nalgebra::DMatrix;
+
+    #[test]
+    fn cholesky_solves_columns_as_one_at_a_time() {
+        let n = 5;
+        let b = nalgebra::DMatrix::<f64>::from_fn(n, n, |i, j| ((i * 3 + j * 7) % 5) as f64 - 2.0);
+        let a = &b * b.transpose() + nalgebra::DMatrix::<f64>::identity(n, n);
+        let mut l = a.as_slice().to_vec();
+        cholesky_in_place(&mut l, n).unwrap();
+        let rhs = nalgebra::DMatrix::<f64>::from_fn(n, 3, |i, j| (i + 2 * j) as f64 - 1.5);
+        let mut x = rhs.clone();
+        let mut xt = Vec::new();
+        cholesky_solve_columns(&l, n, x.as_mut_slice(), &mut xt);
+        for j in 0..3 {
+            let mut one = rhs.column(j).iter().copied().collect::<Vec<_>>();
+            cholesky_solve_in_place(&l, n, &mut one);
+            for i in 0..n {
+                assert!((x[(i, j)] - one[i]).abs() < 1e-12);
+            }
+        }
+        assert!((&a * &x - &rhs).abs().max() < 1e-10);
+    }
 
     #[test]
     fn cholesky_solves_spd_system() {

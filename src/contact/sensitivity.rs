@@ -35,8 +35,12 @@
 
 use super::ContactProblem;
 use super::cone::get3;
-use super::linalg::{lu_apply, lu_apply_transpose, lu_factor, reshape_zeroed};
+use super::linalg::{
+    cholesky_in_place, cholesky_solve_columns, lu_apply, lu_apply_transpose, lu_factor,
+    reshape_zeroed,
+};
 use crate::error::ProblemError;
+use crate::math::small;
 use nalgebra::DMatrix;
 
 /// `ε_c`: a contact slower than this (m/s) is sticking.
@@ -94,6 +98,10 @@ pub struct ContactSensitivity {
     /// refined against.
     b: DMatrix<f64>,
     r: DMatrix<f64>,
+    /// `Aᵀ` and `AᵀA + εI` (then its Cholesky factor), for
+    /// [`Self::apply_least_squares`].
+    at: DMatrix<f64>,
+    normal: DMatrix<f64>,
 }
 
 impl ContactSensitivity {
@@ -362,7 +370,7 @@ impl ContactSensitivity {
         let mut previous = f64::INFINITY;
         for round in 0..=REFINEMENTS {
             r.copy_from(&b);
-            r.gemm(-1.0, &self.a, dg, 1.0);
+            small::gemm(&mut r, -1.0, &self.a, dg, 1.0);
             self.measure_residuals(&r, &b);
             let stalled = self.worst_residual > unsolvable && self.worst_residual > 0.9 * previous;
             if round == REFINEMENTS || self.worst_residual <= REFINED || stalled {
@@ -465,31 +473,42 @@ impl ContactSensitivity {
     /// damped along the others). The residuals are measured against `A`.
     pub fn apply_least_squares(&mut self, dg: &mut DMatrix<f64>) {
         let (m, k) = (dg.nrows(), dg.ncols());
-        let mut b = DMatrix::zeros(m, k);
+        // (Buffers kept: B, Aᵀ, AᵀA + εI and its factor, the residual.)
+        let (mut b, mut r) = (std::mem::take(&mut self.b), std::mem::take(&mut self.r));
+        for (buffer, shape) in [(&mut b, (m, k)), (&mut r, (m, k))] {
+            if buffer.shape() != shape {
+                *buffer = DMatrix::zeros(shape.0, shape.1);
+            }
+        }
         for j in 0..k {
             self.rhs_of(dg, j);
             b.column_mut(j).copy_from_slice(&self.rhs);
         }
-        // (Products by `gemm`, on Aᵀ formed once.)
-        let a = &self.a;
-        let at = a.transpose();
-        let mut normal = DMatrix::zeros(m, m);
-        normal.gemm(1.0, &at, a, 0.0);
+        let at = &mut self.at;
+        if at.shape() != (m, m) {
+            *at = DMatrix::zeros(m, m);
+        }
+        self.a.transpose_to(at);
+        let normal = &mut self.normal;
+        if normal.shape() != (m, m) {
+            *normal = DMatrix::zeros(m, m);
+        }
+        small::gemm(normal, 1.0, at, &self.a, 0.0);
         let dmax = normal.diagonal().max().max(f64::MIN_POSITIVE);
-        for r in 0..m {
-            normal[(r, r)] += TIKHONOV * dmax;
+        for i in 0..m {
+            normal[(i, i)] += TIKHONOV * dmax;
         }
-        let mut x = DMatrix::zeros(m, k);
-        x.gemm(1.0, &at, &b, 0.0);
-        match normal.cholesky() {
-            Some(ch) => ch.solve_mut(&mut x),
-            // (Positive definite by construction; rounding aside.)
-            None => x.fill(0.0),
+        small::gemm(dg, 1.0, at, &b, 0.0);
+        // (Positive definite by construction; rounding aside.)
+        if m > 0 && cholesky_in_place(normal.as_mut_slice(), m).is_ok() {
+            cholesky_solve_columns(normal.as_slice(), m, dg.as_mut_slice(), &mut self.xt);
+        } else {
+            dg.fill(0.0);
         }
-        let mut residual = b.clone();
-        residual.gemm(1.0, a, &x, -1.0);
-        self.measure_residuals(&residual, &b);
-        dg.copy_from(&x);
+        r.copy_from(&b);
+        small::gemm(&mut r, -1.0, &self.a, dg, 1.0);
+        self.measure_residuals(&r, &b);
+        (self.b, self.r) = (b, r);
     }
 
     /// The worst relative residual of the linearized mode equations over

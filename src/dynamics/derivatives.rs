@@ -45,7 +45,7 @@
 use super::{Data, aba, crba_from_kinematics, ltdl_factorize, ltdl_solve_rows_in_place};
 use super::{forward_kinematics, forward_velocity, rnea_from_kinematics};
 use crate::math::{
-    Mat3, Mat6, Vec3, Vec6, ang, exp3, exp6, force_cross, lin, motion_cross, skew,
+    Mat3, Mat6, Vec3, Vec6, ang, exp3, exp6, force_cross, lin, motion_cross, skew, small,
     so3_left_jacobian,
 };
 use crate::model::{JointType, Model};
@@ -269,10 +269,21 @@ pub fn aba_derivatives_from_kinematics(
     ddq_from_rnea_derivatives(model, data, out);
 }
 
-/// `M⁻¹` by the tree factorization `data.ltdl`, the identity's columns
-/// solved at once (row-major, [`ltdl_solve_rows_in_place`]); then
-/// `∂q̈/∂(q, v) = −M⁻¹ ∂τ/∂(q, v)` as matrix products.
+/// `M⁻¹` by the tree factorization `data.ltdl`, then `∂q̈/∂(q, v) =
+/// −M⁻¹ ∂τ/∂(q, v)` as matrix products.
 fn ddq_from_rnea_derivatives(model: &Model, data: &Data, out: &mut Derivatives) {
+    mass_inverse(model, data, out);
+    small::gemm(&mut out.ddq_dq, -1.0, &out.ddq_dtau, &out.dtau_dq, 0.0);
+    small::gemm(&mut out.ddq_dv, -1.0, &out.ddq_dtau, &out.dtau_dv, 0.0);
+}
+
+/// `out.ddq_dtau = M⁻¹` by the tree factorization `data.ltdl` (as a step
+/// leaves it), the identity's columns solved at once (row-major,
+/// [`ltdl_solve_rows_in_place`]). For a caller that forms its own products
+/// with `M⁻¹` ([`crate::sim::Simulator::step_with_jacobians`]), after
+/// [`rnea_derivatives_from_kinematics`]; `out.ddq_dq` and `out.ddq_dv`
+/// are left as they were.
+pub fn mass_inverse(model: &Model, data: &Data, out: &mut Derivatives) {
     let nv = model.nv;
     let x = &mut out.rows;
     x.clear();
@@ -286,8 +297,6 @@ fn ddq_from_rnea_derivatives(model: &Model, data: &Data, out: &mut Derivatives) 
             *v = x[r * nv + c];
         }
     }
-    out.ddq_dq.gemm(-1.0, &out.ddq_dtau, &out.dtau_dq, 0.0);
-    out.ddq_dv.gemm(-1.0, &out.ddq_dtau, &out.dtau_dv, 0.0);
 }
 
 /// Right Jacobian of SO(3): `exp(w + δ) ≈ exp(w) exp(J_r(w) δ)`, i.e.

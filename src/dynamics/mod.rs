@@ -24,8 +24,8 @@ pub use crba::{crba, crba_from_kinematics};
 pub use data::Data;
 pub use derivatives::{
     Derivatives, aba_derivatives, aba_derivatives_from_kinematics, difference_jacobian,
-    integrate_jacobians, rnea_derivatives, rnea_derivatives_from_kinematics, se3_right_jacobian,
-    so3_right_jacobian,
+    integrate_jacobians, mass_inverse, rnea_derivatives, rnea_derivatives_from_kinematics,
+    se3_right_jacobian, so3_right_jacobian,
 };
 pub use fluid::{fluid_forces, inertia_box};
 pub use integrate::{

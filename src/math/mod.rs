@@ -10,6 +10,7 @@
 
 mod philox;
 mod rng;
+pub mod small;
 
 pub use philox::{PhiloxStream, philox4x32};
 pub use rng::Rng;

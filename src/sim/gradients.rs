@@ -46,10 +46,10 @@ use crate::collision::ContactGeometry;
 use crate::contact::sensitivity::VjpWorld;
 use crate::contact::{ContactProblem, ContactSensitivity};
 use crate::dynamics::{
-    Derivatives, aba_derivatives_from_kinematics, crba_from_kinematics, integrate_jacobians,
-    ltdl_factorize,
+    Derivatives, crba_from_kinematics, integrate_jacobians, ltdl_factorize, mass_inverse,
+    rnea_derivatives_from_kinematics,
 };
-use crate::math::{Vec3, Vec6, ang, force_cross, lin, motion_cross, spatial};
+use crate::math::{Vec3, Vec6, ang, force_cross, lin, motion_cross, small, spatial};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
 
@@ -134,13 +134,11 @@ pub const Q_EXACT_RESIDUAL: f64 = 1e-6;
 struct QWork {
     /// `q̈` at `τ + Jᵀλ/dt`: `(v⁺ − v)/dt`.
     ddq: DVector<f64>,
-    /// `∂(Jᵀλ)/∂q` (nv × nv).
+    /// `∂(Jᵀλ)/∂q` (nv × nv), then `∂(Jᵀλ)/∂q − dt (∂τ/∂q + K)`.
     djtl: DMatrix<f64>,
     /// `∂c/∂q` at fixed λ, then `∂λ/∂q` (m × nv), and a copy of the first.
     dc: DMatrix<f64>,
     dc_kept: DMatrix<f64>,
-    /// `X = ∂v⁺/∂q` at fixed λ.
-    x: DMatrix<f64>,
     /// (nbodies × nv) whether dof k supports body b, at `b·nv + k`.
     supports: Vec<bool>,
     /// Per body: its spatial velocity under `v⁺` and under `v` (world
@@ -293,12 +291,15 @@ impl Simulator {
         w.ddq.copy_from(&self.v_next);
         w.ddq -= v0;
         w.ddq /= dt;
-        aba_derivatives_from_kinematics(&model, &mut self.data, der, w.ddq.as_slice());
+        // ∂q̈/∂(q, v) = −M̃⁻¹ ∂τ/∂(q, v) are not formed: each product
+        // with M̃⁻¹ is taken once, on the sum it multiplies.
+        rnea_derivatives_from_kinematics(&model, &mut self.data, der, w.ddq.as_slice());
+        mass_inverse(&model, &self.data, der);
         out.dv_dtau.copy_from(&der.ddq_dtau);
         out.dv_dtau *= dt;
-        out.dv_dv.copy_from(&der.ddq_dv);
-        subtract_diagonal_response(&mut out.dv_dv, &der.ddq_dtau, &model.dof_damping);
-        out.dv_dv *= dt;
+        // ∂v_f/∂v = I − dt M̃⁻¹ (∂τ/∂v + D) (the damping D explicit).
+        add_diagonal(&mut der.dtau_dv, &model.dof_damping);
+        small::gemm(&mut out.dv_dv, -dt, &der.ddq_dtau, &der.dtau_dv, 0.0);
         for k in 0..nv {
             out.dv_dv[(k, k)] += 1.0;
         }
@@ -306,8 +307,9 @@ impl Simulator {
             out.dv_dmu = DMatrix::zeros(nv, 0);
             out.sensitivity.modes.clear();
         }
-        // At fixed λ: dt (∂q̈/∂q − M̃⁻¹ K) (the springs' stiffness K,
-        // explicit); the impulse's terms are added below.
+        // At fixed λ: −dt M̃⁻¹ (∂τ/∂q + K) (the springs' stiffness K,
+        // explicit); with constraints, M̃⁻¹'s product is taken below, once
+        // the impulse's `∂(Jᵀλ)/∂q` is added to what it multiplies.
         out.q_residual = 0.0;
         out.q_sides.clear();
         out.wrt_q = self
@@ -315,9 +317,10 @@ impl Simulator {
             .iter()
             .all(|c| c.geometry != ContactGeometry::Unknown);
         if out.wrt_q {
-            out.dv_dq.copy_from(&der.ddq_dq);
-            subtract_diagonal_response(&mut out.dv_dq, &der.ddq_dtau, &model.dof_stiffness);
-            out.dv_dq *= dt;
+            add_diagonal(&mut der.dtau_dq, &model.dof_stiffness);
+            if m == 0 {
+                small::gemm(&mut out.dv_dq, -dt, &der.ddq_dtau, &der.dtau_dq, 0.0);
+            }
         }
         if m > 0 {
             self.impacts(v0, &mut out.impacts);
@@ -354,7 +357,7 @@ impl Simulator {
                 out.minv_jt = DMatrix::zeros(nv, m);
             }
             let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
-            out.minv_jt.gemm(1.0, minv, &out.jt, 0.0);
+            small::gemm(&mut out.minv_jt, 1.0, minv, &out.jt, 0.0);
             for mat in [&mut out.rows, &mut out.jv_impacts] {
                 if mat.shape() != (m, nv) {
                     *mat = DMatrix::zeros(m, nv);
@@ -362,7 +365,7 @@ impl Simulator {
             }
             // (Reverse mode: only ∂v⁺/∂q is formed, below.)
             if !reverse {
-                out.dv_dmu.gemm(1.0, &out.minv_jt, &out.dl_dmu, 1.0);
+                small::gemm(&mut out.dv_dmu, 1.0, &out.minv_jt, &out.dl_dmu, 1.0);
                 // Λ (J Y) = (Λ J) Y for any Y (the columns of J Y are
                 // combinations of J's, Λ is linear): one solve, Λ J, for
                 // ∂v⁺/∂v and ∂v⁺/∂τ, instead of one per matrix.
@@ -377,7 +380,7 @@ impl Simulator {
                     } else {
                         &out.dv_dtau
                     };
-                    out.rows.gemm(1.0, &out.lj, src, 0.0);
+                    small::gemm(&mut out.rows, 1.0, &out.lj, src, 0.0);
                     if target == 0 && !out.impacts.is_empty() {
                         // The restitution rows `E` of ∂g/∂v, solved apart.
                         out.jv_impacts.fill(0.0);
@@ -394,7 +397,7 @@ impl Simulator {
                     } else {
                         &mut out.dv_dtau
                     };
-                    dst.gemm(1.0, &out.minv_jt, &out.rows, 1.0);
+                    small::gemm(dst, 1.0, &out.minv_jt, &out.rows, 1.0);
                 }
             }
             if out.wrt_q {
@@ -411,12 +414,12 @@ impl Simulator {
                     w.dc.copy_from(&w.dc_kept);
                     out.sensitivity.apply_least_squares(&mut w.dc);
                 }
-                out.dv_dq.gemm(1.0, &out.minv_jt, &w.dc, 1.0);
+                small::gemm(&mut out.dv_dq, 1.0, &out.minv_jt, &w.dc, 1.0);
                 {
                     // ∂c/∂q = C + (G + R) ∂λ/∂q.
                     let problem = &self.problem;
                     copy_matrix(&mut w.dc_total, &w.dc_kept);
-                    w.dc_total.gemm(1.0, &problem.delassus, &w.dc, 1.0);
+                    small::gemm(&mut w.dc_total, 1.0, &problem.delassus, &w.dc, 1.0);
                     for r in 0..m {
                         let rr = problem.compliance[r];
                         for k in 0..nv {
@@ -695,19 +698,18 @@ fn copy_matrix(dst: &mut DMatrix<f64>, src: &DMatrix<f64>) {
     dst.copy_from(src);
 }
 
-/// `dst -= M̃⁻¹ diag(coefficients)`, given `M̃⁻¹` (a force proportional to
-/// each dof's own coordinate or velocity, as damping or a spring).
-fn subtract_diagonal_response(dst: &mut DMatrix<f64>, minv: &DMatrix<f64>, coefficients: &[f64]) {
+/// `dst += diag(coefficients)` (a force proportional to each dof's own
+/// coordinate or velocity, as damping or a spring, added to `∂τ/∂(q, v)`).
+fn add_diagonal(dst: &mut DMatrix<f64>, coefficients: &[f64]) {
     for (k, &a) in coefficients.iter().enumerate() {
-        if a != 0.0 {
-            dst.column_mut(k).axpy(-a, &minv.column(k), 1.0);
-        }
+        dst[(k, k)] += a;
     }
 }
 
 impl Simulator {
-    /// With constraints: completes `out.dv_dq` to `X = ∂v⁺/∂q` at fixed λ
-    /// (adds `M̃⁻¹ ∂(Jᵀλ)/∂q`) and writes `C = ∂c/∂q` at fixed λ into
+    /// With constraints: writes `X = ∂v⁺/∂q` at fixed λ into `out.dv_dq`,
+    /// `M̃⁻¹ (∂(Jᵀλ)/∂q − dt (∂τ/∂q + K))` (the derivatives' `dtau_dq`
+    /// holding `∂τ/∂q + K`), and `C = ∂c/∂q` at fixed λ into
     /// `out.wrt_q_work.dc` (see the module doc). Every contact's geometry
     /// is known (checked by the caller).
     fn constrained_wrt_q(&self, v0: &DVector<f64>, out: &mut StepJacobians) {
@@ -755,10 +757,8 @@ impl Simulator {
             });
         }
         subtree_sums(model, &mut w.wrench);
-        for mat in [&mut w.djtl, &mut w.x] {
-            if mat.shape() != (nv, nv) {
-                *mat = DMatrix::zeros(nv, nv);
-            }
+        if w.djtl.shape() != (nv, nv) {
+            w.djtl = DMatrix::zeros(nv, nv);
         }
         if w.dc.shape() != (m, nv) {
             w.dc = DMatrix::zeros(m, nv);
@@ -831,16 +831,14 @@ impl Simulator {
                 w.djtl[(jj, k)] = sj.dot(&w.dwrench[model.dof_body[jj]]);
             }
         }
-        // X = dt (∂q̈/∂q − M̃⁻¹K) + M̃⁻¹ ∂(Jᵀλ)/∂q.
-        let minv = &out
-            .derivatives
-            .as_ref()
-            .expect("built by the caller")
-            .ddq_dtau;
-        minv.mul_to(&w.djtl, &mut w.x);
-        out.dv_dq += &w.x;
+        // X = M̃⁻¹ (∂(Jᵀλ)/∂q − dt (∂τ/∂q + K)).
+        let der = out.derivatives.as_ref().expect("built by the caller");
+        for (x, &y) in w.djtl.as_mut_slice().iter_mut().zip(der.dtau_dq.as_slice()) {
+            *x -= dt * y;
+        }
+        small::gemm(&mut out.dv_dq, 1.0, &der.ddq_dtau, &w.djtl, 0.0);
         // C = ∂J/∂q v⁺ + ∂s/∂q + e ∂J_N/∂q v (above) + J X.
-        w.dc.gemm(1.0, j, &out.dv_dq, 1.0);
+        small::gemm(&mut w.dc, 1.0, j, &out.dv_dq, 1.0);
         for (l, limit) in self.limits.iter().enumerate() {
             let d = limit.distance;
             let slope = if d >= 0.0 {
