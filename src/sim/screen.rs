@@ -25,7 +25,7 @@
 //! differentiated (a contact set aside would hide its kinks from
 //! [`super::kinks`]).
 
-use super::gradients::body_velocities;
+use super::gradients::wrt_q::body_velocities;
 use super::{Simulator, State};
 use crate::collision::Contact;
 use crate::contact::Law;
