@@ -830,3 +830,102 @@ fn jacobians_reused_across_trees_with_as_many_dofs_are_each_trees_own() {
         "a reused StepJacobians kept the first tree's workspaces"
     );
 }
+
+/// The same for the columns of `v` and `τ` (`StepJacobians::v_sides`,
+/// `tau_sides`): at the settled quadruped and Gymnasium's ant, each
+/// column that is not a kink equals its side's one-sided differences of
+/// whole steps (`δv` of `h`, `δτ` of `h/dt`), and on the quadruped a
+/// column taken as two-sided has the same differences on both sides.
+#[test]
+fn settled_robots_report_the_side_of_each_v_and_tau_column() {
+    let mut scenes = vec![(
+        moreau::scenes::scene("quadruped").unwrap(),
+        2000,
+        1e-7,
+        1e-6,
+    )];
+    if let Some(loaded) = common::robot_files().map(|f| {
+        moreau::load::load_model_file(f.gymnasium_assets.join("ant.xml"), &Default::default())
+            .unwrap()
+    }) {
+        let mut scene = moreau::scenes::from_loaded(&loaded, true).unwrap();
+        scene.name = "ant.xml".into();
+        scenes.push((scene, 1000, 1e-6, 1e-4));
+    }
+    for (scene, steps, h, tolerance) in scenes {
+        let model = scene.model.clone();
+        let (nv, dt) = (model.nv, scene.dt);
+        let (_, at, tau, jac, report) = settle_and_differentiate(&scene, steps, &|_, _| {});
+        assert!(report.nc > 0, "{}", scene.name);
+        assert_eq!((jac.v_sides.len(), jac.tau_sides.len()), (nv, nv));
+        let step = |s: &State, t: &DVector<f64>| {
+            let mut sim = Simulator::new(model.clone(), params(dt)).unwrap();
+            let mut s = s.clone();
+            let report = sim.step(&mut s, t.as_slice()).unwrap();
+            assert!(report.solver.is_none_or(|r| r.converged), "{}", scene.name);
+            s.v
+        };
+        let base = step(&at, &tau);
+        let mut counts = [0usize; 4];
+        let mut worst = 0.0f64;
+        // Flagged columns whose two sides' differences disagree (a real
+        // boundary) and agree (a boundary within reach not crossed).
+        let (mut apart, mut alike, mut widest) = (0, 0, 0.0f64);
+        for (name, analytic, sides, step_size, floor) in [
+            ("v", &jac.dv_dv, &jac.v_sides, h, 1.0),
+            (
+                "τ",
+                &jac.dv_dtau,
+                &jac.tau_sides,
+                h / dt,
+                dt / model.total_mass(),
+            ),
+        ] {
+            let scale = analytic.amax().max(floor);
+            for k in 0..nv {
+                let one_sided = |sign: f64| {
+                    let (mut s, mut t) = (at.clone(), tau.clone());
+                    if name == "v" {
+                        s.v[k] += sign * step_size;
+                    } else {
+                        t[k] += sign * step_size;
+                    }
+                    (step(&s, &t) - &base) / (sign * step_size)
+                };
+                let (plus, minus) = (one_sided(1.0), one_sided(-1.0));
+                let error = |d: &DVector<f64>| (analytic.column(k) - d).amax() / scale;
+                let side = sides[k];
+                if side != QSide::Both {
+                    widest = widest.max((&plus - &minus).amax() / scale);
+                    if (&plus - &minus).amax() / scale > 1e-3 {
+                        apart += 1;
+                    } else {
+                        alike += 1;
+                    }
+                }
+                let checked = match side {
+                    QSide::Both => error(&plus).max(error(&minus)),
+                    QSide::Plus => error(&plus),
+                    QSide::Minus => error(&minus),
+                    QSide::Kink => 0.0,
+                };
+                assert!(
+                    checked < tolerance,
+                    "{}: {name} column {k} is {side:?} but differs from that side's differences by {checked:e}",
+                    scene.name
+                );
+                worst = worst.max(checked);
+                counts[(side.code() + 1).clamp(0, 3) as usize] += 1;
+            }
+        }
+        println!(
+            "{}: {} columns of v and τ: {} both, {} plus, {} minus, {} kinks; worst difference {worst:.1e}; flagged columns whose sides differ {apart}, agree {alike} (widest {widest:.1e})",
+            scene.name,
+            2 * nv,
+            counts[1],
+            counts[2],
+            counts[0],
+            counts[3]
+        );
+    }
+}

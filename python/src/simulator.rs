@@ -149,7 +149,10 @@ impl Simulator {
     /// `q` column its derivative is for, 0 both signs, +1 from above, -1
     /// from below (one-sided), 2 neither (a kink: a contact's or a stop's
     /// mode or slope changes either way within 1e-6; a robot at rest sits
-    /// on such boundaries). Use a tight `tolerance` (1e-10 or less).
+    /// on such boundaries); `v_side` and `tau_side` (nv,) the same for the
+    /// columns of `v` and `tau` (a stick reaching its cone's edge, a
+    /// pressed contact or a stop letting go). Use a tight `tolerance`
+    /// (1e-10 or less).
     fn step_with_jacobians<'py>(
         &mut self,
         py: Python<'py>,
@@ -176,6 +179,15 @@ impl Simulator {
         d.set_item("wrt_q", jac.wrt_q)?;
         d.set_item("q_residual", jac.q_residual)?;
         d.set_item("q_side", PyArray1::from_vec(py, q_side_codes(&jac)))?;
+        let nv = jac.dv_dv.ncols();
+        d.set_item(
+            "v_side",
+            PyArray1::from_vec(py, side_codes(&jac.v_sides, nv)),
+        )?;
+        d.set_item(
+            "tau_side",
+            PyArray1::from_vec(py, side_codes(&jac.tau_sides, nv)),
+        )?;
         Ok(d)
     }
 

@@ -331,6 +331,61 @@ def test_step_jacobians_say_which_side_of_a_kink_each_q_column_is():
     np.testing.assert_array_equal(batch.step_with_jacobians(np.zeros((2, model.nv)))["q_side"], np.tile(side, (2, 1)))
 
 
+def test_step_jacobians_say_which_side_of_a_kink_each_v_and_tau_column_is():
+    """The settled cube held up by a force equal to its weight: its four
+    contacts carry nothing and close nothing, on the boundary between
+    pressed and lifting. ``v_side`` and ``tau_side`` say so per column of
+    ``dv_dv`` and ``dv_dtau``: moving up keeps them open (+1: from above;
+    from below they press), sliding or turning about the vertical moves no
+    contact (0), tilting presses two corners and lifts two (2: a kink).
+    Each claim against one-sided differences (1e-7 m/s, 1e-7/dt N), as for
+    ``q_side`` (within 1e-6 of the column's scale, the wrong sides off by
+    more than 1e-2); under half or 1.2 times its weight every column is 0."""
+    model = moreau.scene("cube-resting")
+    sim = moreau.Simulator(model, tolerance=1e-12)
+    for _ in range(500):
+        sim.step(tau=np.zeros(model.nv))
+    q0, v0 = sim.q.copy(), sim.v.copy()
+    weight = sum(model.body_mass) * -model.gravity[2]
+
+    def run(tau, v=v0, jacobians=False):
+        s = moreau.Simulator(model, tolerance=1e-12)
+        s.q, s.v = q0, v
+        if jacobians:
+            return s.step_with_jacobians(tau)
+        s.step(tau=tau)
+        return s.v
+
+    for share in (0.5, 1.2):
+        jac = run(np.array([0, 0, share * weight, 0, 0, 0.0]), jacobians=True)
+        assert not jac["v_side"].any() and not jac["tau_side"].any(), share
+    tau0 = np.array([0, 0, weight, 0, 0, 0.0])
+    jac = run(tau0, jacobians=True)
+    assert jac["v_side"].dtype == np.int8
+    np.testing.assert_array_equal(jac["v_side"], [0, 0, 1, 2, 2, 0])
+    np.testing.assert_array_equal(jac["tau_side"], [0, 0, 1, 2, 2, 0])
+    base = run(tau0)
+    h = 1e-7
+    # (Each column relative to its largest entry, at least its free-flight
+    # scale: 1 for v, dt/m for tau.)
+    for name, step, floor in (("v", h, 1.0), ("tau", h / model.dt, model.dt / sum(model.body_mass))):
+        matrix, side = jac["dv_d" + name], jac[name + "_side"]
+        for k in range(model.nv):
+            scale = max(np.abs(matrix[:, k]).max(), floor)
+            error = {}
+            for sign in (1, -1):
+                e = np.zeros(model.nv)
+                e[k] = sign * step
+                moved = run(tau0, v=v0 + e) if name == "v" else run(tau0 + e)
+                error[sign] = np.abs(matrix[:, k] - (moved - base) / (sign * step)).max() / scale
+            if side[k] == 0:
+                assert max(error.values()) < 1e-6, (name, k, error)
+            elif side[k] == 2:
+                assert min(error.values()) > 1e-2, (name, k, error)
+            else:
+                assert error[side[k]] < 1e-6 and error[-side[k]] > 1e-2, (name, k, error)
+
+
 def test_a_gradient_through_a_kink_says_so():
     """moreau.autograd.step warns (KinkWarning) when a gradient with respect
     to q goes through a kink of a step (a cube settled on its four corners,

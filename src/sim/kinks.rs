@@ -81,10 +81,12 @@ pub(crate) struct StepPieces<'a> {
     pub modes: &'a [ContactMode],
     pub lambda: &'a [f64],
     pub c: &'a [f64],
-    /// `∂λ/∂q` and `∂c/∂q` (m × nv), `∂φ/∂q` (nc × nv).
+    /// `∂λ/∂x` and `∂c/∂x` (m × nv) along the columns of `x`, and for `x =
+    /// q` `∂φ/∂q` (nc × nv); `None` for `x = v` or `τ`, which move no
+    /// distance within the step.
     pub dlambda: &'a DMatrix<f64>,
     pub dc: &'a DMatrix<f64>,
-    pub dphi: &'a DMatrix<f64>,
+    pub dphi: Option<&'a DMatrix<f64>>,
     /// Rows whose normal carried restitution (their slope is 0).
     pub impacts: &'a [(usize, f64)],
     /// Each column's relative residual of the modes' linearized equations
@@ -108,8 +110,24 @@ fn stabilization_piece(d: f64, kink: Option<f64>) -> (f64, f64) {
     (sign * (d - boundary), sign)
 }
 
-/// The side of each of the `nv` columns (see the module doc).
+/// The side of each of the `nv` columns of `q` (see the module doc).
 pub(crate) fn q_sides(p: &StepPieces, nv: usize, out: &mut Vec<QSide>) {
+    sides(p, nv, KINK_REACH, out);
+}
+
+/// The side of each of the `nv` columns of `v` or `τ` (`p.dphi` `None`):
+/// the same quantities but the distances, which a change of `v` or `τ`
+/// does not move within the step, each boundary counted within `reach`
+/// of the column's unit ([`KINK_REACH`] m/s for `v`, `KINK_REACH/dt` N·m
+/// or N for `τ`: a velocity change of order `KINK_REACH` on a unit mass,
+/// as `moreau grad --fd` perturbs). Every such direction keeps the modes'
+/// equations solvable (`J δv` lies in the range of `G`).
+pub(crate) fn velocity_sides(p: &StepPieces, nv: usize, reach: f64, out: &mut Vec<QSide>) {
+    debug_assert!(p.dphi.is_none());
+    sides(p, nv, reach, out);
+}
+
+fn sides(p: &StepPieces, nv: usize, reach: f64, out: &mut Vec<QSide>) {
     let nc = p.contacts.len();
     out.clear();
     for k in 0..nv {
@@ -119,11 +137,11 @@ pub(crate) fn q_sides(p: &StepPieces, nv: usize, out: &mut Vec<QSide>) {
         // A piece kept while `s` (its value) stays ≥ 0, moving at `rate`.
         let mut keep = |s: f64, rate: f64| {
             // (A rate whose move over the reach is below rounding: none.)
-            if !(rate.abs() * KINK_REACH > NOISE) {
+            if !(rate.abs() * reach > NOISE) {
                 return;
             }
             moved = true;
-            if s.abs() <= KINK_REACH * rate.abs() {
+            if s.abs() <= reach * rate.abs() {
                 if rate > 0.0 {
                     sides.1 = false;
                 } else {
@@ -141,24 +159,26 @@ pub(crate) fn q_sides(p: &StepPieces, nv: usize, out: &mut Vec<QSide>) {
                     keep(p.lambda[n], dl(n));
                     // The stabilization's slope: the gap side's for
                     // φ ≥ 0, the penetration side's below.
-                    if !p.impacts.iter().any(|&(row, _)| row == n) {
+                    if let Some(dphi) = p.dphi
+                        && !p.impacts.iter().any(|&(row, _)| row == n)
+                    {
                         let (s, sign) =
                             stabilization_piece(p.contacts[i].distance, p.recovery_kink);
-                        keep(s, sign * p.dphi[(i, k)]);
+                        keep(s, sign * dphi[(i, k)]);
                     }
                     let (lt1, lt2) = (p.lambda[t1], p.lambda[t2]);
                     if mode == ContactMode::Sticking {
                         // Inside the cone: μλ_N − ‖λ_T‖ ≥ 0.
-                        let lt = lt1.hypot(lt2);
+                        let lt = (lt1 * lt1 + lt2 * lt2).sqrt();
                         let rate_t = if lt > 0.0 {
                             (lt1 * dl(t1) + lt2 * dl(t2)) / lt
                         } else {
-                            dl(t1).hypot(dl(t2))
+                            (dl(t1) * dl(t1) + dl(t2) * dl(t2)).sqrt()
                         };
                         keep(p.mu[i] * p.lambda[n] - lt, p.mu[i] * dl(n) - rate_t);
                     } else {
                         // Sliding: ‖c_T‖ > 0.
-                        let ct = p.c[t1].hypot(p.c[t2]);
+                        let ct = (p.c[t1] * p.c[t1] + p.c[t2] * p.c[t2]).sqrt();
                         if ct > 0.0 {
                             keep(ct, (p.c[t1] * dc(t1) + p.c[t2] * dc(t2)) / ct);
                         }
@@ -172,7 +192,7 @@ pub(crate) fn q_sides(p: &StepPieces, nv: usize, out: &mut Vec<QSide>) {
                 keep(p.c[r], p.dc[(r, k)]);
             } else {
                 keep(p.lambda[r], p.dlambda[(r, k)]);
-                if k == limit.dof {
+                if p.dphi.is_some() && k == limit.dof {
                     let (s, sign) = stabilization_piece(limit.distance, p.recovery_kink);
                     keep(s, sign * limit.sign());
                 }

@@ -44,7 +44,7 @@
 use super::{SimError, Simulator, State, StepReport, check_vec};
 use crate::collision::ContactGeometry;
 use crate::contact::sensitivity::VjpWorld;
-use crate::contact::{ContactProblem, ContactSensitivity};
+use crate::contact::{ContactMode, ContactProblem, ContactSensitivity};
 use crate::dynamics::{
     Derivatives, crba_from_kinematics, integrate_jacobians, ltdl_factorize, mass_inverse,
     rnea_derivatives_from_kinematics,
@@ -88,6 +88,14 @@ pub struct StepJacobians {
     /// slope, either way within [`super::KINK_REACH`]). See
     /// [`super::kinks`]: a robot at rest sits on such boundaries.
     pub q_sides: Vec<super::QSide>,
+    /// The same for the columns of `v` (`dv_dv`, `dq_dv`) and of `τ`
+    /// (`dv_dtau`, `dq_dtau`): a perturbation of a velocity or a torque
+    /// can take a sticking contact to its cone's edge, a pressed one off,
+    /// a stop off its bound, as one of `q` can; `τ`'s boundaries counted
+    /// within `KINK_REACH/dt` (see [`super::kinks::velocity_sides`]).
+    /// Forward mode only (empty in a reverse record).
+    pub v_sides: Vec<super::QSide>,
+    pub tau_sides: Vec<super::QSide>,
     /// `∂v⁺/∂μ` and `∂q⁺/∂μ` (nv × nc): column `i` for the friction
     /// coefficient of the step's contact `i` (`Simulator::contacts`); only
     /// sliding contacts' coefficients matter to first order.
@@ -99,8 +107,9 @@ pub struct StepJacobians {
     derivatives: Option<Derivatives>,
     sensitivity: ContactSensitivity,
     /// `∂λ/∂x` (m × nv), `Λ J` (`Λ = ∂λ*/∂g`), and the restitution rows
-    /// `E` of `∂g/∂v` then `Λ E`.
+    /// `E` of `∂g/∂v` then `Λ E`; `∂c/∂x` for the sides of `v` and `τ`.
     rows: DMatrix<f64>,
+    dc_x: DMatrix<f64>,
     lj: DMatrix<f64>,
     jv_impacts: DMatrix<f64>,
     /// The multi-dof joints' blocks of `jv`: (first dof, dofs).
@@ -314,6 +323,8 @@ impl Simulator {
         // the impulse's `∂(Jᵀλ)/∂q` is added to what it multiplies.
         out.q_residual = 0.0;
         out.q_sides.clear();
+        out.v_sides.clear();
+        out.tau_sides.clear();
         out.wrt_q = self
             .contacts
             .iter()
@@ -360,7 +371,7 @@ impl Simulator {
             }
             let minv = &out.derivatives.as_ref().expect("built above").ddq_dtau;
             small::gemm(&mut out.minv_jt, 1.0, minv, &out.jt, 0.0);
-            for mat in [&mut out.rows, &mut out.jv_impacts] {
+            for mat in [&mut out.rows, &mut out.jv_impacts, &mut out.dc_x] {
                 if mat.shape() != (m, nv) {
                     *mat = DMatrix::zeros(m, nv);
                 }
@@ -400,6 +411,55 @@ impl Simulator {
                         &mut out.dv_dtau
                     };
                     small::gemm(dst, 1.0, &out.minv_jt, &out.rows, 1.0);
+                    // The sides: ∂c/∂x = J ∂v⁺/∂x + R ∂λ/∂x (+ E for v),
+                    // c = J v⁺ + Rλ + e J_N v + s(φ), completed on the rows
+                    // whose velocity decides a piece (breaking and sliding
+                    // contacts, open stops).
+                    small::gemm(&mut out.dc_x, 1.0, j, dst, 0.0);
+                    let problem = &self.problem;
+                    let modes = &out.sensitivity.modes;
+                    let rows_of = |b: usize| -> std::ops::Range<usize> {
+                        match modes[b] {
+                            ContactMode::Sticking => 0..0,
+                            _ if b >= nc => 2 * nc + b..2 * nc + b + 1,
+                            ContactMode::Breaking => 3 * b + 2..3 * b + 3,
+                            ContactMode::Sliding => 3 * b..3 * b + 2,
+                        }
+                    };
+                    for r in (0..modes.len()).flat_map(rows_of) {
+                        let e = if target == 0 {
+                            out.impacts
+                                .iter()
+                                .find(|&&(row, _)| row == r)
+                                .map_or(0.0, |x| x.1)
+                        } else {
+                            0.0
+                        };
+                        let rr = problem.compliance[r];
+                        for k in 0..nv {
+                            out.dc_x[(r, k)] += rr * out.rows[(r, k)] + e * j[(r, k)];
+                        }
+                    }
+                    let pieces = super::kinks::StepPieces {
+                        contacts: &self.contacts,
+                        limits: &self.limits,
+                        mu: &problem.mu,
+                        modes: &out.sensitivity.modes,
+                        lambda: self.solution.lambda.as_slice(),
+                        c: &out.c,
+                        dlambda: &out.rows,
+                        dc: &out.dc_x,
+                        dphi: None,
+                        impacts: &out.impacts,
+                        residuals: &[],
+                        recovery_kink: None,
+                    };
+                    let (sides, reach) = if target == 0 {
+                        (&mut out.v_sides, super::KINK_REACH)
+                    } else {
+                        (&mut out.tau_sides, super::KINK_REACH / dt)
+                    };
+                    super::kinks::velocity_sides(&pieces, nv, reach, sides);
                 }
             }
             if out.wrt_q {
@@ -437,7 +497,7 @@ impl Simulator {
                         c: &out.c,
                         dlambda: &w.dc,
                         dc: &w.dc_total,
-                        dphi: &w.dphi,
+                        dphi: Some(&w.dphi),
                         impacts: &out.impacts,
                         residuals: out.sensitivity.column_residuals(),
                         recovery_kink: self.params.recovery_kink(),
@@ -448,6 +508,10 @@ impl Simulator {
         }
         if out.wrt_q && m == 0 {
             out.q_sides.resize(nv, super::QSide::Both);
+        }
+        if !reverse && m == 0 {
+            out.v_sides.resize(nv, super::QSide::Both);
+            out.tau_sides.resize(nv, super::QSide::Both);
         }
         integrate_jacobians(&model, self.v_next.as_slice(), dt, &mut out.jq, &mut out.jv);
         if reverse {
@@ -793,4 +857,3 @@ pub fn step_jacobians_by_differences(
     }
     Ok(out)
 }
-

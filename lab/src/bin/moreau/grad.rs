@@ -6,7 +6,8 @@
 
 use super::*;
 use moreau::State;
-use moreau::sim::{Q_EXACT_RESIDUAL, StepJacobians, step_jacobians_by_differences};
+use moreau::sim::{Q_EXACT_RESIDUAL, QSide, StepJacobians, step_jacobians_by_differences};
+use nalgebra::DMatrix;
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -39,24 +40,37 @@ fn rows(m: &nalgebra::DMatrix<f64>) -> Vec<Vec<f64>> {
 
 /// The worst relative differences of the Jacobians with respect to `v`
 /// and `τ`, each relative to its largest entry but at least its
-/// free-flight scale (1, dt/m, dt, dt²/m; m the total mass), and of those
-/// with respect to `q` (floors 1/dt and 1).
-fn worst_differences(a: &StepJacobians, b: &StepJacobians, dt: f64, mass: f64) -> (f64, f64) {
-    let worst = |pairs: &[(&nalgebra::DMatrix<f64>, &nalgebra::DMatrix<f64>, f64)]| {
-        pairs
-            .iter()
-            .map(|(x, y, floor)| (*x - *y).amax() / y.amax().max(*floor))
-            .fold(0.0, f64::max)
+/// free-flight scale (1, dt/m, dt, dt²/m; m the total mass), over the
+/// columns whose side is [`QSide::Both`] (`a`'s `v_sides`, `tau_sides`:
+/// central differences straddle the others' boundaries) and over the
+/// others; and of those with respect to `q` (floors 1/dt and 1).
+fn worst_differences(a: &StepJacobians, b: &StepJacobians, dt: f64, mass: f64) -> [f64; 3] {
+    type Pair<'a> = (&'a DMatrix<f64>, &'a DMatrix<f64>, f64, &'a [QSide]);
+    let worst = |pairs: &[Pair], smooth: bool| {
+        let mut e = 0.0f64;
+        for (x, y, floor, sides) in pairs {
+            let scale = y.amax().max(*floor);
+            for k in 0..x.ncols() {
+                let both = sides.get(k).is_none_or(|s| *s == QSide::Both);
+                if both == smooth {
+                    e = e.max((x.column(k) - y.column(k)).amax() / scale);
+                }
+            }
+        }
+        e
     };
-    (
-        worst(&[
-            (&a.dv_dv, &b.dv_dv, 1.0),
-            (&a.dv_dtau, &b.dv_dtau, dt / mass),
-            (&a.dq_dv, &b.dq_dv, dt),
-            (&a.dq_dtau, &b.dq_dtau, dt * dt / mass),
-        ]),
-        worst(&[(&a.dv_dq, &b.dv_dq, 1.0 / dt), (&a.dq_dq, &b.dq_dq, 1.0)]),
-    )
+    let (v, t) = (&a.v_sides[..], &a.tau_sides[..]);
+    let vt: [Pair; 4] = [
+        (&a.dv_dv, &b.dv_dv, 1.0, v),
+        (&a.dv_dtau, &b.dv_dtau, dt / mass, t),
+        (&a.dq_dv, &b.dq_dv, dt, v),
+        (&a.dq_dtau, &b.dq_dtau, dt * dt / mass, t),
+    ];
+    let q: [Pair; 2] = [
+        (&a.dv_dq, &b.dv_dq, 1.0 / dt, &[]),
+        (&a.dq_dq, &b.dq_dq, 1.0, &[]),
+    ];
+    [worst(&vt, true), worst(&vt, false), worst(&q, true)]
 }
 
 /// Whether a contact or a joint stop of the step just taken is within
@@ -161,6 +175,9 @@ pub(crate) fn grad(
     if let Some(every) = fd {
         let (mut worst, mut worst_q, mut fd_time, mut count, mut count_q, mut kinks) =
             (0.0f64, 0.0f64, 0.0, 0, 0, 0);
+        // Columns of v and τ on a boundary (not `Both`), and the worst
+        // difference there.
+        let (mut sided, mut columns, mut worst_sided) = (0, 0, 0.0f64);
         let mut sim = Simulator::new(model.clone(), params)?;
         for (k, (s0, t0)) in path.iter().enumerate() {
             let mut s = s0.clone();
@@ -174,8 +191,13 @@ pub(crate) fn grad(
             let fdj = step_jacobians_by_differences(&model, params, s0, t0.as_slice(), eps)?;
             fd_time += t.elapsed().as_secs_f64();
             count += 1;
-            let (e, e_q) = worst_differences(&jac, &fdj, dt, model.total_mass());
+            let [e, e_sided, e_q] = worst_differences(&jac, &fdj, dt, model.total_mass());
             worst = worst.max(e);
+            worst_sided = worst_sided.max(e_sided);
+            columns += jac.v_sides.len() + jac.tau_sides.len();
+            sided += (jac.v_sides.iter().chain(&jac.tau_sides))
+                .filter(|s| **s != QSide::Both)
+                .count();
             let exact = jac.wrt_q && jac.q_residual <= Q_EXACT_RESIDUAL;
             if exact && at_kink(&sim, 2.0 * eps) {
                 kinks += 1;
@@ -186,10 +208,13 @@ pub(crate) fn grad(
         }
         let per = fd_time / count.max(1) as f64;
         say!(
-            "central differences ({} steps each, eps {eps:e}) {:.2} µs per Jacobian, {:.1}× the analytical Jacobians; worst relative difference over {count} steps {worst:.1e} (v, τ)",
+            "central differences ({} steps each, eps {eps:e}) {:.2} µs per Jacobian, {:.1}× the analytical Jacobians; worst relative difference over {count} steps {worst:.1e} (v, τ; the columns on neither side of a boundary)",
             6 * nv,
             1e6 * per,
             per / (jac_time - step_time).max(1e-12)
+        );
+        say!(
+            "with respect to v and τ: {sided} of {columns} columns one-sided or on a kink (StepJacobians::v_sides, tau_sides), where central differences straddle a change of mode: worst relative difference there {worst_sided:.1e}"
         );
         say!(
             "with respect to q: worst relative difference over {count_q} steps {worst_q:.1e} (steps with exact derivatives; {kinks} with a contact or a stop within 2·eps of distance 0, where the stabilization's slope changes, not compared)"
