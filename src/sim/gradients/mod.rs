@@ -153,11 +153,10 @@ struct QWork {
     /// (nbodies × nv) whether dof k supports body b, at `b·nv + k`.
     supports: Vec<bool>,
     /// Per body: its spatial velocity under `v⁺` and under `v` (world
-    /// frame), the contact wrench on its subtree, and that wrench's change.
+    /// frame), and the contact wrench on its subtree.
     vel_next: Vec<Vec6>,
     vel_prev: Vec<Vec6>,
     wrench: Vec<Vec6>,
-    dwrench: Vec<Vec6>,
     /// Per contact: the stabilization's slope `∂s_N/∂φ`, the world force.
     slope: Vec<f64>,
     force: Vec<Vec3>,

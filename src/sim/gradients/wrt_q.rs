@@ -66,11 +66,22 @@ impl Simulator {
             w.dc = DMatrix::zeros(m, nv);
         }
         w.dc.fill(0.0);
+        // ∂(Jᵀλ)_j/∂q_k = S_j·δW_sub(j) + (S_k × S_j)·W_sub(j) where k
+        // supports j's body (W_sub(j) the contact wrench on the subtree of
+        // j's body, δW_sub(j) its change), = S_j·(δW_sub(j) − S_k ×*
+        // W_sub(j)) since (a ×)ᵀ = −(a ×*). The transport term per pair
+        // (j, k) here; each contact's δW below, on the dofs supporting its
+        // bodies.
+        w.djtl.fill(0.0);
+        for (jj, sj) in s.iter().enumerate().take(nv) {
+            let wb = &w.wrench[model.dof_body[jj]];
+            for k in model.support_dofs(model.dof_body[jj]) {
+                w.djtl[(jj, k)] = -sj.dot(&force_cross(&s[k], wb));
+            }
+        }
         let zero = Vec6::zeros();
         for k in 0..nv {
             let parent = model.body_parent[model.dof_body[k]];
-            w.dwrench.clear();
-            w.dwrench.resize(nb, Vec6::zeros());
             for (i, c) in self.contacts.iter().enumerate() {
                 let (on_a, on_b) = (w.supports[c.body_a * nv + k], w.supports[c.body_b * nv + k]);
                 if !on_a && !on_b {
@@ -117,20 +128,11 @@ impl Simulator {
                 let l = Vec3::new(lambda[3 * i], lambda[3 * i + 1], lambda[3 * i + 2]);
                 let df = var.frame * l;
                 let dw = spatial(&df, &(var.point.cross(&w.force[i]) + c.point.cross(&df)));
-                w.dwrench[c.body_a] += dw;
-                w.dwrench[c.body_b] -= dw;
-            }
-            subtree_sums(model, &mut w.dwrench);
-            // ∂(Jᵀλ)_j/∂q_k = S_j·δW_sub(j) + (S_k × S_j)·W_sub(j) where k
-            // supports j's body, = S_j·(δW_sub(j) − S_k ×* W_sub(j)) since
-            // (a ×)ᵀ = −(a ×*): once per body, then a dot per dof.
-            for b in 1..nb {
-                if w.supports[b * nv + k] {
-                    w.dwrench[b] -= force_cross(&s[k], &w.wrench[b]);
+                for (body, sign) in [(c.body_a, 1.0), (c.body_b, -1.0)] {
+                    for jj in model.support_dofs(body) {
+                        w.djtl[(jj, k)] += sign * s[jj].dot(&dw);
+                    }
                 }
-            }
-            for (jj, sj) in s.iter().enumerate().take(nv) {
-                w.djtl[(jj, k)] = sj.dot(&w.dwrench[model.dof_body[jj]]);
             }
         }
         // X = M̃⁻¹ (∂(Jᵀλ)/∂q − dt (∂τ/∂q + K)).
