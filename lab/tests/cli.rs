@@ -361,3 +361,72 @@ fn random_controls_drive_the_actuators_reproducibly() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--joint-pos PATTERN=VALUE` starts a robot file's 1-dof joints where
+/// asked (`*` a wildcard), the others where the file puts them; a pattern
+/// naming no such joint, a multi-dof joint, a malformed setting and a
+/// built-in scene are refused by name.
+#[test]
+fn joint_positions_set_a_robot_files_start() {
+    let bin = env!("CARGO_BIN_EXE_moreau");
+    let dir = std::env::temp_dir().join(format!("moreau-cli-joint-pos-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("legs.xml");
+    std::fs::write(
+        &path,
+        r#"<mujoco><option timestep="0.01" gravity="0 0 0"/><worldbody>
+<body name="a"><joint name="left_knee" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" mass="1" contype="0" conaffinity="0"/>
+<body name="b" pos="0 0 -0.5"><joint name="right_knee" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05" mass="1" contype="0" conaffinity="0"/>
+<body name="c" pos="0 0 -0.5"><joint name="slide" type="slide" axis="1 0 0"/>
+<geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body></body></body>
+<body name="ball" pos="2 0 0"><freejoint name="float"/><geom type="sphere" size="0.1" mass="1"/></body>
+</worldbody></mujoco>"#,
+    )
+    .unwrap();
+    let csv = dir.join("start.csv");
+    let run = |settings: &[&str]| {
+        let mut args = vec!["run", path.to_str().unwrap(), "--steps", "1", "--passive"];
+        for s in settings {
+            args.extend_from_slice(&["--joint-pos", s]);
+        }
+        args.extend_from_slice(&["--out", csv.to_str().unwrap()]);
+        std::process::Command::new(bin)
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["*_knee=0.3"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let first: Vec<f64> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(|x| x.parse().unwrap())
+        .collect();
+    // t, then q: the knees, the slide, the ball's position and quaternion.
+    assert_eq!(&first[1..4], &[0.3, 0.3, 0.0], "{first:?}");
+    for (settings, expected) in [
+        (vec!["elbow=1"], "no 1-dof joint is named `elbow`"),
+        (vec!["float=1"], "joint `float` is not a 1-dof joint"),
+        (vec!["*_knee"], "expected PATTERN=VALUE"),
+        (vec!["slide=nan"], "expected PATTERN=VALUE"),
+    ] {
+        let o = run(&settings);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && stderr.contains(expected),
+            "{settings:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    let o = std::process::Command::new(bin)
+        .args(["run", "quadruped", "--steps", "1", "--joint-pos", "a=1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("applies to robot files"));
+}

@@ -563,6 +563,12 @@ struct ModelFileArgs {
     /// `condim` 3, sliding friction only.
     #[arg(long)]
     sliding_friction_only: bool,
+    /// Robot files: start the 1-dof joints named PATTERN (`*` matches any
+    /// run of characters: `'*_calf_joint=-1.8'`) at VALUE (rad or m)
+    /// instead of the file's configuration; the scene's PD holds the
+    /// result (repeatable; a pattern that names no such joint is refused).
+    #[arg(long, value_name = "PATTERN=VALUE")]
+    joint_pos: Vec<String>,
 }
 
 impl ModelFileArgs {
@@ -768,7 +774,13 @@ fn main() -> ExitCode {
             ..
         } => compare_locomotion(&out, quick),
         Command::Compare { out, quick, .. } => compare(&out, quick),
-        Command::Inspect { file, options } => inspect(&file, &options),
+        Command::Inspect { file, options } => {
+            if options.joint_pos.is_empty() {
+                inspect(&file, &options)
+            } else {
+                Err("--joint-pos sets a starting configuration; inspect prints none".into())
+            }
+        }
         Command::Render {
             scene,
             file,

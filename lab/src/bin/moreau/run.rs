@@ -140,14 +140,75 @@ pub(crate) fn load_scene(
     passive: bool,
 ) -> Result<Scene, AnyError> {
     Ok(if is_model_file(name) {
-        let loaded = load_model_file(name, &file_args.options())?;
+        let mut loaded = load_model_file(name, &file_args.options())?;
         for w in &loaded.warnings {
             eprintln!("warning: {w}");
         }
+        for setting in &file_args.joint_pos {
+            set_joint_positions(&mut loaded, setting)?;
+        }
         scenes::from_loaded(&loaded, passive)?
+    } else if !file_args.joint_pos.is_empty() {
+        return Err(
+            format!("--joint-pos applies to robot files, not the built-in scene `{name}`").into(),
+        );
     } else {
         scenes::scene(name)?
     })
+}
+
+/// `--joint-pos PATTERN=VALUE`: the 1-dof joints whose names match
+/// PATTERN (`*` any run of characters) start at VALUE.
+fn set_joint_positions(
+    loaded: &mut moreau::load::LoadedModel,
+    setting: &str,
+) -> Result<(), AnyError> {
+    let bad =
+        || format!("--joint-pos `{setting}`: expected PATTERN=VALUE, e.g. '*_calf_joint=-1.8'");
+    let (pattern, value) = setting.rsplit_once('=').ok_or_else(bad)?;
+    let value: f64 = value.trim().parse().map_err(|_| bad())?;
+    if !value.is_finite() || pattern.is_empty() {
+        return Err(bad().into());
+    }
+    let model = &loaded.model;
+    let mut matched = 0;
+    for b in 1..model.nbodies {
+        if !glob_match(pattern, &model.joint_name[b]) {
+            continue;
+        }
+        if !matches!(
+            model.joint_type[b],
+            moreau::model::JointType::Revolute(_) | moreau::model::JointType::Prismatic(_)
+        ) {
+            return Err(format!(
+                "--joint-pos `{setting}`: joint `{}` is not a 1-dof joint",
+                model.joint_name[b]
+            )
+            .into());
+        }
+        loaded.q0[model.joint_idx_q[b]] = value;
+        matched += 1;
+    }
+    if matched == 0 {
+        return Err(format!("--joint-pos `{setting}`: no 1-dof joint is named `{pattern}`").into());
+    }
+    Ok(())
+}
+
+/// Whether `name` matches `pattern`, where `*` matches any run of
+/// characters (none included).
+fn glob_match(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, rest)) => {
+            let Some(tail) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|&i| tail.is_char_boundary(i))
+                .any(|i| glob_match(rest, &tail[i..]))
+        }
+    }
 }
 
 pub(crate) fn progress(steps: usize) -> ProgressBar {
