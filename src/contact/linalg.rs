@@ -43,11 +43,10 @@ pub fn cholesky_solve_in_place(l: &[f64], n: usize, x: &mut [f64]) {
     }
 }
 
-/// [`cholesky_solve_in_place`] for every column of `x` (n × k,
-/// column-major) at once: the columns transposed into `xt` (a run of `k`
-/// values per row), so that each elimination step is an axpy across the
-/// columns.
-pub fn cholesky_solve_columns(l: &[f64], n: usize, x: &mut [f64], xt: &mut Vec<f64>) {
+/// Runs `solve` on the columns of `x` (n × k, column-major) transposed into
+/// `xt` (a run of `k` values per row, so that each elimination step of a
+/// solve is an axpy across the columns), then writes them back.
+pub fn on_rows(x: &mut [f64], n: usize, xt: &mut Vec<f64>, solve: impl FnOnce(&mut [f64], usize)) {
     if n == 0 {
         return;
     }
@@ -59,41 +58,49 @@ pub fn cholesky_solve_columns(l: &[f64], n: usize, x: &mut [f64], xt: &mut Vec<f
             xt[r * k + j] = v;
         }
     }
-    // L y = b: row i −= L[i][p] row p (p < i), then / L[i][i].
-    for i in 0..n {
-        let (head, tail) = xt.split_at_mut(i * k);
-        let row = &mut tail[..k];
-        for p in 0..i {
-            let lip = l[p * n + i];
-            if lip != 0.0 {
-                for (x, s) in row.iter_mut().zip(&head[p * k..(p + 1) * k]) {
-                    *x -= lip * s;
-                }
-            }
-        }
-        let d = 1.0 / l[i * n + i];
-        row.iter_mut().for_each(|x| *x *= d);
-    }
-    // Lᵀ x = y: row i −= L[p][i] row p (p > i), then / L[i][i].
-    for i in (0..n).rev() {
-        let (head, tail) = xt.split_at_mut((i + 1) * k);
-        let row = &mut head[i * k..];
-        for p in i + 1..n {
-            let lpi = l[i * n + p];
-            if lpi != 0.0 {
-                for (x, s) in row.iter_mut().zip(&tail[(p - i - 1) * k..(p - i) * k]) {
-                    *x -= lpi * s;
-                }
-            }
-        }
-        let d = 1.0 / l[i * n + i];
-        row.iter_mut().for_each(|x| *x *= d);
-    }
+    solve(xt, k);
     for (j, col) in x.chunks_exact_mut(n).enumerate() {
         for (r, v) in col.iter_mut().enumerate() {
             *v = xt[r * k + j];
         }
     }
+}
+
+/// [`cholesky_solve_in_place`] for every column of `x` (n × k,
+/// column-major) at once ([`on_rows`]).
+pub fn cholesky_solve_columns(l: &[f64], n: usize, x: &mut [f64], xt: &mut Vec<f64>) {
+    on_rows(x, n, xt, |xt, k| {
+        // L y = b: row i −= L[i][p] row p (p < i), then / L[i][i].
+        for i in 0..n {
+            let (head, tail) = xt.split_at_mut(i * k);
+            let row = &mut tail[..k];
+            for p in 0..i {
+                let lip = l[p * n + i];
+                if lip != 0.0 {
+                    for (x, s) in row.iter_mut().zip(&head[p * k..(p + 1) * k]) {
+                        *x -= lip * s;
+                    }
+                }
+            }
+            let d = 1.0 / l[i * n + i];
+            row.iter_mut().for_each(|x| *x *= d);
+        }
+        // Lᵀ x = y: row i −= L[p][i] row p (p > i), then / L[i][i].
+        for i in (0..n).rev() {
+            let (head, tail) = xt.split_at_mut((i + 1) * k);
+            let row = &mut head[i * k..];
+            for p in i + 1..n {
+                let lpi = l[i * n + p];
+                if lpi != 0.0 {
+                    for (x, s) in row.iter_mut().zip(&tail[(p - i - 1) * k..(p - i) * k]) {
+                        *x -= lpi * s;
+                    }
+                }
+            }
+            let d = 1.0 / l[i * n + i];
+            row.iter_mut().for_each(|x| *x *= d);
+        }
+    });
 }
 
 /// Estimate of the largest eigenvalue of the symmetric PSD operator `apply`

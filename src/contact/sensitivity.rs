@@ -36,7 +36,7 @@
 use super::ContactProblem;
 use super::cone::get3;
 use super::linalg::{
-    cholesky_in_place, cholesky_solve_columns, lu_apply, lu_apply_transpose, lu_factor,
+    cholesky_in_place, cholesky_solve_columns, lu_apply, lu_apply_transpose, lu_factor, on_rows,
     reshape_zeroed,
 };
 use crate::error::ProblemError;
@@ -406,62 +406,48 @@ impl ContactSensitivity {
     }
 
     /// `X = LU⁻¹ X` for every column of `x` at once (the factors of
-    /// [`Self::factorize`]): the columns transposed (`xt`, one contiguous
-    /// run of `k` values per row of `A`), so that each elimination step is
-    /// an axpy across the columns.
+    /// [`Self::factorize`]), on the rows of `Xᵀ` ([`on_rows`]).
     fn lu_solve_columns(&mut self, x: &mut DMatrix<f64>) {
-        let (m, k) = (x.nrows(), x.ncols());
-        let xt = &mut self.xt;
-        xt.clear();
-        xt.resize(m * k, 0.0);
-        for (j, col) in x.as_slice().chunks_exact(m.max(1)).enumerate() {
-            for (r, &v) in col.iter().enumerate() {
-                xt[r * k + j] = v;
-            }
-        }
-        let lu = &self.lu;
-        for p in 0..m {
-            let q = self.pivot[p];
-            if q != p {
-                for j in 0..k {
-                    xt.swap(p * k + j, q * k + j);
-                }
-            }
-        }
-        for p in 0..m {
-            for i in p + 1..m {
-                let l = lu[p * m + i];
-                if l != 0.0 {
-                    let (head, tail) = xt.split_at_mut(i * k);
-                    let src = &head[p * k..(p + 1) * k];
-                    for (x, s) in tail[..k].iter_mut().zip(src) {
-                        *x -= l * s;
+        let m = x.nrows();
+        let (lu, pivot) = (&self.lu, &self.pivot);
+        on_rows(x.as_mut_slice(), m, &mut self.xt, |xt, k| {
+            for (p, &q) in pivot.iter().enumerate().take(m) {
+                if q != p {
+                    for j in 0..k {
+                        xt.swap(p * k + j, q * k + j);
                     }
                 }
             }
-        }
-        for p in (0..m).rev() {
-            let (head, tail) = xt.split_at_mut((p + 1) * k);
-            let row = &mut head[p * k..];
-            for jj in p + 1..m {
-                let u = lu[jj * m + p];
-                if u != 0.0 {
-                    let src = &tail[(jj - p - 1) * k..(jj - p) * k];
-                    for (x, s) in row.iter_mut().zip(src) {
-                        *x -= u * s;
+            for p in 0..m {
+                for i in p + 1..m {
+                    let l = lu[p * m + i];
+                    if l != 0.0 {
+                        let (head, tail) = xt.split_at_mut(i * k);
+                        let src = &head[p * k..(p + 1) * k];
+                        for (x, s) in tail[..k].iter_mut().zip(src) {
+                            *x -= l * s;
+                        }
                     }
                 }
             }
-            let d = 1.0 / lu[p * m + p];
-            for x in row.iter_mut() {
-                *x *= d;
+            for p in (0..m).rev() {
+                let (head, tail) = xt.split_at_mut((p + 1) * k);
+                let row = &mut head[p * k..];
+                for jj in p + 1..m {
+                    let u = lu[jj * m + p];
+                    if u != 0.0 {
+                        let src = &tail[(jj - p - 1) * k..(jj - p) * k];
+                        for (x, s) in row.iter_mut().zip(src) {
+                            *x -= u * s;
+                        }
+                    }
+                }
+                let d = 1.0 / lu[p * m + p];
+                for x in row.iter_mut() {
+                    *x *= d;
+                }
             }
-        }
-        for (j, col) in x.as_mut_slice().chunks_exact_mut(m.max(1)).enumerate() {
-            for (r, v) in col.iter_mut().enumerate() {
-                *v = xt[r * k + j];
-            }
-        }
+        });
     }
 
     /// [`Self::apply`] in the least-squares sense, for directions along
