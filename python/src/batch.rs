@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::arrays::{Floats1, Floats2, FloatsDyn, array2, array3, rows, vector};
 use crate::model::{Model, Pair};
 use crate::render::{CachedRenderer, CameraId, ViewArgs, to_python};
-use crate::simulator::{params, q_side_codes};
+use crate::simulator::{params, q_side_codes, side_codes};
 use crate::value_error;
 use crate::views::{StateViews, Which, lend_times, lend2};
 use moreau::render::Overlay;
@@ -205,9 +205,9 @@ impl BatchSim {
     /// `dq_dv`, `dq_dtau` (`q` in the tangent space: see
     /// `Model.configuration_charts`), and (nworlds,) `wrt_q` (false: that
     /// world's `q` columns are not available), `q_residual` and
-    /// (nworlds, nv) `q_side` (see `Simulator.step_with_jacobians`). A
-    /// failed world (in `failures`) keeps its state and gets NaN Jacobians
-    /// (and `q_side` 2).
+    /// (nworlds, nv) `q_side`, `v_side`, `tau_side` (see
+    /// `Simulator.step_with_jacobians`). A failed world (in `failures`)
+    /// keeps its state and gets NaN Jacobians (and sides 2).
     fn step_with_jacobians<'py>(
         &mut self,
         py: Python<'py>,
@@ -223,7 +223,7 @@ impl BatchSim {
         let names = ["dv_dq", "dv_dv", "dv_dtau", "dq_dq", "dq_dv", "dq_dtau"];
         let mut flats: Vec<Vec<f64>> = vec![Vec::with_capacity(n * nv * nv); names.len()];
         let (mut wrt_q, mut residual) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let mut sides: Vec<i8> = Vec::with_capacity(n * nv);
+        let mut sides: [Vec<i8>; 3] = std::array::from_fn(|_| Vec::with_capacity(n * nv));
         for w in 0..n {
             let jac = self.batch.jacobians(w).map_err(value_error)?;
             match jac {
@@ -236,7 +236,9 @@ impl BatchSim {
                     }
                     wrt_q.push(j.wrt_q);
                     residual.push(j.q_residual);
-                    sides.extend(q_side_codes(j));
+                    sides[0].extend(q_side_codes(j));
+                    sides[1].extend(side_codes(&j.v_sides, nv));
+                    sides[2].extend(side_codes(&j.tau_sides, nv));
                 }
                 None => {
                     for flat in flats.iter_mut() {
@@ -244,7 +246,9 @@ impl BatchSim {
                     }
                     wrt_q.push(false);
                     residual.push(f64::NAN);
-                    sides.extend(std::iter::repeat_n(2, nv));
+                    sides
+                        .iter_mut()
+                        .for_each(|s| s.extend(std::iter::repeat_n(2, nv)));
                 }
             }
         }
@@ -254,12 +258,10 @@ impl BatchSim {
         }
         d.set_item("wrt_q", PyArray1::from_vec(py, wrt_q))?;
         d.set_item("q_residual", PyArray1::from_vec(py, residual))?;
-        d.set_item(
-            "q_side",
-            PyArray1::from_vec(py, sides)
-                .reshape([n, nv])
-                .expect("n × nv"),
-        )?;
+        for (name, codes) in ["q_side", "v_side", "tau_side"].into_iter().zip(sides) {
+            let codes = PyArray1::from_vec(py, codes).reshape([n, nv]);
+            d.set_item(name, codes.expect("n × nv"))?;
+        }
         Ok(d)
     }
 

@@ -340,7 +340,8 @@ def test_step_jacobians_say_which_side_of_a_kink_each_v_and_tau_column_is():
     contact (0), tilting presses two corners and lifts two (2: a kink).
     Each claim against one-sided differences (1e-7 m/s, 1e-7/dt N), as for
     ``q_side`` (within 1e-6 of the column's scale, the wrong sides off by
-    more than 1e-2); under half or 1.2 times its weight every column is 0."""
+    more than 1e-2); under half or 1.2 times its weight every column is 0.
+    BatchSim gives the same codes."""
     model = moreau.scene("cube-resting")
     sim = moreau.Simulator(model, tolerance=1e-12)
     for _ in range(500):
@@ -384,6 +385,11 @@ def test_step_jacobians_say_which_side_of_a_kink_each_v_and_tau_column_is():
                 assert min(error.values()) > 1e-2, (name, k, error)
             else:
                 assert error[side[k]] < 1e-6 and error[-side[k]] > 1e-2, (name, k, error)
+    batch = moreau.BatchSim(model, 2, solver="ncp-admm", tolerance=1e-12)
+    batch.set_states(np.tile(q0, (2, 1)), np.tile(v0, (2, 1)))
+    out = batch.step_with_jacobians(np.tile(tau0, (2, 1)))
+    for name in ("v_side", "tau_side"):
+        np.testing.assert_array_equal(out[name], np.tile(jac[name], (2, 1)))
 
 
 def test_a_gradient_through_a_kink_says_so():
