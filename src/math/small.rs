@@ -57,21 +57,16 @@ pub fn gemm(c: &mut DMatrix<f64>, alpha: f64, a: &DMatrix<f64>, b: &DMatrix<f64>
 /// Each column of `c` accumulated from the columns of `a` (column-major
 /// slices, `m ≥ 1` rows): the portable path.
 fn columns(c: &mut [f64], alpha: f64, a: &[f64], b: &[f64], beta: f64, m: usize, k: usize) {
-    for (cj, bj) in c.chunks_exact_mut(m).zip(b.chunks_exact(k.max(1))) {
+    for (j, cj) in c.chunks_exact_mut(m).enumerate() {
         if beta == 0.0 {
             cj.fill(0.0);
         } else if beta != 1.0 {
             cj.iter_mut().for_each(|x| *x *= beta);
         }
-        if k == 0 {
-            continue;
-        }
-        for (ap, &bpj) in a.chunks_exact(m).zip(bj) {
-            if bpj != 0.0 {
-                let s = alpha * bpj;
-                for (x, &y) in cj.iter_mut().zip(ap) {
-                    *x += s * y;
-                }
+        for (p, ap) in a.chunks_exact(m).take(k).enumerate() {
+            let s = alpha * b[j * k + p];
+            for (x, &y) in cj.iter_mut().zip(ap) {
+                *x += s * y;
             }
         }
     }
@@ -258,6 +253,8 @@ mod tests {
             (18, 18, 18),
             (12, 18, 7),
             (5, 1, 9),
+            (2, 7, 3),
+            (23, 23, 23),
             (100, 100, 100),
         ] {
             let mut fill = |r: usize, c: usize| {
@@ -274,6 +271,14 @@ mod tests {
                 gemm(&mut got, alpha, &a, &b, beta);
                 let err = (&got - &expected).abs().max();
                 assert!(err < 1e-13, "{m}x{k}x{n} alpha {alpha} beta {beta}: {err}");
+                // The portable path too (the one above may be AVX2's).
+                if m > 0 {
+                    let mut portable = c0.clone();
+                    let (a, b) = (a.as_slice(), b.as_slice());
+                    columns(portable.as_mut_slice(), alpha, a, b, beta, m, k);
+                    let err = (&portable - &expected).abs().max();
+                    assert!(err < 1e-13, "portable {m}x{k}x{n}: {err}");
+                }
             }
         }
     }
