@@ -208,7 +208,7 @@ pub(crate) fn grad(
         }
         let per = fd_time / count.max(1) as f64;
         say!(
-            "central differences ({} steps each, eps {eps:e}) {:.2} µs per Jacobian, {:.1}× the analytical Jacobians; worst relative difference over {count} steps {worst:.1e} (v, τ; the columns on neither side of a boundary)",
+            "central differences ({} steps each, eps {eps:e}) {:.2} µs per Jacobian, {:.1}× the analytical Jacobians; worst relative difference over {count} steps {worst:.1e} (v, τ; the two-sided columns)",
             6 * nv,
             1e6 * per,
             per / (jac_time - step_time).max(1e-12)
