@@ -102,103 +102,43 @@ mod avx2 {
             // (The tile's shape constant, so that its accumulators stay in
             // registers.)
             macro_rules! tile {
-                ($v:literal) => {
-                    // SAFETY: rows i..i + 4v ≤ m, columns j..j + nr ≤ n.
+                ($v:literal, $masked:literal, $rows:expr) => {
+                    // SAFETY: rows i..i + 4v ≤ m (i..m where masked: only
+                    // those are loaded and stored), columns j..j + nr ≤ n.
                     unsafe {
                         match nr {
-                            4 => tile::<$v, 4>(c, alpha, a, b, beta, m, k, i, j),
-                            3 => tile::<$v, 3>(c, alpha, a, b, beta, m, k, i, j),
-                            2 => tile::<$v, 2>(c, alpha, a, b, beta, m, k, i, j),
-                            _ => tile::<$v, 1>(c, alpha, a, b, beta, m, k, i, j),
+                            4 => tile::<$v, 4, $masked>(c, alpha, a, b, beta, m, k, i, j, $rows),
+                            3 => tile::<$v, 3, $masked>(c, alpha, a, b, beta, m, k, i, j, $rows),
+                            2 => tile::<$v, 2, $masked>(c, alpha, a, b, beta, m, k, i, j, $rows),
+                            _ => tile::<$v, 1, $masked>(c, alpha, a, b, beta, m, k, i, j, $rows),
                         }
                     }
                 };
             }
             while i + 8 <= m {
-                tile!(2);
+                tile!(2, false, 4);
                 i += 8;
             }
             if i + 4 <= m {
-                tile!(1);
+                tile!(1, false, 4);
                 i += 4;
             }
             if i < m {
                 // The last 1–3 rows, masked.
-                let rows = m - i;
-                // SAFETY: as above; only rows i..m are loaded and stored.
-                unsafe {
-                    match nr {
-                        4 => tail::<4>(c, alpha, a, b, beta, m, k, i, j, rows),
-                        3 => tail::<3>(c, alpha, a, b, beta, m, k, i, j, rows),
-                        2 => tail::<2>(c, alpha, a, b, beta, m, k, i, j, rows),
-                        _ => tail::<1>(c, alpha, a, b, beta, m, k, i, j, rows),
-                    }
-                }
+                tile!(1, true, m - i);
             }
             j += nr;
         }
     }
 
-    /// Rows `i..i + 4 V` and columns `j..j + NR` (`NR ≤ 4`) of `c`.
+    /// Rows `i..i + 4 V` (where `MASKED`, the last 4 only their first
+    /// `rows`) and columns `j..j + NR` (`NR ≤ 4`) of `c`.
     ///
     /// # Safety
     /// AVX2 and FMA; the rows and columns within the slices' shapes.
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile<const V: usize, const NR: usize>(
-        c: &mut [f64],
-        alpha: f64,
-        a: &[f64],
-        b: &[f64],
-        beta: f64,
-        m: usize,
-        k: usize,
-        i: usize,
-        j: usize,
-    ) {
-        let mut acc = [[_mm256_setzero_pd(); NR]; V];
-        let (ap, bp, cp) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-        for p in 0..k {
-            // SAFETY: (i + 4V − 1) + p m < m k and (j + NR − 1) k + p < k n.
-            unsafe {
-                let mut av = [_mm256_setzero_pd(); V];
-                for (v, x) in av.iter_mut().enumerate() {
-                    *x = _mm256_loadu_pd(ap.add(p * m + i + 4 * v));
-                }
-                for jj in 0..NR {
-                    let bv = _mm256_broadcast_sd(&*bp.add((j + jj) * k + p));
-                    for v in 0..V {
-                        acc[v][jj] = _mm256_fmadd_pd(av[v], bv, acc[v][jj]);
-                    }
-                }
-            }
-        }
-        let al = _mm256_set1_pd(alpha);
-        let be = _mm256_set1_pd(beta);
-        for jj in 0..NR {
-            for (v, row) in acc.iter().enumerate() {
-                // SAFETY: column j + jj, rows i + 4v..i + 4v + 4 of c.
-                unsafe {
-                    let dst = cp.add((j + jj) * m + i + 4 * v);
-                    let out = if beta == 0.0 {
-                        _mm256_mul_pd(al, row[jj])
-                    } else {
-                        _mm256_fmadd_pd(be, _mm256_loadu_pd(dst), _mm256_mul_pd(al, row[jj]))
-                    };
-                    _mm256_storeu_pd(dst, out);
-                }
-            }
-        }
-    }
-
-    /// Rows `i..i + rows` (`rows < 4`, the rest masked off) and columns
-    /// `j..j + NR` of `c`.
-    ///
-    /// # Safety
-    /// AVX2 and FMA; the rows and columns within the slices' shapes.
-    #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tail<const NR: usize>(
+    unsafe fn tile<const V: usize, const NR: usize, const MASKED: bool>(
         c: &mut [f64],
         alpha: f64,
         a: &[f64],
@@ -212,29 +152,55 @@ mod avx2 {
     ) {
         let lane = |l: usize| if l < rows { -1i64 } else { 0 };
         let mask = _mm256_setr_epi64x(lane(0), lane(1), lane(2), lane(3));
-        let mut acc = [_mm256_setzero_pd(); NR];
+        let masked = |v: usize| MASKED && v + 1 == V;
+        // SAFETY (both): `p` within the slice for the lanes loaded or
+        // stored (all four, or the mask's).
+        let load = |p: *const f64, v: usize| unsafe {
+            if masked(v) {
+                _mm256_maskload_pd(p, mask)
+            } else {
+                _mm256_loadu_pd(p)
+            }
+        };
+        let store = |p: *mut f64, v: usize, x: __m256d| unsafe {
+            if masked(v) {
+                _mm256_maskstore_pd(p, mask, x)
+            } else {
+                _mm256_storeu_pd(p, x)
+            }
+        };
+        let mut acc = [[_mm256_setzero_pd(); NR]; V];
         let (ap, bp, cp) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
         for p in 0..k {
-            // SAFETY: the unmasked lanes are rows i..m of column p.
+            // SAFETY: (i + 4V − 1) + p m < m k (masked lanes aside) and
+            // (j + NR − 1) k + p < k n.
             unsafe {
-                let av = _mm256_maskload_pd(ap.add(p * m + i), mask);
-                for (jj, x) in acc.iter_mut().enumerate() {
+                let mut av = [_mm256_setzero_pd(); V];
+                for (v, x) in av.iter_mut().enumerate() {
+                    *x = load(ap.add(p * m + i + 4 * v), v);
+                }
+                for jj in 0..NR {
                     let bv = _mm256_broadcast_sd(&*bp.add((j + jj) * k + p));
-                    *x = _mm256_fmadd_pd(av, bv, *x);
+                    for v in 0..V {
+                        acc[v][jj] = _mm256_fmadd_pd(av[v], bv, acc[v][jj]);
+                    }
                 }
             }
         }
         let (al, be) = (_mm256_set1_pd(alpha), _mm256_set1_pd(beta));
-        for (jj, x) in acc.iter().enumerate() {
-            // SAFETY: the unmasked lanes are rows i..m of column j + jj.
-            unsafe {
-                let dst = cp.add((j + jj) * m + i);
-                let out = if beta == 0.0 {
-                    _mm256_mul_pd(al, *x)
-                } else {
-                    _mm256_fmadd_pd(be, _mm256_maskload_pd(dst, mask), _mm256_mul_pd(al, *x))
-                };
-                _mm256_maskstore_pd(dst, mask, out);
+        for jj in 0..NR {
+            for (v, row) in acc.iter().enumerate() {
+                // SAFETY: column j + jj, rows i + 4v..i + 4v + 4 of c
+                // (masked lanes aside).
+                unsafe {
+                    let dst = cp.add((j + jj) * m + i + 4 * v);
+                    let out = if beta == 0.0 {
+                        _mm256_mul_pd(al, row[jj])
+                    } else {
+                        _mm256_fmadd_pd(be, load(dst, v), _mm256_mul_pd(al, row[jj]))
+                    };
+                    store(dst, v, out);
+                }
             }
         }
     }
