@@ -480,7 +480,7 @@ impl ContactSensitivity {
             *normal = DMatrix::zeros(m, m);
         }
         small::gemm(normal, 1.0, at, &self.a, 0.0);
-        let dmax = normal.diagonal().max().max(f64::MIN_POSITIVE);
+        let dmax = (0..m).fold(f64::MIN_POSITIVE, |d, i| d.max(normal[(i, i)]));
         for i in 0..m {
             normal[(i, i)] += TIKHONOV * dmax;
         }
