@@ -12,7 +12,7 @@ mod philox;
 mod rng;
 pub mod small;
 
-pub use philox::{PhiloxStream, philox4x32};
+pub use philox::{PhiloxStream, philox_constants, philox4x32};
 pub use rng::Rng;
 
 use nalgebra::{Matrix3, Matrix6, Quaternion, UnitQuaternion, Vector3, Vector6};

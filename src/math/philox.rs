@@ -9,6 +9,17 @@
 const M: [u32; 2] = [0xD251_1F53, 0xCD9E_8D57];
 const W: [u32; 2] = [0x9E37_79B9, 0xBB67_AE85];
 
+/// The multipliers and key increments as the kernels' constants
+/// (`shaders/philox.wgsl`).
+pub fn philox_constants() -> [(&'static str, u32); 4] {
+    [
+        ("PHILOX_M0", M[0]),
+        ("PHILOX_M1", M[1]),
+        ("PHILOX_W0", W[0]),
+        ("PHILOX_W1", W[1]),
+    ]
+}
+
 /// The 4 words of Philox4x32-10 at counter `ctr` and key `key`.
 pub fn philox4x32(mut ctr: [u32; 4], mut key: [u32; 2]) -> [u32; 4] {
     for _ in 0..10 {

@@ -6,6 +6,7 @@ use crate::dynamics::{
     COM_INERTIA, Data, com_inertias, com_velocities, com_wrenches, forward_kinematics,
     forward_velocity, subtree_coms,
 };
+use crate::gpu::resident::{DeviceTaskSpec, TaskFloats};
 use crate::math::{PhiloxStream, Vec3};
 use crate::model::{Coordinate, Model};
 use crate::sim::actuator_forces;
@@ -436,10 +437,7 @@ impl GymTask {
         for (x, x0) in qpos.iter_mut().zip(&self.qpos0) {
             *x = x0 + rng.range(-s, s);
         }
-        let normal = matches!(
-            self.kind,
-            GymKind::Ant | GymKind::InvertedDoublePendulum | GymKind::HalfCheetah
-        );
+        let normal = self.normal_velocities();
         for (v, v0) in qvel.iter_mut().zip(&self.qvel0) {
             *v = v0
                 + if normal {
@@ -447,6 +445,79 @@ impl GymTask {
                 } else {
                     rng.range(-s, s)
                 };
+        }
+    }
+
+    /// Whether the reset draws velocities' noise from a normal (else uniform).
+    fn normal_velocities(&self) -> bool {
+        matches!(
+            self.kind,
+            GymKind::Ant | GymKind::InvertedDoublePendulum | GymKind::HalfCheetah
+        )
+    }
+
+    /// The task as the resident worlds' kernel computes it, `frame_skip`
+    /// physics steps per environment step, or why the device cannot.
+    pub fn device_spec(&self, frame_skip: usize) -> Result<DeviceTaskSpec, String> {
+        use crate::gpu::resident::DeviceTaskKind as D;
+        let kind = match self.kind {
+            GymKind::InvertedPendulum => D::InvertedPendulum,
+            GymKind::InvertedDoublePendulum => D::InvertedDoublePendulum,
+            GymKind::Reacher => D::Reacher,
+            GymKind::Swimmer => D::Swimmer,
+            GymKind::HalfCheetah => D::HalfCheetah,
+            GymKind::Hopper => D::Hopper,
+            GymKind::Walker2d => D::Walker2d,
+            GymKind::Ant | GymKind::Humanoid => {
+                return Err(format!(
+                    "{}: the device does not compute its contact forces and body terms yet",
+                    self.kind.id()
+                ));
+            }
+        };
+        let p = &self.params;
+        // An open end as ±f32::MAX (every finite f32 within it, as an
+        // infinite bound in f64).
+        let f = |x: f64| (x as f32).clamp(-f32::MAX, f32::MAX);
+        let range = |(lo, hi): (f64, f64)| [f(lo), f(hi)];
+        let frame = |k: usize| {
+            self.frames.get(k).map_or((0, [0.0; 3]), |&i| {
+                let fr = &self.model.frames[i];
+                let t = fr.body_from_frame.translation;
+                (fr.body, [t.x as f32, t.y as f32, t.z as f32])
+            })
+        };
+        let ((body_a, frame_a), (body_b, frame_b)) = (frame(0), frame(1));
+        let floats = TaskFloats {
+            forward_reward_weight: f(p.forward_reward_weight),
+            ctrl_cost_weight: f(p.ctrl_cost_weight),
+            healthy_reward: f(p.healthy_reward),
+            reward_dist_weight: f(p.reward_dist_weight),
+            reward_control_weight: f(p.reward_control_weight),
+            reset_noise_scale: f(p.reset_noise_scale),
+            z0: f(self.qpos0[1]),
+            healthy_z: range(p.healthy_z_range),
+            healthy_state: range(p.healthy_state_range),
+            healthy_angle: range(p.healthy_angle_range),
+            frame_a,
+            frame_b,
+        };
+        let spec = DeviceTaskSpec {
+            kind,
+            obs_dim: self.obs_dim,
+            info_dim: self.info_dim,
+            floats,
+            qpos0: self.qpos0.clone(),
+            qvel0: self.qvel0.clone(),
+            frame_bodies: [body_a, body_b],
+            exclude_positions: p.exclude_current_positions,
+            terminate_unhealthy: p.terminate_when_unhealthy,
+            normal_velocities: self.normal_velocities(),
+            frame_skip,
+        };
+        match spec.unsupported(&self.model) {
+            Some(why) => Err(format!("{}: {why}", self.kind.id())),
+            None => Ok(spec),
         }
     }
 

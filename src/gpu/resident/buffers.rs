@@ -24,7 +24,7 @@ const GROUP0_READ_ONLY: [bool; 15] = [
 /// The same for group 1 (the contact stage).
 const GROUP1_READ_ONLY: [bool; 8] = [true, true, false, false, false, false, false, false];
 
-fn layout(
+pub(super) fn layout(
     ctx: &GpuContext,
     label: &str,
     read_only: &[bool],

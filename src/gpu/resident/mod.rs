@@ -158,6 +158,7 @@ pub mod pairs;
 mod records;
 mod state_io;
 mod step;
+mod task;
 mod timing;
 
 use buffers::{Bindings, Kernel, bind_group as make_bind_group, kernel};
@@ -167,6 +168,7 @@ use chunks::check_model;
 use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
 use records::{WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params};
 pub use records::{constants_for, limit_rows, source, source_for};
+pub use task::{DeviceTaskKind, DeviceTaskSpec, INFO_CAP, TaskFloats, TaskUniform, task_source};
 
 /// Each actuator's (dof, q index) from its records.
 fn actuated_joints(actuator_words: &[u32]) -> Vec<(u32, u32)> {
@@ -217,6 +219,8 @@ pub struct ResidentBatch {
     waited: Duration,
     /// The stages' timer, while stage timing is on (`timing.rs`).
     timer: Option<timing::StageTimer>,
+    /// The RL task computed on the device, when attached (`task.rs`).
+    task: Option<task::TaskStage>,
 }
 
 /// One world's stage outputs in a step (see [`ResidentBatch::read_stages`]).
@@ -512,6 +516,7 @@ impl ResidentBatch {
             staging,
             waited: Duration::ZERO,
             timer: None,
+            task: None,
         })
     }
 
@@ -524,6 +529,13 @@ impl ResidentBatch {
     pub fn keep_last_start(&mut self, on: bool) -> Result<(), ResidentError> {
         if on == self.start.is_some() {
             return Ok(());
+        }
+        if !on && self.task.is_some() {
+            return Err(ResidentError::Unsupported {
+                model: self.model.name.clone(),
+                reason: "its task on the device reads the last steps' starts: they stay kept"
+                    .into(),
+            });
         }
         let (n, nq, nv) = (
             self.nworlds as u64,
@@ -552,7 +564,10 @@ impl ResidentBatch {
                 mapped_at_creation: false,
             })
         };
-        let copies = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        // (Bound by a task on the device.)
+        let copies = wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::STORAGE;
         self.start = on.then(|| {
             (
                 buffer("resident start q", nq * n * 4, copies),
@@ -564,6 +579,7 @@ impl ResidentBatch {
             size,
             wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         );
+        self.rebind_task();
         Ok(())
     }
 
@@ -802,6 +818,7 @@ impl ResidentBatch {
             *group = new;
         }
         self.per_world = true;
+        self.rebind_task();
         Ok(())
     }
 }
