@@ -147,7 +147,7 @@ fn a_reset_world_is_observed_without_forces_and_its_info_terms_add_up() {
     let mut reset = vec![false; 3];
     reset[1] = true;
     reset_worlds(&mut batch, &reset, &mut Rng::new(1));
-    gym.observe(&batch, &reset).unwrap();
+    gym.observe(&mut batch, &reset).unwrap();
     let after = gym.output();
     assert_eq!(forces(&after.obs[od..2 * od]), 0.0);
     assert_eq!(&after.obs[..od], &out.obs[..od], "world 0 kept");

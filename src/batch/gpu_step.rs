@@ -335,6 +335,23 @@ impl BatchSim {
         Ok(())
     }
 
+    /// Gives the device what changed on the host since the last step: the
+    /// parameters changed through `params_mut` and the states set.
+    pub(super) fn flush_resident_inputs(&mut self) -> Result<(), BatchError> {
+        if self.resident_dirty.iter().any(|&d| d) {
+            self.sync_resident_params()?;
+        }
+        if !self.resident_pending.is_empty() {
+            if let Some(r) = self.resident.as_mut() {
+                let worlds = &self.worlds;
+                r.set_states_by(|w| &worlds[w].state, &self.resident_pending)
+                    .map_err(|e| BatchError::Resident(e.to_string()))?;
+            }
+            self.resident_pending.clear();
+        }
+        Ok(())
+    }
+
     /// `repeats` steps of the resident worlds: the inputs of the worlds in
     /// the step uploaded (a world whose input is not finite is refused by
     /// its own check and sits the step out), one dispatch per step, `q` and

@@ -72,6 +72,7 @@ mod gpu_step;
 mod gradients;
 mod options;
 mod report;
+mod task;
 mod world;
 pub use options::{
     Backend, BatchError, BatchOptions, GPU_MIN_TOLERANCE, ThreadsError, set_threads, threads,
@@ -745,17 +746,7 @@ impl BatchSim {
                 per_world: width,
             });
         }
-        if self.resident_dirty.iter().any(|&d| d) {
-            self.sync_resident_params()?;
-        }
-        if !self.resident_pending.is_empty() {
-            if let Some(r) = self.resident.as_mut() {
-                let worlds = &self.worlds;
-                r.set_states_by(|w| &worlds[w].state, &self.resident_pending)
-                    .map_err(|e| BatchError::Resident(e.to_string()))?;
-            }
-            self.resident_pending.clear();
-        }
+        self.flush_resident_inputs()?;
         let start = Instant::now();
         let gains = self.action_gain.as_deref();
         // A resident step overwrites the constraint forces of the worlds

@@ -79,7 +79,7 @@ pub fn bench_env(
     gym.seed(&all, &vec![seed; n]).map_err(|e| e.to_string())?;
     gym.reset_worlds(&mut batch, &all)
         .map_err(|e| e.to_string())?;
-    gym.observe(&batch, &all).map_err(|e| e.to_string())?;
+    gym.observe(&mut batch, &all).map_err(|e| e.to_string())?;
     let nu = model.nu();
     let ranges: Vec<(f64, f64)> = (model.actuators.iter())
         .map(|a| a.ctrl_range.unwrap_or((-1.0, 1.0)))

@@ -165,12 +165,12 @@ impl Gym {
     fn observe<'py>(
         &mut self,
         py: Python<'py>,
-        batch: PyRef<'py, BatchSim>,
+        mut batch: PyRefMut<'py, BatchSim>,
         reset: PyReadonlyArray1<'py, bool>,
     ) -> PyResult<Outputs<'py>> {
         let reset = mask("reset", &reset, batch.batch.nworlds())?;
         self.gym
-            .observe(&batch.batch, &reset)
+            .observe(&mut batch.batch, &reset)
             .map_err(value_error)?;
         Ok(self.outputs(py))
     }

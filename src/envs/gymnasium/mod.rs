@@ -236,6 +236,10 @@ pub struct GymBatch {
     /// it was set ([`Self::seed`], [`Self::reset_worlds`]).
     seeds: Vec<u64>,
     episodes: Vec<u32>,
+    /// Whether the task is computed on the device (resident worlds and a
+    /// task the device evaluates), decided at the first call that has the
+    /// batch; why not, where not.
+    device: Option<Result<(), String>>,
 }
 
 /// Where a [`GymBatch`]'s calls spent their time, summed since it was made
@@ -295,6 +299,7 @@ impl GymBatch {
             times: GymTimes::default(),
             seeds: vec![0; n],
             episodes: vec![0; n],
+            device: None,
         })
     }
 
@@ -325,6 +330,25 @@ impl GymBatch {
         &self.fresh
     }
 
+    /// Whether the task is computed on the device (`Ok`), or why not
+    /// (`None`: not decided yet, before the first call with the batch).
+    pub fn on_device(&self) -> Option<&Result<(), String>> {
+        self.device.as_ref()
+    }
+
+    /// Whether the task runs on the device, attached there at the first
+    /// call: where the worlds are resident and the device evaluates the task.
+    fn use_device(&mut self, batch: &mut BatchSim) -> bool {
+        let device = self.device.get_or_insert_with(|| {
+            if !batch.is_resident() {
+                return Err("the worlds are not resident on a device".into());
+            }
+            let spec = self.task.device_spec(self.frame_skip)?;
+            batch.attach_device_task(&spec).map_err(|e| e.to_string())
+        });
+        device.is_ok()
+    }
+
     /// Keys the reset streams of the worlds where `which` is true:
     /// `seeds` (nworlds) their keys, their episodes counted from 0 again.
     pub fn seed(&mut self, which: &[bool], seeds: &[u64]) -> Result<(), BatchError> {
@@ -345,6 +369,14 @@ impl GymBatch {
     /// [`Self::observe`].
     pub fn reset_worlds(&mut self, batch: &mut BatchSim, which: &[bool]) -> Result<(), BatchError> {
         self.check(batch, which)?;
+        if self.use_device(batch) {
+            // Drawn on the device from the same streams.
+            batch.device_task_reset(which, &self.seeds, &self.episodes)?;
+            for w in (0..self.nworlds).filter(|&w| which[w]) {
+                self.episodes[w] = self.episodes[w].wrapping_add(1);
+            }
+            return Ok(());
+        }
         let m = batch.model().clone();
         let (mut qpos, mut qvel) = (vec![0.0; m.nq], vec![0.0; m.nv]);
         for w in (0..self.nworlds).filter(|&w| which[w]) {
@@ -365,11 +397,15 @@ impl GymBatch {
     /// Takes the worlds where `reset` is true as just reset at their
     /// states (set by the caller) and evaluates them: their observation
     /// and reset info; the other worlds' outputs are kept.
-    pub fn observe(&mut self, batch: &BatchSim, reset: &[bool]) -> Result<(), BatchError> {
+    pub fn observe(&mut self, batch: &mut BatchSim, reset: &[bool]) -> Result<(), BatchError> {
         let start = Instant::now();
         self.check(batch, reset)?;
         self.mark_reset(batch, reset)?;
-        let evaluated = self.evaluate(batch, reset);
+        let evaluated = if self.use_device(batch) {
+            self.evaluate_on_device(batch, reset, reset, &vec![0.0; self.nworlds])
+        } else {
+            self.evaluate(batch, reset)
+        };
         self.times.task += start.elapsed();
         evaluated
     }
@@ -447,7 +483,11 @@ impl GymBatch {
             }
         }
         self.mark_reset(batch, reset)?;
-        self.evaluate_with(batch, &vec![true; n], action_sq)?;
+        if self.use_device(batch) {
+            self.evaluate_on_device(batch, &vec![true; n], reset, action_sq)?;
+        } else {
+            self.evaluate_with(batch, &vec![true; n], action_sq)?;
+        }
         failed.sort_by_key(|(w, _)| *w);
         self.times.physics += physics;
         self.times.task += start.elapsed() - physics;
@@ -476,6 +516,36 @@ impl GymBatch {
 
     fn evaluate(&mut self, batch: &BatchSim, which: &[bool]) -> Result<(), BatchError> {
         self.evaluate_with(batch, which, &vec![0.0; self.nworlds])
+    }
+
+    /// Evaluates every world on the device (those where `fresh` is true as
+    /// just reset) and takes the rows of the worlds where `which` is true
+    /// into the outputs.
+    fn evaluate_on_device(
+        &mut self,
+        batch: &mut BatchSim,
+        which: &[bool],
+        fresh: &[bool],
+        action_sq: &[f64],
+    ) -> Result<(), BatchError> {
+        let (od, id) = (self.task.obs_dim(), self.task.info_dim());
+        let row = od + 2 + id;
+        let out = &mut self.out;
+        batch.device_task_evaluate(fresh, action_sq, |first, rows| {
+            for (k, r) in rows.chunks_exact(row).enumerate() {
+                let w = first + k;
+                if !which[w] {
+                    continue;
+                }
+                let widen = |to: &mut [f64], from: &[f32]| {
+                    to.iter_mut().zip(from).for_each(|(t, &f)| *t = f as f64)
+                };
+                widen(&mut out.obs[w * od..(w + 1) * od], &r[..od]);
+                out.reward[w] = r[od] as f64;
+                out.terminated[w] = r[od + 1] != 0.0;
+                widen(&mut out.info[w * id..(w + 1) * id], &r[od + 2..]);
+            }
+        })
     }
 
     /// Evaluates the worlds where `which` is true into the outputs.

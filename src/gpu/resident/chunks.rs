@@ -25,7 +25,7 @@
 use super::buffers::{Columns, kernel};
 use super::contacts::{ContactSizes, device_pairs, initial_moving_contacts};
 use super::records::{STORAGE_BUFFERS, lcp_floats, limit_rows};
-use super::{ResidentBatch, ResidentError, WORKGROUP, unsupported};
+use super::{DeviceTaskSpec, ResidentBatch, ResidentError, WORKGROUP, unsupported};
 use crate::counters::ResidentStageTimes;
 use crate::gpu::GpuContext;
 use crate::model::Model;
@@ -379,6 +379,54 @@ impl ResidentChunks {
             chunk
                 .read_columns(|c| read(start, c))
                 .map_err(|e| chunk_error(e, start))?;
+        }
+        Ok(())
+    }
+    /// [`ResidentBatch::attach_task`] on every chunk, each keying its
+    /// worlds' streams by their indices in the batch.
+    pub fn attach_task(&mut self, spec: &DeviceTaskSpec) -> Result<(), ResidentError> {
+        for (start, chunk) in self.parts() {
+            chunk
+                .attach_task(spec.clone(), start)
+                .map_err(|e| chunk_error(e, start))?;
+        }
+        Ok(())
+    }
+    /// [`ResidentBatch::task_reset`] on each chunk's worlds (nworlds each).
+    pub fn task_reset(
+        &mut self,
+        which: &[bool],
+        seeds: &[u64],
+        episodes: &[u32],
+    ) -> Result<(), ResidentError> {
+        let n = self.nworlds();
+        ResidentError::check_len("which", which.len(), n)?;
+        ResidentError::check_len("seeds", seeds.len(), n)?;
+        ResidentError::check_len("episodes", episodes.len(), n)?;
+        for (ends, chunk) in self.first.windows(2).zip(self.chunks.iter_mut()) {
+            let (a, b) = (ends[0], ends[1]);
+            chunk
+                .task_reset(&which[a..b], &seeds[a..b], &episodes[a..b])
+                .map_err(|e| chunk_error(e, a))?;
+        }
+        Ok(())
+    }
+    /// [`ResidentBatch::task_evaluate`] of each chunk in turn, `read`
+    /// given the chunk's first world and its rows.
+    pub fn task_evaluate(
+        &mut self,
+        fresh: &[bool],
+        action_sq: &[f64],
+        mut read: impl FnMut(usize, &[f32]),
+    ) -> Result<(), ResidentError> {
+        let n = self.nworlds();
+        ResidentError::check_len("fresh", fresh.len(), n)?;
+        ResidentError::check_len("action_sq", action_sq.len(), n)?;
+        for (ends, chunk) in self.first.windows(2).zip(self.chunks.iter_mut()) {
+            let (a, b) = (ends[0], ends[1]);
+            chunk
+                .task_evaluate(&fresh[a..b], &action_sq[a..b], |rows| read(a, rows))
+                .map_err(|e| chunk_error(e, a))?;
         }
         Ok(())
     }
