@@ -7,6 +7,13 @@ use super::*;
 use crate::gpu::resident::DeviceTaskSpec;
 
 impl BatchSim {
+    /// Time the host has waited for the resident worlds' device in reads
+    /// since the batch was made (`None`: not resident): the rest of a
+    /// call's time is the host's own.
+    pub fn resident_waited(&self) -> Option<std::time::Duration> {
+        self.resident.as_ref().map(|r| r.waited())
+    }
+
     /// Computes `spec`'s task on the device from now on (the last steps'
     /// starts kept). Refused, naming why, where the worlds are not
     /// resident or the device cannot run the task.

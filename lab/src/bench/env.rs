@@ -35,6 +35,13 @@ pub struct EnvBenchRow {
     pub task_us: f64,
     pub reset_us: f64,
     pub other_us: f64,
+    /// Resident worlds: the time per environment step the host waited for
+    /// the device, and the library's own host time (all but those waits
+    /// and the loop's action draws, `other_us`).
+    pub device_wait_us: Option<f64>,
+    pub host_us: Option<f64>,
+    /// Whether the task was computed on the device.
+    pub task_on_device: bool,
     /// Everything but the physics, as a share of the physics.
     pub layer_share_of_physics: f64,
     /// World steps that failed (a flagged solve), counted over the run.
@@ -50,6 +57,7 @@ pub fn bench_env(
     backend: Backend,
     steps: usize,
     seed: u64,
+    task_on_host: bool,
 ) -> Result<EnvBenchRow, String> {
     let (file, frame_skip, max_steps) = kind.registration();
     let m = load_mjcf(assets.join(file), &MjcfOptions::default()).map_err(|e| e.to_string())?;
@@ -75,6 +83,9 @@ pub fn bench_env(
         &vec![0.0; model.nv],
     )?;
     let mut gym = GymBatch::new(task, &batch, frame_skip)?;
+    if task_on_host {
+        gym.keep_on_host();
+    }
     let all = vec![true; n];
     gym.seed(&all, &vec![seed; n]).map_err(|e| e.to_string())?;
     gym.reset_worlds(&mut batch, &all)
@@ -90,10 +101,12 @@ pub fn bench_env(
     let (mut ended, mut failed) = (0, 0);
     let (mut reset_time, mut other_time) = (Duration::ZERO, Duration::ZERO);
     let mut start = Instant::now();
+    let mut waited_before = None;
     for step in 0..steps + 5 {
         if step == 5 {
             gym.reset_times();
             (reset_time, other_time, ended, failed) = (Duration::ZERO, Duration::ZERO, 0, 0);
+            waited_before = batch.resident_waited();
             start = Instant::now();
         }
         let t = Instant::now();
@@ -131,6 +144,11 @@ pub fn bench_env(
     let times = gym.times();
     let per = 1e6 / (steps * n) as f64;
     let physics = times.physics.as_secs_f64();
+    let device_wait_us = batch
+        .resident_waited()
+        .zip(waited_before)
+        .map(|(after, before)| (after - before).as_secs_f64() * per);
+    let other_us = other_time.as_secs_f64() * per;
     Ok(EnvBenchRow {
         task: kind.id().into(),
         envs: n,
@@ -143,7 +161,10 @@ pub fn bench_env(
         physics_us: physics * per,
         task_us: times.task.as_secs_f64() * per,
         reset_us: reset_time.as_secs_f64() * per,
-        other_us: other_time.as_secs_f64() * per,
+        other_us,
+        device_wait_us,
+        host_us: device_wait_us.map(|d| total * per - d - other_us),
+        task_on_device: gym.on_device() == Some(&Ok(())),
         layer_share_of_physics: (total - physics) / physics,
         failed,
     })

@@ -336,6 +336,13 @@ impl GymBatch {
         self.device.as_ref()
     }
 
+    /// Computes the task on the host even where the device could (for
+    /// comparisons); before the first call with the batch.
+    pub fn keep_on_host(&mut self) {
+        self.device
+            .get_or_insert(Err("kept on the host (keep_on_host)".into()));
+    }
+
     /// Whether the task runs on the device, attached there at the first
     /// call: where the worlds are resident and the device evaluates the task.
     fn use_device(&mut self, batch: &mut BatchSim) -> bool {

@@ -154,6 +154,7 @@ pub(crate) fn bench_env(
     steps: usize,
     assets: Option<PathBuf>,
     out: &std::path::Path,
+    task_on_host: bool,
 ) -> Result<(), AnyError> {
     use moreau::envs::gymnasium::GymKind;
     let kinds: Vec<GymKind> = if tasks.iter().any(|t| t == "all") {
@@ -185,7 +186,7 @@ pub(crate) fn bench_env(
         },
     };
     println!(
-        "{:<26} {:>6} {:>7} {:>12} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6}",
+        "{:<26} {:>6} {:>7} {:>12} {:>8} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6}",
         "task",
         "envs",
         "backend",
@@ -195,15 +196,24 @@ pub(crate) fn bench_env(
         "task",
         "reset",
         "other",
-        "layer"
+        "layer",
+        "host"
     );
     let mut rows = Vec::new();
     for &kind in &kinds {
         for &backend in backends {
             for &n in envs {
-                let r = moreau_lab::bench::env::bench_env(kind, &assets, n, backend, steps, 1)?;
+                let r = moreau_lab::bench::env::bench_env(
+                    kind,
+                    &assets,
+                    n,
+                    backend,
+                    steps,
+                    1,
+                    task_on_host,
+                )?;
                 println!(
-                    "{:<26} {:>6} {:>7} {:>12.0} {:>8.2} {:>8.2} {:>6.2} {:>6.2} {:>6.2} {:>5.1}%",
+                    "{:<26} {:>6} {:>7} {:>12.0} {:>8.2} {:>8.2} {:>6.2} {:>6.2} {:>6.2} {:>5.1}% {:>6}",
                     r.task,
                     n,
                     r.backend,
@@ -213,7 +223,8 @@ pub(crate) fn bench_env(
                     r.task_us,
                     r.reset_us,
                     r.other_us,
-                    100.0 * r.layer_share_of_physics
+                    100.0 * r.layer_share_of_physics,
+                    r.host_us.map_or("-".into(), |h| format!("{h:.2}"))
                 );
                 rows.push(r);
             }

@@ -178,6 +178,10 @@ enum BenchWhat {
         /// Output folder.
         #[arg(long, default_value = "bench-env-out")]
         out: PathBuf,
+        /// Compute the tasks on the host where the device could (`gpu`:
+        /// the seven tasks on hinges and slides run there by default).
+        #[arg(long)]
+        task_on_host: bool,
     },
 }
 
@@ -698,9 +702,10 @@ fn main() -> ExitCode {
                     steps,
                     assets,
                     out,
+                    task_on_host,
                 }),
             ..
-        } => bench::bench_env(&task, &envs, &backend, steps, assets, &out),
+        } => bench::bench_env(&task, &envs, &backend, steps, assets, &out, task_on_host),
         Command::Bench {
             what: None,
             scene,
