@@ -247,7 +247,15 @@ fn a_task_the_device_cannot_run_is_refused_by_name() {
         ..spec.clone()
     };
     assert!(r.attach_task(bad, 0).is_err());
-    r.attach_task(spec, 0).unwrap();
+    r.attach_task(spec.clone(), 0).unwrap();
+    // The same task again changes nothing; another is refused.
+    r.attach_task(spec.clone(), 0).unwrap();
+    let other = DeviceTaskSpec {
+        frame_skip: 2,
+        ..spec
+    };
+    let e = r.attach_task(other, 0).unwrap_err().to_string();
+    assert!(e.contains("another task"), "{e}");
     // Wrong lengths, named.
     let e = r
         .task_reset(&[true; 3], &[0; 2], &[0; 2])

@@ -221,8 +221,9 @@ const GROUP2_READ_ONLY: [bool; 10] = [true, true, true, true, true, true, true, 
 
 impl ResidentBatch {
     /// Computes `spec`'s task on the device from now on: its kernel built
-    /// (refused, naming why, for a model or task it cannot run), the last
-    /// step's start kept ([`Self::keep_last_start`]). `first_world`: the global
+    /// (refused, naming why, for a model or task it cannot run, or where
+    /// another task is attached; the same task again changes nothing), the
+    /// last step's start kept ([`Self::keep_last_start`]). `first_world`: the global
     /// index of this batch's world 0 (a chunk of a larger batch), which
     /// keys its streams.
     pub fn attach_task(
@@ -230,6 +231,16 @@ impl ResidentBatch {
         spec: DeviceTaskSpec,
         first_world: usize,
     ) -> Result<(), ResidentError> {
+        if let Some(t) = &self.task {
+            // One task per batch: a second would change the first's outputs.
+            if t.spec == spec {
+                return Ok(());
+            }
+            return Err(ResidentError::Unsupported {
+                model: self.model.name.clone(),
+                reason: "another task is attached to its worlds".into(),
+            });
+        }
         if let Some(reason) = spec.unsupported(&self.model) {
             return Err(ResidentError::Unsupported {
                 model: self.model.name.clone(),
