@@ -417,21 +417,7 @@ impl ResidentBatch {
         }
         ctx.queue
             .write_buffer(&t.streams, 0, bytemuck::cast_slice(&t.words));
-        let mut encoder = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("task reset"),
-            });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("task reset"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&t.reset);
-            pass.set_bind_group(0, &self.bind_group, &[]);
-            pass.set_bind_group(2, t.bind_group.as_ref(), &[]);
-            pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
-        }
+        let encoder = encode_pass(&ctx, "task reset", &t.reset, &self.bind_group, t, n);
         ctx.queue.submit(Some(encoder.finish()));
         if let Some((stage, _)) = self.contacts.as_mut() {
             stage.reset_warm_starts(&ctx.queue, &fresh, &self.model);
@@ -464,21 +450,7 @@ impl ResidentBatch {
         let sq: Vec<f32> = action_sq.iter().map(|&x| x as f32).collect();
         ctx.queue
             .write_buffer(&t.action_sq, 0, bytemuck::cast_slice(&sq));
-        let mut encoder = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("task evaluate"),
-            });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("task evaluate"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&t.evaluate);
-            pass.set_bind_group(0, &self.bind_group, &[]);
-            pass.set_bind_group(2, t.bind_group.as_ref(), &[]);
-            pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
-        }
+        let mut encoder = encode_pass(&ctx, "task evaluate", &t.evaluate, &self.bind_group, t, n);
         encoder.copy_buffer_to_buffer(&t.out, 0, &t.readback, 0, t.out.size());
         let wait = Instant::now();
         let index = ctx.queue.submit(Some(encoder.finish()));
@@ -513,4 +485,30 @@ fn bound<'a>(
             reason: "no task is attached (attach_task)".into(),
         }),
     }
+}
+
+/// An encoder with one pass of `pipeline` over `n` worlds (group 0 the
+/// batch's, group 2 the task's).
+fn encode_pass(
+    ctx: &crate::gpu::GpuContext,
+    label: &str,
+    pipeline: &wgpu::ComputePipeline,
+    group0: &wgpu::BindGroup,
+    t: &TaskStage,
+    n: usize,
+) -> wgpu::CommandEncoder {
+    let mut encoder = ctx
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(label),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, group0, &[]);
+        pass.set_bind_group(2, t.bind_group.as_ref(), &[]);
+        pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
+    }
+    encoder
 }
