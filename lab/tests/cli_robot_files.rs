@@ -112,8 +112,9 @@ fn inspect_and_run_installed_robot_files() {
 /// size) with its rates and the time per environment step split into
 /// physics, task, resets and the rest (adding up to the whole); the same
 /// episodes end on `cpu` and `cpu1` (Philox resets, random actions keyed
-/// per world); an unknown task and a missing assets folder are refused by
-/// name.
+/// per world); on `gpu` the task on the device or, asked, on the host, the
+/// host's own time and the device's waits reported; an unknown task and a
+/// missing assets folder are refused by name.
 #[test]
 fn bench_env_measures_gymnasiums_tasks_in_rust() {
     let Some(files) = common::robot_files() else {
@@ -172,6 +173,49 @@ fn bench_env_measures_gymnasiums_tasks_in_rust() {
         ended("InvertedPendulum-v5", "cpu1")
     );
     assert_eq!(ended("Ant-v5", "cpu"), ended("Ant-v5", "cpu1"));
+    // On `gpu`, the pendulum's task on the device, or on the host when
+    // asked: the host's own time and the device's waits reported.
+    for on_host in [false, true] {
+        let mut args = vec![
+            "bench",
+            "env",
+            "--task",
+            "InvertedPendulum-v5",
+            "--envs",
+            "8",
+            "--steps",
+            "30",
+            "--backend",
+            "gpu",
+            "--assets",
+            &assets,
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        if on_host {
+            args.push("--task-on-host");
+        }
+        let (ok, stdout, stderr) = moreau(&args);
+        if !ok && std::env::var("MOREAU_REQUIRE_GPU").as_deref() != Ok("1") {
+            break;
+        }
+        assert!(ok, "{stderr}");
+        assert!(stdout.contains("host"), "{stdout}");
+        let rows: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("bench_env.json")).unwrap())
+                .unwrap();
+        let r = &rows[0];
+        assert_eq!(r["task_on_device"], !on_host, "{r}");
+        let (host, wait) = (
+            r["host_us"].as_f64().unwrap(),
+            r["device_wait_us"].as_f64().unwrap(),
+        );
+        assert!(
+            host > 0.0 && wait > 0.0 && host + wait < r["us_per_env_step"].as_f64().unwrap(),
+            "{r}"
+        );
+        assert!(r["episodes_ended"].as_u64().unwrap() > 0, "{r}");
+    }
     let (ok, _, stderr) = moreau(&["bench", "env", "--task", "Ant-v9", "--assets", &assets]);
     assert!(
         !ok && stderr.contains("unknown task `Ant-v9`") && stderr.contains("Humanoid-v5"),
