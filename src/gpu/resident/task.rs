@@ -213,7 +213,9 @@ pub(super) struct TaskStage {
     position: wgpu::Buffer,
     out: wgpu::Buffer,
     readback: wgpu::Buffer,
+    /// Host staging of the uploads (kept: a step allocates nothing).
     words: Vec<u32>,
+    floats: Vec<f32>,
 }
 
 /// Whether each binding of group 2 is read-only (binding 0 the uniform).
@@ -302,6 +304,7 @@ impl ResidentBatch {
             group2,
             spec,
             words: Vec::new(),
+            floats: Vec::new(),
         };
         self.task = Some(stage);
         self.rebind_task();
@@ -447,9 +450,10 @@ impl ResidentBatch {
         t.words.extend(fresh.iter().map(|&x| u32::from(x)));
         ctx.queue
             .write_buffer(&t.fresh_mask, 0, bytemuck::cast_slice(&t.words));
-        let sq: Vec<f32> = action_sq.iter().map(|&x| x as f32).collect();
+        t.floats.clear();
+        t.floats.extend(action_sq.iter().map(|&x| x as f32));
         ctx.queue
-            .write_buffer(&t.action_sq, 0, bytemuck::cast_slice(&sq));
+            .write_buffer(&t.action_sq, 0, bytemuck::cast_slice(&t.floats));
         let mut encoder = encode_pass(&ctx, "task evaluate", &t.evaluate, &self.bind_group, t, n);
         encoder.copy_buffer_to_buffer(&t.out, 0, &t.readback, 0, t.out.size());
         let wait = Instant::now();
