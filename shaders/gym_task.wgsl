@@ -9,9 +9,13 @@
 // INFO_DIM, TASK_ROW (floats of a world's output row), TASK_FRAME_A and
 // TASK_FRAME_B (the bodies of the frames read), INFO_CAP (7), TASK_EXCLUDE_POSITIONS,
 // TASK_TERMINATE_UNHEALTHY, TASK_NORMAL_VELOCITIES, TASK_QPOS0 and
-// TASK_QVEL0 (where qpos0 and qvel0 start in task_f32), the TF_* offsets
-// of TaskFloats. The tasks on the device have only hinge, slide and fixed
-// joints: `q` is MuJoCo's `qpos` and `v` its `qvel`.
+// TASK_QVEL0 (where qpos0 and qvel0 start in task_f32), TASK_PAIR_FRAMES
+// (where the pairs' body frames start: task::pair_frames), TASK_BODY_FRAMES
+// and TASK_WRENCHES (6 floats per body frame, at least 6),
+// TASK_INCLUDE_CFRC_EXT, the TF_* offsets of TaskFloats. The tasks read
+// and write the state as MuJoCo's `qpos` and `qvel` (load_mujoco_state,
+// store_mujoco_state). gym_task_forces.wgsl (or, for a model without
+// contacts, an empty function) follows: task_contact_wrenches.
 
 // first_world: the global index of this batch's world 0 (the streams are
 // keyed by it); frame_skip: physics steps per environment step.
@@ -38,9 +42,27 @@
 var<private> kq: array<f32, NQ>;
 var<private> row_base: u32;
 var<private> cursor: u32;
+// The world's state as MuJoCo's qpos and qvel.
+var<private> mq: array<f32, NQ>;
+var<private> mv: array<f32, NV>;
+// Per body, the centre of mass of its top-level body's subtree at the
+// kinematic state (task_subtree_coms), and per body frame the contact
+// wrench [torque; force] about it (task_contact_wrenches).
+var<private> tcom: array<vec3<f32>, NB>;
+var<private> wrench: array<f32, TASK_WRENCHES>;
 
 fn tf(k: u32) -> f32 {
     return task_f32[k];
+}
+
+// mq[t] and mv[t] for a fixed t that a task on fewer coordinates never
+// reaches (an index in a literal would not validate there).
+fn mq_at(t: u32) -> f32 {
+    return mq[min(t, NQ - 1u)];
+}
+
+fn mv_at(t: u32) -> f32 {
+    return mv[min(t, NV - 1u)];
 }
 
 fn push(x: f32) {
@@ -50,6 +72,90 @@ fn push(x: f32) {
 
 fn open_within(x: f32, lo: f32, hi: f32) -> bool {
     return lo < x && x < hi;
+}
+
+// Where body i's joint keeps a quaternion in q, if it does (NQ if not):
+// JointType::quaternion_offset.
+fn quaternion_at(i: u32) -> u32 {
+    switch bu(i, BU_JOINT) {
+        case JOINT_FREE: {
+            return bu(i, BU_IQ) + 3u;
+        }
+        case JOINT_BALL: {
+            return bu(i, BU_IQ);
+        }
+        default: {
+            return NQ;
+        }
+    }
+}
+
+// The rotation of the free joint whose quaternion is at q[k ..] of `world`.
+fn joint_rotation(k: u32) -> mat3x3<f32> {
+    let n = params.nworlds;
+    let w = world;
+    return quat_matrix(vec4<f32>(q[k * n + w], q[(k + 1u) * n + w], q[(k + 2u) * n + w], q[(k + 3u) * n + w]));
+}
+
+// mq, mv ← `world`'s state as MuJoCo's qpos and qvel (Model::mujoco_qpos,
+// Model::mujoco_qvel: quaternions (w, x, y, z), a free joint's linear
+// velocity in the world frame).
+fn load_mujoco_state() {
+    let n = params.nworlds;
+    let w = world;
+    for (var t = 0u; t < NQ; t++) {
+        mq[t] = q[t * n + w];
+    }
+    for (var t = 0u; t < NV; t++) {
+        mv[t] = v[t * n + w];
+    }
+    for (var i = 1u; i < NB; i++) {
+        let k = quaternion_at(i);
+        if (k == NQ) {
+            continue;
+        }
+        mq[k] = q[(k + 3u) * n + w];
+        for (var a = 0u; a < 3u; a++) {
+            mq[k + 1u + a] = q[(k + a) * n + w];
+        }
+        if (bu(i, BU_JOINT) == JOINT_FREE) {
+            let iv = bu(i, BU_IV);
+            let lin = joint_rotation(k) * vec3<f32>(mv[iv], mv[iv + 1u], mv[iv + 2u]);
+            mv[iv] = lin.x;
+            mv[iv + 1u] = lin.y;
+            mv[iv + 2u] = lin.z;
+        }
+    }
+}
+
+// `world`'s state ← mq, mv as MuJoCo's qpos and qvel (Model::q_from_mujoco,
+// Model::v_from_mujoco).
+fn store_mujoco_state() {
+    let n = params.nworlds;
+    let w = world;
+    for (var t = 0u; t < NQ; t++) {
+        q[t * n + w] = mq[t];
+    }
+    for (var t = 0u; t < NV; t++) {
+        v[t * n + w] = mv[t];
+    }
+    for (var i = 1u; i < NB; i++) {
+        let k = quaternion_at(i);
+        if (k == NQ) {
+            continue;
+        }
+        for (var a = 0u; a < 3u; a++) {
+            q[(k + a) * n + w] = mq[k + 1u + a];
+        }
+        q[(k + 3u) * n + w] = mq[k];
+        if (bu(i, BU_JOINT) == JOINT_FREE) {
+            let iv = bu(i, BU_IV);
+            let lin = transpose(joint_rotation(k)) * vec3<f32>(mv[iv], mv[iv + 1u], mv[iv + 2u]);
+            v[iv * n + w] = lin.x;
+            v[(iv + 1u) * n + w] = lin.y;
+            v[(iv + 2u) * n + w] = lin.z;
+        }
+    }
 }
 
 @compute @workgroup_size(WORKGROUP)
@@ -62,9 +168,10 @@ fn gym_reset(@builtin(global_invocation_id) gid: vec3<u32>) {
     world = w;
     let st = streams[w];
     philox_start(st.xy, task.first_world + w, st.z);
+    // Drawn as MuJoCo's qpos and qvel, in their order.
     if (TASK_KIND == TASK_REACHER) {
         for (var t = 0u; t < NQ; t++) {
-            q[t * n + w] = tf(TASK_QPOS0 + t) + philox_range(-0.1, 0.1);
+            mq[t] = tf(TASK_QPOS0 + t) + philox_range(-0.1, 0.1);
         }
         // The goal uniform in the disc of radius 0.2, drawn in its square
         // until inside (the chance of 64 misses is 0.22⁶⁴).
@@ -75,17 +182,17 @@ fn gym_reset(@builtin(global_invocation_id) gid: vec3<u32>) {
                 break;
             }
         }
-        q[(NQ - 2u) * n + w] = g.x;
-        q[(NQ - 1u) * n + w] = g.y;
+        mq[NQ - 2u] = g.x;
+        mq[NQ - 1u] = g.y;
         for (var t = 0u; t < NV; t++) {
-            v[t * n + w] = tf(TASK_QVEL0 + t) + philox_range(-0.005, 0.005);
+            mv[t] = tf(TASK_QVEL0 + t) + philox_range(-0.005, 0.005);
         }
-        v[(NV - 2u) * n + w] = 0.0;
-        v[(NV - 1u) * n + w] = 0.0;
+        mv[NV - 2u] = 0.0;
+        mv[NV - 1u] = 0.0;
     } else {
         let s = tf(TF_RESET_NOISE_SCALE);
         for (var t = 0u; t < NQ; t++) {
-            q[t * n + w] = tf(TASK_QPOS0 + t) + philox_range(-s, s);
+            mq[t] = tf(TASK_QPOS0 + t) + philox_range(-s, s);
         }
         for (var t = 0u; t < NV; t++) {
             var noise = 0.0;
@@ -94,9 +201,10 @@ fn gym_reset(@builtin(global_invocation_id) gid: vec3<u32>) {
             } else {
                 noise = philox_range(-s, s);
             }
-            v[t * n + w] = tf(TASK_QVEL0 + t) + noise;
+            mv[t] = tf(TASK_QVEL0 + t) + noise;
         }
     }
+    store_mujoco_state();
     flags[w] = 0u;
 }
 
@@ -118,11 +226,53 @@ fn task_kinematics() {
             case JOINT_SLIDE: {
                 joint_pos = axis * kq[iq];
             }
+            case JOINT_FREE: {
+                joint_pos = vec3<f32>(kq[iq], kq[iq + 1u], kq[iq + 2u]);
+                joint_rot = quat_matrix(vec4<f32>(kq[iq + 3u], kq[iq + 4u], kq[iq + 5u], kq[iq + 6u]));
+            }
+            case JOINT_BALL: {
+                joint_rot = quat_matrix(vec4<f32>(kq[iq], kq[iq + 1u], kq[iq + 2u], kq[iq + 3u]));
+            }
             default: {}
         }
         let placement = bmat(i, BF_ROTATION);
         rot[i] = rot[parent] * (placement * joint_rot);
         pos[i] = rot[parent] * (placement * joint_pos + bvec(i, BF_TRANSLATION)) + pos[parent];
+    }
+}
+
+// tcom ← per body, the centre of mass of its top-level body's subtree
+// (the origin for the world and what is welded to it), after
+// task_kinematics (dynamics::subtree_coms).
+fn task_subtree_coms() {
+    var root: array<u32, NB>;
+    var moment: array<vec3<f32>, NB>;
+    var mass: array<f32, NB>;
+    for (var i = 1u; i < NB; i++) {
+        let parent = bu(i, BU_PARENT);
+        root[i] = select(root[parent], i, parent == 0u);
+        let m = bf(i, BF_MASS);
+        moment[root[i]] += (rot[i] * bvec(i, BF_COM) + pos[i]) * m;
+        mass[root[i]] += m;
+    }
+    tcom[0] = vec3<f32>(0.0);
+    for (var i = 1u; i < NB; i++) {
+        let r = root[i];
+        tcom[i] = select(moment[r] / mass[r], vec3<f32>(0.0), mass[r] <= 0.0);
+    }
+}
+
+// Adds force `f` at world point `p` on body frame `slot` (task::pair_frames;
+// < 0: not a body frame, dropped) of body `body` to the wrenches.
+fn add_wrench(slot: f32, body: u32, p: vec3<f32>, f: vec3<f32>) {
+    if (slot < 0.0) {
+        return;
+    }
+    let k = 6u * u32(slot);
+    let t = cross(p - tcom[body], f);
+    for (var a = 0u; a < 3u; a++) {
+        wrench[k + a] += t[a];
+        wrench[k + 3u + a] += f[a];
     }
 }
 
@@ -144,8 +294,9 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     row_base = w * TASK_ROW;
     cursor = 0u;
-    let q0 = q[w];
-    let q1 = q[n + w];
+    load_mujoco_state();
+    let q0 = mq_at(0u);
+    let q1 = mq_at(1u);
     let before = position[w];
     let dt = wp(WP_DT, params.dt) * f32(task.frame_skip);
     let ctrl_cost = tf(TF_CTRL_COST_WEIGHT) * action_sq[w];
@@ -161,12 +312,12 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
         case TASK_INVERTED_PENDULUM: {
             var finite = true;
             for (var t = 0u; t < NQ; t++) {
-                push(q[t * n + w]);
-                finite = finite && all_finite(q[t * n + w]);
+                push(mq[t]);
+                finite = finite && all_finite(mq[t]);
             }
             for (var t = 0u; t < NV; t++) {
-                push(v[t * n + w]);
-                finite = finite && all_finite(v[t * n + w]);
+                push(mv[t]);
+                finite = finite && all_finite(mv[t]);
             }
             terminated = !finite || abs(q1) > 0.2;
             reward = select(1.0, 0.0, terminated);
@@ -175,21 +326,21 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
         case TASK_INVERTED_DOUBLE_PENDULUM: {
             push(q0);
             for (var t = 1u; t < NQ; t++) {
-                push(sin(q[t * n + w]));
+                push(sin(mq[t]));
             }
             for (var t = 1u; t < NQ; t++) {
-                push(cos(q[t * n + w]));
+                push(cos(mq[t]));
             }
             for (var t = 0u; t < NV; t++) {
-                push(clamp(v[t * n + w], -10.0, 10.0));
+                push(clamp(mv[t], -10.0, 10.0));
             }
             push(select(clamp(qfrc[w], -10.0, 10.0), 0.0, fresh));
             task_kinematics();
             let tip = frame_position(TASK_FRAME_A, TF_FRAME_A);
             terminated = tip.z <= 1.0;
             let distance = 0.01 * tip.x * tip.x + (tip.z - 2.0) * (tip.z - 2.0);
-            let v1 = v[n + w];
-            let v2 = v[2u * n + w];
+            let v1 = mv_at(1u);
+            let v2 = mv_at(2u);
             let velocity = 1e-3 * v1 * v1 + 5e-3 * v2 * v2;
             let alive = select(tf(TF_HEALTHY_REWARD), 0.0, terminated);
             reward = alive - distance - velocity;
@@ -197,16 +348,72 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
             info[1] = -distance;
             info[2] = -velocity;
         }
+        case TASK_ANT: {
+            var finite = true;
+            for (var t = 0u; t < NQ; t++) {
+                finite = finite && all_finite(mq[t]);
+            }
+            for (var t = 0u; t < NV; t++) {
+                finite = finite && all_finite(mv[t]);
+            }
+            let first = select(0u, 2u, TASK_EXCLUDE_POSITIONS);
+            for (var t = first; t < NQ; t++) {
+                push(mq[t]);
+            }
+            for (var t = 0u; t < NV; t++) {
+                push(mv[t]);
+            }
+            task_kinematics();
+            let main = frame_position(TASK_FRAME_A, TF_FRAME_A);
+            next_position = main.xy;
+            // cfrc_ext: the last step's contact wrenches (none for a world
+            // just reset, or one whose step failed), clipped.
+            for (var k = 0u; k < TASK_WRENCHES; k++) {
+                wrench[k] = 0.0;
+            }
+            if (!fresh && flags[w] == 0u) {
+                task_subtree_coms();
+                task_contact_wrenches();
+            }
+            var contact_sq = 0.0;
+            for (var k = 0u; k < 6u * TASK_BODY_FRAMES; k++) {
+                let f = clamp(wrench[k], tf(TF_CONTACT_FORCE_RANGE), tf(TF_CONTACT_FORCE_RANGE + 1u));
+                contact_sq += f * f;
+                if (TASK_INCLUDE_CFRC_EXT) {
+                    push(f);
+                }
+            }
+            let contact_cost = tf(TF_CONTACT_COST_WEIGHT) * contact_sq;
+            let velocity = (main.xy - before) / dt;
+            let forward = tf(TF_FORWARD_REWARD_WEIGHT) * velocity.x;
+            let z = mq_at(2u);
+            let ok = finite && tf(TF_HEALTHY_Z) <= z && z <= tf(TF_HEALTHY_Z + 1u);
+            let survive = select(0.0, tf(TF_HEALTHY_REWARD), ok);
+            reward = forward + survive - (ctrl_cost + contact_cost);
+            terminated = TASK_TERMINATE_UNHEALTHY && !ok;
+            info[0] = q0;
+            info[1] = q1;
+            info[2] = sqrt(q0 * q0 + q1 * q1);
+            on_reset[0] = true;
+            on_reset[1] = true;
+            on_reset[2] = true;
+            info[3] = velocity.x;
+            info[4] = velocity.y;
+            info[5] = forward;
+            info[6] = -ctrl_cost;
+            info[7] = -contact_cost;
+            info[8] = survive;
+        }
         case TASK_REACHER: {
             push(cos(q0));
             push(cos(q1));
             push(sin(q0));
             push(sin(q1));
             for (var t = 2u; t < NQ; t++) {
-                push(q[t * n + w]);
+                push(mq[t]);
             }
-            push(v[w]);
-            push(v[n + w]);
+            push(mv_at(0u));
+            push(mv_at(1u));
             task_kinematics();
             let d = frame_position(TASK_FRAME_A, TF_FRAME_A) - frame_position(TASK_FRAME_B, TF_FRAME_B);
             push(d.x);
@@ -224,11 +431,11 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
                 first = select(1u, 2u, TASK_KIND == TASK_SWIMMER);
             }
             for (var t = first; t < NQ; t++) {
-                push(q[t * n + w]);
+                push(mq[t]);
             }
             let clipped = TASK_KIND == TASK_HOPPER || TASK_KIND == TASK_WALKER2D;
             for (var t = 0u; t < NV; t++) {
-                let x = v[t * n + w];
+                let x = mv[t];
                 push(select(x, clamp(x, -10.0, 10.0), clipped));
             }
             let x_velocity = (q0 - before.x) / dt;
@@ -250,16 +457,16 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
             if (clipped) {
                 info[4] = q1 - tf(TF_Z0);
                 on_reset[4] = true;
-                let q2 = q[2u * n + w];
+                let q2 = mq_at(2u);
                 var ok = open_within(q1, tf(TF_HEALTHY_Z), tf(TF_HEALTHY_Z + 1u)) && open_within(q2, tf(TF_HEALTHY_ANGLE), tf(TF_HEALTHY_ANGLE + 1u));
                 if (TASK_KIND == TASK_HOPPER) {
                     let lo = tf(TF_HEALTHY_STATE);
                     let hi = tf(TF_HEALTHY_STATE + 1u);
                     for (var t = 2u; t < NQ; t++) {
-                        ok = ok && open_within(q[t * n + w], lo, hi);
+                        ok = ok && open_within(mq[t], lo, hi);
                     }
                     for (var t = 0u; t < NV; t++) {
-                        ok = ok && open_within(v[t * n + w], lo, hi);
+                        ok = ok && open_within(mv[t], lo, hi);
                     }
                 }
                 let survive = select(0.0, tf(TF_HEALTHY_REWARD), ok);

@@ -83,9 +83,8 @@ fn the_device_draws_resets_and_evaluates_gymnasiums_tasks_as_the_cpu() {
         let spec = match task.device_spec(frame_skip) {
             Ok(s) => s,
             Err(e) => {
-                // The tasks that read contact forces and body terms stay on
-                // the host, saying so.
-                assert!(matches!(kind, GymKind::Ant | GymKind::Humanoid), "{e}");
+                // The task that reads body terms stays on the host, saying so.
+                assert_eq!(kind, GymKind::Humanoid, "{e}");
                 assert!(e.contains("does not compute"), "{e}");
                 continue;
             }
@@ -107,7 +106,7 @@ fn the_device_draws_resets_and_evaluates_gymnasiums_tasks_as_the_cpu() {
         let mut position = [[0.0; 2]; N];
         let mut rng = Rng::new(7);
         let mut fresh = vec![true; N];
-        let (mut worst, mut ended, mut resets) = (0.0f64, 0, 0);
+        let (mut worst, mut ended, mut resets, mut touching) = (0.0f64, 0, 0, 0);
         let (mut qpos, mut qvel) = (vec![0.0; nq], vec![0.0; nv]);
         for step in 0..STEPS {
             let ctrl: Vec<f64> = (0..N * nu).map(|_| rng.range(-1.0, 1.0)).collect();
@@ -122,10 +121,14 @@ fn the_device_draws_resets_and_evaluates_gymnasiums_tasks_as_the_cpu() {
                 for w in (0..N).filter(|&w| fresh[w]) {
                     let mut stream = PhiloxStream::new(seeds[w], w as u32, episodes[w]);
                     task.draw_reset(&mut stream, &mut qpos, &mut qvel);
-                    for (t, (a, b)) in got.q[w].iter().zip(&qpos).enumerate() {
+                    // (MuJoCo's conventions, as the host sets them.)
+                    let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nv]);
+                    model.q_from_mujoco(&qpos, &mut q);
+                    model.v_from_mujoco(&q, &qvel, &mut v);
+                    for (t, (a, b)) in got.q[w].iter().zip(&q).enumerate() {
                         assert!(near(*a, *b, 1e-6), "{kind:?} world {w} q[{t}]: {a} vs {b}");
                     }
-                    for (t, (a, b)) in got.v[w].iter().zip(&qvel).enumerate() {
+                    for (t, (a, b)) in got.v[w].iter().zip(&v).enumerate() {
                         assert!(near(*a, *b, 1e-6), "{kind:?} world {w} v[{t}]: {a} vs {b}");
                     }
                     episodes[w] += 1;
@@ -139,6 +142,25 @@ fn the_device_draws_resets_and_evaluates_gymnasiums_tasks_as_the_cpu() {
             }
             let rows = r.task_evaluate(&fresh, &sq, |rows| rows.to_vec()).unwrap();
             let got = read(&mut r, nq, nv);
+            // The last step's contact forces on the file's bodies, as
+            // GymBatch reads them back for the task on the host.
+            let forces: Vec<Vec<_>> = r
+                .read_contacts()
+                .unwrap()
+                .iter()
+                .map(|cs| {
+                    cs.iter()
+                        .flat_map(|c| {
+                            let f = c.impulse / params.dt;
+                            [(c.geom_a, c.point, f), (c.geom_b, c.point, -f)]
+                        })
+                        .filter_map(|(g, p, f)| model.geometries[g].frame.map(|k| (k, p, f)))
+                        .collect()
+                })
+                .collect();
+            if task.reads_contact_forces() {
+                touching += forces.iter().filter(|f| !f.is_empty()).count();
+            }
             let zeros = vec![0.0; nu];
             for w in 0..N {
                 let (mut obs, mut info) = (vec![0.0; od], vec![0.0; id]);
@@ -149,7 +171,7 @@ fn the_device_draws_resets_and_evaluates_gymnasiums_tasks_as_the_cpu() {
                     kin_q: if fresh[w] { &got.q[w] } else { &got.start_q[w] },
                     kin_v: if fresh[w] { &got.v[w] } else { &got.start_v[w] },
                     fresh: fresh[w],
-                    forces: &[],
+                    forces: &forces[w],
                     constraint_force0: got.qfrc0[w],
                     ctrl: if fresh[w] {
                         &zeros
@@ -203,12 +225,16 @@ fn the_device_draws_resets_and_evaluates_gymnasiums_tasks_as_the_cpu() {
         ) {
             assert!(ended > 0 && resets > N, "{kind:?}: {ended} ended");
         }
+        // The ant's feet touched the floor: its contact wrenches compared.
+        if task.reads_contact_forces() {
+            assert!(touching > N, "{kind:?}: {touching} worlds in contact");
+        }
         eprintln!(
-            "{kind:?}: worst observation difference {worst:.1e}, {ended} episodes ended, {resets} resets"
+            "{kind:?}: worst observation difference {worst:.1e}, {ended} episodes ended, {resets} resets, {touching} worlds in contact"
         );
         tasks += 1;
     }
-    assert!(tasks == 0 || tasks == 7, "{tasks} tasks on the device");
+    assert!(tasks == 0 || tasks == 8, "{tasks} tasks on the device");
 }
 
 #[test]
@@ -234,11 +260,11 @@ fn a_task_the_device_cannot_run_is_refused_by_name() {
     )
     .unwrap();
     let spec: DeviceTaskSpec = task.device_spec(4).unwrap();
-    // Hopper's task on the ant's worlds (a free joint; other sizes).
+    // Hopper's task on the ant's worlds (other sizes).
     let initial = State::new(ant.q0.clone(), DVector::zeros(ant.model.nv));
     let mut r = ResidentBatch::new(&ctx, &ant.model, &SimParams::default(), &[initial], 2).unwrap();
     let e = r.attach_task(spec.clone(), 0).unwrap_err().to_string();
-    assert!(e.contains("free or ball joint"), "{e}");
+    assert!(e.contains("qpos0 or qvel0"), "{e}");
     // A frame skip of 0.
     let initial = State::new(hopper.q0.clone(), DVector::zeros(model.nv));
     let mut r = ResidentBatch::new(&ctx, &model, &SimParams::default(), &[initial], 2).unwrap();

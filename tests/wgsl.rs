@@ -65,6 +65,7 @@ fn every_shader_parses_and_validates_with_naga() {
         "resident_collide.wgsl",
         "philox.wgsl",
         "gym_task.wgsl",
+        "gym_task_forces.wgsl",
         "render.wgsl",
     ]
     .iter()
@@ -697,52 +698,63 @@ fn the_resident_kernel_validates_and_its_constants_are_rusts() {
 }
 
 /// The RL task's kernel (the resident kernel's source, then the task's
-/// header, `philox.wgsl` and `gym_task.wgsl`) validates for every task the
-/// device evaluates, with and without per-world records and contacts; its
-/// generated constants are Rust's and declared in no file by hand; its
-/// records are their Rust twins.
+/// header, `philox.wgsl`, `gym_task.wgsl` and, with contacts,
+/// `gym_task_forces.wgsl`) validates for every task the device evaluates,
+/// with and without per-world records, on hinges and slides without
+/// contacts (the cart-pole) and on a free joint with contacts (the
+/// quadruped); its generated constants are Rust's and declared in no file
+/// by hand; its records are their Rust twins.
 #[test]
 fn the_task_kernel_validates_for_every_device_task() {
     use moreau::gpu::resident::{self, DeviceTaskKind, DeviceTaskSpec, TaskFloats};
     let files = shader_files();
-    let cartpole = moreau::scenes::scene("cartpole").unwrap().model;
-    for kind in DeviceTaskKind::ALL {
-        let spec = DeviceTaskSpec {
-            kind,
-            obs_dim: 5,
-            info_dim: 7,
-            floats: TaskFloats::default(),
-            qpos0: vec![0.0; cartpole.nq],
-            qvel0: vec![0.0; cartpole.nv],
-            frame_bodies: [1, 2],
-            exclude_positions: true,
-            terminate_unhealthy: true,
-            normal_velocities: kind == DeviceTaskKind::HalfCheetah,
-            frame_skip: 2,
-        };
-        assert_eq!(spec.unsupported(&cartpole), None);
-        for per_world in [false, true] {
-            let source = resident::task_source(&cartpole, per_world, 0, &spec);
-            let module = parse(&format!("gym_task.wgsl ({kind:?})"), &source);
-            check_record::<resident::TaskUniform>(&module).unwrap();
-            let values = constants(&module);
-            for name in [
-                "TASK_KIND",
-                "TASK_ROW",
-                "PHILOX_M0",
-                "PHILOX_W1",
-                "TF_FRAME_B",
-            ] {
-                assert!(values.contains_key(name), "{name}");
-                for (file, text) in &files {
-                    assert!(!text.contains(&format!("const {name}:")), "{file}: {name}");
+    for scene in ["cartpole", "quadruped"] {
+        let model = moreau::scenes::scene(scene).unwrap().model;
+        let contacts = !resident::pair_frames(&model).is_empty();
+        assert_eq!(contacts, scene == "quadruped");
+        for kind in DeviceTaskKind::ALL {
+            let spec = DeviceTaskSpec {
+                kind,
+                obs_dim: 5,
+                info_dim: 7,
+                floats: TaskFloats::default(),
+                qpos0: vec![0.0; model.nq],
+                qvel0: vec![0.0; model.nv],
+                frame_bodies: [1, 2],
+                exclude_positions: true,
+                terminate_unhealthy: true,
+                normal_velocities: kind == DeviceTaskKind::HalfCheetah,
+                include_cfrc_ext: kind == DeviceTaskKind::Ant,
+                frame_skip: 2,
+            };
+            assert_eq!(spec.unsupported(&model), None);
+            for per_world in [false, true] {
+                let source = resident::task_source(&model, per_world, 0, &spec);
+                assert_eq!(source.contains("lambda[3u * i * n + world]"), contacts);
+                let module = parse(&format!("gym_task.wgsl ({scene}, {kind:?})"), &source);
+                check_record::<resident::TaskUniform>(&module).unwrap();
+                let values = constants(&module);
+                for name in [
+                    "TASK_KIND",
+                    "TASK_ROW",
+                    "TASK_PAIR_FRAMES",
+                    "TASK_WRENCHES",
+                    "PHILOX_M0",
+                    "PHILOX_W1",
+                    "TF_FRAME_B",
+                    "TF_CONTACT_FORCE_RANGE",
+                ] {
+                    assert!(values.contains_key(name), "{name}");
+                    for (file, text) in &files {
+                        assert!(!text.contains(&format!("const {name}:")), "{file}: {name}");
+                    }
                 }
+                assert_eq!(values["TASK_ROW"], naga::Literal::U32(14));
+                assert_eq!(
+                    values["PHILOX_M0"],
+                    naga::Literal::U32(moreau::math::philox_constants()[0].1)
+                );
             }
-            assert_eq!(values["TASK_ROW"], naga::Literal::U32(14));
-            assert_eq!(
-                values["PHILOX_M0"],
-                naga::Literal::U32(moreau::math::philox_constants()[0].1)
-            );
         }
     }
     let (name, fields, size) = contract::record_of::<TaskFloats>();

@@ -468,9 +468,11 @@ impl GymTask {
             GymKind::HalfCheetah => D::HalfCheetah,
             GymKind::Hopper => D::Hopper,
             GymKind::Walker2d => D::Walker2d,
-            GymKind::Ant | GymKind::Humanoid => {
+            GymKind::Ant => D::Ant,
+            GymKind::Humanoid => {
                 return Err(format!(
-                    "{}: the device does not compute its contact forces and body terms yet",
+                    "{}: the device does not compute its body terms (cinert, cvel, \
+                     qfrc_actuator) yet",
                     self.kind.id()
                 ));
             }
@@ -499,6 +501,8 @@ impl GymTask {
             healthy_z: range(p.healthy_z_range),
             healthy_state: range(p.healthy_state_range),
             healthy_angle: range(p.healthy_angle_range),
+            contact_cost_weight: f(p.contact_cost_weight),
+            contact_force_range: range(p.contact_force_range),
             frame_a,
             frame_b,
         };
@@ -513,6 +517,7 @@ impl GymTask {
             exclude_positions: p.exclude_current_positions,
             terminate_unhealthy: p.terminate_when_unhealthy,
             normal_velocities: self.normal_velocities(),
+            include_cfrc_ext: p.include_cfrc_ext,
             frame_skip,
         };
         match spec.unsupported(&self.model) {

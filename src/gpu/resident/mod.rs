@@ -168,7 +168,9 @@ use chunks::check_model;
 use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
 use records::{WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params};
 pub use records::{constants_for, limit_rows, source, source_for};
-pub use task::{DeviceTaskKind, DeviceTaskSpec, INFO_CAP, TaskFloats, TaskUniform, task_source};
+pub use task::{
+    DeviceTaskKind, DeviceTaskSpec, INFO_CAP, TaskFloats, TaskUniform, pair_frames, task_source,
+};
 
 /// Each actuator's (dof, q index) from its records.
 fn actuated_joints(actuator_words: &[u32]) -> Vec<(u32, u32)> {

@@ -13,7 +13,7 @@
 use super::{ResidentBatch, ResidentError, WORKGROUP};
 use crate::gpu::contract::{WgslConst, declaration, header, offsets};
 use crate::gpu::with_mapped;
-use crate::model::{JointType, Model};
+use crate::model::Model;
 use bytemuck::{Pod, Zeroable};
 use std::time::Instant;
 
@@ -27,10 +27,11 @@ pub enum DeviceTaskKind {
     HalfCheetah,
     Hopper,
     Walker2d,
+    Ant,
 }
 
 impl DeviceTaskKind {
-    pub const ALL: [DeviceTaskKind; 7] = [
+    pub const ALL: [DeviceTaskKind; 8] = [
         DeviceTaskKind::InvertedPendulum,
         DeviceTaskKind::InvertedDoublePendulum,
         DeviceTaskKind::Reacher,
@@ -38,6 +39,7 @@ impl DeviceTaskKind {
         DeviceTaskKind::HalfCheetah,
         DeviceTaskKind::Hopper,
         DeviceTaskKind::Walker2d,
+        DeviceTaskKind::Ant,
     ];
     fn wgsl_name(self) -> &'static str {
         match self {
@@ -48,6 +50,7 @@ impl DeviceTaskKind {
             DeviceTaskKind::HalfCheetah => "TASK_HALF_CHEETAH",
             DeviceTaskKind::Hopper => "TASK_HOPPER",
             DeviceTaskKind::Walker2d => "TASK_WALKER2D",
+            DeviceTaskKind::Ant => "TASK_ANT",
         }
     }
     fn code(self) -> u32 {
@@ -55,13 +58,14 @@ impl DeviceTaskKind {
     }
 }
 
-/// The most info terms of a task on the device (Swimmer's 7).
-pub const INFO_CAP: usize = 7;
+/// The most info terms of a task on the device (Ant's 9).
+pub const INFO_CAP: usize = 9;
 
 crate::wgsl_struct! {
     /// The task's weights and ranges (ranges `(low, high)`, an open end
     /// ±f32::MAX), the frames' offsets in their bodies, `qpos0[1]`; then
-    /// `task_f32` holds qpos0 and qvel0.
+    /// `task_f32` holds qpos0, qvel0 and, per device pair, its geometries'
+    /// places among the body frames and their bodies ([`pair_frames`]).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
     pub struct TaskFloats as "TaskFloats" {
         pub forward_reward_weight: f32 => "TF_FORWARD_REWARD_WEIGHT",
@@ -74,6 +78,8 @@ crate::wgsl_struct! {
         pub healthy_z: [f32; 2] => "TF_HEALTHY_Z",
         pub healthy_state: [f32; 2] => "TF_HEALTHY_STATE",
         pub healthy_angle: [f32; 2] => "TF_HEALTHY_ANGLE",
+        pub contact_cost_weight: f32 => "TF_CONTACT_COST_WEIGHT",
+        pub contact_force_range: [f32; 2] => "TF_CONTACT_FORCE_RANGE",
         pub frame_a: [f32; 3] => "TF_FRAME_A",
         pub frame_b: [f32; 3] => "TF_FRAME_B",
     }
@@ -106,6 +112,9 @@ pub struct DeviceTaskSpec {
     pub terminate_unhealthy: bool,
     /// Velocities reset with normal noise (else uniform).
     pub normal_velocities: bool,
+    /// The contact wrenches on the body frames (`cfrc_ext`) in the
+    /// observation (Ant).
+    pub include_cfrc_ext: bool,
     pub frame_skip: usize,
 }
 
@@ -117,18 +126,6 @@ impl DeviceTaskSpec {
 
     /// Why the device cannot evaluate this task on `model`, if it cannot.
     pub fn unsupported(&self, model: &Model) -> Option<String> {
-        if let Some(i) = (1..model.nbodies).find(|&i| {
-            !matches!(
-                model.joint_type[i],
-                JointType::Revolute(_) | JointType::Prismatic(_) | JointType::Fixed
-            )
-        }) {
-            return Some(format!(
-                "body `{}` has a free or ball joint (the device's tasks read `q` as MuJoCo's \
-                 `qpos`: hinges, slides and welds only)",
-                model.body_name[i]
-            ));
-        }
         if self.info_dim > INFO_CAP {
             return Some(format!("{} info terms, over {INFO_CAP}", self.info_dim));
         }
@@ -141,7 +138,7 @@ impl DeviceTaskSpec {
         None
     }
 
-    fn constants(&self) -> Vec<WgslConst> {
+    fn constants(&self, model: &Model) -> Vec<WgslConst> {
         let u = |name, x: usize| WgslConst::u32(name, x as u32);
         let mut c: Vec<WgslConst> = DeviceTaskKind::ALL
             .iter()
@@ -159,35 +156,73 @@ impl DeviceTaskSpec {
             WgslConst::bool("TASK_EXCLUDE_POSITIONS", self.exclude_positions),
             WgslConst::bool("TASK_TERMINATE_UNHEALTHY", self.terminate_unhealthy),
             WgslConst::bool("TASK_NORMAL_VELOCITIES", self.normal_velocities),
+            WgslConst::bool("TASK_INCLUDE_CFRC_EXT", self.include_cfrc_ext),
+            u("TASK_BODY_FRAMES", model.body_frames().count()),
+            u("TASK_WRENCHES", 6 * model.body_frames().count().max(1)),
             u("TASK_QPOS0", record),
             u("TASK_QVEL0", record + self.qpos0.len()),
+            u(
+                "TASK_PAIR_FRAMES",
+                record + self.qpos0.len() + self.qvel0.len(),
+            ),
         ]);
         c.extend(crate::math::philox_constants().map(|(name, x)| WgslConst::u32(name, x)));
         c.extend(offsets::<TaskFloats>());
         c
     }
 
-    /// `task_f32`: the record, then qpos0 and qvel0.
-    fn words(&self) -> Vec<f32> {
+    /// `task_f32`: the record, then qpos0, qvel0 and [`pair_frames`].
+    fn words(&self, model: &Model) -> Vec<f32> {
         let mut w: Vec<f32> = bytemuck::cast_slice(&[self.floats]).to_vec();
         w.extend(self.qpos0.iter().chain(&self.qvel0).map(|&x| x as f32));
+        w.extend(pair_frames(model));
         w
     }
 }
 
+/// Per device pair (`contacts::device_pairs`' order), 4 floats: for its
+/// geometry `a`, then `b`, the place of its frame among
+/// [`Model::body_frames`] (−1: not a body frame, its force dropped, as
+/// `dynamics::com_wrenches` drops it) and that frame's body (whose
+/// subtree's centre of mass is the wrench's origin).
+pub fn pair_frames(model: &Model) -> Vec<f32> {
+    let mut slot = vec![-1.0f32; model.frames.len()];
+    for (k, (f, _)) in model.body_frames().enumerate() {
+        slot[f] = k as f32;
+    }
+    let side = |g: usize| match model.geometries[g].frame {
+        Some(f) => [slot[f], model.frames[f].body as f32],
+        None => [-1.0, 0.0],
+    };
+    let pairs = super::contacts::device_pairs(model).unwrap_or_default();
+    pairs
+        .iter()
+        .flat_map(|p| {
+            let ([sa, ba], [sb, bb]) = (side(p.geom_a), side(p.geom_b));
+            [sa, ba, sb, bb]
+        })
+        .collect()
+}
+
 /// The task kernel's source for `model` (the resident kernel's, with its
 /// per-world records or not, room for `initial_moving` contacts), then the
-/// task's header, `philox.wgsl` and `gym_task.wgsl`.
+/// task's header, `philox.wgsl`, `gym_task.wgsl` and, where the model has
+/// contacts, `gym_task_forces.wgsl` (else a function that adds none).
 pub fn task_source(
     model: &Model,
     per_world: bool,
     initial_moving: usize,
     spec: &DeviceTaskSpec,
 ) -> String {
+    let forces = if super::contacts::device_pairs(model).is_ok_and(|p| !p.is_empty()) {
+        include_str!("../../../shaders/gym_task_forces.wgsl")
+    } else {
+        "fn task_contact_wrenches() {}\n"
+    };
     format!(
-        "{}{}{}{}{}",
+        "{}{}{}{}{}{forces}",
         super::source_for(model, per_world, initial_moving),
-        header(&spec.constants()),
+        header(&spec.constants(model)),
         declaration::<TaskUniform>(),
         include_str!("../../../shaders/philox.wgsl"),
         include_str!("../../../shaders/gym_task.wgsl"),
@@ -264,7 +299,7 @@ impl ResidentBatch {
                 mapped_at_creation: false,
             })
         };
-        let words = spec.words();
+        let words = spec.words(&self.model);
         let task_f32 = buffer("task floats", words.len() as u64 * 4, storage);
         ctx.queue
             .write_buffer(&task_f32, 0, bytemuck::cast_slice(&words));
@@ -328,7 +363,11 @@ impl ResidentBatch {
         });
         let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("resident task"),
-            bind_group_layouts: &[Some(&self.kernel.group0), None, Some(group2)],
+            bind_group_layouts: &[
+                Some(&self.kernel.group0),
+                self.kernel.group1.as_ref(),
+                Some(group2),
+            ],
             immediate_size: 0,
         });
         let pipeline = |entry: &str| {
@@ -420,7 +459,8 @@ impl ResidentBatch {
         }
         ctx.queue
             .write_buffer(&t.streams, 0, bytemuck::cast_slice(&t.words));
-        let encoder = encode_pass(&ctx, "task reset", &t.reset, &self.bind_group, t, n);
+        let groups = (&self.bind_group, self.contacts.as_ref().map(|c| &c.1));
+        let encoder = encode_pass(&ctx, "task reset", &t.reset, groups, t, n);
         ctx.queue.submit(Some(encoder.finish()));
         if let Some((stage, _)) = self.contacts.as_mut() {
             stage.reset_warm_starts(&ctx.queue, &fresh, &self.model);
@@ -454,7 +494,8 @@ impl ResidentBatch {
         t.floats.extend(action_sq.iter().map(|&x| x as f32));
         ctx.queue
             .write_buffer(&t.action_sq, 0, bytemuck::cast_slice(&t.floats));
-        let mut encoder = encode_pass(&ctx, "task evaluate", &t.evaluate, &self.bind_group, t, n);
+        let groups = (&self.bind_group, self.contacts.as_ref().map(|c| &c.1));
+        let mut encoder = encode_pass(&ctx, "task evaluate", &t.evaluate, groups, t, n);
         encoder.copy_buffer_to_buffer(&t.out, 0, &t.readback, 0, t.out.size());
         let wait = Instant::now();
         let index = ctx.queue.submit(Some(encoder.finish()));
@@ -491,13 +532,13 @@ fn bound<'a>(
     }
 }
 
-/// An encoder with one pass of `pipeline` over `n` worlds (group 0 the
-/// batch's, group 2 the task's).
+/// An encoder with one pass of `pipeline` over `n` worlds (groups 0 and 1
+/// the batch's, the second where it has contacts; group 2 the task's).
 fn encode_pass(
     ctx: &crate::gpu::GpuContext,
     label: &str,
     pipeline: &wgpu::ComputePipeline,
-    group0: &wgpu::BindGroup,
+    (group0, group1): (&wgpu::BindGroup, Option<&wgpu::BindGroup>),
     t: &TaskStage,
     n: usize,
 ) -> wgpu::CommandEncoder {
@@ -511,6 +552,9 @@ fn encode_pass(
         });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, group0, &[]);
+        if let Some(g) = group1 {
+            pass.set_bind_group(1, g, &[]);
+        }
         pass.set_bind_group(2, t.bind_group.as_ref(), &[]);
         pass.dispatch_workgroups((n as u32).div_ceil(WORKGROUP), 1, 1);
     }
