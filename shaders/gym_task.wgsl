@@ -12,7 +12,11 @@
 // TASK_QVEL0 (where qpos0 and qvel0 start in task_f32), TASK_PAIR_FRAMES
 // (where the pairs' body frames start: task::pair_frames), TASK_BODY_FRAMES
 // and TASK_WRENCHES (6 floats per body frame, at least 6),
-// TASK_INCLUDE_CFRC_EXT, the TF_* offsets of TaskFloats. The tasks read
+// TASK_BODY_FRAME_AT and TASK_BODY_FRAME_FLOATS (the TaskBodyFrame records,
+// their fields at TBF_*), TASK_TENDONS and TASK_TENDON_AT (per tendon its
+// coefficients on q, then on v: task::fixed_tendons), TASK_SCALAR_INFO
+// (the info's terms before Humanoid's tendon columns), TASK_INCLUDE_*
+// (the observation's optional terms), the TF_* offsets of TaskFloats. The tasks read
 // and write the state as MuJoCo's `qpos` and `qvel` (load_mujoco_state,
 // store_mujoco_state). gym_task_forces.wgsl (or, for a model without
 // contacts, an empty function) follows: task_contact_wrenches.
@@ -50,6 +54,12 @@ var<private> mv: array<f32, NV>;
 // wrench [torque; force] about it (task_contact_wrenches).
 var<private> tcom: array<vec3<f32>, NB>;
 var<private> wrench: array<f32, TASK_WRENCHES>;
+// The kinematic state's velocity (as kq), the model's centre of mass there
+// (dynamics::center_of_mass) and the actuators' joint forces there
+// (sim::actuator_forces).
+var<private> kv: array<f32, NV>;
+var<private> tcenter: vec3<f32>;
+var<private> tqa: array<f32, NV>;
 
 fn tf(k: u32) -> f32 {
     return task_f32[k];
@@ -256,10 +266,103 @@ fn task_subtree_coms() {
         mass[root[i]] += m;
     }
     tcom[0] = vec3<f32>(0.0);
+    var total = vec3<f32>(0.0);
+    var total_mass = 0.0;
     for (var i = 1u; i < NB; i++) {
         let r = root[i];
         tcom[i] = select(moment[r] / mass[r], vec3<f32>(0.0), mass[r] <= 0.0);
+        if (r == i) {
+            total += moment[i];
+            total_mass += mass[i];
+        }
     }
+    tcenter = select(total / total_mass, total, total_mass <= 0.0);
+}
+
+// vel ← each body's spatial velocity at the kinematic state (kv), after
+// task_kinematics (forward_velocity).
+fn task_velocities() {
+    vel[0] = V6(vec3<f32>(0.0), vec3<f32>(0.0));
+    for (var i = 1u; i < NB; i++) {
+        let jtype = bu(i, BU_JOINT);
+        let iv = bu(i, BU_IV);
+        let axis = bvec(i, BF_AXIS);
+        var vj = V6(vec3<f32>(0.0), vec3<f32>(0.0));
+        for (var a = 0u; a < bu(i, BU_NV); a++) {
+            let local = local_column(jtype, axis, a);
+            let sw = rot[i] * local.a;
+            vj = v6_add(vj, v6_scale(V6(rot[i] * local.l + cross(pos[i], sw), sw), kv[iv + a]));
+        }
+        vel[i] = v6_add(vel[bu(i, BU_PARENT)], vj);
+    }
+}
+
+// tqa ← the actuators' joint forces at the kinematic state under `world`'s
+// last controls (the step's: control and force ranges, gear, each dof's
+// effort limit).
+fn task_actuator_forces() {
+    let n = params.nworlds;
+    for (var k = 0u; k < NV; k++) {
+        tqa[k] = 0.0;
+    }
+    for (var a = 0u; a < params.nu; a++) {
+        let dof = act_u(a, ACT_DOF);
+        let gear = act_f(a, ACT_GEAR);
+        let uc = clamp(ctrl[a * n + world], act_f(a, ACT_CTRL_RANGE), act_f(a, ACT_CTRL_RANGE + 1u));
+        let length = gear * kq[act_u(a, ACT_IQ)];
+        let speed = gear * kv[dof];
+        let force = act_f(a, ACT_GAIN) * uc + act_f(a, ACT_BIAS) + act_f(a, ACT_BIAS + 1u) * length + act_f(a, ACT_BIAS + 2u) * speed;
+        tqa[dof] += gear * clamp(force, act_f(a, ACT_FORCE_RANGE), act_f(a, ACT_FORCE_RANGE + 1u));
+    }
+    for (var k = 0u; k < NV; k++) {
+        let e = df(k, DF_EFFORT);
+        tqa[k] = clamp(tqa[k], -e, e);
+    }
+}
+
+fn tbf(k: u32, field: u32) -> f32 {
+    return tf(TASK_BODY_FRAME_AT + k * TASK_BODY_FRAME_FLOATS + field);
+}
+
+// Body frame k's inertia about its c-frame's origin (cinert: COM_INERTIA
+// values), after task_kinematics and task_subtree_coms (com_inertias).
+fn push_com_inertia(k: u32) {
+    let b = u32(tbf(k, TBF_BODY));
+    let m = tbf(k, TBF_MASS);
+    let com = rot[b] * vec3<f32>(tbf(k, TBF_COM), tbf(k, TBF_COM + 1u), tbf(k, TBF_COM + 2u)) + pos[b];
+    let xx = tbf(k, TBF_INERTIA);
+    let yy = tbf(k, TBF_INERTIA + 1u);
+    let zz = tbf(k, TBF_INERTIA + 2u);
+    let xy = tbf(k, TBF_INERTIA + 3u);
+    let xz = tbf(k, TBF_INERTIA + 4u);
+    let yz = tbf(k, TBF_INERTIA + 5u);
+    let own = mat3x3<f32>(vec3<f32>(xx, xy, xz), vec3<f32>(xy, yy, yz), vec3<f32>(xz, yz, zz));
+    let d = com - tcom[b];
+    let i = rot[b] * own * transpose(rot[b]) - skew(d) * skew(d) * m;
+    push(i[0].x);
+    push(i[1].y);
+    push(i[2].z);
+    push(i[1].x);
+    push(i[2].x);
+    push(i[2].y);
+    push(m * d.x);
+    push(m * d.y);
+    push(m * d.z);
+    push(m);
+}
+
+// Body frame k's velocity [ω; v] at its c-frame's origin (cvel), after
+// task_velocities and task_subtree_coms (com_velocities).
+fn push_com_velocity(k: u32) {
+    let b = u32(tbf(k, TBF_BODY));
+    let t = vel[b];
+    let lin = t.l + cross(t.a, tcom[b]);
+    push(t.a.x);
+    push(t.a.y);
+    push(t.a.z);
+    push(lin.x);
+    push(lin.y);
+    push(lin.z);
 }
 
 // Adds force `f` at world point `p` on body frame `slot` (task::pair_frames;
@@ -291,6 +394,9 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
     let fresh = fresh_mask[w] != 0u;
     for (var t = 0u; t < NQ; t++) {
         kq[t] = select(start_q[t * n + w], q[t * n + w], fresh);
+    }
+    for (var t = 0u; t < NV; t++) {
+        kv[t] = select(start_v[t * n + w], v[t * n + w], fresh);
     }
     row_base = w * TASK_ROW;
     cursor = 0u;
@@ -348,7 +454,7 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
             info[1] = -distance;
             info[2] = -velocity;
         }
-        case TASK_ANT: {
+        case TASK_ANT, TASK_HUMANOID: {
             var finite = true;
             for (var t = 0u; t < NQ; t++) {
                 finite = finite && all_finite(mq[t]);
@@ -363,31 +469,84 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
             for (var t = 0u; t < NV; t++) {
                 push(mv[t]);
             }
+            // The body terms at the kinematic state.
             task_kinematics();
-            let main = frame_position(TASK_FRAME_A, TF_FRAME_A);
+            task_subtree_coms();
+            let humanoid = TASK_KIND == TASK_HUMANOID;
+            if (humanoid) {
+                if (TASK_INCLUDE_CINERT) {
+                    for (var k = 0u; k < TASK_BODY_FRAMES; k++) {
+                        push_com_inertia(k);
+                    }
+                }
+                if (TASK_INCLUDE_CVEL) {
+                    task_velocities();
+                    for (var k = 0u; k < TASK_BODY_FRAMES; k++) {
+                        push_com_velocity(k);
+                    }
+                }
+                if (TASK_INCLUDE_QFRC_ACTUATOR) {
+                    for (var k = 0u; k < NV; k++) {
+                        tqa[k] = 0.0;
+                    }
+                    if (!fresh) {
+                        task_actuator_forces();
+                    }
+                    for (var k = 6u; k < NV; k++) {
+                        push(tqa[k]);
+                    }
+                }
+            }
+            // The main body's position (Ant), or the centre of mass's.
+            var main = tcenter;
+            if (!humanoid) {
+                main = frame_position(TASK_FRAME_A, TF_FRAME_A);
+            }
             next_position = main.xy;
             // cfrc_ext: the last step's contact wrenches (none for a world
-            // just reset, or one whose step failed), clipped.
+            // just reset, or one whose step failed); Ant clips them.
             for (var k = 0u; k < TASK_WRENCHES; k++) {
                 wrench[k] = 0.0;
             }
             if (!fresh && flags[w] == 0u) {
-                task_subtree_coms();
                 task_contact_wrenches();
             }
             var contact_sq = 0.0;
             for (var k = 0u; k < 6u * TASK_BODY_FRAMES; k++) {
-                let f = clamp(wrench[k], tf(TF_CONTACT_FORCE_RANGE), tf(TF_CONTACT_FORCE_RANGE + 1u));
+                var f = wrench[k];
+                if (!humanoid) {
+                    f = clamp(f, tf(TF_CONTACT_FORCE_RANGE), tf(TF_CONTACT_FORCE_RANGE + 1u));
+                }
                 contact_sq += f * f;
                 if (TASK_INCLUDE_CFRC_EXT) {
                     push(f);
                 }
             }
-            let contact_cost = tf(TF_CONTACT_COST_WEIGHT) * contact_sq;
+            var contact_cost = tf(TF_CONTACT_COST_WEIGHT) * contact_sq;
+            let z = mq_at(2u);
+            var ok = finite && tf(TF_HEALTHY_Z) <= z && z <= tf(TF_HEALTHY_Z + 1u);
+            if (humanoid) {
+                contact_cost = clamp(contact_cost, tf(TF_CONTACT_COST_RANGE), tf(TF_CONTACT_COST_RANGE + 1u));
+                ok = open_within(z, tf(TF_HEALTHY_Z), tf(TF_HEALTHY_Z + 1u));
+                // The tendons' lengths and velocities at the kinematic
+                // state, after the scalar terms (reported on reset too).
+                let at = row_base + OBS_DIM + 2u + TASK_SCALAR_INFO;
+                for (var t = 0u; t < TASK_TENDONS; t++) {
+                    let c = TASK_TENDON_AT + t * (NQ + NV);
+                    var length = 0.0;
+                    for (var k = 0u; k < NQ; k++) {
+                        length += tf(c + k) * kq[k];
+                    }
+                    var speed = 0.0;
+                    for (var k = 0u; k < NV; k++) {
+                        speed += tf(c + NQ + k) * kv[k];
+                    }
+                    out[at + t] = length;
+                    out[at + TASK_TENDONS + t] = speed;
+                }
+            }
             let velocity = (main.xy - before) / dt;
             let forward = tf(TF_FORWARD_REWARD_WEIGHT) * velocity.x;
-            let z = mq_at(2u);
-            let ok = finite && tf(TF_HEALTHY_Z) <= z && z <= tf(TF_HEALTHY_Z + 1u);
             let survive = select(0.0, tf(TF_HEALTHY_REWARD), ok);
             reward = forward + survive - (ctrl_cost + contact_cost);
             terminated = TASK_TERMINATE_UNHEALTHY && !ok;
@@ -482,7 +641,7 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     out[row_base + OBS_DIM] = reward;
     out[row_base + OBS_DIM + 1u] = select(0.0, 1.0, terminated);
-    for (var k = 0u; k < INFO_DIM; k++) {
+    for (var k = 0u; k < TASK_SCALAR_INFO; k++) {
         out[row_base + OBS_DIM + 2u + k] = select(info[k], 0.0, fresh && !on_reset[k]);
     }
     position[w] = next_position;

@@ -469,13 +469,7 @@ impl GymTask {
             GymKind::Hopper => D::Hopper,
             GymKind::Walker2d => D::Walker2d,
             GymKind::Ant => D::Ant,
-            GymKind::Humanoid => {
-                return Err(format!(
-                    "{}: the device does not compute its body terms (cinert, cvel, \
-                     qfrc_actuator) yet",
-                    self.kind.id()
-                ));
-            }
+            GymKind::Humanoid => D::Humanoid,
         };
         let p = &self.params;
         // An open end as ±f32::MAX (every finite f32 within it, as an
@@ -503,6 +497,7 @@ impl GymTask {
             healthy_angle: range(p.healthy_angle_range),
             contact_cost_weight: f(p.contact_cost_weight),
             contact_force_range: range(p.contact_force_range),
+            contact_cost_range: range(p.contact_cost_range),
             frame_a,
             frame_b,
         };
@@ -518,6 +513,9 @@ impl GymTask {
             terminate_unhealthy: p.terminate_when_unhealthy,
             normal_velocities: self.normal_velocities(),
             include_cfrc_ext: p.include_cfrc_ext,
+            include_cinert: p.include_cinert,
+            include_cvel: p.include_cvel,
+            include_qfrc_actuator: p.include_qfrc_actuator,
             frame_skip,
         };
         match spec.unsupported(&self.model) {

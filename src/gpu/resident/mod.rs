@@ -169,7 +169,8 @@ use contacts::{ContactSizes, ContactStage, contact_uniform, device_pairs};
 use records::{WORLD_PARAMS, actuator_records, lcp_floats, model_records, world_params};
 pub use records::{constants_for, limit_rows, source, source_for};
 pub use task::{
-    DeviceTaskKind, DeviceTaskSpec, INFO_CAP, TaskFloats, TaskUniform, pair_frames, task_source,
+    DeviceTaskKind, DeviceTaskSpec, INFO_CAP, TaskBodyFrame, TaskFloats, TaskUniform, body_frames,
+    fixed_tendons, pair_frames, task_source,
 };
 
 /// Each actuator's (dof, q index) from its records.

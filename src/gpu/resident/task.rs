@@ -28,10 +28,11 @@ pub enum DeviceTaskKind {
     Hopper,
     Walker2d,
     Ant,
+    Humanoid,
 }
 
 impl DeviceTaskKind {
-    pub const ALL: [DeviceTaskKind; 8] = [
+    pub const ALL: [DeviceTaskKind; 9] = [
         DeviceTaskKind::InvertedPendulum,
         DeviceTaskKind::InvertedDoublePendulum,
         DeviceTaskKind::Reacher,
@@ -40,6 +41,7 @@ impl DeviceTaskKind {
         DeviceTaskKind::Hopper,
         DeviceTaskKind::Walker2d,
         DeviceTaskKind::Ant,
+        DeviceTaskKind::Humanoid,
     ];
     fn wgsl_name(self) -> &'static str {
         match self {
@@ -51,6 +53,7 @@ impl DeviceTaskKind {
             DeviceTaskKind::Hopper => "TASK_HOPPER",
             DeviceTaskKind::Walker2d => "TASK_WALKER2D",
             DeviceTaskKind::Ant => "TASK_ANT",
+            DeviceTaskKind::Humanoid => "TASK_HUMANOID",
         }
     }
     fn code(self) -> u32 {
@@ -58,7 +61,8 @@ impl DeviceTaskKind {
     }
 }
 
-/// The most info terms of a task on the device (Ant's 9).
+/// The most scalar info terms of a task on the device (Ant's and
+/// Humanoid's 9; Humanoid's tendon columns come after them).
 pub const INFO_CAP: usize = 9;
 
 crate::wgsl_struct! {
@@ -80,8 +84,23 @@ crate::wgsl_struct! {
         pub healthy_angle: [f32; 2] => "TF_HEALTHY_ANGLE",
         pub contact_cost_weight: f32 => "TF_CONTACT_COST_WEIGHT",
         pub contact_force_range: [f32; 2] => "TF_CONTACT_FORCE_RANGE",
+        pub contact_cost_range: [f32; 2] => "TF_CONTACT_COST_RANGE",
         pub frame_a: [f32; 3] => "TF_FRAME_A",
         pub frame_b: [f32; 3] => "TF_FRAME_B",
+    }
+}
+
+crate::wgsl_struct! {
+    /// A body frame of the file ([`Model::body_frames`]) as the task reads
+    /// it (Humanoid's `cinert`, `cvel`): the body carrying it, its own
+    /// mass, centre of mass and rotational inertia about it (`xx, yy, zz,
+    /// xy, xz, yz`) in that body's frame.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+    pub struct TaskBodyFrame as "TaskBodyFrame" {
+        pub body: f32 => "TBF_BODY",
+        pub mass: f32 => "TBF_MASS",
+        pub com: [f32; 3] => "TBF_COM",
+        pub inertia: [f32; 6] => "TBF_INERTIA",
     }
 }
 
@@ -113,8 +132,13 @@ pub struct DeviceTaskSpec {
     /// Velocities reset with normal noise (else uniform).
     pub normal_velocities: bool,
     /// The contact wrenches on the body frames (`cfrc_ext`) in the
-    /// observation (Ant).
+    /// observation (Ant, Humanoid).
     pub include_cfrc_ext: bool,
+    /// Humanoid's other body terms in the observation: `cinert`, `cvel`,
+    /// `qfrc_actuator`.
+    pub include_cinert: bool,
+    pub include_cvel: bool,
+    pub include_qfrc_actuator: bool,
     pub frame_skip: usize,
 }
 
@@ -126,8 +150,19 @@ impl DeviceTaskSpec {
 
     /// Why the device cannot evaluate this task on `model`, if it cannot.
     pub fn unsupported(&self, model: &Model) -> Option<String> {
-        if self.info_dim > INFO_CAP {
+        if self.scalar_info(model) > INFO_CAP {
             return Some(format!("{} info terms, over {INFO_CAP}", self.info_dim));
+        }
+        if self.kind == DeviceTaskKind::Humanoid {
+            if let Some(t) = model.tendons.iter().find(|t| t.is_spatial()) {
+                return Some(format!(
+                    "tendon `{}` is spatial (the device reads fixed tendons' lengths only)",
+                    t.name
+                ));
+            }
+            if model.nv < 6 {
+                return Some("no free joint (nv < 6)".into());
+            }
         }
         if self.qpos0.len() != model.nq || self.qvel0.len() != model.nv {
             return Some("qpos0 or qvel0 is not the model's size".into());
@@ -138,6 +173,15 @@ impl DeviceTaskSpec {
         None
     }
 
+    /// The info's scalar terms (Humanoid's tendon columns excluded).
+    fn scalar_info(&self, model: &Model) -> usize {
+        if self.kind == DeviceTaskKind::Humanoid {
+            self.info_dim.saturating_sub(2 * model.tendons.len())
+        } else {
+            self.info_dim
+        }
+    }
+
     fn constants(&self, model: &Model) -> Vec<WgslConst> {
         let u = |name, x: usize| WgslConst::u32(name, x as u32);
         let mut c: Vec<WgslConst> = DeviceTaskKind::ALL
@@ -145,6 +189,11 @@ impl DeviceTaskSpec {
             .map(|&k| WgslConst::u32(k.wgsl_name(), k.code()))
             .collect();
         let record = std::mem::size_of::<TaskFloats>() / 4;
+        let frame = std::mem::size_of::<TaskBodyFrame>() / 4;
+        let nbf = model.body_frames().count();
+        let (nq, nv, nt) = (model.nq, model.nv, model.tendons.len());
+        let body_frames = record + nq + nv;
+        let tendons = body_frames + frame * nbf;
         c.extend([
             WgslConst::u32("TASK_KIND", self.kind.code()),
             u("OBS_DIM", self.obs_dim),
@@ -157,27 +206,82 @@ impl DeviceTaskSpec {
             WgslConst::bool("TASK_TERMINATE_UNHEALTHY", self.terminate_unhealthy),
             WgslConst::bool("TASK_NORMAL_VELOCITIES", self.normal_velocities),
             WgslConst::bool("TASK_INCLUDE_CFRC_EXT", self.include_cfrc_ext),
-            u("TASK_BODY_FRAMES", model.body_frames().count()),
-            u("TASK_WRENCHES", 6 * model.body_frames().count().max(1)),
+            WgslConst::bool("TASK_INCLUDE_CINERT", self.include_cinert),
+            WgslConst::bool("TASK_INCLUDE_CVEL", self.include_cvel),
+            WgslConst::bool("TASK_INCLUDE_QFRC_ACTUATOR", self.include_qfrc_actuator),
+            u("TASK_SCALAR_INFO", self.scalar_info(model)),
+            u("TASK_BODY_FRAMES", nbf),
+            u("TASK_WRENCHES", 6 * nbf.max(1)),
+            u("TASK_TENDONS", nt),
             u("TASK_QPOS0", record),
-            u("TASK_QVEL0", record + self.qpos0.len()),
-            u(
-                "TASK_PAIR_FRAMES",
-                record + self.qpos0.len() + self.qvel0.len(),
-            ),
+            u("TASK_QVEL0", record + nq),
+            u("TASK_BODY_FRAME_AT", body_frames),
+            u("TASK_BODY_FRAME_FLOATS", frame),
+            u("TASK_TENDON_AT", tendons),
+            u("TASK_PAIR_FRAMES", tendons + nt * (nq + nv)),
         ]);
         c.extend(crate::math::philox_constants().map(|(name, x)| WgslConst::u32(name, x)));
         c.extend(offsets::<TaskFloats>());
+        c.extend(offsets::<TaskBodyFrame>());
         c
     }
 
-    /// `task_f32`: the record, then qpos0, qvel0 and [`pair_frames`].
+    /// `task_f32`: the record, then qpos0, qvel0, [`body_frames`],
+    /// [`fixed_tendons`] and [`pair_frames`].
     fn words(&self, model: &Model) -> Vec<f32> {
         let mut w: Vec<f32> = bytemuck::cast_slice(&[self.floats]).to_vec();
         w.extend(self.qpos0.iter().chain(&self.qvel0).map(|&x| x as f32));
+        w.extend(bytemuck::cast_slice::<TaskBodyFrame, f32>(&body_frames(
+            model,
+        )));
+        w.extend(fixed_tendons(model));
         w.extend(pair_frames(model));
         w
     }
+}
+
+/// The file's body frames ([`Model::body_frames`]' order) as the task
+/// reads them (`dynamics::com_inertias`' inertia of each, in its body's
+/// frame).
+pub fn body_frames(model: &Model) -> Vec<TaskBodyFrame> {
+    model
+        .body_frames()
+        .map(|(_, f)| {
+            let own = f.inertia.unwrap_or_else(crate::math::Inertia::zero);
+            let i = own.transformed(&f.body_from_frame);
+            let r = &i.rotational;
+            TaskBodyFrame {
+                body: f.body as f32,
+                mass: i.mass as f32,
+                com: [i.com.x as f32, i.com.y as f32, i.com.z as f32],
+                inertia: [
+                    r[(0, 0)],
+                    r[(1, 1)],
+                    r[(2, 2)],
+                    r[(0, 1)],
+                    r[(0, 2)],
+                    r[(1, 2)],
+                ]
+                .map(|x| x as f32),
+            }
+        })
+        .collect()
+}
+
+/// Per tendon, its fixed coefficients on `q` (nq) then on `v` (nv): a
+/// fixed tendon's length `Σ c q` and velocity `Σ c v`
+/// (`Tendon::length`, `Tendon::velocity`); zero for a spatial tendon.
+pub fn fixed_tendons(model: &Model) -> Vec<f32> {
+    let (nq, nv) = (model.nq, model.nv);
+    let mut out = vec![0.0f32; model.tendons.len() * (nq + nv)];
+    for (t, tendon) in model.tendons.iter().enumerate() {
+        let row = &mut out[t * (nq + nv)..(t + 1) * (nq + nv)];
+        for &(j, c) in &tendon.joints {
+            row[model.joint_idx_q[j]] += c as f32;
+            row[nq + model.joint_idx_v[j]] += c as f32;
+        }
+    }
+    out
 }
 
 /// Per device pair (`contacts::device_pairs`' order), 4 floats: for its
