@@ -2,7 +2,8 @@
 ``ppo_continuous_action.py`` style), for thousands of environments on one
 machine: the rollout's tensors live on the torch device (CUDA when there is
 one), the environments on moreau's backend (``gpu``: the worlds on the
-device; ``cpu``: on the cores).
+device; ``cpu``: on the cores), tensors in and out through
+``moreau.gym.tensors.TorchVecEnv`` (pinned host memory on CUDA).
 
 The algorithm is the one ``ppo.py`` (JAX) documents: a Gaussian policy
 with a state-independent log standard deviation, two tanh layers of 64 for
@@ -42,6 +43,7 @@ import torch
 from torch import nn
 
 import moreau.gym as mg
+from moreau.gym.tensors import TorchVecEnv
 
 
 @dataclass
@@ -130,6 +132,8 @@ def train(envs, cfg: Config, log: Optional[Callable[[str], None]] = None) -> Res
     environment steps (summed over its environments)."""
     torch.manual_seed(cfg.seed)
     dev = torch.device(cfg.device)
+    # Tensors in and out on `dev` (through pinned memory on CUDA).
+    envs = TorchVecEnv(envs, dev)
     n, obs_dim = envs.num_envs, envs.single_observation_space.shape[0]
     act_dim = envs.single_action_space.shape[0]
     low = torch.as_tensor(envs.single_action_space.low, device=dev)
@@ -163,7 +167,7 @@ def train(envs, cfg: Config, log: Optional[Callable[[str], None]] = None) -> Res
                 action = dist.sample()
                 obs_buf[t], act_buf[t], val_buf[t] = obs, action, agent.value(obs)
                 logp_buf[t] = dist.log_prob(action).sum(-1)
-            clipped = torch.maximum(torch.minimum(action, high), low).cpu().numpy()
+            clipped = torch.maximum(torch.minimum(action, high), low)
             raw, reward, terminated, truncated, _ = envs.step(clipped)
             steps += n
             reward = torch.as_tensor(reward, device=dev)
