@@ -713,10 +713,10 @@ fn the_task_kernel_validates_for_every_device_task() {
         let contacts = !resident::pair_frames(&model).is_empty();
         assert_eq!(contacts, scene == "quadruped");
         for kind in DeviceTaskKind::ALL {
-            let spec = DeviceTaskSpec {
+            let mut spec = DeviceTaskSpec {
                 kind,
-                obs_dim: 5,
-                info_dim: 7,
+                obs_dim: 0,
+                info_dim: 0,
                 floats: TaskFloats::default(),
                 qpos0: vec![0.0; model.nq],
                 qvel0: vec![0.0; model.nv],
@@ -730,6 +730,13 @@ fn the_task_kernel_validates_for_every_device_task() {
                 include_qfrc_actuator: true,
                 frame_skip: 2,
             };
+            // Other widths than the kernel writes are refused.
+            assert!(
+                spec.unsupported(&model)
+                    .unwrap()
+                    .contains("the kernel writes")
+            );
+            (spec.obs_dim, spec.info_dim) = spec.kernel_dims(&model);
             // (Humanoid's task reads a free joint: refused on the cart-pole,
             // its kernel validated still.)
             let refused = kind == DeviceTaskKind::Humanoid && model.nv < 6;
@@ -757,7 +764,8 @@ fn the_task_kernel_validates_for_every_device_task() {
                         assert!(!text.contains(&format!("const {name}:")), "{file}: {name}");
                     }
                 }
-                assert_eq!(values["TASK_ROW"], naga::Literal::U32(14));
+                let row = spec.obs_dim + 2 + spec.info_dim;
+                assert_eq!(values["TASK_ROW"], naga::Literal::U32(row as u32));
                 assert_eq!(
                     values["PHILOX_M0"],
                     naga::Literal::U32(moreau::math::philox_constants()[0].1)

@@ -68,8 +68,8 @@ pub const INFO_CAP: usize = 9;
 crate::wgsl_struct! {
     /// The task's weights and ranges (ranges `(low, high)`, an open end
     /// ±f32::MAX), the frames' offsets in their bodies, `qpos0[1]`; then
-    /// `task_f32` holds qpos0, qvel0 and, per device pair, its geometries'
-    /// places among the body frames and their bodies ([`pair_frames`]).
+    /// `task_f32` holds qpos0, qvel0, [`body_frames`], [`fixed_tendons`]
+    /// and [`pair_frames`].
     #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
     pub struct TaskFloats as "TaskFloats" {
         pub forward_reward_weight: f32 => "TF_FORWARD_REWARD_WEIGHT",
@@ -148,8 +148,47 @@ impl DeviceTaskSpec {
         self.obs_dim + 2 + self.info_dim
     }
 
+    /// The observation's and the info's widths the kernel writes for this
+    /// task on `model` (`GymTask`'s, for a spec made from one).
+    pub fn kernel_dims(&self, model: &Model) -> (usize, usize) {
+        use DeviceTaskKind as K;
+        let (nq, nv) = (model.nq, model.nv);
+        let nbf = model.body_frames().count();
+        let drop = |k: usize| if self.exclude_positions { k } else { 0 };
+        let when = |on: bool, k: usize| if on { k } else { 0 };
+        let sub = |a: usize, b: usize| a.saturating_sub(b);
+        match self.kind {
+            K::InvertedPendulum => (nq + nv, 1),
+            K::InvertedDoublePendulum => (1 + 2 * sub(nq, 1) + nv + 1, 3),
+            K::Reacher => (4 + sub(nq, 2) + 4, 2),
+            K::Swimmer => (sub(nq, drop(2)) + nv, 7),
+            K::HalfCheetah => (sub(nq, drop(1)) + nv, 4),
+            K::Hopper | K::Walker2d => (sub(nq, drop(1)) + nv, 6),
+            K::Ant => (
+                sub(nq, drop(2)) + nv + when(self.include_cfrc_ext, 6 * nbf),
+                9,
+            ),
+            K::Humanoid => (
+                sub(nq, drop(2))
+                    + nv
+                    + when(self.include_cinert, crate::dynamics::COM_INERTIA * nbf)
+                    + when(self.include_cvel, 6 * nbf)
+                    + when(self.include_qfrc_actuator, sub(nv, 6))
+                    + when(self.include_cfrc_ext, 6 * nbf),
+                9 + 2 * model.tendons.len(),
+            ),
+        }
+    }
+
     /// Why the device cannot evaluate this task on `model`, if it cannot.
     pub fn unsupported(&self, model: &Model) -> Option<String> {
+        let (obs, info) = self.kernel_dims(model);
+        if (obs, info) != (self.obs_dim, self.info_dim) {
+            return Some(format!(
+                "an observation of {} and an info of {} where the kernel writes {obs} and {info}",
+                self.obs_dim, self.info_dim
+            ));
+        }
         if self.scalar_info(model) > INFO_CAP {
             return Some(format!("{} info terms, over {INFO_CAP}", self.info_dim));
         }
