@@ -307,12 +307,7 @@ fn task_actuator_forces() {
     }
     for (var a = 0u; a < params.nu; a++) {
         let dof = act_u(a, ACT_DOF);
-        let gear = act_f(a, ACT_GEAR);
-        let uc = clamp(ctrl[a * n + world], act_f(a, ACT_CTRL_RANGE), act_f(a, ACT_CTRL_RANGE + 1u));
-        let length = gear * kq[act_u(a, ACT_IQ)];
-        let speed = gear * kv[dof];
-        let force = act_f(a, ACT_GAIN) * uc + act_f(a, ACT_BIAS) + act_f(a, ACT_BIAS + 1u) * length + act_f(a, ACT_BIAS + 2u) * speed;
-        tqa[dof] += gear * clamp(force, act_f(a, ACT_FORCE_RANGE), act_f(a, ACT_FORCE_RANGE + 1u));
+        tqa[dof] += actuator_joint_force(a, ctrl[a * n + world], kq[act_u(a, ACT_IQ)], kv[dof]);
     }
     for (var k = 0u; k < NV; k++) {
         let e = df(k, DF_EFFORT);
@@ -486,14 +481,10 @@ fn gym_evaluate(@builtin(global_invocation_id) gid: vec3<u32>) {
                     }
                 }
                 if (TASK_INCLUDE_QFRC_ACTUATOR) {
-                    for (var k = 0u; k < NV; k++) {
-                        tqa[k] = 0.0;
-                    }
-                    if (!fresh) {
-                        task_actuator_forces();
-                    }
+                    // (None for a world just reset.)
+                    task_actuator_forces();
                     for (var k = 6u; k < NV; k++) {
-                        push(tqa[k]);
+                        push(select(tqa[k], 0.0, fresh));
                     }
                 }
             }

@@ -322,6 +322,18 @@ fn all_finite(x: f32) -> bool {
     return abs(x) <= 3.4e38;
 }
 
+// Actuator a's force on its dof under control u, its joint at coordinate
+// x with velocity xd (actuator_forces: control range, gain and bias on
+// the geared length and speed, force range, gear).
+fn actuator_joint_force(a: u32, u: f32, x: f32, xd: f32) -> f32 {
+    let gear = act_f(a, ACT_GEAR);
+    let uc = clamp(u, act_f(a, ACT_CTRL_RANGE), act_f(a, ACT_CTRL_RANGE + 1u));
+    let length = gear * x;
+    let speed = gear * xd;
+    let force = act_f(a, ACT_GAIN) * uc + act_f(a, ACT_BIAS) + act_f(a, ACT_BIAS + 1u) * length + act_f(a, ACT_BIAS + 2u) * speed;
+    return gear * clamp(force, act_f(a, ACT_FORCE_RANGE), act_f(a, ACT_FORCE_RANGE + 1u));
+}
+
 // Column a of a joint's motion subspace in its body frame
 // (JointType::motion_column).
 fn local_column(jtype: u32, axis: vec3<f32>, a: u32) -> V6 {
@@ -562,13 +574,7 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
     } else {
         for (var a = 0u; a < params.nu; a++) {
             let dof = act_u(a, ACT_DOF);
-            let iq = act_u(a, ACT_IQ);
-            let gear = act_f(a, ACT_GEAR);
-            let uc = clamp(ctrl[a * n + w], act_f(a, ACT_CTRL_RANGE), act_f(a, ACT_CTRL_RANGE + 1u));
-            let length = gear * q[iq * n + w];
-            let speed = gear * v[dof * n + w];
-            let force = act_f(a, ACT_GAIN) * uc + act_f(a, ACT_BIAS) + act_f(a, ACT_BIAS + 1u) * length + act_f(a, ACT_BIAS + 2u) * speed;
-            tau_w[dof] += gear * clamp(force, act_f(a, ACT_FORCE_RANGE), act_f(a, ACT_FORCE_RANGE + 1u));
+            tau_w[dof] += actuator_joint_force(a, ctrl[a * n + w], q[act_u(a, ACT_IQ) * n + w], v[dof * n + w]);
         }
         for (var k = 0u; k < NV; k++) {
             let e = df(k, DF_EFFORT);
