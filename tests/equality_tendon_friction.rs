@@ -537,3 +537,69 @@ fn a_ball_joints_cone_limit_stops_the_rotation_at_its_angle() {
     }
     assert!((angle(state.q.as_slice()) - 0.2).abs() < 1e-9);
 }
+
+/// A two-link arm whose tip is `connect`ed to a mocap target moved out of
+/// its reach: no motion meets the equality, so the rigid problem has no
+/// solution (the arm stretched, its Jacobian singular along the pull) and
+/// its solves end unconverged. With the mocap rows' compliance
+/// ([`SimParams::mocap_compliance`], on by default) every solve converges,
+/// the equality gives way in least squares and the arm comes to rest
+/// pointing at the target, its tip as near as the reach allows.
+#[test]
+fn a_mocap_target_out_of_reach_leaves_every_solve_converged() {
+    use moreau::math::Vec3;
+    let m = parsed(
+        r#"<mujoco><option gravity="0 0 0" timestep="0.002"/>
+          <worldbody>
+            <body name="target" mocap="true" pos="1 0 0"/>
+            <body name="l1"><joint name="j1" axis="0 1 0" damping="0.05"/>
+              <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" contype="0" conaffinity="0"/>
+              <body name="l2" pos="0.5 0 0"><joint name="j2" axis="0 1 0" damping="0.05"/>
+                <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" contype="0" conaffinity="0"/>
+              </body>
+            </body>
+          </worldbody>
+          <equality><connect body1="l2" body2="target" anchor="0.5 0 0"/></equality>
+        </mujoco>"#,
+    );
+    let target = Vec3::new(1.2, 0.0, 0.4);
+    let run = |alpha: f64| {
+        let (model, mut sim) = simulator_at(&m, 2e-3);
+        sim.params.mocap_compliance = alpha;
+        let mut pose = model.mocap[0].pose;
+        pose.translation = target;
+        sim.set_mocap_pose(0, pose).unwrap();
+        let mut state = State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+        let (mut unconverged, mut speeds) = (0, Vec::new());
+        for _ in 0..3000 {
+            let report = sim.step(&mut state, &[0.0, 0.0]).unwrap();
+            unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
+            speeds.push(state.v.amax());
+        }
+        // The fastest joint over the run's second and sixth seconds.
+        let fastest = |r: std::ops::Range<usize>| speeds[r].iter().fold(0.0f64, |a, &b| a.max(b));
+        let speeds = (fastest(500..1000), fastest(2500..3000));
+        let mut data = moreau::dynamics::Data::new(&model);
+        moreau::dynamics::forward_kinematics(&model, &mut data, state.q.as_slice());
+        let tip = mjcf_pose(&m, &data, "l2").act_point(&Vec3::new(0.5, 0.0, 0.0));
+        (unconverged, speeds, tip)
+    };
+    let (rigid, rigid_speeds, _) = run(0.0);
+    let (unconverged, speeds, tip) = run(SimParams::default().mocap_compliance);
+    let reach = target.norm() - 1.0;
+    println!(
+        "rigid: {rigid} of 3000 solves unconverged, fastest joint {:.1e}, {:.1e} rad/s in the 2nd and 6th s; compliant: {unconverged}, {:.1e}, {:.1e} rad/s, tip {:.1e} m from the nearest reachable point",
+        rigid_speeds.0,
+        rigid_speeds.1,
+        speeds.0,
+        speeds.1,
+        ((tip - target).norm() - reach).abs(),
+    );
+    assert!(rigid > 0, "the rigid problem has no solution here");
+    assert_eq!(unconverged, 0);
+    // Stretched towards the target, coming to rest (the stretched arm's
+    // bending, pulled taut, rings down through the joints' damping).
+    assert!(((tip - target).norm() - reach).abs() < 1e-6);
+    assert!((tip.normalize() - target.normalize()).norm() < 1e-6);
+    assert!(speeds.1 < 1e-2 && speeds.1 < 1e-2 * speeds.0, "{speeds:?}");
+}

@@ -698,8 +698,24 @@ fn welds_and_connects_to_mocap_bodies_match_mujoco() {
     // The box and the arm moved (a pose ignored would leave them).
     let start = m.q_from_mujoco(&r.qpos_stiff[0][1..]).unwrap();
     assert!((&state.q - &start).amax() > 0.2);
-    // (Measured 8.1e-7: the weld and the connect hold to MuJoCo's stiffest.)
+    // (Measured 1.5e-6 with the default mocap compliance, 8.1e-7 rigid:
+    // the weld and the connect hold to MuJoCo's stiffest.)
     assert!(worst < 1e-5, "worst |Δq| from stiff MuJoCo {worst:e}");
+    let (_, _, mut rigid) = data_file_simulator("mocap.xml");
+    rigid.params.max_equality_recovery_speed = None;
+    rigid.params.mocap_compliance = 0.0;
+    for (i, p) in r.mocap.iter().enumerate() {
+        let q = UnitQuaternion::from_quaternion(Quaternion::new(p[3], p[4], p[5], p[6]));
+        rigid
+            .set_mocap_pose(i, SE3::from_quaternion(&q, Vec3::new(p[0], p[1], p[2])))
+            .unwrap();
+    }
+    let (worst_rigid, _) = follow_stiff_rows(&m, &mut rigid, (&r.qpos, &r.qpos_stiff), |_, _| {});
+    println!(
+        "worst |Δq| from stiff MuJoCo: {worst:.1e} (mocap compliance {}), {worst_rigid:.1e} rigid",
+        sim.params.mocap_compliance
+    );
+    assert!(worst_rigid < 1e-5, "rigid: {worst_rigid:e}");
 
     // By default the equalities' recovery is bounded at 1 m/s (rad/s): the
     // welds' errors (0.77 at the jump) close over tenths of a second, where

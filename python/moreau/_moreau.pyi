@@ -336,13 +336,15 @@ class BatchSim:
         friction_scale: Optional[float] = None,
         max_recovery_speed: Optional[float] = None,
         max_equality_recovery_speed: Optional[float] = None,
+        mocap_compliance: Optional[float] = None,
         screen_contacts: Optional[bool] = None,
     ) -> None:
         """World ``world``'s step parameters from its next step on
         (``max_recovery_speed``: the most speed the recovery of a
         penetration or a joint past its stop may ask for, ``math.inf``
         unbounded; ``max_equality_recovery_speed``: an equality's, 1 by
-        default; ``screen_contacts``: False keeps every contact within the
+        default; ``mocap_compliance``: the compliance of an equality to a
+        mocap body, 0.01 by default, 0 rigid; ``screen_contacts``: False keeps every contact within the
         margin in the problem); a bad value raises ValueError and nothing
         changes."""
     def mocap_poses(self) -> tuple[FloatArray, FloatArray]:

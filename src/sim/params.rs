@@ -28,7 +28,8 @@ pub struct SimParams {
     #[serde(default)]
     pub max_recovery_speed: Option<f64>,
     /// The most speed the recovery of an equality's error may ask for
-    /// (m/s, rad/s), under [`Self::max_recovery_speed`] too: by default
+    /// (m/s, rad/s; a `connect`'s or `weld`'s position and orientation
+    /// errors each as a vector), under [`Self::max_recovery_speed`] too: by default
     /// [`DEFAULT_EQUALITY_RECOVERY`]. A weld started far from its pose (a
     /// hand welded to a mocap target its arm's stops keep it from) then
     /// pulls at this speed instead of `β e / dt` (Meta-World's scenes: a
@@ -45,6 +46,20 @@ pub struct SimParams {
     /// MuJoCo-like compliance `α`: every contact problem gets `R = α·diag(G)`
     /// ([`ContactProblem::set_diagonal_compliance`](crate::contact::ContactProblem::set_diagonal_compliance)); 0 = rigid contacts.
     pub compliance: f64,
+    /// The compliance `α` of the rows of a `connect` or `weld` to a mocap
+    /// body ([`crate::model::Model::mocap`]): each gets `R = α·G_kk`
+    /// (default [`DEFAULT_MOCAP_COMPLIANCE`]; 0: rigid). A mocap body is a
+    /// target the user moves, not a part of the mechanism: a pose its arm's
+    /// stops or contacts keep out of reach makes the rigid problem
+    /// infeasible (Meta-World's hand welded to its mocap with `right_j1`
+    /// started past its stop: 1 816 of 2 000 solves unconverged, a free
+    /// peg thrown with 33 kJ). With `R` the equality gives way in the
+    /// `G`-weighted least-squares sense and the rest of the problem holds
+    /// rigidly; where the pose is reachable a held equality is off by
+    /// `R λ dt / β` at rest (micrometres for an arm's weight) and lags a
+    /// target moving at `v` by about `α v dt / β`.
+    #[serde(default = "default_mocap_compliance")]
+    pub mocap_compliance: f64,
     /// Multiplies every contact's friction coefficient (1: the model's):
     /// per-world friction for domain randomization.
     pub friction_scale: f64,
@@ -132,6 +147,7 @@ impl Default for SimParams {
             bounce_velocity: 0.1,
             warm_start: true,
             compliance: 0.0,
+            mocap_compliance: DEFAULT_MOCAP_COMPLIANCE,
             friction_scale: 1.0,
             limit_margin: 0.01,
             delassus: DelassusPath::Auto,
@@ -145,6 +161,13 @@ pub const DEFAULT_EQUALITY_RECOVERY: f64 = 1.0;
 
 fn default_equality_recovery() -> Option<f64> {
     Some(DEFAULT_EQUALITY_RECOVERY)
+}
+
+/// The default [`SimParams::mocap_compliance`].
+pub const DEFAULT_MOCAP_COMPLIANCE: f64 = 1e-2;
+
+fn default_mocap_compliance() -> f64 {
+    DEFAULT_MOCAP_COMPLIANCE
 }
 
 impl SimParams {
@@ -164,6 +187,25 @@ impl SimParams {
         match self.max_recovery_speed {
             Some(v) => r.clamp(-v, v),
             None => r,
+        }
+    }
+
+    /// The velocities asked of a `connect`'s or `weld`'s position (or
+    /// orientation) error vector `e` (world axes): `β e / dt`, its norm
+    /// bounded by [`Self::max_recovery_speed`] and
+    /// [`Self::max_equality_recovery_speed`] (the direction kept, so that
+    /// the recovery does not depend on the world's axes).
+    pub fn equality_recovery_vector(&self, e: [f64; 3]) -> [f64; 3] {
+        let r = e.map(|e| self.baumgarte * e / self.dt);
+        let norm = r.iter().map(|x| x * x).sum::<f64>().sqrt();
+        let bound = [self.max_recovery_speed, self.max_equality_recovery_speed]
+            .into_iter()
+            .flatten()
+            .fold(f64::INFINITY, f64::min);
+        if norm > bound {
+            r.map(|x| x * (bound / norm))
+        } else {
+            r
         }
     }
 
@@ -233,11 +275,13 @@ impl SimParams {
                 format!("must be ≥ 0, got {}", self.contact_margin),
             );
         }
-        if !(self.compliance.is_finite() && self.compliance >= 0.0) {
-            return bad(
-                "compliance",
-                format!("must be finite and ≥ 0, got {}", self.compliance),
-            );
+        for (name, alpha) in [
+            ("compliance", self.compliance),
+            ("mocap_compliance", self.mocap_compliance),
+        ] {
+            if !(alpha.is_finite() && alpha >= 0.0) {
+                return bad(name, format!("must be finite and ≥ 0, got {alpha}"));
+            }
         }
         if !(self.friction_scale.is_finite() && self.friction_scale >= 0.0) {
             return bad(

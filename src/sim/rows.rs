@@ -8,7 +8,8 @@
 //!   at most [`super::SimParams::max_equality_recovery_speed`];
 //! - `connect` and `weld` ([`crate::model::BodyEquality`]): 3 (6) such rows
 //!   in world axes, the points' relative velocity (and the bodies'
-//!   relative angular velocity);
+//!   relative angular velocity), the bound on the position (orientation)
+//!   error's recovery on its norm;
 //! - dry friction `f` on a dof or a tendon: `c = J v` (the dof's velocity, the
 //!   tendon's `L̇`), `|λ| ≤ f·dt`, no stabilization (MuJoCo's `frictionloss`);
 //! - a tendon's length range, as a joint's: a row per side within
@@ -184,6 +185,12 @@ impl ExtraRows {
                 let phi = log3(&err);
                 residual[3..].copy_from_slice(phi.as_slice());
             }
+            let mut recovery = [0.0; 6];
+            for part in 0..2 {
+                let e = [0, 1, 2].map(|r| residual[3 * part + r]);
+                recovery[3 * part..3 * part + 3]
+                    .copy_from_slice(&params.equality_recovery_vector(e));
+            }
             for (r, &e) in residual.iter().enumerate().take(eq.rows()) {
                 self.entries.clear();
                 for (body, sign, p) in [(eq.body1, 1.0, p1), (eq.body2, -1.0, p2)] {
@@ -203,7 +210,7 @@ impl ExtraRows {
                 self.rows.push(Row {
                     kind: RowKind::BodyEquality(i, r),
                     set: RowSet::Bilateral,
-                    stabilization: params.equality_recovery(e),
+                    stabilization: recovery[r],
                     violation: e,
                 });
             }

@@ -235,6 +235,10 @@ enum Command {
         /// where the answer would violate them: SimParams::screen_contacts)
         #[arg(long)]
         keep_open_contacts: bool,
+        /// The compliance α of the rows of an equality to a mocap body
+        /// (R = α G_kk; 0: rigid; SimParams::mocap_compliance).
+        #[arg(long, default_value_t = moreau::sim::DEFAULT_MOCAP_COMPLIANCE)]
+        mocap_compliance: f64,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -615,6 +619,7 @@ fn main() -> ExitCode {
             delassus,
             max_recovery_speed,
             keep_open_contacts,
+            mocap_compliance,
             out,
             dump_problems,
             dump_every,
@@ -628,7 +633,12 @@ fn main() -> ExitCode {
             (&file, passive),
             random_controls.map(|seed| (seed, control_period as usize)),
             steps,
-            (dt, max_recovery_speed, !keep_open_contacts),
+            (
+                dt,
+                max_recovery_speed,
+                !keep_open_contacts,
+                mocap_compliance,
+            ),
             &solver,
             (
                 tolerance,

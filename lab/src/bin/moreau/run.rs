@@ -291,7 +291,7 @@ pub(crate) fn run(
     (file_args, passive): (&ModelFileArgs, bool),
     random: Option<(u64, usize)>,
     steps: usize,
-    (dt, max_recovery_speed, screen): (Option<f64>, Option<f64>, bool),
+    (dt, max_recovery_speed, screen, mocap_compliance): (Option<f64>, Option<f64>, bool, f64),
     solver: &str,
     settings: (f64, usize, (bool, bool), DelassusPath),
     out: Option<PathBuf>,
@@ -307,6 +307,7 @@ pub(crate) fn run(
     let mut sim = make_sim(&scene, dt, solver, settings)?;
     sim.params.max_recovery_speed = max_recovery_speed;
     sim.params.screen_contacts = screen;
+    sim.params.mocap_compliance = mocap_compliance;
     sim.params.validate()?;
     let mut state = scene.state.clone();
     // The video's frames: configurations kept during the run (one every
