@@ -677,3 +677,85 @@ fn meta_worlds_hand_follows_its_mocap_body() {
     // near full reach, meets its joints' stops.)
     assert!((moved - shift).norm() < 1e-3, "hand moved {moved:?}");
 }
+
+/// Meta-World's scenes that start with an object wedged into its fixture
+/// (overlapping on opposite sides at `qpos0`, where MuJoCo's soft contacts
+/// hold it): no velocity recovers both penetrations, the rigid contact
+/// problem has no solution and its solves end unconverged (measured
+/// 2026-12-07: every one of their steps).
+const WEDGED: &[&str] = &["sawyer_peg_unplug_side.xml", "sawyer_pick_out_of_hole.xml"];
+
+/// Meta-World's 44 scenes from `qpos0` under random controls (uniform in
+/// the gripper's control ranges, redrawn every step), 1 000 steps each:
+/// every state finite, and every solve converged (or within 10 times the
+/// tolerance) but in the scenes named in [`WEDGED`] (which are checked to still fail, so the list cannot
+/// outlive its reason). The hand's weld to its mocap body against the
+/// arm's stops made these problems infeasible while the weld was rigid
+/// (1 816 of 2 000 solves unconverged in `drawer`); the mocap rows'
+/// compliance ([`SimParams::mocap_compliance`]) makes them well-posed.
+#[test]
+fn meta_world_scenes_converge_under_random_controls() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let scenes = files.site_packages.join("metaworld/assets/sawyer_xyz");
+    if !scenes.is_dir() {
+        assert!(
+            std::env::var("MOREAU_REQUIRE_ROBOT_FILES").as_deref() != Ok("1"),
+            "metaworld not installed: run scripts/fetch-robot-files"
+        );
+        eprintln!("SKIPPED: metaworld not installed");
+        return;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&scenes)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".xml"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 44);
+    let mut rng = common::Lcg(7);
+    let mut unconverged_in = Vec::new();
+    for name in &names {
+        let m = load_mjcf(scenes.join(name), &MjcfOptions::default()).unwrap();
+        let model = Arc::new(m.model.clone());
+        let mut sim = Simulator::new(model.clone(), SimParams::with_dt(m.timestep)).unwrap();
+        let mut state = State::new(m.q0.clone(), DVector::zeros(model.nv));
+        let ranges: Vec<(f64, f64)> = (model.actuators.iter())
+            .map(|a| a.ctrl_range.unwrap_or((-1.0, 1.0)))
+            .collect();
+        let tol = sim.params.solver_settings.tolerance;
+        let (mut unconverged, mut near) = (0, 0);
+        for _ in 0..1000 {
+            let ctrl: Vec<f64> = ranges.iter().map(|&(lo, hi)| rng.range(lo, hi)).collect();
+            let report = sim
+                .step_controls(&mut state, &ctrl)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            if let Some(s) = report.solver.filter(|s| !s.converged) {
+                // (A solve that ends within 10 tolerances is counted apart:
+                // the tool on its table, 12 contacts, the contact solves'
+                // own issue.)
+                if s.residuals.eps_abs < 10.0 * tol {
+                    near += 1;
+                } else {
+                    unconverged += 1;
+                }
+            }
+        }
+        assert!(
+            state.q.iter().chain(&state.v).all(|x| x.is_finite()),
+            "{name}"
+        );
+        if unconverged + near > 0 {
+            unconverged_in.push(format!(
+                "{name}: {unconverged} (+{near} within 10 tolerances)"
+            ));
+        }
+        assert_eq!(
+            unconverged > 0,
+            WEDGED.contains(&name.as_str()),
+            "{name}: {unconverged} of 1000 solves unconverged"
+        );
+    }
+    println!("solves unconverged of 1000: {unconverged_in:?}; every other scene 0");
+}
