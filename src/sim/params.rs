@@ -47,13 +47,16 @@ pub struct SimParams {
     /// ([`ContactProblem::set_diagonal_compliance`](crate::contact::ContactProblem::set_diagonal_compliance)); 0 = rigid contacts.
     pub compliance: f64,
     /// The compliance `α` of the rows of a `connect` or `weld` to a mocap
-    /// body ([`crate::model::Model::mocap`]): each gets `R = α·G_kk`
-    /// (default [`DEFAULT_MOCAP_COMPLIANCE`]; 0: rigid). A mocap body is a
-    /// target the user moves, not a part of the mechanism: a pose its arm's
-    /// stops or contacts keep out of reach makes the rigid problem
+    /// body ([`crate::model::Model::mocap`]): each gets `R = α·s`, `s` the
+    /// largest `G_kk` of the equality's three position (or orientation)
+    /// rows (default [`DEFAULT_MOCAP_COMPLIANCE`]; 0: rigid). A mocap body
+    /// is a target the user moves, not a part of the mechanism: a pose its
+    /// arm's stops or contacts keep out of reach makes the rigid problem
     /// infeasible (Meta-World's hand welded to its mocap with `right_j1`
-    /// started past its stop: 1 816 of 2 000 solves unconverged, a free
-    /// peg thrown with 33 kJ). With `R` the equality gives way in the
+    /// started past its stop: 1 816 of 2 000 solves unconverged in
+    /// `drawer`, `assembly_peg` ending with 33 kJ of kinetic energy; below
+    /// α ≈ 2e-3 the weld and a stop can ring instead of settling). With
+    /// `R` the equality gives way in the
     /// `G`-weighted least-squares sense and the rest of the problem holds
     /// rigidly; where the pose is reachable a held equality is off by
     /// `R λ dt / β` at rest (micrometres for an arm's weight) and lags a
