@@ -568,15 +568,10 @@ fn manipulation_robots_and_scenes_load_like_mujoco() {
     assert_eq!(torsional.len(), 1 + 44, "{torsional:?}");
 }
 
-/// Meta-World's Sawyer is driven through its mocap body: every scene
-/// declares one (`mocap`), welded to the hand; in `button_press`, after a
-/// 2 s settle, the mocap moved by (−10, 5, 5) cm carries the hand with it
-/// within 1 mm in 1 s, every solve converged.
-#[test]
-fn meta_worlds_hand_follows_its_mocap_body() {
-    let Some(files) = common::robot_files() else {
-        return;
-    };
+/// The installed Meta-World scenes' directory; `None` (skipped with a
+/// notice, a failure where robot files are required) without it.
+fn meta_world_scenes() -> Option<std::path::PathBuf> {
+    let files = common::robot_files()?;
     let scenes = files.site_packages.join("metaworld/assets/sawyer_xyz");
     if !scenes.is_dir() {
         assert!(
@@ -584,8 +579,22 @@ fn meta_worlds_hand_follows_its_mocap_body() {
             "metaworld not installed: run scripts/fetch-robot-files"
         );
         eprintln!("SKIPPED: metaworld not installed");
-        return;
+        return None;
     }
+    Some(scenes)
+}
+
+/// Meta-World's Sawyer is driven through its mocap body: every scene
+/// declares one (`mocap`), welded to the hand; in `button_press`, the arm
+/// started on `right_j1`'s stop and the mocap where the weld holds it
+/// there, the hand stays within 1 mm for 2 s, then the mocap moved by
+/// (−10, 5, 5) cm carries the hand with it within 1 mm in 1 s, every
+/// solve converged.
+#[test]
+fn meta_worlds_hand_follows_its_mocap_body() {
+    let Some(scenes) = meta_world_scenes() else {
+        return;
+    };
     let options = MjcfOptions::default();
     let mut scene_count = 0;
     for entry in std::fs::read_dir(&scenes).unwrap() {
@@ -652,7 +661,7 @@ fn meta_worlds_hand_follows_its_mocap_body() {
     sim.set_mocap_pose(0, start).unwrap();
     let ctrl = vec![0.0; model.nu()];
     let steps = (0.5 / m.timestep).round() as usize;
-    let mut run = |sim: &mut Simulator, state: &mut State, n: usize| {
+    let run = |sim: &mut Simulator, state: &mut State, n: usize| {
         for _ in 0..n {
             let report = sim.step_controls(state, &ctrl).unwrap();
             assert!(report.solver.is_none_or(|s| s.converged));
@@ -672,7 +681,7 @@ fn meta_worlds_hand_follows_its_mocap_body() {
     run(&mut sim, &mut state, 2 * steps);
     let moved = hand_pose(&state.q).translation - settled;
     println!("hand moved {moved:?} for a mocap shift of {shift:?}");
-    // (Measured 8.4e-5 m off, held 1.0e-4 m: the weld's compliance holding the arm's
+    // (Measured 1.4e-4 m off, held 1.5e-4 m: the weld's compliance holding the arm's
     // weight. Towards the robot: a shift outwards from this start, the arm
     // near full reach, meets its joints' stops.)
     assert!((moved - shift).norm() < 1e-3, "hand moved {moved:?}");
@@ -695,18 +704,9 @@ const WEDGED: &[&str] = &["sawyer_peg_unplug_side.xml", "sawyer_pick_out_of_hole
 /// compliance ([`SimParams::mocap_compliance`]) makes them well-posed.
 #[test]
 fn meta_world_scenes_converge_under_random_controls() {
-    let Some(files) = common::robot_files() else {
+    let Some(scenes) = meta_world_scenes() else {
         return;
     };
-    let scenes = files.site_packages.join("metaworld/assets/sawyer_xyz");
-    if !scenes.is_dir() {
-        assert!(
-            std::env::var("MOREAU_REQUIRE_ROBOT_FILES").as_deref() != Ok("1"),
-            "metaworld not installed: run scripts/fetch-robot-files"
-        );
-        eprintln!("SKIPPED: metaworld not installed");
-        return;
-    }
     let mut names: Vec<String> = std::fs::read_dir(&scenes)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
