@@ -748,7 +748,14 @@ impl Simulator {
                 let _ = self.problem.set_diagonal_compliance(self.params.compliance);
             }
         }
-        self.regularize_mocap_rows(nc);
+        let first = 3 * nc + self.limits.len();
+        self.rows.regularize_mocap_rows(
+            model,
+            data,
+            self.params.mocap_compliance,
+            &mut self.problem.compliance.as_mut_slice()[first..],
+            self.scratch.as_mut_slice(),
+        );
         let j = &self.jacobian.jacobian;
         let (dt, params) = (self.params.dt, self.params);
         for (i, c) in self.contacts.iter().enumerate() {
@@ -817,56 +824,6 @@ impl Simulator {
             if self.params.warm_start && w.is_finite() {
                 self.problem.warm_start[k] = row.set.project(w);
             }
-        }
-    }
-
-    /// The rows of equalities to a mocap body get the compliance
-    /// `R = α·s` ([`SimParams::mocap_compliance`]; the larger where
-    /// [`SimParams::compliance`] gave them one), `s` the largest `G_kk =
-    /// J_k M⁻¹ J_kᵀ` of the equality's three position rows (or three
-    /// orientation rows): the same in every direction, so a direction the
-    /// configuration makes singular (an arm stretched towards its target:
-    /// `G_kk = 0` along it) is regularized too.
-    fn regularize_mocap_rows(&mut self, nc: usize) {
-        let alpha = self.params.mocap_compliance;
-        let model = &*self.model;
-        if alpha == 0.0 || model.mocap.is_empty() {
-            return;
-        }
-        let first = 3 * nc + self.limits.len();
-        let w = self.scratch.as_mut_slice();
-        let rows = &self.rows.rows;
-        let mut r = 0;
-        while r < rows.len() {
-            let rows::RowKind::BodyEquality(i, part) = rows[r].kind else {
-                r += 1;
-                continue;
-            };
-            // The rows of this equality's part (position or orientation),
-            // consecutive.
-            let end = (r..rows.len())
-                .find(|&s| {
-                    !matches!(rows[s].kind, rows::RowKind::BodyEquality(j, p)
-                        if j == i && p / 3 == part / 3)
-                })
-                .unwrap_or(rows.len());
-            if model.body_equalities[i].mocap != [None, None] {
-                let mut scale = 0.0f64;
-                for s in r..end {
-                    w.fill(0.0);
-                    for (dof, c) in self.rows.jacobian.row(s) {
-                        w[dof] += c;
-                    }
-                    ltdl_solve_in_place(&model.dof_parent, &self.data.ltdl, w);
-                    let gkk: f64 = self.rows.jacobian.row(s).map(|(dof, c)| c * w[dof]).sum();
-                    scale = scale.max(gkk);
-                }
-                for s in r..end {
-                    let k = first + s;
-                    self.problem.compliance[k] = self.problem.compliance[k].max(alpha * scale);
-                }
-            }
-            r = end;
         }
     }
 

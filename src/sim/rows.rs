@@ -20,7 +20,7 @@
 
 use crate::collision::Contact;
 use crate::contact::{LimitSide, RowSet, SparseRows};
-use crate::dynamics::{Data, point_velocity_column};
+use crate::dynamics::{Data, ltdl_solve_in_place, point_velocity_column};
 use crate::math::{ang, log3};
 use crate::model::{Coordinate, Model, NO_DOF};
 
@@ -124,6 +124,59 @@ pub struct ExtraRows {
 }
 
 impl ExtraRows {
+    /// The rows of equalities to a mocap body get the compliance
+    /// `R = α·s` ([`super::SimParams::mocap_compliance`]; the larger where
+    /// `compliance` (the rows' own, from the row after the limits) has one
+    /// already), `s` the largest `G_kk = J_k M⁻¹ J_kᵀ` of the equality's
+    /// three position rows (or three orientation rows): the same in every
+    /// direction, so a direction the configuration makes singular (an arm
+    /// stretched towards its target: `G_kk = 0` along it) is regularized
+    /// too. `M` factored in `data`; `w` (nv) scratch.
+    pub(crate) fn regularize_mocap_rows(
+        &self,
+        model: &Model,
+        data: &Data,
+        alpha: f64,
+        compliance: &mut [f64],
+        w: &mut [f64],
+    ) {
+        if alpha == 0.0 || model.mocap.is_empty() {
+            return;
+        }
+        let rows = &self.rows;
+        let mut r = 0;
+        while r < rows.len() {
+            let RowKind::BodyEquality(i, part) = rows[r].kind else {
+                r += 1;
+                continue;
+            };
+            // The rows of this equality's part (position or orientation),
+            // consecutive.
+            let end = (r..rows.len())
+                .find(|&s| {
+                    !matches!(rows[s].kind, RowKind::BodyEquality(j, p)
+                        if j == i && p / 3 == part / 3)
+                })
+                .unwrap_or(rows.len());
+            if model.body_equalities[i].mocap != [None, None] {
+                let mut scale = 0.0f64;
+                for s in r..end {
+                    w.fill(0.0);
+                    for (dof, c) in self.jacobian.row(s) {
+                        w[dof] += c;
+                    }
+                    ltdl_solve_in_place(&model.dof_parent, &data.ltdl, w);
+                    let gkk: f64 = self.jacobian.row(s).map(|(dof, c)| c * w[dof]).sum();
+                    scale = scale.max(gkk);
+                }
+                for c in &mut compliance[r..end] {
+                    *c = c.max(alpha * scale);
+                }
+            }
+            r = end;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.rows.len()
     }
