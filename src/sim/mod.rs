@@ -801,7 +801,6 @@ impl Simulator {
                 self.problem.warm_start[k] = w;
             }
         }
-        let first = 3 * nc + self.limits.len();
         for (r, row) in self.rows.rows.iter().enumerate() {
             let k = first + r;
             let jv: f64 = self
