@@ -631,6 +631,66 @@ fn bounded_recovery_on_the_device_as_on_the_cpu() {
     }
 }
 
+/// A penetrating contact's compliance (`penetration_compliance`) on the
+/// device as on the CPU: a cube started 2 cm into the ground comes out at
+/// `G/(G + R)` of the rigid speed; the same α for every world (the
+/// uniform's) and one per world (worlds 1 and 3 rigid), resident, the
+/// worlds following the CPU's, the compliant ones slower than the rigid.
+#[test]
+fn penetration_compliance_on_the_device_as_on_the_cpu() {
+    use moreau::batch::{Backend, BatchSim};
+    let cube = moreau::scenes::scene("cube-resting").unwrap();
+    let mut sunk = cube.state.clone();
+    sunk.q[2] -= 0.02;
+    let model = cube.model.clone();
+    for per_world in [false, true] {
+        let make = |backend| {
+            let mut o = common::batch_options(backend, 1e-3);
+            o.params.penetration_compliance = 0.1;
+            let batch = if backend == Backend::Gpu {
+                common::gpu_batch(model.clone(), &sunk, 4, &o)
+            } else {
+                Some(BatchSim::new(model.clone(), &sunk, 4, &o).unwrap())
+            };
+            batch.map(|mut b| {
+                if per_world {
+                    for w in [1, 3] {
+                        b.params_mut(w).unwrap().penetration_compliance = 0.0;
+                    }
+                }
+                b
+            })
+        };
+        let Some(mut gpu) = make(Backend::Gpu) else {
+            return;
+        };
+        assert!(gpu.is_resident(), "{:?}", gpu.notice());
+        let mut cpu = make(Backend::CpuSingle).unwrap();
+        let zeros = vec![0.0; 4 * model.nv];
+        let mut apart: f64 = 0.0;
+        let mut fastest = [0.0f64; 4];
+        for _ in 0..30 {
+            gpu.step(&zeros).unwrap();
+            cpu.step(&zeros).unwrap();
+            for (w, (g, c)) in gpu.states().zip(cpu.states()).enumerate() {
+                apart = apart.max((&g.q - &c.q).amax()).max((&g.v - &c.v).amax());
+                fastest[w] = fastest[w].max(g.v[2]);
+            }
+        }
+        println!("per world {per_world}: fastest rise {fastest:?}, GPU and CPU {apart:.1e} apart");
+        assert!(apart < 1e-4, "{apart:e}");
+        let compliant = 4.0 / (1.0 + 0.1 * 0.02 / 0.03);
+        for (w, v) in fastest.into_iter().enumerate() {
+            let expected = if per_world && w % 2 == 1 {
+                4.0
+            } else {
+                compliant
+            };
+            assert!((v - expected).abs() < 1e-3 * expected, "world {w}: {v}");
+        }
+    }
+}
+
 /// Domain randomization on the device: every world of Gymnasium's swimmer
 /// (a fluid, joint stops) and double pendulum its own masses and inertias,
 /// damping, armature, gear, gravity, fluid density, `dt` and limit

@@ -337,6 +337,7 @@ class BatchSim:
         max_recovery_speed: Optional[float] = None,
         max_equality_recovery_speed: Optional[float] = None,
         mocap_compliance: Optional[float] = None,
+        penetration_compliance: Optional[float] = None,
         screen_contacts: Optional[bool] = None,
     ) -> None:
         """World ``world``'s step parameters from its next step on
@@ -344,7 +345,9 @@ class BatchSim:
         penetration or a joint past its stop may ask for, ``math.inf``
         unbounded; ``max_equality_recovery_speed``: an equality's, 1 by
         default; ``mocap_compliance``: the compliance of an equality to a
-        mocap body, 0.01 by default, 0 rigid; ``screen_contacts``: False keeps every contact within the
+        mocap body, 0.01 by default, 0 rigid; ``penetration_compliance``:
+        the compliance of a penetrating contact's normal row, 0 by default,
+        rigid; ``screen_contacts``: False keeps every contact within the
         margin in the problem); a bad value raises ValueError and nothing
         changes."""
     def mocap_poses(self) -> tuple[FloatArray, FloatArray]:

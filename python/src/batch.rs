@@ -795,11 +795,13 @@ impl BatchSim {
     /// ``math.inf``: unbounded), ``max_equality_recovery_speed`` (an
     /// equality's: 1 by default; ``math.inf``: unbounded),
     /// ``mocap_compliance`` (the compliance of an equality to a mocap
-    /// body: 0.01 by default, 0 rigid), ``screen_contacts`` (False: every
+    /// body: 0.01 by default, 0 rigid), ``penetration_compliance`` (the
+    /// compliance of a penetrating contact's normal row: 0 by default,
+    /// rigid), ``screen_contacts`` (False: every
     /// contact within the margin stays in the problem) (those not given
     /// are kept). A bad value (not finite,
     /// out of range) raises ValueError naming it, and nothing changes.
-    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None, max_recovery_speed=None, max_equality_recovery_speed=None, mocap_compliance=None, screen_contacts=None))]
+    #[pyo3(signature = (world, *, dt=None, limit_margin=None, baumgarte=None, compliance=None, friction_scale=None, max_recovery_speed=None, max_equality_recovery_speed=None, mocap_compliance=None, penetration_compliance=None, screen_contacts=None))]
     #[allow(clippy::too_many_arguments)]
     fn set_world_params(
         &mut self,
@@ -812,6 +814,7 @@ impl BatchSim {
         max_recovery_speed: Option<f64>,
         max_equality_recovery_speed: Option<f64>,
         mocap_compliance: Option<f64>,
+        penetration_compliance: Option<f64>,
         screen_contacts: Option<bool>,
     ) -> PyResult<()> {
         let mut p = *self.batch.params(world).map_err(value_error)?;
@@ -834,6 +837,7 @@ impl BatchSim {
             (&mut p.compliance, compliance),
             (&mut p.friction_scale, friction_scale),
             (&mut p.mocap_compliance, mocap_compliance),
+            (&mut p.penetration_compliance, penetration_compliance),
         ] {
             if let Some(x) = value {
                 *field = x;

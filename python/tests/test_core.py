@@ -368,6 +368,26 @@ def test_equality_recovery_is_bounded_by_default_and_set_per_world():
             batch.set_world_params(0, mocap_compliance=bad)
 
 
+def test_penetration_compliance_is_set_per_world():
+    # Cubes started 2 cm into the ground (dt 1 ms: recovery asks 4 m/s):
+    # world 0's penetrating normal rows get R = 0.1 G d / (d + 1 cm), so it
+    # comes out at G / (G + R) of world 1's rigid speed.
+    m = moreau.scene("cube-resting")
+    batch = moreau.BatchSim(m, 2, backend="cpu", dt=1e-3)
+    q = np.array(batch.q)
+    q[:, 2] -= 0.02
+    batch.set_states(q, np.zeros((2, m.nv)))
+    batch.set_world_params(0, penetration_compliance=0.1)
+    batch.step(np.zeros((2, m.nv)))
+    rigid = 0.2 * 0.02 / 1e-3
+    assert abs(batch.v[1, 2] - rigid) < 1e-6 * rigid
+    ratio = 1.0 / (1.0 + 0.1 * 0.02 / 0.03)
+    assert abs(batch.v[0, 2] - rigid * ratio) < 1e-3 * rigid, batch.v[:, 2]
+    for bad in [-1.0, float("nan"), math.inf]:
+        with pytest.raises(ValueError, match="penetration_compliance"):
+            batch.set_world_params(0, penetration_compliance=bad)
+
+
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
 def test_domain_randomization_per_world(backend):
     # Without gravity or damping a step from rest is M Δv = τ dt: all the

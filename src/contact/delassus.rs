@@ -91,7 +91,7 @@ impl SparseRows {
         self.offsets.push(self.dofs.len());
     }
     /// The entries of row `r`.
-    pub fn row(&self, r: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+    pub fn row(&self, r: usize) -> impl Iterator<Item = (usize, f64)> + Clone + '_ {
         let range = self.offsets[r]..self.offsets[r + 1];
         self.dofs[range.clone()]
             .iter()

@@ -69,6 +69,7 @@ mod checks;
 mod gradients;
 pub mod kinks;
 mod params;
+mod penetration;
 pub mod rows;
 mod screen;
 mod sensors;
@@ -80,7 +81,10 @@ pub use checks::{check_rows, check_state, check_vec};
 pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
-pub use params::{DEFAULT_MOCAP_COMPLIANCE, DelassusPath, SimParams, TREE_ROWS_PER_DOF};
+pub use params::{
+    DEFAULT_MOCAP_COMPLIANCE, DelassusPath, PENETRATION_COMPLIANCE_DEPTH, SimParams,
+    TREE_ROWS_PER_DOF,
+};
 pub use snapshot::{Snapshot, WarmStart, snapshots_from_bytes, snapshots_to_bytes};
 pub use state::{State, WorldContact};
 use std::time::Instant;
@@ -756,6 +760,7 @@ impl Simulator {
             &mut self.problem.compliance.as_mut_slice()[first..],
             self.scratch.as_mut_slice(),
         );
+        self.regularize_penetrations();
         let j = &self.jacobian.jacobian;
         let (dt, params) = (self.params.dt, self.params);
         for (i, c) in self.contacts.iter().enumerate() {

@@ -63,6 +63,18 @@ pub struct SimParams {
     /// target moving at `v` by about `α v dt / β`.
     #[serde(default = "default_mocap_compliance")]
     pub mocap_compliance: f64,
+    /// The compliance `α` of a penetrating contact's normal row: bodies
+    /// overlapping by `d = −φ > 0` get `R_N = α·G_NN·d / (d + D)`
+    /// ([`Self::penetration_compliance_at`], `D` =
+    /// [`PENETRATION_COMPLIANCE_DEPTH`]), on top of [`Self::compliance`];
+    /// 0 (the default): rigid. Objects started wedged into a fixture
+    /// (overlapping walls on opposite sides) make the rigid problem
+    /// infeasible, since no velocity recovers both penetrations: with `R`
+    /// the opposed pushes balance in least squares and every other row
+    /// stays rigid. `R` vanishes with the penetration, so a contact at
+    /// rest (`φ → 0` under recovery) is rigid in the limit.
+    #[serde(default)]
+    pub penetration_compliance: f64,
     /// Multiplies every contact's friction coefficient (1: the model's):
     /// per-world friction for domain randomization.
     pub friction_scale: f64,
@@ -151,6 +163,7 @@ impl Default for SimParams {
             warm_start: true,
             compliance: 0.0,
             mocap_compliance: DEFAULT_MOCAP_COMPLIANCE,
+            penetration_compliance: 0.0,
             friction_scale: 1.0,
             limit_margin: 0.01,
             delassus: DelassusPath::Auto,
@@ -172,6 +185,10 @@ pub const DEFAULT_MOCAP_COMPLIANCE: f64 = 1e-2;
 fn default_mocap_compliance() -> f64 {
     DEFAULT_MOCAP_COMPLIANCE
 }
+
+/// The penetration `D` (m) at which [`SimParams::penetration_compliance`]
+/// reaches half its full `α·G_NN`.
+pub const PENETRATION_COMPLIANCE_DEPTH: f64 = 0.01;
 
 impl SimParams {
     /// The default parameters with the time step `dt`.
@@ -232,6 +249,25 @@ impl SimParams {
         }
     }
 
+    /// The compliance of a contact's normal row at distance `phi` whose
+    /// `G_NN` is `gnn` ([`Self::penetration_compliance`]): `α·G_NN·d / (d +
+    /// D)` for `d = −φ > 0`, else 0. Smooth in `φ` but at 0.
+    #[inline]
+    pub fn penetration_compliance_at(&self, phi: f64, gnn: f64) -> f64 {
+        let d = (-phi).max(0.0);
+        self.penetration_compliance * gnn.max(0.0) * d / (d + PENETRATION_COMPLIANCE_DEPTH)
+    }
+
+    /// `∂/∂φ` of [`Self::penetration_compliance_at`] (`G_NN` held).
+    #[inline]
+    pub fn penetration_compliance_slope(&self, phi: f64, gnn: f64) -> f64 {
+        if phi >= 0.0 {
+            return 0.0;
+        }
+        let k = -phi + PENETRATION_COMPLIANCE_DEPTH;
+        -self.penetration_compliance * gnn.max(0.0) * PENETRATION_COMPLIANCE_DEPTH / (k * k)
+    }
+
     /// The error at which [`Self::recovery`] reaches its bound, `v dt / β`
     /// (`None`: unbounded, or β = 0): a kink of the step in `q`.
     pub fn recovery_kink(&self) -> Option<f64> {
@@ -281,6 +317,7 @@ impl SimParams {
         for (name, alpha) in [
             ("compliance", self.compliance),
             ("mocap_compliance", self.mocap_compliance),
+            ("penetration_compliance", self.penetration_compliance),
         ] {
             if !(alpha.is_finite() && alpha >= 0.0) {
                 return bad(name, format!("must be finite and ≥ 0, got {alpha}"));

@@ -123,6 +123,22 @@ pub struct ExtraRows {
     entries: Vec<(usize, f64)>,
 }
 
+/// `G_kk = J_k M⁻¹ J_kᵀ` of one constraint row given as its `(dof, entry)`
+/// pairs (`M` factored in `data`; `w` (nv) scratch).
+pub(crate) fn row_delassus(
+    model: &Model,
+    data: &Data,
+    row: impl Iterator<Item = (usize, f64)> + Clone,
+    w: &mut [f64],
+) -> f64 {
+    w.fill(0.0);
+    for (dof, c) in row.clone() {
+        w[dof] += c;
+    }
+    ltdl_solve_in_place(&model.dof_parent, &data.ltdl, w);
+    row.map(|(dof, c)| c * w[dof]).sum()
+}
+
 impl ExtraRows {
     /// The rows of equalities to a mocap body get the compliance
     /// `R = α·s` ([`super::SimParams::mocap_compliance`]; the larger where
@@ -161,13 +177,7 @@ impl ExtraRows {
             if model.body_equalities[i].mocap != [None, None] {
                 let mut scale = 0.0f64;
                 for s in r..end {
-                    w.fill(0.0);
-                    for (dof, c) in self.jacobian.row(s) {
-                        w[dof] += c;
-                    }
-                    ltdl_solve_in_place(&model.dof_parent, &data.ltdl, w);
-                    let gkk: f64 = self.jacobian.row(s).map(|(dof, c)| c * w[dof]).sum();
-                    scale = scale.max(gkk);
+                    scale = scale.max(row_delassus(model, data, self.jacobian.row(s), w));
                 }
                 for c in &mut compliance[r..end] {
                     *c = c.max(alpha * scale);

@@ -366,6 +366,10 @@ impl ContactSizes {
             WgslConst::u32("WORLD_LOOP_LIMIT", WORLD_FLAG_LOOP_LIMIT),
             u("CONTACT_FLOATS", CONTACT_FLOATS),
             u("BOX_BOX_CONTACTS", BOX_BOX_CONTACTS),
+            WgslConst::f32(
+                "PENETRATION_COMPLIANCE_DEPTH",
+                crate::sim::PENETRATION_COMPLIANCE_DEPTH,
+            ),
         ];
         c.extend(
             GATES

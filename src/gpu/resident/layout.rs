@@ -113,7 +113,9 @@ crate::wgsl_struct! {
         /// (CANARY), then 0.
         pub solve: [u32; 4] => "vec4<u32>",
         /// x: the most speed a position error's recovery may ask for
-        /// (`SimParams::max_recovery_speed`; `f32::MAX`: unbounded), then 0.
+        /// (`SimParams::max_recovery_speed`; `f32::MAX`: unbounded), y: a
+        /// penetrating contact's compliance
+        /// (`SimParams::penetration_compliance`), then 0.
         pub recovery: [f32; 4] => "vec4<f32>",
     }
 }
@@ -142,6 +144,9 @@ crate::wgsl_struct! {
         /// The most speed a position error's recovery may ask for
         /// (`f32::MAX`: unbounded).
         pub max_recovery: f32 => "WP_MAX_RECOVERY",
+        /// A penetrating contact's compliance
+        /// (`SimParams::penetration_compliance`).
+        pub penetration_compliance: f32 => "WP_PENETRATION_COMPLIANCE",
     }
 }
 

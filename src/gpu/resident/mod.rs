@@ -450,7 +450,12 @@ impl ResidentBatch {
                 0,
                 0,
             ],
-            recovery: [records::max_recovery(params), 0.0, 0.0, 0.0],
+            recovery: [
+                records::max_recovery(params),
+                f(params.penetration_compliance),
+                0.0,
+                0.0,
+            ],
         };
         let stage_floats = if probe {
             stage_width(model) * nworlds

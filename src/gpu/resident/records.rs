@@ -123,6 +123,7 @@ pub(super) fn world_params(model: &Model, params: &SimParams) -> WorldParams {
         friction_scale: f(params.friction_scale),
         bounce_velocity: f(params.bounce_velocity),
         max_recovery: max_recovery(params),
+        penetration_compliance: f(params.penetration_compliance),
     }
 }
 

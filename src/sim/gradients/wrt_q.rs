@@ -50,8 +50,13 @@ impl Simulator {
             w.wrench[c.body_b] -= wrench;
             w.force.push(f);
             let impact = impact_rows.iter().any(|&(row, _)| row == 3 * i + 2);
+            // A penetration's compliance R_N(φ) λ_N varies with φ too.
+            let n = 3 * i + 2;
             w.slope.push(if c.distance < 0.0 {
                 params.recovery_slope(c.distance)
+                    + lambda[n]
+                        * params
+                            .penetration_compliance_slope(c.distance, self.problem.delassus[(n, n)])
             } else if impact {
                 0.0
             } else {

@@ -239,6 +239,11 @@ enum Command {
         /// (R = α G_kk; 0: rigid; SimParams::mocap_compliance).
         #[arg(long, default_value_t = moreau::sim::DEFAULT_MOCAP_COMPLIANCE)]
         mocap_compliance: f64,
+        /// The compliance α of a penetrating contact's normal row
+        /// (R = α G_NN d / (d + 1 cm) at depth d; 0: rigid;
+        /// SimParams::penetration_compliance).
+        #[arg(long, default_value_t = moreau::sim::SimParams::default().penetration_compliance)]
+        penetration_compliance: f64,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -620,6 +625,7 @@ fn main() -> ExitCode {
             max_recovery_speed,
             keep_open_contacts,
             mocap_compliance,
+            penetration_compliance,
             out,
             dump_problems,
             dump_every,
@@ -637,7 +643,7 @@ fn main() -> ExitCode {
                 dt,
                 max_recovery_speed,
                 !keep_open_contacts,
-                mocap_compliance,
+                (mocap_compliance, penetration_compliance),
             ),
             &solver,
             (

@@ -291,7 +291,12 @@ pub(crate) fn run(
     (file_args, passive): (&ModelFileArgs, bool),
     random: Option<(u64, usize)>,
     steps: usize,
-    (dt, max_recovery_speed, screen, mocap_compliance): (Option<f64>, Option<f64>, bool, f64),
+    (dt, max_recovery_speed, screen, (mocap_compliance, penetration_compliance)): (
+        Option<f64>,
+        Option<f64>,
+        bool,
+        (f64, f64),
+    ),
     solver: &str,
     settings: (f64, usize, (bool, bool), DelassusPath),
     out: Option<PathBuf>,
@@ -308,6 +313,7 @@ pub(crate) fn run(
     sim.params.max_recovery_speed = max_recovery_speed;
     sim.params.screen_contacts = screen;
     sim.params.mocap_compliance = mocap_compliance;
+    sim.params.penetration_compliance = penetration_compliance;
     sim.params.validate()?;
     let mut state = scene.state.clone();
     // The video's frames: configurations kept during the run (one every
