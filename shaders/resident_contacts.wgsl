@@ -269,8 +269,8 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             scale = max(scale, abs(x));
         }
     }
-    // Blocks (g, μ, R = α diag G, and a penetration's α_p G_NN d / (d + D)
-    // on its normal row: SimParams::penetration_compliance_at), the warm
+    // Blocks (g, μ, R = α diag G, and a penetration's α_p G_NN e² / (e² +
+    // D²), e = −φ − d₀, on its normal row: SimParams::penetration_compliance_at), the warm
     // start, the header.
     let alpha_p = wp(WP_PENETRATION_COMPLIANCE, params.recovery.y);
     let reset = cw(CW_RESET) != 0.0;
@@ -282,11 +282,12 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             let kk = 3u * i + k;
             r[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
         }
-        let depth = max(-cw(crec(i, CR_PHI)), 0.0);
-        if (depth > 0.0) {
+        let e = -cw(crec(i, CR_PHI)) - PENETRATION_COMPLIANCE_ONSET;
+        if (e > 0.0) {
             let nn = 3u * i + 2u;
             let gnn = max(delassus[(nn * (nn + 1u) / 2u + nn) * n + w], 0.0);
-            r[2] += alpha_p * gnn * depth / (depth + PENETRATION_COMPLIANCE_DEPTH);
+            let d2 = PENETRATION_COMPLIANCE_DEPTH * PENETRATION_COMPLIANCE_DEPTH;
+            r[2] += alpha_p * gnn * e * e / (e * e + d2);
         }
         blocks[i * n + w] = Contact(vec4<f32>(c_g(i), c_mu(i)), vec4<f32>(r, 0.0));
         let slot = warm_slot(i);

@@ -141,8 +141,9 @@ fn quadruped_dropped_on_the_ground_comes_to_rest_on_its_four_feet() {
 }
 
 /// A cube started 5 cm into the ground comes out at the recovery speed
-/// `β φ / dt` (10 m/s at 1 ms, β = 0.2: thrown up) unless
-/// `max_recovery_speed` bounds it: then at 0.5 m/s, never faster.
+/// `β φ / dt` (10 m/s at 1 ms, β = 0.2: thrown up) with rigid contacts
+/// (`penetration_compliance` 0), unless `max_recovery_speed` bounds it:
+/// then at 0.5 m/s, never faster.
 #[test]
 fn a_cube_started_in_the_ground_comes_out_at_the_bounded_speed() {
     let scene = scenes::scene("cube-resting").unwrap();
@@ -150,6 +151,7 @@ fn a_cube_started_in_the_ground_comes_out_at_the_bounded_speed() {
         let params = SimParams {
             dt: 1e-3,
             max_recovery_speed: bound,
+            penetration_compliance: 0.0,
             ..SimParams::default()
         };
         let mut sim = Simulator::new(scene.model.clone(), params).unwrap();

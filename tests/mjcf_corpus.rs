@@ -689,19 +689,22 @@ fn meta_worlds_hand_follows_its_mocap_body() {
 
 /// Meta-World's scenes that start with an object wedged into its fixture
 /// (overlapping on opposite sides at `qpos0`, where MuJoCo's soft contacts
-/// hold it): no velocity recovers both penetrations, the rigid contact
-/// problem has no solution and its solves end unconverged (measured
-/// 2026-12-07: every one of their steps).
+/// hold it): no velocity recovers both penetrations, so with rigid
+/// contacts (`penetration_compliance` 0) the problem has no solution and
+/// its solves end unconverged (measured 2026-12-07: every one of their
+/// steps); the penetration's compliance makes them well-posed.
 const WEDGED: &[&str] = &["sawyer_peg_unplug_side.xml", "sawyer_pick_out_of_hole.xml"];
 
 /// Meta-World's 44 scenes from `qpos0` under random controls (uniform in
 /// the gripper's control ranges, redrawn every step), 1 000 steps each:
 /// every state finite, and every solve converged (or within 10 times the
-/// tolerance) but in the scenes named in [`WEDGED`] (which are checked to still fail, so the list cannot
-/// outlive its reason). The hand's weld to its mocap body against the
+/// tolerance). The hand's weld to its mocap body against the
 /// arm's stops made these problems infeasible while the weld was rigid
 /// (1 816 of 2 000 solves unconverged in `drawer`); the mocap rows'
-/// compliance ([`SimParams::mocap_compliance`]) makes them well-posed.
+/// compliance ([`SimParams::mocap_compliance`]) makes them well-posed, and
+/// the penetrations' ([`SimParams::penetration_compliance`]) those of the
+/// scenes named in [`WEDGED`], which are checked to fail without it (so
+/// that the list cannot outlive its reason).
 #[test]
 fn meta_world_scenes_converge_under_random_controls() {
     let Some(scenes) = meta_world_scenes() else {
@@ -752,10 +755,25 @@ fn meta_world_scenes_converge_under_random_controls() {
             ));
         }
         assert_eq!(
-            unconverged > 0,
-            WEDGED.contains(&name.as_str()),
+            unconverged, 0,
             "{name}: {unconverged} of 1000 solves unconverged"
         );
+        if WEDGED.contains(&name.as_str()) {
+            let mut rigid = SimParams::with_dt(m.timestep);
+            rigid.penetration_compliance = 0.0;
+            let mut sim = Simulator::new(model.clone(), rigid).unwrap();
+            let mut state = State::new(m.q0.clone(), DVector::zeros(model.nv));
+            let failed = (0..20)
+                .filter(|_| {
+                    let report = sim.step(&mut state, &vec![0.0; model.nv]).unwrap();
+                    report.solver.is_some_and(|s| !s.converged)
+                })
+                .count();
+            assert!(
+                failed > 10,
+                "{name} rigid: {failed} of 20 solves unconverged"
+            );
+        }
     }
     println!("solves unconverged of 1000: {unconverged_in:?}; every other scene 0");
 }

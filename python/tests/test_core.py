@@ -300,13 +300,16 @@ def test_float32_integer_list_and_tensor_arguments_read_as_float64():
 
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
 def test_a_bounded_recovery_speed_per_world(backend):
-    # Cubes started 5 cm into the ground: world 0's recovery unbounded
-    # (beta phi / dt = 10 m/s at 1 ms), world 1's bounded at 0.5 m/s.
+    # Cubes started 5 cm into the ground, their contacts rigid: world 0's
+    # recovery unbounded (beta phi / dt = 10 m/s at 1 ms), world 1's
+    # bounded at 0.5 m/s.
     m = moreau.scene("cube-resting")
     batch = moreau.BatchSim(m, 2, backend=backend, dt=1e-3)
     q = np.array(batch.q)
     q[:, 2] -= 0.05
     batch.set_states(q, np.zeros((2, m.nv)))
+    for w in range(2):
+        batch.set_world_params(w, penetration_compliance=0.0)
     batch.set_world_params(1, max_recovery_speed=0.5)
     fastest = np.zeros(2)
     for _ in range(20):
@@ -370,19 +373,23 @@ def test_equality_recovery_is_bounded_by_default_and_set_per_world():
 
 def test_penetration_compliance_is_set_per_world():
     # Cubes started 2 cm into the ground (dt 1 ms: recovery asks 4 m/s):
-    # world 0's penetrating normal rows get R = 0.1 G d / (d + 1 cm), so it
-    # comes out at G / (G + R) of world 1's rigid speed.
+    # world 0's penetrating normal rows get R = α G e² / (e² + (5 mm)²),
+    # e = 2 cm - 1 mm, α = 1 (the default): its normal velocity after the
+    # step is (G v_req + R v_free) / (G + R) (the cube's four rows move
+    # alike), v_free = -g dt, where world 1's rigid one is v_req.
     m = moreau.scene("cube-resting")
     batch = moreau.BatchSim(m, 2, backend="cpu", dt=1e-3)
     q = np.array(batch.q)
     q[:, 2] -= 0.02
     batch.set_states(q, np.zeros((2, m.nv)))
-    batch.set_world_params(0, penetration_compliance=0.1)
+    batch.set_world_params(1, penetration_compliance=0.0)
     batch.step(np.zeros((2, m.nv)))
     rigid = 0.2 * 0.02 / 1e-3
     assert abs(batch.v[1, 2] - rigid) < 1e-6 * rigid
-    ratio = 1.0 / (1.0 + 0.1 * 0.02 / 0.03)
-    assert abs(batch.v[0, 2] - rigid * ratio) < 1e-3 * rigid, batch.v[:, 2]
+    e = 0.019
+    h = e * e / (e * e + 0.005**2)
+    expected = (rigid - 9.81e-3 * h) / (1.0 + h)
+    assert abs(batch.v[0, 2] - expected) < 1e-6 * rigid, (batch.v[:, 2], expected)
     for bad in [-1.0, float("nan"), math.inf]:
         with pytest.raises(ValueError, match="penetration_compliance"):
             batch.set_world_params(0, penetration_compliance=bad)

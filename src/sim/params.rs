@@ -63,17 +63,20 @@ pub struct SimParams {
     /// target moving at `v` by about `α v dt / β`.
     #[serde(default = "default_mocap_compliance")]
     pub mocap_compliance: f64,
-    /// The compliance `α` of a penetrating contact's normal row: bodies
-    /// overlapping by `d = −φ > 0` get `R_N = α·G_NN·d / (d + D)`
-    /// ([`Self::penetration_compliance_at`], `D` =
-    /// [`PENETRATION_COMPLIANCE_DEPTH`]), on top of [`Self::compliance`];
-    /// 0 (the default): rigid. Objects started wedged into a fixture
+    /// The compliance `α` of a deeply penetrating contact's normal row:
+    /// bodies overlapping by `d = −φ` more than `d₀` get `R_N = α·G_NN·e² /
+    /// (e² + D²)`, `e = d − d₀` ([`Self::penetration_compliance_at`], `d₀`
+    /// = [`PENETRATION_COMPLIANCE_ONSET`], `D` =
+    /// [`PENETRATION_COMPLIANCE_DEPTH`]), on top of [`Self::compliance`]
+    /// (default [`DEFAULT_PENETRATION_COMPLIANCE`]; 0: rigid). Objects started wedged into a fixture
     /// (overlapping walls on opposite sides) make the rigid problem
     /// infeasible, since no velocity recovers both penetrations: with `R`
     /// the opposed pushes balance in least squares and every other row
-    /// stays rigid. `R` vanishes with the penetration, so a contact at
-    /// rest (`φ → 0` under recovery) is rigid in the limit.
-    #[serde(default)]
+    /// stays rigid. A contact within `d₀` of touching (at rest, recovered
+    /// to rounding, or after an impact's step) is rigid as before: a tiny
+    /// `R` on a statically indeterminate contact set would make its
+    /// solution unique but ill-conditioned.
+    #[serde(default = "default_penetration_compliance")]
     pub penetration_compliance: f64,
     /// Multiplies every contact's friction coefficient (1: the model's):
     /// per-world friction for domain randomization.
@@ -163,7 +166,7 @@ impl Default for SimParams {
             warm_start: true,
             compliance: 0.0,
             mocap_compliance: DEFAULT_MOCAP_COMPLIANCE,
-            penetration_compliance: 0.0,
+            penetration_compliance: DEFAULT_PENETRATION_COMPLIANCE,
             friction_scale: 1.0,
             limit_margin: 0.01,
             delassus: DelassusPath::Auto,
@@ -186,9 +189,20 @@ fn default_mocap_compliance() -> f64 {
     DEFAULT_MOCAP_COMPLIANCE
 }
 
-/// The penetration `D` (m) at which [`SimParams::penetration_compliance`]
-/// reaches half its full `α·G_NN`.
-pub const PENETRATION_COMPLIANCE_DEPTH: f64 = 0.01;
+/// The default [`SimParams::penetration_compliance`].
+pub const DEFAULT_PENETRATION_COMPLIANCE: f64 = 1.0;
+
+fn default_penetration_compliance() -> f64 {
+    DEFAULT_PENETRATION_COMPLIANCE
+}
+
+/// The penetration (m) beyond which [`SimParams::penetration_compliance`]
+/// acts.
+pub const PENETRATION_COMPLIANCE_ONSET: f64 = 1e-3;
+
+/// The penetration `D` (m) past [`PENETRATION_COMPLIANCE_ONSET`] at which
+/// [`SimParams::penetration_compliance`] reaches half its full `α·G_NN`.
+pub const PENETRATION_COMPLIANCE_DEPTH: f64 = 5e-3;
 
 impl SimParams {
     /// The default parameters with the time step `dt`.
@@ -250,22 +264,23 @@ impl SimParams {
     }
 
     /// The compliance of a contact's normal row at distance `phi` whose
-    /// `G_NN` is `gnn` ([`Self::penetration_compliance`]): `α·G_NN·d / (d +
-    /// D)` for `d = −φ > 0`, else 0. Smooth in `φ` but at 0.
+    /// `G_NN` is `gnn` ([`Self::penetration_compliance`]): `α·G_NN·e² / (e²
+    /// + D²)` for `e = −φ − d₀ > 0`, else 0. Continuously differentiable
+    /// in `φ`.
     #[inline]
     pub fn penetration_compliance_at(&self, phi: f64, gnn: f64) -> f64 {
-        let d = (-phi).max(0.0);
-        self.penetration_compliance * gnn.max(0.0) * d / (d + PENETRATION_COMPLIANCE_DEPTH)
+        let e = (-phi - PENETRATION_COMPLIANCE_ONSET).max(0.0);
+        let d2 = PENETRATION_COMPLIANCE_DEPTH * PENETRATION_COMPLIANCE_DEPTH;
+        self.penetration_compliance * gnn.max(0.0) * e * e / (e * e + d2)
     }
 
     /// `∂/∂φ` of [`Self::penetration_compliance_at`] (`G_NN` held).
     #[inline]
     pub fn penetration_compliance_slope(&self, phi: f64, gnn: f64) -> f64 {
-        if phi >= 0.0 {
-            return 0.0;
-        }
-        let k = -phi + PENETRATION_COMPLIANCE_DEPTH;
-        -self.penetration_compliance * gnn.max(0.0) * PENETRATION_COMPLIANCE_DEPTH / (k * k)
+        let e = (-phi - PENETRATION_COMPLIANCE_ONSET).max(0.0);
+        let d2 = PENETRATION_COMPLIANCE_DEPTH * PENETRATION_COMPLIANCE_DEPTH;
+        let k = e * e + d2;
+        -self.penetration_compliance * gnn.max(0.0) * 2.0 * e * d2 / (k * k)
     }
 
     /// The error at which [`Self::recovery`] reaches its bound, `v dt / β`

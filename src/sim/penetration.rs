@@ -5,8 +5,8 @@ use super::Simulator;
 use super::rows::row_delassus;
 
 impl Simulator {
-    /// Adds `R_N = α·G_NN·d / (d + D)` to the normal row of every contact
-    /// whose bodies overlap by `d = −φ > 0` (after the problem's `G`, or
+    /// Adds `R_N = α·G_NN·e² / (e² + D²)` to the normal row of every
+    /// contact whose bodies overlap by more than `d₀` (`e = −φ − d₀`; after the problem's `G`, or
     /// its factors on the tree path, and the other compliances are set).
     pub(super) fn regularize_penetrations(&mut self) {
         let params = self.params;
@@ -14,7 +14,7 @@ impl Simulator {
             return;
         }
         for (i, c) in self.contacts.iter().enumerate() {
-            if c.distance >= 0.0 {
+            if -c.distance <= super::PENETRATION_COMPLIANCE_ONSET {
                 continue;
             }
             let n = 3 * i + 2;

@@ -370,6 +370,10 @@ impl ContactSizes {
                 "PENETRATION_COMPLIANCE_DEPTH",
                 crate::sim::PENETRATION_COMPLIANCE_DEPTH,
             ),
+            WgslConst::f32(
+                "PENETRATION_COMPLIANCE_ONSET",
+                crate::sim::PENETRATION_COMPLIANCE_ONSET,
+            ),
         ];
         c.extend(
             GATES

@@ -53,6 +53,7 @@ use crate::math::{Vec3, Vec6, small};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
 
+mod deep;
 pub(super) mod wrt_q;
 
 /// The Jacobians of one step, all `nv × nv` (`q⁺` and `q` in the tangent

@@ -84,6 +84,7 @@ impl Simulator {
                 w.djtl[(jj, k)] = -sj.dot(&force_cross(&s[k], wb));
             }
         }
+        let deep = self.deep_contacts(lambda.as_slice());
         let zero = Vec6::zeros();
         for k in 0..nv {
             let parent = model.body_parent[model.dof_body[k]];
@@ -123,6 +124,12 @@ impl Simulator {
                         var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
                 }
                 w.dc[(3 * i + 2, k)] += w.slope[i] * var.distance;
+                // A penetration's compliance through G_NN: 2 (∂J_N/∂q_k) w.
+                for d in deep.iter().filter(|d| d.contact == i) {
+                    let (rel, drel) = dvel(&d.velocities);
+                    let djw = var.frame.column(2).dot(&rel) + c.frame.column(2).dot(&drel);
+                    w.dc[(3 * i + 2, k)] += d.coef * 2.0 * djw;
+                }
                 w.dphi[(i, k)] = var.distance;
                 if let Some(&(_, e)) = impact_rows.iter().find(|&&(row, _)| row == 3 * i + 2) {
                     let (rel, drel) = dvel(&w.vel_prev);
@@ -138,6 +145,12 @@ impl Simulator {
                         w.djtl[(jj, k)] += sign * s[jj].dot(&dw);
                     }
                 }
+            }
+        }
+        // … and − wᵀ (∂M/∂q_k) w, on every dof.
+        for d in &deep {
+            for k in 0..nv {
+                w.dc[(3 * d.contact + 2, k)] -= d.coef * d.dm[k];
             }
         }
         // X = M̃⁻¹ (∂(Jᵀλ)/∂q − dt (∂τ/∂q + K)).
