@@ -269,8 +269,9 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             scale = max(scale, abs(x));
         }
     }
-    // Blocks (g, μ, R = α diag G, and a penetration's α_p G_NN e² / (e² +
-    // D²), e = −φ − d₀, on its normal row: SimParams::penetration_compliance_at), the warm
+    // Blocks (g, μ, R = α diag G, and a penetration's α_p s e² / (e² + D²),
+    // e = −φ − d₀, s = tr G_c / 3, on its normal row:
+    // SimParams::penetration_compliance_at), the warm
     // start, the header.
     let alpha_p = wp(WP_PENETRATION_COMPLIANCE, params.recovery.y);
     let reset = cw(CW_RESET) != 0.0;
@@ -278,16 +279,17 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
     set_cw(CW_RESET, 0.0);
     for (var i = 0u; i < nc; i++) {
         var r = vec3<f32>(0.0);
+        var pscale = 0.0;
         for (var k = 0u; k < 3u; k++) {
             let kk = 3u * i + k;
-            r[k] = alpha * max(delassus[(kk * (kk + 1u) / 2u + kk) * n + w], 0.0);
+            let gkk = delassus[(kk * (kk + 1u) / 2u + kk) * n + w];
+            r[k] = alpha * max(gkk, 0.0);
+            pscale += gkk / 3.0;
         }
         let e = -cw(crec(i, CR_PHI)) - PENETRATION_COMPLIANCE_ONSET;
         if (e > 0.0) {
-            let nn = 3u * i + 2u;
-            let gnn = max(delassus[(nn * (nn + 1u) / 2u + nn) * n + w], 0.0);
             let d2 = PENETRATION_COMPLIANCE_DEPTH * PENETRATION_COMPLIANCE_DEPTH;
-            r[2] += alpha_p * gnn * e * e / (e * e + d2);
+            r[2] += alpha_p * max(pscale, 0.0) * e * e / (e * e + d2);
         }
         blocks[i * n + w] = Contact(vec4<f32>(c_g(i), c_mu(i)), vec4<f32>(r, 0.0));
         let slot = warm_slot(i);

@@ -1,7 +1,8 @@
 //! The compliance of penetrating contacts (`SimParams::penetration_compliance`):
 //! a block started wedged between two walls, which no velocity can free,
-//! is held with every solve converged; a contact at rest stays rigid in
-//! the limit; the step derivatives take the compliance's slope in `φ`.
+//! and a link started inside a wall it cannot leave are held with every
+//! solve converged; a contact at rest stays rigid in the limit; the step
+//! derivatives take the compliance's slope in `φ` and its scale's in `q`.
 
 use moreau::load::mjcf::{MjcfOptions, parse_mjcf};
 use moreau::sim::{SimParams, Simulator, State};
@@ -149,10 +150,10 @@ fn the_step_derivatives_take_the_compliance_slope() {
     assert!(effect > 1e3 * gap, "{effect} {gap}");
 }
 
-/// Where `G_NN` moves with the configuration (a frictionless ball on a
+/// Where the scale `s = tr G_c / 3` moves with the configuration (a frictionless ball on a
 /// hinged arm, its contact 5 mm deep and off the pivot's vertical, a second
 /// link beyond it), the derivative takes
-/// `∂G_NN/∂q` as well: the compliance `α G_NN h(φ)` and its pull on the
+/// `∂s/∂q` as well: the compliance `α s h(φ)` and its pull on the
 /// step, against central differences.
 #[test]
 fn the_step_derivatives_take_the_delassus_variation() {
@@ -194,4 +195,48 @@ fn the_step_derivatives_take_the_delassus_variation() {
     let gap = (&jac.dv_dq - &fd.dv_dq).amax();
     println!("∂v⁺/∂q {} against differences {gap:.2e}", jac.dv_dq);
     assert!(gap < 1e-6 * fd.dv_dq.amax(), "{} {}", jac.dv_dq, fd.dv_dq);
+}
+
+/// A link started 2 cm inside a wall along a direction its joint cannot
+/// move it (a slider on z against a wall's face along x: `G_NN = 0`), as
+/// robosuite's Tiago starts with its torso inside its base: no impulse
+/// changes the normal velocity, so the rigid problem has no solution. The
+/// compliance's scale is the mean of the contact's three `G_kk` (its
+/// tangent along the slide can move): every solve converges, and the
+/// overlap's normal force holds the slider by friction, as MuJoCo's soft
+/// contact holds Tiago's torso.
+#[test]
+fn a_link_inside_a_wall_it_cannot_leave_is_held_with_every_solve_converged() {
+    let (model, q0) = model(
+        r#"<mujoco><option timestep="0.002"/>
+          <worldbody>
+            <geom type="box" pos="0.13 0 0" size="0.05 0.2 0.2"/>
+            <body name="slider"><joint type="slide" axis="0 0 1"/>
+              <geom type="box" size="0.1 0.05 0.05" mass="1"/></body>
+          </worldbody>
+        </mujoco>"#,
+    );
+    let run = |alpha: f64| {
+        let params = SimParams {
+            dt: 0.002,
+            penetration_compliance: alpha,
+            ..SimParams::default()
+        };
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut state = State::new(q0.clone(), DVector::zeros(model.nv));
+        let mut unconverged = 0;
+        for step in 0..500 {
+            let report = sim
+                .step(&mut state, &[0.0])
+                .unwrap_or_else(|e| panic!("α = {alpha}, step {step}: {e}"));
+            unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
+        }
+        (unconverged, state.q[0])
+    };
+    let rigid = run(0.0);
+    let compliant = run(SimParams::default().penetration_compliance);
+    println!("(unconverged solves, height after 1 s) rigid: {rigid:?}; compliant: {compliant:?}");
+    assert!(rigid.0 > 0, "{rigid:?}");
+    assert_eq!(compliant.0, 0, "{compliant:?}");
+    assert!(compliant.1.abs() < 1e-6, "{compliant:?}");
 }

@@ -373,23 +373,25 @@ def test_equality_recovery_is_bounded_by_default_and_set_per_world():
 
 def test_penetration_compliance_is_set_per_world():
     # Cubes started 2 cm into the ground (dt 1 ms: recovery asks 4 m/s):
-    # world 0's penetrating normal rows get R = α G e² / (e² + (5 mm)²),
-    # e = 2 cm - 1 mm, α = 1 (the default): its normal velocity after the
-    # step is (G v_req + R v_free) / (G + R) (the cube's four rows move
-    # alike), v_free = -g dt, where world 1's rigid one is v_req.
+    # world 1 rigid, world 0 at the default alpha = 1, world 2 at 3. A
+    # compliant normal row ends the step at (v_req + k v_free) / (1 + k),
+    # v_free = -g dt, k proportional to alpha (k = R / G): world 0 gives k,
+    # which must predict world 2.
     m = moreau.scene("cube-resting")
-    batch = moreau.BatchSim(m, 2, backend="cpu", dt=1e-3)
+    batch = moreau.BatchSim(m, 3, backend="cpu", dt=1e-3)
     q = np.array(batch.q)
     q[:, 2] -= 0.02
-    batch.set_states(q, np.zeros((2, m.nv)))
+    batch.set_states(q, np.zeros((3, m.nv)))
     batch.set_world_params(1, penetration_compliance=0.0)
-    batch.step(np.zeros((2, m.nv)))
-    rigid = 0.2 * 0.02 / 1e-3
-    assert abs(batch.v[1, 2] - rigid) < 1e-6 * rigid
-    e = 0.019
-    h = e * e / (e * e + 0.005**2)
-    expected = (rigid - 9.81e-3 * h) / (1.0 + h)
-    assert abs(batch.v[0, 2] - expected) < 1e-6 * rigid, (batch.v[:, 2], expected)
+    batch.set_world_params(2, penetration_compliance=3.0)
+    batch.step(np.zeros((3, m.nv)))
+    rigid, v_free = 0.2 * 0.02 / 1e-3, -9.81e-3
+    v = batch.v[:, 2]
+    assert abs(v[1] - rigid) < 1e-6 * rigid
+    k = (rigid - v[0]) / (v[0] - v_free)
+    assert 0.5 < k < 1.0, v
+    predicted = (rigid + 3 * k * v_free) / (1 + 3 * k)
+    assert abs(v[2] - predicted) < 1e-9 * rigid, (v, predicted)
     for bad in [-1.0, float("nan"), math.inf]:
         with pytest.raises(ValueError, match="penetration_compliance"):
             batch.set_world_params(0, penetration_compliance=bad)

@@ -64,18 +64,23 @@ pub struct SimParams {
     #[serde(default = "default_mocap_compliance")]
     pub mocap_compliance: f64,
     /// The compliance `α` of a deeply penetrating contact's normal row:
-    /// bodies overlapping by `d = −φ` more than `d₀` get `R_N = α·G_NN·e² /
-    /// (e² + D²)`, `e = d − d₀` ([`Self::penetration_compliance_at`], `d₀`
-    /// = [`PENETRATION_COMPLIANCE_ONSET`], `D` =
+    /// bodies overlapping by `d = −φ` more than `d₀` get `R_N = α·s·e² /
+    /// (e² + D²)`, `e = d − d₀`, `s` the mean of the contact's three
+    /// `G_kk` (`tr G_c / 3`: the row's own units, whatever its tangent
+    /// frame, and positive where any of its rows can move)
+    /// ([`Self::penetration_compliance_at`], `d₀` =
+    /// [`PENETRATION_COMPLIANCE_ONSET`], `D` =
     /// [`PENETRATION_COMPLIANCE_DEPTH`]), on top of [`Self::compliance`]
-    /// (default [`DEFAULT_PENETRATION_COMPLIANCE`]; 0: rigid). Objects started wedged into a fixture
-    /// (overlapping walls on opposite sides) make the rigid problem
-    /// infeasible, since no velocity recovers both penetrations: with `R`
-    /// the opposed pushes balance in least squares and every other row
-    /// stays rigid. A contact within `d₀` of touching (at rest, recovered
-    /// to rounding, or after an impact's step) is rigid as before: a tiny
-    /// `R` on a statically indeterminate contact set would make its
-    /// solution unique but ill-conditioned.
+    /// (default [`DEFAULT_PENETRATION_COMPLIANCE`]; 0: rigid). Objects
+    /// started wedged into a fixture (overlapping walls on opposite sides)
+    /// make the rigid problem infeasible, since no velocity recovers both
+    /// penetrations, and so does a link started inside another along a
+    /// direction no joint moves it (`G_NN = 0`): with `R` the pushes balance
+    /// in least squares and every other row stays rigid. A contact within
+    /// `d₀` of touching (at rest, recovered to rounding, or after an
+    /// impact's step) is rigid as before: a tiny `R` on a statically
+    /// indeterminate contact set would make its solution unique but
+    /// ill-conditioned.
     #[serde(default = "default_penetration_compliance")]
     pub penetration_compliance: f64,
     /// Multiplies every contact's friction coefficient (1: the model's):
@@ -201,7 +206,7 @@ fn default_penetration_compliance() -> f64 {
 pub const PENETRATION_COMPLIANCE_ONSET: f64 = 1e-3;
 
 /// The penetration `D` (m) past [`PENETRATION_COMPLIANCE_ONSET`] at which
-/// [`SimParams::penetration_compliance`] reaches half its full `α·G_NN`.
+/// [`SimParams::penetration_compliance`] reaches half its full `α·s`.
 pub const PENETRATION_COMPLIANCE_DEPTH: f64 = 5e-3;
 
 impl SimParams {
@@ -264,23 +269,30 @@ impl SimParams {
     }
 
     /// The compliance of a contact's normal row at distance `phi` whose
-    /// `G_NN` is `gnn` ([`Self::penetration_compliance`]): `α·G_NN·e² / (e²
-    /// + D²)` for `e = −φ − d₀ > 0`, else 0. Continuously differentiable
-    /// in `φ`.
+    /// three `G_kk` have the mean `s` ([`Self::penetration_compliance`]):
+    /// `α·s·e² / (e² + D²)` for `e = −φ − d₀ > 0`, else 0. Continuously
+    /// differentiable in `φ`.
     #[inline]
-    pub fn penetration_compliance_at(&self, phi: f64, gnn: f64) -> f64 {
+    pub fn penetration_compliance_at(&self, phi: f64, s: f64) -> f64 {
         let e = (-phi - PENETRATION_COMPLIANCE_ONSET).max(0.0);
         let d2 = PENETRATION_COMPLIANCE_DEPTH * PENETRATION_COMPLIANCE_DEPTH;
-        self.penetration_compliance * gnn.max(0.0) * e * e / (e * e + d2)
+        self.penetration_compliance * s.max(0.0) * e * e / (e * e + d2)
     }
 
-    /// `∂/∂φ` of [`Self::penetration_compliance_at`] (`G_NN` held).
+    /// `∂/∂φ` of [`Self::penetration_compliance_at`] (`s` held).
     #[inline]
-    pub fn penetration_compliance_slope(&self, phi: f64, gnn: f64) -> f64 {
+    pub fn penetration_compliance_slope(&self, phi: f64, s: f64) -> f64 {
         let e = (-phi - PENETRATION_COMPLIANCE_ONSET).max(0.0);
         let d2 = PENETRATION_COMPLIANCE_DEPTH * PENETRATION_COMPLIANCE_DEPTH;
         let k = e * e + d2;
-        -self.penetration_compliance * gnn.max(0.0) * 2.0 * e * d2 / (k * k)
+        -self.penetration_compliance * s.max(0.0) * 2.0 * e * d2 / (k * k)
+    }
+
+    /// The scale `s = tr G_c / 3` of contact `i`'s compliance from the
+    /// diagonal entries `g(r, r)` of its three rows `3i..3i + 3`.
+    #[inline]
+    pub fn penetration_scale(i: usize, mut g: impl FnMut(usize) -> f64) -> f64 {
+        (0..3).map(|r| g(3 * i + r)).sum::<f64>() / 3.0
     }
 
     /// The error at which [`Self::recovery`] reaches its bound, `v dt / β`

@@ -2,7 +2,7 @@
 //! module's doc): `X = ∂v⁺/∂q` and `C = ∂c/∂q`, from the motion columns'
 //! derivatives and the contacts' variations.
 
-use super::super::Simulator;
+use super::super::{SimParams, Simulator};
 use super::{StepJacobians, small};
 use crate::math::{Vec3, Vec6, ang, force_cross, lin, motion_cross, spatial};
 use crate::model::Model;
@@ -52,11 +52,10 @@ impl Simulator {
             let impact = impact_rows.iter().any(|&(row, _)| row == 3 * i + 2);
             // A penetration's compliance R_N(φ) λ_N varies with φ too.
             let n = 3 * i + 2;
+            let scale = SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
             w.slope.push(if c.distance < 0.0 {
                 params.recovery_slope(c.distance)
-                    + lambda[n]
-                        * params
-                            .penetration_compliance_slope(c.distance, self.problem.delassus[(n, n)])
+                    + lambda[n] * params.penetration_compliance_slope(c.distance, scale)
             } else if impact {
                 0.0
             } else {
@@ -124,11 +123,14 @@ impl Simulator {
                         var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
                 }
                 w.dc[(3 * i + 2, k)] += w.slope[i] * var.distance;
-                // A penetration's compliance through G_NN: 2 (∂J_N/∂q_k) w.
+                // A penetration's compliance through its scale: 2 (∂J_r/∂q_k) w_r
+                // for each of the contact's rows r.
                 for d in deep.iter().filter(|d| d.contact == i) {
-                    let (rel, drel) = dvel(&d.velocities);
-                    let djw = var.frame.column(2).dot(&rel) + c.frame.column(2).dot(&drel);
-                    w.dc[(3 * i + 2, k)] += d.coef * 2.0 * djw;
+                    for (r, velocities) in d.velocities.iter().enumerate() {
+                        let (rel, drel) = dvel(velocities);
+                        let djw = var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
+                        w.dc[(3 * i + 2, k)] += d.coef * 2.0 * djw;
+                    }
                 }
                 w.dphi[(i, k)] = var.distance;
                 if let Some(&(_, e)) = impact_rows.iter().find(|&&(row, _)| row == 3 * i + 2) {
@@ -147,7 +149,7 @@ impl Simulator {
                 }
             }
         }
-        // … and − wᵀ (∂M/∂q_k) w, on every dof.
+        // … and − Σ_r w_rᵀ (∂M/∂q_k) w_r, on every dof.
         for d in &deep {
             for k in 0..nv {
                 w.dc[(3 * d.contact + 2, k)] -= d.coef * d.dm[k];

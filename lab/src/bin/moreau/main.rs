@@ -240,7 +240,8 @@ enum Command {
         #[arg(long, default_value_t = moreau::sim::DEFAULT_MOCAP_COMPLIANCE)]
         mocap_compliance: f64,
         /// The compliance α of a penetrating contact's normal row
-        /// (R = α G_NN e² / (e² + (5 mm)²) at e = depth − 1 mm > 0; 0:
+        /// (R = α s e² / (e² + (5 mm)²), s the mean of its rows' G_kk, at
+        /// e = depth − 1 mm > 0; 0:
         /// rigid; SimParams::penetration_compliance).
         #[arg(long, default_value_t = moreau::sim::SimParams::default().penetration_compliance)]
         penetration_compliance: f64,
