@@ -10,6 +10,33 @@ use nalgebra::DVector;
 use std::path::Path;
 use std::sync::Arc;
 
+/// 500 steps of 2 ms from `q0` at rest with zero torques and the given
+/// `penetration_compliance`, `each` seeing every step's state: the solves
+/// left unconverged and the final state.
+fn unforced(
+    model: &Arc<moreau::model::Model>,
+    q0: &DVector<f64>,
+    alpha: f64,
+    mut each: impl FnMut(usize, &State),
+) -> (usize, State) {
+    let params = SimParams {
+        dt: 0.002,
+        penetration_compliance: alpha,
+        ..SimParams::default()
+    };
+    let mut sim = Simulator::new(model.clone(), params).unwrap();
+    let mut state = State::new(q0.clone(), DVector::zeros(model.nv));
+    let mut unconverged = 0;
+    for step in 0..500 {
+        let report = sim
+            .step(&mut state, &vec![0.0; model.nv])
+            .unwrap_or_else(|e| panic!("α = {alpha}, step {step}: {e}"));
+        unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
+        each(step, &state);
+    }
+    (unconverged, state)
+}
+
 fn model(xml: &str) -> (Arc<moreau::model::Model>, DVector<f64>) {
     let m = parse_mjcf(xml, "test.xml", Path::new("."), &MjcfOptions::default()).unwrap();
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
@@ -33,30 +60,14 @@ fn a_block_wedged_between_two_walls_is_held_with_every_solve_converged() {
         </mujoco>"#,
     );
     let run = |alpha: f64| {
-        let params = SimParams {
-            dt: 0.002,
-            penetration_compliance: alpha,
-            ..SimParams::default()
-        };
-        let mut sim = Simulator::new(model.clone(), params).unwrap();
-        let mut state = State::new(q0.clone(), DVector::zeros(model.nv));
-        let (mut unconverged, mut fastest) = (0, 0.0f64);
-        for step in 0..500 {
-            match sim.step(&mut state, &[0.0; 6]) {
-                Ok(report) => {
-                    unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
-                }
-                Err(e) => panic!("α = {alpha}, step {step}: {e}"),
-            }
+        let mut fastest = 0.0f64;
+        let (unconverged, state) = unforced(&model, &q0, alpha, |step, s| {
             if step >= 50 {
-                fastest = fastest.max(state.v.amax());
+                fastest = fastest.max(s.v.amax());
             }
-        }
-        (
-            unconverged,
-            fastest,
-            (state.q.rows(0, 3) - q0.rows(0, 3)).norm(),
-        )
+        });
+        let moved = (state.q.rows(0, 3) - q0.rows(0, 3)).norm();
+        (unconverged, fastest, moved)
     };
     let rigid = run(0.0);
     let compliant = run(SimParams::default().penetration_compliance);
@@ -84,19 +95,9 @@ fn a_contact_at_rest_is_rigid_in_the_limit() {
     let (model, mut q0) = model(BALL);
     q0[2] -= 0.02;
     let run = |alpha: f64| {
-        let params = SimParams {
-            dt: 0.002,
-            penetration_compliance: alpha,
-            ..SimParams::default()
-        };
-        let mut sim = Simulator::new(model.clone(), params).unwrap();
-        let mut state = State::new(q0.clone(), DVector::zeros(model.nv));
         let mut heights = Vec::new();
-        for _ in 0..500 {
-            let report = sim.step(&mut state, &[0.0; 6]).unwrap();
-            assert!(report.solver.is_none_or(|s| s.converged));
-            heights.push(state.q[2]);
-        }
+        let (unconverged, _) = unforced(&model, &q0, alpha, |_, s| heights.push(s.q[2]));
+        assert_eq!(unconverged, 0);
         heights
     };
     let (rigid, compliant) = (run(0.0), run(SimParams::default().penetration_compliance));
@@ -217,20 +218,7 @@ fn a_link_inside_a_wall_it_cannot_leave_is_held_with_every_solve_converged() {
         </mujoco>"#,
     );
     let run = |alpha: f64| {
-        let params = SimParams {
-            dt: 0.002,
-            penetration_compliance: alpha,
-            ..SimParams::default()
-        };
-        let mut sim = Simulator::new(model.clone(), params).unwrap();
-        let mut state = State::new(q0.clone(), DVector::zeros(model.nv));
-        let mut unconverged = 0;
-        for step in 0..500 {
-            let report = sim
-                .step(&mut state, &[0.0])
-                .unwrap_or_else(|e| panic!("α = {alpha}, step {step}: {e}"));
-            unconverged += report.solver.is_some_and(|s| !s.converged) as usize;
-        }
+        let (unconverged, state) = unforced(&model, &q0, alpha, |_, _| {});
         (unconverged, state.q[0])
     };
     let rigid = run(0.0);
