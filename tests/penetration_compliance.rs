@@ -151,11 +151,13 @@ fn the_step_derivatives_take_the_compliance_slope() {
     assert!(effect > 1e3 * gap, "{effect} {gap}");
 }
 
-/// Where the scale `s = tr G_c / 3` moves with the configuration (a frictionless ball on a
-/// hinged arm, its contact 5 mm deep and off the pivot's vertical, a second
-/// link beyond it), the derivative takes
-/// `∂s/∂q` as well: the compliance `α s h(φ)` and its pull on the
-/// step, against central differences.
+/// Where the Delassus matrix's diagonal moves with the configuration (a
+/// frictionless ball on a hinged arm, its contact 5 mm deep and off the
+/// pivot's vertical, a second link beyond it), the derivative takes its
+/// variation: with the penetration's compliance `α s h(φ)` (`s = tr G_c /
+/// 3`), and with [`SimParams::compliance`]'s `R = α diag G` on every row
+/// (0.79 off before its `∂G_kk/∂q` was written), against central
+/// differences.
 #[test]
 fn the_step_derivatives_take_the_delassus_variation() {
     let (model, q0) = model(
@@ -173,29 +175,42 @@ fn the_step_derivatives_take_the_delassus_variation() {
         </mujoco>"#,
     );
     let state = State::new(q0, DVector::from_vec(vec![0.3, -0.2]));
-    let params = SimParams {
+    let base = SimParams {
         dt: 0.002,
         warm_start: false,
         ..SimParams::default()
     };
-    let mut sim = Simulator::new(model.clone(), params).unwrap();
-    let mut jac = moreau::sim::StepJacobians::default();
-    let mut s = state.clone();
-    let report = sim
-        .step_with_jacobians(&mut s, &[0.0; 2], &mut jac)
-        .unwrap();
-    let contacts = sim.contacts();
-    assert!(
-        contacts.len() == 1 && contacts[0].distance < -4e-3,
-        "{:?}",
-        contacts.iter().map(|c| c.distance).collect::<Vec<_>>()
-    );
-    assert!(report.solver.is_some_and(|s| s.converged));
-    let fd = moreau::sim::step_jacobians_by_differences(&model, params, &state, &[0.0; 2], 1e-7)
-        .unwrap();
-    let gap = (&jac.dv_dq - &fd.dv_dq).amax();
-    println!("∂v⁺/∂q {} against differences {gap:.2e}", jac.dv_dq);
-    assert!(gap < 1e-6 * fd.dv_dq.amax(), "{} {}", jac.dv_dq, fd.dv_dq);
+    let global = SimParams {
+        compliance: 0.1,
+        penetration_compliance: 0.0,
+        ..base
+    };
+    for (name, params) in [("penetration", base), ("diagonal", global)] {
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
+        let mut jac = moreau::sim::StepJacobians::default();
+        let mut s = state.clone();
+        let report = sim
+            .step_with_jacobians(&mut s, &[0.0; 2], &mut jac)
+            .unwrap();
+        let contacts = sim.contacts();
+        assert!(
+            contacts.len() == 1 && contacts[0].distance < -4e-3,
+            "{:?}",
+            contacts.iter().map(|c| c.distance).collect::<Vec<_>>()
+        );
+        assert!(report.solver.is_some_and(|s| s.converged));
+        let fd =
+            moreau::sim::step_jacobians_by_differences(&model, params, &state, &[0.0; 2], 1e-7)
+                .unwrap();
+        let gap = (&jac.dv_dq - &fd.dv_dq).amax();
+        println!("{name} compliance: ∂v⁺/∂q against differences {gap:.2e}");
+        assert!(
+            gap < 1e-6 * fd.dv_dq.amax(),
+            "{name}: {} {}",
+            jac.dv_dq,
+            fd.dv_dq
+        );
+    }
 }
 
 /// A link started 2 cm inside a wall along a direction its joint cannot

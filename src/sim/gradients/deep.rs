@@ -1,82 +1,132 @@
-//! The variation of a penetration's compliance with the configuration
-//! ([`crate::sim::SimParams::penetration_compliance`]): its
-//! `R_N = α·s·h(φ)` moves with `φ` (the slope taken with the
-//! stabilization's, in [`super::wrt_q`]) and with `s = Σ_r G_rr / 3` over
-//! the contact's rows, `G_rr = J_r M̃⁻¹ J_rᵀ`, whose derivative is
-//! `∂G_rr/∂q_k = 2 (∂J_r/∂q_k) w_r − w_rᵀ (∂M/∂q_k) w_r`, `w_r = M̃⁻¹ J_rᵀ`.
+//! The variation of the compliances that depend on the configuration
+//! through the Delassus matrix's diagonal: [`crate::sim::SimParams::compliance`]
+//! (`R_k = α G_kk` on every row) and a penetration's
+//! ([`crate::sim::SimParams::penetration_compliance`], `R_N = α_p·s·h(φ)`
+//! on a contact's normal row, `s` the mean of its rows' `G_kk`; its slope
+//! in `φ` is taken with the stabilization's, in [`super::wrt_q`]). Each
+//! `G_kk = J_k M̃⁻¹ J_kᵀ` varies as `∂G_kk/∂q_j = 2 (∂J_k/∂q_j) w_k −
+//! w_kᵀ (∂M/∂q_j) w_k`, `w_k = M̃⁻¹ J_kᵀ`: the second term here, the first
+//! (a contact row's, from the contact's variation) added by
+//! [`super::wrt_q`] into [`DiagonalVariation::dg`].
 
-use super::super::Simulator;
+use super::super::{SimParams, Simulator};
 use super::wrt_q::body_velocities;
 use crate::dynamics::{
     Derivatives, forward_velocity, ltdl_solve_in_place, rnea_derivatives_from_kinematics,
 };
 use crate::math::Vec6;
+use nalgebra::DMatrix;
 
-/// A contact whose normal row carries a penetration's compliance.
-pub(super) struct DeepContact {
-    pub contact: usize,
-    /// `λ_N R_N / (3 s)`: the normal row's `∂(R_N λ_N)/∂G_rr`.
-    pub coef: f64,
-    /// The bodies' velocities under each `w_r = M̃⁻¹ J_rᵀ`.
-    pub velocities: [Vec<Vec6>; 3],
-    /// `Σ_r w_rᵀ (∂M/∂q_k) w_r` for each dof `k`.
-    pub dm: Vec<f64>,
+/// The rows whose `G_kk` the step's compliances depend on, with what
+/// `∂G_kk/∂q` needs.
+#[derive(Default)]
+pub(super) struct DiagonalVariation {
+    /// Each row's slot (`None`: not needed), by problem row.
+    pub slot: Vec<Option<usize>>,
+    /// The bodies' velocities under each needed contact row's `w_k`, by slot
+    /// (empty for a limit row, whose `J` does not vary).
+    pub velocities: Vec<Vec<Vec6>>,
+    /// `∂G_kk/∂q` by slot (`slots × nv`): `− w_kᵀ (∂M/∂q_j) w_k` until the
+    /// caller adds `2 (∂J_k/∂q_j) w_k`.
+    pub dg: DMatrix<f64>,
 }
 
 impl Simulator {
-    /// The contacts of the step just taken whose normal rows carry a
-    /// penetration's compliance (none, at no cost, in most steps), with
-    /// what `∂s/∂q` needs. `lambda` the step's impulses; the
-    /// simulator's data still at the step's start, the problem's `G` dense.
-    pub(super) fn deep_contacts(&self, lambda: &[f64]) -> Vec<DeepContact> {
+    /// The rows of the step just taken whose compliance varies with `G_kk`
+    /// (none, at no cost, in a step without [`SimParams::compliance`] or
+    /// a penetration past its onset). The simulator's data still at the
+    /// step's start, the problem's `G` dense.
+    pub(super) fn diagonal_variation(&self) -> DiagonalVariation {
+        let (model, nv, nc) = (&*self.model, self.model.nv, self.contacts.len());
+        let m = self.problem.m();
         let params = self.params;
-        let mut out = Vec::new();
-        let (model, nv) = (&*self.model, self.model.nv);
-        let mut workspace: Option<(crate::dynamics::Data, Derivatives, nalgebra::DMatrix<f64>)> =
-            None;
-        for (i, c) in self.contacts.iter().enumerate() {
-            let n = 3 * i + 2;
-            let scale =
-                crate::sim::SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
-            let r_n = params.penetration_compliance_at(c.distance, scale);
-            if r_n == 0.0 || scale <= 0.0 {
-                continue;
+        let mut slot = vec![None; m];
+        let mut rows = Vec::new();
+        for k in 0..m {
+            let deep = k < 3 * nc && {
+                let i = k / 3;
+                let s = SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
+                params.penetration_compliance_at(self.contacts[i].distance, s) > 0.0
+            };
+            if params.compliance > 0.0 || deep {
+                slot[k] = Some(rows.len());
+                rows.push(k);
             }
-            let (data, der, base) = workspace.get_or_insert_with(|| {
-                // RNEA at rest: τ = M a + g(q), so ∂τ/∂q at a = w less at
-                // a = 0 is ∂(M w)/∂q.
-                let mut data = self.data.clone();
-                let zeros = vec![0.0; nv];
-                forward_velocity(model, &mut data, &zeros);
-                let mut der = Derivatives::new(model);
-                rnea_derivatives_from_kinematics(model, &mut data, &mut der, &zeros);
-                let base = der.dtau_dq.clone();
-                (data, der, base)
-            });
-            let mut dm = vec![0.0; nv];
-            let velocities = std::array::from_fn(|r| {
-                let mut w = vec![0.0; nv];
-                for &k in self.jacobian.contact_support(i) {
-                    w[k] = self.jacobian.jacobian[(3 * i + r, k)];
-                }
-                ltdl_solve_in_place(&model.dof_parent, &self.data.ltdl, &mut w);
-                rnea_derivatives_from_kinematics(model, data, der, &w);
-                for (k, x) in dm.iter_mut().enumerate() {
-                    *x += (0..nv)
-                        .map(|j| w[j] * (der.dtau_dq[(j, k)] - base[(j, k)]))
-                        .sum::<f64>();
-                }
-                let mut velocities = Vec::new();
-                body_velocities(model, &self.data.dof_jacobian, &w, &mut velocities);
-                velocities
-            });
-            out.push(DeepContact {
-                contact: i,
-                coef: lambda[n] * r_n / (3.0 * scale),
-                velocities,
-                dm,
-            });
         }
-        out
+        if rows.is_empty() {
+            return DiagonalVariation::default();
+        }
+        // RNEA at rest: τ = M a + g(q), so ∂τ/∂q at a = w less at a = 0 is
+        // ∂(M w)/∂q.
+        let mut data = self.data.clone();
+        let zeros = vec![0.0; nv];
+        forward_velocity(model, &mut data, &zeros);
+        let mut der = Derivatives::new(model);
+        rnea_derivatives_from_kinematics(model, &mut data, &mut der, &zeros);
+        let base = der.dtau_dq.clone();
+        let mut dg = DMatrix::zeros(rows.len(), nv);
+        let mut velocities = Vec::with_capacity(rows.len());
+        let j = &self.jacobian;
+        for (s, &k) in rows.iter().enumerate() {
+            let mut w = vec![0.0; nv];
+            if k < 3 * nc {
+                for &dof in j.contact_support(k / 3) {
+                    w[dof] = j.jacobian[(k, dof)];
+                }
+            } else {
+                let limit = &self.limits[k - 3 * nc];
+                w[limit.dof] = limit.sign();
+            }
+            ltdl_solve_in_place(&model.dof_parent, &self.data.ltdl, &mut w);
+            rnea_derivatives_from_kinematics(model, &mut data, &mut der, &w);
+            for q in 0..nv {
+                dg[(s, q)] = -(0..nv)
+                    .map(|a| w[a] * (der.dtau_dq[(a, q)] - base[(a, q)]))
+                    .sum::<f64>();
+            }
+            let mut v = Vec::new();
+            if k < 3 * nc {
+                body_velocities(model, &self.data.dof_jacobian, &w, &mut v);
+            }
+            velocities.push(v);
+        }
+        DiagonalVariation {
+            slot,
+            velocities,
+            dg,
+        }
+    }
+
+    /// Adds the compliances' `∂(R λ)/∂q` through `∂G_kk/∂q` (`var`
+    /// complete) to `dc` (`m × nv`).
+    pub(super) fn add_diagonal_variation(
+        &self,
+        var: &DiagonalVariation,
+        lambda: &[f64],
+        dc: &mut DMatrix<f64>,
+    ) {
+        let params = self.params;
+        let nc = self.contacts.len();
+        for (k, s) in var.slot.iter().enumerate() {
+            let Some(s) = *s else { continue };
+            if params.compliance > 0.0 {
+                // R_k = α G_kk.
+                for q in 0..dc.ncols() {
+                    dc[(k, q)] += params.compliance * lambda[k] * var.dg[(s, q)];
+                }
+            }
+            if k < 3 * nc {
+                // R_N = α_p s h(φ), s = Σ_r G_rr / 3: ∂R_N/∂G_rr = R_N / (3 s).
+                let i = k / 3;
+                let scale = SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
+                let r_n = params.penetration_compliance_at(self.contacts[i].distance, scale);
+                if r_n > 0.0 && scale > 0.0 {
+                    let coef = lambda[3 * i + 2] * r_n / (3.0 * scale);
+                    for q in 0..dc.ncols() {
+                        dc[(3 * i + 2, q)] += coef * var.dg[(s, q)];
+                    }
+                }
+            }
+        }
     }
 }

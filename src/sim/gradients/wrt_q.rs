@@ -83,7 +83,7 @@ impl Simulator {
                 w.djtl[(jj, k)] = -sj.dot(&force_cross(&s[k], wb));
             }
         }
-        let deep = self.deep_contacts(lambda.as_slice());
+        let mut diagonal = self.diagonal_variation();
         let zero = Vec6::zeros();
         for k in 0..nv {
             let parent = model.body_parent[model.dof_body[k]];
@@ -123,13 +123,13 @@ impl Simulator {
                         var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
                 }
                 w.dc[(3 * i + 2, k)] += w.slope[i] * var.distance;
-                // A penetration's compliance through its scale: 2 (∂J_r/∂q_k) w_r
-                // for each of the contact's rows r.
-                for d in deep.iter().filter(|d| d.contact == i) {
-                    for (r, velocities) in d.velocities.iter().enumerate() {
-                        let (rel, drel) = dvel(velocities);
-                        let djw = var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel);
-                        w.dc[(3 * i + 2, k)] += d.coef * 2.0 * djw;
+                // The compliances' G_rr: 2 (∂J_r/∂q_k) w_r for each of the
+                // contact's rows r that one depends on.
+                for r in 0..3 {
+                    if let Some(s) = diagonal.slot.get(3 * i + r).copied().flatten() {
+                        let (rel, drel) = dvel(&diagonal.velocities[s]);
+                        diagonal.dg[(s, k)] +=
+                            2.0 * (var.frame.column(r).dot(&rel) + c.frame.column(r).dot(&drel));
                     }
                 }
                 w.dphi[(i, k)] = var.distance;
@@ -149,12 +149,7 @@ impl Simulator {
                 }
             }
         }
-        // … and − Σ_r w_rᵀ (∂M/∂q_k) w_r, on every dof.
-        for d in &deep {
-            for k in 0..nv {
-                w.dc[(3 * d.contact + 2, k)] -= d.coef * d.dm[k];
-            }
-        }
+        self.add_diagonal_variation(&diagonal, lambda.as_slice(), &mut w.dc);
         // X = M̃⁻¹ (∂(Jᵀλ)/∂q − dt (∂τ/∂q + K)).
         let der = out.derivatives.as_ref().expect("built by the caller");
         for (x, &y) in w.djtl.as_mut_slice().iter_mut().zip(der.dtau_dq.as_slice()) {
