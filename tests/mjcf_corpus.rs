@@ -25,7 +25,7 @@ mod common;
 use moreau::dynamics::{Data, crba, forward_kinematics};
 use moreau::load::mjcf::{MjcfModel, MjcfOptions, load_mjcf};
 use moreau::math::Vec3;
-use moreau::sim::{SimParams, Simulator, State};
+use moreau::sim::{OVERLAP_COMPLIANCE, SimParams, Simulator, State};
 use nalgebra::{DMatrix, DVector};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -690,9 +690,10 @@ fn meta_worlds_hand_follows_its_mocap_body() {
 /// Meta-World's scenes that start with an object wedged into its fixture
 /// (overlapping on opposite sides at `qpos0`, where MuJoCo's soft contacts
 /// hold it): no velocity recovers both penetrations, so with rigid
-/// contacts (`penetration_compliance` 0) the problem has no solution and
-/// its solves end unconverged (measured 2026-12-07: every one of their
-/// steps); the penetration's compliance makes them well-posed.
+/// contacts (`penetration_compliance` 0, the default) the problem has no
+/// solution and its solves end unconverged (measured 2026-12-07: every
+/// one of their steps); the penetration's compliance
+/// ([`OVERLAP_COMPLIANCE`]) makes them well-posed.
 const WEDGED: &[&str] = &["sawyer_peg_unplug_side.xml", "sawyer_pick_out_of_hole.xml"];
 
 /// Meta-World's 44 scenes from `qpos0` under random controls (uniform in
@@ -702,9 +703,10 @@ const WEDGED: &[&str] = &["sawyer_peg_unplug_side.xml", "sawyer_pick_out_of_hole
 /// arm's stops made these problems infeasible while the weld was rigid
 /// (1 816 of 2 000 solves unconverged in `drawer`); the mocap rows'
 /// compliance ([`SimParams::mocap_compliance`]) makes them well-posed, and
-/// the penetrations' ([`SimParams::penetration_compliance`]) those of the
-/// scenes named in [`WEDGED`], which are checked to fail without it (so
-/// that the list cannot outlive its reason).
+/// the penetrations' ([`SimParams::penetration_compliance`], set to
+/// [`OVERLAP_COMPLIANCE`] for the scenes named in [`WEDGED`]) those of
+/// the wedged scenes, which are checked to fail without it (so that the
+/// list cannot outlive its reason).
 #[test]
 fn meta_world_scenes_converge_under_random_controls() {
     let Some(scenes) = meta_world_scenes() else {
@@ -722,7 +724,11 @@ fn meta_world_scenes_converge_under_random_controls() {
     for name in &names {
         let m = load_mjcf(scenes.join(name), &MjcfOptions::default()).unwrap();
         let model = Arc::new(m.model.clone());
-        let mut sim = Simulator::new(model.clone(), SimParams::with_dt(m.timestep)).unwrap();
+        let mut params = SimParams::with_dt(m.timestep);
+        if WEDGED.contains(&name.as_str()) {
+            params.penetration_compliance = OVERLAP_COMPLIANCE;
+        }
+        let mut sim = Simulator::new(model.clone(), params).unwrap();
         let mut state = State::new(m.q0.clone(), DVector::zeros(model.nv));
         let ranges: Vec<(f64, f64)> = (model.actuators.iter())
             .map(|a| a.ctrl_range.unwrap_or((-1.0, 1.0)))
@@ -759,8 +765,7 @@ fn meta_world_scenes_converge_under_random_controls() {
             "{name}: {unconverged} of 1000 solves unconverged"
         );
         if WEDGED.contains(&name.as_str()) {
-            let mut rigid = SimParams::with_dt(m.timestep);
-            rigid.penetration_compliance = 0.0;
+            let rigid = SimParams::with_dt(m.timestep);
             let mut sim = Simulator::new(model.clone(), rigid).unwrap();
             let mut state = State::new(m.q0.clone(), DVector::zeros(model.nv));
             let failed = (0..20)

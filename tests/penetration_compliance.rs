@@ -5,7 +5,7 @@
 //! derivatives take the compliance's slope in `φ` and its scale's in `q`.
 
 use moreau::load::mjcf::{MjcfOptions, parse_mjcf};
-use moreau::sim::{SimParams, Simulator, State};
+use moreau::sim::{OVERLAP_COMPLIANCE, SimParams, Simulator, State};
 use nalgebra::DVector;
 use std::path::Path;
 use std::sync::Arc;
@@ -70,7 +70,7 @@ fn a_block_wedged_between_two_walls_is_held_with_every_solve_converged() {
         (unconverged, fastest, moved)
     };
     let rigid = run(0.0);
-    let compliant = run(SimParams::default().penetration_compliance);
+    let compliant = run(OVERLAP_COMPLIANCE);
     println!(
         "(unconverged solves, fastest speed after 0.1 s, distance moved) rigid: {rigid:?}; compliant: {compliant:?}"
     );
@@ -100,7 +100,7 @@ fn a_contact_at_rest_is_rigid_in_the_limit() {
         assert_eq!(unconverged, 0);
         heights
     };
-    let (rigid, compliant) = (run(0.0), run(SimParams::default().penetration_compliance));
+    let (rigid, compliant) = (run(0.0), run(OVERLAP_COMPLIANCE));
     let first = (0..5)
         .map(|k| (rigid[k] - compliant[k]).abs())
         .fold(0.0, f64::max);
@@ -141,7 +141,7 @@ fn the_step_derivatives_take_the_compliance_slope() {
         (jac.dv_dq, fd.dv_dq)
     };
     let (rigid, _) = jacobians(0.0);
-    let (analytic, differences) = jacobians(SimParams::default().penetration_compliance);
+    let (analytic, differences) = jacobians(OVERLAP_COMPLIANCE);
     let gap = (&analytic - &differences).amax();
     let effect = (&analytic - &rigid).amax();
     println!(
@@ -178,6 +178,7 @@ fn the_step_derivatives_take_the_delassus_variation() {
     let base = SimParams {
         dt: 0.002,
         warm_start: false,
+        penetration_compliance: OVERLAP_COMPLIANCE,
         ..SimParams::default()
     };
     let global = SimParams {
@@ -237,7 +238,7 @@ fn a_link_inside_a_wall_it_cannot_leave_is_held_with_every_solve_converged() {
         (unconverged, state.q[0])
     };
     let rigid = run(0.0);
-    let compliant = run(SimParams::default().penetration_compliance);
+    let compliant = run(OVERLAP_COMPLIANCE);
     println!("(unconverged solves, height after 1 s) rigid: {rigid:?}; compliant: {compliant:?}");
     assert!(rigid.0 > 0, "{rigid:?}");
     assert_eq!(compliant.0, 0, "{compliant:?}");

@@ -346,8 +346,8 @@ class BatchSim:
         unbounded; ``max_equality_recovery_speed``: an equality's, 1 by
         default; ``mocap_compliance``: the compliance of an equality to a
         mocap body, 0.01 by default, 0 rigid; ``penetration_compliance``:
-        the compliance of a penetrating contact's normal row, 1 by
-        default, 0 rigid; ``screen_contacts``: False keeps every contact within the
+        the compliance of a penetrating contact's normal row, 0 (rigid) by
+        default, 1 for files that start overlapping; ``screen_contacts``: False keeps every contact within the
         margin in the problem); a bad value raises ValueError and nothing
         changes."""
     def mocap_poses(self) -> tuple[FloatArray, FloatArray]:

@@ -796,8 +796,8 @@ impl BatchSim {
     /// equality's: 1 by default; ``math.inf``: unbounded),
     /// ``mocap_compliance`` (the compliance of an equality to a mocap
     /// body: 0.01 by default, 0 rigid), ``penetration_compliance`` (the
-    /// compliance of a penetrating contact's normal row: 1 by default,
-    /// 0 rigid), ``screen_contacts`` (False: every
+    /// compliance of a penetrating contact's normal row: 0, rigid, by
+    /// default; 1 holds files that start overlapping), ``screen_contacts`` (False: every
     /// contact within the margin stays in the problem) (those not given
     /// are kept). A bad value (not finite,
     /// out of range) raises ValueError naming it, and nothing changes.

@@ -373,7 +373,7 @@ def test_equality_recovery_is_bounded_by_default_and_set_per_world():
 
 def test_penetration_compliance_is_set_per_world():
     # Cubes started 2 cm into the ground (dt 1 ms: recovery asks 4 m/s):
-    # world 1 rigid, world 0 at the default alpha = 1, world 2 at 3. A
+    # world 1 rigid (the default), world 0 at alpha = 1, world 2 at 3. A
     # compliant normal row ends the step at (v_req + k v_free) / (1 + k),
     # v_free = -g dt, k proportional to alpha (k = R / G): world 0 gives k,
     # which must predict world 2.
@@ -382,7 +382,7 @@ def test_penetration_compliance_is_set_per_world():
     q = np.array(batch.q)
     q[:, 2] -= 0.02
     batch.set_states(q, np.zeros((3, m.nv)))
-    batch.set_world_params(1, penetration_compliance=0.0)
+    batch.set_world_params(0, penetration_compliance=1.0)
     batch.set_world_params(2, penetration_compliance=3.0)
     batch.step(np.zeros((3, m.nv)))
     rigid, v_free = 0.2 * 0.02 / 1e-3, -9.81e-3

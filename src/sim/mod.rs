@@ -82,8 +82,8 @@ pub(crate) use gradients::check_differentiable;
 pub use gradients::{Q_EXACT_RESIDUAL, StepJacobians, StepVjp, step_jacobians_by_differences};
 pub use kinks::{KINK_REACH, QSide};
 pub use params::{
-    DEFAULT_MOCAP_COMPLIANCE, DEFAULT_PENETRATION_COMPLIANCE, DelassusPath,
-    PENETRATION_COMPLIANCE_DEPTH, PENETRATION_COMPLIANCE_ONSET, SimParams, TREE_ROWS_PER_DOF,
+    DEFAULT_MOCAP_COMPLIANCE, DelassusPath, OVERLAP_COMPLIANCE, PENETRATION_COMPLIANCE_DEPTH,
+    PENETRATION_COMPLIANCE_ONSET, SimParams, TREE_ROWS_PER_DOF,
 };
 pub use snapshot::{Snapshot, WarmStart, snapshots_from_bytes, snapshots_to_bytes};
 pub use state::{State, WorldContact};

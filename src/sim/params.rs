@@ -71,7 +71,9 @@ pub struct SimParams {
     /// ([`Self::penetration_compliance_at`], `d₀` =
     /// [`PENETRATION_COMPLIANCE_ONSET`], `D` =
     /// [`PENETRATION_COMPLIANCE_DEPTH`]), on top of [`Self::compliance`]
-    /// (default [`DEFAULT_PENETRATION_COMPLIANCE`]; 0: rigid). Objects
+    /// (0, rigid, by default; [`OVERLAP_COMPLIANCE`] for files that start
+    /// overlapping: on by default, it made Gymnasium's falling humanoid,
+    /// whose impacts penetrate by millimetres, 2× slower). Objects
     /// started wedged into a fixture (overlapping walls on opposite sides)
     /// make the rigid problem infeasible, since no velocity recovers both
     /// penetrations, and so does a link started inside another along a
@@ -81,7 +83,7 @@ pub struct SimParams {
     /// impact's step) is rigid as before: a tiny `R` on a statically
     /// indeterminate contact set would make its solution unique but
     /// ill-conditioned.
-    #[serde(default = "default_penetration_compliance")]
+    #[serde(default)]
     pub penetration_compliance: f64,
     /// Multiplies every contact's friction coefficient (1: the model's):
     /// per-world friction for domain randomization.
@@ -171,7 +173,7 @@ impl Default for SimParams {
             warm_start: true,
             compliance: 0.0,
             mocap_compliance: DEFAULT_MOCAP_COMPLIANCE,
-            penetration_compliance: DEFAULT_PENETRATION_COMPLIANCE,
+            penetration_compliance: 0.0,
             friction_scale: 1.0,
             limit_margin: 0.01,
             delassus: DelassusPath::Auto,
@@ -194,12 +196,10 @@ fn default_mocap_compliance() -> f64 {
     DEFAULT_MOCAP_COMPLIANCE
 }
 
-/// The default [`SimParams::penetration_compliance`].
-pub const DEFAULT_PENETRATION_COMPLIANCE: f64 = 1.0;
-
-fn default_penetration_compliance() -> f64 {
-    DEFAULT_PENETRATION_COMPLIANCE
-}
+/// The [`SimParams::penetration_compliance`] measured to hold the starts
+/// that overlap in the files users bring (Meta-World's wedged objects,
+/// robosuite's Tiago; docs/robot-files.md): 1.
+pub const OVERLAP_COMPLIANCE: f64 = 1.0;
 
 /// The penetration (m) beyond which [`SimParams::penetration_compliance`]
 /// acts.

@@ -241,8 +241,9 @@ enum Command {
         mocap_compliance: f64,
         /// The compliance α of a penetrating contact's normal row
         /// (R = α s e² / (e² + (5 mm)²), s the mean of its rows' G_kk, at
-        /// e = depth − 1 mm > 0; 0: rigid; SimParams::penetration_compliance).
-        #[arg(long, default_value_t = moreau::sim::DEFAULT_PENETRATION_COMPLIANCE)]
+        /// e = depth − 1 mm > 0; 0, the default: rigid; 1 holds files that
+        /// start overlapping; SimParams::penetration_compliance).
+        #[arg(long, default_value_t = 0.0)]
         penetration_compliance: f64,
         /// Trajectory file, CSV or JSON by extension (time, q, v, energies, contacts, eps_abs).
         #[arg(long)]
