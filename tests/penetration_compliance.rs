@@ -37,10 +37,29 @@ fn unforced(
     (unconverged, state)
 }
 
-fn model(xml: &str) -> (Arc<moreau::model::Model>, DVector<f64>) {
+/// The model of `xml` and its `qpos0`; the loader's one warning, if any,
+/// must be that geometries overlap at `qpos0` and name every overlap in
+/// `overlaps` (none: no warning).
+fn model_overlapping(xml: &str, overlaps: &[&str]) -> (Arc<moreau::model::Model>, DVector<f64>) {
     let m = parse_mjcf(xml, "test.xml", Path::new("."), &MjcfOptions::default()).unwrap();
-    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    if overlaps.is_empty() {
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    } else {
+        assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+        let w = &m.warnings[0];
+        assert!(
+            w.starts_with("at qpos0") && w.contains("penetration_compliance"),
+            "{w}"
+        );
+        for o in overlaps {
+            assert!(w.contains(o), "{o} in {w}");
+        }
+    }
     (Arc::new(m.model), m.q0)
+}
+
+fn model(xml: &str) -> (Arc<moreau::model::Model>, DVector<f64>) {
+    model_overlapping(xml, &[])
 }
 
 /// A 10 cm block between two walls 8.4 cm apart: it overlaps each by 8 mm
@@ -50,7 +69,7 @@ fn model(xml: &str) -> (Arc<moreau::model::Model>, DVector<f64>) {
 /// stays where it started, held against gravity by friction.
 #[test]
 fn a_block_wedged_between_two_walls_is_held_with_every_solve_converged() {
-    let (model, q0) = model(
+    let (model, q0) = model_overlapping(
         r#"<mujoco><option timestep="0.002"/>
           <worldbody>
             <geom type="box" pos="-0.092 0 0" size="0.05 0.2 0.2"/>
@@ -58,6 +77,7 @@ fn a_block_wedged_between_two_walls_is_held_with_every_solve_converged() {
             <body name="block"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="1"/></body>
           </worldbody>
         </mujoco>"#,
+        &["2 pair(s)", "by 8.0 mm"],
     );
     let run = |alpha: f64| {
         let mut fastest = 0.0f64;
@@ -160,7 +180,7 @@ fn the_step_derivatives_take_the_compliance_slope() {
 /// differences.
 #[test]
 fn the_step_derivatives_take_the_delassus_variation() {
-    let (model, q0) = model(
+    let (model, q0) = model_overlapping(
         r#"<mujoco><option timestep="0.002"/>
           <worldbody>
             <geom type="plane" size="2 2 0.1" friction="0 0 0"/>
@@ -173,6 +193,7 @@ fn the_step_derivatives_take_the_delassus_variation() {
             </body>
           </worldbody>
         </mujoco>"#,
+        &["by 5.0 mm"],
     );
     let state = State::new(q0, DVector::from_vec(vec![0.3, -0.2]));
     let base = SimParams {
@@ -224,7 +245,7 @@ fn the_step_derivatives_take_the_delassus_variation() {
 /// contact holds Tiago's torso.
 #[test]
 fn a_link_inside_a_wall_it_cannot_leave_is_held_with_every_solve_converged() {
-    let (model, q0) = model(
+    let (model, q0) = model_overlapping(
         r#"<mujoco><option timestep="0.002"/>
           <worldbody>
             <geom type="box" pos="0.13 0 0" size="0.05 0.2 0.2"/>
@@ -232,6 +253,7 @@ fn a_link_inside_a_wall_it_cannot_leave_is_held_with_every_solve_converged() {
               <geom type="box" size="0.1 0.05 0.05" mass="1"/></body>
           </worldbody>
         </mujoco>"#,
+        &["`world/geom0` and `slider/geom0` by 20.0 mm"],
     );
     let run = |alpha: f64| {
         let (unconverged, state) = unforced(&model, &q0, alpha, |_, _| {});

@@ -147,6 +147,11 @@ pub struct CollisionDetector {
 /// link is computed until its sphere comes near another.
 pub const PAIR_LIST_RATIO: usize = 4;
 
+/// A penetration deeper than this (m) is not a contact at rest, recovered
+/// to rounding, nor most impacts' step: a start that overlaps (warned at
+/// load) or a wedge, where `SimParams::penetration_compliance` acts.
+pub const DEEP_PENETRATION: f64 = 1e-3;
+
 impl CollisionDetector {
     pub fn new(model: &Model, margin: f64) -> Self {
         let n = model.geometries.len();

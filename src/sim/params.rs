@@ -203,7 +203,7 @@ pub const OVERLAP_COMPLIANCE: f64 = 1.0;
 
 /// The penetration (m) beyond which [`SimParams::penetration_compliance`]
 /// acts.
-pub const PENETRATION_COMPLIANCE_ONSET: f64 = 1e-3;
+pub const PENETRATION_COMPLIANCE_ONSET: f64 = crate::collision::DEEP_PENETRATION;
 
 /// The penetration `D` (m) past [`PENETRATION_COMPLIANCE_ONSET`] at which
 /// [`SimParams::penetration_compliance`] reaches half its full `α·s`.

@@ -772,6 +772,7 @@ impl<'a, 'i, 'e> Parser<'a, 'i, 'e> {
                 outside.join(", ")
             ));
         }
+        self.warnings.extend(super::overlaps::warning(&model, &q0));
         let mjcf_bodies = (0..n)
             .map(|b| MjcfBody {
                 name: self.bodies[b].name.clone(),

@@ -168,6 +168,7 @@ mod hfield;
 mod include;
 mod mesh_inertia;
 mod mocap;
+mod overlaps;
 mod read;
 mod sensors;
 use mesh_inertia::{MeshInertia, mesh_mass_properties};
