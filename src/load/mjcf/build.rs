@@ -830,14 +830,7 @@ impl Parser<'_, '_, '_> {
             return;
         }
         let ng = model.geometries.len();
-        let name = |g: usize| {
-            let geom = &model.geometries[g];
-            if geom.name.is_empty() {
-                format!("geom {g} of `{}`", model.body_name[geom.body])
-            } else {
-                format!("`{}`", geom.name)
-            }
-        };
+        let name = |g| super::overlaps::geom_label(model, g);
         let pairs: Vec<String> = (0..ng)
             .flat_map(|a| (a + 1..ng).map(move |b| (a, b)))
             .filter(|&(a, b)| model.can_collide(a, b))

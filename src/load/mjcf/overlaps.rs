@@ -7,6 +7,16 @@ use crate::collision::{CollisionDetector, DEEP_PENETRATION};
 use crate::dynamics::{Data, forward_kinematics};
 use crate::model::Model;
 
+/// How a warning names geometry `g`: its name, or its index and body.
+pub(super) fn geom_label(model: &Model, g: usize) -> String {
+    let geom = &model.geometries[g];
+    if geom.name.is_empty() {
+        format!("geom {g} of `{}`", model.body_name[geom.body])
+    } else {
+        format!("`{}`", geom.name)
+    }
+}
+
 /// The warning naming the pairs of colliding geometries that overlap by
 /// more than [`DEEP_PENETRATION`] at `q0` (the deepest contact of each
 /// pair, the five deepest pairs listed), or `None`.
@@ -28,14 +38,7 @@ pub(super) fn warning(model: &Model, q0: &[f64]) -> Option<String> {
         return None;
     }
     pairs.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let name = |g: usize| {
-        let geom = &model.geometries[g];
-        if geom.name.is_empty() {
-            format!("geom {g} of body `{}`", model.body_name[geom.body])
-        } else {
-            format!("`{}`", geom.name)
-        }
-    };
+    let name = |g| geom_label(model, g);
     let listed: Vec<String> = pairs
         .iter()
         .take(5)
