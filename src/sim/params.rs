@@ -72,8 +72,9 @@ pub struct SimParams {
     /// [`PENETRATION_COMPLIANCE_ONSET`], `D` =
     /// [`PENETRATION_COMPLIANCE_DEPTH`]), on top of [`Self::compliance`]
     /// (0, rigid, by default; [`OVERLAP_COMPLIANCE`] for files that start
-    /// overlapping: on by default, it made Gymnasium's falling humanoid,
-    /// whose impacts penetrate by millimetres, 2× slower). Objects
+    /// overlapping: on by default, it changed the impacts of Gymnasium's
+    /// falling humanoid, which then met 3× as many solves that stall,
+    /// docs/robot-files.md). Objects
     /// started wedged into a fixture (overlapping walls on opposite sides)
     /// make the rigid problem infeasible, since no velocity recovers both
     /// penetrations, and so does a link started inside another along a
