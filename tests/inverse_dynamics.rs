@@ -146,6 +146,53 @@ fn inverse_then_forward_gives_the_desired_accelerations() {
     }
 }
 
+/// With a compliance on the problem (`penetration_compliance`, the
+/// quadruped's feet 3 mm into the ground; `compliance`), the inverse
+/// dynamics inverts the same law as the forward step: the NCP
+/// formulation's torques give the desired accelerations back.
+#[test]
+fn inverse_dynamics_takes_the_problems_compliance() {
+    let (scene, mut state, _) = standing();
+    state.q[2] -= 0.003;
+    let dt = scene.dt;
+    let mut tau = DVector::zeros(scene.model.nv);
+    scene.control(&state, tau.as_mut_slice());
+    for (name, p) in [
+        (
+            "penetration_compliance",
+            SimParams {
+                penetration_compliance: moreau::sim::OVERLAP_COMPLIANCE,
+                ..params(dt, SolverKind::NcpAdmm, 1.0)
+            },
+        ),
+        (
+            "compliance",
+            SimParams {
+                compliance: 0.05,
+                ..params(dt, SolverKind::NcpAdmm, 1.0)
+            },
+        ),
+    ] {
+        let (desired, nc) = forward(&scene, &state, &tau, p);
+        assert_eq!(nc, 4);
+        let rigid = forward(&scene, &state, &tau, params(dt, SolverKind::NcpAdmm, 1.0)).0;
+        let mut id = InverseDynamics::new(scene.model.clone(), p, None).unwrap();
+        let settings = InverseSettings {
+            formulation: Formulation::Ncp,
+            ..Default::default()
+        };
+        let sol = id.solve(&state, &desired, &settings).unwrap();
+        let (acc, _) = forward(&scene, &state, &sol.tau, p);
+        let scale = desired.iter().fold(0.0f64, |m, a| m.max(a.abs()));
+        let (error, effect) = (max_diff(&acc, &desired), max_diff(&rigid, &desired));
+        println!(
+            "{name}: inverse then forward {error:.1e} rad/s², the compliance moves the step by {effect:.1e}"
+        );
+        assert!(effect > 1e-3 * scale, "{name}: {effect}");
+        assert!(error < 1e-8 * scale, "{name}: {error:e}");
+    }
+}
+
 #[test]
 fn bad_input_is_refused() {
     let (scene, state, desired) = standing();
