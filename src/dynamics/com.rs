@@ -51,18 +51,8 @@ pub fn com_inertias(model: &Model, data: &Data, coms: &[Vec3], out: &mut Vec<f64
         let d = world.com - coms[f.body];
         let m = world.mass;
         let i = world.rotational - skew(&d) * skew(&d) * m;
-        out.extend_from_slice(&[
-            i[(0, 0)],
-            i[(1, 1)],
-            i[(2, 2)],
-            i[(0, 1)],
-            i[(0, 2)],
-            i[(1, 2)],
-            m * d.x,
-            m * d.y,
-            m * d.z,
-            m,
-        ]);
+        out.extend_from_slice(&crate::math::symmetric_entries(&i));
+        out.extend_from_slice(&[m * d.x, m * d.y, m * d.z, m]);
     }
 }
 

@@ -28,6 +28,20 @@ pub fn skew(a: &Vec3) -> Mat3 {
     Mat3::new(0.0, -a.z, a.y, a.z, 0.0, -a.x, -a.y, a.x, 0.0)
 }
 
+/// A symmetric matrix's six distinct entries in MuJoCo's `cinert` order:
+/// `xx, yy, zz, xy, xz, yz`.
+#[inline]
+pub fn symmetric_entries(m: &Mat3) -> [f64; 6] {
+    [
+        m[(0, 0)],
+        m[(1, 1)],
+        m[(2, 2)],
+        m[(0, 1)],
+        m[(0, 2)],
+        m[(1, 2)],
+    ]
+}
+
 #[inline]
 pub fn lin(m: &Vec6) -> Vec3 {
     Vec3::new(m[0], m[1], m[2])

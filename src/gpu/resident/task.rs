@@ -288,20 +288,11 @@ pub fn body_frames(model: &Model) -> Vec<TaskBodyFrame> {
         .map(|(_, f)| {
             let own = f.inertia.unwrap_or_else(crate::math::Inertia::zero);
             let i = own.transformed(&f.body_from_frame);
-            let r = &i.rotational;
             TaskBodyFrame {
                 body: f.body as f32,
                 mass: i.mass as f32,
                 com: [i.com.x as f32, i.com.y as f32, i.com.z as f32],
-                inertia: [
-                    r[(0, 0)],
-                    r[(1, 1)],
-                    r[(2, 2)],
-                    r[(0, 1)],
-                    r[(0, 2)],
-                    r[(1, 2)],
-                ]
-                .map(|x| x as f32),
+                inertia: crate::math::symmetric_entries(&i.rotational).map(|x| x as f32),
             }
         })
         .collect()

@@ -29,32 +29,46 @@ pub(super) struct DiagonalVariation {
     /// `∂G_kk/∂q` by slot (`slots × nv`): `− w_kᵀ (∂M/∂q_j) w_k` until the
     /// caller adds `2 (∂J_k/∂q_j) w_k`.
     pub dg: DMatrix<f64>,
+    /// By contact, its normal row's `∂(R_N λ_N)/∂G_rr = λ_N R_N / (3 s)`
+    /// for each of its rows `r` (0 without a penetration's compliance).
+    pub penetration: Vec<f64>,
 }
 
 impl Simulator {
     /// The rows of the step just taken whose compliance varies with `G_kk`
     /// (none, at no cost, in a step without [`SimParams::compliance`] or
-    /// a penetration past its onset). The simulator's data still at the
-    /// step's start, the problem's `G` dense.
-    pub(super) fn diagonal_variation(&self) -> DiagonalVariation {
+    /// a penetration past its onset). `lambda` the step's impulses; the
+    /// simulator's data still at the step's start, the problem's `G` dense.
+    pub(super) fn diagonal_variation(&self, lambda: &[f64]) -> DiagonalVariation {
         let (model, nv, nc) = (&*self.model, self.model.nv, self.contacts.len());
         let m = self.problem.m();
         let params = self.params;
+        let penetration: Vec<f64> = (self.contacts.iter().enumerate())
+            .map(|(i, c)| {
+                let s = SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
+                let r_n = params.penetration_compliance_at(c.distance, s);
+                if r_n > 0.0 && s > 0.0 {
+                    lambda[3 * i + 2] * r_n / (3.0 * s)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         let mut slot = vec![None; m];
         let mut rows = Vec::new();
         for k in 0..m {
-            let deep = k < 3 * nc && {
-                let i = k / 3;
-                let s = SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
-                params.penetration_compliance_at(self.contacts[i].distance, s) > 0.0
-            };
+            let deep = k < 3 * nc && penetration[k / 3] != 0.0;
             if params.compliance > 0.0 || deep {
                 slot[k] = Some(rows.len());
                 rows.push(k);
             }
         }
         if rows.is_empty() {
-            return DiagonalVariation::default();
+            return DiagonalVariation {
+                slot,
+                penetration,
+                ..Default::default()
+            };
         }
         // RNEA at rest: τ = M a + g(q), so ∂τ/∂q at a = w less at a = 0 is
         // ∂(M w)/∂q.
@@ -94,6 +108,7 @@ impl Simulator {
             slot,
             velocities,
             dg,
+            penetration,
         }
     }
 
@@ -105,26 +120,18 @@ impl Simulator {
         lambda: &[f64],
         dc: &mut DMatrix<f64>,
     ) {
-        let params = self.params;
-        let nc = self.contacts.len();
+        let alpha = self.params.compliance;
         for (k, s) in var.slot.iter().enumerate() {
             let Some(s) = *s else { continue };
-            if params.compliance > 0.0 {
-                // R_k = α G_kk.
-                for q in 0..dc.ncols() {
-                    dc[(k, q)] += params.compliance * lambda[k] * var.dg[(s, q)];
-                }
-            }
-            if k < 3 * nc {
-                // R_N = α_p s h(φ), s = Σ_r G_rr / 3: ∂R_N/∂G_rr = R_N / (3 s).
-                let i = k / 3;
-                let scale = SimParams::penetration_scale(i, |r| self.problem.delassus[(r, r)]);
-                let r_n = params.penetration_compliance_at(self.contacts[i].distance, scale);
-                if r_n > 0.0 && scale > 0.0 {
-                    let coef = lambda[3 * i + 2] * r_n / (3.0 * scale);
-                    for q in 0..dc.ncols() {
-                        dc[(3 * i + 2, q)] += coef * var.dg[(s, q)];
-                    }
+            // R_k = α G_kk; a contact row's G_kk in its normal row's
+            // R_N = α_p s h(φ), s = Σ_r G_rr / 3.
+            let own = alpha * lambda[k];
+            // (`penetration` has one entry per contact: none for limit rows.)
+            let normal = var.penetration.get(k / 3).copied().unwrap_or(0.0);
+            for q in 0..dc.ncols() {
+                dc[(k, q)] += own * var.dg[(s, q)];
+                if normal != 0.0 {
+                    dc[(k / 3 * 3 + 2, q)] += normal * var.dg[(s, q)];
                 }
             }
         }

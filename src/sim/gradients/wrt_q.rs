@@ -83,7 +83,7 @@ impl Simulator {
                 w.djtl[(jj, k)] = -sj.dot(&force_cross(&s[k], wb));
             }
         }
-        let mut diagonal = self.diagonal_variation();
+        let mut diagonal = self.diagonal_variation(lambda.as_slice());
         let zero = Vec6::zeros();
         for k in 0..nv {
             let parent = model.body_parent[model.dof_body[k]];
