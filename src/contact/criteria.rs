@@ -602,7 +602,8 @@ pub struct Evaluation {
     pub ncp: Residuals,
 }
 
-/// Evaluates `lambda` (`3·nc + nl`) on `problem` under `model` and the NCP,
+/// Evaluates `lambda` (`3·nc + nl`) on `problem` under `model` and the NCP
+/// (each row after the contacts in its own set: a box, a line, a cone's),
 /// without taking a solver's own bookkeeping on trust.
 pub fn evaluate(
     problem: &super::ContactProblem,
@@ -613,7 +614,13 @@ pub fn evaluate(
     problem.contact_velocity(lambda, &mut c);
     Evaluation {
         model: model.map(|m| rows_residuals(m, &problem.mu, &problem.row_sets, lambda, &c)),
-        ncp: ncp_residuals(&problem.mu, lambda, &c),
+        ncp: rows_residuals(
+            ContactModel::Ncp,
+            &problem.mu,
+            &problem.row_sets,
+            lambda,
+            &c,
+        ),
         c,
     }
 }

@@ -76,6 +76,18 @@ pub struct SolverSettings {
     /// False: run to the tolerance or the cap, as fixed-iteration
     /// benchmarks do (a tolerance of 1e-30).
     pub f32_floor: bool,
+    /// The CPU's `ncp-admm` and `ccp-admm`: ρ scaled per row by the
+    /// diagonal of `G + R` (averaged over each contact's cone, relative to
+    /// the largest, floored at 1e-6 of it), so that a contact `G` barely
+    /// moves and a light wrist's stop (`G_kk` 1e-3 and 7e3 on robosuite's
+    /// UR5e) converge alike; false: one ρ for every row, as the GPU
+    /// kernels take it.
+    #[serde(default = "scaled_rho_default")]
+    pub scaled_rho: bool,
+}
+
+fn scaled_rho_default() -> bool {
+    true
 }
 
 impl SolverSettings {
@@ -133,6 +145,7 @@ impl Default for SolverSettings {
             newton: true,
             stall_guard: true,
             f32_floor: true,
+            scaled_rho: true,
         }
     }
 }

@@ -220,6 +220,11 @@ enum Command {
         /// (see the solver catalog).
         #[arg(long)]
         no_newton: bool,
+        /// ncp-admm and ccp-admm on the CPU: one ρ for every row instead of
+        /// ρ scaled per row by the diagonal of G (SolverSettings::scaled_rho;
+        /// the GPU kernels take one ρ).
+        #[arg(long)]
+        unscaled_rho: bool,
         /// How ncp-admm and ccp-admm see the Delassus matrix: dense, tree
         /// (its factors J and M, never formed), or auto (tree when the
         /// problem has at least as many rows as the robot has dofs).
@@ -347,6 +352,11 @@ enum Command {
         /// (see the solver catalog).
         #[arg(long)]
         no_newton: bool,
+        /// ncp-admm and ccp-admm on the CPU: one ρ for every row instead of
+        /// ρ scaled per row by the diagonal of G (SolverSettings::scaled_rho;
+        /// the GPU kernels take one ρ).
+        #[arg(long)]
+        unscaled_rho: bool,
         /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
         /// problems in one batch; the adapter is picked as `moreau info`
         /// says; in f32, tolerances much below 1e-6 of the problem's scale
@@ -622,6 +632,7 @@ fn main() -> ExitCode {
             max_iterations,
             no_polish,
             no_newton,
+            unscaled_rho,
             delassus,
             max_recovery_speed,
             keep_open_contacts,
@@ -650,7 +661,7 @@ fn main() -> ExitCode {
             (
                 tolerance,
                 max_iterations,
-                (!no_polish, !no_newton),
+                (!no_polish, !no_newton, !unscaled_rho),
                 delassus,
             ),
             out,
@@ -664,11 +675,12 @@ fn main() -> ExitCode {
             max_iter,
             no_polish,
             no_newton,
+            unscaled_rho,
             device,
         } => solve(
             &file,
             solver,
-            (tol, max_iter, (!no_polish, !no_newton)),
+            (tol, max_iter, (!no_polish, !no_newton, !unscaled_rho)),
             device,
         ),
         Command::Bench {

@@ -113,10 +113,10 @@ pub(crate) fn make_sim(
     scene: &Scene,
     dt: Option<f64>,
     solver: &str,
-    (tolerance, max_iterations, (polish, newton), delassus): (
+    (tolerance, max_iterations, (polish, newton, scaled_rho), delassus): (
         f64,
         usize,
-        (bool, bool),
+        (bool, bool, bool),
         DelassusPath,
     ),
 ) -> Result<Simulator, AnyError> {
@@ -130,6 +130,7 @@ pub(crate) fn make_sim(
     params.solver_settings.max_iterations = max_iterations;
     params.solver_settings.polish = polish;
     params.solver_settings.newton = newton;
+    params.solver_settings.scaled_rho = scaled_rho;
     Ok(Simulator::new(scene.model.clone(), params)?)
 }
 
@@ -298,7 +299,7 @@ pub(crate) fn run(
         (f64, f64),
     ),
     solver: &str,
-    settings: (f64, usize, (bool, bool), DelassusPath),
+    settings: (f64, usize, (bool, bool, bool), DelassusPath),
     out: Option<PathBuf>,
     dump: Option<(PathBuf, u64)>,
     video: Option<(PathBuf, f64, ViewArgs)>,

@@ -206,7 +206,7 @@ pub(crate) fn render(
         let settings = (
             DEFAULT_TOLERANCE,
             DEFAULT_MAX_ITERATIONS,
-            (true, true),
+            (true, true, true),
             DelassusPath::Auto,
         );
         let mut sim = run::make_sim(&scene, None, SolverKind::DEFAULT.name(), settings)?;

@@ -52,7 +52,7 @@ impl Eps {
 pub(crate) fn solve(
     file: &std::path::Path,
     kind: SolverKind,
-    (tol, max_iter, (polish, newton)): (f64, usize, (bool, bool)),
+    (tol, max_iter, (polish, newton, scaled_rho)): (f64, usize, (bool, bool, bool)),
     device: Device,
 ) -> Result<(), AnyError> {
     let settings = SolverSettings {
@@ -60,6 +60,7 @@ pub(crate) fn solve(
         max_iterations: max_iter,
         polish,
         newton,
+        scaled_rho,
         ..Default::default()
     };
     if let Err(e) = settings.validate() {

@@ -27,6 +27,20 @@
 //! estimates set ρ too small), and may be adapted by
 //! residual balancing on the normalized primal and dual ADMM residuals.
 //!
+//! **ρ scaled per row** (`SolverSettings::scaled_rho`, on by default): the
+//! penalty is `ρW`, `W` diagonal, `w_k` the diagonal of `A` averaged over
+//! each unit projected together (a contact's cone rows; a row alone),
+//! relative to the largest, floored at [`WEIGHT_FLOOR`]; `ρI` above becomes
+//! `ρW` and `u` is scaled by it. `W` is uniform within each cone, so the
+//! projection in `W`'s norm is the Euclidean one and the fixed points are
+//! unchanged: only the path to them is. One ρ for every row moves a row
+//! whose `G_kk` is far below ρ by `G_kk/ρ` of its error per iteration:
+//! robosuite's UR5e has contacts at `G_kk` 1e-3 beside a wrist stop at
+//! 7.5e3 (problems of rank 6 in 25 rows), where ADMM with one ρ reached
+//! its cap on all of 50 dumped problems and the scaled one converges on
+//! 24 (`tests/solvers.rs`). Scaled only where the units' diagonals span
+//! more than [`SCALED_SPREAD`]; the GPU kernels take one ρ.
+//!
 //! The Cholesky factor of `A + ρI` is kept between solves: a solve whose `A`
 //! and `ρ` are bit-identical to the previous one's (a resting body, a batch
 //! of copies) reuses it for an `O(n²)` comparison instead of `O(n³/3)` flops.
@@ -76,6 +90,9 @@ use crate::contact::wide::{ConeRows, correct_problem, project_problem};
 use crate::contact::{ContactProblem, Residuals};
 use crate::error::ProblemError;
 
+mod solver;
+pub use solver::AdmmSolver;
+
 /// Residual-balancing trigger: adapt ρ when the normalized primal and dual
 /// residuals differ by more than this ratio.
 pub(crate) const RHO_RATIO: f64 = 10.0;
@@ -91,6 +108,17 @@ pub(crate) const RHO_RANGE: (f64, f64) = (1e-6, 1e3);
 /// Lanczos steps of the estimate of the largest eigenvalue of `A`.
 pub(crate) const LANCZOS_STEPS: usize = 10;
 
+/// The smallest of ρ's per-row weights relative to the largest
+/// (`SolverSettings::scaled_rho`): a row `G` cannot move still gets a
+/// penalty.
+pub(crate) const WEIGHT_FLOOR: f64 = 1e-6;
+/// ρ is scaled per row only where the units' diagonals span more than this
+/// factor (robosuite's UR5e 1e10, dm_control's dog 1e4, Gymnasium's
+/// humanoid lying down 7e2; the box pyramid's 1.75, whose loose-tolerance
+/// trajectory scaled weights within that factor sent into ADMM on 820 of
+/// 2 000 steps instead of 40: `tests/solver_polish.rs`).
+pub(crate) const SCALED_SPREAD: f64 = 10.0;
+
 /// What distinguishes one ADMM problem from another.
 pub(crate) trait AdmmModel {
     /// `z = P_C(v)`.
@@ -102,6 +130,13 @@ pub(crate) trait AdmmModel {
     /// Whether `correction` is non-zero (the fixed-point iteration may then
     /// diverge from a bad warm start, and is restarted cold).
     fn corrected(&self) -> bool;
+    /// Averages the per-row weights `w` (ρ's diagonal scaling) over each
+    /// unit of rows projected together (a friction cone), so that the
+    /// projection in the weighted norm is the Euclidean one; `false` where
+    /// the model takes no scaling (the weights are then all 1).
+    fn unit_weights(&self, _w: &mut [f64]) -> bool {
+        false
+    }
     /// Whether [`Self::polish`] tries Newton steps (with [`Finisher::Newton`]).
     fn newton(&self) -> bool {
         false
@@ -183,6 +218,10 @@ pub(crate) struct AdmmCore {
     /// `A` as last factorized, and the `ρ` added to it (NaN: none).
     factored: Vec<f64>,
     factored_rho: f64,
+    /// ρ's per-row weights (`ρ W` is added to `A`), and those factorized.
+    weights: Vec<f64>,
+    factored_weights: Vec<f64>,
+    diag: Vec<f64>,
     x: Vec<f64>,
     z_prev: Vec<f64>,
     u: Vec<f64>,
@@ -216,6 +255,7 @@ impl AdmmCore {
             Delassus::Dense(a) => {
                 let same = self.factored.len() == n * n
                     && self.factored_rho == rho
+                    && self.factored_weights == self.weights
                     && (0..n).all(|j| {
                         (0..n).all(|i| {
                             let v = a[(i, j)] + if i == j { d[i] } else { 0.0 };
@@ -233,7 +273,7 @@ impl AdmmCore {
                 self.chol.clear();
                 self.chol.extend_from_slice(&self.factored);
                 for i in 0..n {
-                    self.chol[i * n + i] += rho;
+                    self.chol[i * n + i] += rho * self.weights[i];
                 }
                 self.factored_rho = f64::NAN;
                 cholesky_in_place(&mut self.chol, n).map_err(|(j, pivot)| {
@@ -247,6 +287,7 @@ impl AdmmCore {
                 let (j, m) = (t.jacobian().jacobian.as_slice(), t.mass().as_slice());
                 let key = j.iter().chain(m).chain(d);
                 let same = self.factored_rho == rho
+                    && self.factored_weights == self.weights
                     && self.factored.len() == j.len() + m.len() + n
                     && key
                         .clone()
@@ -259,7 +300,8 @@ impl AdmmCore {
                 self.factored.extend(key);
                 self.factored_rho = f64::NAN;
                 self.delta.clear();
-                self.delta.extend(d.iter().map(|di| di + rho));
+                self.delta
+                    .extend(d.iter().zip(&self.weights).map(|(di, wi)| di + rho * wi));
                 // A failing pivot is M's (K = M + JᵀΔ⁻¹J with Δ > 0).
                 self.tree
                     .factorize(t, &self.delta)
@@ -270,6 +312,7 @@ impl AdmmCore {
             }
         }
         self.factored_rho = rho;
+        self.factored_weights.clone_from(&self.weights);
         Ok(true)
     }
 
@@ -283,6 +326,46 @@ impl AdmmCore {
         lanczos_largest(n, LANCZOS_STEPS, &mut self.tmp, |x, out| {
             a.affine(d, zero, x, out)
         })
+    }
+
+    /// ρ's per-row weights for this problem: 1 everywhere, or with
+    /// `scaled` (and a model that takes them) the diagonal of `A` averaged
+    /// over each unit, relative to the largest, floored at
+    /// [`WEIGHT_FLOOR`].
+    fn set_weights(&mut self, model: &impl AdmmModel, a: &Delassus, d: &[f64], scaled: bool) {
+        let n = d.len();
+        self.weights.clear();
+        self.weights.resize(n, 1.0);
+        if !scaled || n == 0 {
+            return;
+        }
+        match a {
+            Delassus::Dense(g) => {
+                for i in 0..n {
+                    self.weights[i] = g[(i, i)] + d[i];
+                }
+            }
+            Delassus::Tree(t) => {
+                t.block_diagonal(&mut self.diag);
+                for i in 0..n {
+                    self.weights[i] = t.block_entry(&self.diag, i, i) + d[i];
+                }
+            }
+        }
+        if !model.unit_weights(&mut self.weights) {
+            self.weights.fill(1.0);
+            return;
+        }
+        let top = self.weights.iter().fold(0.0f64, |m, &w| nan_max(m, w));
+        let low = self.weights.iter().fold(f64::INFINITY, |m, &w| m.min(w));
+        // (`!(… > …)` so that a NaN diagonal leaves ρ unscaled.)
+        if !(top > 0.0 && top.is_finite() && top > SCALED_SPREAD * low) {
+            self.weights.fill(1.0);
+            return;
+        }
+        for w in self.weights.iter_mut() {
+            *w = (*w / top).max(WEIGHT_FLOOR);
+        }
     }
 
     /// For `z`: the velocity `c = Az + b`, the correction `s(c)` and the
@@ -461,10 +544,14 @@ impl AdmmCore {
         // `NEWTON_MAX_ROWS` rows (piles) the polish finishes alone.
         let newton = model.newton() && n <= NEWTON_MAX_ROWS;
         let mut newton_tried = false;
+        let scaled = settings.scaled_rho;
+        let mut weights_set = false;
         if settings.polish
             && newton
             && let Some(rho) = warm_rho
         {
+            self.set_weights(model, a, d, scaled);
+            weights_set = true;
             stats.factorizations += self.factorize(a, d, rho)? as usize;
             newton_tried = true;
             if let Some(r) =
@@ -477,6 +564,9 @@ impl AdmmCore {
                 stats.newton_steps = self.polish.newton.steps - newton_steps;
                 return Ok(stats);
             }
+        }
+        if !weights_set {
+            self.set_weights(model, a, d, scaled);
         }
         let lmax = self.largest_eigenvalue(a, d);
         self.x.clear();
@@ -511,7 +601,7 @@ impl AdmmCore {
             model.project(&self.tmp, z);
             stats.residuals = self.evaluate(model, a, d, b, z, c, &mut best_eps);
             for k in 0..n {
-                self.u[k] = -(c[k] + self.s[k]) / rho;
+                self.u[k] = -(c[k] + self.s[k]) / (rho * self.weights[k]);
             }
             let start_eps = stats.residuals.eps_abs;
             if start_eps <= settings.tolerance {
@@ -551,7 +641,7 @@ impl AdmmCore {
             for it in stats.iterations + 1..=settings.max_iterations {
                 stats.iterations = it;
                 for k in 0..n {
-                    self.x[k] = -(b[k] + self.s[k]) + rho * (z[k] - self.u[k]);
+                    self.x[k] = -(b[k] + self.s[k]) + rho * self.weights[k] * (z[k] - self.u[k]);
                 }
                 match a {
                     Delassus::Dense(_) => cholesky_solve_in_place(&self.chol, n, &mut self.x),
@@ -638,12 +728,15 @@ impl AdmmCore {
                 if options.adaptive && it - last_update >= RHO_MIN_INTERVAL {
                     let mut rp = 0.0f64;
                     let mut rd = 0.0f64;
+                    let mut wu = 0.0f64;
                     for k in 0..n {
+                        let w = self.weights[k];
                         rp = rp.max((self.x[k] - z[k]).abs());
-                        rd = rd.max((z[k] - self.z_prev[k]).abs());
+                        rd = rd.max(w * (z[k] - self.z_prev[k]).abs());
+                        wu = nan_max(wu, w * self.u[k].abs());
                     }
                     let rp = rp / inf_norm(z).max(inf_norm(&self.x)).max(1e-30);
-                    let rd = rho * rd / inf_norm(b).max(rho * inf_norm(&self.u)).max(1e-30);
+                    let rd = rho * rd / inf_norm(b).max(rho * wu).max(1e-30);
                     // A stalled z (rd = 0) with x ≠ z calls for a larger ρ.
                     let ratio = if rd > 0.0 {
                         rp / rd
@@ -680,271 +773,5 @@ impl AdmmCore {
         stats.rho = guarded_from.unwrap_or(rho);
         stats.newton_steps = self.polish.newton.steps - newton_steps;
         Ok(stats)
-    }
-}
-
-/// The cones of a constraint problem (friction cones, then the rows' sets:
-/// `ℝ₊`, `ℝ` or a box), with or without de Saxcé's correction.
-struct Cones<'a> {
-    mu: &'a [f64],
-    /// (nl, or empty: all unilateral).
-    row_sets: &'a [RowSet],
-    model: ContactModel,
-    /// Newton steps where a polish fails (`SolverSettings::newton`).
-    newton: bool,
-    /// The contacts' cone rows ([`RowSet::Cone`]).
-    cones: ConeRows,
-}
-
-impl AdmmModel for Cones<'_> {
-    fn project(&self, v: &[f64], z: &mut [f64]) {
-        project_problem(self.mu, self.row_sets, &self.cones, v, z);
-    }
-    fn correction(&self, c: &[f64], s: &mut [f64]) {
-        if self.model == ContactModel::Ncp {
-            correct_problem(self.mu, &self.cones, c, s);
-        }
-    }
-    fn residuals(&self, z: &[f64], c: &[f64]) -> Residuals {
-        rows_residuals_with(self.model, self.mu, self.row_sets, &self.cones, z, c)
-    }
-    fn corrected(&self) -> bool {
-        self.model == ContactModel::Ncp
-    }
-    fn newton(&self) -> bool {
-        self.model == ContactModel::Ncp && self.newton
-    }
-    fn polish(
-        &self,
-        work: &mut PolishWork,
-        a: &Delassus,
-        d: &[f64],
-        b: &[f64],
-        z: &[f64],
-        candidate: &mut [f64],
-        finisher: Finisher,
-        accept: &mut dyn FnMut(&[f64]) -> Option<f64>,
-    ) {
-        if self.model != ContactModel::Ncp {
-            return;
-        }
-        // (The active-set polish takes three-row cones only; Newton any.)
-        let solved = finisher != Finisher::Newton
-            && self.cones.is_empty()
-            && polish(
-                work,
-                self.mu,
-                self.row_sets,
-                a,
-                d,
-                b,
-                z,
-                POLISH_ROUNDS,
-                candidate,
-                &mut *accept,
-            );
-        if !solved && finisher != Finisher::Polish && self.newton {
-            newton(
-                &mut work.newton,
-                self.mu,
-                self.row_sets,
-                &self.cones,
-                a,
-                d,
-                b,
-                z,
-                candidate,
-                accept,
-            );
-        }
-    }
-}
-
-/// Runs the core on a whole contact problem, whose `G` is `tree`'s when
-/// given (then `p.delassus` is not read).
-fn solve_cones(
-    core: &mut AdmmCore,
-    model: ContactModel,
-    p: &ContactProblem,
-    tree: Option<&TreeDelassus>,
-    settings: &SolverSettings,
-    options: AdmmOptions,
-    out: &mut ContactSolution,
-) -> Result<f64, ProblemError> {
-    let a = match tree {
-        Some(t) => {
-            p.validate_vectors(t.rows())?;
-            Delassus::Tree(t)
-        }
-        None => {
-            p.validate()?;
-            Delassus::Dense(&p.delassus)
-        }
-    };
-    settings.validate()?;
-    out.resize(p.g.len());
-    out.lambda.copy_from(&p.warm_start);
-    let cones = Cones {
-        mu: &p.mu,
-        row_sets: &p.row_sets,
-        model,
-        newton: settings.newton,
-        cones: ConeRows::new(p.nc(), &p.row_sets)?,
-    };
-    out.stats = core.run(
-        &cones,
-        &a,
-        p.compliance.as_slice(),
-        p.g.as_slice(),
-        out.lambda.as_mut_slice(),
-        out.c.as_mut_slice(),
-        settings,
-        options,
-    )?;
-    // ADMM at its cap, unconverged: it can stall at the de Saxcé fixed point
-    // on some rank-deficient problems whose solution needs internal forces
-    // far from its iterate's, which per-contact sweeps reach (measured on
-    // the humanoidstandup under random controls: a 7-contact problem left
-    // at ε_abs 2.4e-3 after 1 000 iterations, solved by 118 `ncp-pgs`
-    // sweeps from ADMM's iterate).
-    if model == ContactModel::Ncp && !out.stats.converged && settings.polish && settings.newton {
-        core.fallback_start.clear();
-        core.fallback_start.extend_from_slice(out.lambda.as_slice());
-        // The sweeps read `G`'s entries: on the tree path, a dense copy of
-        // the problem (symmetrized; rare enough to allocate).
-        let dense;
-        let q = match tree {
-            None => p,
-            Some(_) => {
-                let m = p.g.len();
-                let (mut g, mut unit) = (Vec::new(), Vec::new());
-                a.dense_into(&vec![0.0; m], &mut g, &mut unit);
-                let mut copy = p.clone();
-                copy.delassus =
-                    nalgebra::DMatrix::from_fn(m, m, |i, j| 0.5 * (g[j * m + i] + g[i * m + j]));
-                dense = copy;
-                &dense
-            }
-        };
-        let fallback = &mut core.fallback;
-        // A sweep that diverges leaves ADMM's answer (the error is not the
-        // problem's: ADMM's factorization has checked `G`).
-        if NcpPgs::solve_from(q, settings, &core.fallback_start, fallback).is_ok() {
-            out.stats.fallback_sweeps = fallback.stats.iterations;
-            if fallback.stats.residuals.eps_abs < out.stats.residuals.eps_abs {
-                out.lambda.copy_from(&fallback.lambda);
-                out.c.copy_from(&fallback.c);
-                out.stats.residuals = fallback.stats.residuals;
-                out.stats.converged = fallback.stats.converged;
-            }
-        }
-    }
-    Ok(out.stats.rho)
-}
-
-/// The two ADMM solvers of the catalog, on the whole contact problem.
-pub struct AdmmSolver {
-    model: ContactModel,
-    core: AdmmCore,
-    last_rho: Option<f64>,
-}
-
-impl AdmmSolver {
-    /// `ncp-admm` (the default solver): NCP via ADMM with de Saxcé's
-    /// correction. `Γ(c)` is updated after each iteration, so a fixed point
-    /// solves `K_μ ∋ λ ⟂ c + Γ(c) ∈ K_μ*` (Signorini, Coulomb and maximum
-    /// dissipation). Adaptive ρ by residual balancing (if
-    /// `SolverSettings::adaptive_rho`), warm start of `λ` (primal), of the
-    /// dual through `u = −(c(λ₀) + Γ)/ρ`, and of `ρ` (the simulator passes the
-    /// last step's). A warm start that diverges is restarted cold once; the
-    /// best iterate is returned when the cap is reached. Global, so it handles
-    /// ill-conditioned problems (large mass ratios) that defeat per-contact
-    /// methods; cold-started, its proximal steps pick the impulse without
-    /// internal forces among equivalent ones (warm-started, it keeps the
-    /// previous step's).
-    pub fn ncp() -> Self {
-        AdmmSolver {
-            model: ContactModel::Ncp,
-            core: AdmmCore::default(),
-            last_rho: None,
-        }
-    }
-
-    /// `ccp-admm`: the convex QP `min ½ λᵀ(G + R)λ + gᵀλ, λ ∈ K_μ`
-    /// (Anitescu's relaxation, MuJoCo's model: sliding contacts separate at
-    /// `c_N = μ‖c_T‖`), with `G + R + ρI` factorized once per solve (ρ fixed:
-    /// the settings' or `0.1·L`) and kept across solves while `G` does not
-    /// change. The problem's compliance `R` is MuJoCo's regularization when
-    /// set to `R = α·diag(G)` ([`ContactProblem::set_diagonal_compliance`]): a
-    /// numerical device that makes the problem strictly convex, at the price of
-    /// contacts that obey `c = (G + R)λ + g`, i.e. a penetration velocity `Rλ`.
-    pub fn ccp() -> Self {
-        AdmmSolver {
-            model: ContactModel::Ccp,
-            ..AdmmSolver::ncp()
-        }
-    }
-}
-
-impl AdmmSolver {
-    /// A solve with the dense `G` or, given, `tree`'s factors.
-    fn solve_with(
-        &mut self,
-        p: &ContactProblem,
-        tree: Option<&TreeDelassus>,
-        settings: &SolverSettings,
-        out: &mut ContactSolution,
-    ) -> Result<(), ProblemError> {
-        let options = AdmmOptions {
-            adaptive: self.model == ContactModel::Ncp && settings.adaptive_rho,
-            rho: settings.rho,
-        };
-        let rho = solve_cones(&mut self.core, self.model, p, tree, settings, options, out)?;
-        // ρ = 0: a warm start solved the problem before any ρ was chosen
-        // (none to report: the caller keeps the one it had).
-        self.last_rho = (rho > 0.0).then_some(rho);
-        Ok(())
-    }
-}
-
-impl ContactSolver for AdmmSolver {
-    fn kind(&self) -> SolverKind {
-        if self.model == ContactModel::Ncp {
-            SolverKind::NcpAdmm
-        } else {
-            SolverKind::CcpAdmm
-        }
-    }
-    fn last_rho(&self) -> Option<f64> {
-        self.last_rho
-    }
-    fn finisher_scale(&self) -> usize {
-        self.core.polish.newton.scale()
-    }
-    fn set_finisher_scale(&mut self, scale: usize) -> bool {
-        self.core.polish.newton.set_scale(scale)
-    }
-    fn forget_kept(&mut self) {
-        self.core.forget_kept();
-    }
-    fn solve(
-        &mut self,
-        p: &ContactProblem,
-        settings: &SolverSettings,
-        out: &mut ContactSolution,
-    ) -> Result<(), ProblemError> {
-        self.solve_with(p, None, settings, out)
-    }
-    fn solves_tree(&self) -> bool {
-        true
-    }
-    fn solve_tree(
-        &mut self,
-        p: &ContactProblem,
-        tree: &TreeDelassus,
-        settings: &SolverSettings,
-        out: &mut ContactSolution,
-    ) -> Result<(), ProblemError> {
-        self.solve_with(p, Some(tree), settings, out)
     }
 }
