@@ -107,9 +107,10 @@ fn solve_with(
 /// (`tests/data/ur5e_spread_diagonal.json`, from `moreau run
 /// …/ur5e/robot.xml --random-controls 1 --dump-problems`: 6 dofs, up to 6
 /// contacts, the joints' stops and dry friction, `G` of rank 6 whose
-/// diagonal spans 1e-10 to 7.5e3) that one ρ for every row leaves at
-/// ADMM's cap are solved by ADMM's own iterations, and each answer meets
-/// the NCP, judged independently.
+/// diagonal spans 1e-10 to 7.5e3, units spreading over 1e5: scaled from
+/// the start) that one ρ for every row leaves at ADMM's cap are solved by
+/// ADMM's own iterations, and each answer meets the NCP, judged
+/// independently.
 #[test]
 fn scaled_rho_solves_problems_whose_diagonal_spans_orders_of_magnitude() {
     let problems = moreau::contact::io::read_problems(concat!(
@@ -118,6 +119,7 @@ fn scaled_rho_solves_problems_whose_diagonal_spans_orders_of_magnitude() {
     ))
     .unwrap();
     assert_eq!(problems.len(), 6);
+    assert!(problems.iter().all(|p| unit_spread(p) > 1e5));
     let scaled = SolverSettings::default();
     assert!(scaled.scaled_rho);
     let one = SolverSettings {
@@ -199,5 +201,74 @@ fn scaled_rho_keeps_the_solution_of_a_determinate_problem() {
         let scale = s.lambda.amax().max(1e-30);
         let gap = (&s.lambda - &pgs.lambda).amax() / scale;
         assert!(gap <= 1e-8, "seed {seed}: the answers differ by {gap:e}");
+    }
+}
+
+/// The spread of a problem's unit diagonals (a contact's three rows
+/// averaged, each row after them alone): what decides whether and when
+/// `ncp-admm` scales ρ.
+fn unit_spread(p: &moreau::contact::ContactProblem) -> f64 {
+    let nc = p.nc();
+    let d = |k: usize| p.delassus[(k, k)] + p.compliance[k];
+    let units = (0..nc)
+        .map(|i| (d(3 * i) + d(3 * i + 1) + d(3 * i + 2)) / 3.0)
+        .chain((3 * nc..p.g.len()).map(d));
+    let (lo, hi) = units.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    hi / lo
+}
+
+/// Where the units' diagonals span less (Gymnasium's humanoid lying on the
+/// floor, 10 contacts and 4 stops, a spread of 689:
+/// `tests/data/humanoid_lying_stall.json`, three of the seven problems of
+/// `moreau run humanoid.xml --passive --steps 1500 --unscaled-rho` left
+/// unconverged), `ncp-admm` starts with one ρ, which keeps a warm start's
+/// modes, and scales ρ per row where the stall guard would first raise it:
+/// each then converges by ADMM's own iterations after that first window,
+/// where one ρ throughout reaches the cap and falls back to `ncp-pgs`.
+#[test]
+fn scaled_rho_at_the_first_stall_solves_the_lying_humanoids_problems() {
+    let problems = moreau::contact::io::read_problems(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/humanoid_lying_stall.json"
+    ))
+    .unwrap();
+    assert_eq!(problems.len(), 3);
+    let scaled = SolverSettings::default();
+    let one = SolverSettings {
+        scaled_rho: false,
+        ..scaled
+    };
+    for (i, p) in problems.iter().enumerate() {
+        let spread = unit_spread(p);
+        assert!((10.0..1e5).contains(&spread), "problem {i}: {spread}");
+        let s = solve_with(SolverKind::NcpAdmm, p, &scaled);
+        let u = solve_with(SolverKind::NcpAdmm, p, &one);
+        println!(
+            "problem {i} (spread {spread:.0}): scaled at the stall {} iterations; one rho {} iterations, eps_abs {:.1e}, then {} fallback sweeps",
+            s.stats.iterations,
+            u.stats.iterations,
+            u.stats.residuals.eps_abs,
+            u.stats.fallback_sweeps
+        );
+        assert_eq!(u.stats.iterations, one.max_iterations, "problem {i}");
+        assert!(u.stats.fallback_sweeps > 0, "problem {i}");
+        assert!(
+            s.stats.converged && s.stats.fallback_sweeps == 0,
+            "problem {i}: {:?}",
+            s.stats
+        );
+        assert!(
+            s.stats.iterations > 100 && s.stats.iterations < scaled.max_iterations,
+            "problem {i}: {} iterations",
+            s.stats.iterations
+        );
+        let e = moreau::contact::evaluate(p, Some(ContactModel::Ncp), s.lambda.as_slice());
+        assert!(
+            e.ncp.eps_abs <= scaled.tolerance,
+            "problem {i}: {:e}",
+            e.ncp.eps_abs
+        );
     }
 }

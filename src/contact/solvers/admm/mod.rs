@@ -34,12 +34,16 @@
 //! `ρW` and `u` is scaled by it. `W` is uniform within each cone, so the
 //! projection in `W`'s norm is the Euclidean one and the fixed points are
 //! unchanged: only the path to them is. One ρ for every row moves a row
-//! whose `G_kk` is far below ρ by `G_kk/ρ` of its error per iteration:
-//! robosuite's UR5e has contacts at `G_kk` 1e-3 beside a wrist stop at
-//! 7.5e3 (problems of rank 6 in 25 rows), where ADMM with one ρ reached
-//! its cap on all of 50 dumped problems and the scaled one converges on
-//! 24 (`tests/solvers.rs`). Scaled only where the units' diagonals span
-//! more than [`SCALED_SPREAD`]; the GPU kernels take one ρ.
+//! whose `G_kk` is far below ρ by about `G_kk/ρ` of its error per
+//! iteration: robosuite's UR5e has contacts at `G_kk` 1e-3 beside a wrist
+//! stop at 7.5e3 (problems of rank 6 in 25 rows), where ADMM with one ρ
+//! reached its cap on all of 50 dumped problems and the scaled one
+//! converges on 24 (`tests/solvers.rs`). When: only where the units'
+//! diagonals span more than [`SCALED_SPREAD`]; `ccp-admm` from the start;
+//! `ncp-admm` from the start above [`SCALED_AT_START`], else at its first
+//! stall (where the stall guard would raise ρ), since one large ρ on the
+//! light rows keeps a good warm start's modes for the polish. The GPU
+//! kernels take one ρ.
 //!
 //! The Cholesky factor of `A + ρI` is kept between solves: a solve whose `A`
 //! and `ρ` are bit-identical to the previous one's (a resting body, a batch
@@ -116,8 +120,22 @@ pub(crate) const WEIGHT_FLOOR: f64 = 1e-6;
 /// factor (robosuite's UR5e 1e10, dm_control's dog 1e4, Gymnasium's
 /// humanoid lying down 7e2; the box pyramid's 1.75, whose loose-tolerance
 /// trajectory scaled weights within that factor sent into ADMM on 820 of
-/// 2 000 steps instead of 40: `tests/solver_polish.rs`).
+/// 2 000 steps instead of 40: `tests/solver_polish.rs`): from the start
+/// for `ccp-admm`, for `ncp-admm` where the stall guard would first raise
+/// ρ (then instead of raising it), or from the start above
+/// [`SCALED_AT_START`].
 pub(crate) const SCALED_SPREAD: f64 = 10.0;
+/// `ncp-admm` scales ρ from the start where the units' diagonals span more
+/// than this: with one ρ near `0.1·L` the smallest row then moves by at
+/// most 1e-4 of its error per iteration, short of converging within the
+/// cap (robosuite's UR5e, 1e10: unconverged solves 50 → 28 of 2 000 when
+/// scaled at the stall, → 9 from the start). Below it the warm start's
+/// modes are kept by the large penalty on light rows, which Meta-World's
+/// `sweep_tool` needs (12 contacts of the tool on its table, 3e4: scaled
+/// from the start its polish at the 20th iteration failed where one ρ's
+/// succeeded; 3 → 5 of 60 dumped problems unconverged, 2 → 6 of 2 000 in
+/// a run, up to 60 tolerances).
+pub(crate) const SCALED_AT_START: f64 = 1e5;
 
 /// What distinguishes one ADMM problem from another.
 pub(crate) trait AdmmModel {
@@ -332,11 +350,11 @@ impl AdmmCore {
     /// `scaled` (and a model that takes them) the diagonal of `A` averaged
     /// over each unit, relative to the largest, floored at
     /// [`WEIGHT_FLOOR`].
-    fn set_weights(&mut self, model: &impl AdmmModel, a: &Delassus, d: &[f64], scaled: bool) {
+    fn set_weights(&mut self, model: &impl AdmmModel, a: &Delassus, d: &[f64], spread: f64) {
         let n = d.len();
         self.weights.clear();
         self.weights.resize(n, 1.0);
-        if !scaled || n == 0 {
+        if !spread.is_finite() || n == 0 {
             return;
         }
         match a {
@@ -359,7 +377,7 @@ impl AdmmCore {
         let top = self.weights.iter().fold(0.0f64, |m, &w| nan_max(m, w));
         let low = self.weights.iter().fold(f64::INFINITY, |m, &w| m.min(w));
         // (`!(… > …)` so that a NaN diagonal leaves ρ unscaled.)
-        if !(top > 0.0 && top.is_finite() && top > SCALED_SPREAD * low) {
+        if !(top > 0.0 && top.is_finite() && top > spread * low) {
             self.weights.fill(1.0);
             return;
         }
@@ -544,14 +562,22 @@ impl AdmmCore {
         // `NEWTON_MAX_ROWS` rows (piles) the polish finishes alone.
         let newton = model.newton() && n <= NEWTON_MAX_ROWS;
         let mut newton_tried = false;
-        let scaled = settings.scaled_rho;
-        let mut weights_set = false;
+        // The spread of the units' diagonals above which ρ is scaled from
+        // the start (`SCALED_SPREAD` for a convex model; see
+        // `SCALED_AT_START`), and whether the stall guard may still scale it.
+        let scaled = match (settings.scaled_rho, model.corrected()) {
+            (false, _) => f64::INFINITY,
+            (true, true) => SCALED_AT_START,
+            (true, false) => SCALED_SPREAD,
+        };
+        let mut switched = !settings.scaled_rho || !model.corrected();
         if settings.polish
             && newton
             && let Some(rho) = warm_rho
         {
-            self.set_weights(model, a, d, scaled);
-            weights_set = true;
+            // (One ρ: Newton needs only the check, and the diagonal's
+            // spread costs a pass ADMM alone needs.)
+            self.set_weights(model, a, d, f64::INFINITY);
             stats.factorizations += self.factorize(a, d, rho)? as usize;
             newton_tried = true;
             if let Some(r) =
@@ -565,9 +591,9 @@ impl AdmmCore {
                 return Ok(stats);
             }
         }
-        if !weights_set {
-            self.set_weights(model, a, d, scaled);
-        }
+        self.set_weights(model, a, d, scaled);
+        // (Scaled from the start: the stall guard raises ρ.)
+        switched |= self.weights.iter().any(|&w| w != 1.0);
         let lmax = self.largest_eigenvalue(a, d);
         self.x.clear();
         self.x.resize(n, 0.0);
@@ -709,20 +735,37 @@ impl AdmmCore {
                     if eps < 0.99 * window_best {
                         window_best = eps;
                         window_start = it;
-                    } else if it - window_start >= STALL_WINDOW && rho < rho_max {
-                        let new_rho = (rho * RHO_MAX_STEP).min(rho_max);
-                        for u in self.u.iter_mut() {
-                            *u *= rho / new_rho;
+                    } else if it - window_start >= STALL_WINDOW {
+                        // The first stall of a problem whose rows' scales
+                        // differ scales ρ per row instead of raising it.
+                        let scale = !switched && {
+                            switched = true;
+                            self.set_weights(model, a, d, SCALED_SPREAD);
+                            self.weights.iter().any(|&w| w != 1.0)
+                        };
+                        let raise = !scale && rho < rho_max;
+                        if scale {
+                            // ρW(u/W) is the dual ρu: the iterate goes on.
+                            for (u, w) in self.u.iter_mut().zip(&self.weights) {
+                                *u /= w;
+                            }
+                        } else if raise {
+                            let new_rho = (rho * RHO_MAX_STEP).min(rho_max);
+                            for u in self.u.iter_mut() {
+                                *u *= rho / new_rho;
+                            }
+                            if guarded_from.is_none() {
+                                guarded_from = Some(rho);
+                            }
+                            rho = new_rho;
+                            rho_floor = rho;
                         }
-                        if guarded_from.is_none() {
-                            guarded_from = Some(rho);
+                        if scale || raise {
+                            stats.factorizations += self.factorize(a, d, rho)? as usize;
+                            stats.rho_updates += 1;
+                            last_update = it;
+                            (window_best, window_start) = (eps, it);
                         }
-                        rho = new_rho;
-                        rho_floor = rho;
-                        stats.factorizations += self.factorize(a, d, rho)? as usize;
-                        stats.rho_updates += 1;
-                        last_update = it;
-                        (window_best, window_start) = (eps, it);
                     }
                 }
                 if options.adaptive && it - last_update >= RHO_MIN_INTERVAL {
