@@ -1,6 +1,8 @@
 //! Collision detection: multi-point manifolds, contact frames, filtering and
 //! stable contact identities.
 
+mod common;
+
 use moreau::collision::CollisionDetector;
 use moreau::dynamics::{Data, forward_kinematics};
 use moreau::math::{Inertia, SE3, Vec3};
@@ -614,4 +616,50 @@ fn pile(count: usize) -> moreau::Model {
         .unwrap();
     }
     pile.build().unwrap()
+}
+
+/// No manifold repeats a point: robosuite's UR5e under random controls
+/// presses its upper arm's hull on its base's, whose clipped faces gave
+/// parry's manifold one vertex twice (a second contact with the first's
+/// rows, `G` singular for nothing). Every step's contacts, pair by pair,
+/// are distinct points.
+#[test]
+fn manifolds_hold_no_point_twice() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let path = files
+        .site_packages
+        .join("robosuite/models/assets/robots/ur5e/robot.xml");
+    let m = moreau::load::mjcf::load_mjcf(&path, &Default::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let model = std::sync::Arc::new(m.model.clone());
+    let mut sim =
+        moreau::sim::Simulator::new(model.clone(), moreau::sim::SimParams::with_dt(m.timestep))
+            .unwrap();
+    let mut state = moreau::sim::State::new(m.q0.clone(), nalgebra::DVector::zeros(model.nv));
+    let mut rng = common::Lcg(1);
+    let mut contacts = 0;
+    for step in 0..1000 {
+        let ctrl: Vec<f64> = (0..model.nu()).map(|_| rng.range(-1.0, 1.0)).collect();
+        sim.step_controls(&mut state, &ctrl).unwrap();
+        let c = sim.contacts();
+        contacts += c.len();
+        for (i, a) in c.iter().enumerate() {
+            for b in &c[i + 1..] {
+                let same_pair = (a.geom_a, a.geom_b) == (b.geom_a, b.geom_b);
+                let same_point =
+                    (a.point - b.point).norm() <= 1e-9 && (a.distance - b.distance).abs() <= 1e-9;
+                assert!(
+                    !(same_pair && same_point),
+                    "step {step}: geoms {} and {} touch twice at {:?}",
+                    a.geom_a,
+                    a.geom_b,
+                    a.point
+                );
+            }
+        }
+    }
+    println!("{contacts} contacts in 1 000 steps");
+    assert!(contacts > 500, "{contacts} contacts");
 }

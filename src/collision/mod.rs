@@ -152,6 +152,10 @@ pub const PAIR_LIST_RATIO: usize = 4;
 /// load) or a wedge, where `SimParams::penetration_compliance` acts.
 pub const DEEP_PENETRATION: f64 = 1e-3;
 
+/// Two points of one manifold closer than this (m), at distances closer
+/// than this, are one contact: the second is dropped.
+pub const DUPLICATE_POINT: f64 = 1e-9;
+
 impl CollisionDetector {
     pub fn new(model: &Model, margin: f64) -> Self {
         let n = model.geometries.len();
@@ -464,12 +468,24 @@ impl CollisionDetector {
                     }
                     _ => (mu, 0),
                 };
+                let first = contacts.len();
                 for pt in &m.points {
                     if pt.dist > self.margin {
                         continue;
                     }
                     let pa = pose_a.act_point(&to_vec3(pt.local_p1));
                     let pb = pose_b.act_point(&to_vec3(pt.local_p2));
+                    // The same point twice in one manifold (parry's clipping
+                    // of two hulls' faces repeats a vertex: robosuite's UR5e,
+                    // upper arm on its base) would be a second contact with
+                    // the first's rows: G singular, nothing gained.
+                    let point = (pa + pb) * 0.5;
+                    if contacts[first..].iter().any(|c| {
+                        (c.point - point).norm() <= DUPLICATE_POINT
+                            && (c.distance - pt.dist).abs() <= DUPLICATE_POINT
+                    }) {
+                        continue;
+                    }
                     let geometry = classify(
                         (ga.collider.as_ref(), &pose_a, pa, pt.fid1),
                         (gb.collider.as_ref(), &pose_b, pb, pt.fid2),
@@ -480,7 +496,7 @@ impl CollisionDetector {
                         geom_b: b,
                         body_a: ga.body,
                         body_b: gb.body,
-                        point: (pa + pb) * 0.5,
+                        point,
                         frame,
                         distance: pt.dist,
                         mu,
