@@ -264,9 +264,9 @@ impl AdmmCore {
     pub(crate) fn forget_kept(&mut self) {
         self.polish.forget_kept();
     }
-    /// Factorizes `G + diag(d) + ρI` unless that exact matrix is already
-    /// factored (for the tree path: the same `J`, `M`, `d` and `ρ`).
-    /// Returns whether it factorized.
+    /// Factorizes `G + diag(d) + ρW` (`W` the current weights) unless that
+    /// exact matrix is already factored (for the tree path: the same `J`,
+    /// `M`, `d`, `ρ` and `W`). Returns whether it factorized.
     fn factorize(&mut self, a: &Delassus, d: &[f64], rho: f64) -> Result<bool, ProblemError> {
         let n = d.len();
         match a {
@@ -297,7 +297,7 @@ impl AdmmCore {
                 cholesky_in_place(&mut self.chol, n).map_err(|(j, pivot)| {
                     ProblemError::NotPsd {
                         index: j,
-                        value: pivot - rho,
+                        value: pivot - rho * self.weights[j],
                     }
                 })?;
             }
@@ -346,10 +346,10 @@ impl AdmmCore {
         })
     }
 
-    /// ρ's per-row weights for this problem: 1 everywhere, or with
-    /// `scaled` (and a model that takes them) the diagonal of `A` averaged
-    /// over each unit, relative to the largest, floored at
-    /// [`WEIGHT_FLOOR`].
+    /// ρ's per-row weights for this problem: where the model takes them
+    /// and its units' diagonals span more than `spread` (∞: never), the
+    /// diagonal of `A` averaged over each unit, relative to the largest,
+    /// floored at [`WEIGHT_FLOOR`]; else 1 everywhere.
     fn set_weights(&mut self, model: &impl AdmmModel, a: &Delassus, d: &[f64], spread: f64) {
         let n = d.len();
         self.weights.clear();
