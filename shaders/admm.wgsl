@@ -311,12 +311,54 @@ fn reach(pr: Problem, st: SolveResult) -> f32 {
     return max(pr.tolerance, st.eps_floor);
 }
 
-// u = -(c + s) / rho on the units' rows (the dual of a fresh attempt).
-fn dual_start_units(pr: Problem, rho: f32, first: u32, stride: u32) {
+// The diagonal of G + R averaged over the rows of unit u (a contact's
+// three, or a row alone): ρ's weights (admm.rs set_weights).
+fn unit_diagonal(pr: Problem, u: u32) -> f32 {
+    let r = unit_row(pr, u);
+    let n = unit_len(pr, u);
+    var d = 0.0;
+    for (var k = r; k < r + n; k++) {
+        d += gtri(pr, tri(k) + k) + compliance(pr, k);
+    }
+    return d / f32(n);
+}
+
+// ρ's weight on the rows of unit u: 1 where ws (SolveResult.weights) is 0,
+// else the unit's diagonal times ws (1 / the largest), floored.
+fn rho_weight(pr: Problem, ws: f32, u: u32) -> f32 {
+    if (ws <= 0.0) {
+        return 1.0;
+    }
+    return max(unit_diagonal(pr, u) * ws, WEIGHT_FLOOR);
+}
+
+// ρ's weights for this problem (SolveResult.weights): where
+// params.scaled_spread is set and the units' diagonals span more than it,
+// 1 / the largest; else 0 (one ρ). (`!(… > …)`: a NaN leaves one ρ.)
+fn scaled_weights(pr: Problem) -> f32 {
+    if (!(params.scaled_spread > 0.0)) {
+        return 0.0;
+    }
+    var top = 0.0;
+    var low = 3.4e38;
+    for (var u = 0u; u < units(pr); u++) {
+        let d = unit_diagonal(pr, u);
+        top = nan_max(top, d);
+        low = min(low, d);
+    }
+    if (!(top > 0.0 && is_finite(top) && top > params.scaled_spread * low)) {
+        return 0.0;
+    }
+    return 1.0 / top;
+}
+
+// u = -(c + s) / (rho w) on the units' rows (the dual of a fresh attempt).
+fn dual_start_units(pr: Problem, rho: f32, ws: f32, first: u32, stride: u32) {
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
+        let rw = rho * rho_weight(pr, ws, u);
         for (var k = r; k < r + unit_len(pr, u); k++) {
-            work[wk(pr, U, k)] = -(wv(pr, C, k) + wv(pr, S, k)) / rho;
+            work[wk(pr, U, k)] = -(wv(pr, C, k) + wv(pr, S, k)) / rw;
         }
     }
 }
@@ -351,12 +393,13 @@ fn squared_norm(pr: Problem, v: u32) -> f32 {
     return n;
 }
 
-// The right-hand side of the x-update, x = -(b + s) + rho (z - u).
-fn rhs_units(pr: Problem, rho: f32, first: u32, stride: u32) {
+// The right-hand side of the x-update, x = -(b + s) + rho w (z - u).
+fn rhs_units(pr: Problem, rho: f32, ws: f32, first: u32, stride: u32) {
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
+        let rw = rho * rho_weight(pr, ws, u);
         for (var k = r; k < r + unit_len(pr, u); k++) {
-            work[wk(pr, X, k)] = -(free_velocity(pr, k) + wv(pr, S, k)) + rho * (wv(pr, Z, k) - wv(pr, U, k));
+            work[wk(pr, X, k)] = -(free_velocity(pr, k) + wv(pr, S, k)) + rw * (wv(pr, Z, k) - wv(pr, U, k));
         }
     }
 }
@@ -380,22 +423,23 @@ fn relax_project_units(pr: Problem, alpha: f32, first: u32, stride: u32) {
 }
 
 // The maxima residual balancing needs over the units' rows:
-// (|x − z|, |z − z_prev|, |z|, |x|) and (|b|, |u|, 0, 0).
+// (|x − z|, w |z − z_prev|, |z|, |x|) and (|b|, w |u|, 0, 0).
 struct Balance {
     a: vec4<f32>,
     b: vec4<f32>,
 }
 
-fn balance_units(pr: Problem, first: u32, stride: u32) -> Balance {
+fn balance_units(pr: Problem, ws: f32, first: u32, stride: u32) -> Balance {
     var a = vec4<f32>(0.0);
     var b = vec4<f32>(0.0);
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
+        let w = rho_weight(pr, ws, u);
         for (var k = r; k < r + unit_len(pr, u); k++) {
             let zk = wv(pr, Z, k);
             let xk = wv(pr, X, k);
-            a = vec4<f32>(nan_max(a.x, abs(xk - zk)), nan_max(a.y, abs(zk - wv(pr, ZPREV, k))), nan_max(a.z, abs(zk)), nan_max(a.w, abs(xk)));
-            b = vec4<f32>(nan_max(b.x, abs(free_velocity(pr, k))), nan_max(b.y, abs(wv(pr, U, k))), 0.0, 0.0);
+            a = vec4<f32>(nan_max(a.x, abs(xk - zk)), nan_max(a.y, w * abs(zk - wv(pr, ZPREV, k))), nan_max(a.z, abs(zk)), nan_max(a.w, abs(xk)));
+            b = vec4<f32>(nan_max(b.x, abs(free_velocity(pr, k))), nan_max(b.y, w * abs(wv(pr, U, k))), 0.0, 0.0);
         }
     }
     return Balance(a, b);
@@ -414,9 +458,9 @@ fn store_units(pr: Problem, first: u32, stride: u32) {
 
 // --- The factor: column j (left-looking), in two passes ---------------------
 
-// Pass 1: L[i][j] = (G + R + rho I)_ij − Σ_{k<j} L_ik L_jk on the units'
+// Pass 1: L[i][j] = (G + R + rho W)_ij − Σ_{k<j} L_ik L_jk on the units'
 // rows i >= j (row j holds the pivot's square until pass 2).
-fn factor_units(pr: Problem, ca: Cache, j: u32, rho: f32, first: u32, stride: u32) {
+fn factor_units(pr: Problem, ca: Cache, j: u32, rho: f32, ws: f32, first: u32, stride: u32) {
     let b = tri(j);
     for (var u = first; u < units(pr); u += stride) {
         let r = unit_row(pr, u);
@@ -433,7 +477,7 @@ fn factor_units(pr: Problem, ca: Cache, j: u32, rho: f32, first: u32, stride: u3
             }
             var g = g_sym(pr, ca, i, j);
             if (i == j) {
-                g += compliance(pr, j) + rho;
+                g += compliance(pr, j) + rho * rho_weight(pr, ws, u);
             }
             l_put(pr, ca, a + j, g - s);
         }

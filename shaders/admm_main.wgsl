@@ -196,6 +196,7 @@ fn lanczos_iterated(pr: Problem, st: ptr<function, SolveResult>) {
     } else if (params.rho > 0.0 && is_finite(params.rho)) {
         (*st).rho = clamp(params.rho, lo, hi);
     }
+    (*st).weights = scaled_weights(pr);
     (*st).attempt = 0u;
     (*st).state = PHASE_ATTEMPT;
 }
@@ -466,11 +467,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             if (record(&st, take_floor(&st, evaluate_units(pr, ca, 0u, 1u)))) {
                 divide_units(pr, Z, BEST, 1.0, 0u, 1u);
             }
-            dual_start_units(pr, st.rho, 0u, 1u);
+            dual_start_units(pr, st.rho, st.weights, 0u, 1u);
             attempt_evaluated(pr, &st, st.eps_abs);
         } else if (st.state == PHASE_FACTOR) {
             let j = st.step;
-            factor_units(pr, ca, j, st.rho, 0u, 1u);
+            factor_units(pr, ca, j, st.rho, st.weights, 0u, 1u);
             let d = l_at(pr, ca, tri(j) + j);
             let ok = pivot_ok(d);
             if (ok) {
@@ -486,7 +487,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 continue;
             }
             st.iterations += 1u;
-            rhs_units(pr, st.rho, 0u, 1u);
+            rhs_units(pr, st.rho, st.weights, 0u, 1u);
             for (var v = 0u; v < units(pr); v++) {
                 forward_unit(pr, ca, v, true, 0u, 1u);
             }
@@ -505,7 +506,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
                 if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
-                    balance(&st, balance_units(pr, 0u, 1u));
+                    balance(&st, balance_units(pr, st.weights, 0u, 1u));
                 }
             }
         } else {
@@ -730,11 +731,11 @@ fn main_workgroup(
             }
             project_units(pr, lane, WA_LANES);
             wa_evaluate(pr, ca, lane, &st);
-            dual_start_units(pr, st.rho, lane, WA_LANES);
+            dual_start_units(pr, st.rho, st.weights, lane, WA_LANES);
             attempt_evaluated(pr, &st, st.eps_abs);
         } else if (st.state == PHASE_FACTOR) {
             let j = st.step;
-            factor_units(pr, ca, j, st.rho, lane, WA_LANES);
+            factor_units(pr, ca, j, st.rho, st.weights, lane, WA_LANES);
             wa_sync();
             var d = 0.0;
             if (lane == 0u) {
@@ -755,7 +756,7 @@ fn main_workgroup(
                 continue;
             }
             st.iterations += 1u;
-            rhs_units(pr, st.rho, lane, WA_LANES);
+            rhs_units(pr, st.rho, st.weights, lane, WA_LANES);
             let nu = units(pr);
             for (var v = 0u; v < nu; v++) {
                 wa_sync();
@@ -776,7 +777,7 @@ fn main_workgroup(
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
                 if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
-                    let b = balance_units(pr, lane, WA_LANES);
+                    let b = balance_units(pr, st.weights, lane, WA_LANES);
                     balance(&st, Balance(wa_max(lane, b.a), wa_max(lane, b.b)));
                 }
             }

@@ -76,14 +76,14 @@ pub struct SolverSettings {
     /// False: run to the tolerance or the cap, as fixed-iteration
     /// benchmarks do (a tolerance of 1e-30).
     pub f32_floor: bool,
-    /// The CPU's `ncp-admm` and `ccp-admm`: ρ scaled per row by the
+    /// `ncp-admm` and `ccp-admm`: ρ scaled per row by the
     /// diagonal of `G + R` (averaged over each contact's cone, relative to
     /// the largest, floored at 1e-6 of it), where the rows' scales span
     /// more than 10× (`ccp-admm` from the start, `ncp-admm` at its first
     /// stall, or from the start above 1e5), so that a contact `G` barely
     /// moves and a light wrist's stop (`G_kk` 1e-3 and 7.5e3 on robosuite's
-    /// UR5e) converge alike; false: one ρ for every row, as the GPU
-    /// kernels take it.
+    /// UR5e) converge alike; false: one ρ for every row. The GPU kernels
+    /// scale from the start by the same rule, not at the stall.
     #[serde(default = "scaled_rho_default")]
     pub scaled_rho: bool,
 }

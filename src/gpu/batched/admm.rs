@@ -193,6 +193,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("RHO_RANGE_MIN", RHO_RANGE_MIN),
             WgslConst::f32("RHO_RANGE_MAX", admm::RHO_RANGE.1),
             WgslConst::u32("LANCZOS_STEPS", admm::LANCZOS_STEPS as u32),
+            WgslConst::f32("WEIGHT_FLOOR", admm::WEIGHT_FLOOR),
             WgslConst::u32("STALL_WINDOW", admm::STALL_WINDOW as u32),
             WgslConst::f32("F32_ROUNDOFF", F32_ROUNDOFF),
             WgslConst::f32("FLOOR_STALL_FACTOR", FLOOR_STALL_FACTOR),
@@ -277,6 +278,13 @@ impl BatchKernel for AdmmKernel {
             stall_guard: (ncp && settings.adaptive_rho && settings.stall_guard) as u32,
             newton: (ncp && settings.polish && settings.newton) as u32,
             floor_stop: settings.f32_floor as u32,
+            // (At the start only: the CPU's switch at the first stall is
+            // not on the device.)
+            scaled_spread: match (settings.scaled_rho, ncp) {
+                (false, _) => 0.0,
+                (true, true) => admm::SCALED_AT_START as f32,
+                (true, false) => admm::SCALED_SPREAD as f32,
+            },
             omega: settings.over_relaxation as f32,
             rho: settings.rho.unwrap_or(0.0) as f32,
             chunk: 1,

@@ -81,7 +81,9 @@ crate::wgsl_struct! {
         /// ADMM: stop at f32's floor under `ε_abs` (1) or not (0), see
         /// `SolverSettings::f32_floor`.
         pub floor_stop: u32 => "u32",
-        pub pad0: u32 => "u32",
+        /// ADMM: scale ρ per row from the start where the units' diagonals
+        /// span more than this (`SolverSettings::scaled_rho`; 0: one ρ).
+        pub scaled_spread: f32 => "f32",
         pub pad1: u32 => "u32",
         pub pad2: u32 => "u32",
         /// The lane kernel's segments ([`super::pgs::lane_segments`]): runs of
@@ -299,6 +301,10 @@ crate::wgsl_struct! {
         /// `FLOOR_STALL_FACTOR` floors (0: none); the stall window (100)
         /// iterations later the solve ends with its best point.
         pub floor_since: u32 => "u32",
+        /// ADMM: ρ's per-row weights, as `1 / ` the largest of the units'
+        /// diagonals of `G + R` (each row's weight its unit's diagonal
+        /// times this, floored), or 0 for one ρ (`SolverSettings::scaled_rho`).
+        pub weights: f32 => "f32",
     }
 }
 
@@ -312,7 +318,7 @@ pub const STATE_DONE: u32 = 2;
 const _: () = assert!(std::mem::size_of::<GpuParams>() == 64 + 16 * LANE_SEGMENTS);
 const _: () = assert!(std::mem::size_of::<GpuProblem>() == 48);
 const _: () = assert!(std::mem::size_of::<GpuContact>() == 32);
-const _: () = assert!(std::mem::size_of::<GpuResult>() == 104);
+const _: () = assert!(std::mem::size_of::<GpuResult>() == 108);
 
 /// `m(m+1)/2`.
 #[inline]

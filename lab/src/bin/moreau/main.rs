@@ -220,9 +220,9 @@ enum Command {
         /// (see the solver catalog).
         #[arg(long)]
         no_newton: bool,
-        /// ncp-admm and ccp-admm on the CPU: one ρ for every row instead of
-        /// ρ scaled per row by the diagonal of G (SolverSettings::scaled_rho;
-        /// the GPU kernels take one ρ).
+        /// ncp-admm and ccp-admm: one ρ for every row instead of ρ scaled per
+        /// row by the diagonal of G (SolverSettings::scaled_rho), on the CPU
+        /// and the GPU kernels.
         #[arg(long)]
         unscaled_rho: bool,
         /// How ncp-admm and ccp-admm see the Delassus matrix: dense, tree
@@ -352,9 +352,9 @@ enum Command {
         /// (see the solver catalog).
         #[arg(long)]
         no_newton: bool,
-        /// ncp-admm and ccp-admm on the CPU: one ρ for every row instead of
-        /// ρ scaled per row by the diagonal of G (SolverSettings::scaled_rho;
-        /// the GPU kernels take one ρ).
+        /// ncp-admm and ccp-admm: one ρ for every row instead of ρ scaled per
+        /// row by the diagonal of G (SolverSettings::scaled_rho), on the CPU
+        /// and the GPU kernels.
         #[arg(long)]
         unscaled_rho: bool,
         /// Where to solve: the f64 CPU solvers, or the f32 GPU kernels (all
