@@ -323,8 +323,9 @@ fn unit_diagonal(pr: Problem, u: u32) -> f32 {
     return d / f32(n);
 }
 
-// ρ's weight on the rows of unit u: 1 where ws (SolveResult.weights) is 0,
-// else the unit's diagonal times ws (1 / the largest), floored.
+// ρ's weight on the rows of unit u: 1 where ws (SolveResult.weights) is 0
+// (one ρ, the stall may still scale it) or -1 (one ρ for good), else the
+// unit's diagonal times ws (1 / the largest), floored.
 fn rho_weight(pr: Problem, ws: f32, u: u32) -> f32 {
     if (ws <= 0.0) {
         return 1.0;
@@ -332,10 +333,11 @@ fn rho_weight(pr: Problem, ws: f32, u: u32) -> f32 {
     return max(unit_diagonal(pr, u) * ws, WEIGHT_FLOOR);
 }
 
-// ρ's weights for this problem (SolveResult.weights): where
-// params.scaled_spread is set and the units' diagonals span more than it,
-// 1 / the largest; else 0 (one ρ). (`!(… > …)`: a NaN leaves one ρ.)
-fn scaled_weights(pr: Problem) -> f32 {
+// ρ's weights for this problem (SolveResult.weights): with scaled ρ
+// (params.scaled_spread set) and the units' diagonals spanning more than
+// `spread`, 1 / the largest; else 0 (one ρ). (`!(… > …)`: a NaN leaves
+// one ρ.)
+fn scaled_weights(pr: Problem, spread: f32) -> f32 {
     if (!(params.scaled_spread > 0.0)) {
         return 0.0;
     }
@@ -346,7 +348,7 @@ fn scaled_weights(pr: Problem) -> f32 {
         top = nan_max(top, d);
         low = min(low, d);
     }
-    if (!(top > 0.0 && is_finite(top) && top > params.scaled_spread * low)) {
+    if (!(top > 0.0 && is_finite(top) && top > spread * low)) {
         return 0.0;
     }
     return 1.0 / top;
@@ -391,6 +393,18 @@ fn squared_norm(pr: Problem, v: u32) -> f32 {
         n += t * t;
     }
     return n;
+}
+
+// u /= w on the units' rows: the scaled dual where ρ's weights were just
+// set (ρW(u/W) is the dual ρu).
+fn unweight_units(pr: Problem, ws: f32, first: u32, stride: u32) {
+    for (var u = first; u < units(pr); u += stride) {
+        let r = unit_row(pr, u);
+        let w = rho_weight(pr, ws, u);
+        for (var k = r; k < r + unit_len(pr, u); k++) {
+            work[wk(pr, U, k)] /= w;
+        }
+    }
 }
 
 // The right-hand side of the x-update, x = -(b + s) + rho w (z - u).

@@ -196,7 +196,7 @@ fn lanczos_iterated(pr: Problem, st: ptr<function, SolveResult>) {
     } else if (params.rho > 0.0 && is_finite(params.rho)) {
         (*st).rho = clamp(params.rho, lo, hi);
     }
-    (*st).weights = scaled_weights(pr);
+    (*st).weights = scaled_weights(pr, params.scaled_spread);
     (*st).attempt = 0u;
     (*st).state = PHASE_ATTEMPT;
 }
@@ -218,14 +218,18 @@ fn attempt_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) {
 }
 
 // After column st.step of the factor (ok: its pivot was positive). Returns
-// the factor by which to rescale u (0: none).
+// the factor by which to rescale u (0: none; -1: divide it by ρ's weights,
+// just set by the stall guard).
 fn factor_column_done(pr: Problem, st: ptr<function, SolveResult>, ok: bool) -> f32 {
     if (ok) {
         (*st).step += 1u;
         if ((*st).step == rows(pr)) {
             (*st).factorizations += 1u;
             var rescale = 0.0;
-            if ((*st).rho_prev > 0.0) {
+            if ((*st).rho_prev < 0.0) {
+                rescale = -1.0;
+                (*st).last_update = (*st).iterations;
+            } else if ((*st).rho_prev > 0.0) {
                 // An adaptive change of rho: rescale the scaled dual.
                 rescale = (*st).rho_prev / (*st).rho;
                 (*st).last_update = (*st).iterations;
@@ -239,6 +243,12 @@ fn factor_column_done(pr: Problem, st: ptr<function, SolveResult>, ok: bool) -> 
             }
             return rescale;
         }
+    } else if ((*st).rho_prev < 0.0) {
+        // f32 could not factorize with the weights: one ρ for good.
+        (*st).factorizations += 1u;
+        (*st).weights = -1.0;
+        (*st).rho_prev = 0.0;
+        (*st).step = 0u;
     } else if ((*st).rho_prev > 0.0) {
         // f32 could not factorize at the new rho: go back to the previous
         // one (which factorized) and stop adapting.
@@ -287,9 +297,11 @@ fn iteration_evaluated(pr: Problem, st: ptr<function, SolveResult>, eps: f32) ->
 // The stall guard (ncp-admm with params.stall_guard, as admm.rs): the de
 // Saxce fixed point can cycle when rho is small; without a 1 % gain of
 // eps_abs over STALL_WINDOW iterations, rho grows tenfold (back to FACTOR)
-// and the residual balancing keeps it at least that large. Returns whether
-// it raised rho.
-fn stall_guarded(st: ptr<function, SolveResult>) -> bool {
+// and the residual balancing keeps it at least that large. The first such
+// stall of a problem with one ρ whose units' diagonals span more than
+// SCALED_SPREAD scales ρ per row instead (rho_prev = -1: factor_column_done
+// then divides u by the weights). Returns whether it changed rho or W.
+fn stall_guarded(pr: Problem, st: ptr<function, SolveResult>) -> bool {
     if (params.stall_guard == 0u || params.model != MODEL_NCP || (*st).adapt == 0u) {
         return false;
     }
@@ -299,8 +311,23 @@ fn stall_guarded(st: ptr<function, SolveResult>) -> bool {
         (*st).window_start = (*st).iterations;
         return false;
     }
+    if ((*st).iterations - (*st).window_start < STALL_WINDOW) {
+        return false;
+    }
+    if ((*st).weights == 0.0) {
+        (*st).weights = scaled_weights(pr, SCALED_SPREAD);
+        if ((*st).weights > 0.0) {
+            (*st).rho_prev = -1.0;
+            (*st).window_best = eps;
+            (*st).window_start = (*st).iterations;
+            (*st).step = 0u;
+            (*st).state = PHASE_FACTOR;
+            return true;
+        }
+        (*st).weights = -1.0;
+    }
     let hi = RHO_RANGE_MAX * (*st).scale;
-    if ((*st).iterations - (*st).window_start < STALL_WINDOW || !((*st).rho < hi)) {
+    if (!((*st).rho < hi)) {
         return false;
     }
     if ((*st).guarded_from == 0.0) {
@@ -480,6 +507,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             let rescale = factor_column_done(pr, &st, ok);
             if (rescale > 0.0) {
                 scale_units(pr, U, rescale, 0u, 1u);
+            } else if (rescale < 0.0) {
+                unweight_units(pr, st.weights, 0u, 1u);
             }
         } else if (st.state == PHASE_ITERATE) {
             if (st.iterations >= pr.max_iterations) {
@@ -505,7 +534,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 }
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
-                if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
+                if (st.state == PHASE_ITERATE && !stall_guarded(pr, &st) && balancing) {
                     balance(&st, balance_units(pr, st.weights, 0u, 1u));
                 }
             }
@@ -749,6 +778,8 @@ fn main_workgroup(
             let rescale = factor_column_done(pr, &st, ok);
             if (rescale > 0.0) {
                 scale_units(pr, U, rescale, lane, WA_LANES);
+            } else if (rescale < 0.0) {
+                unweight_units(pr, st.weights, lane, WA_LANES);
             }
         } else if (st.state == PHASE_ITERATE) {
             if (st.iterations >= pr.max_iterations) {
@@ -776,7 +807,7 @@ fn main_workgroup(
                 }
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
-                if (st.state == PHASE_ITERATE && !stall_guarded(&st) && balancing) {
+                if (st.state == PHASE_ITERATE && !stall_guarded(pr, &st) && balancing) {
                     let b = balance_units(pr, st.weights, lane, WA_LANES);
                     balance(&st, Balance(wa_max(lane, b.a), wa_max(lane, b.b)));
                 }

@@ -82,8 +82,8 @@ pub struct SolverSettings {
     /// more than 10× (`ccp-admm` from the start, `ncp-admm` at its first
     /// stall, or from the start above 1e5), so that a contact `G` barely
     /// moves and a light wrist's stop (`G_kk` 1e-3 and 7.5e3 on robosuite's
-    /// UR5e) converge alike; false: one ρ for every row. The GPU kernels
-    /// scale from the start by the same rule, not at the stall.
+    /// UR5e) converge alike, on the CPU and the GPU kernels; false: one ρ
+    /// for every row.
     #[serde(default = "scaled_rho_default")]
     pub scaled_rho: bool,
 }

@@ -194,6 +194,7 @@ impl BatchKernel for AdmmKernel {
             WgslConst::f32("RHO_RANGE_MAX", admm::RHO_RANGE.1),
             WgslConst::u32("LANCZOS_STEPS", admm::LANCZOS_STEPS as u32),
             WgslConst::f32("WEIGHT_FLOOR", admm::WEIGHT_FLOOR),
+            WgslConst::f32("SCALED_SPREAD", admm::SCALED_SPREAD),
             WgslConst::u32("STALL_WINDOW", admm::STALL_WINDOW as u32),
             WgslConst::f32("F32_ROUNDOFF", F32_ROUNDOFF),
             WgslConst::f32("FLOOR_STALL_FACTOR", FLOOR_STALL_FACTOR),
@@ -278,8 +279,8 @@ impl BatchKernel for AdmmKernel {
             stall_guard: (ncp && settings.adaptive_rho && settings.stall_guard) as u32,
             newton: (ncp && settings.polish && settings.newton) as u32,
             floor_stop: settings.f32_floor as u32,
-            // (At the start only: the CPU's switch at the first stall is
-            // not on the device.)
+            // (From the start; `ncp-admm` below it at its first stall, as
+            // on the CPU.)
             scaled_spread: match (settings.scaled_rho, ncp) {
                 (false, _) => 0.0,
                 (true, true) => admm::SCALED_AT_START as f32,

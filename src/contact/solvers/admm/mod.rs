@@ -43,8 +43,8 @@
 //! `ncp-admm` from the start above [`SCALED_AT_START`], else at its first
 //! stall (where the stall guard would raise ρ), since one large ρ on the
 //! light rows keeps a good warm start's modes for the polish. The GPU
-//! kernels scale from the start by the same rule (`shaders/admm.wgsl`
-//! `scaled_weights`), not at the stall.
+//! kernels follow the same rule (`shaders/admm.wgsl` `scaled_weights`,
+//! `stall_guarded`).
 //!
 //! The Cholesky factor of `A + ρI` is kept between solves: a solve whose `A`
 //! and `ρ` are bit-identical to the previous one's (a resting body, a batch
