@@ -1436,8 +1436,19 @@ fn admm_on_gpu(
     problems: &[ContactProblem],
     settings: &SolverSettings,
 ) -> BatchOutput {
+    admm_in(ctx, problems, settings, Decomposition::Invocation)
+}
+
+/// [`admm_on_gpu`] in `decomposition`.
+fn admm_in(
+    ctx: &GpuContext,
+    problems: &[ContactProblem],
+    settings: &SolverSettings,
+    decomposition: Decomposition,
+) -> BatchOutput {
     let cap = BatchCapacity::for_problems(problems);
-    let mut gpu = GpuSolver::new(ctx, SolverKind::NcpAdmm, cap).unwrap();
+    let mut gpu =
+        GpuSolver::with_decomposition(ctx, SolverKind::NcpAdmm, cap, decomposition).unwrap();
     let mut out = BatchOutput::default();
     gpu.solve(problems, settings, &mut out).unwrap();
     out
@@ -1810,15 +1821,7 @@ fn scaled_rho_on_the_device_solves_the_ur5es_problems() {
         ..scaled
     };
     for decomposition in [Decomposition::Invocation, Decomposition::Workgroup] {
-        let solve = |settings: &SolverSettings| {
-            let cap = BatchCapacity::for_problems(&problems);
-            let mut gpu =
-                GpuSolver::with_decomposition(&ctx, SolverKind::NcpAdmm, cap, decomposition)
-                    .unwrap();
-            let mut out = BatchOutput::default();
-            gpu.solve(&problems, settings, &mut out).unwrap();
-            out
-        };
+        let solve = |settings| admm_in(&ctx, &problems, settings, decomposition);
         let (s, u) = (solve(&scaled), solve(&one));
         let mut capped = 0;
         for k in 0..problems.len() {
@@ -1894,15 +1897,7 @@ fn scaled_rho_at_the_first_stall_on_the_device_as_on_the_cpu() {
         s.stats
     };
     for decomposition in [Decomposition::Invocation, Decomposition::Workgroup] {
-        let solve = |settings: &SolverSettings| {
-            let cap = BatchCapacity::for_problems(&problems);
-            let mut gpu =
-                GpuSolver::with_decomposition(&ctx, SolverKind::NcpAdmm, cap, decomposition)
-                    .unwrap();
-            let mut out = BatchOutput::default();
-            gpu.solve(&problems, settings, &mut out).unwrap();
-            out
-        };
+        let solve = |settings| admm_in(&ctx, &problems, settings, decomposition);
         let (s, u) = (solve(&scaled), solve(&one));
         let mut switched = 0;
         for (k, p) in problems.iter().enumerate() {
