@@ -1,5 +1,5 @@
 // Batched ADMM on the contact problem, the f32 twin of
-// src/contact/solvers/admm.rs (ncp-admm: de Saxce fixed point, adaptive rho by
+// src/contact/solvers/admm/ (ncp-admm: de Saxce fixed point, adaptive rho by
 // residual balancing, cold restart on divergence, best iterate on the cap;
 // ccp-admm: fixed rho, no correction). The kernel factorizes G + R + rho I
 // itself (Cholesky of the packed lower triangle) each time rho changes.
@@ -42,7 +42,7 @@
 // LANCZOS_STEPS, the phases PHASE_* (after STATE_DONE), the contact modes
 // MODE_* (as f32: they live among the polish's floats) and the rows' modes
 // ROW_AT_LOWER, ROW_ACTIVE, ROW_AT_UPPER are generated from Rust
-// (src/gpu/batched/admm.rs, src/gpu/batched/shader.rs, src/contact/solvers/admm.rs).
+// (src/gpu/batched/admm.rs, src/gpu/batched/shader.rs, src/contact/solvers/admm/mod.rs).
 
 const X: u32 = 0u;
 const ZPREV: u32 = 1u;
@@ -312,7 +312,7 @@ fn reach(pr: Problem, st: SolveResult) -> f32 {
 }
 
 // The diagonal of G + R averaged over the rows of unit u (a contact's
-// three, or a row alone): ρ's weights (admm.rs set_weights).
+// three, or a row alone): ρ's weights (contact/solvers/admm/mod.rs set_weights).
 fn unit_diagonal(pr: Problem, u: u32) -> f32 {
     let r = unit_row(pr, u);
     let n = unit_len(pr, u);
