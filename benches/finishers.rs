@@ -7,6 +7,11 @@
 //! `scripts/fetch-robot-files` has run, Gymnasium's humanoid and ant lying
 //! passive. Each bench solves the whole set once per iteration.
 //!
+//! `scaled_rho/…`: the problems of `tests/data` whose rows' scales differ
+//! (robosuite's UR5e: scaled from the start; Gymnasium's humanoid lying:
+//! scaled at the first stall), solved with ρ scaled per row
+//! (`SolverSettings::scaled_rho`, the default) and with one ρ.
+//!
 //! `cargo bench --bench finishers`
 
 #[path = "../tests/common/mod.rs"]
@@ -83,5 +88,35 @@ fn finishers(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, finishers);
+fn scaled_rho(c: &mut Criterion) {
+    for file in ["ur5e_spread_diagonal", "humanoid_lying_stall"] {
+        let path = format!("{}/tests/data/{file}.json", env!("CARGO_MANIFEST_DIR"));
+        let problems = moreau::contact::io::read_problems(&path).unwrap();
+        let mut group = c.benchmark_group(format!("scaled_rho/{file}-{}problems", problems.len()));
+        group
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2));
+        for (label, scaled_rho) in [("scaled", true), ("one-rho", false)] {
+            let settings = SolverSettings {
+                scaled_rho,
+                ..Default::default()
+            };
+            let mut solver = SolverKind::NcpAdmm.build();
+            let mut out = ContactSolution::default();
+            group.bench_function(label, |b| {
+                b.iter(|| {
+                    let mut converged = 0;
+                    for p in &problems {
+                        solver.solve(p, &settings, &mut out).unwrap();
+                        converged += usize::from(out.stats.converged);
+                    }
+                    converged
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, finishers, scaled_rho);
 criterion_main!(benches);
