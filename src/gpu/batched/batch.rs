@@ -274,7 +274,8 @@ crate::wgsl_struct! {
         pub scale: f32 => "f32",
         /// ADMM: step within a phase (power iteration, factorization column).
         pub step: u32 => "u32",
-        /// ADMM: ρ before the change being factorized (0: not an adaptive change).
+        /// ADMM: ρ before the change being factorized (0: not an adaptive
+        /// change; −1: ρ's per-row weights just set, [`Self::weights`]).
         pub rho_prev: f32 => "f32",
         /// ADMM (`ncp-admm` with polish): 1 when an active-set polish or
         /// Newton's steps solved the problem, else 0.
@@ -303,7 +304,9 @@ crate::wgsl_struct! {
         pub floor_since: u32 => "u32",
         /// ADMM: ρ's per-row weights, as `1 / ` the largest of the units'
         /// diagonals of `G + R` (each row's weight its unit's diagonal
-        /// times this, floored), or 0 for one ρ (`SolverSettings::scaled_rho`).
+        /// times this, floored); 0 for one ρ so far (the stall guard may
+        /// still scale it), −1 for one ρ throughout
+        /// (`SolverSettings::scaled_rho`).
         pub weights: f32 => "f32",
     }
 }
