@@ -17,7 +17,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use moreau::contact::{ContactProblem, ContactSolution, SolverKind, SolverSettings};
 use moreau::scenes::{self, Scene};
 use moreau::sim::SimParams;
@@ -43,6 +44,27 @@ fn harvest(scene: &Scene) -> Vec<ContactProblem> {
         .into_iter()
         .skip(30)
         .collect()
+}
+
+/// One bench: `ncp-admm` solving every problem of `problems` at `settings`.
+fn bench_solves(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    label: &str,
+    problems: &[ContactProblem],
+    settings: &SolverSettings,
+) {
+    let mut solver = SolverKind::NcpAdmm.build();
+    let mut out = ContactSolution::default();
+    group.bench_function(label, |b| {
+        b.iter(|| {
+            let mut converged = 0;
+            for p in problems {
+                solver.solve(p, settings, &mut out).unwrap();
+                converged += usize::from(out.stats.converged);
+            }
+            converged
+        })
+    });
 }
 
 fn finishers(c: &mut Criterion) {
@@ -71,18 +93,7 @@ fn finishers(c: &mut Criterion) {
                 newton,
                 ..Default::default()
             };
-            let mut solver = SolverKind::NcpAdmm.build();
-            let mut out = ContactSolution::default();
-            group.bench_function(label, |b| {
-                b.iter(|| {
-                    let mut converged = 0;
-                    for p in &problems {
-                        solver.solve(p, &settings, &mut out).unwrap();
-                        converged += usize::from(out.stats.converged);
-                    }
-                    converged
-                })
-            });
+            bench_solves(&mut group, label, &problems, &settings);
         }
         group.finish();
     }
@@ -101,18 +112,7 @@ fn scaled_rho(c: &mut Criterion) {
                 scaled_rho,
                 ..Default::default()
             };
-            let mut solver = SolverKind::NcpAdmm.build();
-            let mut out = ContactSolution::default();
-            group.bench_function(label, |b| {
-                b.iter(|| {
-                    let mut converged = 0;
-                    for p in &problems {
-                        solver.solve(p, &settings, &mut out).unwrap();
-                        converged += usize::from(out.stats.converged);
-                    }
-                    converged
-                })
-            });
+            bench_solves(&mut group, label, &problems, &settings);
         }
         group.finish();
     }

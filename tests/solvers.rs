@@ -92,6 +92,12 @@ fn warm_started_solves_take_fewer_iterations() {
     }
 }
 
+/// The problems of `tests/data/{name}.json`.
+fn data_problems(name: &str) -> Vec<moreau::contact::ContactProblem> {
+    let path = format!("{}/tests/data/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    moreau::contact::io::read_problems(&path).unwrap()
+}
+
 fn solve_with(
     kind: SolverKind,
     p: &moreau::contact::ContactProblem,
@@ -113,11 +119,7 @@ fn solve_with(
 /// independently.
 #[test]
 fn scaled_rho_solves_problems_whose_diagonal_spans_orders_of_magnitude() {
-    let problems = moreau::contact::io::read_problems(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/ur5e_spread_diagonal.json"
-    ))
-    .unwrap();
+    let problems = data_problems("ur5e_spread_diagonal");
     assert_eq!(problems.len(), 6);
     assert!(problems.iter().all(|p| unit_spread(p) > 1e5));
     let scaled = SolverSettings::default();
@@ -239,11 +241,7 @@ fn unit_spread(p: &moreau::contact::ContactProblem) -> f64 {
 /// where one ρ throughout reaches the cap and falls back to `ncp-pgs`.
 #[test]
 fn scaled_rho_at_the_first_stall_solves_the_lying_humanoids_problems() {
-    let problems = moreau::contact::io::read_problems(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/humanoid_lying_stall.json"
-    ))
-    .unwrap();
+    let problems = data_problems("humanoid_lying_stall");
     assert_eq!(problems.len(), 3);
     for (i, p) in problems.iter().enumerate() {
         let spread = unit_spread(p);
