@@ -27,7 +27,11 @@
 //
 // A problem's unknowns come in units: its nc contacts (3 rows each, a
 // friction cone) then its nl one-dimensional rows (1 row each, in R+, R or
-// a box by row_bound, no de Saxce correction: s = 0, as in admm.rs). Every per-row and per-unit function
+// a box by row_bound, no de Saxce correction: s = 0, as in admm.rs). A
+// contact's cone rows (torsional and rolling friction, contact/wide.rs) are
+// rows after the contacts, each a unit of its own for the linear algebra
+// and the per-row copies, but projected, judged and corrected with its
+// contact by the contact's unit (cone_extra). Every per-row and per-unit function
 // below takes (first, stride) and works on units first, first + stride, ...:
 // (0, 1) in `main`, (lane, WA_LANES) in `main_workgroup`, where a lane owns
 // its units' rows and alone writes them.
@@ -98,6 +102,112 @@ fn unit_row(pr: Problem, u: u32) -> u32 {
 
 fn unit_len(pr: Problem, u: u32) -> u32 {
     return select(1u, 3u, u < pr.nc);
+}
+
+// --- Contacts with rows beyond their three ---------------------------------
+//
+// Row k >= 3 nc whose set is coded ROW_CONE - i (row_bound) belongs to
+// contact i's cone: the second-order cone over its tangential rows (t1, t2,
+// then its cone rows in order) and its normal (wide.rs, as the CPU gathers
+// them). The contact's unit projects them (z_prev, tmp, z, u), computes
+// their c and s and judges them with its own rows, its lane alone writing
+// them there; the cone row's own unit skips those steps. Its weight on rho
+// is its contact's.
+
+// Contact i's cone rows, in order: rows[0 .. n].
+struct ConeExtra {
+    rows: vec3<u32>,
+    n: u32,
+}
+
+// Unit u's cone rows: a contact's (none in a problem without them), none
+// for a row.
+fn unit_extra(pr: Problem, u: u32) -> ConeExtra {
+    var e = ConeExtra(vec3<u32>(0u), 0u);
+    if (u >= pr.nc || !has_cone_rows(pr)) {
+        return e;
+    }
+    let code = ROW_CONE - f32(u);
+    for (var k = 3u * pr.nc; k < rows(pr); k++) {
+        if (e.n < 3u && row_bound(pr, k) == code) {
+            e.rows[e.n] = k;
+            e.n += 1u;
+        }
+    }
+    return e;
+}
+
+// Whether unit u is a row of a contact's cone.
+fn is_cone_row(pr: Problem, u: u32) -> bool {
+    return u >= pr.nc && has_cone_rows(pr) && row_bound(pr, unit_row(pr, u)) <= ROW_CONE;
+}
+
+// Row j of unit u's set (its own rows r .. r + n, then its cone rows e).
+fn set_row(r: u32, n: u32, e: ConeExtra, j: u32) -> u32 {
+    if (j < n) {
+        return r + j;
+    }
+    return e.rows[j - n];
+}
+
+// ‖v_T‖ of contact unit (r, e) in scratch vector v: t1, t2, then its cone
+// rows, summed in that order (Wide::tangent_norm).
+fn wide_tangent(pr: Problem, v: u32, r: u32, e: ConeExtra) -> f32 {
+    var tt = wv(pr, v, r) * wv(pr, v, r) + wv(pr, v, r + 1u) * wv(pr, v, r + 1u);
+    for (var j = 0u; j < e.n; j++) {
+        let x = wv(pr, v, e.rows[j]);
+        tt += x * x;
+    }
+    return sqrt(tt);
+}
+
+// The distance of contact unit (r, e)'s rows of v (tangential norm t) to
+// their projection (s x_T, n+) = k.
+fn wide_distance(pr: Problem, v: u32, r: u32, t: f32, k: vec2<f32>) -> f32 {
+    let d = (1.0 - k.x) * t;
+    let dn = wv(pr, v, r + 2u) - k.y;
+    return sqrt(d * d + dn * dn);
+}
+
+// The residuals of contact u with cone rows e, impulse l, velocity cv
+// (criteria.rs wide_residuals; the NCP's with de Saxce's correction, the
+// CCP's without).
+fn wide_residuals(pr: Problem, u: u32, r: u32, e: ConeExtra, l: u32, cv: u32) -> vec4<f32> {
+    let mu = friction(pr, u);
+    let tl = wide_tangent(pr, l, r, e);
+    let primal = wide_distance(pr, l, r, tl, soc_scale(mu, false, tl, wv(pr, l, r + 2u)));
+    let tc = wide_tangent(pr, cv, r, e);
+    var yn = wv(pr, cv, r + 2u);
+    if (params.model != MODEL_CCP) {
+        yn += mu * tc;
+    }
+    let k = dual_soc_scale(mu, tc, yn);
+    let dn = yn - k.y;
+    let dt = (1.0 - k.x) * tc;
+    let dual = sqrt(dt * dt + dn * dn);
+    // |<λ, y>| / |λ|, λ scaled by its largest entry first (as assemble).
+    let n = 3u + e.n;
+    var top = 0.0;
+    for (var j = 0u; j < n; j++) {
+        top = max(top, abs(wv(pr, l, set_row(r, 3u, e, j))));
+    }
+    var compl = 0.0;
+    if (top > 0.0) {
+        var dot = 0.0;
+        var uu = 0.0;
+        for (var j = 0u; j < n; j++) {
+            let q = set_row(r, 3u, e, j);
+            let x = wv(pr, l, q) / top;
+            var y = wv(pr, cv, q);
+            if (q == r + 2u) {
+                y = yn;
+            }
+            dot += x * y;
+            uu += x * x;
+        }
+        compl = abs(dot) / sqrt(uu);
+    }
+    return vec4<f32>(primal, dual, compl, nan_max(nan_max(primal, dual), compl));
 }
 
 // Element t of G's packed triangle (gtri), from the cache when it holds G
@@ -173,35 +283,50 @@ fn row_times(pr: Problem, ca: Cache, i: u32, v: u32) -> f32 {
 // ZPREV = U = S = BEST = 0 and TMP = the warm start, then z = P_C(tmp).
 fn fresh_units(pr: Problem, first: u32, stride: u32) {
     for (var u = first; u < units(pr); u += stride) {
+        if (is_cone_row(pr, u)) {
+            continue; // with its contact
+        }
         let r = unit_row(pr, u);
-        for (var k = r; k < r + unit_len(pr, u); k++) {
+        let n = unit_len(pr, u);
+        let e = unit_extra(pr, u);
+        for (var j = 0u; j < n + e.n; j++) {
+            let k = set_row(r, n, e, j);
             work[wk(pr, ZPREV, k)] = 0.0;
             work[wk(pr, U, k)] = 0.0;
             work[wk(pr, S, k)] = 0.0;
             work[wk(pr, TMP, k)] = lambda[vidx(pr, k)];
             work[wk(pr, BEST, k)] = 0.0;
         }
-        project_unit(pr, u);
+        project_unit(pr, u, e);
     }
 }
 
-// z = P_C(tmp) on unit u: its friction cone, or its row's set (row_bound).
-fn project_unit(pr: Problem, u: u32) {
+// z = P_C(tmp) on unit u: its friction cone (with its cone rows e), or its
+// row's set (row_bound); nothing for a cone row (its contact projects it).
+fn project_unit(pr: Problem, u: u32, e: ConeExtra) {
     let r = unit_row(pr, u);
-    if (u < pr.nc) {
+    if (e.n > 0u) {
+        let k = soc_scale(friction(pr, u), false, wide_tangent(pr, TMP, r, e), wv(pr, TMP, r + 2u));
+        work[wk(pr, Z, r)] = k.x * wv(pr, TMP, r);
+        work[wk(pr, Z, r + 1u)] = k.x * wv(pr, TMP, r + 1u);
+        work[wk(pr, Z, r + 2u)] = k.y;
+        for (var j = 0u; j < e.n; j++) {
+            work[wk(pr, Z, e.rows[j])] = k.x * wv(pr, TMP, e.rows[j]);
+        }
+    } else if (u < pr.nc) {
         let v = vec3<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u), wv(pr, TMP, r + 2u));
         let p = project_cone(friction(pr, u), v);
         work[wk(pr, Z, r)] = p.x;
         work[wk(pr, Z, r + 1u)] = p.y;
         work[wk(pr, Z, r + 2u)] = p.z;
-    } else {
+    } else if (!is_cone_row(pr, u)) {
         work[wk(pr, Z, r)] = project_row(wv(pr, TMP, r), row_bound(pr, r));
     }
 }
 
 fn project_units(pr: Problem, first: u32, stride: u32) {
     for (var u = first; u < units(pr); u += stride) {
-        project_unit(pr, u);
+        project_unit(pr, u, unit_extra(pr, u));
     }
 }
 
@@ -239,17 +364,24 @@ fn scale_units(pr: Problem, v: u32, a: f32, first: u32, stride: u32) {
 // into scratch vector cv, and its residuals of (l, c) with, in place of
 // their maximum (w), the largest Σ_j |(G + R)_ij l_j| + |b_i| of its rows
 // (what rounding c costs: see take_floor).
-fn unit_residuals(pr: Problem, ca: Cache, u: u32, l: u32, cv: u32) -> vec4<f32> {
+fn unit_residuals(pr: Problem, ca: Cache, u: u32, e: ConeExtra, l: u32, cv: u32) -> vec4<f32> {
+    if (is_cone_row(pr, u)) {
+        return vec4<f32>(0.0); // computed and judged with its contact
+    }
     let r0 = unit_row(pr, u);
+    let n = unit_len(pr, u);
     var size = 0.0;
-    for (var k = r0; k < r0 + unit_len(pr, u); k++) {
+    for (var j = 0u; j < n + e.n; j++) {
+        let k = set_row(r0, n, e, j);
         let p = row_product(pr, ca, k, l);
         let b = free_velocity(pr, k);
         work[wk(pr, cv, k)] = p.x + b;
         size = max(size, p.y + abs(b));
     }
     var r: vec4<f32>;
-    if (u < pr.nc) {
+    if (e.n > 0u) {
+        r = wide_residuals(pr, u, r0, e, l, cv);
+    } else if (u < pr.nc) {
         let c = vec3<f32>(wv(pr, cv, r0), wv(pr, cv, r0 + 1u), wv(pr, cv, r0 + 2u));
         let z = vec3<f32>(wv(pr, l, r0), wv(pr, l, r0 + 1u), wv(pr, l, r0 + 2u));
         r = contact_residuals(params.model, params.facets, friction(pr, u), z, c);
@@ -270,9 +402,22 @@ fn eps_of(r: vec4<f32>) -> f32 {
 fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> {
     var r = vec4<f32>(0.0);
     for (var u = first; u < units(pr); u += stride) {
-        let ru = unit_residuals(pr, ca, u, Z, C);
+        let e = unit_extra(pr, u);
+        let ru = unit_residuals(pr, ca, u, e, Z, C);
         let r0 = unit_row(pr, u);
-        if (u < pr.nc) {
+        if (e.n > 0u) {
+            // s on the normal alone; none on the cone rows (wide.rs correct_problem).
+            var sn = 0.0;
+            if (params.model == MODEL_NCP) {
+                sn = friction(pr, u) * wide_tangent(pr, C, r0, e);
+            }
+            work[wk(pr, S, r0)] = 0.0;
+            work[wk(pr, S, r0 + 1u)] = 0.0;
+            work[wk(pr, S, r0 + 2u)] = sn;
+            for (var j = 0u; j < e.n; j++) {
+                work[wk(pr, S, e.rows[j])] = 0.0;
+            }
+        } else if (u < pr.nc) {
             let c = vec3<f32>(wv(pr, C, r0), wv(pr, C, r0 + 1u), wv(pr, C, r0 + 2u));
             var s = vec3<f32>(0.0);
             if (params.model == MODEL_NCP) {
@@ -281,7 +426,7 @@ fn evaluate_units(pr: Problem, ca: Cache, first: u32, stride: u32) -> vec4<f32> 
             work[wk(pr, S, r0)] = s.x;
             work[wk(pr, S, r0 + 1u)] = s.y;
             work[wk(pr, S, r0 + 2u)] = s.z;
-        } else {
+        } else if (!is_cone_row(pr, u)) {
             work[wk(pr, S, r0)] = 0.0;
         }
         r = nan_max4(r, ru);
@@ -312,15 +457,22 @@ fn reach(pr: Problem, st: SolveResult) -> f32 {
 }
 
 // The diagonal of G + R averaged over the rows of unit u (a contact's
-// three, or a row alone): ρ's weights (contact/solvers/admm/mod.rs set_weights).
+// three and its cone rows, or a row alone; a cone row's is its contact's):
+// ρ's weights (contact/solvers/admm/mod.rs set_weights).
 fn unit_diagonal(pr: Problem, u: u32) -> f32 {
-    let r = unit_row(pr, u);
-    let n = unit_len(pr, u);
+    var c = u;
+    if (is_cone_row(pr, u)) {
+        c = u32(ROW_CONE - row_bound(pr, unit_row(pr, u)));
+    }
+    let r = unit_row(pr, c);
+    let n = unit_len(pr, c);
+    let e = unit_extra(pr, c);
     var d = 0.0;
-    for (var k = r; k < r + n; k++) {
+    for (var j = 0u; j < n + e.n; j++) {
+        let k = set_row(r, n, e, j);
         d += gtri(pr, tri(k) + k) + compliance(pr, k);
     }
-    return d / f32(n);
+    return d / f32(n + e.n);
 }
 
 // ρ's weight on the rows of unit u: 1 where ws (SolveResult.weights) is 0
@@ -422,15 +574,21 @@ fn rhs_units(pr: Problem, rho: f32, ws: f32, first: u32, stride: u32) {
 // (u + x̂ − z⁺ with tmp = x̂ + u).
 fn relax_project_units(pr: Problem, alpha: f32, first: u32, stride: u32) {
     for (var u = first; u < units(pr); u += stride) {
+        if (is_cone_row(pr, u)) {
+            continue; // with its contact
+        }
         let r = unit_row(pr, u);
         let n = unit_len(pr, u);
-        for (var k = r; k < r + n; k++) {
+        let e = unit_extra(pr, u);
+        for (var j = 0u; j < n + e.n; j++) {
+            let k = set_row(r, n, e, j);
             let zk = wv(pr, Z, k);
             work[wk(pr, ZPREV, k)] = zk;
             work[wk(pr, TMP, k)] = alpha * wv(pr, X, k) + (1.0 - alpha) * zk + wv(pr, U, k);
         }
-        project_unit(pr, u);
-        for (var k = r; k < r + n; k++) {
+        project_unit(pr, u, e);
+        for (var j = 0u; j < n + e.n; j++) {
+            let k = set_row(r, n, e, j);
             work[wk(pr, U, k)] = wv(pr, TMP, k) - wv(pr, Z, k);
         }
     }

@@ -403,8 +403,18 @@ fn finisher_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
     }
 }
 
+// Loop iterations a step spends finding contacts' cone rows (unit_extra:
+// a scan of the rows per contact, a few times per step), at most.
+fn cone_scans(pr: Problem) -> u32 {
+    return select(0u, 8u * units(pr) * (pr.nl + 4u), has_cone_rows(pr));
+}
+
 // Loop iterations of the next step of `main` (for the dispatch's budget).
 fn step_cost(pr: Problem, st: SolveResult) -> u32 {
+    return step_cost_rows(pr, st) + cone_scans(pr);
+}
+
+fn step_cost_rows(pr: Problem, st: SolveResult) -> u32 {
     let m = rows(pr);
     let mv = m * (m / 4u + 8u) + 8u;
     let tri_solve = units(pr) * (units(pr) + 4u) + 8u;
@@ -610,7 +620,10 @@ fn wa_lane0(lane: u32, v: f32) -> f32 {
 // best so far.
 fn wa_evaluate(pr: Problem, ca: Cache, lane: u32, st: ptr<function, SolveResult>) {
     wa_sync();
-    let r = take_floor(st, wa_max(lane, evaluate_units(pr, ca, lane, WA_LANES)));
+    let e = evaluate_units(pr, ca, lane, WA_LANES);
+    // (A contact writes its cone rows' c and s, which their own lanes read next.)
+    storageBarrier();
+    let r = take_floor(st, wa_max(lane, e));
     if (record(st, r)) {
         divide_units(pr, Z, BEST, 1.0, lane, WA_LANES);
     }
@@ -629,6 +642,10 @@ fn wa_squared_norm(pr: Problem, lane: u32, v: u32) -> f32 {
 
 // Loop iterations of the next step of one lane of `main_workgroup`.
 fn wa_step_cost(pr: Problem, st: SolveResult) -> u32 {
+    return wa_step_cost_rows(pr, st) + cone_scans(pr);
+}
+
+fn wa_step_cost_rows(pr: Problem, st: SolveResult) -> u32 {
     let m = rows(pr);
     let own = 3u * ((units(pr) + WA_LANES - 1u) / WA_LANES);
     let mv = own * (m / 4u + 8u) + 8u;
@@ -758,6 +775,8 @@ fn main_workgroup(
                 st.rho = rho_cold(st);
                 fill_units(pr, TMP, 0.0, lane, WA_LANES);
             }
+            // (A contact projects its cone rows, which other lanes own.)
+            wa_sync();
             project_units(pr, lane, WA_LANES);
             wa_evaluate(pr, ca, lane, &st);
             dual_start_units(pr, st.rho, st.weights, lane, WA_LANES);

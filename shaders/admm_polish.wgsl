@@ -84,7 +84,9 @@ fn polish_k(st: SolveResult) -> u32 {
 // Whether to polish the iterate z of st's evaluation.
 fn polish_due(pr: Problem, st: SolveResult) -> bool {
     let eps = st.eps_abs;
-    return params.polish != 0u && params.model == MODEL_NCP && eps > reach(pr, st) && is_finite(eps);
+    // (Three-row cones only, as on the CPU; Newton, which needs this too,
+    // does not take a contact's cone rows on the device.)
+    return params.polish != 0u && params.model == MODEL_NCP && !has_cone_rows(pr) && eps > reach(pr, st) && is_finite(eps);
 }
 
 // Whether iteration `it` is polished: the CPU's every POLISH_INTERVAL-th,
@@ -409,7 +411,7 @@ fn polish_candidate(pr: Problem, ca: Cache, n: u32, st: ptr<function, SolveResul
 fn judge_candidate(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) -> f32 {
     var r = vec4<f32>(0.0);
     for (var u = 0u; u < units(pr); u++) {
-        let ru = unit_residuals(pr, ca, u, X, TMP);
+        let ru = unit_residuals(pr, ca, u, unit_extra(pr, u), X, TMP);
         r = nan_max4(r, ru);
     }
     return take_floor(st, r).w;

@@ -61,14 +61,28 @@ fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
 }
 
 // The set of row k >= 3 nc, coded as src/gpu/batched/batch.rs `row_bound` codes it
-// (ROW_UNILATERAL: R+; ROW_BILATERAL: R; else the box [-b, b]; see
-// project_row): stored after G's triangle where pr.row_bounds says so.
+// (ROW_UNILATERAL: R+; ROW_BILATERAL: R; ROW_CONE - i and below: a row of
+// contact i's cone, which only ADMM reads (admm.wgsl, cone_extra); else
+// the box [-b, b]; see project_row): stored after G's triangle where
+// pr.row_bounds says so.
 fn row_bound(pr: Problem, k: u32) -> f32 {
     if (pr.row_bounds == 0u) {
         return ROW_UNILATERAL;
     }
     let m = rows(pr);
     return gtri(pr, m * (m + 1u) / 2u + k - 3u * pr.nc);
+}
+
+// Whether some rows after the contacts belong to a contact's cone (coded
+// ROW_CONE - i for contact i: torsional and rolling friction).
+fn has_cone_rows(pr: Problem) -> bool {
+    return (pr.row_bounds & ROW_BOUNDS_CONES) != 0u;
+}
+
+// Why a PGS kernel does not solve problem pr: the host's flags, or
+// FLAG_CONE_ROWS (PGS takes three-row cones only; ADMM takes wider ones).
+fn pgs_refusal(pr: Problem) -> u32 {
+    return pr.flags | select(0u, FLAG_CONE_ROWS, has_cone_rows(pr));
 }
 
 fn free_velocity(pr: Problem, k: u32) -> f32 {

@@ -79,6 +79,36 @@ fn project_soc(a: f32, half_space: bool, x: vec3<f32>) -> vec3<f32> {
     return vec3<f32>(x.x * s, x.y * s, np);
 }
 
+// project_soc on a point of any dimension given by its tangential norm t
+// and normal n (contact/wide.rs project_soc_wide): (s, n+), the projection
+// being (s x_T, n+).
+fn soc_scale(a: f32, half_space: bool, t: f32, n: f32) -> vec2<f32> {
+    if (half_space) {
+        return vec2<f32>(1.0, max(n, 0.0));
+    }
+    if (t <= a * n && n >= 0.0) {
+        return vec2<f32>(1.0, n);
+    }
+    if (a * t <= -n) {
+        return vec2<f32>(0.0);
+    }
+    var np: f32;
+    if (a > 1.0) {
+        np = (t + n / a) / (a + 1.0 / a);
+    } else {
+        np = (a * t + n) / (1.0 + a * a);
+    }
+    return vec2<f32>(a * np / t, np);
+}
+
+// soc_scale for the dual cone K_mu* (project_dual_cone).
+fn dual_soc_scale(mu: f32, t: f32, n: f32) -> vec2<f32> {
+    if (mu > 0.0) {
+        return soc_scale(1.0 / mu, false, t, n);
+    }
+    return soc_scale(0.0, true, t, n);
+}
+
 fn project_cone(mu: f32, x: vec3<f32>) -> vec3<f32> {
     return project_soc(mu, false, x);
 }

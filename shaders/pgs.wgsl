@@ -353,8 +353,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let pr = problems[index];
     let M = rows(pr);
     if (st.state == STATE_FRESH) {
-        if (pr.flags != 0u) {
-            finish(index, 0u, pr.flags, vec4<f32>(0.0), 0.0, 0u);
+        if (pgs_refusal(pr) != 0u) {
+            finish(index, 0u, pgs_refusal(pr), vec4<f32>(0.0), 0.0, 0u);
             return;
         }
         if (!blocks_psd(pr)) {

@@ -284,7 +284,7 @@ fn main_lanes(
         let st = results[l.index];
         if (st.state == STATE_FRESH) {
             fresh = true;
-            var refuse = pr.flags;
+            var refuse = pgs_refusal(pr);
             if (refuse == 0u && M > LC_ROWS / P) {
                 refuse = FLAG_OVER_CAPACITY;
             }

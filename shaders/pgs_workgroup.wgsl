@@ -239,7 +239,7 @@ fn main_workgroup(
         return;
     }
     if (state == STATE_FRESH) {
-        var refuse = pr.flags;
+        var refuse = pgs_refusal(pr);
         if (refuse == 0u && M > WG_MAX_ROWS) {
             refuse = FLAG_OVER_CAPACITY;
         }

@@ -1938,3 +1938,144 @@ fn scaled_rho_at_the_first_stall_on_the_device_as_on_the_cpu() {
         assert!(switched >= 2, "{decomposition:?}: {switched} switched");
     }
 }
+
+/// Problems with contacts' cone rows (torsional and rolling friction,
+/// `RowSet::Cone`, MuJoCo's `condim` 4 and 6): random ones (contact 0 with
+/// a spin row, contact 2 with a spin row and two rolling rows, beside a
+/// unilateral row and a box), and torsional.xml's three scenes (a sphere
+/// spinning, a ball rolling, a cube pinched and turned) every 20 steps,
+/// cold.
+fn cone_problems() -> Vec<(String, ContactProblem)> {
+    use moreau::contact::RowSet::{Box, Cone, Unilateral};
+    let mut out = Vec::new();
+    for seed in 0..8 {
+        let mut p = moreau::contact::random::random_mixed_problem(200 + seed, 4, 6);
+        p.row_sets = vec![Unilateral, Cone(0), Cone(2), Box(0.3), Cone(2), Cone(2)];
+        p.validate().unwrap();
+        out.push((format!("random #{seed}"), p));
+    }
+    let m = moreau::load::mjcf::parse_mjcf(
+        include_str!("data/mujoco/torsional.xml"),
+        "torsional.xml",
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/mujoco")),
+        &Default::default(),
+    )
+    .unwrap();
+    let model = std::sync::Arc::new(m.model);
+    let params = SimParams {
+        dt: m.timestep,
+        ..Default::default()
+    };
+    let mut sim = moreau::sim::Simulator::new(model.clone(), params).unwrap();
+    let mut state = moreau::sim::State::new(m.q0.clone(), DVector::zeros(model.nv));
+    (state.v[5], state.v[6], state.v[10]) = (5.0, 0.5, 1.0);
+    for step in 0..200 {
+        let ctrl = if step < 100 {
+            [0.15, -10.0]
+        } else {
+            [0.25, -10.0]
+        };
+        sim.step_controls(&mut state, &ctrl).unwrap();
+        if step % 20 == 19 {
+            let mut p = sim.problem_with_delassus().clone();
+            assert!(p.row_sets.iter().any(|s| matches!(s, Cone(_))));
+            p.warm_start.fill(0.0);
+            out.push((format!("torsional.xml step {step}"), p));
+        }
+    }
+    out
+}
+
+/// A contact's cone rows on the device (`shaders/admm.wgsl`, `cone_extra`):
+/// bare ADMM (no polish, no Newton) on problems with spin and rolling rows
+/// takes, in both decompositions, the iterations its f64 CPU twin takes
+/// (within 15 % or 3), converges (or stops at f32's floor), and its
+/// impulses solve the problem in f64 within 20× the tolerance; the CCP's
+/// (unique: `G` positive definite) equal the CPU's within 1e-3 of their
+/// size. The PGS kernels and their f32 CPU twin return such problems
+/// flagged `cone-rows`, the rest of the batch solved.
+#[test]
+fn wide_cones_on_the_device_as_on_the_cpu() {
+    let Some(ctx) = context() else { return };
+    let named = cone_problems();
+    let problems: Vec<ContactProblem> = named.iter().map(|(_, p)| p.clone()).collect();
+    let tol = 1e-6;
+    let settings = SolverSettings {
+        tolerance: tol,
+        max_iterations: 1000,
+        polish: false,
+        newton: false,
+        ..Default::default()
+    };
+    for kind in ADMM_KINDS {
+        let model = kind.contact_model(&settings).unwrap();
+        for decomposition in [Decomposition::Invocation, Decomposition::Workgroup] {
+            let cap = BatchCapacity::for_problems(&problems);
+            let mut gpu = GpuSolver::with_decomposition(&ctx, kind, cap, decomposition).unwrap();
+            let mut out = BatchOutput::default();
+            gpu.solve(&problems, &settings, &mut out).unwrap();
+            let (mut worst_eps, mut worst_lambda) = (0.0f64, 0.0f64);
+            for (k, (name, p)) in named.iter().enumerate() {
+                let o = out.problem(k);
+                let what = format!("{kind:?} {decomposition:?} {name}");
+                assert_eq!(
+                    o.result.flags,
+                    0,
+                    "{what}: {:?}",
+                    flag_names(o.result.flags)
+                );
+                assert!(o.converged() || o.at_floor(), "{what}: {:?}", o.result);
+                let mut cpu = ContactSolution::default();
+                kind.build().solve(p, &settings, &mut cpu).unwrap();
+                assert!(cpu.stats.converged, "{what}: CPU");
+                let (g, c) = (o.result.iterations as usize, cpu.stats.iterations);
+                assert!(
+                    g.abs_diff(c) <= 3.max(c * 15 / 100),
+                    "{what}: {g} iterations on the device, {c} on the CPU"
+                );
+                let lambda = DVector::from_iterator(p.m(), o.lambda.iter().map(|&x| x as f64));
+                let mut cv = vec![0.0; p.m()];
+                p.contact_velocity(lambda.as_slice(), &mut cv);
+                let eps = moreau::contact::rows_residuals(
+                    model,
+                    &p.mu,
+                    &p.row_sets,
+                    lambda.as_slice(),
+                    &cv,
+                )
+                .eps_abs;
+                worst_eps = worst_eps.max(eps / tol);
+                assert!(eps <= 20.0 * tol, "{what}: f64 eps_abs {eps:.1e}");
+                if kind == SolverKind::CcpAdmm {
+                    let size = cpu.lambda.amax().max(1e-3);
+                    let d = (&lambda - &cpu.lambda).amax() / size;
+                    worst_lambda = worst_lambda.max(d);
+                    assert!(d <= 1e-3, "{what}: λ {d:.1e} from the CPU's");
+                }
+            }
+            println!(
+                "{kind:?} {decomposition:?}: {} problems, worst f64 eps_abs {worst_eps:.2} tolerances, CCP λ within {worst_lambda:.1e}",
+                problems.len()
+            );
+        }
+    }
+    // PGS: flagged, the problem without cone rows beside them solved.
+    let mut batch = problems.clone();
+    batch.push(moreau::contact::random::random_mixed_problem(7, 3, 2));
+    let cap = BatchCapacity::for_problems(&batch);
+    let mut gpu = GpuSolver::new(&ctx, SolverKind::NcpPgs, cap).unwrap();
+    let mut out = BatchOutput::default();
+    gpu.solve(&batch, &settings, &mut out).unwrap();
+    let mut host = moreau::gpu::HostBatch::for_capacity(&cap);
+    for p in &batch {
+        host.push(p, 1000, tol);
+    }
+    let mut twin = BatchOutput::default();
+    moreau::gpu::cpu_f32::solve_batch_f32(SolverKind::NcpPgs, &host, &settings, &mut twin).unwrap();
+    for out in [&out, &twin] {
+        for k in 0..problems.len() {
+            assert_eq!(out.problem(k).result.flags, moreau::gpu::FLAG_CONE_ROWS);
+        }
+        assert!(out.problem(problems.len()).converged());
+    }
+}

@@ -9,6 +9,7 @@
 mod common;
 
 use common::mjcf::parse;
+use moreau::contact::SolverKind;
 use moreau::sim::{SimParams, Simulator, State};
 use nalgebra::DVector;
 use std::sync::Arc;
@@ -218,7 +219,6 @@ fn a_restored_warm_start_continues_bit_for_bit_with_cone_rows() {
 #[test]
 fn solvers_and_backends_without_wide_cones_refuse_them_by_name() {
     use moreau::batch::{Backend, BatchError, BatchOptions, BatchSim};
-    use moreau::contact::SolverKind;
     for solver in [
         SolverKind::LcpPgs,
         SolverKind::CcpPgs,
@@ -260,19 +260,106 @@ fn solvers_and_backends_without_wide_cones_refuse_them_by_name() {
         );
     }
     let (sim, state) = sphere_on_plane(0.1, 4, "0.8 0.01 0");
-    // The GPU backends, before any adapter is looked for.
+    // The GPU backends with a PGS kernel, before any adapter is looked for
+    // (their ADMM kernels take them: the_gpu_backends_take_wide_cones_with_admm).
     let model = sim.model().clone();
     for backend in [Backend::Gpu, Backend::GpuSolve] {
-        let options = BatchOptions {
+        let mut options = BatchOptions {
             backend,
             ..Default::default()
         };
+        options.params.solver = SolverKind::NcpPgs;
         match BatchSim::new(model.clone(), &state, 2, &options) {
             Err(e @ BatchError::GpuUnsupported(_)) => {
-                assert!(e.to_string().contains("condim 4 or 6"), "{e}")
+                let e = e.to_string();
+                assert!(
+                    e.contains("condim 4 or 6") && e.contains("ncp-admm") && e.contains("ncp-pgs"),
+                    "{e}"
+                )
             }
             Err(e) => panic!("{e}"),
-            Ok(_) => panic!("a GPU batch took cone rows"),
+            Ok(_) => panic!("a GPU batch with PGS took cone rows"),
+        }
+    }
+}
+
+/// The GPU backends with `ncp-admm` (the default) take torsional and
+/// rolling friction: host-prepared (the resident step says why not), each
+/// problem's cone rows solved by the ADMM kernel (`tests/gpu_solvers.rs`,
+/// `wide_cones_on_the_device_as_on_the_cpu`). `condim` 6, three worlds: a
+/// sphere spinning at 5 and at 2 rad/s, and one rolling at 0.3 m/s; over
+/// 0.3 s each follows the CPU backend's run within f32's reach, the
+/// spinners slow at the torsional rate (the second stopped by 0.1 s) and
+/// stop, and no world falls back to the CPU.
+#[test]
+fn the_gpu_backends_take_wide_cones_with_admm() {
+    use moreau::batch::{Backend, BatchSim};
+    let (mu_t, r) = (0.01, 0.1);
+    let (sim, rest) = sphere_on_plane(r, 6, &format!("0.8 {mu_t} 0.002"));
+    let model = sim.model().clone();
+    let mut starts = vec![rest.clone(); 3];
+    starts[0].v[5] = 5.0;
+    starts[1].v[5] = 2.0;
+    (starts[2].v[0], starts[2].v[4]) = (0.3, 0.3 / r);
+    let alpha = mu_t * G / (0.4 * r * r);
+    let run = |backend: Backend| {
+        let mut options = common::batch_options(backend, 1e-3);
+        options.params.solver_settings.tolerance = 1e-6;
+        let mut batch = if backend == Backend::CpuSingle {
+            BatchSim::new(model.clone(), &rest, 3, &options).unwrap()
+        } else {
+            common::gpu_batch(model.clone(), &rest, 3, &options)?
+        };
+        if backend == Backend::Gpu {
+            let notice = batch.notice().unwrap_or_default().to_string();
+            assert!(notice.contains("condim 4 or 6"), "{notice}");
+        }
+        for (w, s) in starts.iter().enumerate() {
+            batch.set_state(w, s.clone()).unwrap();
+        }
+        let mut spin_at = [0.0; 2];
+        for k in 1..=300 {
+            let report = batch.step(&vec![0.0; 3 * model.nv]).unwrap();
+            assert!(report.failed.is_empty(), "{backend:?} step {k}");
+            assert!(
+                report.fallbacks.is_empty(),
+                "{backend:?} step {k}: {:?}",
+                report.fallbacks
+            );
+            if k == 100 {
+                spin_at = [0, 1].map(|w| batch.state(w).unwrap().v[5]);
+            }
+        }
+        let end: Vec<State> = (0..3).map(|w| batch.state(w).unwrap().clone()).collect();
+        Some((spin_at, end))
+    };
+    let (cpu_spin, cpu) = run(Backend::CpuSingle).unwrap();
+    for backend in [Backend::Gpu, Backend::GpuSolve] {
+        let Some((spin, end)) = run(backend) else {
+            return;
+        };
+        for (w, omega0) in [5.0, 2.0].into_iter().enumerate() {
+            let analytic = (omega0 - alpha * 0.1).max(0.0);
+            assert!(
+                (spin[w] - analytic).abs() < 1e-3 * omega0,
+                "{backend:?} world {w}: ω(0.1 s) = {}, analytic {analytic}, CPU {}",
+                spin[w],
+                cpu_spin[w]
+            );
+            assert!(
+                end[w].v.amax() < 1e-3,
+                "{backend:?} world {w}: {}",
+                end[w].v
+            );
+        }
+        for w in 0..3 {
+            let dq = (&end[w].q - &cpu[w].q).amax();
+            let dv = (&end[w].v - &cpu[w].v).amax();
+            println!("{backend:?} world {w}: |q − q_cpu| {dq:.1e}, |v − v_cpu| {dv:.1e}");
+            assert!(
+                dq < 1e-4 && dv < 1e-3,
+                "{backend:?} world {w}: {dq:.1e}, {dv:.1e}"
+            );
         }
     }
 }

@@ -18,6 +18,7 @@
 //! The GPU part needs an adapter (lavapipe in CI, `MOREAU_REQUIRE_GPU=1`).
 
 use moreau::contact::cone::{Pyramid, de_saxce, project_cone, project_dual_cone};
+use moreau::contact::wide::{Wide, project_cone_wide, project_dual_cone_wide};
 use moreau::contact::{ContactModel, KernelModel};
 use moreau::gpu::GpuContext;
 use moreau::gpu::batch::{GpuContact, GpuParams, GpuProblem, GpuResult};
@@ -523,6 +524,40 @@ fn cone_functions_match_their_cpu_twins_on_input_grids() {
         &cases,
         |c| de_saxce(c[0][3], v3(c[0])).to_vec(),
     );
+    // soc_scale and dual_soc_scale, the wide cones' projections, in four
+    // dimensions: the grid's tangential part turned into (t1, t2, spin) by
+    // a third of it moved to the spin row, a = [t1, t2, n, μ], b.x the spin.
+    let wide: Vec<[[f32; 4]; 3]> = cases
+        .iter()
+        .map(|c| {
+            let [t1, t2, n, mu] = c[0];
+            [[t1, 0.7 * t2, n, mu], [0.5 * t2, 0.0, 0.0, 0.0], [0.0; 4]]
+        })
+        .collect();
+    let cpu_wide = |c: &[[f32; 4]; 3], dual: bool| {
+        let x = Wide::gather(&[c[0][0], c[0][1], c[0][2], c[1][0]], 0, &[3]);
+        let mu = c[0][3];
+        let p = if dual {
+            project_dual_cone_wide(mu, x)
+        } else {
+            project_cone_wide(mu, x)
+        };
+        // [t1, t2, spin, n]
+        p.x[..4].to_vec()
+    };
+    for (what, f) in [
+        ("soc_scale", "soc_scale(a.w, false, T, a.z)"),
+        ("dual_soc_scale", "dual_soc_scale(a.w, T, a.z)"),
+    ] {
+        let k = f.replace('T', "sqrt(a.x * a.x + a.y * a.y + b.x * b.x)");
+        check(
+            &ctx,
+            what,
+            &format!("vec4<f32>({k}.x * a.x, {k}.x * a.y, {k}.x * b.x, {k}.y)"),
+            &wide,
+            |c| cpu_wide(c, what == "dual_soc_scale"),
+        );
+    }
 }
 
 #[test]

@@ -527,8 +527,8 @@ pub(crate) fn _model_from_pickle(
 /// Loads a URDF or MJCF file. `floating_base` (URDF): attach the root link
 /// by a free joint (default: unless the root link is `world`).
 /// `sliding_friction_only` (MJCF): take contacts with torsional or rolling
-/// friction (`condim` 4 or 6, simulated on the CPU backends; the GPU
-/// kernels refuse them) as `condim` 3. What the file holds that moreau
+/// friction (`condim` 4 or 6, simulated on the CPU backends and by the GPU's
+/// ADMM kernels, host-prepared) as `condim` 3. What the file holds that moreau
 /// does not load (an unsupported sensor type, …) is said in a
 /// `UserWarning` each, naming the element.
 #[pyfunction]

@@ -36,18 +36,21 @@ pub(super) fn host_prepared_gpu(
     ctx: &GpuContext,
 ) -> Result<GpuState, BatchError> {
     // The rows after the contacts: one per side of each limited joint, the
-    // equalities, dry friction and tendon limits.
-    let max_nl = crate::sim::rows::max_rows(model);
+    // equalities, dry friction and tendon limits; then each contact's cone
+    // rows (torsional and rolling friction).
+    let base_nl = crate::sim::rows::max_rows(model);
+    let per_contact = 3 + crate::sim::rows::max_cone_rows_per_contact(model);
     let mut max_nc = options.max_contacts_per_world.max(1);
     // A decomposition that holds a bounded number of rows keeps room for
     // the limit rows: fewer contacts go to the GPU (the rest is solved on
     // the CPU and counted).
     if let Some(rows) = options.gpu_decomposition.max_rows(options.params.solver)?
-        && 3 * max_nc + max_nl > rows
-        && rows >= max_nl + 3
+        && per_contact * max_nc + base_nl > rows
+        && rows >= base_nl + per_contact
     {
-        max_nc = (rows - max_nl) / 3;
+        max_nc = (rows - base_nl) / per_contact;
     }
+    let max_nl = base_nl + (per_contact - 3) * max_nc;
     let first = options.initial_contacts_per_world.clamp(1, max_nc);
     let chunks = options.pipeline_chunks.clamp(1, nworlds);
     let per_chunk = nworlds.div_ceil(chunks);

@@ -146,11 +146,17 @@ impl BatchSim {
         let available = memory::available_memory();
         estimate.check(nworlds, available)?;
         let (mut gpu, mut resident, mut notice) = (None, None, None);
-        if options.backend.uses_gpu() && !model.spin_pairs().is_empty() {
+        let solver = options.params.solver;
+        let admm = matches!(
+            crate::gpu::kernel::check_kernel(solver),
+            Ok((crate::contact::Kernel::Admm, _))
+        );
+        if options.backend.uses_gpu() && !model.spin_pairs().is_empty() && !admm {
             return Err(BatchError::GpuUnsupported(format!(
-                "{}: its kernels solve three-row friction cones only, and {} pair(s) of its geoms have torsional or rolling friction (condim 4 or 6); use a CPU backend, or load with sliding_friction_only",
+                "{}: {} pair(s) of its geoms have torsional or rolling friction (condim 4 or 6), whose wider friction cones the GPU solves with ncp-admm and ccp-admm only, not {}; use one of those, a CPU backend, or load with sliding_friction_only",
                 model.name,
-                model.spin_pairs().len()
+                model.spin_pairs().len(),
+                solver.name()
             )));
         }
         if options.backend.uses_gpu() {

@@ -65,9 +65,9 @@ pub mod vjp;
 pub use batched::{admm, batch, cpu_f32, kernel, pgs, registry, shader};
 
 pub use batch::{
-    BatchCapacity, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD, FLAG_OVER_CAPACITY,
-    GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch, Layout,
-    POLISH_MAX_UNKNOWNS, ROW_BILATERAL, ROW_UNILATERAL, flag_names, row_bound,
+    BatchCapacity, FLAG_CONE_ROWS, FLAG_DIVERGED, FLAG_INVALID, FLAG_LOOP_LIMIT, FLAG_NOT_PSD,
+    FLAG_OVER_CAPACITY, GpuContact, GpuParams, GpuProblem, GpuResult, HostBatch, InterleavedBatch,
+    Layout, POLISH_MAX_UNKNOWNS, ROW_BILATERAL, ROW_CONE, ROW_UNILATERAL, flag_names, row_bound,
 };
 pub use batched::{BatchOutput, GpuSolver, ProblemOutput, Submission, check_capacity};
 pub use kernel::{Decomposition, check_kernel, gpu_solvers};

@@ -420,8 +420,23 @@ impl ExtraRows {
     }
 }
 
+/// The most cone rows one contact of `model` can add after the contacts
+/// ([`ExtraRows::gather_cones`]): 1 where some pair has torsional friction
+/// alone, 3 with rolling friction, 0 without either.
+pub fn max_cone_rows_per_contact(model: &Model) -> usize {
+    model
+        .spin_pairs()
+        .iter()
+        .map(|&(a, b)| {
+            let [spin, roll] = model.geometry_spin(a, b);
+            usize::from(spin > 0.0) + 2 * usize::from(roll > 0.0)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The most one-dimensional rows a step of `model` can have after its
-/// contacts: two per limited hinge or slide (one per stop), one per ball
+/// contacts (cone rows aside: [`max_cone_rows_per_contact`]): two per limited hinge or slide (one per stop), one per ball
 /// joint's cone limit, then what [`ExtraRows::gather`] can make (each
 /// equality's rows, dry friction on each dof and tendon that has it, two
 /// per tendon range). The GPU batches size their problems by it.

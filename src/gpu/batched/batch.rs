@@ -127,10 +127,11 @@ crate::wgsl_struct! {
         /// Row 0 of its λ and c in `lambda` and `cvel` (row `k` at
         /// `vector_offset + k·stride`): `3·contact_offset` when packed.
         pub vector_offset: u32 => "u32",
-        /// 0: every row after the contacts is unilateral (`ℝ₊`). 1: the rows'
-        /// sets follow G's triangle in `delassus`, one f32 per row (element
-        /// `m(m+1)/2 + l` of the problem's array for row `3·nc + l`), coded by
-        /// [`row_bound`].
+        /// 0: every row after the contacts is unilateral (`ℝ₊`).
+        /// [`ROW_BOUNDS_STORED`]: the rows' sets follow G's triangle in
+        /// `delassus`, one f32 per row (element `m(m+1)/2 + l` of the
+        /// problem's array for row `3·nc + l`), coded by [`row_bound`]; with
+        /// [`ROW_BOUNDS_CONES`] too where some are rows of a contact's cone.
         pub row_bounds: u32 => "u32",
     }
 }
@@ -200,12 +201,26 @@ pub const ROW_UNILATERAL: f32 = -1.0;
 /// (far from `f32::MAX`, so that WGSL's literal of it is plainly in range).
 pub const ROW_BILATERAL: f32 = 1e38;
 
+/// A row of contact `i`'s cone (`RowSet::Cone(i)`: its spin or rolling
+/// row, MuJoCo's `condim` 4 and 6) as [`row_bound`] codes it:
+/// `ROW_CONE − i`. The ADMM kernels project and judge it with its contact
+/// (`shaders/admm.wgsl`, `cone_extra`); the PGS kernels refuse its problem
+/// ([`FLAG_CONE_ROWS`]).
+pub const ROW_CONE: f32 = -2.0;
+/// The most contacts a problem with cone rows may have: each contact's code
+/// `ROW_CONE − i` is an integer f32 holds exactly.
+pub const MAX_CONE_CONTACTS: usize = 1 << 23;
+/// [`GpuProblem::row_bounds`]: the rows' sets are stored after G's triangle.
+pub const ROW_BOUNDS_STORED: u32 = 1;
+/// [`GpuProblem::row_bounds`]: some of those rows belong to a contact's cone.
+pub const ROW_BOUNDS_CONES: u32 = 2;
+
 /// A one-dimensional row's set as the kernels read it: [`ROW_UNILATERAL`]
-/// (negative), [`ROW_BILATERAL`], or a box `[−b, b]` as `b` (`0 ≤ b <
-/// ROW_BILATERAL`: dry friction, MJCF's `frictionloss`). `None` for a box
-/// whose bound f32 cannot hold below [`ROW_BILATERAL`] (NaN, negative, too
-/// large), and for a row of a contact's cone (the kernels solve three-row
-/// cones only: such a problem is flagged invalid).
+/// (−1), [`ROW_BILATERAL`], a box `[−b, b]` as `b` (`0 ≤ b <
+/// ROW_BILATERAL`: dry friction, MJCF's `frictionloss`), or a row of
+/// contact `i`'s cone as `ROW_CONE − i` (≤ −2). `None` for a box whose
+/// bound f32 cannot hold below [`ROW_BILATERAL`] (NaN, negative, too
+/// large), and a cone row of a contact past [`MAX_CONE_CONTACTS`].
 pub fn row_bound(set: RowSet) -> Option<f32> {
     match set {
         RowSet::Unilateral => Some(ROW_UNILATERAL),
@@ -214,7 +229,18 @@ pub fn row_bound(set: RowSet) -> Option<f32> {
             let x = b as f32;
             (0.0..ROW_BILATERAL).contains(&x).then_some(x)
         }
-        RowSet::Cone(_) => None,
+        RowSet::Cone(i) => (i < MAX_CONE_CONTACTS).then_some(ROW_CONE - i as f32),
+    }
+}
+
+/// [`GpuProblem::row_bounds`] of problem `p`.
+fn row_bounds_of(p: &ContactProblem) -> u32 {
+    if p.all_unilateral() {
+        0
+    } else if p.row_sets.iter().any(|s| matches!(s, RowSet::Cone(_))) {
+        ROW_BOUNDS_STORED | ROW_BOUNDS_CONES
+    } else {
+        ROW_BOUNDS_STORED
     }
 }
 
@@ -740,7 +766,7 @@ impl HostBatch {
     fn header(
         &mut self,
         (nc, nl): (usize, usize),
-        row_bounds: bool,
+        row_bounds: u32,
         max_iterations: usize,
         tolerance: f64,
     ) {
@@ -757,7 +783,7 @@ impl HostBatch {
             nl: nl as u32,
             stride: 1,
             vector_offset: 3 * self.contacts.len() as u32,
-            row_bounds: row_bounds as u32,
+            row_bounds,
         });
         self.declared_nc.push(nc as u32);
         self.declared_nl.push(nl as u32);
@@ -812,7 +838,7 @@ impl HostBatch {
                 self.flagged((nc, nl), f, max_iterations, tolerance);
                 continue;
             }
-            self.header((nc, nl), !p.all_unilateral(), max_iterations, tolerance);
+            self.header((nc, nl), row_bounds_of(p), max_iterations, tolerance);
             let h = self.problems.last_mut().expect("a header was pushed");
             // The header's offsets, for the totals; the data come below.
             self.unilateral_rows += 3 * nl.div_ceil(3);

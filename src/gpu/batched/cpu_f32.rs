@@ -18,8 +18,8 @@
 
 use super::BatchOutput;
 use super::batch::{
-    FLAG_DIVERGED, FLAG_NOT_PSD, GpuContact, GpuProblem, GpuResult, HostBatch, ROW_BILATERAL,
-    STATE_DONE,
+    FLAG_CONE_ROWS, FLAG_DIVERGED, FLAG_NOT_PSD, GpuContact, GpuProblem, GpuResult, HostBatch,
+    ROW_BILATERAL, ROW_BOUNDS_CONES, STATE_DONE,
 };
 use crate::contact::ContactModel;
 use crate::contact::RowSet;
@@ -81,7 +81,7 @@ impl Problem<'_> {
     fn project(&self, k: usize, x: f32) -> f32 {
         match self.set(k) {
             RowSet::Unilateral => x.max(0.0),
-            // (A cone row is never decoded: its problem is refused.)
+            // (A cone row is never decoded: its problem is refused, pgs_cone_flag.)
             RowSet::Bilateral | RowSet::Cone(_) => x,
             RowSet::Box(b) => x.clamp(-(b as f32), b as f32),
         }
@@ -114,6 +114,16 @@ impl Problem<'_> {
             }
             *ci = s;
         }
+    }
+}
+
+/// [`FLAG_CONE_ROWS`] where problem `h` has rows of a contact's cone, which
+/// the PGS kernels refuse (`pgs_refusal` in `shaders/common.wgsl`).
+fn pgs_cone_flag(h: &GpuProblem) -> u32 {
+    if h.row_bounds & ROW_BOUNDS_CONES != 0 {
+        FLAG_CONE_ROWS
+    } else {
+        0
     }
 }
 
@@ -231,8 +241,9 @@ fn solve_one(
         ..Default::default()
     };
     let nc = h.nc as usize;
-    if h.flags != 0 {
-        out.flags = h.flags;
+    let refused = h.flags | pgs_cone_flag(h);
+    if refused != 0 {
+        out.flags = refused;
         return out;
     }
     if !blocks_psd(p, nc, h.delassus_scale) {

@@ -21,6 +21,11 @@ pub const FLAG_OVER_CAPACITY: u32 = 8;
 /// problem was left running (seen on lavapipe when the limit cuts a
 /// workgroup kernel's loops, whose barriers then no longer pair up).
 pub const FLAG_LOOP_LIMIT: u32 = 16;
+/// Flag: the problem has rows of a contact's wider cone (torsional or
+/// rolling friction, MuJoCo's `condim` 4 and 6), which only the ADMM
+/// kernels solve; the PGS kernels (and their f32 CPU twin) return it
+/// unsolved.
+pub const FLAG_CONE_ROWS: u32 = 32;
 
 /// A problem flag: its bit, its name in messages and its WGSL constant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +36,7 @@ pub struct Flag {
 }
 
 /// Every flag (the WGSL constants are generated from this table).
-pub const FLAGS: [Flag; 5] = [
+pub const FLAGS: [Flag; 6] = [
     Flag {
         bit: FLAG_INVALID,
         name: "invalid",
@@ -56,6 +61,11 @@ pub const FLAGS: [Flag; 5] = [
         bit: FLAG_LOOP_LIMIT,
         name: "driver-loop-limit",
         wgsl_name: "FLAG_LOOP_LIMIT",
+    },
+    Flag {
+        bit: FLAG_CONE_ROWS,
+        name: "cone-rows",
+        wgsl_name: "FLAG_CONE_ROWS",
     },
 ];
 

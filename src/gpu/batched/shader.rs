@@ -9,7 +9,7 @@
 
 use super::batch::{
     FLAGS, GpuContact, GpuParams, GpuProblem, GpuResult, LANE_SEGMENTS, ROW_BILATERAL,
-    ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
+    ROW_BOUNDS_CONES, ROW_CONE, ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
 };
 use super::kernel::BatchKernel;
 use crate::contact::KernelModel;
@@ -44,6 +44,8 @@ pub fn shared_constants() -> Vec<WgslConst> {
         WgslConst::u32("LANE_SEGMENTS", LANE_SEGMENTS as u32),
         WgslConst::f32("ROW_UNILATERAL", ROW_UNILATERAL as f64),
         WgslConst::f32("ROW_BILATERAL", ROW_BILATERAL as f64),
+        WgslConst::f32("ROW_CONE", ROW_CONE as f64),
+        WgslConst::u32("ROW_BOUNDS_CONES", ROW_BOUNDS_CONES),
     ];
     c.extend(
         KernelModel::ALL

@@ -128,6 +128,12 @@ pub fn unsupported(model: &Model) -> Option<String> {
             model.na()
         ));
     }
+    if !model.spin_pairs().is_empty() {
+        return Some(format!(
+            "the resident step builds three-row friction cones, and {} pair(s) of its geoms have torsional or rolling friction (condim 4 or 6)",
+            model.spin_pairs().len()
+        ));
+    }
     if model.nbodies > MAX_BODIES {
         return Some(format!(
             "{} bodies, over the {MAX_BODIES} the kernel is compiled for",

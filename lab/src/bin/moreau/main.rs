@@ -583,8 +583,8 @@ struct ModelFileArgs {
     #[arg(long, value_name = "DIR")]
     package_dir: Vec<PathBuf>,
     /// MJCF: take contacts with torsional or rolling friction (`condim` 4
-    /// or 6; simulated on the CPU, refused by the GPU backends) as
-    /// `condim` 3, sliding friction only.
+    /// or 6; simulated on the CPU, and on the GPU backends host-prepared
+    /// with ncp-admm or ccp-admm) as `condim` 3, sliding friction only.
     #[arg(long)]
     sliding_friction_only: bool,
     /// Robot files: start the 1-dof joints named PATTERN (`*` matches any
