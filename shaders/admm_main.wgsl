@@ -403,10 +403,14 @@ fn finisher_step(pr: Problem, ca: Cache, st: ptr<function, SolveResult>) {
     }
 }
 
-// Loop iterations a step spends finding contacts' cone rows (unit_extra:
-// a scan of the rows per contact, a few times per step), at most.
+// Loop iterations a step spends on contacts' cone rows, at most: finding
+// them (unit_extra: a scan of the rows per contact, a few times per step)
+// and, in every problem, the wide branches' loops, which lavapipe counts
+// against its loop limit even where no lane enters them (measured: without
+// this, the workgroup kernel's steps on problems without cone rows were
+// cut by the limit).
 fn cone_scans(pr: Problem) -> u32 {
-    return select(0u, 8u * units(pr) * (pr.nl + 4u), has_cone_rows(pr));
+    return 16u * units(pr) + 16u + select(0u, 8u * units(pr) * (pr.nl + 4u), has_cone_rows(pr));
 }
 
 // Loop iterations of the next step of `main` (for the dispatch's budget).
@@ -542,6 +546,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 if (st.iterations % POLISH_INTERVAL == 0u) {
                     st.polish |= NEWTON_AFTER;
                 }
+            } else if (has_cone_rows(pr) && st.iterations % POLISH_INTERVAL == 0u && newton_due(pr, st)) {
+                // (No polish of wider cones: Newton alone, as on the CPU.)
+                newton_start(&st, PHASE_ITERATE);
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
                 if (st.state == PHASE_ITERATE && !stall_guarded(pr, &st) && balancing) {
@@ -621,8 +628,11 @@ fn wa_lane0(lane: u32, v: f32) -> f32 {
 fn wa_evaluate(pr: Problem, ca: Cache, lane: u32, st: ptr<function, SolveResult>) {
     wa_sync();
     let e = evaluate_units(pr, ca, lane, WA_LANES);
-    // (A contact writes its cone rows' c and s, which their own lanes read next.)
-    storageBarrier();
+    // (A contact writes its cone rows' c and s, which their own lanes read
+    // next. Only there: lavapipe counts a barrier against its loop limit.)
+    if (has_cone_rows(pr)) {
+        storageBarrier();
+    }
     let r = take_floor(st, wa_max(lane, e));
     if (record(st, r)) {
         divide_units(pr, Z, BEST, 1.0, lane, WA_LANES);
@@ -776,7 +786,9 @@ fn main_workgroup(
                 fill_units(pr, TMP, 0.0, lane, WA_LANES);
             }
             // (A contact projects its cone rows, which other lanes own.)
-            wa_sync();
+            if (has_cone_rows(pr)) {
+                wa_sync();
+            }
             project_units(pr, lane, WA_LANES);
             wa_evaluate(pr, ca, lane, &st);
             dual_start_units(pr, st.rho, st.weights, lane, WA_LANES);
@@ -824,6 +836,9 @@ fn main_workgroup(
                 if (st.iterations % POLISH_INTERVAL == 0u) {
                     st.polish |= NEWTON_AFTER;
                 }
+            } else if (has_cone_rows(pr) && st.iterations % POLISH_INTERVAL == 0u && newton_due(pr, st)) {
+                // (No polish of wider cones: Newton alone, as on the CPU.)
+                newton_start(&st, PHASE_ITERATE);
             } else {
                 let balancing = iteration_evaluated(pr, &st, st.eps_abs);
                 if (st.state == PHASE_ITERATE && !stall_guarded(pr, &st) && balancing) {

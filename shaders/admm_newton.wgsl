@@ -17,7 +17,10 @@
 // r (1, then 100, each from z); where none solves, the solve goes on where
 // it left off (Newton uses x, z_prev, tmp, y and the polish's scratch).
 // Only problems of at most POLISH_MAX_UNKNOWNS rows (J's factor takes the
-// polish's k x k floats, k = m). Phases, each a step of the state machine:
+// polish's k x k floats, k = m). A contact with cone rows (torsional and
+// rolling friction) is one block over its d rows, t1, t2, its cone rows,
+// then n (newton.rs's wide blocks: WideRows, WideUnit); its cone rows' own
+// units are left to it. Phases, each a step of the state machine:
 //   NSTART   lambda = z in x, its c in tmp
 //   NJAC     F (PF), ||F||^2 (PPHI), eps = NEWTON_REGULARIZATION max |J_ee|
 //   NFACTOR  one column of the LU factor of J + eps I
@@ -67,9 +70,10 @@ fn newton_scale(st: SolveResult) -> f32 {
     return select(NEWTON_SCALE_0, NEWTON_SCALE_1, newton_scale_index(st) == 1u);
 }
 
-// Whether to run Newton from an iterate of residual eps.
+// Whether to run Newton from an iterate of residual eps (also where the
+// polish is not: a problem with cone rows).
 fn newton_due(pr: Problem, st: SolveResult) -> bool {
-    return params.newton != 0u && polish_due(pr, st) && rows(pr) <= POLISH_MAX_UNKNOWNS;
+    return params.newton != 0u && finisher_due(pr, st) && rows(pr) <= POLISH_MAX_UNKNOWNS;
 }
 
 fn newton_start(st: ptr<function, SolveResult>, ret: u32) {
@@ -113,6 +117,173 @@ fn newton_r(pr: Problem, ca: Cache, u: u32, scale: f32) -> f32 {
         n = 3.0;
     }
     return scale * select(1.0, n / tr, tr > 0.0);
+}
+
+// --- Contacts with cone rows: one block of d rows -----------------------
+
+// Contact i's rows in Newton's order: t1, t2, its cone rows, n.
+struct WideRows {
+    rows: array<u32, 6>,
+    d: u32,
+}
+
+fn wide_rows(pr: Problem, i: u32) -> WideRows {
+    let e = unit_extra(pr, i);
+    var w: WideRows;
+    let r = 3u * i;
+    w.rows[0] = r;
+    w.rows[1] = r + 1u;
+    for (var j = 0u; j < e.n; j++) {
+        w.rows[2u + j] = e.rows[j];
+    }
+    w.d = 3u + e.n;
+    w.rows[w.d - 1u] = r + 2u;
+    return w;
+}
+
+// No contact (wide_contact_of).
+const NO_WIDE: u32 = 0xffffffffu;
+
+// The contact with cone rows that row e belongs to, or NO_WIDE.
+fn wide_contact_of(pr: Problem, e: u32) -> u32 {
+    if (!has_cone_rows(pr)) {
+        return NO_WIDE;
+    }
+    var i = e / 3u;
+    if (e >= 3u * pr.nc) {
+        let b = row_bound(pr, e);
+        if (b > ROW_CONE) {
+            return NO_WIDE;
+        }
+        i = u32(ROW_CONE - b);
+    }
+    if (unit_extra(pr, i).n == 0u) {
+        return NO_WIDE;
+    }
+    return i;
+}
+
+const WIDE_BREAKING: u32 = 0u;
+const WIDE_STICKING: u32 = 1u;
+const WIDE_SLIDING: u32 = 2u;
+// No friction and w = 0: F_T = lambda_T.
+const WIDE_FREE: u32 = 3u;
+
+// A wide contact's piece of F: its mode, r, mu, and where it slides the
+// direction t of w = lambda_T - r c_T and s = mu (lambda_N - r c_N) / |w|.
+struct WideUnit {
+    mode: u32,
+    r: f32,
+    mu: f32,
+    s: f32,
+    rad: f32,
+    t: array<f32, 5>,
+}
+
+fn wide_unit(pr: Problem, ca: Cache, w: WideRows, i: u32, scale: f32, lv: u32, cv: u32) -> WideUnit {
+    var ww = w;
+    var b: WideUnit;
+    var tr = 0.0;
+    for (var a = 0u; a < ww.d; a++) {
+        tr += gr(pr, ca, ww.rows[a], ww.rows[a]);
+    }
+    b.r = scale * select(1.0, f32(ww.d) / tr, tr > 0.0);
+    b.mu = friction(pr, i);
+    let nrow = ww.rows[ww.d - 1u];
+    let rn = wv(pr, lv, nrow) - b.r * wv(pr, cv, nrow);
+    if (rn <= 0.0) {
+        b.mode = WIDE_BREAKING;
+        return b;
+    }
+    var nw2 = 0.0;
+    for (var a = 0u; a + 1u < ww.d; a++) {
+        let x = wv(pr, lv, ww.rows[a]) - b.r * wv(pr, cv, ww.rows[a]);
+        b.t[a] = x;
+        nw2 += x * x;
+    }
+    let nw = sqrt(nw2);
+    b.rad = b.mu * rn;
+    if (b.rad > 0.0 && nw <= b.rad) {
+        b.mode = WIDE_STICKING;
+    } else if (nw > 0.0) {
+        b.mode = WIDE_SLIDING;
+        b.s = b.rad / nw;
+        for (var a = 0u; a + 1u < ww.d; a++) {
+            b.t[a] /= nw;
+        }
+    } else {
+        b.mode = WIDE_FREE;
+    }
+    return b;
+}
+
+// F on the contact's row a (of d; a = d - 1 the normal) at (lv, cv).
+fn wide_f(pr: Problem, w: WideRows, b: WideUnit, a: u32, lv: u32, cv: u32) -> f32 {
+    var ww = w;
+    var bb = b;
+    let k = ww.rows[a];
+    if (bb.mode == WIDE_BREAKING) {
+        return wv(pr, lv, k);
+    }
+    if (bb.mode == WIDE_STICKING || a + 1u == ww.d) {
+        return bb.r * wv(pr, cv, k);
+    }
+    if (bb.mode == WIDE_SLIDING) {
+        return wv(pr, lv, k) - bb.rad * bb.t[a];
+    }
+    return wv(pr, lv, k);
+}
+
+// dF_a / dlambda_q (dc false) or dF_a / dc_q (dc true), a and q of the
+// contact's d rows (newton.rs's sliding block in d dimensions).
+fn wide_d(b: WideUnit, d: u32, a: u32, q: u32, dc: bool) -> f32 {
+    var bb = b;
+    let same = f32(a == q);
+    if (bb.mode == WIDE_BREAKING) {
+        return select(same, 0.0, dc);
+    }
+    if (bb.mode == WIDE_STICKING || a + 1u == d) {
+        return select(0.0, bb.r * same, dc);
+    }
+    if (bb.mode == WIDE_FREE) {
+        return select(same, 0.0, dc);
+    }
+    let ta = bb.t[a];
+    if (q + 1u == d) {
+        return select(-bb.mu * ta, bb.mu * bb.r * ta, dc);
+    }
+    let proj = same - ta * bb.t[q];
+    return select(same - bb.s * proj, bb.r * bb.s * proj, dc);
+}
+
+// Where row e is among the contact's rows (d if not).
+fn wide_index(w: WideRows, e: u32) -> u32 {
+    var ww = w;
+    for (var a = 0u; a < ww.d; a++) {
+        if (ww.rows[a] == e) {
+            return a;
+        }
+    }
+    return ww.d;
+}
+
+// J[e][j] for row e of wide contact i (newton_entry).
+fn wide_entry(pr: Problem, ca: Cache, scale: f32, i: u32, e: u32, j: u32) -> f32 {
+    let w = wide_rows(pr, i);
+    var ww = w;
+    let b = wide_unit(pr, ca, w, i, scale, X, TMP);
+    let a = wide_index(w, e);
+    var v = 0.0;
+    for (var q = 0u; q < ww.d; q++) {
+        let dc = wide_d(b, ww.d, a, q, true);
+        if (dc != 0.0) {
+            v += dc * gr(pr, ca, ww.rows[q], j);
+        }
+        if (ww.rows[q] == j) {
+            v += wide_d(b, ww.d, a, q, false);
+        }
+    }
+    return v;
 }
 
 // One unit's F and its rows of dF/dlambda (l0, l1, l2) and dF/dc (c0, c1,
@@ -203,6 +374,10 @@ fn newton_row(b: NewtonUnit, s: u32, dc: bool) -> vec3<f32> {
 
 // J[e][j] of (dF/dlambda + dF/dc (G + R)) at (x, tmp).
 fn newton_entry(pr: Problem, ca: Cache, scale: f32, e: u32, j: u32) -> f32 {
+    let wi = wide_contact_of(pr, e);
+    if (wi != NO_WIDE) {
+        return wide_entry(pr, ca, scale, wi, e, j);
+    }
     let u = row_unit(pr, e);
     let b = newton_unit(pr, ca, u, scale, X, TMP);
     let k = unit_row(pr, u);
@@ -222,6 +397,22 @@ fn newton_entry(pr: Problem, ca: Cache, scale: f32, e: u32, j: u32) -> f32 {
 fn newton_merit(pr: Problem, ca: Cache, scale: f32, store: bool) -> f32 {
     var phi = 0.0;
     for (var u = 0u; u < units(pr); u++) {
+        if (is_cone_row(pr, u)) {
+            continue; // with its contact
+        }
+        if (u < pr.nc && unit_extra(pr, u).n > 0u) {
+            let w = wide_rows(pr, u);
+            var ww = w;
+            let b = wide_unit(pr, ca, w, u, scale, X, TMP);
+            for (var a = 0u; a < ww.d; a++) {
+                let f = wide_f(pr, w, b, a, X, TMP);
+                phi += f * f;
+                if (store) {
+                    work[pk(pr, PF, ww.rows[a])] = f;
+                }
+            }
+            continue;
+        }
         let b = newton_unit(pr, ca, u, scale, X, TMP);
         let k = unit_row(pr, u);
         let n = unit_len(pr, u);
@@ -240,6 +431,19 @@ fn newton_merit(pr: Problem, ca: Cache, scale: f32, store: bool) -> f32 {
 // count its whole velocity in the complementarity residual).
 fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
     for (var u = 0u; u < units(pr); u++) {
+        if (is_cone_row(pr, u)) {
+            continue; // with its contact
+        }
+        if (u < pr.nc && unit_extra(pr, u).n > 0u) {
+            let w = wide_rows(pr, u);
+            var ww = w;
+            if (wide_unit(pr, ca, w, u, scale, X, TMP).mode == WIDE_BREAKING) {
+                for (var a = 0u; a < ww.d; a++) {
+                    work[wk(pr, X, ww.rows[a])] = 0.0;
+                }
+            }
+            continue;
+        }
         let k = unit_row(pr, u);
         let n = unit_len(pr, u);
         if (u >= pr.nc) {
@@ -272,6 +476,13 @@ fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
 fn newton_directions_settled(pr: Problem, st: SolveResult) -> bool {
     let slow = reach(pr, st);
     for (var i = 0u; i < pr.nc; i++) {
+        let e = unit_extra(pr, i);
+        if (e.n > 0u) {
+            if (!wide_direction_settled(pr, st, i, e, slow)) {
+                return false;
+            }
+            continue;
+        }
         let r = 3u * i;
         let lt = vec2<f32>(wv(pr, X, r), wv(pr, X, r + 1u));
         let ct = vec2<f32>(wv(pr, TMP, r), wv(pr, TMP, r + 1u));
@@ -283,6 +494,26 @@ fn newton_directions_settled(pr: Problem, st: SolveResult) -> bool {
         }
     }
     return true;
+}
+
+// newton_directions_settled for contact i with cone rows e: its
+// tangential rows all together.
+fn wide_direction_settled(pr: Problem, st: SolveResult, i: u32, e: ConeExtra, slow: f32) -> bool {
+    let r = 3u * i;
+    let nl = wide_tangent(pr, X, r, e);
+    let n = wide_tangent(pr, TMP, r, e);
+    let sliding = nl > 0.0 && nl >= (1.0 - SLIDING_BAND) * friction(pr, i) * wv(pr, X, r + 2u);
+    if (!(n > slow && sliding)) {
+        return true;
+    }
+    let w = wide_rows(pr, i);
+    var ww = w;
+    var dd = 0.0;
+    for (var a = 0u; a + 1u < ww.d; a++) {
+        let x = wv(pr, X, ww.rows[a]) / nl + wv(pr, TMP, ww.rows[a]) / n;
+        dd += x * x;
+    }
+    return sqrt(dd) <= direction_tolerance(st, n);
 }
 
 // One step of Newton (one invocation does it all; in main_workgroup, lane
@@ -335,6 +566,23 @@ fn newton_solve(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f
             work[pk(pr, PAD, k)] = row_times(pr, ca, k, ZPREV);
         }
         for (var u = 0u; u < units(pr); u++) {
+            if (is_cone_row(pr, u)) {
+                continue; // with its contact
+            }
+            if (u < pr.nc && unit_extra(pr, u).n > 0u) {
+                let w = wide_rows(pr, u);
+                var ww = w;
+                let b = wide_unit(pr, ca, w, u, scale, X, TMP);
+                for (var a = 0u; a < ww.d; a++) {
+                    var jd = 0.0;
+                    for (var q = 0u; q < ww.d; q++) {
+                        let kq = ww.rows[q];
+                        jd += wide_d(b, ww.d, a, q, false) * wv(pr, ZPREV, kq) + wide_d(b, ww.d, a, q, true) * pv(pr, PAD, kq);
+                    }
+                    work[wk(pr, Y, ww.rows[a])] = -pv(pr, PF, ww.rows[a]) - jd;
+                }
+                continue;
+            }
             let b = newton_unit(pr, ca, u, scale, X, TMP);
             let k = unit_row(pr, u);
             if (u >= pr.nc) {

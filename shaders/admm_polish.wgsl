@@ -83,10 +83,15 @@ fn polish_k(st: SolveResult) -> u32 {
 
 // Whether to polish the iterate z of st's evaluation.
 fn polish_due(pr: Problem, st: SolveResult) -> bool {
+    // (Three-row cones only, as on the CPU; Newton takes wider ones.)
+    return !has_cone_rows(pr) && finisher_due(pr, st);
+}
+
+// Whether a finisher may end this solve: the NCP's, with the polish on,
+// short of its reach.
+fn finisher_due(pr: Problem, st: SolveResult) -> bool {
     let eps = st.eps_abs;
-    // (Three-row cones only, as on the CPU; Newton, which needs this too,
-    // does not take a contact's cone rows on the device.)
-    return params.polish != 0u && params.model == MODEL_NCP && !has_cone_rows(pr) && eps > reach(pr, st) && is_finite(eps);
+    return params.polish != 0u && params.model == MODEL_NCP && eps > reach(pr, st) && is_finite(eps);
 }
 
 // Whether iteration `it` is polished: the CPU's every POLISH_INTERVAL-th,
