@@ -31,7 +31,7 @@
 // contact's cone rows (torsional and rolling friction, contact/wide.rs) are
 // rows after the contacts, each a unit of its own for the linear algebra
 // and the per-row copies, but projected, judged and corrected with its
-// contact by the contact's unit (cone_extra). Every per-row and per-unit function
+// contact by the contact's unit (unit_extra). Every per-row and per-unit function
 // below takes (first, stride) and works on units first, first + stride, ...:
 // (0, 1) in `main`, (lane, WA_LANES) in `main_workgroup`, where a lane owns
 // its units' rows and alone writes them.

@@ -62,7 +62,7 @@ fn gsym(pr: Problem, i: u32, j: u32) -> f32 {
 
 // The set of row k >= 3 nc, coded as src/gpu/batched/batch.rs `row_bound` codes it
 // (ROW_UNILATERAL: R+; ROW_BILATERAL: R; ROW_CONE - i and below: a row of
-// contact i's cone, which only ADMM reads (admm.wgsl, cone_extra); else
+// contact i's cone, which only ADMM reads (admm.wgsl, unit_extra); else
 // the box [-b, b]; see project_row): stored after G's triangle where
 // pr.row_bounds says so.
 fn row_bound(pr: Problem, k: u32) -> f32 {

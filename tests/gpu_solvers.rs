@@ -1986,7 +1986,7 @@ fn cone_problems() -> Vec<(String, ContactProblem)> {
     out
 }
 
-/// A contact's cone rows on the device (`shaders/admm.wgsl`, `cone_extra`):
+/// A contact's cone rows on the device (`shaders/admm.wgsl`, `unit_extra`):
 /// bare ADMM (no polish, no Newton) on problems with spin and rolling rows
 /// takes, in both decompositions, the iterations its f64 CPU twin takes
 /// (within 15 % or 3), converges (or stops at f32's floor), and its

@@ -204,7 +204,7 @@ pub const ROW_BILATERAL: f32 = 1e38;
 /// A row of contact `i`'s cone (`RowSet::Cone(i)`: its spin or rolling
 /// row, MuJoCo's `condim` 4 and 6) as [`row_bound`] codes it:
 /// `ROW_CONE − i`. The ADMM kernels project and judge it with its contact
-/// (`shaders/admm.wgsl`, `cone_extra`); the PGS kernels refuse its problem
+/// (`shaders/admm.wgsl`, `unit_extra`); the PGS kernels refuse its problem
 /// ([`FLAG_CONE_ROWS`]).
 pub const ROW_CONE: f32 = -2.0;
 /// The most contacts a problem with cone rows may have: each contact's code
