@@ -128,7 +128,11 @@ struct WideRows {
 }
 
 fn wide_rows(pr: Problem, i: u32) -> WideRows {
-    let e = unit_extra(pr, i);
+    return wide_rows_of(i, unit_extra(pr, i));
+}
+
+// wide_rows of contact i whose cone rows e are found.
+fn wide_rows_of(i: u32, e: ConeExtra) -> WideRows {
     var w: WideRows;
     let r = 3u * i;
     w.rows[0] = r;
@@ -400,8 +404,9 @@ fn newton_merit(pr: Problem, ca: Cache, scale: f32, store: bool) -> f32 {
         if (is_cone_row(pr, u)) {
             continue; // with its contact
         }
-        if (u < pr.nc && unit_extra(pr, u).n > 0u) {
-            let w = wide_rows(pr, u);
+        let e = unit_extra(pr, u);
+        if (e.n > 0u) {
+            let w = wide_rows_of(u, e);
             var ww = w;
             let b = wide_unit(pr, ca, w, u, scale, X, TMP);
             for (var a = 0u; a < ww.d; a++) {
@@ -434,8 +439,9 @@ fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
         if (is_cone_row(pr, u)) {
             continue; // with its contact
         }
-        if (u < pr.nc && unit_extra(pr, u).n > 0u) {
-            let w = wide_rows(pr, u);
+        let e = unit_extra(pr, u);
+        if (e.n > 0u) {
+            let w = wide_rows_of(u, e);
             var ww = w;
             if (wide_unit(pr, ca, w, u, scale, X, TMP).mode == WIDE_BREAKING) {
                 for (var a = 0u; a < ww.d; a++) {
@@ -506,7 +512,7 @@ fn wide_direction_settled(pr: Problem, st: SolveResult, i: u32, e: ConeExtra, sl
     if (!(n > slow && sliding)) {
         return true;
     }
-    let w = wide_rows(pr, i);
+    let w = wide_rows_of(i, e);
     var ww = w;
     var dd = 0.0;
     for (var a = 0u; a + 1u < ww.d; a++) {
@@ -569,8 +575,9 @@ fn newton_solve(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f
             if (is_cone_row(pr, u)) {
                 continue; // with its contact
             }
-            if (u < pr.nc && unit_extra(pr, u).n > 0u) {
-                let w = wide_rows(pr, u);
+            let e = unit_extra(pr, u);
+            if (e.n > 0u) {
+                let w = wide_rows_of(u, e);
                 var ww = w;
                 let b = wide_unit(pr, ca, w, u, scale, X, TMP);
                 for (var a = 0u; a < ww.d; a++) {
