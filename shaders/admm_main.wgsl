@@ -568,7 +568,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         store_units(pr, 0u, 1u);
     }
     if (loop_limit_reached()) {
-        st.flags |= FLAG_LOOP_LIMIT;
+        st.flags = cut_flags(st.flags);
         st.state = STATE_DONE;
     }
     report_rho(&st);
@@ -872,7 +872,7 @@ fn main_workgroup(
         return;
     }
     if (atomicLoad(&wa_limit) != 0u) {
-        st.flags |= FLAG_LOOP_LIMIT;
+        st.flags = cut_flags(st.flags);
         st.state = STATE_DONE;
     }
     report_rho(&st);

@@ -217,6 +217,12 @@ fn loop_limit_reached() -> bool {
     return k != params.canary;
 }
 
+// The flags of a problem whose dispatch the loop limit cut (flags.rs's
+// cut_flags): the verdicts made before any loop, and FLAG_LOOP_LIMIT.
+fn cut_flags(flags: u32) -> u32 {
+    return (flags & FLAGS_KEPT_WHEN_CUT) | FLAG_LOOP_LIMIT;
+}
+
 // Whether invocation `index` has a problem still to solve (in the batch, not done).
 fn pending(index: u32) -> bool {
     return index < params.num_problems && results[index].state != STATE_DONE;

@@ -408,7 +408,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         res = stopping_residuals(pr, local_max);
     }
     if (loop_limit_reached()) {
-        finish(index, it, flags | FLAG_LOOP_LIMIT, res, 0.0, 0u);
+        finish(index, it, cut_flags(flags), res, 0.0, 0u);
         return;
     }
     if (finished) {

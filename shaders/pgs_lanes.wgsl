@@ -406,7 +406,7 @@ fn main_lanes(
         return;
     }
     if (limit) {
-        finish(l.index, it, flags | FLAG_LOOP_LIMIT, res, 0.0, 0u);
+        finish(l.index, it, cut_flags(flags), res, 0.0, 0u);
         return;
     }
     if (finished) {

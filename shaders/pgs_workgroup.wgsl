@@ -336,7 +336,7 @@ fn main_workgroup(
         return;
     }
     if (atomicLoad(&wg_limit) != 0u) {
-        finish(index, it, flags | FLAG_LOOP_LIMIT, res, 0.0, 0u);
+        finish(index, it, cut_flags(flags), res, 0.0, 0u);
         return;
     }
     if (finished) {

@@ -69,6 +69,20 @@ pub const FLAGS: [Flag; 6] = [
     },
 ];
 
+/// The flags a problem keeps when a dispatch was cut by the driver's loop
+/// limit: the verdicts made before any loop ran (the host's validation, the
+/// capacity, the cone rows a PGS kernel does not take). The others (a
+/// non-positive pivot, non-finite iterates) come from loops the driver may
+/// have cut, so they are dropped rather than reported as the problem's.
+pub const FLAGS_KEPT_WHEN_CUT: u32 = FLAG_INVALID | FLAG_OVER_CAPACITY | FLAG_CONE_ROWS;
+
+/// The flags of a problem whose dispatch the driver's loop limit cut:
+/// [`FLAG_LOOP_LIMIT`] and those in [`FLAGS_KEPT_WHEN_CUT`] (the kernels'
+/// `cut_flags` in `common.wgsl` applies the same rule).
+pub fn cut_flags(flags: u32) -> u32 {
+    (flags & FLAGS_KEPT_WHEN_CUT) | FLAG_LOOP_LIMIT
+}
+
 /// Trip count of the kernels' canary loop (see [`FLAG_LOOP_LIMIT`]).
 pub const CANARY: u32 = 16;
 

@@ -8,8 +8,9 @@
 //! sizes against their `#[repr(C)]` twins.
 
 use super::batch::{
-    FLAGS, GpuContact, GpuParams, GpuProblem, GpuResult, LANE_SEGMENTS, ROW_BILATERAL,
-    ROW_BOUNDS_CONES, ROW_CONE, ROW_UNILATERAL, STATE_DONE, STATE_FRESH, STATE_RUNNING,
+    FLAGS, FLAGS_KEPT_WHEN_CUT, GpuContact, GpuParams, GpuProblem, GpuResult, LANE_SEGMENTS,
+    ROW_BILATERAL, ROW_BOUNDS_CONES, ROW_CONE, ROW_UNILATERAL, STATE_DONE, STATE_FRESH,
+    STATE_RUNNING,
 };
 use super::kernel::BatchKernel;
 use crate::contact::KernelModel;
@@ -53,6 +54,7 @@ pub fn shared_constants() -> Vec<WgslConst> {
             .map(|&m| WgslConst::u32(m.wgsl_name(), m as u32)),
     );
     c.extend(FLAGS.iter().map(|f| WgslConst::u32(f.wgsl_name, f.bit)));
+    c.push(WgslConst::u32("FLAGS_KEPT_WHEN_CUT", FLAGS_KEPT_WHEN_CUT));
     c
 }
 

@@ -6,8 +6,8 @@
 
 use super::batch::HostBatch;
 use super::batch::{
-    BatchCapacity, FLAG_LOOP_LIMIT, GpuContact, GpuProblem, GpuResult, InterleavedBatch, Layout,
-    READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE,
+    BatchCapacity, GpuContact, GpuProblem, GpuResult, InterleavedBatch, Layout,
+    READBACK_TAIL_BYTES, ROUND_TIMESTAMPS, RUNNING_COUNTER_BYTES, STATE_DONE, cut_flags,
 };
 use super::kernel::{AdapterClass, BatchKernel, BatchShape, Decomposition, check_kernel};
 use super::output::{BatchOutput, Headers};
@@ -840,7 +840,7 @@ impl GpuSolver {
                     // None running, yet not finished: the kernel never
                     // recorded this problem's end (a cut dispatch).
                     for r in out.results.iter_mut().filter(|r| r.state != STATE_DONE) {
-                        r.flags |= FLAG_LOOP_LIMIT;
+                        r.flags = cut_flags(r.flags);
                     }
                     self.timings.set(Stage::Download, started.elapsed());
                 }
