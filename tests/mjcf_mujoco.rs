@@ -681,7 +681,7 @@ fn welds_and_connects_to_mocap_bodies_match_mujoco() {
     let (m, model, mut sim) = data_file_simulator("mocap.xml");
     // The mocap bodies jump at t = 0 (the box 20 cm from its weld's pose):
     // recovered as MuJoCo's stiffest rows recover them, unbounded (by
-    // default at 1 m/s: below).
+    // default at 5 m/s; at 1 m/s below).
     sim.params.max_equality_recovery_speed = None;
     assert_eq!(model.mocap.len(), 2);
     assert_eq!(
@@ -717,9 +717,9 @@ fn welds_and_connects_to_mocap_bodies_match_mujoco() {
     );
     assert!(worst_rigid < 1e-5, "rigid: {worst_rigid:e}");
 
-    // By default the equalities' recovery is bounded at 1 m/s (rad/s): the
-    // welds' errors (0.77 at the jump) close over tenths of a second, where
-    // unbounded they close in a few steps; closed within 1 s either way.
+    // The equalities' recovery bounded at 1 m/s (rad/s): the welds' errors
+    // (0.77 at the jump) close over tenths of a second, where unbounded
+    // they close in a few steps; closed within 1 s either way.
     let run = |bound: Option<f64>| {
         let (m, _, mut sim) = data_file_simulator("mocap.xml");
         sim.params.max_equality_recovery_speed = bound;

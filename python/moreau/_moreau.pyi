@@ -343,7 +343,7 @@ class BatchSim:
         """World ``world``'s step parameters from its next step on
         (``max_recovery_speed``: the most speed the recovery of a
         penetration or a joint past its stop may ask for, ``math.inf``
-        unbounded; ``max_equality_recovery_speed``: an equality's, 1 by
+        unbounded; ``max_equality_recovery_speed``: an equality's, 5 by
         default; ``mocap_compliance``: the compliance of an equality to a
         mocap body, 0.01 by default, 0 rigid; ``penetration_compliance``:
         the compliance of a penetrating contact's normal row, 0 (rigid) by

@@ -32,9 +32,10 @@ pub struct SimParams {
     /// errors each as a vector), under [`Self::max_recovery_speed`] too: by default
     /// [`DEFAULT_EQUALITY_RECOVERY`]. A weld started far from its pose (a
     /// hand welded to a mocap target its arm's stops keep it from) then
-    /// pulls at this speed instead of `β e / dt` (Meta-World's scenes: a
-    /// body thrown 72 m in a passive second, three settles refused on a
-    /// non-finite step; none bounded). `None`: unbounded.
+    /// pulls at this speed instead of `β e / dt` (Meta-World's scenes,
+    /// before their mocap welds were compliant: a body thrown 72 m in a
+    /// passive second, three settles refused on a non-finite step; none
+    /// bounded). `None`: unbounded.
     #[serde(default = "default_equality_recovery")]
     pub max_equality_recovery_speed: Option<f64>,
     /// Contacts are generated for gaps below this margin (m).
@@ -183,8 +184,20 @@ impl Default for SimParams {
     }
 }
 
-/// The default [`SimParams::max_equality_recovery_speed`]: 1 m/s (rad/s).
-pub const DEFAULT_EQUALITY_RECOVERY: f64 = 1.0;
+/// The default [`SimParams::max_equality_recovery_speed`]: 5 m/s (rad/s).
+/// MuJoCo's default weld (`solref` 0.02 s, critically damped) closes an
+/// error `e` at a peak speed of about `e / (0.02 s · ℯ)`: 9 m/s for the
+/// 0.49 m Meta-World's hand starts from its mocap weld once its arm is in
+/// range. At 5 m/s moreau's welds close it nearly as fast (every body of
+/// the 44 scenes within MuJoCo's own spread every 0.25 s of a passive
+/// settle, `tests/mjcf_corpus.rs`), where 1 m/s (the bound until
+/// 2026-12-08) left the hand 26 cm from MuJoCo's at 0.25 s. Not higher: a
+/// mocap target out of reach pulls each step with an impulse of about
+/// `bound / (α s)` ([`SimParams::mocap_compliance`]), and the taut arm's
+/// explicit step rings once `bound · dt / (α L)` nears 4 (`L` its length):
+/// two 0.5 m links at `dt` 2 ms and α 0.01 ring at 33 rad/s with 10 m/s
+/// and come to rest with 5 (`tests/equality_tendon_friction.rs`).
+pub const DEFAULT_EQUALITY_RECOVERY: f64 = 5.0;
 
 fn default_equality_recovery() -> Option<f64> {
     Some(DEFAULT_EQUALITY_RECOVERY)

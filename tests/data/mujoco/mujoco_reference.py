@@ -39,15 +39,20 @@ Outputs:
   position every 0.25 s of a 1 s passive settle (zero controls,
   semi-implicit Euler at the file's time step) from qpos0 with the joints
   that qpos0 puts beyond their ranges moved onto them (settle_qpos_start);
-  then the same with MuJoCo's constraints made as stiff as it allows
+  then the same with MuJoCo's contacts made as stiff as it allows
   (settle_root_xpos_stiff: override solref 2·timestep, 1; solimp 0.99
-  0.999; margin 0).
+  0.999; margin 0; the override concerns contacts alone, so the joint
+  limits and equalities keep their own solref).
 - manipulation.json: the same as corpus.json for robosuite 1.5.2's robots
   (`robosuite/models/assets/robots/*/robot.xml`) and Meta-World 3.1.1's
   Sawyer scenes (`metaworld/assets/sawyer_xyz/*.xml`), both installed by
-  `scripts/fetch-robot-files`, and every body's `xpos` at the end of both
-  settles (`settle_xpos_end`, `settle_xpos_end_stiff`); written by MuJoCo
-  4.0.1 (alone: `--only manipulation SITE_PACKAGES`).
+  `scripts/fetch-robot-files`, and every body's `xpos` every 0.25 s of both
+  settles (`settle_xpos`, `settle_xpos_stiff`: (time, positions)) and, at
+  those times, the largest distance between one body's positions in the two
+  runs at any step so far (`settle_spread`: (time, metres)); its stiff run
+  stiffens every row, the joint limits, dry friction, tendons and
+  equalities (the mocap welds) as well as the contacts (`stiffen_rows`);
+  written by MuJoCo 4.0.1 (alone: `--only manipulation SITE_PACKAGES`).
 - inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
   mesh under each `<mesh inertia>` mode, a flat mesh's shell inertia), every
   body's mass, centre of mass and inertia about it in the body frame. Last
@@ -245,23 +250,34 @@ def manipulation(site):
 
 def settle(m, start):
     """(time, x, y, z) of body 1 every SETTLE_EVERY seconds of a passive
-    settle from `start`, zero controls; the contacts at its end; and every
-    body's position (xpos) at its end."""
+    settle from `start`, zero controls; the contacts at its end; every
+    body's position (xpos) at those times after the start, to 1 µm; and
+    every body's position at every step (an array, steps + 1 × nbody × 3)."""
     d = mujoco.MjData(m)
     d.qpos[:] = start
     mujoco.mj_forward(m, d)
     steps = int(round(SETTLE_SECONDS / m.opt.timestep))
     every = max(1, int(round(SETTLE_EVERY / m.opt.timestep)))
-    root = []
+    root, bodies, trail = [], [], []
     for k in range(steps + 1):
+        # After mj_step, xpos is still that of the state before the
+        # step's integration: the positions of the current qpos.
+        mujoco.mj_kinematics(m, d)
+        trail.append(d.xpos.copy())
         if k % every == 0 or k == steps:
-            # After mj_step, xpos is still that of the state before the
-            # step's integration: the positions of the current qpos.
-            mujoco.mj_kinematics(m, d)
             root.append([float(d.time)] + floats(d.xpos[1] if m.nbody > 1 else np.zeros(3)))
+            if k > 0:
+                bodies.append([float(d.time), [[round(float(x), 6) for x in p] for p in d.xpos]])
         if k < steps:
             mujoco.mj_step(m, d)
-    return root, int(d.ncon), [floats(p) for p in d.xpos]
+    return root, int(d.ncon), bodies, np.array(trail)
+
+
+def spread(trail, trail_stiff, times, timestep):
+    """At each of `times`: the largest distance between one body's
+    positions in the two runs at any step so far."""
+    apart = np.maximum.accumulate(np.linalg.norm(trail - trail_stiff, axis=2).max(axis=1))
+    return [[t, float(apart[int(round(t / timestep))])] for t in times]
 
 
 def corpus_reference(site, rel, all_bodies=False):
@@ -283,15 +299,20 @@ def corpus_reference(site, rel, all_bodies=False):
         if m.jnt_limited[j] and hinge_or_slide:
             a = m.jnt_qposadr[j]
             start[a] = min(max(start[a], m.jnt_range[j, 0]), m.jnt_range[j, 1])
-    root, ncon, end = settle(m, start)
+    root, ncon, bodies, trail = settle(m, start)
     # The same with MuJoCo's constraints as stiff as it allows (time constant
     # 2 dt, critically damped, impedance 0.99 to 0.999, no margin): MuJoCo's
     # own approach to rigid contacts and limits.
+    # corpus.json's stiff run stiffens the contacts alone (`override`);
+    # manipulation.json's (all_bodies) every row: the joint limits and the
+    # equalities (mocap welds) too, which decide where an arm settles.
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_OVERRIDE
     m.opt.o_solref[:] = [2 * m.opt.timestep, 1.0]
-    m.opt.o_solimp[:] = [0.99, 0.999, 0.001, 0.5, 2.0]
+    m.opt.o_solimp[:] = STIFF_SOLIMP
     m.opt.o_margin = 0.0
-    stiff, _, end_stiff = settle(m, start)
+    if all_bodies:
+        stiffen_rows(m)
+    stiff, _, bodies_stiff, trail_stiff = settle(m, start)
     out = {
         "file": rel,
         "nq": m.nq,
@@ -318,8 +339,9 @@ def corpus_reference(site, rel, all_bodies=False):
         "settle_ncon": ncon,
     }
     if all_bodies:
-        out["settle_xpos_end"] = end
-        out["settle_xpos_end_stiff"] = end_stiff
+        out["settle_xpos"] = bodies
+        out["settle_xpos_stiff"] = bodies_stiff
+        out["settle_spread"] = spread(trail, trail_stiff, [t for t, _ in bodies], m.opt.timestep)
     return out
 
 
@@ -352,6 +374,25 @@ MOCAP_POSES = [
 ]
 
 
+STIFF_SOLIMP = [0.99, 0.999, 0.001, 0.5, 2.0]
+
+
+def stiffen_rows(m):
+    """Every equality, dry-friction, joint-limit and tendon row as stiff as
+    MuJoCo allows (time constant 2 dt, critically damped, impedance 0.99 to
+    0.999). The `override` flag concerns contacts only: each kind of
+    constraint row has its own solref and solimp."""
+    for ref, imp in [
+        (m.eq_solref, m.eq_solimp),
+        (m.dof_solref, m.dof_solimp),
+        (m.jnt_solref, m.jnt_solimp),
+        (m.tendon_solref_lim, m.tendon_solimp_lim),
+        (m.tendon_solref_fri, m.tendon_solimp_fri),
+    ]:
+        ref[:] = [2 * m.opt.timestep, 1.0]
+        imp[:] = STIFF_SOLIMP
+
+
 def constraints_reference(xml, ctrl=CONSTRAINT_CTRL, mocap=None):
     """qpos every 0.25 s of 1 s under `ctrl` (and the mocap bodies at
     `mocap`'s poses), default and stiff."""
@@ -361,19 +402,7 @@ def constraints_reference(xml, ctrl=CONSTRAINT_CTRL, mocap=None):
     for key, stiff in [("qpos", False), ("qpos_stiff", True)]:
         m = mujoco.MjModel.from_xml_path(str(xml))
         if stiff:
-            # (The `override` flag concerns contacts only: each kind of
-            # constraint row has its own solref and solimp.)
-            solref = [2 * m.opt.timestep, 1.0]
-            solimp = [0.99, 0.999, 0.001, 0.5, 2.0]
-            for ref, imp in [
-                (m.eq_solref, m.eq_solimp),
-                (m.dof_solref, m.dof_solimp),
-                (m.jnt_solref, m.jnt_solimp),
-                (m.tendon_solref_lim, m.tendon_solimp_lim),
-                (m.tendon_solref_fri, m.tendon_solimp_fri),
-            ]:
-                ref[:] = solref
-                imp[:] = solimp
+            stiffen_rows(m)
         d = mujoco.MjData(m)
         d.ctrl[:] = ctrl
         for i, pose in enumerate(mocap or []):
