@@ -39,20 +39,21 @@ Outputs:
   position every 0.25 s of a 1 s passive settle (zero controls,
   semi-implicit Euler at the file's time step) from qpos0 with the joints
   that qpos0 puts beyond their ranges moved onto them (settle_qpos_start);
-  then the same with MuJoCo's contacts made as stiff as it allows
-  (settle_root_xpos_stiff: override solref 2·timestep, 1; solimp 0.99
-  0.999; margin 0; the override concerns contacts alone, so the joint
-  limits and equalities keep their own solref).
+  then the same with MuJoCo's constraints made as stiff as it allows
+  (settle_root_xpos_stiff: every row's solref 2·timestep, 1 and solimp
+  0.99 0.999, the contacts' through `override` with margin 0, the joint
+  limits', dry friction's, tendons' and equalities' through their own
+  solref and solimp, `stiffen_rows`: `override` concerns contacts alone).
+  Written by MuJoCo 4.0.1 (alone: `--only corpus SITE_PACKAGES`; until
+  2026-12-08 by 4.0.0 with the contacts alone stiffened).
 - manipulation.json: the same as corpus.json for robosuite 1.5.2's robots
   (`robosuite/models/assets/robots/*/robot.xml`) and Meta-World 3.1.1's
   Sawyer scenes (`metaworld/assets/sawyer_xyz/*.xml`), both installed by
   `scripts/fetch-robot-files`, and every body's `xpos` every 0.25 s of both
   settles (`settle_xpos`, `settle_xpos_stiff`: (time, positions)) and, at
   those times, the largest distance between one body's positions in the two
-  runs at any step so far (`settle_spread`: (time, metres)); its stiff run
-  stiffens every row, the joint limits, dry friction, tendons and
-  equalities (the mocap welds) as well as the contacts (`stiffen_rows`);
-  written by MuJoCo 4.0.1 (alone: `--only manipulation SITE_PACKAGES`).
+  runs at any step so far (`settle_spread`: (time, metres)); written by
+  MuJoCo 4.0.1 (alone: `--only manipulation SITE_PACKAGES`).
 - inertia.json: for inertia.xml (shell inertias of primitives, an L-shaped
   mesh under each `<mesh inertia>` mode, a flat mesh's shell inertia), every
   body's mass, centre of mass and inertia about it in the body frame. Last
@@ -240,6 +241,14 @@ def manipulation_files(site):
     return [str(f.relative_to(site)) for f in robots + scenes]
 
 
+def corpus(site):
+    return {
+        "versions": dict(versions(), dm_control=DM_CONTROL_VERSION, mjlab=MJLAB_VERSION),
+        "settle_seconds": SETTLE_SECONDS,
+        "models": [corpus_reference(site, rel) for rel in corpus_files(site)],
+    }
+
+
 def manipulation(site):
     return {
         "versions": dict(versions(), robosuite=ROBOSUITE_VERSION, metaworld=METAWORLD_VERSION),
@@ -303,15 +312,13 @@ def corpus_reference(site, rel, all_bodies=False):
     # The same with MuJoCo's constraints as stiff as it allows (time constant
     # 2 dt, critically damped, impedance 0.99 to 0.999, no margin): MuJoCo's
     # own approach to rigid contacts and limits.
-    # corpus.json's stiff run stiffens the contacts alone (`override`);
-    # manipulation.json's (all_bodies) every row: the joint limits and the
-    # equalities (mocap welds) too, which decide where an arm settles.
+    # Every row: the contacts (`override`, which concerns contacts alone),
+    # the joint limits, dry friction, tendons and equalities (stiffen_rows).
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_OVERRIDE
     m.opt.o_solref[:] = [2 * m.opt.timestep, 1.0]
     m.opt.o_solimp[:] = STIFF_SOLIMP
     m.opt.o_margin = 0.0
-    if all_bodies:
-        stiffen_rows(m)
+    stiffen_rows(m)
     stiff, _, bodies_stiff, trail_stiff = settle(m, start)
     out = {
         "file": rel,
@@ -680,16 +687,12 @@ def main():
     if sys.argv[1:3] == ["--only", "manipulation"]:
         write(HERE / "manipulation.json", manipulation(Path(sys.argv[3])))
         return
+    if sys.argv[1:3] == ["--only", "corpus"]:
+        write(HERE / "corpus.json", corpus(Path(sys.argv[3])))
+        return
     assets = gymnasium_assets(__doc__)
     site = assets.parent.parent.parent.parent
-    write(
-        HERE / "corpus.json",
-        {
-            "versions": dict(versions(), dm_control=DM_CONTROL_VERSION, mjlab=MJLAB_VERSION),
-            "settle_seconds": SETTLE_SECONDS,
-            "models": [corpus_reference(site, rel) for rel in corpus_files(site)],
-        },
-    )
+    write(HERE / "corpus.json", corpus(site))
     files = sorted(assets.glob("*.xml"))
     if not files:
         sys.exit(f"no MJCF files in {assets}")
