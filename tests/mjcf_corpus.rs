@@ -797,7 +797,7 @@ fn meta_worlds_hand_follows_its_mocap_body() {
 const WEDGED: &[&str] = &["sawyer_peg_unplug_side.xml", "sawyer_pick_out_of_hole.xml"];
 
 /// Meta-World's 44 scenes from `qpos0` under random controls (uniform in
-/// the gripper's control ranges, redrawn every step), 1 000 steps each:
+/// the gripper's control ranges, redrawn every step), 4 000 steps each:
 /// every state finite, and every solve converged (or within 10 times the
 /// tolerance). The hand's weld to its mocap body against the
 /// arm's stops made these problems infeasible while the weld was rigid
@@ -835,7 +835,7 @@ fn meta_world_scenes_converge_under_random_controls() {
             .collect();
         let tol = sim.params.solver_settings.tolerance;
         let (mut unconverged, mut near) = (0, 0);
-        for _ in 0..1000 {
+        for _ in 0..4000 {
             let ctrl: Vec<f64> = ranges.iter().map(|&(lo, hi)| rng.range(lo, hi)).collect();
             let report = sim
                 .step_controls(&mut state, &ctrl)
@@ -880,5 +880,130 @@ fn meta_world_scenes_converge_under_random_controls() {
             );
         }
     }
-    println!("solves unconverged of 1000: {unconverged_in:?}; every other scene 0");
+    println!("solves unconverged of 4000: {unconverged_in:?}; every other scene 0");
+}
+
+/// robosuite's robots whose solves do not all converge under
+/// [`robosuite_robots_run_under_random_controls`]'s controls, with the
+/// number measured (2026-12-08; the test holds each to it): the contact
+/// solves' own issue (a few indeterminate or ill-conditioned sets: Spot's
+/// feet with torsional friction, the UR5e's upper arm sliding on its
+/// base's hull, the xArm's and Baxter's links).
+const UNCONVERGED_UNDER_RANDOM_CONTROLS: &[(&str, usize)] =
+    &[("baxter", 1), ("spot", 6), ("ur5e", 42), ("xarm7", 1)];
+
+/// robosuite's robots that cannot run random controls as the file gives
+/// them, and why (measured 2026-12-08), with the parameters they run with.
+const RANDOM_CONTROLS_REFUSED: &[(&str, &str)] = &[
+    (
+        "gr1",
+        "its motors' control range is ±20 000 N·m (a head joint's too): random controls over it are not a robot's input; the step that fails is refused, the state kept",
+    ),
+    (
+        "jaco",
+        "qpos0 folds the arm into itself, 3 joints 0.5 to 1.1 rad past their stops and 10 pairs of links 81 mm deep: unbounded recovery throws it (4 000 rad/s at step 1, a problem no longer finite refused within 40 steps); it runs its 4 000 steps with recovery bounded at 3 m/s (rad/s), 17 solves unconverged",
+    ),
+];
+
+/// robosuite 1.5.2's robots from `qpos0` under random controls (uniform
+/// in each actuator's control range, redrawn every step), 4 000 steps at
+/// the file's time step, the files the loader warns overlap with the
+/// penetration compliance it names: every state finite, no step refused,
+/// every solve converged or within 10 tolerances, but for the robots
+/// named above with the reasons measured.
+#[test]
+fn robosuite_robots_run_under_random_controls() {
+    let Some(files) = common::robot_files() else {
+        return;
+    };
+    let robots = files.site_packages.join("robosuite/models/assets/robots");
+    if !robots.is_dir() {
+        let msg = "robosuite not installed: run scripts/fetch-robot-files";
+        if std::env::var("MOREAU_REQUIRE_ROBOT_FILES").as_deref() == Ok("1") {
+            panic!("{msg} (MOREAU_REQUIRE_ROBOT_FILES=1)");
+        }
+        eprintln!("SKIPPED: {msg}");
+        return;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&robots)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| robots.join(n).join("robot.xml").is_file())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 12);
+    let mut rng = common::Lcg(11);
+    let mut counts = Vec::new();
+    for name in &names {
+        let m = load_mjcf(robots.join(name).join("robot.xml"), &MjcfOptions::default()).unwrap();
+        let model = Arc::new(m.model.clone());
+        let mut params = SimParams::with_dt(m.timestep);
+        if m.warnings
+            .iter()
+            .any(|w| w.contains("pair(s) of geometries overlap"))
+        {
+            params.penetration_compliance = OVERLAP_COMPLIANCE;
+        }
+        let refused = RANDOM_CONTROLS_REFUSED.iter().find(|r| r.0 == name);
+        let ranges: Vec<(f64, f64)> = (model.actuators.iter())
+            .map(|a| a.ctrl_range.unwrap_or((-1.0, 1.0)))
+            .collect();
+        let run = |params: SimParams, rng: &mut common::Lcg| {
+            let mut sim = Simulator::new(model.clone(), params).unwrap();
+            let tol = sim.params.solver_settings.tolerance;
+            let mut state = State::new(m.q0.clone(), DVector::zeros(model.nv));
+            let mut unconverged = 0;
+            for step in 0..4000 {
+                let ctrl: Vec<f64> = ranges.iter().map(|&(lo, hi)| rng.range(lo, hi)).collect();
+                let before = state.clone();
+                match sim.step_controls(&mut state, &ctrl) {
+                    Ok(report) => {
+                        let s = report.solver.filter(|s| !s.converged);
+                        unconverged +=
+                            s.is_some_and(|s| s.residuals.eps_abs >= 10.0 * tol) as usize;
+                    }
+                    Err(e) => {
+                        // Refused, the state kept.
+                        assert_eq!(state.q, before.q, "{name}");
+                        return Err(format!("step {step}: {e}"));
+                    }
+                }
+                assert!(
+                    state.q.iter().chain(&state.v).all(|x| x.is_finite()),
+                    "{name}: step {step}"
+                );
+            }
+            Ok(unconverged)
+        };
+        match refused {
+            Some((_, why)) => {
+                let failed = run(params.clone(), &mut rng);
+                assert!(failed.is_err(), "{name} ran: remove it from the list");
+                println!("{name}: {} ({why})", failed.unwrap_err());
+                if *name == "jaco" {
+                    params.max_recovery_speed = Some(3.0);
+                    let bounded = run(params, &mut rng);
+                    println!("{name} bounded at 3 m/s: {bounded:?} solves unconverged");
+                    assert!(bounded.is_ok(), "{name}: {bounded:?}");
+                }
+            }
+            None => {
+                let unconverged = run(params, &mut rng).unwrap_or_else(|e| panic!("{name}: {e}"));
+                counts.push(format!("{name} {unconverged}"));
+                // At most the count measured (0 for a robot not named).
+                let known = UNCONVERGED_UNDER_RANDOM_CONTROLS
+                    .iter()
+                    .find(|k| k.0 == name)
+                    .map_or(0, |k| k.1);
+                assert!(
+                    unconverged <= known,
+                    "{name}: {unconverged} of 4000 solves unconverged (measured {known})"
+                );
+            }
+        }
+    }
+    println!(
+        "solves unconverged of 4000 (beyond 10 tolerances): {}",
+        counts.join(", ")
+    );
 }
