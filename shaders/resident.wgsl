@@ -120,8 +120,12 @@ var<private> row_l: array<f32, LROWS>;
 // the Cholesky factor of their block of G + R.
 var<private> row_in: array<u32, LROWS>;
 var<private> row_act: array<u32, LROWS>;
-// Each limit row's identity for warm starts: 2·body + side.
+// Each row's identity for warm starts: 2·body + side for a limit row,
+// 2·NB + dof for a dof's dry friction.
 var<private> row_key: array<u32, LROWS>;
+// Each row's set as the solver reads it (row_bound): ROW_UNILATERAL for a
+// limit row, the box's half-width f·dt for a dof's dry friction.
+var<private> row_box: array<f32, LROWS>;
 // The next velocity and the generalized constraint impulse of the step.
 var<private> vn: array<f32, NV>;
 var<private> imp: array<f32, NV>;
@@ -814,13 +818,28 @@ fn step(@builtin(global_invocation_id) gid: vec3<u32>) {
                 row_g[nl] = sign * v_free[dof] + stab;
                 row_l[nl] = 0.0;
                 row_key[nl] = 2u * i + side;
+                row_box[nl] = ROW_UNILATERAL;
                 nl++;
             }
         }
     }
     if (CONTACTS) {
-        // The limit rows join the contact problem, solved by the contact
-        // kernel; `finish` ends the step.
+        // Dry friction (rows::ExtraRows, after the limits): a row per dof
+        // with frictionloss f, c = v, |λ| ≤ f·dt, no stabilization.
+        for (var k = 0u; k < NV; k++) {
+            let f = df(k, DF_FRICTIONLOSS);
+            if (f > 0.0 && nl < LROWS) {
+                row_dof[nl] = k;
+                row_sign[nl] = 1.0;
+                row_g[nl] = v_free[k];
+                row_l[nl] = 0.0;
+                row_key[nl] = 2u * NB + k;
+                row_box[nl] = f * dt;
+                nl++;
+            }
+        }
+        // The limit and friction rows join the contact problem, solved by
+        // the contact kernel; `finish` ends the step.
         prepare_contacts(w, n, dt, nl);
         return;
     }

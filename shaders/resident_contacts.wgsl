@@ -269,6 +269,19 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
             scale = max(scale, abs(x));
         }
     }
+    // The rows' sets after G's triangle (row_bound) where some row is a
+    // box (a dof's dry friction).
+    var bounds = 0u;
+    for (var l = 0u; l < nl; l++) {
+        if (row_box[l] != ROW_UNILATERAL) {
+            bounds = ROW_BOUNDS_STORED;
+        }
+    }
+    if (bounds != 0u) {
+        for (var l = 0u; l < nl; l++) {
+            delassus[(m * (m + 1u) / 2u + l) * n + w] = row_box[l];
+        }
+    }
     // Blocks (g, μ, R = α diag G, and a penetration's α_p s e² / (e² + D²),
     // e = −φ − d₀, s = tr G_c / 3, on its normal row:
     // SimParams::penetration_compliance_at), the warm
@@ -353,6 +366,7 @@ fn prepare_contacts(w: u32, n: u32, dt: f32, nl: u32) {
     pr.nl = nl;
     pr.stride = n;
     pr.vector_offset = w;
+    pr.row_bounds = bounds;
     problems[w] = pr;
     var res: SolveResult;
     res.rho = rho;
@@ -437,7 +451,7 @@ fn finish(@builtin(global_invocation_id) gid: vec3<u32>) {
         set_cw(CW_WARM + 3u * slot + 2u, lw.z);
         set_cw(CW_WKEY + slot, bitcast<f32>(c_key(i)));
     }
-    for (var k = 0u; k < 2u * NB; k++) {
+    for (var k = 0u; k < 2u * NB + NV; k++) {
         set_cw(CW_LWARM + k, NO_WARM);
     }
     for (var l = 0u; l < nl; l++) {

@@ -1358,3 +1358,114 @@ fn the_room_for_contacts_comes_from_the_initial_states_too() {
         );
     }
 }
+
+/// A hanging two-link arm with dry friction (MJCF's `frictionloss`: 0.8
+/// N·m on the shoulder, 0.1 on the elbow, whose range is ±30°) beside
+/// a ball dropped on the floor: with contact pairs, the resident step
+/// solves a row per dof with friction, `|λ| ≤ f·dt`, with the contacts and
+/// the limits (the rows' sets stored after G's triangle), as the CPU does.
+fn arm_with_dry_friction(contacts: bool) -> moreau::load::mjcf::MjcfModel {
+    let floor = if contacts {
+        r#"<geom type="plane" size="2 2 0.1"/>
+           <body name="ball" pos="0.5 0 0.3"><freejoint/><geom type="sphere" size="0.05" mass="0.2"/></body>"#
+    } else {
+        ""
+    };
+    let xml = format!(
+        r#"<mujoco><option timestep="0.002"/>
+          <worldbody>{floor}
+            <body name="upper" pos="0 0 1">
+              <joint name="shoulder" axis="0 1 0" frictionloss="0.8"/>
+              <geom type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1" contype="0" conaffinity="0"/>
+              <body name="fore" pos="0 0 -0.4">
+                <joint name="elbow" axis="0 1 0" range="-30 30" frictionloss="0.1"/>
+                <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03" mass="0.5" contype="0" conaffinity="0"/>
+              </body>
+            </body>
+          </worldbody></mujoco>"#
+    );
+    let m = moreau::load::mjcf::parse_mjcf(
+        &xml,
+        "arm.xml",
+        std::path::Path::new("."),
+        &moreau::load::mjcf::MjcfOptions::default(),
+    )
+    .unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    m
+}
+
+#[test]
+fn dry_friction_steps_resident_as_on_the_cpu() {
+    use moreau::batch::{Backend, BatchSim};
+    let m = arm_with_dry_friction(true);
+    let model = Arc::new(m.model.clone());
+    let nv = model.nv;
+    let options = |backend| {
+        let mut o = common::batch_options(backend, m.timestep);
+        o.params.screen_contacts = false;
+        o
+    };
+    let start = State::new(m.q0.clone(), nalgebra::DVector::zeros(nv));
+    let Some(mut gpu) = common::gpu_batch(model.clone(), &start, 3, &options(Backend::Gpu)) else {
+        return;
+    };
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    let mut cpu = BatchSim::new(model.clone(), &start, 3, &options(Backend::CpuParallel)).unwrap();
+    // The arm's dofs are the last two (after the ball's free joint). World
+    // 0 unforced; world 1 pushed under both joints' friction (held);
+    // world 2 over it (the shoulder turns, the elbow reaches its stop).
+    let (shoulder, elbow) = (nv - 2, nv - 1);
+    let mut tau = vec![0.0; 3 * nv];
+    tau[nv + shoulder] = 0.6;
+    tau[nv + elbow] = 0.08;
+    tau[2 * nv + shoulder] = 1.6;
+    tau[2 * nv + elbow] = 1.0;
+    let mut worst = 0.0f64;
+    for _ in 0..300 {
+        let r = gpu.step(&tau).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        cpu.step(&tau).unwrap();
+        for (g, c) in gpu.states().zip(cpu.states()) {
+            worst = worst.max(max_abs_diff(c.q.as_slice(), g.q.iter().copied()));
+        }
+    }
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    let q = |b: &BatchSim, w: usize, k: usize| b.state(w).unwrap().q[m.model.nq - nv + k];
+    let (held, pushed) = (
+        [q(&cpu, 1, shoulder).abs(), q(&cpu, 1, elbow).abs()],
+        [q(&cpu, 2, shoulder), q(&cpu, 2, elbow)],
+    );
+    println!(
+        "dry friction: held {held:.1?}, pushed {pushed:.3?} rad; the device's q within {worst:.1e} of the CPU's over 300 steps"
+    );
+    // Held by static friction on the CPU and on the device; pushed over it,
+    // the shoulder turns and the elbow rests on its stop.
+    assert!(held.iter().all(|&x| x < 1e-9), "{held:?}");
+    for k in [shoulder, elbow] {
+        assert!(q(&gpu, 1, k).abs() < 1e-5, "{}", q(&gpu, 1, k));
+    }
+    let stop = std::f64::consts::FRAC_PI_6;
+    assert!(
+        pushed[0] > 0.3 && (pushed[1] - stop).abs() < 1e-2,
+        "{pushed:?}"
+    );
+    assert!(worst < 1e-3, "{worst:e}");
+    // The ball fell onto the floor meanwhile, on both.
+    let z = |b: &BatchSim| b.state(0).unwrap().q[2];
+    assert!((z(&gpu) - 0.05).abs() < 2e-3 && (z(&cpu) - 0.05).abs() < 2e-3);
+
+    // Without contact pairs the step pivots unilateral rows alone: such a
+    // model is refused, naming why.
+    let bare = arm_with_dry_friction(false);
+    let (bare_model, nv) = (Arc::new(bare.model.clone()), bare.model.nv);
+    let start = State::new(bare.q0.clone(), nalgebra::DVector::zeros(nv));
+    if let Some(b) = common::gpu_batch(bare_model, &start, 2, &options(Backend::Gpu)) {
+        let notice = b.notice().unwrap_or_default().to_string();
+        assert!(!b.is_resident(), "{notice}");
+        assert!(
+            notice.contains("dry friction") && notice.contains("no pair of its geoms can collide"),
+            "{notice}"
+        );
+    }
+}

@@ -682,13 +682,23 @@ impl Model {
     /// `None` when nothing does. For the paths that do not simulate them
     /// (the resident GPU worlds, the derivatives, inverse dynamics).
     pub fn constraint_features(&self) -> Option<String> {
+        self.features(true)
+    }
+
+    /// [`Self::constraint_features`] but the dofs' dry friction (for the
+    /// resident GPU step, which solves it with the contacts).
+    pub fn constraint_features_but_dof_friction(&self) -> Option<String> {
+        self.features(false)
+    }
+
+    fn features(&self, dof_friction: bool) -> Option<String> {
         let mut what = Vec::new();
         let ne = self.equalities.len() + self.body_equalities.len();
         if ne > 0 {
             what.push(format!("{ne} equality constraint(s)"));
         }
         let friction = self.dof_frictionloss.iter().filter(|&&f| f > 0.0).count();
-        if friction > 0 {
+        if friction > 0 && dof_friction {
             what.push(format!("dry friction (frictionloss) on {friction} dof(s)"));
         }
         let acting = self

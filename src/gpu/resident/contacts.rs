@@ -51,7 +51,7 @@ use super::pairs::{GATES, PairFloats, PairKind, PairWords};
 use super::{
     ResidentError, WORLD_FLAG_CONTACT_SOLVE, WORLD_FLAG_LOOP_LIMIT, WORLD_FLAG_UNFINISHED,
 };
-use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, STATE_DONE};
+use crate::gpu::batch::{BatchCapacity, FLAG_LOOP_LIMIT, GpuResult, ROW_BOUNDS_STORED, STATE_DONE};
 use crate::gpu::contract::WgslConst;
 use crate::gpu::{GpuContext, GpuError, GpuSolver};
 use crate::math::{Vec3, frame_from_normal};
@@ -245,7 +245,8 @@ pub struct ContactSizes {
     /// Every pair's most: what a world could make in one step.
     pub exact_contacts: usize,
     pub slots: usize,
-    /// Joint-limit rows per world (the kernel's `LROWS`).
+    /// Rows after the contacts per world, joint limits and dry friction
+    /// (the kernel's `LROWS`).
     pub limit_rows: usize,
     /// Which of the kernel's switches ([`GATES`]: two round shapes or a
     /// box and a ball, two boxes, a cylinder on the ground, a hull on the
@@ -294,10 +295,11 @@ impl ContactSizes {
     /// statistics (iterations, ε_abs, contacts dropped, floor) first, read back with the state;
     /// `v_f` (nv); the columns of `X = M̃⁻¹Jᵀ` (rows × nv); the rows of `J`
     /// (rows × nv); per contact its slot, normal, point and pair
-    /// ([`CONTACT_FLOATS`]); per limit row its
-    /// key (`2·body + side`); the warm starts (world frame, 3 per slot,
-    /// `f32::MAX`: none) and the keys of the contacts that left them (1
-    /// per slot), the limits' (2 per body); the last ρ; the reset flag.
+    /// ([`CONTACT_FLOATS`]); per row after the contacts its key (`2·body +
+    /// side` for a joint limit, `2·nbodies + dof` for a dof's dry
+    /// friction); the warm starts (world frame, 3 per slot, `f32::MAX`:
+    /// none) and the keys of the contacts that left them (1 per slot), the
+    /// other rows' (by key); the last ρ; the reset flag.
     pub fn scratch(&self, nv: usize, nbodies: usize) -> [(&'static str, usize); 12] {
         let m = self.max_rows();
         let sizes = [
@@ -310,7 +312,7 @@ impl ContactSizes {
             ("CW_LKEY", self.limit_rows),
             ("CW_WARM", 3 * self.slots),
             ("CW_WKEY", self.slots),
-            ("CW_LWARM", 2 * nbodies),
+            ("CW_LWARM", 2 * nbodies + nv),
             ("CW_RHO", 1),
             ("CW_RESET", 1),
         ];
@@ -364,6 +366,7 @@ impl ContactSizes {
             WgslConst::u32("WORLD_SOLVE_FAILED", WORLD_FLAG_CONTACT_SOLVE),
             WgslConst::u32("WORLD_SOLVE_UNFINISHED", WORLD_FLAG_UNFINISHED),
             WgslConst::u32("WORLD_LOOP_LIMIT", WORLD_FLAG_LOOP_LIMIT),
+            WgslConst::u32("ROW_BOUNDS_STORED", ROW_BOUNDS_STORED),
             u("CONTACT_FLOATS", CONTACT_FLOATS),
             u("BOX_BOX_CONTACTS", BOX_BOX_CONTACTS),
             WgslConst::f32(

@@ -68,6 +68,9 @@ crate::wgsl_struct! {
         pub effort: f32 => "DF_EFFORT",
         /// The `q` index of its joint, an integer in f32 (`nq < 2²⁴`).
         pub iq: f32 => "DF_IQ",
+        /// Its dry friction (MJCF's `frictionloss`, N or N·m): a box row
+        /// `|λ| ≤ f·dt` in the contact problem where positive.
+        pub frictionloss: f32 => "DF_FRICTIONLOSS",
     }
 }
 

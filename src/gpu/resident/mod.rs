@@ -119,8 +119,23 @@ pub fn unsupported(model: &Model) -> Option<String> {
     if model.nv == 0 {
         return Some("it has no degrees of freedom".into());
     }
-    if let Some(what) = model.constraint_features() {
-        return Some(format!("the kernel does not simulate its {what}"));
+    // Dry friction on dofs is solved with the contacts: a model with pairs
+    // that can collide only (the step without contacts pivots unilateral
+    // rows); where the device cannot collide some pair, that is said below.
+    let pairs = contacts::device_pairs(model);
+    let collides = pairs.as_ref().map_or(true, |p| !p.is_empty());
+    let features = if collides {
+        model.constraint_features_but_dof_friction()
+    } else {
+        model.constraint_features()
+    };
+    if let Some(what) = features {
+        let alone = if collides || records::friction_dofs(model) == 0 {
+            ""
+        } else {
+            " (the kernel solves dry friction with the contacts, and no pair of its geoms can collide)"
+        };
+        return Some(format!("the kernel does not simulate its {what}{alone}"));
     }
     if model.na() > 0 {
         return Some(format!(
@@ -140,7 +155,7 @@ pub fn unsupported(model: &Model) -> Option<String> {
             model.nbodies
         ));
     }
-    contacts::device_pairs(model).err()
+    pairs.err()
 }
 
 /// A world's flag (see [`Columns::flag`]): its state would have become

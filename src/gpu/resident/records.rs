@@ -85,6 +85,7 @@ fn constants_with(
         WgslConst::bool("PER_WORLD", per_world),
         u("WORLD_PARAMS", WORLD_PARAMS),
         WgslConst::bool("CONTACTS", !pairs.is_empty()),
+        WgslConst::f32("ROW_UNILATERAL", crate::gpu::batch::ROW_UNILATERAL as f64),
     ];
     c.extend(super::layout::constants());
     if !pairs.is_empty() {
@@ -161,10 +162,17 @@ pub(super) fn limited(model: &Model, i: usize) -> bool {
         )
 }
 
-/// The most joint-limit rows one world's step can have: one per side of
-/// each limited joint.
+/// The most rows after the contacts one world's step can have: one per
+/// side of each limited joint, then one per dof with dry friction
+/// (`frictionloss`; a model with contact pairs only: see
+/// [`super::unsupported`]).
 pub fn limit_rows(model: &Model) -> usize {
-    2 * (1..model.nbodies).filter(|&i| limited(model, i)).count()
+    2 * (1..model.nbodies).filter(|&i| limited(model, i)).count() + friction_dofs(model)
+}
+
+/// The dofs with dry friction (`frictionloss > 0`).
+pub fn friction_dofs(model: &Model) -> usize {
+    model.dof_frictionloss.iter().filter(|&&f| f > 0.0).count()
 }
 
 /// `f32::MAX` for an open bound, else the bound in f32.
@@ -241,6 +249,7 @@ pub(super) fn model_records(model: &Model, dt: f64) -> (Vec<u32>, Vec<f32>, Vec<
             effort: bound(model.dof_effort_limit[k]),
             // An integer well inside f32's exact range (nq < 2²⁴).
             iq: model.joint_idx_q[model.dof_body[k]] as f32,
+            frictionloss: model.dof_frictionloss[k] as f32,
         };
     }
     (
