@@ -149,8 +149,6 @@ struct Settled {
     /// The loader warned of geometries overlapping at qpos0, and the settle
     /// ran with `OVERLAP_COMPLIANCE`.
     overlap_compliance: bool,
-    /// Contacts at the settle's end.
-    contacts: usize,
     /// When the settle first had a contact (s after its start).
     first_contact: Option<f64>,
     /// Steps with a joint at a stop (a limit row active).
@@ -374,7 +372,6 @@ fn load_and_settle(
         spread,
         beyond,
         overlap_compliance,
-        contacts,
         first_contact,
         at_stops,
         torsional,
@@ -977,7 +974,7 @@ fn robosuite_robots_run_under_random_controls() {
         };
         match refused {
             Some((_, why)) => {
-                let failed = run(params.clone(), &mut rng);
+                let failed = run(params, &mut rng);
                 assert!(failed.is_err(), "{name} ran: remove it from the list");
                 println!("{name}: {} ({why})", failed.unwrap_err());
                 if *name == "jaco" {
