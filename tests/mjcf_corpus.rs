@@ -668,17 +668,24 @@ const PARTED_BY_A_CONTACT: &[(&str, f64, &str)] = &[
 /// The installed Meta-World scenes' directory; `None` (skipped with a
 /// notice, a failure where robot files are required) without it.
 fn meta_world_scenes() -> Option<std::path::PathBuf> {
+    installed("metaworld/assets/sawyer_xyz", "metaworld")
+}
+
+/// Folder `rel` of the robot files' site-packages, installed by `package`;
+/// `None` (skipped with a notice, a failure where robot files are
+/// required) without it.
+fn installed(rel: &str, package: &str) -> Option<std::path::PathBuf> {
     let files = common::robot_files()?;
-    let scenes = files.site_packages.join("metaworld/assets/sawyer_xyz");
-    if !scenes.is_dir() {
+    let dir = files.site_packages.join(rel);
+    if !dir.is_dir() {
         assert!(
             std::env::var("MOREAU_REQUIRE_ROBOT_FILES").as_deref() != Ok("1"),
-            "metaworld not installed: run scripts/fetch-robot-files"
+            "{package} not installed: run scripts/fetch-robot-files"
         );
-        eprintln!("SKIPPED: metaworld not installed");
+        eprintln!("SKIPPED: {package} not installed");
         return None;
     }
-    Some(scenes)
+    Some(dir)
 }
 
 /// Meta-World's Sawyer is driven through its mocap body: every scene
@@ -910,18 +917,9 @@ const RANDOM_CONTROLS_REFUSED: &[(&str, &str)] = &[
 /// named above with the reasons measured.
 #[test]
 fn robosuite_robots_run_under_random_controls() {
-    let Some(files) = common::robot_files() else {
+    let Some(robots) = installed("robosuite/models/assets/robots", "robosuite") else {
         return;
     };
-    let robots = files.site_packages.join("robosuite/models/assets/robots");
-    if !robots.is_dir() {
-        let msg = "robosuite not installed: run scripts/fetch-robot-files";
-        if std::env::var("MOREAU_REQUIRE_ROBOT_FILES").as_deref() == Ok("1") {
-            panic!("{msg} (MOREAU_REQUIRE_ROBOT_FILES=1)");
-        }
-        eprintln!("SKIPPED: {msg}");
-        return;
-    }
     let mut names: Vec<String> = std::fs::read_dir(&robots)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
