@@ -1454,6 +1454,20 @@ fn dry_friction_steps_resident_as_on_the_cpu() {
     // The ball fell onto the floor meanwhile, on both.
     let z = |b: &BatchSim| b.state(0).unwrap().q[2];
     assert!((z(&gpu) - 0.05).abs() < 2e-3 && (z(&cpu) - 0.05).abs() < 2e-3);
+    // A world's own model with dry friction on more dofs than the batch's
+    // (whose rows the kernel is sized by) takes the batch off the device,
+    // saying why; the same friction elsewhere keeps it there.
+    let mut other = m.model.clone();
+    other.dof_frictionloss[shoulder] = 0.5;
+    gpu.set_world_model(1, Arc::new(other.clone())).unwrap();
+    assert!(gpu.is_resident(), "{:?}", gpu.notice());
+    other.dof_frictionloss[0] = 0.1;
+    gpu.set_world_model(2, Arc::new(other)).unwrap();
+    let notice = gpu.notice().unwrap_or_default().to_string();
+    assert!(
+        !gpu.is_resident() && notice.contains("dry friction on 3 dofs"),
+        "{notice}"
+    );
 
     // Without contact pairs the step pivots unilateral rows alone: such a
     // model is refused, naming why.

@@ -703,6 +703,15 @@ impl ResidentBatch {
                 base.nu()
             )));
         }
+        // The rows after the contacts are sized by the batch's model (its
+        // limits and its dofs with dry friction).
+        if records::friction_dofs(model) > records::friction_dofs(base) {
+            return Err(unfit(format!(
+                "dry friction on {} dofs, more than the batch's {} (the kernel's rows are sized by the batch's model)",
+                records::friction_dofs(model),
+                records::friction_dofs(base)
+            )));
+        }
         let (u, f, d) = model_records(model, params.dt);
         if u != self.body_u32 {
             return Err(unfit(
