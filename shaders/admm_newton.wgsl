@@ -273,18 +273,17 @@ fn wide_index(w: WideRows, e: u32) -> u32 {
 
 // J[e][j] for row e of wide contact i (newton_entry).
 fn wide_entry(pr: Problem, ca: Cache, scale: f32, i: u32, e: u32, j: u32) -> f32 {
-    let w = wide_rows(pr, i);
-    var ww = w;
+    var w = wide_rows(pr, i);
     let b = wide_unit(pr, ca, w, i, scale, X, TMP);
     let a = wide_index(w, e);
     var v = 0.0;
-    for (var q = 0u; q < ww.d; q++) {
-        let dc = wide_d(b, ww.d, a, q, true);
+    for (var q = 0u; q < w.d; q++) {
+        let dc = wide_d(b, w.d, a, q, true);
         if (dc != 0.0) {
-            v += dc * gr(pr, ca, ww.rows[q], j);
+            v += dc * gr(pr, ca, w.rows[q], j);
         }
-        if (ww.rows[q] == j) {
-            v += wide_d(b, ww.d, a, q, false);
+        if (w.rows[q] == j) {
+            v += wide_d(b, w.d, a, q, false);
         }
     }
     return v;
@@ -406,14 +405,13 @@ fn newton_merit(pr: Problem, ca: Cache, scale: f32, store: bool) -> f32 {
         }
         let e = unit_extra(pr, u);
         if (e.n > 0u) {
-            let w = wide_rows_of(u, e);
-            var ww = w;
+            var w = wide_rows_of(u, e);
             let b = wide_unit(pr, ca, w, u, scale, X, TMP);
-            for (var a = 0u; a < ww.d; a++) {
+            for (var a = 0u; a < w.d; a++) {
                 let f = wide_f(pr, w, b, a, X, TMP);
                 phi += f * f;
                 if (store) {
-                    work[pk(pr, PF, ww.rows[a])] = f;
+                    work[pk(pr, PF, w.rows[a])] = f;
                 }
             }
             continue;
@@ -441,11 +439,10 @@ fn newton_clean(pr: Problem, ca: Cache, scale: f32) {
         }
         let e = unit_extra(pr, u);
         if (e.n > 0u) {
-            let w = wide_rows_of(u, e);
-            var ww = w;
+            var w = wide_rows_of(u, e);
             if (wide_unit(pr, ca, w, u, scale, X, TMP).mode == WIDE_BREAKING) {
-                for (var a = 0u; a < ww.d; a++) {
-                    work[wk(pr, X, ww.rows[a])] = 0.0;
+                for (var a = 0u; a < w.d; a++) {
+                    work[wk(pr, X, w.rows[a])] = 0.0;
                 }
             }
             continue;
@@ -512,11 +509,10 @@ fn wide_direction_settled(pr: Problem, st: SolveResult, i: u32, e: ConeExtra, sl
     if (!(n > slow && sliding)) {
         return true;
     }
-    let w = wide_rows_of(i, e);
-    var ww = w;
+    var w = wide_rows_of(i, e);
     var dd = 0.0;
-    for (var a = 0u; a + 1u < ww.d; a++) {
-        let x = wv(pr, X, ww.rows[a]) / nl + wv(pr, TMP, ww.rows[a]) / n;
+    for (var a = 0u; a + 1u < w.d; a++) {
+        let x = wv(pr, X, w.rows[a]) / nl + wv(pr, TMP, w.rows[a]) / n;
         dd += x * x;
     }
     return sqrt(dd) <= direction_tolerance(st, n);
@@ -577,16 +573,15 @@ fn newton_solve(pr: Problem, ca: Cache, st: ptr<function, SolveResult>, scale: f
             }
             let e = unit_extra(pr, u);
             if (e.n > 0u) {
-                let w = wide_rows_of(u, e);
-                var ww = w;
+                var w = wide_rows_of(u, e);
                 let b = wide_unit(pr, ca, w, u, scale, X, TMP);
-                for (var a = 0u; a < ww.d; a++) {
+                for (var a = 0u; a < w.d; a++) {
                     var jd = 0.0;
-                    for (var q = 0u; q < ww.d; q++) {
-                        let kq = ww.rows[q];
-                        jd += wide_d(b, ww.d, a, q, false) * wv(pr, ZPREV, kq) + wide_d(b, ww.d, a, q, true) * pv(pr, PAD, kq);
+                    for (var q = 0u; q < w.d; q++) {
+                        let kq = w.rows[q];
+                        jd += wide_d(b, w.d, a, q, false) * wv(pr, ZPREV, kq) + wide_d(b, w.d, a, q, true) * pv(pr, PAD, kq);
                     }
-                    work[wk(pr, Y, ww.rows[a])] = -pv(pr, PF, ww.rows[a]) - jd;
+                    work[wk(pr, Y, w.rows[a])] = -pv(pr, PF, w.rows[a]) - jd;
                 }
                 continue;
             }

@@ -155,6 +155,14 @@ struct Settled {
     at_stops: usize,
 }
 
+/// Whether the loader warned that `m`'s colliding geometries overlap at
+/// `qpos0` (the warning names [`OVERLAP_COMPLIANCE`]'s parameter).
+fn overlaps_at_qpos0(m: &MjcfModel) -> bool {
+    m.warnings
+        .iter()
+        .any(|w| w.contains("pair(s) of geometries overlap"))
+}
+
 /// Loads reference `r`'s file, checks what it loads against MuJoCo's numbers
 /// (sizes, time step, actuators, every body's mass, the dofs' damping,
 /// stiffness and dry friction, the mass matrix at `qpos0`), then settles
@@ -249,10 +257,7 @@ fn load_and_settle(
     let model = Arc::new(model.clone());
     // A file whose geometries overlap at qpos0 settles with the
     // penetration compliance the loader's warning names.
-    let overlap_compliance = m
-        .warnings
-        .iter()
-        .any(|w| w.contains("pair(s) of geometries overlap"));
+    let overlap_compliance = overlaps_at_qpos0(&m);
     let params = SimParams {
         dt: r.timestep,
         max_recovery_speed,
@@ -569,12 +574,7 @@ fn manipulation_robots_and_scenes_load_like_mujoco() {
             ""
         };
         if settled.failed.is_none() && worst < 0.02 {
-            let compliant = if settled.overlap_compliance {
-                " (overlapping: penetration compliance)"
-            } else {
-                ""
-            };
-            within.push(format!("{}{compliant}", r.file));
+            within.push(format!("{} ({worst:.3} m{compliant})", r.file));
         } else {
             let why = if settled.at_stops > 0 {
                 ", at stops"
@@ -933,10 +933,7 @@ fn robosuite_robots_run_under_random_controls() {
         let m = load_mjcf(robots.join(name).join("robot.xml"), &MjcfOptions::default()).unwrap();
         let model = Arc::new(m.model.clone());
         let mut params = SimParams::with_dt(m.timestep);
-        if m.warnings
-            .iter()
-            .any(|w| w.contains("pair(s) of geometries overlap"))
-        {
+        if overlaps_at_qpos0(&m) {
             params.penetration_compliance = OVERLAP_COMPLIANCE;
         }
         let refused = RANDOM_CONTROLS_REFUSED.iter().find(|r| r.0 == name);
